@@ -1,0 +1,5 @@
+"""``python -m calaudit`` runs the command-line interface."""
+
+from calaudit.cli.app import main
+
+main()

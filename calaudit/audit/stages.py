@@ -1,0 +1,37 @@
+"""The stage protocol: one family of checks (calibration errors, SKCE tests, local
+calibration...). A stage reads the data and the configuration and returns a
+:class:`StageOutput`; it never writes files or prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from calaudit.audit.config import AuditConfig
+from calaudit.data.dataset import CalibrationData
+from calaudit.results import MetricResult, TestResult
+
+
+@dataclass(frozen=True)
+class StageOutput:
+    """What one stage contributes to the audit result."""
+
+    metrics: tuple[MetricResult, ...] = ()
+    tests: tuple[TestResult, ...] = ()
+    local: Mapping[str, Any] = field(default_factory=dict)
+    groups: tuple[Any, ...] = ()
+    diagrams: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Stage(Protocol):
+    """A family of checks. ``name`` keys its random stream (see ``numerics.random``)."""
+
+    name: str
+
+    def run(
+        self, data: CalibrationData, config: AuditConfig, rng: np.random.Generator
+    ) -> StageOutput:
+        """Compute this family's metrics, tests and diagnostics."""
+        ...

@@ -1,0 +1,1 @@
+"""The command-line interface (Typer). Nothing imports this package."""

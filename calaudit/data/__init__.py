@@ -1,0 +1,6 @@
+"""From files to one validated, immutable :class:`CalibrationData`.
+
+``readers`` turns a file into a table, ``columns`` decides which columns hold what,
+``labels`` maps labels to classes, ``rows`` applies the per-row rules, ``dataset`` holds
+the result and ``load`` runs the whole path.
+"""

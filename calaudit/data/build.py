@@ -1,0 +1,242 @@
+"""Raw columns -> :class:`~calaudit.data.dataset.CalibrationData`.
+
+Shared by the file loader and ``CalibrationData.from_arrays``: convert logits, apply the
+row rules, infer the classes, map the labels, encode the covariates, and drop or refuse
+bad rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from calaudit.data import rows as rules
+from calaudit.data.dataset import CalibrationData, Covariate, Provenance
+from calaudit.data.labels import UNKNOWN, binary_classes, map_multiclass
+from calaudit.data.readers import SourceFile
+from calaudit.exceptions import InputError
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to interpret and police the raw columns."""
+
+    categorical: tuple[str, ...] = ()
+    positive_label: str | None = None
+    renormalize: bool = False
+    drop_invalid: bool = False
+    require_two_classes: bool = True
+
+
+@dataclass
+class RawInputs:
+    """Columns picked from the input files, before any validation."""
+
+    scores: np.ndarray
+    score_columns: tuple[str, ...]
+    class_names: tuple[str, ...]
+    kind: str
+    score_source: str
+    labels: pd.Series
+    label_column: str
+    label_source: str
+    covariates: list[tuple[str, pd.Series, str]] = field(default_factory=list)
+    unmatched: np.ndarray | None = None
+    id_column: str | None = None
+    files: tuple[SourceFile, ...] = ()
+
+
+def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
+    """(n, m) probabilities: softmax of logits, ``[1 - p, p]`` for one binary column,
+    optionally renormalised rows. Returns the matrix and the count of renormalised rows."""
+    scores = np.where(np.isfinite(raw.scores), raw.scores, 0.0)
+    if raw.kind == "logit":
+        if scores.shape[1] == 1:
+            scores = special.expit(scores)
+        else:
+            scores = special.softmax(scores, axis=1)
+    renormalized = 0
+    if scores.shape[1] > 1 and options.renormalize and raw.kind == "probability":
+        sums = scores.sum(axis=1, keepdims=True)
+        fix = (np.abs(sums[:, 0] - 1.0) > 0) & (sums[:, 0] > 0)
+        scores = np.where(fix[:, None], scores / np.where(sums > 0, sums, 1.0), scores)
+        renormalized = int(fix.sum())
+    if scores.shape[1] == 1:
+        scores = np.hstack([1.0 - scores, scores])
+    return scores, renormalized
+
+
+def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> list:
+    """Rules on the prediction columns."""
+    found = [rules.nonfinite_scores(raw.scores, raw.score_columns, raw.score_source, raw.kind)]
+    if raw.kind == "probability":
+        found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source))
+        if raw.scores.shape[1] > 1 and not options.renormalize:
+            found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source))
+    return found
+
+
+def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
+                ) -> tuple[tuple[str, ...], np.ndarray]:
+    """Class names and the class index of every row (``UNKNOWN`` where unmatched)."""
+    present = raw.labels[~missing]
+    codes = np.full(missing.shape, UNKNOWN, dtype=np.int64)
+    if raw.scores.shape[1] == 1:
+        classes, present_codes = binary_classes(
+            present, options.positive_label, raw.label_source, raw.label_column
+        )
+    else:
+        classes = raw.class_names
+        present_codes = map_multiclass(present, classes)
+    codes[~missing] = present_codes
+    return tuple(classes), codes
+
+
+def covariate_problems(raw: RawInputs) -> list:
+    """Missing or infinite covariate values."""
+    found = []
+    for name, values, source in raw.covariates:
+        missing = values.isna().to_numpy()
+        found.append(rules.problem("missing_covariate", source, name, missing,
+                                   "covariate value is missing", "fill or drop these rows"))
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            inf = np.isinf(values.to_numpy(dtype=np.float64, na_value=0.0))
+            found.append(rules.problem("nonfinite_covariate", source, name, inf,
+                                       "covariate value is infinite", "fix the covariate"))
+    return found
+
+
+def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covariate:
+    """A numeric covariate as float64, or a categorical one as codes into sorted names."""
+    if not categorical:
+        return Covariate(name, "numeric", values.to_numpy(dtype=np.float64))
+    if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
+        values = values.astype(np.int64)
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        levels = np.unique(values.to_numpy())
+        codes = np.searchsorted(levels, values.to_numpy())
+        return Covariate(name, "categorical", codes, tuple(str(v) for v in levels))
+    text = np.array([str(v) for v in values.to_numpy()], dtype=object)
+    levels, codes = np.unique(text, return_inverse=True)
+    return Covariate(name, "categorical", codes.reshape(-1), tuple(str(v) for v in levels))
+
+
+def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
+    if name in options.categorical:
+        return True
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    return not numeric
+
+
+def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, int]:
+    """Rows dropped per rule, each row counted under the first rule it breaks."""
+    taken = np.zeros(n, dtype=bool)
+    counts: dict[str, int] = {}
+    for prob in problems:
+        new = prob.rows & ~taken
+        if new.any():
+            counts[prob.rule] = counts.get(prob.rule, 0) + int(new.sum())
+        taken |= prob.rows
+    return counts
+
+
+def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
+    """Validate ``raw`` and return the immutable data object."""
+    n = int(raw.scores.shape[0])
+    probs, renormalized = to_probabilities(raw, options)
+    missing = raw.labels.isna().to_numpy()
+    classes, codes = label_codes(raw, missing, options)
+    found: list = []
+    if raw.unmatched is not None:
+        found.append(rules.problem("unmatched_id", raw.label_source, raw.id_column,
+                                   raw.unmatched, "id has no match in the joined file",
+                                   "check that both files hold the same ids"))
+    found.append(rules.problem("missing_label", raw.label_source, raw.label_column, missing,
+                               "label is missing", "fill or drop these rows"))
+    found += score_problems(raw, probs, options)
+    found.append(rules.problem("unknown_label", raw.label_source, raw.label_column,
+                               (codes == UNKNOWN) & ~missing,
+                               f"label is not one of the classes ({', '.join(classes[:10])})",
+                               "check --prob-cols order and names, or --positive-label"))
+    found += covariate_problems(raw)
+    problems = [p for p in found if p is not None]
+    if problems and not options.drop_invalid:
+        raise _first_error(problems[0], raw)
+    bad = np.zeros(n, dtype=bool)
+    for prob in problems:
+        bad |= prob.rows
+    keep = np.flatnonzero(~bad)
+    check_enough(len(keep), codes[keep], classes, raw, options)
+    covariates = tuple(
+        encode_covariate(name, values.iloc[keep].reset_index(drop=True),
+                         is_categorical(values, name, options))
+        for name, values, _ in raw.covariates
+    )
+    provenance = Provenance(
+        files=raw.files, rows_read=n, rows_used=len(keep),
+        rows_excluded=first_reason_counts(problems, n), label_column=raw.label_column,
+        score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
+        renormalized_rows=renormalized,
+    )
+    return CalibrationData(probs[keep], codes[keep], classes, covariates, provenance)
+
+
+def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
+    values = None
+    if prob.column == raw.label_column:
+        values = raw.labels.to_numpy()
+    elif prob.column in raw.score_columns:
+        values = raw.scores[:, raw.score_columns.index(prob.column)]
+    else:
+        for name, series, _ in raw.covariates:
+            if name == prob.column:
+                values = series.to_numpy()
+    return prob.error(values)
+
+
+def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: RawInputs,
+                 options: LoadOptions) -> None:
+    """At least two rows, and two classes present when a test needs them."""
+    if n_used < 2:
+        raise InputError(
+            f"{n_used} usable row(s); at least 2 are needed",
+            source=raw.score_source, rule="too_few_rows",
+            hint="check the file, or the rows --drop-invalid removed",
+        )
+    present = np.unique(codes)
+    if options.require_two_classes and present.size < 2:
+        only = classes[int(present[0])]
+        raise InputError(
+            f"only class '{only}' occurs in the labels; calibration tests need two",
+            source=raw.label_source, column=raw.label_column, rule="single_class",
+            hint="audit a sample that contains both outcomes",
+        )
+
+
+def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
+                      renormalize, drop_invalid) -> CalibrationData:
+    """``CalibrationData.from_arrays``: arrays through the same rules as files."""
+    scores = np.asarray(y_proba, dtype=np.float64)
+    scores = scores[:, None] if scores.ndim == 1 else scores
+    labels = pd.Series(np.asarray(y_true))
+    if len(labels) != scores.shape[0]:
+        raise InputError(f"y_true has {len(labels)} rows but y_proba has {scores.shape[0]}",
+                         source="<arrays>", rule="length_mismatch")
+    if classes is None:
+        classes = tuple(str(k) for k in range(scores.shape[1])) if scores.shape[1] > 1 else ()
+    names = tuple(f"y_proba[:, {k}]" for k in range(scores.shape[1]))
+    covs = []
+    for name, values in (covariates or {}).items():
+        series = pd.Series(np.asarray(values))
+        if len(series) != len(labels):
+            raise InputError(f"covariate has {len(series)} rows, expected {len(labels)}",
+                             source="<arrays>", column=name, rule="length_mismatch")
+        covs.append((name, series, "<arrays>"))
+    raw = RawInputs(scores, names, tuple(classes), "probability", "<arrays>", labels,
+                    "y_true", "<arrays>", covs)
+    options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
+                          require_two_classes=False)
+    return build(raw, options)

@@ -1,0 +1,158 @@
+"""The validated, immutable data object that every later stage consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.data.readers import SourceFile
+
+CovariateKind = Literal["numeric", "categorical"]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Covariate:
+    """One covariate column.
+
+    ``numeric``: ``values`` are float64. ``categorical``: ``values`` are int64 codes into
+    ``categories`` (sorted; integer-coded categories sort numerically).
+    """
+
+    name: str
+    kind: CovariateKind
+    values: NDArray
+    categories: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _frozen(self.values))
+
+    def labels(self) -> NDArray[np.object_]:
+        """Category name of each row (categorical covariates only)."""
+        return np.asarray(self.categories, dtype=object)[self.values]
+
+    def take(self, rows: NDArray[np.intp]) -> Covariate:
+        return Covariate(self.name, self.kind, self.values[rows], self.categories)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where the data came from and what was excluded.
+
+    ``rows_excluded`` counts dropped rows by rule (only with ``--drop-invalid``).
+    """
+
+    files: tuple[SourceFile, ...] = ()
+    rows_read: int = 0
+    rows_used: int = 0
+    rows_excluded: Mapping[str, int] = field(default_factory=dict)
+    label_column: str | None = None
+    score_columns: tuple[str, ...] = ()
+    score_kind: str = "probability"
+    id_column: str | None = None
+    renormalized_rows: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows_excluded", MappingProxyType(dict(self.rows_excluded)))
+
+
+@dataclass(frozen=True)
+class CalibrationData:
+    """Predictions, labels and covariates, validated.
+
+    Attributes
+    ----------
+    y_proba : (n, m) float64, rows on the probability simplex; for binary data column 1
+        is the positive class
+    y_true : (n,) int64 class indices in ``0 .. m-1``
+    classes : the m class names, in column order
+    covariates : covariate columns for local calibration and group diagnostics
+    provenance : files, row counts and exclusions
+    """
+
+    y_proba: NDArray[np.float64]
+    y_true: NDArray[np.int64]
+    classes: tuple[str, ...]
+    covariates: tuple[Covariate, ...] = ()
+    provenance: Provenance = field(default_factory=Provenance)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "y_proba", _frozen(np.asarray(self.y_proba, np.float64)))
+        object.__setattr__(self, "y_true", _frozen(np.asarray(self.y_true, np.int64)))
+
+    @property
+    def n(self) -> int:
+        return int(self.y_true.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def is_binary(self) -> bool:
+        return self.n_classes == 2
+
+    @property
+    def positive_proba(self) -> NDArray[np.float64]:
+        """Probability of the positive class (binary data only)."""
+        if not self.is_binary:
+            raise ValueError("positive_proba is defined for binary data only")
+        return self.y_proba[:, 1]
+
+    @property
+    def residuals(self) -> NDArray[np.float64]:
+        """``e_{y_i} - p_i``, shape (n, m)."""
+        out = -np.array(self.y_proba)
+        out[np.arange(self.n), self.y_true] += 1.0
+        return out
+
+    def class_counts(self) -> dict[str, int]:
+        counts = np.bincount(self.y_true, minlength=self.n_classes)
+        return {name: int(c) for name, c in zip(self.classes, counts)}
+
+    def covariate(self, name: str) -> Covariate:
+        for cov in self.covariates:
+            if cov.name == name:
+                return cov
+        raise KeyError(name)
+
+    @property
+    def covariate_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.covariates)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        y_true,
+        y_proba,
+        *,
+        covariates: Mapping[str, object] | None = None,
+        categorical: tuple[str, ...] | list[str] = (),
+        classes: tuple[str, ...] | list[str] | None = None,
+        positive_label: str | None = None,
+        renormalize: bool = False,
+        drop_invalid: bool = False,
+    ) -> CalibrationData:
+        """Validate in-memory arrays with the same rules as files.
+
+        ``y_proba`` is (n,) for binary (positive-class probability) or (n, m);
+        ``y_true`` holds labels (integers, booleans or strings); ``covariates`` maps names
+        to 1-D arrays.
+        """
+        from calaudit.data.build import build_from_arrays
+
+        return build_from_arrays(
+            y_true, y_proba, covariates=covariates, categorical=tuple(categorical),
+            classes=None if classes is None else tuple(classes),
+            positive_label=positive_label, renormalize=renormalize,
+            drop_invalid=drop_invalid,
+        )

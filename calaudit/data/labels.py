@@ -1,0 +1,101 @@
+"""Mapping raw labels to class indices ``0 .. m-1``.
+
+Multi-class: the classes are the prediction columns, in column order, named by their
+suffixes. String labels match class names; integer labels match integer class names
+(``p_1 .. p_10`` with labels 1..10), otherwise they are 0-based column positions.
+
+Binary (one probability column, the positive class): labels 0/1 or booleans, or two
+strings of which one is the positive label (``--positive-label``, or a usual name such as
+``yes``/``true``/``pos``/``1``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calaudit.exceptions import InputError
+
+POSITIVE_NAMES = ("1", "true", "yes", "y", "pos", "positive", "t")
+UNKNOWN = -1
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)
+
+
+def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a numeric label series and a mask of the integral ones."""
+    as_float = values.astype(np.float64).to_numpy()
+    ok = np.isfinite(as_float) & (as_float == np.round(as_float))
+    out = np.full(as_float.shape, UNKNOWN, dtype=np.int64)
+    out[ok] = as_float[ok].astype(np.int64)
+    return np.where(ok, out, UNKNOWN), ok
+
+
+def _as_text(values: pd.Series) -> np.ndarray:
+    return np.array([str(v).strip() for v in values.to_numpy()], dtype=object)
+
+
+def map_multiclass(values: pd.Series, class_names: tuple[str, ...]) -> np.ndarray:
+    """Class index of each label, ``UNKNOWN`` (-1) when it names no class."""
+    m = len(class_names)
+    if _is_numeric(values):
+        codes, ok = _integral(values)
+        named = _integer_names(class_names)
+        if named is not None:
+            lookup = {value: k for k, value in enumerate(named)}
+            return np.array([lookup.get(c, UNKNOWN) if good else UNKNOWN
+                             for c, good in zip(codes, ok)], dtype=np.int64)
+        return np.where(ok & (codes >= 0) & (codes < m), codes, UNKNOWN)
+    lookup = {name: k for k, name in enumerate(class_names)}
+    return np.array([lookup.get(v, UNKNOWN) for v in _as_text(values)], dtype=np.int64)
+
+
+def _integer_names(class_names: tuple[str, ...]) -> list[int] | None:
+    try:
+        return [int(name) for name in class_names]
+    except ValueError:
+        return None
+
+
+def binary_classes(
+    values: pd.Series, positive_label: str | None, source: str, column: str
+) -> tuple[tuple[str, str], np.ndarray]:
+    """Class names ``(negative, positive)`` and the 0/1 index of each label (-1 unknown)."""
+    if _is_numeric(values) and positive_label is None:
+        if pd.api.types.is_bool_dtype(values):
+            return ("False", "True"), values.astype(np.int64).to_numpy()
+        codes, ok = _integral(values)
+        return ("0", "1"), np.where(ok & ((codes == 0) | (codes == 1)), codes, UNKNOWN)
+    text = _as_text(values)
+    distinct = sorted(set(text.tolist()))
+    positive = positive_label if positive_label is not None else _guess_positive(
+        distinct, source, column
+    )
+    negatives = [v for v in distinct if v != positive]
+    if len(negatives) > 1 and positive_label is None:
+        raise InputError(
+            f"binary predictions but the labels take {len(distinct)} values "
+            f"({', '.join(distinct[:6])})",
+            source=source,
+            column=column,
+            rule="unknown_label",
+            hint="use one probability column per class (--prob-cols) for multi-class data",
+        )
+    negative = negatives[0] if len(negatives) == 1 else f"not {positive}"
+    codes = np.where(text == positive, 1, np.where(text == negative, 0, UNKNOWN))
+    return (negative, positive), codes.astype(np.int64)
+
+
+def _guess_positive(distinct: list[str], source: str, column: str) -> str:
+    usual = [v for v in distinct if v.lower() in POSITIVE_NAMES]
+    if len(usual) == 1:
+        return usual[0]
+    raise InputError(
+        f"cannot tell which label is the positive class among {', '.join(distinct[:6])}",
+        source=source,
+        column=column,
+        rule="positive_label",
+        hint="name it with --positive-label",
+    )

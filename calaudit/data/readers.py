@@ -1,0 +1,233 @@
+"""Reading CSV / TSV (optionally gzipped), Parquet and NPZ files into pandas tables.
+
+Each reader offers ``columns(path)`` (the names, read cheaply: a CSV header, a Parquet
+schema) and ``read(path, columns)`` (only the requested columns). NPZ archives are read
+with ``allow_pickle=False`` and flattened into named columns (``probs`` or
+``probs_<class>``, ``labels``, one column per covariate). Every failure becomes an
+:class:`~calaudit.exceptions.InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calaudit.exceptions import InputError
+
+SUFFIXES = {
+    ".csv": "csv",
+    ".csv.gz": "csv",
+    ".tsv": "tsv",
+    ".tsv.gz": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".npz": "npz",
+}
+
+#: Strings read as missing in CSV/TSV (pandas' defaults minus words like "None"/"NA"
+#: that could be genuine category names are *not* removed: these are the usual ones).
+NA_STRINGS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A"]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """Provenance of one input file."""
+
+    role: str
+    path: str
+    format: str
+    sha256: str
+    rows: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "role": self.role,
+            "path": self.path,
+            "format": self.format,
+            "sha256": self.sha256,
+            "rows": self.rows,
+        }
+
+
+def file_format(path: Path) -> str:
+    """``csv``, ``tsv``, ``parquet`` or ``npz`` from the file name's suffix."""
+    name = path.name.lower()
+    for suffix, fmt in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
+        if name.endswith(suffix):
+            return fmt
+    raise InputError(
+        f"unsupported file type '{''.join(path.suffixes) or path.name}'",
+        source=str(path),
+        rule="unsupported_format",
+        hint="use .csv, .tsv (optionally .gz), .parquet or .npz",
+    )
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_readable(path: Path) -> None:
+    """Raise a clear error for a missing path or a directory."""
+    if not path.exists():
+        raise InputError(
+            "file not found", source=str(path), rule="file_not_found", hint="check the path"
+        )
+    if not path.is_file():
+        raise InputError("not a regular file", source=str(path), rule="file_not_found")
+
+
+def _unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(
+        f"cannot read this {fmt} file ({detail})",
+        source=str(path),
+        rule="unreadable_file",
+        hint="the file may be truncated or not in the format its suffix says",
+    )
+
+
+_READ_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    UnicodeDecodeError,
+    zipfile.BadZipFile,
+    pd.errors.ParserError,
+    pd.errors.EmptyDataError,
+)
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    import pyarrow as pa
+
+    return (pa.ArrowException,)
+
+
+def read_columns(path: Path) -> list[str]:
+    """Column names of a file, without reading its data."""
+    check_readable(path)
+    fmt = file_format(path)
+    try:
+        if fmt in ("csv", "tsv"):
+            header = pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=0)
+            return [str(c) for c in header.columns]
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        return list(_npz_frame(path).columns)
+    except InputError:
+        raise
+    except _READ_ERRORS + _arrow_errors() as exc:
+        raise _unreadable(path, fmt, exc) from None
+
+
+def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
+    """The requested columns of a file, in the requested order."""
+    check_readable(path)
+    fmt = file_format(path)
+    try:
+        if fmt in ("csv", "tsv"):
+            frame = pd.read_csv(
+                path,
+                sep="," if fmt == "csv" else "\t",
+                usecols=columns,
+                na_values=NA_STRINGS,
+                keep_default_na=False,
+                low_memory=False,
+            )
+        elif fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            frame = pq.read_table(path, columns=columns).to_pandas()
+        else:
+            frame = _npz_frame(path)[columns]
+    except InputError:
+        raise
+    except _READ_ERRORS + _arrow_errors() as exc:
+        raise _unreadable(path, fmt, exc) from None
+    return frame[columns]
+
+
+def _npz_frame(path: Path) -> pd.DataFrame:
+    """Flatten an NPZ archive into named columns (see the module docstring)."""
+    columns: dict[str, np.ndarray] = {}
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {key: _load_member(archive, key, path) for key in archive.files}
+    names = _npz_names(arrays, "class_names")
+    covariate_names = _npz_names(arrays, "covariate_names")
+    for key, array in arrays.items():
+        if key in ("class_names", "covariate_names"):
+            continue
+        if key == "covariates" and array.ndim == 2:
+            if covariate_names is None or len(covariate_names) != array.shape[1]:
+                raise InputError(
+                    "array 'covariates' is 2-D but 'covariate_names' is missing or has the "
+                    "wrong length",
+                    source=str(path),
+                    rule="npz_layout",
+                    hint="store covariate_names (d,) next to covariates (n, d)",
+                )
+            columns.update({name: array[:, j] for j, name in enumerate(covariate_names)})
+        elif array.ndim == 1:
+            columns[key] = array
+        elif array.ndim == 2:
+            suffixes = names if key == "probs" and names else [str(j) for j in range(array.shape[1])]
+            if len(suffixes) != array.shape[1]:
+                raise InputError(
+                    f"'class_names' has {len(suffixes)} entries but '{key}' has "
+                    f"{array.shape[1]} columns",
+                    source=str(path),
+                    rule="npz_layout",
+                )
+            columns.update({f"{key}_{s}": array[:, j] for j, s in enumerate(suffixes)})
+        else:
+            raise InputError(
+                f"array '{key}' has {array.ndim} dimensions; expected 1 or 2",
+                source=str(path),
+                rule="npz_layout",
+            )
+    lengths = {key: len(col) for key, col in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise InputError(
+            f"arrays have different lengths: {lengths}",
+            source=str(path),
+            rule="length_mismatch",
+        )
+    return pd.DataFrame(columns)
+
+
+def _load_member(archive: np.lib.npyio.NpzFile, key: str, path: Path) -> np.ndarray:
+    try:
+        array = archive[key]
+    except ValueError as exc:
+        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+            raise InputError(
+                f"array '{key}' is an object array, which calaudit never unpickles",
+                source=str(path),
+                rule="npz_object_array",
+                hint="save numeric or fixed-width string arrays (e.g. .astype(str))",
+            ) from None
+        raise
+    if array.dtype.kind == "O":
+        raise InputError(
+            f"array '{key}' is an object array", source=str(path), rule="npz_object_array"
+        )
+    return array
+
+
+def _npz_names(arrays: dict[str, np.ndarray], key: str) -> list[str] | None:
+    if key not in arrays:
+        return None
+    return [str(v) for v in np.asarray(arrays[key]).reshape(-1)]

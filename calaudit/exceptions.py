@@ -1,0 +1,60 @@
+"""Exception types.
+
+Everything a user can cause (a bad file, a bad option, a bad configuration) raises a
+subclass of :class:`CalauditError`; the command line turns it into one line on stderr and
+exit code 2. Any other exception is a bug and exits with code 3.
+"""
+
+from __future__ import annotations
+
+
+class CalauditError(Exception):
+    """Base class of every error a user can cause."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        """The message and hint on one line, as printed on stderr."""
+        text = self.message.replace("\n", " ")
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class InputError(CalauditError, ValueError):
+    """A data file or array that cannot be used as given.
+
+    ``source``, ``column`` and ``rule`` say which file, which column and which validation
+    rule; the message names all three.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        column: str | None = None,
+        rule: str,
+        hint: str | None = None,
+    ) -> None:
+        where = ": ".join(
+            part
+            for part in (source, f"column '{column}'" if column is not None else None)
+            if part
+        )
+        full = f"{where}: {message} [{rule}]" if where else f"{message} [{rule}]"
+        super().__init__(full, hint=hint)
+        self.source = source
+        self.column = column
+        self.rule = rule
+
+
+class ConfigError(CalauditError, ValueError):
+    """An option or configuration value that is not valid."""
+
+
+class CheckError(CalauditError):
+    """A single check could not be computed; the audit marks it ERROR and goes on."""

@@ -1,0 +1,1 @@
+"""Hypothesis tests and their bookkeeping (p-values, multiple-testing adjustment)."""

@@ -1,0 +1,31 @@
+"""Brier score (Brier 1950).
+
+``brier = (1/n) sum_i ||p_i - e_{y_i}||^2``: the mean squared error of the whole
+probability vector, summed over classes (Brier's original definition; probmetrics,
+CalibrationErrors.jl). For two classes this is exactly twice scikit-learn's
+``brier_score_loss``, which is reported separately as ``brier_binary``:
+``(1/n) sum_i (p_i - y_i)^2`` with ``p_i`` the positive-class probability.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+def brier_score(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> float:
+    """``(1/n) sum_i sum_k (p_ik - 1{y_i = k})^2``.
+
+    >>> import numpy as np
+    >>> brier_score(np.array([1, 0]), np.array([[0.2, 0.8], [0.6, 0.4]]))
+    0.2
+    """
+    residual = y_proba.copy()
+    residual[np.arange(y_true.size), y_true] -= 1.0
+    return float(np.einsum("ij,ij->", residual, residual) / y_true.size)
+
+
+def brier_score_binary(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> float:
+    """scikit-learn's binary Brier score ``(1/n) sum_i (p_i - y_i)^2`` (two classes only)."""
+    diff = y_proba[:, 1] - (y_true == 1)
+    return float(np.dot(diff, diff) / y_true.size)

@@ -1,0 +1,45 @@
+"""Finding and rendering the jinja2 templates.
+
+Templates live in the repository's top-level ``templates/`` directory; the wheel ships
+them as ``calaudit/templates``. Lookup order: an explicit directory, the packaged copy,
+the source checkout (editable installs and running from a clone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from calaudit.output import formatting
+from calaudit.resources import resource_dirs
+
+
+def template_dirs(override: str | Path | None = None) -> list[Path]:
+    """Existing template directories, most specific first."""
+    return resource_dirs("templates", "report.md", override)
+
+
+def environment(override: str | Path | None = None):
+    """A jinja2 environment: HTML autoescaped, undefined names are errors, our filters."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(p) for p in template_dirs(override)]),
+        autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        number=formatting.fmt_number,
+        pvalue=formatting.fmt_pvalue,
+        ci=formatting.fmt_ci,
+        md=formatting.md_cell,
+    )
+    return env
+
+
+def render(template: str, context: dict[str, Any], override: str | Path | None = None) -> str:
+    """Render one template with ``context``."""
+    return environment(override).get_template(template).render(**context)

@@ -1,0 +1,169 @@
+"""Result objects: pure data, serialisable to the JSON result (design notes 2.5).
+
+``MetricResult`` is one estimate, ``TestResult`` one hypothesis test (the scipy result
+object model: ``statistic``, ``p_value``, ``null_distribution``), ``AuditResult`` the
+whole audit. ``to_dict`` produces only JSON builtins; non-finite floats become ``null``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Mapping
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+
+class Status(str, Enum):
+    """Status of one check (design notes 2.4)."""
+
+    PASS = "PASS"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+
+
+def jsonable(value: Any) -> Any:
+    """Convert results, numpy values and containers to JSON builtins."""
+    if hasattr(value, "to_dict") and not isinstance(value, type):
+        return jsonable(value.to_dict())
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One calibration-error estimate.
+
+    ``ci`` is a confidence interval ``(low, high)`` or ``None``; ``params`` records every
+    setting that determines the number (bins, notion, kernel...); ``title`` is a human
+    name for summaries and reports.
+    """
+
+    id: str
+    value: float
+    params: Mapping[str, Any] = field(default_factory=dict)
+    ci: tuple[float, float] | None = None
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "value": jsonable(self.value),
+            "ci": None if self.ci is None else jsonable(list(self.ci)),
+            "params": jsonable(self.params),
+        }
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One hypothesis test of "the model is calibrated".
+
+    ``statistic`` is the test statistic, ``estimate`` the calibration-error estimate behind
+    it, ``p_value`` the raw p-value. ``status`` is ``None`` until the gate grades it
+    (then ``alpha`` and ``p_value_adjusted`` are set too), unless the test itself decided
+    ``INCONCLUSIVE``, ``ERROR`` or ``SKIPPED`` (``message`` says why).
+    ``null_distribution`` holds the resampled statistics of resampling tests.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    statistic: float
+    estimate: float
+    p_value: float
+    method: str
+    n_resamples: int | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    status: Status | None = None
+    alpha: float | None = None
+    p_value_adjusted: float | None = None
+    null_distribution: np.ndarray | None = None
+    message: str = ""
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "statistic": jsonable(self.statistic),
+            "estimate": jsonable(self.estimate),
+            "p_value": jsonable(self.p_value),
+            "alpha": jsonable(self.alpha),
+            "p_value_adjusted": jsonable(self.p_value_adjusted),
+            "status": jsonable(self.status),
+            "method": self.method,
+            "n_resamples": self.n_resamples,
+            "params": jsonable(self.params),
+            "message": self.message,
+            "null_distribution": (None if self.null_distribution is None
+                                  else jsonable(self.null_distribution)),
+        }
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Everything one audit produced; ``to_dict`` is the JSON result (schema version 1)."""
+
+    calaudit_version: str
+    created_at: str
+    inputs: Mapping[str, Any]
+    data: Mapping[str, Any]
+    config: Mapping[str, Any]
+    metrics: tuple[MetricResult, ...]
+    tests: tuple[TestResult, ...]
+    local: Mapping[str, Any]
+    groups: tuple[Any, ...]
+    diagrams: Mapping[str, Any]
+    verdict: Status
+    runtime_seconds: float
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+    def metric(self, metric_id: str) -> MetricResult:
+        """The first metric with this id."""
+        return next(m for m in self.metrics if m.id == metric_id)
+
+    def test(self, test_id: str) -> TestResult:
+        """The first test with this id."""
+        return next(t for t in self.tests if t.id == test_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "calaudit_version": self.calaudit_version,
+            "created_at": self.created_at,
+            "inputs": jsonable(self.inputs),
+            "data": jsonable(self.data),
+            "config": jsonable(self.config),
+            "metrics": [m.to_dict() for m in self.metrics],
+            "tests": [t.to_dict() for t in self.tests],
+            "local": jsonable(self.local),
+            "groups": jsonable(self.groups),
+            "diagrams": jsonable(self.diagrams),
+            "verdict": self.verdict.value,
+            "environment": jsonable(self.environment),
+            "runtime_seconds": round(self.runtime_seconds, 3),
+        }
