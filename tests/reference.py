@@ -3,22 +3,24 @@ Python loops. The fast code in ``calaudit`` is checked against these on small in
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 
-def ece_loops(scores, outcomes, n_bins):
-    """ECE with right-closed equal-width bins ``((b-1)/B, b/B]``, 0 in the first bin."""
+def bin_of(score, n_bins):
+    """Right-closed equal-width bin ``((k)/B, (k+1)/B]`` holding ``score``; 0 in bin 0."""
+    if score == 0:
+        return 0
+    for k in range(n_bins):
+        if k / n_bins < score <= (k + 1) / n_bins:
+            return k
+    raise ValueError(score)
+
+
+def ece_mce_loops(scores, outcomes, n_bins):
+    """``ECE = sum_b n_b/n |acc_b - conf_b|`` and ``MCE = max_b |acc_b - conf_b|``."""
     bins = {}
     for s, o in zip(scores, outcomes):
-        b = 0 if s == 0 else max(0, math.ceil(s * n_bins - 1e-12) - 1)
-        # guard: a score exactly on an edge k/B belongs to bin k-1
-        for k in range(n_bins):
-            if (k == 0 and 0 <= s <= 1 / n_bins) or (k / n_bins < s <= (k + 1) / n_bins):
-                b = k
-                break
-        bins.setdefault(b, []).append((s, o))
+        bins.setdefault(bin_of(s, n_bins), []).append((s, o))
     n = len(scores)
     total, worst = 0.0, 0.0
     for members in bins.values():
@@ -27,6 +29,19 @@ def ece_loops(scores, outcomes, n_bins):
         total += len(members) / n * abs(acc - conf)
         worst = max(worst, abs(acc - conf))
     return total, worst
+
+
+def top_label_loops(y_true, y_proba):
+    """Confidence ``max_k p_ik`` and correctness ``argmax_k p_ik == y_i`` (first max wins)."""
+    scores, outcomes = [], []
+    for label, row in zip(y_true, y_proba):
+        best = 0
+        for k in range(len(row)):
+            if row[k] > row[best]:
+                best = k
+        scores.append(row[best])
+        outcomes.append(1.0 if best == label else 0.0)
+    return scores, outcomes
 
 
 def brier_loops(y_true, y_proba):
@@ -53,3 +68,15 @@ def kernel_matrix_loops(kernel_fn, features):
 def tv(p, q):
     """Total variation distance ``0.5 * sum_k |p_k - q_k|``."""
     return 0.5 * sum(abs(a - b) for a, b in zip(p, q))
+
+
+def holm_loops(p_values):
+    """Holm step-down adjusted p-values, by the textbook recursion."""
+    k = len(p_values)
+    order = sorted(range(k), key=lambda i: p_values[i])
+    adjusted = [0.0] * k
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (k - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -146,6 +146,8 @@ def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, i
 def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
     """Validate ``raw`` and return the immutable data object."""
     n = int(raw.scores.shape[0])
+    if n < 2:
+        check_enough(n, np.zeros(0, dtype=np.int64), ("",), raw, options)
     probs, renormalized = to_probabilities(raw, options)
     missing = raw.labels.isna().to_numpy()
     classes, codes = label_codes(raw, missing, options)

@@ -188,7 +188,7 @@ def _read_and_align(parts: list[_Part], id_col: str | None) -> np.ndarray | None
     for part in parts[1:]:
         ids = _ids(part, id_col)
         part.frame = part.frame.set_axis(ids).reindex(main_ids).reset_index(drop=True)
-        unmatched |= ~main_ids.isin(ids).to_numpy()
+        unmatched |= ~np.asarray(main_ids.isin(ids))
     return unmatched
 
 

@@ -35,7 +35,9 @@ class RowProblem:
     def error(self, values: np.ndarray | None = None) -> InputError:
         """The one-line error for this problem, quoting the first offending row."""
         first = int(np.flatnonzero(self.rows)[0])
-        shown = "" if values is None else f" (value {values[first]!r})"
+        value = None if values is None else values[first]
+        value = value.item() if hasattr(value, "item") else value
+        shown = "" if values is None else f" (value {value!r})"
         return InputError(
             f"{self.message}: {self.count} row(s), first at data row {first + 1}{shown}",
             source=self.source,

@@ -24,7 +24,7 @@ BLOCK_ENTRIES = 4_000_000
 
 def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     """Rows per tile so that one ``tile x n`` block holds about ``block_entries`` values."""
-    return int(max(16, min(n, block_entries // max(n, 1))))
+    return int(min(max(n, 1), max(16, block_entries // max(n, 1))))
 
 
 def _tiles(n: int, tile_rows: int):

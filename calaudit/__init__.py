@@ -1,0 +1,51 @@
+"""calaudit: audit whether a probabilistic classifier's probabilities can be trusted.
+
+The public Python API. Names load lazily so that ``import calaudit`` (and the command
+line's ``--help``) stays fast::
+
+    import calaudit
+    data = calaudit.load("preds.parquet", covariates="age,race")
+    result = calaudit.run_audit(data, calaudit.AuditConfig(seed=1))
+    result.metric("ece").value
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from calaudit._version import __version__
+
+_EXPORTS = {
+    "load": "calaudit.data.load",
+    "CalibrationData": "calaudit.data.dataset",
+    "Covariate": "calaudit.data.dataset",
+    "AuditConfig": "calaudit.audit.config",
+    "BinningConfig": "calaudit.audit.config",
+    "run_audit": "calaudit.audit.runner",
+    "AuditResult": "calaudit.results",
+    "MetricResult": "calaudit.results",
+    "TestResult": "calaudit.results",
+    "Status": "calaudit.results",
+    "expected_calibration_error": "calaudit.metrics.ece",
+    "max_calibration_error": "calaudit.metrics.ece",
+    "brier_score": "calaudit.metrics.brier",
+    "adjust_pvalues": "calaudit.inference.multitest",
+    "CalauditError": "calaudit.exceptions",
+    "InputError": "calaudit.exceptions",
+    "ConfigError": "calaudit.exceptions",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'calaudit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,66 @@
+"""Shared fixtures: small synthetic tables written in every supported format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_data"
+
+
+def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    """Calibrated binary predictions with a numeric and a categorical covariate."""
+    rng = np.random.default_rng(seed)
+    prob = np.round(rng.uniform(0.02, 0.98, n), 6)
+    label = (rng.uniform(size=n) < prob).astype(np.int64)
+    return pd.DataFrame({
+        "id": np.arange(n), "label": label, "prob": prob,
+        "age": rng.integers(20, 80, n), "race": rng.choice(["A", "B", "C"], n),
+    })
+
+
+def multiclass_frame(n: int = 200, m: int = 4, seed: int = 1) -> pd.DataFrame:
+    """Dirichlet predictions for classes c0..c{m-1}, string labels."""
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(m), n)
+    labels = np.array([rng.choice(m, p=row) for row in probs])
+    frame = pd.DataFrame({f"p_c{k}": probs[:, k] for k in range(m)})
+    frame.insert(0, "y", [f"c{k}" for k in labels])
+    return frame
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> Path:
+    """Write ``frame`` in the format given by ``path``'s suffix."""
+    name = path.name
+    if name.endswith((".csv", ".csv.gz")):
+        frame.to_csv(path, index=False)
+    elif name.endswith((".tsv", ".tsv.gz")):
+        frame.to_csv(path, index=False, sep="\t")
+    elif name.endswith(".parquet"):
+        frame.to_parquet(path, index=False)
+    elif name.endswith(".npz"):
+        np.savez(path, **{c: _plain_array(frame[c]) for c in frame.columns})
+    else:
+        raise ValueError(name)
+    return path
+
+
+def _plain_array(column: pd.Series) -> np.ndarray:
+    """Numeric columns as they are; text as fixed-width unicode (never object arrays)."""
+    if pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy()
+    return column.to_numpy().astype(str)
+
+
+@pytest.fixture
+def binary_csv(tmp_path: Path) -> Path:
+    return write_frame(binary_frame(), tmp_path / "preds.csv")
+
+
+@pytest.fixture
+def multiclass_csv(tmp_path: Path) -> Path:
+    return write_frame(multiclass_frame(), tmp_path / "multi.csv")
