@@ -3,17 +3,17 @@ Python loops. The fast code in ``calaudit`` is checked against these on small in
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
 def bin_of(score, n_bins):
-    """Right-closed equal-width bin ``((k)/B, (k+1)/B]`` holding ``score``; 0 in bin 0."""
+    """Right-closed equal-width bin, CalibrationErrors.jl's ``binindex``: 1-based
+    ``ceil(B * s)`` with ``s = 0`` in bin 1; returned 0-based."""
     if score == 0:
         return 0
-    for k in range(n_bins):
-        if k / n_bins < score <= (k + 1) / n_bins:
-            return k
-    raise ValueError(score)
+    return math.ceil(n_bins * score) - 1
 
 
 def ece_mce_loops(scores, outcomes, n_bins):

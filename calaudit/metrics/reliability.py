@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import Strategy, assign_bins, bin_edges
+from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.intervals import wilson_interval
 
 
@@ -62,9 +62,8 @@ def reliability_bins(
     strategy: Strategy = "uniform",
 ) -> ReliabilityBins:
     """Bin ``scores`` and tabulate counts, mean scores and observed rates (empty bins
-    dropped). One ``searchsorted`` and three ``bincount`` calls: O(n log B)."""
-    edges = bin_edges(scores, n_bins, strategy)
-    index = assign_bins(scores, edges)
+    dropped). One binning pass and three ``bincount`` calls."""
+    index, edges = bin_index(scores, n_bins, strategy)
     size = edges.size - 1
     count = np.bincount(index, minlength=size)
     score_sum = np.bincount(index, weights=scores, minlength=size)

@@ -1,7 +1,9 @@
 """Assigning scores in [0, 1] to bins.
 
-Convention (scikit-learn ``calibration_curve``, CalibrationErrors.jl ``UniformBinning``):
+Convention (CalibrationErrors.jl ``UniformBinning``, scikit-learn ``calibration_curve``):
 bins are right-closed, ``(e_{b-1}, e_b]``, and a score of exactly 0 falls in the first bin.
+Equal-width bins are computed exactly as CalibrationErrors.jl does, ``ceil(B * s)``
+(1-based), so floating-point ties on an edge land where the reference puts them.
 Empty bins are dropped by the estimators that use them.
 """
 
@@ -31,24 +33,35 @@ def bin_edges(scores: NDArray[np.float64], n_bins: int, strategy: Strategy) -> N
     raise ValueError(f"unknown binning strategy {strategy!r}")
 
 
-def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
-    """Index ``b`` (0-based) with ``e_b < score <= e_{b+1}``; a score of 0 goes to bin 0.
+def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
+    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0."""
+    index = np.ceil(np.asarray(scores, dtype=np.float64) * n_bins).astype(np.intp) - 1
+    return np.clip(index, 0, n_bins - 1)
 
-    Equivalent to ``ceil(n_bins * score) - 1`` for uniform edges, computed against the
-    edge array so that scores exactly on an edge are never split by rounding.
-    """
+
+def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Index ``b`` (0-based) with ``e_b < score <= e_{b+1}``; a score of 0 goes to bin 0."""
     return np.searchsorted(edges[1:-1], scores, side="left")
+
+
+def bin_index(scores: NDArray[np.float64], n_bins: int, strategy: Strategy
+              ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Bin of every score and the edges: :func:`uniform_bin_index` for ``uniform``,
+    :func:`assign_bins` on the quantile edges for ``quantile``."""
+    edges = bin_edges(scores, n_bins, strategy)
+    if strategy == "uniform":
+        return uniform_bin_index(scores, n_bins), edges
+    return assign_bins(scores, edges), edges
 
 
 def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
     """Flat index of the per-dimension uniform grid cell of each probability vector.
 
-    Each coordinate is binned with :func:`assign_bins` on uniform edges (right-closed,
-    0 in the first bin, as CalibrationErrors.jl ``binindex``: ``ceil(n_bins * p)``); the
+    Each coordinate is binned with :func:`uniform_bin_index` (right-closed, 0 in the
+    first bin, as CalibrationErrors.jl ``binindex``: ``ceil(n_bins * p)``); the
     tuple of per-coordinate indices is packed into one integer per row (mixed radix
     ``n_bins``) and then relabelled densely, so the grid is never materialised.
     """
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    per_dim = assign_bins(probs, edges)
+    per_dim = uniform_bin_index(probs, n_bins)
     _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)
