@@ -42,9 +42,11 @@ def print_summary(result: dict[str, Any], file: TextIO | None = None,
     console = Console(file=file, no_color=color is False, force_terminal=color or None,
                       highlight=False, width=None if color else 100, soft_wrap=False)
     data, inputs = result["data"], result["inputs"]
+    reasons = ", ".join(f"{rule}: {count}" for rule, count in inputs["rows_excluded"].items())
     excluded = sum(inputs["rows_excluded"].values())
     console.print(
-        f"{inputs['path'] or 'arrays'}: n={data['n']} ({excluded} excluded), "
+        f"{inputs['path'] or 'arrays'}: n={data['n']} ({excluded} excluded"
+        f"{' - ' + reasons if reasons else ''}), "
         f"{data['n_classes']} classes, covariates: "
         f"{', '.join(c['name'] for c in data['covariates']) or 'none'}",
         markup=False,
