@@ -31,7 +31,8 @@ app = typer.Typer(
 )
 config_app = typer.Typer(
     name="config", no_args_is_help=True,
-    help="Inspect and create configuration (calaudit.toml or [tool.calaudit]).")
+    help="Inspect and create configuration: calaudit.toml, or \\[tool.calaudit] in "
+         "pyproject.toml.")
 app.add_typer(config_app, name="config")
 
 
@@ -92,7 +93,7 @@ def test(
     """Run the full audit: calibration errors and tests; the exit code is the gate.
 
     Settings come from flags, then CALAUDIT_* variables, then calaudit.toml (or
-    [tool.calaudit] in pyproject.toml), then defaults.
+    \\[tool.calaudit] in pyproject.toml), then defaults.
 
     Example: calaudit test preds.parquet --covariates age,race --json result.json --junit junit.xml
     """
@@ -129,8 +130,9 @@ def metrics(
     verbose: opt.Verbose = False,
     color: opt.Color = None,
 ) -> None:
-    """Estimates only (no resampling): fast, for dashboards and large files. Thresholds and
-    baselines still gate.
+    """Estimates only (no resampling): fast, for dashboards and large files.
+
+    Thresholds and baselines still gate.
 
     Example: calaudit metrics preds.csv --json -
     """
@@ -153,8 +155,10 @@ def compare(
     quiet: opt.Quiet = False,
     color: opt.Color = None,
 ) -> None:
-    """Compare two JSON results: per-metric deltas, regressions beyond the tolerance and
-    checks that newly fail. Exit code 1 on a regression.
+    """Compare two JSON results and fail on regressions.
+
+    Shows per-metric deltas; a metric worse than the tolerance or a check that newly fails
+    is a regression (exit code 1).
 
     Example: calaudit compare released.json candidate.json --regression-tolerance 0.005
     """
@@ -171,8 +175,9 @@ def config_show(
     config: opt.ConfigFile = None,
     show_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
-    """Print every resolved setting and where it came from (default, file, CALAUDIT_*
-    variable).
+    """Print every resolved setting and where it came from.
+
+    Sources: default, the config file, a CALAUDIT_* variable.
 
     Example: CALAUDIT_ALPHA=0.01 calaudit config show
     """
@@ -187,7 +192,7 @@ def config_init(
     path: Annotated[Path, typer.Argument(help="File to write ('-' for stdout).")] = Path(
         "calaudit.toml"),
     pyproject: Annotated[bool, typer.Option(
-        "--pyproject", help="Write a [tool.calaudit] table to paste into pyproject.toml.")
+        "--pyproject", help="Write a \\[tool.calaudit] table to paste into pyproject.toml.")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
 ) -> None:
@@ -205,8 +210,9 @@ def config_init(
 def sample_data(
     directory: Annotated[Path, typer.Argument(help="Directory to write the datasets to.")],
 ) -> None:
-    """Write the bundled example datasets (credit_default in CSV/Parquet/NPZ,
-    image_classifier.npz, README.md) to DIRECTORY.
+    """Write the bundled example datasets to DIRECTORY.
+
+    credit_default in CSV/Parquet/NPZ, image_classifier.npz and a README.md.
 
     Example: calaudit sample-data demo && calaudit test demo/credit_default.csv --covariates age,race
     """

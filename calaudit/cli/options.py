@@ -80,7 +80,7 @@ CONF = "Configuration and terminal"
 
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "
-    "pyproject.toml's [tool.calaudit]) instead of searching from the working directory "
+    "pyproject.toml's \\[tool.calaudit]) instead of searching from the working directory "
     "upwards. Also CALAUDIT_CONFIG.", rich_help_panel=CONF, show_default=False)]
 Quiet = Annotated[bool, typer.Option(
     "--quiet", "-q", help="Print nothing but errors (outputs are still written).",
@@ -99,5 +99,5 @@ BaselineFile = Annotated[Optional[Path], typer.Option(
     rich_help_panel=TESTS)]
 RegressionTolerance = Annotated[Optional[float], typer.Option(
     "--regression-tolerance", min=0, help="Allowed worsening of a metric against the "
-    "baseline (default 0.01; per metric: [thresholds.<id>] tolerance).",
+    "baseline (default 0.01; per metric: \\[thresholds.<id>] tolerance).",
     rich_help_panel=TESTS, show_default=False)]
