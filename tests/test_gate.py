@@ -62,13 +62,13 @@ def test_threshold_message_names_level():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(warn=0.1, fail=0.05), r"warn \(0.1\) must be below fail"),
-    (dict(warn=0.5, fail=0.6, better="higher"), "must be above fail"),
-    (dict(better="sideways"), "better must be one of"),
-    (dict(target=1.0, better="lower"), "either target or better"),
-    (dict(fail=float("inf")), "finite number"),
-    (dict(tolerance=-1.0), "tolerance must be >= 0"),
-    (dict(warn=-0.1, target=1.0), "must be >= 0"),
+    ({"warn": 0.1, "fail": 0.05}, r"warn \(0.1\) must be below fail"),
+    ({"warn": 0.5, "fail": 0.6, "better": "higher"}, "must be above fail"),
+    ({"better": "sideways"}, "better must be one of"),
+    ({"target": 1.0, "better": "lower"}, "either target or better"),
+    ({"fail": float("inf")}, "finite number"),
+    ({"tolerance": -1.0}, "tolerance must be >= 0"),
+    ({"warn": -0.1, "target": 1.0}, "must be >= 0"),
 ])
 def test_threshold_validation(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -82,8 +82,8 @@ def test_duplicate_thresholds_are_refused():
 
 def test_grade_metrics_sets_status_and_reports_unmatched():
     metrics = (MetricResult("ece", 0.06), MetricResult("mce", 0.2), MetricResult("brier", 0.1))
-    thresholds = (ThresholdConfig("ece", warn=0.03, fail=0.05), ThresholdConfig("brier", tolerance=0.01),
-                  ThresholdConfig("ecee", fail=0.1))
+    thresholds = (ThresholdConfig("ece", warn=0.03, fail=0.05),
+                  ThresholdConfig("brier", tolerance=0.01), ThresholdConfig("ecee", fail=0.1))
     graded, unmatched = grade_metrics(metrics, thresholds)
     assert [m.status for m in graded] == [S.FAIL, None, None]   # tolerance only: not graded
     assert graded[0].threshold == {"warn": 0.03, "fail": 0.05, "better": "lower", "target": None}

@@ -113,3 +113,21 @@ def test_log_reporter_and_ui_choose_by_terminal(capsys):
         assert isinstance(progress.current(), progress.NullReporter)
     with Ui(quiet=True, verbose=True).progress():
         assert isinstance(progress.current(), progress.NullReporter)
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_ui_shows_rich_bars_on_a_terminal_only(monkeypatch):
+    from calaudit.cli.progress_display import RichReporter
+
+    monkeypatch.setattr("sys.stderr", FakeTerminal())
+    with Ui().progress():
+        assert isinstance(progress.current(), RichReporter)
+        with progress.task("bootstrap", total=2) as advance:
+            advance(2)
+    assert isinstance(progress.current(), progress.NullReporter)
+    with Ui(quiet=True).progress():
+        assert isinstance(progress.current(), progress.NullReporter)

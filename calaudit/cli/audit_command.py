@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from calaudit import progress
 from calaudit.audit.checks import result_checks
 from calaudit.audit.gate import ExitCode, exit_code
 from calaudit.cli.ci_outputs import emit_github
@@ -27,23 +28,24 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     """Resolve the settings of ``calaudit test``/``metrics`` and run the audit."""
     overrides = {"run_tests": (False, "calaudit metrics")} if metrics_only else None
     settings = command_settings(ctx, overrides=overrides)
-    ui = make_ui(ctx, settings)
-    with ui.progress():
-        return run(Path(ctx.params["data"]), settings, ui)
+    return run(Path(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 
 def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
-    """Run one audit from the command line and return the exit code."""
+    """Run one audit from the command line and return the exit code. Progress is shown
+    while loading and auditing only, so nothing else draws over the summary."""
     from calaudit.audit.baseline import read_result
     from calaudit.audit.runner import run_audit
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
-    data = load(data_path, **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__},
-                require_two_classes=config.run_tests)
-    ui.log(f"{data_path}: {data.n} rows used, {data.n_classes} classes")
-    result = run_audit(data, config, baseline=baseline)
+    with ui.progress():
+        with progress.task("load"):
+            data = load(data_path, require_two_classes=config.run_tests,
+                        **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__})
+        ui.log(f"{data_path}: {data.n} rows used, {data.n_classes} classes")
+        result = run_audit(data, config, baseline=baseline)
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": settings.sources()}
