@@ -226,6 +226,20 @@ def test_config_show_and_init(cli, tmp_path):
     assert cli("config", "init", "-", "--pyproject").stdout.count("[tool.calaudit") >= 2
 
 
+def test_show_config_includes_flags_and_does_not_audit(cli, tmp_path):
+    config(tmp_path, "seed = 3\n")
+    result = cli("test", "not-read.csv", "--show-config", "--alpha", "0.2", "--n-bins", "9",
+                 env={"CALAUDIT_SEED": "4"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[3:]}
+    assert rows["alpha"] == ["0.2", "--alpha"]
+    assert rows["binning.n_bins"] == ["9", "--n-bins"]
+    assert rows["seed"] == ["4", "CALAUDIT_SEED"]
+    metrics = cli("metrics", "not-read.csv", "--show-config")
+    rows = {line.split()[0]: line.split()[1:] for line in metrics.stdout.splitlines()[3:]}
+    assert rows["run_tests"] == ["false", "calaudit", "metrics"]
+
+
 def test_config_show_reports_bad_config_with_exit_2(cli, tmp_path):
     config(tmp_path, "[outputs]\njunit = 3\n")
     result = cli("config", "show")

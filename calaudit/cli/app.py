@@ -89,6 +89,7 @@ def test(
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
     color: opt.Color = None,
+    show_config: opt.ShowConfig = False,
 ) -> None:
     """Run the full audit: calibration errors and tests; the exit code is the gate.
 
@@ -129,6 +130,7 @@ def metrics(
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
     color: opt.Color = None,
+    show_config: opt.ShowConfig = False,
 ) -> None:
     """Estimates only (no resampling): fast, for dashboards and large files.
 

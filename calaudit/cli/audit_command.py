@@ -5,6 +5,7 @@ imported here, not at CLI start-up."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,16 @@ from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_baseline, print_summary
 from calaudit.output.templates import render
 from calaudit.settings.resolve import Resolved
+from calaudit.settings.show import show_text
 
 
 def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     """Resolve the settings of ``calaudit test``/``metrics`` and run the audit."""
     overrides = {"run_tests": (False, "calaudit metrics")} if metrics_only else None
     settings = command_settings(ctx, overrides=overrides)
+    if ctx.params.get("show_config"):
+        sys.stdout.write(show_text(settings))
+        return ExitCode.OK
     return run(Path(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 

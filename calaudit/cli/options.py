@@ -101,3 +101,6 @@ RegressionTolerance = Annotated[Optional[float], typer.Option(
     "--regression-tolerance", min=0, help="Allowed worsening of a metric against the "
     "baseline (default 0.01; per metric: \\[thresholds.<id>] tolerance).",
     rich_help_panel=TESTS, show_default=False)]
+ShowConfig = Annotated[bool, typer.Option(
+    "--show-config", help="Print every resolved setting with its source (flag, CALAUDIT_* "
+    "variable, config file, default) and exit without auditing.", rich_help_panel=CONF)]

@@ -22,7 +22,7 @@ EXPLICIT = {
     "regression_tolerance": "baseline.tolerance",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
-                          "pyproject", "force", "path", "directory"})
+                          "show_config", "pyproject", "force", "path", "directory"})
 ROOT_SECTIONS = ("", "data", "outputs")
 
 
