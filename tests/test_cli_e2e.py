@@ -46,7 +46,8 @@ def test_a_ci_job(tmp_path):
         fail_on = ["FAIL", "ERROR"]
 
         [data]
-        covariates = ["age", "race"]
+        label_col = "label"
+        prob_cols = "prob"
 
         [thresholds.ece]
         warn = 0.005
@@ -71,8 +72,11 @@ def test_a_ci_job(tmp_path):
     assert result["config"]["seed"] == 7
     assert result["config_sources"]["file"] == "calaudit.toml"
     suite = ET.parse(tmp_path / "reports" / "junit.xml").getroot().find("testsuite")
-    assert {c.get("name") for c in suite.iter("testcase")} == {"ece", "mce"}
-    assert suite.get("failures") == "1"
+    graded = {c.get("name"): c for c in suite.iter("testcase")
+              if c.get("classname") == "calaudit.metric"}
+    assert set(graded) == {"ece", "mce"}
+    assert graded["mce"].find("failure") is not None and graded["ece"].find("failure") is None
+    assert int(suite.get("tests")) == len(list(suite.iter("testcase")))
     text = summary.read_text()
     assert text.startswith("### calaudit: FAIL") and "| mce | metric | **FAIL** |" in text
 
