@@ -59,7 +59,9 @@ class MetricResult:
 
     ``ci`` is a confidence interval ``(low, high)`` or ``None``; ``params`` records every
     setting that determines the number (bins, notion, kernel...); ``title`` is a human
-    name for summaries and reports.
+    name for summaries and reports. ``status``, ``threshold`` and ``message`` are set by
+    the gate when a threshold applies to this metric (else ``status`` stays ``None`` and
+    the three keys are left out of the JSON).
     """
 
     id: str
@@ -67,15 +69,22 @@ class MetricResult:
     params: Mapping[str, Any] = field(default_factory=dict)
     ci: tuple[float, float] | None = None
     title: str = ""
+    status: Status | None = None
+    threshold: Mapping[str, Any] | None = None
+    message: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "title": self.title,
             "value": jsonable(self.value),
             "ci": None if self.ci is None else jsonable(list(self.ci)),
             "params": jsonable(self.params),
         }
+        if self.status is not None:
+            out.update(status=self.status.value, threshold=jsonable(self.threshold),
+                       message=self.message)
+        return out
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,8 @@ class AuditResult:
     verdict: Status
     runtime_seconds: float
     environment: Mapping[str, Any] = field(default_factory=dict)
+    gate: Mapping[str, Any] = field(default_factory=dict)
+    baseline: Mapping[str, Any] | None = None
 
     def metric(self, metric_id: str) -> MetricResult:
         """The first metric with this id."""
@@ -164,6 +175,8 @@ class AuditResult:
             "groups": jsonable(self.groups),
             "diagrams": jsonable(self.diagrams),
             "verdict": self.verdict.value,
+            "gate": jsonable(self.gate),
+            **({"baseline": jsonable(self.baseline)} if self.baseline is not None else {}),
             "environment": jsonable(self.environment),
             "runtime_seconds": round(self.runtime_seconds, 3),
         }

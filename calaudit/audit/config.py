@@ -2,20 +2,27 @@
 
 Every field has a default; ``to_dict`` gives the resolved configuration recorded in the
 JSON result. Families of checks own a nested section (``binning`` here; later issues add
-``skce``, ``local`` ...).
+``skce``, ``local`` ...). The configuration layer (``calaudit.settings``) walks these
+dataclasses generically: a section is a dataclass field, a keyed table (``[thresholds.ece]``)
+is a ``tuple[Dataclass, ...]`` field whose metadata names the key field, everything else is
+a TOML scalar or a tuple of scalars with ``metadata={"help": ...}``. Validation lives in
+``__post_init__`` and raises :class:`ConfigError`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from calaudit.audit.directions import BETTER_CHOICES, Direction, known_direction
 from calaudit.exceptions import ConfigError
 from calaudit.results import Status
 
 MULTIPLE_TESTING = ("holm", "bonferroni", "fdr_bh", "none")
 STRATEGIES = ("uniform", "quantile")
+ON_MISMATCH = ("error", "warn")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -38,6 +45,124 @@ class BinningConfig:
                f"binning must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}")
 
 
+def _finite_or_none(value: object, name: str) -> None:
+    _check(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value)),
+           f"{name} must be a finite number; got {value!r}")
+
+
+@dataclass(frozen=True)
+class ThresholdConfig:
+    """Gate levels for one metric, keyed by its id: ``[thresholds.ece] warn = 0.03, fail = 0.05``.
+
+    For a lower-is-better metric the value passes up to ``warn``, is ``WARN`` up to ``fail``
+    and ``FAIL`` above it (a value equal to a level is on the good side). For
+    ``better = "higher"`` the levels are minima. With a ``target`` (registered for
+    ``calibration_slope``: 1) the levels bound the distance ``|value - target|``.
+    ``tolerance`` overrides ``baseline.tolerance`` for this metric.
+    """
+
+    metric: str = field(metadata={"help": "metric id (the table name)"})
+    warn: float | None = field(default=None, metadata={"help": "WARN beyond this level"})
+    fail: float | None = field(default=None, metadata={"help": "FAIL beyond this level"})
+    better: str = field(default="auto", metadata={
+        "help": "auto (from the metric id; unknown ids: lower), lower or higher"})
+    target: float | None = field(default=None, metadata={
+        "help": "levels bound |value - target| instead of the value"})
+    tolerance: float | None = field(default=None, metadata={
+        "help": "allowed worsening against a baseline (overrides baseline.tolerance)"})
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.metric, str) and self.metric != "",
+               f"threshold: metric id must be a non-empty string; got {self.metric!r}")
+        where = f"thresholds.{self.metric}"
+        for name in ("warn", "fail", "target", "tolerance"):
+            _finite_or_none(getattr(self, name), f"{where}.{name}")
+        _check(self.better in BETTER_CHOICES,
+               f"{where}.better must be one of {', '.join(BETTER_CHOICES)}; "
+               f"got {self.better!r}")
+        _check(self.target is None or self.better == "auto",
+               f"{where}: give either target or better, not both")
+        _check(self.tolerance is None or self.tolerance >= 0,
+               f"{where}.tolerance must be >= 0; got {self.tolerance!r}")
+        direction = self.direction()
+        if direction.better == "target":
+            for name in ("warn", "fail"):
+                value = getattr(self, name)
+                _check(value is None or value >= 0,
+                       f"{where}.{name} bounds |value - target| and must be >= 0; got {value!r}")
+        if self.warn is not None and self.fail is not None:
+            ordered = self.warn >= self.fail if direction.better == "higher" else (
+                self.warn <= self.fail)
+            _check(ordered, f"{where}: warn ({self.warn}) must be "
+                            f"{'above' if direction.better == 'higher' else 'below'} "
+                            f"fail ({self.fail}) when {direction.better} is better")
+
+    @property
+    def has_levels(self) -> bool:
+        """Whether this entry grades the metric (it may only carry a baseline tolerance)."""
+        return self.warn is not None or self.fail is not None
+
+    def direction(self) -> Direction:
+        """Which way is better: explicit ``target``/``better``, else the registry, else lower."""
+        if self.target is not None:
+            return Direction("target", self.target)
+        if self.better != "auto":
+            return Direction(self.better)
+        return known_direction(self.metric) or Direction("lower")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """INCONCLUSIVE rules: with too little data no check is reported as PASS."""
+
+    min_rows: int = field(default=50, metadata={
+        "help": "fewer rows: PASS becomes INCONCLUSIVE"})
+    min_events: int = field(default=5, metadata={
+        "help": "fewer events (binary: rows of the rarer class; multi-class: the rarer of "
+                "top-label hits and misses): PASS becomes INCONCLUSIVE"})
+
+    def __post_init__(self) -> None:
+        for name in ("min_rows", "min_events"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                   f"gate.{name} must be a non-negative integer; got {value!r}")
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """Comparison with a previous result (``--baseline OLD.json``, ``calaudit compare``).
+
+    A metric regresses when it is worse than in the baseline by more than
+    ``max(tolerance, relative_tolerance * |old|)``; a check that newly has a status in
+    ``fail_on`` regresses too.
+    """
+
+    path: str | None = field(default=None, metadata={
+        "help": "JSON result to compare against", "path": True})
+    tolerance: float = field(default=0.01, metadata={
+        "help": "allowed absolute worsening of a metric"})
+    relative_tolerance: float = field(default=0.0, metadata={
+        "help": "allowed worsening relative to the baseline value"})
+    require_ci_separation: bool = field(default=False, metadata={
+        "help": "a worsening counts only if the confidence intervals do not overlap"})
+    on_mismatch: str = field(default="error", metadata={
+        "help": "metric computed with different settings: error (status ERROR) or warn "
+                "(status WARN, not compared)"})
+    ignore_params: tuple[str, ...] = field(default=("bins_used",), metadata={
+        "help": "metric params that may differ (data-dependent; float params are always "
+                "ignored)"})
+
+    def __post_init__(self) -> None:
+        for name in ("tolerance", "relative_tolerance"):
+            value = getattr(self, name)
+            _finite_or_none(value, f"baseline.{name}")
+            _check(value >= 0, f"baseline.{name} must be >= 0; got {value!r}")
+        _check(self.on_mismatch in ON_MISMATCH,
+               f"baseline.on_mismatch must be one of {', '.join(ON_MISMATCH)}; "
+               f"got {self.on_mismatch!r}")
+
+
 @dataclass(frozen=True)
 class AuditConfig:
     """Settings of one audit (design notes 2.1 and 2.4)."""
@@ -50,11 +175,20 @@ class AuditConfig:
                                           + ", ".join(MULTIPLE_TESTING)})
     fail_on: tuple[str, ...] = field(default=("FAIL", "ERROR"),
                                      metadata={"help": "statuses that fail the gate"})
+    exit_zero: bool = field(default=False, metadata={
+        "help": "report without gating: exit 0 whatever the statuses"})
     run_tests: bool = field(default=True,
                             metadata={"help": "run hypothesis tests (false: estimates only)"})
     binning: BinningConfig = field(default_factory=BinningConfig)
+    thresholds: tuple[ThresholdConfig, ...] = field(default=(), metadata={
+        "help": "gate levels per metric: [thresholds.<metric id>]", "key": "metric"})
+    gate: GateConfig = field(default_factory=GateConfig)
+    baseline: BaselineConfig = field(default_factory=BaselineConfig)
 
     def __post_init__(self) -> None:
+        fail_on = self.fail_on.split(",") if isinstance(self.fail_on, str) else self.fail_on
+        object.__setattr__(self, "fail_on",
+                           tuple(str(s).strip().upper() for s in fail_on if str(s).strip()))
         _check(0.0 < self.alpha < 1.0, f"alpha must be in (0, 1); got {self.alpha!r}")
         _check(isinstance(self.seed, int) and self.seed >= 0,
                f"seed must be a non-negative integer; got {self.seed!r}")
@@ -67,6 +201,13 @@ class AuditConfig:
         for status in self.fail_on:
             _check(status in valid,
                    f"fail_on: unknown status {status!r}; choose from {', '.join(sorted(valid))}")
+        metrics = [t.metric for t in self.thresholds]
+        duplicates = sorted({m for m in metrics if metrics.count(m) > 1})
+        _check(not duplicates, f"thresholds: more than one entry for {', '.join(duplicates)}")
+
+    def threshold(self, metric_id: str) -> ThresholdConfig | None:
+        """The threshold entry of ``metric_id``, if any."""
+        return next((t for t in self.thresholds if t.metric == metric_id), None)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,20 +1,33 @@
 """Statuses, the verdict and the exit code (design notes 2.4).
 
-Pending tests (status ``None``) are adjusted together across the battery with the
-configured method and get ``FAIL`` when the adjusted p-value is at most ``alpha``,
-``PASS`` otherwise. Tests that decided their own status (``INCONCLUSIVE``, ``ERROR``,
-``SKIPPED``) keep it and take no part in the adjustment.
+- Tests: pending tests (status ``None``) are adjusted together across the battery with
+  the configured method and get ``FAIL`` when the adjusted p-value is at most ``alpha``,
+  ``PASS`` otherwise. Tests that decided their own status (``INCONCLUSIVE``, ``ERROR``,
+  ``SKIPPED``) keep it and take no part in the adjustment.
+- Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
+  ``FAIL`` from its levels; a non-finite value gets ``ERROR``. A threshold whose metric the
+  audit did not compute is reported as a ``SKIPPED`` check (with a "did you mean").
+- INCONCLUSIVE rule: with fewer than ``gate.min_rows`` rows or ``gate.min_events`` events
+  nothing is reported as ``PASS``: ``PASS`` becomes ``INCONCLUSIVE``. ``FAIL`` stays
+  (a test keeps its level at any n; a threshold breach is still a breach).
+- Verdict: ``FAIL`` if any check has a status in ``fail_on``; else the most serious of
+  ``ERROR``, ``WARN``, ``INCONCLUSIVE``; else ``PASS``. Exit code 1 in the first case
+  (unless ``exit_zero``), else 0.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from enum import IntEnum
-from typing import Iterable
+from typing import Any, Iterable, Sequence
 
+from calaudit.audit.checks import Check, failing, status_counts
+from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
+from calaudit.audit.directions import known_metric_ids
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.results import Status, TestResult
+from calaudit.results import MetricResult, Status, TestResult
 
 
 class ExitCode(IntEnum):
@@ -44,12 +57,110 @@ def grade_tests(tests: Iterable[TestResult], alpha: float, method: str) -> tuple
     return tuple(graded)
 
 
-def verdict(statuses: Iterable[Status], fail_on: Iterable[str]) -> Status:
-    """``FAIL`` if any status is in ``fail_on``; else the most serious of ``WARN``,
-    ``INCONCLUSIVE``; else ``PASS``."""
-    seen = set(statuses)
-    failing = {Status(s) for s in fail_on}
-    if seen & failing:
+def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[Status, str]:
+    """Grade one value against its levels; the message says which level decided."""
+    name = threshold.metric
+    if value is None or not math.isfinite(value):
+        return Status.ERROR, f"{name} could not be computed (value {value!r})"
+    direction = threshold.direction()
+    if direction.better == "target":
+        score, shown = abs(value - direction.target), f"|{name} - {direction.target:g}|"
+    else:
+        score, shown = float(value), name
+    higher = direction.better == "higher"
+    sign = "<" if higher else ">"
+
+    def worse_than(level: float) -> bool:
+        return score < level if higher else score > level
+
+    for level, status in ((threshold.fail, Status.FAIL), (threshold.warn, Status.WARN)):
+        if level is not None and worse_than(level):
+            return status, f"{shown} = {score:.4g} {sign} {level:g} ({status.value.lower()} level)"
+    levels = ", ".join(f"{k} {v:g}" for k, v in (("warn", threshold.warn),
+                                                  ("fail", threshold.fail)) if v is not None)
+    return Status.PASS, f"{shown} = {score:.4g} within {levels}"
+
+
+def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[ThresholdConfig]
+                  ) -> tuple[tuple[MetricResult, ...], tuple[dict[str, Any], ...]]:
+    """Metrics with their threshold statuses, and the thresholds that matched no metric."""
+    metrics = tuple(metrics)
+    levels = {t.metric: t for t in thresholds if t.has_levels}
+    graded = []
+    for metric in metrics:
+        threshold = levels.get(metric.id)
+        if threshold is None:
+            graded.append(metric)
+            continue
+        status, message = threshold_status(metric.value, threshold)
+        direction = threshold.direction()
+        public = {"warn": threshold.warn, "fail": threshold.fail, "better": direction.better,
+                  "target": direction.target}
+        graded.append(dataclasses.replace(metric, status=status, threshold=public,
+                                          message=message))
+    computed = [m.id for m in metrics]
+    unmatched = tuple(
+        {"metric": metric_id, "status": Status.SKIPPED.value,
+         "message": f"threshold on '{metric_id}', which this audit did not compute"
+                    + _did_you_mean(metric_id, computed)}
+        for metric_id in levels if metric_id not in computed)
+    return tuple(graded), unmatched
+
+
+def _did_you_mean(metric_id: str, computed: Sequence[str]) -> str:
+    close = difflib.get_close_matches(metric_id, [*computed, *known_metric_ids()], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def data_rule(n: int, events: int, rule: GateConfig) -> dict[str, Any]:
+    """Whether there is enough data to report a PASS, with the reason when there is not."""
+    reasons = []
+    if n < rule.min_rows:
+        reasons.append(f"{n} rows < gate.min_rows = {rule.min_rows}")
+    if events < rule.min_events:
+        reasons.append(f"{events} events < gate.min_events = {rule.min_events}")
+    return {"min_rows": rule.min_rows, "min_events": rule.min_events, "n": n,
+            "events": events, "enough_data": not reasons,
+            "message": "; ".join(reasons) + ": too little data to report PASS"
+            if reasons else ""}
+
+
+def apply_data_rule(metrics: tuple[MetricResult, ...], tests: tuple[TestResult, ...],
+                    rule: dict[str, Any]
+                    ) -> tuple[tuple[MetricResult, ...], tuple[TestResult, ...]]:
+    """With too little data, every ``PASS`` becomes ``INCONCLUSIVE`` (message says why)."""
+    if rule["enough_data"]:
+        return metrics, tests
+
+    def demote(item):
+        if item.status is not Status.PASS:
+            return item
+        message = f"{item.message}; {rule['message']}" if item.message else rule["message"]
+        return dataclasses.replace(item, status=Status.INCONCLUSIVE, message=message)
+
+    return tuple(demote(m) for m in metrics), tuple(demote(t) for t in tests)
+
+
+def describe_gate(checks: Sequence[Check], config: AuditConfig, rule: dict[str, Any],
+                  unmatched: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The ``gate`` section of the JSON result."""
+    return {
+        "fail_on": list(config.fail_on),
+        "exit_zero": config.exit_zero,
+        "counts": status_counts(checks),
+        "failing": [{"kind": c.kind, "id": c.id, "status": c.status}
+                    for c in failing(checks, config.fail_on)],
+        "data_rule": rule,
+        "unmatched_thresholds": list(unmatched),
+    }
+
+
+def verdict(statuses: Iterable[Status | str], fail_on: Iterable[str]) -> Status:
+    """``FAIL`` if any status is in ``fail_on``; else the most serious of ``ERROR``,
+    ``WARN``, ``INCONCLUSIVE``; else ``PASS``."""
+    seen = {Status(s) for s in statuses}
+    failing_statuses = {Status(s) for s in fail_on}
+    if seen & failing_statuses:
         return Status.FAIL
     for status in (Status.ERROR, Status.WARN, Status.INCONCLUSIVE):
         if status in seen:
@@ -57,10 +168,11 @@ def verdict(statuses: Iterable[Status], fail_on: Iterable[str]) -> Status:
     return Status.PASS
 
 
-def exit_code(statuses: Iterable[Status], fail_on: Iterable[str], exit_zero: bool = False
-              ) -> ExitCode:
+def exit_code(statuses: Iterable[Status | str], fail_on: Iterable[str],
+              exit_zero: bool = False) -> ExitCode:
     """0 when no status is in ``fail_on`` (or ``exit_zero``), 1 otherwise."""
     if exit_zero:
         return ExitCode.OK
-    failing = {Status(s) for s in fail_on}
-    return ExitCode.GATE_FAILED if set(statuses) & failing else ExitCode.OK
+    failing_statuses = {Status(s) for s in fail_on}
+    seen = {Status(s) for s in statuses}
+    return ExitCode.GATE_FAILED if seen & failing_statuses else ExitCode.OK

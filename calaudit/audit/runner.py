@@ -8,10 +8,22 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
+from calaudit import progress
 from calaudit._version import __version__
+from calaudit.audit.baseline import LoadedResult, compare_results
 from calaudit.audit.battery import stages as default_stages
+from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.gate import grade_tests, verdict
+from calaudit.audit.gate import (
+    apply_data_rule,
+    data_rule,
+    describe_gate,
+    grade_metrics,
+    grade_tests,
+    verdict,
+)
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.numerics.random import stream
@@ -66,34 +78,70 @@ def environment() -> dict[str, Any]:
             "scipy": scipy.__version__, "platform": platform.platform(terse=True)}
 
 
+def count_events(data: CalibrationData) -> int:
+    """Events for the INCONCLUSIVE rule: binary, rows of the rarer class; multi-class, the
+    rarer of top-label hits and misses (the top-label view of the group diagnostics)."""
+    if data.n == 0:
+        return 0
+    if data.is_binary:
+        return int(min(data.class_counts().values()))
+    hits = int(np.count_nonzero(np.argmax(data.y_proba, axis=1) == data.y_true))
+    return min(hits, data.n - hits)
+
+
+def run_stages(data: CalibrationData, config: AuditConfig,
+               stages: tuple[Stage, ...]) -> list[StageOutput]:
+    """Run each stage on its own random stream, reporting progress per stage."""
+    outputs = []
+    with progress.task("audit", total=len(stages)) as advance:
+        for stage in stages:
+            started = time.perf_counter()
+            with progress.task(stage.name):
+                outputs.append(stage.run(data, config, stream(config.seed, stage.name)))
+            progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s")
+            advance()
+    return outputs
+
+
 def run_audit(data: CalibrationData, config: AuditConfig | None = None,
-              stages: tuple[Stage, ...] | None = None) -> AuditResult:
-    """Run every stage of the battery on ``data`` and grade the tests.
+              stages: tuple[Stage, ...] | None = None,
+              baseline: LoadedResult | dict[str, Any] | None = None) -> AuditResult:
+    """Run every stage of the battery on ``data``, grade the checks and decide the verdict.
 
     Each stage draws from its own stream, ``stream(config.seed, stage.name)``, so the same
-    seed gives the same numbers whatever else runs.
+    seed gives the same numbers whatever else runs. ``baseline`` (a result read with
+    :func:`calaudit.audit.baseline.read_result`, or its payload) adds the ``baseline``
+    comparison, whose regressions count in the verdict.
     """
     config = config or AuditConfig()
     started = time.perf_counter()
-    outputs: list[StageOutput] = [
-        stage.run(data, config, stream(config.seed, stage.name))
-        for stage in (stages if stages is not None else default_stages())
-    ]
+    outputs = run_stages(data, config, stages if stages is not None else default_stages())
     tests = grade_tests((t for out in outputs for t in out.tests), config.alpha,
                         config.multiple_testing)
-    statuses = [t.status for t in tests]
+    metrics, unmatched = grade_metrics((m for out in outputs for m in out.metrics),
+                                       config.thresholds)
+    rule = data_rule(data.n, count_events(data), config.gate)
+    metrics, tests = apply_data_rule(metrics, tests, rule)
+    graded = {"config": config.to_dict(), "data": describe_data(data),
+              "metrics": [m.to_dict() for m in metrics], "tests": [t.to_dict() for t in tests],
+              "gate": {"unmatched_thresholds": list(unmatched)}}
+    if baseline is not None:
+        graded["baseline"] = compare_results(baseline, graded, config)
+    checks = result_checks(graded)
     return AuditResult(
         calaudit_version=__version__,
         created_at=created_at(),
         inputs=describe_inputs(data),
-        data=describe_data(data),
-        config=config.to_dict(),
-        metrics=tuple(m for out in outputs for m in out.metrics),
+        data=graded["data"],
+        config=graded["config"],
+        metrics=metrics,
         tests=tests,
         local={k: v for out in outputs for k, v in out.local.items()},
         groups=tuple(g for out in outputs for g in out.groups),
         diagrams={k: v for out in outputs for k, v in out.diagrams.items()},
-        verdict=verdict(statuses, config.fail_on),
+        verdict=verdict((c.status for c in checks), config.fail_on),
         runtime_seconds=time.perf_counter() - started,
         environment=environment(),
+        gate=describe_gate(checks, config, rule, unmatched),
+        baseline=graded.get("baseline"),
     )

@@ -1,8 +1,10 @@
 """``calaudit``: the Typer application.
 
-Commands are thin: they turn options into a :class:`DataOptions`, an ``AuditConfig`` and
-:class:`OutputOptions`, and call :func:`calaudit.cli.audit_command.run` inside the error
-boundary. Only typer and the standard library load at start-up.
+Commands are thin: they declare options and call a function of ``audit_command``,
+``compare_command`` or ``config_command`` inside the error boundary. Settings options are
+resolved together with the config file and ``CALAUDIT_*`` variables (only the options the
+user gave override them; see ``settings_flags``). Only typer and the standard library load
+at start-up.
 """
 
 from __future__ import annotations
@@ -18,12 +20,20 @@ from calaudit.cli.errors import error_boundary
 
 app = typer.Typer(
     name="calaudit",
-    help="Audit whether a classifier's predicted probabilities can be trusted.",
+    help="Audit whether a classifier's predicted probabilities can be trusted.\n\n"
+         "Exit codes: 0 no check in fail-on; 1 a check in fail-on (or a regression); "
+         "2 usage, config or input error; 3 internal error; 130 interrupted.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+config_app = typer.Typer(
+    name="config", no_args_is_help=True,
+    help="Inspect and create configuration: calaudit.toml, or \\[tool.calaudit] in "
+         "pyproject.toml.")
+app.add_typer(config_app, name="config")
 
 
 def _version(value: bool) -> None:
@@ -40,22 +50,17 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
-def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict) -> None:
+def _audit(ctx: typer.Context, metrics_only: bool) -> None:
     with error_boundary():
-        from calaudit.audit.config import AuditConfig, BinningConfig
-        from calaudit.cli.audit_command import DataOptions, OutputOptions, run
-        from calaudit.data.columns import split_list
+        from calaudit.cli.audit_command import run_command
 
-        binning = BinningConfig(config_opts.pop("n_bins"), config_opts.pop("binning"))
-        fail_on = tuple(s.upper() for s in split_list(config_opts.pop("fail_on")))
-        config = AuditConfig(binning=binning, fail_on=fail_on, run_tests=not metrics_only,
-                             **config_opts)
-        code = run(DataOptions(**data_opts), config, OutputOptions(**out_opts))
+        code = run_command(ctx, metrics_only=metrics_only)
     raise typer.Exit(int(code))
 
 
 @app.command()
 def test(
+    ctx: typer.Context,
     data: opt.DataArg,
     label_col: opt.LabelCol = None,
     prob_cols: opt.ProbCols = None,
@@ -75,27 +80,30 @@ def test(
     multiple_testing: opt.MultipleTesting = "holm",
     fail_on: opt.FailOn = "FAIL,ERROR",
     exit_zero: opt.ExitZero = False,
+    baseline: opt.BaselineFile = None,
+    regression_tolerance: opt.RegressionTolerance = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    junit: opt.JunitOut = None,
+    config: opt.ConfigFile = None,
+    quiet: opt.Quiet = False,
+    verbose: opt.Verbose = False,
+    color: opt.Color = None,
+    show_config: opt.ShowConfig = False,
 ) -> None:
     """Run the full audit: calibration errors and tests; the exit code is the gate.
 
-    Example: calaudit test preds.parquet --covariates age,race --json result.json
+    Settings come from flags, then CALAUDIT_* variables, then calaudit.toml (or
+    \\[tool.calaudit] in pyproject.toml), then defaults.
+
+    Example: calaudit test preds.parquet --covariates age,race --json result.json --junit junit.xml
     """
-    _audit(
-        False,
-        dict(path=data, label_col=label_col, prob_cols=prob_cols, logit_cols=logit_cols,
-             id_col=id_col, labels=labels, covariates_file=covariates_file,
-             covariates=covariates, categorical=categorical, positive_label=positive_label,
-             renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, alpha=alpha, seed=seed,
-             multiple_testing=multiple_testing, fail_on=fail_on),
-        dict(json=json, md=md, exit_zero=exit_zero),
-    )
+    _audit(ctx, metrics_only=False)
 
 
 @app.command()
 def metrics(
+    ctx: typer.Context,
     data: opt.DataArg,
     label_col: opt.LabelCol = None,
     prob_cols: opt.ProbCols = None,
@@ -111,31 +119,102 @@ def metrics(
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
     seed: opt.Seed = 0,
+    fail_on: opt.FailOn = "FAIL,ERROR",
+    exit_zero: opt.ExitZero = False,
+    baseline: opt.BaselineFile = None,
+    regression_tolerance: opt.RegressionTolerance = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    junit: opt.JunitOut = None,
+    config: opt.ConfigFile = None,
+    quiet: opt.Quiet = False,
+    verbose: opt.Verbose = False,
+    color: opt.Color = None,
+    show_config: opt.ShowConfig = False,
 ) -> None:
     """Estimates only (no resampling): fast, for dashboards and large files.
 
+    Thresholds and baselines still gate.
+
     Example: calaudit metrics preds.csv --json -
     """
-    _audit(
-        True,
-        dict(path=data, label_col=label_col, prob_cols=prob_cols, logit_cols=logit_cols,
-             id_col=id_col, labels=labels, covariates_file=covariates_file,
-             covariates=covariates, categorical=categorical, positive_label=positive_label,
-             renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, seed=seed, multiple_testing="holm",
-             fail_on="FAIL,ERROR"),
-        dict(json=json, md=md, exit_zero=False),
-    )
+    _audit(ctx, metrics_only=True)
+
+
+@app.command()
+def compare(
+    ctx: typer.Context,
+    old: Annotated[Path, typer.Argument(help="Baseline JSON result (the released model).",
+                                        show_default=False)],
+    new: Annotated[Path, typer.Argument(help="New JSON result (the candidate).",
+                                        show_default=False)],
+    regression_tolerance: opt.RegressionTolerance = None,
+    fail_on: opt.FailOn = "FAIL,ERROR",
+    exit_zero: opt.ExitZero = False,
+    json: opt.JsonOut = None,
+    junit: opt.JunitOut = None,
+    config: opt.ConfigFile = None,
+    quiet: opt.Quiet = False,
+    color: opt.Color = None,
+) -> None:
+    """Compare two JSON results and fail on regressions.
+
+    Shows per-metric deltas; a metric worse than the tolerance or a check that newly fails
+    is a regression (exit code 1).
+
+    Example: calaudit compare released.json candidate.json --regression-tolerance 0.005
+    """
+    with error_boundary():
+        from calaudit.cli.compare_command import run_compare
+
+        code = run_compare(ctx)
+    raise typer.Exit(int(code))
+
+
+@config_app.command("show")
+def config_show(
+    ctx: typer.Context,
+    config: opt.ConfigFile = None,
+    show_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """Print every resolved setting and where it came from.
+
+    Sources: default, the config file, a CALAUDIT_* variable.
+
+    Example: CALAUDIT_ALPHA=0.01 calaudit config show
+    """
+    with error_boundary():
+        from calaudit.cli.config_command import show
+
+        show(ctx, as_json=show_json)
+
+
+@config_app.command("init")
+def config_init(
+    path: Annotated[Path, typer.Argument(help="File to write ('-' for stdout).")] = Path(
+        "calaudit.toml"),
+    pyproject: Annotated[bool, typer.Option(
+        "--pyproject", help="Write a \\[tool.calaudit] table to paste into pyproject.toml.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a configuration template: every setting commented out at its default.
+
+    Example: calaudit config init && calaudit config show
+    """
+    with error_boundary():
+        from calaudit.cli.config_command import init
+
+        init(path, pyproject=pyproject, force=force)
 
 
 @app.command("sample-data")
 def sample_data(
     directory: Annotated[Path, typer.Argument(help="Directory to write the datasets to.")],
 ) -> None:
-    """Write the bundled example datasets (credit_default in CSV/Parquet/NPZ,
-    image_classifier.npz, README.md) to DIRECTORY.
+    """Write the bundled example datasets to DIRECTORY.
+
+    credit_default in CSV/Parquet/NPZ, image_classifier.npz and a README.md.
 
     Example: calaudit sample-data demo && calaudit test demo/credit_default.csv --covariates age,race
     """
@@ -147,5 +226,12 @@ def sample_data(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Ctrl-C anywhere exits 130 (inside a command the error
+    boundary already maps it)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        import sys
+
+        sys.stderr.write("calaudit: error: interrupted\n")
+        raise SystemExit(130) from None

@@ -1,70 +1,97 @@
 """What ``calaudit test`` and ``calaudit metrics`` do once options are parsed:
-load -> audit -> render every output in memory -> write them atomically -> summary ->
-exit code. Heavy modules are imported here, not at CLI start-up."""
+settings -> load -> audit -> render every output in memory -> write them atomically ->
+CI outputs (step summary, annotations) -> summary -> exit code. Heavy modules are
+imported here, not at CLI start-up."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
 from pathlib import Path
+from typing import Any
 
-from calaudit.audit.config import AuditConfig
+from calaudit import progress
+from calaudit.audit.checks import result_checks
 from calaudit.audit.gate import ExitCode, exit_code
+from calaudit.cli.ci_outputs import emit_github
+from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.cli.ui import Ui
 from calaudit.data.load import load
+from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_atomic
 from calaudit.output.json_result import to_json
-from calaudit.output.summary import print_summary
+from calaudit.output.junit import junit_xml
+from calaudit.output.summary import print_baseline, print_summary
 from calaudit.output.templates import render
+from calaudit.settings.resolve import Resolved
+from calaudit.settings.show import show_text
 
 
-@dataclass(frozen=True)
-class DataOptions:
-    """The data options of the command line, passed through to :func:`calaudit.load`."""
-
-    path: Path
-    label_col: str | None = None
-    prob_cols: str | None = None
-    logit_cols: str | None = None
-    id_col: str | None = None
-    labels: Path | None = None
-    covariates_file: Path | None = None
-    covariates: str | None = None
-    categorical: str | None = None
-    positive_label: str | None = None
-    renormalize: bool = False
-    drop_invalid: bool = False
+def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
+    """Resolve the settings of ``calaudit test``/``metrics`` and run the audit."""
+    overrides = {"run_tests": (False, "calaudit metrics")} if metrics_only else None
+    settings = command_settings(ctx, overrides=overrides)
+    if ctx.params.get("show_config"):
+        sys.stdout.write(show_text(settings))
+        return ExitCode.OK
+    return run(Path(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 
-@dataclass(frozen=True)
-class OutputOptions:
-    """Where results go."""
-
-    json: str | None = None
-    md: Path | None = None
-    exit_zero: bool = False
-
-
-def run(data_opts: DataOptions, config: AuditConfig, outputs: OutputOptions) -> ExitCode:
-    """Run one audit from the command line and return the exit code."""
-    data = load(
-        data_opts.path, label_col=data_opts.label_col, prob_cols=data_opts.prob_cols,
-        logit_cols=data_opts.logit_cols, id_col=data_opts.id_col, labels=data_opts.labels,
-        covariates_file=data_opts.covariates_file, covariates=data_opts.covariates or "",
-        categorical=data_opts.categorical or "", positive_label=data_opts.positive_label,
-        renormalize=data_opts.renormalize, drop_invalid=data_opts.drop_invalid,
-        require_two_classes=config.run_tests,
-    )
+def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
+    """Run one audit from the command line and return the exit code. Progress is shown
+    while loading and auditing only, so nothing else draws over the summary."""
+    from calaudit.audit.baseline import read_result
     from calaudit.audit.runner import run_audit
 
-    result = run_audit(data, config)
+    config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
+    _log_settings(settings, ui)
+    baseline = read_result(config.baseline.path) if config.baseline.path else None
+    with ui.progress():
+        with progress.task("load"):
+            data = load(data_path, require_two_classes=config.run_tests,
+                        **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__})
+        ui.log(f"{data_path}: {data.n} rows used, {data.n_classes} classes")
+        result = run_audit(data, config, baseline=baseline)
     payload = result.to_dict()
-    documents: list[tuple[str | Path, str]] = []
+    payload["config_sources"] = {"file": settings.file.label if settings.file else None,
+                                 "values": settings.sources()}
+    checks = result_checks(payload)
+    write_documents(render_documents(payload, outputs, config.fail_on), ui)
+    emit_github(payload, checks, config.fail_on, outputs, ui)
+    if ui.show_summary:
+        print_summary(payload, color=ui.color_flag())
+        if payload.get("baseline"):
+            print_baseline(payload["baseline"], color=ui.color_flag())
+    return exit_code([c.status for c in checks], config.fail_on, config.exit_zero)
+
+
+def render_documents(payload: dict[str, Any], outputs: Any,
+                     fail_on: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Every requested output, rendered in memory (nothing is written if one fails)."""
+    documents: list[tuple[str, str]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
     if outputs.md:
         documents.append((outputs.md, render("report.md", {"result": payload})))
+    if outputs.junit:
+        documents.append((outputs.junit, junit_xml(payload, fail_on)))
+    return documents
+
+
+def write_documents(documents: list[tuple[str, str]], ui: Ui) -> None:
+    """Write each document atomically; an unwritable path is a usage error (exit 2)."""
     for target, content in documents:
-        write_atomic(target, content)
-    if outputs.json != "-":
-        print_summary(payload)
-    statuses = [t.status for t in result.tests]
-    return exit_code(statuses, config.fail_on, outputs.exit_zero)
+        try:
+            write_atomic(target, content)
+        except OSError as exc:
+            raise ConfigError(f"{target}: cannot write output: "
+                              f"{exc.strerror or exc}") from None
+        if target != "-":
+            ui.log(f"wrote {target}")
+
+
+def _log_settings(settings: Resolved, ui: Ui) -> None:
+    for warning in settings.warnings:
+        ui.warn(warning)
+    ui.log(f"config file: {settings.file.label if settings.file else 'none'}")
+    for key, source in settings.sources().items():
+        ui.log(f"setting {key} from {source}")

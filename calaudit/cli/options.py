@@ -75,3 +75,32 @@ JsonOut = Annotated[Optional[str], typer.Option(
     rich_help_panel=OUT)]
 MdOut = Annotated[Optional[Path], typer.Option(
     "--md", help="Write a Markdown report here.", rich_help_panel=OUT)]
+
+CONF = "Configuration and terminal"
+
+ConfigFile = Annotated[Optional[Path], typer.Option(
+    "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "
+    "pyproject.toml's \\[tool.calaudit]) instead of searching from the working directory "
+    "upwards. Also CALAUDIT_CONFIG.", rich_help_panel=CONF, show_default=False)]
+Quiet = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="Print nothing but errors (outputs are still written).",
+    rich_help_panel=CONF)]
+Verbose = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Explain each step on stderr (config file, rows, stage timings).",
+    rich_help_panel=CONF)]
+Color = Annotated[Optional[str], typer.Option(
+    "--color", help="Colour on the terminal: auto (NO_COLOR and the terminal decide), always "
+    "or never.", rich_help_panel=CONF, show_default=False)]
+JunitOut = Annotated[Optional[Path], typer.Option(
+    "--junit", help="Write JUnit XML here: one testcase per check, for CI test reports.",
+    rich_help_panel=OUT)]
+BaselineFile = Annotated[Optional[Path], typer.Option(
+    "--baseline", help="Compare with this earlier JSON result; regressions fail the gate.",
+    rich_help_panel=TESTS)]
+RegressionTolerance = Annotated[Optional[float], typer.Option(
+    "--regression-tolerance", min=0, help="Allowed worsening of a metric against the "
+    "baseline (default 0.01; per metric: \\[thresholds.<id>] tolerance).",
+    rich_help_panel=TESTS, show_default=False)]
+ShowConfig = Annotated[bool, typer.Option(
+    "--show-config", help="Print every resolved setting with its source (flag, CALAUDIT_* "
+    "variable, config file, default) and exit without auditing.", rich_help_panel=CONF)]

@@ -1,0 +1,271 @@
+"""Comparing a result with a baseline result (``--baseline OLD.json``, ``calaudit compare``).
+
+For gating a new model version against the released one. Works on JSON payloads (dicts),
+so a saved result from any earlier run can be the baseline.
+
+- Metrics are paired by id (and by their settings when an id occurs more than once). A
+  metric regresses when it is worse by more than ``max(tolerance, relative_tolerance *
+  |old|)``, "worse" following its direction (``calaudit.audit.directions``; a threshold's
+  ``better``/``target`` overrides it; metrics with no known direction are ``SKIPPED``).
+  With ``require_ci_separation`` the confidence intervals must not overlap as well.
+- A metric computed with different settings in the two results (its ``params`` differ,
+  float params and ``baseline.ignore_params`` aside; or the classes differ) is not compared:
+  ``ERROR`` (``on_mismatch = "error"``, the default: the gate refuses) or ``WARN``.
+- A check (graded metric or test) whose status is newly in ``fail_on`` is a regression.
+- ``config_differences`` lists the settings that differ (information only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from calaudit.audit.checks import result_checks
+from calaudit.audit.config import AuditConfig, BaselineConfig
+from calaudit.audit.directions import Direction, known_direction
+from calaudit.exceptions import InputError
+from calaudit.results import SCHEMA_VERSION
+
+# Settings that decide the gate, not the numbers: differences are not worth a note.
+GATE_ONLY_KEYS = ("fail_on", "exit_zero", "thresholds", "baseline", "gate")
+
+
+@dataclass(frozen=True)
+class LoadedResult:
+    """A JSON result read from disk."""
+
+    payload: Mapping[str, Any]
+    path: str | None = None
+    sha256: str | None = None
+
+
+def read_result(path: str | Path) -> LoadedResult:
+    """Read and check a calaudit JSON result; :class:`InputError` if it is not one."""
+    source = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", source=source, rule="result-file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source,
+                         rule="result-file") from None
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc})", source=source, rule="result-file") from None
+    version = payload.get("schema_version") if isinstance(payload, dict) else None
+    if not isinstance(version, int) or not isinstance(payload.get("metrics"), list):
+        raise InputError("not a calaudit JSON result (no schema_version / metrics)",
+                         source=source, rule="result-file")
+    if version > SCHEMA_VERSION:
+        raise InputError(f"schema_version {version} is newer than this calaudit "
+                         f"understands ({SCHEMA_VERSION})", source=source, rule="result-file",
+                         hint="upgrade calaudit")
+    return LoadedResult(payload, source, hashlib.sha256(raw).hexdigest())
+
+
+def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any],
+                    config: AuditConfig) -> dict[str, Any]:
+    """The ``baseline`` section: per-metric deltas, check transitions, config differences."""
+    loaded = old if isinstance(old, LoadedResult) else LoadedResult(old)
+    before, rules = loaded.payload, config.baseline
+    mismatch = _dataset_mismatch(before, new)
+    metrics = [_compare_metric(label, a, b, config, mismatch)
+               for label, a, b in pair_metrics(before.get("metrics", ()),
+                                               new.get("metrics", ()), rules.ignore_params)]
+    checks = check_transitions(before, new, config.fail_on)
+    statuses = [e["status"] for e in metrics + checks]
+    return {
+        "path": loaded.path,
+        "sha256": loaded.sha256,
+        "calaudit_version": before.get("calaudit_version"),
+        "created_at": before.get("created_at"),
+        "tolerance": rules.tolerance,
+        "relative_tolerance": rules.relative_tolerance,
+        "require_ci_separation": rules.require_ci_separation,
+        "on_mismatch": rules.on_mismatch,
+        "metrics": metrics,
+        "checks": checks,
+        "config_differences": config_differences(before.get("config") or {},
+                                                 new.get("config") or {}),
+        "regressions": sum(1 for s in statuses if s == "FAIL"),
+        "status": _worst(statuses),
+    }
+
+
+def _worst(statuses: Sequence[str]) -> str:
+    for status in ("FAIL", "ERROR", "WARN"):
+        if status in statuses:
+            return status
+    return "PASS"
+
+
+def _dataset_mismatch(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    old_classes = (before.get("data") or {}).get("classes")
+    new_classes = (after.get("data") or {}).get("classes")
+    if old_classes is not None and new_classes is not None and old_classes != new_classes:
+        return f"classes differ: {old_classes} vs {new_classes}"
+    return ""
+
+
+def comparable_params(params: Any, ignore: Sequence[str]) -> Any:
+    """``params`` without float values (data-derived: bandwidths, gammas) and ignored keys."""
+    if isinstance(params, Mapping):
+        return {k: comparable_params(v, ignore) for k, v in sorted(params.items())
+                if k not in ignore and not isinstance(v, float)}
+    if isinstance(params, list):
+        return [comparable_params(v, ignore) for v in params if not isinstance(v, float)]
+    return params
+
+
+def pair_metrics(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+                 ignore: Sequence[str]) -> list[tuple[str, Any, Any]]:
+    """``(label, old_metric | None, new_metric | None)`` in the new result's order.
+
+    An id present once on each side pairs directly (settings are checked later). An id
+    present several times pairs by its comparable params; the label names them.
+    """
+    pairs: list[tuple[str, Any, Any]] = []
+    ids = list(dict.fromkeys([m["id"] for m in new] + [m["id"] for m in old]))
+    for metric_id in ids:
+        olds = [m for m in old if m["id"] == metric_id]
+        news = [m for m in new if m["id"] == metric_id]
+        if len(olds) <= 1 and len(news) <= 1:
+            pairs.append((metric_id, olds[0] if olds else None, news[0] if news else None))
+            continue
+        keyed_old = {_key(m, ignore): m for m in olds}
+        keyed_new = {_key(m, ignore): m for m in news}
+        for key in dict.fromkeys([*keyed_new, *keyed_old]):
+            settings = ", ".join(f"{k}={v}" for k, v in json.loads(key).items())
+            pairs.append((f"{metric_id}[{settings}]", keyed_old.get(key), keyed_new.get(key)))
+    return pairs
+
+
+def _key(metric: Mapping[str, Any], ignore: Sequence[str]) -> str:
+    return json.dumps(comparable_params(metric.get("params") or {}, ignore), sort_keys=True)
+
+
+def metric_direction(metric_id: str, config: AuditConfig) -> Direction | None:
+    """An explicit ``better``/``target`` of the metric's threshold, else the registry."""
+    threshold = config.threshold(metric_id)
+    if threshold is not None and (threshold.target is not None or threshold.better != "auto"):
+        return threshold.direction()
+    return known_direction(metric_id)
+
+
+def _compare_metric(label: str, old: Any, new: Any, config: AuditConfig,
+                    mismatch: str) -> dict[str, Any]:
+    metric_id = (new or old)["id"]
+    direction = metric_direction(metric_id, config)
+    rules = config.baseline
+    entry: dict[str, Any] = {
+        "id": metric_id, "label": label,
+        "better": direction.better if direction else None,
+        "target": direction.target if direction else None,
+        "old": old.get("value") if old else None, "new": new.get("value") if new else None,
+        "delta": None, "worse_by": None, "tolerance": None,
+    }
+    if old is None or new is None:
+        where = "the baseline" if old is None else "the new result"
+        return {**entry, "status": "SKIPPED", "message": f"not in {where}"}
+    if entry["old"] is not None and entry["new"] is not None:
+        entry["delta"] = entry["new"] - entry["old"]
+    differences = mismatch or _param_differences(old, new, rules.ignore_params)
+    if differences:
+        status = "ERROR" if rules.on_mismatch == "error" else "WARN"
+        return {**entry, "status": status, "message": f"not compared: {differences}"}
+    if direction is None:
+        return {**entry, "status": "SKIPPED",
+                "message": f"no known direction for '{metric_id}'; set "
+                           f"[thresholds.{metric_id}] better = \"lower\" or \"higher\""}
+    if entry["new"] is None:
+        return {**entry, "status": "ERROR", "message": "the new value is not finite"}
+    if entry["old"] is None:
+        return {**entry, "status": "SKIPPED", "message": "the baseline value is not finite"}
+    return _grade_change(entry, old, new, direction, config, rules)
+
+
+def _grade_change(entry: dict[str, Any], old: Mapping[str, Any], new: Mapping[str, Any],
+                  direction: Direction, config: AuditConfig,
+                  rules: BaselineConfig) -> dict[str, Any]:
+    before, after = entry["old"], entry["new"]
+    if direction.better == "target":
+        worse_by = abs(after - direction.target) - abs(before - direction.target)
+    elif direction.better == "higher":
+        worse_by = before - after
+    else:
+        worse_by = after - before
+    threshold = config.threshold(entry["id"])
+    absolute = threshold.tolerance if threshold and threshold.tolerance is not None else (
+        rules.tolerance)
+    tolerance = max(absolute, rules.relative_tolerance * abs(before))
+    entry.update(worse_by=worse_by, tolerance=tolerance)
+    regression = worse_by > tolerance * (1 + 1e-12) + 1e-15
+    if regression and rules.require_ci_separation and direction.better != "target":
+        old_ci, new_ci = old.get("ci"), new.get("ci")
+        if old_ci and new_ci and None not in (*old_ci, *new_ci):
+            separated = (new_ci[0] > old_ci[1] if direction.better == "lower"
+                         else new_ci[1] < old_ci[0])
+            if not separated:
+                return {**entry, "status": "PASS",
+                        "message": f"worse by {worse_by:.4g} but the confidence intervals "
+                                   "overlap"}
+    if regression:
+        return {**entry, "status": "FAIL",
+                "message": f"regression: worse by {worse_by:.4g} > tolerance {tolerance:.4g}"}
+    if worse_by > 0:
+        return {**entry, "status": "PASS",
+                "message": f"worse by {worse_by:.4g}, within tolerance {tolerance:.4g}"}
+    return {**entry, "status": "PASS",
+            "message": "unchanged" if worse_by == 0 else f"better by {-worse_by:.4g}"}
+
+
+def _param_differences(old: Mapping[str, Any], new: Mapping[str, Any],
+                       ignore: Sequence[str]) -> str:
+    a = comparable_params(old.get("params") or {}, ignore)
+    b = comparable_params(new.get("params") or {}, ignore)
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    return "settings differ: " + ", ".join(
+        f"{k} {a.get(k, '(absent)')!r} -> {b.get(k, '(absent)')!r}" for k in keys) if keys else ""
+
+
+def check_transitions(before: Mapping[str, Any], after: Mapping[str, Any],
+                      fail_on: Sequence[str]) -> list[dict[str, Any]]:
+    """Checks that newly have a status in ``fail_on`` (``FAIL``) or no longer do (``PASS``)."""
+    gate = set(fail_on)
+    old = {c.name: c.status for c in result_checks({**before, "baseline": None})
+           if c.kind in ("metric", "test")}
+    out = []
+    for check in result_checks({**after, "baseline": None}):
+        if check.kind not in ("metric", "test"):
+            continue
+        was = old.get(check.name)
+        entry = {"kind": check.kind, "id": check.id, "old_status": was,
+                 "new_status": check.status}
+        if check.status in gate and (was is None or was not in gate):
+            detail = f"{was} -> {check.status}" if was else f"not in the baseline, {check.status}"
+            out.append({**entry, "status": "FAIL", "message": f"newly failing: {detail}"})
+        elif was in gate and check.status not in gate:
+            out.append({**entry, "status": "PASS", "message": f"fixed: {was} -> {check.status}"})
+    return out
+
+
+def config_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Settings (dotted keys) whose values differ, gate-only settings aside."""
+    a, b = _flatten(old), _flatten(new)
+    return [{"key": k, "old": a.get(k), "new": b.get(k)}
+            for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k) and k.split(".")[0] not in GATE_ONLY_KEYS]
+
+
+def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

@@ -1,0 +1,45 @@
+"""GitHub Actions integration of a command: the step summary and the annotations.
+
+``outputs.github = "auto"`` (default): the summary is appended when
+``GITHUB_STEP_SUMMARY`` is set, annotations are printed when ``GITHUB_ACTIONS=true``;
+``"off"`` disables both. Annotations go to stdout, or to stderr when stdout carries JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Mapping, Sequence
+
+from calaudit.audit.checks import Check
+from calaudit.cli.ui import Ui
+from calaudit.output.github import (
+    annotations,
+    append_step_summary,
+    summary_budget,
+    summary_markdown,
+)
+
+
+def emit_github(payload: Mapping[str, Any], checks: Sequence[Check], fail_on: Sequence[str],
+                outputs: Any, ui: Ui, environ: Mapping[str, str] | None = None) -> None:
+    """Write the step summary and the annotations when running in GitHub Actions."""
+    environ = os.environ if environ is None else environ
+    if outputs.github == "off":
+        return
+    summary_path = environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        try:
+            markdown = summary_markdown(payload, list(checks), fail_on,
+                                        budget=summary_budget(summary_path))
+            if append_step_summary(summary_path, markdown):
+                ui.log(f"appended the step summary to {summary_path}")
+            else:
+                ui.warn("GITHUB_STEP_SUMMARY is nearly full (1 MiB limit): summary skipped")
+        except OSError as exc:
+            ui.warn(f"cannot write the step summary {summary_path}: {exc.strerror or exc}")
+    if environ.get("GITHUB_ACTIONS") == "true":
+        stream = sys.stderr if ui.json_stdout else sys.stdout
+        for line in annotations(checks, fail_on):
+            stream.write(line + "\n")
+        stream.flush()

@@ -1,0 +1,27 @@
+"""Settings of a running command: the config file, ``CALAUDIT_*`` variables and the
+options the user gave, resolved with :func:`calaudit.settings.resolve.resolve`."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from calaudit.cli.settings_flags import given_flags
+from calaudit.cli.ui import Ui
+from calaudit.settings import cli_roots
+from calaudit.settings.resolve import Resolved, combined_schema, resolve
+
+
+def command_settings(ctx: Any, overrides: Mapping[str, tuple[Any, str]] | None = None
+                     ) -> Resolved:
+    """Resolve the settings for the command behind ``ctx`` (a click/Typer context)."""
+    roots = cli_roots()
+    flags = given_flags(ctx, combined_schema(roots))
+    return resolve(roots, config_path=ctx.params.get("config"), flags=flags,
+                   overrides=overrides)
+
+
+def make_ui(ctx: Any, settings: Resolved) -> Ui:
+    """Terminal behaviour from ``--quiet``/``--verbose`` and the resolved outputs."""
+    outputs = settings["outputs"]
+    return Ui(quiet=bool(ctx.params.get("quiet")), verbose=bool(ctx.params.get("verbose")),
+              color=outputs.color, json_stdout=outputs.json == "-")

@@ -1,0 +1,34 @@
+"""``calaudit config show`` and ``calaudit config init``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from calaudit.cli.command_settings import command_settings
+from calaudit.exceptions import ConfigError
+from calaudit.output.files import write_atomic
+from calaudit.settings import cli_roots
+from calaudit.settings.show import init_template, show_json, show_text
+
+
+def show(ctx: Any, *, as_json: bool) -> None:
+    """Print the resolved settings and the source of each value on stdout."""
+    settings = command_settings(ctx)
+    sys.stdout.write(show_json(settings) if as_json else show_text(settings))
+
+
+def init(path: Path, *, pyproject: bool, force: bool) -> None:
+    """Write the commented template to ``path`` (``-``: stdout); never overwrite silently."""
+    text = init_template(cli_roots(), pyproject=pyproject)
+    if str(path) == "-":
+        sys.stdout.write(text)
+        return
+    if path.exists() and not force:
+        raise ConfigError(f"{path} exists; use --force to overwrite it")
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    sys.stderr.write(f"calaudit: wrote {path}\n")

@@ -1,0 +1,190 @@
+"""GitHub Actions outputs: a Markdown step summary and workflow-command annotations.
+
+- Step summary: appended to the file named by ``GITHUB_STEP_SUMMARY``. GitHub drops the
+  *whole* summary of a step above 1 MiB, so ours is capped (``SUMMARY_CAP`` and what the
+  file leaves free): rows are cut and a note points at the artifacts.
+- Annotations (``GITHUB_ACTIONS=true``): ``::error`` for checks whose status is in
+  fail-on, ``::warning`` for other ``WARN``/``INCONCLUSIVE``/``ERROR`` checks. GitHub shows
+  at most 10 of each kind per step, so at most 9 are emitted per kind plus one roll-up.
+  Workflow commands are read from stdout and stderr alike; the CLI uses stderr when stdout
+  carries JSON.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from calaudit.audit.checks import Check
+from calaudit.output.formatting import fmt_number, fmt_pvalue, md_cell
+
+GITHUB_LIMIT = 1024 * 1024
+SUMMARY_CAP = 512 * 1024
+ANNOTATIONS_PER_KIND = 10
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow-command message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow-command property value (``title=...``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(checks: Iterable[Check], fail_on: Iterable[str],
+                per_kind: int = ANNOTATIONS_PER_KIND) -> list[str]:
+    """Workflow-command lines for the checks worth a reviewer's attention."""
+    gate = set(fail_on)
+    checks = list(checks)
+    errors = [c for c in checks if c.status in gate]
+    warnings = [c for c in checks if c.status not in gate
+                and c.status in ("WARN", "INCONCLUSIVE", "ERROR")]
+    lines = []
+    for level, group in (("error", errors), ("warning", warnings)):
+        shown = group if len(group) <= per_kind else group[:per_kind - 1]
+        for check in shown:
+            title = f"calaudit {check.status}: {check.name}"
+            lines.append(f"::{level} title={escape_property(title)}::"
+                         f"{escape_data(_annotation_text(check))}")
+        if len(shown) < len(group):
+            rest = len(group) - len(shown)
+            lines.append(f"::{level} title={escape_property('calaudit')}::"
+                         f"{rest} more check(s) with this severity; see the step summary or "
+                         "the JSON result")
+    return lines
+
+
+def _annotation_text(check: Check) -> str:
+    parts = [check.title or check.id]
+    if check.value is not None:
+        parts.append(f"{'delta' if check.kind == 'baseline' else 'value'} "
+                     f"{fmt_number(check.value)}")
+    if check.p_value is not None:
+        parts.append(f"adjusted p {fmt_pvalue(check.p_value)}")
+    text = ", ".join(parts)
+    return f"{text}: {check.message}" if check.message else text
+
+
+# ------------------------------------------------------------------------ step summary
+
+
+def _check_row(check: Check) -> str:
+    return (f"| {md_cell(check.id)} | {check.kind} | **{check.status}** | "
+            f"{fmt_number(check.value)} | {fmt_pvalue(check.p_value)} | "
+            f"{md_cell(check.message)} |")
+
+
+CHECK_HEADER = ["| check | kind | status | value | p (adj.) | detail |",
+                "|---|---|---|---:|---:|---|"]
+
+
+def summary_markdown(payload: Mapping[str, Any], checks: list[Check], fail_on: Iterable[str],
+                     budget: int = SUMMARY_CAP) -> str:
+    """The step summary, at most ``budget`` bytes (UTF-8)."""
+    gate = list(fail_on)
+    failing = [c for c in checks if c.status in gate]
+    verdict = payload.get("verdict", "?")
+    head = [f"### calaudit: {verdict}", "",
+            f"**Verdict: {verdict}**: {len(failing)} of {len(checks)} checks have a status in "
+            f"fail-on ({', '.join(gate) or 'none'}).", "", _context_line(payload), ""]
+    blocks: list[tuple[list[str], list[str], list[str]]] = []
+    if failing:
+        blocks.append((["#### Checks that fail the gate", "", *CHECK_HEADER],
+                       [_check_row(c) for c in failing], [""]))
+    baseline = payload.get("baseline")
+    if baseline:
+        blocks.append(_baseline_block(baseline))
+    blocks.append(([f"<details><summary>All checks ({len(checks)})</summary>", "",
+                    *CHECK_HEADER], [_check_row(c) for c in checks], ["", "</details>", ""]))
+    return _fit(head, blocks, budget)
+
+
+def _context_line(payload: Mapping[str, Any]) -> str:
+    inputs, data = payload.get("inputs") or {}, payload.get("data") or {}
+    config = payload.get("config") or {}
+    parts = []
+    if inputs.get("path"):
+        parts.append(f"`{md_cell(inputs['path'])}`")
+    if data.get("n") is not None:
+        parts.append(f"n = {data['n']}")
+    if data.get("n_classes"):
+        parts.append(f"{data['n_classes']} classes")
+    for key in ("seed", "alpha"):
+        if config.get(key) is not None:
+            parts.append(f"{key} {config[key]}")
+    parts.append(f"calaudit {payload.get('calaudit_version', '?')}")
+    return " · ".join(parts)
+
+
+def _baseline_block(baseline: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    head = [f"#### Baseline: {baseline.get('regressions', 0)} regression(s) against "
+            f"`{md_cell(baseline.get('path') or 'baseline')}`", "",
+            "| metric | better | old | new | delta | tolerance | status | detail |",
+            "|---|---|---:|---:|---:|---:|---|---|"]
+    rows = [f"| {md_cell(e['label'])} | {e.get('better') or '-'} | {fmt_number(e.get('old'))} | "
+            f"{fmt_number(e.get('new'))} | {fmt_number(e.get('delta'))} | "
+            f"{fmt_number(e.get('tolerance'))} | **{e['status']}** | {md_cell(e['message'])} |"
+            for e in baseline.get("metrics", ())]
+    rows += [f"| {md_cell(e['kind'] + ':' + e['id'])} | - | {e.get('old_status') or '-'} | "
+             f"{e['new_status']} | - | - | **{e['status']}** | {md_cell(e['message'])} |"
+             for e in baseline.get("checks", ())]
+    return head, rows, [""]
+
+
+def _fit(head: list[str], blocks: list[tuple[list[str], list[str], list[str]]],
+         budget: int) -> str:
+    """Join the blocks, cutting rows (with a note) so the text stays within ``budget``."""
+    note = "_{} more row(s) left out to stay within GitHub's summary size limit; the full " \
+           "result is in the JSON / JUnit outputs._"
+    lines = list(head)
+    used = _size(lines)
+    left_out = 0
+    for block_head, rows, tail in blocks:
+        reserve = _size(block_head) + _size(tail) + len(note) + 16
+        if used + reserve > budget:
+            left_out += len(rows)
+            continue
+        lines += block_head
+        used += _size(block_head)
+        kept = 0
+        for row in rows:
+            if used + len(row.encode("utf-8")) + 1 + reserve > budget:
+                break
+            lines.append(row)
+            used += len(row.encode("utf-8")) + 1
+            kept += 1
+        if kept < len(rows):
+            lines += ["", note.format(len(rows) - kept)]
+        lines += tail
+        used = _size(lines)
+    if left_out and used + len(note) + 16 <= budget:
+        lines += [note.format(left_out), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line.encode("utf-8")) + 1 for line in lines)
+
+
+def append_step_summary(path: str | Path, markdown: str) -> bool:
+    """Append ``markdown`` if the step's summary file stays under GitHub's limit.
+
+    Returns ``False`` (and writes nothing) when it would not fit.
+    """
+    target = Path(path)
+    existing = target.stat().st_size if target.exists() else 0
+    data = markdown.encode("utf-8")
+    if existing + len(data) >= GITHUB_LIMIT:
+        return False
+    with open(target, "ab") as handle:
+        handle.write(data)
+    return True
+
+
+def summary_budget(path: str | Path) -> int:
+    """Bytes we may append: our cap, or what the 1 MiB limit leaves (minus a margin)."""
+    target = Path(path)
+    existing = target.stat().st_size if target.exists() else 0
+    return max(0, min(SUMMARY_CAP, GITHUB_LIMIT - existing - 4096))

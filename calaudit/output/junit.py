@@ -1,0 +1,118 @@
+"""JUnit XML for CI systems (design notes 2.3): one ``<testcase>`` per check.
+
+Checks are those of :func:`calaudit.audit.checks.result_checks` (graded metrics, tests,
+unmatched thresholds, baseline comparisons). Status mapping:
+
+| status | JUnit |
+|---|---|
+| PASS | passed |
+| WARN | passed with a ``<system-out>`` note; ``<failure type="WARN">`` if WARN is in fail-on |
+| FAIL | ``<failure type="FAIL">`` |
+| INCONCLUSIVE | ``<failure type="INCONCLUSIVE">`` if it is in fail-on, else ``<skipped>`` |
+| ERROR | ``<error type="ERROR">`` |
+| SKIPPED | ``<skipped>`` |
+
+``classname`` is ``calaudit.<kind>`` (metric, test, threshold, baseline), ``name`` the check
+id; the suite carries the verdict, seed, alpha and input hash as properties.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any, Iterable, Mapping
+
+from calaudit.audit.checks import Check, result_checks
+from calaudit.output.formatting import fmt_number, fmt_pvalue
+
+_INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _text(value: Any) -> str:
+    """Text that XML 1.0 can carry (control characters dropped)."""
+    return _INVALID_XML.sub("", str(value))
+
+
+def junit_xml(payload: Mapping[str, Any], fail_on: Iterable[str],
+              checks: list[Check] | None = None, suite: str = "calaudit") -> str:
+    """The JUnit document for a result payload (or a comparison payload)."""
+    gate = set(fail_on)
+    checks = result_checks(payload) if checks is None else checks
+    root = ET.Element("testsuites", name=suite)
+    element = ET.SubElement(root, "testsuite", name=suite)
+    properties = ET.SubElement(element, "properties")
+    for name, value in _properties(payload):
+        ET.SubElement(properties, "property", name=name, value=_text(value))
+    counts = {"failures": 0, "errors": 0, "skipped": 0}
+    seen: dict[str, int] = {}
+    for check in checks:
+        seen[check.name] = seen.get(check.name, 0) + 1
+        name = check.id if seen[check.name] == 1 else f"{check.id} #{seen[check.name]}"
+        case = ET.SubElement(element, "testcase", classname=f"calaudit.{check.kind}",
+                             name=_text(name), time="0")
+        outcome = _outcome(check.status, gate)
+        if outcome is not None:
+            counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
+            attributes = {"message": _text(_message(check))}
+            if outcome != "skipped":
+                attributes["type"] = check.status
+            child = ET.SubElement(case, outcome, attributes)
+            if outcome != "skipped":
+                child.text = _text(_details(check))
+        ET.SubElement(case, "system-out").text = _text(_details(check))
+    total = str(len(checks))
+    runtime = f"{payload.get('runtime_seconds') or 0:.3f}"
+    for node in (root, element):
+        node.set("tests", total)
+        node.set("failures", str(counts["failures"]))
+        node.set("errors", str(counts["errors"]))
+        node.set("skipped", str(counts["skipped"]))
+        node.set("time", runtime)
+    if payload.get("created_at"):
+        element.set("timestamp", payload["created_at"].rstrip("Z"))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _outcome(status: str, gate: set[str]) -> str | None:
+    if status == "FAIL":
+        return "failure"
+    if status == "ERROR":
+        return "error"
+    if status == "SKIPPED":
+        return "skipped"
+    if status in ("INCONCLUSIVE", "WARN"):
+        return "failure" if status in gate else ("skipped" if status == "INCONCLUSIVE"
+                                                 else None)
+    return None
+
+
+def _message(check: Check) -> str:
+    return f"{check.status}: {check.message}" if check.message else check.status
+
+
+def _details(check: Check) -> str:
+    parts = [f"status {check.status}"]
+    if check.value is not None:
+        parts.append(f"{'delta' if check.kind == 'baseline' else 'value'} "
+                     f"{fmt_number(check.value)}")
+    if check.p_value is not None:
+        parts.append(f"p-value (adjusted) {fmt_pvalue(check.p_value)}")
+    text = ", ".join(parts)
+    return f"{text}. {check.message}" if check.message else text
+
+
+def _properties(payload: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    config = payload.get("config") or {}
+    inputs = payload.get("inputs") or {}
+    candidates = [
+        ("verdict", payload.get("verdict")),
+        ("calaudit_version", payload.get("calaudit_version")),
+        ("input", inputs.get("path")),
+        ("input_sha256", inputs.get("sha256")),
+        ("seed", config.get("seed")),
+        ("alpha", config.get("alpha")),
+        ("multiple_testing", config.get("multiple_testing")),
+        ("fail_on", ",".join(config.get("fail_on", ()))),
+    ]
+    return [(k, v) for k, v in candidates if v not in (None, "")]

@@ -1,0 +1,281 @@
+"""The settings schema, derived by walking configuration dataclasses.
+
+Nothing here names a setting: sections added to ``AuditConfig`` later are picked up as
+they are. The walk recognises three shapes of dataclass field:
+
+- a **section**: the field's type is a dataclass (``binning: BinningConfig``), a TOML table;
+- a **keyed table**: ``tuple[Dataclass, ...]`` with ``metadata={"key": "<field>"}``
+  (``thresholds``), a TOML table of tables: ``[thresholds.ece]``, the table name filling
+  the key field;
+- a **leaf**: anything else; ``int``, ``float``, ``str``, ``bool``, ``Literal[...]``, a str
+  ``Enum``, ``X | None`` and ``tuple[X, ...]`` of those are understood.
+
+Field metadata used: ``help`` (one line), ``path`` (a file path: resolved against the
+directory of the config file that sets it), ``key`` (keyed tables).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, Union
+
+Path_ = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One scalar setting."""
+
+    path: Path_
+    annotation: Any
+    default: Any
+    help: str = ""
+    is_path: bool = False
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A dataclass: its fields by name."""
+
+    path: Path_
+    cls: type
+    children: dict[str, Leaf | Section | Table]
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A keyed table of ``entry`` sections; ``entry`` paths hold a ``<key>`` placeholder."""
+
+    path: Path_
+    key_field: str
+    entry: Section
+    help: str = ""
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+
+def placeholder(table: Table) -> str:
+    return f"<{table.key_field}>"
+
+
+def build_schema(cls: type, path: Path_ = ()) -> Section:
+    """The schema of dataclass ``cls`` (recursively)."""
+    hints = typing.get_type_hints(cls)
+    children: dict[str, Leaf | Section | Table] = {}
+    for f in dataclasses.fields(cls):
+        annotation = hints[f.name]
+        here = (*path, f.name)
+        entry_cls = _table_entry(annotation)
+        if dataclasses.is_dataclass(annotation):
+            children[f.name] = build_schema(annotation, here)
+        elif entry_cls is not None:
+            key_field = f.metadata.get("key") or dataclasses.fields(entry_cls)[0].name
+            entry = build_schema(entry_cls, (*here, f"<{key_field}>"))
+            del entry.children[key_field]
+            children[f.name] = Table(here, key_field, entry, f.metadata.get("help", ""))
+        else:
+            children[f.name] = Leaf(here, annotation, _default(f), f.metadata.get("help", ""),
+                                    bool(f.metadata.get("path")))
+    return Section(path, cls, children)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None
+
+
+def _table_entry(annotation: Any) -> type | None:
+    if typing.get_origin(annotation) is tuple:
+        args = typing.get_args(annotation)
+        if len(args) == 2 and args[1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+            return args[0]
+    return None
+
+
+def iter_leaves(section: Section) -> Iterator[Leaf]:
+    """Every leaf, depth first, keyed tables through their ``<key>`` placeholder entry."""
+    for child in section.children.values():
+        if isinstance(child, Leaf):
+            yield child
+        elif isinstance(child, Section):
+            yield from iter_leaves(child)
+        else:
+            yield from iter_leaves(child.entry)
+
+
+def all_keys(section: Section) -> list[str]:
+    """Dotted keys of every leaf (``thresholds.<metric>.warn`` for keyed tables)."""
+    return [leaf.key for leaf in iter_leaves(section)]
+
+
+def lookup(section: Section, path: Path_) -> Leaf | Section | Table | None:
+    """The node at ``path``; inside a keyed table any entry name matches the placeholder."""
+    node: Leaf | Section | Table = section
+    for part in path:
+        if isinstance(node, Section):
+            child = node.children.get(part)
+            if child is None:
+                return None
+            node = child
+        elif isinstance(node, Table):
+            node = node.entry
+        else:
+            return None
+    return node
+
+
+# ---------------------------------------------------------------------------- coercion
+
+
+class Mismatch(ValueError):
+    """A value of the wrong type; ``expected`` says what was expected."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+TRUE = ("true", "1", "yes", "on")
+FALSE = ("false", "0", "no", "off")
+NONE = ("", "none", "null")
+
+
+def describe(annotation: Any) -> str:
+    """What a value of ``annotation`` looks like, for error messages."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        inner = [describe(a) for a in args if a is not type(None)]
+        return " or ".join(inner) + (" (or nothing)" if type(None) in args else "")
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is tuple:
+        return f"a list of {_plural(describe(args[0]))}"
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return "one of " + ", ".join(repr(m.value) for m in annotation)
+    return {bool: "true or false", int: "an integer", float: "a number",
+            str: "a string"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _plural(description: str) -> str:
+    for article in ("an ", "a "):
+        if description.startswith(article):
+            return description[len(article):] + "s"
+    return description
+
+
+def coerce(value: Any, annotation: Any, *, from_text: bool = False) -> Any:
+    """``value`` as ``annotation`` requires, or :class:`Mismatch`.
+
+    ``from_text``: ``value`` is a string from an environment variable or a command-line
+    flag (``"0.05"``, ``"true"``, ``"FAIL,ERROR"``); otherwise it comes from TOML and must
+    already have the right type (an int is accepted for a float).
+    """
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (Union, types.UnionType):
+        if value is None or (from_text and isinstance(value, str)
+                             and value.strip().lower() in NONE):
+            if type(None) in args:
+                return None
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return coerce(value, arg, from_text=from_text)
+            except Mismatch:
+                continue
+        raise Mismatch(describe(annotation))
+    if origin is Literal:
+        base = coerce(value, type(args[0]), from_text=from_text)
+        if base not in args:
+            raise Mismatch(describe(annotation))
+        return base
+    if origin is tuple:
+        return _coerce_sequence(value, args, annotation, from_text)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        try:
+            return annotation(value)
+        except ValueError:
+            raise Mismatch(describe(annotation)) from None
+    return _coerce_scalar(value, annotation, from_text)
+
+
+def _coerce_sequence(value: Any, args: tuple, annotation: Any, from_text: bool) -> tuple:
+    if from_text and isinstance(value, str):
+        items: Any = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        raise Mismatch(describe(annotation))
+    element = args[0]
+    try:
+        return tuple(coerce(item, element, from_text=from_text) for item in items)
+    except Mismatch:
+        raise Mismatch(describe(annotation)) from None
+
+
+def _coerce_scalar(value: Any, annotation: Any, from_text: bool) -> Any:
+    if from_text and isinstance(value, str) and annotation is not str:
+        return _parse_text(value.strip(), annotation)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+        if from_text and hasattr(value, "__fspath__"):
+            return str(value)
+    elif isinstance(annotation, type) and isinstance(value, annotation):
+        return value
+    raise Mismatch(describe(annotation))
+
+
+def _parse_text(text: str, annotation: Any) -> Any:
+    lowered = text.lower()
+    if annotation is bool:
+        if lowered in TRUE:
+            return True
+        if lowered in FALSE:
+            return False
+    elif annotation is int:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    elif annotation is float:
+        try:
+            number = float(text)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(number):
+                return number
+    raise Mismatch(describe(annotation))
+
+
+def type_name(value: Any) -> str:
+    """How TOML would call the type of ``value``."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
