@@ -40,6 +40,13 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
+def _signoff(name: str | None, role: str | None, date: str | None
+             ) -> tuple[tuple[str, str], ...]:
+    """The sign-off fields that were given, as ``(field, text)`` pairs."""
+    fields = (("name", name), ("role", role), ("date", date))
+    return tuple((key, value) for key, value in fields if value)
+
+
 def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict) -> None:
     with error_boundary():
         from calaudit.audit.config import AuditConfig, BinningConfig
@@ -77,10 +84,14 @@ def test(
     exit_zero: opt.ExitZero = False,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    html: opt.HtmlOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
 ) -> None:
     """Run the full audit: calibration errors and tests; the exit code is the gate.
 
-    Example: calaudit test preds.parquet --covariates age,race --json result.json
+    Example: calaudit test preds.parquet --covariates age,race --html audit.html
     """
     _audit(
         False,
@@ -90,7 +101,8 @@ def test(
              renormalize=renormalize, drop_invalid=drop_invalid),
         dict(n_bins=n_bins, binning=binning, alpha=alpha, seed=seed,
              multiple_testing=multiple_testing, fail_on=fail_on),
-        dict(json=json, md=md, exit_zero=exit_zero),
+        dict(json=json, md=md, html=html, exit_zero=exit_zero,
+             signoff=_signoff(signoff_name, signoff_role, signoff_date)),
     )
 
 
@@ -113,6 +125,10 @@ def metrics(
     seed: opt.Seed = 0,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    html: opt.HtmlOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
 ) -> None:
     """Estimates only (no resampling): fast, for dashboards and large files.
 
@@ -126,8 +142,30 @@ def metrics(
              renormalize=renormalize, drop_invalid=drop_invalid),
         dict(n_bins=n_bins, binning=binning, seed=seed, multiple_testing="holm",
              fail_on="FAIL,ERROR"),
-        dict(json=json, md=md, exit_zero=False),
+        dict(json=json, md=md, html=html, exit_zero=False,
+             signoff=_signoff(signoff_name, signoff_role, signoff_date)),
     )
+
+
+@app.command()
+def report(
+    results: opt.ResultsArg,
+    html: opt.HtmlOut = None,
+    md: opt.MdOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
+) -> None:
+    """Re-render the HTML and/or Markdown report from a saved JSON result, without
+    recomputing anything.
+
+    Example: calaudit report result.json --html audit.html --signoff-name "A. Auditor"
+    """
+    with error_boundary():
+        from calaudit.cli.report_command import run as run_report
+
+        run_report(results, html, md, dict(_signoff(signoff_name, signoff_role,
+                                                     signoff_date)))
 
 
 @app.command("sample-data")

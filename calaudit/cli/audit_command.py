@@ -13,7 +13,6 @@ from calaudit.data.load import load
 from calaudit.output.files import write_atomic
 from calaudit.output.json_result import to_json
 from calaudit.output.summary import print_summary
-from calaudit.output.templates import render
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,10 @@ class OutputOptions:
 
     json: str | None = None
     md: Path | None = None
+    html: Path | None = None
     exit_zero: bool = False
+    signoff: tuple[tuple[str, str], ...] = ()
+    """Sign-off fields of the reports (``name``, ``role``, ``date``)."""
 
 
 def run(data_opts: DataOptions, config: AuditConfig, outputs: OutputOptions) -> ExitCode:
@@ -60,8 +62,11 @@ def run(data_opts: DataOptions, config: AuditConfig, outputs: OutputOptions) -> 
     documents: list[tuple[str | Path, str]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
-    if outputs.md:
-        documents.append((outputs.md, render("report.md", {"result": payload})))
+    if outputs.md or outputs.html:
+        from calaudit.report.render import render_reports
+
+        documents += render_reports(payload, html=outputs.html, md=outputs.md,
+                                    signoff=dict(outputs.signoff))
     for target, content in documents:
         write_atomic(target, content)
     if outputs.json != "-":
