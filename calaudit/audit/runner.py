@@ -74,10 +74,12 @@ BLAS_FIELDS = ("user_api", "internal_api", "version", "num_threads", "threading_
 
 def blas_libraries() -> list[dict[str, Any]]:
     """The BLAS/OpenMP libraries loaded in this process and their thread counts
-    (threadpoolctl), without file paths."""
+    (threadpoolctl), without file paths, in a stable order (threadpoolctl's order
+    follows the hash seed)."""
     from threadpoolctl import threadpool_info
 
-    return [{key: lib.get(key) for key in BLAS_FIELDS} for lib in threadpool_info()]
+    libraries = [{key: lib.get(key) for key in BLAS_FIELDS} for lib in threadpool_info()]
+    return sorted(libraries, key=lambda lib: tuple(str(lib[key]) for key in BLAS_FIELDS))
 
 
 def run_audit(data: CalibrationData, config: AuditConfig | None = None,

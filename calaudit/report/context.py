@@ -144,7 +144,11 @@ def build_verdict(result: Mapping[str, Any]) -> VerdictView:
     count_rows = [KeyValue(label, count_text(Counter(c.status for c in items if c.status)))
                   for label, items in (("checks", checks), ("groups", groups)) if items]
     verdict = str(result.get("verdict", "-"))
-    return VerdictView(status=verdict, headline=HEADLINES.get(verdict, ""), gate=gate,
+    headline = HEADLINES.get(verdict, "")
+    if verdict == "PASS" and not n_tests:
+        headline = ("No check failed the gate, but no hypothesis test ran: nothing below was "
+                    "tested.")
+    return VerdictView(status=verdict, headline=headline, gate=gate,
                        deciding=tuple(deciding), attention=tuple(attention),
                        counts=tuple(count_rows))
 

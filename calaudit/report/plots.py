@@ -95,7 +95,8 @@ def figure_svg(figure: Figure) -> str:
 def plot_reliability(bins: Mapping[str, Sequence[float]],
                      band: Mapping[str, Any] | None = None, ax: Axes | None = None, *,
                      xlabel: str = "predicted probability",
-                     ylabel: str = "observed frequency", legend: bool = True) -> Axes:
+                     ylabel: str = "observed frequency", legend: bool = True,
+                     markersize: float = 4.0) -> Axes:
     """Binned reliability diagram: observed rate against mean score per bin, with
     Wilson intervals (whiskers), the consistency band of a calibrated model (grey bars
     spanning 60% of each bin's width) and the diagonal of perfect calibration."""
@@ -111,8 +112,9 @@ def plot_reliability(bins: Mapping[str, Sequence[float]],
                alpha=0.45, linewidth=0,
                label=f"{level:.0%} consistency band (calibrated model)")
     yerr = np.vstack([rate - floats(bins["rate_low"]), floats(bins["rate_high"]) - rate])
-    ax.errorbar(mean, rate, yerr=np.clip(yerr, 0.0, None), fmt="o", markersize=4,
-                color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0], elinewidth=1.0, capsize=2,
+    ax.errorbar(mean, rate, yerr=np.clip(yerr, 0.0, None), fmt="o", markersize=markersize,
+                color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0],
+                elinewidth=min(1.0, markersize / 4), capsize=min(2.0, markersize / 2),
                 label="observed (95% Wilson interval)")
     ax.set(xlim=(0, 1), ylim=(-0.02, 1.02), xlabel=xlabel, ylabel=ylabel)
     ax.set_aspect("auto")

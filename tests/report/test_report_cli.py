@@ -127,3 +127,23 @@ def test_report_needs_an_output(tmp_path):
     result = runner.invoke(app, ["report", str(path)])
     assert result.exit_code == 2
     assert "nothing to write" in result.stderr
+
+
+@pytest.mark.slow
+def test_separate_processes_write_identical_reports(tmp_path):
+    """Byte-identical across processes, whatever the hash seed (set/dict order)."""
+    import subprocess
+    import sys
+
+    outputs = []
+    for seed in ("1", "2"):
+        target = tmp_path / seed
+        env = {**os.environ, "SOURCE_DATE_EPOCH": "1767225600", "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "calaudit", "test",
+                        str(SAMPLES / "image_classifier.npz"), "--n-bins", "10",
+                        "--html", str(target / "r.html"), "--md", str(target / "r.md")],
+                       check=True, capture_output=True, env=env)
+        outputs.append({p.relative_to(target): p.read_bytes()
+                        for p in sorted(target.rglob("*")) if p.is_file()})
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) == 4  # html, md and two figures
