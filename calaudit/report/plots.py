@@ -185,7 +185,8 @@ def plot_lcb_by_covariate(curve: Mapping[str, Any], points: Mapping[str, Any] | 
     ax.axhline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
     ax.set(xlabel=plain(covariate, 60), ylabel="local calibration bias (observed - predicted)")
     if groups:
-        ax.legend(loc="best", ncols=min(4, len(groups)))
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2,
+                  ncols=min(4, len(groups)))
     return ax
 
 

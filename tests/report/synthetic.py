@@ -67,7 +67,7 @@ def _group(name: str, covariates: dict[str, str], n: int, events: int, mean_pred
 
 
 def _lcb(rng: np.random.Generator, groups: list[str], shift: dict[str, float],
-         n_points: int = 600) -> dict[str, Any]:
+         n_points: int = 2000) -> dict[str, Any]:
     age = rng.uniform(21, 75, n_points).round(1)
     labels = [groups[i] for i in rng.integers(0, len(groups), n_points)]
     lcb = np.array([shift[g] for g in labels]) * (1 + 0.01 * (age - 45)) \

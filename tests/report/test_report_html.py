@@ -102,6 +102,10 @@ def test_same_result_same_bytes(binary_html, binary_synth):
     assert render_html(binary_synth).text == binary_html
 
 
+def test_synthetic_report_with_2000_lcb_points_is_small(binary_html):
+    assert len(binary_html.encode("utf-8")) < 2_000_000
+
+
 def test_minimal_result_renders(minimal_synth):
     html = render_html(minimal_synth).text
     assert "This result contains no hypothesis tests." in html and 'id="local"' not in html
