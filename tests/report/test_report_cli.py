@@ -146,4 +146,4 @@ def test_separate_processes_write_identical_reports(tmp_path):
         outputs.append({p.relative_to(target): p.read_bytes()
                         for p in sorted(target.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1]
-    assert len(outputs[0]) == 4  # html, md and two figures
+    assert len(outputs[0]) >= 4  # html, md and at least two figures
