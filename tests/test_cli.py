@@ -87,7 +87,7 @@ def test_markdown_output(tmp_path):
     assert result.exit_code == 0, result.output
     text = md.read_text()
     assert text.startswith("# Calibration audit")
-    assert "Expected calibration error" in text and "**Verdict: PASS**" in text
+    assert "## Verdict: PASS" in text and "ece" in text
 
 
 def test_invalid_option_values_exit_2(tmp_path):

@@ -2,8 +2,8 @@
 
 Metrics ``ece`` and ``mce`` (binary notion for two classes, top-label otherwise; 15
 equal-width bins by default), ``brier`` (summed over classes) and, for binary data,
-``brier_binary`` (scikit-learn's convention). The reliability bins go to
-``diagrams["reliability"]`` for the reports.
+``brier_binary`` (scikit-learn's convention). The same bins, drawn in the reports, are
+recorded by the diagrams stage (:mod:`calaudit.audit.diagrams`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,4 @@ class CalibrationErrorStage:
                 "brier_binary", brier_score_binary(data.y_true, data.y_proba),
                 {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
                 title="Brier score (binary, scikit-learn convention)"))
-        reliability = {"notion": notion, "n_bins": binning.n_bins,
-                       "binning": binning.strategy, "bins": bins.to_dict()}
-        return StageOutput(metrics=tuple(metrics), diagrams={"reliability": reliability})
+        return StageOutput(metrics=tuple(metrics))

@@ -70,12 +70,28 @@ def describe_data(data: CalibrationData) -> dict[str, Any]:
 
 
 def environment() -> dict[str, Any]:
-    """Versions that determine the numbers (numpy, scipy) and the platform."""
+    """Versions that determine the numbers (numpy, scipy), the platform and the BLAS
+    libraries with their thread counts."""
     import numpy
     import scipy
 
     return {"python": platform.python_version(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "platform": platform.platform(terse=True)}
+            "scipy": scipy.__version__, "platform": platform.platform(terse=True),
+            "blas": blas_libraries()}
+
+
+BLAS_FIELDS = ("user_api", "internal_api", "version", "num_threads", "threading_layer",
+               "architecture")
+
+
+def blas_libraries() -> list[dict[str, Any]]:
+    """The BLAS/OpenMP libraries loaded in this process and their thread counts
+    (threadpoolctl), without file paths, in a stable order (threadpoolctl's order
+    follows the hash seed)."""
+    from threadpoolctl import threadpool_info
+
+    libraries = [{key: lib.get(key) for key in BLAS_FIELDS} for lib in threadpool_info()]
+    return sorted(libraries, key=lambda lib: tuple(str(lib[key]) for key in BLAS_FIELDS))
 
 
 def count_events(data: CalibrationData) -> int:

@@ -50,6 +50,13 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
+def _signoff(name: str | None, role: str | None, date: str | None
+             ) -> tuple[tuple[str, str], ...]:
+    """The sign-off fields that were given, as ``(field, text)`` pairs."""
+    fields = (("name", name), ("role", role), ("date", date))
+    return tuple((key, value) for key, value in fields if value)
+
+
 def _audit(ctx: typer.Context, metrics_only: bool) -> None:
     with error_boundary():
         from calaudit.cli.audit_command import run_command
@@ -84,6 +91,10 @@ def test(
     regression_tolerance: opt.RegressionTolerance = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    html: opt.HtmlOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
@@ -96,7 +107,7 @@ def test(
     Settings come from flags, then CALAUDIT_* variables, then calaudit.toml (or
     \\[tool.calaudit] in pyproject.toml), then defaults.
 
-    Example: calaudit test preds.parquet --covariates age,race --json result.json --junit junit.xml
+    Example: calaudit test preds.parquet --covariates age,race --html audit.html --junit junit.xml
     """
     _audit(ctx, metrics_only=False)
 
@@ -125,6 +136,10 @@ def metrics(
     regression_tolerance: opt.RegressionTolerance = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
+    html: opt.HtmlOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
@@ -206,6 +221,27 @@ def config_init(
         from calaudit.cli.config_command import init
 
         init(path, pyproject=pyproject, force=force)
+
+
+@app.command()
+def report(
+    results: opt.ResultsArg,
+    html: opt.HtmlOut = None,
+    md: opt.MdOut = None,
+    signoff_name: opt.SignoffName = None,
+    signoff_role: opt.SignoffRole = None,
+    signoff_date: opt.SignoffDate = None,
+) -> None:
+    """Re-render the HTML and/or Markdown report from a saved JSON result, without
+    recomputing anything.
+
+    Example: calaudit report result.json --html audit.html --signoff-name "A. Auditor"
+    """
+    with error_boundary():
+        from calaudit.cli.report_command import run as run_report
+
+        run_report(results, html, md, dict(_signoff(signoff_name, signoff_role,
+                                                     signoff_date)))
 
 
 @app.command("sample-data")

@@ -21,7 +21,6 @@ from calaudit.output.files import write_atomic
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_baseline, print_summary
-from calaudit.output.templates import render
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
@@ -70,10 +69,16 @@ def render_documents(payload: dict[str, Any], outputs: Any,
     documents: list[tuple[str, str]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
-    if outputs.md:
-        documents.append((outputs.md, render("report.md", {"result": payload})))
     if outputs.junit:
         documents.append((outputs.junit, junit_xml(payload, fail_on)))
+    if outputs.md or outputs.html:
+        from calaudit.report.render import render_reports
+
+        signoff = {key: value for key, value in (("name", outputs.signoff_name),
+                                                 ("role", outputs.signoff_role),
+                                                 ("date", outputs.signoff_date)) if value}
+        documents += [(str(path), content) for path, content in
+                      render_reports(payload, html=outputs.html, md=outputs.md, signoff=signoff)]
     return documents
 
 

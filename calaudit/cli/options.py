@@ -74,7 +74,8 @@ JsonOut = Annotated[Optional[str], typer.Option(
     "--json", help="Write the JSON result here ('-' for stdout, which then carries only JSON).",
     rich_help_panel=OUT)]
 MdOut = Annotated[Optional[Path], typer.Option(
-    "--md", help="Write a Markdown report here.", rich_help_panel=OUT)]
+    "--md", help="Write a Markdown report here (figures go to <stem>_files/ next to it).",
+    rich_help_panel=OUT)]
 
 CONF = "Configuration and terminal"
 
@@ -104,3 +105,17 @@ RegressionTolerance = Annotated[Optional[float], typer.Option(
 ShowConfig = Annotated[bool, typer.Option(
     "--show-config", help="Print every resolved setting with its source (flag, CALAUDIT_* "
     "variable, config file, default) and exit without auditing.", rich_help_panel=CONF)]
+HtmlOut = Annotated[Optional[Path], typer.Option(
+    "--html", help="Write a single-file HTML report here (no scripts, nothing fetched).",
+    rich_help_panel=OUT)]
+SIGNOFF = "Report sign-off"
+SignoffName = Annotated[Optional[str], typer.Option(
+    "--signoff-name", help="Name in the report's sign-off block (blank line if absent).",
+    rich_help_panel=SIGNOFF)]
+SignoffRole = Annotated[Optional[str], typer.Option(
+    "--signoff-role", help="Role in the report's sign-off block.", rich_help_panel=SIGNOFF)]
+SignoffDate = Annotated[Optional[str], typer.Option(
+    "--signoff-date", help="Date in the report's sign-off block (free text, e.g. 2026-11-21).",
+    rich_help_panel=SIGNOFF)]
+ResultsArg = Annotated[Path, typer.Argument(
+    help="A JSON result written by 'calaudit test --json'.", show_default=False)]

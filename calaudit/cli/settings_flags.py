@@ -22,7 +22,8 @@ EXPLICIT = {
     "regression_tolerance": "baseline.tolerance",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
-                          "show_config", "pyproject", "force", "path", "directory"})
+                          "show_config", "pyproject", "force", "path", "directory",
+                          "results"})
 ROOT_SECTIONS = ("", "data", "outputs")
 
 

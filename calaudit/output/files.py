@@ -23,7 +23,19 @@ def write_atomic(path: str | Path, content: str | bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
+        os.chmod(temp, _file_mode(target))
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _file_mode(target: Path) -> int:
+    """The mode a plain ``open(target, "w")`` would give: the existing file's mode, else
+    ``0o666`` less the umask (``mkstemp`` alone would leave ``0o600``)."""
+    try:
+        return target.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask

@@ -21,6 +21,12 @@ def fmt_pvalue(value: float | None) -> str:
     return f"{value:.3f}"
 
 
+def fmt_p_clause(value: float | None, name: str = "p") -> str:
+    """``p = 0.020``, or ``p < 0.001`` when :func:`fmt_pvalue` shows a bound."""
+    text = fmt_pvalue(value)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
 def fmt_ci(ci: list[float] | tuple[float, float] | None, digits: int = 4) -> str:
     """``[low, high]`` or ``-``."""
     if not ci:
@@ -28,10 +34,64 @@ def fmt_ci(ci: list[float] | tuple[float, float] | None, digits: int = 4) -> str
     return f"[{fmt_number(ci[0], digits)}, {fmt_number(ci[1], digits)}]"
 
 
+#: Markdown punctuation that could change a cell's structure or formatting; each is
+#: backslash-escaped (CommonMark: any ASCII punctuation may be escaped).
+_MD_ESCAPES = ("\\", "`", "*", "_", "[", "]", "|")
+_HTML_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+
+
 def md_cell(value: object) -> str:
-    """Text safe inside a Markdown table cell: ``|`` escaped, newlines as spaces, and
-    HTML-significant characters escaped (Markdown renderers pass raw HTML through)."""
-    text = str(value)
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
+    """Text safe inside a Markdown table cell or heading: one line (newlines and other
+    line breaks become spaces), backslash, backtick, ``*``, ``_``, brackets and ``|``
+    escaped, and HTML-significant characters escaped (Markdown renderers pass raw HTML
+    through).
+
+    >>> md_cell("a|b\\n<i>x</i>")
+    'a\\\\|b &lt;i&gt;x&lt;/i&gt;'
+    """
+    text = " ".join(str(value).splitlines()).strip()
+    for char in _MD_ESCAPES:
+        text = text.replace(char, "\\" + char)
+    for raw, safe in _HTML_ESCAPES:
         text = text.replace(raw, safe)
-    return " ".join(text.splitlines())
+    return text
+
+
+def fmt_count(value: int | float | None) -> str:
+    """An integer count with thousands separators; ``-`` for missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{int(value):,}"
+
+
+def fmt_percent(value: float | None, digits: int = 1) -> str:
+    """A share in [0, 1] as a percentage; ``-`` for missing."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{100.0 * value:.{digits}f}%"
+
+
+def fmt_signed(value: float | None, digits: int = 3) -> str:
+    """A signed number with ``digits`` significant digits (``+0.0571``); ``-`` for
+    missing."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.{digits}g}"
+
+
+def fmt_value(value: object, digits: int = 4) -> str:
+    """Any JSON value as short text: numbers via :func:`fmt_number`, lists joined by
+    commas, mappings as ``key=value``, ``None`` as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int,)):
+        return str(value)
+    if isinstance(value, float):
+        return fmt_number(value, digits)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(v, digits) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={fmt_value(v, digits)}" for k, v in value.items()) or "-"
+    return str(value)

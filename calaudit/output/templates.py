@@ -36,6 +36,10 @@ def environment(override: str | Path | None = None):
         pvalue=formatting.fmt_pvalue,
         ci=formatting.fmt_ci,
         md=formatting.md_cell,
+        count=formatting.fmt_count,
+        percent=formatting.fmt_percent,
+        signed=formatting.fmt_signed,
+        value=formatting.fmt_value,
     )
     return env
 

@@ -46,8 +46,16 @@ class OutputConfig:
         "help": "JSON result path ('-' for stdout)", "path": True})
     md: str | None = field(default=None, metadata={
         "help": "Markdown report path", "path": True})
+    html: str | None = field(default=None, metadata={
+        "help": "single-file HTML report path", "path": True})
     junit: str | None = field(default=None, metadata={
         "help": "JUnit XML path (one testcase per check)", "path": True})
+    signoff_name: str | None = field(default=None, metadata={
+        "help": "name in the reports' sign-off block"})
+    signoff_role: str | None = field(default=None, metadata={
+        "help": "role in the reports' sign-off block"})
+    signoff_date: str | None = field(default=None, metadata={
+        "help": "date in the reports' sign-off block (free text)"})
     github: str = field(default="auto", metadata={
         "help": "auto: step summary when GITHUB_STEP_SUMMARY is set and annotations when "
                 "GITHUB_ACTIONS=true; off: neither"})

@@ -1,0 +1,28 @@
+"""What ``calaudit report`` does: read a saved JSON result, render the requested reports
+without recomputing anything, write them atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calaudit.exceptions import ConfigError, InputError
+from calaudit.output.files import write_atomic
+from calaudit.report.load import read_result
+from calaudit.report.render import render_reports
+
+
+def run(results: Path, html: Path | None, md: Path | None,
+        signoff: dict[str, str]) -> list[Path]:
+    """Render ``results`` to ``html`` and/or ``md``; returns the paths written."""
+    if html is None and md is None:
+        raise ConfigError("nothing to write: give --html PATH and/or --md PATH")
+    result = read_result(results)
+    try:
+        documents = render_reports(result, html=html, md=md, signoff=signoff)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        raise InputError(f"malformed result ({type(exc).__name__}: {exc})",
+                         source=str(results), rule="schema",
+                         hint="give the file written by calaudit test --json") from None
+    for path, content in documents:
+        write_atomic(path, content)
+    return [path for path, _ in documents]

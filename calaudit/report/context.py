@@ -1,0 +1,347 @@
+"""Build the report's view model from a JSON result (``docs/result-schema.md``).
+
+:func:`build_context` turns the result dictionary into :class:`ReportContext`: every
+number formatted, every section in the issue's order, every figure named. It reads only
+the result: nothing here recomputes a statistic (the diagrams' data come from the audit's
+``diagrams`` stage). Optional sections that a result does not carry are ``None`` or empty.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from calaudit.output.formatting import (
+    fmt_ci,
+    fmt_count,
+    fmt_number,
+    fmt_p_clause,
+    fmt_percent,
+    fmt_pvalue,
+    fmt_value,
+)
+from calaudit.report import notes
+from calaudit.report.appendix import build_appendix
+from calaudit.report.local_context import build_local, count_text, test_scope
+from calaudit.report.views import (
+    BinRow,
+    CheckRef,
+    ClassRow,
+    CovariateRow,
+    DataView,
+    FigureView,
+    FileRow,
+    KeyValue,
+    MetricRow,
+    NullView,
+    ReliabilityView,
+    ReportContext,
+    SignOffView,
+    TestRow,
+    VerdictView,
+)
+
+MAX_PER_CLASS_PANELS = 40
+HEADLINES = {
+    "PASS": "No check has a status that fails the gate.",
+    "FAIL": "At least one check has a status that fails the gate.",
+    "ERROR": "At least one check could not run.",
+    "WARN": "No check failed the gate, but some checks warn.",
+    "INCONCLUSIVE": "No check failed the gate, but some checks could not decide.",
+}
+
+
+class FigureNamer:
+    """Unique, file-system-safe figure names in order of appearance:
+    ``figure-01-reliability.svg`` (names from the data never reach the file system)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def view(self, kind: str, title: str, alt: str, caption: str, data: Mapping[str, Any],
+             slug: str = "") -> FigureView:
+        self.count += 1
+        clean = re.sub(r"[^a-z0-9]+", "-", (slug or kind).lower()).strip("-")[:40]
+        name = f"figure-{self.count:02d}-{clean or kind}"
+        return FigureView(key=name, kind=kind, title=title, alt=alt, caption=caption,
+                          filename=f"{name}.svg", data=data)
+
+
+def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None
+                  ) -> ReportContext:
+    """The view model of one result. ``signoff`` may hold ``name``, ``role``, ``date``,
+    ``decision``; missing fields are left blank for a hand signature."""
+    config = result.get("config") or {}
+    tests = tuple(test_row(t, result) for t in result.get("tests") or ())
+    namer = FigureNamer()
+    inputs = result.get("inputs") or {}
+    path = inputs.get("path")
+    return ReportContext(
+        title=f"Calibration audit: {PurePath(path).name}" if path else "Calibration audit",
+        subtitle=f"{path or 'in-memory arrays'}, audited {result.get('created_at', '-')}",
+        created_at=str(result.get("created_at", "-")),
+        calaudit_version=str(result.get("calaudit_version", "-")),
+        verdict=build_verdict(result),
+        data=build_data(result),
+        metrics=tuple(metric_row(m) for m in result.get("metrics") or ()),
+        tests=tests,
+        tests_note="" if tests else _no_tests_note(config),
+        reliability=build_reliability(result, namer),
+        nulls=build_nulls(result, tests, namer),
+        local=build_local(result, tests, namer),
+        local_note=_local_note(result),
+        how_to_read=notes.how_to_read(config),
+        notes=notes.general_notes(config, len(tests)),
+        appendix=build_appendix(result),
+        signoff=build_signoff(signoff or {}),
+    )
+
+
+def _no_tests_note(config: Mapping[str, Any]) -> str:
+    if config.get("run_tests") is False:
+        return "No hypothesis tests were run: this is an estimates-only audit (calaudit metrics)."
+    return "This result contains no hypothesis tests."
+
+
+def _local_note(result: Mapping[str, Any]) -> str:
+    """Why there is no local-calibration section, when covariates were given."""
+    covariates = (result.get("data") or {}).get("covariates") or []
+    if covariates and not result.get("local") and not result.get("groups"):
+        return ("Covariates were given, but this result contains no local calibration "
+                "results or group diagnostics.")
+    return ""
+
+
+def status_of(item: Mapping[str, Any]) -> str:
+    return str(item.get("status") or "")
+
+
+def build_verdict(result: Mapping[str, Any]) -> VerdictView:
+    """Verdict, the gate that decided it and the checks behind it (from the result's
+    ``verdict`` and statuses; the gate is never re-run here)."""
+    config = result.get("config") or {}
+    fail_on = tuple(config.get("fail_on") or ("FAIL", "ERROR"))
+    checks = ([CheckRef("test", t["id"], t.get("title") or t["id"], status_of(t),
+                        _test_detail(t)) for t in result.get("tests") or ()]
+              + [CheckRef("metric", m["id"], m.get("title") or m["id"], status_of(m),
+                          _metric_detail(m)) for m in result.get("metrics") or ()
+                 if m.get("status")])
+    groups = [CheckRef("group", str(g.get("group")), str(g.get("group")), status_of(g),
+                       _group_detail(g)) for g in result.get("groups") or ()]
+    deciding = [c for c in checks if c.status in fail_on]
+    if not deciding and str(result.get("verdict")) in fail_on + ("FAIL",):
+        deciding = [g for g in groups if g.status in fail_on]
+    attention = [c for c in checks if c.status and c.status not in fail_on + ("PASS",)]
+    n_tests = len(result.get("tests") or ())
+    grading = (f"Tests are graded on p-values adjusted with "
+               f"{config.get('multiple_testing', 'holm')} across all {n_tests} test(s), at "
+               f"alpha = {config.get('alpha', '-')}." if n_tests else
+               _no_tests_note(config))
+    gate = (f"Fails on: {', '.join(fail_on)}.", grading)
+    count_rows = [KeyValue(label, count_text(Counter(c.status for c in items if c.status)))
+                  for label, items in (("checks", checks), ("groups", groups)) if items]
+    verdict = str(result.get("verdict", "-"))
+    headline = HEADLINES.get(verdict, "")
+    if verdict == "PASS" and not n_tests:
+        headline = ("No check failed the gate, but no hypothesis test ran: nothing below was "
+                    "tested.")
+    return VerdictView(status=verdict, headline=headline, gate=gate,
+                       deciding=tuple(deciding), attention=tuple(attention),
+                       counts=tuple(count_rows))
+
+
+def _test_detail(test: Mapping[str, Any]) -> str:
+    if test.get("p_value_adjusted") is not None:
+        return (f"adjusted {fmt_p_clause(test['p_value_adjusted'])} "
+                f"(alpha {fmt_value(test.get('alpha'))})")
+    return str(test.get("message") or "")
+
+
+def _metric_detail(metric: Mapping[str, Any]) -> str:
+    return (f"value {fmt_number(metric.get('value'))}, threshold "
+            f"{fmt_value(metric.get('threshold'))}")
+
+
+def _group_detail(group: Mapping[str, Any]) -> str:
+    return (f"bias {fmt_number(group.get('bias'))}, adjusted "
+            f"{fmt_p_clause(group.get('p_value_adjusted'))}")
+
+
+def build_data(result: Mapping[str, Any]) -> DataView:
+    """File, fingerprint, rows, classes with prevalence, covariates."""
+    inputs, data = result.get("inputs") or {}, result.get("data") or {}
+    excluded = inputs.get("rows_excluded") or {}
+    columns = inputs.get("columns") or {}
+    facts = [
+        KeyValue("file", str(inputs.get("path") or "in-memory arrays")),
+        KeyValue("format", str(inputs.get("format") or "-")),
+        KeyValue("sha256", str(inputs.get("sha256") or "-")),
+        KeyValue("rows read", fmt_count(inputs.get("rows_read"))),
+        KeyValue("rows used", fmt_count(inputs.get("rows_used", data.get("n")))),
+        KeyValue("rows excluded", fmt_count(sum(excluded.values()))),
+    ]
+    if inputs.get("rows_renormalized"):
+        facts.append(KeyValue("rows renormalised", fmt_count(inputs["rows_renormalized"])))
+    for key in ("label", "scores", "score_kind", "id"):
+        if columns.get(key) not in (None, "", []):
+            facts.append(KeyValue(f"column: {key.replace('_', ' ')}",
+                                  fmt_value(columns[key])))
+    counts = data.get("class_counts") or {}
+    total = sum(counts.values()) or 1
+    files = inputs.get("files") or []
+    return DataView(
+        facts=tuple(facts),
+        excluded=tuple(KeyValue(str(k), fmt_count(v)) for k, v in excluded.items()),
+        files=tuple(FileRow(str(f.get("role", "-")), str(f.get("path", "-")),
+                            str(f.get("format", "-")), str(f.get("sha256", "-")),
+                            fmt_count(f.get("rows"))) for f in files) if len(files) > 1 else (),
+        classes=tuple(ClassRow(str(name), fmt_count(count), fmt_percent(count / total))
+                      for name, count in counts.items()),
+        covariates=tuple(CovariateRow(str(c.get("name")), str(c.get("type", "-")),
+                                      _categories(c.get("categories")))
+                         for c in data.get("covariates") or ()),
+    )
+
+
+def _categories(categories: Sequence[Any] | None, limit: int = 12) -> str:
+    if not categories:
+        return "-"
+    shown = ", ".join(str(c) for c in categories[:limit])
+    more = len(categories) - limit
+    return f"{shown} (+{more} more)" if more > 0 else shown
+
+
+def metric_row(metric: Mapping[str, Any]) -> MetricRow:
+    return MetricRow(
+        id=str(metric["id"]), title=str(metric.get("title") or metric["id"]),
+        value=fmt_number(metric.get("value")), ci=fmt_ci(metric.get("ci")),
+        settings=fmt_value(metric.get("params") or {}), status=status_of(metric),
+        threshold=fmt_value(metric.get("threshold")) if "threshold" in metric else "")
+
+
+def test_row(test: Mapping[str, Any], result: Mapping[str, Any]) -> TestRow:
+    return TestRow(
+        id=str(test["id"]), title=str(test.get("title") or test["id"]),
+        scope=test_scope(test, result),
+        statistic=fmt_number(test.get("statistic")), estimate=fmt_number(test.get("estimate")),
+        p_value=fmt_pvalue(test.get("p_value")),
+        p_adjusted=fmt_pvalue(test.get("p_value_adjusted")),
+        alpha=fmt_value(test.get("alpha")), status=status_of(test),
+        method=str(test.get("method") or "-"),
+        resamples=fmt_count(test.get("n_resamples")), message=str(test.get("message") or ""))
+
+
+def _outside(rate: float | None, low: float | None, high: float | None) -> bool:
+    if rate is None or low is None or high is None:
+        return False
+    return rate < low or rate > high
+
+
+def bin_rows(bins: Mapping[str, Sequence[Any]], band: Mapping[str, Any] | None
+             ) -> tuple[BinRow, ...]:
+    """The reliability bins as a table (the figure's numbers, for readers and print)."""
+    rows = []
+    for i, count in enumerate(bins.get("count") or ()):
+        low = band["low"][i] if band else None
+        high = band["high"][i] if band else None
+        rate = bins["observed_rate"][i]
+        rows.append(BinRow(
+            range=f"({fmt_number(bins['lower'][i], 3)}, {fmt_number(bins['upper'][i], 3)}]",
+            count=fmt_count(count), mean_score=fmt_number(bins["mean_score"][i], 3),
+            observed=fmt_number(rate, 3),
+            interval=fmt_ci([bins["rate_low"][i], bins["rate_high"][i]], 3),
+            band=fmt_ci([low, high], 3) if band else "-",
+            outside=_outside(rate, low, high)))
+    return tuple(rows)
+
+
+def _axis_labels(result: Mapping[str, Any], notion: str) -> tuple[str, str]:
+    classes = (result.get("data") or {}).get("classes") or []
+    if notion == "binary" and len(classes) == 2:
+        return (f"predicted probability of class {classes[1]}",
+                f"observed frequency of class {classes[1]}")
+    if notion == "top-label":
+        return "confidence (probability of the predicted class)", "accuracy"
+    return "predicted probability", "observed frequency"
+
+
+def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> ReliabilityView:
+    """The reliability diagrams: top-level (binary or top-label) and per class."""
+    diagrams = result.get("diagrams") or {}
+    main = diagrams.get("reliability")
+    figure, rows, summary, notion = None, (), "No reliability data in this result.", "-"
+    if main and main.get("bins"):
+        notion = str(main.get("notion", "-"))
+        band = main.get("consistency_band")
+        rows = bin_rows(main["bins"], band)
+        xlabel, ylabel = _axis_labels(result, notion)
+        summary = _reliability_summary(rows, band, main)
+        figure = namer.view(
+            "reliability", f"Reliability diagram ({notion})",
+            alt=f"Reliability diagram ({notion}): observed frequency against mean predicted "
+                f"probability in {len(rows)} bins. {summary}",
+            caption=summary,
+            data={"bins": main["bins"], "band": band, "histogram": main.get("histogram"),
+                  "xlabel": xlabel, "ylabel": ylabel})
+    per_class = diagrams.get("reliability_per_class") or []
+    per_class_figure, per_class_summary = None, ""
+    if per_class:
+        shown = per_class[:MAX_PER_CLASS_PANELS]
+        per_class_summary = (f"{len(shown)} of {len(per_class)} classes shown."
+                             if len(shown) < len(per_class) else
+                             f"All {len(per_class)} classes, one-vs-rest.")
+        outside = sum(r.outside for p in per_class
+                      for r in bin_rows(p.get("bins") or {}, p.get("consistency_band")))
+        if any(p.get("consistency_band") for p in per_class):
+            per_class_summary += (f" {outside} bin(s) over all classes fall outside their "
+                                  f"consistency band.")
+        per_class_figure = namer.view(
+            "reliability_per_class", "Reliability per class (one-vs-rest)",
+            alt=f"Small multiples: one reliability diagram per class for "
+                f"{len(shown)} classes. {per_class_summary}",
+            caption=per_class_summary, data={"panels": shown})
+    return ReliabilityView(notion=notion, summary=summary, figure=figure, bins=rows,
+                           per_class_figure=per_class_figure,
+                           per_class_summary=per_class_summary)
+
+
+def _reliability_summary(rows: Sequence[BinRow], band: Mapping[str, Any] | None,
+                         main: Mapping[str, Any]) -> str:
+    text = f"{len(rows)} non-empty {main.get('binning', '')} bins (of {main.get('n_bins', '-')})."
+    if band:
+        outside = sum(r.outside for r in rows)
+        text += (f" {outside} of {len(rows)} bins fall outside the "
+                 f"{fmt_percent(band.get('level', 0.95), 0)} consistency band "
+                 f"({fmt_count(band.get('n_resamples'))} label redraws).")
+    else:
+        text += " No consistency band (computed only when tests run)."
+    return text
+
+
+def build_nulls(result: Mapping[str, Any], rows: Sequence[TestRow], namer: FigureNamer
+                ) -> tuple[NullView, ...]:
+    """One null-distribution figure per resampling test."""
+    views = []
+    for test, row in zip(result.get("tests") or (), rows, strict=True):
+        null = test.get("null_distribution")
+        if not null:
+            continue
+        summary = (f"Observed statistic {row.statistic}; raw p-value {row.p_value} from "
+                   f"{fmt_count(len(null))} resamples; adjusted p-value {row.p_adjusted}; "
+                   f"status {row.status or '-'}.")
+        figure = namer.view(
+            "null", f"Null distribution: {row.title}",
+            alt=f"Histogram of {len(null)} resampled statistics of {row.title} with the "
+                f"observed statistic {row.statistic} marked. {summary}",
+            caption=summary,
+            data={"null": null, "statistic": test.get("statistic")}, slug=f"null-{row.id}")
+        views.append(NullView(test=row, figure=figure, summary=summary))
+    return tuple(views)
+
+
+def build_signoff(fields: Mapping[str, str]) -> SignOffView:
+    return SignOffView(name=fields.get("name") or "", role=fields.get("role") or "",
+                       date=fields.get("date") or "", decision=fields.get("decision") or "")

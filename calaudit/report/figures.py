@@ -1,0 +1,91 @@
+"""Whole report figures, composed from the panels of :mod:`calaudit.report.plots`.
+
+:func:`draw_svg` takes a :class:`~calaudit.report.views.FigureView` (its ``kind`` and
+``data``) and returns deterministic SVG text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from calaudit.report import plots
+from calaudit.report.views import FigureView
+
+WIDTH = 6.8
+
+
+def reliability_figure(data: Mapping[str, Any]) -> Figure:
+    """Reliability diagram above the histogram of the scores, sharing the x axis."""
+    histogram = data.get("histogram")
+    figure = Figure(figsize=(WIDTH, 5.4 if histogram else 4.2), layout="constrained")
+    if histogram:
+        top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(3.2, 1.0))
+        plots.plot_reliability(data["bins"], data.get("band"), top, xlabel="",
+                               ylabel=plots.plain(data.get("ylabel", ""), 60))
+        plots.plot_score_histogram(histogram, bottom,
+                                   xlabel=plots.plain(data.get("xlabel", ""), 60))
+    else:
+        plots.plot_reliability(data["bins"], data.get("band"), figure.subplots(),
+                               xlabel=plots.plain(data.get("xlabel", ""), 60),
+                               ylabel=plots.plain(data.get("ylabel", ""), 60))
+    return figure
+
+
+def per_class_figure(data: Mapping[str, Any]) -> Figure:
+    """Small multiples: one one-vs-rest reliability diagram per class."""
+    panels = data["panels"]
+    ncols = min(5, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    figure = Figure(figsize=(WIDTH, 0.4 + 1.55 * nrows), layout="constrained")
+    axes = figure.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        plots.plot_reliability(panel["bins"], panel.get("consistency_band"), ax, xlabel="",
+                               ylabel="", legend=False, markersize=2.5)
+        ax.set_title(plots.plain(panel.get("class"), 18), fontsize=8.5)
+        ax.set_xticks([0, 0.5, 1], labels=["0", "0.5", "1"])
+        ax.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"])
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    figure.supxlabel("predicted probability of the class", fontsize=8.5)
+    figure.supylabel("observed frequency", fontsize=8.5)
+    return figure
+
+
+def null_figure(data: Mapping[str, Any]) -> Figure:
+    figure = Figure(figsize=(WIDTH, 2.5), layout="constrained")
+    plots.plot_null_distribution(data["null"], data.get("statistic"), figure.subplots())
+    return figure
+
+
+def lcb_figure(data: Mapping[str, Any]) -> Figure:
+    figure = Figure(figsize=(WIDTH, 4.0), layout="constrained")
+    plots.plot_lcb_by_covariate(data["curve"], data.get("points"), figure.subplots())
+    return figure
+
+
+def bias_figure(data: Mapping[str, Any]) -> Figure:
+    rows = data["rows"]
+    figure = Figure(figsize=(WIDTH, 1.1 + 0.24 * len(rows)), layout="constrained")
+    plots.plot_bias_by_group(rows, figure.subplots())
+    return figure
+
+
+BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
+    "reliability": reliability_figure,
+    "reliability_per_class": per_class_figure,
+    "null": null_figure,
+    "lcb": lcb_figure,
+    "bias_by_group": bias_figure,
+}
+
+
+def draw_svg(view: FigureView) -> str:
+    """The SVG text of one report figure."""
+    with plots.plot_style():
+        figure = BUILDERS[view.kind](view.data)
+    return plots.figure_svg(figure)

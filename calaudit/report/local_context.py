@@ -1,0 +1,190 @@
+"""View model of the local-calibration section: the KLCE result, the local calibration
+bias (LCB) plots and summary, and the group table (``local`` and ``groups`` of the JSON
+result, ``docs/result-schema.md``)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from calaudit.output.formatting import (
+    fmt_ci,
+    fmt_count,
+    fmt_number,
+    fmt_p_clause,
+    fmt_pvalue,
+    fmt_signed,
+    fmt_value,
+)
+from calaudit.report.views import FigureView, GroupRow, KeyValue, KlceView, LocalView, TestRow
+
+if TYPE_CHECKING:
+    from calaudit.report.context import FigureNamer
+
+#: The bias-by-group plot shows at most this many groups (the largest |bias|).
+MAX_BIAS_ROWS = 60
+STATUS_ORDER = ("FAIL", "ERROR", "WARN", "INCONCLUSIVE", "SKIPPED", "PASS")
+
+
+def local_test_ids(result: Mapping[str, Any]) -> set[str]:
+    klce = (result.get("local") or {}).get("klce") or {}
+    return {str(t) for t in klce.get("tests") or ()}
+
+
+def test_scope(test: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """``local`` for covariate-local tests (listed in ``local.klce.tests`` or with a
+    ``klce`` id), ``global`` otherwise."""
+    test_id = str(test.get("id"))
+    return "local" if test_id in local_test_ids(result) or test_id.startswith("klce") \
+        else "global"
+
+
+def build_local(result: Mapping[str, Any], tests: Sequence[TestRow], namer: FigureNamer
+                ) -> LocalView | None:
+    """``None`` when the result has neither ``local`` nor ``groups`` (no covariates)."""
+    local = result.get("local") or {}
+    groups = list(result.get("groups") or ())
+    if not local and not groups:
+        return None
+    lcb = local.get("lcb") or {}
+    klce = local.get("klce")
+    return LocalView(
+        klce=build_klce(klce, tests) if klce else None,
+        lcb_summary=_lcb_summary(lcb.get("summary") or {}),
+        lcb_figures=tuple(_lcb_figure(curve, lcb.get("points"), namer)
+                          for curve in lcb.get("curves") or ()),
+        top_groups=tuple(group_row(g) for g in lcb.get("top_groups") or ()),
+        bias_figure=_bias_figure(groups, namer),
+        groups=tuple(group_row(g) for g in groups),
+        group_counts=_group_counts(groups),
+    )
+
+
+def build_klce(klce: Mapping[str, Any], tests: Sequence[TestRow]) -> KlceView:
+    ids = [str(t) for t in klce.get("tests") or ()]
+    by_id = {t.id: t for t in tests}
+    return KlceView(
+        statistic=fmt_number(klce.get("statistic")),
+        covariates=", ".join(str(c) for c in klce.get("covariates") or ()) or "-",
+        encoding=tuple(KeyValue(str(name), _encoding(enc))
+                       for name, enc in (klce.get("encoding") or {}).items()),
+        kernels=tuple(KeyValue(label, _kernel(klce[key]))
+                      for key, label in (("prob_kernel", "kernel on predictions"),
+                                         ("cov_kernel", "kernel on covariates"))
+                      if klce.get(key)),
+        tests=tuple(by_id[i] for i in ids if i in by_id),
+        hoeffding=_hoeffding(klce.get("hoeffding")),
+        per_class=tuple(
+            KeyValue(str(row.get("class")),
+                     f"statistic {fmt_number(row.get('statistic'))}, "
+                     f"{fmt_p_clause(row.get('p_value'))}")
+            for row in klce.get("per_class") or ()),
+    )
+
+
+def _encoding(enc: Mapping[str, Any]) -> str:
+    if enc.get("type") == "categorical":
+        cats = ", ".join(str(c) for c in enc.get("categories") or ())
+        return f"categorical ({cats}), one-hot, scale {fmt_number(enc.get('scale'))}"
+    return (f"numeric, standardised (mean {fmt_number(enc.get('mean'))}, "
+            f"sd {fmt_number(enc.get('sd'))})")
+
+
+def _kernel(kernel: Mapping[str, Any]) -> str:
+    source = kernel.get("source")
+    origin = {"median": "median heuristic", "option": "set by option"}.get(source, source)
+    return (f"{kernel.get('type', '-')}, bandwidth {fmt_number(kernel.get('bandwidth'))} "
+            f"(gamma {fmt_number(kernel.get('gamma'))}" + (f", {origin})" if origin else ")"))
+
+
+def _hoeffding(region: Mapping[str, Any] | None) -> str:
+    if not region:
+        return ""
+    decision = "rejects calibration" if region.get("reject") else "does not reject calibration"
+    return (f"Hoeffding acceptance region (a conservative, distribution-free bound) at alpha "
+            f"{fmt_value(region.get('alpha'))}: threshold {fmt_number(region.get('threshold'))}"
+            f", bound {fmt_number(region.get('bound'))}; {decision}.")
+
+
+def _lcb_summary(summary: Mapping[str, Any]) -> tuple[KeyValue, ...]:
+    rows = [KeyValue(label, fmt_signed(summary[key]) if key in ("mean", "min", "max")
+                     else fmt_number(summary[key], 3))
+            for key, label in (("mean", "mean"), ("mean_abs", "mean |LCB|"), ("sd", "sd"),
+                               ("min", "min"), ("max", "max"))
+            if summary.get(key) is not None]
+    quantiles = summary.get("quantiles") or {}
+    if quantiles:
+        rows.append(KeyValue("quantiles", ", ".join(
+            f"{_quantile_label(q)}: {fmt_signed(v)}" for q, v in quantiles.items())))
+    return tuple(rows)
+
+
+def _quantile_label(q: str) -> str:
+    try:
+        return f"{100 * float(q):g}%"
+    except ValueError:
+        return str(q)
+
+
+def _lcb_figure(curve: Mapping[str, Any], points: Mapping[str, Any] | None,
+                namer: FigureNamer) -> FigureView:
+    covariate, group_by = str(curve.get("covariate")), curve.get("group_by")
+    by = f" by {group_by}" if group_by else ""
+    groups = [str(g.get("group")) for g in curve.get("groups") or ()]
+    n_points = len((points or {}).get("lcb") or ())
+    caption = (f"Local calibration bias of {fmt_count(n_points)} rows against {covariate}"
+               f"{by}; lines: smoothed bias per group ({', '.join(groups) or 'all rows'}).")
+    return namer.view(
+        "lcb", f"Local calibration bias against {covariate}{by}",
+        alt=f"Scatter plot of local calibration bias against {covariate}{by}, with a smoothed "
+            f"curve per group. {caption}",
+        caption=caption, data={"curve": curve, "points": points},
+        slug=f"lcb-{covariate}")
+
+
+def _finite(value: Any) -> bool:
+    return value is not None and math.isfinite(float(value))
+
+
+def _bias_figure(groups: Sequence[Mapping[str, Any]], namer: FigureNamer
+                 ) -> FigureView | None:
+    plotted = [g for g in groups if _finite(g.get("bias"))]
+    if not plotted:
+        return None
+    shown = sorted(plotted, key=lambda g: -abs(float(g["bias"])))[:MAX_BIAS_ROWS]
+    caption = (f"{len(shown)} of {len(groups)} groups"
+               + (" (the largest |bias|)" if len(shown) < len(plotted) else "")
+               + "; bars: interval of the bias; hollow markers: INCONCLUSIVE.")
+    return namer.view(
+        "bias_by_group", "Bias by group",
+        alt=f"Dot plot of observed rate minus mean prediction per group, sorted by bias, "
+            f"with intervals. {caption}",
+        caption=caption, data={"rows": shown})
+
+
+def count_text(counts: Counter[str]) -> str:
+    """``2 FAIL, 1 INCONCLUSIVE, 4 PASS`` (most serious first)."""
+    order = [s for s in STATUS_ORDER if counts[s]] + sorted(set(counts) - set(STATUS_ORDER))
+    return ", ".join(f"{counts[s]} {s}" for s in order) or "none graded"
+
+
+def _group_counts(groups: Sequence[Mapping[str, Any]]) -> str:
+    if not groups:
+        return "No group diagnostics in this result."
+    counts = Counter(str(g.get("status") or "-") for g in groups)
+    return f"{len(groups)} groups: {count_text(counts)}."
+
+
+def group_row(group: Mapping[str, Any]) -> GroupRow:
+    return GroupRow(
+        group=str(group.get("group")), kind=str(group.get("kind") or "-"),
+        n=fmt_count(group.get("n")), events=fmt_count(group.get("events")),
+        mean_prediction=fmt_number(group.get("mean_prediction"), 3),
+        observed_rate=fmt_number(group.get("observed_rate"), 3),
+        bias=fmt_signed(group.get("bias")), bias_ci=fmt_ci(group.get("bias_ci"), 3),
+        mean_lcb=fmt_signed(group.get("mean_lcb")), test=str(group.get("test") or "-"),
+        p_value=fmt_pvalue(group.get("p_value")),
+        p_adjusted=fmt_pvalue(group.get("p_value_adjusted")),
+        status=str(group.get("status") or "-"), message=str(group.get("message") or ""))

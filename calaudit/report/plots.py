@@ -1,0 +1,237 @@
+"""Plots of the report, drawn with matplotlib's object-oriented API (no pyplot state).
+
+Each ``plot_*`` function draws one panel from data already in the JSON result (the
+report never recomputes statistics), takes ``ax=None`` (a new figure is made when absent,
+as scikit-learn's ``Display`` objects do) and returns the ``Axes``, so notebook users can
+reuse them. :func:`figure_svg` turns a figure into deterministic SVG text: fixed
+``svg.hashsalt``, no date, glyphs as paths.
+
+Names from the data (classes, groups, covariates) are drawn as plain text: ``$`` never
+starts mathtext, newlines become spaces and long names are shortened.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+STATUS_COLOURS = {"PASS": "#1a7f37", "FAIL": "#cf222e", "ERROR": "#cf222e",
+                  "WARN": "#9a6700", "INCONCLUSIVE": "#8250df", "SKIPPED": "#6e7781"}
+GROUP_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+                 "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+NEUTRAL = "#57606a"
+BAND_COLOUR = "#8c959f"
+#: Scatter layers with more points than this are rasterised inside the SVG.
+RASTERIZE_ABOVE = 400
+
+STYLE = {
+    "svg.hashsalt": "calaudit",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 9.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#d0d7de",
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+    "legend.fontsize": 8.0,
+    "text.usetex": False,
+    "path.simplify": True,
+}
+
+
+@contextmanager
+def plot_style() -> Iterator[None]:
+    """The report's matplotlib settings, applied only inside the block."""
+    with rc_context(STYLE), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")
+        yield
+
+
+def plain(text: object, limit: int = 40) -> str:
+    """``text`` safe for a matplotlib label: one line, ``$`` escaped, at most ``limit``
+    characters (an ellipsis marks a cut)."""
+    line = " ".join(str(text).split())
+    if len(line) > limit:
+        line = line[: limit - 1] + "\u2026"
+    return line.replace("$", r"\$")
+
+
+def floats(values: Sequence[Any] | None) -> np.ndarray:
+    """A float array from a JSON list (``null`` -> NaN)."""
+    if values is None:
+        return np.empty(0)
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+
+def new_axes(ax: Axes | None, figsize: tuple[float, float] = (6.4, 4.0)) -> Axes:
+    """``ax``, or the axes of a new figure (``Figure``, never ``pyplot``)."""
+    if ax is not None:
+        return ax
+    return Figure(figsize=figsize, layout="constrained").subplots()
+
+
+def figure_svg(figure: Figure) -> str:
+    """Deterministic SVG text of ``figure`` (same figure, same bytes)."""
+    buffer = io.StringIO()
+    with plot_style():
+        figure.savefig(buffer, format="svg", metadata={"Date": None}, dpi=144)
+    return buffer.getvalue()
+
+
+def plot_reliability(bins: Mapping[str, Sequence[float]],
+                     band: Mapping[str, Any] | None = None, ax: Axes | None = None, *,
+                     xlabel: str = "predicted probability",
+                     ylabel: str = "observed frequency", legend: bool = True,
+                     markersize: float = 4.0) -> Axes:
+    """Binned reliability diagram: observed rate against mean score per bin, with
+    Wilson intervals (whiskers), the consistency band of a calibrated model (grey bars
+    spanning 60% of each bin's width) and the diagonal of perfect calibration."""
+    ax = new_axes(ax)
+    mean, rate = floats(bins["mean_score"]), floats(bins["observed_rate"])
+    lower, upper = floats(bins["lower"]), floats(bins["upper"])
+    ax.plot([0, 1], [0, 1], linestyle="--", color=NEUTRAL, linewidth=0.8,
+            label="perfect calibration")
+    if band:
+        low, high = floats(band["low"]), floats(band["high"])
+        level = band.get("level", 0.95)
+        ax.bar(mean, high - low, bottom=low, width=0.6 * (upper - lower), color=BAND_COLOUR,
+               alpha=0.45, linewidth=0,
+               label=f"{level:.0%} consistency band (calibrated model)")
+    yerr = np.vstack([rate - floats(bins["rate_low"]), floats(bins["rate_high"]) - rate])
+    ax.errorbar(mean, rate, yerr=np.clip(yerr, 0.0, None), fmt="o", markersize=markersize,
+                color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0],
+                elinewidth=min(1.0, markersize / 4), capsize=min(2.0, markersize / 2),
+                label="observed (95% Wilson interval)")
+    ax.set(xlim=(0, 1), ylim=(-0.02, 1.02), xlabel=xlabel, ylabel=ylabel)
+    ax.set_aspect("auto")
+    if legend:
+        ax.legend(loc="upper left")
+    return ax
+
+
+def plot_score_histogram(histogram: Mapping[str, Sequence[float]], ax: Axes | None = None,
+                         *, xlabel: str = "predicted probability") -> Axes:
+    """Histogram of the scores (counts per equal-width bin)."""
+    ax = new_axes(ax, (6.4, 1.6))
+    ax.stairs(floats(histogram["counts"]), floats(histogram["edges"]), fill=True,
+              color=GROUP_COLOURS[0], alpha=0.6)
+    ax.set(xlim=(0, 1), xlabel=xlabel, ylabel="rows")
+    return ax
+
+
+def plot_null_distribution(null: Sequence[float | None], statistic: float | None,
+                           ax: Axes | None = None, *, label: str = "observed statistic"
+                           ) -> Axes:
+    """Histogram of the resampled statistics under "calibrated" with the observed
+    statistic as a vertical line; the p-value is the share of the histogram at or to the
+    right of the line."""
+    ax = new_axes(ax, (6.4, 2.6))
+    values = floats(null)
+    values = values[np.isfinite(values)]
+    ax.hist(values, bins=min(40, max(10, int(math.sqrt(max(values.size, 1))))),
+            color=BAND_COLOUR, alpha=0.8, label=f"null distribution ({values.size} resamples)")
+    if statistic is not None and math.isfinite(statistic):
+        ax.axvline(statistic, color=STATUS_COLOURS["FAIL"], linewidth=1.6,
+                   label=plain(f"{label} = {statistic:.4g}", 60))
+    ax.set(xlabel="statistic", ylabel="resamples")
+    ax.legend(loc="upper right")
+    return ax
+
+
+def _group_colours(names: Sequence[str]) -> dict[str, str]:
+    return {name: GROUP_COLOURS[i % len(GROUP_COLOURS)] for i, name in enumerate(names)}
+
+
+def plot_lcb_by_covariate(curve: Mapping[str, Any], points: Mapping[str, Any] | None = None,
+                          ax: Axes | None = None) -> Axes:
+    """Local calibration bias of each observation against one numeric covariate,
+    coloured by group, with each group's smooth fit and its band (Vashistha & Farahi,
+    Figure 6). Positive LCB: the model under-predicts there."""
+    ax = new_axes(ax)
+    covariate, group_by = curve["covariate"], curve.get("group_by")
+    groups = curve.get("groups") or []
+    colours = _group_colours([str(g.get("group")) for g in groups])
+    if points:
+        x = floats((points.get("covariate_values") or {}).get(covariate))
+        lcb = floats(points.get("lcb"))
+        labels = (points.get("group") or {}).get(group_by) if group_by else None
+        colour = ([colours.get(str(g), NEUTRAL) for g in labels] if labels is not None
+                  else NEUTRAL)
+        if x.size and x.size == lcb.size:
+            ax.scatter(x, lcb, s=5, c=colour, alpha=0.35, linewidths=0,
+                       rasterized=x.size > RASTERIZE_ABOVE)
+    for group in groups:
+        name = str(group.get("group"))
+        gx, fit = floats(group.get("x")), floats(group.get("lcb"))
+        ax.plot(gx, fit, color=colours[name], linewidth=2.0,
+                label=plain(f"{group_by}={name}" if group_by else name))
+        low, high = floats(group.get("low")), floats(group.get("high"))
+        if low.size == gx.size and high.size == gx.size and gx.size:
+            ax.fill_between(gx, low, high, color=colours[name], alpha=0.15, linewidth=0)
+    ax.axhline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
+    ax.set(xlabel=plain(covariate, 60), ylabel="local calibration bias (observed - predicted)")
+    if groups:
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2,
+                  ncols=min(4, len(groups)))
+    return ax
+
+
+def plot_bias_by_group(rows: Sequence[Mapping[str, Any]], ax: Axes | None = None) -> Axes:
+    """Bias (observed rate - mean prediction) of each group with its interval, sorted by
+    bias (largest at the top); the marker colour is the group's status, hollow when
+    INCONCLUSIVE. Rows without a finite bias are left out."""
+    ordered = sorted((r for r in rows if _finite(r.get("bias")) is not None),
+                     key=lambda r: (_finite(r.get("bias")), str(r.get("group"))))
+    ax = new_axes(ax, (6.4, 1.0 + 0.24 * max(len(ordered), 1)))
+    for y, row in enumerate(ordered):
+        bias = _finite(row.get("bias"))
+        status = str(row.get("status") or "")
+        colour = STATUS_COLOURS.get(status, NEUTRAL)
+        ci = row.get("bias_ci") or [None, None]
+        if ci[0] is not None and ci[1] is not None:
+            ax.plot([ci[0], ci[1]], [y, y], color=colour, linewidth=1.4)
+        hollow = status == "INCONCLUSIVE"
+        ax.plot([bias], [y], marker="o", markersize=5, color=colour,
+                markerfacecolor="white" if hollow else colour, linestyle="none")
+    ax.axvline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
+    ax.set_yticks(range(len(ordered)), labels=[plain(r.get("group"), 48) for r in ordered])
+    ax.set_ylim(-0.7, len(ordered) - 0.3)
+    ax.set_xlabel("bias = observed rate - mean prediction\n"
+                  "(< 0: over-predicted, > 0: under-predicted)")
+    ax.grid(axis="y", visible=False)
+    _status_legend(ax, [str(r.get("status") or "") for r in ordered])
+    return ax
+
+
+def _status_legend(ax: Axes, statuses: Sequence[str]) -> None:
+    """A legend entry per status present (hollow marker for INCONCLUSIVE)."""
+    handles = []
+    for status in [s for s in STATUS_COLOURS if s in set(statuses)]:
+        colour = STATUS_COLOURS[status]
+        face = "white" if status == "INCONCLUSIVE" else colour
+        handles.append(Line2D([], [], marker="o", linestyle="none", color=colour,
+                              markerfacecolor=face, label=status))
+    if handles:
+        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0),
+                  ncols=len(handles), borderaxespad=0.2)
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` when missing or not finite."""
+    if value is None or not math.isfinite(float(value)):
+        return None
+    return float(value)

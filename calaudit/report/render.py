@@ -1,0 +1,111 @@
+"""Render a JSON result as an HTML or Markdown report, and write the files.
+
+* HTML: one file. Inline CSS (allowed by its sha256 in a Content-Security-Policy meta
+  tag that forbids scripts and every network fetch), figures as ``data:image/svg+xml``
+  URIs, no JavaScript.
+* Markdown: the same sections; figures are SVG files in ``<stem>_files/`` next to it.
+
+Rendering is a pure function of the result (and the sign-off fields): the same result
+gives the same bytes. Files are written atomically, figures before the Markdown that
+links to them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from calaudit.output.files import write_atomic
+from calaudit.output.templates import environment
+from calaudit.report.context import build_context
+from calaudit.report.figures import draw_svg
+from calaudit.report.views import ReportContext
+
+CSS_TEMPLATE = "report.css"
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    """A rendered document and the files it links to (relative path -> content)."""
+
+    text: str
+    files: Mapping[str, str] = field(default_factory=dict)
+
+
+def content_security_policy(css: str) -> str:
+    """No scripts, no fetches, no frames or forms; images only from ``data:`` URIs and
+    the one inline stylesheet, identified by its hash."""
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return ("default-src 'none'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+            f"form-action 'none'; img-src data:; style-src 'sha256-{digest}'")
+
+
+def svg_data_uri(svg: str) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
+def _svgs(context: ReportContext) -> dict[str, str]:
+    return {view.key: draw_svg(view) for view in context.figures()}
+
+
+def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None
+                ) -> RenderedReport:
+    """The single-file HTML report."""
+    from markupsafe import Markup
+
+    context = build_context(result, signoff)
+    env = environment()
+    css = env.loader.get_source(env, CSS_TEMPLATE)[0]  # type: ignore[union-attr]
+    images = {key: svg_data_uri(svg) for key, svg in _svgs(context).items()}
+    text = env.get_template("report.html").render(
+        ctx=context, images=images, css=Markup(css), csp=content_security_policy(css))
+    return RenderedReport(text)
+
+
+def markdown_files_dir(md_path: str | Path) -> str:
+    """Name of the figure directory next to a Markdown report: ``<stem>_files``."""
+    return f"{Path(md_path).stem}_files"
+
+
+def render_markdown(result: Mapping[str, Any], md_path: str | Path,
+                    signoff: Mapping[str, str] | None = None) -> RenderedReport:
+    """The Markdown report for ``md_path``; ``files`` holds its figures, keyed by path
+    relative to the Markdown file's directory."""
+    context = build_context(result, signoff)
+    folder = markdown_files_dir(md_path)
+    files = {f"{folder}/{view.filename}": svg
+             for view, svg in zip(context.figures(), _svgs(context).values(), strict=True)}
+    images = {view.key: quote(f"{folder}/{view.filename}") for view in context.figures()}
+    text = environment().get_template("report.md").render(ctx=context, images=images)
+    return RenderedReport(text, files)
+
+
+def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
+                   md: str | Path | None = None, signoff: Mapping[str, str] | None = None
+                   ) -> list[tuple[Path, str]]:
+    """Every requested document as ``(path, content)``, in writing order: a Markdown
+    report's figures before the Markdown itself."""
+    pending: list[tuple[Path, str]] = []
+    if md is not None:
+        report = render_markdown(result, md, signoff)
+        pending += [(Path(md).parent / name, svg) for name, svg in report.files.items()]
+        pending.append((Path(md), report.text))
+    if html is not None:
+        pending.append((Path(html), render_html(result, signoff).text))
+    return pending
+
+
+def write_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
+                  md: str | Path | None = None, signoff: Mapping[str, str] | None = None
+                  ) -> list[Path]:
+    """Render every requested report in memory, then write each file atomically.
+    Returns the paths written."""
+    pending = render_reports(result, html=html, md=md, signoff=signoff)
+    for path, content in pending:
+        write_atomic(path, content)
+    return [path for path, _ in pending]

@@ -1,0 +1,239 @@
+"""The report's view model: plain frozen dataclasses of display-ready strings.
+
+Built from a JSON result by :mod:`calaudit.report.context`; the templates only loop over
+these and branch on them (coverage.py's ``IndexPage``/``FileData`` pattern). Strings are
+raw text: the HTML template autoescapes them and the Markdown template passes them
+through the ``md`` filter. ``FigureView.data`` is the one non-string field: the slice of
+the result a figure is drawn from, used by :mod:`calaudit.report.figures` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    """One labelled fact: ``key: value``."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class FigureView:
+    """One figure: what it shows (title, alt text, caption) and where its data is."""
+
+    key: str
+    kind: str
+    title: str
+    alt: str
+    caption: str
+    filename: str
+    data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class CheckRef:
+    """A check named in the verdict box: kind (test, metric, group), id, status, why."""
+
+    kind: str
+    id: str
+    title: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class VerdictView:
+    status: str
+    headline: str
+    gate: tuple[str, ...]
+    deciding: tuple[CheckRef, ...]
+    attention: tuple[CheckRef, ...]
+    counts: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    name: str
+    count: str
+    share: str
+
+
+@dataclass(frozen=True)
+class CovariateRow:
+    name: str
+    type: str
+    categories: str
+
+
+@dataclass(frozen=True)
+class FileRow:
+    role: str
+    path: str
+    format: str
+    sha256: str
+    rows: str
+
+
+@dataclass(frozen=True)
+class DataView:
+    facts: tuple[KeyValue, ...]
+    excluded: tuple[KeyValue, ...]
+    files: tuple[FileRow, ...]
+    classes: tuple[ClassRow, ...]
+    covariates: tuple[CovariateRow, ...]
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    id: str
+    title: str
+    value: str
+    ci: str
+    settings: str
+    status: str
+    threshold: str
+
+
+@dataclass(frozen=True)
+class TestRow:
+    id: str
+    title: str
+    scope: str
+    statistic: str
+    estimate: str
+    p_value: str
+    p_adjusted: str
+    alpha: str
+    status: str
+    method: str
+    resamples: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BinRow:
+    range: str
+    count: str
+    mean_score: str
+    observed: str
+    interval: str
+    band: str
+    outside: bool
+
+
+@dataclass(frozen=True)
+class ReliabilityView:
+    notion: str
+    summary: str
+    figure: FigureView | None
+    bins: tuple[BinRow, ...]
+    per_class_figure: FigureView | None
+    per_class_summary: str
+
+
+@dataclass(frozen=True)
+class NullView:
+    test: TestRow
+    figure: FigureView
+    summary: str
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    group: str
+    kind: str
+    n: str
+    events: str
+    mean_prediction: str
+    observed_rate: str
+    bias: str
+    bias_ci: str
+    mean_lcb: str
+    test: str
+    p_value: str
+    p_adjusted: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class KlceView:
+    statistic: str
+    covariates: str
+    encoding: tuple[KeyValue, ...]
+    kernels: tuple[KeyValue, ...]
+    tests: tuple[TestRow, ...]
+    hoeffding: str
+    per_class: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class LocalView:
+    klce: KlceView | None
+    lcb_summary: tuple[KeyValue, ...]
+    lcb_figures: tuple[FigureView, ...]
+    top_groups: tuple[GroupRow, ...]
+    bias_figure: FigureView | None
+    groups: tuple[GroupRow, ...]
+    group_counts: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A plain-language note: a heading and its paragraphs."""
+
+    title: str
+    paragraphs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AppendixView:
+    methods: tuple[KeyValue, ...]
+    seeds: tuple[KeyValue, ...]
+    environment: tuple[KeyValue, ...]
+    config: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class SignOffView:
+    name: str
+    role: str
+    date: str
+    decision: str
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """Everything a report template shows, in section order."""
+
+    title: str
+    subtitle: str
+    created_at: str
+    calaudit_version: str
+    verdict: VerdictView
+    data: DataView
+    metrics: tuple[MetricRow, ...]
+    tests: tuple[TestRow, ...]
+    tests_note: str
+    reliability: ReliabilityView
+    nulls: tuple[NullView, ...]
+    local: LocalView | None
+    local_note: str
+    how_to_read: Mapping[str, str]
+    notes: tuple[Note, ...]
+    appendix: AppendixView
+    signoff: SignOffView
+
+    def figures(self) -> tuple[FigureView, ...]:
+        """Every figure of the report, in order of appearance."""
+        found: list[FigureView | None] = [self.reliability.figure,
+                                          self.reliability.per_class_figure]
+        found += [null.figure for null in self.nulls]
+        if self.local is not None:
+            found += list(self.local.lcb_figures) + [self.local.bias_figure]
+        return tuple(f for f in found if f is not None)

@@ -1,0 +1,107 @@
+"""The HTML report in a real browser (headless Chromium, driven over the DevTools pipe).
+
+Skipped when no Chromium is installed, unless ``CALAUDIT_REQUIRE_BROWSER=1`` (set by
+``.ci/run``), which turns the skip into a failure so that CI cannot pass silently.
+Screenshots go to ``test-artifacts/`` (see ``conftest.artifacts``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from tests.report.cdp_browser import Chromium, find_chromium, inspect_page
+from tests.report.synthetic import SCRIPT
+
+from calaudit.report.context import build_context
+from calaudit.report.render import write_reports
+
+CHROMIUM = find_chromium()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("CALAUDIT_REQUIRE_BROWSER") == "1":
+            pytest.fail("CALAUDIT_REQUIRE_BROWSER=1 but no Chromium was found "
+                        "(apt-get install -y chromium)")
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    with Chromium(CHROMIUM) as running:
+        yield running
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def check_page(browser, html: Path, artifacts: Path, name: str, n_images: int):
+    report = inspect_page(browser, html)
+    shot = artifacts / f"report-{name}.png"
+    shot.write_bytes(report.screenshot)
+    width, height = png_size(report.screenshot)
+    assert width == 1100 and height > 2000, (width, height)
+    assert report.console_errors == []
+    assert report.dialogs == []
+    assert report.script_elements == 0
+    assert all(url.startswith(("file:", "data:")) for url in report.requests), \
+        report.requests
+    assert len(report.images) == n_images
+    for image in report.images:
+        assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
+    return report
+
+
+def test_synthetic_report_in_chromium(browser, artifacts, tmp_path, binary_html):
+    page = tmp_path / "synthetic.html"
+    page.write_text(binary_html, encoding="utf-8")
+    report = check_page(browser, page, artifacts, "synthetic-binary", 7)
+    assert SCRIPT in report.text  # shown as text, not executed
+    assert report.title.startswith("Calibration audit")
+    for heading in ("Verdict", "Local calibration", "Bias by group", "Group table",
+                    "Methods and configuration", "Sign-off"):
+        assert heading in report.text
+
+
+def test_multiclass_report_in_chromium(browser, artifacts, tmp_path, multiclass_html):
+    page = tmp_path / "multiclass.html"
+    page.write_text(multiclass_html, encoding="utf-8")
+    check_page(browser, page, artifacts, "synthetic-multiclass", 8)
+
+
+@pytest.mark.parametrize("fixture", ["credit_result", "image_result"])
+def test_sample_reports_in_chromium(browser, artifacts, tmp_path, request, fixture):
+    result = request.getfixturevalue(fixture)
+    page = tmp_path / f"{fixture}.html"
+    write_reports(result, html=page)
+    n_images = len(build_context(result).figures())  # grows with the battery
+    assert n_images >= (2 if fixture == "image_result" else 1)
+    report = check_page(browser, page, artifacts, fixture.replace("_result", ""), n_images)
+    assert "Reliability diagrams" in report.text
+
+
+def test_the_harness_sees_scripts_errors_and_broken_images(browser, tmp_path):
+    """The checks above can fail: a page that runs a script is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><p>x</p>"
+                    "<img src='data:image/png;base64,AAAA' alt='broken'>"
+                    "<script>console.error('boom'); alert('pwned');</script>"
+                    "</body></html>", encoding="utf-8")
+    report = inspect_page(browser, page)
+    assert report.dialogs == ["pwned"]
+    assert any("boom" in e for e in report.console_errors)
+    assert report.script_elements == 1
+    assert report.images[0]["width"] == 0
+
+
+def test_the_csp_blocks_an_injected_script(browser, tmp_path, binary_html):
+    """Even a script element smuggled into the report would not run: the CSP forbids
+    it (and Chromium reports the violation as a console error)."""
+    page = tmp_path / "injected.html"
+    page.write_text(binary_html.replace("</main>", "<script>alert('pwned')</script></main>"),
+                    encoding="utf-8")
+    report = inspect_page(browser, page)
+    assert report.dialogs == []
+    assert any("Content Security Policy" in e for e in report.console_errors)

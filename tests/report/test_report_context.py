@@ -1,0 +1,185 @@
+"""The view model: every section of the schema becomes display-ready strings."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+from tests.report.synthetic import SCRIPT
+
+from calaudit.output.formatting import (
+    fmt_count,
+    fmt_percent,
+    fmt_pvalue,
+    fmt_signed,
+    fmt_value,
+    md_cell,
+)
+from calaudit.report.context import build_context
+from calaudit.report.local_context import MAX_BIAS_ROWS
+
+
+def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):
+    verdict = build_context(binary_synth).verdict
+    assert verdict.status == "FAIL"
+    assert [c.id for c in verdict.deciding] == ["klce_consistency", "klce_bootstrap"]
+    assert verdict.deciding[0].detail == "adjusted p = 0.020 (alpha 0.05)"
+    assert {(c.id, c.status) for c in verdict.attention} == {
+        ("klce_permutation", "INCONCLUSIVE"), ("tce2", "WARN")}
+    assert verdict.gate[0] == "Fails on: FAIL, ERROR."
+    assert "holm across all 5 test(s)" in verdict.gate[1]
+    counts = {c.key: c.value for c in verdict.counts}
+    assert counts == {"checks": "2 FAIL, 1 WARN, 1 INCONCLUSIVE, 2 PASS",
+                      "groups": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}
+
+
+def test_verdict_falls_back_to_groups_when_only_groups_fail(binary_synth):
+    for test in binary_synth["tests"]:
+        if test["status"] == "FAIL":
+            test["status"] = "PASS"
+    verdict = build_context(binary_synth).verdict
+    assert {c.kind for c in verdict.deciding} == {"group"}
+    assert len(verdict.deciding) == 2
+
+
+def test_pass_without_tests(minimal_synth):
+    context = build_context(minimal_synth)
+    assert context.verdict.status == "PASS" and not context.verdict.deciding
+    assert context.verdict.gate[1] == "This result contains no hypothesis tests."
+    assert context.tests_note == context.verdict.gate[1] and context.local_note == ""
+    assert context.local is None and context.nulls == () and context.figures() == ()
+    assert context.reliability.figure is None
+    assert context.title == "Calibration audit"
+    minimal_synth["config"]["run_tests"] = False
+    assert build_context(minimal_synth).tests_note.startswith("No hypothesis tests were run")
+
+
+def test_covariates_without_local_results_are_reported(binary_synth):
+    binary_synth["local"], binary_synth["groups"] = {}, []
+    context = build_context(binary_synth)
+    assert context.local is None
+    assert context.local_note.startswith("Covariates were given")
+
+
+def test_data_section(binary_synth):
+    data = build_context(binary_synth).data
+    facts = {f.key: f.value for f in data.facts}
+    assert facts["rows read"] == "1,200" and facts["rows excluded"] == "20"
+    assert facts["column: scores"] == f"p_{SCRIPT}"
+    assert [(c.name, c.share) for c in data.classes] == [("no default", "82.5%"),
+                                                          (SCRIPT, "17.5%")]
+    assert [f.role for f in data.files] == ["predictions", "labels"]
+    assert data.covariates[1].categories == f"A, B|pipe\nnewline, {SCRIPT}"
+
+
+def test_test_rows_are_formatted_and_scoped(binary_synth):
+    rows = {t.id: t for t in build_context(binary_synth).tests}
+    assert rows["skce_consistency"].scope == "global"
+    assert rows["klce_bootstrap"].scope == "local"
+    assert rows["klce_permutation"].p_value == "-"
+    assert rows["klce_permutation"].message.startswith("only 12 events")
+    assert rows["klce_consistency"].p_value == "0.005"
+    assert rows["skce_ul_asymptotic"].resamples == "-"
+
+
+def test_one_null_figure_per_resampling_test(binary_synth):
+    nulls = build_context(binary_synth).nulls
+    assert [n.test.id for n in nulls] == ["skce_consistency", "klce_consistency",
+                                          "klce_bootstrap"]
+    assert "from 200 resamples" in nulls[0].summary
+
+
+def test_reliability_section_counts_bins_outside_the_band(binary_synth):
+    diagrams = binary_synth["diagrams"]["reliability"]
+    diagrams["bins"]["observed_rate"][0] = 0.99  # far outside the band of bin 1
+    reliability = build_context(binary_synth).reliability
+    assert reliability.bins[0].outside
+    assert sum(b.outside for b in reliability.bins) >= 1
+    assert "fall outside the 95% consistency band (200 label redraws)" in reliability.summary
+    assert reliability.per_class_figure is None
+
+
+def test_multiclass_per_class_figure(multiclass_synth):
+    reliability = build_context(multiclass_synth).reliability
+    assert reliability.per_class_figure is not None
+    assert len(reliability.per_class_figure.data["panels"]) == 4
+    assert reliability.per_class_summary.startswith("All 4 classes")
+
+
+def test_local_section(binary_synth):
+    local = build_context(binary_synth).local
+    assert local is not None and local.klce is not None
+    assert [t.id for t in local.klce.tests] == ["klce_consistency", "klce_bootstrap",
+                                                 "klce_permutation"]
+    kernels = {k.key: k.value for k in local.klce.kernels}
+    assert kernels["kernel on predictions"] == \
+        "gaussian, bandwidth 0.083 (gamma 72.6, median heuristic)"
+    assert "does not reject" in local.klce.hoeffding
+    assert len(local.lcb_figures) == 2 and len(local.top_groups) == 3
+    statuses = [g.status for g in local.groups]
+    assert statuses.count("INCONCLUSIVE") == 2
+    assert local.group_counts == "8 groups: 2 FAIL, 2 INCONCLUSIVE, 4 PASS."
+    assert {k.key: k.value for k in local.lcb_summary}["max"].startswith("+")
+
+
+def test_klce_per_class(multiclass_synth):
+    klce = build_context(multiclass_synth).local.klce
+    assert [p.key for p in klce.per_class][:2] == ["cat", SCRIPT]
+    assert klce.per_class[3].value == "statistic 0.0008, p < 0.001"
+
+
+def test_bias_plot_keeps_the_largest_biases(binary_synth):
+    template = binary_synth["groups"][0]
+    binary_synth["groups"] = [dict(template, group=f"g{i}", bias=i / 1000)
+                              for i in range(MAX_BIAS_ROWS + 5)]
+    binary_synth["groups"].append(dict(template, group="no data", bias=None))
+    figure = build_context(binary_synth).local.bias_figure
+    shown = {row["group"] for row in figure.data["rows"]}
+    assert len(shown) == MAX_BIAS_ROWS and "g0" not in shown and "g64" in shown
+    assert figure.caption.startswith(f"{MAX_BIAS_ROWS} of {MAX_BIAS_ROWS + 6} groups")
+
+
+def test_figure_names_are_unique_and_safe(binary_synth):
+    binary_synth["local"]["lcb"]["curves"][0]["covariate"] = "../../etc/<x>|y"
+    names = [f.filename for f in build_context(binary_synth).figures()]
+    assert len(names) == len(set(names)) == 7
+    assert all(re.fullmatch(r"figure-\d\d-[a-z0-9-]+\.svg", n) for n in names)
+
+
+def test_missing_optional_keys_do_not_break_the_view(binary_synth):
+    trimmed = copy.deepcopy(binary_synth)
+    for key in ("hoeffding", "encoding", "prob_kernel", "cov_kernel", "per_class"):
+        trimmed["local"]["klce"].pop(key, None)
+    trimmed["local"].pop("lcb")
+    for test in trimmed["tests"]:
+        test.pop("null_distribution")
+    context = build_context(trimmed)
+    assert context.nulls == () and context.local.lcb_figures == ()
+    assert context.local.klce.hoeffding == ""
+
+
+def test_signoff_fields(binary_synth):
+    signoff = build_context(binary_synth, {"name": "Ada", "role": "auditor"}).signoff
+    assert (signoff.name, signoff.role, signoff.date) == ("Ada", "auditor", "")
+
+
+@pytest.mark.parametrize(("raw", "cell"), [
+    ("a|b", "a\\|b"),
+    ("line\nbreak", "line break"),
+    ("a\r\nb\u2028c", "a b c"),
+    (SCRIPT, "&lt;script&gt;alert(1)&lt;/script&gt;"),
+    ("back\\|slash", "back\\\\\\|slash"),
+    ("*x* _y_ `z` [l](u)", "\\*x\\* \\_y\\_ \\`z\\` \\[l\\](u)"),
+    (0.5, "0.5"),
+])
+def test_md_cell(raw, cell):
+    assert md_cell(raw) == cell
+
+
+def test_formatters():
+    assert fmt_pvalue(0.0001) == "< 0.001" and fmt_pvalue(None) == "-"
+    assert fmt_count(4000) == "4,000" and fmt_count(None) == "-"
+    assert fmt_percent(0.175) == "17.5%" and fmt_percent(float("nan")) == "-"
+    assert fmt_signed(0.05712) == "+0.0571" and fmt_signed(-0.0005) == "-0.0005"
+    assert fmt_value({"a": [1, 2.5], "b": None, "c": True}) == "a=1, 2.5, b=-, c=yes"
