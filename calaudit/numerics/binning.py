@@ -43,12 +43,15 @@ def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDAr
 def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
     """Flat index of the per-dimension uniform grid cell of each probability vector.
 
-    Each coordinate is binned with :func:`assign_bins` on uniform edges (right-closed,
-    0 in the first bin, as CalibrationErrors.jl ``binindex``: ``ceil(n_bins * p)``); the
-    tuple of per-coordinate indices is packed into one integer per row (mixed radix
-    ``n_bins``) and then relabelled densely, so the grid is never materialised.
+    Each coordinate ``p`` gets the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1):
+    exactly CalibrationErrors.jl ``binindex``, the product ``n_bins * p`` rounded as in
+    floating point, so results match that reference bit for bit. This differs from
+    :func:`assign_bins` (and from ``min(floor(k p), k - 1)``) only for a probability
+    lying on a grid point up to rounding (e.g. ``10 * 0.3 = 3.0000000000000004`` goes to
+    bin 4). The tuple of per-coordinate indices is packed into one integer per row and then
+    relabelled densely, so the grid is never materialised.
     """
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    per_dim = assign_bins(probs, edges)
+    per_dim = np.maximum(np.ceil(n_bins * np.asarray(probs, dtype=np.float64)), 1.0)
+    per_dim = per_dim.astype(np.int64) - 1
     _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)
