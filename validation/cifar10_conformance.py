@@ -113,7 +113,7 @@ def fast(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     pairs = block_terms(choice.kernel, probs, residuals, 2)
     linear = linear_asymptotic_test(pairs)
     ref = "calibrationtests"
-    return {
+    out = {
         "median_tv": choice.bandwidth,
         "ece_canonical": canonical_ece(labels, probs, n_bins=10),
         "skce_b": terms.biased, "skce_uq": terms.unbiased, "skce_ul": linear.estimate,
@@ -124,6 +124,7 @@ def fast(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         "p_uq_bound_one_sided": bound_pvalue_unbiased(terms.unbiased, n),
         "p_ul_bound_one_sided": bound_pvalue_unbiased(linear.estimate, n),
     }
+    return {key: float(value) for key, value in out.items()}
 
 
 def slow(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
@@ -160,12 +161,13 @@ def slow(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         ece += len(rows) / n * 0.5 * np.abs(gap).sum()
     half = n // 2
     s = max(0.0, math.sqrt(n * skce_b / 2) - 1)
-    return {
+    out = {
         "median_tv": median, "ece_canonical": ece, "skce_b": skce_b, "skce_uq": skce_uq,
         "skce_ul": skce_ul, "p_b_bound": math.exp(-s * s / 2),
         "p_uq_bound": math.exp(-half * skce_uq ** 2 / 8),
         "p_ul_bound": math.exp(-half * skce_ul ** 2 / 8), "p_ul_asymptotic": norm.sf(z),
     }
+    return {key: float(value) for key, value in out.items()}
 
 
 def rel(a: float, b: float) -> float:

@@ -6,10 +6,12 @@ A new family of checks is a new module with a stage class, added here.
 from __future__ import annotations
 
 from calaudit.audit.calibration_errors import CalibrationErrorStage
+from calaudit.audit.clinical_stage import ClinicalStage
+from calaudit.audit.ece_family import EceFamilyStage
 from calaudit.audit.skce_stage import SkceStage
 from calaudit.audit.stages import Stage
 
 
 def stages() -> tuple[Stage, ...]:
     """Stages in report order."""
-    return (CalibrationErrorStage(), SkceStage())
+    return (CalibrationErrorStage(), EceFamilyStage(), ClinicalStage(), SkceStage())
