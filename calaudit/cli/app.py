@@ -42,14 +42,24 @@ def _root(
 
 def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict) -> None:
     with error_boundary():
-        from calaudit.audit.config import AuditConfig, BinningConfig
+        from calaudit.audit.config import (
+            AuditConfig,
+            BinningConfig,
+            GlobalTestsConfig,
+            SkceConfig,
+        )
         from calaudit.cli.audit_command import DataOptions, OutputOptions, run
         from calaudit.data.columns import split_list
 
         binning = BinningConfig(config_opts.pop("n_bins"), config_opts.pop("binning"))
+        skce = SkceConfig(kernel=config_opts.pop("kernel"),
+                          bandwidth=config_opts.pop("bandwidth"),
+                          blocksize=config_opts.pop("blocksize"))
+        global_tests = GlobalTestsConfig(hosmer_lemeshow=config_opts.pop("hosmer_lemeshow",
+                                                                          False))
         fail_on = tuple(s.upper() for s in split_list(config_opts.pop("fail_on")))
-        config = AuditConfig(binning=binning, fail_on=fail_on, run_tests=not metrics_only,
-                             **config_opts)
+        config = AuditConfig(binning=binning, skce=skce, global_tests=global_tests,
+                             fail_on=fail_on, run_tests=not metrics_only, **config_opts)
         code = run(DataOptions(**data_opts), config, OutputOptions(**out_opts))
     raise typer.Exit(int(code))
 
@@ -70,8 +80,15 @@ def test(
     drop_invalid: opt.DropInvalid = False,
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
+    kernel: opt.Kernel = "exponential",
+    bandwidth: opt.Bandwidth = None,
+    blocksize: opt.Blocksize = 10,
     alpha: opt.Alpha = 0.05,
     seed: opt.Seed = 0,
+    n_resamples: opt.NResamples = 1000,
+    ci: opt.Ci = False,
+    ci_level: opt.CiLevel = 0.95,
+    hosmer_lemeshow: opt.HosmerLemeshow = False,
     multiple_testing: opt.MultipleTesting = "holm",
     fail_on: opt.FailOn = "FAIL,ERROR",
     exit_zero: opt.ExitZero = False,
@@ -88,7 +105,9 @@ def test(
              id_col=id_col, labels=labels, covariates_file=covariates_file,
              covariates=covariates, categorical=categorical, positive_label=positive_label,
              renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, alpha=alpha, seed=seed,
+        dict(n_bins=n_bins, binning=binning, kernel=kernel, bandwidth=bandwidth,
+             blocksize=blocksize, alpha=alpha, seed=seed, n_resamples=n_resamples, ci=ci,
+             ci_level=ci_level, hosmer_lemeshow=hosmer_lemeshow,
              multiple_testing=multiple_testing, fail_on=fail_on),
         dict(json=json, md=md, exit_zero=exit_zero),
     )
@@ -110,6 +129,9 @@ def metrics(
     drop_invalid: opt.DropInvalid = False,
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
+    kernel: opt.Kernel = "exponential",
+    bandwidth: opt.Bandwidth = None,
+    blocksize: opt.Blocksize = 10,
     seed: opt.Seed = 0,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
@@ -124,8 +146,8 @@ def metrics(
              id_col=id_col, labels=labels, covariates_file=covariates_file,
              covariates=covariates, categorical=categorical, positive_label=positive_label,
              renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, seed=seed, multiple_testing="holm",
-             fail_on="FAIL,ERROR"),
+        dict(n_bins=n_bins, binning=binning, kernel=kernel, bandwidth=bandwidth,
+             blocksize=blocksize, seed=seed, multiple_testing="holm", fail_on="FAIL,ERROR"),
         dict(json=json, md=md, exit_zero=False),
     )
 

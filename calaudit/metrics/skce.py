@@ -77,7 +77,7 @@ def choose_kernel(y_proba: NDArray[np.float64], name: str = "exponential",
 
     Up to ``exact_max_n`` rows the median is exact over the full n x n matrix (diagonal
     zeros included). Above, it is the exact median of the full matrix of
-    ``MEDIAN_SUBSAMPLE`` rows drawn without replacement with ``rng``.
+    ``min(MEDIAN_SUBSAMPLE, exact_max_n)`` rows drawn without replacement with ``rng``.
     """
     if name not in KERNEL_DISTANCES:
         raise ValueError(f"unknown kernel {name!r}; choose from {', '.join(KERNEL_DISTANCES)}")
@@ -87,7 +87,8 @@ def choose_kernel(y_proba: NDArray[np.float64], name: str = "exponential",
     rows, source = y_proba, "median"
     if y_proba.shape[0] > exact_max_n:
         rng = rng if rng is not None else np.random.default_rng(0)
-        pick = np.sort(rng.choice(y_proba.shape[0], MEDIAN_SUBSAMPLE, replace=False))
+        size = min(MEDIAN_SUBSAMPLE, exact_max_n)
+        pick = np.sort(rng.choice(y_proba.shape[0], size, replace=False))
         rows, source = y_proba[pick], "median_subsample"
     median = median_distance(rows, distance)
     if median > 0:
