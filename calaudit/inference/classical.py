@@ -45,7 +45,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spi
     >>> import numpy as np
     >>> r = spiegelhalter_test(np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4]))
     >>> round(r.z, 6), round(r.p_value, 6)
-    (-0.668965, 0.503545)
+    (-1.005038, 0.314879)
     """
     y = np.asarray(y_true, dtype=np.float64)
     centred = 1.0 - 2.0 * p

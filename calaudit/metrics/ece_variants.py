@@ -74,7 +74,7 @@ def expected_calibration_error_l2(
     >>> import numpy as np
     >>> p = np.array([[0.8, 0.2], [0.3, 0.7], [0.4, 0.6], [0.9, 0.1]])
     >>> round(expected_calibration_error_l2(np.array([0, 1, 0, 0]), p, n_bins=2), 6)
-    0.158114
+    0.15
     """
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
     return finish(ece_from_sums(binned.sums(weights), "l2"), weights)

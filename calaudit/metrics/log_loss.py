@@ -28,7 +28,7 @@ def log_loss(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, eps: fl
 
     >>> import numpy as np
     >>> round(log_loss(np.array([1, 0]), np.array([[0.2, 0.8], [0.6, 0.4]])), 6)
-    0.367003
+    0.366985
     """
     losses = -np.log(np.clip(true_class_proba(y_true, y_proba), eps, 1.0))
     if weights is None:
