@@ -74,8 +74,12 @@ def test_quadratic_statistic_matches_definition():
                                                        rel=1e-12)
 
 
-def test_arcones_gine_replicates_match_resampled_indices():
-    """Count-weighted forms equal CalibrationTests.jl's loop over the drawn indices."""
+def test_arcones_gine_replicates_match_resampled_indices(monkeypatch):
+    """Count-weighted forms equal CalibrationTests.jl's loop over the drawn indices
+    (float64 products here; the float32 default is checked in the next test)."""
+    import calaudit.inference.skce_tests as module
+
+    monkeypatch.setattr(module, "BOOTSTRAP_GEMM_DTYPE", np.float64)
     probs, labels, res, kernel, h = setup(n=10, seed=7)
     n = 10
     gram = residual_gram(kernel, probs, res)
@@ -93,6 +97,27 @@ def test_arcones_gine_replicates_match_resampled_indices():
         distinct = [h[i][j] for i in draws[b] for j in draws[b] if i != j]
         assert forms.unbiased_untied[b] == pytest.approx(np.mean(distinct), rel=1e-11,
                                                          abs=1e-14)
+
+
+def test_fused_float32_bootstrap_pass_matches_float64():
+    from calaudit.inference.skce_tests import bootstrap_pass
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.full(4, 0.5), size=300)
+    labels = rng.integers(0, 4, size=300)
+    res = -probs.copy()
+    res[np.arange(300), labels] += 1
+    gram = residual_gram(StationaryKernel(1.5, "tv"), probs, res)
+    exact = quadratic_terms(gram)
+    counts = bootstrap_counts(rng, 300, 50)
+    terms, forms = bootstrap_pass(gram, counts)
+    np.testing.assert_allclose(terms.row_sums, exact.row_sums, rtol=1e-12, atol=1e-12)
+    h = gram.block(slice(0, 300), slice(0, 300))
+    quadratic = np.einsum("ib,ij,jb->b", counts, h, counts)
+    np.testing.assert_allclose(forms.quadratic, quadratic, rtol=1e-6)
+    spread = forms.arcones_gine.std()
+    exact_t = (quadratic - counts.T @ np.diag(h)) / (300 * 299) - 2 * counts.T @ h.sum(1) / 300**2
+    assert np.abs(forms.arcones_gine - exact_t).max() < 1e-4 * spread
 
 
 def test_bootstrap_counts_are_multinomial_draws():

@@ -28,6 +28,7 @@ from calaudit.inference.bootstrap_ci import percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.skce_tests import (
     CountForms,
+    bootstrap_pass,
     bound_pvalue_biased,
     bound_pvalue_unbiased,
     count_forms,
@@ -82,16 +83,18 @@ class SkceStage:
                                exact_max_n=cfg.max_quadratic_n, rng=median_rng)
         kernel = choice.kernel
         common = choice.to_params()
-        quadratic = n <= cfg.max_quadratic_n
+        quadratic = 2 <= n <= cfg.max_quadratic_n
         gram = residual_gram(kernel, probs, residuals) if quadratic else None
-        terms = quadratic_terms(gram) if gram is not None else None
         pairs = block_terms(kernel, probs, residuals, 2)
         blocks = block_terms(kernel, probs, residuals, cfg.blocksize)
         with_ci = config.ci and config.run_tests
         wants_bootstrap = with_ci or (config.run_tests
                                       and config.global_tests.enabled("skce_uq_asymptotic"))
-        forms = (self._count_forms(gram, terms, n, config.n_resamples, boot_rng)
-                 if wants_bootstrap and terms is not None and n >= 2 else None)
+        terms, forms = None, None
+        if gram is not None and wants_bootstrap:
+            terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
+        elif gram is not None:
+            terms = quadratic_terms(gram)
         metrics = self._metrics(terms, pairs, blocks, forms, with_ci, config, common,
                                 linear_rng, cfg.blocksize)
         tests: list[TestResult] = []
@@ -101,11 +104,15 @@ class SkceStage:
         return StageOutput(metrics=tuple(metrics), tests=tuple(tests))
 
     @staticmethod
-    def _count_forms(gram, terms: QuadraticTerms, n: int, n_resamples: int,
-                     rng: np.random.Generator) -> CountForms:
-        parts = [count_forms(gram, terms, bootstrap_counts(rng, n, q))
-                 for q in batch_sizes(n_resamples, n)]
-        return CountForms(*(np.concatenate([getattr(p, f) for p in parts])
+    def _bootstrap(gram, n: int, n_resamples: int, rng: np.random.Generator
+                   ) -> tuple[QuadraticTerms, CountForms]:
+        """Estimates and bootstrap count forms; the first batch shares its engine pass with
+        the estimate (``H 1``)."""
+        sizes = list(batch_sizes(n_resamples, n))
+        terms, first = bootstrap_pass(gram, bootstrap_counts(rng, n, sizes[0]))
+        parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, n, q))
+                           for q in sizes[1:]]
+        return terms, CountForms(*(np.concatenate([getattr(p, f) for p in parts])
                             for f in ("quadratic", "diagonal", "linear", "squared", "ties")), n=n)
 
     def _metrics(self, terms, pairs, blocks, forms, with_ci, config, common, rng,

@@ -30,7 +30,7 @@ from scipy import stats
 
 from calaudit.metrics.skce import QuadraticTerms
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.pairwise import kernel_forms_and_matvec
 
 #: ``B = 2 sup kappa`` for the bounded kernels of :mod:`calaudit.metrics.skce`.
 UNIFORM_BOUND = 2.0
@@ -131,12 +131,35 @@ class CountForms:
         return self.unbiased - 2.0 * self.linear / (self.n * self.n)
 
 
-def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64]) -> CountForms:
-    """All quadratic and linear count forms of one batch, in one engine pass."""
-    quadratic = kernel_quadratic_forms(gram, counts, exclude_diagonal=False)
+#: Precision of the bootstrap's count-weighted products ``H C``. Counts are small integers
+#: (exact in float32); rounding ``H`` to float32 changes the replicates ``T*`` by about
+#: ``1e-11`` on CIFAR-10 (n = 10,000), against a null standard deviation of ``4e-6``, and
+#: halves the cost of the dominant GEMM. Estimates and observed statistics stay float64.
+BOOTSTRAP_GEMM_DTYPE = np.float32
+
+
+def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
+                quadratic: NDArray[np.float64] | None = None) -> CountForms:
+    """All quadratic and linear count forms of one batch (``quadratic`` = ``C^T H C`` when
+    already computed, e.g. by :func:`bootstrap_pass`)."""
+    if quadratic is None:
+        quadratic, _ = kernel_forms_and_matvec(gram, counts, np.zeros(terms.n),
+                                               exclude_diagonal=False,
+                                               gemm_dtype=BOOTSTRAP_GEMM_DTYPE)
     squared = counts * counts
     return CountForms(quadratic, counts.T @ terms.diagonal, counts.T @ terms.row_sums,
                       squared.T @ terms.diagonal, squared.sum(axis=0), terms.n)
+
+
+def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
+                   ) -> tuple[QuadraticTerms, CountForms]:
+    """The quadratic terms (``H 1``, ``diag H``) and the count forms of a first batch of
+    bootstrap counts in **one** engine pass (each block of ``H`` computed once)."""
+    quadratic, row_sums = kernel_forms_and_matvec(gram, counts, np.ones(gram.n),
+                                                  exclude_diagonal=False,
+                                                  gemm_dtype=BOOTSTRAP_GEMM_DTYPE)
+    terms = QuadraticTerms(row_sums, gram.diagonal())
+    return terms, count_forms(gram, terms, counts, quadratic)
 
 
 def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12
