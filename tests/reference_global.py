@@ -9,15 +9,15 @@ import numpy as np
 
 
 def tv(p, q):
-    return 0.5 * sum(abs(a - b) for a, b in zip(p, q))
+    return 0.5 * sum(abs(a - b) for a, b in zip(p, q, strict=True))
 
 
 def l1(p, q):
-    return sum(abs(a - b) for a, b in zip(p, q))
+    return sum(abs(a - b) for a, b in zip(p, q, strict=True))
 
 
 def sqeuclidean(p, q):
-    return sum((a - b) ** 2 for a, b in zip(p, q))
+    return sum((a - b) ** 2 for a, b in zip(p, q, strict=True))
 
 
 DISTANCES = {"tv": tv, "l1": l1, "sqeuclidean": sqeuclidean}
@@ -87,7 +87,7 @@ def calibrationtests_statistic(h):
 def binned_ece_loops(scores, outcomes, edges, power=1, debias=False):
     """Right-closed bins (0 in the first); count-weighted |acc - conf|^power."""
     bins = {}
-    for s, o in zip(scores, outcomes):
+    for s, o in zip(scores, outcomes, strict=True):
         b = 0
         while b < len(edges) - 2 and s > edges[b + 1]:
             b += 1
@@ -145,7 +145,7 @@ def logistic_newton(x_cols, offset, y, iterations=60):
 
 
 def spiegelhalter_loops(y, p):
-    num = sum((yi - pi) * (1 - 2 * pi) for yi, pi in zip(y, p))
+    num = sum((yi - pi) * (1 - 2 * pi) for yi, pi in zip(y, p, strict=True))
     var = sum((1 - 2 * pi) ** 2 * pi * (1 - pi) for pi in p)
     return num / math.sqrt(var)
 
@@ -154,7 +154,7 @@ def hosmer_lemeshow_loops(y, p, g):
     """R ResourceSelection::hoslem.test, by loops (quantile type 7 via numpy)."""
     breaks = sorted(set(np.quantile(p, [i / g for i in range(g + 1)]).tolist()))
     groups = {}
-    for yi, pi in zip(y, p):
+    for yi, pi in zip(y, p, strict=True):
         j = 0
         while j < len(breaks) - 2 and pi > breaks[j + 1]:
             j += 1

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+import reference_global as ref
 from scipy import optimize, special, stats
 
-import reference_global as ref
 from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.resampling import bootstrap_counts

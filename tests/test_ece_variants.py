@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 import pytest
-
 import reference_global as ref
+
+from calaudit.metrics.binned import ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
 from calaudit.metrics.brier_decomposition import brier_decomposition
 from calaudit.metrics.ece import expected_calibration_error, max_calibration_error
@@ -20,7 +21,6 @@ from calaudit.metrics.ece_variants import (
     expected_calibration_error_l2,
     notion_outcomes,
 )
-from calaudit.metrics.binned import ece_from_sums, mce_from_sums
 from calaudit.metrics.log_loss import log_loss
 from calaudit.numerics.binning import bin_edges, grid_cell_index
 from calaudit.numerics.resampling import bootstrap_counts

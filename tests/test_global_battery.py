@@ -130,8 +130,8 @@ def test_explicit_bandwidth_and_kernels():
         assert params["bandwidth_source"] == "option"
 
 
-@pytest.mark.parametrize("kwargs", [dict(kernel="cosine"), dict(bandwidth=0.0),
-                                    dict(blocksize=1)])
+@pytest.mark.parametrize("kwargs", [{"kernel": "cosine"}, {"bandwidth": 0.0},
+                                    {"blocksize": 1}])
 def test_bad_skce_settings_raise_config_error(kwargs):
     with pytest.raises(ConfigError):
         SkceConfig(**kwargs)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import reference_global as ref
 
 from calaudit.metrics.skce import (
     block_terms,
@@ -19,7 +20,6 @@ from calaudit.metrics.skce import (
 )
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.kernels import StationaryKernel, gaussian, pairwise_distance
-import reference_global as ref
 
 
 def data(n, m, seed, alpha=0.5):

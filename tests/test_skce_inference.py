@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
+import reference_global as ref
 from scipy import stats
 
-import reference_global as ref
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.skce_tests import (
     bound_pvalue_biased,
@@ -129,7 +129,6 @@ def test_bootstrap_counts_are_multinomial_draws():
 
 def test_consistency_null_matches_direct_recomputation():
     probs, labels, res, kernel, _ = setup(n=14, m=4, seed=2)
-    n = 14
     observed = quadratic_terms(residual_gram(kernel, probs, res)).unbiased
     result = skce_consistency_test(kernel.on(probs), probs, observed,
                                    np.random.default_rng(5), 9, max_entries=4 * 14 * 4)

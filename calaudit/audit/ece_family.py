@@ -83,7 +83,7 @@ class EceFamilyStage:
         params = {
             "ece_l2": {**bins, "notion": notion, "distance": "L2"},
             "ece_classwise": {**bins, "notion": "class-wise", "distance": "L1",
-                              "per_class": dict(zip(data.classes, per_class_ece))},
+                              "per_class": dict(zip(data.classes, per_class_ece, strict=True))},
             "ece_canonical": {"n_bins_per_class": binning.n_bins, "binning": "uniform grid",
                               "distance": distance.upper(),
                               "cells_used": canonical.cells.n_cells,

@@ -23,8 +23,8 @@ conditional test the design notes (sec. 3) ask for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray

@@ -10,7 +10,7 @@ Every function takes the caller's ``numpy.random.Generator``; nothing here seeds
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 from numpy.typing import NDArray
