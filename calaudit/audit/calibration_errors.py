@@ -20,8 +20,8 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.metrics.binned import ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
-from calaudit.metrics.ece_variants import notion_outcomes
 from calaudit.metrics.ece import binned_calibration, default_notion, ece_from_bins, mce_from_bins
+from calaudit.metrics.ece_variants import notion_outcomes
 from calaudit.results import MetricResult
 
 

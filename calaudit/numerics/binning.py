@@ -49,8 +49,9 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     :func:`assign_bins` (and from ``min(floor(k p), k - 1)``) only for a probability
     lying on a grid point up to rounding (e.g. with 6 bins ``p = 5/6 = 0.8333333333333334``
     is in bin ``ceil(6 p) = 5``, while it lies above the edge
-    ``linspace(0, 1, 7)[5] = 0.8333333333333333``). The tuple of per-coordinate indices is packed into one integer per row and then
-    relabelled densely, so the grid is never materialised.
+    ``linspace(0, 1, 7)[5] = 0.8333333333333333``). The tuple of per-coordinate indices is
+    packed into one integer per row and then relabelled densely, so the grid is never
+    materialised.
     """
     per_dim = np.maximum(np.ceil(n_bins * np.asarray(probs, dtype=np.float64)), 1.0)
     per_dim = per_dim.astype(np.int64) - 1
