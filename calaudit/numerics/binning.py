@@ -55,5 +55,10 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     """
     per_dim = np.maximum(np.ceil(n_bins * np.asarray(probs, dtype=np.float64)), 1.0)
     per_dim = per_dim.astype(np.int64) - 1
-    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
+    m = per_dim.shape[1]
+    if m * np.log2(max(n_bins, 2)) < 62:
+        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
+        _, dense = np.unique(packed, return_inverse=True)
+    else:  # too many cells for one int64: compare rows instead (slower sort)
+        _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)
