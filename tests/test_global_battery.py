@@ -158,3 +158,13 @@ def test_cli_test_and_metrics(tmp_path):
     assert json.loads(metrics.output)["tests"] == []
     bad = runner.invoke(app, ["metrics", str(SAMPLE / "credit_default.csv"), "--kernel", "x"])
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_tiny_data_with_ci_runs_without_warnings(n):
+    rng = np.random.default_rng(n)
+    p = rng.random(n)
+    data = CalibrationData(np.column_stack([1 - p, p]), np.arange(n) % 2, ("0", "1"))
+    result = run_audit(data, small_config(ci=True))
+    assert all(t.status == Status.INCONCLUSIVE for t in result.tests)
+    json.dumps(result.to_dict(), allow_nan=False)

@@ -117,8 +117,12 @@ class CountForms:
     def unbiased_untied(self) -> NDArray[np.float64]:
         """``SKCE_uq`` over pairs of draws of *different* rows,
         ``sum_{i != j} C_i C_j h_ij / sum_{i != j} C_i C_j``: the resample's U-statistic
-        without the ``h_ii`` terms that repeated draws would add (used for intervals)."""
-        return (self.quadratic - self.squared) / (self.n * self.n - self.ties)
+        without the ``h_ii`` terms that repeated draws would add (used for intervals); NaN
+        for a resample that drew a single row ``n`` times."""
+        pairs = self.n * self.n - self.ties
+        out = np.full(pairs.shape, np.nan)
+        np.divide(self.quadratic - self.squared, pairs, out=out, where=pairs > 0)
+        return out
 
     @property
     def biased(self) -> NDArray[np.float64]:
