@@ -127,7 +127,14 @@ def test_bootstrap_counts_are_multinomial_draws():
     assert counts.mean() == pytest.approx(1.0, abs=0.05)
 
 
-def test_consistency_null_matches_direct_recomputation():
+@pytest.fixture
+def float64_consistency(monkeypatch):
+    import calaudit.inference.consistency as module
+
+    monkeypatch.setattr(module, "CONSISTENCY_GEMM_DTYPE", np.float64)
+
+
+def test_consistency_null_matches_direct_recomputation(float64_consistency):
     probs, labels, res, kernel, _ = setup(n=14, m=4, seed=2)
     observed = quadratic_terms(residual_gram(kernel, probs, res)).unbiased
     result = skce_consistency_test(kernel.on(probs), probs, observed,
@@ -144,7 +151,17 @@ def test_consistency_null_matches_direct_recomputation():
     assert result.p_value == pytest.approx((1 + k) / 10)
 
 
-def test_consistency_binary_shortcut_equals_vector_path():
+def test_consistency_float32_products_stay_close():
+    probs, labels, res, kernel, _ = setup(n=200, m=5, seed=4)
+    fast = skce_consistency_test(kernel.on(probs), probs, 0.0, np.random.default_rng(3), 20)
+    replay = np.random.default_rng(3)
+    z = one_hot_residuals(categorical_draws(replay, probs, 20), probs)
+    from calaudit.numerics.pairwise import kernel_quadratic_forms
+    exact = kernel_quadratic_forms(kernel.on(probs), z) / (200 * 199)
+    assert np.abs(fast.null_distribution - exact).max() < 1e-5 * exact.std()
+
+
+def test_consistency_binary_shortcut_equals_vector_path(float64_consistency):
     rng = np.random.default_rng(8)
     p = rng.random(20)
     probs = np.column_stack([1 - p, p])

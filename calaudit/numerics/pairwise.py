@@ -99,14 +99,15 @@ def kernel_quadratic_forms(
 def kernel_forms_and_matvec(
     gram: Gram,
     z: NDArray[np.float64],
-    v: NDArray[np.float64],
+    v: NDArray[np.float64] | None = None,
     *,
     exclude_diagonal: bool = True,
     gemm_dtype: type = np.float64,
     tile_rows: int | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`kernel_quadratic_forms` of the columns of ``z`` (n, q) **and** ``K @ v``
-    (``v`` of shape (n,)) in one pass over the tiles, so each kernel block is computed once.
+    (``v`` of shape (n,); skipped when ``None``) in one pass over the tiles, so each kernel
+    block is computed once.
 
     ``gemm_dtype=np.float32`` runs the products with ``z`` in single precision (the block
     is rounded to float32, accumulation of the per-tile results stays float64): twice the
@@ -115,15 +116,16 @@ def kernel_forms_and_matvec(
     n = gram.n
     flat = np.asarray(z, dtype=np.float64).reshape(n, -1)
     low = flat.astype(gemm_dtype, copy=False)
-    vector = np.asarray(v, dtype=np.float64)
+    vector = None if v is None else np.asarray(v, dtype=np.float64)
     totals = np.zeros(flat.shape[1])
     product = np.zeros(n)
     step = tile_rows or tile_rows_for(n)
     for start, stop in _tiles(n, step):
         block = gram.block(slice(start, stop), slice(start, n))
-        product[start:stop] += block @ vector[start:]
-        if stop < n:
-            product[stop:] += block[:, stop - start:].T @ vector[start:stop]
+        if vector is not None:
+            product[start:stop] += block @ vector[start:]
+            if stop < n:
+                product[stop:] += block[:, stop - start:].T @ vector[start:stop]
         here = flat[start:stop]
         block_low = block.astype(gemm_dtype, copy=False)
         upper = (block_low @ low[start:]).astype(np.float64)
