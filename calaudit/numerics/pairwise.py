@@ -126,12 +126,14 @@ def kernel_forms_and_matvec(
             product[start:stop] += block @ vector[start:]
             if stop < n:
                 product[stop:] += block[:, stop - start:].T @ vector[start:stop]
-        here = flat[start:stop]
-        block_low = block.astype(gemm_dtype, copy=False)
-        upper = (block_low @ low[start:]).astype(np.float64)
-        on_diag = (block_low[:, : stop - start] @ low[start:stop]).astype(np.float64)
-        totals += 2.0 * np.einsum("ij,ij->j", here, upper)
-        totals -= np.einsum("ij,ij->j", here, on_diag)
+        # keep i <= j inside the diagonal block, halve i == j: one product then gives
+        # sum_{j > i} K_ij z_i z_j + sum_i K_ii z_i^2 / 2 for the rows of this tile
+        size = stop - start
+        square = block[:, :size]
+        square[np.tril_indices(size, -1)] = 0.0
+        square[np.diag_indices(size)] *= 0.5
+        upper = (block.astype(gemm_dtype, copy=False) @ low[start:]).astype(np.float64)
+        totals += 2.0 * np.einsum("ij,ij->j", flat[start:stop], upper)
     if exclude_diagonal:
         totals -= gram.diagonal() @ (flat * flat)
     return totals, product
