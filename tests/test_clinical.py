@@ -96,3 +96,18 @@ def test_hosmer_lemeshow_realised_groups_with_ties():
     result = hosmer_lemeshow_test(y, p, 10)
     assert result.df == df
     assert result.statistic == pytest.approx(chisq, rel=1e-12)
+
+
+def test_classical_tests_inconclusive_rules():
+    from calaudit.audit.clinical_stage import hosmer_lemeshow, spiegelhalter
+    from calaudit.results import Status
+
+    rng = np.random.default_rng(0)
+    rare = rng.random(300) * 0.02          # about 3 expected events
+    y = (rng.random(300) < rare).astype(int)
+    assert spiegelhalter(y, rare).status == Status.INCONCLUSIVE
+    assert hosmer_lemeshow(y, rare, 10).status == Status.INCONCLUSIVE
+    p = rng.random(2000)
+    y = (rng.random(2000) < p).astype(int)
+    assert spiegelhalter(y, p).status is None       # pending: graded by the gate
+    assert hosmer_lemeshow(y, p, 10).status is None
