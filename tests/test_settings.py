@@ -310,8 +310,9 @@ def test_init_template_is_valid_toml_and_names_every_setting(tmp_path):
     from calaudit.settings.sources import tomllib
 
     template = init_template(EXTENDED)
-    assert tomllib.loads(template) == {"binning": {}, "gate": {}, "baseline": {}, "skce": {},
-                                       "data": {}, "outputs": {}}
+    parsed = tomllib.loads(template)  # every setting commented out: only empty tables
+    assert all(table == {} for table in parsed.values())
+    assert {"binning", "gate", "baseline", "skce", "data", "outputs"} <= parsed.keys()
     for key in ("# alpha = 0.05", "# n_bins = 15", "# [thresholds.ece]", "CALAUDIT_SKCE__KERNEL",
                 "# kernel = \"exponential_tv\""):
         assert key in template

@@ -27,7 +27,7 @@ from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig
 from calaudit.audit.directions import Direction, known_direction
 from calaudit.exceptions import InputError
-from calaudit.results import SCHEMA_VERSION
+from calaudit.results import SCHEMA_VERSION, jsonable
 
 # Settings that decide the gate, not the numbers: differences are not worth a note.
 GATE_ONLY_KEYS = ("fail_on", "exit_zero", "thresholds", "baseline", "gate")
@@ -254,8 +254,9 @@ def check_transitions(before: Mapping[str, Any], after: Mapping[str, Any],
 
 
 def config_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Settings (dotted keys) whose values differ, gate-only settings aside."""
-    a, b = _flatten(old), _flatten(new)
+    """Settings (dotted keys) whose values differ, gate-only settings aside (compared as
+    JSON values, so a tuple in memory equals the list read back from a file)."""
+    a, b = _flatten(jsonable(old)), _flatten(jsonable(new))
     return [{"key": k, "old": a.get(k), "new": b.get(k)}
             for k in sorted(set(a) | set(b))
             if a.get(k) != b.get(k) and k.split(".")[0] not in GATE_ONLY_KEYS]

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from calaudit.audit.calibration_errors import CalibrationErrorStage
 from calaudit.audit.diagrams import DiagramsStage
+from calaudit.audit.clinical_stage import ClinicalStage
+from calaudit.audit.ece_family import EceFamilyStage
+from calaudit.audit.skce_stage import SkceStage
 from calaudit.audit.stages import Stage
 
 
 def stages() -> tuple[Stage, ...]:
     """Stages in report order."""
-    return (CalibrationErrorStage(), DiagramsStage())
+    return (CalibrationErrorStage(), EceFamilyStage(), ClinicalStage(), SkceStage(),
+            DiagramsStage())

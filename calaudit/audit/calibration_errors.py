@@ -3,18 +3,25 @@
 Metrics ``ece`` and ``mce`` (binary notion for two classes, top-label otherwise; 15
 equal-width bins by default), ``brier`` (summed over classes) and, for binary data,
 ``brier_binary`` (scikit-learn's convention). The same bins, drawn in the reports, are
-recorded by the diagrams stage (:mod:`calaudit.audit.diagrams`).
+recorded by the diagrams stage (:mod:`calaudit.audit.diagrams`). With ``--ci`` every
+metric gets a percentile bootstrap interval (bins fixed at the full-data bins; see
+:mod:`calaudit.inference.bootstrap_ci`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
+from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
+from calaudit.metrics.binned import ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
 from calaudit.metrics.ece import binned_calibration, default_notion, ece_from_bins, mce_from_bins
+from calaudit.metrics.ece_variants import notion_outcomes
 from calaudit.results import MetricResult
 
 
@@ -45,4 +52,32 @@ class CalibrationErrorStage:
                 "brier_binary", brier_score_binary(data.y_true, data.y_proba),
                 {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
                 title="Brier score (binary, scikit-learn convention)"))
+        if config.ci and config.run_tests:
+            metrics = with_intervals(metrics, data, config, rng)
         return StageOutput(metrics=tuple(metrics))
+
+
+def with_intervals(metrics: list[MetricResult], data: CalibrationData, config: AuditConfig,
+                   rng: np.random.Generator) -> list[MetricResult]:
+    """The same metrics with percentile bootstrap intervals (one set of resamples)."""
+    binning = config.binning
+    scalar = notion_outcomes(data.y_true, data.y_proba, n_bins=binning.n_bins,
+                             strategy=binning.strategy)
+    squared = ((data.residuals ** 2).sum(axis=1))
+    binary = (data.y_proba[:, 1] - (data.y_true == 1)) ** 2 if data.is_binary else None
+
+    def statistics(weights):
+        sums = scalar.sums(weights)
+        total = weights.sum(axis=0)
+        out = {"ece": ece_from_sums(sums), "mce": mce_from_sums(sums),
+               "brier": squared @ weights / total}
+        if binary is not None:
+            out["brier_binary"] = binary @ weights / total
+        return out
+
+    cis = intervals(bootstrap_replicates(statistics, data.n, rng, config.n_resamples),
+                    config.ci_level)
+    extra = {"ci_method": "percentile bootstrap", "ci_level": config.ci_level,
+             "ci_resamples": config.n_resamples}
+    return [dataclasses.replace(m, ci=cis.get(m.id), params={**m.params, **extra})
+            for m in metrics]

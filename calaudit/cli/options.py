@@ -56,6 +56,25 @@ NBins = Annotated[int, typer.Option(
     "--n-bins", min=1, help="Bins of the binned estimators (ECE, MCE).", rich_help_panel=BINS)]
 Binning = Annotated[str, typer.Option(
     "--binning", help="uniform (equal width) or quantile (equal mass).", rich_help_panel=BINS)]
+NResamples = Annotated[int, typer.Option(
+    "--n-resamples", min=1, help="Resamples of the resampling tests and of --ci intervals.",
+    rich_help_panel=TESTS)]
+Kernel = Annotated[str, typer.Option(
+    "--kernel", help="SKCE prediction kernel: exponential (on total variation), gaussian or "
+    "laplacian.", rich_help_panel=BINS)]
+Bandwidth = Annotated[Optional[float], typer.Option(
+    "--bandwidth", help="Distance scale (1/gamma) of the SKCE kernel; "
+    "default: median distance over all pairs.", rich_help_panel=BINS, show_default=False)]
+Blocksize = Annotated[int, typer.Option(
+    "--blocksize", min=2, help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
+Ci = Annotated[bool, typer.Option(
+    "--ci", help="Bootstrap percentile confidence intervals for every metric.",
+    rich_help_panel=TESTS)]
+CiLevel = Annotated[float, typer.Option(
+    "--ci-level", help="Confidence level of intervals.", rich_help_panel=TESTS)]
+HosmerLemeshow = Annotated[bool, typer.Option(
+    "--hosmer-lemeshow", help="Also run the Hosmer-Lemeshow test (binary; off by default: "
+    "grouping-dependent, low power).", rich_help_panel=TESTS)]
 Alpha = Annotated[float, typer.Option(
     "--alpha", help="Level of every test, after adjustment.", rich_help_panel=TESTS)]
 Seed = Annotated[int, typer.Option(

@@ -57,11 +57,19 @@ def bin_index(scores: NDArray[np.float64], n_bins: int, strategy: Strategy
 def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
     """Flat index of the per-dimension uniform grid cell of each probability vector.
 
-    Each coordinate is binned with :func:`uniform_bin_index` (right-closed, 0 in the
-    first bin, as CalibrationErrors.jl ``binindex``: ``ceil(n_bins * p)``); the
-    tuple of per-coordinate indices is packed into one integer per row (mixed radix
-    ``n_bins``) and then relabelled densely, so the grid is never materialised.
+    Each coordinate ``p`` gets the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1):
+    exactly CalibrationErrors.jl ``binindex`` (:func:`uniform_bin_index`), the product
+    ``n_bins * p`` rounded as in floating point, so results match that reference bit for
+    bit. This differs from ``min(floor(k p), k - 1)`` (design notes 3) only for a
+    probability lying exactly on a grid point. The tuple of per-coordinate indices is
+    packed into one integer per row and then relabelled densely, so the grid is never
+    materialised.
     """
-    per_dim = uniform_bin_index(probs, n_bins)
-    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
+    per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
+    m = per_dim.shape[1]
+    if m * np.log2(max(n_bins, 2)) < 62:
+        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
+        _, dense = np.unique(packed, return_inverse=True)
+    else:  # too many cells for one int64: compare rows instead (slower sort)
+        _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)

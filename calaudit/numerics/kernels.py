@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.spatial.distance import cdist
 
 
 class Gram(Protocol):
@@ -40,30 +41,29 @@ def _as_matrix(features: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def tv_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Total variation distance between every row of ``a`` and every row of ``b``."""
-    out = np.zeros((a.shape[0], b.shape[0]))
-    for k in range(a.shape[1]):
-        out += np.abs(a[:, k, None] - b[None, :, k])
+    """Total variation distance between every row of ``a`` and every row of ``b``.
+
+    ``0.5 * sum_k |a_k - b_k|``, the sum taken in class order by scipy's compiled
+    ``cdist(..., "cityblock")`` (no temporaries; exactly symmetric, zero on identical rows).
+    """
+    out = cdist(a, b, "cityblock")
     out *= 0.5
     return out
 
 
 def l1_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     """L1 (Manhattan) distance between every row of ``a`` and every row of ``b``."""
-    return 2.0 * tv_distance(a, b)
+    return cdist(a, b, "cityblock")
 
 
 def squared_euclidean(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     """Squared Euclidean distance between rows, by explicit differences.
 
-    Explicit differences (not the ``|a|^2 + |b|^2 - 2ab`` expansion) keep every distance
-    exact to rounding, which the conformance tests need; the cost is one pass per column.
+    Explicit differences (scipy's ``cdist(..., "sqeuclidean")``, not the
+    ``|a|^2 + |b|^2 - 2ab`` expansion) keep every distance exact to rounding, which the
+    conformance tests need.
     """
-    out = np.zeros((a.shape[0], b.shape[0]))
-    for k in range(a.shape[1]):
-        diff = a[:, k, None] - b[None, :, k]
-        out += diff * diff
-    return out
+    return cdist(a, b, "sqeuclidean")
 
 
 _DISTANCES = {
@@ -71,6 +71,13 @@ _DISTANCES = {
     "l1": l1_distance,
     "sqeuclidean": squared_euclidean,
 }
+
+
+def pairwise_distance(name: str, a: NDArray[np.float64], b: NDArray[np.float64]
+                      ) -> NDArray[np.float64]:
+    """Distance ``name`` (``tv``, ``l1`` or ``sqeuclidean``) between the rows of ``a``
+    and of ``b`` (1-D inputs are treated as one feature per row)."""
+    return _DISTANCES[name](_as_matrix(a), _as_matrix(b))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,110 @@
+"""Binned calibration statistics from per-bin sums, for one weighting or many.
+
+A :class:`BinnedOutcomes` holds scores ``s_i`` in [0, 1], outcomes ``o_i`` in {0, 1} and the
+bin of each row. Its statistics take optional weights: ``None`` gives the estimate, an
+(n, q) matrix of bootstrap counts gives ``q`` replicates (weighted sums, see
+:mod:`calaudit.numerics.tabulate`). Per bin ``b`` with weight ``n_b``, mean score
+``conf_b`` and event rate ``acc_b``:
+
+* ``ECE_1 = sum_b (n_b / n) |acc_b - conf_b|`` (Naeini et al. 2015; Guo et al. 2017),
+* ``ECE_2 = sqrt(sum_b (n_b / n) (acc_b - conf_b)^2)`` (the l2 / RMS calibration error),
+* ``MCE = max_b |acc_b - conf_b|``,
+* debiased squared error ``sum_b (n_b / n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]``
+  over bins with ``n_b >= 2`` (Broecker 2012; Kumar et al. 2019, ``unbiased_square_ce``).
+
+Empty bins (zero weight) take no part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.binning import Strategy, assign_bins, bin_edges
+from calaudit.numerics.tabulate import Cells
+
+
+@dataclass(frozen=True)
+class BinSums:
+    """Per-bin weight, score sum and event sum: arrays (bins,) or (bins, q)."""
+
+    count: NDArray[np.float64]
+    score: NDArray[np.float64]
+    event: NDArray[np.float64]
+
+    def means(self) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+        """Mask of non-empty bins, mean score and event rate (0 where empty)."""
+        filled = self.count > 0
+        safe = np.where(filled, self.count, 1.0)
+        return filled, self.score / safe, self.event / safe
+
+    def total(self) -> NDArray[np.float64]:
+        return self.count.sum(axis=0)
+
+
+@dataclass(frozen=True)
+class BinnedOutcomes:
+    """Scores, 0/1 outcomes and bin memberships (bins fixed by the full data)."""
+
+    scores: NDArray[np.float64]
+    outcomes: NDArray[np.float64]
+    cells: Cells
+    edges: NDArray[np.float64]
+
+    @classmethod
+    def build(cls, scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
+              n_bins: int, strategy: Strategy) -> BinnedOutcomes:
+        """Bins from :func:`~calaudit.numerics.binning.bin_edges` (right-closed, 0 in the
+        first bin); quantile edges are taken from these scores."""
+        edges = bin_edges(scores, n_bins, strategy)
+        index = assign_bins(scores, edges)
+        return cls(scores, outcomes, Cells(index, edges.size - 1), edges)
+
+    def sums(self, weights: NDArray[np.float64] | None = None,
+             outcomes: NDArray[np.float64] | None = None) -> BinSums:
+        """Per-bin sums; ``outcomes`` (n, q) replaces the outcomes column by column
+        (consistency resampling), ``weights`` (n, q) weights the rows (bootstrap)."""
+        cells = self.cells
+        if outcomes is not None:
+            count = cells.sums(None)
+            score = cells.sums(self.scores)
+            event = np.asarray(cells.membership @ outcomes)
+            return BinSums(count[:, None], score[:, None], event)
+        return BinSums(cells.sums(None, weights), cells.sums(self.scores, weights),
+                       cells.sums(self.outcomes, weights))
+
+
+def ece_from_sums(sums: BinSums, norm: str = "l1") -> NDArray[np.float64]:
+    """``ECE_1`` (``norm="l1"``) or ``ECE_2`` (``norm="l2"``) from per-bin sums."""
+    filled, conf, acc = sums.means()
+    gap = np.where(filled, np.abs(acc - conf), 0.0)
+    if norm == "l1":
+        return (sums.count * gap).sum(axis=0) / sums.total()
+    if norm == "l2":
+        return np.sqrt((sums.count * gap * gap).sum(axis=0) / sums.total())
+    raise ValueError(f"unknown norm {norm!r}")
+
+
+def mce_from_sums(sums: BinSums) -> NDArray[np.float64]:
+    """``max_b |acc_b - conf_b|`` over non-empty bins."""
+    filled, conf, acc = sums.means()
+    return np.where(filled, np.abs(acc - conf), -np.inf).max(axis=0)
+
+
+def debiased_squared_from_sums(sums: BinSums) -> NDArray[np.float64]:
+    """Bias-corrected squared l2 error: each bin's ``(acc - conf)^2`` minus the variance
+    ``acc (1 - acc) / (n_b - 1)`` of its event rate; bins with ``n_b < 2`` count as 0
+    (Kumar et al. 2019, ``unbiased_square_ce``). May be negative."""
+    filled, conf, acc = sums.means()
+    usable = filled & (sums.count >= 2)
+    safe = np.where(usable, sums.count - 1.0, 1.0)
+    term = (acc - conf) ** 2 - acc * (1.0 - acc) / safe
+    return (sums.count * np.where(usable, term, 0.0)).sum(axis=0) / sums.total()
+
+
+def finish(values: NDArray[np.float64], weights: NDArray[np.float64] | None
+           ) -> float | NDArray[np.float64]:
+    """A float when no weights were given (the estimate), else the (q,) replicates."""
+    return float(values) if weights is None else np.asarray(values, dtype=np.float64)

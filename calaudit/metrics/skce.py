@@ -1,0 +1,220 @@
+"""Squared kernel calibration error (SKCE) estimators, Widmann et al. (2019), sec. 5.
+
+Matrix-valued kernel ``k(p, q) = kappa(p, q) I_m`` with a scalar kernel ``kappa`` on the
+probability simplex; residuals ``r_i = e_{y_i} - p_i``; terms
+``h_ij = kappa(p_i, p_j) <r_i, r_j>`` (Table 1 of the paper):
+
+* ``SKCE_b  = n^-2 sum_{i,j} h_ij`` (biased, >= 0),
+* ``SKCE_uq = (n (n - 1))^-1 sum_{i != j} h_ij`` (unbiased, quadratic),
+* ``SKCE_ul = floor(n/2)^-1 sum_i h_{2i-1, 2i}`` (unbiased, linear; consecutive rows in
+  input order, no shuffling, as CalibrationErrors.jl),
+* block estimator with block size ``b``: the mean over the ``floor(n / b)`` consecutive
+  blocks of each block's unbiased quadratic estimate; an incomplete last block is dropped
+  (CalibrationErrors.jl ``SKCE(k; blocksize=b)``); ``b = 2`` is ``SKCE_ul``.
+
+Binary data are two-class probability vectors, so binary and multi-class share one path
+(``TV([p, 1-p], [q, 1-q]) = |p - q|``).
+
+Kernels ``kappa = exp(-gamma d)``: ``exponential`` (``d`` = total variation, the paper's
+choice and the default), ``gaussian`` (``d`` = squared Euclidean), ``laplacian``
+(``d`` = L1). All are bounded by 1, so ``|h_ij| <= 2``. The bandwidth is the distance scale
+``1 / gamma``; by default the median heuristic ``1 / gamma = median_{i,j} d(p_i, p_j)``
+over the full n x n matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.bandwidth import median_distance
+from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
+from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
+from calaudit.numerics.pairwise import kernel_matmul
+
+#: Kernel names and the distance each one exponentiates.
+KERNEL_DISTANCES = {"exponential": "tv", "gaussian": "sqeuclidean", "laplacian": "l1"}
+
+#: Rows drawn for the median heuristic when n exceeds the exact limit.
+MEDIAN_SUBSAMPLE = 5_000
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """The prediction kernel used, and where its bandwidth came from.
+
+    ``source``: ``option`` (given), ``median`` (exact median over the full matrix),
+    ``median_subsample`` (exact median over the full matrix of a random subsample of rows,
+    used above the exact limit), ``median_nonzero`` (the median was 0, e.g. more than half
+    of the pairs tie; the median of the non-zero distances is used instead) or ``degenerate``
+    (all predictions equal; any bandwidth gives the same kernel, 1 is used).
+    """
+
+    name: str
+    bandwidth: float
+    source: str
+
+    @property
+    def gamma(self) -> float:
+        return 1.0 / self.bandwidth
+
+    @property
+    def kernel(self) -> StationaryKernel:
+        return StationaryKernel(self.gamma, KERNEL_DISTANCES[self.name])
+
+    def to_params(self) -> dict[str, object]:
+        return {"kernel": self.name, "distance": KERNEL_DISTANCES[self.name],
+                "bandwidth": self.bandwidth, "gamma": self.gamma,
+                "bandwidth_source": self.source}
+
+
+def choose_kernel(y_proba: NDArray[np.float64], name: str = "exponential",
+                  bandwidth: float | None = None, *, exact_max_n: int = 20_000,
+                  rng: np.random.Generator | None = None) -> KernelChoice:
+    """The kernel ``name`` with the given bandwidth or the median heuristic.
+
+    Up to ``exact_max_n`` rows the median is exact over the full n x n matrix (diagonal
+    zeros included). Above, it is the exact median of the full matrix of
+    ``min(MEDIAN_SUBSAMPLE, exact_max_n)`` rows drawn without replacement with ``rng``.
+    """
+    if name not in KERNEL_DISTANCES:
+        raise ValueError(f"unknown kernel {name!r}; choose from {', '.join(KERNEL_DISTANCES)}")
+    if bandwidth is not None:
+        return KernelChoice(name, float(bandwidth), "option")
+    distance = KERNEL_DISTANCES[name]
+    rows, source = y_proba, "median"
+    if y_proba.shape[0] > exact_max_n:
+        rng = rng if rng is not None else np.random.default_rng(0)
+        size = min(MEDIAN_SUBSAMPLE, exact_max_n)
+        pick = np.sort(rng.choice(y_proba.shape[0], size, replace=False))
+        rows, source = y_proba[pick], "median_subsample"
+    median = median_distance(rows, distance)
+    if median > 0:
+        return KernelChoice(name, median, source)
+    return _nonzero_median(name, rows, distance)
+
+
+def _nonzero_median(name: str, rows: NDArray[np.float64], distance: str) -> KernelChoice:
+    """Fallback when at least half of the distances are 0 (many tied predictions)."""
+    distinct = np.unique(rows, axis=0)
+    if distinct.shape[0] < 2:
+        return KernelChoice(name, 1.0, "degenerate")
+    d = pairwise_distance(distance, distinct, distinct)
+    _, counts = np.unique(rows, axis=0, return_counts=True)
+    weights = np.outer(counts, counts)
+    positive = d > 0
+    order = np.argsort(d[positive])
+    values, w = d[positive][order], weights[positive][order]
+    cumulative = np.cumsum(w)
+    return KernelChoice(name, float(values[np.searchsorted(cumulative, cumulative[-1] / 2)]),
+                        "median_nonzero")
+
+
+@dataclass(frozen=True)
+class QuadraticTerms:
+    """Sums of ``h_ij`` needed by the quadratic estimators and their tests.
+
+    ``row_sums[i] = sum_j h_ij`` (diagonal included), ``diagonal[i] = h_ii``.
+    """
+
+    row_sums: NDArray[np.float64]
+    diagonal: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.diagonal.size)
+
+    @property
+    def total(self) -> float:
+        """``sum_{i,j} h_ij``."""
+        return float(self.row_sums.sum())
+
+    @property
+    def off_diagonal(self) -> float:
+        """``sum_{i != j} h_ij``."""
+        return self.total - float(self.diagonal.sum())
+
+    @property
+    def biased(self) -> float:
+        return self.total / self.n ** 2
+
+    @property
+    def unbiased(self) -> float:
+        return self.off_diagonal / (self.n * (self.n - 1))
+
+
+def residual_gram(kernel: StationaryKernel, y_proba: NDArray[np.float64],
+                  residuals: NDArray[np.float64]) -> ResidualGram:
+    """The lazy matrix ``H_ij = kappa(p_i, p_j) <r_i, r_j>`` (held densely when small)."""
+    return cached(ResidualGram(kernel.on(y_proba), residuals))
+
+
+def quadratic_terms(gram) -> QuadraticTerms:
+    """One engine pass: ``H @ 1`` and the diagonal of ``H``."""
+    return QuadraticTerms(kernel_matmul(gram, np.ones(gram.n)), gram.diagonal())
+
+
+def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
+                residuals: NDArray[np.float64], blocksize: int,
+                max_entries: int = 4_000_000) -> NDArray[np.float64]:
+    """Unbiased quadratic SKCE inside each block of ``blocksize`` consecutive rows.
+
+    Returns one value per complete block, ``(b (b - 1))^-1 sum_{i != j in block} h_ij``;
+    for ``blocksize = 2`` these are the pair terms ``h_{2i-1, 2i}`` of ``SKCE_ul``.
+    """
+    if blocksize < 2:
+        raise ValueError("blocksize must be at least 2")
+    n_blocks = y_proba.shape[0] // blocksize
+    out = np.empty(n_blocks)
+    chunk = max(1, max_entries // (blocksize * blocksize))
+    for first in range(0, n_blocks, chunk):
+        stop = min(first + chunk, n_blocks)
+        k = within_block_kernels(kernel, y_proba, blocksize, first, stop)
+        r = residuals[first * blocksize: stop * blocksize].reshape(stop - first, blocksize, -1)
+        h = k * np.einsum("bik,bjk->bij", r, r)
+        total = h.sum(axis=(1, 2)) - np.einsum("bii->b", h)
+        out[first:stop] = total / (blocksize * (blocksize - 1))
+    return out
+
+
+def _prepare(y_true, y_proba):
+    y_proba = np.asarray(y_proba, dtype=np.float64)
+    residuals = -y_proba.copy()
+    residuals[np.arange(y_proba.shape[0]), np.asarray(y_true)] += 1.0
+    return y_proba, residuals
+
+
+def skce_biased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                kernel: StationaryKernel) -> float:
+    """``SKCE_b = n^-2 sum_{i,j} h_ij``.
+
+    >>> import numpy as np
+    >>> from calaudit.numerics.kernels import gaussian
+    >>> p = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> round(skce_biased(np.array([1, 0]), p, gaussian(0.5)), 6)  # 1 - exp(-1)
+    0.632121
+    """
+    y_proba, residuals = _prepare(y_true, y_proba)
+    return quadratic_terms(residual_gram(kernel, y_proba, residuals)).biased
+
+
+def skce_unbiased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                  kernel: StationaryKernel) -> float:
+    """``SKCE_uq = (n (n-1))^-1 sum_{i != j} h_ij``."""
+    y_proba, residuals = _prepare(y_true, y_proba)
+    return quadratic_terms(residual_gram(kernel, y_proba, residuals)).unbiased
+
+
+def skce_linear(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                kernel: StationaryKernel) -> float:
+    """``SKCE_ul = floor(n/2)^-1 sum_i h_{2i-1, 2i}``."""
+    return skce_block(y_true, y_proba, kernel, blocksize=2)
+
+
+def skce_block(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+               kernel: StationaryKernel, blocksize: int) -> float:
+    """Mean of the within-block unbiased estimates over complete blocks."""
+    y_proba, residuals = _prepare(y_true, y_proba)
+    return float(block_terms(kernel, y_proba, residuals, blocksize).mean())

@@ -1,0 +1,92 @@
+"""Gram matrices built from other Gram matrices, for the pairwise engine.
+
+* :class:`ResidualGram`: ``H_ij = K_ij <r_i, r_j>``, the matrix of the SKCE terms ``h_ij``
+  (Widmann et al. 2019, sec. 5) with the matrix-valued kernel ``kappa * I_m``. Blocks are
+  ``K[rows, cols] * (R[rows] @ R[cols]^T)``, so ``H`` is never stored.
+* :class:`DenseGram`: a Gram held in memory. :func:`cached` uses it when the whole
+  matrix is no larger than one engine tile (``n^2 <= BLOCK_ENTRIES``), so that repeated
+  passes (estimate, bootstrap, resampling batches) over a small matrix compute it once.
+* :func:`within_block_kernels`: the kernel inside consecutive blocks of rows (block and
+  linear SKCE estimators), O(n * blocksize) memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.kernels import Gram, StationaryKernel
+from calaudit.numerics.pairwise import BLOCK_ENTRIES
+
+
+@dataclass(frozen=True)
+class ResidualGram:
+    """``H_ij = K_ij * <R_i, R_j>`` for a Gram ``K`` and residual rows ``R`` (n, m)."""
+
+    kernel: Gram
+    residuals: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return self.kernel.n
+
+    def block(self, rows: slice, cols: slice) -> NDArray[np.float64]:
+        out = self.kernel.block(rows, cols)
+        out *= self.residuals[rows] @ self.residuals[cols].T
+        return out
+
+    def diagonal(self) -> NDArray[np.float64]:
+        r = self.residuals
+        return self.kernel.diagonal() * np.einsum("ij,ij->i", r, r)
+
+
+@dataclass(frozen=True)
+class DenseGram:
+    """A Gram matrix held in memory; ``block`` returns a copy (callers may write to it)."""
+
+    matrix: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def block(self, rows: slice, cols: slice) -> NDArray[np.float64]:
+        return self.matrix[rows, cols].copy()
+
+    def diagonal(self) -> NDArray[np.float64]:
+        return np.diagonal(self.matrix).copy()
+
+
+def cached(gram: Gram, max_entries: int = BLOCK_ENTRIES) -> Gram:
+    """``gram`` itself, or a :class:`DenseGram` of it when ``n^2 <= max_entries``."""
+    n = gram.n
+    if n * n > max_entries:
+        return gram
+    return DenseGram(gram.block(slice(0, n), slice(0, n)))
+
+
+def within_block_kernels(
+    kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,
+    first_block: int, stop_block: int,
+) -> NDArray[np.float64]:
+    """Kernel matrices inside blocks ``first_block .. stop_block - 1`` of consecutive rows.
+
+    Block ``b`` holds rows ``b * blocksize .. (b + 1) * blocksize - 1``; the result has
+    shape (blocks, blocksize, blocksize). Distances are summed over features in order,
+    as :func:`~calaudit.numerics.kernels.pairwise_distance`.
+    """
+    x = features[first_block * blocksize: stop_block * blocksize]
+    x = x.reshape(stop_block - first_block, blocksize, -1)
+    dist = np.zeros((x.shape[0], blocksize, blocksize))
+    for k in range(x.shape[2]):
+        diff = x[:, :, None, k] - x[:, None, :, k]
+        if kernel.distance == "sqeuclidean":
+            dist += diff * diff
+        else:
+            dist += np.abs(diff)
+    if kernel.distance == "tv":
+        dist *= 0.5
+    dist *= -kernel.gamma
+    return np.exp(dist, out=dist)

@@ -1,0 +1,67 @@
+"""Resampling draws, vectorised over resamples (one column per resample).
+
+* bootstrap counts: ``C[i, b]`` = times row ``i`` is drawn in resample ``b`` (n draws with
+  replacement); a statistic of the resample is then a count-weighted statistic of the data;
+* consistency draws: labels ``y*_i ~ Cat(p_i)`` with the predictions kept fixed (Broecker &
+  Smith 2007; under "the model is calibrated" this is the exact conditional null).
+
+Every function takes the caller's ``numpy.random.Generator``; nothing here seeds itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: Default size, in entries, of one batch of resampled columns (about 160 MB of float64).
+BATCH_ENTRIES = 20_000_000
+
+
+def batch_sizes(total: int, rows: int, max_entries: int = BATCH_ENTRIES) -> Iterator[int]:
+    """Split ``total`` resamples into batches of at most ``max_entries / rows`` columns."""
+    width = max(1, min(total, max_entries // max(rows, 1)))
+    done = 0
+    while done < total:
+        size = min(width, total - done)
+        yield size
+        done += size
+
+
+def bootstrap_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
+    """(n, size) bootstrap counts: column ``b`` counts how often each of the ``n`` rows is
+    drawn when ``n`` rows are drawn uniformly with replacement (a multinomial(n, 1/n))."""
+    draws = rng.integers(0, n, size=(size, n))
+    draws += (np.arange(size) * n)[:, None]
+    counts = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n)
+    return counts.T.astype(np.float64)
+
+
+def categorical_draws(rng: np.random.Generator, probs: NDArray[np.float64], size: int
+                      ) -> NDArray[np.intp]:
+    """(n, size) labels with ``y[i, b] ~ Cat(probs[i])``, by inversion of the cumulative
+    probabilities (the last class takes any rounding remainder of a row's sum)."""
+    cumulative = np.cumsum(probs, axis=1)
+    u = rng.random((probs.shape[0], size))
+    labels = np.zeros(u.shape, dtype=np.intp)
+    for k in range(probs.shape[1] - 1):
+        labels += u >= cumulative[:, k, None]
+    return labels
+
+
+def bernoulli_draws(rng: np.random.Generator, probs: NDArray[np.float64], size: int
+                    ) -> NDArray[np.float64]:
+    """(n, size) outcomes in {0, 1} with ``P(o[i, b] = 1) = probs[i]``."""
+    return (rng.random((probs.shape[0], size)) < probs[:, None]).astype(np.float64)
+
+
+def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64]
+                      ) -> NDArray[np.float64]:
+    """(n, m, size) residuals ``e_{y[i, b]} - p_i`` for labels of shape (n, size)."""
+    n, m = probs.shape
+    out = np.repeat(-probs[:, :, None], labels.shape[1], axis=2)
+    rows = np.arange(n)[:, None]
+    cols = np.arange(labels.shape[1])[None, :]
+    out[rows, labels, cols] += 1.0
+    return out
