@@ -40,7 +40,20 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
-def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict) -> None:
+def _local_config(local_opts: dict):
+    """``LocalConfig`` from the local-calibration options (``--local-tests`` is a list)."""
+    from calaudit.audit.config import LocalConfig
+    from calaudit.data.columns import split_list
+
+    opts = dict(local_opts)
+    if "tests" in opts:
+        names = split_list(opts["tests"])
+        opts["tests"] = () if [n.lower() for n in names] == ["none"] else tuple(names)
+    return LocalConfig(**opts)
+
+
+def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict,
+           local_opts: dict | None = None) -> None:
     with error_boundary():
         from calaudit.audit.config import AuditConfig, BinningConfig
         from calaudit.cli.audit_command import DataOptions, OutputOptions, run
@@ -49,7 +62,7 @@ def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dic
         binning = BinningConfig(config_opts.pop("n_bins"), config_opts.pop("binning"))
         fail_on = tuple(s.upper() for s in split_list(config_opts.pop("fail_on")))
         config = AuditConfig(binning=binning, fail_on=fail_on, run_tests=not metrics_only,
-                             **config_opts)
+                             local=_local_config(local_opts or {}), **config_opts)
         code = run(DataOptions(**data_opts), config, OutputOptions(**out_opts))
     raise typer.Exit(int(code))
 
@@ -75,6 +88,17 @@ def test(
     multiple_testing: opt.MultipleTesting = "holm",
     fail_on: opt.FailOn = "FAIL,ERROR",
     exit_zero: opt.ExitZero = False,
+    prob_bandwidth: opt.ProbBandwidth = None,
+    cov_bandwidth: opt.CovBandwidth = None,
+    local_tests: opt.LocalTests = "klce_consistency",
+    local_resamples: opt.LocalResamples = 500,
+    min_group_rows: opt.MinGroupRows = 30,
+    min_group_events: opt.MinGroupEvents = 5,
+    group_adjust: opt.GroupAdjust = "holm",
+    n_bands: opt.NBands = 4,
+    top_k: opt.TopK = 5,
+    kite_width: opt.KiteWidth = 0.1,
+    kite_gamma: opt.KiteGamma = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
 ) -> None:
@@ -91,6 +115,10 @@ def test(
         dict(n_bins=n_bins, binning=binning, alpha=alpha, seed=seed,
              multiple_testing=multiple_testing, fail_on=fail_on),
         dict(json=json, md=md, exit_zero=exit_zero),
+        dict(prob_bandwidth=prob_bandwidth, cov_bandwidth=cov_bandwidth, tests=local_tests,
+             n_resamples=local_resamples, min_group_rows=min_group_rows,
+             min_group_events=min_group_events, group_adjust=group_adjust, n_bands=n_bands,
+             top_k=top_k, kite_prob_kernel_width=kite_width, kite_cov_gamma=kite_gamma),
     )
 
 
@@ -111,6 +139,12 @@ def metrics(
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
     seed: opt.Seed = 0,
+    prob_bandwidth: opt.ProbBandwidth = None,
+    cov_bandwidth: opt.CovBandwidth = None,
+    min_group_rows: opt.MinGroupRows = 30,
+    min_group_events: opt.MinGroupEvents = 5,
+    n_bands: opt.NBands = 4,
+    top_k: opt.TopK = 5,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
 ) -> None:
@@ -127,6 +161,9 @@ def metrics(
         dict(n_bins=n_bins, binning=binning, seed=seed, multiple_testing="holm",
              fail_on="FAIL,ERROR"),
         dict(json=json, md=md, exit_zero=False),
+        dict(prob_bandwidth=prob_bandwidth, cov_bandwidth=cov_bandwidth,
+             min_group_rows=min_group_rows, min_group_events=min_group_events,
+             n_bands=n_bands, top_k=top_k),
     )
 
 

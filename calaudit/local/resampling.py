@@ -1,0 +1,186 @@
+"""The three local calibration tests, every resample batched through the pairwise engine.
+
+Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
+all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
+kernel (:func:`kernel_quadratic_forms`: one BLAS call per row tile for all columns). The
+observed residuals ride along as the first column(s). When ``n * m * B`` would exceed
+:data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
+
+* :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
+  fixed, labels redrawn ``y*_i ~ Cat(p_i)``. Under local calibration this is the exact
+  conditional null distribution of the statistic (the consistency resampling of
+  Broecker & Smith 2007 / Widmann et al. 2019, applied to KLCE).
+* :func:`bootstrap_test` (``klce_bootstrap``): the paper's Algorithm 1 -- residuals drawn
+  with replacement from the observed residuals, kernel matrix at the original rows.
+* :func:`permutation_test` (``klce_permutation``): KiTE ``ELCE2`` -- residuals permuted,
+  null centred at its mean (or not), statistic normalised by ``(n - 1) / n * sum K``,
+  ``p = max(1 / B, #{T*_b > T} / B)``.
+
+Monte-Carlo p-values of the first two are ``(1 + #{T*_b >= T}) / (1 + B)`` (never 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.klce import as_columns, kite_normaliser
+from calaudit.numerics.kernels import Gram
+from calaudit.numerics.pairwise import kernel_quadratic_forms
+
+#: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
+MAX_ENTRIES = 32_000_000
+
+Sampler = Callable[[np.random.Generator, int], NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class NullResult:
+    """Observed statistic, its resampling null distribution and the p-value."""
+
+    statistic: float
+    null_distribution: NDArray[np.float64]
+    p_value: float
+    extra: dict = field(default_factory=dict)
+
+
+def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
+    """``(1 + #{null >= statistic}) / (1 + B)``."""
+    return float((1 + np.count_nonzero(null >= statistic)) / (1 + null.size))
+
+
+def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
+                  lead: NDArray[np.float64], *, max_entries: int = MAX_ENTRIES
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
+
+    ``lead`` and the sampler's blocks have shape (n, q) or (n, m, q); the lead columns go
+    into the first batch. Returns ``(lead_forms, resample_forms)``.
+    """
+    n = gram.n
+    per_column = n * (lead.shape[1] if lead.ndim == 3 else 1)
+    batch = max(1, max_entries // per_column)
+    k = lead.shape[-1]
+    lead_forms: NDArray[np.float64] | None = None
+    forms: list[NDArray[np.float64]] = []
+    done = 0
+    while lead_forms is None or done < n_resamples:
+        count = min(max(1, batch - (k if lead_forms is None else 0)), n_resamples - done)
+        block = sampler(rng, count)
+        if lead_forms is None:
+            block = np.concatenate([lead, block], axis=-1)
+        values = kernel_quadratic_forms(gram, block)
+        if lead_forms is None:
+            lead_forms, values = values[:k], values[k:]
+        forms.append(values)
+        done += count
+    return lead_forms, np.concatenate(forms)
+
+
+def label_sampler(proba: NDArray[np.float64]) -> Sampler:
+    """Columns ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``, ``p_1 = proba``).
+
+    ``proba`` is (n,) positive-class probabilities (binary) or (n, m).
+    """
+    if proba.ndim == 1:
+        def draw_binary(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+            z = rng.random((proba.shape[0], count))
+            hit = z < proba[:, None]
+            z[:] = -proba[:, None]
+            z[hit] += 1.0
+            return z
+        return draw_binary
+
+    cumulative = np.cumsum(proba, axis=1)[:, :-1]
+
+    def draw_classes(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+        u = rng.random((proba.shape[0], count))
+        labels = np.zeros(u.shape, dtype=np.intp)
+        for c in range(cumulative.shape[1]):
+            labels += u >= cumulative[:, c, None]
+        z = np.repeat(-proba[:, :, None], count, axis=2)
+        rows = np.arange(proba.shape[0])[:, None]
+        z[rows, labels, np.arange(count)[None, :]] += 1.0
+        return z
+    return draw_classes
+
+
+def _rows_layout(r: NDArray[np.float64], index: NDArray[np.intp]) -> NDArray[np.float64]:
+    """``r[index]`` with resamples on the last axis: (n, B) or (n, m, B)."""
+    picked = r[index]
+    return picked if r.ndim == 1 else np.moveaxis(picked, 1, 2)
+
+
+def bootstrap_sampler(r: NDArray[np.float64]) -> Sampler:
+    """Columns of residuals drawn with replacement (Algorithm 1, line 9)."""
+    def draw(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+        return _rows_layout(r, rng.integers(0, r.shape[0], size=(r.shape[0], count)))
+    return draw
+
+
+def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
+    """Columns of permuted residuals (KiTE ``ELCE2_null_estimator``)."""
+    def draw(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+        order = np.broadcast_to(np.arange(r.shape[0])[:, None], (r.shape[0], count))
+        return _rows_layout(r, rng.permuted(order, axis=0))
+    return draw
+
+
+def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
+                     rng: np.random.Generator, n_resamples: int) -> NullResult:
+    """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions."""
+    n = gram.n
+    lead, null = batched_forms(gram, label_sampler(proba), n_resamples, rng, as_columns(r))
+    scale = 1.0 / (n * (n - 1))
+    statistic, null = float(lead[0]) * scale, null * scale
+    return NullResult(statistic, null, monte_carlo_p_value(statistic, null))
+
+
+def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
+                   n_resamples: int) -> NullResult:
+    """``klce_bootstrap``: Algorithm 1 (residual bootstrap).
+
+    ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
+    """
+    n = gram.n
+    lead, null = batched_forms(gram, bootstrap_sampler(r), n_resamples, rng, as_columns(r))
+    scale = 1.0 / (n * (n - 1))
+    statistic, null = float(lead[0]) * scale, null * scale
+    paper = float(np.count_nonzero(null > statistic) / null.size)
+    return NullResult(statistic, null, monte_carlo_p_value(statistic, null),
+                      {"p_value_paper": paper})
+
+
+def _ones_column(r: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A column whose quadratic form is ``sum_{i != j} K_ij`` (one class slot set)."""
+    ones = np.zeros(as_columns(r).shape)
+    if r.ndim == 1:
+        ones[:, 0] = 1.0
+    else:
+        ones[:, 0, 0] = 1.0
+    return ones
+
+
+def permutation_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
+                     n_resamples: int, centred: bool = True) -> NullResult:
+    """``klce_permutation``: KiTE ``ELCE2`` statistic, permutation null and p-value.
+
+    ``S = sum_{i != j} K_ij <r_i, r_j>``, ``N = (n - 1) / n * sum_{i, j} K_ij``; null
+    ``S*_b`` from permuted residuals, centred ``S*_b - mean(S*)`` unless ``centred`` is
+    false; ``p = max(1 / B, #{S*_b > S} / B)`` (strict, against the uncentred ``S``).
+    Returns ``S / N`` and the null divided by ``N``.
+    """
+    lead = np.concatenate([as_columns(r), _ones_column(r)], axis=-1)
+    (s, off_diagonal), null = batched_forms(gram, permutation_sampler(r), n_resamples, rng,
+                                            lead)
+    n = gram.n
+    normaliser = kite_normaliser(float(off_diagonal) + float(gram.diagonal().sum()), n)
+    if centred:
+        null = null - null.mean()
+    p_value = max(1.0 / null.size, float(np.count_nonzero(null > s)) / null.size)
+    return NullResult(float(s) / normaliser, null / normaliser, p_value,
+                      {"kernel_sum": float(off_diagonal) + float(gram.diagonal().sum()),
+                       "normaliser": normaliser, "unnormalised_statistic": float(s)})
