@@ -10,6 +10,11 @@ plotting subsample, and the group table. Shapes: ``docs/result-schema.md`` (``lo
 Random streams: the stage's generator is split (``Generator.spawn``) into one child per
 purpose, in a fixed order, so e.g. changing the number of resamples of one test never
 changes another test's draws or the group intervals.
+
+Kernel passes (each evaluates the n^2 / 2 kernel entries once): (1) ``K @ [r, 1, R]`` gives
+the LCB at every observation and the KLCE^2 estimate; (2) the first consistency or
+bootstrap test, with the LCB curves' columns ``K @ V`` fused into its pass; each further
+test adds one pass (the KiTE test uses its own kernel).
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from calaudit.local.encoding import encode_covariates
 from calaudit.local.kernel import GaussianProductGram, product_gram
 from calaudit.local.klce import (hoeffding_region, klce2, prediction_features, residual_bound,
                                  residuals)
-from calaudit.local.lcb import (CurveRequest, lcb_curves, local_calibration_bias, plot_points,
-                                summarize, top_label_residual)
+from calaudit.local.lcb import (CurveDesign, CurveRequest, curve_design, curves_from_products,
+                                lcb_and_statistic, plot_points, summarize, top_label_residual)
+from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.local.resampling import (NullResult, bootstrap_test, consistency_test,
                                        permutation_test)
 from calaudit.results import MetricResult, Status, TestResult
@@ -107,13 +113,17 @@ class LocalAudit:
                    f"{lc.min_group_events}"
         return ""
 
-    def run_test(self, test_id: str) -> tuple[TestResult, NullResult | None]:
+    def run_test(self, test_id: str, products: np.ndarray | None = None
+                 ) -> tuple[TestResult, NullResult]:
+        """Run one test; ``products`` (consistency and bootstrap tests only) are multiplied
+        by the kernel in the same pass (``NullResult.products``)."""
         lc, rng = self.local, self.streams[test_id]
         if test_id == "klce_consistency":
-            res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples)
+            res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
+                                   products=products)
             params = self.kernel_params()
         elif test_id == "klce_bootstrap":
-            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples)
+            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products)
             params = {**self.kernel_params(), **res.extra}
         else:
             gram, params = self.kite_gram()
@@ -143,26 +153,29 @@ class LocalAudit:
                   "normalisation": "(n - 1) / n * sum_{i,j} K_ij"}
         return gram, params
 
-    def tests_and_statistic(self) -> tuple[list[TestResult], float]:
-        """The requested tests and the KLCE^2 estimate (taken from the consistency or
-        bootstrap pass when one ran: the observed residuals are its first column)."""
-        reason = self.too_small() if self.config.run_tests else "tests not run"
-        out, statistic = [], None
-        for test_id in self.local.tests if not reason else ():
-            result, res = self.run_test(test_id)
-            out.append(result)
-            if test_id != "klce_permutation" and statistic is None:
-                statistic = res.statistic
-        if statistic is None:
-            statistic = klce2(self.gram, self.r)
-        if reason and self.config.run_tests:
-            out = [TestResult(
+    def tests_and_products(self, statistic: float, columns: np.ndarray
+                           ) -> tuple[list[TestResult], np.ndarray | None]:
+        """The requested tests (INCONCLUSIVE when the sample is too small) and ``K @
+        columns``, fused into the first consistency or bootstrap test's pass (``None`` if
+        no such test ran)."""
+        if not self.config.run_tests:
+            return [], None
+        reason = self.too_small()
+        if reason:
+            return [TestResult(
                 id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
                 method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
                 status=Status.INCONCLUSIVE, alpha=self.config.alpha,
                 message=f"too small to decide: {reason}", title=TITLES[test_id])
-                for test_id in self.local.tests]
-        return out, statistic
+                for test_id in self.local.tests], None
+        out, products = [], None
+        for test_id in self.local.tests:
+            fuse = products is None and test_id != "klce_permutation" and columns.shape[1] > 0
+            result, res = self.run_test(test_id, columns if fuse else None)
+            out.append(result)
+            if fuse:
+                products = res.products
+        return out, products
 
     def per_class(self) -> list[dict[str, Any]]:
         """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
@@ -225,11 +238,14 @@ class LocalAudit:
     # --- assembly ----------------------------------------------------------------------
 
     def output(self) -> StageOutput:
-        tests, statistic = self.tests_and_statistic()
+        lc = self.local
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
-        bias = local_calibration_bias(self.gram, scalar_r)
-        lc = self.local
+        bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        tests, products = self.tests_and_products(statistic, design.columns)
+        statistic = next((t.statistic for t in tests
+                          if t.id != "klce_permutation" and t.status is None), statistic)
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
@@ -248,8 +264,7 @@ class LocalAudit:
                           "(eq. 7) at every observation",
             "view": "binary" if self.data.is_binary else "top-label",
             "summary": summarize(bias.values),
-            "curves": lcb_curves(self.gram, bias, scalar_r, self.curve_requests(),
-                                 lc.curve_points, lc.confidence_level),
+            "curves": self.curves(design, products, bias, scalar_r),
             "points": self.points(bias.values, prediction),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
@@ -259,3 +274,11 @@ class LocalAudit:
                            local={"klce": klce_section, "lcb": lcb_section},
                            groups=tuple(table))
 
+    def curves(self, design: CurveDesign, products: np.ndarray | None, bias,
+               scalar_r: np.ndarray) -> list[dict[str, Any]]:
+        if not design.requests:
+            return []
+        if products is None:
+            products = kernel_matmul(self.gram, design.columns)
+        return curves_from_products(design, products, bias, scalar_r,
+                                    self.local.confidence_level)

@@ -19,7 +19,6 @@ robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +41,27 @@ class LocalBias:
 
 def local_calibration_bias(gram: Gram, r: NDArray[np.float64]) -> LocalBias:
     """eq. 7 at every observation, from ``K @ [r, 1]`` (no n x n matrix)."""
-    both = kernel_matmul(gram, np.column_stack([r, np.ones_like(r)]))
-    return LocalBias(both[:, 0] / both[:, 1], both[:, 1])
+    return lcb_and_statistic(gram, r, None)[0]
+
+
+def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
+                      klce_residuals: NDArray[np.float64] | None
+                      ) -> tuple[LocalBias, float | None]:
+    """LCB and, from the same pass, the KLCE^2 estimate of ``klce_residuals``.
+
+    One engine pass ``K @ [r, 1, R]`` (``R``: the (n,) or (n, m) KLCE residuals) gives
+    eq. 7 and ``sum_{i != j} K_ij <R_i, R_j> = sum_c R_c . (K R_c) - sum_i K_ii |R_i|^2``.
+    """
+    n = gram.n
+    extra = (np.zeros((n, 0)) if klce_residuals is None
+             else np.asarray(klce_residuals, dtype=np.float64).reshape(n, -1))
+    out = kernel_matmul(gram, np.column_stack([r, np.ones_like(r), extra]))
+    bias = LocalBias(out[:, 0] / out[:, 1], out[:, 1])
+    if klce_residuals is None:
+        return bias, None
+    total = float(np.sum(extra * out[:, 2:])) - float(gram.diagonal() @ np.sum(extra * extra,
+                                                                            axis=1))
+    return bias, total / (n * (n - 1))
 
 
 def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
@@ -104,27 +122,40 @@ def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float6
     return grid, w, h
 
 
-def lcb_curves(gram: Gram, bias: LocalBias, r: NDArray[np.float64],
-               requests: list[CurveRequest], points: int, level: float) -> list[dict]:
-    """Smoothed per-group LCB curves with pointwise bands (see module docstring).
+@dataclass(frozen=True)
+class CurveDesign:
+    """The grids, weights and engine columns ``V`` of a set of curve requests."""
 
-    Returns one entry per ``(covariate, group_by)`` as in ``local.lcb.curves``.
-    """
-    if not requests:
-        return []
-    n = gram.n
+    requests: tuple[CurveRequest, ...]
+    grids: tuple[NDArray[np.float64], ...]
+    weights: tuple[NDArray[np.float64], ...]
+    bandwidths: tuple[float, ...]
+    columns: NDArray[np.float64]
+
+
+def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
+                 points: int) -> CurveDesign:
+    """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group)."""
     pieces = [grid_weights(req.x, points) for req in requests]
-    v = np.zeros((n, sum(p[0].size for p in pieces)))
+    columns = np.zeros((weight_sums.size, sum(p[0].size for p in pieces)))
     start = 0
     for req, (grid, w, _) in zip(requests, pieces):
-        v[req.rows, start:start + grid.size] = (w / bias.weight_sums[req.rows][None, :]).T
+        columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
         start += grid.size
-    a = kernel_matmul(gram, v)
-    se_all = np.sqrt((a * a).T @ (r * r))
+    return CurveDesign(tuple(requests), tuple(p[0] for p in pieces),
+                       tuple(p[1] for p in pieces), tuple(p[2] for p in pieces), columns)
+
+
+def curves_from_products(design: CurveDesign, products: NDArray[np.float64],
+                         bias: LocalBias, r: NDArray[np.float64], level: float) -> list[dict]:
+    """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
+    ``(covariate, group_by)`` with the groups' grid, curve, standard error and band."""
+    se_all = np.sqrt((products * products).T @ (r * r))
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
-    for req, (grid, w, h) in zip(requests, pieces):
+    for req, grid, w, h in zip(design.requests, design.grids, design.weights,
+                               design.bandwidths):
         centre = w @ bias.values[req.rows]
         se = se_all[start:start + grid.size]
         start += grid.size
@@ -137,6 +168,16 @@ def lcb_curves(gram: Gram, bias: LocalBias, r: NDArray[np.float64],
     return list(curves.values())
 
 
+def lcb_curves(gram: Gram, bias: LocalBias, r: NDArray[np.float64],
+               requests: list[CurveRequest], points: int, level: float) -> list[dict]:
+    """Smoothed per-group LCB curves with pointwise bands, with their own engine pass
+    (the stage instead fuses ``K @ V`` into a test's pass)."""
+    if not requests:
+        return []
+    design = curve_design(requests, bias.weight_sums, points)
+    return curves_from_products(design, kernel_matmul(gram, design.columns), bias, r, level)
+
+
 def plot_points(n: int, max_points: int, rng: np.random.Generator) -> NDArray[np.intp]:
     """Row indices of the scatter-plot subsample: all rows if ``n <= max_points``, else
     ``max_points`` rows drawn without replacement (seeded), in row order."""
@@ -145,6 +186,3 @@ def plot_points(n: int, max_points: int, rng: np.random.Generator) -> NDArray[np
     return np.sort(rng.choice(n, size=max_points, replace=False))
 
 
-def normal_quantile(level: float) -> float:
-    """``Phi^{-1}((1 + level) / 2)``."""
-    return float(stats.norm.ppf(0.5 + level / 2.0)) if 0 < level < 1 else math.nan

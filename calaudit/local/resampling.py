@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from calaudit.local.klce import as_columns, kite_normaliser
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_quadratic_forms
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
 MAX_ENTRIES = 32_000_000
@@ -39,12 +39,17 @@ Sampler = Callable[[np.random.Generator, int], NDArray[np.float64]]
 
 @dataclass(frozen=True)
 class NullResult:
-    """Observed statistic, its resampling null distribution and the p-value."""
+    """Observed statistic, its resampling null distribution and the p-value.
+
+    ``products`` is ``K @ W`` when the caller asked for extra products to be fused into
+    the test's kernel pass (``products=W``), else ``None``.
+    """
 
     statistic: float
     null_distribution: NDArray[np.float64]
     p_value: float
     extra: dict = field(default_factory=dict)
+    products: NDArray[np.float64] | None = None
 
 
 def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
@@ -53,18 +58,23 @@ def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
 
 
 def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
-                  lead: NDArray[np.float64], *, max_entries: int = MAX_ENTRIES
-                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                  lead: NDArray[np.float64], *, products: NDArray[np.float64] | None = None,
+                  max_entries: int = MAX_ENTRIES
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                             NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
 
     ``lead`` and the sampler's blocks have shape (n, q) or (n, m, q); the lead columns go
-    into the first batch. Returns ``(lead_forms, resample_forms)``.
+    into the first batch. With ``products`` (n, r), ``K @ products`` is computed in the
+    first batch's pass too (:func:`kernel_forms_and_matmul`). Returns
+    ``(lead_forms, resample_forms, K @ products or None)``.
     """
     n = gram.n
     per_column = n * (lead.shape[1] if lead.ndim == 3 else 1)
     batch = max(1, max_entries // per_column)
     k = lead.shape[-1]
     lead_forms: NDArray[np.float64] | None = None
+    weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
     done = 0
     while lead_forms is None or done < n_resamples:
@@ -72,12 +82,16 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
         block = sampler(rng, count)
         if lead_forms is None:
             block = np.concatenate([lead, block], axis=-1)
-        values = kernel_quadratic_forms(gram, block)
-        if lead_forms is None:
+            if products is not None:
+                values, weighted = kernel_forms_and_matmul(gram, block, products)
+            else:
+                values = kernel_quadratic_forms(gram, block)
             lead_forms, values = values[:k], values[k:]
+        else:
+            values = kernel_quadratic_forms(gram, block)
         forms.append(values)
         done += count
-    return lead_forms, np.concatenate(forms)
+    return lead_forms, np.concatenate(forms), weighted
 
 
 def label_sampler(proba: NDArray[np.float64]) -> Sampler:
@@ -130,28 +144,33 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
 
 
 def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
-                     rng: np.random.Generator, n_resamples: int) -> NullResult:
+                     rng: np.random.Generator, n_resamples: int, *,
+                     products: NDArray[np.float64] | None = None) -> NullResult:
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions."""
     n = gram.n
-    lead, null = batched_forms(gram, label_sampler(proba), n_resamples, rng, as_columns(r))
+    lead, null, weighted = batched_forms(gram, label_sampler(proba), n_resamples, rng,
+                                         as_columns(r), products=products)
     scale = 1.0 / (n * (n - 1))
     statistic, null = float(lead[0]) * scale, null * scale
-    return NullResult(statistic, null, monte_carlo_p_value(statistic, null))
+    return NullResult(statistic, null, monte_carlo_p_value(statistic, null),
+                      products=weighted)
 
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
-                   n_resamples: int) -> NullResult:
+                   n_resamples: int, *,
+                   products: NDArray[np.float64] | None = None) -> NullResult:
     """``klce_bootstrap``: Algorithm 1 (residual bootstrap).
 
     ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
     """
     n = gram.n
-    lead, null = batched_forms(gram, bootstrap_sampler(r), n_resamples, rng, as_columns(r))
+    lead, null, weighted = batched_forms(gram, bootstrap_sampler(r), n_resamples, rng,
+                                         as_columns(r), products=products)
     scale = 1.0 / (n * (n - 1))
     statistic, null = float(lead[0]) * scale, null * scale
     paper = float(np.count_nonzero(null > statistic) / null.size)
     return NullResult(statistic, null, monte_carlo_p_value(statistic, null),
-                      {"p_value_paper": paper})
+                      {"p_value_paper": paper}, products=weighted)
 
 
 def _ones_column(r: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -174,8 +193,8 @@ def permutation_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generato
     Returns ``S / N`` and the null divided by ``N``.
     """
     lead = np.concatenate([as_columns(r), _ones_column(r)], axis=-1)
-    (s, off_diagonal), null = batched_forms(gram, permutation_sampler(r), n_resamples, rng,
-                                            lead)
+    (s, off_diagonal), null, _ = batched_forms(gram, permutation_sampler(r), n_resamples,
+                                               rng, lead)
     n = gram.n
     normaliser = kite_normaliser(float(off_diagonal) + float(gram.diagonal().sum()), n)
     if centred:

@@ -94,3 +94,45 @@ def kernel_quadratic_forms(
     if exclude_diagonal:
         totals -= gram.diagonal() @ (flat * flat)
     return totals.reshape(m, q).sum(axis=0)
+
+
+def kernel_forms_and_matmul(
+    gram: Gram,
+    z: NDArray[np.float64],
+    w: NDArray[np.float64],
+    *,
+    exclude_diagonal: bool = True,
+    tile_rows: int | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
+    **one** pass over the kernel (each block is evaluated once for both).
+
+    ``Z`` has shape (n, q) or (n, m, q) (forms summed over the class axis, as in
+    :func:`kernel_quadratic_forms`); ``W`` has shape (n, r). Per tile, one GEMM of the
+    block with ``[Z | W]`` gives the forms' row products and the upper part of ``K @ W``;
+    a second, narrow GEMM with the block's transpose adds the lower part of ``K @ W``.
+    Use it when a statistic's resampled columns and a few kernel-weighted sums (e.g. the
+    local calibration bias) are needed from the same kernel.
+    """
+    n = gram.n
+    zm = np.asarray(z, dtype=np.float64)
+    zm = zm[:, None, :] if zm.ndim == 2 else zm
+    m, q = zm.shape[1], zm.shape[2]
+    flat = zm.reshape(n, m * q)
+    wm = np.asarray(w, dtype=np.float64).reshape(n, -1)
+    both = np.hstack([flat, wm])
+    totals = np.zeros(m * q)
+    products = np.zeros_like(wm)
+    step = tile_rows or tile_rows_for(n)
+    for start, stop in _tiles(n, step):
+        block = gram.block(slice(start, stop), slice(start, n))
+        upper = block @ both[start:]
+        here = flat[start:stop]
+        totals += 2.0 * np.einsum("ij,ij->j", here, upper[:, : m * q])
+        totals -= np.einsum("ij,ij->j", here, block[:, : stop - start] @ here)
+        products[start:stop] += upper[:, m * q:]
+        if stop < n:
+            products[stop:] += block[:, stop - start:].T @ wm[start:stop]
+    if exclude_diagonal:
+        totals -= gram.diagonal() @ (flat * flat)
+    return totals.reshape(m, q).sum(axis=0), products
