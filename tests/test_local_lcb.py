@@ -85,3 +85,38 @@ def test_summary():
     assert s["mean"] == pytest.approx(0.05) and s["mean_abs"] == pytest.approx(0.15)
     assert s["min"] == -0.2 and s["max"] == 0.3 and set(s["quantiles"]) == {
         "0.05", "0.25", "0.5", "0.75", "0.95"}
+
+
+def test_one_pass_gives_lcb_and_the_klce_statistic():
+    from calaudit.local.klce import klce2
+
+    x, p, y = case(45, 7)
+    gram = product_gram(p, 20.0, x, 0.5)
+    bias, statistic = lcb.lcb_and_statistic(gram, y - p, y - p)
+    assert statistic == pytest.approx(klce2(gram, y - p), rel=1e-12)
+    assert np.allclose(bias.values, lcb.local_calibration_bias(gram, y - p).values)
+    rng = np.random.default_rng(1)
+    proba = rng.dirichlet(np.ones(3), size=45)
+    labels = rng.integers(0, 3, 45)
+    r = -proba.copy()
+    r[np.arange(45), labels] += 1
+    gram3 = product_gram(proba, 3.0, x, 0.5)
+    _, stat3 = lcb.lcb_and_statistic(gram3, r[:, 0], r)
+    assert stat3 == pytest.approx(klce2(gram3, r), rel=1e-12)
+
+
+def test_fused_engine_pass_equals_separate_forms_and_products():
+    from calaudit.numerics.pairwise import (kernel_forms_and_matmul, kernel_matmul,
+                                            kernel_quadratic_forms)
+
+    x, p, _ = case(83, 8)
+    gram = product_gram(p, 10.0, x, 0.5)
+    rng = np.random.default_rng(2)
+    z, w = rng.normal(size=(83, 2, 5)), rng.normal(size=(83, 3))
+    forms, products = kernel_forms_and_matmul(gram, z, w, tile_rows=20)
+    assert np.allclose(forms, kernel_quadratic_forms(gram, z), rtol=1e-12)
+    assert np.allclose(products, kernel_matmul(gram, w), rtol=1e-12)
+    kernel = product_kernel_matrix(p, x, 10.0, 0.5)
+    assert np.allclose(products, kernel @ w, rtol=1e-12)
+    forms2, _ = kernel_forms_and_matmul(gram, z[:, 0, :], w, exclude_diagonal=False)
+    assert np.allclose(forms2, np.einsum("ib,ij,jb->b", z[:, 0], kernel, z[:, 0]), rtol=1e-12)

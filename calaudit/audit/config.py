@@ -51,8 +51,10 @@ class LocalConfig:
     """Local calibration (KLCE tests, LCB, group table); runs only with covariates.
 
     Kernels are Gaussian, ``exp(-d^2 / (2 s^2))`` with bandwidth ``s`` (``None``: median
-    heuristic, ``s^2`` = median of the non-zero squared distances between rows). The
-    ``kite_*`` fields set the KiTE-compatible ``klce_permutation`` test.
+    heuristic, ``s^2`` = median of the non-zero squared distances between rows, taken per
+    covariate and pooled by a median for the covariate kernel; see
+    ``docs/local-calibration.md``). The ``kite_*`` fields set the KiTE-compatible
+    ``klce_permutation`` test.
     """
 
     tests: tuple[str, ...] = field(
