@@ -74,7 +74,7 @@ def passes(preds: Path) -> None:
     from calaudit.local.resampling import consistency_test
 
     data = load(preds, covariates="HINCP,BLACK", categorical="BLACK")
-    streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS))))
+    streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS)), strict=True))
     t = time.perf_counter()
     audit = LocalAudit(data, AuditConfig(), streams)
     print(f"in-process: setup (encoding, median bandwidths) {time.perf_counter() - t:.1f} s")

@@ -59,7 +59,7 @@ def straightforward(p, x, gamma_p, gamma_x, e, indices):
 
 def main() -> None:
     data = load(REPO / "sample_data" / "credit_default.csv", covariates="age,race,income")
-    streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS))))
+    streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS)), strict=True))
     audit = LocalAudit(data, AuditConfig(), streams)
     n, e = data.n, audit.r
     print(f"# n={n}, B={B}, load average at start {os.getloadavg()}")
@@ -81,8 +81,9 @@ def main() -> None:
     print(f"speed-up (wall) of klce_bootstrap over the straightforward version: "
           f"{t_naive / t_fast:.1f}x")
     print(f"max |null difference| / max |null| = {same:.1e} (same resampling indices)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"n x n kernel matrix of the straightforward version: {n * n * 8 / 2**20:.0f} MB; "
-          f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+          f"peak RSS of this process {peak:.0f} MB")
     print(f"# load average at end {os.getloadavg()}")
 
 

@@ -43,7 +43,7 @@ def kite_elce2_loops(x, y, p, width, gamma):
     """KiTE ``ELCE2`` statistic: ``sum_{i != j} e_i K_ij e_j / ((n-1)/n sum_{i,j} K_ij)``
     with ``K = exp(-(p_i - p_j)^2 / width^2) exp(-gamma |x_i - x_j|^2)``."""
     n = len(p)
-    e = [yi - pi for yi, pi in zip(y, p)]
+    e = [yi - pi for yi, pi in zip(y, p, strict=True)]
     s = 0.0
     k_sum = 0.0
     for i in range(n):
@@ -103,7 +103,7 @@ def poisson_binomial_enumeration(p):
     pmf = np.zeros(n + 1)
     for outcome in itertools.product((0, 1), repeat=n):
         prob = 1.0
-        for yi, pi in zip(outcome, p):
+        for yi, pi in zip(outcome, p, strict=True):
             prob *= pi if yi else 1.0 - pi
         pmf[sum(outcome)] += prob
     return pmf

@@ -9,8 +9,7 @@ import pytest
 from reference_local import median_heuristic_loops
 
 from calaudit.data.dataset import Covariate
-from calaudit.local.bandwidth import (GaussianBandwidth, choose_bandwidth,
-                                      median_squared_distance)
+from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth, median_squared_distance
 from calaudit.local.encoding import ONE_HOT_SCALE, encode_covariates
 
 

@@ -11,8 +11,7 @@ from scipy import stats
 from calaudit.data.dataset import Covariate
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local import groups as grp
-from calaudit.local.poisson_binomial import (_rna_cdf, group_test, poisson_binomial_pmf,
-                                             tails)
+from calaudit.local.poisson_binomial import _rna_cdf, group_test, poisson_binomial_pmf, tails
 
 
 def test_quantile_bands_match_pandas_qcut():

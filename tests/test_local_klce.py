@@ -10,12 +10,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from reference_local import (hoeffding_thresholds, kite_elce2_loops, klce2_loops,
-                             product_kernel_matrix)
+from reference_local import (
+    hoeffding_thresholds,
+    kite_elce2_loops,
+    klce2_loops,
+    product_kernel_matrix,
+)
 
 from calaudit.local.kernel import product_gram
-from calaudit.local.klce import (hoeffding_region, kite_normaliser, klce2, klce2_sum,
-                                 prediction_features, residual_bound, residuals)
+from calaudit.local.klce import (
+    hoeffding_region,
+    kite_normaliser,
+    klce2,
+    klce2_sum,
+    prediction_features,
+    residual_bound,
+    residuals,
+)
 from calaudit.local.resampling import permutation_test
 from calaudit.numerics.kernels import ProductGram, gaussian
 

@@ -106,8 +106,11 @@ def test_one_pass_gives_lcb_and_the_klce_statistic():
 
 
 def test_fused_engine_pass_equals_separate_forms_and_products():
-    from calaudit.numerics.pairwise import (kernel_forms_and_matmul, kernel_matmul,
-                                            kernel_quadratic_forms)
+    from calaudit.numerics.pairwise import (
+        kernel_forms_and_matmul,
+        kernel_matmul,
+        kernel_quadratic_forms,
+    )
 
     x, p, _ = case(83, 8)
     gram = product_gram(p, 10.0, x, 0.5)

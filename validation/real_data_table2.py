@@ -40,8 +40,9 @@ try:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
-except ImportError:  # pragma: no cover
-    raise SystemExit("this script needs scikit-learn (pip install 'calaudit[validation]')")
+except ImportError as error:  # pragma: no cover
+    raise SystemExit("this script needs scikit-learn (pip install 'calaudit[validation]')"
+                     ) from error
 
 PAPER = {"heart": ("0.0031", "0.26"), "ahs": ("0.0006", "0.002")}
 

@@ -24,20 +24,32 @@ from typing import Any
 
 import numpy as np
 
-from calaudit.audit.config import AuditConfig, LocalConfig
+from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.klce import (hoeffding_region, klce2, prediction_features, residual_bound,
-                                 residuals)
-from calaudit.local.lcb import (CurveDesign, CurveRequest, curve_design, curves_from_products,
-                                lcb_and_statistic, plot_points, summarize, top_label_residual)
+from calaudit.local.klce import (
+    hoeffding_region,
+    klce2,
+    prediction_features,
+    residual_bound,
+    residuals,
+)
+from calaudit.local.lcb import (
+    CurveDesign,
+    CurveRequest,
+    curve_design,
+    curves_from_products,
+    lcb_and_statistic,
+    plot_points,
+    summarize,
+    top_label_residual,
+)
+from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.numerics.pairwise import kernel_matmul
-from calaudit.local.resampling import (NullResult, bootstrap_test, consistency_test,
-                                       permutation_test)
 from calaudit.results import MetricResult, Status, TestResult
 
 #: Categorical covariates with more categories are not used to split LCB curves.
@@ -69,7 +81,7 @@ class LocalCalibrationStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.covariates:
             return StageOutput()
-        streams = dict(zip(STREAMS, rng.spawn(len(STREAMS))))
+        streams = dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True))
         return LocalAudit(data, config, streams).output()
 
 

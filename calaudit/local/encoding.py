@@ -17,8 +17,9 @@ Covariates are duck-typed: anything with ``name``, ``kind`` (``numeric`` or
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray

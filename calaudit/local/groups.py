@@ -20,9 +20,10 @@ the ``tests`` list only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -180,7 +181,7 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
     rows = [group_row(s, outcome, prediction, lcb, rng, settings) for s in specs]
     pending = [i for i, r in enumerate(rows) if r["status"] is None]
     adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust)
-    for i, value in zip(pending, adjusted):
+    for i, value in zip(pending, adjusted, strict=True):
         rows[i]["p_value_adjusted"] = float(value)
         rows[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"
         rows[i]["adjustment"] = settings.adjust

@@ -29,7 +29,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
 
-
 #: Entries per column chunk of a block (2 MB of float64).
 CHUNK_ENTRIES = 262_144
 _POOL: ThreadPoolExecutor | None = None

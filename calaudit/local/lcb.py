@@ -83,7 +83,8 @@ def summarize(values: NDArray[np.float64]) -> dict:
         "sd": float(values.std()),
         "min": float(values.min()),
         "max": float(values.max()),
-        "quantiles": {str(q): float(v) for q, v in zip(QUANTILES, np.quantile(values, QUANTILES))},
+        "quantiles": {str(q): float(v)
+                      for q, v in zip(QUANTILES, np.quantile(values, QUANTILES), strict=True)},
     }
 
 
@@ -139,7 +140,7 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
     pieces = [grid_weights(req.x, points) for req in requests]
     columns = np.zeros((weight_sums.size, sum(p[0].size for p in pieces)))
     start = 0
-    for req, (grid, w, _) in zip(requests, pieces):
+    for req, (grid, w, _) in zip(requests, pieces, strict=True):
         columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
         start += grid.size
     return CurveDesign(tuple(requests), tuple(p[0] for p in pieces),
@@ -155,7 +156,7 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64],
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
     for req, grid, w, h in zip(design.requests, design.grids, design.weights,
-                               design.bandwidths):
+                               design.bandwidths, strict=True):
         centre = w @ bias.values[req.rows]
         se = se_all[start:start + grid.size]
         start += grid.size

@@ -21,8 +21,8 @@ Monte-Carlo p-values of the first two are ``(1 + #{T*_b >= T}) / (1 + B)`` (neve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray
