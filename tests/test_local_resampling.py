@@ -31,7 +31,8 @@ def test_consistency_null_is_the_statistic_of_labels_drawn_from_the_predictions(
     x, p, y = case()
     gram = product_gram(p, 10.0, x, 0.5)
     res = rs.consistency_test(gram, y - p, p, np.random.default_rng(11), 30)
-    draws = rs.label_sampler(p)(np.random.default_rng(11), 30)
+    draws = np.empty((40, 30))
+    rs.label_sampler(p)(np.random.default_rng(11), draws)
     kernel = product_kernel_matrix(p, x, 10.0, 0.5)
     expected = [u_stat(kernel, draws[:, b]) for b in range(30)]
     assert np.allclose(res.null_distribution, expected, rtol=1e-12)
@@ -86,10 +87,10 @@ def test_batches_give_the_same_forms_as_one_pass():
     columns = np.random.default_rng(0).normal(size=(25, 17))
     state = {"next": 0}
 
-    def sampler(rng, count):
+    def sampler(rng, out):
         start = state["next"]
-        state["next"] += count
-        return columns[:, start:start + count]
+        state["next"] += out.shape[1]
+        out[:] = columns[:, start:start + out.shape[1]]
 
     lead = (y - p)[:, None]
     lead_forms, forms, _ = rs.batched_forms(gram, sampler, 17, None, lead, max_entries=25 * 4)
@@ -102,7 +103,8 @@ def test_batches_give_the_same_forms_as_one_pass():
 
 def test_multiclass_label_sampler_draws_from_the_predictions():
     proba = np.array([[0.2, 0.5, 0.3], [0.9, 0.05, 0.05]])
-    z = rs.label_sampler(proba)(np.random.default_rng(0), 20000)
+    z = np.empty((2, 3, 20000))
+    rs.label_sampler(proba)(np.random.default_rng(0), z)
     assert z.shape == (2, 3, 20000)
     onehot = z + proba[:, :, None]
     assert np.allclose(onehot.sum(axis=1), 1.0) and set(np.unique(onehot)) <= {0.0, 1.0}
@@ -130,3 +132,12 @@ def test_multiclass_tests_run_on_vector_residuals():
     rb = r[idx[:, 0]]
     assert boot.null_distribution[0] == pytest.approx(
         float(np.einsum("ik,ij,jk->", rb, off, rb)) / (30 * 29), rel=1e-12)
+
+
+def test_label_draws_in_row_chunks_equal_one_draw(monkeypatch):
+    monkeypatch.setattr(rs, "DRAW_ENTRIES", 64)
+    p = np.random.default_rng(0).random(50)
+    out = np.empty((50, 16))
+    rs.label_sampler(p)(np.random.default_rng(3), out)
+    u = np.random.default_rng(3).random((50, 16))
+    assert np.array_equal(out, (u < p[:, None]) - p[:, None])

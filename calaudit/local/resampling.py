@@ -2,7 +2,7 @@
 
 Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
 all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
-kernel (:func:`kernel_quadratic_forms`: one BLAS call per row tile for all columns). The
+kernel (:func:`kernel_forms_and_matmul`: one BLAS call per row tile for all columns). The
 observed residuals ride along as the first column(s). When ``n * m * B`` would exceed
 :data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
 
@@ -29,12 +29,13 @@ from numpy.typing import NDArray
 
 from calaudit.local.klce import as_columns, kite_normaliser
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_quadratic_forms
+from calaudit.numerics.pairwise import kernel_forms_and_matmul
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
 MAX_ENTRIES = 32_000_000
 
-Sampler = Callable[[np.random.Generator, int], NDArray[np.float64]]
+#: ``sampler(rng, out)`` fills ``out`` ((n, B) or (n, m, B)) with B resampled columns.
+Sampler = Callable[[np.random.Generator, NDArray[np.float64]], None]
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,11 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                              NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
 
-    ``lead`` and the sampler's blocks have shape (n, q) or (n, m, q); the lead columns go
-    into the first batch. With ``products`` (n, r), ``K @ products`` is computed in the
-    first batch's pass too (:func:`kernel_forms_and_matmul`). Returns
-    ``(lead_forms, resample_forms, K @ products or None)``.
+    ``lead`` has shape (n, k) or (n, m, k); the sampler fills the resample columns of the
+    same layout. The lead columns go into the first batch. With ``products`` (n, r),
+    ``K @ products`` is computed in the first batch's pass too
+    (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms, K @ products
+    or None)``.
     """
     n = gram.n
     per_column = n * (lead.shape[1] if lead.ndim == 3 else 1)
@@ -78,68 +80,83 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     forms: list[NDArray[np.float64]] = []
     done = 0
     while lead_forms is None or done < n_resamples:
-        count = min(max(1, batch - (k if lead_forms is None else 0)), n_resamples - done)
-        block = sampler(rng, count)
-        if lead_forms is None:
-            block = np.concatenate([lead, block], axis=-1)
-            if products is not None:
-                values, weighted = kernel_forms_and_matmul(gram, block, products)
-            else:
-                values = kernel_quadratic_forms(gram, block)
+        first = lead_forms is None
+        count = min(max(1, batch - (k if first else 0)), n_resamples - done)
+        offset = k if first else 0
+        block = np.empty(lead.shape[:-1] + (offset + count,))
+        if first:
+            block[..., :k] = lead
+        sampler(rng, block[..., offset:])
+        values, extra = kernel_forms_and_matmul(gram, block, products if first else None)
+        if first:
             lead_forms, values = values[:k], values[k:]
-        else:
-            values = kernel_quadratic_forms(gram, block)
+            weighted = extra if products is not None else None
         forms.append(values)
         done += count
+        del block
     return lead_forms, np.concatenate(forms), weighted
+
+
+#: Random draws are made in row chunks of about this many entries (bounded temporaries).
+DRAW_ENTRIES = 4_000_000
+
+
+def _row_chunks(rows: int, columns: int):
+    step = max(1, DRAW_ENTRIES // max(columns, 1))
+    for start in range(0, rows, step):
+        yield start, min(rows, start + step)
 
 
 def label_sampler(proba: NDArray[np.float64]) -> Sampler:
     """Columns ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``, ``p_1 = proba``).
 
-    ``proba`` is (n,) positive-class probabilities (binary) or (n, m).
+    ``proba`` is (n,) positive-class probabilities (binary) or (n, m). Uniforms are drawn
+    row chunk by row chunk in C order, the same stream as one ``rng.random((n, B))``.
     """
     if proba.ndim == 1:
-        def draw_binary(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
-            z = rng.random((proba.shape[0], count))
-            hit = z < proba[:, None]
-            z[:] = -proba[:, None]
-            z[hit] += 1.0
-            return z
+        def draw_binary(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+            for start, stop in _row_chunks(*out.shape):
+                u = rng.random((stop - start, out.shape[1]))
+                p = proba[start:stop, None]
+                np.subtract(u < p, p, out=out[start:stop])
         return draw_binary
 
     cumulative = np.cumsum(proba, axis=1)[:, :-1]
 
-    def draw_classes(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
-        u = rng.random((proba.shape[0], count))
-        labels = np.zeros(u.shape, dtype=np.intp)
-        for c in range(cumulative.shape[1]):
-            labels += u >= cumulative[:, c, None]
-        z = np.repeat(-proba[:, :, None], count, axis=2)
-        rows = np.arange(proba.shape[0])[:, None]
-        z[rows, labels, np.arange(count)[None, :]] += 1.0
-        return z
+    def draw_classes(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        count = out.shape[2]
+        for start, stop in _row_chunks(out.shape[0], count):
+            u = rng.random((stop - start, count))
+            labels = np.zeros(u.shape, dtype=np.intp)
+            for c in range(cumulative.shape[1]):
+                labels += u >= cumulative[start:stop, c, None]
+            part = out[start:stop]
+            part[:] = -proba[start:stop, :, None]
+            rows = np.arange(stop - start)[:, None]
+            part[rows, labels, np.arange(count)[None, :]] += 1.0
     return draw_classes
 
 
-def _rows_layout(r: NDArray[np.float64], index: NDArray[np.intp]) -> NDArray[np.float64]:
-    """``r[index]`` with resamples on the last axis: (n, B) or (n, m, B)."""
-    picked = r[index]
-    return picked if r.ndim == 1 else np.moveaxis(picked, 1, 2)
+def _rows_into(out: NDArray[np.float64], r: NDArray[np.float64],
+               index: NDArray[np.intp]) -> None:
+    """``out[i, ..., b] = r[index[i, b]]`` for (rows, B) or (rows, m, B) ``out``."""
+    out[:] = r[index] if r.ndim == 1 else np.moveaxis(r[index], 1, 2)
 
 
 def bootstrap_sampler(r: NDArray[np.float64]) -> Sampler:
     """Columns of residuals drawn with replacement (Algorithm 1, line 9)."""
-    def draw(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
-        return _rows_layout(r, rng.integers(0, r.shape[0], size=(r.shape[0], count)))
+    def draw(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        for start, stop in _row_chunks(out.shape[0], out.shape[-1]):
+            index = rng.integers(0, r.shape[0], size=(stop - start, out.shape[-1]))
+            _rows_into(out[start:stop], r, index)
     return draw
 
 
 def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
     """Columns of permuted residuals (KiTE ``ELCE2_null_estimator``)."""
-    def draw(rng: np.random.Generator, count: int) -> NDArray[np.float64]:
-        order = np.broadcast_to(np.arange(r.shape[0])[:, None], (r.shape[0], count))
-        return _rows_layout(r, rng.permuted(order, axis=0))
+    def draw(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        order = np.broadcast_to(np.arange(r.shape[0])[:, None], (r.shape[0], out.shape[-1]))
+        _rows_into(out, r, rng.permuted(order, axis=0))
     return draw
 
 

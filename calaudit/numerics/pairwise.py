@@ -99,7 +99,7 @@ def kernel_quadratic_forms(
 def kernel_forms_and_matmul(
     gram: Gram,
     z: NDArray[np.float64],
-    w: NDArray[np.float64],
+    w: NDArray[np.float64] | None = None,
     *,
     exclude_diagonal: bool = True,
     tile_rows: int | None = None,
@@ -108,31 +108,34 @@ def kernel_forms_and_matmul(
     **one** pass over the kernel (each block is evaluated once for both).
 
     ``Z`` has shape (n, q) or (n, m, q) (forms summed over the class axis, as in
-    :func:`kernel_quadratic_forms`); ``W`` has shape (n, r). Per tile, one GEMM of the
-    block with ``[Z | W]`` gives the forms' row products and the upper part of ``K @ W``;
-    a second, narrow GEMM with the block's transpose adds the lower part of ``K @ W``.
-    Use it when a statistic's resampled columns and a few kernel-weighted sums (e.g. the
-    local calibration bias) are needed from the same kernel.
+    :func:`kernel_quadratic_forms`); ``W`` has shape (n, r) (``None``: r = 0). Per tile, one
+    GEMM of the block with ``Z`` gives the forms' row products and one with ``W`` the upper
+    part of ``K @ W``; a narrow GEMM with the block's transpose adds the lower part. No
+    copy of ``Z`` is made (``Z`` is typically all resamples of a test: n x B floats). Use it
+    when a statistic's resampled columns and a few kernel-weighted sums (e.g. the local
+    calibration bias) are needed from the same kernel.
     """
     n = gram.n
     zm = np.asarray(z, dtype=np.float64)
     zm = zm[:, None, :] if zm.ndim == 2 else zm
     m, q = zm.shape[1], zm.shape[2]
     flat = zm.reshape(n, m * q)
-    wm = np.asarray(w, dtype=np.float64).reshape(n, -1)
-    both = np.hstack([flat, wm])
+    wm = np.zeros((n, 0)) if w is None else np.asarray(w, dtype=np.float64).reshape(n, -1)
     totals = np.zeros(m * q)
     products = np.zeros_like(wm)
     step = tile_rows or tile_rows_for(n)
     for start, stop in _tiles(n, step):
         block = gram.block(slice(start, stop), slice(start, n))
-        upper = block @ both[start:]
         here = flat[start:stop]
-        totals += 2.0 * np.einsum("ij,ij->j", here, upper[:, : m * q])
+        totals += 2.0 * np.einsum("ij,ij->j", here, block @ flat[start:])
         totals -= np.einsum("ij,ij->j", here, block[:, : stop - start] @ here)
-        products[start:stop] += upper[:, m * q:]
-        if stop < n:
-            products[stop:] += block[:, stop - start:].T @ wm[start:stop]
+        if wm.shape[1]:
+            products[start:stop] += block @ wm[start:]
+            if stop < n:
+                products[stop:] += block[:, stop - start:].T @ wm[start:stop]
     if exclude_diagonal:
-        totals -= gram.diagonal() @ (flat * flat)
+        diagonal = gram.diagonal()
+        for start, stop in _tiles(n, step):
+            part = flat[start:stop]
+            totals -= np.einsum("i,ij,ij->j", diagonal[start:stop], part, part)
     return totals.reshape(m, q).sum(axis=0), products
