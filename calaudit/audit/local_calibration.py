@@ -54,6 +54,8 @@ from calaudit.results import MetricResult, Status, TestResult
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
+#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
+MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
            "per_class", "groups", "points")
 
@@ -192,7 +194,8 @@ class LocalAudit:
     def per_class(self) -> list[dict[str, Any]]:
         """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
         consistency p-value (labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) when tests run."""
-        if self.data.is_binary or not self.local.per_class:
+        if (self.data.is_binary or not self.local.per_class
+                or self.data.n_classes > MAX_PER_CLASS):
             return []
         lc, rng = self.local, self.streams["per_class"]
         rows = []
