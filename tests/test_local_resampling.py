@@ -141,3 +141,23 @@ def test_label_draws_in_row_chunks_equal_one_draw(monkeypatch):
     rs.label_sampler(p)(np.random.default_rng(3), out)
     u = np.random.default_rng(3).random((50, 16))
     assert np.array_equal(out, (u < p[:, None]) - p[:, None])
+
+
+def test_single_precision_null_matches_double_precision():
+    x, p, y = case(400, 12)
+    gram = product_gram(p, 30.0, x, 0.5)
+    r = y - p
+    double = rs.consistency_test(gram, r, p, np.random.default_rng(4), 99)
+    single = rs.consistency_test(gram, r, p, np.random.default_rng(4), 99,
+                                 statistic=double.statistic, dtype=np.float32)
+    assert single.statistic == double.statistic
+    spread = double.null_distribution.std()
+    assert np.max(np.abs(single.null_distribution - double.null_distribution)) < 1e-5 * spread
+    assert single.p_value == double.p_value
+    boot = rs.bootstrap_test(gram, r, np.random.default_rng(4), 30,
+                             statistic=double.statistic, dtype=np.float32)
+    boot64 = rs.bootstrap_test(gram, r, np.random.default_rng(4), 30)
+    assert np.allclose(boot.null_distribution, boot64.null_distribution, rtol=0,
+                       atol=1e-5 * boot64.null_distribution.std())
+    with pytest.raises(ValueError):
+        rs.consistency_test(gram, r, p, np.random.default_rng(4), 9, dtype=np.float32)

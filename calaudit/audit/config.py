@@ -19,6 +19,7 @@ MULTIPLE_TESTING = ("holm", "bonferroni", "fdr_bh", "none")
 STRATEGIES = ("uniform", "quantile")
 LOCAL_TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
 KITE_NULLS = ("centred", "uncentred")
+RESAMPLE_DTYPES = ("float32", "float64")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -61,6 +62,11 @@ class LocalConfig:
         default=("klce_consistency",),
         metadata={"help": "local tests to run: " + ", ".join(LOCAL_TESTS)})
     n_resamples: int = field(default=500, metadata={"help": "resamples of each local test"})
+    resample_dtype: str = field(
+        default="float32", metadata={"help": "precision of the resampled statistics of "
+                                             "klce_consistency / klce_bootstrap: float32 "
+                                             "(about 2x faster; the observed statistic is "
+                                             "always float64) or float64"})
     prob_bandwidth: float | None = field(
         default=None, metadata={"help": "bandwidth s of the Gaussian prediction kernel "
                                         "exp(-|p - q|^2 / (2 s^2)); none = median heuristic"})
@@ -132,6 +138,9 @@ class LocalConfig:
                f"got {self.group_adjust!r}")
         _check(0.0 < self.confidence_level < 1.0,
                f"local.confidence_level must be in (0, 1); got {self.confidence_level!r}")
+        _check(self.resample_dtype in RESAMPLE_DTYPES,
+               f"local.resample_dtype must be one of {', '.join(RESAMPLE_DTYPES)}; "
+               f"got {self.resample_dtype!r}")
         _check(self.kite_null in KITE_NULLS,
                f"local.kite_null must be one of {', '.join(KITE_NULLS)}; got {self.kite_null!r}")
 

@@ -127,18 +127,22 @@ class LocalAudit:
                    f"{lc.min_group_events}"
         return ""
 
-    def run_test(self, test_id: str, products: np.ndarray | None = None
+    def run_test(self, test_id: str, statistic: float, products: np.ndarray | None = None
                  ) -> tuple[TestResult, NullResult]:
-        """Run one test; ``products`` (consistency and bootstrap tests only) are multiplied
-        by the kernel in the same pass (``NullResult.products``)."""
+        """Run one test against the observed ``statistic`` (double precision, pass 1);
+        ``products`` (consistency and bootstrap tests only) are multiplied by the kernel in
+        the same pass (``NullResult.products``)."""
         lc, rng = self.local, self.streams[test_id]
+        dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
+        precision = {"resample_dtype": lc.resample_dtype}
         if test_id == "klce_consistency":
             res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
-                                   products=products)
-            params = self.kernel_params()
+                                   products=products, statistic=statistic, dtype=dtype)
+            params = {**self.kernel_params(), **precision}
         elif test_id == "klce_bootstrap":
-            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products)
-            params = {**self.kernel_params(), **res.extra}
+            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products,
+                                 statistic=statistic, dtype=dtype)
+            params = {**self.kernel_params(), **precision, **res.extra}
         else:
             gram, params = self.kite_gram()
             res = permutation_test(gram, self.r, rng, lc.n_resamples,
@@ -185,7 +189,7 @@ class LocalAudit:
         out, products = [], None
         for test_id in self.local.tests:
             fuse = products is None and test_id != "klce_permutation" and columns.shape[1] > 0
-            result, res = self.run_test(test_id, columns if fuse else None)
+            result, res = self.run_test(test_id, statistic, columns if fuse else None)
             out.append(result)
             if fuse:
                 products = res.products
@@ -206,7 +210,8 @@ class LocalAudit:
             gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
             if self.config.run_tests and not self.too_small():
-                res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples)
+                res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples,
+                                       dtype=np.float64)
                 row.update(statistic=res.statistic, p_value=res.p_value,
                            method="consistency resampling, one-vs-rest")
             else:
@@ -259,8 +264,6 @@ class LocalAudit:
         bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
         tests, products = self.tests_and_products(statistic, design.columns)
-        statistic = next((t.statistic for t in tests
-                          if t.id != "klce_permutation" and t.status is None), statistic)
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],

@@ -44,9 +44,12 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _fill(out: NDArray[np.float64], a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
-    """``out = exp(-|a_i - b_j|^2)`` (``out`` may be a strided view)."""
+def _fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
+    """``out = exp(-|a_i - b_j|^2)`` (``out`` may be a strided view, float64 or float32;
+    distances are always computed in double precision)."""
     d = cdist(a, b, "sqeuclidean")
+    if out.dtype != np.float64:
+        d = d.astype(out.dtype)
     np.negative(d, out=d)
     np.exp(d, out=out)
 
@@ -61,14 +64,16 @@ class GaussianProductGram:
     """``K_ij = exp(-|z_i - z_j|^2)`` for the rows ``z_i`` of ``features``."""
 
     features: NDArray[np.float64]
+    #: ``block`` accepts ``dtype=np.float32`` (single-precision kernel values).
+    supports_dtype = True
 
     @property
     def n(self) -> int:
         return int(self.features.shape[0])
 
-    def block(self, rows: slice, cols: slice) -> NDArray[np.float64]:
+    def block(self, rows: slice, cols: slice, dtype: type = np.float64) -> NDArray:
         a, b = self.features[rows], self.features[cols]
-        out = np.empty((a.shape[0], b.shape[0]))
+        out = np.empty((a.shape[0], b.shape[0]), dtype=dtype)
         step = max(256, CHUNK_ENTRIES // max(a.shape[0], 1))
         starts = range(0, b.shape[0], step)
         if len(starts) < 2:

@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_matmul
+from calaudit.local.klce import as_columns
+from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -49,19 +50,17 @@ def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
                       ) -> tuple[LocalBias, float | None]:
     """LCB and, from the same pass, the KLCE^2 estimate of ``klce_residuals``.
 
-    One engine pass ``K @ [r, 1, R]`` (``R``: the (n,) or (n, m) KLCE residuals) gives
-    eq. 7 and ``sum_{i != j} K_ij <R_i, R_j> = sum_c R_c . (K R_c) - sum_i K_ii |R_i|^2``.
+    One engine pass (:func:`kernel_forms_and_matmul`) gives ``K @ [r, 1]`` (eq. 7) and the
+    quadratic form ``sum_{i != j} K_ij <R_i, R_j>`` of the (n,) or (n, m) KLCE residuals.
     """
     n = gram.n
-    extra = (np.zeros((n, 0)) if klce_residuals is None
-             else np.asarray(klce_residuals, dtype=np.float64).reshape(n, -1))
-    out = kernel_matmul(gram, np.column_stack([r, np.ones_like(r), extra]))
+    columns = (np.zeros((n, 0)) if klce_residuals is None
+               else as_columns(np.asarray(klce_residuals, dtype=np.float64)))
+    forms, out = kernel_forms_and_matmul(gram, columns, np.column_stack([r, np.ones_like(r)]))
     bias = LocalBias(out[:, 0] / out[:, 1], out[:, 1])
     if klce_residuals is None:
         return bias, None
-    total = float(np.sum(extra * out[:, 2:])) - float(gram.diagonal() @ np.sum(extra * extra,
-                                                                            axis=1))
-    return bias, total / (n * (n - 1))
+    return bias, float(forms[0]) / (n * (n - 1))
 
 
 def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]

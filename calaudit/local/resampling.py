@@ -59,40 +59,42 @@ def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
 
 
 def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
-                  lead: NDArray[np.float64], *, products: NDArray[np.float64] | None = None,
-                  max_entries: int = MAX_ENTRIES
-                  ) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                  lead: NDArray[np.float64] | None, *,
+                  products: NDArray[np.float64] | None = None,
+                  max_entries: int = MAX_ENTRIES, dtype: type = np.float64
+                  ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
                              NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
 
-    ``lead`` has shape (n, k) or (n, m, k); the sampler fills the resample columns of the
-    same layout. The lead columns go into the first batch. With ``products`` (n, r),
-    ``K @ products`` is computed in the first batch's pass too
-    (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms, K @ products
-    or None)``.
+    ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
+    sampler fills the resample columns, (n, B) or (n, m, B), in ``dtype``. The lead columns go into
+    the first batch. With ``products`` (n, r), ``K @ products`` is computed in the first
+    batch's pass too (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms,
+    resample_forms, K @ products or None)``.
     """
     n = gram.n
-    per_column = n * (lead.shape[1] if lead.ndim == 3 else 1)
-    batch = max(1, max_entries // per_column)
-    k = lead.shape[-1]
+    layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
+    batch = max(1, max_entries // int(np.prod(layout)))
+    k = 0 if lead is None else lead.shape[-1]
     lead_forms: NDArray[np.float64] | None = None
     weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
-    done = 0
-    while lead_forms is None or done < n_resamples:
-        first = lead_forms is None
+    done, first = 0, True
+    while first or done < n_resamples:
         count = min(max(1, batch - (k if first else 0)), n_resamples - done)
         offset = k if first else 0
-        block = np.empty(lead.shape[:-1] + (offset + count,))
-        if first:
+        block = np.empty(layout + (offset + count,), dtype=dtype)
+        if first and k:
             block[..., :k] = lead
         sampler(rng, block[..., offset:])
-        values, extra = kernel_forms_and_matmul(gram, block, products if first else None)
+        values, extra = kernel_forms_and_matmul(gram, block, products if first else None,
+                                                dtype=dtype)
         if first:
-            lead_forms, values = values[:k], values[k:]
+            lead_forms, values = (values[:k] if k else None), values[k:]
             weighted = extra if products is not None else None
         forms.append(values)
         done += count
+        first = False
         del block
     return lead_forms, np.concatenate(forms), weighted
 
@@ -160,33 +162,49 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
     return draw
 
 
+def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
+                       rng: np.random.Generator, n_resamples: int,
+                       products: NDArray[np.float64] | None, statistic: float | None,
+                       dtype: type) -> tuple[float, NDArray[np.float64],
+                                             NDArray[np.float64] | None]:
+    """KLCE^2 (given, or from a double-precision lead column) and the null statistics."""
+    if statistic is None and dtype != np.float64:
+        raise ValueError("single-precision resampling needs the observed statistic")
+    lead = as_columns(r) if statistic is None else as_columns(r)[..., :0]
+    lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
+                                               products=products, dtype=dtype)
+    scale = 1.0 / (gram.n * (gram.n - 1))
+    observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
+    return observed, null * scale, weighted
+
+
 def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
                      rng: np.random.Generator, n_resamples: int, *,
-                     products: NDArray[np.float64] | None = None) -> NullResult:
-    """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions."""
-    n = gram.n
-    lead, null, weighted = batched_forms(gram, label_sampler(proba), n_resamples, rng,
-                                         as_columns(r), products=products)
-    scale = 1.0 / (n * (n - 1))
-    statistic, null = float(lead[0]) * scale, null * scale
-    return NullResult(statistic, null, monte_carlo_p_value(statistic, null),
-                      products=weighted)
+                     products: NDArray[np.float64] | None = None,
+                     statistic: float | None = None,
+                     dtype: type = np.float64) -> NullResult:
+    """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
+
+    ``statistic``: the observed KLCE^2 when already computed (in double precision, e.g. by
+    the LCB pass); the resampled statistics may then use ``dtype=np.float32``.
+    """
+    observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
+                                                  n_resamples, products, statistic, dtype)
+    return NullResult(observed, null, monte_carlo_p_value(observed, null), products=weighted)
 
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
-                   n_resamples: int, *,
-                   products: NDArray[np.float64] | None = None) -> NullResult:
-    """``klce_bootstrap``: Algorithm 1 (residual bootstrap).
+                   n_resamples: int, *, products: NDArray[np.float64] | None = None,
+                   statistic: float | None = None, dtype: type = np.float64) -> NullResult:
+    """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
+    :func:`consistency_test`.
 
     ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
     """
-    n = gram.n
-    lead, null, weighted = batched_forms(gram, bootstrap_sampler(r), n_resamples, rng,
-                                         as_columns(r), products=products)
-    scale = 1.0 / (n * (n - 1))
-    statistic, null = float(lead[0]) * scale, null * scale
-    paper = float(np.count_nonzero(null > statistic) / null.size)
-    return NullResult(statistic, null, monte_carlo_p_value(statistic, null),
+    observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
+                                                  n_resamples, products, statistic, dtype)
+    paper = float(np.count_nonzero(null > observed) / null.size)
+    return NullResult(observed, null, monte_carlo_p_value(observed, null),
                       {"p_value_paper": paper}, products=weighted)
 
 
