@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from calaudit.numerics.kernels import Gram
 from calaudit.local.klce import as_columns
+from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
