@@ -35,7 +35,9 @@ def ece_consistency_p(y: np.ndarray, p: np.ndarray, rng: np.random.Generator) ->
     proba = np.column_stack([1 - p, p])
     observed = ece_from_bins(binned_calibration(y, proba, n_bins=15, strategy="uniform",
                                                 notion="binary"))
-    draws = label_sampler(p)(rng, B) + p[:, None]
+    draws = np.empty((p.size, B))
+    label_sampler(p)(rng, draws)
+    draws += p[:, None]
     null = np.array([ece_from_bins(binned_calibration(draws[:, b].astype(int), proba,
                                                       n_bins=15, strategy="uniform",
                                                       notion="binary")) for b in range(B)])
