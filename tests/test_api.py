@@ -30,7 +30,11 @@ def test_load_and_audit_from_python():
     result = calaudit.run_audit(data, calaudit.AuditConfig(seed=3))
     assert result.metric("ece").value == pytest.approx(
         calaudit.expected_calibration_error(data.y_true, data.y_proba))
-    assert result.verdict is calaudit.Status.PASS
+    # the sample's built-in truth: globally calibrated, biased by group
+    assert all(t.status is calaudit.Status.PASS for t in result.tests
+               if not t.id.startswith("klce"))
+    assert result.test("klce_consistency").status is calaudit.Status.FAIL
+    assert result.verdict is calaudit.Status.FAIL
     assert result.to_dict()["config"]["seed"] == 3
 
 

@@ -15,6 +15,7 @@ import typer
 DATA = "Data"
 BINS = "Estimators"
 TESTS = "Tests and gate"
+LOCAL = "Local calibration (with --covariates)"
 OUT = "Outputs"
 
 DataArg = Annotated[Path, typer.Argument(
@@ -138,3 +139,38 @@ SignoffDate = Annotated[Optional[str], typer.Option(
     rich_help_panel=SIGNOFF)]
 ResultsArg = Annotated[Path, typer.Argument(
     help="A JSON result written by 'calaudit test --json'.", show_default=False)]
+ProbBandwidth = Annotated[Optional[float], typer.Option(
+    "--prob-bandwidth",
+    help="Bandwidth s of the Gaussian kernel on predictions, exp(-|p - q|^2 / (2 s^2)) "
+    "(default: median heuristic).", rich_help_panel=LOCAL)]
+CovBandwidth = Annotated[Optional[float], typer.Option(
+    "--cov-bandwidth",
+    help="Bandwidth s of the Gaussian kernel on the encoded covariates (numeric z-scored, "
+    "categories at distance 1; default: median heuristic per covariate).",
+    rich_help_panel=LOCAL)]
+LocalTests = Annotated[str, typer.Option(
+    "--local-tests", help="Comma list of local tests: klce_consistency (labels resampled "
+    "from the predictions), klce_bootstrap (the paper's Algorithm 1), klce_permutation "
+    "(KiTE ELCE2), or 'none'.", rich_help_panel=LOCAL)]
+LocalResamples = Annotated[int, typer.Option(
+    "--local-resamples", min=1, help="Resamples of each local test.", rich_help_panel=LOCAL)]
+MinGroupRows = Annotated[int, typer.Option(
+    "--min-group-rows", min=1, help="Groups with fewer rows are INCONCLUSIVE.",
+    rich_help_panel=LOCAL)]
+MinGroupEvents = Annotated[int, typer.Option(
+    "--min-group-events", min=0, help="Groups with fewer events or non-events are "
+    "INCONCLUSIVE.", rich_help_panel=LOCAL)]
+GroupAdjust = Annotated[str, typer.Option(
+    "--group-adjust", help="Adjustment of the group tests: holm, fdr_bh, bonferroni, none.",
+    rich_help_panel=LOCAL)]
+NBands = Annotated[int, typer.Option(
+    "--n-bands", min=1, help="Quantile bands of each numeric covariate in the group table.",
+    rich_help_panel=LOCAL)]
+TopK = Annotated[int, typer.Option(
+    "--top-k", min=0, help="Number of most biased groups listed.", rich_help_panel=LOCAL)]
+KiteWidth = Annotated[float, typer.Option(
+    "--kite-width", help="klce_permutation: KiTE prob_kernel_width w, "
+    "k = exp(-(p - q)^2 / w^2).", rich_help_panel=LOCAL)]
+KiteGamma = Annotated[Optional[float], typer.Option(
+    "--kite-gamma", help="klce_permutation: KiTE covariate RBF gamma "
+    "on raw covariates (default: 1 / number of encoded columns).", rich_help_panel=LOCAL)]

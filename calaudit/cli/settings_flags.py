@@ -20,6 +20,10 @@ EXPLICIT = {
     "binning": "binning.strategy",
     "baseline": "baseline.path",
     "regression_tolerance": "baseline.tolerance",
+    "local_tests": "local.tests",
+    "local_resamples": "local.n_resamples",
+    "kite_width": "local.kite_prob_kernel_width",
+    "kite_gamma": "local.kite_cov_gamma",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
                           "show_config", "pyproject", "force", "path", "directory",

@@ -35,6 +35,28 @@ def summary_table(result: Mapping[str, Any]) -> Table:
     return table
 
 
+def top_groups_table(result: dict[str, Any]) -> Table | None:
+    """The most biased groups of the local-calibration diagnostics (``local.lcb.top_groups``),
+    or ``None`` when there are none."""
+    top = (result.get("local") or {}).get("lcb", {}).get("top_groups") or []
+    if not top:
+        return None
+    table = Table(title="most biased groups (bias = observed - predicted)", show_edge=False,
+                  pad_edge=False, title_justify="left")
+    for name, justify in (("#", "right"), ("group", "left"), ("n", "right"),
+                          ("obs / pred", "right"), ("bias [interval]", "right"),
+                          ("p adj.", "right"), ("status", "left")):
+        table.add_column(name, justify=justify)
+    for row in top:
+        low, high = row["bias_ci"] or (None, None)
+        interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
+        table.add_row(str(row["rank"]), row["group"], str(row["n"]),
+                      f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
+                      f"{row['bias']:+.3f}{interval}", fmt_pvalue(row["p_value_adjusted"]),
+                      _styled(row["status"] or ""))
+    return table
+
+
 def _styled(status: str) -> str:
     style = STATUS_STYLE.get(status)
     return f"[{style}]{status}[/]" if style else status
@@ -63,6 +85,9 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         markup=False,
     )
     console.print(summary_table(result))
+    groups = top_groups_table(result)
+    if groups is not None:
+        console.print(groups)
     checks = [c for c in result_checks(result) if c.kind != "baseline"]
     for check in checks:
         if check.status != "PASS" and check.message:

@@ -1,0 +1,302 @@
+"""Stage: local calibration (runs only when the data has covariates).
+
+Vashistha & Farahi, *I-trustworthy models*: the KLCE^2 estimate (metric ``klce2``), the
+local tests chosen in ``config.local.tests`` (``klce_consistency`` by default;
+``klce_bootstrap`` = Algorithm 1; ``klce_permutation`` = KiTE ``ELCE2``), the Hoeffding
+acceptance region, the local calibration bias at every observation with its curves and
+plotting subsample, and the group table. Shapes: ``docs/result-schema.md`` (``local``,
+``groups``); conventions: ``docs/local-calibration.md``.
+
+Random streams: the stage's generator is split (``Generator.spawn``) into one child per
+purpose, in a fixed order, so e.g. changing the number of resamples of one test never
+changes another test's draws or the group intervals.
+
+Kernel passes (each evaluates the n^2 / 2 kernel entries once): (1) ``K @ [r, 1, R]`` gives
+the LCB at every observation and the KLCE^2 estimate; (2) the first consistency or
+bootstrap test, with the LCB curves' columns ``K @ V`` fused into its pass; each further
+test adds one pass (the KiTE test uses its own kernel).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from calaudit.audit.config import AuditConfig
+from calaudit.audit.stages import StageOutput
+from calaudit.data.dataset import CalibrationData
+from calaudit.local import groups as grp
+from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
+from calaudit.local.encoding import encode_covariates
+from calaudit.local.kernel import GaussianProductGram, product_gram
+from calaudit.local.klce import (
+    hoeffding_region,
+    klce2,
+    prediction_features,
+    residual_bound,
+    residuals,
+)
+from calaudit.local.lcb import (
+    CurveDesign,
+    CurveRequest,
+    curve_design,
+    curves_from_products,
+    lcb_and_statistic,
+    plot_points,
+    summarize,
+    top_label_residual,
+)
+from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
+from calaudit.numerics.pairwise import kernel_matmul
+from calaudit.results import MetricResult, Status, TestResult
+
+#: Categorical covariates with more categories are not used to split LCB curves.
+MAX_CURVE_GROUPS = 8
+#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
+MAX_PER_CLASS = 20
+STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
+           "per_class", "groups", "points")
+
+TITLES = {
+    "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
+    "klce_bootstrap": "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
+    "klce_permutation": "Local calibration test (KLCE, KiTE permutation null)",
+}
+METHODS = {
+    "klce_consistency": "consistency resampling: y*_i ~ Cat(p_i), predictions and "
+                        "covariates fixed; p = (1 + #{T* >= T}) / (1 + B)",
+    "klce_bootstrap": "residual bootstrap (Vashistha & Farahi, Algorithm 1); "
+                      "p = (1 + #{T* >= T}) / (1 + B)",
+    "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
+                        "p = max(1/B, #{T* > T}/B)",
+}
+
+
+class LocalCalibrationStage:
+    """KLCE tests, LCB diagnostics and the group table."""
+
+    name = "local_calibration"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        if not data.covariates:
+            return StageOutput()
+        streams = dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True))
+        return LocalAudit(data, config, streams).output()
+
+
+class LocalAudit:
+    """One run of the stage: shared arrays, kernels and the pieces of the output."""
+
+    def __init__(self, data: CalibrationData, config: AuditConfig,
+                 streams: dict[str, np.random.Generator]) -> None:
+        self.data, self.config, self.local = data, config, config.local
+        self.streams = streams
+        self.n = data.n
+        self.r = residuals(data.y_true, data.y_proba)
+        self.proba = data.y_proba[:, 1].copy() if data.is_binary else np.array(data.y_proba)
+        self.prob_features = prediction_features(data.y_proba)
+        self.encoded = encode_covariates(data.covariates, standardize=True)
+        lc = self.local
+        self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
+                                        streams["bandwidth"], lc.median_max_rows)
+        self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
+                                       streams["bandwidth"], lc.median_max_rows,
+                                       self.encoded.blocks)
+        self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
+                                 self.encoded.features, self.cov_bw.gamma)
+
+    # --- tests -----------------------------------------------------------------------
+
+    def kernel_params(self) -> dict[str, Any]:
+        return {"covariates": list(self.data.covariate_names),
+                "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
+                "residual": "y - p" if self.data.is_binary else "e_y - p",
+                "normalisation": "1 / (n (n - 1)), i != j"}
+
+    def too_small(self) -> str:
+        """Why the sample is too small for a local test ('' if it is not)."""
+        lc, n = self.local, self.n
+        if n < lc.min_group_rows:
+            return f"{n} rows < min_group_rows {lc.min_group_rows}"
+        counts = np.bincount(self.data.y_true, minlength=self.data.n_classes)
+        if self.data.is_binary and counts.min() < lc.min_group_events:
+            return f"{int(counts.min())} events or non-events < min_group_events " \
+                   f"{lc.min_group_events}"
+        return ""
+
+    def run_test(self, test_id: str, statistic: float, products: np.ndarray | None = None
+                 ) -> tuple[TestResult, NullResult]:
+        """Run one test against the observed ``statistic`` (double precision, pass 1);
+        ``products`` (consistency and bootstrap tests only) are multiplied by the kernel in
+        the same pass (``NullResult.products``)."""
+        lc, rng = self.local, self.streams[test_id]
+        dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
+        precision = {"resample_dtype": lc.resample_dtype}
+        if test_id == "klce_consistency":
+            res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
+                                   products=products, statistic=statistic, dtype=dtype)
+            params = {**self.kernel_params(), **precision}
+        elif test_id == "klce_bootstrap":
+            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products,
+                                 statistic=statistic, dtype=dtype)
+            params = {**self.kernel_params(), **precision, **res.extra}
+        else:
+            gram, params = self.kite_gram()
+            res = permutation_test(gram, self.r, rng, lc.n_resamples,
+                                   centred=lc.kite_null == "centred")
+            params.update(res.extra)
+        return TestResult(
+            id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
+            method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
+            null_distribution=res.null_distribution, title=TITLES[test_id]), res
+
+    def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
+        """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
+        raw (or standardised) covariates, ``gamma`` default ``1 / columns`` (sklearn)."""
+        lc = self.local
+        encoded = encode_covariates(self.data.covariates, standardize=lc.kite_standardize)
+        cov_gamma = lc.kite_cov_gamma or 1.0 / encoded.features.shape[1]
+        prob_gamma = 1.0 / lc.kite_prob_kernel_width ** 2
+        gram = product_gram(self.prob_features, prob_gamma, encoded.features, cov_gamma)
+        params = {"covariates": list(self.data.covariate_names),
+                  "prob_kernel": {**GaussianBandwidth.from_gamma(prob_gamma, "kite").to_dict(),
+                                  "kite_prob_kernel_width": lc.kite_prob_kernel_width},
+                  "cov_kernel": {**GaussianBandwidth.from_gamma(cov_gamma, "kite").to_dict(),
+                                 "kite_gamma": cov_gamma},
+                  "covariates_standardized": lc.kite_standardize,
+                  "null": lc.kite_null,
+                  "normalisation": "(n - 1) / n * sum_{i,j} K_ij"}
+        return gram, params
+
+    def tests_and_products(self, statistic: float, columns: np.ndarray
+                           ) -> tuple[list[TestResult], np.ndarray | None]:
+        """The requested tests (INCONCLUSIVE when the sample is too small) and ``K @
+        columns``, fused into the first consistency or bootstrap test's pass (``None`` if
+        no such test ran)."""
+        if not self.config.run_tests:
+            return [], None
+        reason = self.too_small()
+        if reason:
+            return [TestResult(
+                id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
+                method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
+                status=Status.INCONCLUSIVE, alpha=self.config.alpha,
+                message=f"too small to decide: {reason}", title=TITLES[test_id])
+                for test_id in self.local.tests], None
+        out, products = [], None
+        for test_id in self.local.tests:
+            fuse = products is None and test_id != "klce_permutation" and columns.shape[1] > 0
+            result, res = self.run_test(test_id, statistic, columns if fuse else None)
+            out.append(result)
+            if fuse:
+                products = res.products
+        return out, products
+
+    def per_class(self) -> list[dict[str, Any]]:
+        """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
+        consistency p-value (labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) when tests run."""
+        if (self.data.is_binary or not self.local.per_class
+                or self.data.n_classes > MAX_PER_CLASS):
+            return []
+        lc, rng = self.local, self.streams["per_class"]
+        rows = []
+        for c, name in enumerate(self.data.classes):
+            p_c = self.data.y_proba[:, c].copy()
+            r_c = (self.data.y_true == c).astype(np.float64) - p_c
+            bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
+            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma)
+            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+            if self.config.run_tests and not self.too_small():
+                res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples,
+                                       dtype=np.float64)
+                row.update(statistic=res.statistic, p_value=res.p_value,
+                           method="consistency resampling, one-vs-rest")
+            else:
+                row["statistic"] = klce2(gram, r_c)
+            rows.append(row)
+        return rows
+
+    # --- diagnostics -------------------------------------------------------------------
+
+    def curve_requests(self) -> list[CurveRequest]:
+        covs = self.data.covariates
+        groupings = [c for c in covs
+                     if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
+        minimum = max(self.local.min_group_rows, 5)
+        requests = []
+        for cov in (c for c in covs if c.kind == "numeric"):
+            x = np.asarray(cov.values, dtype=np.float64)
+            if not groupings:
+                requests.append(CurveRequest(cov.name, None, "all", np.arange(self.n), x))
+            for g in groupings:
+                for code, label in enumerate(g.categories):
+                    rows = np.flatnonzero(g.values == code)
+                    if rows.size >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
+        return requests
+
+    def points(self, lcb: np.ndarray, prediction: np.ndarray) -> dict[str, Any]:
+        rows = plot_points(self.n, self.local.max_points, self.streams["points"])
+        return {
+            "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
+                                 if c.kind == "numeric"},
+            "group": {c.name: c.labels()[rows] for c in self.data.covariates
+                      if c.kind == "categorical"},
+            "lcb": lcb[rows], "prediction": prediction[rows], "row": rows,
+            "n_total": self.n}
+
+    def group_settings(self) -> grp.GroupSettings:
+        lc = self.local
+        return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
+                                 adjust=lc.group_adjust, alpha=self.config.alpha,
+                                 ci_resamples=lc.group_ci_resamples, level=lc.confidence_level,
+                                 resample=self.config.run_tests)
+
+    # --- assembly ----------------------------------------------------------------------
+
+    def output(self) -> StageOutput:
+        lc = self.local
+        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+        scalar_r = outcome - prediction
+        bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        tests, products = self.tests_and_products(statistic, design.columns)
+        levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
+        specs = grp.define_groups(levels, lc.intersections)
+        table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
+                                self.group_settings())
+        klce_section = {
+            **self.kernel_params(), "encoding": self.encoded.encoding,
+            "encoded_columns": list(self.encoded.columns), "statistic": statistic,
+            "tests": [t.id for t in tests],
+            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
+                                          residual_bound(self.data.n_classes))}
+        per_class = self.per_class()
+        if per_class:
+            klce_section["per_class"] = per_class
+        lcb_section = {
+            "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
+                          "(eq. 7) at every observation",
+            "view": "binary" if self.data.is_binary else "top-label",
+            "summary": summarize(bias.values),
+            "curves": self.curves(design, products, bias, scalar_r),
+            "points": self.points(bias.values, prediction),
+            "top_groups": grp.most_biased(table, lc.top_k),
+        }
+        metric = MetricResult("klce2", statistic, self.kernel_params(),
+                              title="Kernel local calibration error KLCE^2 (unbiased)")
+        return StageOutput(metrics=(metric,), tests=tuple(tests),
+                           local={"klce": klce_section, "lcb": lcb_section},
+                           groups=tuple(table))
+
+    def curves(self, design: CurveDesign, products: np.ndarray | None, bias,
+               scalar_r: np.ndarray) -> list[dict[str, Any]]:
+        if not design.requests:
+            return []
+        if products is None:
+            products = kernel_matmul(self.gram, design.columns)
+        return curves_from_products(design, products, bias, scalar_r,
+                                    self.local.confidence_level)

@@ -1,0 +1,118 @@
+"""Bandwidths of the Gaussian kernels: explicit or the median heuristic.
+
+Convention (one for every local kernel): ``k(a, b) = exp(-|a - b|^2 / (2 s^2))`` with
+bandwidth ``s``, i.e. ``gamma = 1 / (2 s^2)`` in ``exp(-gamma |a - b|^2)``.
+
+Median heuristic (Gretton et al. 2012; the lengthscale convention of CalibrationErrors.jl's
+documented example, ``GaussianKernel`` with lengthscale ``sqrt(median squared distance)``):
+``s^2 = median{ |a_i - a_j|^2 : i < j, a_i != a_j }``. Pairs at distance zero (ties) are
+left out so that discrete data (a categorical covariate, a model with few distinct scores)
+still get a positive bandwidth; for continuous data this changes nothing.
+
+Covariates (several, each encoded on a unit scale, see :mod:`.encoding`): the median is
+taken **per covariate** (over its own encoded columns) and the bandwidth is
+``s^2 = median over covariates of those medians``. The plain median over the
+concatenation grows with the number of covariates (each adds about 1 to every squared
+distance), which flattens the kernel along every single covariate: on the bundled
+``credit_default`` data with ``age, race, income`` it gives ``s = 1.82`` and the local
+test misses the race-dependent bias (p = 0.11), while the per-covariate rule gives
+``s ~ 1`` and rejects (validation/credit_default_demo.py). With one covariate both rules
+coincide.
+
+The medians are exact on all ``n (n - 1) / 2`` pairs when ``n <= max_rows`` and otherwise
+computed on ``max_rows`` rows drawn without replacement from the stage's seeded generator
+(2000 rows = about 2 million pairs; the relative standard error of the median is well
+under 1%).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.distance import pdist
+
+DEFAULT_MAX_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class GaussianBandwidth:
+    """A Gaussian kernel's bandwidth ``s`` and where it came from.
+
+    ``source``: ``median`` (heuristic), ``option`` (given by the user), ``kite`` (KiTE
+    mode), ``default`` (heuristic impossible: all rows identical, ``s = 1``).
+    """
+
+    bandwidth: float
+    source: str
+    rows_used: int | None = None
+
+    @property
+    def gamma(self) -> float:
+        """``1 / (2 s^2)``."""
+        return 1.0 / (2.0 * self.bandwidth * self.bandwidth)
+
+    def to_dict(self) -> dict:
+        out = {"type": "gaussian", "bandwidth": self.bandwidth, "gamma": self.gamma,
+               "source": self.source, "formula": "exp(-|a - b|^2 / (2 bandwidth^2))"}
+        if self.rows_used is not None:
+            out["median_rows"] = self.rows_used
+        return out
+
+    @classmethod
+    def from_gamma(cls, gamma: float, source: str) -> GaussianBandwidth:
+        """The bandwidth with ``exp(-gamma d^2)``: ``s = 1 / sqrt(2 gamma)``."""
+        return cls(1.0 / math.sqrt(2.0 * gamma), source)
+
+
+def subsample_rows(features: NDArray[np.float64], rng: np.random.Generator | None,
+                   max_rows: int = DEFAULT_MAX_ROWS) -> NDArray[np.float64]:
+    """All rows (as a matrix) if ``n <= max_rows``, else ``max_rows`` rows drawn without
+    replacement with ``rng``, in row order."""
+    x = np.asarray(features, dtype=np.float64)
+    x = x[:, None] if x.ndim == 1 else x
+    if x.shape[0] <= max_rows:
+        return x
+    if rng is None:
+        raise ValueError("a generator is needed to subsample rows for the median")
+    return x[np.sort(rng.choice(x.shape[0], size=max_rows, replace=False))]
+
+
+def median_nonzero_squared(x: NDArray[np.float64]) -> float:
+    """Median of the non-zero squared Euclidean distances between rows of ``x``; 0 if none."""
+    squared = pdist(x, "sqeuclidean")
+    positive = squared[squared > 0]
+    return float(np.median(positive)) if positive.size else 0.0
+
+
+def median_squared_distance(features: NDArray[np.float64], rng: np.random.Generator | None,
+                            max_rows: int = DEFAULT_MAX_ROWS,
+                            blocks: Sequence[slice] | None = None) -> tuple[float, int]:
+    """The heuristic's ``s^2`` and the number of rows it was computed on.
+
+    Without ``blocks``: the median over all columns. With ``blocks`` (one column slice per
+    covariate): the median over blocks of each block's median (blocks whose rows are all
+    equal are skipped). ``rng`` is used only when ``n > max_rows``.
+    """
+    x = subsample_rows(features, rng, max_rows)
+    if blocks is None:
+        return median_nonzero_squared(x), int(x.shape[0])
+    medians = [m for m in (median_nonzero_squared(x[:, b]) for b in blocks) if m > 0]
+    return (float(np.median(medians)) if medians else 0.0), int(x.shape[0])
+
+
+def choose_bandwidth(features: NDArray[np.float64], option: float | None,
+                     rng: np.random.Generator | None,
+                     max_rows: int = DEFAULT_MAX_ROWS,
+                     blocks: Sequence[slice] | None = None) -> GaussianBandwidth:
+    """The user's bandwidth if given, else the median heuristic (see module docstring)."""
+    if option is not None:
+        return GaussianBandwidth(float(option), "option")
+    median, rows = median_squared_distance(features, rng, max_rows, blocks)
+    if median <= 0:
+        return GaussianBandwidth(1.0, "default", rows)
+    source = "median" if blocks is None or len(blocks) == 1 else "median per covariate"
+    return GaussianBandwidth(math.sqrt(median), source, rows)

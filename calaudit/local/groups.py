@@ -1,0 +1,196 @@
+"""The group table: calibration in every covariate group and pairwise intersection.
+
+Groups: each category of a categorical covariate; each quantile band of a numeric
+covariate (``n_bands`` equal-mass bands, right-closed, the lowest value in the first band,
+duplicate edges merged, labelled ``[21, 34]``, ``(34, 48]`` ...); with ``intersections``,
+every non-empty combination of levels of two different covariates (``race=A & age=(34,
+48]``).
+
+Per group (binary: events are positives and the prediction is ``p_1``; multi-class: the
+top-label view, events are correct predictions and the prediction is the confidence):
+``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = observed_rate -
+mean_prediction`` with a percentile bootstrap interval (rows resampled within the group,
+seeded), ``mean_lcb``, and the group calibration test of :mod:`.poisson_binomial`.
+Groups with fewer than ``min_rows`` rows or fewer than ``min_events`` events or
+non-events are ``INCONCLUSIVE`` (no test, no part in the adjustment). The others' p-values
+are adjusted together (Holm by default, or Benjamini-Hochberg) and a group ``FAIL``s when
+its adjusted p-value is at most ``alpha``. Group statuses are diagnostics: the gate uses
+the ``tests`` list only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.inference.multitest import adjust_pvalues
+from calaudit.local.encoding import CovariateLike
+from calaudit.local.poisson_binomial import group_test
+
+TEST_NAME = "poisson_binomial"
+
+
+def _fmt(value: float) -> str:
+    """4 significant digits; whole numbers below 10^7 without an exponent (27900, not
+    2.79e+04)."""
+    text = f"{value:.4g}"
+    if "e" in text and abs(value) < 1e7:
+        return f"{round(value):d}"
+    return text
+
+
+@dataclass(frozen=True)
+class Levels:
+    """A covariate cut into levels: per-row codes and the level labels."""
+
+    name: str
+    codes: NDArray[np.intp]
+    labels: tuple[str, ...]
+
+
+def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.intp],
+                                                                       tuple[str, ...]]:
+    """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
+    duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
+    x = np.asarray(values, dtype=np.float64)
+    edges = np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
+    if edges.size == 1:
+        return np.zeros(x.size, dtype=np.intp), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+    codes = np.searchsorted(edges[1:-1], x, side="left").astype(np.intp)
+    labels = tuple(
+        ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
+        for b in range(edges.size - 1))
+    return codes, labels
+
+
+def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
+    """Categories of a categorical covariate, quantile bands of a numeric one."""
+    if cov.kind == "categorical":
+        return Levels(cov.name, np.asarray(cov.values, dtype=np.intp), tuple(cov.categories))
+    codes, labels = quantile_bands(cov.values, n_bands)
+    return Levels(cov.name, codes, labels)
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group: its name, kind, level per covariate and row indices."""
+
+    name: str
+    kind: str
+    covariates: dict[str, str]
+    rows: NDArray[np.intp]
+
+
+def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
+    """Single-covariate groups, then (optionally) pairwise intersections; empty ones are
+    skipped."""
+    specs: list[GroupSpec] = []
+    for lv in levels:
+        for code, label in enumerate(lv.labels):
+            rows = np.flatnonzero(lv.codes == code)
+            if rows.size:
+                specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows))
+    if intersections:
+        for a, b in combinations(levels, 2):
+            joint = a.codes * len(b.labels) + b.codes
+            for key in np.unique(joint):
+                ca, cb = divmod(int(key), len(b.labels))
+                rows = np.flatnonzero(joint == key)
+                la, lb = a.labels[ca], b.labels[cb]
+                specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
+                                       {a.name: la, b.name: lb}, rows))
+    return specs
+
+
+def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
+                            n_resamples: int, level: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``mean(d)`` (rows resampled with replacement)."""
+    n = d.size
+    chunk = max(1, 4_000_000 // max(n, 1))
+    means = []
+    for start in range(0, n_resamples, chunk):
+        count = min(chunk, n_resamples - start)
+        means.append(d[rng.integers(0, n, size=(count, n))].mean(axis=1))
+    values = np.concatenate(means)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def normal_mean_interval(d: NDArray[np.float64], level: float) -> tuple[float, float]:
+    """``mean(d) -/+ z sd(d) / sqrt(n)`` (used when resampling is switched off)."""
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    half = z * float(d.std(ddof=1)) / np.sqrt(d.size) if d.size > 1 else np.inf
+    return float(d.mean() - half), float(d.mean() + half)
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """Thresholds and sizes of the group table (from ``LocalConfig``)."""
+
+    min_rows: int = 30
+    min_events: int = 5
+    adjust: str = "holm"
+    alpha: float = 0.05
+    ci_resamples: int = 1000
+    level: float = 0.95
+    resample: bool = True
+
+
+def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray[np.float64],
+              lcb: NDArray[np.float64] | None, rng: np.random.Generator,
+              settings: GroupSettings) -> dict[str, Any]:
+    """The statistics of one group (status still pending unless INCONCLUSIVE)."""
+    y, p = outcome[spec.rows], prediction[spec.rows]
+    n, events = int(spec.rows.size), int(y.sum())
+    d = y - p
+    row: dict[str, Any] = {
+        "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
+        "n": n, "events": events, "mean_prediction": float(p.mean()),
+        "observed_rate": float(y.mean()), "bias": float(d.mean()),
+        "bias_ci": None, "mean_lcb": None if lcb is None else float(lcb[spec.rows].mean()),
+        "expected_events": float(p.sum()), "test": TEST_NAME, "test_method": None,
+        "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
+    problems = []
+    if n < settings.min_rows:
+        problems.append(f"{n} rows < {settings.min_rows}")
+    if min(events, n - events) < settings.min_events:
+        problems.append(f"{min(events, n - events)} events or non-events "
+                        f"< {settings.min_events}")
+    if problems:
+        row["status"] = "INCONCLUSIVE"
+        row["message"] = "too small to decide: " + "; ".join(problems)
+        return row
+    row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, settings.level)
+                          if settings.resample else normal_mean_interval(d, settings.level))
+    row["p_value"], row["test_method"] = group_test(events, p)
+    return row
+
+
+def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
+                prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
+                rng: np.random.Generator, settings: GroupSettings) -> list[dict[str, Any]]:
+    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses."""
+    rows = [group_row(s, outcome, prediction, lcb, rng, settings) for s in specs]
+    pending = [i for i, r in enumerate(rows) if r["status"] is None]
+    adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust)
+    for i, value in zip(pending, adjusted, strict=True):
+        rows[i]["p_value_adjusted"] = float(value)
+        rows[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"
+        rows[i]["adjustment"] = settings.adjust
+    return rows
+
+
+def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The ``k`` conclusive groups with the largest ``|bias|`` (ties: smaller p-value),
+    each with its ``rank`` (1 = most biased)."""
+    conclusive = [r for r in rows if r["status"] != "INCONCLUSIVE"]
+    ranked = sorted(conclusive, key=lambda r: (-abs(r["bias"]), r["p_value"], r["group"]))
+    return [{"rank": i + 1, **r} for i, r in enumerate(ranked[:k])]

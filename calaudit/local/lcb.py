@@ -1,0 +1,188 @@
+"""Local calibration bias (Vashistha & Farahi, Proposition 3.8, eq. 7).
+
+At an observation ``j``: ``LCB_j = sum_i r_i K_ij / sum_i K_ij`` with the KLCE product
+kernel ``K_ij = k(p_i, p_j) l(x_i, x_j)`` -- a Nadaraya-Watson smoother of the residuals
+over predictions and covariates (the sum includes ``i = j``, as eq. 7). Positive: the
+model under-predicts there. Binary residuals are ``y - p``; multi-class uses the
+top-label residual ``1{y = argmax p} - max p`` (the top-label view of the group table).
+Both numerator and denominator come from one engine pass, ``K @ [r, 1]``.
+
+Curves for the report (the paper's Figure 6, smoothed per group against a numeric
+covariate): at grid points ``t`` the curve is the Gaussian Nadaraya-Watson average of the
+group's LCB values, ``c(t) = sum_{j in g} w_j(t) LCB_j`` (``w`` normalised, bandwidth by
+Silverman's rule). ``c(t)`` is linear in the residuals, ``c(t) = sum_i a_i(t) r_i`` with
+``a_i(t) = sum_{j in g} w_j(t) K_ij / D_j`` (``D_j = sum_i K_ij``), so its standard error
+given predictions and covariates is ``sqrt(sum_i a_i(t)^2 r_i^2)`` (heteroscedasticity-
+robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more engine pass
+``K @ V`` with ``V_jt = w_j(t) / D_j``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from calaudit.local.klce import as_columns
+from calaudit.numerics.kernels import Gram
+from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
+
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+@dataclass(frozen=True)
+class LocalBias:
+    """LCB at every observation and the kernel weight sums ``D_j``."""
+
+    values: NDArray[np.float64]
+    weight_sums: NDArray[np.float64]
+
+
+def local_calibration_bias(gram: Gram, r: NDArray[np.float64]) -> LocalBias:
+    """eq. 7 at every observation, from ``K @ [r, 1]`` (no n x n matrix)."""
+    return lcb_and_statistic(gram, r, None)[0]
+
+
+def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
+                      klce_residuals: NDArray[np.float64] | None
+                      ) -> tuple[LocalBias, float | None]:
+    """LCB and, from the same pass, the KLCE^2 estimate of ``klce_residuals``.
+
+    One engine pass (:func:`kernel_forms_and_matmul`) gives ``K @ [r, 1]`` (eq. 7) and the
+    quadratic form ``sum_{i != j} K_ij <R_i, R_j>`` of the (n,) or (n, m) KLCE residuals.
+    """
+    n = gram.n
+    columns = (np.zeros((n, 0)) if klce_residuals is None
+               else as_columns(np.asarray(klce_residuals, dtype=np.float64)))
+    forms, out = kernel_forms_and_matmul(gram, columns, np.column_stack([r, np.ones_like(r)]))
+    bias = LocalBias(out[:, 0] / out[:, 1], out[:, 1])
+    if klce_residuals is None:
+        return bias, None
+    return bias, float(forms[0]) / (n * (n - 1))
+
+
+def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(outcome, prediction)`` of the scalar view: binary ``(y == 1, p_1)``; multi-class
+    top-label ``(y == argmax p, max p)``."""
+    p = np.asarray(y_proba, dtype=np.float64)
+    if p.shape[1] == 2:
+        return (np.asarray(y_true) == 1).astype(np.float64), p[:, 1].copy()
+    top = p.argmax(axis=1)
+    return (np.asarray(y_true) == top).astype(np.float64), p.max(axis=1)
+
+
+def summarize(values: NDArray[np.float64]) -> dict:
+    """``local.lcb.summary``: mean, mean |LCB|, sd, min, max and quantiles."""
+    return {
+        "mean": float(values.mean()),
+        "mean_abs": float(np.abs(values).mean()),
+        "sd": float(values.std()),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "quantiles": {str(q): float(v)
+                      for q, v in zip(QUANTILES, np.quantile(values, QUANTILES), strict=True)},
+    }
+
+
+def silverman_bandwidth(x: NDArray[np.float64]) -> float:
+    """``0.9 min(sd, IQR / 1.34) n^(-1/5)``; falls back to sd, then to 1."""
+    sd = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+    iqr = float(np.subtract(*np.percentile(x, [75, 25])))
+    spread = min(sd, iqr / 1.34) if iqr > 0 else sd
+    if spread <= 0:
+        return 1.0
+    return 0.9 * spread * x.size ** (-0.2)
+
+
+@dataclass(frozen=True)
+class CurveRequest:
+    """One curve: the covariate values of the group's rows and their row indices."""
+
+    covariate: str
+    group_by: str | None
+    group: str
+    rows: NDArray[np.intp]
+    x: NDArray[np.float64]
+
+
+def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64],
+                                                                NDArray[np.float64], float]:
+    """Grid (``points`` values from the 2nd to the 98th percentile) and row-normalised
+    Gaussian weights ``w_j(t)`` (shape (points, len(x)))."""
+    low, high = np.percentile(x, [2, 98])
+    if high <= low:
+        low, high = float(x.min()), float(x.max())
+    grid = np.linspace(low, high, points) if high > low else np.array([float(low)])
+    h = silverman_bandwidth(x)
+    w = np.exp(-0.5 * ((grid[:, None] - x[None, :]) / h) ** 2)
+    w /= np.maximum(w.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+    return grid, w, h
+
+
+@dataclass(frozen=True)
+class CurveDesign:
+    """The grids, weights and engine columns ``V`` of a set of curve requests."""
+
+    requests: tuple[CurveRequest, ...]
+    grids: tuple[NDArray[np.float64], ...]
+    weights: tuple[NDArray[np.float64], ...]
+    bandwidths: tuple[float, ...]
+    columns: NDArray[np.float64]
+
+
+def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
+                 points: int) -> CurveDesign:
+    """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group)."""
+    pieces = [grid_weights(req.x, points) for req in requests]
+    columns = np.zeros((weight_sums.size, sum(p[0].size for p in pieces)))
+    start = 0
+    for req, (grid, w, _) in zip(requests, pieces, strict=True):
+        columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
+        start += grid.size
+    return CurveDesign(tuple(requests), tuple(p[0] for p in pieces),
+                       tuple(p[1] for p in pieces), tuple(p[2] for p in pieces), columns)
+
+
+def curves_from_products(design: CurveDesign, products: NDArray[np.float64],
+                         bias: LocalBias, r: NDArray[np.float64], level: float) -> list[dict]:
+    """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
+    ``(covariate, group_by)`` with the groups' grid, curve, standard error and band."""
+    se_all = np.sqrt((products * products).T @ (r * r))
+    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    curves: dict[tuple[str, str | None], dict] = {}
+    start = 0
+    for req, grid, w, h in zip(design.requests, design.grids, design.weights,
+                               design.bandwidths, strict=True):
+        centre = w @ bias.values[req.rows]
+        se = se_all[start:start + grid.size]
+        start += grid.size
+        entry = curves.setdefault((req.covariate, req.group_by), {
+            "covariate": req.covariate, "group_by": req.group_by, "groups": []})
+        entry["groups"].append({
+            "group": req.group, "n": int(req.rows.size), "bandwidth": h,
+            "x": grid, "lcb": centre, "se": se,
+            "low": centre - z * se, "high": centre + z * se})
+    return list(curves.values())
+
+
+def lcb_curves(gram: Gram, bias: LocalBias, r: NDArray[np.float64],
+               requests: list[CurveRequest], points: int, level: float) -> list[dict]:
+    """Smoothed per-group LCB curves with pointwise bands, with their own engine pass
+    (the stage instead fuses ``K @ V`` into a test's pass)."""
+    if not requests:
+        return []
+    design = curve_design(requests, bias.weight_sums, points)
+    return curves_from_products(design, kernel_matmul(gram, design.columns), bias, r, level)
+
+
+def plot_points(n: int, max_points: int, rng: np.random.Generator) -> NDArray[np.intp]:
+    """Row indices of the scatter-plot subsample: all rows if ``n <= max_points``, else
+    ``max_points`` rows drawn without replacement (seeded), in row order."""
+    if n <= max_points:
+        return np.arange(n)
+    return np.sort(rng.choice(n, size=max_points, replace=False))
+
+

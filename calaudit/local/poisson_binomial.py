@@ -1,0 +1,68 @@
+"""Group calibration test: is the number of events consistent with the predictions?
+
+Null hypothesis (local calibration of the group, conditional on its predictions):
+``y_i ~ Bernoulli(p_i)`` independently, so the event count ``S = sum_i y_i`` follows the
+Poisson-binomial distribution with parameters ``p_1..p_n``. Two-sided p-value by doubling
+the smaller tail: ``min(1, 2 min(P(S <= s), P(S >= s)))``.
+
+* ``n <= EXACT_MAX_ROWS``: exact, by the recursion ``P_i(k) = P_{i-1}(k) (1 - p_i) +
+  P_{i-1}(k - 1) p_i`` (O(n^2), vectorised over ``k``; checked against
+  ``scipy.stats.poisson_binom`` and against enumeration in the tests);
+* larger groups: the refined normal approximation (RNA, Volkova 1996; Hong 2013) with
+  continuity and skewness correction: ``P(S <= k) ~ G((k + 0.5 - mu) / sigma)``,
+  ``G(x) = Phi(x) + gamma (1 - x^2) phi(x) / 6``, ``mu = sum p``,
+  ``sigma^2 = sum p (1 - p)``, ``gamma = sum p (1 - p)(1 - 2p) / sigma^3``, clipped to
+  [0, 1]. Its error is O(1/n) and below 1e-3 in the checked range (tests).
+
+This is calibration-in-the-large for the group (observed rate vs mean prediction),
+tested exactly given the predictions, as the consistency test does for KLCE.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+EXACT_MAX_ROWS = 3000
+
+
+def _rna_cdf(k: float, p: NDArray[np.float64]) -> float:
+    """Refined normal approximation of ``P(S <= k)``."""
+    variance = float(np.sum(p * (1.0 - p)))
+    if variance <= 0:
+        return 1.0 if k >= float(np.sum(p)) - 1e-9 else 0.0
+    sigma = math.sqrt(variance)
+    gamma = float(np.sum(p * (1.0 - p) * (1.0 - 2.0 * p))) / sigma ** 3
+    x = (k + 0.5 - float(np.sum(p))) / sigma
+    value = stats.norm.cdf(x) + gamma * (1.0 - x * x) * stats.norm.pdf(x) / 6.0
+    return float(min(1.0, max(0.0, value)))
+
+
+def poisson_binomial_pmf(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``P(S = k)`` for ``k = 0..n`` by the exact recursion over the rows."""
+    p = np.asarray(p, dtype=np.float64)
+    pmf = np.zeros(p.size + 1)
+    pmf[0] = 1.0
+    for i, q in enumerate(p):
+        pmf[1:i + 2] = pmf[1:i + 2] * (1.0 - q) + pmf[:i + 1] * q
+        pmf[0] *= 1.0 - q
+    return pmf
+
+
+def tails(events: int, p: NDArray[np.float64]) -> tuple[float, float, str]:
+    """``(P(S <= events), P(S >= events), method)``."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.size <= EXACT_MAX_ROWS:
+        pmf = poisson_binomial_pmf(p)
+        return (float(min(1.0, pmf[:events + 1].sum())), float(min(1.0, pmf[events:].sum())),
+                "exact")
+    return _rna_cdf(events, p), 1.0 - _rna_cdf(events - 1, p), "refined normal approximation"
+
+
+def group_test(events: int, p: NDArray[np.float64]) -> tuple[float, str]:
+    """Two-sided p-value of ``events`` under Poisson-binomial(``p``) and the method name."""
+    lower, upper, method = tails(events, p)
+    return float(min(1.0, 2.0 * min(lower, upper))), method

@@ -1,0 +1,242 @@
+"""The three local calibration tests, every resample batched through the pairwise engine.
+
+Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
+all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
+kernel (:func:`kernel_forms_and_matmul`: one BLAS call per kernel chunk for all columns).
+Unless the observed statistic is passed in (the audit stage computes it in double
+precision in its LCB pass, and may then resample in single precision), the observed
+residuals ride along as the first column(s). When ``n * m * B`` would exceed
+:data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
+
+* :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
+  fixed, labels redrawn ``y*_i ~ Cat(p_i)``. Under local calibration this is the exact
+  conditional null distribution of the statistic (the consistency resampling of
+  Broecker & Smith 2007 / Widmann et al. 2019, applied to KLCE).
+* :func:`bootstrap_test` (``klce_bootstrap``): the paper's Algorithm 1 -- residuals drawn
+  with replacement from the observed residuals, kernel matrix at the original rows.
+* :func:`permutation_test` (``klce_permutation``): KiTE ``ELCE2`` -- residuals permuted,
+  null centred at its mean (or not), statistic normalised by ``(n - 1) / n * sum K``,
+  ``p = max(1 / B, #{T*_b > T} / B)``.
+
+Monte-Carlo p-values of the first two are ``(1 + #{T*_b >= T}) / (1 + B)`` (never 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.klce import as_columns, kite_normaliser
+from calaudit.numerics.kernels import Gram
+from calaudit.numerics.pairwise import kernel_forms_and_matmul
+
+#: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
+MAX_ENTRIES = 32_000_000
+
+#: ``sampler(rng, out)`` fills ``out`` ((n, B) or (n, m, B)) with B resampled columns.
+Sampler = Callable[[np.random.Generator, NDArray[np.float64]], None]
+
+
+@dataclass(frozen=True)
+class NullResult:
+    """Observed statistic, its resampling null distribution and the p-value.
+
+    ``products`` is ``K @ W`` when the caller asked for extra products to be fused into
+    the test's kernel pass (``products=W``), else ``None``.
+    """
+
+    statistic: float
+    null_distribution: NDArray[np.float64]
+    p_value: float
+    extra: dict = field(default_factory=dict)
+    products: NDArray[np.float64] | None = None
+
+
+def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
+    """``(1 + #{null >= statistic}) / (1 + B)``."""
+    return float((1 + np.count_nonzero(null >= statistic)) / (1 + null.size))
+
+
+def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
+                  lead: NDArray[np.float64] | None, *,
+                  products: NDArray[np.float64] | None = None,
+                  max_entries: int = MAX_ENTRIES, dtype: type = np.float64
+                  ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
+                             NDArray[np.float64] | None]:
+    """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
+
+    ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
+    sampler fills the resample columns, (n, B) or (n, m, B), in ``dtype``. The lead columns go into
+    the first batch. With ``products`` (n, r), ``K @ products`` is computed in the first
+    batch's pass too (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms,
+    resample_forms, K @ products or None)``.
+    """
+    n = gram.n
+    layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
+    batch = max(1, max_entries // int(np.prod(layout)))
+    k = 0 if lead is None else lead.shape[-1]
+    lead_forms: NDArray[np.float64] | None = None
+    weighted: NDArray[np.float64] | None = None
+    forms: list[NDArray[np.float64]] = []
+    done, first = 0, True
+    while first or done < n_resamples:
+        count = min(max(1, batch - (k if first else 0)), n_resamples - done)
+        offset = k if first else 0
+        block = np.empty(layout + (offset + count,), dtype=dtype)
+        if first and k:
+            block[..., :k] = lead
+        sampler(rng, block[..., offset:])
+        values, extra = kernel_forms_and_matmul(gram, block, products if first else None,
+                                                dtype=dtype)
+        if first:
+            lead_forms, values = (values[:k] if k else None), values[k:]
+            weighted = extra if products is not None else None
+        forms.append(values)
+        done += count
+        first = False
+        del block
+    return lead_forms, np.concatenate(forms), weighted
+
+
+#: Random draws are made in row chunks of about this many entries (bounded temporaries).
+DRAW_ENTRIES = 4_000_000
+
+
+def _row_chunks(rows: int, columns: int):
+    step = max(1, DRAW_ENTRIES // max(columns, 1))
+    for start in range(0, rows, step):
+        yield start, min(rows, start + step)
+
+
+def label_sampler(proba: NDArray[np.float64]) -> Sampler:
+    """Columns ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``, ``p_1 = proba``).
+
+    ``proba`` is (n,) positive-class probabilities (binary) or (n, m). Uniforms are drawn
+    row chunk by row chunk in C order, the same stream as one ``rng.random((n, B))``.
+    """
+    if proba.ndim == 1:
+        def draw_binary(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+            for start, stop in _row_chunks(*out.shape):
+                u = rng.random((stop - start, out.shape[1]))
+                p = proba[start:stop, None]
+                np.subtract(u < p, p, out=out[start:stop])
+        return draw_binary
+
+    cumulative = np.cumsum(proba, axis=1)[:, :-1]
+
+    def draw_classes(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        count = out.shape[2]
+        for start, stop in _row_chunks(out.shape[0], count):
+            u = rng.random((stop - start, count))
+            labels = np.zeros(u.shape, dtype=np.intp)
+            for c in range(cumulative.shape[1]):
+                labels += u >= cumulative[start:stop, c, None]
+            part = out[start:stop]
+            part[:] = -proba[start:stop, :, None]
+            rows = np.arange(stop - start)[:, None]
+            part[rows, labels, np.arange(count)[None, :]] += 1.0
+    return draw_classes
+
+
+def _rows_into(out: NDArray[np.float64], r: NDArray[np.float64],
+               index: NDArray[np.intp]) -> None:
+    """``out[i, ..., b] = r[index[i, b]]`` for (rows, B) or (rows, m, B) ``out``."""
+    out[:] = r[index] if r.ndim == 1 else np.moveaxis(r[index], 1, 2)
+
+
+def bootstrap_sampler(r: NDArray[np.float64]) -> Sampler:
+    """Columns of residuals drawn with replacement (Algorithm 1, line 9)."""
+    def draw(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        for start, stop in _row_chunks(out.shape[0], out.shape[-1]):
+            index = rng.integers(0, r.shape[0], size=(stop - start, out.shape[-1]))
+            _rows_into(out[start:stop], r, index)
+    return draw
+
+
+def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
+    """Columns of permuted residuals (KiTE ``ELCE2_null_estimator``)."""
+    def draw(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
+        order = np.broadcast_to(np.arange(r.shape[0])[:, None], (r.shape[0], out.shape[-1]))
+        _rows_into(out, r, rng.permuted(order, axis=0))
+    return draw
+
+
+def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
+                       rng: np.random.Generator, n_resamples: int,
+                       products: NDArray[np.float64] | None, statistic: float | None,
+                       dtype: type) -> tuple[float, NDArray[np.float64],
+                                             NDArray[np.float64] | None]:
+    """KLCE^2 (given, or from a double-precision lead column) and the null statistics."""
+    if statistic is None and dtype != np.float64:
+        raise ValueError("single-precision resampling needs the observed statistic")
+    lead = as_columns(r) if statistic is None else as_columns(r)[..., :0]
+    lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
+                                               products=products, dtype=dtype)
+    scale = 1.0 / (gram.n * (gram.n - 1))
+    observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
+    return observed, null * scale, weighted
+
+
+def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
+                     rng: np.random.Generator, n_resamples: int, *,
+                     products: NDArray[np.float64] | None = None,
+                     statistic: float | None = None,
+                     dtype: type = np.float64) -> NullResult:
+    """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
+
+    ``statistic``: the observed KLCE^2 when already computed (in double precision, e.g. by
+    the LCB pass); the resampled statistics may then use ``dtype=np.float32``.
+    """
+    observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
+                                                  n_resamples, products, statistic, dtype)
+    return NullResult(observed, null, monte_carlo_p_value(observed, null), products=weighted)
+
+
+def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
+                   n_resamples: int, *, products: NDArray[np.float64] | None = None,
+                   statistic: float | None = None, dtype: type = np.float64) -> NullResult:
+    """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
+    :func:`consistency_test`.
+
+    ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
+    """
+    observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
+                                                  n_resamples, products, statistic, dtype)
+    paper = float(np.count_nonzero(null > observed) / null.size)
+    return NullResult(observed, null, monte_carlo_p_value(observed, null),
+                      {"p_value_paper": paper}, products=weighted)
+
+
+def _ones_column(r: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A column whose quadratic form is ``sum_{i != j} K_ij`` (one class slot set)."""
+    ones = np.zeros(as_columns(r).shape)
+    if r.ndim == 1:
+        ones[:, 0] = 1.0
+    else:
+        ones[:, 0, 0] = 1.0
+    return ones
+
+
+def permutation_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
+                     n_resamples: int, centred: bool = True) -> NullResult:
+    """``klce_permutation``: KiTE ``ELCE2`` statistic, permutation null and p-value.
+
+    ``S = sum_{i != j} K_ij <r_i, r_j>``, ``N = (n - 1) / n * sum_{i, j} K_ij``; null
+    ``S*_b`` from permuted residuals, centred ``S*_b - mean(S*)`` unless ``centred`` is
+    false; ``p = max(1 / B, #{S*_b > S} / B)`` (strict, against the uncentred ``S``).
+    Returns ``S / N`` and the null divided by ``N``.
+    """
+    lead = np.concatenate([as_columns(r), _ones_column(r)], axis=-1)
+    (s, off_diagonal), null, _ = batched_forms(gram, permutation_sampler(r), n_resamples,
+                                               rng, lead)
+    n = gram.n
+    normaliser = kite_normaliser(float(off_diagonal) + float(gram.diagonal().sum()), n)
+    if centred:
+        null = null - null.mean()
+    p_value = max(1.0 / null.size, float(np.count_nonzero(null > s)) / null.size)
+    return NullResult(float(s) / normaliser, null / normaliser, p_value,
+                      {"kernel_sum": float(off_diagonal) + float(gram.diagonal().sum()),
+                       "normaliser": normaliser, "unnormalised_statistic": float(s)})

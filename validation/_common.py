@@ -1,0 +1,54 @@
+"""Helpers shared by the validation scripts (not part of the package)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    """``$CALAUDIT_SHARED`` or the project's ``shared`` directory next to the checkout."""
+    candidates = [os.environ.get("CALAUDIT_SHARED"), REPO.parent / "shared",
+                  REPO.parent.parent / "shared"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "datasets").is_dir():
+            return Path(candidate)
+    return None
+
+
+def require_shared() -> Path:
+    """The shared directory, or exit 0 with a message (scripts skip cleanly without it)."""
+    found = shared_dir()
+    if found is None:
+        print("shared datasets not found (set CALAUDIT_SHARED); skipping")
+        sys.exit(0)
+    return found
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def binomial_interval(reps: int, alpha: float, level: float = 0.95) -> tuple[float, float]:
+    """Central ``level`` range of the rejection rate of a level-``alpha`` test over ``reps``
+    independent repetitions (Binomial(reps, alpha) quantiles / reps)."""
+    tail = (1.0 - level) / 2.0
+    return (stats.binom.ppf(tail, reps, alpha) / reps,
+            stats.binom.ppf(1.0 - tail, reps, alpha) / reps)
+
+
+def simulate(n: int, d: int, rng: np.random.Generator, misspecified: bool = False):
+    """The paper's simulation (section 4): ``x ~ N(0, I_d)``, ``y ~ Bern(sigmoid(sum x))``;
+    predictions: the Bayes classifier ``sigmoid(sum x)`` or, ``misspecified``, the model
+    ``sigmoid(sum_{i < d} x_i)`` that ignores the last coordinate."""
+    x = rng.normal(size=(n, d))
+    truth = sigmoid(x.sum(axis=1))
+    y = (rng.random(n) < truth).astype(float)
+    p = sigmoid(x[:, :-1].sum(axis=1)) if misspecified else truth
+    return x, p, y
