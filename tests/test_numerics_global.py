@@ -8,7 +8,7 @@ import pytest
 from calaudit.numerics.grams import DenseGram, ResidualGram, cached, within_block_kernels
 from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pairwise import (
-    kernel_forms_and_matvec,
+    kernel_forms_and_matmul,
     kernel_matmul,
     kernel_quadratic_forms,
 )
@@ -23,10 +23,22 @@ def test_fused_pass_equals_separate_passes(exclude):
     gram = StationaryKernel(1.5, "tv").on(x)
     z = rng.normal(size=(301, 7))
     v = rng.normal(size=301)
-    forms, product = kernel_forms_and_matvec(gram, z, v, exclude_diagonal=exclude, tile_rows=37)
+    forms, product = kernel_forms_and_matmul(gram, z, v[:, None], exclude_diagonal=exclude,
+                                             tile_rows=37, block_entries=37 * 50)
     np.testing.assert_allclose(forms, kernel_quadratic_forms(gram, z, exclude_diagonal=exclude),
                                rtol=1e-12)
-    np.testing.assert_allclose(product, kernel_matmul(gram, v), rtol=1e-12)
+    np.testing.assert_allclose(product[:, 0], kernel_matmul(gram, v), rtol=1e-12)
+
+
+def test_fused_pass_single_precision_forms_with_exact_products():
+    rng = np.random.default_rng(2)
+    x = rng.random((257, 2))
+    gram = StationaryKernel(0.7, "tv").on(x)
+    z = rng.integers(0, 4, size=(257, 5)).astype(float)  # bootstrap counts: exact in float32
+    forms, product = kernel_forms_and_matmul(gram, z, np.ones((257, 1)), tile_rows=64,
+                                             dtype=np.float32, matmul_dtype=np.float64)
+    np.testing.assert_allclose(forms, kernel_quadratic_forms(gram, z), rtol=1e-5)
+    np.testing.assert_allclose(product[:, 0], kernel_matmul(gram, np.ones(257)), rtol=1e-13)
 
 
 def test_residual_and_dense_grams():

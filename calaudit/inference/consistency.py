@@ -33,7 +33,7 @@ from calaudit.inference.skce_tests import monte_carlo_pvalue
 from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums
 from calaudit.metrics.ece_variants import CanonicalBins
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matvec
+from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.resampling import (
     BATCH_ENTRIES,
     batch_sizes,
@@ -78,10 +78,7 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
             z = np.sqrt(2.0) * (labels - y_proba[:, 1, None])
         else:
             z = one_hot_residuals(labels, y_proba)
-        forms, _ = kernel_forms_and_matvec(kernel_gram, z.reshape(n, -1),
-                                           gemm_dtype=CONSISTENCY_GEMM_DTYPE)
-        if m > 2:
-            forms = forms.reshape(m, q).sum(axis=0)
+        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=CONSISTENCY_GEMM_DTYPE)
         return forms / (n * (n - 1))
 
     return _run(observed, batch, n * (1 if m == 2 else m), n_resamples, max_entries)

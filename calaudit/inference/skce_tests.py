@@ -30,7 +30,7 @@ from scipy import stats
 
 from calaudit.metrics.skce import QuadraticTerms
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matvec
+from calaudit.numerics.pairwise import kernel_forms_and_matmul
 
 #: ``B = 2 sup kappa`` for the bounded kernels of :mod:`calaudit.metrics.skce`.
 UNIFORM_BOUND = 2.0
@@ -147,9 +147,8 @@ def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
     """All quadratic and linear count forms of one batch (``quadratic`` = ``C^T H C`` when
     already computed, e.g. by :func:`bootstrap_pass`)."""
     if quadratic is None:
-        quadratic, _ = kernel_forms_and_matvec(gram, counts, np.zeros(terms.n),
-                                               exclude_diagonal=False,
-                                               gemm_dtype=BOOTSTRAP_GEMM_DTYPE)
+        quadratic, _ = kernel_forms_and_matmul(gram, counts, exclude_diagonal=False,
+                                               dtype=BOOTSTRAP_GEMM_DTYPE)
     squared = counts * counts
     return CountForms(quadratic, counts.T @ terms.diagonal, counts.T @ terms.row_sums,
                       squared.T @ terms.diagonal, squared.sum(axis=0), terms.n)
@@ -159,10 +158,11 @@ def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
                    ) -> tuple[QuadraticTerms, CountForms]:
     """The quadratic terms (``H 1``, ``diag H``) and the count forms of a first batch of
     bootstrap counts in **one** engine pass (each block of ``H`` computed once)."""
-    quadratic, row_sums = kernel_forms_and_matvec(gram, counts, np.ones(gram.n),
+    quadratic, row_sums = kernel_forms_and_matmul(gram, counts, np.ones((gram.n, 1)),
                                                   exclude_diagonal=False,
-                                                  gemm_dtype=BOOTSTRAP_GEMM_DTYPE)
-    terms = QuadraticTerms(row_sums, gram.diagonal())
+                                                  dtype=BOOTSTRAP_GEMM_DTYPE,
+                                                  matmul_dtype=np.float64)
+    terms = QuadraticTerms(row_sums[:, 0], gram.diagonal())
     return terms, count_forms(gram, terms, counts, quadratic)
 
 

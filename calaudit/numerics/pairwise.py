@@ -96,49 +96,6 @@ def kernel_quadratic_forms(
     return totals.reshape(m, q).sum(axis=0)
 
 
-def kernel_forms_and_matvec(
-    gram: Gram,
-    z: NDArray[np.float64],
-    v: NDArray[np.float64] | None = None,
-    *,
-    exclude_diagonal: bool = True,
-    gemm_dtype: type = np.float64,
-    tile_rows: int | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`kernel_quadratic_forms` of the columns of ``z`` (n, q) **and** ``K @ v``
-    (``v`` of shape (n,); skipped when ``None``) in one pass over the tiles, so each kernel
-    block is computed once.
-
-    ``gemm_dtype=np.float32`` runs the products with ``z`` in single precision (the block
-    is rounded to float32, accumulation of the per-tile results stays float64): twice the
-    throughput, relative error about ``1e-7`` per tile product. ``K @ v`` is float64.
-    """
-    n = gram.n
-    flat = np.asarray(z, dtype=np.float64).reshape(n, -1)
-    low = flat.astype(gemm_dtype, copy=False)
-    vector = None if v is None else np.asarray(v, dtype=np.float64)
-    totals = np.zeros(flat.shape[1])
-    product = np.zeros(n)
-    step = tile_rows or tile_rows_for(n)
-    for start, stop in _tiles(n, step):
-        block = gram.block(slice(start, stop), slice(start, n))
-        if vector is not None:
-            product[start:stop] += block @ vector[start:]
-            if stop < n:
-                product[stop:] += block[:, stop - start:].T @ vector[start:stop]
-        # keep i <= j inside the diagonal block, halve i == j: one product then gives
-        # sum_{j > i} K_ij z_i z_j + sum_i K_ii z_i^2 / 2 for the rows of this tile
-        size = stop - start
-        square = block[:, :size]
-        square[np.tril_indices(size, -1)] = 0.0
-        square[np.diag_indices(size)] *= 0.5
-        upper = (block.astype(gemm_dtype, copy=False) @ low[start:]).astype(np.float64)
-        totals += 2.0 * np.einsum("ij,ij->j", flat[start:stop], upper)
-    if exclude_diagonal:
-        totals -= gram.diagonal() @ (flat * flat)
-    return totals, product
-
-
 #: Rows per tile of :func:`kernel_forms_and_matmul`; GEMM throughput grows with the tile
 #: height (the resample matrix is packed once per tile), e.g. about 4x from 82 to 1024 rows.
 FUSED_TILE_ROWS = 1024
@@ -164,6 +121,7 @@ def kernel_forms_and_matmul(
     tile_rows: int | None = None,
     block_entries: int = BLOCK_ENTRIES,
     dtype: type = np.float64,
+    matmul_dtype: type | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
     **one** pass over the kernel (each kernel entry is evaluated once for both).
@@ -183,24 +141,30 @@ def kernel_forms_and_matmul(
     evaluation) in single precision -- about twice as fast -- with the forms accumulated
     in double precision; the relative rounding error of each form is then of order
     ``1e-7 sqrt(n)`` (for resampled null statistics, not for reported estimates).
+    ``matmul_dtype`` (default: ``dtype``) sets the precision of ``K @ W`` separately, e.g.
+    single-precision forms of bootstrap counts with exact row sums ``K @ 1``.
     """
     n = gram.n
     zm = np.asarray(z, dtype=dtype)
     zm = zm[:, None, :] if zm.ndim == 2 else zm
     m, q = zm.shape[1], zm.shape[2]
     flat = zm.reshape(n, m * q)
-    wm = np.zeros((n, 0), dtype) if w is None else np.asarray(w, dtype=dtype).reshape(n, -1)
+    wdtype = matmul_dtype or dtype
+    wm = np.zeros((n, 0), wdtype) if w is None else np.asarray(w, dtype=wdtype).reshape(n, -1)
     totals = np.zeros(m * q)
     products = np.zeros(wm.shape)
     rows = min(n, tile_rows or FUSED_TILE_ROWS)
     chunk = max(rows, block_entries // rows)
     upper = np.zeros((rows, m * q), dtype=dtype)
-    native = getattr(gram, "supports_dtype", False)
-    narrow = m * q + wm.shape[1] <= 64  # one GEMM with [Z | W] per chunk (small copy)
+    native = getattr(gram, "supports_dtype", False) and wdtype == dtype
+    # one GEMM with [Z | W] per chunk (a small copy) when both share a precision
+    narrow = m * q + wm.shape[1] <= 64 and wdtype == dtype
     f8 = np.float64
     for start, stop, c0, c1 in _tiles_2d(n, rows, chunk):
+        exact = None if native else gram.block(slice(start, stop), slice(c0, c1))
         block = (gram.block(slice(start, stop), slice(c0, c1), dtype=dtype) if native
-                 else gram.block(slice(start, stop), slice(c0, c1)).astype(dtype, copy=False))
+                 else exact.astype(dtype, copy=False))
+        wblock = block if exact is None else exact.astype(wdtype, copy=False)
         here = flat[start:stop]
         if c0 == start:
             upper[: stop - start] = 0.0
@@ -213,11 +177,11 @@ def kernel_forms_and_matmul(
         else:
             upper[: stop - start] += block @ flat[c0:c1]
             if wm.shape[1]:
-                products[start:stop] += block @ wm[c0:c1]
+                products[start:stop] += wblock @ wm[c0:c1]
         if wm.shape[1]:
             lower = max(c0, stop)
             if lower < c1:
-                products[lower:c1] += block[:, lower - c0:].T @ wm[start:stop]
+                products[lower:c1] += wblock[:, lower - c0:].T @ wm[start:stop]
         if c1 == n:
             totals += 2.0 * np.einsum("ij,ij->j", here, upper[: stop - start], dtype=f8)
     if exclude_diagonal:
