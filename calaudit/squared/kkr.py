@@ -1,0 +1,111 @@
+"""``h_kkr`` (Gruber & Bach, eq. 28-31): Kronecker kernel ridge regression.
+
+The predictor of eq. 28 is computed through the eigendecomposition of the training
+kernel matrix ``K = Q diag(lambda) Q^T`` (eq. 29):
+
+    h(x, x') = k(x)^T Q (L ⊙ Q^T R R^T Q) Q^T k(x'),   L_ij = 1 / (lambda_i lambda_j + c),
+
+with ``R`` the training residuals (``Delta^T`` of the paper), ``k(x)`` the kernel vector
+between ``x`` and the training rows and ``c = lambda n^2`` the ridge constant. When the
+spectrum is truncated to its leading r eigenpairs ``U, s`` (the other eigenvalues treated
+as 0, :mod:`calaudit.numerics.spectral`) the same formula splits exactly into
+
+    h(x, x') = a^T C a' + (a^T G w' + w^T G^T a' + w^T w') / c,
+
+with ``a = U^T k(x)`` (r), ``G = U^T R`` (r x q), ``C = G G^T ⊙ [1 / (s_i s_j + c)]`` and
+``w = R^T k(x) - G^T a`` (q), the part of ``k(x)`` outside the leading eigenspace. Every
+term is bounded, so there is no cancellation between large numbers. In the factorised
+form of :mod:`calaudit.squared.risk`: features ``(a, w)``, metric
+``S = [[C, G / c], [G^T / c, I / c]]``. With the full spectrum ``w = 0`` and this is
+eq. 29 itself; the validation risk (eq. 30-31) needs no n' x n' matrix.
+
+Cost per fold: the spectrum (O(n^3) exact, O(n r^2) truncated), O(n' n (r + q)) for the
+projections of an evaluation set, then O(n' (r + q)^2 + (r + q)^3) per ridge constant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.kernels import gaussian
+from calaudit.numerics.spectral import kernel_spectrum
+from calaudit.squared.fitting import EvalSet, Settings, row_tiles
+from calaudit.squared.grids import regularisation
+from calaudit.squared.risk import RiskTerms, mean_diagonal
+from calaudit.squared.targets import Problem
+
+
+class KernelFold:
+    """The training kernel spectrum and evaluation-set projections, shared by ``kkr`` and
+    ``ukkr`` on one training fold."""
+
+    def __init__(self, train: Problem, settings: Settings) -> None:
+        self.kernel = gaussian(settings.kernel_gamma)
+        self.points = train.points
+        self.residuals = train.residuals
+        self.n = train.n
+        self.spectrum = kernel_spectrum(
+            self.kernel, train.points, method=settings.spectrum,
+            tolerance=settings.rank_tolerance, max_rank=settings.max_rank)
+        self.coeffs = self.spectrum.vectors.T @ train.residuals
+        self._cache: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+
+    def projections(self, evalset: EvalSet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``A = K_eval,train U`` (n' x r) and ``W = K_eval,train R - A G`` (n' x q),
+        computed in row blocks and cached per evaluation set."""
+        if evalset.key not in self._cache:
+            points = evalset.problem.points
+            vectors = self.spectrum.vectors
+            a = np.empty((points.shape[0], vectors.shape[1]))
+            v = np.empty((points.shape[0], self.residuals.shape[1]))
+            for rows in row_tiles(points.shape[0], self.n):
+                block = self.kernel.evaluate(points[rows], self.points)
+                a[rows] = block @ vectors
+                v[rows] = block @ self.residuals
+            self._cache[evalset.key] = (a, v - a @ self.coeffs)
+        return self._cache[evalset.key]
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"spectrum": self.spectrum.method, "rank": self.spectrum.rank,
+                "residual_trace": self.spectrum.residual_trace}
+
+
+class KkrPath:
+    """``h_kkr`` fitted on one training fold for every ridge scale of the grid."""
+
+    def __init__(self, fold: KernelFold, grid: tuple[float, ...], settings: Settings) -> None:
+        self.fold = fold
+        self.grid = grid
+        self.ridges = [regularisation("kkr", s, fold.n, settings.lambda_exponent) for s in grid]
+        values = fold.spectrum.values
+        self._products = np.outer(values, values)
+        self._gg = fold.coeffs @ fold.coeffs.T
+
+    def metric(self, index: int) -> NDArray[np.float64]:
+        """``S = [[C, G / c], [G^T / c, I / c]]`` for the ridge constant ``c``."""
+        c = self.ridges[index]
+        g = self.fold.coeffs
+        r, q = g.shape
+        out = np.empty((r + q, r + q))
+        out[:r, :r] = self._gg / (self._products + c)
+        out[:r, r:] = g / c
+        out[r:, :r] = g.T / c
+        out[r:, r:] = np.eye(q) / c
+        return out
+
+    def _features(self, evalset: EvalSet) -> NDArray[np.float64]:
+        a, w = self.fold.projections(evalset)
+        return np.hstack([a, w])
+
+    def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
+        terms = RiskTerms(evalset.problem.residuals, self._features(evalset))
+        return np.array([terms.risk(self.metric(i)) for i in range(len(self.grid))])
+
+    def estimate(self, evalset: EvalSet, index: int) -> float:
+        return mean_diagonal(self._features(evalset), self.metric(index))
+
+    def diagnostics(self) -> dict[str, Any]:
+        return self.fold.diagnostics()

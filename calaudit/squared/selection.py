@@ -1,0 +1,143 @@
+"""The calibration-evaluation pipeline (Gruber & Bach, sec. 3.2.2 and 5.2).
+
+1. A random split: ``test_fraction`` (20 %) of the rows is the test split, the rest is
+   cut into ``n_folds`` (5) contiguous cross-validation folds of the shuffled rows.
+2. On each fold every estimator is fitted on the other folds for its whole grid and its
+   risk (eq. 20) computed on the held-out fold; risks are averaged over folds (standard
+   errors over folds).
+3. Each estimator's best grid value minimises the mean validation risk; the estimator
+   with the smallest such risk is chosen. Risks on the test split are never compared
+   (the paper's remark in sec. 3.2.2).
+4. The estimate is eq. 21 on the test split with the fold models as an ensemble: the mean
+   over folds of ``mean_i h_fold(x_i, x_i)``.
+
+A target with several problems (class-wise: one per class) adds risks and estimates over
+its problems; one hyperparameter value is chosen for all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.squared.binning import BinningPath
+from calaudit.squared.fitting import EvalSet, FittedPath, Settings
+from calaudit.squared.grids import PARAMETER
+from calaudit.squared.kde import KdePath
+from calaudit.squared.kkr import KernelFold, KkrPath
+from calaudit.squared.result import Candidate, Fitted, SquaredErrorResult
+from calaudit.squared.targets import Problem
+from calaudit.squared.ukkr import UkkrPath
+
+
+@dataclass(frozen=True)
+class Split:
+    """Row indices of the test split and of each (training, validation) fold."""
+
+    test: NDArray[np.intp]
+    folds: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]
+    test_fraction: float
+
+    def describe(self) -> dict[str, Any]:
+        n_train_val = sum(len(v) for _, v in self.folds)
+        return {"n_folds": len(self.folds), "test_fraction": self.test_fraction,
+                "n_train_val": n_train_val, "n_test": int(self.test.size),
+                "criterion": "mean validation risk over folds (eq. 20)",
+                "ensemble": "mean of the fold models' estimates on the test split (eq. 21)"}
+
+
+def minimum_rows(n_folds: int) -> int:
+    """The fewest rows the pipeline accepts: two rows in every validation fold (a
+    U-statistic needs pairs) and in the test split."""
+    return 2 * n_folds + 2
+
+
+def make_split(n: int, n_folds: int, test_fraction: float, rng: np.random.Generator) -> Split:
+    """Shuffle, hold out ``round(test_fraction * n)`` rows (at least 2) as the test split
+    and cut the rest into ``n_folds`` contiguous folds."""
+    if n < minimum_rows(n_folds):
+        raise ValueError(f"{n} rows are too few for {n_folds}-fold cross-validation and a "
+                         f"test split; at least {minimum_rows(n_folds)} are needed")
+    order = rng.permutation(n)
+    n_test = min(max(2, int(round(test_fraction * n))), n - 2 * n_folds)
+    train_val = order[: n - n_test]
+    pieces = np.array_split(np.arange(train_val.size), n_folds)
+    folds = tuple((train_val[np.setdiff1d(np.arange(train_val.size), piece)], train_val[piece])
+                  for piece in pieces)
+    return Split(order[n - n_test:], folds, test_fraction)
+
+
+def fit_path(estimator: str, train: Problem, grid: tuple[float, ...], settings: Settings,
+             shared: dict[str, Any]) -> FittedPath:
+    """Fit one estimator on one training fold (``shared`` holds the kernel spectrum that
+    ``kkr`` and ``ukkr`` have in common)."""
+    if estimator == "bin":
+        return BinningPath(train, grid)
+    if estimator == "kde":
+        return KdePath(train, grid)
+    if estimator in ("kkr", "ukkr"):
+        if "kernel" not in shared:
+            shared["kernel"] = KernelFold(train, settings)
+        path = KkrPath if estimator == "kkr" else UkkrPath
+        return path(shared["kernel"], grid, settings)
+    raise ValueError(f"unknown estimator {estimator!r}")
+
+
+def _se(values: NDArray[np.float64]) -> float:
+    return float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+
+
+def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[str],
+                 grids: dict[str, tuple[float, ...]], split: Split,
+                 settings: Settings) -> SquaredErrorResult:
+    """Steps 2-4 for one target; ``grids`` maps each estimator to its grid."""
+    n_folds = len(split.folds)
+    risks = {e: np.zeros((n_folds, len(grids[e]))) for e in estimators}
+    paths: dict[tuple[int, int, str], FittedPath] = {}
+    for k, (train_rows, val_rows) in enumerate(split.folds):
+        for p, problem in enumerate(problems):
+            train, shared = problem.take(train_rows), {}
+            val = EvalSet(f"val{k}", problem.take(val_rows))
+            for e in estimators:
+                path = fit_path(e, train, grids[e], settings, shared)
+                risks[e][k] += path.risks(val)
+                paths[k, p, e] = path
+    candidates = [Candidate(e, PARAMETER[e], float(v), float(risks[e][:, i].mean()),
+                            _se(risks[e][:, i]), tuple(risks[e][:, i].tolist()))
+                  for e in estimators for i, v in enumerate(grids[e])]
+    tests = [EvalSet("test", problem.take(split.test)) for problem in problems]
+    fitted = []
+    for e in estimators:
+        best = int(np.argmin(risks[e].mean(axis=0)))
+        per_fold = np.array([sum(paths[k, p, e].estimate(tests[p], best)
+                                 for p in range(len(problems))) for k in range(n_folds)])
+        candidate = next(c for c in candidates
+                         if c.estimator == e and c.value == float(grids[e][best]))
+        fitted.append(Fitted(candidate, float(per_fold.mean()), _se(per_fold),
+                             tuple(per_fold.tolist())))
+    chosen = min(fitted, key=lambda f: f.candidate.risk)
+    diagnostics = {e: [paths[k, 0, e].diagnostics() for k in range(n_folds)]
+                   for e in estimators if paths[0, 0, e].diagnostics()}
+    return SquaredErrorResult(
+        target=target, estimate=chosen.estimate, chosen=chosen, per_estimator=tuple(fitted),
+        candidates=tuple(candidates), split=split.describe(),
+        settings=describe_settings(settings, problems), diagnostics=diagnostics)
+
+
+def describe_settings(settings: Settings, problems: Sequence[Problem]) -> dict[str, Any]:
+    """The fixed settings behind the numbers, for ``params.settings``."""
+    return {
+        "problems": len(problems),
+        "kernel": {"type": "gaussian", "gamma": settings.kernel_gamma,
+                   "definition": "exp(-gamma * ||x - x'||^2)"},
+        "lambda": f"n_train^{settings.lambda_exponent:g} * value; ridge lambda * n_train^2 "
+                  "(kkr, eq. 28) or lambda * n_train (ukkr, eq. 32)",
+        "kde_kernel": "Dirichlet (Beta for scores), bandwidth b: Dir(x; x_j / b + 1)",
+        "bins": ("equal-width, right-closed" if not problems[0].simplex
+                 else "per-dimension equal-width grid cells (n_bins per coordinate)"),
+        "spectrum": {"method": settings.spectrum, "rank_tolerance": settings.rank_tolerance,
+                     "max_rank": settings.max_rank},
+    }
