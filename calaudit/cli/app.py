@@ -42,14 +42,17 @@ def _root(
 
 def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dict) -> None:
     with error_boundary():
-        from calaudit.audit.config import AuditConfig, BinningConfig
+        from calaudit.audit.config import AuditConfig, BinningConfig, SquaredConfig
         from calaudit.cli.audit_command import DataOptions, OutputOptions, run
         from calaudit.data.columns import split_list
 
         binning = BinningConfig(config_opts.pop("n_bins"), config_opts.pop("binning"))
+        squared = SquaredConfig.from_options(config_opts.pop("squared"),
+                                             config_opts.pop("squared_estimators"),
+                                             enabled_by_default=not metrics_only)
         fail_on = tuple(s.upper() for s in split_list(config_opts.pop("fail_on")))
-        config = AuditConfig(binning=binning, fail_on=fail_on, run_tests=not metrics_only,
-                             **config_opts)
+        config = AuditConfig(binning=binning, squared=squared, fail_on=fail_on,
+                             run_tests=not metrics_only, **config_opts)
         code = run(DataOptions(**data_opts), config, OutputOptions(**out_opts))
     raise typer.Exit(int(code))
 
@@ -70,6 +73,8 @@ def test(
     drop_invalid: opt.DropInvalid = False,
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
+    squared: opt.Squared = None,
+    squared_estimators: opt.SquaredEstimators = None,
     alpha: opt.Alpha = 0.05,
     seed: opt.Seed = 0,
     multiple_testing: opt.MultipleTesting = "holm",
@@ -88,7 +93,8 @@ def test(
              id_col=id_col, labels=labels, covariates_file=covariates_file,
              covariates=covariates, categorical=categorical, positive_label=positive_label,
              renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, alpha=alpha, seed=seed,
+        dict(n_bins=n_bins, binning=binning, squared=squared,
+             squared_estimators=squared_estimators, alpha=alpha, seed=seed,
              multiple_testing=multiple_testing, fail_on=fail_on),
         dict(json=json, md=md, exit_zero=exit_zero),
     )
@@ -110,6 +116,8 @@ def metrics(
     drop_invalid: opt.DropInvalid = False,
     n_bins: opt.NBins = 15,
     binning: opt.Binning = "uniform",
+    squared: opt.Squared = None,
+    squared_estimators: opt.SquaredEstimators = None,
     seed: opt.Seed = 0,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
@@ -124,7 +132,8 @@ def metrics(
              id_col=id_col, labels=labels, covariates_file=covariates_file,
              covariates=covariates, categorical=categorical, positive_label=positive_label,
              renormalize=renormalize, drop_invalid=drop_invalid),
-        dict(n_bins=n_bins, binning=binning, seed=seed, multiple_testing="holm",
+        dict(n_bins=n_bins, binning=binning, squared=squared,
+             squared_estimators=squared_estimators, seed=seed, multiple_testing="holm",
              fail_on="FAIL,ERROR"),
         dict(json=json, md=md, exit_zero=False),
     )

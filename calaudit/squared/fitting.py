@@ -31,14 +31,15 @@ class Settings:
     """Settings of the estimators that are not searched over.
 
     ``kernel_gamma``: the Gaussian kernel ``exp(-gamma ||x - x'||^2)`` of KKR and UKKR
-    (the paper's ``gamma = 1/2``). ``lambda_exponent``: ``a`` in ``lambda = n^a s`` (see
-    :mod:`calaudit.squared.grids`). ``spectrum`` (``low_rank`` or ``exact``), ``rank_tolerance``,
+    (the paper's ``gamma = 1/2``). ``kkr_lambda_exponent``, ``ukkr_lambda_exponent``: ``a``
+    in ``lambda = n^a s`` (see :mod:`calaudit.squared.grids`; the published code's values). ``spectrum`` (``low_rank`` or ``exact``), ``rank_tolerance``,
     ``max_rank``: how the training kernel matrix is eigendecomposed
     (:func:`calaudit.numerics.spectral.kernel_spectrum`).
     """
 
     kernel_gamma: float = 0.5
-    lambda_exponent: float = 0.5
+    kkr_lambda_exponent: float = -0.5
+    ukkr_lambda_exponent: float = -0.25
     spectrum: str = "low_rank"
     rank_tolerance: float = 1e-10
     max_rank: int = 4000

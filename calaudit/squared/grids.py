@@ -12,10 +12,13 @@ estimator  top-label / class-wise (score problems)      canonical (probability v
 =========  ==========================================  ==================================
 
 ``n`` is the size of the training fold. The paper prints ``a = 0.5``; its published code
-(``CV_pipeline.py``) uses ``lambda * n^2 = s * n^1.5`` for KKR and ``lambda * n =
-s * n^0.75`` for UKKR, i.e. ``a = -0.5`` and ``a = -0.25``. The grid value stored here is
-the scale ``s = 10^e``; :func:`regularisation` turns it into the ridge constant added to the
-eigenvalues. A grid *size* ``k`` keeps ``k`` values spread evenly over the full grid
+(``KRR_estimators.py``, "reg constant divided by sqrt{n}") uses ``lambda * n^2 =
+s * n^1.5`` for KKR and ``lambda * n = s * n^0.75`` for UKKR, i.e. ``a = -0.5`` and
+``a = -0.25``. calaudit follows the code (:class:`calaudit.squared.fitting.Settings`):
+with ``a = 0.5`` the best ridge on CIFAR-10 falls on the smallest grid value (the grid is
+shifted by ``n^(3/4)`` to ``n`` towards over-regularisation), with the code's exponents it
+falls inside the grid. The grid value stored here is the scale ``s = 10^e``;
+:func:`regularisation` turns it into the ridge constant added to the eigenvalues. A grid *size* ``k`` keeps ``k`` values spread evenly over the full grid
 (first and last included).
 """
 

@@ -12,7 +12,8 @@ the matrix ``log(X_eval) X_train^T`` is computed once per evaluation block and r
 every bandwidth; the weights are a softmax over ``j``. ``log 0`` is clipped at the
 smallest normal double, which gives the exact limit (``0 * log 0 = 0``; a positive
 exponent on a zero coordinate gives weight 0) and never a NaN, where the reference
-implementation drops rows it cannot evaluate (appendix B).
+implementation drops rows it cannot evaluate (appendix B). Weights below ``e^-100`` times
+the largest are floored there (see ``LOG_WEIGHT_FLOOR``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ from calaudit.squared.risk import mean_diagonal, pairwise_risk
 from calaudit.squared.targets import Problem
 
 _TINY = np.finfo(np.float64).tiny
+#: Entries of one evaluation-by-training block: small enough to stay in cache while it
+#: is reused for every bandwidth.
+KDE_BLOCK_ENTRIES = 1 << 20
+#: Log-weights (relative to the largest, 0) are floored here before ``exp``: weights below
+#: ``e^-100`` change a fitted mean by less than ``n e^-100`` (absolute), far below double
+#: precision, and the floor keeps ``exp`` off its slow underflow path.
+LOG_WEIGHT_FLOOR = -100.0
 
 
 def on_simplex(points: NDArray[np.float64], simplex: bool) -> NDArray[np.float64]:
@@ -49,6 +57,7 @@ class KdePath:
         self.simplex = train.simplex
         self.z_train = on_simplex(train.points, train.simplex)
         self.outcomes = train.outcomes
+        self._weighted = np.hstack([train.outcomes, np.ones((train.n, 1))])
         self.grid = grid
         self.normalisers = [log_normalisers(self.z_train, b) for b in grid]
 
@@ -57,14 +66,18 @@ class KdePath:
         """``phi(x_i)`` for every evaluation row, one array per grid index."""
         log_z = np.log(np.maximum(on_simplex(points, self.simplex), _TINY))
         out = [np.empty((points.shape[0], self.outcomes.shape[1])) for _ in indices]
-        for rows in row_tiles(points.shape[0], self.z_train.shape[0]):
+        n_train = self.z_train.shape[0]
+        for rows in row_tiles(points.shape[0], n_train, KDE_BLOCK_ENTRIES):
             base = log_z[rows] @ self.z_train.T
+            logits = np.empty_like(base)
             for slot, index in enumerate(indices):
-                logits = base / self.grid[index] - self.normalisers[index]
+                np.multiply(base, 1.0 / self.grid[index], out=logits)
+                logits -= self.normalisers[index]
                 logits -= logits.max(axis=1, keepdims=True)
-                weights = np.exp(logits, out=logits)
-                fitted = (weights @ self.outcomes) / weights.sum(axis=1, keepdims=True)
-                out[slot][rows] = fitted - points[rows]
+                np.maximum(logits, LOG_WEIGHT_FLOOR, out=logits)
+                np.exp(logits, out=logits)
+                sums = logits @ self._weighted
+                out[slot][rows] = sums[:, :-1] / sums[:, -1:] - points[rows]
         return out
 
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:

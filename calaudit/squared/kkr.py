@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.spatial.distance import cdist
 
-from calaudit.numerics.kernels import gaussian
 from calaudit.numerics.spectral import kernel_spectrum
 from calaudit.squared.fitting import EvalSet, Settings, row_tiles
 from calaudit.squared.grids import regularisation
@@ -38,12 +38,25 @@ from calaudit.squared.risk import RiskTerms, mean_diagonal
 from calaudit.squared.targets import Problem
 
 
+class GaussianBlock:
+    """``exp(-gamma ||a_i - b_j||^2)`` between the rows of ``a`` and ``b``; distances by
+    :func:`scipy.spatial.distance.cdist` (exact differences, compiled loop)."""
+
+    def __init__(self, gamma: float) -> None:
+        self.gamma = gamma
+
+    def __call__(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+        block = cdist(a, b, "sqeuclidean")
+        block *= -self.gamma
+        return np.exp(block, out=block)
+
+
 class KernelFold:
     """The training kernel spectrum and evaluation-set projections, shared by ``kkr`` and
     ``ukkr`` on one training fold."""
 
     def __init__(self, train: Problem, settings: Settings) -> None:
-        self.kernel = gaussian(settings.kernel_gamma)
+        self.kernel = GaussianBlock(settings.kernel_gamma)
         self.points = train.points
         self.residuals = train.residuals
         self.n = train.n
@@ -55,14 +68,16 @@ class KernelFold:
 
     def projections(self, evalset: EvalSet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``A = K_eval,train U`` (n' x r) and ``W = K_eval,train R - A G`` (n' x q),
-        computed in row blocks and cached per evaluation set."""
+        computed in row blocks; the last evaluation set's are kept (kkr and ukkr ask for
+        the same set one after the other)."""
         if evalset.key not in self._cache:
+            self._cache.clear()
             points = evalset.problem.points
             vectors = self.spectrum.vectors
             a = np.empty((points.shape[0], vectors.shape[1]))
             v = np.empty((points.shape[0], self.residuals.shape[1]))
             for rows in row_tiles(points.shape[0], self.n):
-                block = self.kernel.evaluate(points[rows], self.points)
+                block = self.kernel(points[rows], self.points)
                 a[rows] = block @ vectors
                 v[rows] = block @ self.residuals
             self._cache[evalset.key] = (a, v - a @ self.coeffs)
@@ -79,7 +94,7 @@ class KkrPath:
     def __init__(self, fold: KernelFold, grid: tuple[float, ...], settings: Settings) -> None:
         self.fold = fold
         self.grid = grid
-        self.ridges = [regularisation("kkr", s, fold.n, settings.lambda_exponent) for s in grid]
+        self.ridges = [regularisation("kkr", s, fold.n, settings.kkr_lambda_exponent) for s in grid]
         values = fold.spectrum.values
         self._products = np.outer(values, values)
         self._gg = fold.coeffs @ fold.coeffs.T

@@ -133,8 +133,10 @@ def describe_settings(settings: Settings, problems: Sequence[Problem]) -> dict[s
         "problems": len(problems),
         "kernel": {"type": "gaussian", "gamma": settings.kernel_gamma,
                    "definition": "exp(-gamma * ||x - x'||^2)"},
-        "lambda": f"n_train^{settings.lambda_exponent:g} * value; ridge lambda * n_train^2 "
-                  "(kkr, eq. 28) or lambda * n_train (ukkr, eq. 32)",
+        "lambda": {"kkr": f"lambda = n_train^{settings.kkr_lambda_exponent:g} * value, "
+                          "ridge lambda * n_train^2 (eq. 28)",
+                   "ukkr": f"lambda = n_train^{settings.ukkr_lambda_exponent:g} * value, "
+                           "ridge lambda * n_train (eq. 32)"},
         "kde_kernel": "Dirichlet (Beta for scores), bandwidth b: Dir(x; x_j / b + 1)",
         "bins": ("equal-width, right-closed" if not problems[0].simplex
                  else "per-dimension equal-width grid cells (n_bins per coordinate)"),

@@ -30,7 +30,7 @@ class UkkrPath:
     def __init__(self, fold: KernelFold, grid: tuple[float, ...], settings: Settings) -> None:
         self.fold = fold
         self.grid = grid
-        self.ridges = [regularisation("ukkr", s, fold.n, settings.lambda_exponent)
+        self.ridges = [regularisation("ukkr", s, fold.n, settings.ukkr_lambda_exponent)
                        for s in grid]
 
     def features(self, evalset: EvalSet, index: int) -> NDArray[np.float64]:
