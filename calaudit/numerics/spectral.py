@@ -90,7 +90,7 @@ def pivoted_cholesky(
     """
     n = points.shape[0]
     limit = min(max_rank, n)
-    factor = np.empty((limit, n))
+    factor = np.empty((min(limit, 4 * block), n))
     residual = np.ones(n)
     rank = 0
     while rank < limit and residual.max() > tolerance:
@@ -104,6 +104,10 @@ def pivoted_cholesky(
         if not new:
             break
         new = new[: limit - rank]
+        if rank + len(new) > factor.shape[0]:  # grow geometrically: memory O(n r)
+            grown = np.empty((min(limit, 2 * factor.shape[0] + len(new)), n))
+            grown[:rank] = factor[:rank]
+            factor = grown
         factor[rank:rank + len(new)] = new
         for row in new:
             residual -= row * row
