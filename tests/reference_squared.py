@@ -10,7 +10,7 @@ import numpy as np
 
 
 def dot(a, b):
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def risk_loops(residuals, h):
@@ -27,7 +27,7 @@ def risk_loops(residuals, h):
 def top_label_loops(y_true, y_proba):
     """(confidence, correct) per row; ties go to the first class."""
     scores, outcomes = [], []
-    for label, row in zip(y_true, y_proba):
+    for label, row in zip(y_true, y_proba, strict=True):
         best = 0
         for k in range(len(row)):
             if row[k] > row[best]:
@@ -50,7 +50,7 @@ def bin_phi_loops(train_x, train_r, eval_x, n_bins, canonical):
     overall mean residual for a bin without training rows."""
     q = len(train_r[0])
     cells = {}
-    for x, r in zip(train_x, train_r):
+    for x, r in zip(train_x, train_r, strict=True):
         key = tuple(bin_of(v, n_bins) for v in x) if canonical else bin_of(x[0], n_bins)
         cells.setdefault(key, []).append(r)
     overall = [sum(r[k] for r in train_r) / len(train_r) for k in range(q)]
@@ -67,7 +67,7 @@ def dirichlet_logpdf(x, alpha):
     """``log Dir(x; alpha)`` from the formula (``0 * log 0 = 0``)."""
     log_norm = sum(math.lgamma(a) for a in alpha) - math.lgamma(sum(alpha))
     total = -log_norm
-    for xk, ak in zip(x, alpha):
+    for xk, ak in zip(x, alpha, strict=True):
         if ak != 1.0:
             total += (ak - 1.0) * (math.log(xk) if xk > 0 else -math.inf)
     return total
@@ -77,19 +77,19 @@ def kde_phi_loops(train_z, train_o, eval_z, eval_x, bandwidth):
     """``phi(x) = sum_j k(x; z_j) o_j / sum_j k(x; z_j) - x`` (eq. 25) with
     ``k(x; z_j) = Dir(x; z_j / b + 1)``, accumulated with a running log-sum-exp."""
     out = []
-    for z, x in zip(eval_z, eval_x):
+    for z, x in zip(eval_z, eval_x, strict=True):
         logs = [dirichlet_logpdf(z, [v / bandwidth + 1.0 for v in zj]) for zj in train_z]
         top = max(logs)
         weights = [math.exp(v - top) for v in logs]
         total = sum(weights)
-        out.append([sum(w * o[k] for w, o in zip(weights, train_o)) / total - x[k]
+        out.append([sum(w * o[k] for w, o in zip(weights, train_o, strict=True)) / total - x[k]
                     for k in range(len(x))])
     return out
 
 
 def gaussian_gram(a, b, gamma):
     """``exp(-gamma ||a_i - b_j||^2)`` by loops."""
-    return np.array([[math.exp(-gamma * sum((u - v) ** 2 for u, v in zip(ai, bj)))
+    return np.array([[math.exp(-gamma * sum((u - v) ** 2 for u, v in zip(ai, bj, strict=True)))
                       for bj in b] for ai in a])
 
 
@@ -139,4 +139,5 @@ def softmax_row(v):
 
 def simulation_phi(p, theta):
     """Sec. 5.1: ``p - softmax((10/3) theta log p)`` for one probability vector."""
-    return [a - b for a, b in zip(p, softmax_row([10 / 3 * theta * math.log(v) for v in p]))]
+    tempered = softmax_row([10 / 3 * theta * math.log(v) for v in p])
+    return [a - b for a, b in zip(p, tempered, strict=True)]

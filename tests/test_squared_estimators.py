@@ -12,7 +12,7 @@ from calaudit.numerics.kernels import gaussian
 from calaudit.numerics.spectral import kernel_spectrum, pivoted_cholesky
 from calaudit.squared.binning import BinningPath, bin_features
 from calaudit.squared.fitting import EvalSet, Settings
-from calaudit.squared.kde import KdePath
+from calaudit.squared.kde import KdePath, on_simplex
 from calaudit.squared.kkr import GaussianBlock, KernelFold, KkrPath
 from calaudit.squared.risk import RiskTerms, mean_diagonal, pairwise_risk
 from calaudit.squared.targets import Problem, problems_for
@@ -129,9 +129,9 @@ def test_kde_features_match_loops(bandwidth):
         (problem,) = problems_for(target, y, p)
         train, test = problem.take(np.arange(35)), problem.take(np.arange(35, 50))
         path = KdePath(train, (bandwidth,))
-        z = lambda x: x if problem.simplex else np.hstack([x, 1 - x])  # noqa: E731
-        expected = ref.kde_phi_loops(z(train.points).tolist(), train.outcomes.tolist(),
-                                     z(test.points).tolist(), test.points.tolist(), bandwidth)
+        expected = ref.kde_phi_loops(
+            on_simplex(train.points, problem.simplex).tolist(), train.outcomes.tolist(),
+            on_simplex(test.points, problem.simplex).tolist(), test.points.tolist(), bandwidth)
         np.testing.assert_allclose(path.features(test.points, [0])[0], expected,
                                    rtol=1e-9, atol=1e-12)
 
@@ -216,7 +216,7 @@ def test_low_rank_agrees_with_exact_spectrum_on_moderate_n():
         results[spectrum] = (kkr.risks(test), ukkr.risks(test),
                              [kkr.estimate(test, i) for i in range(4)],
                              [ukkr.estimate(test, i) for i in range(4)])
-    for exact, low in zip(results["exact"], results["low_rank"]):
+    for exact, low in zip(results["exact"], results["low_rank"], strict=True):
         np.testing.assert_allclose(low, exact, rtol=1e-6, atol=1e-12)
 
 

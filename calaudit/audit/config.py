@@ -50,17 +50,18 @@ def _grid_size(help_text: str) -> Any:
 class SquaredConfig:
     """Squared calibration errors with risk-based estimator selection (Gruber & Bach).
 
-    ``enabled`` with ``max_rows``: on by default in ``calaudit test`` for data sets of at
-    most ``max_rows`` rows (the pipeline fits every estimator on 5 folds for its whole
-    grid, a few seconds per target at 5,000 rows); larger data are skipped with a note in
-    the metric's ``params`` unless the targets are asked for explicitly (``--squared``),
-    which sets ``max_rows`` to None.
+    Off by default: the pipeline fits every estimator on ``n_folds`` folds for its whole
+    grid, which costs O(n^2) (``kde``) plus O(n r^2) (``kkr``/``ukkr``, r the kernel
+    rank) per target and m times more for ``cwce2``: seconds at n = 1,000, about a minute
+    of CPU for ``cce2`` at n = 10,000, against well under a second for the rest of the
+    battery. ``--squared`` or ``enabled = true`` turns it on; ``max_rows`` optionally skips
+    it (with a note in the metric's ``params``) on larger files.
     """
 
-    enabled: bool = field(default=True, metadata={
-        "help": "estimate squared calibration errors (calaudit metrics: only with --squared)"})
-    max_rows: int | None = field(default=5000, metadata={
-        "help": "skip automatically above this many rows (None: no limit)"})
+    enabled: bool = field(default=False, metadata={
+        "help": "estimate squared calibration errors (the command-line --squared sets it)"})
+    max_rows: int | None = field(default=None, metadata={
+        "help": "skip them above this many rows (None: no limit)"})
     targets: tuple[str, ...] = field(default=SQUARED_TARGETS, metadata={
         "help": "squared errors to estimate: " + ", ".join(SQUARED_TARGETS)})
     estimators: tuple[str, ...] = field(default=SQUARED_ESTIMATORS, metadata={
@@ -104,7 +105,8 @@ class SquaredConfig:
             size = getattr(self, f"{name}_grid_size")
             _check(size is None or (isinstance(size, int) and size >= 1),
                    f"squared.{name}_grid_size must be a positive integer or None; got {size!r}")
-        _check(self.kernel_gamma > 0, f"squared.kernel_gamma must be > 0; got {self.kernel_gamma!r}")
+        _check(self.kernel_gamma > 0,
+               f"squared.kernel_gamma must be > 0; got {self.kernel_gamma!r}")
         _check(self.spectrum in SPECTRUM_METHODS, "squared.spectrum must be one of "
                + ", ".join(SPECTRUM_METHODS) + f"; got {self.spectrum!r}")
         _check(self.rank_tolerance >= 0,
@@ -116,19 +118,19 @@ class SquaredConfig:
         return {name: getattr(self, f"{name}_grid_size") for name in SQUARED_ESTIMATORS}
 
     @classmethod
-    def from_options(cls, targets: str | None, estimators: str | None,
-                     enabled_by_default: bool) -> SquaredConfig:
-        """From the command line: ``--squared`` (``None``; ``off``/``none``; ``all``; or a
-        comma list, which lifts ``max_rows``) and ``--squared-estimators``."""
+    def from_options(cls, targets: str | None, estimators: str | None) -> SquaredConfig:
+        """From the command line: ``--squared`` (``off``/``none``, ``all`` or a comma list
+        of targets) and ``--squared-estimators`` (a comma list; alone it means
+        ``--squared all``)."""
         chosen = _words(estimators) or SQUARED_ESTIMATORS
         if targets is None:
-            return cls(enabled=enabled_by_default, estimators=chosen)
+            return cls(enabled=estimators is not None, estimators=chosen)
         words = _words(targets)
         if words in ((), ("off",), ("none",)):
             return cls(enabled=False, estimators=chosen)
         if words == ("all",):
             words = SQUARED_TARGETS
-        return cls(enabled=True, max_rows=None, targets=words, estimators=chosen)
+        return cls(enabled=True, targets=words, estimators=chosen)
 
 
 def _words(text: str | None) -> tuple[str, ...]:

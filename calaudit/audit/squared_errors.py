@@ -6,8 +6,9 @@ of every candidate with its standard error over folds, each estimator's own best
 candidate with its estimate, the split and cross-validation settings and the seed. All
 targets share one split, drawn from the stage's random stream.
 
-Off for data sets larger than ``squared.max_rows`` (default 5,000) unless the targets are
-asked for explicitly; such targets appear with value ``null`` and ``params.skipped``.
+Off by default (``squared.enabled``; ``--squared``). With ``squared.max_rows`` set, larger
+data sets are skipped, and so are data sets too small for the folds: the targets then
+appear with value ``null`` and ``params.skipped`` saying why.
 """
 
 from __future__ import annotations
@@ -54,8 +55,7 @@ class SquaredErrorStage:
         from calaudit.squared.targets import TITLES
 
         if squared.max_rows is not None and data.n > squared.max_rows:
-            reason = (f"{data.n} rows > squared.max_rows = {squared.max_rows}; "
-                      "ask for it with --squared")
+            reason = f"{data.n} rows > squared.max_rows = {squared.max_rows}"
             return StageOutput(metrics=tuple(skipped(t, reason) for t in squared.targets))
         if data.n < minimum_rows(squared.n_folds):
             reason = (f"{data.n} rows are too few for {squared.n_folds}-fold "

@@ -48,8 +48,7 @@ def _audit(metrics_only: bool, data_opts: dict, config_opts: dict, out_opts: dic
 
         binning = BinningConfig(config_opts.pop("n_bins"), config_opts.pop("binning"))
         squared = SquaredConfig.from_options(config_opts.pop("squared"),
-                                             config_opts.pop("squared_estimators"),
-                                             enabled_by_default=not metrics_only)
+                                             config_opts.pop("squared_estimators"))
         fail_on = tuple(s.upper() for s in split_list(config_opts.pop("fail_on")))
         config = AuditConfig(binning=binning, squared=squared, fail_on=fail_on,
                              run_tests=not metrics_only, **config_opts)

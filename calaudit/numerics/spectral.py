@@ -21,8 +21,8 @@ kernel must be stationary (``k(x, x) = 1``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray

@@ -32,8 +32,9 @@ class Settings:
 
     ``kernel_gamma``: the Gaussian kernel ``exp(-gamma ||x - x'||^2)`` of KKR and UKKR
     (the paper's ``gamma = 1/2``). ``kkr_lambda_exponent``, ``ukkr_lambda_exponent``: ``a``
-    in ``lambda = n^a s`` (see :mod:`calaudit.squared.grids`; the published code's values). ``spectrum`` (``low_rank`` or ``exact``), ``rank_tolerance``,
-    ``max_rank``: how the training kernel matrix is eigendecomposed
+    in ``lambda = n^a s`` (see :mod:`calaudit.squared.grids`; the published code's values).
+    ``spectrum`` (``low_rank`` or ``exact``), ``rank_tolerance``, ``max_rank``: how the
+    training kernel matrix is eigendecomposed
     (:func:`calaudit.numerics.spectral.kernel_spectrum`).
     """
 

@@ -18,8 +18,9 @@ s * n^1.5`` for KKR and ``lambda * n = s * n^0.75`` for UKKR, i.e. ``a = -0.5`` 
 with ``a = 0.5`` the best ridge on CIFAR-10 falls on the smallest grid value (the grid is
 shifted by ``n^(3/4)`` to ``n`` towards over-regularisation), with the code's exponents it
 falls inside the grid. The grid value stored here is the scale ``s = 10^e``;
-:func:`regularisation` turns it into the ridge constant added to the eigenvalues. A grid *size* ``k`` keeps ``k`` values spread evenly over the full grid
-(first and last included).
+:func:`regularisation` turns it into the ridge constant added to the eigenvalues.
+A grid *size* ``k`` keeps ``k`` values spread evenly over the full grid (first and last
+included).
 """
 
 from __future__ import annotations
