@@ -242,6 +242,17 @@ def test_pivoted_cholesky_and_spectrum():
         kernel_spectrum(kernel, x, method="svd")
 
 
+def test_kernel_fold_keeps_only_the_retained_set():
+    train, test = small_problem("cce2")
+    fold = KernelFold(train, Settings())
+    evalset, other = EvalSet("test", test), EvalSet("other", test)
+    a, w = fold.projections(evalset)
+    fold.retain(evalset)
+    assert fold.vectors is None and fold.projections(evalset)[0] is a
+    with pytest.raises(RuntimeError, match="released"):
+        fold.projections(other)
+
+
 def test_problem_take_and_outcomes():
     problem = Problem("x", np.array([[0.2], [0.9]]), np.array([[0.8], [-0.9]]), False)
     np.testing.assert_allclose(problem.outcomes, [[1.0], [0.0]])

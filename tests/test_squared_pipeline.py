@@ -104,6 +104,10 @@ def test_classwise_sums_risks_and_estimates_over_classes():
                          Settings())
     per_class = [run_pipeline("x", [problem], ["bin", "kde"], grids, split, Settings())
                  for problem in problems_for("cwce2", y, p)]
+    with_kernel = run_pipeline("cwce2", problems_for("cwce2", y, p), ["ukkr"],
+                               {"ukkr": (1e-3,)}, split, Settings())
+    ranks = with_kernel.diagnostics["kernel_spectrum"]["rank"]
+    assert len(ranks) == 5 and all(len(fold) == 3 for fold in ranks)
     for index, candidate in enumerate(total.candidates):
         assert candidate.risk == pytest.approx(
             sum(r.candidates[index].risk for r in per_class), rel=1e-12)
@@ -132,7 +136,11 @@ def test_result_structure_and_choice():
     params = result.to_params()
     assert params["estimator"] == result.estimator and params["squared"] is True
     assert params["selection"]["n_folds"] == 5 and params["selection"]["n_test"] == 60
-    assert set(params["diagnostics"]) == {"kkr", "ukkr"}
+    spectrum = params["diagnostics"]["kernel_spectrum"]
+    assert spectrum["method"] == "low_rank" and len(spectrum["rank"]) == 5
+    assert spectrum["residual_trace_max"] < 300 * 1e-10
+    bins_only = estimate_squared_error(y, p, "cce2", rng=3, estimators=("bin",))
+    assert bins_only.to_params()["diagnostics"] == {}
 
 
 def test_seeded_and_deterministic():

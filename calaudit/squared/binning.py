@@ -15,8 +15,6 @@ fold (the reference code's fallback).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -75,6 +73,3 @@ class BinningPath:
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
         return mean_diagonal(self.features(evalset.problem.points, index))
-
-    def diagnostics(self) -> dict[str, Any]:
-        return {}

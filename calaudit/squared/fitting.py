@@ -9,7 +9,7 @@ at one grid value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,10 +57,6 @@ class FittedPath(Protocol):
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
         """``mean_i h(x_i, x_i)`` on ``evalset`` at grid value ``index`` (eq. 21)."""
-        ...
-
-    def diagnostics(self) -> dict[str, Any]:
-        """Facts about the fit worth reporting (e.g. the rank of a kernel spectrum)."""
         ...
 
 

@@ -20,8 +20,6 @@ the largest are dropped (see ``LOG_WEIGHT_FLOOR``).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
@@ -96,6 +94,3 @@ class KdePath:
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
         return mean_diagonal(self.features(evalset.problem.points, [index])[0])
-
-    def diagnostics(self) -> dict[str, Any]:
-        return {}

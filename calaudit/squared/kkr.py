@@ -25,8 +25,6 @@ projections of an evaluation set, then O(n' (r + q)^2 + (r + q)^3) per ridge con
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 from scipy.spatial.distance import cdist
@@ -53,39 +51,49 @@ class GaussianBlock:
 
 class KernelFold:
     """The training kernel spectrum and evaluation-set projections, shared by ``kkr`` and
-    ``ukkr`` on one training fold."""
+    ``ukkr`` on one training fold.
+
+    Memory: the eigenvectors (n x r) while the fold is evaluated; :meth:`retain` then keeps
+    only one evaluation set's projections (n' x r), so finished folds cost O(n_test r).
+    """
 
     def __init__(self, train: Problem, settings: Settings) -> None:
         self.kernel = GaussianBlock(settings.kernel_gamma)
-        self.points = train.points
-        self.residuals = train.residuals
+        self.points: NDArray[np.float64] | None = train.points
+        self.residuals: NDArray[np.float64] | None = train.residuals
         self.n = train.n
-        self.spectrum = kernel_spectrum(
+        spectrum = kernel_spectrum(
             self.kernel, train.points, method=settings.spectrum,
             tolerance=settings.rank_tolerance, max_rank=settings.max_rank)
-        self.coeffs = self.spectrum.vectors.T @ train.residuals
+        self.vectors: NDArray[np.float64] | None = spectrum.vectors
+        self.values = spectrum.values
+        self.coeffs = spectrum.vectors.T @ train.residuals
+        self.facts = {"spectrum": spectrum.method, "rank": spectrum.rank,
+                      "residual_trace": spectrum.residual_trace}
         self._cache: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
 
     def projections(self, evalset: EvalSet) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``A = K_eval,train U`` (n' x r) and ``W = K_eval,train R - A G`` (n' x q),
-        computed in row blocks; the last evaluation set's are kept (kkr and ukkr ask for
-        the same set one after the other)."""
+        computed in row blocks and cached per evaluation set."""
         if evalset.key not in self._cache:
-            self._cache.clear()
+            if self.vectors is None or self.points is None or self.residuals is None:
+                raise RuntimeError("the training fold was released; only "
+                                   f"{sorted(self._cache)} can be evaluated")
             points = evalset.problem.points
-            vectors = self.spectrum.vectors
-            a = np.empty((points.shape[0], vectors.shape[1]))
+            a = np.empty((points.shape[0], self.vectors.shape[1]))
             v = np.empty((points.shape[0], self.residuals.shape[1]))
             for rows in row_tiles(points.shape[0], self.n):
                 block = self.kernel(points[rows], self.points)
-                a[rows] = block @ vectors
+                a[rows] = block @ self.vectors
                 v[rows] = block @ self.residuals
             self._cache[evalset.key] = (a, v - a @ self.coeffs)
         return self._cache[evalset.key]
 
-    def diagnostics(self) -> dict[str, Any]:
-        return {"spectrum": self.spectrum.method, "rank": self.spectrum.rank,
-                "residual_trace": self.spectrum.residual_trace}
+    def retain(self, evalset: EvalSet) -> None:
+        """Keep what evaluating on ``evalset`` needs and release the training data."""
+        kept = self.projections(evalset)
+        self._cache = {evalset.key: kept}
+        self.vectors = self.points = self.residuals = None
 
 
 class KkrPath:
@@ -95,8 +103,7 @@ class KkrPath:
         self.fold = fold
         self.grid = grid
         self.ridges = [regularisation("kkr", s, fold.n, settings.kkr_lambda_exponent) for s in grid]
-        values = fold.spectrum.values
-        self._products = np.outer(values, values)
+        self._products = np.outer(fold.values, fold.values)
         self._gg = fold.coeffs @ fold.coeffs.T
 
     def metric(self, index: int) -> NDArray[np.float64]:
@@ -121,6 +128,3 @@ class KkrPath:
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
         return mean_diagonal(self._features(evalset), self.metric(index))
-
-    def diagnostics(self) -> dict[str, Any]:
-        return self.fold.diagnostics()

@@ -98,7 +98,10 @@ def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[
     n_folds = len(split.folds)
     risks = {e: np.zeros((n_folds, len(grids[e]))) for e in estimators}
     paths: dict[tuple[int, int, str], FittedPath] = {}
+    tests = [EvalSet("test", problem.take(split.test)) for problem in problems]
+    kernel_facts: list[list[dict[str, Any]]] = []
     for k, (train_rows, val_rows) in enumerate(split.folds):
+        kernel_facts.append([])
         for p, problem in enumerate(problems):
             train, shared = problem.take(train_rows), {}
             val = EvalSet(f"val{k}", problem.take(val_rows))
@@ -106,10 +109,12 @@ def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[
                 path = fit_path(e, train, grids[e], settings, shared)
                 risks[e][k] += path.risks(val)
                 paths[k, p, e] = path
+            if "kernel" in shared:  # keep only the test projections of this fold
+                shared["kernel"].retain(tests[p])
+                kernel_facts[k].append(shared["kernel"].facts)
     candidates = [Candidate(e, PARAMETER[e], float(v), float(risks[e][:, i].mean()),
                             _se(risks[e][:, i]), tuple(risks[e][:, i].tolist()))
                   for e in estimators for i, v in enumerate(grids[e])]
-    tests = [EvalSet("test", problem.take(split.test)) for problem in problems]
     fitted = []
     for e in estimators:
         best = int(np.argmin(risks[e].mean(axis=0)))
@@ -120,12 +125,20 @@ def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[
         fitted.append(Fitted(candidate, float(per_fold.mean()), _se(per_fold),
                              tuple(per_fold.tolist())))
     chosen = min(fitted, key=lambda f: f.candidate.risk)
-    diagnostics = {e: [paths[k, 0, e].diagnostics() for k in range(n_folds)]
-                   for e in estimators if paths[0, 0, e].diagnostics()}
+    diagnostics = describe_kernels(kernel_facts) if kernel_facts[0] else {}
     return SquaredErrorResult(
         target=target, estimate=chosen.estimate, chosen=chosen, per_estimator=tuple(fitted),
         candidates=tuple(candidates), split=split.describe(),
         settings=describe_settings(settings, problems), diagnostics=diagnostics)
+
+
+def describe_kernels(facts: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The kernel spectra of kkr / ukkr: rank per fold (per problem for class-wise)."""
+    ranks = [[f["rank"] for f in fold] for fold in facts]
+    return {"kernel_spectrum": {
+        "method": facts[0][0]["spectrum"],
+        "rank": [r[0] for r in ranks] if len(ranks[0]) == 1 else ranks,
+        "residual_trace_max": max(f["residual_trace"] for fold in facts for f in fold)}}
 
 
 def describe_settings(settings: Settings, problems: Sequence[Problem]) -> dict[str, Any]:

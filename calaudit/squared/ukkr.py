@@ -13,8 +13,6 @@ so ``phi(x) = G^T (a / (s + c)) + w / c`` with ``a = U^T k(x)``, ``G = U^T R`` a
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -37,7 +35,7 @@ class UkkrPath:
         """``phi(x_i)`` for every row of ``evalset``."""
         a, w = self.fold.projections(evalset)
         c = self.ridges[index]
-        return (a / (self.fold.spectrum.values + c)) @ self.fold.coeffs + w / c
+        return (a / (self.fold.values + c)) @ self.fold.coeffs + w / c
 
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
         residuals = evalset.problem.residuals
@@ -46,6 +44,3 @@ class UkkrPath:
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
         return mean_diagonal(self.features(evalset, index))
-
-    def diagnostics(self) -> dict[str, Any]:
-        return self.fold.diagnostics()
