@@ -128,16 +128,3 @@ def ukkr_direct(train_x, train_r, eval_x, gamma, ridge):
     r = np.asarray(train_r, dtype=float)
     inverse = np.linalg.inv(k_train + ridge * np.eye(len(train_x)))
     return k_eval.T @ inverse @ r @ r.T @ inverse.T @ k_eval
-
-
-def softmax_row(v):
-    top = max(v)
-    e = [math.exp(x - top) for x in v]
-    s = sum(e)
-    return [x / s for x in e]
-
-
-def simulation_phi(p, theta):
-    """Sec. 5.1: ``p - softmax((10/3) theta log p)`` for one probability vector."""
-    tempered = softmax_row([10 / 3 * theta * math.log(v) for v in p])
-    return [a - b for a, b in zip(p, tempered, strict=True)]

@@ -91,45 +91,61 @@ def _se(values: NDArray[np.float64]) -> float:
     return float(np.std(values, ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
 
 
-def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[str],
-                 grids: dict[str, tuple[float, ...]], split: Split,
-                 settings: Settings) -> SquaredErrorResult:
-    """Steps 2-4 for one target; ``grids`` maps each estimator to its grid."""
+@dataclass
+class CrossValidation:
+    """Step 2: validation risks ``risks[e]`` (folds x grid, summed over problems), the
+    fitted paths by (fold, problem, estimator) and the kernel spectra's facts."""
+
+    risks: dict[str, NDArray[np.float64]]
+    paths: dict[tuple[int, int, str], FittedPath]
+    kernel_facts: list[list[dict[str, Any]]]
+
+
+def cross_validate(problems: Sequence[Problem], estimators: Sequence[str],
+                   grids: dict[str, tuple[float, ...]], split: Split, settings: Settings,
+                   tests: Sequence[EvalSet]) -> CrossValidation:
+    """Fit every estimator on every training fold and compute its validation risks."""
     n_folds = len(split.folds)
-    risks = {e: np.zeros((n_folds, len(grids[e]))) for e in estimators}
-    paths: dict[tuple[int, int, str], FittedPath] = {}
-    tests = [EvalSet("test", problem.take(split.test)) for problem in problems]
-    kernel_facts: list[list[dict[str, Any]]] = []
+    cv = CrossValidation({e: np.zeros((n_folds, len(grids[e]))) for e in estimators}, {}, [])
     for k, (train_rows, val_rows) in enumerate(split.folds):
-        kernel_facts.append([])
+        cv.kernel_facts.append([])
         for p, problem in enumerate(problems):
             train, shared = problem.take(train_rows), {}
             val = EvalSet(f"val{k}", problem.take(val_rows))
             for e in estimators:
                 path = fit_path(e, train, grids[e], settings, shared)
-                risks[e][k] += path.risks(val)
-                paths[k, p, e] = path
+                cv.risks[e][k] += path.risks(val)
+                cv.paths[k, p, e] = path
             if "kernel" in shared:  # keep only the test projections of this fold
                 shared["kernel"].retain(tests[p])
-                kernel_facts[k].append(shared["kernel"].facts)
-    candidates = [Candidate(e, PARAMETER[e], float(v), float(risks[e][:, i].mean()),
-                            _se(risks[e][:, i]), tuple(risks[e][:, i].tolist()))
-                  for e in estimators for i, v in enumerate(grids[e])]
+                cv.kernel_facts[k].append(shared["kernel"].facts)
+    return cv
+
+
+def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[str],
+                 grids: dict[str, tuple[float, ...]], split: Split,
+                 settings: Settings) -> SquaredErrorResult:
+    """Steps 2-4 for one target; ``grids`` maps each estimator to its grid."""
+    tests = [EvalSet("test", problem.take(split.test)) for problem in problems]
+    cv = cross_validate(problems, estimators, grids, split, settings, tests)
+    candidates: dict[str, list[Candidate]] = {
+        e: [Candidate(e, PARAMETER[e], float(v), float(cv.risks[e][:, i].mean()),
+                      _se(cv.risks[e][:, i]), tuple(cv.risks[e][:, i].tolist()))
+            for i, v in enumerate(grids[e])] for e in estimators}
     fitted = []
-    for e in estimators:
-        best = int(np.argmin(risks[e].mean(axis=0)))
-        per_fold = np.array([sum(paths[k, p, e].estimate(tests[p], best)
-                                 for p in range(len(problems))) for k in range(n_folds)])
-        candidate = next(c for c in candidates
-                         if c.estimator == e and c.value == float(grids[e][best]))
-        fitted.append(Fitted(candidate, float(per_fold.mean()), _se(per_fold),
+    for e in estimators:  # steps 3-4: each estimator's best value, its ensemble estimate
+        best = int(np.argmin(cv.risks[e].mean(axis=0)))
+        per_fold = np.array([sum(cv.paths[k, p, e].estimate(tests[p], best)
+                                 for p in range(len(problems)))
+                             for k in range(len(split.folds))])
+        fitted.append(Fitted(candidates[e][best], float(per_fold.mean()), _se(per_fold),
                              tuple(per_fold.tolist())))
     chosen = min(fitted, key=lambda f: f.candidate.risk)
-    diagnostics = describe_kernels(kernel_facts) if kernel_facts[0] else {}
     return SquaredErrorResult(
         target=target, estimate=chosen.estimate, chosen=chosen, per_estimator=tuple(fitted),
-        candidates=tuple(candidates), split=split.describe(),
-        settings=describe_settings(settings, problems), diagnostics=diagnostics)
+        candidates=tuple(c for e in estimators for c in candidates[e]),
+        split=split.describe(), settings=describe_settings(settings, problems),
+        diagnostics=describe_kernels(cv.kernel_facts) if cv.kernel_facts[0] else {})
 
 
 def describe_kernels(facts: list[list[dict[str, Any]]]) -> dict[str, Any]:
