@@ -59,11 +59,11 @@ Binning = Annotated[str, typer.Option(
     "--binning", help="uniform (equal width) or quantile (equal mass).", rich_help_panel=BINS)]
 Squared = Annotated[Optional[str], typer.Option(
     "--squared", help="Squared calibration errors with the estimator chosen by cross-validated "
-    "risk (Gruber & Bach): comma list of tce2, cwce2, cce2, or 'all' [default: off; about a "
-    "minute of CPU for cce2 at 10,000 rows].", rich_help_panel=SQUARED)]
+    "risk (Gruber & Bach): comma list of tce2, cwce2, cce2, or 'all'. Off by default (about "
+    "a minute of CPU for cce2 at 10,000 rows).", rich_help_panel=SQUARED)]
 SquaredEstimators = Annotated[Optional[str], typer.Option(
     "--squared-estimators", help="Estimators compared by their cross-validated risk: comma "
-    "list of bin, kde, kkr, ukkr [default: all]; alone it means --squared all.",
+    "list of bin, kde, kkr, ukkr (default: all); alone it means --squared all.",
     rich_help_panel=SQUARED)]
 Alpha = Annotated[float, typer.Option(
     "--alpha", help="Level of every test, after adjustment.", rich_help_panel=TESTS)]

@@ -22,9 +22,14 @@ class Candidate:
     risk_se: float
     fold_risks: tuple[float, ...]
 
+    @property
+    def setting(self) -> float | int:
+        """The hyperparameter value (an integer number of bins for ``bin``)."""
+        return int(self.value) if self.parameter == "n_bins" else self.value
+
     def to_dict(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "parameter": self.parameter,
-                "value": self.value, "risk": self.risk, "risk_se": self.risk_se}
+                "value": self.setting, "risk": self.risk, "risk_se": self.risk_se}
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ class SquaredErrorResult:
             "squared": True,
             "root": self.root,
             "estimator": chosen.estimator,
-            "hyperparameters": {chosen.candidate.parameter: chosen.candidate.value},
+            "hyperparameters": {chosen.candidate.parameter: chosen.candidate.setting},
             "risk": chosen.candidate.risk,
             "risk_se": chosen.candidate.risk_se,
             "estimate_se": chosen.estimate_se,
