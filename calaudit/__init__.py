@@ -30,6 +30,8 @@ _EXPORTS = {
     "expected_calibration_error": "calaudit.metrics.ece",
     "max_calibration_error": "calaudit.metrics.ece",
     "brier_score": "calaudit.metrics.brier",
+    "estimate_squared_error": "calaudit.squared.api",
+    "SquaredConfig": "calaudit.audit.config",
     "adjust_pvalues": "calaudit.inference.multitest",
     "CalauditError": "calaudit.exceptions",
     "InputError": "calaudit.exceptions",

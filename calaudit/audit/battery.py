@@ -11,10 +11,11 @@ from calaudit.audit.clinical_stage import ClinicalStage
 from calaudit.audit.ece_family import EceFamilyStage
 from calaudit.audit.skce_stage import SkceStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
+from calaudit.audit.squared_errors import SquaredErrorStage
 from calaudit.audit.stages import Stage
 
 
 def stages() -> tuple[Stage, ...]:
     """Stages in report order."""
     return (CalibrationErrorStage(), EceFamilyStage(), ClinicalStage(), SkceStage(),
-            LocalCalibrationStage(), DiagramsStage())
+            SquaredErrorStage(), LocalCalibrationStage(), DiagramsStage())

@@ -29,6 +29,8 @@ NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "s
                           "show_config", "pyproject", "force", "path", "directory",
                           "results"})
 ROOT_SECTIONS = ("", "data", "outputs")
+#: Options that set several settings at once (their meaning lives in the config class).
+COMPOSITE = frozenset({"squared", "squared_estimators"})
 
 
 def setting_key(name: str, schema: Section) -> str | None:
@@ -53,6 +55,8 @@ def given_flags(ctx: Any, schema: Section) -> dict[str, tuple[Any, str]]:
         name = param.name
         if name in NOT_SETTINGS or not _given(ctx, name):
             continue
+        if name in COMPOSITE:
+            continue
         key = setting_key(name, schema)
         if key is None:
             raise LookupError(f"option {param.opts[0]} maps to no setting; add it to "
@@ -61,7 +65,30 @@ def given_flags(ctx: Any, schema: Section) -> dict[str, tuple[Any, str]]:
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
         flags[key] = (value, max(param.opts, key=len))
+    flags.update(_squared_flags(ctx))
     return flags
+
+
+def _squared_flags(ctx: Any) -> dict[str, tuple[Any, str]]:
+    """``--squared`` (targets, ``all`` or ``off``) and ``--squared-estimators`` (alone it
+    means ``--squared all``) as ``squared.*`` settings (``SquaredConfig.from_options``)."""
+    from calaudit.audit.config import SquaredConfig
+
+    given = [name for name in ("squared", "squared_estimators")
+             if name in ctx.params and _given(ctx, name)]
+    if not given:
+        return {}
+    chosen = SquaredConfig.from_options(ctx.params.get("squared") if "squared" in given
+                                        else None,
+                                        ctx.params.get("squared_estimators")
+                                        if "squared_estimators" in given else None)
+    flag = "--" + given[0].replace("_", "-")
+    out = {"squared.enabled": (chosen.enabled, flag)}
+    if "squared" in given and chosen.enabled:
+        out["squared.targets"] = (chosen.targets, "--squared")
+    if "squared_estimators" in given:
+        out["squared.estimators"] = (chosen.estimators, "--squared-estimators")
+    return out
 
 
 def _given(ctx: Any, name: str) -> bool:

@@ -1,0 +1,155 @@
+"""Eigendecomposition of a kernel matrix, exact or truncated at a tolerance.
+
+Kernel ridge regression in Kronecker form (Gruber & Bach, eq. 29) needs the
+eigendecomposition ``K = Q diag(lambda) Q^T`` of the training kernel matrix. Two ways:
+
+* ``exact``: form ``K`` (n x n) and call LAPACK ``syevd`` (:func:`numpy.linalg.eigh`);
+  O(n^3) time, O(n^2) memory. Negative eigenvalues (rounding) are clipped to 0, as the
+  reference implementation does.
+* ``low_rank``: pivoted (incomplete) Cholesky ``K ~ L^T L`` (Harbrecht, Peters &
+  Schneider 2012), stopped when every diagonal entry of the residual ``K - L^T L`` is at
+  most ``tolerance``, then the eigendecomposition of the r x r matrix ``L L^T``. Time
+  O(n r^2) for rank r, memory O(n r); ``K`` is never formed. The eigenvalues left out are
+  those of the residual, a positive semi-definite matrix whose trace (``residual_trace``)
+  bounds them; they are treated as 0, which is exact up to that bound. Smooth kernels on
+  low-dimensional inputs (the Gaussian kernel on probability vectors) have fast-decaying
+  spectra, so r << n.
+
+``evaluate(a, b)`` returns the kernel block between the rows of ``a`` and ``b``; the
+kernel must be stationary (``k(x, x) = 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+KernelBlock = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class KernelSpectrum:
+    """``K ~ vectors @ diag(values) @ vectors.T`` with orthonormal ``vectors`` (n x r).
+
+    ``residual_trace`` bounds the sum of the eigenvalues left out (0 when exact).
+    """
+
+    vectors: NDArray[np.float64]
+    values: NDArray[np.float64]
+    method: str
+    residual_trace: float
+
+    @property
+    def rank(self) -> int:
+        return int(self.values.shape[0])
+
+
+def exact_spectrum(evaluate: KernelBlock, points: NDArray[np.float64]) -> KernelSpectrum:
+    """All eigenpairs of the dense kernel matrix (eigenvalues clipped at 0)."""
+    values, vectors = np.linalg.eigh(evaluate(points, points))
+    return KernelSpectrum(vectors, np.maximum(values, 0.0), "exact", 0.0)
+
+
+def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
+                    diagonal: NDArray[np.float64], tolerance: float) -> list[NDArray[np.float64]]:
+    """Greedy pivoted Cholesky restricted to a block of candidate pivots.
+
+    ``columns`` (n x b) are the residual kernel columns of the candidates, ``local`` their
+    row indices and ``diagonal`` their residual diagonal. Returns the new factor rows.
+    """
+    diagonal = diagonal.copy()
+    rows: list[NDArray[np.float64]] = []
+    for _ in range(columns.shape[1]):
+        j = int(np.argmax(diagonal))
+        if diagonal[j] <= tolerance:
+            break
+        column = columns[:, j].copy()
+        for row in rows:
+            column -= row * row[local[j]]
+        column /= np.sqrt(diagonal[j])
+        rows.append(column)
+        diagonal -= column[local] ** 2
+        diagonal[j] = 0.0
+    return rows
+
+
+def pivoted_cholesky(
+    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
+    block: int = 64,
+) -> tuple[NDArray[np.float64], float]:
+    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the trace of the residual.
+
+    Blocked greedy pivoting: the ``block`` rows with the largest residual diagonal are the
+    candidates; their residual columns are computed in one matrix product and factored
+    by greedy pivoted Cholesky among themselves (candidates whose residual falls to the
+    tolerance are dropped). Repeat until the largest residual diagonal entry is at most
+    ``tolerance`` or ``max_rank`` rows exist.
+    """
+    n = points.shape[0]
+    limit = min(max_rank, n)
+    factor = np.empty((min(limit, 4 * block), n))
+    residual = np.ones(n)
+    rank = 0
+    while rank < limit and residual.max() > tolerance:
+        size = min(block, limit - rank, n)
+        candidates = np.argpartition(-residual, size - 1)[:size]
+        candidates = candidates[residual[candidates] > tolerance]
+        columns = evaluate(points, points[candidates])
+        if rank:
+            columns -= factor[:rank].T @ factor[:rank, candidates]
+        new = _cholesky_block(columns, candidates, residual[candidates], tolerance)
+        if not new:
+            break
+        new = new[: limit - rank]
+        if rank + len(new) > factor.shape[0]:  # grow geometrically: memory O(n r)
+            grown = np.empty((min(limit, 2 * factor.shape[0] + len(new)), n))
+            grown[:rank] = factor[:rank]
+            factor = grown
+        factor[rank:rank + len(new)] = new
+        for row in new:
+            residual -= row * row
+        rank += len(new)
+        residual[candidates[residual[candidates] < 0]] = 0.0
+    return factor[:rank], float(np.clip(residual, 0.0, None).sum())
+
+
+def low_rank_spectrum(
+    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int
+) -> KernelSpectrum:
+    """Leading eigenpairs from a pivoted Cholesky factor ``K ~ L^T L``.
+
+    The eigenpairs of the small matrix ``L L^T = V diag(w) V^T`` (r x r) give those of
+    ``L^T L``: eigenvalues ``w`` and orthonormal eigenvectors ``L^T V diag(w)^(-1/2)``.
+    Directions with ``w`` at rounding level (``<= r * eps * max(w)``) are dropped with the
+    residual (their eigenvalue is treated as 0).
+    """
+    rows, residual_trace = pivoted_cholesky(evaluate, points, tolerance=tolerance,
+                                            max_rank=max_rank)
+    values, small = np.linalg.eigh(rows @ rows.T)
+    top = values.max() if values.size else 0.0
+    keep = values > max(rows.shape[0], 1) * np.finfo(np.float64).eps * top
+    values, small = values[keep][::-1], small[:, keep][:, ::-1]
+    vectors = (rows.T @ small) / np.sqrt(values)
+    return KernelSpectrum(vectors, values, "low_rank", residual_trace)
+
+
+def kernel_spectrum(
+    evaluate: KernelBlock,
+    points: NDArray[np.float64],
+    *,
+    method: str = "low_rank",
+    tolerance: float = 1e-10,
+    max_rank: int = 4000,
+) -> KernelSpectrum:
+    """Eigendecomposition of ``K_ij = k(x_i, x_j)``, ``method`` ``exact`` or
+    ``low_rank`` (pivoted Cholesky to ``tolerance``, at most ``max_rank`` pivots)."""
+    matrix = np.asarray(points, dtype=np.float64)
+    matrix = matrix[:, None] if matrix.ndim == 1 else matrix
+    if method == "exact":
+        return exact_spectrum(evaluate, matrix)
+    if method == "low_rank":
+        return low_rank_spectrum(evaluate, matrix, tolerance=tolerance, max_rank=max_rank)
+    raise ValueError(f"unknown spectrum method {method!r}")

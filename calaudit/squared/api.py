@@ -1,0 +1,87 @@
+"""``estimate_squared_error``: the Python entry point of the squared-error pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from calaudit.exceptions import ConfigError, InputError
+from calaudit.squared.fitting import Settings
+from calaudit.squared.grids import ESTIMATORS, paper_grid, thin
+from calaudit.squared.result import SquaredErrorResult
+from calaudit.squared.selection import make_split, minimum_rows, run_pipeline
+from calaudit.squared.targets import TARGETS, problems_for
+
+
+def resolve_grids(estimators: Sequence[str], canonical: bool,
+                  grid_sizes: Mapping[str, int | None] | None = None
+                  ) -> dict[str, tuple[float, ...]]:
+    """The appendix-B grid of each estimator, thinned to ``grid_sizes[estimator]``."""
+    sizes = dict(grid_sizes or {})
+    return {e: thin(paper_grid(e, canonical), sizes.get(e)) for e in estimators}
+
+
+def check_choices(target: str, estimators: Sequence[str]) -> None:
+    """ConfigError for an unknown target or estimator, or none at all."""
+    if target not in TARGETS:
+        raise ConfigError(f"unknown squared calibration error {target!r}; "
+                          f"choose from {', '.join(TARGETS)}")
+    if not estimators:
+        raise ConfigError("no estimator given for the squared calibration errors")
+    for name in estimators:
+        if name not in ESTIMATORS:
+            raise ConfigError(f"unknown squared-error estimator {name!r}; "
+                              f"choose from {', '.join(ESTIMATORS)}")
+
+
+def run_target(target: str, y_true: np.ndarray, y_proba: np.ndarray, *,
+               estimators: Sequence[str], n_folds: int, test_fraction: float,
+               grid_sizes: Mapping[str, int | None] | None, settings: Settings,
+               rng: np.random.Generator) -> SquaredErrorResult:
+    """The pipeline on validated arrays (``y_proba`` (n, m), ``y_true`` class indices)."""
+    check_choices(target, estimators)
+    split = make_split(y_true.shape[0], n_folds, test_fraction, rng)
+    grids = resolve_grids(estimators, target == "cce2", grid_sizes)
+    return run_pipeline(target, problems_for(target, y_true, y_proba), list(estimators),
+                        grids, split, settings)
+
+
+def estimate_squared_error(
+    y_true,
+    y_proba,
+    target: str = "cce2",
+    *,
+    estimators: Sequence[str] = ESTIMATORS,
+    n_folds: int = 5,
+    test_fraction: float = 0.2,
+    grid_sizes: Mapping[str, int | None] | None = None,
+    settings: Settings | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> SquaredErrorResult:
+    """Estimate ``TCE_2^2``, ``CWCE_2^2`` or ``CCE_2^2`` with the estimator and
+    hyperparameters that minimise the cross-validated risk of Gruber & Bach (eq. 20).
+
+    ``y_true`` holds labels and ``y_proba`` the probabilities, (n,) for binary models
+    (positive class) or (n, m); both are validated like a file. ``estimators`` is any of
+    ``bin``, ``kde``, ``kkr``, ``ukkr``; ``grid_sizes`` thins the appendix-B grids
+    (``{"kkr": 6}``); ``rng`` seeds the split. Example::
+
+        result = estimate_squared_error(y, p, "tce2", rng=0)
+        result.estimate, result.estimator, result.chosen.candidate.risk
+    """
+    from calaudit.data.dataset import CalibrationData
+
+    data = CalibrationData.from_arrays(y_true, y_proba)
+    if not isinstance(n_folds, int) or n_folds < 2:
+        raise ConfigError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+    if not 0.0 < test_fraction < 1.0:
+        raise ConfigError(f"test_fraction must be in (0, 1); got {test_fraction!r}")
+    if data.n < minimum_rows(n_folds):
+        raise InputError(f"{data.n} rows are too few for the squared-error pipeline with "
+                         f"{n_folds} folds (at least {minimum_rows(n_folds)})",
+                         rule="too_few_rows")
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return run_target(target, data.y_true, data.y_proba, estimators=tuple(estimators),
+                      n_folds=n_folds, test_fraction=test_fraction, grid_sizes=grid_sizes,
+                      settings=settings or Settings(), rng=generator)

@@ -1,0 +1,75 @@
+"""``h_bin`` (Gruber & Bach, eq. 23): products of per-bin mean residuals.
+
+For a score problem the bins are ``n_bins`` equal-width, right-closed bins of [0, 1]
+(0 in the first bin, :func:`calaudit.numerics.binning.uniform_bin_index`) and
+``phi(x) = acc(B) - conf(B)`` for the bin ``B`` of ``x``, estimated on the training
+fold, so ``h_bin(x, x') = phi(x) phi(x')`` and ``mean_i h_bin(x_i, x_i)`` is the squared
+binned error ``(TCE_2^bin)^2`` of eq. 10 / 24 when evaluated on the fitting set.
+
+For probability vectors (canonical calibration, not covered by the paper) the bins are
+the cells of the per-dimension uniform grid with ``n_bins`` bins per coordinate (the
+partition of calaudit's ``ece_canonical``) and ``phi`` is the mean residual vector of the
+cell. A bin or cell with no training row gets the overall mean residual of the training
+fold (the reference code's fallback).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.binning import uniform_bin_index
+from calaudit.squared.fitting import EvalSet
+from calaudit.squared.risk import mean_diagonal, pairwise_risk
+from calaudit.squared.targets import Problem
+
+
+def cell_labels(train_points: NDArray[np.float64], eval_points: NDArray[np.float64],
+                n_bins: int, simplex: bool) -> tuple[NDArray[np.intp], NDArray[np.intp], int]:
+    """Bin (score) or grid cell (vector) of every training and evaluation row, as dense
+    labels ``0 .. n_cells - 1`` shared by both sets."""
+    if not simplex:
+        return (uniform_bin_index(train_points[:, 0], n_bins),
+                uniform_bin_index(eval_points[:, 0], n_bins), n_bins)
+    both = uniform_bin_index(np.vstack([train_points, eval_points]), n_bins)
+    if both.shape[1] * np.log2(max(n_bins, 2)) < 62:  # pack the cell into one integer
+        both = both @ (n_bins ** np.arange(both.shape[1], dtype=np.int64))
+        _, labels = np.unique(both, return_inverse=True)
+    else:
+        _, labels = np.unique(both, axis=0, return_inverse=True)
+    labels = labels.reshape(-1)
+    n_train = train_points.shape[0]
+    return labels[:n_train], labels[n_train:], int(labels.max()) + 1
+
+
+def bin_features(train: Problem, eval_points: NDArray[np.float64],
+                 n_bins: int) -> NDArray[np.float64]:
+    """``phi(x)``: the training mean residual of the bin (cell) of each evaluation row."""
+    train_cells, eval_cells, n_cells = cell_labels(train.points, eval_points, n_bins,
+                                                   train.simplex)
+    counts = np.bincount(train_cells, minlength=n_cells).astype(np.float64)
+    sums = np.stack([np.bincount(train_cells, weights=col, minlength=n_cells)
+                     for col in train.residuals.T], axis=1)
+    means = np.tile(train.residuals.mean(axis=0), (n_cells, 1))
+    seen = counts > 0
+    means[seen] = sums[seen] / counts[seen, None]
+    return means[eval_cells]
+
+
+class BinningPath:
+    """``h_bin`` fitted on one training fold for every ``n_bins`` of the grid."""
+
+    def __init__(self, train: Problem, grid: tuple[float, ...]) -> None:
+        self.train = train
+        self.grid = grid
+
+    def features(self, points: NDArray[np.float64], index: int) -> NDArray[np.float64]:
+        return bin_features(self.train, points, int(self.grid[index]))
+
+    def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
+        problem = evalset.problem
+        return np.array([pairwise_risk(problem.residuals, self.features(problem.points, i))
+                         for i in range(len(self.grid))])
+
+    def estimate(self, evalset: EvalSet, index: int) -> float:
+        return mean_diagonal(self.features(evalset.problem.points, index))

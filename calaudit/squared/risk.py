@@ -1,0 +1,80 @@
+"""The calibration estimation risk, eq. 20 of Gruber & Bach, without an n x n matrix.
+
+``R(h) = (n(n-1))^-1 sum_{i != j} (<r_i, r_j> - h(x_i, x_j))^2`` is an unbiased
+U-statistic of ``E[(<r, r'> - h(x, x'))^2]`` (eq. 17). Every calibration estimation
+function in calaudit is *factorised*: ``h(x, x') = phi(x)^T S phi(x')`` with features
+``phi`` in R^q and a symmetric q x q matrix ``S`` (identity unless given):
+
+* binning, Dirichlet KDE and UKKR: ``phi(x)`` estimates ``E[r | x]`` (q = 1 or m);
+* KKR (eq. 29): ``phi(x) = (R^T k(x), U^T k(x))`` and a block-diagonal ``S`` (see
+  :mod:`calaudit.squared.kkr`).
+
+With ``T = R R^T``, ``H = Phi S Phi^T``, ``W = Phi^T R`` and ``P = Phi^T Phi``:
+
+* ``sum_{i,j} T_ij^2 = ||R^T R||_F^2``,
+* ``sum_{i,j} T_ij H_ij = tr(W^T S W)``,
+* ``sum_{i,j} H_ij^2 = tr(S P S P)``,
+
+and the diagonal terms are removed with ``T_ii = ||r_i||^2`` and
+``H_ii = phi_i^T S phi_i``. Cost O(n q^2 + q^3), memory O(n q).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+class RiskTerms:
+    """The parts of eq. 20 that do not depend on ``S``, for one evaluation set.
+
+    Build once per (evaluation set, features) and call :meth:`risk` for every ``S``.
+    """
+
+    def __init__(self, residuals: NDArray[np.float64], features: NDArray[np.float64]) -> None:
+        r = np.asarray(residuals, dtype=np.float64)
+        r = r[:, None] if r.ndim == 1 else r
+        phi = np.asarray(features, dtype=np.float64)
+        phi = phi[:, None] if phi.ndim == 1 else phi
+        if r.shape[0] < 2 or r.shape[0] != phi.shape[0]:
+            raise ValueError("the risk needs at least two rows and one feature row per row")
+        self.n = r.shape[0]
+        self.features = phi
+        self.t_diag = np.einsum("ij,ij->i", r, r)
+        self.t_offdiag = float(np.sum((r.T @ r) ** 2) - self.t_diag @ self.t_diag)
+        self.cross = phi.T @ r
+        self.gram = phi.T @ phi
+
+    def diagonal(self, metric: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """``H_ii = phi_i^T S phi_i``."""
+        left = self.features if metric is None else self.features @ metric
+        return np.einsum("ij,ij->i", left, self.features)
+
+    def risk(self, metric: NDArray[np.float64] | None = None) -> float:
+        """Eq. 20 for ``h(x, x') = phi(x)^T S phi(x')`` with ``S = metric``."""
+        if metric is None:
+            th_all = float(np.sum(self.cross * self.cross))
+            hh_all = float(np.sum(self.gram * self.gram))
+        else:
+            th_all = float(np.sum(self.cross * (metric @ self.cross)))
+            sp = metric @ self.gram
+            hh_all = float(np.sum(sp * sp.T))
+        h_diag = self.diagonal(metric)
+        th = th_all - float(self.t_diag @ h_diag)
+        hh = hh_all - float(h_diag @ h_diag)
+        return (self.t_offdiag - 2.0 * th + hh) / (self.n * (self.n - 1))
+
+
+def pairwise_risk(residuals: NDArray[np.float64], features: NDArray[np.float64],
+                  metric: NDArray[np.float64] | None = None) -> float:
+    """Eq. 20 for ``h(x, x') = phi(x)^T S phi(x')``; ``features`` holds ``phi(x_i)``."""
+    return RiskTerms(residuals, features).risk(metric)
+
+
+def mean_diagonal(features: NDArray[np.float64],
+                  metric: NDArray[np.float64] | None = None) -> float:
+    """``n^-1 sum_i h(x_i, x_i)``: the calibration estimate of eq. 21 on one set."""
+    phi = np.asarray(features, dtype=np.float64)
+    phi = phi[:, None] if phi.ndim == 1 else phi
+    left = phi if metric is None else phi @ metric
+    return float(np.mean(np.einsum("ij,ij->i", left, phi)))

@@ -1,0 +1,83 @@
+"""Squared calibration errors as bilinear regression problems (Gruber & Bach, sec. 3.1).
+
+Every target is one or more *problems*: inputs ``x_i`` (a score in [0, 1] or a
+probability vector) and residuals ``r_i = o_i - x_i`` (outcome minus prediction). The
+squared error is ``E[h*(x, x)]`` for ``h*(x, x') = <E[r | x], E[r | x']>`` (eq. 12-13),
+and the risk of any ``h`` compares it with ``<r_i, r_j>`` over pairs ``i != j`` (eq. 20).
+The paper writes ``p - e_y``; calaudit's residual ``e_y - p`` has the opposite sign,
+which no inner product ``<r_i, r_j>`` sees.
+
+* ``tce2``: top-label, ``x`` = confidence ``max_k p_k``, outcome ``1{y = argmax_k p_k}``
+  (eq. 9; ties in the argmax go to the first class);
+* ``cwce2``: class-wise, one problem per class ``k``: ``x = p_k``, outcome ``1{y = k}``;
+  ``CWCE_2^2 = sum_k E[(p_k - P(Y = k | p_k))^2]`` (summed over classes, so that
+  ``CWCE_2^2 <= CCE_2^2`` by Jensen's inequality);
+* ``cce2``: canonical, ``x = p`` (the whole vector), outcome ``e_y`` (eq. 7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.metrics.ece import scores_and_outcomes
+
+TARGETS = ("tce2", "cwce2", "cce2")
+TITLES = {
+    "tce2": "Squared top-label calibration error TCE_2^2 (Gruber & Bach)",
+    "cwce2": "Squared class-wise calibration error CWCE_2^2 (Gruber & Bach)",
+    "cce2": "Squared canonical calibration error CCE_2^2 (Gruber & Bach)",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Inputs and residuals of one bilinear regression problem.
+
+    ``points`` is (n, d): d = 1 for a score, d = m for a probability vector
+    (``simplex`` true); ``residuals`` is (n, q) with q = 1 for a score, q = m otherwise.
+    """
+
+    name: str
+    points: NDArray[np.float64]
+    residuals: NDArray[np.float64]
+    simplex: bool
+
+    @property
+    def n(self) -> int:
+        return int(self.points.shape[0])
+
+    @property
+    def outcomes(self) -> NDArray[np.float64]:
+        """``o_i = r_i + x_i``: the 0/1 outcome, or the one-hot label vector."""
+        return self.residuals + self.points
+
+    def take(self, rows: NDArray[np.intp]) -> Problem:
+        """The same problem restricted to ``rows``."""
+        return Problem(self.name, self.points[rows], self.residuals[rows], self.simplex)
+
+
+def scalar_problem(name: str, scores: NDArray[np.float64],
+                   outcomes: NDArray[np.float64]) -> Problem:
+    """A problem with a score in [0, 1] and a 0/1 outcome."""
+    x = np.asarray(scores, dtype=np.float64)[:, None]
+    return Problem(name, x, np.asarray(outcomes, dtype=np.float64)[:, None] - x, False)
+
+
+def problems_for(target: str, y_true: NDArray[np.int64],
+                 y_proba: NDArray[np.float64]) -> tuple[Problem, ...]:
+    """The problems whose squared errors add up to ``target``."""
+    if target == "tce2":
+        scores, outcomes = scores_and_outcomes(y_true, y_proba, "top-label")
+        return (scalar_problem("top-label", scores, outcomes),)
+    if target == "cwce2":
+        return tuple(scalar_problem(f"class {k}", y_proba[:, k], (y_true == k).astype(float))
+                     for k in range(y_proba.shape[1]))
+    if target == "cce2":
+        onehot = np.zeros_like(y_proba, dtype=np.float64)
+        onehot[np.arange(y_true.shape[0]), y_true] = 1.0
+        points = np.asarray(y_proba, dtype=np.float64)
+        return (Problem("canonical", points, onehot - points, True),)
+    raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")

@@ -1,0 +1,130 @@
+"""Slow references for the squared calibration errors (Gruber & Bach), written straight
+from the paper's formulas with Python loops and dense linear algebra. Only for small
+inputs: the Kronecker reference of eq. 28 inverts an n^2 x n^2 matrix."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def dot(a, b):
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def risk_loops(residuals, h):
+    """Eq. 20: ``(n(n-1))^-1 sum_{i != j} (<r_i, r_j> - H_ij)^2`` by a double loop."""
+    n = len(residuals)
+    total = 0.0
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                total += (dot(residuals[i], residuals[j]) - h[i][j]) ** 2
+    return total / (n * (n - 1))
+
+
+def top_label_loops(y_true, y_proba):
+    """(confidence, correct) per row; ties go to the first class."""
+    scores, outcomes = [], []
+    for label, row in zip(y_true, y_proba, strict=True):
+        best = 0
+        for k in range(len(row)):
+            if row[k] > row[best]:
+                best = k
+        scores.append(row[best])
+        outcomes.append(1.0 if best == label else 0.0)
+    return scores, outcomes
+
+
+def bin_of(score, n_bins):
+    """Right-closed equal-width bin ``((b-1)/B, b/B]``, 0 in the first bin."""
+    for b in range(n_bins):
+        if (b == 0 and score <= 1 / n_bins) or (b / n_bins < score <= (b + 1) / n_bins):
+            return b
+    raise AssertionError(score)
+
+
+def bin_phi_loops(train_x, train_r, eval_x, n_bins, canonical):
+    """``phi(x)`` of eq. 23: mean training residual of the bin (cell) of ``x``; the
+    overall mean residual for a bin without training rows."""
+    q = len(train_r[0])
+    cells = {}
+    for x, r in zip(train_x, train_r, strict=True):
+        key = tuple(bin_of(v, n_bins) for v in x) if canonical else bin_of(x[0], n_bins)
+        cells.setdefault(key, []).append(r)
+    overall = [sum(r[k] for r in train_r) / len(train_r) for k in range(q)]
+    out = []
+    for x in eval_x:
+        key = tuple(bin_of(v, n_bins) for v in x) if canonical else bin_of(x[0], n_bins)
+        members = cells.get(key)
+        out.append([sum(r[k] for r in members) / len(members) for k in range(q)]
+                   if members else overall)
+    return out
+
+
+def dirichlet_logpdf(x, alpha):
+    """``log Dir(x; alpha)`` from the formula (``0 * log 0 = 0``)."""
+    log_norm = sum(math.lgamma(a) for a in alpha) - math.lgamma(sum(alpha))
+    total = -log_norm
+    for xk, ak in zip(x, alpha, strict=True):
+        if ak != 1.0:
+            total += (ak - 1.0) * (math.log(xk) if xk > 0 else -math.inf)
+    return total
+
+
+def kde_phi_loops(train_z, train_o, eval_z, eval_x, bandwidth):
+    """``phi(x) = sum_j k(x; z_j) o_j / sum_j k(x; z_j) - x`` (eq. 25) with
+    ``k(x; z_j) = Dir(x; z_j / b + 1)``, accumulated with a running log-sum-exp."""
+    out = []
+    for z, x in zip(eval_z, eval_x, strict=True):
+        logs = [dirichlet_logpdf(z, [v / bandwidth + 1.0 for v in zj]) for zj in train_z]
+        top = max(logs)
+        weights = [math.exp(v - top) for v in logs]
+        total = sum(weights)
+        out.append([sum(w * o[k] for w, o in zip(weights, train_o, strict=True)) / total - x[k]
+                    for k in range(len(x))])
+    return out
+
+
+def gaussian_gram(a, b, gamma):
+    """``exp(-gamma ||a_i - b_j||^2)`` by loops."""
+    return np.array([[math.exp(-gamma * sum((u - v) ** 2 for u, v in zip(ai, bj, strict=True)))
+                      for bj in b] for ai in a])
+
+
+def kkr_kronecker(train_x, train_r, eval_x, gamma, ridge):
+    """Eq. 28 literally: ``vec(D^T D)^T (K (x) K + c I)^-1 (k(p) (x) k(p'))`` for every
+    pair of evaluation rows, ``c = lambda n^2`` given as ``ridge``."""
+    k_train = gaussian_gram(train_x, train_x, gamma)
+    k_eval = gaussian_gram(train_x, eval_x, gamma)
+    r = np.asarray(train_r, dtype=float)
+    n = len(train_x)
+    system = np.kron(k_train, k_train) + ridge * np.eye(n * n)
+    coef = np.linalg.solve(system, (r @ r.T).reshape(-1))
+    m = len(eval_x)
+    h = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            h[i, j] = coef @ np.kron(k_eval[:, i], k_eval[:, j])
+    return h
+
+
+def kkr_eigen(train_x, train_r, eval_x, gamma, ridge):
+    """Eq. 31: ``K_e^T Q (L ⊙ Q^T D^T D Q) Q^T K_e`` with ``L_ij = 1/(l_i l_j + c)``."""
+    k_train = gaussian_gram(train_x, train_x, gamma)
+    k_eval = gaussian_gram(train_x, eval_x, gamma)
+    values, q = np.linalg.eigh(k_train)
+    values = np.maximum(values, 0.0)
+    r = np.asarray(train_r, dtype=float)
+    inner = (1.0 / (np.outer(values, values) + ridge)) * (q.T @ r @ r.T @ q)
+    return k_eval.T @ q @ inner @ q.T @ k_eval
+
+
+def ukkr_direct(train_x, train_r, eval_x, gamma, ridge):
+    """Eq. 32: ``k(p)^T (K + c I)^-1 D^T D (K + c I)^-T k(p')``, ``c = lambda n``."""
+    k_train = gaussian_gram(train_x, train_x, gamma)
+    k_eval = gaussian_gram(train_x, eval_x, gamma)
+    r = np.asarray(train_r, dtype=float)
+    inverse = np.linalg.inv(k_train + ridge * np.eye(len(train_x)))
+    return k_eval.T @ inverse @ r @ r.T @ inverse.T @ k_eval
