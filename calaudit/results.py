@@ -95,7 +95,10 @@ class TestResult:
     it, ``p_value`` the raw p-value. ``status`` is ``None`` until the gate grades it
     (then ``alpha`` and ``p_value_adjusted`` are set too), unless the test itself decided
     ``INCONCLUSIVE``, ``ERROR`` or ``SKIPPED`` (``message`` says why).
-    ``null_distribution`` holds the resampled statistics of resampling tests.
+    ``null_distribution`` holds the resampled statistics of resampling tests. ``family``
+    names the null hypothesis the test is about (``global``: the model is calibrated;
+    ``local``: it is calibrated in every sub-population): p-values are adjusted within a
+    family by default (``multiple_testing_scope``).
     """
 
     __test__ = False  # not a pytest test class
@@ -113,11 +116,13 @@ class TestResult:
     null_distribution: np.ndarray | None = None
     message: str = ""
     title: str = ""
+    family: str = "global"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "title": self.title,
+            "family": self.family,
             "statistic": jsonable(self.statistic),
             "estimate": jsonable(self.estimate),
             "p_value": jsonable(self.p_value),

@@ -60,3 +60,17 @@ def test_verdict_and_exit_code():
     assert exit_code([Status.PASS], fail_on) is ExitCode.OK
     assert exit_code([Status.ERROR], fail_on) is ExitCode.GATE_FAILED
     assert exit_code([Status.FAIL], fail_on, exit_zero=True) is ExitCode.OK
+
+
+def test_families_are_adjusted_separately_unless_scope_is_battery():
+    def test(test_id, p, family):
+        return TestResult(test_id, 1.0, 0.1, p, "m", family=family)
+
+    tests = [test("g1", 0.01, "global"), test("g2", 0.2, "global"), test("g3", 0.5, "global"),
+             test("local", 0.02, "local")]
+    by_family = grade_tests(tests, 0.05, "holm")
+    assert [t.p_value_adjusted for t in by_family] == pytest.approx([0.03, 0.4, 0.5, 0.02])
+    assert by_family[3].status is Status.FAIL
+    together = grade_tests(tests, 0.05, "holm", scope="battery")
+    assert [t.p_value_adjusted for t in together] == pytest.approx([0.04, 0.4, 0.5, 0.06])
+    assert together[3].status is Status.PASS

@@ -20,6 +20,7 @@ from calaudit.exceptions import ConfigError
 from calaudit.results import Status
 
 MULTIPLE_TESTING = ("holm", "bonferroni", "fdr_bh", "none")
+MULTIPLE_TESTING_SCOPES = ("family", "battery")
 STRATEGIES = ("uniform", "quantile")
 ON_MISMATCH = ("error", "warn")
 KERNELS = ("exponential", "gaussian", "laplacian")
@@ -455,6 +456,11 @@ class AuditConfig:
     multiple_testing: str = field(
         default="holm", metadata={"help": "adjustment across the battery: "
                                           + ", ".join(MULTIPLE_TESTING)})
+    multiple_testing_scope: str = field(
+        default="family", metadata={
+            "help": "family: adjust within each family of tests (global: is the model "
+                    "calibrated? local: is it calibrated in every sub-population?); "
+                    "battery: adjust all tests together (stricter)"})
     fail_on: tuple[str, ...] = field(default=("FAIL", "ERROR"),
                                      metadata={"help": "statuses that fail the gate"})
     exit_zero: bool = field(default=False, metadata={
@@ -488,6 +494,9 @@ class AuditConfig:
         _check(self.multiple_testing in MULTIPLE_TESTING,
                f"multiple_testing must be one of {', '.join(MULTIPLE_TESTING)}; "
                f"got {self.multiple_testing!r}")
+        _check(self.multiple_testing_scope in MULTIPLE_TESTING_SCOPES,
+               "multiple_testing_scope must be one of " + ", ".join(MULTIPLE_TESTING_SCOPES)
+               + f"; got {self.multiple_testing_scope!r}")
         _check(0.0 < self.ci_level < 1.0, f"ci_level must be in (0, 1); got {self.ci_level!r}")
         valid = {s.value for s in Status}
         for status in self.fail_on:

@@ -40,16 +40,26 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
-def grade_tests(tests: Iterable[TestResult], alpha: float, method: str) -> tuple[TestResult, ...]:
-    """Adjust the pending tests' p-values and set ``alpha``, ``p_value_adjusted``, ``status``."""
+def grade_tests(tests: Iterable[TestResult], alpha: float, method: str,
+                scope: str = "family") -> tuple[TestResult, ...]:
+    """Adjust the pending tests' p-values and set ``alpha``, ``p_value_adjusted``, ``status``.
+
+    ``scope="family"`` adjusts within each ``TestResult.family`` (the global tests all test
+    "the model is calibrated", the local tests "it is calibrated in every sub-population");
+    ``"battery"`` adjusts every test together.
+    """
     tests = tuple(tests)
     pending = [i for i, t in enumerate(tests) if t.status is None and math.isfinite(t.p_value)]
-    adjusted = adjust_pvalues([tests[i].p_value for i in pending], method)
+    families: dict[str, list[int]] = {}
+    for i in pending:
+        families.setdefault(tests[i].family if scope == "family" else "battery", []).append(i)
     graded = list(tests)
-    for i, p_adj in zip(pending, adjusted):
-        status = Status.FAIL if p_adj <= alpha else Status.PASS
-        graded[i] = dataclasses.replace(tests[i], alpha=alpha, p_value_adjusted=float(p_adj),
-                                        status=status)
+    for members in families.values():
+        adjusted = adjust_pvalues([tests[i].p_value for i in members], method)
+        for i, p_adj in zip(members, adjusted):
+            status = Status.FAIL if p_adj <= alpha else Status.PASS
+            graded[i] = dataclasses.replace(tests[i], alpha=alpha,
+                                            p_value_adjusted=float(p_adj), status=status)
     for i, test in enumerate(graded):
         if test.status is None:
             graded[i] = dataclasses.replace(test, alpha=alpha, status=Status.ERROR,

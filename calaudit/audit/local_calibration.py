@@ -151,7 +151,8 @@ class LocalAudit:
         return TestResult(
             id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
             method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
-            null_distribution=res.null_distribution, title=TITLES[test_id]), res
+            null_distribution=res.null_distribution, title=TITLES[test_id],
+            family="local"), res
 
     def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
         """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
@@ -184,7 +185,8 @@ class LocalAudit:
                 id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
                 method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
                 status=Status.INCONCLUSIVE, alpha=self.config.alpha,
-                message=f"too small to decide: {reason}", title=TITLES[test_id])
+                message=f"too small to decide: {reason}", title=TITLES[test_id],
+                family="local")
                 for test_id in self.local.tests], None
         out, products = [], None
         for test_id in self.local.tests:

@@ -133,7 +133,7 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
     started = time.perf_counter()
     outputs = run_stages(data, config, stages if stages is not None else default_stages())
     tests = grade_tests((t for out in outputs for t in out.tests), config.alpha,
-                        config.multiple_testing)
+                        config.multiple_testing, config.multiple_testing_scope)
     metrics, unmatched = grade_metrics((m for out in outputs for m in out.metrics),
                                        config.thresholds)
     rule = data_rule(data.n, count_events(data), config.gate)

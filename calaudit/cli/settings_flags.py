@@ -24,6 +24,8 @@ EXPLICIT = {
     "local_resamples": "local.n_resamples",
     "kite_width": "local.kite_prob_kernel_width",
     "kite_gamma": "local.kite_cov_gamma",
+    "squared": "squared.enabled",  # composite: see _squared_flags
+    "squared_estimators": "squared.estimators",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
                           "show_config", "pyproject", "force", "path", "directory",

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
+from calaudit.report.notes import adjustment_scope
 from calaudit.report.views import AppendixView, KeyValue
 
 
@@ -56,7 +57,7 @@ def _methods(result: Mapping[str, Any]) -> Iterator[KeyValue]:
             yield KeyValue(label, fmt_value(klce[key]))
     config = result.get("config") or {}
     yield KeyValue("multiple testing",
-                   f"{config.get('multiple_testing', '-')} across all tests, alpha "
+                   f"{config.get('multiple_testing', '-')} {adjustment_scope(config)}, alpha "
                    f"{config.get('alpha', '-')}")
 
 

@@ -137,8 +137,8 @@ def build_verdict(result: Mapping[str, Any]) -> VerdictView:
     attention = [c for c in checks if c.status and c.status not in fail_on + ("PASS",)]
     n_tests = len(result.get("tests") or ())
     grading = (f"Tests are graded on p-values adjusted with "
-               f"{config.get('multiple_testing', 'holm')} across all {n_tests} test(s), at "
-               f"alpha = {config.get('alpha', '-')}." if n_tests else
+               f"{config.get('multiple_testing', 'holm')} {notes.adjustment_scope(config)} "
+               f"({n_tests} test(s)), at alpha = {config.get('alpha', '-')}." if n_tests else
                _no_tests_note(config))
     gate = (f"Fails on: {', '.join(fail_on)}.", grading)
     count_rows = [KeyValue(label, count_text(Counter(c.status for c in items if c.status)))

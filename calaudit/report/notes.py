@@ -79,6 +79,13 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def adjustment_scope(config: Mapping[str, Any]) -> str:
+    """How widely p-values were adjusted, in words."""
+    if config.get("multiple_testing_scope", "family") == "battery":
+        return "across all tests together"
+    return "within each family of tests (global calibration; local calibration)"
+
+
 def general_notes(config: Mapping[str, Any], n_tests: int) -> tuple[Note, ...]:
     """The "Reading this report" section."""
     alpha = config.get("alpha", 0.05)
@@ -97,8 +104,8 @@ def general_notes(config: Mapping[str, Any], n_tests: int) -> tuple[Note, ...]:
         )),
         Note("Many tests at once", (
             f"This audit ran {n_tests} test(s). Running several tests raises the chance that "
-            f"one of them rejects by luck, so all p-values are adjusted together with "
-            f"{adjustment}. Each test is graded on its adjusted p-value.",
+            f"one of them rejects by luck, so p-values are adjusted with {adjustment} "
+            f"{adjustment_scope(config)}. Each test is graded on its adjusted p-value.",
         ) if n_tests else (
             "This audit ran no hypothesis tests: nothing here says whether the gaps shown "
             "could be chance. Run 'calaudit test' for p-values.",
