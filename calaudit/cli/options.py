@@ -91,8 +91,11 @@ Seed = Annotated[int, typer.Option(
     "--seed", min=0, help="Seed of every random choice; the same seed gives the same numbers.",
     rich_help_panel=TESTS)]
 MultipleTesting = Annotated[str, typer.Option(
-    "--multiple-testing", help="Adjustment across the battery: holm, bonferroni, fdr_bh, none.",
+    "--multiple-testing", help="P-value adjustment: holm, bonferroni, fdr_bh, none.",
     rich_help_panel=TESTS)]
+MultipleTestingScope = Annotated[str, typer.Option(
+    "--multiple-testing-scope", help="family: adjust the global tests together and the local "
+    "tests together; battery: all tests together (stricter).", rich_help_panel=TESTS)]
 FailOn = Annotated[str, typer.Option(
     "--fail-on", help="Comma list of statuses that fail the gate (exit code 1).",
     rich_help_panel=TESTS)]
