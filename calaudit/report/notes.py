@@ -12,10 +12,10 @@ from typing import Any
 from calaudit.report.views import Note
 
 METHOD_NAMES = {
-    "holm": "Holm's step-down method, which keeps the chance of any false alarm among all "
-            "tests at most alpha",
+    "holm": "Holm's step-down method, which keeps the chance of any false alarm among the "
+            "adjusted tests at most alpha",
     "bonferroni": "the Bonferroni correction, which keeps the chance of any false alarm "
-                  "among all tests at most alpha",
+                  "among the adjusted tests at most alpha",
     "fdr_bh": "the Benjamini-Hochberg procedure, which keeps the expected share of false "
               "alarms among the rejected tests at most alpha",
     "none": "no adjustment (each test on its own at level alpha)",
@@ -104,8 +104,9 @@ def general_notes(config: Mapping[str, Any], n_tests: int) -> tuple[Note, ...]:
         )),
         Note("Many tests at once", (
             f"This audit ran {n_tests} test(s). Running several tests raises the chance that "
-            f"one of them rejects by luck, so p-values are adjusted with {adjustment} "
-            f"{adjustment_scope(config)}. Each test is graded on its adjusted p-value.",
+            f"one of them rejects by luck, so p-values are adjusted "
+            f"{adjustment_scope(config)} with {adjustment}. Each test is graded on its "
+            "adjusted p-value.",
         ) if n_tests else (
             "This audit ran no hypothesis tests: nothing here says whether the gaps shown "
             "could be chance. Run 'calaudit test' for p-values.",
