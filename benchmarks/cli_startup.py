@@ -29,12 +29,12 @@ def time_command(args: list[str], repeat: int) -> list[float]:
 
 
 def heavy_imports(args: list[str]) -> list[str]:
-    probe = ("import io, sys, runpy; sys.argv = ['calaudit', *%r]\n"
+    probe = (f"import io, sys, runpy; sys.argv = ['calaudit', *{args!r}]\n"
              "real, sys.stdout = sys.stdout, io.StringIO()\n"
              "try:\n    runpy.run_module('calaudit', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "sys.stdout = real\n"
-             "print(','.join(m for m in %r if m in sys.modules))") % (args, HEAVY)
+             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     lines = out.stdout.strip().splitlines()
     return [m for m in (lines[-1] if lines else "").split(",") if m]

@@ -19,8 +19,9 @@ so concurrent audits in one process do not share it. Standard library only.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 Advance = Callable[..., None]
 

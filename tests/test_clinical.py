@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from tests import reference_global as ref
 from scipy import optimize, special, stats
 
 from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.resampling import bootstrap_counts
+from tests import reference_global as ref
 
 
 def binary(n=300, seed=0, shift=0.3, scale=0.7):

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.reference_diagrams import band_loops, exact_rate_quantile, histogram_loops
 
 from calaudit.audit.config import AuditConfig, BinningConfig
 from calaudit.audit.diagrams import DiagramsStage, score_histogram
@@ -17,6 +16,7 @@ from calaudit.metrics import consistency
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.ece import binned_calibration
 from calaudit.numerics.random import stream
+from tests.reference_diagrams import band_loops, exact_rate_quantile, histogram_loops
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
 

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from tests import reference_global as ref
 
 from calaudit.metrics.binned import ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
@@ -24,6 +23,7 @@ from calaudit.metrics.ece_variants import (
 from calaudit.metrics.log_loss import log_loss
 from calaudit.numerics.binning import bin_edges, grid_cell_index
 from calaudit.numerics.resampling import bootstrap_counts
+from tests import reference_global as ref
 
 
 def data(n=60, m=4, seed=0):

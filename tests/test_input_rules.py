@@ -45,12 +45,14 @@ CASES = {
                      ["column 'prob'", "probability_out_of_range", "value 1.2"]),
     "negative": (lambda f: f.__setitem__("prob", f["prob"].where(f.index != 7, -0.1)),
                  ["probability_out_of_range"]),
-    "missing_label": (lambda f: f.__setitem__("label", f["label"].astype(float).where(f.index != 2)),
-                      ["column 'label'", "missing_label", "data row 3"]),
+    "missing_label": (
+        lambda f: f.__setitem__("label", f["label"].astype(float).where(f.index != 2)),
+        ["column 'label'", "missing_label", "data row 3"]),
     "unknown_label": (lambda f: f.__setitem__("label", f["label"].where(f.index != 9, 2)),
                       ["column 'label'", "unknown_label", "data row 10"]),
-    "missing_covariate": (lambda f: f.__setitem__("age", f["age"].astype(float).where(f.index != 1)),
-                          ["column 'age'", "missing_covariate"]),
+    "missing_covariate": (
+        lambda f: f.__setitem__("age", f["age"].astype(float).where(f.index != 1)),
+        ["column 'age'", "missing_covariate"]),
 }
 
 
@@ -70,7 +72,8 @@ def test_drop_invalid_drops_and_counts(tmp_path, case):
     edit, _ = CASES[case]
     path = bad_binary(tmp_path, edit)
     out = tmp_path / "result.json"
-    result = run_cli("test", path, "--covariates", "age,race", "--drop-invalid", "--json", out)
+    result = run_cli("test", path, "--covariates", "age,race", "--drop-invalid", "--exit-zero",
+                     "--json", out)
     assert result.exit_code == 0, result.output
     inputs = json.loads(out.read_text())["inputs"]
     assert inputs["rows_read"] == 50 and inputs["rows_used"] == 49

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from tests.reference_local import median_heuristic_loops
 
 from calaudit.data.dataset import Covariate
 from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth, median_squared_distance
 from calaudit.local.encoding import ONE_HOT_SCALE, encode_covariates
+from tests.reference_local import median_heuristic_loops
 
 
 def covariates(n=50, seed=0):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.reference_local import poisson_binomial_enumeration
 from scipy import stats
 
 from calaudit.data.dataset import Covariate
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local import groups as grp
 from calaudit.local.poisson_binomial import _rna_cdf, group_test, poisson_binomial_pmf, tails
+from tests.reference_local import poisson_binomial_enumeration
 
 
 def test_quantile_bands_match_pandas_qcut():

@@ -10,12 +10,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tests.reference_local import (
-    hoeffding_thresholds,
-    kite_elce2_loops,
-    klce2_loops,
-    product_kernel_matrix,
-)
 
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import (
@@ -29,6 +23,12 @@ from calaudit.local.klce import (
 )
 from calaudit.local.resampling import permutation_test
 from calaudit.numerics.kernels import ProductGram, gaussian
+from tests.reference_local import (
+    hoeffding_thresholds,
+    kite_elce2_loops,
+    klce2_loops,
+    product_kernel_matrix,
+)
 
 DATA = Path(__file__).parent / "data"
 

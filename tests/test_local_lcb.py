@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.reference_local import lcb_loops, product_kernel_matrix
 
 from calaudit.local import lcb
 from calaudit.local.kernel import product_gram
+from tests.reference_local import lcb_loops, product_kernel_matrix
 
 
 def case(n=50, seed=0):

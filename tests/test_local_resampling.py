@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.reference_local import algorithm1_null, product_kernel_matrix
 
 from calaudit.local import resampling as rs
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import klce2
+from tests.reference_local import algorithm1_null, product_kernel_matrix
 
 
 def case(n=40, seed=0):

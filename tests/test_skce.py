@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from tests import reference_global as ref
 
 from calaudit.metrics.skce import (
     block_terms,
@@ -20,6 +19,7 @@ from calaudit.metrics.skce import (
 )
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.kernels import StationaryKernel, gaussian, pairwise_distance
+from tests import reference_global as ref
 
 
 def data(n, m, seed, alpha=0.5):

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from tests import reference_global as ref
 from scipy import stats
 
 from calaudit.inference.consistency import skce_consistency_test
@@ -27,6 +26,7 @@ from calaudit.numerics.resampling import (
     categorical_draws,
     one_hot_residuals,
 )
+from tests import reference_global as ref
 
 
 def setup(n=12, m=3, seed=0):

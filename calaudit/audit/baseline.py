@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig

@@ -14,8 +14,9 @@ Metrics without a threshold are estimates, not checks. Standard library only.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 STATUS_ORDER = ("PASS", "WARN", "FAIL", "INCONCLUSIVE", "ERROR", "SKIPPED")
 

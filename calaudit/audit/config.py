@@ -2,8 +2,9 @@
 
 Every field has a default; ``to_dict`` gives the resolved configuration recorded in the
 JSON result. Families of checks own a nested section (``binning``, ``skce``, ``local``,
-...). The configuration layer (``calaudit.settings``) walks these dataclasses generically: a section is a dataclass field, a keyed table (``[thresholds.ece]``)
-is a ``tuple[Dataclass, ...]`` field whose metadata names the key field, everything else is
+...). The configuration layer (``calaudit.settings``) walks these dataclasses generically:
+a section is a dataclass field, a keyed table (``[thresholds.ece]``) is a
+``tuple[Dataclass, ...]`` field whose metadata names the key field, everything else is
 a TOML scalar or a tuple of scalars with ``metadata={"help": ...}``. Validation lives in
 ``__post_init__`` and raises :class:`ConfigError`.
 """

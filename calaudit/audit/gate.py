@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from calaudit.audit.checks import Check, failing, status_counts
 from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig

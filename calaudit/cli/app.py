@@ -284,7 +284,8 @@ def sample_data(
 
     credit_default in CSV/Parquet/NPZ, image_classifier.npz and a README.md.
 
-    Example: calaudit sample-data demo && calaudit test demo/credit_default.csv --covariates age,race
+    Example: calaudit sample-data demo && calaudit test demo/credit_default.csv
+    --covariates age,race
     """
     with error_boundary():
         from calaudit.sample import write_sample_data

@@ -3,7 +3,8 @@ options the user gave, resolved with :func:`calaudit.settings.resolve.resolve`."
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from calaudit.cli.settings_flags import given_flags
 from calaudit.cli.ui import Ui

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import typer
 

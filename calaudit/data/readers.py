@@ -183,7 +183,8 @@ def _npz_frame(path: Path) -> pd.DataFrame:
         elif array.ndim == 1:
             columns[key] = array
         elif array.ndim == 2:
-            suffixes = names if key == "probs" and names else [str(j) for j in range(array.shape[1])]
+            suffixes = (names if key == "probs" and names
+                        else [str(j) for j in range(array.shape[1])])
             if len(suffixes) != array.shape[1]:
                 raise InputError(
                     f"'class_names' has {len(suffixes)} entries but '{key}' has "

@@ -42,7 +42,6 @@ from calaudit.numerics.resampling import (
     one_hot_residuals,
 )
 
-
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
 #: :data:`calaudit.inference.skce_tests.BOOTSTRAP_GEMM_DTYPE`): the resampled statistics
 #: move by about 1e-7 of their spread; the observed statistic stays float64.

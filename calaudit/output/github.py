@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from calaudit.audit.checks import Check
 from calaudit.output.formatting import fmt_number, fmt_pvalue, md_cell

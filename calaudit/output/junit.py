@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from calaudit.audit.checks import Check, result_checks
 from calaudit.output.formatting import fmt_number, fmt_pvalue

@@ -3,7 +3,8 @@ with a baseline, a table of deltas."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, TextIO
+from collections.abc import Mapping
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table

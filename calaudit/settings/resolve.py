@@ -11,9 +11,10 @@ fields are top-level keys, the others are top-level sections.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from calaudit.exceptions import ConfigError
 from calaudit.settings.schema import Leaf, Path_, Section, Table, build_schema

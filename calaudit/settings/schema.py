@@ -21,8 +21,9 @@ import enum
 import math
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, Union
 
 Path_ = tuple[str, ...]
 

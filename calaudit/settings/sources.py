@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from calaudit.exceptions import ConfigError
 from calaudit.settings.schema import (
@@ -40,7 +41,10 @@ CONFIG_NAMES = ("calaudit.toml", ".calaudit.toml")
 ENV_PREFIX = "CALAUDIT_"
 ENV_SEPARATOR = "__"
 # CALAUDIT_* variables that are not settings.
-RESERVED_ENV = frozenset({"CALAUDIT_DEBUG", "CALAUDIT_CONFIG"})
+#: Not settings: tracebacks, the config file path, and the switches of calaudit's own test
+#: suite (a real browser required; gold files rewritten).
+RESERVED_ENV = frozenset({"CALAUDIT_DEBUG", "CALAUDIT_CONFIG", "CALAUDIT_REQUIRE_BROWSER",
+                          "CALAUDIT_UPDATE_GOLD"})
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.report import synthetic
 
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.runner import run_audit
 from calaudit.data.load import load
+from tests.report import synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_data"

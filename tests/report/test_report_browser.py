@@ -12,11 +12,11 @@ import struct
 from pathlib import Path
 
 import pytest
-from tests.report.cdp_browser import Chromium, find_chromium, inspect_page
-from tests.report.synthetic import SCRIPT
 
 from calaudit.report.context import build_context
 from calaudit.report.render import write_reports
+from tests.report.cdp_browser import Chromium, find_chromium, inspect_page
+from tests.report.synthetic import SCRIPT
 
 CHROMIUM = find_chromium()
 

@@ -7,12 +7,12 @@ import os
 import stat
 
 import pytest
-from tests.report import synthetic
-from tests.report.conftest import SAMPLES
 from typer.testing import CliRunner
 
 from calaudit.cli.app import app
 from calaudit.output.files import write_atomic
+from tests.report import synthetic
+from tests.report.conftest import SAMPLES
 
 runner = CliRunner()
 

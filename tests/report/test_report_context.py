@@ -6,7 +6,6 @@ import copy
 import re
 
 import pytest
-from tests.report.synthetic import SCRIPT
 
 from calaudit.output.formatting import (
     fmt_count,
@@ -18,6 +17,7 @@ from calaudit.output.formatting import (
 )
 from calaudit.report.context import build_context
 from calaudit.report.local_context import MAX_BIAS_ROWS
+from tests.report.synthetic import SCRIPT
 
 
 def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):

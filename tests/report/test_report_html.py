@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
-from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
 from calaudit.report.context import build_context
 from calaudit.report.render import render_html, write_reports
+from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
 SECTIONS = ["verdict", "data", "metrics", "tests", "reliability", "nulls", "local", "notes",
             "appendix", "signoff"]

@@ -6,11 +6,10 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from tests.report import goldtest
 import pytest
-from tests.report import synthetic
 
 from calaudit.report.render import markdown_files_dir, render_markdown, write_reports
+from tests.report import goldtest, synthetic
 
 IMAGE_LINK = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
 

@@ -7,9 +7,9 @@ import sys
 import zipfile
 
 import pytest
-from tests.report.conftest import REPO
 
 from calaudit.output.templates import environment, template_dirs
+from tests.report.conftest import REPO
 
 TEMPLATES = sorted(p.relative_to(REPO / "templates").as_posix()
                    for p in (REPO / "templates").rglob("*") if p.is_file())
