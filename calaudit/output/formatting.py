@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def fmt_number(value: float | None, digits: int = 4) -> str:
@@ -95,3 +96,14 @@ def fmt_value(value: object, digits: int = 4) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={fmt_value(v, digits)}" for k, v in value.items()) or "-"
     return str(value)
+
+
+def check_facts(check: Any, p_label: str = "adjusted p") -> list[str]:
+    """The value (or baseline delta) and adjusted p-value of a gate check, as phrases."""
+    parts = []
+    if check.value is not None:
+        label = "delta" if check.kind == "baseline" else "value"
+        parts.append(f"{label} {fmt_number(check.value)}")
+    if check.p_value is not None:
+        parts.append(f"{p_label} {fmt_pvalue(check.p_value)}")
+    return parts

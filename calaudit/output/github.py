@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.audit.checks import Check
-from calaudit.output.formatting import fmt_number, fmt_pvalue, md_cell
+from calaudit.output.formatting import check_facts, fmt_number, fmt_pvalue, md_cell
 
 GITHUB_LIMIT = 1024 * 1024
 SUMMARY_CAP = 512 * 1024
@@ -58,13 +58,7 @@ def annotations(checks: Iterable[Check], fail_on: Iterable[str],
 
 
 def _annotation_text(check: Check) -> str:
-    parts = [check.title or check.id]
-    if check.value is not None:
-        parts.append(f"{'delta' if check.kind == 'baseline' else 'value'} "
-                     f"{fmt_number(check.value)}")
-    if check.p_value is not None:
-        parts.append(f"adjusted p {fmt_pvalue(check.p_value)}")
-    text = ", ".join(parts)
+    text = ", ".join([check.title or check.id, *check_facts(check)])
     return f"{text}: {check.message}" if check.message else text
 
 

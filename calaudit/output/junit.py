@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from calaudit.audit.checks import Check, result_checks
-from calaudit.output.formatting import fmt_number, fmt_pvalue
+from calaudit.output.formatting import check_facts
 
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -93,13 +93,7 @@ def _message(check: Check) -> str:
 
 
 def _details(check: Check) -> str:
-    parts = [f"status {check.status}"]
-    if check.value is not None:
-        parts.append(f"{'delta' if check.kind == 'baseline' else 'value'} "
-                     f"{fmt_number(check.value)}")
-    if check.p_value is not None:
-        parts.append(f"p-value (adjusted) {fmt_pvalue(check.p_value)}")
-    text = ", ".join(parts)
+    text = ", ".join([f"status {check.status}", *check_facts(check, "p-value (adjusted)")])
     return f"{text}. {check.message}" if check.message else text
 
 
