@@ -1,0 +1,1 @@
+"""Sections of the audit configuration, one module per family of checks."""

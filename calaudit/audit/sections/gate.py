@@ -1,0 +1,124 @@
+"""Gate settings: metric thresholds, the INCONCLUSIVE data rule, baseline comparison."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calaudit.audit.directions import BETTER_CHOICES, Direction, known_direction
+from calaudit.audit.sections.common import check, finite_or_none
+
+ON_MISMATCH = ("error", "warn")
+
+
+@dataclass(frozen=True)
+class ThresholdConfig:
+    """Gate levels for one metric, keyed by its id: ``[thresholds.ece] warn = 0.03, fail = 0.05``.
+
+    For a lower-is-better metric the value passes up to ``warn``, is ``WARN`` up to ``fail``
+    and ``FAIL`` above it (a value equal to a level is on the good side). For
+    ``better = "higher"`` the levels are minima. With a ``target`` (registered for
+    ``calibration_slope``: 1) the levels bound the distance ``|value - target|``.
+    ``tolerance`` overrides ``baseline.tolerance`` for this metric.
+    """
+
+    metric: str = field(metadata={"help": "metric id (the table name)"})
+    warn: float | None = field(default=None, metadata={"help": "WARN beyond this level"})
+    fail: float | None = field(default=None, metadata={"help": "FAIL beyond this level"})
+    better: str = field(default="auto", metadata={
+        "help": "auto (from the metric id; unknown ids: lower), lower or higher"})
+    target: float | None = field(default=None, metadata={
+        "help": "levels bound |value - target| instead of the value"})
+    tolerance: float | None = field(default=None, metadata={
+        "help": "allowed worsening against a baseline (overrides baseline.tolerance)"})
+
+    def __post_init__(self) -> None:
+        check(isinstance(self.metric, str) and self.metric != "",
+               f"threshold: metric id must be a non-empty string; got {self.metric!r}")
+        where = f"thresholds.{self.metric}"
+        for name in ("warn", "fail", "target", "tolerance"):
+            finite_or_none(getattr(self, name), f"{where}.{name}")
+        check(self.better in BETTER_CHOICES,
+               f"{where}.better must be one of {', '.join(BETTER_CHOICES)}; "
+               f"got {self.better!r}")
+        check(self.target is None or self.better == "auto",
+               f"{where}: give either target or better, not both")
+        check(self.tolerance is None or self.tolerance >= 0,
+               f"{where}.tolerance must be >= 0; got {self.tolerance!r}")
+        direction = self.direction()
+        if direction.better == "target":
+            for name in ("warn", "fail"):
+                value = getattr(self, name)
+                check(value is None or value >= 0,
+                       f"{where}.{name} bounds |value - target| and must be >= 0; got {value!r}")
+        if self.warn is not None and self.fail is not None:
+            ordered = self.warn >= self.fail if direction.better == "higher" else (
+                self.warn <= self.fail)
+            check(ordered, f"{where}: warn ({self.warn}) must be "
+                            f"{'above' if direction.better == 'higher' else 'below'} "
+                            f"fail ({self.fail}) when {direction.better} is better")
+
+    @property
+    def has_levels(self) -> bool:
+        """Whether this entry grades the metric (it may only carry a baseline tolerance)."""
+        return self.warn is not None or self.fail is not None
+
+    def direction(self) -> Direction:
+        """Which way is better: explicit ``target``/``better``, else the registry, else lower."""
+        if self.target is not None:
+            return Direction("target", self.target)
+        if self.better != "auto":
+            return Direction(self.better)
+        return known_direction(self.metric) or Direction("lower")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """INCONCLUSIVE rules: with too little data no check is reported as PASS."""
+
+    min_rows: int = field(default=50, metadata={
+        "help": "fewer rows: PASS becomes INCONCLUSIVE"})
+    min_events: int = field(default=5, metadata={
+        "help": "fewer events (binary: rows of the rarer class; multi-class: the rarer of "
+                "top-label hits and misses): PASS becomes INCONCLUSIVE"})
+
+    def __post_init__(self) -> None:
+        for name in ("min_rows", "min_events"):
+            value = getattr(self, name)
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                   f"gate.{name} must be a non-negative integer; got {value!r}")
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """Comparison with a previous result (``--baseline OLD.json``, ``calaudit compare``).
+
+    A metric regresses when it is worse than in the baseline by more than
+    ``max(tolerance, relative_tolerance * |old|)``; a check that newly has a status in
+    ``fail_on`` regresses too.
+    """
+
+    path: str | None = field(default=None, metadata={
+        "help": "JSON result to compare against", "path": True})
+    tolerance: float = field(default=0.01, metadata={
+        "help": "allowed absolute worsening of a metric"})
+    relative_tolerance: float = field(default=0.0, metadata={
+        "help": "allowed worsening relative to the baseline value"})
+    require_ci_separation: bool = field(default=False, metadata={
+        "help": "a worsening counts only if the confidence intervals do not overlap"})
+    on_mismatch: str = field(default="error", metadata={
+        "help": "metric computed with different settings: error (status ERROR) or warn "
+                "(status WARN, not compared)"})
+    ignore_params: tuple[str, ...] = field(default=(
+        "bins_used", "cells_used", "pairs", "blocks", "clipped_rows", "per_class",
+        "squared", "events", "rows"), metadata={
+        "help": "metric params that may differ (data-dependent; float params are always "
+                "ignored)"})
+
+    def __post_init__(self) -> None:
+        for name in ("tolerance", "relative_tolerance"):
+            value = getattr(self, name)
+            finite_or_none(value, f"baseline.{name}")
+            check(value >= 0, f"baseline.{name} must be >= 0; got {value!r}")
+        check(self.on_mismatch in ON_MISMATCH,
+               f"baseline.on_mismatch must be one of {', '.join(ON_MISMATCH)}; "
+               f"got {self.on_mismatch!r}")

@@ -1,0 +1,82 @@
+"""Settings of the global battery: ECE variants, the SKCE kernel, which tests run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calaudit.audit.sections.common import check
+
+KERNELS = ("exponential", "gaussian", "laplacian")
+CANONICAL_DISTANCES = ("tv", "l1", "l2")
+#: Global test ids (design notes 2.5); ``hosmer_lemeshow`` runs only when asked for.
+GLOBAL_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
+                "skce_uq_asymptotic", "skce_consistency", "ece_consistency", "spiegelhalter",
+                "hosmer_lemeshow")
+DEFAULT_GLOBAL_TESTS = GLOBAL_TESTS[:-1]
+
+
+@dataclass(frozen=True)
+class EceConfig:
+    """ECE variants beyond the default binned ECE."""
+
+    canonical_distance: str = field(
+        default="tv", metadata={"help": "distance of the canonical ECE between mean "
+                                        "prediction and label frequency: tv, l1 or l2"})
+
+    def __post_init__(self) -> None:
+        check(self.canonical_distance in CANONICAL_DISTANCES,
+               f"canonical_distance must be one of {', '.join(CANONICAL_DISTANCES)}; "
+               f"got {self.canonical_distance!r}")
+
+
+@dataclass(frozen=True)
+class SkceConfig:
+    """Squared kernel calibration error (SKCE) estimators and tests."""
+
+    kernel: str = field(default="exponential", metadata={
+        "help": "prediction kernel exp(-d/bandwidth): exponential (d = total variation), "
+                "gaussian (d = squared Euclidean) or laplacian (d = L1)"})
+    bandwidth: float | None = field(default=None, metadata={
+        "help": "distance scale 1/gamma of the kernel; unset: median heuristic (median "
+                "distance over all pairs, diagonal included)"})
+    blocksize: int = field(default=10, metadata={
+        "help": "block size of the block estimator skce_block (>= 2)"})
+    max_quadratic_n: int = field(default=20_000, metadata={
+        "help": "largest n for the quadratic estimators (skce_b, skce_uq) and their tests "
+                "and for the exact median; above it they are skipped and the median is "
+                "taken on a 5,000-row subsample"})
+
+    def __post_init__(self) -> None:
+        check(self.kernel in KERNELS,
+               f"kernel must be one of {', '.join(KERNELS)}; got {self.kernel!r}")
+        check(self.bandwidth is None or (isinstance(self.bandwidth, (int, float))
+                                          and 0 < self.bandwidth < float("inf")),
+               f"bandwidth must be a positive number; got {self.bandwidth!r}")
+        check(isinstance(self.blocksize, int) and self.blocksize >= 2,
+               f"blocksize must be an integer >= 2; got {self.blocksize!r}")
+        check(isinstance(self.max_quadratic_n, int) and self.max_quadratic_n >= 2,
+               f"max_quadratic_n must be an integer >= 2; got {self.max_quadratic_n!r}")
+
+
+@dataclass(frozen=True)
+class GlobalTestsConfig:
+    """Which global calibration tests run (``calaudit test`` only)."""
+
+    tests: tuple[str, ...] = field(default=DEFAULT_GLOBAL_TESTS, metadata={
+        "help": "global test ids to run: " + ", ".join(GLOBAL_TESTS)})
+    hosmer_lemeshow: bool = field(default=False, metadata={
+        "help": "also run the Hosmer-Lemeshow test (binary; off by default, see docs)"})
+    hosmer_lemeshow_groups: int = field(default=10, metadata={
+        "help": "Hosmer-Lemeshow groups (quantiles of the predicted probability)"})
+
+    def __post_init__(self) -> None:
+        for test in self.tests:
+            check(test in GLOBAL_TESTS,
+                   f"unknown global test {test!r}; choose from {', '.join(GLOBAL_TESTS)}")
+        check(isinstance(self.hosmer_lemeshow_groups, int) and self.hosmer_lemeshow_groups >= 3,
+               f"hosmer_lemeshow_groups must be an integer >= 3; "
+               f"got {self.hosmer_lemeshow_groups!r}")
+
+    def enabled(self, test_id: str) -> bool:
+        """Whether ``test_id`` runs."""
+        return test_id in self.tests or (test_id == "hosmer_lemeshow" and self.hosmer_lemeshow)

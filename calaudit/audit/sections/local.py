@@ -1,0 +1,111 @@
+"""Settings of local calibration (KLCE tests, LCB, group table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from calaudit.audit.sections.common import MULTIPLE_TESTING, check, positive
+
+LOCAL_TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
+KITE_NULLS = ("centred", "uncentred")
+RESAMPLE_DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """Local calibration (KLCE tests, LCB, group table); runs only with covariates.
+
+    Kernels are Gaussian, ``exp(-d^2 / (2 s^2))`` with bandwidth ``s`` (``None``: median
+    heuristic, ``s^2`` = median of the non-zero squared distances between rows, taken per
+    covariate and pooled by a median for the covariate kernel; see
+    ``docs/local-calibration.md``). The ``kite_*`` fields set the KiTE-compatible
+    ``klce_permutation`` test.
+    """
+
+    tests: tuple[str, ...] = field(
+        default=("klce_consistency",),
+        metadata={"help": "local tests to run: " + ", ".join(LOCAL_TESTS) + " (none: only "
+                          "the statistic and diagnostics)"})
+    n_resamples: int = field(default=500, metadata={"help": "resamples of each local test"})
+    resample_dtype: str = field(
+        default="float32", metadata={"help": "precision of the resampled statistics of "
+                                             "klce_consistency / klce_bootstrap: float32 "
+                                             "(about 2x faster; the observed statistic is "
+                                             "always float64) or float64"})
+    prob_bandwidth: float | None = field(
+        default=None, metadata={"help": "bandwidth s of the Gaussian prediction kernel "
+                                        "exp(-|p - q|^2 / (2 s^2)); none = median heuristic"})
+    cov_bandwidth: float | None = field(
+        default=None, metadata={"help": "bandwidth s of the Gaussian covariate kernel on the "
+                                        "encoded covariates; none = median heuristic"})
+    median_max_rows: int = field(
+        default=2000, metadata={"help": "rows used by the median heuristic; larger data are "
+                                        "subsampled with the seed"})
+    per_class: bool = field(
+        default=True, metadata={"help": "multi-class: also test each class one-vs-rest"})
+    min_group_rows: int = field(
+        default=30, metadata={"help": "groups (and samples) with fewer rows are INCONCLUSIVE"})
+    min_group_events: int = field(
+        default=5, metadata={"help": "groups with fewer events or non-events are INCONCLUSIVE"})
+    group_adjust: str = field(
+        default="holm", metadata={"help": "adjustment across groups: "
+                                          + ", ".join(MULTIPLE_TESTING)})
+    n_bands: int = field(
+        default=4, metadata={"help": "quantile bands of each numeric covariate in the group "
+                                     "table"})
+    intersections: bool = field(
+        default=True, metadata={"help": "add pairwise intersections of covariate groups"})
+    top_k: int = field(default=5, metadata={"help": "most biased groups listed"})
+    group_ci_resamples: int = field(
+        default=1000, metadata={"help": "bootstrap resamples of each group's bias interval"})
+    confidence_level: float = field(
+        default=0.95, metadata={"help": "level of bias intervals and LCB curve bands"})
+    max_points: int = field(
+        default=2000, metadata={"help": "observations kept (deterministic subsample) for the "
+                                        "LCB scatter plot"})
+    curve_points: int = field(
+        default=40, metadata={"help": "grid points of each LCB curve"})
+    kite_prob_kernel_width: float = field(
+        default=0.1, metadata={"help": "klce_permutation: KiTE prob_kernel_width w, "
+                                       "k = exp(-(p - q)^2 / w^2)"})
+    kite_cov_gamma: float | None = field(
+        default=None, metadata={"help": "klce_permutation: KiTE covariate RBF gamma, "
+                                        "l = exp(-gamma |x - y|^2); none = 1 / columns"})
+    kite_standardize: bool = field(
+        default=False, metadata={"help": "klce_permutation: standardise numeric covariates "
+                                         "(KiTE uses them raw)"})
+    kite_null: str = field(
+        default="centred", metadata={"help": "klce_permutation null: centred (KiTE ELCE2) or "
+                                             "uncentred (I-trustworthy notebooks)"})
+
+    def __post_init__(self) -> None:
+        check(not isinstance(self.tests, str),
+               "local tests must be a list of test ids, not one string")
+        tests = tuple(dict.fromkeys(self.tests))
+        object.__setattr__(self, "tests", () if tests in (("none",), ("NONE",)) else tests)
+        for test in self.tests:
+            check(test in LOCAL_TESTS,
+                   f"local tests: unknown test {test!r}; choose from {', '.join(LOCAL_TESTS)}")
+        ints = {"n_resamples": 1, "median_max_rows": 10, "min_group_rows": 1,
+                "min_group_events": 0, "n_bands": 1, "top_k": 0, "group_ci_resamples": 1,
+                "max_points": 0, "curve_points": 2}
+        for name, low in ints.items():
+            value = getattr(self, name)
+            check(isinstance(value, int) and not isinstance(value, bool) and value >= low,
+                   f"local.{name} must be an integer >= {low}; got {value!r}")
+        for name in ("prob_bandwidth", "cov_bandwidth", "kite_cov_gamma"):
+            check(positive(getattr(self, name)),
+                   f"local.{name} must be a positive number; got {getattr(self, name)!r}")
+        check(positive(self.kite_prob_kernel_width) and self.kite_prob_kernel_width is not None,
+               f"local.kite_prob_kernel_width must be a positive number; "
+               f"got {self.kite_prob_kernel_width!r}")
+        check(self.group_adjust in MULTIPLE_TESTING,
+               f"group adjustment must be one of {', '.join(MULTIPLE_TESTING)}; "
+               f"got {self.group_adjust!r}")
+        check(0.0 < self.confidence_level < 1.0,
+               f"local.confidence_level must be in (0, 1); got {self.confidence_level!r}")
+        check(self.resample_dtype in RESAMPLE_DTYPES,
+               f"local.resample_dtype must be one of {', '.join(RESAMPLE_DTYPES)}; "
+               f"got {self.resample_dtype!r}")
+        check(self.kite_null in KITE_NULLS,
+               f"local.kite_null must be one of {', '.join(KITE_NULLS)}; got {self.kite_null!r}")
