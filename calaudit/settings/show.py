@@ -20,7 +20,7 @@ def show_text(resolved: Resolved) -> str:
     rows = [(key, json.dumps(_json_value(value)), origin.label)
             for key, value, origin in resolved.items()]
     width_key = max(len(r[0]) for r in rows)
-    width_value = max(len(r[1]) for r in rows)
+    width_value = min(max(len(r[1]) for r in rows), 28)  # long lists overflow their column
     head = (f"config file: {resolved.file.label}" if resolved.file else
             "config file: none found (searched calaudit.toml, .calaudit.toml and "
             "pyproject.toml [tool.calaudit] from the working directory upwards)")
