@@ -126,3 +126,24 @@ def test_brier_binary_is_half_the_vector_brier_and_matches_hand_case():
     p, y = two_class([0.8, 0.4]), np.array([1, 0])
     assert brier_score_binary(y, p) == pytest.approx((0.2**2 + 0.4**2) / 2)
     assert brier_score(y, p) == pytest.approx(2 * brier_score_binary(y, p))
+
+
+def test_every_binned_statistic_uses_the_same_bins():
+    """ECE, the bootstrap/consistency sums, the diagram bins and the consistency band all
+    bin through ``bin_index``: scores a float rounding away from an edge agree."""
+    from calaudit.metrics.consistency import consistency_band
+    from calaudit.metrics.ece import notion_outcomes
+
+    # 1 - 4/15 = 0.7333333333333334: ceil(15 s) puts it in bin 10, a search of the
+    # linspace edges in bin 11
+    scores = np.array([1 - 4 / 15, 11 / 15, 0.3, 0.2, 0.0, 1.0] * 5)
+    y = np.tile([1, 0, 0, 1, 0, 1], 5)
+    p = two_class(scores)
+    index, _ = bin_index(scores, 15, "uniform")
+    counts = np.bincount(index, minlength=15)
+    binned = notion_outcomes(y, p, n_bins=15)
+    np.testing.assert_array_equal(binned.sums().count, counts)
+    bins = binned_calibration(y, p, n_bins=15)
+    np.testing.assert_array_equal(bins.count, counts[counts > 0])
+    band = consistency_band(scores, n_bins=15, n_resamples=50, rng=np.random.default_rng(0))
+    assert band.low.size == bins.count.size

@@ -25,7 +25,7 @@ from calaudit.data.load import load
 from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.kernel import product_gram
 from calaudit.local.resampling import consistency_test, label_sampler
-from calaudit.metrics.ece import binned_calibration, ece_from_bins
+from calaudit.metrics.ece import expected_calibration_error
 
 B = 1000
 TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
@@ -33,14 +33,12 @@ TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
 
 def ece_consistency_p(y: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> tuple:
     proba = np.column_stack([1 - p, p])
-    observed = ece_from_bins(binned_calibration(y, proba, n_bins=15, strategy="uniform",
-                                                notion="binary"))
+    observed = expected_calibration_error(y, proba, n_bins=15, notion="binary")
     draws = np.empty((p.size, B))
     label_sampler(p)(rng, draws)
     draws += p[:, None]
-    null = np.array([ece_from_bins(binned_calibration(draws[:, b].astype(int), proba,
-                                                      n_bins=15, strategy="uniform",
-                                                      notion="binary")) for b in range(B)])
+    null = np.array([expected_calibration_error(draws[:, b].astype(int), proba, n_bins=15,
+                                                notion="binary") for b in range(B)])
     return observed, (1 + np.count_nonzero(null >= observed)) / (1 + B)
 
 

@@ -18,10 +18,9 @@ from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
-from calaudit.metrics.binned import ece_from_sums, mce_from_sums
+from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
-from calaudit.metrics.ece import binned_calibration, default_notion, ece_from_bins, mce_from_bins
-from calaudit.metrics.ece_variants import notion_outcomes
+from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.results import MetricResult
 
 
@@ -34,14 +33,15 @@ class CalibrationErrorStage:
             rng: np.random.Generator) -> StageOutput:
         notion = default_notion(data.n_classes)
         binning = config.binning
-        bins = binned_calibration(data.y_true, data.y_proba, n_bins=binning.n_bins,
-                                  strategy=binning.strategy, notion=notion)
+        binned = notion_outcomes(data.y_true, data.y_proba, n_bins=binning.n_bins,
+                                 strategy=binning.strategy, notion=notion)
+        sums = binned.sums()
         params = {"notion": notion, "n_bins": binning.n_bins, "binning": binning.strategy,
-                  "distance": "L1", "bins_used": int(bins.count.size)}
+                  "distance": "L1", "bins_used": int((sums.count > 0).sum())}
         metrics = [
-            MetricResult("ece", ece_from_bins(bins), params,
+            MetricResult("ece", float(ece_from_sums(sums)), params,
                          title=f"Expected calibration error ({notion})"),
-            MetricResult("mce", mce_from_bins(bins), params,
+            MetricResult("mce", float(mce_from_sums(sums)), params,
                          title=f"Maximum calibration error ({notion})"),
             MetricResult("brier", brier_score(data.y_true, data.y_proba),
                          {"definition": "mean squared error of the probability vector"},
@@ -53,16 +53,15 @@ class CalibrationErrorStage:
                 {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
                 title="Brier score (binary, scikit-learn convention)"))
         if config.ci and config.run_tests:
-            metrics = with_intervals(metrics, data, config, rng)
+            metrics = with_intervals(metrics, data, binned, config, rng)
         return StageOutput(metrics=tuple(metrics))
 
 
-def with_intervals(metrics: list[MetricResult], data: CalibrationData, config: AuditConfig,
+def with_intervals(metrics: list[MetricResult], data: CalibrationData,
+                   scalar: BinnedOutcomes, config: AuditConfig,
                    rng: np.random.Generator) -> list[MetricResult]:
-    """The same metrics with percentile bootstrap intervals (one set of resamples)."""
-    binning = config.binning
-    scalar = notion_outcomes(data.y_true, data.y_proba, n_bins=binning.n_bins,
-                             strategy=binning.strategy)
+    """The same metrics with percentile bootstrap intervals (one set of resamples; the
+    bins of ``scalar`` stay fixed at the full-data bins)."""
     squared = ((data.residuals ** 2).sum(axis=1))
     binary = (data.y_proba[:, 1] - (data.y_true == 1)) ** 2 if data.is_binary else None
 

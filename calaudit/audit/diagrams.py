@@ -27,7 +27,7 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.ece import default_notion, scores_and_outcomes
 from calaudit.metrics.reliability import reliability_bins
-from calaudit.numerics.binning import assign_bins
+from calaudit.numerics.binning import bin_index
 
 #: Level of the consistency bands (pointwise, per bin).
 BAND_LEVEL = 0.95
@@ -39,8 +39,8 @@ def score_histogram(scores: NDArray[np.float64], n_bins: int = HISTOGRAM_BINS
                     ) -> dict[str, list[float] | list[int]]:
     """Counts of ``scores`` in ``n_bins`` equal-width, right-closed bins on [0, 1]
     (0 in the first bin, as every binned estimator here)."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    counts = np.bincount(assign_bins(scores, edges), minlength=n_bins)
+    index, edges = bin_index(scores, n_bins, "uniform")
+    counts = np.bincount(index, minlength=n_bins)
     return {"edges": edges.tolist(), "counts": counts.astype(np.int64).tolist()}
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import Strategy, assign_bins, bin_edges
+from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.tabulate import Cells
 
 
@@ -56,10 +56,10 @@ class BinnedOutcomes:
     @classmethod
     def build(cls, scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
               n_bins: int, strategy: Strategy) -> BinnedOutcomes:
-        """Bins from :func:`~calaudit.numerics.binning.bin_edges` (right-closed, 0 in the
-        first bin); quantile edges are taken from these scores."""
-        edges = bin_edges(scores, n_bins, strategy)
-        index = assign_bins(scores, edges)
+        """Bins from :func:`~calaudit.numerics.binning.bin_index` (right-closed, 0 in the
+        first bin, equal-width bins as ``ceil(n_bins * s)``); quantile edges are taken from
+        these scores."""
+        index, edges = bin_index(scores, n_bins, strategy)
         return cls(scores, outcomes, Cells(index, edges.size - 1), edges)
 
     def sums(self, weights: NDArray[np.float64] | None = None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import Strategy, assign_bins, bin_edges
+from calaudit.numerics.binning import Strategy, bin_index
 
 #: Upper bound on the number of Bernoulli draws held in memory at once.
 MAX_DRAWS_PER_CHUNK = 1 << 22
@@ -91,8 +91,7 @@ def consistency_band(
     >>> bool(band.low[0] < 0.3 < band.high[0])
     True
     """
-    edges = bin_edges(scores, n_bins, strategy)
-    index = assign_bins(scores, edges)
+    index, _ = bin_index(scores, n_bins, strategy)  # the reliability bins' own binning
     rates = resampled_bin_rates(scores, index, n_resamples, rng)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(rates, [tail, 1.0 - tail], axis=1)

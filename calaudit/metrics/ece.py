@@ -18,7 +18,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.metrics.reliability import ReliabilityBins, reliability_bins
+from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums, mce_from_sums
+from calaudit.metrics.reliability import ReliabilityBins, bins_table
 from calaudit.numerics.binning import Strategy
 
 Notion = Literal["binary", "top-label"]
@@ -47,6 +48,15 @@ def default_notion(n_classes: int) -> Notion:
     return "binary" if n_classes == 2 else "top-label"
 
 
+def notion_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                    n_bins: int = 15, strategy: Strategy = "uniform",
+                    notion: Notion | None = None) -> BinnedOutcomes:
+    """Binned scores and outcomes of the binary (two classes) or top-label notion."""
+    scores, outcomes = scores_and_outcomes(y_true, y_proba,
+                                           notion or default_notion(y_proba.shape[1]))
+    return BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy)
+
+
 def binned_calibration(
     y_true: NDArray[np.int64],
     y_proba: NDArray[np.float64],
@@ -56,19 +66,8 @@ def binned_calibration(
     notion: Notion | None = None,
 ) -> ReliabilityBins:
     """The reliability bins that ECE and MCE summarise."""
-    chosen = notion or default_notion(y_proba.shape[1])
-    scores, outcomes = scores_and_outcomes(y_true, y_proba, chosen)
-    return reliability_bins(scores, outcomes, n_bins=n_bins, strategy=strategy)
-
-
-def ece_from_bins(bins: ReliabilityBins) -> float:
-    """``sum_b (n_b / n) |acc_b - conf_b|``."""
-    return float(np.dot(bins.count, bins.gap) / bins.count.sum())
-
-
-def mce_from_bins(bins: ReliabilityBins) -> float:
-    """``max_b |acc_b - conf_b|`` over non-empty bins."""
-    return float(bins.gap.max())
+    return bins_table(notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy,
+                                      notion=notion))
 
 
 def expected_calibration_error(
@@ -96,8 +95,8 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(np.array([0, 1, 0, 0]), p, n_bins=2), 6)
     0.15
     """
-    bins = binned_calibration(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
-    return ece_from_bins(bins)
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
+    return float(ece_from_sums(binned.sums()))
 
 
 def max_calibration_error(
@@ -109,5 +108,5 @@ def max_calibration_error(
     notion: Notion | None = None,
 ) -> float:
     """Binned MCE: the largest ``|acc_b - conf_b|`` over non-empty bins."""
-    bins = binned_calibration(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
-    return mce_from_bins(bins)
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
+    return float(mce_from_sums(binned.sums()))

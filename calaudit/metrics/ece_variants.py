@@ -27,20 +27,11 @@ from calaudit.metrics.binned import (
     ece_from_sums,
     finish,
 )
-from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
+from calaudit.metrics.ece import Notion, notion_outcomes
 from calaudit.numerics.binning import Strategy, grid_cell_index
 from calaudit.numerics.tabulate import Cells
 
 CANONICAL_DISTANCES = ("tv", "l1", "l2")
-
-
-def notion_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                    n_bins: int = 15, strategy: Strategy = "uniform",
-                    notion: Notion | None = None) -> BinnedOutcomes:
-    """Binned scores and outcomes of the binary (two classes) or top-label notion."""
-    scores, outcomes = scores_and_outcomes(y_true, y_proba,
-                                           notion or default_notion(y_proba.shape[1]))
-    return BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy)
 
 
 def classwise_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,

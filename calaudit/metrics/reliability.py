@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import Strategy, bin_index
+from calaudit.metrics.binned import BinnedOutcomes
+from calaudit.numerics.binning import Strategy
 from calaudit.numerics.intervals import wilson_interval
 
 
@@ -62,21 +63,22 @@ def reliability_bins(
     strategy: Strategy = "uniform",
 ) -> ReliabilityBins:
     """Bin ``scores`` and tabulate counts, mean scores and observed rates (empty bins
-    dropped). One binning pass and three ``bincount`` calls."""
-    index, edges = bin_index(scores, n_bins, strategy)
-    size = edges.size - 1
-    count = np.bincount(index, minlength=size)
-    score_sum = np.bincount(index, weights=scores, minlength=size)
-    event_sum = np.bincount(index, weights=outcomes, minlength=size)
-    keep = count > 0
-    n_kept = count[keep].astype(np.float64)
-    low, high = wilson_interval(event_sum[keep], n_kept)
+    dropped)."""
+    return bins_table(BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy))
+
+
+def bins_table(binned: BinnedOutcomes) -> ReliabilityBins:
+    """The non-empty bins of ``binned`` with their Wilson intervals."""
+    sums = binned.sums()
+    keep = sums.count > 0
+    count = sums.count[keep]
+    low, high = wilson_interval(sums.event[keep], count)
     return ReliabilityBins(
-        lower=edges[:-1][keep],
-        upper=edges[1:][keep],
-        count=count[keep].astype(np.int64),
-        mean_score=score_sum[keep] / n_kept,
-        observed_rate=event_sum[keep] / n_kept,
+        lower=binned.edges[:-1][keep],
+        upper=binned.edges[1:][keep],
+        count=count.astype(np.int64),
+        mean_score=sums.score[keep] / count,
+        observed_rate=sums.event[keep] / count,
         rate_low=low,
         rate_high=high,
     )
