@@ -15,7 +15,6 @@ from calaudit.inference.skce_tests import (
     bound_pvalue_unbiased,
     count_forms,
     linear_asymptotic_test,
-    monte_carlo_pvalue,
     quadratic_statistic,
     smallest_bound_pvalue,
 )
@@ -24,6 +23,7 @@ from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.resampling import (
     bootstrap_counts,
     categorical_draws,
+    monte_carlo_pvalue,
     one_hot_residuals,
 )
 from tests import reference_global as ref

@@ -33,7 +33,6 @@ from calaudit.inference.skce_tests import (
     bound_pvalue_unbiased,
     count_forms,
     linear_asymptotic_test,
-    monte_carlo_pvalue,
     quadratic_statistic,
     smallest_bound_pvalue,
 )
@@ -45,7 +44,7 @@ from calaudit.metrics.skce import (
     residual_gram,
 )
 from calaudit.numerics.grams import cached
-from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
+from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
 
 TITLES = {

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.inference.skce_tests import monte_carlo_pvalue
 from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums
 from calaudit.metrics.ece_variants import CanonicalBins
 from calaudit.numerics.kernels import Gram
@@ -39,6 +38,7 @@ from calaudit.numerics.resampling import (
     batch_sizes,
     bernoulli_draws,
     categorical_draws,
+    monte_carlo_pvalue,
     one_hot_residuals,
 )
 

@@ -165,11 +165,3 @@ def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
     terms = QuadraticTerms(row_sums[:, 0], gram.diagonal())
     return terms, count_forms(gram, terms, counts, quadratic)
 
-
-def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12
-                       ) -> float:
-    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``rtol`` of ``T`` count as ties
-    (>=), so that rounding in a different summation order never lowers the p-value."""
-    tolerance = rtol * max(abs(observed), np.finfo(np.float64).tiny)
-    extreme = int(np.count_nonzero(null >= observed - tolerance))
-    return (1.0 + extreme) / (1.0 + null.size)

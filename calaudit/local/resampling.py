@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from calaudit.local.klce import as_columns, kite_normaliser
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.numerics.resampling import monte_carlo_pvalue
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
 MAX_ENTRIES = 32_000_000
@@ -53,11 +54,6 @@ class NullResult:
     p_value: float
     extra: dict = field(default_factory=dict)
     products: NDArray[np.float64] | None = None
-
-
-def monte_carlo_p_value(statistic: float, null: NDArray[np.float64]) -> float:
-    """``(1 + #{null >= statistic}) / (1 + B)``."""
-    return float((1 + np.count_nonzero(null >= statistic)) / (1 + null.size))
 
 
 def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
@@ -192,7 +188,7 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     """
     observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
                                                   n_resamples, products, statistic, dtype)
-    return NullResult(observed, null, monte_carlo_p_value(observed, null), products=weighted)
+    return NullResult(observed, null, monte_carlo_pvalue(observed, null), products=weighted)
 
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
@@ -206,7 +202,7 @@ def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
     observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
                                                   n_resamples, products, statistic, dtype)
     paper = float(np.count_nonzero(null > observed) / null.size)
-    return NullResult(observed, null, monte_carlo_p_value(observed, null),
+    return NullResult(observed, null, monte_carlo_pvalue(observed, null),
                       {"p_value_paper": paper}, products=weighted)
 
 

@@ -65,3 +65,12 @@ def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64]
     cols = np.arange(labels.shape[1])[None, :]
     out[rows, labels, cols] += 1.0
     return out
+
+
+def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12
+                       ) -> float:
+    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``rtol`` of ``T`` count as ties
+    (>=), so that rounding in a different summation order never lowers the p-value."""
+    tolerance = rtol * max(abs(observed), np.finfo(np.float64).tiny)
+    extreme = int(np.count_nonzero(null >= observed - tolerance))
+    return (1.0 + extreme) / (1.0 + null.size)
