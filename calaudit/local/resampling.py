@@ -32,7 +32,11 @@ from numpy.typing import NDArray
 from calaudit.local.klce import as_columns, kite_normaliser
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
-from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.numerics.resampling import (
+    labels_from_uniforms,
+    monte_carlo_pvalue,
+    one_hot_residuals,
+)
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
 MAX_ENTRIES = 32_000_000
@@ -126,14 +130,9 @@ def label_sampler(proba: NDArray[np.float64]) -> Sampler:
     def draw_classes(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
         count = out.shape[2]
         for start, stop in _row_chunks(out.shape[0], count):
-            u = rng.random((stop - start, count))
-            labels = np.zeros(u.shape, dtype=np.intp)
-            for c in range(cumulative.shape[1]):
-                labels += u >= cumulative[start:stop, c, None]
-            part = out[start:stop]
-            part[:] = -proba[start:stop, :, None]
-            rows = np.arange(stop - start)[:, None]
-            part[rows, labels, np.arange(count)[None, :]] += 1.0
+            labels = labels_from_uniforms(rng.random((stop - start, count)),
+                                          cumulative[start:stop])
+            one_hot_residuals(labels, proba[start:stop], out=out[start:stop])
     return draw_classes
 
 

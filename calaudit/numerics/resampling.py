@@ -42,10 +42,16 @@ def categorical_draws(rng: np.random.Generator, probs: NDArray[np.float64], size
                       ) -> NDArray[np.intp]:
     """(n, size) labels with ``y[i, b] ~ Cat(probs[i])``, by inversion of the cumulative
     probabilities (the last class takes any rounding remainder of a row's sum)."""
-    cumulative = np.cumsum(probs, axis=1)
-    u = rng.random((probs.shape[0], size))
+    return labels_from_uniforms(rng.random((probs.shape[0], size)),
+                                np.cumsum(probs, axis=1)[:, :-1])
+
+
+def labels_from_uniforms(u: NDArray[np.float64], cumulative: NDArray[np.float64]
+                         ) -> NDArray[np.intp]:
+    """Inversion: ``y[i, b] = #{k < m - 1 : u[i, b] >= F_ik}`` for uniforms ``u`` (n, size)
+    and cumulative probabilities ``F`` (n, m - 1) without the last column."""
     labels = np.zeros(u.shape, dtype=np.intp)
-    for k in range(probs.shape[1] - 1):
+    for k in range(cumulative.shape[1]):
         labels += u >= cumulative[:, k, None]
     return labels
 
@@ -56,11 +62,14 @@ def bernoulli_draws(rng: np.random.Generator, probs: NDArray[np.float64], size: 
     return (rng.random((probs.shape[0], size)) < probs[:, None]).astype(np.float64)
 
 
-def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64]
-                      ) -> NDArray[np.float64]:
-    """(n, m, size) residuals ``e_{y[i, b]} - p_i`` for labels of shape (n, size)."""
+def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64],
+                      out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """(n, m, size) residuals ``e_{y[i, b]} - p_i`` for labels of shape (n, size), written
+    into ``out`` when given."""
     n, m = probs.shape
-    out = np.repeat(-probs[:, :, None], labels.shape[1], axis=2)
+    if out is None:
+        out = np.empty((n, m, labels.shape[1]))
+    out[:] = -probs[:, :, None]
     rows = np.arange(n)[:, None]
     cols = np.arange(labels.shape[1])[None, :]
     out[rows, labels, cols] += 1.0
