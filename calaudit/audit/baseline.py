@@ -27,6 +27,7 @@ from typing import Any
 from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig
 from calaudit.audit.directions import Direction, known_direction
+from calaudit.data.result_file import read_json_result
 from calaudit.exceptions import InputError
 from calaudit.results import SCHEMA_VERSION, jsonable
 
@@ -46,17 +47,7 @@ class LoadedResult:
 def read_result(path: str | Path) -> LoadedResult:
     """Read and check a calaudit JSON result; :class:`InputError` if it is not one."""
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", source=source, rule="result-file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source,
-                         rule="result-file") from None
-    try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc})", source=source, rule="result-file") from None
+    payload, raw = read_json_result(path)
     version = payload.get("schema_version") if isinstance(payload, dict) else None
     if not isinstance(version, int) or not isinstance(payload.get("metrics"), list):
         raise InputError("not a calaudit JSON result (no schema_version / metrics)",

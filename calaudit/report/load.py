@@ -7,10 +7,10 @@ an :class:`~calaudit.exceptions.InputError` (one line, exit code 2).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from calaudit.data.result_file import read_json_result
 from calaudit.exceptions import InputError
 from calaudit.results import SCHEMA_VERSION
 
@@ -26,20 +26,8 @@ TYPE_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "a li
 def read_result(path: str | Path) -> dict[str, Any]:
     """The result stored at ``path``, validated; missing optional sections are filled
     with empty values."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"cannot read the result file: {reason}", source=source,
-                         rule="unreadable") from None
-    try:
-        result = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column "
-                         f"{exc.colno}", source=source, rule="json",
-                         hint="give the file written by calaudit test --json") from None
-    return validate_result(result, source)
+    result, _ = read_json_result(path)
+    return validate_result(result, str(path))
 
 
 def validate_result(result: Any, source: str = "result") -> dict[str, Any]:
