@@ -67,3 +67,15 @@ def test_metrics_command_reports_klce_without_tests(tmp_path):
     assert result.exit_code == 0, result.output
     payload = json.loads(out.read_text())
     assert payload["tests"] == [] and any(m["id"] == "klce2" for m in payload["metrics"])
+
+
+def test_group_names_are_printed_as_text_not_markup(tmp_path):
+    import pandas as pd
+
+    frame = pd.read_csv(SAMPLE)
+    frame["race"] = frame["race"].map({"A": "[/bold]", "B": "[red]B", "C": "C"})
+    path = tmp_path / "hostile.csv"
+    frame.to_csv(path, index=False)
+    result = runner.invoke(app, ["test", str(path), "--covariates", "race", "--exit-zero"])
+    assert result.exit_code == 0, result.output
+    assert "race=[/bold]" in result.stdout and "race=[red]B" in result.stdout

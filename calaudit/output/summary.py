@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from calaudit.audit.checks import failing, result_checks
@@ -32,7 +33,7 @@ def summary_table(result: Mapping[str, Any]) -> Table:
         table.add_row(test["id"], fmt_number(test["estimate"]), fmt_pvalue(p),
                       _styled(test["status"] or ""))
     for entry in (result.get("gate") or {}).get("unmatched_thresholds", ()):
-        table.add_row(f"threshold {entry['metric']}", "-", "", _styled(entry["status"]))
+        table.add_row(escape(f"threshold {entry['metric']}"), "-", "", _styled(entry["status"]))
     return table
 
 
@@ -51,7 +52,7 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
     for row in top:
         low, high = row["bias_ci"] or (None, None)
         interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
-        table.add_row(str(row["rank"]), row["group"], str(row["n"]),
+        table.add_row(str(row["rank"]), escape(str(row["group"])), str(row["n"]),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
                       f"{row['bias']:+.3f}{interval}", fmt_pvalue(row["p_value_adjusted"]),
                       _styled(row["status"] or ""))
