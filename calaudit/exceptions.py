@@ -54,7 +54,3 @@ class InputError(CalauditError, ValueError):
 
 class ConfigError(CalauditError, ValueError):
     """An option or configuration value that is not valid."""
-
-
-class CheckError(CalauditError):
-    """A single check could not be computed; the audit marks it ERROR and goes on."""

@@ -8,7 +8,6 @@ the source checkout (editable installs and running from a clone).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from calaudit.output import formatting
 from calaudit.resources import resource_dirs
@@ -42,8 +41,3 @@ def environment(override: str | Path | None = None):
         value=formatting.fmt_value,
     )
     return env
-
-
-def render(template: str, context: dict[str, Any], override: str | Path | None = None) -> str:
-    """Render one template with ``context``."""
-    return environment(override).get_template(template).render(**context)
