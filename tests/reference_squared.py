@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+from tests.reference import bin_of, top_label_loops  # noqa: F401  (shared loop references)
+
 
 def dot(a, b):
     return sum(x * y for x, y in zip(a, b, strict=True))
@@ -22,27 +24,6 @@ def risk_loops(residuals, h):
             if i != j:
                 total += (dot(residuals[i], residuals[j]) - h[i][j]) ** 2
     return total / (n * (n - 1))
-
-
-def top_label_loops(y_true, y_proba):
-    """(confidence, correct) per row; ties go to the first class."""
-    scores, outcomes = [], []
-    for label, row in zip(y_true, y_proba, strict=True):
-        best = 0
-        for k in range(len(row)):
-            if row[k] > row[best]:
-                best = k
-        scores.append(row[best])
-        outcomes.append(1.0 if best == label else 0.0)
-    return scores, outcomes
-
-
-def bin_of(score, n_bins):
-    """Right-closed equal-width bin ``((b-1)/B, b/B]``, 0 in the first bin."""
-    for b in range(n_bins):
-        if (b == 0 and score <= 1 / n_bins) or (b / n_bins < score <= (b + 1) / n_bins):
-            return b
-    raise AssertionError(score)
 
 
 def bin_phi_loops(train_x, train_r, eval_x, n_bins, canonical):
