@@ -163,10 +163,11 @@ def test_exit_130_on_interrupt(cli, data, monkeypatch):
 
 
 def test_main_maps_interrupt_outside_commands_to_130(monkeypatch, capsys):
-    def interrupted():
-        raise KeyboardInterrupt
+    class Interrupted:
+        def main(self, **kwargs):
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(app_module, "app", interrupted)
+    monkeypatch.setattr(app_module.typer.main, "get_command", lambda app: Interrupted())
     with pytest.raises(SystemExit) as info:
         app_module.main()
     assert info.value.code == 130

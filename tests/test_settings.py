@@ -246,7 +246,7 @@ def test_paths_in_a_file_are_relative_to_the_file(tmp_path):
     ("binning = 3\n", "'binning' is a section"),
     ("[thresholds]\nece = 0.05\n", "'thresholds.ece' must be a table ([thresholds.<metric>])"),
     ("alpha = 2.0\n", "calaudit.toml: alpha must be in (0, 1); got 2.0"),
-    ("[binning]\nn_bins = 0\n", "calaudit.toml: binning.n_bins: n_bins must be a positive"),
+    ("[binning]\nn_bins = 0\n", "calaudit.toml: binning.n_bins must be an integer in [1, 10000]"),
     ("[thresholds.ece]\nwarn = 0.1\nfail = 0.05\n", "warn (0.1) must be below fail (0.05)"),
     ("fail_on = ['NOPE']\n", "unknown status 'NOPE'"),
     ("alpha = \n", "calaudit.toml: invalid TOML"),

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from calaudit.audit.sections.common import MULTIPLE_TESTING, check
+from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits
 from calaudit.audit.sections.gate import ON_MISMATCH, BaselineConfig, GateConfig, ThresholdConfig
 from calaudit.audit.sections.global_tests import (
     CANONICAL_DISTANCES,
@@ -57,6 +57,7 @@ class BinningConfig:
                           metadata={"help": "uniform (equal width) or quantile (equal mass)"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "binning")
         check(isinstance(self.n_bins, int) and self.n_bins >= 1,
                f"n_bins must be a positive integer; got {self.n_bins!r}")
         check(self.strategy in STRATEGIES,
@@ -103,6 +104,7 @@ class AuditConfig:
         fail_on = self.fail_on.split(",") if isinstance(self.fail_on, str) else self.fail_on
         object.__setattr__(self, "fail_on",
                            tuple(str(s).strip().upper() for s in fail_on if str(s).strip()))
+        check_limits(self, "")
         check(0.0 < self.alpha < 1.0, f"alpha must be in (0, 1); got {self.alpha!r}")
         check(isinstance(self.seed, int) and self.seed >= 0,
                f"seed must be a non-negative integer; got {self.seed!r}")

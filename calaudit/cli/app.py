@@ -9,16 +9,54 @@ at start-up.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
+
+from typer import Abort
+
+try:
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - typer versions that depend on click
+    from click.exceptions import ClickException
 
 from calaudit._version import __version__
 from calaudit.cli import options as opt
-from calaudit.cli.errors import error_boundary
+from calaudit.cli.errors import error_boundary, print_error, usage_message
+
+
+class OneLineErrors(TyperGroup):
+    """The command group, with Click's own errors (unknown option, bad value, missing
+    argument) printed as one ``calaudit: error:`` line, exit code 2, instead of a box."""
+
+    def main(self, args=None, prog_name=None, complete_var=None,  # type: ignore[override]
+             standalone_mode: bool = True, **extra):
+        code = run_group(super().main, args=args, prog_name=prog_name or "calaudit",
+                         complete_var=complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def run_group(main, **kwargs) -> int:
+    """Run a Click ``main`` in non-standalone mode and return the exit code."""
+    try:
+        value = main(standalone_mode=False, **kwargs)
+    except ClickException as exc:
+        if type(exc).__name__ != "NoArgsIsHelpError":
+            print_error(usage_message(exc))
+        return 2
+    except (Abort, KeyboardInterrupt):
+        print_error("interrupted")
+        return 130
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
 
 app = typer.Typer(
+    cls=OneLineErrors,
     name="calaudit",
     help="Audit whether a classifier's predicted probabilities can be trusted.\n\n"
          "Exit codes: 0 no check in fail-on; 1 a check in fail-on (or a regression); "
@@ -294,13 +332,18 @@ def sample_data(
             typer.echo(str(path))
 
 
-def main() -> None:
-    """Console-script entry point. Ctrl-C anywhere exits 130 (inside a command the error
-    boundary already maps it)."""
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit
+    code instead of exiting: usage errors are one line and 2, Ctrl-C anywhere is 130
+    (inside a command the error boundary already maps it)."""
+    command = typer.main.get_command(app)
     try:
-        app()
+        return int(command.main(args=argv, prog_name="calaudit", standalone_mode=False))
     except KeyboardInterrupt:
-        import sys
+        print_error("interrupted")
+        return 130
 
-        sys.stderr.write("calaudit: error: interrupted\n")
-        raise SystemExit(130) from None
+
+def main() -> None:
+    """Console-script entry point."""
+    raise SystemExit(run())

@@ -1,23 +1,60 @@
 """The error boundary: expected errors print one line and exit 2, unexpected ones exit 3
-with a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130."""
+with a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130.
+
+Every error line goes through :func:`print_error`: control characters (ANSI escapes in a
+column name, say) are shown escaped, and an over-long line is shortened in the middle so
+the rule and hint at its end stay visible. Python warnings raised inside a command are
+swallowed (numerical warnings say nothing the error line does not), so an error is always
+exactly one line on stderr.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
 
 BUG_URL = "https://github.com/calaudit/calaudit/issues"
+#: Longest error line printed (characters); longer ones lose their middle.
+MAX_LINE = 600
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean_line(message: str, limit: int = MAX_LINE) -> str:
+    """``message`` on one printable line of at most ``limit`` characters."""
+    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()) if m.group() != "\n" else " ",
+                        message)
+    if len(text) > limit:
+        keep = (limit - 5) // 2
+        text = f"{text[:keep]} ... {text[-keep:]}"
+    return text
 
 
 def print_error(message: str) -> None:
     """One line on stderr, prefixed ``calaudit: error:``."""
-    sys.stderr.write(f"calaudit: error: {message}\n")
+    sys.stderr.write(f"calaudit: error: {clean_line(message)}\n")
     sys.stderr.flush()
+
+
+def usage_message(exc: Exception) -> str:
+    """A Click/Typer usage error (unknown option, bad value, missing argument) as the
+    text of one error line: the command, Click's message and a hint."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "calaudit"
+    text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    text = " ".join(text.split())
+    hint = f"see '{command} --help'"
+    if type(exc).__name__ == "NoSuchOption":
+        name = getattr(exc, "option_name", "") or ""
+        if not name.startswith("--"):
+            hint += "; a file name starting with '-' is written ./-name"
+    return f"{command}: {text} [usage] (hint: {hint})"
 
 
 @contextmanager
@@ -27,7 +64,9 @@ def error_boundary() -> Iterator[None]:
     from calaudit.exceptions import CalauditError
 
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
     except (typer.Exit, typer.Abort):
         raise
     except CalauditError as exc:
@@ -36,6 +75,10 @@ def error_boundary() -> Iterator[None]:
     except KeyboardInterrupt:
         print_error("interrupted")
         raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except MemoryError:
+        print_error("out of memory: the input or a setting asks for more memory than this "
+                    "machine has (hint: check the sizes and counts given) [memory]")
+        raise typer.Exit(int(ExitCode.USAGE_ERROR)) from None
     except Exception as exc:  # noqa: BLE001 - the boundary for bugs
         if os.environ.get("CALAUDIT_DEBUG"):
             traceback.print_exc()

@@ -17,6 +17,24 @@ def check(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+def check_limits(instance: object, section: str) -> None:
+    """Check the fields of ``instance`` (the ``section`` of the settings, ``""`` at the
+    top) that have a documented range in :mod:`calaudit.limits`."""
+    from calaudit import limits
+
+    prefix = f"{section}." if section else ""
+    for key in limits.COUNTS:
+        name = key[len(prefix):]
+        if key.startswith(prefix) and "." not in name and hasattr(instance, name):
+            problem = limits.count_problem(key, getattr(instance, name))
+            check(problem is None, problem or "")
+    for key in limits.SCALES:
+        name = key[len(prefix):]
+        if key.startswith(prefix) and "." not in name and hasattr(instance, name):
+            problem = limits.scale_problem(key, getattr(instance, name))
+            check(problem is None, problem or "")
+
+
 def finite_or_none(value: object, name: str) -> None:
     """``value`` is ``None`` or a finite number (not a boolean)."""
     check(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)

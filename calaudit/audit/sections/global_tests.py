@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calaudit.audit.sections.common import check
+from calaudit.audit.sections.common import check, check_limits
 
 KERNELS = ("exponential", "gaussian", "laplacian")
 CANONICAL_DISTANCES = ("tv", "l1", "l2")
@@ -47,6 +47,7 @@ class SkceConfig:
                 "taken on a 5,000-row subsample"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "skce")
         check(self.kernel in KERNELS,
                f"kernel must be one of {', '.join(KERNELS)}; got {self.kernel!r}")
         check(self.bandwidth is None or (isinstance(self.bandwidth, (int, float))
@@ -70,6 +71,7 @@ class GlobalTestsConfig:
         "help": "Hosmer-Lemeshow groups (quantiles of the predicted probability)"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "global_tests")
         for test in self.tests:
             check(test in GLOBAL_TESTS,
                    f"unknown global test {test!r}; choose from {', '.join(GLOBAL_TESTS)}")

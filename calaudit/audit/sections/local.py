@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from calaudit.audit.sections.common import MULTIPLE_TESTING, check, positive
+from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits, positive
 
 LOCAL_TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
 KITE_NULLS = ("centred", "uncentred")
@@ -79,6 +79,7 @@ class LocalConfig:
                                              "uncentred (I-trustworthy notebooks)"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "local")
         check(not isinstance(self.tests, str),
                "local tests must be a list of test ids, not one string")
         tests = tuple(dict.fromkeys(self.tests))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from calaudit.audit.sections.common import check
+from calaudit.audit.sections.common import check, check_limits
 
 SQUARED_TARGETS = ("tce2", "cwce2", "cce2")
 SQUARED_ESTIMATORS = ("bin", "kde", "kkr", "ukkr")
@@ -59,6 +59,7 @@ class SquaredConfig:
     max_rank: int = field(default=4000, metadata={"help": "low_rank: at most this rank"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "squared")
         for name in self.targets:
             check(name in SQUARED_TARGETS, f"squared: unknown target {name!r}; choose from "
                    + ", ".join(SQUARED_TARGETS))

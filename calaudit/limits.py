@@ -1,0 +1,87 @@
+"""Documented ranges of every count and scale setting, and size limits of the files
+calaudit reads besides the data.
+
+One table, read by the configuration classes (``__post_init__``: config file,
+``CALAUDIT_*`` variables, flags and the Python API alike) and by the command-line options
+(``--help`` shows each range). Standard library only: the CLI imports it at start-up.
+The ranges are listed in ``docs/configuration.md`` (section "Ranges and limits").
+"""
+
+from __future__ import annotations
+
+import math
+
+#: Integer settings by dotted key: inclusive ``(low, high)``. The upper bounds keep every
+#: run finite (resamples, bins and grids cost time and memory in proportion).
+COUNTS: dict[str, tuple[int, int]] = {
+    "seed": (0, 2**63 - 1),
+    "n_resamples": (1, 100_000),
+    "binning.n_bins": (1, 10_000),
+    "skce.blocksize": (2, 1_000_000),
+    "skce.max_quadratic_n": (2, 1_000_000),
+    "global_tests.hosmer_lemeshow_groups": (3, 1_000),
+    "local.n_resamples": (1, 100_000),
+    "local.median_max_rows": (10, 1_000_000),
+    "local.min_group_rows": (1, 1_000_000_000),
+    "local.min_group_events": (0, 1_000_000_000),
+    "local.n_bands": (1, 100),
+    "local.top_k": (0, 1_000),
+    "local.group_ci_resamples": (1, 100_000),
+    "local.max_points": (0, 1_000_000),
+    "local.curve_points": (2, 10_000),
+    "squared.max_rows": (1, 1_000_000_000),
+    "squared.n_folds": (2, 100),
+    "squared.bin_grid_size": (1, 1_000),
+    "squared.kde_grid_size": (1, 1_000),
+    "squared.kkr_grid_size": (1, 1_000),
+    "squared.ukkr_grid_size": (1, 1_000),
+    "squared.max_rank": (1, 100_000),
+}
+
+#: Kernel scales (bandwidths, widths, gammas): finite and inside ``(low, high)``
+#: inclusive. Below 1e-6 a Gaussian kernel's exponent overflows for any distinct pair;
+#: above 1e6 every kernel is constant on [0, 1] and on z-scored covariates.
+SCALE_RANGE = (1e-6, 1e6)
+SCALES = ("skce.bandwidth", "local.prob_bandwidth", "local.cov_bandwidth",
+          "local.kite_prob_kernel_width", "local.kite_cov_gamma", "squared.kernel_gamma")
+
+#: Largest config file read (bytes) and deepest nesting of its tables and arrays.
+CONFIG_MAX_BYTES = 1 << 20
+CONFIG_MAX_DEPTH = 32
+#: Largest saved JSON result read by report, compare and --baseline (bytes), deepest
+#: nesting, and longest integer literal (digits).
+RESULT_MAX_BYTES = 256 << 20
+RESULT_MAX_DEPTH = 64
+RESULT_MAX_INT_DIGITS = 100
+
+
+def count_range(key: str) -> tuple[int, int]:
+    """The inclusive range of the integer setting ``key``."""
+    return COUNTS[key]
+
+
+def count_problem(key: str, value: object) -> str | None:
+    """Why ``value`` is not a valid ``key`` (``None`` is allowed where the setting is
+    optional and is not checked here), or ``None`` when it is valid."""
+    low, high = COUNTS[key]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"{key} must be an integer in [{low}, {high}]; got {_short(value)}"
+    return None
+
+
+def scale_problem(key: str, value: object) -> str | None:
+    """Why ``value`` is not a valid kernel scale ``key``, or ``None``."""
+    low, high = SCALE_RANGE
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or not low <= value <= high):
+        return f"{key} must be a number in [{low:g}, {high:g}]; got {_short(value)}"
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:18] + "..." + text[-18:]
