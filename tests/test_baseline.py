@@ -26,7 +26,7 @@ def metric(id, value, ci=None, status=None, **params):
 def result(*metrics, tests=(), config=None, classes=("0", "1")):
     return {"schema_version": 1, "calaudit_version": "0.1.0", "created_at": "2026-01-01T00:00:00Z",
             "config": config or {"alpha": 0.05}, "data": {"classes": list(classes)},
-            "metrics": list(metrics), "tests": list(tests)}
+            "inputs": {}, "verdict": "PASS", "metrics": list(metrics), "tests": list(tests)}
 
 
 def compare(old, new, **config):

@@ -27,9 +27,8 @@ from typing import Any
 from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig
 from calaudit.audit.directions import Direction, known_direction
-from calaudit.data.result_file import read_json_result
-from calaudit.exceptions import InputError
-from calaudit.results import SCHEMA_VERSION, jsonable
+from calaudit.data.result_file import read_result_file
+from calaudit.results import jsonable
 
 # Settings that decide the gate, not the numbers: differences are not worth a note.
 GATE_ONLY_KEYS = ("fail_on", "exit_zero", "thresholds", "baseline", "gate")
@@ -45,18 +44,10 @@ class LoadedResult:
 
 
 def read_result(path: str | Path) -> LoadedResult:
-    """Read and check a calaudit JSON result; :class:`InputError` if it is not one."""
-    source = str(path)
-    payload, raw = read_json_result(path)
-    version = payload.get("schema_version") if isinstance(payload, dict) else None
-    if not isinstance(version, int) or not isinstance(payload.get("metrics"), list):
-        raise InputError("not a calaudit JSON result (no schema_version / metrics)",
-                         source=source, rule="result-file")
-    if version > SCHEMA_VERSION:
-        raise InputError(f"schema_version {version} is newer than this calaudit "
-                         f"understands ({SCHEMA_VERSION})", source=source, rule="result-file",
-                         hint="upgrade calaudit")
-    return LoadedResult(payload, source, hashlib.sha256(raw).hexdigest())
+    """Read and check a calaudit JSON result (the one schema check of
+    :mod:`calaudit.data.result_file`); :class:`~calaudit.exceptions.InputError` if it is not one."""
+    payload, raw = read_result_file(path)
+    return LoadedResult(payload, str(path), hashlib.sha256(raw).hexdigest())
 
 
 def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any],

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.exceptions import ConfigError
+from calaudit.files import FileProblem, read_limited
+from calaudit.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH
 from calaudit.settings.schema import (
     Leaf,
     Mismatch,
@@ -99,17 +101,52 @@ def display_path(path: Path) -> str:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``: a regular file of at most ``CONFIG_MAX_BYTES``,
+    nested at most ``CONFIG_MAX_DEPTH`` deep (``docs/configuration.md``)."""
+    shown = display_path(path)
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a config file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{display_path(path)}: invalid TOML: {exc}") from None
+        raw = read_limited(path, CONFIG_MAX_BYTES, "the config file")
+    except FileProblem as exc:
+        message = "config file not found" if exc.rule == "file_not_found" else exc.message
+        raise ConfigError(f"{shown}: {message} [config_file]", hint=exc.hint) from None
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: not UTF-8 text ({exc.reason} at byte "
+                          f"{exc.start}) [config_file]") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc} [config_file]") from None
+    except RecursionError:
+        document = None
+    if document is None or _depth(document) > CONFIG_MAX_DEPTH:
+        raise ConfigError(f"{shown}: tables and arrays nested deeper than "
+                          f"{CONFIG_MAX_DEPTH} levels [config_file]")
+    return document
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of tables and arrays, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level > CONFIG_MAX_DEPTH:
+                return level
+            stack.extend((child, level + 1) for child in
+                         (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _tool_table(document: Mapping[str, Any], path: Path) -> Any:
+    """``[tool.calaudit]`` of a pyproject.toml document, or ``None``."""
+    tool = document.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, Mapping):
+        raise ConfigError(f"{display_path(path)}: 'tool' must be a table ([tool.<name>]), "
+                          f"not {type_name(tool)}")
+    return tool.get("calaudit")
 
 
 def load_config_file(path: Path) -> ConfigFile:
@@ -117,7 +154,7 @@ def load_config_file(path: Path) -> ConfigFile:
     ``[tool.calaudit]`` table, anything else as a calaudit.toml."""
     document = read_toml(path)
     if path.name == "pyproject.toml":
-        table = document.get("tool", {}).get("calaudit")
+        table = _tool_table(document, path)
         if table is None:
             raise ConfigError(f"{display_path(path)}: no [tool.calaudit] table")
         return ConfigFile(path, table, True)
@@ -134,7 +171,7 @@ def discover_config_file(start: Path) -> ConfigFile | None:
         pyproject = directory / "pyproject.toml"
         if pyproject.is_file():
             document = read_toml(pyproject)
-            table = document.get("tool", {}).get("calaudit")
+            table = _tool_table(document, pyproject)
             if table is not None:
                 return ConfigFile(pyproject, table, True)
             if "calaudit" in document:

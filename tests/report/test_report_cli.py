@@ -95,11 +95,11 @@ def test_metrics_command_writes_an_estimates_only_report(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (None, "cannot read the result file"),
+    (None, "file not found"),
     ("{", "not valid JSON"),
     ("[1, 2]", "expected a JSON object"),
     ('{"schema_version": 2}', "schema_version 2 is not supported"),
-    ('{"schema_version": 1, "verdict": "PASS"}', "not a calaudit result: missing"),
+    ('{"schema_version": 1, "verdict": "PASS"}', "not a calaudit JSON result: missing"),
     ("BROKEN_TESTS", "must be an object with a string 'id'"),
     ("BROKEN_NULL", "malformed result"),
 ])
