@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from calaudit.resources import resource_dirs
@@ -18,11 +17,14 @@ SAMPLE_FILES = (
 
 def write_sample_data(directory: str | Path) -> list[Path]:
     """Copy the sample files into ``directory`` (created if needed); return their paths."""
+    from calaudit.exceptions import ConfigError
+    from calaudit.output.files import check_targets, write_all
+
     source = resource_dirs("sample_data", "README.md")[0]
     target = Path(directory)
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in SAMPLE_FILES:
-        shutil.copyfile(source / name, target / name)
-        written.append(target / name)
-    return written
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{target}: exists and is not a directory [output]",
+                          hint="give a new or an existing directory")
+    check_targets([("sample-data", target / name) for name in SAMPLE_FILES])
+    return [Path(p) for p in write_all([(target / name, (source / name).read_bytes())
+                                         for name in SAMPLE_FILES])]

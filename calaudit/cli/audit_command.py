@@ -16,8 +16,7 @@ from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
-from calaudit.exceptions import ConfigError
-from calaudit.output.files import write_atomic
+from calaudit.output.files import check_targets, write_all
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_baseline, print_summary
@@ -25,9 +24,14 @@ from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
 
+#: The output options, in the order their documents are rendered.
+OUTPUTS = ("json", "junit", "md", "html")
+
+
 def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     """Resolve the settings of ``calaudit test``/``metrics`` and run the audit."""
     overrides = {"run_tests": (False, "calaudit metrics")} if metrics_only else None
+    check_targets([(f"--{name}", ctx.params.get(name)) for name in OUTPUTS])
     settings = command_settings(ctx, overrides=overrides)
     if ctx.params.get("show_config"):
         sys.stdout.write(show_text(settings))
@@ -42,6 +46,7 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
     from calaudit.audit.runner import run_audit
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
+    check_targets(output_targets(outputs))
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
     with ui.progress():
@@ -82,16 +87,16 @@ def render_documents(payload: dict[str, Any], outputs: Any,
     return documents
 
 
+def output_targets(outputs: Any) -> list[tuple[str, Any]]:
+    """``(option, path)`` of every output a command may write."""
+    return [(f"--{name}", getattr(outputs, name, None)) for name in OUTPUTS]
+
+
 def write_documents(documents: list[tuple[str, str]], ui: Ui) -> None:
-    """Write each document atomically; an unwritable path is a usage error (exit 2)."""
-    for target, content in documents:
-        try:
-            write_atomic(target, content)
-        except OSError as exc:
-            raise ConfigError(f"{target}: cannot write output: "
-                              f"{exc.strerror or exc}") from None
-        if target != "-":
-            ui.log(f"wrote {target}")
+    """Write every document or none (:func:`~calaudit.output.files.write_all`); an
+    unwritable path is a usage error (exit 2)."""
+    for target in write_all(documents):
+        ui.log(f"wrote {target}")
 
 
 def _log_settings(settings: Resolved, ui: Ui) -> None:

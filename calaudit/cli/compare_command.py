@@ -16,6 +16,7 @@ from calaudit.audit.baseline import LoadedResult, compare_results, read_result
 from calaudit.audit.checks import failing, result_checks, status_counts
 from calaudit.audit.gate import ExitCode, exit_code, verdict
 from calaudit.cli.audit_command import write_documents
+from calaudit.output.files import check_targets
 from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
 from calaudit.output.json_result import to_json
@@ -32,6 +33,7 @@ def run_compare(ctx: Any) -> ExitCode:
     json_path, junit_path = ctx.params.get("json"), ctx.params.get("junit")
     ui.json_stdout = json_path == "-"
     config = settings[""]
+    check_targets([("--json", json_path), ("--junit", junit_path)])
     old, new = read_result(Path(ctx.params["old"])), read_result(Path(ctx.params["new"]))
     section = compare_results(old, new.payload, config)
     payload = comparison_payload(old, new, section, config, created_at())

@@ -25,10 +25,10 @@ def init(path: Path, *, pyproject: bool, force: bool) -> None:
     if str(path) == "-":
         sys.stdout.write(text)
         return
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory [output]",
+                          hint=f"give a file name, e.g. {path / 'calaudit.toml'}")
     if path.exists() and not force:
         raise ConfigError(f"{path} exists; use --force to overwrite it")
-    try:
-        write_atomic(path, text)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    write_atomic(path, text)
     sys.stderr.write(f"calaudit: wrote {path}\n")

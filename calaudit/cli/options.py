@@ -107,7 +107,7 @@ ExitZero = Annotated[bool, typer.Option(
 JsonOut = Annotated[Optional[str], typer.Option(
     "--json", help="Write the JSON result here ('-' for stdout, which then carries only JSON).",
     rich_help_panel=OUT)]
-MdOut = Annotated[Optional[Path], typer.Option(
+MdOut = Annotated[Optional[str], typer.Option(
     "--md", help="Write a Markdown report here (figures go to <stem>_files/ next to it).",
     rich_help_panel=OUT)]
 
@@ -126,7 +126,7 @@ Verbose = Annotated[bool, typer.Option(
 Color = Annotated[Optional[str], typer.Option(
     "--color", help="Colour on the terminal: auto (NO_COLOR and the terminal decide), always "
     "or never.", rich_help_panel=CONF, show_default=False)]
-JunitOut = Annotated[Optional[Path], typer.Option(
+JunitOut = Annotated[Optional[str], typer.Option(
     "--junit", help="Write JUnit XML here: one testcase per check, for CI test reports.",
     rich_help_panel=OUT)]
 BaselineFile = Annotated[Optional[Path], typer.Option(
@@ -139,7 +139,7 @@ RegressionTolerance = Annotated[Optional[float], typer.Option(
 ShowConfig = Annotated[bool, typer.Option(
     "--show-config", help="Print every resolved setting with its source (flag, CALAUDIT_* "
     "variable, config file, default) and exit without auditing.", rich_help_panel=CONF)]
-HtmlOut = Annotated[Optional[Path], typer.Option(
+HtmlOut = Annotated[Optional[str], typer.Option(
     "--html", help="Write a single-file HTML report here (no scripts, nothing fetched).",
     rich_help_panel=OUT)]
 SIGNOFF = "Report sign-off"

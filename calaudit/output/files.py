@@ -1,33 +1,178 @@
-"""Atomic file output: write to a temporary file in the target directory, then rename,
-so a reader never sees half a report and a failed run leaves nothing behind."""
+"""All-or-nothing file output.
+
+A command's outputs (``--json``, ``--junit``, ``--md`` with its ``<stem>_files/``
+figures, ``--html``) are written together by :func:`write_all`:
+
+1. **check** every target: not empty, not a directory, no part of its parent a regular
+   file, no two outputs on the same path, only ``--json`` on stdout (``-``);
+2. **stage**: create missing parent directories (remembering which), write each file to
+   a temporary file next to its target;
+3. **commit**: rename every temporary file onto its target (an existing target is kept
+   as a hard-link backup until all renames succeed).
+
+On any failure everything this run created is removed (temporary files, new files, new
+directories, ``<stem>_files/`` included) and overwritten files are restored, so a failed
+run leaves the file system as it found it. :func:`check_targets` runs step 1 alone, before
+any work, so a bad path is reported before a minute of resampling.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from calaudit.exceptions import ConfigError
 
-def write_atomic(path: str | Path, content: str | bytes) -> None:
-    """Write ``content`` to ``path`` atomically; ``"-"`` writes text to stdout."""
-    if str(path) == "-":
-        text = content.decode("utf-8") if isinstance(content, bytes) else content
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+STDOUT = "-"
+
+
+def check_targets(targets: Iterable[tuple[str, str | os.PathLike[str] | None]]) -> None:
+    """Check ``(option, path)`` pairs before any work (step 1 of the module docstring);
+    ``None`` paths (option not given) are skipped."""
+    seen: dict[str, str] = {}
+    for option, path in targets:
+        if path is None:
+            continue
+        text = os.fspath(path)
+        if text == "":
+            raise _error(f"{option} ''", "the path is empty", "give a file name")
+        if text == STDOUT:
+            if option != "--json":
+                raise _error(f"{option} -", "only --json can write to stdout",
+                             f"give {option} a file name")
+            key = STDOUT
+        else:
+            _check_path(Path(text), option)
+            key = os.path.normcase(os.path.abspath(text))
+        if key in seen:
+            raise _error(f"{option} {text}", f"the same path as {seen[key]}",
+                         "give each output its own file")
+        seen[key] = option
+
+
+def _check_path(target: Path, option: str | None = None) -> None:
+    where = f"{option} {target}" if option else str(target)
+    if target.is_dir():
+        raise _error(where, "cannot write output: it is a directory",
+                     "give a file name inside it")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise _error(where, f"cannot write output: '{parent}' is a file, not a "
+                             "directory",
+                             "choose another folder")
+            break
+
+
+def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> None:
+    """Write one file atomically; ``"-"`` writes text to stdout."""
+    write_all([(path, content)])
+
+
+def write_all(documents: Sequence[tuple[str | os.PathLike[str], str | bytes]]) -> list[str]:
+    """Write every ``(path, content)`` or none of them (see the module docstring).
+    Returns the paths written to files. Raises :class:`ConfigError` (exit code 2)."""
+    files = [(Path(p), c) for p, c in documents if os.fspath(p) != STDOUT]
+    created_dirs: list[Path] = []
+    staged: list[tuple[Path, Path]] = []
+    committed: list[tuple[Path, Path | None]] = []
+    current = None
+    try:
+        for current, content in files:
+            _check_path(current)
+            created_dirs += _make_parents(current.parent)
+            staged.append((_stage(current, content), current))
+        for temp, target in staged:
+            current = target
+            backup = _backup(target)
+            os.replace(temp, target)
+            committed.append((target, backup))
+    except BaseException as exc:
+        _undo(staged, committed, created_dirs)
+        if isinstance(exc, OSError):
+            raise _error(str(current), f"cannot write output: {exc.strerror or exc}",
+                         "check the folder exists and is writable") from None
+        raise
+    for _, backup in committed:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+    for path, content in documents:
+        if os.fspath(path) == STDOUT:
+            sys.stdout.write(content.decode("utf-8") if isinstance(content, bytes)
+                             else content)
+            sys.stdout.flush()
+    return [str(target) for target, _ in files]
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing ancestors; the ones created, outermost first."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    created = []
+    for candidate in reversed(missing):
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            if not candidate.is_dir():
+                raise
+            continue
+        created.append(candidate)
+    return created
+
+
+def _stage(target: Path, content: str | bytes) -> Path:
     data = content.encode("utf-8") if isinstance(content, str) else content
-    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                    suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.chmod(temp, _file_mode(target))
-        os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    return Path(temp)
+
+
+def _backup(target: Path) -> Path | None:
+    """A hard link to an existing ``target`` (``None`` if there is none or links are not
+    supported: then a failure later cannot restore it, only leave the new version)."""
+    if not target.is_file():
+        return None
+    backup = target.with_name(f".{target.name}.{os.getpid()}.bak")
+    try:
+        backup.unlink(missing_ok=True)
+        os.link(target, backup)
+    except OSError:
+        return None
+    return backup
+
+
+def _undo(staged: list[tuple[Path, Path]], committed: list[tuple[Path, Path | None]],
+          created_dirs: list[Path]) -> None:
+    done = {target for target, _ in committed}
+    for temp, target in staged:
+        if target not in done:
+            temp.unlink(missing_ok=True)
+    for target, backup in reversed(committed):
+        try:
+            if backup is not None:
+                os.replace(backup, target)
+            else:
+                target.unlink(missing_ok=True)
+        except OSError:
+            pass
+    for folder in reversed(created_dirs):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _file_mode(target: Path) -> int:
@@ -39,3 +184,7 @@ def _file_mode(target: Path) -> int:
         mask = os.umask(0)
         os.umask(mask)
         return 0o666 & ~mask
+
+
+def _error(where: str, message: str, hint: str) -> ConfigError:
+    return ConfigError(f"{where}: {message} [output]", hint=hint)

@@ -6,8 +6,8 @@
 * Markdown: the same sections; figures are SVG files in ``<stem>_files/`` next to it.
 
 Rendering is a pure function of the result (and the sign-off fields): the same result
-gives the same bytes. Files are written atomically, figures before the Markdown that
-links to them.
+gives the same bytes. Files are written all together or not at all
+(:func:`calaudit.output.files.write_all`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from calaudit.output.files import write_atomic
+from calaudit.output.files import write_all
 from calaudit.output.templates import environment
 from calaudit.report.context import build_context
 from calaudit.report.figures import draw_svg
@@ -106,6 +106,5 @@ def write_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
     """Render every requested report in memory, then write each file atomically.
     Returns the paths written."""
     pending = render_reports(result, html=html, md=md, signoff=signoff)
-    for path, content in pending:
-        write_atomic(path, content)
+    write_all(pending)
     return [path for path, _ in pending]
