@@ -42,7 +42,7 @@ class InputError(CalauditError, ValueError):
     ) -> None:
         where = ": ".join(
             part
-            for part in (source, f"column '{column}'" if column is not None else None)
+            for part in (source, f"column '{clip(column)}'" if column is not None else None)
             if part
         )
         full = f"{where}: {message} [{rule}]" if where else f"{message} [{rule}]"
@@ -50,6 +50,12 @@ class InputError(CalauditError, ValueError):
         self.source = source
         self.column = column
         self.rule = rule
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` shortened to ``limit`` characters for an error message."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-12:]}"
 
 
 class ConfigError(CalauditError, ValueError):

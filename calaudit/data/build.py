@@ -47,6 +47,8 @@ class RawInputs:
     unmatched: np.ndarray | None = None
     id_column: str | None = None
     files: tuple[SourceFile, ...] = ()
+    #: Prediction-row ids when other files were joined on ``id_column``.
+    ids: np.ndarray | None = None
 
 
 def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
@@ -76,6 +78,14 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> l
         found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source))
         if raw.scores.shape[1] > 1 and not options.renormalize:
             found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source))
+        if raw.scores.shape[1] > 1 and options.renormalize:
+            with np.errstate(invalid="ignore"):
+                zero = ~(np.where(np.isfinite(raw.scores), raw.scores, 0.0).sum(axis=1) > 0)
+            found.append(rules.problem(
+                "zero_probability_row", raw.score_source,
+                f"{raw.score_columns[0]}..{raw.score_columns[-1]}", zero,
+                "every class probability is 0, so the row cannot be renormalised",
+                "fix the model output"))
     return found
 
 
@@ -95,17 +105,25 @@ def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
     return tuple(classes), codes
 
 
-def covariate_problems(raw: RawInputs) -> list:
-    """Missing or infinite covariate values."""
+def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = None) -> list:
+    """Missing or infinite covariate values; complex, nested or timestamp columns."""
     found = []
     for name, values, source in raw.covariates:
+        kind = getattr(values.dtype, "kind", "O")
+        if kind in "cmM":
+            what = {"c": "complex numbers", "m": "time spans", "M": "timestamps"}[kind]
+            raise InputError(f"holds {what}; a covariate is a number or a category",
+                             source=source, column=name, rule="unsupported_type",
+                             hint="convert it to numbers or strings first")
         missing = values.isna().to_numpy()
         found.append(rules.problem("missing_covariate", source, name, missing,
-                                   "covariate value is missing", "fill or drop these rows"))
+                                   "covariate value is missing", "fill or drop these rows",
+                                   joined))
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
             inf = np.isinf(values.to_numpy(dtype=np.float64, na_value=0.0))
             found.append(rules.problem("nonfinite_covariate", source, name, inf,
-                                       "covariate value is infinite", "fix the covariate"))
+                                       "covariate value is infinite", "fix the covariate",
+                                       joined))
     return found
 
 
@@ -152,18 +170,21 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
     missing = raw.labels.isna().to_numpy()
     classes, codes = label_codes(raw, missing, options)
     found: list = []
+    joined = (raw.score_source, raw.ids) if raw.ids is not None else None
     if raw.unmatched is not None:
-        found.append(rules.problem("unmatched_id", raw.label_source, raw.id_column,
-                                   raw.unmatched, "id has no match in the joined file",
-                                   "check that both files hold the same ids"))
+        others = sorted({f.path for f in raw.files} - {raw.score_source}) or [raw.label_source]
+        found.append(rules.problem("unmatched_id", raw.score_source, raw.id_column,
+                                   raw.unmatched, f"id has no match in {', '.join(others)}",
+                                   "check that the files hold the same ids"))
     found.append(rules.problem("missing_label", raw.label_source, raw.label_column, missing,
-                               "label is missing", "fill or drop these rows"))
+                               "label is missing", "fill or drop these rows", joined))
     found += score_problems(raw, probs, options)
     found.append(rules.problem("unknown_label", raw.label_source, raw.label_column,
                                (codes == UNKNOWN) & ~missing,
                                f"label is not one of the classes ({', '.join(classes[:10])})",
-                               "check --prob-cols order and names, or --positive-label"))
-    found += covariate_problems(raw)
+                               "check --prob-cols order and names, or --positive-label",
+                               joined))
+    found += covariate_problems(raw, joined)
     problems = [p for p in found if p is not None]
     if problems and not options.drop_invalid:
         raise _first_error(problems[0], raw)
@@ -188,7 +209,9 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
     values = None
-    if prob.column == raw.label_column:
+    if prob.rule == "unmatched_id":
+        values = raw.ids
+    elif prob.column == raw.label_column:
         values = raw.labels.to_numpy()
     elif prob.column in raw.score_columns:
         values = raw.scores[:, raw.score_columns.index(prob.column)]

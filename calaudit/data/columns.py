@@ -9,7 +9,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
-from calaudit.exceptions import InputError
+from calaudit.exceptions import InputError, clip
 
 LABEL_NAMES = (
     "label", "labels", "y", "y_true", "target", "outcome", "truth", "ground_truth", "class",
@@ -45,7 +45,8 @@ def split_list(text: str | None) -> list[str]:
 
 def _hint_for(name: str, available: list[str], option: str) -> str:
     close = difflib.get_close_matches(name, available, n=1)
-    shown = ", ".join(available[:20]) + (", ..." if len(available) > 20 else "")
+    shown = ", ".join(clip(c, 40) for c in available[:20]) + (", ..." if len(available) > 20
+                                                               else "")
     guess = f"did you mean '{close[0]}'? " if close else ""
     return f"{guess}available columns: {shown}; set {option}"
 
@@ -121,7 +122,16 @@ def select_columns(spec: str, available: list[str], source: str, option: str) ->
                 hint=_hint_for(spec, available, option),
             )
         return matched
-    return [require_column(name, available, source, option) for name in split_list(spec)]
+    names = split_list(spec)
+    if not names:
+        raise InputError(f"{option} {spec!r} names no column", source=source,
+                         rule="missing_column", hint=_hint_for(spec, available, option))
+    if len(set(names)) < len(names):
+        twice = next(name for name in names if names.count(name) > 1)
+        raise InputError(f"{option} names column '{twice}' twice", source=source,
+                         column=twice, rule="conflicting_options",
+                         hint="list each column once")
+    return [require_column(name, available, source, option) for name in names]
 
 
 def _prefix_families(available: list[str], prefixes: tuple[str, ...]) -> dict[str, list[str]]:
@@ -162,7 +172,8 @@ def detect_scores(available: list[str], source: str, exclude: set[str]) -> Score
         "no probability column found (looked for p, prob, score, ... and p_*, prob_*)",
         source=source,
         rule="missing_column",
-        hint=f"available columns: {', '.join(pool[:20])}; set --prob-cols or --logit-cols",
+        hint=f"available columns: {', '.join(clip(c, 40) for c in pool[:20])}; "
+             "set --prob-cols or --logit-cols",
     )
 
 

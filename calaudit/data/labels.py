@@ -25,9 +25,11 @@ def _is_numeric(values: pd.Series) -> bool:
 
 
 def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of a numeric label series and a mask of the integral ones."""
+    """Integer codes of a numeric label series and a mask of the integral ones (values
+    beyond +-2**62, such as 1e300, are not class codes)."""
     as_float = values.astype(np.float64).to_numpy()
-    ok = np.isfinite(as_float) & (as_float == np.round(as_float))
+    ok = (np.isfinite(as_float) & (np.abs(as_float) < 2.0**62)
+          & (as_float == np.round(as_float)))
     out = np.full(as_float.shape, UNKNOWN, dtype=np.int64)
     out[ok] = as_float[ok].astype(np.int64)
     return np.where(ok, out, UNKNOWN), ok
@@ -70,6 +72,12 @@ def binary_classes(
         return ("0", "1"), np.where(ok & ((codes == 0) | (codes == 1)), codes, UNKNOWN)
     text = _as_text(values)
     distinct = sorted(set(text.tolist()))
+    if positive_label is not None and distinct and positive_label not in distinct:
+        raise InputError(
+            f"--positive-label {positive_label!r} is not one of the labels "
+            f"({', '.join(repr(v) for v in distinct[:6])}{', ...' if len(distinct) > 6 else ''})",
+            source=source, column=column, rule="positive_label",
+            hint="name a label that occurs in the file")
     positive = positive_label if positive_label is not None else _guess_positive(
         distinct, source, column
     )

@@ -17,6 +17,7 @@ from calaudit.data.columns import (
     split_list,
 )
 from calaudit.data.dataset import CalibrationData
+from calaudit.data.rows import shown_value
 from calaudit.data.readers import SourceFile, file_format, read_columns, read_table, sha256_of
 from calaudit.exceptions import InputError
 
@@ -109,7 +110,7 @@ def gather(main_path: Path, opts: ColumnOptions) -> RawInputs:
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
     parts = _distinct([main, label_part, cov_part])
-    unmatched = _read_and_align(parts, opts.id_col)
+    unmatched, ids = _read_and_align(parts, opts.id_col)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
     return RawInputs(
         scores=np.column_stack([_numeric(merged[c], c, main.path) for c in scores.columns]),
@@ -118,7 +119,7 @@ def gather(main_path: Path, opts: ColumnOptions) -> RawInputs:
         label_source=str(label_part.path),
         covariates=[(c, merged[c], str(cov_part.path)) for c in opts.covariates],
         unmatched=unmatched, id_column=opts.id_col,
-        files=tuple(_provenance(part) for part in parts),
+        files=tuple(_provenance(part) for part in parts), ids=ids,
     )
 
 
@@ -148,22 +149,34 @@ def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOption
 
 
 def _numeric(values: pd.Series, column: str, path: Path) -> np.ndarray:
+    kind = getattr(values.dtype, "kind", "O")
+    if kind in "Mmc":
+        what = {"M": "timestamps", "m": "time spans", "c": "complex numbers"}[kind]
+        raise InputError(f"holds {what}, not probabilities", source=str(path), column=column,
+                         rule="non_numeric_probability",
+                         hint="prediction columns must hold real numbers")
     converted = pd.to_numeric(values, errors="coerce")
     bad = converted.isna() & values.notna()
     if bad.any():
         first = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
-            f"value {values.iloc[first]!r} at data row {first + 1} is not a number",
+            f"value {shown_value(values.iloc[first])} at data row {first + 1} is not a number",
             source=str(path), column=column, rule="non_numeric_probability",
             hint="prediction columns must hold numbers",
         )
+    if getattr(converted.dtype, "kind", "O") == "c":
+        raise InputError("holds complex numbers, not probabilities", source=str(path),
+                         column=column, rule="non_numeric_probability",
+                         hint="prediction columns must hold real numbers")
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _read_and_align(parts: list[_Part], id_col: str | None) -> np.ndarray | None:
+def _read_and_align(parts: list[_Part], id_col: str | None
+                    ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Read each file; align the extra files to the first by id or by row order.
 
-    Returns a mask of prediction rows whose id is missing from another file (or None).
+    Returns a mask of prediction rows whose id is missing from another file and the
+    prediction rows' ids (both None unless files are joined on an id).
     """
     for part in parts:
         wanted = list(dict.fromkeys(part.wanted + ([id_col] if id_col and len(parts) > 1 else [])))
@@ -173,7 +186,7 @@ def _read_and_align(parts: list[_Part], id_col: str | None) -> np.ndarray | None
         part.rows = len(part.frame)
     main = parts[0]
     if len(parts) == 1:
-        return None
+        return None, None
     if not id_col:
         for part in parts[1:]:
             if len(part.frame) != len(main.frame):
@@ -182,14 +195,14 @@ def _read_and_align(parts: list[_Part], id_col: str | None) -> np.ndarray | None
                     source=str(part.path), rule="length_mismatch",
                     hint="give --id-col to join the files on an id column",
                 )
-        return None
+        return None, None
     main_ids = _ids(main, id_col)
     unmatched = np.zeros(len(main_ids), dtype=bool)
     for part in parts[1:]:
         ids = _ids(part, id_col)
         part.frame = part.frame.set_axis(ids).reindex(main_ids).reset_index(drop=True)
         unmatched |= ~np.asarray(main_ids.isin(ids))
-    return unmatched
+    return unmatched, np.asarray(main_ids, dtype=object)
 
 
 def _ids(part: _Part, id_col: str) -> pd.Index:

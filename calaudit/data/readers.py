@@ -10,6 +10,7 @@ with ``allow_pickle=False`` and flattened into named columns (``probs`` or
 from __future__ import annotations
 
 import hashlib
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calaudit.data.text_files import check_field_counts, check_header, encoding_error
 from calaudit.exceptions import InputError
+from calaudit.files import FileProblem, check_regular
 
 SUFFIXES = {
     ".csv": "csv",
@@ -78,13 +81,12 @@ def sha256_of(path: Path) -> str:
 
 
 def check_readable(path: Path) -> None:
-    """Raise a clear error for a missing path or a directory."""
-    if not path.exists():
-        raise InputError(
-            "file not found", source=str(path), rule="file_not_found", hint="check the path"
-        )
-    if not path.is_file():
-        raise InputError("not a regular file", source=str(path), rule="file_not_found")
+    """Raise a clear error unless ``path`` is a readable regular file (a FIFO, device or
+    directory is refused before it is opened, so nothing blocks)."""
+    try:
+        check_regular(path)
+    except FileProblem as exc:
+        raise InputError(exc.message, source=str(path), rule=exc.rule, hint=exc.hint) from None
 
 
 def _unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
@@ -120,15 +122,19 @@ def read_columns(path: Path) -> list[str]:
     fmt = file_format(path)
     try:
         if fmt in ("csv", "tsv"):
-            header = pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=0)
-            return [str(c) for c in header.columns]
+            header = pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=1,
+                                 header=None, dtype=str, keep_default_na=False)
+            names = [str(c) for c in header.iloc[0]] if len(header) else []
+            return check_header(names, path, fmt)
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            return list(pq.read_schema(path).names)
+            return check_header(list(pq.read_schema(path).names), path, fmt)
         return list(_npz_frame(path).columns)
     except InputError:
         raise
+    except UnicodeDecodeError:
+        raise encoding_error(path) from None
     except _READ_ERRORS + _arrow_errors() as exc:
         raise _unreadable(path, fmt, exc) from None
 
@@ -147,14 +153,15 @@ def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
                 keep_default_na=False,
                 low_memory=False,
             )
+            check_field_counts(path, "," if fmt == "csv" else "\t", len(read_columns(path)))
         elif fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            frame = pq.read_table(path, columns=columns).to_pandas()
+            frame = _parquet_frame(path, columns)
         else:
             frame = _npz_frame(path)[columns]
     except InputError:
         raise
+    except UnicodeDecodeError:
+        raise encoding_error(path) from None
     except _READ_ERRORS + _arrow_errors() as exc:
         raise _unreadable(path, fmt, exc) from None
     return frame[columns]
@@ -163,8 +170,7 @@ def read_table(path: Path, columns: list[str]) -> pd.DataFrame:
 def _npz_frame(path: Path) -> pd.DataFrame:
     """Flatten an NPZ archive into named columns (see the module docstring)."""
     columns: dict[str, np.ndarray] = {}
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {key: _load_member(archive, key, path) for key in archive.files}
+    arrays = _npz_arrays(path)
     names = _npz_names(arrays, "class_names")
     covariate_names = _npz_names(arrays, "covariate_names")
     for key, array in arrays.items():
@@ -209,23 +215,76 @@ def _npz_frame(path: Path) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def _load_member(archive: np.lib.npyio.NpzFile, key: str, path: Path) -> np.ndarray:
+def _parquet_frame(path: Path, columns: list[str]) -> pd.DataFrame:
+    """The requested Parquet columns; nested types (lists, maps, structs) are refused:
+    one value per cell."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=columns)
+    for field in table.schema:
+        if pa.types.is_nested(field.type):
+            raise InputError(f"holds {field.type} values; calaudit reads one value per cell",
+                             source=str(path), column=field.name, rule="unsupported_type",
+                             hint="flatten the column before the audit")
+    return table.to_pandas()
+
+
+def _npz_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an NPZ archive, each ``.npy`` member checked before it is read: a
+    numeric, boolean or string dtype (never objects), a header whose shape matches the
+    member's size."""
+    if not zipfile.is_zipfile(path):
+        raise InputError("not an NPZ archive (a zip file of .npy arrays)", source=str(path),
+                         rule="npz_layout", hint="save the arrays with numpy.savez")
+    arrays: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            if not info.filename.endswith(".npy"):
+                raise InputError(f"member '{info.filename}' is not a .npy array",
+                                 source=str(path), rule="npz_layout",
+                                 hint="an NPZ archive holds only arrays: write it with numpy.savez")
+            key = info.filename[:-len(".npy")]
+            with archive.open(info) as member:
+                arrays[key] = _read_npy(member, key, info.file_size, path)
+    return arrays
+
+
+def _read_npy(handle, key: str, size: int, path: Path) -> np.ndarray:
+    """One ``.npy`` member of ``size`` bytes, its header checked against its size."""
+    fmt = np.lib.format
     try:
-        array = archive[key]
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise InputError(
-                f"array '{key}' is an object array, which calaudit never unpickles",
-                source=str(path),
-                rule="npz_object_array",
-                hint="save numeric or fixed-width string arrays (e.g. .astype(str))",
-            ) from None
-        raise
-    if array.dtype.kind == "O":
-        raise InputError(
-            f"array '{key}' is an object array", source=str(path), rule="npz_object_array"
-        )
-    return array
+        version = fmt.read_magic(handle)
+        reader = {(1, 0): fmt.read_array_header_1_0,
+                  (2, 0): fmt.read_array_header_2_0}.get(version)
+        if reader is None:
+            raise ValueError(f"unsupported .npy version {version}")
+        shape, fortran, dtype = reader(handle)
+    except (ValueError, SyntaxError, TypeError, OverflowError) as exc:
+        detail = str(exc) if "version" in str(exc) else "it cannot be parsed"
+        raise _npy_error(key, path, f"bad .npy header: {detail}") from None
+    if dtype.hasobject:
+        raise InputError(f"array '{key}' is an object array, which calaudit never unpickles",
+                         source=str(path), rule="npz_object_array",
+                         hint="save numeric or fixed-width string arrays (e.g. .astype(str))")
+    if dtype.kind not in "biufUSM" or dtype.fields is not None:
+        raise _npy_error(key, path, f"dtype {dtype} is not supported (complex, structured "
+                         "and raw arrays are not predictions)", "npz_dtype")
+    data_size = size - handle.tell()
+    expected = math.prod(shape) * dtype.itemsize
+    if expected != data_size:
+        raise _npy_error(key, path, f"header declares shape {shape} ({expected:,} bytes) "
+                         f"but the member holds {data_size:,} bytes")
+    data = handle.read(expected)
+    array = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return array.copy()
+
+
+def _npy_error(key: str, path: Path, message: str, rule: str = "npz_layout") -> InputError:
+    return InputError(f"array '{key}': {message}", source=str(path), rule=rule,
+                      hint="write the archive with numpy.savez")
 
 
 def _npz_names(arrays: dict[str, np.ndarray], key: str) -> list[str] | None:

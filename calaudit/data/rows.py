@@ -27,6 +27,15 @@ class RowProblem:
     rows: np.ndarray
     message: str
     hint: str
+    #: For files joined on an id: ``(predictions file, ids)``, to say which row is meant.
+    joined: tuple[str, np.ndarray] | None = None
+
+    def where(self, row: int) -> str:
+        """`` of preds.csv (id 'a7')`` when rows are counted in another file."""
+        if self.joined is None or self.joined[0] == self.source:
+            return ""
+        path, ids = self.joined
+        return f" of {path} (id {shown_value(ids[row])})"
 
     @property
     def count(self) -> int:
@@ -35,11 +44,10 @@ class RowProblem:
     def error(self, values: np.ndarray | None = None) -> InputError:
         """The one-line error for this problem, quoting the first offending row."""
         first = int(np.flatnonzero(self.rows)[0])
-        value = None if values is None else values[first]
-        value = value.item() if hasattr(value, "item") else value
-        shown = "" if values is None else f" (value {value!r})"
+        shown = "" if values is None else f" (value {shown_value(values[first])})"
         return InputError(
-            f"{self.message}: {self.count} row(s), first at data row {first + 1}{shown}",
+            f"{self.message}: {self.count} row(s), first at data row {first + 1}"
+            f"{self.where(first)}{shown}",
             source=self.source,
             column=self.column,
             rule=self.rule,
@@ -48,17 +56,32 @@ class RowProblem:
 
 
 def problem(rule: str, source: str, column: str | None, rows: np.ndarray, message: str,
-            hint: str) -> RowProblem | None:
+            hint: str, joined: tuple[str, np.ndarray] | None = None) -> RowProblem | None:
     """A :class:`RowProblem` when any row is flagged, else ``None``."""
-    return RowProblem(rule, source, column, rows, message, hint) if rows.any() else None
+    return RowProblem(rule, source, column, rows, message, hint, joined) if rows.any() else None
+
+
+def shown_value(value: object, limit: int = 60) -> str:
+    """``repr`` of a cell for an error message, shortened to ``limit`` characters."""
+    value = value.item() if hasattr(value, "item") else value
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-12:]}"
+
+
+def first_bad_column(bad: np.ndarray, columns: tuple[str, ...]) -> str | None:
+    """The column of the first bad cell of the first bad row (``bad`` is (n, m))."""
+    rows = np.flatnonzero(bad.any(axis=1))
+    if rows.size == 0:
+        return None
+    return columns[int(np.flatnonzero(bad[rows[0]])[0])]
 
 
 def nonfinite_scores(scores: np.ndarray, columns: tuple[str, ...], source: str,
                      kind: str) -> RowProblem | None:
     """NaN or infinite probability / logit."""
     bad = ~np.isfinite(scores)
-    column = columns[int(np.flatnonzero(bad.any(axis=0))[0])] if bad.any() else None
-    return problem("nonfinite_probability", source, column, bad.any(axis=1),
+    return problem("nonfinite_probability", source, first_bad_column(bad, columns),
+                   bad.any(axis=1),
                    f"{kind} is missing, NaN or infinite", "check the model output")
 
 
@@ -66,8 +89,8 @@ def out_of_range(probs: np.ndarray, columns: tuple[str, ...], source: str) -> Ro
     """Probability below 0 or above 1."""
     with np.errstate(invalid="ignore"):
         bad = (probs < 0.0) | (probs > 1.0)
-    column = columns[int(np.flatnonzero(bad.any(axis=0))[0])] if bad.any() else None
-    return problem("probability_out_of_range", source, column, bad.any(axis=1),
+    return problem("probability_out_of_range", source, first_bad_column(bad, columns),
+                   bad.any(axis=1),
                    "probabilities must lie in [0, 1]",
                    "pass probabilities, or logits with --logit-cols")
 

@@ -165,8 +165,10 @@ def plot_lcb_by_covariate(curve: Mapping[str, Any], points: Mapping[str, Any] | 
     covariate, group_by = curve["covariate"], curve.get("group_by")
     groups = curve.get("groups") or []
     colours = _group_colours([str(g.get("group")) for g in groups])
+    unit = _axis_unit([floats(((points or {}).get("covariate_values") or {}).get(covariate))]
+                      + [floats(g.get("x")) for g in groups])
     if points:
-        x = floats((points.get("covariate_values") or {}).get(covariate))
+        x = floats((points.get("covariate_values") or {}).get(covariate)) / unit
         lcb = floats(points.get("lcb"))
         labels = (points.get("group") or {}).get(group_by) if group_by else None
         colour = ([colours.get(str(g), NEUTRAL) for g in labels] if labels is not None
@@ -176,14 +178,15 @@ def plot_lcb_by_covariate(curve: Mapping[str, Any], points: Mapping[str, Any] | 
                        rasterized=x.size > RASTERIZE_ABOVE)
     for group in groups:
         name = str(group.get("group"))
-        gx, fit = floats(group.get("x")), floats(group.get("lcb"))
+        gx, fit = floats(group.get("x")) / unit, floats(group.get("lcb"))
         ax.plot(gx, fit, color=colours[name], linewidth=2.0,
                 label=plain(f"{group_by}={name}" if group_by else name))
         low, high = floats(group.get("low")), floats(group.get("high"))
         if low.size == gx.size and high.size == gx.size and gx.size:
             ax.fill_between(gx, low, high, color=colours[name], alpha=0.15, linewidth=0)
     ax.axhline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
-    ax.set(xlabel=plain(covariate, 60), ylabel="local calibration bias (observed - predicted)")
+    xlabel = plain(covariate, 60) + (f" (units of {unit:.0e})" if unit != 1.0 else "")
+    ax.set(xlabel=xlabel, ylabel="local calibration bias (observed - predicted)")
     if groups:
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2,
                   ncols=min(4, len(groups)))
@@ -228,6 +231,16 @@ def _status_legend(ax: Axes, statuses: Sequence[str]) -> None:
     if handles:
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0),
                   ncols=len(handles), borderaxespad=0.2)
+
+
+def _axis_unit(arrays: Sequence[np.ndarray]) -> float:
+    """1, or a power of ten that brings covariate values of huge magnitude (+-1e308,
+    whose span overflows) back to a range matplotlib can transform."""
+    sizes = [np.abs(a[np.isfinite(a)]).max() for a in arrays if np.isfinite(a).any()]
+    largest = max(sizes, default=0.0)
+    if largest < 1e100:
+        return 1.0
+    return float(10.0 ** math.floor(math.log10(largest)))
 
 
 def _finite(value: Any) -> float | None:
