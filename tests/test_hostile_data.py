@@ -216,3 +216,20 @@ def test_huge_covariate_values_render(tmp_path):
                       "--local-resamples", "20", "--html", tmp_path / "r.html", "-q")
     assert outcome.code in (0, 1) and outcome.stderr == "", outcome.stderr
     assert (tmp_path / "r.html").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_ragged_rows_with_other_line_ends(tmp_path, newline):
+    rows = ["label,prob", *[f"{i % 2},0.{i + 1}" for i in range(6)]]
+    path = csv(tmp_path, newline.join(rows) + newline)
+    assert run_cli("metrics", path, "-q").code in (0, 1)
+    path = csv(tmp_path, newline.join([*rows, "1,0.9,x"]) + newline)
+    assert_one_line_error(run_cli("metrics", path), "line 8 (data row 7) has 3 fields")
+
+
+def test_corrupt_gzip_is_unreadable(tmp_path):
+    import gzip
+
+    data = gzip.compress(("label,prob\n" + ROWS * 50).encode())
+    path = csv(tmp_path, data[: len(data) // 2], "d.csv.gz")
+    assert_one_line_error(run_cli("metrics", path), "[unreadable_file]")

@@ -54,15 +54,23 @@ def _lines(path: Path) -> Iterator[tuple[int, np.ndarray]]:
             if not block:
                 break
             block = carry + block
-            cut = block.rfind(b"\n") + 1
+            cut = max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
             if cut == 0:
                 carry = block
                 continue
-            yield first, np.frombuffer(block[:cut], dtype=np.uint8)
-            first += block.count(b"\n", 0, cut)
+            chunk = np.frombuffer(block[:cut], dtype=np.uint8)
+            yield first, chunk
+            first += len(_breaks(chunk))
             carry = block[cut:]
     if carry:
         yield first, np.frombuffer(carry + b"\n", dtype=np.uint8)
+
+
+def _breaks(chunk: np.ndarray) -> np.ndarray:
+    """Positions of line ends: ``\n``, or ``\r`` not followed by ``\n``."""
+    returns = chunk == 13
+    returns[:-1] &= chunk[1:] != 10
+    return np.flatnonzero((chunk == 10) | returns)
 
 
 def check_field_counts(path: Path, delimiter: str, n_columns: int) -> None:
@@ -72,7 +80,7 @@ def check_field_counts(path: Path, delimiter: str, n_columns: int) -> None:
     sep, quote = ord(delimiter), ord('"')
     quoted = False
     for first, chunk in _lines(path):
-        breaks = np.flatnonzero(chunk == 10)
+        breaks = _breaks(chunk)
         seps = np.flatnonzero(chunk == sep)
         counts = np.bincount(np.searchsorted(breaks, seps), minlength=len(breaks))
         over = np.flatnonzero(counts[:len(breaks)] > n_columns - 1)
@@ -112,6 +120,15 @@ SIGNATURES = {b"\x1f\x8b": ("gzip-compressed", "name it .csv.gz or .tsv.gz"),
 def encoding_error(path: Path) -> InputError:
     """Why ``path`` is not UTF-8 text: another format's signature, or the first line
     that is not UTF-8, as an error."""
+    try:
+        return _encoding_error(path)
+    except (OSError, EOFError):
+        return InputError("cannot read the file as text", source=str(path),
+                          rule="unreadable_file",
+                          hint="the file may be truncated or not in the format its suffix says")
+
+
+def _encoding_error(path: Path) -> InputError:
     with open(path, "rb") as handle:
         start = handle.read(4)
     for magic, (what, hint) in SIGNATURES.items():
