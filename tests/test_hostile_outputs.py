@@ -135,3 +135,10 @@ def test_sample_data_onto_an_existing_file(tmp_path):
     assert_one_line_error(run_cli("sample-data", tmp_path / "afile"), "not a directory")
     assert run_cli("sample-data", tmp_path / "new" / "dir").code == 0
     assert (tmp_path / "new" / "dir" / "credit_default.csv").is_file()
+
+
+def test_step_summary_that_is_a_fifo_is_skipped(tmp_path, data):
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    outcome = run_cli("metrics", data, env={"GITHUB_STEP_SUMMARY": str(fifo)})
+    assert outcome.code in (0, 1) and "not a regular file" in outcome.stderr

@@ -29,6 +29,9 @@ def emit_github(payload: Mapping[str, Any], checks: Sequence[Check], fail_on: Se
     if outputs.github == "off":
         return
     summary_path = environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path and os.path.exists(summary_path) and not os.path.isfile(summary_path):
+        ui.warn(f"GITHUB_STEP_SUMMARY {summary_path} is not a regular file: summary skipped")
+        summary_path = None
     if summary_path:
         try:
             markdown = summary_markdown(payload, list(checks), fail_on,
