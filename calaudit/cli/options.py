@@ -57,11 +57,15 @@ DropInvalid = Annotated[bool, typer.Option(
     "--drop-invalid", help="Drop invalid rows (counted by reason) instead of stopping.",
     rich_help_panel=DATA)]
 NBins = Annotated[int, typer.Option(
-    "--n-bins", min=COUNTS["binning.n_bins"][0], max=COUNTS["binning.n_bins"][1], help="Bins of the binned estimators (ECE, MCE).", rich_help_panel=BINS)]
+    "--n-bins", min=COUNTS["binning.n_bins"][0],
+    max=COUNTS["binning.n_bins"][1],
+    help="Bins of the binned estimators (ECE, MCE).", rich_help_panel=BINS)]
 Binning = Annotated[str, typer.Option(
     "--binning", help="uniform (equal width) or quantile (equal mass).", rich_help_panel=BINS)]
 NResamples = Annotated[int, typer.Option(
-    "--n-resamples", min=COUNTS["n_resamples"][0], max=COUNTS["n_resamples"][1], help="Resamples of the resampling tests and of --ci intervals.",
+    "--n-resamples", min=COUNTS["n_resamples"][0],
+    max=COUNTS["n_resamples"][1],
+    help="Resamples of the resampling tests and of --ci intervals.",
     rich_help_panel=TESTS)]
 Kernel = Annotated[str, typer.Option(
     "--kernel", help="SKCE prediction kernel: exponential (on total variation), gaussian or "
@@ -70,7 +74,9 @@ Bandwidth = Annotated[Optional[float], typer.Option(
     "--bandwidth", help="Distance scale (1/gamma) of the SKCE kernel; "
     "default: median distance over all pairs.", rich_help_panel=BINS, show_default=False)]
 Blocksize = Annotated[int, typer.Option(
-    "--blocksize", min=COUNTS["skce.blocksize"][0], max=COUNTS["skce.blocksize"][1], help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
+    "--blocksize", min=COUNTS["skce.blocksize"][0],
+    max=COUNTS["skce.blocksize"][1],
+    help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
 Ci = Annotated[bool, typer.Option(
     "--ci", help="Bootstrap percentile confidence intervals for every metric.",
     rich_help_panel=TESTS)]
@@ -90,7 +96,9 @@ SquaredEstimators = Annotated[Optional[str], typer.Option(
 Alpha = Annotated[float, typer.Option(
     "--alpha", help="Level of every test, after adjustment.", rich_help_panel=TESTS)]
 Seed = Annotated[int, typer.Option(
-    "--seed", min=COUNTS["seed"][0], max=COUNTS["seed"][1], help="Seed of every random choice; the same seed gives the same numbers.",
+    "--seed", min=COUNTS["seed"][0],
+    max=COUNTS["seed"][1],
+    help="Seed of every random choice; the same seed gives the same numbers.",
     rich_help_panel=TESTS)]
 MultipleTesting = Annotated[str, typer.Option(
     "--multiple-testing", help="P-value adjustment: holm, bonferroni, fdr_bh, none.",
@@ -168,23 +176,30 @@ LocalTests = Annotated[str, typer.Option(
     "(KiTE ELCE2), or 'none'.", rich_help_panel=LOCAL)]
 LocalResamples = Annotated[int, typer.Option(
     "--local-resamples", min=COUNTS["local.n_resamples"][0],
-    max=COUNTS["local.n_resamples"][1], help="Resamples of each local test.", rich_help_panel=LOCAL)]
+    max=COUNTS["local.n_resamples"][1],
+    help="Resamples of each local test.", rich_help_panel=LOCAL)]
 MinGroupRows = Annotated[int, typer.Option(
     "--min-group-rows", min=COUNTS["local.min_group_rows"][0],
-    max=COUNTS["local.min_group_rows"][1], help="Groups with fewer rows are INCONCLUSIVE.",
+    max=COUNTS["local.min_group_rows"][1],
+    help="Groups with fewer rows are INCONCLUSIVE.",
     rich_help_panel=LOCAL)]
 MinGroupEvents = Annotated[int, typer.Option(
     "--min-group-events", min=COUNTS["local.min_group_events"][0],
-    max=COUNTS["local.min_group_events"][1], help="Groups with fewer events or non-events are "
+    max=COUNTS["local.min_group_events"][1],
+    help="Groups with fewer events or non-events are "
     "INCONCLUSIVE.", rich_help_panel=LOCAL)]
 GroupAdjust = Annotated[str, typer.Option(
     "--group-adjust", help="Adjustment of the group tests: holm, fdr_bh, bonferroni, none.",
     rich_help_panel=LOCAL)]
 NBands = Annotated[int, typer.Option(
-    "--n-bands", min=COUNTS["local.n_bands"][0], max=COUNTS["local.n_bands"][1], help="Quantile bands of each numeric covariate in the group table.",
+    "--n-bands", min=COUNTS["local.n_bands"][0],
+    max=COUNTS["local.n_bands"][1],
+    help="Quantile bands of each numeric covariate in the group table.",
     rich_help_panel=LOCAL)]
 TopK = Annotated[int, typer.Option(
-    "--top-k", min=COUNTS["local.top_k"][0], max=COUNTS["local.top_k"][1], help="Number of most biased groups listed.", rich_help_panel=LOCAL)]
+    "--top-k", min=COUNTS["local.top_k"][0],
+    max=COUNTS["local.top_k"][1],
+    help="Number of most biased groups listed.", rich_help_panel=LOCAL)]
 KiteWidth = Annotated[float, typer.Option(
     "--kite-width", help="klce_permutation: KiTE prob_kernel_width w, "
     "k = exp(-(p - q)^2 / w^2).", rich_help_panel=LOCAL)]
