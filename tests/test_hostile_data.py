@@ -167,14 +167,15 @@ def test_long_values_and_names_are_shortened_and_escapes_shown(tmp_path):
 def test_special_files_as_data(tmp_path):
     loop = tmp_path / "loop.csv"
     os.symlink(loop, loop)
-    assert_one_line_error(run_cli("metrics", loop), "symbolic link loop")
+    assert_one_line_error(run_cli("metrics", loop), "symbolic link loop", "[symlink_loop]")
     fifo = tmp_path / "f.csv"
     os.mkfifo(fifo)
-    assert_one_line_error(run_cli("metrics", fifo), "FIFO")
-    assert_one_line_error(run_cli("metrics", "/dev/null", "--labels", "/dev/zero"), "device")
+    assert_one_line_error(run_cli("metrics", fifo), "FIFO", "[not_a_file]")
+    assert_one_line_error(run_cli("metrics", "/dev/null", "--labels", "/dev/zero"), "device",
+                          "[not_a_file]")
     folder = tmp_path / "dir.csv"
     folder.mkdir()
-    assert_one_line_error(run_cli("metrics", folder), "is a directory")
+    assert_one_line_error(run_cli("metrics", folder), "is a directory", "[not_a_file]")
     data = write_frame(binary_frame(40), tmp_path / "ok.csv")
     assert_one_line_error(run_cli("metrics", data, "--labels", fifo), "FIFO")
     assert_one_line_error(run_cli("metrics", data, "--covariates-file", loop), "link loop")
