@@ -629,7 +629,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path):
     before = listing(tmp_path)
     process = _subprocess(["test", "d.csv", "--covariates", "age,race", "--n-resamples",
                            "100000", "--json", "out/r.json", "--md", "out/r.md"], tmp_path)
-    time.sleep(4)
+    time.sleep(6)
     process.send_signal(signal.SIGINT)
     try:
         out, err = process.communicate(timeout=BUDGET)

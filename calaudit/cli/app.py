@@ -42,7 +42,11 @@ class OneLineErrors(TyperGroup):
 
 
 def run_group(main, **kwargs) -> int:
-    """Run a Click ``main`` in non-standalone mode and return the exit code."""
+    """Run a Click ``main`` in non-standalone mode and return the exit code. Ctrl-C
+    while Click parses the options comes back as a bare 130: it gets its line too."""
+    from calaudit.cli import errors
+
+    before = errors.printed[0]
     try:
         value = main(standalone_mode=False, **kwargs)
     except ClickException as exc:
@@ -52,7 +56,10 @@ def run_group(main, **kwargs) -> int:
     except (Abort, KeyboardInterrupt):
         print_error("interrupted")
         return 130
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    code = value if isinstance(value, int) and not isinstance(value, bool) else 0
+    if code == 130 and errors.printed[0] == before:
+        print_error("interrupted")
+    return code
 
 
 app = typer.Typer(

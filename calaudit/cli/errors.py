@@ -36,8 +36,14 @@ def clean_line(message: str, limit: int = MAX_LINE) -> str:
     return text
 
 
+#: Error lines printed by this process (lets the entry point tell whether an interrupt
+#: was already reported).
+printed = [0]
+
+
 def print_error(message: str) -> None:
     """One line on stderr, prefixed ``calaudit: error:``."""
+    printed[0] += 1
     sys.stderr.write(f"calaudit: error: {clean_line(message)}\n")
     sys.stderr.flush()
 
