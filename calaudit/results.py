@@ -29,6 +29,22 @@ class Status(str, Enum):
     ERROR = "ERROR"
     SKIPPED = "SKIPPED"
 
+    def __str__(self) -> str:
+        """The bare status, ``"FAIL"`` (not ``"Status.FAIL"``), as printed everywhere."""
+        return self.value
+
+    __format__ = str.__format__
+
+
+def lookup(items, wanted: str, kind: str):
+    """The first item whose ``id`` is ``wanted``; a ``KeyError`` listing the valid ids."""
+    for item in items:
+        if item.id == wanted:
+            return item
+    ids = list(dict.fromkeys(item.id for item in items))
+    raise KeyError(f"no {kind} {wanted!r} in this result; valid ids: "
+                   + (", ".join(ids) if ids else "none"))
+
 
 def jsonable(value: Any) -> Any:
     """Convert results, numpy values and containers to JSON builtins."""
@@ -160,12 +176,12 @@ class AuditResult:
     baseline: Mapping[str, Any] | None = None
 
     def metric(self, metric_id: str) -> MetricResult:
-        """The first metric with this id."""
-        return next(m for m in self.metrics if m.id == metric_id)
+        """The first metric with this id (``KeyError`` listing the valid ids if none)."""
+        return lookup(self.metrics, metric_id, "metric")
 
     def test(self, test_id: str) -> TestResult:
-        """The first test with this id."""
-        return next(t for t in self.tests if t.id == test_id)
+        """The first test with this id (``KeyError`` listing the valid ids if none)."""
+        return lookup(self.tests, test_id, "test")
 
     def to_dict(self) -> dict[str, Any]:
         return {
