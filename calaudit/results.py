@@ -183,6 +183,25 @@ class AuditResult:
         """The first test with this id (``KeyError`` listing the valid ids if none)."""
         return lookup(self.tests, test_id, "test")
 
+    def to_frame(self):
+        """Metrics and tests as a pandas DataFrame indexed by ``(kind, id)``: value, interval,
+        statistic, raw and adjusted p-value, status, message."""
+        from calaudit.result_views import checks_frame
+
+        return checks_frame(self)
+
+    def groups_frame(self):
+        """The group table as a pandas DataFrame (most significant, most biased first)."""
+        from calaudit.result_views import groups_frame
+
+        return groups_frame(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: verdict, graded checks, most biased groups."""
+        from calaudit.result_views import result_html
+
+        return result_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
