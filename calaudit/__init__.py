@@ -44,10 +44,14 @@ _EXPORTS = {
     "ConfigError": "calaudit.exceptions",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+_SUBPACKAGES = ("tests", "plot", "metrics")
+
+__all__ = ["__version__", *_EXPORTS, *_SUBPACKAGES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return import_module(f"calaudit.{name}")
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

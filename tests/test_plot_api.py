@@ -89,3 +89,13 @@ def test_missing_data_is_explained(frame, result):
         LcbDisplay.from_predictions(frame.y, frame.p, {})
     with pytest.raises(ValueError, match="no group"):
         BiasByGroupDisplay.from_result({"groups": []})
+
+
+def test_report_draws_the_smoothed_reliability_diagram(result):
+    from calaudit.report.context import build_context
+
+    context = build_context(result.to_dict())
+    figure = context.reliability.smooth_figure
+    assert figure is not None and figure.kind == "smooth_reliability"
+    assert figure in context.figures()
+    assert f"{result.metric('smece').value:.4g}"[:5] in figure.caption
