@@ -20,8 +20,10 @@ Discretisation (the one of the authors' package ``relplot``, so the numbers agre
 mirror images, correlated with the Gaussian sampled on the grid over a window of width 1,
 and read back by linear interpolation at ``max(200, round(10 / sigma))`` equally spaced
 points; the integrals are sums over those points, the density with a floor of
-``DENSITY_FLOOR`` (kernel units). Everything is vectorised; the cost is O(n + G log G) per
-bandwidth (FFT correlation).
+``DENSITY_FLOOR`` (kernel units). Everything is vectorised: the rows are spread once per grid
+size (a sparse matrix product, O(n)), then each trial bandwidth costs one FFT correlation,
+O(G log G); bootstrap replicates (row weights) are bisected together. Timings against
+relplot: ``benchmarks/results/smece.txt``.
 
 Multi-class models use the top-label view: confidence ``max_k p_ik`` against the
 correctness ``1{argmax_k p_ik = y_i}`` (the paper's sec. 6 and relplot's
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 from scipy.signal import fftconvolve
 
 from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
@@ -59,21 +62,18 @@ def eval_points(sigma: float) -> NDArray[np.float64]:
     return np.linspace(0.0, 1.0, max(round(10 / sigma), EVAL_POINTS))
 
 
-def spread_on_grid(scores: NDArray[np.float64], values: NDArray[np.float64],
-                   size: int) -> NDArray[np.float64]:
-    """Linear spreading ("cloud in cell"): row ``i`` gives ``(1 - w) v_i`` to the grid point
-    left of ``f_i`` and ``w v_i`` to the one right of it. ``values`` is (n, q); returns
-    (q, size)."""
+def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
+    """Linear spreading ("cloud in cell") as a sparse (size, n) matrix ``S``: row ``i``
+    gives ``1 - w`` of its value to the grid point left of ``f_i`` and ``w`` to the one
+    right of it, so ``S @ values`` puts (n, q) values on the grid."""
+    n = scores.shape[0]
     position = scores * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
-    weight = (position - left)[:, None]
-    q = values.shape[1]
-    offsets = np.arange(q) * size
-    flat = np.bincount((left[:, None] + offsets).ravel(),
-                       ((1.0 - weight) * values).ravel(), minlength=q * size)
-    flat += np.bincount((left[:, None] + 1 + offsets).ravel(), (weight * values).ravel(),
-                        minlength=q * size)
-    return flat.reshape(q, size)
+    weight = position - left
+    rows = np.concatenate([left, left + 1])
+    data = np.concatenate([1.0 - weight, weight])
+    columns = np.concatenate([np.arange(n), np.arange(n)])
+    return sparse.csr_array((data, (rows, columns)), shape=(size, n))
 
 
 def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
@@ -92,62 +92,100 @@ def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[
     return full[:, start:start + size]
 
 
-def smoothed_curves(scores: NDArray[np.float64], residuals: NDArray[np.float64], sigma: float,
-                    weights: NDArray[np.float64] | None = None
-                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Evaluation points ``t`` and, for each column of ``weights`` (n, q) (``None``: one
-    unweighted column), the smoothed residual ``R(t)`` and density ``D(t)`` as (q, T)
-    arrays (kernel units, ``D`` floored by ``DENSITY_FLOOR``)."""
-    if weights is None:
-        weights = np.ones((scores.shape[0], 1))
-    size = grid_size(sigma)
-    q = weights.shape[1]
-    smooth = reflected_smooth(
-        spread_on_grid(scores, np.hstack([residuals[:, None] * weights, weights]), size), sigma)
-    t = eval_points(sigma)
-    # linear interpolation from the grid to t, as one sparse-free matrix product
+def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Linear interpolation of grid values (q, G) at the points ``t``: (q, T)."""
+    size = smooth.shape[1]
     grid = np.linspace(0.0, 1.0, size)
     left = np.clip(np.searchsorted(grid, t, side="right") - 1, 0, size - 2)
     frac = (t - grid[left]) / (grid[left + 1] - grid[left])
-    read = smooth[:, left] * (1.0 - frac) + smooth[:, left + 1] * frac
-    return t, read[:q], read[q:] + DENSITY_FLOOR
+    return smooth[:, left] * (1.0 - frac) + smooth[:, left + 1] * frac
 
 
-def smooth_ece_at(scores: NDArray[np.float64], outcomes: NDArray[np.float64], sigma: float,
-                  weights: NDArray[np.float64] | None = None) -> NDArray[np.float64] | float:
-    """``smECE_sigma``: the smooth ECE at a fixed bandwidth ``sigma`` (eq. 4); (q,) values
-    for row weights (n, q) (bootstrap counts), a float without weights."""
-    _, residual, density = smoothed_curves(scores, scores - outcomes, sigma, weights)
-    values = np.abs(residual).sum(axis=1) / density.sum(axis=1)
-    return float(values[0]) if weights is None else values
+class Smoother:
+    """Scores, residuals ``f - y`` and row weights (n, q) (one column of ones by default:
+    the estimate; bootstrap counts: its replicates), with the spread of the weighted
+    residuals and weights on each grid size cached (the grid has 1001 points for every
+    ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
+
+    def __init__(self, scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> None:
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.residuals = self.scores - np.asarray(outcomes, dtype=np.float64)
+        self.weights = (np.ones((self.scores.shape[0], 1)) if weights is None
+                        else np.asarray(weights, dtype=np.float64))
+        self._grids: dict[int, NDArray[np.float64]] = {}
+
+    @property
+    def q(self) -> int:
+        return self.weights.shape[1]
+
+    def grid_values(self, size: int) -> NDArray[np.float64]:
+        """(2q, size): the weighted residuals (rows ``:q``) and weights (rows ``q:``)."""
+        if size not in self._grids:
+            spread = spread_matrix(self.scores, size)
+            values = np.hstack([self.residuals[:, None] * self.weights, self.weights])
+            self._grids[size] = np.asarray(spread @ values).T
+        return self._grids[size]
+
+    def curves(self, sigma: float, columns: NDArray[np.intp] | None = None
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Points ``t``, smoothed residual ``R(t)`` and density ``D(t)`` ((k, T) for the
+        ``k`` chosen weight columns; kernel units, ``D`` floored by ``DENSITY_FLOOR``)."""
+        chosen = np.arange(self.q) if columns is None else np.asarray(columns)
+        grid = self.grid_values(grid_size(sigma))
+        smooth = reflected_smooth(np.vstack([grid[chosen], grid[self.q + chosen]]), sigma)
+        t = eval_points(sigma)
+        read = read_out(smooth, t)
+        return t, read[:chosen.size], read[chosen.size:] + DENSITY_FLOOR
+
+    def values(self, sigma: float, columns: NDArray[np.intp] | None = None
+               ) -> NDArray[np.float64]:
+        """``smECE_sigma`` (eq. 4) of the chosen weight columns."""
+        _, residual, density = self.curves(sigma, columns)
+        return np.abs(residual).sum(axis=1) / density.sum(axis=1)
+
+    def fixed_points(self) -> NDArray[np.float64]:
+        """``sigma*`` with ``smECE_sigma* = sigma*`` (sec. 4.1) of every weight column, by
+        bisection; all columns bisected together, one smoothing per distinct trial
+        bandwidth."""
+
+        def wide_enough(sigmas: NDArray[np.float64], columns: NDArray[np.intp]
+                        ) -> NDArray[np.bool_]:
+            out = sigmas < MIN_SIGMA
+            for sigma in np.unique(sigmas[~out]):
+                same = np.flatnonzero(sigmas == sigma)
+                out[same] = sigma < self.values(float(sigma), columns[same])
+            return out
+
+        every = np.arange(self.q)
+        high, low = np.ones(self.q), np.zeros(self.q)
+        searching = np.flatnonzero(~wide_enough(high, every))
+        for _ in range(SEARCH_STEPS):
+            middle = (high[searching] + low[searching]) / 2
+            wide = wide_enough(middle, searching)
+            low[searching[wide]] = middle[wide]
+            high[searching[~wide]] = middle[~wide]
+        return high
+
+    def at_fixed_points(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The bandwidths ``sigma*`` and the smooth ECE at them, per weight column."""
+        sigmas = self.fixed_points()
+        out = np.empty(self.q)
+        for sigma in np.unique(sigmas):
+            same = np.flatnonzero(sigmas == sigma)
+            out[same] = self.values(float(sigma), same)
+        return sigmas, out
 
 
-def fixed_point_sigma(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
-                      weights: NDArray[np.float64] | None = None
-                      ) -> NDArray[np.float64] | float:
-    """The bandwidth ``sigma*`` with ``smECE_sigma* = sigma*`` (sec. 4.1), by bisection; one
-    per column of ``weights`` (all columns bisected together, one smoothing pass per
-    distinct trial bandwidth)."""
-    columns = np.ones((scores.shape[0], 1)) if weights is None else weights
+def smooth_ece_at(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                  sigma: float) -> float:
+    """``smECE_sigma``: the smooth ECE at a fixed bandwidth ``sigma`` (eq. 4)."""
+    return float(Smoother(scores, outcomes).values(sigma)[0])
 
-    def wide_enough(sigmas: NDArray[np.float64]) -> NDArray[np.bool_]:
-        out = sigmas < MIN_SIGMA
-        for sigma in np.unique(sigmas[~out]):
-            chosen = np.flatnonzero(sigmas == sigma)
-            out[chosen] = sigma < smooth_ece_at(scores, outcomes, float(sigma),
-                                                columns[:, chosen])
-        return out
 
-    q = columns.shape[1]
-    high, low = np.ones(q), np.zeros(q)
-    searching = ~wide_enough(high)
-    for _ in range(SEARCH_STEPS):
-        middle = (high + low) / 2
-        wide = wide_enough(middle[searching])
-        index = np.flatnonzero(searching)
-        low[index[wide]] = middle[index[wide]]
-        high[index[~wide]] = middle[index[~wide]]
-    return float(high[0]) if weights is None else high
+def fixed_point_sigma(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> float:
+    """The bandwidth ``sigma*`` with ``smECE_sigma* = sigma*`` (sec. 4.1)."""
+    return float(Smoother(scores, outcomes).fixed_points()[0])
 
 
 @dataclass(frozen=True)
@@ -170,10 +208,9 @@ class SmoothReliability:
 def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64]
                        ) -> SmoothReliability:
     """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    outcomes = np.asarray(outcomes, dtype=np.float64)
-    sigma = fixed_point_sigma(scores, outcomes)
-    t, residual, density = smoothed_curves(scores, scores - outcomes, sigma)
+    smoother = Smoother(scores, outcomes)
+    sigma = float(smoother.fixed_points()[0])
+    t, residual, density = smoother.curves(sigma)
     residual, density = residual[0], density[0]
     value = float(np.abs(residual).sum() / density.sum())
     mu = t - residual / density
@@ -183,21 +220,14 @@ def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64
 
 def smooth_ece_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> float:
     """smECE of scores in [0, 1] against 0/1 outcomes, bandwidth at its fixed point."""
-    scores = np.asarray(scores, dtype=np.float64)
-    outcomes = np.asarray(outcomes, dtype=np.float64)
-    return smooth_ece_at(scores, outcomes, fixed_point_sigma(scores, outcomes))
+    return float(Smoother(scores, outcomes).at_fixed_points()[1][0])
 
 
 def smooth_ece_replicates(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                           weights: NDArray[np.float64]) -> NDArray[np.float64]:
     """smECE of each weighting of the rows (columns of ``weights``, (n, q)), each at its own
     fixed-point bandwidth: bootstrap replicates when the weights are resample counts."""
-    sigmas = fixed_point_sigma(scores, outcomes, weights)
-    out = np.empty(weights.shape[1])
-    for sigma in np.unique(sigmas):
-        chosen = np.flatnonzero(sigmas == sigma)
-        out[chosen] = smooth_ece_at(scores, outcomes, float(sigma), weights[:, chosen])
-    return out
+    return Smoother(scores, outcomes, weights).at_fixed_points()[1]
 
 
 @accepts_1d
