@@ -111,7 +111,7 @@ def result_html(result, top: int = 5) -> str:
              + (f" Failing the gate: {failing}." if failing else "") + "</p>"]
     graded = [r for r in check_rows(result) if r["kind"] == "test" or r["status"]]
     parts.append(_table(
-        ("check", "kind", "value", "p-value", "adjusted", "status"),
+        ("check", "kind", "estimate", "p-value", "adjusted", "status"),
         [(html.escape(r["id"]), r["kind"], _number(r["value"]), _number(r["p_value"]),
           _number(r["p_value_adjusted"]), _badge(r["status"])) for r in graded]))
     groups = list((result.local.get("lcb") or {}).get("top_groups") or [])[:top]

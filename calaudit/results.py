@@ -196,6 +196,12 @@ class AuditResult:
 
         return groups_frame(self)
 
+    def __repr__(self) -> str:
+        """One line (the full content is in ``to_dict()``, ``to_frame()``)."""
+        return (f"AuditResult(verdict={self.verdict.value}, n={self.data.get('n')}, "
+                f"metrics={len(self.metrics)}, tests={len(self.tests)}, "
+                f"groups={len(self.groups)})")
+
     def _repr_html_(self) -> str:
         """Jupyter's view: verdict, graded checks, most biased groups."""
         from calaudit.result_views import result_html

@@ -139,6 +139,7 @@ def test_frames_and_html_for_notebooks(audited):
     assert len(groups) == len(audited.groups)
     assert {"group", "bias", "bias_ci_low", "bias_ci_high", "status"} <= set(groups.columns)
     assert groups["p_value_adjusted"].is_monotonic_increasing
+    assert repr(audited).startswith(f"AuditResult(verdict={audited.verdict.value}, n=300, ")
     page = audited._repr_html_()
     assert f">{audited.verdict.value}</span>" in page
     assert "klce_consistency" in page and "Most biased groups" in page
