@@ -17,6 +17,8 @@ COUNTS: dict[str, tuple[int, int]] = {
     "seed": (0, 2**63 - 1),
     "n_resamples": (1, 100_000),
     "binning.n_bins": (1, 10_000),
+    "gate.min_rows": (0, 1_000_000_000),
+    "gate.min_events": (0, 1_000_000_000),
     "skce.blocksize": (2, 1_000_000),
     "skce.max_quadratic_n": (2, 1_000_000),
     "global_tests.hosmer_lemeshow_groups": (3, 1_000),

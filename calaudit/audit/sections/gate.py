@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calaudit.audit.directions import BETTER_CHOICES, Direction, known_direction
-from calaudit.audit.sections.common import check, finite_or_none
+from calaudit.audit.sections.common import check, check_limits, finite_or_none
 
 ON_MISMATCH = ("error", "warn")
 
@@ -82,6 +82,7 @@ class GateConfig:
                 "top-label hits and misses): PASS becomes INCONCLUSIVE"})
 
     def __post_init__(self) -> None:
+        check_limits(self, "gate")
         for name in ("min_rows", "min_events"):
             value = getattr(self, name)
             check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
