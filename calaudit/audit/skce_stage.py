@@ -17,15 +17,23 @@ another's numbers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
+from calaudit.audit.method import MethodChoice, choose_method
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
+from calaudit.inference.feature_tests import (
+    approximation_error,
+    feature_consistency_test,
+    feature_count_forms,
+    feature_terms,
+)
 from calaudit.inference.skce_tests import (
     CountForms,
     bootstrap_pass,
@@ -37,12 +45,15 @@ from calaudit.inference.skce_tests import (
     smallest_bound_pvalue,
 )
 from calaudit.metrics.skce import (
+    KERNEL_DISTANCES,
+    KernelChoice,
     QuadraticTerms,
     block_terms,
     choose_kernel,
     quadratic_terms,
     residual_gram,
 )
+from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.grams import cached
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
@@ -61,6 +72,58 @@ TITLES = {
 }
 
 
+#: Rows of the subsample on which a features run compares its SKCE_uq with the exact one.
+APPROXIMATION_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class SkceFeatures:
+    """The SKCE through random Fourier features of the prediction kernel.
+
+    Two classes go through the scalar residual ``sqrt(2) (y - p_1)`` (``<e_y - p,
+    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each; the
+    kernel still sees the probability vectors.
+    """
+
+    features: FourierFeatures
+    x: np.ndarray
+    r: np.ndarray
+    proba: np.ndarray
+    scale: float
+
+    @classmethod
+    def build(cls, choice: KernelChoice, computation: MethodChoice, data: CalibrationData
+              ) -> SkceFeatures:
+        x = np.asarray(data.y_proba, dtype=np.float64)
+        features = FourierFeatures.draw(KERNEL_DISTANCES[choice.name], choice.gamma,
+                                        x.shape[1], computation.n_features,
+                                        computation.frequency_seed)
+        if data.is_binary:
+            scale = math.sqrt(2.0)
+            return cls(features, x, scale * data.residuals[:, 1], x[:, 1].copy(), scale)
+        return cls(features, x, np.asarray(data.residuals, dtype=np.float64), x, 1.0)
+
+    def terms(self) -> QuadraticTerms:
+        return feature_terms(self.features, self.x, self.r)
+
+    def count_forms(self, terms: QuadraticTerms, rng: np.random.Generator,
+                    n_resamples: int) -> CountForms:
+        return feature_count_forms(self.features, self.x, self.r, terms, rng, n_resamples)
+
+    def consistency(self, rng: np.random.Generator, n_resamples: int):
+        return feature_consistency_test(self.features, self.x, self.r, self.proba, rng,
+                                        n_resamples, residual_scale=self.scale)
+
+    def approximation(self, kernel, rng: np.random.Generator) -> dict:
+        """Feature vs exact ``SKCE_uq`` on a seeded subsample of
+        :data:`APPROXIMATION_ROWS` rows."""
+        n = self.x.shape[0]
+        rows = (np.arange(n) if n <= APPROXIMATION_ROWS
+                else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
+        x, r = self.x[rows], self.r[rows]
+        return approximation_error(self.features, x, r, kernel.on(x))
+
+
 def decided(test_id: str, status: Status, message: str, estimate: float, method: str,
             params: dict) -> TestResult:
     """A test that set its own status (INCONCLUSIVE or SKIPPED) instead of a p-value."""
@@ -75,14 +138,25 @@ class SkceStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        median_rng, boot_rng, consistency_rng, linear_rng = rng.spawn(4)
+        median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
         cfg = config.skce
         probs, residuals, n = data.y_proba, data.residuals, data.n
         choice = choose_kernel(probs, cfg.kernel, cfg.bandwidth,
                                exact_max_n=cfg.max_quadratic_n, rng=median_rng)
         kernel = choice.kernel
         common = choice.to_params()
-        quadratic = 2 <= n <= cfg.max_quadratic_n
+        computation = choose_method(
+            config, n, config.n_resamples * (1 if data.is_binary else data.n_classes),
+            feature_rng, exact_possible=n <= cfg.max_quadratic_n,
+            limit_note=f"n > skce.max_quadratic_n = {cfg.max_quadratic_n}")
+        features = None
+        if computation.features and n >= 2:
+            features = SkceFeatures.build(choice, computation, data)
+            common = {**common, "computation": computation.to_params(
+                approximation=features.approximation(kernel, feature_rng))}
+        elif n >= 2:
+            common = {**common, "computation": computation.to_params()}
+        quadratic = 2 <= n <= cfg.max_quadratic_n and features is None
         gram = residual_gram(kernel, probs, residuals) if quadratic else None
         pairs = block_terms(kernel, probs, residuals, 2)
         blocks = block_terms(kernel, probs, residuals, cfg.blocksize)
@@ -90,7 +164,11 @@ class SkceStage:
         wants_bootstrap = with_ci or (config.run_tests
                                       and config.global_tests.enabled("skce_uq_asymptotic"))
         terms, forms = None, None
-        if gram is not None and wants_bootstrap:
+        if features is not None:
+            terms = features.terms()
+            if wants_bootstrap:
+                forms = features.count_forms(terms, boot_rng, config.n_resamples)
+        elif gram is not None and wants_bootstrap:
             terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
         elif gram is not None:
             terms = quadratic_terms(gram)
@@ -99,7 +177,7 @@ class SkceStage:
         tests: list[TestResult] = []
         if config.run_tests:
             tests = self._tests(data, config, common, terms, pairs, forms, kernel,
-                                consistency_rng)
+                                consistency_rng, features)
         return StageOutput(metrics=tuple(metrics), tests=tuple(tests))
 
     @staticmethod
@@ -146,7 +224,7 @@ class SkceStage:
                       "ci_level": config.ci_level, "ci_resamples": config.n_resamples}
         return MetricResult(metric_id, value, params, ci=ci, title=TITLES[metric_id])
 
-    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng
+    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng, features
                ) -> list[TestResult]:
         enabled = config.global_tests.enabled
         n, alpha = data.n, config.alpha
@@ -161,7 +239,8 @@ class SkceStage:
         if enabled("skce_uq_asymptotic"):
             out.append(self._asymptotic(terms, forms, n, alpha, config, common))
         if enabled("skce_consistency"):
-            out.append(self._consistency(data, terms, kernel, n, alpha, config, common, rng))
+            out.append(self._consistency(data, terms, kernel, n, alpha, config, common, rng,
+                                         features))
         return out
 
     @staticmethod
@@ -220,7 +299,8 @@ class SkceStage:
                           n_resamples=config.n_resamples, params=params,
                           null_distribution=null, title=TITLES[test_id])
 
-    def _consistency(self, data, terms, kernel, n, alpha, config, common, rng) -> TestResult:
+    def _consistency(self, data, terms, kernel, n, alpha, config, common, rng, features
+                     ) -> TestResult:
         test_id = "skce_consistency"
         method = "consistency resampling: labels redrawn from the predictions"
         if terms is None:
@@ -230,8 +310,11 @@ class SkceStage:
         if reason:
             return decided(test_id, Status.INCONCLUSIVE, reason, terms.unbiased, method,
                            dict(common))
-        result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
-                                       terms.unbiased, rng, config.n_resamples)
+        if features is not None:
+            result = features.consistency(rng, config.n_resamples)
+        else:
+            result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
+                                           terms.unbiased, rng, config.n_resamples)
         return TestResult(test_id, result.statistic, terms.unbiased, result.p_value, method,
                           n_resamples=config.n_resamples, params=dict(common),
                           null_distribution=result.null_distribution, title=TITLES[test_id])

@@ -27,12 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.inference.skce_tests import CountForms
 from calaudit.local.klce import as_columns
 from calaudit.local.resampling import bootstrap_sampler, label_sampler
+from calaudit.metrics.skce import QuadraticTerms
+from calaudit.numerics.chunked_bootstrap import ChunkedCounts
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
     FourierFeatures,
     feature_products,
+    row_chunks,
     u_statistic_sums,
 )
 from calaudit.numerics.kernels import Gram
@@ -151,3 +155,52 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
             "difference": feature_value - exact_value,
             "kernel_rms_error": float(np.sqrt(np.mean(diff * diff))),
             "kernel_max_error": float(np.max(np.abs(diff)))}
+
+
+def feature_terms(features: FourierFeatures, x: NDArray[np.float64],
+                  r: NDArray[np.float64], entries: int = CHUNK_ENTRIES) -> QuadraticTerms:
+    """The SKCE terms of the feature kernel: row sums ``sum_j k_D(i, j) <r_i, r_j> =
+    <r_i, A^T phi_i>`` with ``A = Phi^T R`` (two passes) and the diagonal ``|r_i|^2``
+    (``k_D(i, i) = 1``); every quadratic SKCE estimate follows (``QuadraticTerms``)."""
+    n, classes = r.shape[0], _layout(r)
+    flat = np.asarray(r, dtype=np.float64).reshape(n, classes)
+
+    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
+        out[:] = flat[start:stop]
+
+    products, _ = feature_products(features, x, fill, classes, entries)
+    row_sums = np.empty(n)
+    for start, stop in row_chunks(n, features.n_features + classes, entries):
+        smoothed = features.transform(x[start:stop]) @ products
+        row_sums[start:stop] = np.einsum("ij,ij->i", smoothed, flat[start:stop])
+    return QuadraticTerms(row_sums, np.einsum("ij,ij->i", flat, flat))
+
+
+def feature_count_forms(features: FourierFeatures, x: NDArray[np.float64],
+                        r: NDArray[np.float64], terms: QuadraticTerms,
+                        rng: np.random.Generator, n_resamples: int,
+                        entries: int = CHUNK_ENTRIES) -> CountForms:
+    """Bootstrap count forms (:class:`calaudit.inference.skce_tests.CountForms`) of the
+    feature kernel: ``C^T H C = sum_k |Phi^T (c o r_k)|^2`` in one GEMM per row chunk,
+    the multinomial counts drawn chunk by chunk (:mod:`calaudit.numerics.chunked_bootstrap`,
+    never n x B)."""
+    n, classes = r.shape[0], _layout(r)
+    flat = np.asarray(r, dtype=np.float64).reshape(n, classes)
+    counts = ChunkedCounts(rng, n, n_resamples)
+    acc = {key: np.zeros(n_resamples) for key in ("diagonal", "linear", "squared", "ties")}
+
+    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
+        c = counts.next(stop - start)
+        view = out.reshape(stop - start, classes, n_resamples)
+        np.multiply(flat[start:stop, :, None], c[:, None, :], out=view)
+        c2 = c * c
+        acc["diagonal"] += c.T @ terms.diagonal[start:stop]
+        acc["linear"] += c.T @ terms.row_sums[start:stop]
+        acc["squared"] += c2.T @ terms.diagonal[start:stop]
+        acc["ties"] += c2.sum(axis=0)
+
+    products, squares = feature_products(features, x, fill, classes * n_resamples, entries)
+    quadratic = u_statistic_sums(products, squares, classes) + squares.reshape(
+        classes, -1).sum(axis=0)
+    return CountForms(quadratic, acc["diagonal"], acc["linear"], acc["squared"], acc["ties"],
+                      n)
