@@ -96,7 +96,7 @@ class AuditConfig:
     n_features: int | None = field(default=None, metadata={
         "help": "random Fourier features D of the features method; none = the size rule "
                 "(docs/scale.md)"})
-    exact_budget_seconds: float = field(default=30.0, metadata={
+    exact_budget_seconds: float = field(default=10.0, metadata={
         "help": "method = auto: a test whose exact path is estimated to take longer "
                 "(nominal 50 GFLOP/s) uses random features"})
     binning: BinningConfig = field(default_factory=BinningConfig)

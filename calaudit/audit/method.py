@@ -56,7 +56,7 @@ class MethodChoice:
         if self.features:
             out.update(n_features=self.n_features, frequency_seed=self.frequency_seed,
                        n_features_rule="given" if self.extra.get("given") else
-                       "largest multiple of 64 with 2 n D columns <= 4e11, in [256, 2048]")
+                       "largest multiple of 64 with 2 n D columns <= 1e11, in [256, 2048]")
         out.update(more)
         return out
 

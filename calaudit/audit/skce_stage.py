@@ -29,10 +29,10 @@ from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import (
+    FeaturePass,
     approximation_error,
-    feature_consistency_test,
-    feature_count_forms,
-    feature_terms,
+    feature_skce_pass,
+    label_draw,
 )
 from calaudit.inference.skce_tests import (
     CountForms,
@@ -81,38 +81,44 @@ class SkceFeatures:
     """The SKCE through random Fourier features of the prediction kernel.
 
     Two classes go through the scalar residual ``sqrt(2) (y - p_1)`` (``<e_y - p,
-    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each; the
-    kernel still sees the probability vectors.
+    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each, and
+    through the kernel on ``p_1`` alone: for ``p = (1 - p_1, p_1)``, ``TV = |p_1 - q_1|``,
+    ``|p - q|^2 = 2 (p_1 - q_1)^2`` and ``|p - q|_1 = 2 |p_1 - q_1|`` (:data:`BINARY`).
     """
 
     features: FourierFeatures
     x: np.ndarray
+    full: np.ndarray
     r: np.ndarray
     proba: np.ndarray
     scale: float
 
+    #: Two classes: the kernel on ``p_1`` equal to ``kernel(gamma)`` on ``(1 - p_1, p_1)``,
+    #: as (distance, factor of gamma).
+    BINARY = {"tv": ("l1", 1.0), "sqeuclidean": ("sqeuclidean", 2.0), "l1": ("l1", 2.0)}
+
     @classmethod
     def build(cls, choice: KernelChoice, computation: MethodChoice, data: CalibrationData
               ) -> SkceFeatures:
-        x = np.asarray(data.y_proba, dtype=np.float64)
-        features = FourierFeatures.draw(KERNEL_DISTANCES[choice.name], choice.gamma,
-                                        x.shape[1], computation.n_features,
-                                        computation.frequency_seed)
+        full = np.asarray(data.y_proba, dtype=np.float64)
+        distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, full
+        if data.is_binary:
+            (distance, factor), x = cls.BINARY[distance], full[:, 1:2].copy()
+        features = FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1],
+                                        computation.n_features, computation.frequency_seed)
         if data.is_binary:
             scale = math.sqrt(2.0)
-            return cls(features, x, scale * data.residuals[:, 1], x[:, 1].copy(), scale)
-        return cls(features, x, np.asarray(data.residuals, dtype=np.float64), x, 1.0)
+            return cls(features, x, full, scale * data.residuals[:, 1], full[:, 1].copy(),
+                       scale)
+        return cls(features, x, full, np.asarray(data.residuals, dtype=np.float64), full, 1.0)
 
-    def terms(self) -> QuadraticTerms:
-        return feature_terms(self.features, self.x, self.r)
-
-    def count_forms(self, terms: QuadraticTerms, rng: np.random.Generator,
-                    n_resamples: int) -> CountForms:
-        return feature_count_forms(self.features, self.x, self.r, terms, rng, n_resamples)
-
-    def consistency(self, rng: np.random.Generator, n_resamples: int):
-        return feature_consistency_test(self.features, self.x, self.r, self.proba, rng,
-                                        n_resamples, residual_scale=self.scale)
+    def one_pass(self, consistency_rng: np.random.Generator | None,
+                 boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
+        """Terms, bootstrap forms and consistency null in one pass
+        (:func:`calaudit.inference.feature_tests.feature_skce_pass`)."""
+        return feature_skce_pass(self.features, self.x, self.r, label_draw(self.proba),
+                                 consistency_rng, n_resamples, boot_rng, n_resamples,
+                                 residual_scale=self.scale)
 
     def approximation(self, kernel, rng: np.random.Generator) -> dict:
         """Feature vs exact ``SKCE_uq`` on a seeded subsample of
@@ -120,8 +126,8 @@ class SkceFeatures:
         n = self.x.shape[0]
         rows = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
-        x, r = self.x[rows], self.r[rows]
-        return approximation_error(self.features, x, r, kernel.on(x))
+        return approximation_error(self.features, self.x[rows], self.r[rows],
+                                   kernel.on(self.full[rows]))
 
 
 def decided(test_id: str, status: Status, message: str, estimate: float, method: str,
@@ -164,10 +170,13 @@ class SkceStage:
         wants_bootstrap = with_ci or (config.run_tests
                                       and config.global_tests.enabled("skce_uq_asymptotic"))
         terms, forms = None, None
+        feature_pass = None
         if features is not None:
-            terms = features.terms()
-            if wants_bootstrap:
-                forms = features.count_forms(terms, boot_rng, config.n_resamples)
+            consistency = (config.run_tests and config.global_tests.enabled("skce_consistency"))
+            feature_pass = features.one_pass(consistency_rng if consistency else None,
+                                             boot_rng if wants_bootstrap else None,
+                                             config.n_resamples)
+            terms, forms = feature_pass.terms, feature_pass.forms
         elif gram is not None and wants_bootstrap:
             terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
         elif gram is not None:
@@ -177,7 +186,7 @@ class SkceStage:
         tests: list[TestResult] = []
         if config.run_tests:
             tests = self._tests(data, config, common, terms, pairs, forms, kernel,
-                                consistency_rng, features)
+                                consistency_rng, feature_pass)
         return StageOutput(metrics=tuple(metrics), tests=tuple(tests))
 
     @staticmethod
@@ -311,7 +320,7 @@ class SkceStage:
             return decided(test_id, Status.INCONCLUSIVE, reason, terms.unbiased, method,
                            dict(common))
         if features is not None:
-            result = features.consistency(rng, config.n_resamples)
+            result = features.consistency
         else:
             result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
                                            terms.unbiased, rng, config.n_resamples)

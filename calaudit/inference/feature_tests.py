@@ -30,13 +30,11 @@ from numpy.typing import NDArray
 from calaudit.inference.skce_tests import CountForms
 from calaudit.local.klce import as_columns
 from calaudit.local.resampling import bootstrap_sampler, label_sampler
-from calaudit.metrics.skce import QuadraticTerms
 from calaudit.numerics.chunked_bootstrap import ChunkedCounts
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
     FourierFeatures,
     feature_products,
-    row_chunks,
     u_statistic_sums,
 )
 from calaudit.numerics.kernels import Gram
@@ -157,50 +155,103 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
             "kernel_max_error": float(np.max(np.abs(diff)))}
 
 
-def feature_terms(features: FourierFeatures, x: NDArray[np.float64],
-                  r: NDArray[np.float64], entries: int = CHUNK_ENTRIES) -> QuadraticTerms:
-    """The SKCE terms of the feature kernel: row sums ``sum_j k_D(i, j) <r_i, r_j> =
-    <r_i, A^T phi_i>`` with ``A = Phi^T R`` (two passes) and the diagonal ``|r_i|^2``
-    (``k_D(i, i) = 1``); every quadratic SKCE estimate follows (``QuadraticTerms``)."""
+@dataclass(frozen=True)
+class FeatureTerms:
+    """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``:
+    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and the diagonal ``h_ii = |r_i|^2``
+    (``k_D(i, i) = 1``); the same estimator properties as
+    :class:`calaudit.metrics.skce.QuadraticTerms`."""
+
+    total: float
+    diagonal: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.diagonal.size)
+
+    @property
+    def off_diagonal(self) -> float:
+        return self.total - float(self.diagonal.sum())
+
+    @property
+    def biased(self) -> float:
+        return self.total / self.n ** 2
+
+    @property
+    def unbiased(self) -> float:
+        return self.off_diagonal / (self.n * (self.n - 1))
+
+
+@dataclass(frozen=True)
+class FeaturePass:
+    """What one pass over the rows gave: the terms, the bootstrap count forms (or
+    ``None``) and the consistency test (or ``None``)."""
+
+    terms: FeatureTerms
+    forms: CountForms | None
+    consistency: FeatureTestResult | None
+
+
+def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
+                      r: NDArray[np.float64], draw: RowDraw | None,
+                      consistency_rng: np.random.Generator | None, n_consistency: int,
+                      boot_rng: np.random.Generator | None, n_boot: int, *,
+                      residual_scale: float = 1.0,
+                      entries: int = CHUNK_ENTRIES) -> FeaturePass:
+    """SKCE terms, bootstrap count forms and consistency null of the feature kernel from
+    **one** pass (one ``Phi`` chunk and one GEMM per row chunk), columns ``[R | R* | C o R]``:
+
+    * ``A = Phi^T R``: ``sum_{i,j} h_ij = |A|^2``;
+    * consistency (``draw``, ``n_consistency`` columns per class): as
+      :func:`feature_resampling_test`;
+    * bootstrap counts ``C`` (multinomial, drawn chunk by chunk,
+      :mod:`calaudit.numerics.chunked_bootstrap`), ``P_b = Phi^T (c_b o R)``:
+      ``C^T H C = |P_b|^2``, ``C^T H 1 = <A, P_b>``, ``C . diag H = sum_i c_i |r_i|^2``,
+      ``(C o C) . diag H`` and ``sum_i c_i^2`` (:class:`calaudit.inference.skce_tests.
+      CountForms`, the Arcones-Gine replicates and the ``--ci`` intervals).
+    """
     n, classes = r.shape[0], _layout(r)
     flat = np.asarray(r, dtype=np.float64).reshape(n, classes)
+    q_cons = n_consistency if draw is not None else 0
+    q_boot = n_boot if boot_rng is not None else 0
+    per_class = 1 + q_cons + q_boot
+    counts = ChunkedCounts(boot_rng, n, q_boot) if q_boot else None
+    diag = np.einsum("ij,ij->i", flat, flat)
+    acc = {key: np.zeros(q_boot) for key in ("diagonal", "squared", "ties")}
 
     def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        out[:] = flat[start:stop]
+        view = out.reshape(stop - start, classes, per_class)
+        rows = flat[start:stop]
+        view[:, :, 0] = rows
+        if q_cons:
+            sampled = view[:, :, 1:1 + q_cons] if classes > 1 else view[:, 0, 1:1 + q_cons]
+            draw(consistency_rng, start, stop, sampled)
+            if residual_scale != 1.0:
+                sampled *= residual_scale
+        if q_boot:
+            c = counts.next(stop - start)
+            np.multiply(rows[:, :, None], c[:, None, :], out=view[:, :, 1 + q_cons:])
+            c2 = c * c
+            acc["diagonal"] += c.T @ diag[start:stop]
+            acc["squared"] += c2.T @ diag[start:stop]
+            acc["ties"] += c2.sum(axis=0)
 
-    products, _ = feature_products(features, x, fill, classes, entries)
-    row_sums = np.empty(n)
-    for start, stop in row_chunks(n, features.n_features + classes, entries):
-        smoothed = features.transform(x[start:stop]) @ products
-        row_sums[start:stop] = np.einsum("ij,ij->i", smoothed, flat[start:stop])
-    return QuadraticTerms(row_sums, np.einsum("ij,ij->i", flat, flat))
-
-
-def feature_count_forms(features: FourierFeatures, x: NDArray[np.float64],
-                        r: NDArray[np.float64], terms: QuadraticTerms,
-                        rng: np.random.Generator, n_resamples: int,
-                        entries: int = CHUNK_ENTRIES) -> CountForms:
-    """Bootstrap count forms (:class:`calaudit.inference.skce_tests.CountForms`) of the
-    feature kernel: ``C^T H C = sum_k |Phi^T (c o r_k)|^2`` in one GEMM per row chunk,
-    the multinomial counts drawn chunk by chunk (:mod:`calaudit.numerics.chunked_bootstrap`,
-    never n x B)."""
-    n, classes = r.shape[0], _layout(r)
-    flat = np.asarray(r, dtype=np.float64).reshape(n, classes)
-    counts = ChunkedCounts(rng, n, n_resamples)
-    acc = {key: np.zeros(n_resamples) for key in ("diagonal", "linear", "squared", "ties")}
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        c = counts.next(stop - start)
-        view = out.reshape(stop - start, classes, n_resamples)
-        np.multiply(flat[start:stop, :, None], c[:, None, :], out=view)
-        c2 = c * c
-        acc["diagonal"] += c.T @ terms.diagonal[start:stop]
-        acc["linear"] += c.T @ terms.row_sums[start:stop]
-        acc["squared"] += c2.T @ terms.diagonal[start:stop]
-        acc["ties"] += c2.sum(axis=0)
-
-    products, squares = feature_products(features, x, fill, classes * n_resamples, entries)
-    quadratic = u_statistic_sums(products, squares, classes) + squares.reshape(
-        classes, -1).sum(axis=0)
-    return CountForms(quadratic, acc["diagonal"], acc["linear"], acc["squared"], acc["ties"],
-                      n)
+    products, squares = feature_products(features, x, fill, classes * per_class, entries)
+    products = products.reshape(-1, classes, per_class)
+    lead = products[:, :, 0]
+    terms = FeatureTerms(float(np.sum(lead * lead)), diag)
+    consistency = None
+    if q_cons:
+        part = products[:, :, 1:1 + q_cons]
+        sums = (np.einsum("dkb,dkb->b", part, part)
+                - squares.reshape(classes, per_class)[:, 1:1 + q_cons].sum(axis=0))
+        null = sums / (n * (n - 1))
+        statistic = terms.unbiased
+        consistency = FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
+                                        features.n_features)
+    forms = None
+    if q_boot:
+        part = products[:, :, 1 + q_cons:]
+        forms = CountForms(np.einsum("dkb,dkb->b", part, part), acc["diagonal"],
+                           np.einsum("dk,dkb->b", lead, part), acc["squared"], acc["ties"], n)
+    return FeaturePass(terms, forms, consistency)

@@ -30,7 +30,7 @@ class ChunkedCounts:
         if size > self.rows_left:
             raise ValueError("more rows requested than remain")
         share = size / self.rows_left
-        taken = (self.draws_left if size == self.rows_left
+        taken = (self.draws_left.copy() if size == self.rows_left
                  else self.rng.binomial(self.draws_left, share))
         self.draws_left -= taken
         self.rows_left -= size
