@@ -53,6 +53,8 @@ class MethodChoice:
     def to_params(self, **more: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"method": self.method, "requested": self.requested,
                                "reason": self.reason}
+        if "estimated_exact_seconds" in self.extra:
+            out["estimated_exact_seconds"] = self.extra["estimated_exact_seconds"]
         if self.features:
             out.update(n_features=self.n_features, frequency_seed=self.frequency_seed,
                        n_features_rule="given" if self.extra.get("given") else
@@ -72,20 +74,19 @@ def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
     seed = int(rng.integers(0, 2**62))
     requested = config.method
     estimate = exact_seconds(n, columns)
+    timing = {"estimated_exact_seconds": estimate}
     if requested == "exact":
-        return MethodChoice("exact", requested, "requested")
+        return MethodChoice("exact", requested, "requested", extra=timing)
     if requested == "auto" and exact_possible and estimate <= config.exact_budget_seconds:
         return MethodChoice("exact", requested,
-                            f"estimated exact time {estimate:.1f} s <= exact_budget_seconds "
-                            f"{config.exact_budget_seconds:g}")
+                            "estimated exact time <= exact_budget_seconds", extra=timing)
     if requested == "features":
         reason = "requested"
     elif not exact_possible:
         reason = limit_note
     else:
-        reason = (f"estimated exact time {estimate:.1f} s > exact_budget_seconds "
-                  f"{config.exact_budget_seconds:g}")
+        reason = "estimated exact time > exact_budget_seconds"
     given = config.n_features is not None
     d = config.n_features if given else default_n_features(n, columns)
     return MethodChoice("features", requested, reason, int(d) + int(d) % 2, seed,
-                        {"given": given})
+                        {"given": given, **timing})

@@ -130,6 +130,12 @@ class SkceFeatures:
                                    kernel.on(self.full[rows]))
 
 
+def linear(common: dict) -> dict:
+    """The params of a linear-time estimator or test: no ``computation`` entry (they are
+    always computed exactly, whatever ``method``)."""
+    return {k: v for k, v in common.items() if k != "computation"}
+
+
 def decided(test_id: str, status: Status, message: str, estimate: float, method: str,
             params: dict) -> TestResult:
     """A test that set its own status (INCONCLUSIVE or SKIPPED) instead of a p-value."""
@@ -223,7 +229,8 @@ class SkceStage:
             if with_ci and values.size >= 2:
                 counts = bootstrap_counts(rng, values.size, config.n_resamples)
                 ci = percentile_interval(values @ counts / values.size, level)
-            out.append(self._metric(metric_id, value, {**common, **extra}, ci, with_ci, config))
+            out.append(self._metric(metric_id, value, {**linear(common), **extra}, ci, with_ci,
+                                    config))
         return out
 
     @staticmethod
@@ -244,7 +251,7 @@ class SkceStage:
                 out.append(self._bound(test_id, estimator, n, alpha, terms, pairs, common,
                                        config))
         if enabled("skce_ul_asymptotic"):
-            out.append(self._linear(pairs, common))
+            out.append(self._linear(pairs, linear(common)))
         if enabled("skce_uq_asymptotic"):
             out.append(self._asymptotic(terms, forms, n, alpha, config, common))
         if enabled("skce_consistency"):
@@ -261,7 +268,7 @@ class SkceStage:
 
     def _bound(self, test_id, estimator, n, alpha, terms, pairs, common, config) -> TestResult:
         method = "distribution-free bound, B = 2"
-        params = {**common, "bound": 2.0}
+        params = {**(linear(common) if estimator == "ul" else common), "bound": 2.0}
         if estimator != "ul" and terms is None:
             return self._skipped(test_id, method, common, config)
         estimate = {"b": terms.biased if terms else math.nan,
