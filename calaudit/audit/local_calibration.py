@@ -57,11 +57,7 @@ from calaudit.inference.feature_tests import (
     feature_statistic,
     label_draw,
 )
-from calaudit.local.features import (
-    feature_curve_se,
-    feature_lcb_and_statistic,
-    product_features,
-)
+from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.results import MetricResult, Status, TestResult
@@ -127,6 +123,8 @@ class LocalAudit:
         self.choice = choose_method(config, self.n, classes * lc.n_resamples,
                                     streams["features"])
         self.features = None
+        self.fused_results: dict[str, NullResult] = {}
+        self.curve_se: np.ndarray | None = None
         self.computation = self.choice.to_params()
         if self.choice.features:
             self.features = product_features(self.gram.features, self.choice.n_features,
@@ -189,10 +187,33 @@ class LocalAudit:
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
 
-    def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
-        """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2."""
-        draw = (label_draw(self.proba) if test_id == "klce_consistency"
+    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign):
+        """LCB, KLCE^2, the first consistency/bootstrap test and the curves' standard
+        errors from the three feature passes of :func:`feature_local_pass`."""
+        fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
+        if not self.config.run_tests or self.too_small():
+            fused = None
+        draw = self.feature_draw(fused) if fused else None
+        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r, draw,
+                                 self.streams[fused] if fused else None,
+                                 self.local.n_resamples, design)
+        if out.test is not None:
+            self.fused_results[fused] = NullResult(out.test.statistic,
+                                                   out.test.null_distribution,
+                                                   out.test.p_value)
+        self.curve_se = out.curve_se
+        return out.bias, out.statistic
+
+    def feature_draw(self, test_id: str):
+        return (label_draw(self.proba) if test_id == "klce_consistency"
                 else bootstrap_draw(self.r))
+
+    def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
+        """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
+        the fused pass when it ran there)."""
+        if test_id in self.fused_results:
+            return self.fused_results[test_id]
+        draw = self.feature_draw(test_id)
         res = feature_resampling_test(self.features, self.gram.features, self.r, draw, rng,
                                       self.local.n_resamples)
         return NullResult(res.statistic, res.null_distribution, res.p_value)
@@ -318,11 +339,11 @@ class LocalAudit:
         scalar_r = outcome - prediction
         if self.features is None:
             bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
+            design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
         else:
-            bias, statistic = feature_lcb_and_statistic(self.features, self.gram.features,
-                                                        scalar_r, self.r)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=self.features is None)
+            design = curve_design(self.curve_requests(), np.empty(self.n), lc.curve_points,
+                                  dense=False)
+            bias, statistic = self.feature_pass(scalar_r, design)
         tests, products = self.tests_and_products(statistic, design.columns)
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
@@ -357,10 +378,8 @@ class LocalAudit:
         if not design.requests:
             return []
         if self.features is not None:
-            se_all = feature_curve_se(self.features, self.gram.features, design,
-                                      bias.weight_sums, scalar_r)
             return curves_from_products(design, None, bias, scalar_r,
-                                        self.local.confidence_level, se_all=se_all)
+                                        self.local.confidence_level, se_all=self.curve_se)
         if products is None:
             products = kernel_matmul(self.gram, design.columns)
         return curves_from_products(design, products, bias, scalar_r,

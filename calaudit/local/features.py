@@ -18,9 +18,12 @@ the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weigh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.inference.feature_tests import FeatureTestResult, RowDraw
 from calaudit.local.lcb import LocalBias
 from calaudit.numerics.features import (
     FourierFeatures,
@@ -29,6 +32,7 @@ from calaudit.numerics.features import (
     row_chunks,
     u_statistic_sums,
 )
+from calaudit.numerics.resampling import monte_carlo_pvalue
 
 #: Smallest approximate kernel weight sum for which the LCB is reported.
 MIN_WEIGHT = 0.1
@@ -50,46 +54,78 @@ def feature_smoother(features: FourierFeatures, z: NDArray[np.float64],
     return out[:, :-1].reshape(r.shape), out[:, -1]
 
 
-def feature_lcb_and_statistic(features: FourierFeatures, z: NDArray[np.float64],
-                              r: NDArray[np.float64], klce_residuals: NDArray[np.float64]
-                              ) -> tuple[LocalBias, float]:
-    """LCB at every observation (feature kernel) and ``KLCE^2_D`` of ``klce_residuals``
-    ((n,) or (n, m)), from one accumulation of ``Phi^T [r, 1, R]`` and one product pass."""
+@dataclass(frozen=True)
+class LocalFeaturePass:
+    """Everything the local stage needs from the feature kernel, in three passes."""
+
+    bias: LocalBias
+    statistic: float
+    test: FeatureTestResult | None
+    curve_se: NDArray[np.float64] | None
+
+
+def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
+                       r: NDArray[np.float64], klce_residuals: NDArray[np.float64],
+                       draw: RowDraw | None, rng: np.random.Generator | None,
+                       n_resamples: int, design=None) -> LocalFeaturePass:
+    """LCB, ``KLCE^2_D``, one resampling test and the LCB curves' standard errors.
+
+    Pass 1 accumulates ``Phi^T [r, 1, R | R*]`` (the test's resampled columns ride along,
+    as :func:`calaudit.inference.feature_tests.feature_resampling_test`); pass 2 gives the
+    LCB ``Phi (Phi^T r) / Phi (Phi^T 1)`` chunk by chunk and accumulates ``Phi^T V`` of the
+    curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb`); pass 3 gives
+    ``se_t^2 = sum_i (Phi (Phi^T V))_it^2 r_i^2``. ``design``: a
+    :class:`calaudit.local.lcb.CurveDesign` (its requests' rows sorted) or ``None``.
+    """
     n = z.shape[0]
     kr = np.asarray(klce_residuals, dtype=np.float64)
     classes = 1 if kr.ndim == 1 else kr.shape[1]
-    stacked = np.column_stack([r, np.ones(n), kr.reshape(n, classes)])
+    q = 1 + (n_resamples if draw is not None else 0)
+    observed = kr.reshape(n, classes)
 
     def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        out[:] = stacked[start:stop]
+        out[:, 0] = r[start:stop]
+        out[:, 1] = 1.0
+        view = out[:, 2:].reshape(stop - start, classes, q)
+        view[:, :, 0] = observed[start:stop]
+        if q > 1:
+            draw(rng, start, stop, view[:, :, 1:] if classes > 1 else view[:, 0, 1:])
 
-    products, squares = feature_products(features, z, fill, stacked.shape[1])
-    statistic = float(u_statistic_sums(products[:, 2:], squares[2:], classes)[0]) / (n * (n - 1))
-    sums = np.empty((n, 2))
+    products, squares = feature_products(features, z, fill, 2 + classes * q)
+    sums = u_statistic_sums(products[:, 2:], squares[2:], classes) / (n * (n - 1))
+    statistic = float(sums[0])
+    test = None
+    if q > 1:
+        test = FeatureTestResult(statistic, sums[1:], monte_carlo_pvalue(statistic, sums[1:]),
+                                 features.n_features)
+    bias, curve_products = _bias_pass(features, z, products[:, :2], design)
+    se = None
+    if design is not None and design.requests:
+        total = np.zeros(curve_products.shape[1])
+        for start, stop in row_chunks(n, features.n_features + total.size):
+            a = features.transform(z[start:stop]) @ curve_products
+            total += (a * a).T @ (r[start:stop] ** 2)
+        se = np.sqrt(total)
+    return LocalFeaturePass(bias, statistic, test, se)
+
+
+def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[np.float64],
+               design) -> tuple[LocalBias, NDArray[np.float64]]:
+    """LCB and weight sums chunk by chunk, and ``Phi^T V`` of the curves (pass 2)."""
+    n = z.shape[0]
+    values, weights = np.empty(n), np.empty(n)
+    requests = design.requests if design is not None else ()
+    blocks = [np.zeros((features.n_features, w.shape[0]))
+              for w in (design.weights if design is not None else ())]
     for start, stop in row_chunks(n, features.n_features + 2):
-        sums[start:stop] = features.transform(z[start:stop]) @ products[:, :2]
-    weights = np.maximum(sums[:, 1], MIN_WEIGHT)
-    return LocalBias(sums[:, 0] / weights, weights), statistic
-
-
-def feature_curve_se(features: FourierFeatures, z: NDArray[np.float64], design,
-                     weight_sums: NDArray[np.float64], r: NDArray[np.float64]
-                     ) -> NDArray[np.float64]:
-    """The LCB curves' standard errors ``sqrt(sum_i A_it^2 r_i^2)`` with ``A = K V``
-    (:mod:`calaudit.local.lcb`) for the feature kernel, without the n x T matrices:
-    ``Phi^T V`` is accumulated per request (``V`` is zero off the group's rows), then
-    ``A = Phi (Phi^T V)`` is formed one row chunk at a time."""
-    blocks = []
-    for req, w in zip(design.requests, design.weights, strict=True):
-        v = (w / weight_sums[req.rows][None, :]).T
-        block = np.zeros((features.n_features, v.shape[1]))
-        for start, stop in row_chunks(req.rows.size, features.n_features + v.shape[1]):
-            block += features.transform(z[req.rows[start:stop]]).T @ v[start:stop]
-        blocks.append(block)
-    m = np.hstack(blocks) if blocks else np.zeros((features.n_features, 0))
-    total = np.zeros(m.shape[1])
-    rr = np.asarray(r, dtype=np.float64) ** 2
-    for start, stop in row_chunks(z.shape[0], features.n_features + m.shape[1]):
-        a = features.transform(z[start:stop]) @ m
-        total += (a * a).T @ rr[start:stop]
-    return np.sqrt(total)
+        phi = features.transform(z[start:stop])
+        sums = phi @ lead
+        weight = np.maximum(sums[:, 1], MIN_WEIGHT)
+        values[start:stop], weights[start:stop] = sums[:, 0] / weight, weight
+        for req, w, block in zip(requests, design.weights, blocks, strict=True):
+            lo, hi = np.searchsorted(req.rows, [start, stop])
+            if hi > lo:
+                local = req.rows[lo:hi] - start
+                block += phi[local].T @ (w[:, lo:hi] / weight[local][None, :]).T
+    stacked = np.hstack(blocks) if blocks else np.zeros((features.n_features, 0))
+    return LocalBias(values, weights), stacked
