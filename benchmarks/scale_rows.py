@@ -40,40 +40,62 @@ def make_data(n: int, path: Path, seed: int = 20261122) -> None:
     pd.DataFrame({"label": y, "prob": p, "age": age, "region": region}).to_parquet(path)
 
 
+def timed_cli(args: list[str], json_path: Path) -> dict:
+    """Run ``calaudit`` with ``args`` under ``/usr/bin/time -v``; wall, CPU, peak RSS, the
+    per-stage log lines and the JSON result."""
+    cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "calaudit", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = os.getloadavg()[0]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    after = os.getloadavg()[0]
+    err = proc.stderr
+
+    def grab(pattern: str) -> str:
+        found = re.search(pattern, err)
+        return found.group(1) if found else "nan"
+
+    import json
+
+    return {"code": proc.returncode, "load": (before, after),
+            "wall": grab(r"Elapsed \(wall clock\) time.*: (.*)"),
+            "cpu": float(grab(r"User time \(seconds\): (.*)"))
+            + float(grab(r"System time \(seconds\): (.*)")),
+            "rss_mib": int(grab(r"Maximum resident set size \(kbytes\): (.*)")) / 1024,
+            "stages": [line.strip() for line in (proc.stdout + err).splitlines()
+                       if "stage " in line or "error" in line.lower()],
+            "result": json.loads(json_path.read_text()) if json_path.exists() else None}
+
+
+def report(run: dict) -> None:
+    before, after = run["load"]
+    print(f"exit code {run['code']}; load average {before:.2f} before, {after:.2f} after "
+          f"(2 cores, shared)")
+    print(f"wall {run['wall']}; cpu {run['cpu']:.1f} s; peak RSS {run['rss_mib']:.0f} MiB")
+    for line in run["stages"]:
+        print("  " + line)
+    result = run["result"]
+    if result is None:
+        return
+    for t in result["tests"]:
+        comp = (t.get("params") or {}).get("computation")
+        how = f"{comp['method']} (D = {comp.get('n_features')})" if comp else ""
+        print(f"  {t['id']:<22} {t['status']:<12} p = {t.get('p_value')!s:<22} {how}")
+    print(f"verdict {result['verdict']}")
+
+
 def main() -> int:
     n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 1_000_000
     extra = sys.argv[2:]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "rows.parquet"
         make_data(n, data)
-        cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "calaudit", "test", str(data),
-               "--covariates", "age,region", "--json", str(Path(tmp) / "r.json"),
-               "--html", str(Path(tmp) / "r.html"), "--exit-zero", "--verbose", *extra]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        before = os.getloadavg()[0]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        after = os.getloadavg()[0]
-        err = proc.stderr
-        wall = re.search(r"Elapsed \(wall clock\) time.*: (.*)", err).group(1)
-        user = float(re.search(r"User time \(seconds\): (.*)", err).group(1))
-        system = float(re.search(r"System time \(seconds\): (.*)", err).group(1))
-        rss = int(re.search(r"Maximum resident set size \(kbytes\): (.*)", err).group(1))
+        out = Path(tmp) / "r.json"
+        run = timed_cli(["test", str(data), "--covariates", "age,region", "--json", str(out),
+                         "--html", str(Path(tmp) / "r.html"), "--exit-zero", "--verbose",
+                         *extra], out)
         print(f"calaudit test, n = {n:,} binary rows, covariates age (numeric) + region "
               f"(4 categories), JSON + HTML, args {' '.join(extra) or '(defaults)'}")
-        print(f"exit code {proc.returncode}; load average {before:.2f} before, {after:.2f} "
-              f"after (2 cores, shared)")
-        print(f"wall {wall}; cpu {user + system:.1f} s (user {user:.1f}, sys {system:.1f}); "
-              f"peak RSS {rss / 1024:.0f} MiB")
-        for line in (proc.stdout + err).splitlines():
-            if "stage " in line or "error" in line.lower():
-                print("  " + line.strip())
-        import json
-        result = json.loads((Path(tmp) / "r.json").read_text())
-        for t in result["tests"]:
-            comp = t.get("params", {}).get("computation")
-            how = f"{comp['method']} (D = {comp.get('n_features')})" if comp else ""
-            print(f"  {t['id']:<22} {t['status']:<12} p = {t.get('p_value')!s:<22} {how}")
-        print(f"verdict {result['verdict']}")
+        report(run)
     return 0
 
 
