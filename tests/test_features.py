@@ -61,7 +61,7 @@ def test_feature_kernel_converges_to_the_exact_kernel(distance, exact):
     target = exact(1.3).evaluate(x, x)
     errors = []
     for d in (64, 1024, 16384):
-        features = FourierFeatures.draw(distance, 1.3, 3, d, 7)
+        features = FourierFeatures.draw(distance, 1.3, 3, d, 7, dtype=np.float64)
         errors.append(np.sqrt(np.mean((features.kernel_matrix(x, x) - target) ** 2)))
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 0.02  # about 1 / sqrt(D) per pair
@@ -70,10 +70,10 @@ def test_feature_kernel_converges_to_the_exact_kernel(distance, exact):
 def test_feature_map_matches_loops_and_has_unit_norm():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(6, 2))
-    features = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3)
+    features = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3, dtype=np.float64)
     np.testing.assert_allclose(features.transform(x), phi_loops(features, x), atol=1e-13)
     np.testing.assert_allclose(np.sum(features.transform(x) ** 2, axis=1), 1.0, atol=1e-13)
-    again = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3)
+    again = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3, dtype=np.float64)
     np.testing.assert_array_equal(again.frequencies, features.frequencies)
 
 
@@ -83,11 +83,27 @@ def test_feature_statistic_matches_dense_loops(classes):
     n = 40
     x = rng.normal(size=(n, 2))
     r = rng.normal(size=n) if classes == 1 else rng.normal(size=(n, classes))
-    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 16, 9)
+    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 16, 9, dtype=np.float64)
     phi = phi_loops(features, x)
     expected = u_statistic_loops(phi @ phi.T, r)
     assert feature_statistic(features, x, r, entries=200) == pytest.approx(expected,
                                                                             rel=1e-11)
+
+
+def test_single_precision_map_is_the_rounded_double_map_and_statistics_use_its_norms():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(60, 2))
+    r = rng.normal(size=(60, 3))
+    double = FourierFeatures.draw("sqeuclidean", 0.5, 2, 64, 5, dtype=np.float64)
+    single = FourierFeatures.draw("sqeuclidean", 0.5, 2, 64, 5)
+    phi = single.transform(x)
+    assert phi.dtype == np.float32
+    np.testing.assert_allclose(phi, double.transform(x), atol=1e-6)
+    kernel = phi.astype(np.float64) @ phi.astype(np.float64).T
+    assert feature_statistic(single, x, r) == pytest.approx(u_statistic_loops(kernel, r),
+                                                            rel=1e-11)
+    assert feature_statistic(single, x, r) == pytest.approx(
+        feature_statistic(double, x, r), rel=1e-5)
 
 
 @pytest.mark.parametrize("classes", [1, 3])
@@ -103,7 +119,7 @@ def test_consistency_null_matches_dense_reference_with_the_same_uniforms(classes
         proba = rng.dirichlet(np.ones(classes), n)
         r = -proba.copy()
         r[np.arange(n), rng.integers(0, classes, n)] += 1.0
-    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 8, 1)
+    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 8, 1, dtype=np.float64)
     result = feature_consistency_test(features, x, r, proba, np.random.default_rng(8), b,
                                       entries=300)  # several row chunks
     phi = phi_loops(features, x)
@@ -130,7 +146,7 @@ def test_skce_pass_forms_match_dense_count_forms():
     x = rng.dirichlet(np.ones(m), n)
     r = -x.copy()
     r[np.arange(n), rng.integers(0, m, n)] += 1.0
-    features = FourierFeatures.draw("tv", 2.0, m, 12, 4)
+    features = FourierFeatures.draw("tv", 2.0, m, 12, 4, dtype=np.float64)
     entries = 200
     out = feature_skce_pass(features, x, r, label_draw(x), np.random.default_rng(1), b,
                             np.random.default_rng(2), b, entries=entries)
@@ -174,7 +190,7 @@ def test_feature_smoother_is_phi_phi_transpose():
     rng = np.random.default_rng(9)
     z = rng.normal(size=(50, 3))
     r = rng.normal(size=50)
-    features = FourierFeatures.draw("sqeuclidean", 1.0, 3, 32, 0)
+    features = FourierFeatures.draw("sqeuclidean", 1.0, 3, 32, 0, dtype=np.float64)
     kr, k1 = feature_smoother(features, z, r)
     phi = phi_loops(features, z)
     np.testing.assert_allclose(kr, phi @ (phi.T @ r), atol=1e-12)

@@ -158,9 +158,9 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
 @dataclass(frozen=True)
 class FeatureTerms:
     """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``:
-    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and the diagonal ``h_ii = |r_i|^2``
-    (``k_D(i, i) = 1``); the same estimator properties as
-    :class:`calaudit.metrics.skce.QuadraticTerms`."""
+    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and the diagonal ``h_ii = |phi_i|^2 |r_i|^2``
+    (``|phi_i|^2 = 1`` up to the rounding of the feature map); the same estimator
+    properties as :class:`calaudit.metrics.skce.QuadraticTerms`."""
 
     total: float
     diagonal: NDArray[np.float64]
@@ -216,10 +216,12 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
     q_boot = n_boot if boot_rng is not None else 0
     per_class = 1 + q_cons + q_boot
     counts = ChunkedCounts(boot_rng, n, q_boot) if q_boot else None
+    norms = np.empty(n)
     diag = np.einsum("ij,ij->i", flat, flat)
     acc = {key: np.zeros(q_boot) for key in ("diagonal", "squared", "ties")}
 
     def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
+        diag[start:stop] *= norms[start:stop]
         view = out.reshape(stop - start, classes, per_class)
         rows = flat[start:stop]
         view[:, :, 0] = rows
@@ -236,7 +238,8 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
             acc["squared"] += c2.T @ diag[start:stop]
             acc["ties"] += c2.sum(axis=0)
 
-    products, squares = feature_products(features, x, fill, classes * per_class, entries)
+    products, squares = feature_products(features, x, fill, classes * per_class, entries,
+                                         norms=norms)
     products = products.reshape(-1, classes, per_class)
     lead = products[:, :, 0]
     terms = FeatureTerms(float(np.sum(lead * lead)), diag)
