@@ -319,3 +319,17 @@ def test_cli_method_flag_reaches_the_json(tmp_path):
     assert consistency["params"]["computation"]["n_features"] == 32
     bad = CliRunner().invoke(app, ["test", str(path), "--method", "fast"])
     assert bad.exit_code == 2
+
+
+def test_public_test_functions_take_the_computation():
+    from calaudit.tests.global_tests import skce_test
+    from calaudit.tests.local import klce_test
+
+    data = _data(n=300)
+    p = data.y_proba[:, 1]
+    covs = {"age": np.asarray(data.covariates[0].values)}
+    for fn, args in ((skce_test, (data.y_true, p)), (klce_test, (data.y_true, p, covs))):
+        exact = fn(*args, n_resamples=30, computation="exact")
+        feats = fn(*args, n_resamples=30, computation="features", n_features=64)
+        assert exact.pvalue > 0 and feats.pvalue > 0
+        assert feats.statistic != exact.statistic
