@@ -61,6 +61,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--datasets", type=int, default=25)
     parser.add_argument("--resamples", type=int, default=500)
+    parser.add_argument("--kinds", default="opposite,small_group")
     parser.add_argument("--equal", type=int, default=0,
                         help="also run features with this D (0: skip)")
     args = parser.parse_args()
@@ -69,7 +70,7 @@ def main() -> int:
     print(f"KLCE consistency test, n = {n:,}, B = {b}, alpha = 0.05, {args.datasets} data "
           f"sets per alternative; features D = {d_rule} (size rule)"
           + (f" and D = {args.equal}" if args.equal else ""), flush=True)
-    for kind in ("opposite", "small_group"):
+    for kind in args.kinds.split(","):
         rng = np.random.default_rng(7 if kind == "opposite" else 8)
         hits = {"exact": 0, "features": 0, "equal": 0}
         secs = {"exact": 0.0, "features": 0.0, "equal": 0.0}
