@@ -20,7 +20,7 @@ from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_atomic
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
-from calaudit.output.summary import print_baseline, print_summary
+from calaudit.output.summary import print_summary
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
@@ -57,9 +57,7 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
     write_documents(render_documents(payload, outputs, config.fail_on), ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
-        print_summary(payload, color=ui.color_flag())
-        if payload.get("baseline"):
-            print_baseline(payload["baseline"], color=ui.color_flag())
+        print_summary(payload, color=ui.color_flag(), explain=ui.explain)
     return exit_code([c.status for c in checks], config.fail_on, config.exit_zero)
 
 

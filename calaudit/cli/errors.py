@@ -32,6 +32,9 @@ def error_boundary() -> Iterator[None]:
         raise
     except CalauditError as exc:
         print_error(exc.one_line())
+        from calaudit.output.github import report_error
+
+        report_error(exc.one_line())
         raise typer.Exit(int(ExitCode.USAGE_ERROR)) from None
     except KeyboardInterrupt:
         print_error("interrupted")
