@@ -115,6 +115,8 @@ def metric_facts(metric: Mapping[str, Any]) -> list[str]:
         better = threshold.get("better")
         if better == "target" and threshold.get("target") is not None:
             better = f"distance from {threshold['target']:g}"
+        elif better in ("lower", "higher"):
+            better = f"{better} is better"
         facts.append("threshold " + ", ".join(levels) + (f" ({better})" if better else ""))
     return facts
 
