@@ -109,8 +109,11 @@ def test_facts(test: Mapping[str, Any], method: str = "") -> list[str]:
 def metric_facts(metric: Mapping[str, Any]) -> list[str]:
     """The value of a graded metric and its threshold levels."""
     facts = [f"value {fmt_number(metric.get('value'))}"]
-    threshold = metric.get("threshold") or {}
-    levels = [f"{k} {threshold[k]:g}" for k in ("warn", "fail") if threshold.get(k) is not None]
+    threshold = metric.get("threshold")
+    if not isinstance(threshold, Mapping):
+        return facts + ([f"threshold {fmt_number(threshold)}"] if threshold is not None else [])
+    levels = [f"{k} {threshold[k]:g}" for k in ("warn", "fail")
+              if isinstance(threshold.get(k), (int, float))]
     if levels:
         better = threshold.get("better")
         if better == "target" and threshold.get("target") is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -65,8 +67,20 @@ def test_report_rerenders_the_same_bytes_without_recomputing(audited, tmp_path):
                     "--md", tmp_path / "r.md", "--signoff-name", "Ada <b>L</b>",
                     "--signoff-role", "model risk", "--signoff-date", "2026-11-21")
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "again.html").read_bytes() == (audited / "r.html").read_bytes()
-    assert (tmp_path / "r.md").read_bytes() == (audited / "md" / "r.md").read_bytes()
+    digest = hashlib.sha256((audited / "r.json").read_bytes()).hexdigest()
+    assert f"wrote {tmp_path / 'again.html'} (audit report from {audited / 'r.json'}, " \
+           f"sha256 {digest[:12]})" in result.output
+    again = (tmp_path / "again.html").read_text(encoding="utf-8")
+    assert f"its sha256 <code>{digest}</code>" in again
+    # apart from the provenance line, the same bytes as the report written by the audit
+    provenance = re.compile(r"<br>rendered from <code>[^<]*</code>, its sha256 <code>\w+</code>")
+    assert provenance.sub("", again) == (audited / "r.html").read_text(encoding="utf-8")
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert f"- its sha256: `{digest}`" in markdown
+    lines = [line for line in markdown.split("\n")
+             if not line.startswith(("- rendered from:", "- its sha256:"))]
+    original = (audited / "md" / "r.md").read_text(encoding="utf-8").split("\n")
+    assert [line for line in lines if line] == [line for line in original if line]
 
 
 def test_two_audits_with_the_same_epoch_give_the_same_bytes(audited, tmp_path,

@@ -14,8 +14,8 @@ from calaudit.report.context import build_context
 from calaudit.report.render import render_html, write_reports
 from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
-SECTIONS = ["verdict", "data", "metrics", "tests", "reliability", "nulls", "local", "notes",
-            "appendix", "signoff"]
+SECTIONS = ["verdict", "checks", "metrics", "tests", "reliability", "nulls", "local", "data",
+            "notes", "appendix", "signoff"]
 
 
 class Inventory(HTMLParser):
@@ -76,7 +76,7 @@ def test_no_scripts_no_network_and_a_strict_csp(binary_html):
 
 def test_sections_in_the_issue_order(binary_html):
     ids = [a["id"] for t, a in inventory(binary_html).tags
-           if t == "section" and "id" in a]
+           if t in ("section", "details") and "id" in a]
     assert ids == SECTIONS
 
 
