@@ -44,9 +44,11 @@ class CheckLine:
 
     @property
     def detail(self) -> str:
-        """The message, then the facts in parentheses: never empty for a check that has
-        either."""
+        """The message, then the facts in parentheses (a graded metric's message alone: it
+        states the value and the level): never empty for a check that has either."""
         facts = ", ".join(self.facts)
+        if self.kind == "metric" and self.message:
+            return self.message  # a threshold's message states the value and the level
         if self.message and facts:
             return f"{self.message} ({facts})"
         return self.message or facts
