@@ -367,7 +367,8 @@ def build_nulls(result: Mapping[str, Any], rows: Sequence[TestRow], namer: Figur
             alt=f"Histogram of {len(null)} resampled statistics of {row.title} with the "
                 f"observed statistic {row.statistic} marked. {summary}",
             caption=summary,
-            data={"null": null, "statistic": test.get("statistic")}, slug=f"null-{row.id}")
+            data={"null": null, "statistic": test.get("statistic"), "status": row.status},
+            slug=f"null-{row.id}")
         views.append(NullView(test=row, figure=figure, summary=summary))
     return tuple(views)
 
