@@ -32,11 +32,11 @@ UNITS = {
     "brier_reliability": "squared probability", "brier_resolution": "squared probability",
     "brier_uncertainty": "squared probability", "ece_debiased": "probability",
     "ece_l2": "probability", "tce2": "squared probability", "cwce2": "squared probability",
-    "cce2": "squared probability", "klce2": "squared probability (kernel-weighted)",
-    "skce_b": "squared probability (kernel-weighted)",
-    "skce_uq": "squared probability (kernel-weighted)",
-    "skce_ul": "squared probability (kernel-weighted)",
-    "skce_block": "squared probability (kernel-weighted)",
+    "cce2": "squared probability", "klce2": "squared probability (kernel)",
+    "skce_b": "squared probability (kernel)",
+    "skce_uq": "squared probability (kernel)",
+    "skce_ul": "squared probability (kernel)",
+    "skce_block": "squared probability (kernel)",
 }
 TEXTS = {
     "ece": "average gap between confidence and accuracy over bins",
