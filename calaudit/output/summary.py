@@ -145,6 +145,10 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     if explain:
         for line in explanations(result):
             console.print(line, markup=False, soft_wrap=True)
+    sentence = (result.get("attribution") or {}).get("summary")
+    if sentence:
+        console.print(f"who is miscalibrated (diagnostic): {sentence}", markup=False,
+                      soft_wrap=True)
     if result.get("baseline"):
         print_baseline(result["baseline"], file=file, color=color, console=console)
     for check in lines:

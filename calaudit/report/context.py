@@ -134,6 +134,8 @@ def _sections(result: Mapping[str, Any], nulls: bool, local: bool,
         found.append(("nulls", "Null distributions"))
     if local:
         found.append(("local", "Local calibration"))
+    if result.get("attribution"):
+        found.append(("diagnosis", "Who is miscalibrated"))
     found += [(section.id, section.title) for section in evidence]
     found += [("data", "Data"), ("notes", "Reading this report"),
               ("appendix", "Methods"), ("signoff", "Sign-off")]

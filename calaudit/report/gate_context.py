@@ -106,6 +106,10 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine], fail_on: Sequen
         else:
             sentences.append(f"{line.title} ({line.id}): {line.message or line.detail}.")
     sentences += _groups_sentence(result)
+    attribution = (result.get("attribution") or {}).get("summary")
+    if attribution:
+        sentences.append(f"Who is miscalibrated (a diagnostic, not part of the gate): "
+                         f"{attribution}.")
     passing = [t for t in result.get("tests") or () if t.get("status") == "PASS"]
     if passing:
         smallest = min(t.get("p_value_adjusted") or 1.0 for t in passing)

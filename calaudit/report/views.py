@@ -200,6 +200,7 @@ class ReliabilityView:
     bins: tuple[BinRow, ...]
     per_class_figure: FigureView | None
     per_class_summary: str
+    smooth_figure: FigureView | None = None
 
 
 @dataclass(frozen=True)
@@ -332,14 +333,18 @@ class ReportContext:
     test_summary: str = ""
     data_summary: str = ""
     local_summary: str = ""
+    diagnosis: Any = None  # calaudit.report.diagnosis_context.DiagnosisView (diagnosis helper)
 
     def figures(self) -> tuple[FigureView, ...]:
         """Every figure of the report, in order of appearance."""
         found: list[FigureView | None] = [self.reliability.figure,
-                                          self.reliability.per_class_figure]
+                                          self.reliability.per_class_figure,
+                                          self.reliability.smooth_figure]
         found += [null.figure for null in self.nulls]
         if self.local is not None:
             found += list(self.local.lcb_figures) + [self.local.bias_figure]
+        if self.diagnosis is not None:
+            found += list(self.diagnosis.figures())
         for section in self.evidence:
             found += list(section.figures)
         return tuple(f for f in found if f is not None)
