@@ -127,7 +127,7 @@ def test_step_summary_content():
     assert "**Verdict: FAIL**: 2 of 8 checks have a status in fail-on (FAIL, ERROR)." in text
     assert "#### Checks that fail the gate" in text
     assert "| m1 | metric | **FAIL** | 0.1 | - | - | m1 says FAIL |" in text
-    assert "Checks: 2 PASS, 1 WARN, 1 FAIL, 1 INCONCLUSIVE, 1 ERROR, 2 SKIPPED." in text
+    assert "8 checks: 2 PASS, 1 WARN, 1 FAIL, 1 INCONCLUSIVE, 1 ERROR, 2 SKIPPED." in text
     assert "<details><summary>All checks (8)</summary>" in text and "</details>" in text
     assert "`preds.csv` · n = 1000 · 2 classes · seed 3 · alpha 0.05" in text
 
@@ -195,3 +195,30 @@ def test_errors_under_github_actions_give_an_annotation_and_a_summary_line(tmp_p
     assert "**The audit did not run:** preds.csv: column 'p': bad, 50%" in summary.read_text()
     report_error("x", {"GITHUB_ACTIONS": "true", "CALAUDIT_OUTPUTS__GITHUB": "off"})
     assert capsys.readouterr().err == ""
+
+
+def diagnostic(status: str):
+    """A check as the gate records a diagnostic test (``role``)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(kind="test", id="skce_ul_asymptotic", status=status, title="SKCE_ul",
+                           value=0.1, p_value=0.001, message="", role="diagnostic",
+                           name="test:skce_ul_asymptotic")
+
+
+def test_a_failing_diagnostic_never_fails_junit_or_the_annotations():
+    data = failing_test_payload()
+    checks = [*result_checks(data), diagnostic("FAIL")]
+    _, suite, by_name = cases(junit_xml(data, ("FAIL",), checks=checks))
+    case = by_name[("calaudit.test", "skce_ul_asymptotic")]
+    assert case.find("failure") is None
+    assert case.find("system-out").text.startswith("status FAIL (diagnostic: does not gate)")
+    assert suite.get("failures") == "1"
+    from calaudit.output.checklist import check_lines
+
+    lines = annotations(check_lines(data, checks), ("FAIL",))
+    assert [line.split("::")[1].split()[0] for line in lines] == ["error", "warning"]
+    text = summary_markdown(data, checks, ("FAIL",))
+    assert "1 of 1 checks have a status in fail-on" in text
+    assert "1 diagnostic test(s) (do not gate): 1 FAIL" in text
+    assert "| skce\\_ul\\_asymptotic | test (diagnostic) | **FAIL** |" in text

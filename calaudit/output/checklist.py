@@ -9,7 +9,9 @@ reader needs to see why it has its status, looked up in the result payload:
 - baseline comparison: old, new, delta and tolerance;
 - unmatched threshold: the reason it was skipped.
 
-No output builds its own list, so ids, statuses and counts agree everywhere.
+No output builds its own list, so ids, statuses and counts agree everywhere. A check's
+``role`` (``primary`` or ``diagnostic``, when the gate records one) says whether it can
+decide the verdict: diagnostics are shown everywhere with their status and counted apart.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ class CheckLine:
     p_adjusted: float | None
     facts: tuple[str, ...]
     message: str
+    role: str = "primary"
+
+    @property
+    def gates(self) -> bool:
+        """Whether the check can decide the verdict (``diagnostic`` tests never do)."""
+        return self.role != "diagnostic"
 
     @property
     def name(self) -> str:
@@ -79,8 +87,36 @@ def check_lines(payload: Mapping[str, Any], checks: Sequence[Check] | None = Non
             facts = [f"value {fmt_number(check.value)}"]
         lines.append(CheckLine(check.kind, check.id, check.status, check.title or check.id,
                                check.value, p_raw, p_adj if p_adj is not None else check.p_value,
-                               tuple(facts), check.message or ""))
+                               tuple(facts), check.message or "",
+                               getattr(check, "role", None) or "primary"))
     return lines
+
+
+def gating_lines(lines: Iterable[CheckLine]) -> list[CheckLine]:
+    """The checks that decide the verdict (diagnostic tests left out)."""
+    return [c for c in lines if c.gates]
+
+
+def diagnostic_lines(lines: Iterable[CheckLine]) -> list[CheckLine]:
+    """Diagnostic tests: reported with their status, never gating."""
+    return [c for c in lines if not c.gates]
+
+
+def failing_lines(lines: Iterable[CheckLine], fail_on: Iterable[str]) -> list[CheckLine]:
+    """The gating checks whose status is in ``fail_on``."""
+    gate = set(fail_on)
+    return [c for c in gating_lines(lines) if c.status in gate]
+
+
+def counts_sentence(lines: Sequence[CheckLine]) -> str:
+    """``"30 checks: 27 PASS, 3 FAIL"``, plus ``"; 7 diagnostic tests (do not gate): 6
+    PASS, 1 FAIL"`` when there are diagnostics."""
+    gating, diagnostic = gating_lines(lines), diagnostic_lines(lines)
+    text = f"{len(gating)} checks: {counts_text(gating)}"
+    if diagnostic:
+        text += (f"; {len(diagnostic)} diagnostic test(s) (do not gate): "
+                 f"{counts_text(diagnostic)}")
+    return text
 
 
 def _queues(entries: Iterable[Mapping[str, Any]] | None, key: str

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.audit.checks import Check
-from calaudit.output.checklist import CheckLine, check_lines, counts_text
+from calaudit.output.checklist import (
+    CheckLine,
+    check_lines,
+    counts_sentence,
+    failing_lines,
+    gating_lines,
+)
 from calaudit.output.formatting import check_facts, fmt_number, fmt_pvalue, md_cell
 
 GITHUB_LIMIT = 1024 * 1024
@@ -41,9 +47,9 @@ def annotations(checks: Iterable[Check | CheckLine], fail_on: Iterable[str],
     """Workflow-command lines for the checks worth a reviewer's attention."""
     gate = set(fail_on)
     checks = list(checks)
-    errors = [c for c in checks if c.status in gate]
-    warnings = [c for c in checks if c.status not in gate
-                and c.status in ("WARN", "INCONCLUSIVE", "ERROR")]
+    errors = [c for c in checks if c.status in gate and _gates(c)]
+    warnings = [c for c in checks if c not in errors
+                and c.status in ("WARN", "INCONCLUSIVE", "ERROR", *gate)]
     lines = []
     for level, group in (("error", errors), ("warning", warnings)):
         shown = group if len(group) <= per_kind else group[:per_kind - 1]
@@ -57,6 +63,10 @@ def annotations(checks: Iterable[Check | CheckLine], fail_on: Iterable[str],
                          f"{rest} more check(s) with this severity; see the step summary or "
                          "the JSON result")
     return lines
+
+
+def _gates(check: Check | CheckLine) -> bool:
+    return (getattr(check, "role", None) or "primary") != "diagnostic"
 
 
 def _annotation_text(check: Check | CheckLine) -> str:
@@ -108,7 +118,8 @@ def report_error(message: str, environ: Mapping[str, str] | None = None,
 
 
 def _check_row(check: CheckLine) -> str:
-    return (f"| {md_cell(check.id)} | {check.kind} | **{check.status}** | "
+    kind = check.kind if check.gates else f"{check.kind} (diagnostic)"
+    return (f"| {md_cell(check.id)} | {kind} | **{check.status}** | "
             f"{fmt_number(check.value)} | {fmt_pvalue(check.p_value)} | "
             f"{fmt_pvalue(check.p_adjusted)} | {md_cell(check.detail)} |")
 
@@ -122,12 +133,12 @@ def summary_markdown(payload: Mapping[str, Any], checks: list[Check], fail_on: I
     """The step summary, at most ``budget`` bytes (UTF-8)."""
     gate = list(fail_on)
     lines = check_lines(payload, checks)
-    failing = [c for c in lines if c.status in gate]
+    failing = failing_lines(lines, gate)
     verdict = payload.get("verdict", "?")
     head = [f"### calaudit: {verdict}", "",
-            f"**Verdict: {verdict}**: {len(failing)} of {len(lines)} checks have a status in "
-            f"fail-on ({', '.join(gate) or 'none'}). Checks: {counts_text(lines)}.", "",
-            _context_line(payload), ""]
+            f"**Verdict: {verdict}**: {len(failing)} of {len(gating_lines(lines))} checks have "
+            f"a status in fail-on ({', '.join(gate) or 'none'}). {counts_sentence(lines)}.",
+            "", _context_line(payload), ""]
     blocks: list[tuple[list[str], list[str], list[str]]] = []
     if failing:
         blocks.append((["#### Checks that fail the gate", "", *CHECK_HEADER],

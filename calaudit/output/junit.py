@@ -12,6 +12,9 @@ unmatched thresholds, baseline comparisons). Status mapping:
 | ERROR | ``<error type="ERROR">`` |
 | SKIPPED | ``<skipped>`` |
 
+A diagnostic test (``role = "diagnostic"``) never gates: it passes, its status and facts in
+``<system-out>``.
+
 ``classname`` is ``calaudit.<kind>`` (metric, test, threshold, baseline), ``name`` the check
 id; the suite carries the verdict, seed, alpha and input hash as properties. A failure's
 ``message`` carries the facts that decided it (statistic, p, adjusted p, alpha; value and
@@ -55,7 +58,7 @@ def junit_xml(payload: Mapping[str, Any], fail_on: Iterable[str],
         name = check.id if seen[check.name] == 1 else f"{check.id} #{seen[check.name]}"
         case = ET.SubElement(element, "testcase", classname=f"calaudit.{check.kind}",
                              name=_text(name), time="0")
-        outcome = _outcome(check.status, gate)
+        outcome = _outcome(check.status, gate) if check.gates else None
         if outcome is not None:
             counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
             attributes = {"message": _text(_message(check))}
@@ -99,8 +102,8 @@ def _message(check: CheckLine) -> str:
 
 
 def _details(check: CheckLine) -> str:
-    return ", ".join([f"status {check.status}", check.detail]) if check.detail else \
-        f"status {check.status}"
+    head = f"status {check.status}" + ("" if check.gates else " (diagnostic: does not gate)")
+    return f"{head}, {check.detail}" if check.detail else head
 
 
 def _properties(payload: Mapping[str, Any]) -> list[tuple[str, Any]]:

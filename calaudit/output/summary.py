@@ -12,8 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calaudit.audit.checks import failing
-from calaudit.output.checklist import CheckLine, check_lines, counts_text, fail_on_of
+from calaudit.output.checklist import (
+    CheckLine,
+    check_lines,
+    counts_sentence,
+    fail_on_of,
+    failing_lines,
+)
 from calaudit.output.formatting import fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 
@@ -59,11 +64,15 @@ def tests_table(result: Mapping[str, Any]) -> Table | None:
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
     table = Table(title="tests (status from the adjusted p-value)", title_justify="left",
                   show_edge=False, pad_edge=False)
-    for name, justify in (("test", "left"), ("statistic", "right"), ("p (raw)", "right"),
-                          (f"p ({method}-adjusted)", "right"), ("status", "left")):
+    roles = any(test.get("role") for test in result["tests"])
+    columns = [("test", "left"), *([("role", "left")] if roles else []),
+               ("statistic", "right"), ("p (raw)", "right"),
+               (f"p ({method}-adjusted)", "right"), ("status", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for test in result["tests"]:
-        table.add_row(escape(test["id"]), fmt_number(test.get("statistic")),
+        role = [test.get("role") or "primary"] if roles else []
+        table.add_row(escape(test["id"]), *role, fmt_number(test.get("statistic")),
                       fmt_pvalue(test.get("p_value")), fmt_pvalue(test.get("p_value_adjusted")),
                       _styled(test.get("status") or ""))
     return table
@@ -155,10 +164,9 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         if check.status != "PASS" and check.kind != "baseline" and check.detail:
             console.print(f"  {check.name}: {check.status}: {check.detail}", markup=False,
                           soft_wrap=True)
-    fail_on = fail_on_of(result)
-    n_failing = len(failing(lines, fail_on))  # type: ignore[arg-type]
+    n_failing = len(failing_lines(lines, fail_on_of(result)))
     verdict = result["verdict"]
-    console.print(f"verdict: {_styled(verdict)} ({len(lines)} checks: {counts_text(lines)}; "
+    console.print(f"verdict: {_styled(verdict)} ({counts_sentence(lines)}; "
                   f"{n_failing} in fail-on)")
     if not explain:
         console.print("  (--explain prints what each row means)", style="dim")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from calaudit.output.checklist import check_lines, counts_text
+from calaudit.output.checklist import check_lines, counts_sentence
 from calaudit.output.formatting import (
     fmt_ci,
     fmt_count,
@@ -110,7 +110,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         appendix=build_appendix(result),
         signoff=build_signoff(signoff or {}),
         checks=check_rows(lines),
-        check_counts=counts_text(lines),
+        check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")),
         evidence=evidence,
         provenance=_provenance(source),

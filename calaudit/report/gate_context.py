@@ -12,7 +12,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from calaudit.output.checklist import CheckLine, check_lines, counts_text, fail_on_of
+from calaudit.output.checklist import (
+    CheckLine,
+    check_lines,
+    counts_text,
+    diagnostic_lines,
+    fail_on_of,
+    failing_lines,
+    gating_lines,
+)
 from calaudit.output.formatting import fmt_number, fmt_p_clause, fmt_pvalue, fmt_value
 from calaudit.report import notes
 from calaudit.report.local_context import count_text
@@ -40,7 +48,8 @@ ATTENTION = ("WARN", "INCONCLUSIVE", "ERROR", "SKIPPED")
 def check_rows(lines: Sequence[CheckLine]) -> tuple[CheckRow, ...]:
     return tuple(CheckRow(kind=c.kind, id=c.id, name=c.name, title=c.title, status=c.status,
                           value=fmt_number(c.value), p_value=fmt_pvalue(c.p_value),
-                          p_adjusted=fmt_pvalue(c.p_adjusted), detail=c.detail)
+                          p_adjusted=fmt_pvalue(c.p_adjusted), detail=c.detail,
+                          role=c.role)
                  for c in lines)
 
 
@@ -50,8 +59,10 @@ def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None =
     config = result.get("config") or {}
     lines = check_lines(result) if lines is None else lines
     fail_on = fail_on_of(result)
-    deciding = [_ref(c) for c in lines if c.status in fail_on]
-    attention = [_ref(c) for c in lines if c.status not in fail_on and c.status in ATTENTION]
+    deciding = [_ref(c) for c in failing_lines(lines, fail_on)]
+    attention = [_ref(c) for c in lines
+                 if (c.gates and c.status not in fail_on and c.status in ATTENTION)
+                 or (not c.gates and c.status not in ("PASS", ""))]
     groups = list(result.get("groups") or ())
     n_tests = len(result.get("tests") or ())
     grading = (f"Tests are graded on p-values adjusted with "
@@ -59,7 +70,12 @@ def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None =
                f"({n_tests} test(s)), at alpha = {config.get('alpha', '-')}." if n_tests else
                no_tests_note(config))
     gate = (f"Fails on: {', '.join(fail_on)}.", grading)
-    counts = [KeyValue("checks", f"{len(lines)} ({counts_text(lines)})")]
+    gating = gating_lines(lines)
+    counts = [KeyValue("checks", f"{len(gating)} ({counts_text(gating)})")]
+    diagnostics = diagnostic_lines(lines)
+    if diagnostics:
+        counts.append(KeyValue("diagnostic tests (do not gate)",
+                               f"{len(diagnostics)} ({counts_text(diagnostics)})"))
     if groups:
         counts.append(KeyValue("groups (diagnostics)",
                                count_text(Counter(str(g.get("status")) for g in groups
@@ -81,7 +97,8 @@ def no_tests_note(config: Mapping[str, Any]) -> str:
 
 
 def _ref(line: CheckLine) -> CheckRef:
-    return CheckRef(line.kind, line.id, line.title, line.status, line.detail)
+    kind = line.kind if line.gates else f"diagnostic {line.kind}"
+    return CheckRef(kind, line.id, line.title, line.status, line.detail)
 
 
 def story(result: Mapping[str, Any], lines: Sequence[CheckLine], fail_on: Sequence[str]
@@ -89,9 +106,7 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine], fail_on: Sequen
     """What decided the verdict, in plain sentences, most important first."""
     sentences = []
     tests = {t.get("id"): t for t in result.get("tests") or ()}
-    for line in lines:
-        if line.status not in fail_on:
-            continue
+    for line in failing_lines(lines, fail_on):
         if line.kind == "test":
             test = tests.get(line.id) or {}
             scope = ("within covariate neighbourhoods"
@@ -110,12 +125,18 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine], fail_on: Sequen
     if attribution:
         sentences.append(f"Who is miscalibrated (a diagnostic, not part of the gate): "
                          f"{attribution}.")
-    passing = [t for t in result.get("tests") or () if t.get("status") == "PASS"]
+    passing = [t for t in result.get("tests") or () if t.get("status") == "PASS"
+               and t.get("role") != "diagnostic"]
     if passing:
         smallest = min(t.get("p_value_adjusted") or 1.0 for t in passing)
         sentences.append(f"{len(passing)} other test(s) do not reject calibration (smallest "
                          f"adjusted p {fmt_pvalue(smallest)}); not rejecting is not proof of "
                          f"calibration.")
+    diagnostics = [t for t in result.get("tests") or () if t.get("role") == "diagnostic"]
+    if diagnostics:
+        statuses = Counter(str(t.get("status") or "") for t in diagnostics)
+        sentences.append(f"{len(diagnostics)} diagnostic test(s), reported but never deciding "
+                         f"the verdict: {count_text(statuses)}.")
     return sentences
 
 

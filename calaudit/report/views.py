@@ -72,6 +72,7 @@ class CheckRow:
     p_value: str
     p_adjusted: str
     detail: str
+    role: str = "primary"
 
 
 @dataclass(frozen=True)

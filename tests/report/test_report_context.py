@@ -190,3 +190,25 @@ def test_formatters():
     assert fmt_percent(0.175) == "17.5%" and fmt_percent(float("nan")) == "-"
     assert fmt_signed(0.05712) == "+0.0571" and fmt_signed(-0.0005) == "-0.0005"
     assert fmt_value({"a": [1, 2.5], "b": None, "c": True}) == "a=1, 2.5, b=-, c=yes"
+
+
+def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
+    from types import SimpleNamespace
+
+    from calaudit.output.checklist import check_lines
+    from calaudit.report.gate_context import build_verdict
+
+    checks = [SimpleNamespace(kind="test", id=t["id"], status=t["status"], title=t["title"],
+                              value=None, p_value=t.get("p_value_adjusted"), message="",
+                              role="diagnostic" if t["id"] == "klce_bootstrap" else "primary",
+                              name=f"test:{t['id']}") for t in binary_synth["tests"]]
+    binary_synth["tests"][[t["id"] for t in binary_synth["tests"]].index(
+        "klce_bootstrap")]["role"] = "diagnostic"
+    verdict = build_verdict(binary_synth, check_lines(binary_synth, checks))
+    assert [c.id for c in verdict.deciding] == ["klce_consistency"]
+    assert ("diagnostic test", "klce_bootstrap", "FAIL") in {
+        (c.kind, c.id, c.status) for c in verdict.attention}
+    counts = {c.key: c.value for c in verdict.counts}
+    assert counts["diagnostic tests (do not gate)"] == "1 (1 FAIL)"
+    assert any(s.startswith("1 diagnostic test(s), reported but never deciding")
+               for s in verdict.story)
