@@ -162,3 +162,22 @@ def test_separate_processes_write_identical_reports(tmp_path):
                         for p in sorted(target.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1]
     assert len(outputs[0]) >= 4  # html, md and at least two figures
+
+
+def test_report_renders_a_comparison_and_the_signoff_decision(audited, tmp_path):
+    compared = invoke("compare", audited / "r.json", audited / "r.json", "--json",
+                      tmp_path / "comparison.json")
+    assert compared.exit_code == 0, compared.output
+    result = invoke("report", tmp_path / "comparison.json", "--html", tmp_path / "c.html",
+                    "--md", tmp_path / "c.md", "--signoff-decision", "approved for release")
+    assert result.exit_code == 0, result.output
+    assert "(comparison report from" in result.output
+    html = (tmp_path / "c.html").read_text(encoding="utf-8")
+    markdown = (tmp_path / "c.md").read_text(encoding="utf-8")
+    for text in (html, markdown):
+        assert "Calibration audit comparison" in text and "Baseline comparison" in text
+        assert str(audited / "r.json") in text.replace("\\", "")
+    again = invoke("report", audited / "r.json", "--html", tmp_path / "s.html",
+                   "--signoff-decision", "approved for release")
+    assert again.exit_code == 0
+    assert "<td>approved for release</td>" in (tmp_path / "s.html").read_text(encoding="utf-8")
