@@ -15,9 +15,13 @@ BUG_URL = "https://github.com/calaudit/calaudit/issues"
 
 
 def print_error(message: str) -> None:
-    """One line on stderr, prefixed ``calaudit: error:``."""
+    """One line on stderr, prefixed ``calaudit: error:``; under GitHub Actions also an
+    ``::error`` annotation and a step-summary line (``output.github.report_error``)."""
     sys.stderr.write(f"calaudit: error: {message}\n")
     sys.stderr.flush()
+    from calaudit.output.github import report_error
+
+    report_error(message)
 
 
 @contextmanager
@@ -32,9 +36,6 @@ def error_boundary() -> Iterator[None]:
         raise
     except CalauditError as exc:
         print_error(exc.one_line())
-        from calaudit.output.github import report_error
-
-        report_error(exc.one_line())
         raise typer.Exit(int(ExitCode.USAGE_ERROR)) from None
     except KeyboardInterrupt:
         print_error("interrupted")

@@ -82,7 +82,11 @@ def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None =
                                                   if g.get("status")))))
     verdict = str(result.get("verdict", "-"))
     headline = HEADLINES.get(verdict, "")
-    if verdict == "PASS" and not n_tests:
+    if result.get("kind") == "comparison":
+        headline = {"PASS": "No metric regressed and no check newly fails against the baseline.",
+                    "FAIL": "The candidate regressed against the baseline."}.get(verdict,
+                                                                                 headline)
+    elif verdict == "PASS" and not n_tests:
         headline = ("No check failed the gate, but no hypothesis test ran: nothing below was "
                     "tested.")
     return VerdictView(status=verdict, headline=headline, gate=gate,

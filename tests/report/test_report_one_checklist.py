@@ -203,3 +203,15 @@ def test_documents_are_byte_identical_across_processes(tmp_path, epoch):
         assert outputs[0][path] == outputs[1][path], path
     junit = outputs[0][Path("r.xml")].decode("utf-8")
     assert 'time="0"' in junit and "runtime" not in junit
+
+
+@pytest.mark.parametrize("args", [("test", "missing.csv"),
+                                  ("test", "missing.csv", "--no-such-option")])
+def test_errors_under_github_actions_are_annotated(tmp_path, args):
+    summary = tmp_path / "summary.md"
+    run = calaudit(*args, cwd=tmp_path, env={"GITHUB_ACTIONS": "true",
+                                             "GITHUB_STEP_SUMMARY": str(summary)})
+    assert run.returncode == 2
+    annotations = [line for line in run.stderr.splitlines() if line.startswith("::error ")]
+    assert len(annotations) == 1 and annotations[0].startswith("::error title=calaudit error::")
+    assert "**The audit did not run:**" in summary.read_text(encoding="utf-8")
