@@ -40,6 +40,8 @@ UNITS = {
 }
 TEXTS = {
     "ece": "average gap between confidence and accuracy over bins",
+    "smece": "smooth ECE: kernel-smoothed gap between predictions and outcomes, no bins "
+             "(Blasiok and Nakkiran 2023)",
     "ece_l2": "root mean squared gap between predicted and observed rates over bins",
     "ece_classwise": "binned ECE of each class one-vs-rest, averaged over classes",
     "ece_canonical": "binned gap of the whole probability vector",
