@@ -95,10 +95,10 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
-def _signoff(name: str | None, role: str | None, date: str | None
-             ) -> tuple[tuple[str, str], ...]:
+def _signoff(name: str | None, role: str | None, date: str | None,
+             decision: str | None = None) -> tuple[tuple[str, str], ...]:
     """The sign-off fields that were given, as ``(field, text)`` pairs."""
-    fields = (("name", name), ("role", role), ("date", date))
+    fields = (("name", name), ("role", role), ("date", date), ("decision", decision))
     return tuple((key, value) for key, value in fields if value)
 
 
@@ -135,6 +135,8 @@ def test(
     alpha: opt.Alpha = 0.05,
     seed: opt.Seed = 0,
     n_resamples: opt.NResamples = 1000,
+    method: opt.Method = "auto",
+    n_features: opt.NFeatures = None,
     ci: opt.Ci = False,
     ci_level: opt.CiLevel = 0.95,
     hosmer_lemeshow: opt.HosmerLemeshow = False,
@@ -158,13 +160,16 @@ def test(
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
     html: opt.HtmlOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
+    explain: opt.Explain = False,
     color: opt.Color = None,
     show_config: opt.ShowConfig = False,
 ) -> None:
@@ -201,6 +206,8 @@ def metrics(
     squared: opt.Squared = None,
     squared_estimators: opt.SquaredEstimators = None,
     seed: opt.Seed = 0,
+    method: opt.Method = "auto",
+    n_features: opt.NFeatures = None,
     fail_on: opt.FailOn = "FAIL,ERROR",
     exit_zero: opt.ExitZero = False,
     baseline: opt.BaselineFile = None,
@@ -214,13 +221,16 @@ def metrics(
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
     html: opt.HtmlOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
+    explain: opt.Explain = False,
     color: opt.Color = None,
     show_config: opt.ShowConfig = False,
 ) -> None:
@@ -305,9 +315,11 @@ def report(
     results: opt.ResultsArg,
     html: opt.HtmlOut = None,
     md: opt.MdOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
 ) -> None:
     """Re-render the HTML and/or Markdown report from a saved JSON result, without
     recomputing anything.
@@ -318,7 +330,8 @@ def report(
         from calaudit.cli.report_command import run as run_report
 
         run_report(results, html, md, dict(_signoff(signoff_name, signoff_role,
-                                                     signoff_date)))
+                                                     signoff_date, signoff_decision)),
+                   pdf=pdf)
 
 
 @app.command("sample-data")

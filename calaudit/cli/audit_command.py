@@ -19,13 +19,13 @@ from calaudit.data.load import load
 from calaudit.output.files import check_targets, write_all
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
-from calaudit.output.summary import print_baseline, print_summary
+from calaudit.output.summary import print_summary
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
 
 #: The output options, in the order their documents are rendered.
-OUTPUTS = ("json", "junit", "md", "html")
+OUTPUTS = ("json", "junit", "md", "html", "pdf")
 
 
 def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
@@ -62,28 +62,29 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
     write_documents(render_documents(payload, outputs, config.fail_on), ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
-        print_summary(payload, color=ui.color_flag())
-        if payload.get("baseline"):
-            print_baseline(payload["baseline"], color=ui.color_flag())
+        print_summary(payload, color=ui.color_flag(), explain=ui.explain)
     return exit_code([c.status for c in checks], config.fail_on, config.exit_zero)
 
 
 def render_documents(payload: dict[str, Any], outputs: Any,
-                     fail_on: tuple[str, ...]) -> list[tuple[str, str]]:
+                     fail_on: tuple[str, ...]) -> list[tuple[str, str | bytes]]:
     """Every requested output, rendered in memory (nothing is written if one fails)."""
-    documents: list[tuple[str, str]] = []
+    documents: list[tuple[str, str | bytes]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
     if outputs.junit:
         documents.append((outputs.junit, junit_xml(payload, fail_on)))
-    if outputs.md or outputs.html:
+    if outputs.md or outputs.html or outputs.pdf:
         from calaudit.report.render import render_reports
 
         signoff = {key: value for key, value in (("name", outputs.signoff_name),
                                                  ("role", outputs.signoff_role),
-                                                 ("date", outputs.signoff_date)) if value}
+                                                 ("date", outputs.signoff_date),
+                                                 ("decision", outputs.signoff_decision))
+                   if value}
         documents += [(str(path), content) for path, content in
-                      render_reports(payload, html=outputs.html, md=outputs.md, signoff=signoff)]
+                      render_reports(payload, html=outputs.html, md=outputs.md,
+                                     pdf=outputs.pdf, signoff=signoff)]
     return documents
 
 
@@ -92,7 +93,7 @@ def output_targets(outputs: Any) -> list[tuple[str, Any]]:
     return [(f"--{name}", getattr(outputs, name, None)) for name in OUTPUTS]
 
 
-def write_documents(documents: list[tuple[str, str]], ui: Ui) -> None:
+def write_documents(documents: list[tuple[str, str | bytes]], ui: Ui) -> None:
     """Write every document or none (:func:`~calaudit.output.files.write_all`); an
     unwritable path is a usage error (exit 2)."""
     for target in write_all(documents):

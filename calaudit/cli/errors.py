@@ -42,10 +42,15 @@ printed = [0]
 
 
 def print_error(message: str) -> None:
-    """One line on stderr, prefixed ``calaudit: error:``."""
+    """One line on stderr, prefixed ``calaudit: error:``; under GitHub Actions also an
+    ``::error`` annotation and a step-summary line (``output.github.report_error``)."""
     printed[0] += 1
-    sys.stderr.write(f"calaudit: error: {clean_line(message)}\n")
+    message = clean_line(message)
+    sys.stderr.write(f"calaudit: error: {message}\n")
     sys.stderr.flush()
+    from calaudit.output.github import report_error
+
+    report_error(message)
 
 
 def usage_message(exc: Exception) -> str:

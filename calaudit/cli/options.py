@@ -77,6 +77,13 @@ Blocksize = Annotated[int, typer.Option(
     "--blocksize", min=COUNTS["skce.blocksize"][0],
     max=COUNTS["skce.blocksize"][1],
     help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
+Method = Annotated[str, typer.Option(
+    "--method", help="Kernel statistics (SKCE, KLCE): exact (pairwise, O(n^2)), features "
+    "(random Fourier features, O(n D), exact-conditional p-values) or auto (features when "
+    "the exact path would take longer than exact_budget_seconds).", rich_help_panel=TESTS)]
+NFeatures = Annotated[Optional[int], typer.Option(
+    "--n-features", min=2, help="Random Fourier features D of --method features "
+    "(default: the size rule in docs/scale.md).", rich_help_panel=TESTS, show_default=False)]
 Ci = Annotated[bool, typer.Option(
     "--ci", help="Bootstrap percentile confidence intervals for every metric.",
     rich_help_panel=TESTS)]
@@ -159,6 +166,15 @@ SignoffRole = Annotated[Optional[str], typer.Option(
 SignoffDate = Annotated[Optional[str], typer.Option(
     "--signoff-date", help="Date in the report's sign-off block (free text, e.g. 2026-11-21).",
     rich_help_panel=SIGNOFF)]
+SignoffDecision = Annotated[Optional[str], typer.Option(
+    "--signoff-decision", help="Decision in the report's sign-off block (free text, e.g. "
+    "'approved for release').", rich_help_panel=SIGNOFF)]
+PdfOut = Annotated[Optional[Path], typer.Option(
+    "--pdf", help="Write a PDF of the HTML report here (needs the calaudit[pdf] extra: "
+    "WeasyPrint).", rich_help_panel=OUT)]
+Explain = Annotated[bool, typer.Option(
+    "--explain", help="Add what each metric and test row means to the terminal summary.",
+    rich_help_panel=CONF)]
 ResultsArg = Annotated[Path, typer.Argument(
     help="A JSON result written by 'calaudit test --json'.", show_default=False)]
 ProbBandwidth = Annotated[Optional[float], typer.Option(
