@@ -20,10 +20,14 @@ test adds one pass (the KiTE test uses its own kernel).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
+from calaudit.attribution.disparity import disparity
+from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
@@ -43,21 +47,32 @@ from calaudit.local.lcb import (
     CurveRequest,
     curve_design,
     curves_from_products,
-    lcb_and_statistic,
+    LocalBias,
+    RowProducts,
     plot_points,
+    row_products,
     summarize,
     top_label_residual,
 )
+from calaudit.local.lcb_bandwidth import (
+    COV_GRID,
+    PROB_GRID,
+    BandwidthSelection,
+    estimation_gram,
+    kernel_sums,
+    select_bandwidths,
+)
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
-from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.results import MetricResult, Status, TestResult
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
+#: Curve standard errors use at least this many rows (the plotted rows, or more).
+MIN_SE_ROWS = 1000
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
 MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
-           "per_class", "groups", "points")
+           "per_class", "groups", "points", "lcb", "disparity")
 
 TITLES = {
     "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
@@ -240,15 +255,51 @@ class LocalAudit:
                         requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
 
-    def points(self, lcb: np.ndarray, prediction: np.ndarray) -> dict[str, Any]:
-        rows = plot_points(self.n, self.local.max_points, self.streams["points"])
+    def points(self, bias: LocalBias, prediction: np.ndarray, at: RowProducts
+               ) -> dict[str, Any]:
+        """The plotted rows with their LCB, pointwise interval and covariates (at most
+        ``max_points``: evenly spaced among the rows whose products were computed)."""
+        keep = np.arange(at.rows.size)
+        if at.rows.size > self.local.max_points:
+            keep = np.unique(np.linspace(0, at.rows.size - 1, self.local.max_points
+                                         ).round().astype(np.intp))
+        rows, se = at.rows[keep], at.se[keep]
+        z = float(stats.norm.ppf(0.5 + self.local.confidence_level / 2.0))
+        lcb = bias.values[rows]
         return {
             "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
                                  if c.kind == "numeric"},
             "group": {c.name: c.labels()[rows] for c in self.data.covariates
                       if c.kind == "categorical"},
-            "lcb": lcb[rows], "prediction": prediction[rows], "row": rows,
-            "n_total": self.n}
+            "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
+            "prediction": prediction[rows], "row": rows, "n_total": self.n}
+
+    def lcb_bandwidths(self, scalar_r: np.ndarray) -> BandwidthSelection:
+        """The LCB estimate's bandwidths: given, or chosen by LOO-CV (a given one fixes
+        its grid to that value, for every covariate)."""
+        lc = self.local
+        prob_grid = (lc.lcb_prob_bandwidth,) if lc.lcb_prob_bandwidth else PROB_GRID
+        cov_grid = (lc.lcb_cov_bandwidth,) if lc.lcb_cov_bandwidth else COV_GRID
+        selection = select_bandwidths(self.prob_features, self.encoded.features, scalar_r,
+                                      self.streams["lcb"], self.encoded.blocks,
+                                      self.data.covariate_names,
+                                      [c.kind for c in self.data.covariates],
+                                      max_rows=lc.lcb_cv_max_rows,
+                                      prob_grid=prob_grid, cov_grid=cov_grid)
+        if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
+            return replace(selection, source="option")
+        return selection
+
+    def local_bias(self, scalar_r: np.ndarray
+                   ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram]:
+        """LCB at every row with the estimation bandwidths (one engine pass)."""
+        selection = self.lcb_bandwidths(scalar_r)
+        columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
+        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                     self.encoded.features, columns, scalar_r)
+        gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
+                               self.encoded.features, columns)
+        return LocalBias(weighted / mass, mass), selection, gram
 
     def group_settings(self) -> grp.GroupSettings:
         lc = self.local
@@ -263,13 +314,21 @@ class LocalAudit:
         lc = self.local
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
-        bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
+        statistic = klce2(self.gram, self.r)
+        bias, selection, lcb_gram = self.local_bias(scalar_r)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
-        tests, products = self.tests_and_products(statistic, design.columns)
+        plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
+                              self.streams["points"])
+        at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
+                          design.columns)
+        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
                                 self.group_settings())
+        attribution = self.attribution(levels, outcome, prediction)
+        if attribution is not None:
+            mark_explained(table, specs, attribution, outcome, self.config.alpha)
         klce_section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,
@@ -281,24 +340,48 @@ class LocalAudit:
             klce_section["per_class"] = per_class
         lcb_section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
-                          "(eq. 7) at every observation",
+                          "(eq. 7) at every observation, bandwidths chosen for estimation",
             "view": "binary" if self.data.is_binary else "top-label",
+            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
+                                             ).to_dict(),
+            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
+                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
+                           "source": selection.source},
+            "bandwidth_selection": selection.to_dict(),
+            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "summary": summarize(bias.values),
-            "curves": self.curves(design, products, bias, scalar_r),
-            "points": self.points(bias.values, prediction),
+            "curves": self.curves(design, bias, at, scalar_r),
+            "points": self.points(bias, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
         metric = MetricResult("klce2", statistic, self.kernel_params(),
                               title="Kernel local calibration error KLCE^2 (unbiased)")
-        return StageOutput(metrics=(metric,), tests=tuple(tests),
-                           local={"klce": klce_section, "lcb": lcb_section},
-                           groups=tuple(table))
+        return StageOutput(
+            metrics=(metric,), tests=tuple(tests),
+            local={"klce": klce_section, "lcb": lcb_section}, groups=tuple(table),
+            attribution={} if attribution is None else attribution.section,
+            disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
+                                      prediction, self.streams["disparity"],
+                                      lc.group_ci_resamples, lc.confidence_level)))
 
-    def curves(self, design: CurveDesign, products: np.ndarray | None, bias,
+    def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
+                    prediction: np.ndarray):
+        """The recalibration model's attribution (``None`` when switched off)."""
+        lc = self.local
+        if not lc.attribution:
+            return None
+        settings = AttributionSettings(alpha=self.config.alpha, level=lc.confidence_level,
+                                       min_rows=lc.min_group_rows,
+                                       min_events=lc.min_group_events)
+        return attribute(levels, [c.kind for c in self.data.covariates], outcome, prediction,
+                         settings, "binary" if self.data.is_binary else "top-label")
+
+    def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,
                scalar_r: np.ndarray) -> list[dict[str, Any]]:
+        """Per-group LCB curves; their standard errors from the plotted rows' products
+        (exact when every row is plotted, else an unbiased subsample estimate)."""
         if not design.requests:
             return []
-        if products is None:
-            products = kernel_matmul(self.gram, design.columns)
-        return curves_from_products(design, products, bias, scalar_r,
-                                    self.local.confidence_level)
+        return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
+                                    self.local.confidence_level,
+                                    scale=self.n / max(at.rows.size, 1))
