@@ -34,6 +34,7 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
 from calaudit.local.encoding import encode_covariates
+from calaudit.local.group_reliability import group_panels
 from calaudit.local.kernel import GaussianProductGram, product_gram
 from calaudit.local.klce import (
     hoeffding_region,
@@ -72,7 +73,7 @@ MIN_SE_ROWS = 1000
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
 MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
-           "per_class", "groups", "points", "lcb", "disparity")
+           "per_class", "groups", "points", "lcb", "disparity", "group_reliability")
 
 TITLES = {
     "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
@@ -354,11 +355,17 @@ class LocalAudit:
             "points": self.points(bias, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
+        binning = self.config.binning
+        panels = group_panels(table, specs, outcome, prediction, n_bins=binning.n_bins,
+                              strategy=binning.strategy,
+                              n_resamples=self.config.n_resamples if self.config.run_tests
+                              else None, level=0.95, rng=self.streams["group_reliability"])
         metric = MetricResult("klce2", statistic, self.kernel_params(),
                               title="Kernel local calibration error KLCE^2 (unbiased)")
         return StageOutput(
             metrics=(metric,), tests=tuple(tests),
-            local={"klce": klce_section, "lcb": lcb_section}, groups=tuple(table),
+            local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
+            groups=tuple(table),
             attribution={} if attribution is None else attribution.section,
             disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
                                       prediction, self.streams["disparity"],

@@ -90,6 +90,10 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     groups = top_groups_table(result)
     if groups is not None:
         console.print(groups)
+    sentence = (result.get("attribution") or {}).get("summary")
+    if sentence:
+        console.print(f"who is miscalibrated (diagnostic): {sentence}", markup=False,
+                      soft_wrap=True)
     checks = [c for c in result_checks(result) if c.kind != "baseline"]
     for check in checks:
         if check.status != "PASS" and check.message:

@@ -25,6 +25,7 @@ from calaudit.output.formatting import (
 )
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
+from calaudit.report.diagnosis_context import build_diagnosis
 from calaudit.report.local_context import build_local, count_text, test_scope
 from calaudit.report.views import (
     BinRow,
@@ -97,6 +98,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         notes=notes.general_notes(config, len(tests)),
         appendix=build_appendix(result),
         signoff=build_signoff(signoff or {}),
+        diagnosis=build_diagnosis(result, namer),
     )
 
 

@@ -228,6 +228,7 @@ class ReportContext:
     notes: tuple[Note, ...]
     appendix: AppendixView
     signoff: SignOffView
+    diagnosis: Any = None  # calaudit.report.diagnosis_context.DiagnosisView
 
     def figures(self) -> tuple[FigureView, ...]:
         """Every figure of the report, in order of appearance."""
@@ -236,4 +237,6 @@ class ReportContext:
         found += [null.figure for null in self.nulls]
         if self.local is not None:
             found += list(self.local.lcb_figures) + [self.local.bias_figure]
+        if self.diagnosis is not None:
+            found += list(self.diagnosis.figures())
         return tuple(f for f in found if f is not None)
