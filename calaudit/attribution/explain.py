@@ -165,8 +165,11 @@ def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
     return special.expit(attribution.offset + design_matrix(terms, every) @ fit.params)
 
 
-def _num(value: float) -> str:
-    return f"{value:+.2f}" if abs(value) >= 0.05 else f"{value:+.3f}"
+def _level_text(level: dict[str, Any]) -> str:
+    """``South +0.11 [+0.09, +0.13]``: 2 decimals when ``|bias| >= 0.1``, else 3."""
+    digits = 2 if abs(level["bias"]) >= 0.1 else 3
+    low, high = level["ci"]
+    return f"{level['level']} {level['bias']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
 def _join(names: Sequence[str]) -> str:
@@ -178,8 +181,7 @@ def _biased_levels(entry: dict[str, Any], k: int = 2) -> list[str]:
     levels = [lv for lv in entry["levels"] if lv.get("bias") is not None]
     clear = [lv for lv in levels if lv["ci"][0] > 0 or lv["ci"][1] < 0] or levels[:0]
     ranked = sorted(clear or levels, key=lambda lv: -abs(lv["bias"]))[:k if clear else 1]
-    return [f"{lv['level']} {_num(lv['bias'])} [{_num(lv['ci'][0])}, {_num(lv['ci'][1])}]"
-            for lv in ranked]
+    return [_level_text(lv) for lv in ranked]
 
 
 def summary_sentence(section: dict[str, Any]) -> str:
