@@ -369,7 +369,8 @@ class LocalAudit:
             attribution={} if attribution is None else attribution.section,
             disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
                                       prediction, self.streams["disparity"],
-                                      lc.group_ci_resamples, lc.confidence_level)))
+                                      lc.group_ci_resamples, lc.confidence_level,
+                                      resample=self.config.run_tests)))
 
     def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
                     prediction: np.ndarray):
