@@ -38,6 +38,8 @@ from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
 from calaudit.local.poisson_binomial import group_test
 
+#: What a failed GLM fit raises (statsmodels' separation errors are ValueErrors).
+FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
 MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, statsmodels)"
 
 
@@ -96,7 +98,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
         if not any(t.columns for t in terms):
             raise ValueError("no covariate has two levels large enough to compare")
         full, pvalues = covariate_tests(outcome, offset, terms, rows)
-    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+    except FIT_ERRORS as exc:
         section["covariates"] = [{"covariate": t.name, "kind": t.kind, "p_value": None,
                                   "p_value_adjusted": None, "status": "INCONCLUSIVE",
                                   "levels": [], "message": str(exc)} for t in terms]
@@ -131,7 +133,7 @@ def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
     """Set ``explained_by`` (and the bias left after adjusting) on every failing group;
     other groups get ``explained_by = None``."""
     explaining = set(attribution.explaining)
-    cache: dict[frozenset, NDArray[np.float64]] = {}
+    cache: dict[frozenset, NDArray[np.float64] | None] = {}
     for row, spec in zip(table, specs, strict=True):
         row["explained_by"] = None
         if row["status"] != "FAIL":
@@ -141,7 +143,14 @@ def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
         if not adjust:
             continue
         if adjust not in cache:
-            cache[adjust] = _fitted_everywhere(attribution, outcome, adjust)
+            try:
+                cache[adjust] = _fitted_everywhere(attribution, outcome, adjust)
+            except FIT_ERRORS:
+                cache[adjust] = None
+        if cache[adjust] is None:
+            row["adjusted_for"] = sorted(adjust)
+            row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
+            continue
         q = cache[adjust][spec.rows]
         events = int(outcome[spec.rows].sum())
         p_after, _ = group_test(events, q)
@@ -206,5 +215,5 @@ def summary_sentence(section: dict[str, Any]) -> str:
         parts.append(f"no covariate explains a bias: {_join(passing)} "
                      f"show{'s' if len(passing) == 1 else ''} no bias given the others")
     if undecided:
-        parts.append(f"{_join(undecided)}: too few rows to attribute")
+        parts.append(f"{_join(undecided)}: too few rows or events to attribute")
     return "; ".join(parts)
