@@ -147,3 +147,26 @@ def test_audit_result_json_carries_the_new_sections():
     assert all("explained_by" in g for g in doc["groups"])
     assert "cv_curve" in doc["local"]["lcb"]["bandwidth_selection"]
     assert len(doc["disparity"]) == 3
+
+
+def test_disparity_normal_interval_without_resampling():
+    from calaudit.attribution.disparity import disparity
+    from calaudit.local.groups import GroupSettings, define_groups, group_table
+
+    rng = np.random.default_rng(0)
+    n = 900
+    codes = rng.integers(0, 3, n)
+    p = rng.uniform(0.2, 0.8, n)
+    y = (rng.random(n) < p + np.array([0.1, 0.0, -0.1])[codes]).astype(float)
+    cov = type("C", (), {"name": "g", "kind": "categorical", "values": codes,
+                         "categories": ("a", "b", "c")})()
+    specs = define_groups([covariate_levels(cov, 4)], False)
+    table = group_table(specs, y, p, None, rng, GroupSettings(resample=False))
+    (entry,) = disparity(table, specs, ["g"], y, p, rng, 100, 0.95, resample=False)
+    d = y - p
+    top, bottom = specs[0].rows, specs[2].rows
+    se = np.sqrt(d[top].var(ddof=1) / top.size + d[bottom].var(ddof=1) / bottom.size)
+    diff = d[top].mean() - d[bottom].mean()
+    assert entry["difference"] == pytest.approx(diff)
+    assert entry["ci"] == pytest.approx([diff - 1.959964 * se, diff + 1.959964 * se], rel=1e-5)
+    assert entry["largest"]["group"] == "g=a" and entry["smallest"]["group"] == "g=c"
