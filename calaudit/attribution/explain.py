@@ -187,9 +187,16 @@ def _join(names: Sequence[str]) -> str:
 
 
 def _biased_levels(entry: dict[str, Any], k: int = 2) -> list[str]:
+    """The covariate's most biased levels for the sentence: those whose interval excludes
+    0 and whose ``|bias|`` is at least half the largest such, at most ``k`` (largest
+    first); if no interval excludes 0, the single largest."""
     levels = [lv for lv in entry["levels"] if lv.get("bias") is not None]
-    clear = [lv for lv in levels if lv["ci"][0] > 0 or lv["ci"][1] < 0] or levels[:0]
-    ranked = sorted(clear or levels, key=lambda lv: -abs(lv["bias"]))[:k if clear else 1]
+    clear = sorted((lv for lv in levels if lv["ci"][0] > 0 or lv["ci"][1] < 0),
+                   key=lambda lv: -abs(lv["bias"]))
+    if clear:
+        ranked = [lv for lv in clear if abs(lv["bias"]) >= 0.5 * abs(clear[0]["bias"])][:k]
+    else:
+        ranked = sorted(levels, key=lambda lv: -abs(lv["bias"]))[:1]
     return [_level_text(lv) for lv in ranked]
 
 
