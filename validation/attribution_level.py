@@ -1,8 +1,9 @@
 """Attribution and LCB estimation: level under the null, recovery of group biases.
 
-Command (saved output: validation/results/attribution_level.txt):
+Commands (saved outputs: validation/results/attribution_level.txt, lcb_recovery.txt):
 
-    PYTHONPATH=. python validation/attribution_level.py > validation/results/attribution_level.txt
+    PYTHONPATH=. python validation/attribution_level.py level > validation/results/attribution_level.txt
+    PYTHONPATH=. python validation/attribution_level.py recovery > validation/results/lcb_recovery.txt
 
 Part 1 (level): calibrated data (five regions, gender, age; ``tests/diagnosis_cases.py``,
 ``calibrated``), ``DATASETS`` data sets per sample size. For each covariate the
@@ -136,6 +137,9 @@ def recovery_part() -> None:
 
 if __name__ == "__main__":
     started = time.perf_counter()
-    level_part()
-    recovery_part()
+    parts = sys.argv[1:] or ["level", "recovery"]
+    if "level" in parts:
+        level_part()
+    if "recovery" in parts:
+        recovery_part()
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
