@@ -221,9 +221,9 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
     Stage 1 on ``max_rows`` seeded rows (or all): the best ``(s_p, s_x)`` with one ``s_x``
     for every covariate (snapped to each kind's grid) over ``prob_grid x cov_grid``, then
     ``rounds`` of coordinate descent. Stage 2 on ``refine_factor * max_rows`` seeded rows
-    (or all; skipped when stage 1 already used all rows): the 3 best pairs of stage 1 and
-    the best with each categorical covariate switched between pooled and separated; the
-    best of these is chosen.
+    (or all; skipped when stage 1 already used all rows): the 3 best combinations of
+    stage 1, each also with every categorical covariate switched between pooled and
+    separated, then one round of coordinate descent from the best of these.
     """
     n, k = r.shape[0], len(names)
     kinds = list(kinds or ["numeric"] * k)
@@ -242,9 +242,10 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
     used, stage2 = int(rows.size), 0
     if rows.size < n and refine_factor > 1:
         ranked = sorted(search.scores.items(), key=lambda item: item[1])
-        candidates = list(dict.fromkeys([key for key, _ in ranked[:3]]
-                                        + (_toggles(best, kinds) if len(cov_grid) > 1
-                                           else [])))
+        top = [(score, key[0], key[1]) for key, score in ranked[:3]]
+        candidates = list(dict.fromkeys(
+            [(sp, sx) for _, sp, sx in top]
+            + ([t for c in top for t in _toggles(c, kinds)] if len(cov_grid) > 1 else [])))
         rows2 = _rows(n, refine_factor * max_rows, rng)
         refine = _Search(prob_features[rows2], cov_features[rows2], r[rows2], blocks, names,
                          stage=2)
@@ -253,6 +254,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
             cand = (refine.score(sp, sx), sp, sx)
             if best is None or _better(cand, best):
                 best = cand
+        best = _descend(refine, best, prob_grid, grids, 1)
         search.path.extend(refine.path)
         used, stage2 = int(rows.size), int(rows2.size)
     return BandwidthSelection(float(best[1]), dict(zip(names, map(float, best[2]), strict=True)),
