@@ -307,7 +307,27 @@ def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> Reliabil
             caption=per_class_summary, data={"panels": shown})
     return ReliabilityView(notion=notion, summary=summary, figure=figure, bins=rows,
                            per_class_figure=per_class_figure,
-                           per_class_summary=per_class_summary)
+                           per_class_summary=per_class_summary,
+                           smooth_figure=smooth_reliability_figure(result, namer))
+
+
+def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
+                              ) -> FigureView | None:
+    """The smoothed reliability diagram of the smooth ECE (``diagrams.smooth_reliability``)."""
+    curve = (result.get("diagrams") or {}).get("smooth_reliability")
+    if not curve or not curve.get("t"):
+        return None
+    notion = str(curve.get("notion", "-"))
+    xlabel, ylabel = _axis_labels(result, notion)
+    caption = (f"Smooth ECE {fmt_number(curve.get('smece'))} at bandwidth "
+               f"{fmt_number(curve.get('sigma'))} (the fixed point sigma = smECE_sigma): the "
+               f"observed frequency smoothed by a Gaussian kernel of that width, drawn "
+               f"thicker where predictions are dense (Blasiok and Nakkiran 2023).")
+    return namer.view(
+        "smooth_reliability", f"Smoothed reliability diagram ({notion})",
+        alt=f"Smoothed reliability diagram ({notion}): kernel-smoothed observed frequency "
+            f"against predicted probability, with the density of predictions. {caption}",
+        caption=caption, data={**curve, "xlabel": xlabel, "ylabel": f"{ylabel} (smoothed)"})
 
 
 def _reliability_summary(rows: Sequence[BinRow], band: Mapping[str, Any] | None,

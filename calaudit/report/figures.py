@@ -76,9 +76,18 @@ def bias_figure(data: Mapping[str, Any]) -> Figure:
     return figure
 
 
+def smooth_reliability_figure(data: Mapping[str, Any]) -> Figure:
+    figure = Figure(figsize=(WIDTH, 4.2), layout="constrained")
+    plots.plot_smooth_reliability(data, figure.subplots(),
+                                  xlabel=plots.plain(data.get("xlabel", ""), 60),
+                                  ylabel=plots.plain(data.get("ylabel", ""), 60))
+    return figure
+
+
 BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
     "reliability": reliability_figure,
     "reliability_per_class": per_class_figure,
+    "smooth_reliability": smooth_reliability_figure,
     "null": null_figure,
     "lcb": lcb_figure,
     "bias_by_group": bias_figure,

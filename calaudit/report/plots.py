@@ -235,3 +235,43 @@ def _finite(value: Any) -> float | None:
     if value is None or not math.isfinite(float(value)):
         return None
     return float(value)
+
+
+#: The smoothed curve is drawn where the score density is at least this share of its peak.
+SMOOTH_MIN_DENSITY = 0.02
+
+
+def plot_smooth_reliability(curve: Mapping[str, Any], ax: Axes | None = None, *,
+                            xlabel: str = "predicted probability",
+                            ylabel: str = "observed frequency (smoothed)",
+                            legend: bool = True) -> Axes:
+    """Smoothed reliability diagram (Blasiok & Nakkiran 2023, sec. 5): the kernel-smoothed
+    outcome rate ``mu(t)`` at the smooth ECE's bandwidth, drawn thicker where the scores
+    are dense and left out where the density is below ``SMOOTH_MIN_DENSITY`` of its peak
+    (no data to smooth), the diagonal of perfect calibration and the score density as a
+    shaded profile along the bottom."""
+    ax = new_axes(ax)
+    t, mu, density = floats(curve["t"]), floats(curve["mu"]), floats(curve["density"])
+    ax.plot([0, 1], [0, 1], linestyle="--", color=NEUTRAL, linewidth=0.8,
+            label="perfect calibration")
+    peak = float(np.nanmax(density)) if density.size else 0.0
+    if peak > 0:
+        ax.fill_between(t, 0.0, 0.25 * density / peak, color=BAND_COLOUR, alpha=0.35,
+                        linewidth=0, label="density of predictions (scaled)")
+        widths = 0.6 + 3.4 * density / peak
+        points = np.column_stack([t, np.clip(mu, 0.0, 1.0)]).reshape(-1, 1, 2)
+        segments = np.concatenate([points[:-1], points[1:]], axis=1)
+        shown = density[:-1] >= SMOOTH_MIN_DENSITY * peak
+        from matplotlib.collections import LineCollection
+
+        ax.add_collection(LineCollection(segments[shown], linewidths=widths[:-1][shown],
+                                         colors=GROUP_COLOURS[0], capstyle="round"))
+    smece, sigma = _finite(curve.get("smece")), _finite(curve.get("sigma"))
+    label = "smoothed observed frequency"
+    if smece is not None and sigma is not None:
+        label += f" (smECE {smece:.3g}, bandwidth {sigma:.3g})"
+    ax.plot([], [], color=GROUP_COLOURS[0], linewidth=2.0, label=label)
+    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel=xlabel, ylabel=ylabel)
+    if legend:
+        ax.legend(loc="upper left")
+    return ax

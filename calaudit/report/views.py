@@ -134,6 +134,7 @@ class ReliabilityView:
     bins: tuple[BinRow, ...]
     per_class_figure: FigureView | None
     per_class_summary: str
+    smooth_figure: FigureView | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,8 @@ class ReportContext:
     def figures(self) -> tuple[FigureView, ...]:
         """Every figure of the report, in order of appearance."""
         found: list[FigureView | None] = [self.reliability.figure,
-                                          self.reliability.per_class_figure]
+                                          self.reliability.per_class_figure,
+                                          self.reliability.smooth_figure]
         found += [null.figure for null in self.nulls]
         if self.local is not None:
             found += list(self.local.lcb_figures) + [self.local.bias_figure]
