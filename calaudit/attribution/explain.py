@@ -113,6 +113,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
         section["covariates"].append({
             "covariate": term.name, "kind": term.kind, "df": len(term.columns),
             "p_value": pvalues[term.name][0] if testable else None,
+            "lr_statistic": pvalues[term.name][2] if testable else None,
             "p_value_adjusted": float(p_given) if testable else None,
             "p_value_alone": pvalues[term.name][1] if testable else None,
             "p_value_alone_adjusted": float(p_alone) if testable else None,

@@ -80,16 +80,18 @@ def drop(terms: Sequence[Term], name: str) -> list[Term]:
 def covariate_tests(y: NDArray[np.float64], offset: NDArray[np.float64],
                     terms: Sequence[Term], rows: NDArray[np.intp]
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
-    """The full fit and, per covariate, ``(p given others, p alone)``."""
+    """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
+    others)``."""
     yy, off = y[rows], offset[rows]
     full = fit_glm(yy, off, design_matrix(terms, rows))
     null = fit_glm(yy, off, design_matrix([], rows))
     out = {}
     for term in terms:
         df = len(term.columns)
-        given = lr_test(fit_glm(yy, off, design_matrix(drop(terms, term.name), rows)), full, df)
+        reduced = fit_glm(yy, off, design_matrix(drop(terms, term.name), rows))
         alone = lr_test(null, fit_glm(yy, off, design_matrix([term], rows)), df)
-        out[term.name] = (given, alone)
+        out[term.name] = (lr_test(reduced, full, df), alone,
+                          max(reduced.deviance - full.deviance, 0.0))
     return full, out
 
 

@@ -56,6 +56,7 @@ from calaudit.local.lcb import (
     top_label_residual,
 )
 from calaudit.local.lcb_bandwidth import (
+    CAT_GRID,
     COV_GRID,
     PROB_GRID,
     BandwidthSelection,
@@ -88,6 +89,22 @@ METHODS = {
     "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
                         "p = max(1/B, #{T* > T}/B)",
 }
+
+
+CATEGORICAL_RULE = ("a categorical covariate is separated (bandwidth 0.25) when its terms "
+                    "lower the recalibration GLM's AIC given the other covariates (LR "
+                    "statistic > 2 df), else pooled (10); AIC ~ leave-one-out CV (Stone "
+                    "1977) on all rows; without attribution the CV decides")
+
+
+def categorical_separation(attribution) -> dict[str, float]:
+    """Bandwidths of the categorical covariates decided by the recalibration model's AIC
+    (empty when attribution is off or could not test them)."""
+    if attribution is None:
+        return {}
+    return {e["covariate"]: CAT_GRID[0] if e["lr_statistic"] > 2 * e["df"] else CAT_GRID[-1]
+            for e in attribution.section["covariates"]
+            if e["kind"] == "categorical" and e.get("lr_statistic") is not None}
 
 
 class LocalCalibrationStage:
@@ -275,9 +292,10 @@ class LocalAudit:
             "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
             "prediction": prediction[rows], "row": rows, "n_total": self.n}
 
-    def lcb_bandwidths(self, scalar_r: np.ndarray) -> BandwidthSelection:
+    def lcb_bandwidths(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
+                       ) -> BandwidthSelection:
         """The LCB estimate's bandwidths: given, or chosen by LOO-CV (a given one fixes
-        its grid to that value, for every covariate)."""
+        its grid to that value, for every covariate); ``fixed`` covariates keep theirs."""
         lc = self.local
         prob_grid = (lc.lcb_prob_bandwidth,) if lc.lcb_prob_bandwidth else PROB_GRID
         cov_grid = (lc.lcb_cov_bandwidth,) if lc.lcb_cov_bandwidth else COV_GRID
@@ -285,16 +303,17 @@ class LocalAudit:
                                       self.streams["lcb"], self.encoded.blocks,
                                       self.data.covariate_names,
                                       [c.kind for c in self.data.covariates],
+                                      fixed=None if lc.lcb_cov_bandwidth else fixed,
                                       max_rows=lc.lcb_cv_max_rows,
                                       prob_grid=prob_grid, cov_grid=cov_grid)
         if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
             return replace(selection, source="option")
         return selection
 
-    def local_bias(self, scalar_r: np.ndarray
+    def local_bias(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
                    ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram]:
         """LCB at every row with the estimation bandwidths (one engine pass)."""
-        selection = self.lcb_bandwidths(scalar_r)
+        selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
         weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
                                      self.encoded.features, columns, scalar_r)
@@ -316,18 +335,19 @@ class LocalAudit:
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
         statistic = klce2(self.gram, self.r)
-        bias, selection, lcb_gram = self.local_bias(scalar_r)
+        levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
+        attribution = self.attribution(levels, outcome, prediction)
+        separation = categorical_separation(attribution)
+        bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                           design.columns)
         tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
-        levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
                                 self.group_settings())
-        attribution = self.attribution(levels, outcome, prediction)
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
         klce_section = {
@@ -348,7 +368,8 @@ class LocalAudit:
             "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
                            "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
                            "source": selection.source},
-            "bandwidth_selection": selection.to_dict(),
+            "bandwidth_selection": {**selection.to_dict(), "categorical": {
+                "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "summary": summarize(bias.values),
             "curves": self.curves(design, bias, at, scalar_r),

@@ -212,11 +212,16 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                       r: NDArray[np.float64], rng: np.random.Generator,
                       blocks: Sequence[slice], names: Sequence[str],
                       kinds: Sequence[str] | None = None, *,
+                      fixed: dict[str, float] | None = None,
                       max_rows: int = DEFAULT_MAX_ROWS,
                       prob_grid: tuple[float, ...] = PROB_GRID,
                       cov_grid: tuple[float, ...] = COV_GRID,
                       rounds: int = 2, refine_factor: int = REFINE_FACTOR) -> BandwidthSelection:
     """LOO-CV in two stages (see the module docstring).
+
+    ``fixed`` maps covariates to a bandwidth decided elsewhere (the stage fixes categorical
+    covariates by the recalibration model's AIC); stage 2 runs only when some categorical
+    covariate is left to the CV.
 
     Stage 1 on ``max_rows`` seeded rows (or all): the best ``(s_p, s_x)`` with one ``s_x``
     for every covariate (snapped to each kind's grid) over ``prob_grid x cov_grid``, then
@@ -227,8 +232,12 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
     """
     n, k = r.shape[0], len(names)
     kinds = list(kinds or ["numeric"] * k)
-    grids = [cov_grid if kind != "categorical" or len(cov_grid) == 1 else CAT_GRID
-             for kind in kinds]
+    fixed = fixed or {}
+    grids = [(fixed[name],) if name in fixed
+             else cov_grid if kind != "categorical" or len(cov_grid) == 1 else CAT_GRID
+             for name, kind in zip(names, kinds, strict=True)]
+    kinds = ["fixed" if name in fixed else kind for name, kind in zip(names, kinds,
+                                                                        strict=True)]
     rows = _rows(n, max_rows, rng)
     search = _Search(prob_features[rows], cov_features[rows], r[rows], blocks, names)
     best = None
@@ -240,7 +249,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                 best = cand
     best = _descend(search, best, prob_grid, grids, rounds)
     used, stage2 = int(rows.size), 0
-    if rows.size < n and refine_factor > 1:
+    if rows.size < n and refine_factor > 1 and "categorical" in kinds:
         ranked = sorted(search.scores.items(), key=lambda item: item[1])
         top = [(score, key[0], key[1]) for key, score in ranked[:3]]
         candidates = list(dict.fromkeys(
