@@ -25,6 +25,9 @@ separated/pooled switch of each categorical covariate (the CV noise on 2000 rows
 the size of the gain from separating a 20 % group biased by 0.11). The chosen bandwidths
 suit the subsample's size: slightly smoother than optimal for all ``n``.
 
+The audit stage fixes categorical covariates to separated or pooled by the recalibration
+model's AIC (``fixed``); stage 2 then only runs for categorical covariates left to the CV.
+
 Grids (``docs/local-calibration.md``): covariates are on unit scales (z-scores; one-hot
 codes at distance 1), so the grids are absolute: :data:`COV_GRID` for numeric
 covariates, :data:`CAT_GRID` (separated or pooled) for categorical ones,
