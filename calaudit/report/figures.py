@@ -49,6 +49,7 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
         ax.set_title(plots.plain(panel.get("class"), 18), fontsize=8.5)
         ax.set_xticks([0, 0.5, 1], labels=["0", "0.5", "1"])
         ax.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"])
+        ax.set(xlim=(-0.08, 1.08), ylim=(-0.08, 1.08))  # small panels: markers need room
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -59,7 +60,8 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
 
 def null_figure(data: Mapping[str, Any]) -> Figure:
     figure = Figure(figsize=(WIDTH, 2.5), layout="constrained")
-    plots.plot_null_distribution(data["null"], data.get("statistic"), figure.subplots())
+    plots.plot_null_distribution(data["null"], data.get("statistic"), figure.subplots(),
+                                 status=str(data.get("status") or ""))
     return figure
 
 
