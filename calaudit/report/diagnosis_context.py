@@ -110,13 +110,19 @@ def build_diagnosis(result: Mapping[str, Any], namer: FigureNamer) -> DiagnosisV
     spread = tuple(DisparityRow(
         covariate=str(d["covariate"]), difference=_plain(d.get("difference")),
         ci=fmt_ci(d.get("ci"), 3),
-        largest=f"{d['largest']['group']} ({fmt_signed(d['largest']['bias'])})",
-        smallest=f"{d['smallest']['group']} ({fmt_signed(d['smallest']['bias'])})")
+        largest=_extreme(d["covariate"], d["largest"]),
+        smallest=_extreme(d["covariate"], d["smallest"]))
         for d in disparity)
     explained, remaining = _explained(list(result.get("groups") or ()))
     return DiagnosisView(summary=str(attribution.get("summary") or ""), attribution=rows,
                          disparity=spread, explained=explained, remaining=remaining,
                          figure=_figure(panels, namer))
+
+
+def _extreme(covariate: str, group: Mapping[str, Any]) -> str:
+    """``A (+0.055)``: the level (without ``covariate=``) and its bias."""
+    name = str(group["group"]).removeprefix(f"{covariate}=")
+    return f"{name} ({fmt_signed(group['bias'])})"
 
 
 def _plain(value: float | None) -> str:
