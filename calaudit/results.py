@@ -174,6 +174,8 @@ class AuditResult:
     environment: Mapping[str, Any] = field(default_factory=dict)
     gate: Mapping[str, Any] = field(default_factory=dict)
     baseline: Mapping[str, Any] | None = None
+    attribution: Mapping[str, Any] = field(default_factory=dict)
+    disparity: tuple[Any, ...] = ()
 
     def metric(self, metric_id: str) -> MetricResult:
         """The first metric with this id (``KeyError`` listing the valid ids if none)."""
@@ -220,6 +222,8 @@ class AuditResult:
             "tests": [t.to_dict() for t in self.tests],
             "local": jsonable(self.local),
             "groups": jsonable(self.groups),
+            "attribution": jsonable(self.attribution),
+            "disparity": jsonable(self.disparity),
             "diagrams": jsonable(self.diagrams),
             "verdict": self.verdict.value,
             "gate": jsonable(self.gate),

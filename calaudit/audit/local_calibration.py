@@ -20,16 +20,21 @@ test adds one pass (the KiTE test uses its own kernel).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
+from calaudit.attribution.disparity import disparity
+from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
 from calaudit.local.encoding import encode_covariates
+from calaudit.local.group_reliability import group_panels
 from calaudit.local.kernel import GaussianProductGram, product_gram
 from calaudit.local.klce import (
     hoeffding_region,
@@ -43,10 +48,21 @@ from calaudit.local.lcb import (
     CurveRequest,
     curve_design,
     curves_from_products,
-    lcb_and_statistic,
+    LocalBias,
+    RowProducts,
     plot_points,
+    row_products,
     summarize,
     top_label_residual,
+)
+from calaudit.local.lcb_bandwidth import (
+    CAT_GRID,
+    COV_GRID,
+    PROB_GRID,
+    BandwidthSelection,
+    estimation_gram,
+    kernel_sums,
+    select_bandwidths,
 )
 from calaudit.audit.method import choose_method
 from calaudit.inference.feature_tests import (
@@ -59,15 +75,17 @@ from calaudit.inference.feature_tests import (
 )
 from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
-from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.results import MetricResult, Status, TestResult
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
+#: Curve standard errors use at least this many rows (the plotted rows, or more).
+MIN_SE_ROWS = 1000
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
 MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
-           "per_class", "groups", "points", "features")
+           "per_class", "groups", "points", "features", "lcb", "disparity",
+           "group_reliability")
 #: Rows of the subsample on which a features run compares its statistic with the exact one.
 APPROXIMATION_ROWS = 2000
 
@@ -84,6 +102,22 @@ METHODS = {
     "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
                         "p = max(1/B, #{T* > T}/B)",
 }
+
+
+CATEGORICAL_RULE = ("a categorical covariate is separated (bandwidth 0.25) when its terms "
+                    "lower the recalibration GLM's AIC given the other covariates (LR "
+                    "statistic > 2 df), else pooled (10); AIC ~ leave-one-out CV (Stone "
+                    "1977) on all rows; without attribution the CV decides")
+
+
+def categorical_separation(attribution) -> dict[str, float]:
+    """Bandwidths of the categorical covariates decided by the recalibration model's AIC
+    (empty when attribution is off or could not test them)."""
+    if attribution is None:
+        return {}
+    return {e["covariate"]: CAT_GRID[0] if e["lr_statistic"] > 2 * e["df"] else CAT_GRID[-1]
+            for e in attribution.section["covariates"]
+            if e["kind"] == "categorical" and e.get("lr_statistic") is not None}
 
 
 class LocalCalibrationStage:
@@ -314,15 +348,53 @@ class LocalAudit:
                         requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
 
-    def points(self, lcb: np.ndarray, prediction: np.ndarray) -> dict[str, Any]:
-        rows = plot_points(self.n, self.local.max_points, self.streams["points"])
+    def points(self, bias: LocalBias, prediction: np.ndarray, at: RowProducts
+               ) -> dict[str, Any]:
+        """The plotted rows with their LCB, pointwise interval and covariates (at most
+        ``max_points``: evenly spaced among the rows whose products were computed)."""
+        keep = np.arange(at.rows.size)
+        if at.rows.size > self.local.max_points:
+            keep = np.unique(np.linspace(0, at.rows.size - 1, self.local.max_points
+                                         ).round().astype(np.intp))
+        rows, se = at.rows[keep], at.se[keep]
+        z = float(stats.norm.ppf(0.5 + self.local.confidence_level / 2.0))
+        lcb = bias.values[rows]
         return {
             "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
                                  if c.kind == "numeric"},
             "group": {c.name: c.labels()[rows] for c in self.data.covariates
                       if c.kind == "categorical"},
-            "lcb": lcb[rows], "prediction": prediction[rows], "row": rows,
-            "n_total": self.n}
+            "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
+            "prediction": prediction[rows], "row": rows, "n_total": self.n}
+
+    def lcb_bandwidths(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
+                       ) -> BandwidthSelection:
+        """The LCB estimate's bandwidths: given, or chosen by LOO-CV (a given one fixes
+        its grid to that value, for every covariate); ``fixed`` covariates keep theirs."""
+        lc = self.local
+        prob_grid = (lc.lcb_prob_bandwidth,) if lc.lcb_prob_bandwidth else PROB_GRID
+        cov_grid = (lc.lcb_cov_bandwidth,) if lc.lcb_cov_bandwidth else COV_GRID
+        selection = select_bandwidths(self.prob_features, self.encoded.features, scalar_r,
+                                      self.streams["lcb"], self.encoded.blocks,
+                                      self.data.covariate_names,
+                                      [c.kind for c in self.data.covariates],
+                                      fixed=None if lc.lcb_cov_bandwidth else fixed,
+                                      max_rows=lc.lcb_cv_max_rows,
+                                      prob_grid=prob_grid, cov_grid=cov_grid)
+        if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
+            return replace(selection, source="option")
+        return selection
+
+    def local_bias(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
+                   ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram]:
+        """LCB at every row with the estimation bandwidths (one engine pass)."""
+        selection = self.lcb_bandwidths(scalar_r, fixed)
+        columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
+        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                     self.encoded.features, columns, scalar_r)
+        gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
+                               self.encoded.features, columns)
+        return LocalBias(weighted / mass, mass), selection, gram
 
     def group_settings(self) -> grp.GroupSettings:
         lc = self.local
@@ -338,17 +410,25 @@ class LocalAudit:
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
         if self.features is None:
-            bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
-            design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
-        else:
-            design = curve_design(self.curve_requests(), np.empty(self.n), lc.curve_points,
-                                  dense=False)
-            bias, statistic = self.feature_pass(scalar_r, design)
-        tests, products = self.tests_and_products(statistic, design.columns)
+            statistic = klce2(self.gram, self.r)
+        else:  # the test's statistic (and fused test) from the feature pass
+            _, statistic = self.feature_pass(
+                scalar_r, curve_design([], np.empty(self.n), lc.curve_points, dense=False))
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
+        attribution = self.attribution(levels, outcome, prediction)
+        separation = categorical_separation(attribution)
+        bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
+                              self.streams["points"])
+        at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
+                          design.columns)
+        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
                                 self.group_settings())
+        if attribution is not None:
+            mark_explained(table, specs, attribution, outcome, self.config.alpha)
         klce_section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,
@@ -360,27 +440,56 @@ class LocalAudit:
             klce_section["per_class"] = per_class
         lcb_section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
-                          "(eq. 7) at every observation",
+                          "(eq. 7) at every observation, bandwidths chosen for estimation",
             "view": "binary" if self.data.is_binary else "top-label",
+            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
+                                             ).to_dict(),
+            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
+                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
+                           "source": selection.source},
+            "bandwidth_selection": {**selection.to_dict(), "categorical": {
+                "rule": CATEGORICAL_RULE, "separated": separation}},
+            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "summary": summarize(bias.values),
-            "curves": self.curves(design, products, bias, scalar_r),
-            "points": self.points(bias.values, prediction),
+            "curves": self.curves(design, bias, at, scalar_r),
+            "points": self.points(bias, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
+        binning = self.config.binning
+        panels = group_panels(table, specs, outcome, prediction, n_bins=binning.n_bins,
+                              strategy=binning.strategy,
+                              n_resamples=self.config.n_resamples if self.config.run_tests
+                              else None, level=0.95, rng=self.streams["group_reliability"])
         metric = MetricResult("klce2", statistic, self.kernel_params(),
                               title="Kernel local calibration error KLCE^2 (unbiased)")
-        return StageOutput(metrics=(metric,), tests=tuple(tests),
-                           local={"klce": klce_section, "lcb": lcb_section},
-                           groups=tuple(table))
+        return StageOutput(
+            metrics=(metric,), tests=tuple(tests),
+            local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
+            groups=tuple(table),
+            attribution={} if attribution is None else attribution.section,
+            disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
+                                      prediction, self.streams["disparity"],
+                                      lc.group_ci_resamples, lc.confidence_level,
+                                      resample=self.config.run_tests)))
 
-    def curves(self, design: CurveDesign, products: np.ndarray | None, bias,
+    def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
+                    prediction: np.ndarray):
+        """The recalibration model's attribution (``None`` when switched off)."""
+        lc = self.local
+        if not lc.attribution:
+            return None
+        settings = AttributionSettings(alpha=self.config.alpha, level=lc.confidence_level,
+                                       min_rows=lc.min_group_rows,
+                                       min_events=lc.min_group_events)
+        return attribute(levels, [c.kind for c in self.data.covariates], outcome, prediction,
+                         settings, "binary" if self.data.is_binary else "top-label")
+
+    def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,
                scalar_r: np.ndarray) -> list[dict[str, Any]]:
+        """Per-group LCB curves; their standard errors from the plotted rows' products
+        (exact when every row is plotted, else an unbiased subsample estimate)."""
         if not design.requests:
             return []
-        if self.features is not None:
-            return curves_from_products(design, None, bias, scalar_r,
-                                        self.local.confidence_level, se_all=self.curve_se)
-        if products is None:
-            products = kernel_matmul(self.gram, design.columns)
-        return curves_from_products(design, products, bias, scalar_r,
-                                    self.local.confidence_level)
+        return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
+                                    self.local.confidence_level,
+                                    scale=self.n / max(at.rows.size, 1))

@@ -24,6 +24,8 @@ class StageOutput:
     local: Mapping[str, Any] = field(default_factory=dict)
     groups: tuple[Any, ...] = ()
     diagrams: Mapping[str, Any] = field(default_factory=dict)
+    attribution: Mapping[str, Any] = field(default_factory=dict)
+    disparity: tuple[Any, ...] = ()
 
 
 class Stage(Protocol):

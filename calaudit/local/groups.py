@@ -107,16 +107,22 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     return specs
 
 
-def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
-                            n_resamples: int, level: float) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``mean(d)`` (rows resampled with replacement)."""
+def bootstrap_means(d: NDArray[np.float64], rng: np.random.Generator,
+                    n_resamples: int) -> NDArray[np.float64]:
+    """``n_resamples`` means of ``d`` resampled with replacement (bounded temporaries)."""
     n = d.size
     chunk = max(1, 4_000_000 // max(n, 1))
     means = []
     for start in range(0, n_resamples, chunk):
         count = min(chunk, n_resamples - start)
         means.append(d[rng.integers(0, n, size=(count, n))].mean(axis=1))
-    values = np.concatenate(means)
+    return np.concatenate(means)
+
+
+def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
+                            n_resamples: int, level: float) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``mean(d)`` (rows resampled with replacement)."""
+    values = bootstrap_means(d, rng, n_resamples)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)

@@ -152,13 +152,18 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
 
 def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
                          bias: LocalBias, r: NDArray[np.float64], level: float,
+                         scale: float = 1.0,
                          se_all: NDArray[np.float64] | None = None) -> list[dict]:
     """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
     ``(covariate, group_by)`` with the groups' grid, curve, standard error and band
     (``se_all``: the standard errors ``sqrt(sum_i A_it^2 r_i^2)`` when already computed,
-    in which case ``products`` is not used)."""
+    in which case ``products`` is not used).
+
+    ``products`` and ``r`` may be restricted to a uniform random subsample ``S`` of the
+    rows ``i``, with ``scale = n / |S|``: ``se(t)^2 = scale * sum_{i in S} a_i(t)^2 r_i^2``
+    is then an unbiased estimate of the full sum."""
     if se_all is None:
-        se_all = np.sqrt((products * products).T @ (r * r))
+        se_all = np.sqrt(scale * ((products * products).T @ (r * r)))
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
@@ -194,3 +199,39 @@ def plot_points(n: int, max_points: int, rng: np.random.Generator) -> NDArray[np
     return np.sort(rng.choice(n, size=max_points, replace=False))
 
 
+
+
+
+@dataclass(frozen=True)
+class RowProducts:
+    """Kernel products at a set of rows ``S`` (the plotted rows): ``se`` of ``LCB_j``,
+    ``j in S``, and ``A[S] = K[S, :] @ V`` (the curves' weights at those rows)."""
+
+    rows: NDArray[np.intp]
+    se: NDArray[np.float64]
+    curve_weights: NDArray[np.float64]
+
+
+def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
+                 r: NDArray[np.float64], weight_sums: NDArray[np.float64],
+                 columns: NDArray[np.float64], chunk: int = 2048) -> RowProducts:
+    """One rectangular pass over ``K[S, :]`` (``len(S) x n`` kernel entries, column chunks).
+
+    ``LCB_j`` is linear in the residuals, so (HC0, as the curves)
+    ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j``; ``features`` are the Gram's scaled rows ``z``
+    (``K_ij = exp(-|z_i - z_j|^2)``). Also ``K[S, :] @ columns`` (curve weights).
+    """
+    from scipy.spatial.distance import cdist
+
+    z = np.asarray(features, dtype=np.float64)
+    z = z[:, None] if z.ndim == 1 else z
+    here, r2 = z[rows], r * r
+    total = np.zeros(rows.size)
+    weights = np.zeros((rows.size, columns.shape[1]))
+    for start in range(0, z.shape[0], chunk):
+        block = np.exp(-cdist(here, z[start:start + chunk], "sqeuclidean"))
+        if columns.shape[1]:
+            weights += block @ columns[start:start + chunk]
+        np.multiply(block, block, out=block)
+        total += block @ r2[start:start + chunk]
+    return RowProducts(rows, np.sqrt(total) / weight_sums[rows], weights)

@@ -26,6 +26,7 @@ from calaudit.output.formatting import (
 from calaudit.output.meanings import clipped_note, metric_meaning
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
+from calaudit.report.diagnosis_context import build_diagnosis
 from calaudit.report.gate_context import (
     build_baseline,
     build_verdict,
@@ -109,6 +110,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         notes=notes.general_notes(config, len(tests)),
         appendix=build_appendix(result),
         signoff=build_signoff(signoff or {}),
+        diagnosis=build_diagnosis(result, namer),
         checks=check_rows(lines),
         check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")),

@@ -13,6 +13,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from calaudit.report import plots
+from calaudit.report.diagnosis_figures import group_reliability_figure
 from calaudit.report.views import FigureView
 
 WIDTH = 6.8
@@ -92,6 +93,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
     "null": null_figure,
     "lcb": lcb_figure,
     "bias_by_group": bias_figure,
+    "reliability_by_group": group_reliability_figure,
 }
 
 

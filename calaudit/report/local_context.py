@@ -52,7 +52,7 @@ def build_local(result: Mapping[str, Any], tests: Sequence[TestRow], namer: Figu
     klce = local.get("klce")
     return LocalView(
         klce=build_klce(klce, tests) if klce else None,
-        lcb_summary=_lcb_summary(lcb.get("summary") or {}),
+        lcb_summary=_lcb_summary(lcb.get("summary") or {}) + _lcb_kernels(lcb),
         lcb_figures=tuple(_lcb_figure(curve, lcb.get("points"), namer)
                           for curve in lcb.get("curves") or ()),
         top_groups=tuple(group_row(g) for g in lcb.get("top_groups") or ()),
@@ -128,6 +128,20 @@ def _lcb_summary(summary: Mapping[str, Any]) -> tuple[KeyValue, ...]:
         rows.append(KeyValue("quantiles", ", ".join(
             f"{_quantile_label(q)}: {fmt_signed(v)}" for q, v in quantiles.items())))
     return tuple(rows)
+
+
+def _lcb_kernels(lcb: Mapping[str, Any]) -> tuple[KeyValue, ...]:
+    """The LCB estimate's bandwidths (``local.lcb.bandwidth_selection``), if recorded."""
+    chosen = lcb.get("bandwidth_selection") or {}
+    if not chosen:
+        return ()
+    covs = ", ".join(f"{name} {'pooled' if value >= 10 else fmt_number(value, 3)}"
+                     for name, value in (chosen.get("cov_bandwidths") or {}).items())
+    how = ("leave-one-out cross-validation" if chosen.get("source") == "loo_cv"
+           else "given")
+    return (KeyValue("bandwidths (estimation)",
+                     f"prediction {fmt_number(chosen.get('prob_bandwidth'), 3)}; "
+                     f"covariates: {covs} ({how})"),)
 
 
 def _quantile_label(q: str) -> str:

@@ -69,10 +69,10 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
             "Every dot is one row's local calibration bias: the observed minus the predicted "
             "rate among similar rows (similar prediction and covariates). Above zero the "
             "model under-predicts, below zero it over-predicts. The lines are each group's "
-            "smoothed bias along the covariate, with their uncertainty band. Because 'similar "
-            "rows' include neighbouring groups, the LCB shows where and in which direction "
-            "the model is biased but understates how much: read the size of a group's bias "
-            "from the group table's 'bias' column."),
+            "smoothed bias along the covariate, with their uncertainty band. 'Similar' is set "
+            "by bandwidths chosen for estimation (leave-one-out cross-validation, listed "
+            "below), not the test's wider kernel, so a group's mean LCB estimates its bias; "
+            "the group table's 'bias' column is the direct observed-minus-predicted check."),
         "bias": (
             "Each group's observed rate minus its mean prediction, with an interval, sorted "
             "from the most over-predicted (bottom) to the most under-predicted (top). Colour "

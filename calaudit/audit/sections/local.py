@@ -38,6 +38,18 @@ class LocalConfig:
     cov_bandwidth: float | None = field(
         default=None, metadata={"help": "bandwidth s of the Gaussian covariate kernel on the "
                                         "encoded covariates; none = median heuristic"})
+    lcb_prob_bandwidth: float | None = field(
+        default=None, metadata={"help": "bandwidth s_p of the LCB estimate's prediction kernel; "
+                                        "none = leave-one-out cross-validation"})
+    lcb_cov_bandwidth: float | None = field(
+        default=None, metadata={"help": "bandwidth s_x of the LCB estimate's covariate kernel; "
+                                        "none = leave-one-out cross-validation"})
+    lcb_cv_max_rows: int = field(
+        default=2000, metadata={"help": "rows used by the LCB bandwidth cross-validation; "
+                                        "larger data are subsampled with the seed"})
+    attribution: bool = field(
+        default=True, metadata={"help": "fit the recalibration model that attributes "
+                                        "miscalibration to covariates (diagnostic)"})
     median_max_rows: int = field(
         default=2000, metadata={"help": "rows used by the median heuristic; larger data are "
                                         "subsampled with the seed"})
@@ -89,12 +101,13 @@ class LocalConfig:
                    f"local tests: unknown test {test!r}; choose from {', '.join(LOCAL_TESTS)}")
         ints = {"n_resamples": 1, "median_max_rows": 10, "min_group_rows": 1,
                 "min_group_events": 0, "n_bands": 1, "top_k": 0, "group_ci_resamples": 1,
-                "max_points": 0, "curve_points": 2}
+                "max_points": 0, "curve_points": 2, "lcb_cv_max_rows": 10}
         for name, low in ints.items():
             value = getattr(self, name)
             check(isinstance(value, int) and not isinstance(value, bool) and value >= low,
                    f"local.{name} must be an integer >= {low}; got {value!r}")
-        for name in ("prob_bandwidth", "cov_bandwidth", "kite_cov_gamma"):
+        for name in ("prob_bandwidth", "cov_bandwidth", "kite_cov_gamma", "lcb_prob_bandwidth",
+                     "lcb_cov_bandwidth"):
             check(positive(getattr(self, name)),
                    f"local.{name} must be a positive number; got {getattr(self, name)!r}")
         check(positive(self.kite_prob_kernel_width) and self.kite_prob_kernel_width is not None,

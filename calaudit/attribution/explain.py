@@ -1,0 +1,227 @@
+"""The attribution section, the spill-over check of failing groups and the summary sentence.
+
+* :func:`attribute` -- per covariate the likelihood-ratio tests of :mod:`.model` (given the
+  other covariates, and alone), Holm-adjusted across covariates, a status (``FAIL``: the
+  covariate explains part of the miscalibration, adjusted p <= alpha given the others;
+  ``PASS``; ``INCONCLUSIVE`` when the model cannot be fitted) and the standardised bias
+  of every level with its interval. The section is a diagnostic (``role``): it never
+  decides the verdict.
+* :func:`mark_explained` -- a failing group's bias is *explained* when it no longer
+  remains after adjusting for the explaining covariates that do not define the group:
+  its events are tested (Poisson-binomial, as the group table) against the fitted
+  probabilities of ``logit(p) + b0 + those covariates' terms``; not rejected at
+  ``alpha`` (unadjusted: the cautious direction for calling bias explained) ->
+  ``explained_by`` lists them, else ``[]``.
+* :func:`summary_sentence` -- the words every output prints ("region explains it: South
+  +0.11 [+0.09, +0.13]; after adjusting for region, gender and age show no bias").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from calaudit.attribution.design import Term, build_terms, design_matrix
+from calaudit.attribution.model import (
+    Fit,
+    covariate_tests,
+    fit_glm,
+    logit_offset,
+    standardised_bias,
+)
+from calaudit.inference.multitest import adjust_pvalues
+from calaudit.local.groups import GroupSpec, Levels
+from calaudit.local.poisson_binomial import group_test
+
+#: What a failed GLM fit raises (statsmodels' separation errors are ValueErrors).
+FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
+MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, statsmodels)"
+
+
+@dataclass(frozen=True)
+class AttributionSettings:
+    alpha: float = 0.05
+    level: float = 0.95
+    adjust: str = "holm"
+    min_rows: int = 30
+    min_events: int = 5
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The JSON section and what the group check needs (terms, rows, offset)."""
+
+    section: dict[str, Any]
+    terms: tuple[Term, ...]
+    rows: NDArray[np.intp]
+    offset: NDArray[np.float64]
+
+    @property
+    def explaining(self) -> list[str]:
+        return list(self.section.get("explaining", []))
+
+
+def _level_rows(term: Term, full: Fit, terms: Sequence[Term], rows: NDArray[np.intp],
+                offset: NDArray[np.float64], prediction: NDArray[np.float64],
+                z: float) -> list[dict[str, Any]]:
+    """Every level of ``term``: its row count and standardised bias with interval."""
+    out = []
+    for code, label in enumerate(term.labels):
+        n = int(np.count_nonzero(term.codes == code))
+        if code in term.used:
+            bias, low, high = standardised_bias(full, terms, rows, offset,
+                                                prediction, term.name, code, z)
+            out.append({"level": label, "n": n, "bias": bias, "ci": [low, high]})
+        else:
+            out.append({"level": label, "n": n, "bias": None, "ci": None,
+                        "message": "too small to estimate"})
+    return out
+
+
+def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[np.float64],
+              prediction: NDArray[np.float64], settings: AttributionSettings,
+              view: str = "binary") -> Attribution:
+    """Fit the recalibration model and test every covariate (see the module docstring)."""
+    offset = logit_offset(prediction)
+    terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events)
+    section: dict[str, Any] = {
+        "role": "diagnostic", "model": MODEL, "view": view, "rows_used": int(rows.size),
+        "test": "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
+        "bias": "standardised: mean_i expit(logit p_i + x_i(c = level)' beta) - mean_i p_i",
+        "confidence_level": settings.level, "alpha": settings.alpha, "covariates": []}
+    try:
+        if not any(t.columns for t in terms):
+            raise ValueError("no covariate has two levels large enough to compare")
+        full, pvalues = covariate_tests(outcome, offset, terms, rows)
+    except FIT_ERRORS as exc:
+        section["covariates"] = [{"covariate": t.name, "kind": t.kind, "p_value": None,
+                                  "p_value_adjusted": None, "status": "INCONCLUSIVE",
+                                  "levels": [], "message": str(exc)} for t in terms]
+        section["explaining"] = []
+        section["summary"] = summary_sentence(section)
+        return Attribution(section, tuple(terms), rows, offset)
+    z = float(stats.norm.ppf(0.5 + settings.level / 2.0))
+    given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
+    alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
+    for term, p_given, p_alone in zip(terms, given, alone, strict=True):
+        testable = bool(term.columns)
+        section["covariates"].append({
+            "covariate": term.name, "kind": term.kind, "df": len(term.columns),
+            "p_value": pvalues[term.name][0] if testable else None,
+            "lr_statistic": pvalues[term.name][2] if testable else None,
+            "p_value_adjusted": float(p_given) if testable else None,
+            "p_value_alone": pvalues[term.name][1] if testable else None,
+            "p_value_alone_adjusted": float(p_alone) if testable else None,
+            "adjustment": settings.adjust,
+            "status": ("INCONCLUSIVE" if not testable
+                       else "FAIL" if p_given <= settings.alpha else "PASS"),
+            "levels": _level_rows(term, full, terms, rows, offset, prediction, z),
+            **({} if testable else {"message": "fewer than two levels large enough"})})
+    section["explaining"] = [c["covariate"] for c in section["covariates"]
+                             if c["status"] == "FAIL"]
+    section["summary"] = summary_sentence(section)
+    return Attribution(section, tuple(terms), rows, offset)
+
+
+def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
+                   attribution: Attribution, outcome: NDArray[np.float64],
+                   alpha: float) -> None:
+    """Set ``explained_by`` (and the bias left after adjusting) on every failing group;
+    other groups get ``explained_by = None``."""
+    explaining = set(attribution.explaining)
+    cache: dict[frozenset, NDArray[np.float64] | None] = {}
+    for row, spec in zip(table, specs, strict=True):
+        row["explained_by"] = None
+        if row["status"] != "FAIL":
+            continue
+        adjust = frozenset(explaining - set(spec.covariates))
+        row["explained_by"] = []
+        if not adjust:
+            continue
+        if adjust not in cache:
+            try:
+                cache[adjust] = _fitted_everywhere(attribution, outcome, adjust)
+            except FIT_ERRORS:
+                cache[adjust] = None
+        if cache[adjust] is None:
+            row["adjusted_for"] = sorted(adjust)
+            row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
+            continue
+        q = cache[adjust][spec.rows]
+        events = int(outcome[spec.rows].sum())
+        p_after, _ = group_test(events, q)
+        row["adjusted_for"] = sorted(adjust)
+        row["bias_after_adjustment"] = float((outcome[spec.rows] - q).mean())
+        row["p_value_after_adjustment"] = p_after
+        if p_after > alpha:
+            row["explained_by"] = [t.name for t in attribution.terms if t.name in adjust]
+
+
+def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
+                       names: frozenset) -> NDArray[np.float64]:
+    """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows,
+    evaluated on every row)."""
+    from scipy import special
+
+    terms = [t for t in attribution.terms if t.name in names]
+    rows = attribution.rows
+    fit = fit_glm(outcome[rows], attribution.offset[rows], design_matrix(terms, rows))
+    every = np.arange(outcome.size)
+    return special.expit(attribution.offset + design_matrix(terms, every) @ fit.params)
+
+
+def _level_text(level: dict[str, Any]) -> str:
+    """``South +0.11 [+0.09, +0.13]``: 2 decimals when ``|bias| >= 0.1``, else 3."""
+    digits = 2 if abs(level["bias"]) >= 0.1 else 3
+    low, high = level["ci"]
+    return f"{level['level']} {level['bias']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def _join(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _biased_levels(entry: dict[str, Any], k: int = 2) -> list[str]:
+    """The covariate's most biased levels for the sentence: those whose interval excludes
+    0 and whose ``|bias|`` is at least half the largest such, at most ``k`` (largest
+    first); if no interval excludes 0, the single largest."""
+    levels = [lv for lv in entry["levels"] if lv.get("bias") is not None]
+    clear = sorted((lv for lv in levels if lv["ci"][0] > 0 or lv["ci"][1] < 0),
+                   key=lambda lv: -abs(lv["bias"]))
+    if clear:
+        ranked = [lv for lv in clear if abs(lv["bias"]) >= 0.5 * abs(clear[0]["bias"])][:k]
+    else:
+        ranked = sorted(levels, key=lambda lv: -abs(lv["bias"]))[:1]
+    return [_level_text(lv) for lv in ranked]
+
+
+def summary_sentence(section: dict[str, Any]) -> str:
+    """One sentence naming the explaining covariates, their most biased levels and the
+    covariates that show no bias after adjusting (the words of every output)."""
+    entries = section.get("covariates", [])
+    if not entries:
+        return "attribution: no covariates"
+    failing = [e for e in entries if e["status"] == "FAIL"]
+    passing = [e["covariate"] for e in entries if e["status"] == "PASS"]
+    undecided = [e["covariate"] for e in entries if e["status"] == "INCONCLUSIVE"]
+    parts = []
+    if failing:
+        verb = "explains" if len(failing) == 1 else "explain"
+        levels = [lv for e in failing for lv in _biased_levels(e)]
+        parts.append(f"{_join([e['covariate'] for e in failing])} {verb} it: "
+                     + ", ".join(levels))
+        if passing:
+            parts.append(f"after adjusting for {_join([e['covariate'] for e in failing])}, "
+                         f"{_join(passing)} show{'s' if len(passing) == 1 else ''} no bias")
+    elif passing:
+        parts.append(f"no covariate explains a bias: {_join(passing)} "
+                     f"show{'s' if len(passing) == 1 else ''} no bias given the others")
+    if undecided:
+        parts.append(f"{_join(undecided)}: too few rows or events to attribute")
+    return "; ".join(parts)

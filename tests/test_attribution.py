@@ -1,0 +1,172 @@
+"""Attribution (recalibration GLM): LR tests against a direct Newton fit, standardised
+biases, the summary sentence, explained_by, disparity; the issue's region case (small n)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from calaudit.attribution.design import build_terms, design_matrix
+from calaudit.attribution.explain import AttributionSettings, attribute, summary_sentence
+from calaudit.attribution.model import covariate_tests, logit_offset, standardised_bias
+from calaudit.audit.config import AuditConfig, LocalConfig
+from calaudit.audit.local_calibration import LocalCalibrationStage
+from calaudit.audit.runner import run_audit
+from calaudit.data.dataset import CalibrationData
+from calaudit.local.groups import covariate_levels
+from tests.diagnosis_cases import one_region
+
+
+def _newton(y, offset, x, steps=50):
+    """Logistic regression with an offset by plain Newton-Raphson; returns the deviance."""
+    beta = np.zeros(x.shape[1])
+    for _ in range(steps):
+        q = special.expit(offset + x @ beta)
+        beta += np.linalg.solve(x.T @ (x * (q * (1 - q))[:, None]), x.T @ (y - q))
+    q = special.expit(offset + x @ beta)
+    return -2 * np.sum(y * np.log(q) + (1 - y) * np.log(1 - q)), beta
+
+
+def _region_data(n=4000, seed=7):
+    y, p, covs, bias = one_region(n, seed)
+    data = CalibrationData.from_arrays(y, p, covariates=covs, categorical=["region", "gender"])
+    return data, y.astype(float), p, covs, bias
+
+
+def _terms(data, y):
+    levels = [covariate_levels(c, 4) for c in data.covariates]
+    return build_terms(levels, [c.kind for c in data.covariates], y, 30, 5)
+
+
+def test_lr_tests_match_a_direct_newton_fit():
+    data, y, p, _, _ = _region_data(2000, 3)
+    terms, rows = _terms(data, y)
+    offset = logit_offset(p)
+    _, pvalues = covariate_tests(y, offset, terms, rows)
+    full, _ = _newton(y[rows], offset[rows], design_matrix(terms, rows))
+    for term in terms:
+        others = [t for t in terms if t.name != term.name]
+        reduced, _ = _newton(y[rows], offset[rows], design_matrix(others, rows))
+        null, _ = _newton(y[rows], offset[rows], design_matrix([], rows))
+        alone, _ = _newton(y[rows], offset[rows], design_matrix([term], rows))
+        df = len(term.columns)
+        assert pvalues[term.name][0] == pytest.approx(stats.chi2.sf(reduced - full, df),
+                                                      rel=1e-6, abs=1e-12)
+        assert pvalues[term.name][1] == pytest.approx(stats.chi2.sf(null - alone, df),
+                                                      rel=1e-6, abs=1e-12)
+
+
+def test_standardised_bias_and_delta_interval():
+    data, y, p, _, _ = _region_data(2000, 4)
+    terms, rows = _terms(data, y)
+    offset = logit_offset(p)
+    full, _ = covariate_tests(y, offset, terms, rows)
+    _, beta = _newton(y[rows], offset[rows], design_matrix(terms, rows))
+    south = terms[0].labels.index("South")
+    x = design_matrix(terms, rows, ("region", south))
+    direct = special.expit(offset[rows] + x @ beta).mean() - p[rows].mean()
+    bias, low, high = standardised_bias(full, terms, rows, offset, p, "region", south, 1.96)
+    assert bias == pytest.approx(direct, abs=1e-7)
+    # delta method: numeric gradient of the standardised mean
+    def mean_at(b):
+        return special.expit(offset[rows] + x @ b).mean()
+    grad = np.array([(mean_at(beta + e) - mean_at(beta - e)) / 2e-6
+                     for e in np.eye(beta.size) * 1e-6])
+    se = np.sqrt(grad @ full.cov @ grad)
+    assert (high - low) / 2 == pytest.approx(1.96 * se, rel=1e-4)
+
+
+def test_region_case_names_region_and_marks_spill_over_explained():
+    data, y, p, covs, bias = _region_data()
+    config = AuditConfig(seed=1, n_resamples=50,
+                         local=LocalConfig(tests=("none",), group_ci_resamples=100))
+    out = LocalCalibrationStage().run(data, config, np.random.default_rng(1))
+    by_name = {e["covariate"]: e for e in out.attribution["covariates"]}
+    assert by_name["region"]["p_value_adjusted"] < 0.001
+    assert by_name["region"]["status"] == "FAIL"
+    assert by_name["gender"]["p_value_adjusted"] > 0.05
+    assert by_name["age"]["p_value_adjusted"] > 0.05
+    assert out.attribution["summary"].startswith("region explains it: South +0.1")
+    assert out.attribution["role"] == "diagnostic"
+    groups = {g["group"]: g for g in out.groups}
+    assert abs(groups["region=South"]["mean_lcb"] - 0.11) <= 0.3 * 0.11
+    for region in ("North", "East", "West", "Central"):
+        assert abs(groups[f"region={region}"]["mean_lcb"]) < 0.02
+    spill = [g for g in out.groups if g["status"] == "FAIL" and "region" not in g["covariates"]]
+    assert all(g["explained_by"] == ["region"] for g in spill)
+    assert groups["region=South"]["explained_by"] == []
+    assert all(g["explained_by"] is None for g in out.groups if g["status"] != "FAIL")
+    region = next(d for d in out.disparity if d["covariate"] == "region")
+    biases = [g["bias"] for g in out.groups if g["kind"] == "single"
+              and "region" in g["covariates"]]
+    assert region["difference"] == pytest.approx(max(biases) - min(biases))
+    assert region["ci"][0] <= region["difference"] <= region["ci"][1]
+    panels = out.local["group_reliability"]
+    assert panels[0]["group"] == "region=South" and panels[0]["consistency_band"] is not None
+
+
+def test_sentence_wording():
+    entry = {"covariate": "region", "status": "FAIL", "levels": [
+        {"level": "South", "bias": 0.112, "ci": [0.09, 0.13]},
+        {"level": "North", "bias": 0.004, "ci": [-0.01, 0.02]}]}
+    section = {"covariates": [entry, {"covariate": "gender", "status": "PASS", "levels": []},
+                              {"covariate": "age", "status": "PASS", "levels": []}]}
+    assert summary_sentence(section) == ("region explains it: South +0.11 [+0.09, +0.13]; "
+                                         "after adjusting for region, gender and age show "
+                                         "no bias")
+    for e in section["covariates"]:
+        e["status"] = "PASS"
+    assert summary_sentence(section).startswith("no covariate explains a bias")
+
+
+def test_fit_failure_is_inconclusive():
+    levels = [covariate_levels(type("C", (), {"name": "g", "kind": "categorical",
+                                               "values": np.zeros(50, int),
+                                               "categories": ("a",)})(), 4)]
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.2, 0.8, 50)
+    out = attribute(levels, ["categorical"], (rng.random(50) < p).astype(float), p,
+                    AttributionSettings())
+    assert out.section["covariates"][0]["status"] == "INCONCLUSIVE"
+
+
+def test_audit_result_json_carries_the_new_sections():
+    data, *_ = _region_data(600, 2)
+    config = AuditConfig(seed=3, n_resamples=50,
+                         local=LocalConfig(n_resamples=20, group_ci_resamples=50))
+    result = run_audit(data, config)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert {"attribution", "disparity"} <= doc.keys()
+    assert result.attribution["covariates"][0]["covariate"] == "region"
+    assert {"covariate", "p_value", "p_value_adjusted", "status", "levels"} <= \
+        doc["attribution"]["covariates"][0].keys()
+    assert {"level", "bias", "ci"} <= doc["attribution"]["covariates"][0]["levels"][0].keys()
+    assert all("explained_by" in g for g in doc["groups"])
+    assert "cv_curve" in doc["local"]["lcb"]["bandwidth_selection"]
+    assert len(doc["disparity"]) == 3
+
+
+def test_disparity_normal_interval_without_resampling():
+    from calaudit.attribution.disparity import disparity
+    from calaudit.local.groups import GroupSettings, define_groups, group_table
+
+    rng = np.random.default_rng(0)
+    n = 900
+    codes = rng.integers(0, 3, n)
+    p = rng.uniform(0.2, 0.8, n)
+    y = (rng.random(n) < p + np.array([0.1, 0.0, -0.1])[codes]).astype(float)
+    cov = type("C", (), {"name": "g", "kind": "categorical", "values": codes,
+                         "categories": ("a", "b", "c")})()
+    specs = define_groups([covariate_levels(cov, 4)], False)
+    table = group_table(specs, y, p, None, rng, GroupSettings(resample=False))
+    (entry,) = disparity(table, specs, ["g"], y, p, rng, 100, 0.95, resample=False)
+    d = y - p
+    top, bottom = specs[0].rows, specs[2].rows
+    se = np.sqrt(d[top].var(ddof=1) / top.size + d[bottom].var(ddof=1) / bottom.size)
+    diff = d[top].mean() - d[bottom].mean()
+    assert entry["difference"] == pytest.approx(diff)
+    assert entry["ci"] == pytest.approx([diff - 1.959964 * se, diff + 1.959964 * se], rel=1e-5)
+    assert entry["largest"]["group"] == "g=a" and entry["smallest"]["group"] == "g=c"
