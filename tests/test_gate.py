@@ -119,7 +119,7 @@ def test_count_events_binary_and_multiclass():
 
 
 @pytest.mark.parametrize("statuses, fail_on, expected_verdict, expected_code", [
-    ([], ("FAIL", "ERROR"), S.PASS, 0),
+    ([], ("FAIL", "ERROR"), S.NO_CHECKS, 0),
     (["PASS", "PASS"], ("FAIL", "ERROR"), S.PASS, 0),
     (["PASS", "WARN"], ("FAIL", "ERROR"), S.WARN, 0),
     (["PASS", "WARN"], ("FAIL", "WARN"), S.FAIL, 1),
@@ -162,7 +162,7 @@ def data():
 
 def test_runner_verdict_counts_metric_statuses(data):
     stage = FakeStage(metrics=[MetricResult("ece", 0.08)],
-                      tests=[TestResult("t", 1.0, 0.1, 0.5, "m")])
+                      tests=[TestResult("skce_consistency", 1.0, 0.1, 0.5, "m")])
     config = AuditConfig(thresholds=(ThresholdConfig("ece", warn=0.03, fail=0.05),))
     result = run_audit(data, config, stages=(stage,))
     assert result.verdict is S.FAIL

@@ -52,7 +52,7 @@ def test_non_finite_pending_p_value_becomes_error():
 
 def test_verdict_and_exit_code():
     fail_on = ("FAIL", "ERROR")
-    assert verdict([], fail_on) is Status.PASS
+    assert verdict([], fail_on) is Status.NO_CHECKS
     assert verdict([Status.PASS, Status.INCONCLUSIVE], fail_on) is Status.INCONCLUSIVE
     assert verdict([Status.PASS, Status.FAIL], fail_on) is Status.FAIL
     assert verdict([Status.WARN], fail_on) is Status.WARN

@@ -44,7 +44,7 @@ __all__ = [
     "SPECTRUM_METHODS",
 ]
 
-MULTIPLE_TESTING_SCOPES = ("family", "battery")
+MULTIPLE_TESTING_SCOPES = ("primary", "battery", "family")
 STRATEGIES = ("uniform", "quantile")
 
 
@@ -74,10 +74,12 @@ class AuditConfig:
         default="holm", metadata={"help": "adjustment across the battery: "
                                           + ", ".join(MULTIPLE_TESTING)})
     multiple_testing_scope: str = field(
-        default="family", metadata={
-            "help": "family: adjust within each family of tests (global: is the model "
-                    "calibrated? local: is it calibrated in every sub-population?); "
-                    "battery: adjust all tests together (stricter)"})
+        default="primary", metadata={
+            "help": "primary: one primary test per question (global, local) decides, the "
+                    "primaries adjusted together, other tests are diagnostics (family-wise "
+                    "error <= alpha); battery: every test gates, all adjusted together "
+                    "(<= alpha, less power); family: every test gates, adjusted within its "
+                    "family (gives up the guarantee: up to alpha per family)"})
     fail_on: tuple[str, ...] = field(default=("FAIL", "ERROR"),
                                      metadata={"help": "statuses that fail the gate"})
     exit_zero: bool = field(default=False, metadata={
@@ -115,7 +117,7 @@ class AuditConfig:
                "multiple_testing_scope must be one of " + ", ".join(MULTIPLE_TESTING_SCOPES)
                + f"; got {self.multiple_testing_scope!r}")
         check(0.0 < self.ci_level < 1.0, f"ci_level must be in (0, 1); got {self.ci_level!r}")
-        valid = {s.value for s in Status}
+        valid = {s.value for s in Status} - {Status.NO_CHECKS.value}
         for status in self.fail_on:
             check(status in valid,
                    f"fail_on: unknown status {status!r}; choose from {', '.join(sorted(valid))}")

@@ -76,10 +76,36 @@ def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64],
     return out
 
 
-def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12
-                       ) -> float:
-    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``rtol`` of ``T`` count as ties
-    (>=), so that rounding in a different summation order never lowers the p-value."""
-    tolerance = rtol * max(abs(observed), np.finfo(np.float64).tiny)
-    extreme = int(np.count_nonzero(null >= observed - tolerance))
-    return (1.0 + extreme) / (1.0 + null.size)
+def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12,
+                       atol: float = 0.0) -> float:
+    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``max(rtol |T|, atol)`` below ``T``
+    count as ties (>=), so that rounding in a different summation order never lowers the
+    p-value. ``atol`` is the caller's bound on the rounding error of ``T* - T`` (e.g.
+    :func:`form_error_bound` for kernel quadratic forms): with it, every replicate equal to
+    ``T`` in exact arithmetic counts, whatever the order of summation."""
+    tolerance = max(rtol * max(abs(observed), np.finfo(np.float64).tiny), atol)
+    extreme = int(np.count_nonzero(np.asarray(null) >= observed - tolerance))
+    return (1.0 + extreme) / (1.0 + np.asarray(null).size)
+
+
+def form_error_bound(n: int, dtype: type, max_sq_norm: float = 2.0,
+                     kernel_max: float = 1.0) -> float:
+    """Bound on the rounding error of a normalised kernel quadratic form
+    ``T = sum_{i != j} K_ij <z_i, z_j> / (n (n - 1))`` computed in ``dtype``.
+
+    Standard dot-product analysis (Higham 2002, sec. 3.1): kernel entries rounded (and
+    evaluated) to a few units ``u`` of relative error, ``K z`` accumulated over ``n`` terms
+    and the outer product over ``n`` more, so ``|fl(T) - T| <= (2n + 64) u S`` with
+    ``S = sum_{i != j} |K_ij| |z_i| |z_j| / (n (n - 1)) <= kernel_max * max_i |z_i|^2``.
+    Residual vectors ``e_y - p`` have ``|z|^2 <= 2`` (binary ``y - p_1``: ``<= 1``; the
+    SKCE's ``sqrt(2) (y - p_1)``: ``<= 2``); the kernels used are bounded by 1.
+    """
+    unit = float(np.finfo(dtype).eps) / 2.0
+    return (2.0 * n + 64.0) * unit * max_sq_norm * kernel_max
+
+
+def near_observed(values: NDArray[np.float64], observed: float, band: float
+                  ) -> NDArray[np.intp]:
+    """Indices of the replicates whose comparison with ``observed`` a rounding error of at
+    most ``band`` (each side) could change: ``|T* - T| <= 2 band``."""
+    return np.flatnonzero(np.abs(np.asarray(values) - observed) <= 2.0 * band)

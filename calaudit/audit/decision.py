@@ -1,0 +1,198 @@
+"""The decision rule of the gate: which tests decide, how they are adjusted, how groups gate.
+
+Two questions are asked of a model: is it calibrated (``global``), and, when covariates
+are given, is it calibrated in every sub-population they describe (``local``). Each
+question has **one primary test**, chosen before the labels are looked at (from the
+configuration and ``n`` only): the first test of :data:`PRIMARY_ORDER` that ran or decided
+its own status (``SKIPPED`` tests, e.g. quadratic tests above ``skce.max_quadratic_n``,
+are passed over). The primaries are adjusted together (Holm by default); every other test
+is a **diagnostic**: adjusted among the diagnostics of its family, reported, never gating.
+Groups gate through the local primary (gatekeeping): a group can ``FAIL`` only when the
+local primary test rejected; then Holm among the groups. Without a local test
+(``--local-tests none``) the local primary is :data:`GROUPS_TEST_ID`, the Bonferroni
+combination of the group tests, so the groups still decide through one test.
+
+Why ``skce_consistency`` is the global primary: its null distribution is the exact
+conditional distribution of the statistic given the predictions (labels redrawn from
+them), so its level is exact at every ``n`` and for every prediction distribution
+(scorecards, rare events), unlike the asymptotic tests; the SKCE is a consistent test
+(kernel on the whole probability vector: power against every miscalibration, multi-class
+included), whereas the binned ECE depends on the bins and Spiegelhalter's z is binary and
+blind to miscalibration that cancels. Its cost, O(n^2 B) in one GEMM per batch, is paid by
+the default battery anyway; above ``skce.max_quadratic_n`` it is SKIPPED and the linear-
+cost ``ece_consistency`` (also exact conditional) takes its place.
+
+Under the complete null (labels drawn from the predictions, independently of the
+covariates given the predictions) every primary p-value is valid, so Holm keeps the
+probability of a FAIL verdict at most ``alpha``; groups add nothing, as no group can fail
+unless the local primary falsely rejected. ``validation/gate_type1.py`` measures it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from calaudit.inference.multitest import adjust_pvalues
+from calaudit.results import Status, TestResult
+
+#: The one paragraph a reviewer checks against the code (rendered by the reports).
+GATE_RULE = (
+    "The verdict is decided by one primary test per question: global calibration "
+    "(skce_consistency; ece_consistency above skce.max_quadratic_n rows) and, when "
+    "covariates are given, local calibration (klce_consistency, or the Bonferroni "
+    "combination of the group tests with --local-tests none). The primary p-values are "
+    "Holm-adjusted together and a primary test FAILs when its adjusted p-value is at most "
+    "alpha; a primary that cannot run counts as p = 1. A resampling test whose smallest "
+    "attainable p-value (1/(B+1)) could not reach its adjusted level is INCONCLUSIVE, "
+    "never PASS. Every other test is a diagnostic: reported with its own adjusted p-value "
+    "and status, never deciding. A group can FAIL only when the local primary test FAILs "
+    "(gatekeeping), then when its Holm-adjusted p-value among the groups is at most alpha. "
+    "Thresholds and baseline comparisons configured by the user also gate. Under the "
+    "complete null (the model calibrated given the predictions and covariates) the "
+    "probability of a FAIL verdict from the tests is at most alpha; "
+    "multiple_testing_scope = \"family\" (Holm within each family, every test gating) and "
+    "multiple_testing = \"none\" or \"fdr_bh\" give up this guarantee."
+)
+
+#: Candidates for the primary test of each family, in order of preference.
+PRIMARY_ORDER = {
+    "global": ("skce_consistency", "ece_consistency", "skce_uq_asymptotic", "spiegelhalter",
+               "skce_ul_asymptotic", "hosmer_lemeshow", "skce_uq_bound", "skce_b_bound",
+               "skce_ul_bound"),
+    "local": ("klce_consistency", "klce_bootstrap", "klce_permutation", "groups_bonferroni"),
+}
+GROUPS_TEST_ID = "groups_bonferroni"
+SCOPES = ("primary", "battery", "family")
+
+
+def primary_indices(tests: Sequence[TestResult]) -> dict[str, int]:
+    """``{family: index}`` of each family's primary test (``SKIPPED`` tests passed over)."""
+    out: dict[str, int] = {}
+    for family, order in PRIMARY_ORDER.items():
+        ranked = [(order.index(t.id), i) for i, t in enumerate(tests)
+                  if t.family == family and t.id in order and t.status is not Status.SKIPPED]
+        if ranked:
+            out[family] = min(ranked)[1]
+    return out
+
+
+def smallest_pvalue(test: TestResult) -> float | None:
+    """The smallest p-value the test can produce at this n and B (``None``: not bounded
+    away from 0). Resampling: ``1/(B+1)`` (KiTE's permutation p: ``1/B``); bounds record
+    theirs in ``params["smallest_p_value"]``."""
+    recorded = (test.params or {}).get("smallest_p_value")
+    if recorded is not None:
+        return float(recorded)
+    if test.n_resamples:
+        return 1.0 / test.n_resamples if test.id == "klce_permutation" else (
+            1.0 / (test.n_resamples + 1))
+    return None
+
+
+def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, method: str,
+              role: str) -> None:
+    """Adjust ``members`` together (in place). Pending tests get ``FAIL``/``PASS``; tests
+    that decided their own status take part as ``p = 1`` when ``role`` is primary (a
+    primary that cannot run still counts) and not at all otherwise. A ``PASS`` that could
+    not have been a ``FAIL`` whatever its own p-value becomes ``INCONCLUSIVE``."""
+    pending = [i for i in members if tests[i].status is None and math.isfinite(tests[i].p_value)]
+    counted = list(members) if role == "primary" else pending
+    p = np.array([tests[i].p_value if i in pending else 1.0 for i in counted], dtype=float)
+    adjusted = adjust_pvalues(p, method)
+    for slot, i in enumerate(counted):
+        test = tests[i]
+        if i not in pending:
+            tests[i] = dataclasses.replace(test, role=role, alpha=alpha)
+            continue
+        status, message = (Status.FAIL if adjusted[slot] <= alpha else Status.PASS), test.message
+        floor = smallest_pvalue(test)
+        if status is Status.PASS and floor is not None:
+            best = p.copy()
+            best[slot] = min(floor, p[slot])
+            reachable = float(adjust_pvalues(best, method)[slot])
+            if reachable > alpha:
+                status = Status.INCONCLUSIVE
+                message = (f"cannot reject: its smallest attainable p-value {floor:.3g} "
+                           f"adjusts to {reachable:.3g} > alpha = {alpha:g}; use more "
+                           "resamples" if test.n_resamples else
+                           f"cannot reject: its smallest attainable p-value {floor:.3g} "
+                           f"adjusts to {reachable:.3g} > alpha = {alpha:g}")
+        tests[i] = dataclasses.replace(test, role=role, alpha=alpha,
+                                       p_value_adjusted=float(adjusted[slot]), status=status,
+                                       message=message)
+
+
+def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
+                scope: str = "primary") -> tuple[TestResult, ...]:
+    """Roles, adjusted p-values and statuses of every test (the rule: :data:`GATE_RULE`).
+
+    ``scope="primary"``: the primaries together, the diagnostics within their family.
+    ``"battery"``: every test gates, all adjusted together (family-wise error still at most
+    ``alpha``, less power). ``"family"``: every test gates, adjusted within its family
+    (the family-wise error of the verdict can reach ``alpha`` per family).
+    """
+    graded = list(tests)
+    if scope == "primary":
+        primaries = primary_indices(graded)
+        grade_set(graded, sorted(primaries.values()), alpha, method, "primary")
+        families: dict[str, list[int]] = {}
+        for i, t in enumerate(graded):
+            if i not in primaries.values():
+                families.setdefault(t.family, []).append(i)
+        for members in families.values():
+            grade_set(graded, members, alpha, method, "diagnostic")
+    else:
+        families = {}
+        for i, t in enumerate(graded):
+            families.setdefault(t.family if scope == "family" else "battery", []).append(i)
+        for members in families.values():
+            grade_set(graded, members, alpha, method, "primary")
+    for i, test in enumerate(graded):
+        if test.status is None:
+            graded[i] = dataclasses.replace(test, alpha=alpha, status=Status.ERROR,
+                                            message=test.message or "p-value is not finite")
+    return tuple(graded)
+
+
+def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:
+    """The local primary when no local test runs: ``p = min(1, k min_g p_g)`` over the
+    ``k`` groups with a test (Bonferroni; valid under any dependence between groups).
+    ``None`` without groups; ``INCONCLUSIVE`` when no group has a test."""
+    if not groups:
+        return None
+    p_values = [g["p_value"] for g in groups if g.get("p_value") is not None]
+    method = "Bonferroni combination of the group calibration tests: p = min(1, k min p_g)"
+    title = "Local calibration: groups, Bonferroni minimum p-value"
+    if not p_values:
+        return TestResult(GROUPS_TEST_ID, math.nan, math.nan, math.nan, method,
+                          status=Status.INCONCLUSIVE, family="local", title=title,
+                          message="no group is large enough for a test")
+    smallest = float(min(p_values))
+    return TestResult(GROUPS_TEST_ID, smallest, smallest, min(1.0, len(p_values) * smallest),
+                      method, params={"groups_tested": len(p_values)}, family="local",
+                      title=title)
+
+
+def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
+                alpha: float) -> tuple[dict[str, Any], ...]:
+    """Group statuses under gatekeeping: a group keeps ``FAIL`` (its Holm-adjusted p-value
+    among the groups at most ``alpha``) only when the local primary test ``FAIL``ed."""
+    keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+    open_ = keeper is not None and keeper.status is Status.FAIL
+    out = []
+    for row in groups:
+        row = dict(row)
+        row["gatekeeper"] = None if keeper is None else keeper.id
+        if row.get("status") == "FAIL" and not open_:
+            row["status"] = "PASS"
+            who = keeper.id if keeper is not None else "no local primary test"
+            row["message"] = (f"adjusted p-value {row['p_value_adjusted']:.3g} <= alpha, but "
+                              f"the local primary test ({who}) did not reject: no group can "
+                              "FAIL (gatekeeping)")
+        out.append(row)
+    return tuple(out)
