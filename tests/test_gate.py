@@ -46,7 +46,7 @@ S = Status
     (0.12, ThresholdConfig("x", warn=0.05, target=0.1), S.PASS),
     (float("nan"), ThresholdConfig("ece", fail=0.05), S.ERROR),
     (None, ThresholdConfig("ece", fail=0.05), S.ERROR),
-    (3, ThresholdConfig("count", fail=2.5), S.FAIL),                   # int values
+    (3, ThresholdConfig("count", fail=2.5, better="lower"), S.FAIL),                   # int values
 ])
 def test_threshold_status(value, threshold, expected):
     status, message = threshold_status(value, threshold)
@@ -83,15 +83,15 @@ def test_duplicate_thresholds_are_refused():
 def test_grade_metrics_sets_status_and_reports_unmatched():
     metrics = (MetricResult("ece", 0.06), MetricResult("mce", 0.2), MetricResult("brier", 0.1))
     thresholds = (ThresholdConfig("ece", warn=0.03, fail=0.05),
-                  ThresholdConfig("brier", tolerance=0.01), ThresholdConfig("ecee", fail=0.1))
+                  ThresholdConfig("brier", tolerance=0.01), ThresholdConfig("klce2", fail=0.1))
     graded, unmatched = grade_metrics(metrics, thresholds)
     assert [m.status for m in graded] == [S.FAIL, None, None]   # tolerance only: not graded
     assert graded[0].threshold == {"warn": 0.03, "fail": 0.05, "better": "lower", "target": None}
     assert graded[0].to_dict()["status"] == "FAIL"
     assert "status" not in graded[1].to_dict()
-    assert unmatched == ({"metric": "ecee", "status": "SKIPPED",
-                          "message": "threshold on 'ecee', which this audit did not compute "
-                                     "(did you mean 'ece'?)"},)
+    assert unmatched == ({"metric": "klce2", "status": "SKIPPED",
+                          "message": "threshold on 'klce2', which this audit did not "
+                                     "compute: computed only with covariates (--covariates)"},)
 
 
 def test_data_rule_turns_pass_into_inconclusive_only():

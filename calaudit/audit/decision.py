@@ -50,8 +50,9 @@ GATE_RULE = (
     "alpha; a primary that cannot run counts as p = 1. A resampling test whose smallest "
     "attainable p-value (1/(B+1)) could not reach its adjusted level is INCONCLUSIVE, "
     "never PASS. Every other test is a diagnostic: reported with its own adjusted p-value "
-    "and status, never deciding. A group can FAIL only when the local primary test FAILs "
-    "(gatekeeping), then when its Holm-adjusted p-value among the groups is at most alpha. "
+    "and status, never deciding. A group FAILs only when the local primary test FAILs "
+    "(gatekeeping), its Holm-adjusted p-value among the groups is at most alpha and its "
+    "bias interval, simultaneous over the groups (Bonferroni), excludes 0. "
     "Thresholds and baseline comparisons configured by the user also gate. Under the "
     "complete null (the model calibrated given the predictions and covariates) the "
     "probability of a FAIL verdict from the tests is at most alpha; "
@@ -180,19 +181,40 @@ def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:
 
 def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
                 alpha: float) -> tuple[dict[str, Any], ...]:
-    """Group statuses under gatekeeping: a group keeps ``FAIL`` (its Holm-adjusted p-value
-    among the groups at most ``alpha``) only when the local primary test ``FAIL``ed."""
+    """Group statuses under gatekeeping, agreeing with the intervals.
+
+    A group ``FAIL``s when (1) the local primary test ``FAIL``ed (the gatekeeper), (2) its
+    p-value adjusted across the groups is at most ``alpha`` and (3) its bias interval,
+    simultaneous over the groups, excludes 0. Otherwise it is ``PASS`` (``INCONCLUSIVE``
+    groups stay), with a message when one of the three holds alone, so a ``FAIL`` never has
+    an interval through 0 and a ``PASS`` whose interval excludes 0 says why it did not fail.
+    """
     keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
     open_ = keeper is not None and keeper.status is Status.FAIL
+    who = keeper.id if keeper is not None else "no local primary test"
     out = []
     for row in groups:
-        row = dict(row)
-        row["gatekeeper"] = None if keeper is None else keeper.id
-        if row.get("status") == "FAIL" and not open_:
-            row["status"] = "PASS"
-            who = keeper.id if keeper is not None else "no local primary test"
-            row["message"] = (f"adjusted p-value {row['p_value_adjusted']:.3g} <= alpha, but "
-                              f"the local primary test ({who}) did not reject: no group can "
-                              "FAIL (gatekeeping)")
+        row = {**row, "gatekeeper": None if keeper is None else keeper.id}
+        if row.get("status") not in ("PASS", "FAIL"):
+            out.append(row)
+            continue
+        significant = row.get("p_value_adjusted") is not None and (
+            row["p_value_adjusted"] <= alpha)
+        ci = row.get("bias_ci")
+        excludes = bool(ci) and None not in ci and (ci[0] > 0 or ci[1] < 0)
+        fails = open_ and significant and excludes
+        row["status"] = "FAIL" if fails else "PASS"
+        notes = []
+        if not fails and (significant or excludes):
+            if not open_:
+                notes.append(f"the local primary test ({who}) did not reject, so no group "
+                             "can FAIL (gatekeeping)")
+            if significant and not excludes:
+                notes.append("adjusted p-value <= alpha but the simultaneous interval "
+                             "contains 0")
+            if excludes and not significant:
+                notes.append(f"the simultaneous interval excludes 0 but the adjusted p-value "
+                             f"{row['p_value_adjusted']:.3g} > alpha")
+        row["message"] = "; ".join(notes) if notes else row.get("message", "")
         out.append(row)
     return tuple(out)

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
@@ -28,7 +27,7 @@ from typing import Any
 from calaudit.audit.checks import Check, failing, gating, status_counts
 from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
 from calaudit.audit.decision import GATE_RULE, grade_tests
-from calaudit.audit.directions import known_metric_ids
+from calaudit.audit.directions import CONDITIONS
 from calaudit.results import MetricResult, Status, TestResult
 
 __all__ = ["ExitCode", "grade_tests", "grade_metrics", "threshold_status", "data_rule",
@@ -71,7 +70,10 @@ def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[S
 
 def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[ThresholdConfig]
                   ) -> tuple[tuple[MetricResult, ...], tuple[dict[str, Any], ...]]:
-    """Metrics with their threshold statuses, and the thresholds that matched no metric."""
+    """Metrics with their threshold statuses, and the thresholds on metrics this audit did
+    not compute (``SKIPPED``, with the reason). Threshold ids are validated with the
+    configuration (unknown ids are configuration errors); a metric the stage skipped on
+    purpose (value not finite, ``params.note`` "skipped: ...") is ``SKIPPED`` too."""
     metrics = tuple(metrics)
     levels = {t.metric: t for t in thresholds if t.has_levels}
     graded = []
@@ -80,24 +82,27 @@ def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[Threshol
         if threshold is None:
             graded.append(metric)
             continue
-        status, message = threshold_status(metric.value, threshold)
         direction = threshold.direction()
         public = {"warn": threshold.warn, "fail": threshold.fail, "better": direction.better,
                   "target": direction.target}
+        note = str((metric.params or {}).get("note", ""))
+        if not _finite(metric.value) and note.startswith("skipped"):
+            status, message = Status.SKIPPED, f"threshold on {metric.id}: {note}"
+        else:
+            status, message = threshold_status(metric.value, threshold)
         graded.append(dataclasses.replace(metric, status=status, threshold=public,
                                           message=message))
     computed = [m.id for m in metrics]
     unmatched = tuple(
         {"metric": metric_id, "status": Status.SKIPPED.value,
-         "message": f"threshold on '{metric_id}', which this audit did not compute"
-                    + _did_you_mean(metric_id, computed)}
+         "message": f"threshold on '{metric_id}', which this audit did not compute: "
+                    + CONDITIONS.get(metric_id, "not computed for this data or command")}
         for metric_id in levels if metric_id not in computed)
     return tuple(graded), unmatched
 
 
-def _did_you_mean(metric_id: str, computed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(metric_id, [*computed, *known_metric_ids()], n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def data_rule(n: int, events: int, rule: GateConfig) -> dict[str, Any]:

@@ -250,11 +250,15 @@ class LocalAudit:
             "lcb": lcb[rows], "prediction": prediction[rows], "row": rows,
             "n_total": self.n}
 
-    def group_settings(self) -> grp.GroupSettings:
+    def group_settings(self, groups: int = 1) -> grp.GroupSettings:
+        """Bias intervals are simultaneous over the ``groups`` groups (Bonferroni: each at
+        ``1 - (1 - confidence_level) / groups``), like the statuses, which are adjusted
+        across the groups."""
         lc = self.local
+        level = 1.0 - (1.0 - lc.confidence_level) / max(groups, 1)
         return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
                                  adjust=lc.group_adjust, alpha=self.config.alpha,
-                                 ci_resamples=lc.group_ci_resamples, level=lc.confidence_level,
+                                 ci_resamples=lc.group_ci_resamples, level=level,
                                  resample=self.config.run_tests)
 
     # --- assembly ----------------------------------------------------------------------
@@ -268,8 +272,11 @@ class LocalAudit:
         tests, products = self.tests_and_products(statistic, design.columns)
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
+        settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
-                                self.group_settings())
+                                settings)
+        for row in table:
+            row["bias_ci_level"] = settings.level
         klce_section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,

@@ -12,7 +12,7 @@ import numpy as np
 
 from calaudit import progress
 from calaudit._version import __version__
-from calaudit.audit.baseline import LoadedResult, compare_results
+from calaudit.audit.baseline import LoadedResult, check_comparable, compare_results
 from calaudit.audit.battery import stages as default_stages
 from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.config import AuditConfig
@@ -27,6 +27,7 @@ from calaudit.audit.gate import (
 )
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
+from calaudit.local.groups import most_biased
 from calaudit.numerics.random import stream
 from calaudit.results import AuditResult
 
@@ -140,6 +141,9 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
     """
     config = config or AuditConfig()
     started = time.perf_counter()
+    if baseline is not None:
+        loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
+        check_comparable(loaded.payload, list(data.classes), loaded.path)
     outputs = run_stages(data, config, stages if stages is not None else default_stages())
     raw_tests = [t for out in outputs for t in out.tests]
     groups = tuple(g for out in outputs for g in out.groups)
@@ -150,6 +154,9 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
     tests = grade_tests(raw_tests, config.alpha, config.multiple_testing,
                         config.multiple_testing_scope)
     groups = gate_groups(groups, tests, config.alpha)
+    local = {k: v for out in outputs for k, v in out.local.items()}
+    if "lcb" in local and "top_groups" in local["lcb"]:  # the gated statuses, re-ranked
+        local["lcb"] = {**local["lcb"], "top_groups": most_biased(groups, config.local.top_k)}
     metrics, unmatched = grade_metrics((m for out in outputs for m in out.metrics),
                                        config.thresholds)
     rule = data_rule(data.n, count_events(data), config.gate)
@@ -168,7 +175,7 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
         config=graded["config"],
         metrics=metrics,
         tests=tests,
-        local={k: v for out in outputs for k, v in out.local.items()},
+        local=local,
         groups=groups,
         diagrams={k: v for out in outputs for k, v in out.diagrams.items()},
         verdict=verdict((c.status for c in gating(checks)), config.fail_on),

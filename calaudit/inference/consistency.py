@@ -39,9 +39,10 @@ from calaudit.numerics.resampling import (
     bernoulli_draws,
     categorical_draws,
     form_error_bound,
+    form_error_factor,
     monte_carlo_pvalue,
-    near_observed,
     one_hot_residuals,
+    refine_near,
 )
 
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
@@ -73,15 +74,14 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
     """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
 
     Ties: the products ``K Z`` run in ``dtype`` (float32 by default); replicates whose
-    float32 value lies within the rounding bound (:func:`form_error_bound`) of ``observed``
-    are recomputed in float64, and replicates within twice the float64 bound below
+    float32 value lies within its rounding bound of ``observed`` (:func:`refine_near`) are
+    recomputed in float64, and replicates within twice the float64 bound below
     ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
     p-value does not depend on ``dtype``.
     """
     n, m = y_proba.shape
     scale = 1.0 / (n * (n - 1))
     tie = 2.0 * form_error_bound(n, np.float64)
-    band = form_error_bound(n, dtype) + tie
 
     def batch(q: int) -> NDArray[np.float64]:
         labels = categorical_draws(rng, y_proba, q)
@@ -91,13 +91,10 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
         else:
             z = one_hot_residuals(labels, y_proba)
         forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
-        values = forms * scale
         if dtype != np.float64:
-            near = near_observed(values, observed, band)
-            if near.size:
-                exact, _ = kernel_forms_and_matmul(kernel_gram, np.take(z, near, axis=-1))
-                values[near] = exact * scale
-        return values
+            refine_near(forms, z, observed / scale, form_error_factor(n, dtype), tie / scale,
+                        lambda columns: kernel_forms_and_matmul(kernel_gram, columns)[0])
+        return forms * scale
 
     return _run(observed, batch, n * (1 if m == 2 else m), n_resamples, max_entries,
                 atol=tie)

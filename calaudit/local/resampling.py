@@ -34,10 +34,11 @@ from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.resampling import (
     form_error_bound,
+    form_error_factor,
     labels_from_uniforms,
     monte_carlo_pvalue,
-    near_observed,
     one_hot_residuals,
+    refine_near,
 )
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
@@ -77,9 +78,10 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     batch's pass too (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms,
     resample_forms, K @ products or None)``.
 
-    ``refine = (T, band)``: resampled forms within ``2 band`` of ``T`` (unnormalised, like
-    the forms) are recomputed in double precision from the same columns, so a comparison
-    ``T* >= T`` that the precision of ``dtype`` could flip is decided in float64.
+    ``refine = (F, tie)`` (unnormalised, like the forms): resampled forms that rounding in
+    ``dtype`` could move across ``F - tie`` (:func:`refine_near`, a per-column bound) are
+    recomputed in double precision from the same columns, so ``T* >= T`` is decided as in
+    float64.
     """
     n = gram.n
     layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
@@ -104,10 +106,8 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             lead_forms, values = (values[:k] if k else None), values[k:]
             weighted = extra if products is not None else None
         if refine is not None and dtype != np.float64:
-            near = near_observed(values, *refine)
-            if near.size:
-                columns = np.take(block[..., offset:], near, axis=-1)
-                values[near] = kernel_forms_and_matmul(gram, columns)[0]
+            refine_near(values, block[..., offset:], refine[0], form_error_factor(n, dtype),
+                        refine[1], lambda z: kernel_forms_and_matmul(gram, z)[0])
         forms.append(values)
         done += count
         first = False
@@ -185,8 +185,7 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
     scale = 1.0 / (gram.n * (gram.n - 1))
     refine = None
     if statistic is not None:
-        band = form_error_bound(gram.n, dtype) + tie_tolerance(gram.n)
-        refine = (float(statistic) / scale, band / scale)
+        refine = (float(statistic) / scale, tie_tolerance(gram.n) / scale)
     lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
                                                products=products, dtype=dtype, refine=refine)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
