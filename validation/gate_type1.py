@@ -29,8 +29,10 @@ Resampling sizes are the defaults (1,000 global, 500 local).
     OPENBLAS_NUM_THREADS=1 nice -n 10 python validation/gate_type1.py --nulls 1000 \
         --power 100 --minutes 40 --out validation/results/gate_type1.txt
 
-Scenarios run round-robin in chunks, and the table is rewritten after every round, so a
-run stopped by ``--minutes`` reports exactly the data sets it finished.
+Order of work (the table is rewritten after every chunk, so a run stopped by ``--minutes``
+reports exactly the data sets it finished): round-robin until every scenario has
+``--first`` null runs and a fifth of that in power runs per alternative; then null runs to
+``--nulls``, cheapest scenario first; then power runs to ``--power``.
 """
 
 from __future__ import annotations
@@ -238,33 +240,61 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=5,
                         help="null data sets per scenario also run with the full default")
     parser.add_argument("--minutes", type=float, default=40.0)
+    parser.add_argument("--first", type=int, default=200,
+                        help="null runs per scenario before any scenario goes further")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     started = time.time()
     nulls = {sc.name: Tally() for sc in SCENARIOS}
     power = {(sc.name, a): Tally() for sc in SCENARIOS for a in ("opposite", "overconfident")}
-    power_chunk = max(1, args.power * args.chunk // max(args.nulls, 1))
-    done = False
-    while not done:
-        done = True
-        for sc in SCENARIOS:
-            t = nulls[sc.name]
-            for rep in range(t.runs, min(args.nulls, t.runs + args.chunk)):
-                null_run(sc, rep, t, check=rep < args.checks)
-                done = False
-            for alternative in ("opposite", "overconfident"):
-                p = power[(sc.name, alternative)]
-                for rep in range(p.runs, min(args.power, p.runs + power_chunk)):
-                    power_run(sc, alternative, rep, p)
-                    done = False
-            if time.time() - started > 60 * args.minutes:
-                done = True
-                break
+    deadline = started + 60 * args.minutes
+
+    def write() -> None:
         text = report(nulls, power, started, args)
         if args.out:
             with open(args.out, "w") as fh:
                 fh.write(text)
         print(text, file=sys.stderr if args.out else sys.stdout, flush=True)
+
+    def run_nulls(sc: Scenario, target: int) -> None:
+        t = nulls[sc.name]
+        for rep in range(t.runs, min(target, t.runs + args.chunk)):
+            if time.time() > deadline:
+                return
+            null_run(sc, rep, t, check=rep < args.checks)
+
+    def run_power(sc: Scenario, target: int) -> None:
+        for alternative in ("opposite", "overconfident"):
+            p = power[(sc.name, alternative)]
+            for rep in range(p.runs, min(target, p.runs + args.chunk // 5)):
+                if time.time() > deadline:
+                    return
+                power_run(sc, alternative, rep, p)
+
+    # A: every scenario gets a first share of null and power runs (round-robin);
+    # B: null runs to the target, cheapest scenarios first (so most reach it in time);
+    # C: power runs to the target.
+    first = min(args.nulls, args.first)
+    while time.time() < deadline and any(
+            nulls[sc.name].runs < first or power[(sc.name, "overconfident")].runs
+            < min(args.power, args.first // 5) for sc in SCENARIOS):
+        for sc in SCENARIOS:
+            run_nulls(sc, first)
+            run_power(sc, min(args.power, args.first // 5))
+        write()
+    by_cost = sorted(SCENARIOS, key=lambda sc: nulls[sc.name].seconds / max(
+        nulls[sc.name].runs, 1))
+    for sc in by_cost:
+        while time.time() < deadline and nulls[sc.name].runs < args.nulls:
+            run_nulls(sc, args.nulls)
+            write()
+    while time.time() < deadline and any(power[(sc.name, a)].runs < args.power
+                                         for sc in SCENARIOS
+                                         for a in ("opposite", "overconfident")):
+        for sc in SCENARIOS:
+            run_power(sc, args.power)
+        write()
+    write()
 
 
 if __name__ == "__main__":
