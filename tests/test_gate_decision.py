@@ -322,3 +322,25 @@ def test_gating_leaves_diagnostics_out():
                          {"id": "b", "status": "PASS", "role": "primary"},
                          {"id": "c", "status": "FAIL"}]}
     assert [c.id for c in gating(result_checks(payload))] == ["b", "c"]
+
+
+# --- item 14: KiTE's covariate gamma on a two-level category -------------------------------
+
+def test_kite_default_gamma_matches_kite_on_a_zero_one_column():
+    rng = np.random.default_rng(2)
+    n = 80
+    p = rng.uniform(0.1, 0.9, n)
+    x = rng.integers(0, 2, n)
+    y = (rng.uniform(size=n) < p).astype(int)
+    data = CalibrationData.from_arrays(y, p, covariates={"g": x}, categorical=["g"])
+    config = AuditConfig(local=LocalConfig(tests=("klce_permutation",), n_resamples=20,
+                                           per_class=False, group_ci_resamples=10))
+    stat = LocalCalibrationStage().run(data, config, np.random.default_rng(0)).tests[0].statistic
+    # KiTE ELCE2 on the raw 0/1 column, sklearn's default gamma = 1 / n_features = 1
+    k = np.exp(-((p[:, None] - p[None, :]) ** 2) / 0.1 ** 2) * np.exp(
+        -1.0 * (x[:, None] - x[None, :]) ** 2)
+    r = y - p
+    off = k * np.outer(r, r)
+    np.fill_diagonal(off, 0.0)
+    expected = off.sum() / ((n - 1) / n * k.sum())
+    assert stat == pytest.approx(expected, rel=1e-10)

@@ -156,10 +156,12 @@ class LocalAudit:
 
     def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
         """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
-        raw (or standardised) covariates, ``gamma`` default ``1 / columns`` (sklearn)."""
+        raw (or standardised) covariates, ``gamma`` default ``1 / covariates`` (sklearn's
+        ``1 / n_features`` on the table KiTE receives, where a two-level category is one 0/1
+        column: the one-hot code at distance 1 then gives KiTE's kernel exactly)."""
         lc = self.local
         encoded = encode_covariates(self.data.covariates, standardize=lc.kite_standardize)
-        cov_gamma = lc.kite_cov_gamma or 1.0 / encoded.features.shape[1]
+        cov_gamma = lc.kite_cov_gamma or 1.0 / len(self.data.covariates)
         prob_gamma = 1.0 / lc.kite_prob_kernel_width ** 2
         gram = product_gram(self.prob_features, prob_gamma, encoded.features, cov_gamma)
         params = {"covariates": list(self.data.covariate_names),
