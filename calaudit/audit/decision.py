@@ -72,14 +72,23 @@ SCOPES = ("primary", "battery", "family")
 
 
 def primary_indices(tests: Sequence[TestResult]) -> dict[str, int]:
-    """``{family: index}`` of each family's primary test (``SKIPPED`` tests passed over)."""
+    """``{family: index}`` of each family's primary test: the first of
+    :data:`PRIMARY_ORDER` present (``SKIPPED`` tests passed over); in a family with none of
+    them (a custom stage's tests), its first test that is not ``SKIPPED``."""
     out: dict[str, int] = {}
-    for family, order in PRIMARY_ORDER.items():
-        ranked = [(order.index(t.id), i) for i, t in enumerate(tests)
-                  if t.family == family and t.id in order and t.status is not Status.SKIPPED]
-        if ranked:
-            out[family] = min(ranked)[1]
+    for i, t in enumerate(tests):
+        if t.status is Status.SKIPPED:
+            continue
+        order = PRIMARY_ORDER.get(t.family, ())
+        rank = order.index(t.id) if t.id in order else len(order)
+        best = out.get(t.family)
+        if best is None or rank < _rank(tests[best], order):
+            out[t.family] = i
     return out
+
+
+def _rank(test: TestResult, order: Sequence[str]) -> int:
+    return order.index(test.id) if test.id in order else len(order)
 
 
 def smallest_pvalue(test: TestResult) -> float | None:
