@@ -77,13 +77,22 @@ def test_diagnostics_never_gate_and_roles_are_in_the_json():
 
 
 def test_global_and_local_primaries_are_holm_adjusted_together():
-    graded = grade_tests([mk("skce_consistency", 0.03), mk("ece_consistency", 0.001),
+    graded = grade_tests([mk("skce_consistency", 0.03), mk("spiegelhalter", 0.001),
                           mk("klce_consistency", 0.04, family="local")], 0.05, "holm")
     by_id = {t.id: t for t in graded}
     assert by_id["skce_consistency"].p_value_adjusted == pytest.approx(0.06)
     assert by_id["klce_consistency"].p_value_adjusted == pytest.approx(0.06)
     assert by_id["skce_consistency"].status is Status.PASS  # old rule: both FAIL
-    assert by_id["ece_consistency"].role == "diagnostic"
+    assert by_id["spiegelhalter"].role == "diagnostic"
+
+
+def test_the_two_exact_global_tests_and_the_local_test_are_the_primaries():
+    graded = grade_tests([mk("skce_consistency", 0.2), mk("ece_consistency", 0.01),
+                          mk("skce_uq_asymptotic", 0.001),
+                          mk("klce_consistency", 0.5, family="local")], 0.05, "holm")
+    assert [t.role for t in graded] == ["primary", "primary", "diagnostic", "primary"]
+    assert graded[1].p_value_adjusted == pytest.approx(0.03)  # Holm over three
+    assert graded[1].status is Status.FAIL
 
 
 def test_primary_that_cannot_run_counts_as_p_one():
@@ -96,8 +105,9 @@ def test_primary_that_cannot_run_counts_as_p_one():
 
 def test_skipped_quadratic_test_hands_the_primary_role_on():
     graded = grade_tests([mk("skce_consistency", float("nan"), status=Status.SKIPPED),
-                          mk("ece_consistency", 0.01)], 0.05, "holm")
-    assert [t.role for t in graded] == ["diagnostic", "primary"]
+                          mk("skce_ul_asymptotic", 0.01), mk("ece_consistency", 0.5)],
+                         0.05, "holm")
+    assert [t.role for t in graded] == ["diagnostic", "primary", "primary"]
     assert graded[1].status is Status.FAIL
 
 

@@ -17,9 +17,9 @@ other half) and ``overconfident`` (predictions sharper than the truth:
 p = softmax(1.5 log q)).
 
 Cost. Null runs use ``run_audit`` with the default configuration except for settings that
-cannot change the verdict: diagnostic tests off (only the primaries ``skce_consistency``
-and ``klce_consistency`` run; their random streams do not depend on which other tests
-run), no per-class local p-values, one resample for the group intervals, and the stages
+cannot change the verdict: diagnostic tests off (only the primaries ``skce_consistency``,
+``ece_consistency`` and ``klce_consistency`` run; their random streams do not depend on
+which other tests run), no per-class local p-values, one resample for the group intervals, and the stages
 that only estimate (calibration errors, squared errors, diagrams) left out. The first
 data sets of every scenario are also run with the full default configuration and the two
 verdicts compared (``check`` column: must be all equal). Power runs use every global test
@@ -133,7 +133,8 @@ FAST_STAGES = (EceFamilyStage(), ClinicalStage(), SkceStage(), LocalCalibrationS
 
 def fast_config(seed: int) -> AuditConfig:
     """Default gate; only what cannot change the verdict is switched off."""
-    return AuditConfig(seed=seed, global_tests=GlobalTestsConfig(tests=("skce_consistency",)),
+    return AuditConfig(seed=seed, global_tests=GlobalTestsConfig(
+        tests=("skce_consistency", "ece_consistency")),
                        local=LocalConfig(per_class=False, group_ci_resamples=1))
 
 
@@ -203,8 +204,8 @@ def zlib_id(name: str) -> int:
 
 def report(nulls: dict[str, Tally], power: dict[tuple[str, str], Tally], started: float,
            args: argparse.Namespace) -> str:
-    lines = [f"gate_type1.py: alpha = {ALPHA}, default gate (primary tests skce_consistency "
-             f"+ klce_consistency, Holm), resamples 1000 global / 500 local",
+    lines = [f"gate_type1.py: alpha = {ALPHA}, default gate (primary tests skce_consistency, "
+             f"ece_consistency, klce_consistency, Holm), resamples 1000 global / 500 local",
              f"arguments: --nulls {args.nulls} --power {args.power} --minutes {args.minutes}; "
              f"wall time {time.time() - started:.0f} s", "",
              "Type I error (complete null): verdict FAIL rate, 99% Clopper-Pearson interval",
