@@ -354,3 +354,9 @@ def test_kite_default_gamma_matches_kite_on_a_zero_one_column():
     np.fill_diagonal(off, 0.0)
     expected = off.sum() / ((n - 1) / n * k.sum())
     assert stat == pytest.approx(expected, rel=1e-10)
+
+
+def test_readme_and_configuration_docs_state_the_rule_of_the_code():
+    rule = " ".join(GATE_RULE.split())
+    for doc in ("README.md", "docs/configuration.md"):
+        assert rule in " ".join((ROOT / doc).read_text().split()), doc

@@ -1,7 +1,7 @@
 """Statuses, the verdict and the exit code (design notes 2.4).
 
-- Tests: one primary test per question decides, Holm-adjusted with the other primary;
-  the other tests are diagnostics that never gate (:mod:`calaudit.audit.decision`, whose
+- Tests: the primary tests decide (two for global calibration, one for local), Holm-
+  adjusted together; the other tests are diagnostics that never gate (:mod:`calaudit.audit.decision`, whose
   ``GATE_RULE`` states the rule). Tests that decided their own status (``INCONCLUSIVE``,
   ``ERROR``, ``SKIPPED``) keep it.
 - Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
