@@ -207,7 +207,6 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
     """
     keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
     open_ = keeper is not None and keeper.status is Status.FAIL
-    who = keeper.id if keeper is not None else "no local primary test"
     out = []
     for row in groups:
         row = {**row, "gatekeeper": None if keeper is None else keeper.id}
@@ -222,9 +221,11 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
         row["status"] = "FAIL" if fails else "PASS"
         notes = []
         if not fails and (significant or excludes):
-            if not open_:
-                notes.append(f"the local primary test ({who}) did not reject, so no group "
-                             "can FAIL (gatekeeping)")
+            if keeper is None:
+                notes.append("no local test ran, so no group can FAIL (gatekeeping)")
+            elif not open_:
+                notes.append(f"the local primary test ({keeper.id}) did not reject, so no "
+                             "group can FAIL (gatekeeping)")
             if significant and not excludes:
                 notes.append("adjusted p-value <= alpha but the simultaneous interval "
                              "contains 0")
