@@ -19,8 +19,9 @@ p = softmax(1.5 log q)).
 Cost. Null runs use ``run_audit`` with the default configuration except for settings that
 cannot change the verdict: diagnostic tests off (only the primaries ``skce_consistency``,
 ``ece_consistency`` and ``klce_consistency`` run; their random streams do not depend on
-which other tests run), no per-class local p-values, one resample for the group intervals, and the stages
-that only estimate (calibration errors, squared errors, diagrams) left out. The first
+which other tests run), no per-class local p-values, one resample for the group
+intervals, and the stages that only estimate (calibration errors, squared errors,
+diagrams) left out. The first
 data sets of every scenario are also run with the full default configuration and the two
 verdicts compared (``check`` column: must be all equal). Power runs use every global test
 (bounds included) so the old rule can be recomputed from the same run's raw p-values.

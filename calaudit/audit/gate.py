@@ -1,9 +1,9 @@
 """Statuses, the verdict and the exit code (design notes 2.4).
 
 - Tests: the primary tests decide (two for global calibration, one for local), Holm-
-  adjusted together; the other tests are diagnostics that never gate (:mod:`calaudit.audit.decision`, whose
-  ``GATE_RULE`` states the rule). Tests that decided their own status (``INCONCLUSIVE``,
-  ``ERROR``, ``SKIPPED``) keep it.
+  adjusted together; the other tests are diagnostics that never gate
+  (:mod:`calaudit.audit.decision`, whose ``GATE_RULE`` states the rule). Tests that
+  decided their own status (``INCONCLUSIVE``, ``ERROR``, ``SKIPPED``) keep it.
 - Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
   ``FAIL`` from its levels; a non-finite value gets ``ERROR``. A threshold whose metric the
   audit did not compute is reported as a ``SKIPPED`` check (with a "did you mean").

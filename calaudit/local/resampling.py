@@ -74,9 +74,10 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
 
     ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
     sampler fills the resample columns, (n, B) or (n, m, B), in float64 (the GEMMs run in
-    ``dtype``). The lead columns go into the first batch. With ``products`` (n, r), ``K @ products`` is computed in the first
-    batch's pass too (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms,
-    resample_forms, K @ products or None)``.
+    ``dtype``). The lead columns go into the first batch. With ``products`` (n, r),
+    ``K @ products`` is computed in the first batch's pass too
+    (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms,
+    K @ products or None)``.
 
     ``refine = (F, tie)`` (unnormalised, like the forms): resampled forms that rounding in
     ``dtype`` could move across ``F - tie`` (:func:`refine_near`, a per-column bound) are
