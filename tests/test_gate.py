@@ -175,13 +175,19 @@ def test_runner_verdict_counts_metric_statuses(data):
 
 def test_runner_tests_gate_at_alpha_after_adjustment(data):
     tests = [TestResult("a", 1.0, 0.1, 0.03, "m"), TestResult("b", 1.0, 0.1, 0.5, "m")]
-    result = run_audit(data, AuditConfig(alpha=0.05), stages=(FakeStage(tests=tests),))
+    # custom tests, every one gating and adjusted together (scope "battery")
+    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing_scope="battery"),
+                       stages=(FakeStage(tests=tests),))
     # Holm: 0.03 * 2 = 0.06 > 0.05, so not rejected after adjustment.
     assert [t.status for t in result.tests] == [S.PASS, S.PASS]
     assert math.isclose(result.tests[0].p_value_adjusted, 0.06)
-    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing="none"),
+    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing="none",
+                                         multiple_testing_scope="battery"),
                        stages=(FakeStage(tests=tests),))
     assert [t.status for t in result.tests] == [S.FAIL, S.PASS]
+    # default scope: the family's first (custom) test is its primary, alone in Holm
+    result = run_audit(data, AuditConfig(alpha=0.05), stages=(FakeStage(tests=tests),))
+    assert [t.role for t in result.tests] == ["primary", "diagnostic"]
 
 
 def test_runner_inconclusive_rule_with_few_rows():
