@@ -111,13 +111,14 @@ def smallest_pvalue(test: TestResult) -> float | None:
 
 
 def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, method: str,
-              role: str) -> None:
+              role: str, count_undecided: bool = False) -> None:
     """Adjust ``members`` together (in place). Pending tests get ``FAIL``/``PASS``; tests
-    that decided their own status take part as ``p = 1`` when ``role`` is primary (a
-    primary that cannot run still counts) and not at all otherwise. A ``PASS`` that could
-    not have been a ``FAIL`` whatever its own p-value becomes ``INCONCLUSIVE``."""
+    that decided their own status take part as ``p = 1`` with ``count_undecided`` (the
+    primaries: one that cannot run still counts, so whether it runs never changes the
+    others' levels) and not at all otherwise. A ``PASS`` that could not have been a
+    ``FAIL`` whatever its own p-value becomes ``INCONCLUSIVE``."""
     pending = [i for i in members if tests[i].status is None and math.isfinite(tests[i].p_value)]
-    counted = list(members) if role == "primary" else pending
+    counted = list(members) if count_undecided else pending
     p = np.array([tests[i].p_value if i in pending else 1.0 for i in counted], dtype=float)
     adjusted = adjust_pvalues(p, method)
     for slot, i in enumerate(counted):
@@ -156,7 +157,7 @@ def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
     graded = list(tests)
     if scope == "primary":
         primaries = primary_indices(graded)
-        grade_set(graded, primaries, alpha, method, "primary")
+        grade_set(graded, primaries, alpha, method, "primary", count_undecided=True)
         families: dict[str, list[int]] = {}
         for i, t in enumerate(graded):
             if i not in primaries:
