@@ -7,6 +7,10 @@ line's ``--help``) stays fast::
     data = calaudit.load("preds.parquet", covariates="age,race")
     result = calaudit.run_audit(data, calaudit.AuditConfig(seed=1))
     result.metric("ece").value
+
+Subpackages: ``calaudit.tests`` (one function per calibration test, scipy-like results),
+``calaudit.plot`` (scikit-learn-like ``Display`` objects), ``calaudit.metrics`` (every
+estimator as a plain function). Guide: ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ _EXPORTS = {
     "expected_calibration_error": "calaudit.metrics.ece",
     "max_calibration_error": "calaudit.metrics.ece",
     "brier_score": "calaudit.metrics.brier",
+    "smooth_ece": "calaudit.metrics.smooth_ece",
+    "log_loss": "calaudit.metrics.log_loss",
     "estimate_squared_error": "calaudit.squared.api",
     "SquaredConfig": "calaudit.audit.config",
     "adjust_pvalues": "calaudit.inference.multitest",
@@ -38,10 +44,14 @@ _EXPORTS = {
     "ConfigError": "calaudit.exceptions",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+_SUBPACKAGES = ("tests", "plot", "metrics")
+
+__all__ = ["__version__", *_EXPORTS, *_SUBPACKAGES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return import_module(f"calaudit.{name}")
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

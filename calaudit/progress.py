@@ -12,16 +12,23 @@ as work gets done::
 
 By default nothing is shown (the Python API stays silent). The command line installs a
 reporter with :func:`reporting` (a rich progress bar on stderr when stderr is a terminal,
-plain log lines with ``--verbose`` otherwise). The reporter lives in a context variable,
-so concurrent audits in one process do not share it. Standard library only.
+plain log lines with ``--verbose`` otherwise). The Python API takes
+``run_audit(..., progress=True)`` (one line per finished stage on stderr) or
+``progress=callback`` (``callback(event)`` with a :class:`ProgressEvent` at the start, at
+each step and at the end of every task); see :func:`reporter_for`. The reporter lives in a
+context variable, so concurrent audits in one process do not share it. Standard library
+only.
 """
 
 from __future__ import annotations
 
 import contextvars
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
 
 Advance = Callable[..., None]
 
@@ -95,3 +102,86 @@ def task(name: str, total: int | None = None) -> Iterator[Advance]:
 def note(message: str) -> None:
     """A one-line remark for verbose output (shown only by reporters that log)."""
     current().note(message)
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """One progress report to a callback.
+
+    ``task`` is ``"audit"`` (the whole run, one unit per stage), a stage name
+    (``"skce"``, ``"local_calibration"``...) or a loop inside a stage; ``depth`` its nesting
+    (0 for ``"audit"``); ``completed`` units out of ``total`` (``None``: unknown);
+    ``done`` is true on the task's last event; ``elapsed`` seconds since the task started.
+    """
+
+    task: str
+    completed: int
+    total: int | None
+    done: bool
+    depth: int
+    elapsed: float
+
+
+class CallbackReporter:
+    """A reporter that turns every start, step and stop into a :class:`ProgressEvent`."""
+
+    def __init__(self, callback: Callable[[ProgressEvent], Any]) -> None:
+        self.callback = callback
+        self._open: list[list[Any]] = []
+
+    def start(self, name: str, total: int | None) -> object:
+        handle = [name, total, 0, len(self._open), time.perf_counter()]
+        self._open.append(handle)
+        self._emit(handle, done=False)
+        return handle
+
+    def advance(self, handle: object, amount: int) -> None:
+        handle[2] += amount  # type: ignore[index]
+        self._emit(handle, done=False)
+
+    def stop(self, handle: object) -> None:
+        if handle in self._open:
+            self._open.remove(handle)
+        self._emit(handle, done=True)
+
+    def note(self, message: str) -> None:
+        return None
+
+    def _emit(self, handle: Any, done: bool) -> None:
+        name, total, completed, depth, started = handle
+        self.callback(ProgressEvent(name, completed, total, done, depth,
+                                    time.perf_counter() - started))
+
+
+class StageLines:
+    """``progress=True``: one line per finished stage, ``calaudit: [3/8] skce (2.1 s)``."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self.stages = 0
+        self.finished = 0
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.depth == 0 and event.completed == 0 and not event.done:
+            self.stages, self.finished = event.total or 0, 0
+        elif event.depth == 1 and event.done:
+            self.finished += 1
+            print(f"calaudit: [{self.finished}/{self.stages}] {event.task} "
+                  f"({event.elapsed:.1f} s)", file=self.stream or sys.stderr, flush=True)
+
+
+def reporter_for(progress: bool | Callable[[ProgressEvent], Any] | Reporter | None
+                 ) -> Reporter | None:
+    """The reporter for ``run_audit``'s ``progress`` argument: ``False``/``None`` (none:
+    keep whatever is installed, silent by default), ``True`` (:class:`StageLines` on
+    stderr), a callable (:class:`CallbackReporter`) or a :class:`Reporter`."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        return CallbackReporter(StageLines())
+    if all(hasattr(progress, name) for name in ("start", "advance", "stop", "note")):
+        return progress  # type: ignore[return-value]
+    if callable(progress):
+        return CallbackReporter(progress)
+    raise TypeError("progress must be True, False, a callable taking a ProgressEvent or a "
+                    f"progress reporter; got {type(progress).__name__}")

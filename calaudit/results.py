@@ -31,6 +31,22 @@ class Status(str, Enum):
     #: Verdict only (never a check's status): the run graded nothing (``calaudit metrics``).
     NO_CHECKS = "NO CHECKS"
 
+    def __str__(self) -> str:
+        """The bare status, ``"FAIL"`` (not ``"Status.FAIL"``), as printed everywhere."""
+        return self.value
+
+    __format__ = str.__format__
+
+
+def lookup(items, wanted: str, kind: str):
+    """The first item whose ``id`` is ``wanted``; a ``KeyError`` listing the valid ids."""
+    for item in items:
+        if item.id == wanted:
+            return item
+    ids = list(dict.fromkeys(item.id for item in items))
+    raise KeyError(f"no {kind} {wanted!r} in this result; valid ids: "
+                   + (", ".join(ids) if ids else "none"))
+
 
 def jsonable(value: Any) -> Any:
     """Convert results, numpy values and containers to JSON builtins."""
@@ -164,12 +180,37 @@ class AuditResult:
     baseline: Mapping[str, Any] | None = None
 
     def metric(self, metric_id: str) -> MetricResult:
-        """The first metric with this id."""
-        return next(m for m in self.metrics if m.id == metric_id)
+        """The first metric with this id (``KeyError`` listing the valid ids if none)."""
+        return lookup(self.metrics, metric_id, "metric")
 
     def test(self, test_id: str) -> TestResult:
-        """The first test with this id."""
-        return next(t for t in self.tests if t.id == test_id)
+        """The first test with this id (``KeyError`` listing the valid ids if none)."""
+        return lookup(self.tests, test_id, "test")
+
+    def to_frame(self):
+        """Metrics and tests as a pandas DataFrame indexed by ``(kind, id)``: value, interval,
+        statistic, raw and adjusted p-value, status, message."""
+        from calaudit.result_views import checks_frame
+
+        return checks_frame(self)
+
+    def groups_frame(self):
+        """The group table as a pandas DataFrame (most significant, most biased first)."""
+        from calaudit.result_views import groups_frame
+
+        return groups_frame(self)
+
+    def __repr__(self) -> str:
+        """One line (the full content is in ``to_dict()``, ``to_frame()``)."""
+        return (f"AuditResult(verdict={self.verdict.value}, n={self.data.get('n')}, "
+                f"metrics={len(self.metrics)}, tests={len(self.tests)}, "
+                f"groups={len(self.groups)})")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: verdict, graded checks, most biased groups."""
+        from calaudit.result_views import result_html
+
+        return result_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

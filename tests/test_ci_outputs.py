@@ -60,7 +60,8 @@ def test_junit_one_testcase_per_check_with_status_mapping():
     assert outcome[("calaudit.test", "t3")] == ["skipped"]          # INCONCLUSIVE, not gating
     assert outcome[("calaudit.threshold", "ecee")] == ["skipped"]
     failure = by_name[("calaudit.metric", "m1")].find("failure")
-    assert failure.get("type") == "FAIL" and failure.get("message") == "FAIL: m1 says FAIL"
+    assert failure.get("type") == "FAIL" and failure.get("message") == (
+        "FAIL: m1: m1 says FAIL")
     assert "WARN" in by_name[("calaudit.metric", "m2")].find("system-out").text
     for node in (root, suite):
         assert (node.get("tests"), node.get("failures"), node.get("errors"),
@@ -84,7 +85,7 @@ def test_junit_survives_control_characters_and_duplicates():
     _, suite, by_name = cases(junit_xml(data, ("FAIL",)))
     assert ("calaudit.metric", "m0 #2") in by_name
     assert by_name[("calaudit.metric", "m0")].find("failure").get("message") == (
-        "FAIL: bad  char <&>")
+        "FAIL: m0: bad  char <&>")
 
 
 def test_junit_for_a_comparison_payload():
@@ -125,7 +126,8 @@ def test_step_summary_content():
     assert text.startswith("### calaudit: FAIL\n")
     assert "**Verdict: FAIL**: 2 of 8 checks have a status in fail-on (FAIL, ERROR)." in text
     assert "#### Checks that fail the gate" in text
-    assert "| m1 | metric | **FAIL** | 0.1 | - | m1 says FAIL |" in text
+    assert "| m1 | metric | **FAIL** | 0.1 | - | - | m1 says FAIL |" in text
+    assert "8 checks: 2 PASS, 1 WARN, 1 FAIL, 1 INCONCLUSIVE, 1 ERROR, 2 SKIPPED." in text
     assert "<details><summary>All checks (8)</summary>" in text and "</details>" in text
     assert "`preds.csv` · n = 1000 · 2 classes · seed 3 · alpha 0.05" in text
 
@@ -149,3 +151,74 @@ def test_step_summary_append_respects_the_github_limit(tmp_path):
     assert summary_budget(target) == 0
     assert not append_step_summary(target, "y" * 200)
     assert target.stat().st_size == GITHUB_LIMIT - 100
+
+
+def failing_test_payload():
+    data = payload(metric_statuses=(), test_statuses=())
+    data["tests"] = [{"id": "klce_consistency", "title": "KLCE test", "statistic": 0.000106,
+                      "estimate": 0.000106, "p_value": 0.002, "p_value_adjusted": 0.004,
+                      "alpha": 0.05, "status": "FAIL", "message": ""}]
+    data["gate"] = {}
+    return data
+
+
+def test_junit_failure_of_a_test_carries_statistic_p_adjusted_p_and_alpha():
+    _, _, by_name = cases(junit_xml(failing_test_payload(), ("FAIL",)))
+    failure = by_name[("calaudit.test", "klce_consistency")].find("failure")
+    assert failure.get("message") == ("FAIL: klce_consistency: statistic 0.000106, p 0.002, "
+                                      "adjusted p 0.004 (holm), alpha 0.05")
+    assert "adjusted p 0.004 (holm)" in failure.text
+
+
+def test_step_summary_detail_cell_is_filled_for_failing_tests():
+    data = failing_test_payload()
+    text = summary_markdown(data, result_checks(data), ("FAIL",))
+    row = next(line for line in text.splitlines() if line.startswith("| klce\\_consistency"))
+    assert row.endswith("| statistic 0.000106, p 0.002, adjusted p 0.004 (holm), alpha 0.05 |")
+
+
+def test_junit_has_no_timing_with_source_date_epoch(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    root, suite, _ = cases(junit_xml(payload(), ("FAIL",)))
+    assert root.get("time") == suite.get("time") == "0"
+    assert {c.get("time") for c in suite.iter("testcase")} == {"0"}
+
+
+def test_errors_under_github_actions_give_an_annotation_and_a_summary_line(tmp_path, capsys):
+    from calaudit.output.github import report_error
+
+    summary = tmp_path / "summary.md"
+    report_error("preds.csv: column 'p': bad, 50%", {"GITHUB_ACTIONS": "true",
+                                                    "GITHUB_STEP_SUMMARY": str(summary)})
+    err = capsys.readouterr().err
+    assert err == "::error title=calaudit error::preds.csv: column 'p': bad, 50%25\n"
+    assert "**The audit did not run:** preds.csv: column 'p': bad, 50%" in summary.read_text()
+    report_error("x", {"GITHUB_ACTIONS": "true", "CALAUDIT_OUTPUTS__GITHUB": "off"})
+    assert capsys.readouterr().err == ""
+
+
+def diagnostic(status: str):
+    """A check as the gate records a diagnostic test (``role``)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(kind="test", id="skce_ul_asymptotic", status=status, title="SKCE_ul",
+                           value=0.1, p_value=0.001, message="", role="diagnostic",
+                           name="test:skce_ul_asymptotic")
+
+
+def test_a_failing_diagnostic_never_fails_junit_or_the_annotations():
+    data = failing_test_payload()
+    checks = [*result_checks(data), diagnostic("FAIL")]
+    _, suite, by_name = cases(junit_xml(data, ("FAIL",), checks=checks))
+    case = by_name[("calaudit.test", "skce_ul_asymptotic")]
+    assert case.find("failure") is None
+    assert case.find("system-out").text.startswith("status FAIL (diagnostic: does not gate)")
+    assert suite.get("failures") == "1"
+    from calaudit.output.checklist import check_lines
+
+    lines = annotations(check_lines(data, checks), ("FAIL",))
+    assert [line.split("::")[1].split()[0] for line in lines] == ["error", "warning"]
+    text = summary_markdown(data, checks, ("FAIL",))
+    assert "1 of 1 checks have a status in fail-on" in text
+    assert "1 diagnostic test(s) (do not gate): 1 FAIL" in text
+    assert "| skce\\_ul\\_asymptotic | test (diagnostic) | **FAIL** |" in text

@@ -12,6 +12,7 @@ a TOML scalar or a tuple of scalars with ``metadata={"help": ...}``. Validation 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from calaudit.audit.sections.squared import (
     SQUARED_TARGETS,
     SquaredConfig,
 )
+from calaudit.numerics.random import one_seed
 from calaudit.results import Status
 
 __all__ = [
@@ -65,7 +67,12 @@ class BinningConfig:
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """Settings of one audit (design notes 2.1 and 2.4)."""
+    """Settings of one audit (design notes 2.1 and 2.4).
+
+    The seed is ``random_state`` in Python (``AuditConfig(random_state=1)``, as
+    scikit-learn); ``seed`` (its name in configuration files and ``--seed``) and ``rng``
+    (scipy's name) are accepted as aliases.
+    """
 
     alpha: float = field(default=0.05, metadata={"help": "test level"})
     seed: int = field(default=0, metadata={"help": "seed of every random choice"})
@@ -125,9 +132,32 @@ class AuditConfig:
         duplicates = sorted({m for m in metrics if metrics.count(m) > 1})
         check(not duplicates, f"thresholds: more than one entry for {', '.join(duplicates)}")
 
+    @property
+    def random_state(self) -> int:
+        """The seed of every random choice (``seed`` in files and ``--seed``)."""
+        return self.seed
+
     def threshold(self, metric_id: str) -> ThresholdConfig | None:
         """The threshold entry of ``metric_id``, if any."""
         return next((t for t in self.thresholds if t.metric == metric_id), None)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _accept_seed_aliases(init):
+    """``AuditConfig(random_state=...)`` (scikit-learn's name, the API's) and ``rng=...``
+    (scipy's) are aliases of the ``seed`` field (the configuration key and ``--seed``)."""
+
+    @functools.wraps(init)
+    def __init__(self, *args: Any, random_state: int | None = None, rng: int | None = None,
+                 **kwargs: Any) -> None:
+        if random_state is not None or rng is not None:
+            kwargs["seed"] = one_seed(random_state=random_state, rng=rng,
+                                      seed=kwargs.get("seed"))
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+AuditConfig.__init__ = _accept_seed_aliases(AuditConfig.__init__)  # type: ignore[method-assign]

@@ -21,7 +21,7 @@ class Direction(NamedTuple):
 
 
 LOWER_IS_BETTER = frozenset({
-    "ece", "ece_l2", "ece_canonical", "ece_classwise", "ece_debiased", "mce", "smece",
+    "ece", "smece", "ece_l2", "ece_canonical", "ece_classwise", "ece_debiased", "mce",
     "brier", "brier_binary", "brier_reliability", "log_loss",
     "skce_b", "skce_uq", "skce_ul", "skce_block", "klce2",
     "tce2", "cwce2", "cce2",

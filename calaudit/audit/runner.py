@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from calaudit import progress
+from calaudit.progress import ProgressEvent, Reporter, reporter_for, reporting
 from calaudit._version import __version__
 from calaudit.audit.baseline import LoadedResult, check_comparable, compare_results
 from calaudit.audit.battery import stages as default_stages
@@ -131,14 +133,29 @@ def run_stages(data: CalibrationData, config: AuditConfig,
 
 def run_audit(data: CalibrationData, config: AuditConfig | None = None,
               stages: tuple[Stage, ...] | None = None,
-              baseline: LoadedResult | dict[str, Any] | None = None) -> AuditResult:
+              baseline: LoadedResult | dict[str, Any] | None = None, *,
+              progress: bool | Callable[[ProgressEvent], Any] | Reporter | None = None
+              ) -> AuditResult:
     """Run every stage of the battery on ``data``, grade the checks and decide the verdict.
 
     Each stage draws from its own stream, ``stream(config.seed, stage.name)``, so the same
     seed gives the same numbers whatever else runs. ``baseline`` (a result read with
     :func:`calaudit.audit.baseline.read_result`, or its payload) adds the ``baseline``
-    comparison, whose regressions count in the verdict.
+    comparison, whose regressions count in the verdict. ``progress=True`` prints a line
+    per finished stage on stderr; ``progress=callback`` calls ``callback(event)`` with a
+    :class:`calaudit.progress.ProgressEvent` at the start, each step and the end of the
+    audit, of each stage and of the long loops inside them.
     """
+    reporter = reporter_for(progress)
+    if reporter is None:
+        return _run_audit(data, config, stages, baseline)
+    with reporting(reporter):
+        return _run_audit(data, config, stages, baseline)
+
+
+def _run_audit(data: CalibrationData, config: AuditConfig | None,
+               stages: tuple[Stage, ...] | None,
+               baseline: LoadedResult | dict[str, Any] | None) -> AuditResult:
     config = config or AuditConfig()
     started = time.perf_counter()
     if baseline is not None:

@@ -50,10 +50,10 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
-def _signoff(name: str | None, role: str | None, date: str | None
-             ) -> tuple[tuple[str, str], ...]:
+def _signoff(name: str | None, role: str | None, date: str | None,
+             decision: str | None = None) -> tuple[tuple[str, str], ...]:
     """The sign-off fields that were given, as ``(field, text)`` pairs."""
-    fields = (("name", name), ("role", role), ("date", date))
+    fields = (("name", name), ("role", role), ("date", date), ("decision", decision))
     return tuple((key, value) for key, value in fields if value)
 
 
@@ -113,13 +113,16 @@ def test(
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
     html: opt.HtmlOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
+    explain: opt.Explain = False,
     color: opt.Color = None,
     show_config: opt.ShowConfig = False,
 ) -> None:
@@ -169,13 +172,16 @@ def metrics(
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
     html: opt.HtmlOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
     junit: opt.JunitOut = None,
     config: opt.ConfigFile = None,
     quiet: opt.Quiet = False,
     verbose: opt.Verbose = False,
+    explain: opt.Explain = False,
     color: opt.Color = None,
     show_config: opt.ShowConfig = False,
 ) -> None:
@@ -260,9 +266,11 @@ def report(
     results: opt.ResultsArg,
     html: opt.HtmlOut = None,
     md: opt.MdOut = None,
+    pdf: opt.PdfOut = None,
     signoff_name: opt.SignoffName = None,
     signoff_role: opt.SignoffRole = None,
     signoff_date: opt.SignoffDate = None,
+    signoff_decision: opt.SignoffDecision = None,
 ) -> None:
     """Re-render the HTML and/or Markdown report from a saved JSON result, without
     recomputing anything.
@@ -273,7 +281,8 @@ def report(
         from calaudit.cli.report_command import run as run_report
 
         run_report(results, html, md, dict(_signoff(signoff_name, signoff_role,
-                                                     signoff_date)))
+                                                     signoff_date, signoff_decision)),
+                   pdf=pdf)
 
 
 @app.command("sample-data")
@@ -299,6 +308,13 @@ def main() -> None:
     boundary already maps it)."""
     try:
         app()
+    except SystemExit as exc:
+        if exc.code == 2:  # click's usage errors do not pass through the error boundary
+            from calaudit.output.github import report_error
+
+            report_error("invalid command line: unknown option or bad value (the message "
+                         "is in the log above)", once=True)
+        raise
     except KeyboardInterrupt:
         import sys
 

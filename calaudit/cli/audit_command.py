@@ -20,7 +20,7 @@ from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_atomic
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
-from calaudit.output.summary import print_baseline, print_summary
+from calaudit.output.summary import print_summary
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
@@ -57,32 +57,33 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
     write_documents(render_documents(payload, outputs, config.fail_on), ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
-        print_summary(payload, color=ui.color_flag())
-        if payload.get("baseline"):
-            print_baseline(payload["baseline"], color=ui.color_flag())
+        print_summary(payload, color=ui.color_flag(), explain=ui.explain)
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
 
 
 def render_documents(payload: dict[str, Any], outputs: Any,
-                     fail_on: tuple[str, ...]) -> list[tuple[str, str]]:
+                     fail_on: tuple[str, ...]) -> list[tuple[str, str | bytes]]:
     """Every requested output, rendered in memory (nothing is written if one fails)."""
-    documents: list[tuple[str, str]] = []
+    documents: list[tuple[str, str | bytes]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
     if outputs.junit:
         documents.append((outputs.junit, junit_xml(payload, fail_on)))
-    if outputs.md or outputs.html:
+    if outputs.md or outputs.html or outputs.pdf:
         from calaudit.report.render import render_reports
 
         signoff = {key: value for key, value in (("name", outputs.signoff_name),
                                                  ("role", outputs.signoff_role),
-                                                 ("date", outputs.signoff_date)) if value}
+                                                 ("date", outputs.signoff_date),
+                                                 ("decision", outputs.signoff_decision))
+                   if value}
         documents += [(str(path), content) for path, content in
-                      render_reports(payload, html=outputs.html, md=outputs.md, signoff=signoff)]
+                      render_reports(payload, html=outputs.html, md=outputs.md,
+                                     pdf=outputs.pdf, signoff=signoff)]
     return documents
 
 
-def write_documents(documents: list[tuple[str, str]], ui: Ui) -> None:
+def write_documents(documents: list[tuple[str, str | bytes]], ui: Ui) -> None:
     """Write each document atomically; an unwritable path is a usage error (exit 2)."""
     for target, content in documents:
         try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from calaudit.audit.checks import Check
 from calaudit.cli.ui import Ui
+from calaudit.output.checklist import check_lines
 from calaudit.output.github import (
     annotations,
     append_step_summary,
@@ -41,6 +42,6 @@ def emit_github(payload: Mapping[str, Any], checks: Sequence[Check], fail_on: Se
             ui.warn(f"cannot write the step summary {summary_path}: {exc.strerror or exc}")
     if environ.get("GITHUB_ACTIONS") == "true":
         stream = sys.stderr if ui.json_stdout else sys.stdout
-        for line in annotations(checks, fail_on):
+        for line in annotations(check_lines(payload, checks), fail_on):
             stream.write(line + "\n")
         stream.flush()

@@ -25,4 +25,5 @@ def make_ui(ctx: Any, settings: Resolved) -> Ui:
     """Terminal behaviour from ``--quiet``/``--verbose`` and the resolved outputs."""
     outputs = settings["outputs"]
     return Ui(quiet=bool(ctx.params.get("quiet")), verbose=bool(ctx.params.get("verbose")),
-              color=outputs.color, json_stdout=outputs.json == "-")
+              color=outputs.color, json_stdout=outputs.json == "-",
+              explain=bool(ctx.params.get("explain")))

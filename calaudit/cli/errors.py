@@ -15,9 +15,13 @@ BUG_URL = "https://github.com/calaudit/calaudit/issues"
 
 
 def print_error(message: str) -> None:
-    """One line on stderr, prefixed ``calaudit: error:``."""
+    """One line on stderr, prefixed ``calaudit: error:``; under GitHub Actions also an
+    ``::error`` annotation and a step-summary line (``output.github.report_error``)."""
     sys.stderr.write(f"calaudit: error: {message}\n")
     sys.stderr.flush()
+    from calaudit.output.github import report_error
+
+    report_error(message)
 
 
 @contextmanager

@@ -151,6 +151,15 @@ SignoffRole = Annotated[Optional[str], typer.Option(
 SignoffDate = Annotated[Optional[str], typer.Option(
     "--signoff-date", help="Date in the report's sign-off block (free text, e.g. 2026-11-21).",
     rich_help_panel=SIGNOFF)]
+SignoffDecision = Annotated[Optional[str], typer.Option(
+    "--signoff-decision", help="Decision in the report's sign-off block (free text, e.g. "
+    "'approved for release').", rich_help_panel=SIGNOFF)]
+PdfOut = Annotated[Optional[Path], typer.Option(
+    "--pdf", help="Write a PDF of the HTML report here (needs the calaudit[pdf] extra: "
+    "WeasyPrint).", rich_help_panel=OUT)]
+Explain = Annotated[bool, typer.Option(
+    "--explain", help="Add what each metric and test row means to the terminal summary.",
+    rich_help_panel=CONF)]
 ResultsArg = Annotated[Path, typer.Argument(
     help="A JSON result written by 'calaudit test --json'.", show_default=False)]
 ProbBandwidth = Annotated[Optional[float], typer.Option(

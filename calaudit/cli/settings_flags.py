@@ -29,7 +29,7 @@ EXPLICIT = {
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
                           "show_config", "pyproject", "force", "path", "directory",
-                          "results"})
+                          "results", "explain"})
 ROOT_SECTIONS = ("", "data", "outputs")
 #: Options that set several settings at once (their meaning lives in the config class).
 COMPOSITE = frozenset({"squared", "squared_estimators"})

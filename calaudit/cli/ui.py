@@ -26,6 +26,7 @@ class Ui:
     verbose: bool = False
     color: str = "auto"
     json_stdout: bool = False
+    explain: bool = False
 
     @property
     def show_summary(self) -> bool:

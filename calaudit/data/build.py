@@ -229,7 +229,8 @@ def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, posi
                          source="<arrays>", rule="length_mismatch")
     if classes is None:
         classes = tuple(str(k) for k in range(scores.shape[1])) if scores.shape[1] > 1 else ()
-    names = tuple(f"y_proba[:, {k}]" for k in range(scores.shape[1]))
+    names = (("y_proba",) if scores.shape[1] == 1
+             else tuple(f"y_proba[:, {k}]" for k in range(scores.shape[1])))
     covs = []
     for name, values in (covariates or {}).items():
         series = pd.Series(np.asarray(values))

@@ -124,7 +124,8 @@ class CalibrationData:
         for cov in self.covariates:
             if cov.name == name:
                 return cov
-        raise KeyError(name)
+        raise KeyError(f"no covariate {name!r}; covariates: "
+                       + (", ".join(self.covariate_names) or "none"))
 
     @property
     def covariate_names(self) -> tuple[str, ...]:
@@ -136,7 +137,7 @@ class CalibrationData:
         y_true,
         y_proba,
         *,
-        covariates: Mapping[str, object] | None = None,
+        covariates: object = None,
         categorical: tuple[str, ...] | list[str] = (),
         classes: tuple[str, ...] | list[str] | None = None,
         positive_label: str | None = None,
@@ -146,14 +147,46 @@ class CalibrationData:
         """Validate in-memory arrays with the same rules as files.
 
         ``y_proba`` is (n,) for binary (positive-class probability) or (n, m);
-        ``y_true`` holds labels (integers, booleans or strings); ``covariates`` maps names
-        to 1-D arrays.
+        ``y_true`` holds labels (integers, booleans or strings); ``covariates`` is a pandas
+        ``DataFrame`` (one covariate per column), a named ``Series``, or a mapping of names
+        to 1-D arrays. Messages about bad values name the array (``y_proba``,
+        ``y_proba[:, k]``, ``y_true``, the covariate) and the 0-based index of the first
+        bad entry.
+
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"age": [30, 41, 52], "region": ["n", "s", "n"]})
+        >>> data = CalibrationData.from_arrays([0, 1, 1], [0.2, 0.7, 0.9], covariates=frame)
+        >>> data.covariate_names, data.covariate("region").categories
+        (('age', 'region'), ('n', 's'))
         """
         from calaudit.data.build import build_from_arrays
 
         return build_from_arrays(
-            y_true, y_proba, covariates=covariates, categorical=tuple(categorical),
+            y_true, y_proba, covariates=covariate_columns(covariates),
+            categorical=tuple(categorical),
             classes=None if classes is None else tuple(classes),
             positive_label=positive_label, renormalize=renormalize,
             drop_invalid=drop_invalid,
         )
+
+
+def covariate_columns(covariates: object) -> dict[str, object]:
+    """``{name: 1-D values}`` from a DataFrame, a named Series, a mapping or ``None``.
+
+    A DataFrame's or Series' index is ignored (rows are matched by position, as arrays).
+    """
+    if covariates is None:
+        return {}
+    import pandas as pd
+
+    if isinstance(covariates, pd.DataFrame):
+        return {str(name): covariates[name].to_numpy() for name in covariates.columns}
+    if isinstance(covariates, pd.Series):
+        if covariates.name is None:
+            raise TypeError("a covariate Series needs a name (Series.rename('age'))")
+        return {str(covariates.name): covariates.to_numpy()}
+    if isinstance(covariates, Mapping):
+        return {str(name): (values.to_numpy() if isinstance(values, pd.Series) else values)
+                for name, values in covariates.items()}
+    raise TypeError("covariates must be a pandas DataFrame, a named Series or a mapping of "
+                    f"names to 1-D arrays; got {type(covariates).__name__}")

@@ -15,6 +15,8 @@ from calaudit.exceptions import InputError
 
 #: Relative tolerance on ``sum_k p_ik = 1`` for multi-class rows.
 SUM_TOLERANCE = 1e-6
+#: The ``source`` of rows that come from in-memory arrays (``CalibrationData.from_arrays``).
+ARRAYS = "<arrays>"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,11 @@ class RowProblem:
     def count(self) -> int:
         return int(self.rows.sum())
 
+    def position(self, row: int) -> str:
+        """Where row ``row`` (0-based) is: ``data row row+1`` in a file (1-based, below the
+        header), ``index row`` in in-memory arrays (0-based, as numpy)."""
+        return f"index {row}" if self.source == ARRAYS else f"data row {row + 1}"
+
     def error(self, values: np.ndarray | None = None) -> InputError:
         """The one-line error for this problem, quoting the first offending row."""
         first = int(np.flatnonzero(self.rows)[0])
@@ -39,11 +46,13 @@ class RowProblem:
         value = value.item() if hasattr(value, "item") else value
         shown = "" if values is None else f" (value {value!r})"
         return InputError(
-            f"{self.message}: {self.count} row(s), first at data row {first + 1}{shown}",
+            f"{self.message}: {self.count} row(s), first at {self.position(first)}{shown}",
             source=self.source,
             column=self.column,
             rule=self.rule,
-            hint=self.hint + "; or pass --drop-invalid to drop such rows",
+            hint=self.hint + ("; or pass drop_invalid=True to drop such rows"
+                              if self.source == ARRAYS
+                              else "; or pass --drop-invalid to drop such rows"),
         )
 
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.metrics.inputs import accepts_1d
 
+
+@accepts_1d
 def brier_score(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> float:
     """``(1/n) sum_i sum_k (p_ik - 1{y_i = k})^2``.
 
@@ -25,6 +28,7 @@ def brier_score(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> floa
     return float(np.einsum("ij,ij->", residual, residual) / y_true.size)
 
 
+@accepts_1d
 def brier_score_binary(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> float:
     """scikit-learn's binary Brier score ``(1/n) sum_i (p_i - y_i)^2`` (two classes only)."""
     diff = y_proba[:, 1] - (y_true == 1)

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.ece_variants import classwise_outcomes
+from calaudit.metrics.inputs import accepts_1d
 from calaudit.numerics.binning import Strategy
 
 
@@ -70,6 +71,7 @@ def decompose_binned(binned: BinnedOutcomes, weights: NDArray[np.float64] | None
     return BrierDecomposition(rel, res, unc, wbv, wbc)
 
 
+@accepts_1d
 def brier_decomposition(
     y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
     strategy: Strategy = "uniform", weights: NDArray[np.float64] | None = None,

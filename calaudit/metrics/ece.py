@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums, mce_from_sums
+from calaudit.metrics.inputs import accepts_1d
 from calaudit.metrics.reliability import ReliabilityBins, bins_table
 from calaudit.numerics.binning import Strategy
 
@@ -57,6 +58,7 @@ def notion_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
     return BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy)
 
 
+@accepts_1d
 def binned_calibration(
     y_true: NDArray[np.int64],
     y_proba: NDArray[np.float64],
@@ -70,6 +72,7 @@ def binned_calibration(
                                       notion=notion))
 
 
+@accepts_1d
 def expected_calibration_error(
     y_true: NDArray[np.int64],
     y_proba: NDArray[np.float64],
@@ -99,6 +102,7 @@ def expected_calibration_error(
     return float(ece_from_sums(binned.sums()))
 
 
+@accepts_1d
 def max_calibration_error(
     y_true: NDArray[np.int64],
     y_proba: NDArray[np.float64],

@@ -28,6 +28,7 @@ from calaudit.metrics.binned import (
     finish,
 )
 from calaudit.metrics.ece import Notion, notion_outcomes
+from calaudit.metrics.inputs import accepts_1d
 from calaudit.numerics.binning import Strategy, grid_cell_index
 from calaudit.numerics.tabulate import Cells
 
@@ -55,6 +56,7 @@ def classwise_from_outcomes(per_class: tuple[BinnedOutcomes, ...], norm: str = "
     return np.sqrt((values ** 2).mean(axis=0))
 
 
+@accepts_1d
 def expected_calibration_error_l2(
     y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
     strategy: Strategy = "uniform", notion: Notion | None = None,
@@ -71,6 +73,7 @@ def expected_calibration_error_l2(
     return finish(ece_from_sums(binned.sums(weights), "l2"), weights)
 
 
+@accepts_1d
 def classwise_ece(
     y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
     strategy: Strategy = "uniform", norm: str = "l1",
@@ -84,6 +87,7 @@ def classwise_ece(
     return finish(classwise_from_outcomes(per_class, norm, weights), weights)
 
 
+@accepts_1d
 def debiased_ece(
     y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
     strategy: Strategy = "uniform", notion: Notion | None = None,
@@ -152,6 +156,7 @@ def _canonical_from_sums(count: NDArray[np.float64], prob_sums: NDArray[np.float
     return (count * np.where(filled, d, 0.0)).sum(axis=0) / count.sum(axis=0)
 
 
+@accepts_1d
 def canonical_ece(
     y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 10,
     distance: str = "tv", weights: NDArray[np.float64] | None = None,

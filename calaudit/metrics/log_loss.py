@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.binned import finish
+from calaudit.metrics.inputs import accepts_1d
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -22,6 +23,7 @@ def true_class_proba(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     return y_proba[np.arange(y_true.size), y_true]
 
 
+@accepts_1d
 def log_loss(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, eps: float = EPS,
              weights: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """Mean negative log probability of the true class (clipped at ``eps``).

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.metrics.inputs import accepts_1d
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
 from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
@@ -186,6 +187,7 @@ def _prepare(y_true, y_proba):
     return y_proba, residuals
 
 
+@accepts_1d
 def skce_biased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                 kernel: StationaryKernel) -> float:
     """``SKCE_b = n^-2 sum_{i,j} h_ij``.
@@ -200,6 +202,7 @@ def skce_biased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
     return quadratic_terms(residual_gram(kernel, y_proba, residuals)).biased
 
 
+@accepts_1d
 def skce_unbiased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                   kernel: StationaryKernel) -> float:
     """``SKCE_uq = (n (n-1))^-1 sum_{i != j} h_ij``."""
@@ -207,12 +210,14 @@ def skce_unbiased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
     return quadratic_terms(residual_gram(kernel, y_proba, residuals)).unbiased
 
 
+@accepts_1d
 def skce_linear(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                 kernel: StationaryKernel) -> float:
     """``SKCE_ul = floor(n/2)^-1 sum_i h_{2i-1, 2i}``."""
     return skce_block(y_true, y_proba, kernel, blocksize=2)
 
 
+@accepts_1d
 def skce_block(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                kernel: StationaryKernel, blocksize: int) -> float:
     """Mean of the within-block unbiased estimates over complete blocks."""

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
+
+
+def reproducible() -> bool:
+    """Whether ``SOURCE_DATE_EPOCH`` asks for reproducible outputs: no timings then."""
+    return bool(os.environ.get("SOURCE_DATE_EPOCH", "").strip())
 
 
 def fmt_number(value: float | None, digits: int = 4) -> str:

@@ -12,11 +12,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from calaudit.audit.checks import Check
+from calaudit.output.checklist import (
+    CheckLine,
+    check_lines,
+    counts_sentence,
+    failing_lines,
+    gating_lines,
+)
 from calaudit.output.formatting import check_facts, fmt_number, fmt_pvalue, md_cell
 
 GITHUB_LIMIT = 1024 * 1024
@@ -34,14 +42,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotations(checks: Iterable[Check], fail_on: Iterable[str],
+def annotations(checks: Iterable[Check | CheckLine], fail_on: Iterable[str],
                 per_kind: int = ANNOTATIONS_PER_KIND) -> list[str]:
     """Workflow-command lines for the checks worth a reviewer's attention."""
     gate = set(fail_on)
     checks = list(checks)
-    errors = [c for c in checks if c.status in gate]
-    warnings = [c for c in checks if c.status not in gate
-                and c.status in ("WARN", "INCONCLUSIVE", "ERROR")]
+    errors = [c for c in checks if c.status in gate and _gates(c)]
+    warnings = [c for c in checks if c not in errors
+                and c.status in ("WARN", "INCONCLUSIVE", "ERROR", *gate)]
     lines = []
     for level, group in (("error", errors), ("warning", warnings)):
         shown = group if len(group) <= per_kind else group[:per_kind - 1]
@@ -57,33 +65,80 @@ def annotations(checks: Iterable[Check], fail_on: Iterable[str],
     return lines
 
 
-def _annotation_text(check: Check) -> str:
+def _gates(check: Check | CheckLine) -> bool:
+    return (getattr(check, "role", None) or "primary") != "diagnostic"
+
+
+def _annotation_text(check: Check | CheckLine) -> str:
+    if isinstance(check, CheckLine):
+        return f"{check.title or check.id}: {check.detail}" if check.detail else check.id
     text = ", ".join([check.title or check.id, *check_facts(check)])
     return f"{text}: {check.message}" if check.message else text
+
+
+def error_annotation(message: str) -> str:
+    """The workflow command for an input, configuration or usage error (exit 2)."""
+    return f"::error title={escape_property('calaudit error')}::{escape_data(message)}"
+
+
+def error_summary(message: str) -> str:
+    """The step-summary block for a run that stopped on an error before any check ran."""
+    return f"### calaudit: ERROR\n\n**The audit did not run:** {md_cell(message)}\n\n"
+
+
+_REPORTED: list[str] = []
+
+
+def report_error(message: str, environ: Mapping[str, str] | None = None,
+                 once: bool = False) -> None:
+    """Under GitHub Actions, make an error visible where reviewers look: an ``::error``
+    annotation on stderr (``GITHUB_ACTIONS=true``) and a line in the step summary
+    (``GITHUB_STEP_SUMMARY``). Never raises: the error itself is already on stderr.
+    ``once``: skip when an error of this process was already reported."""
+    import sys
+
+    if once and _REPORTED:
+        return
+    _REPORTED.append(message)
+    environ = os.environ if environ is None else environ
+    if environ.get("CALAUDIT_OUTPUTS__GITHUB", "") == "off":
+        return
+    if environ.get("GITHUB_ACTIONS") == "true":
+        sys.stderr.write(error_annotation(message) + "\n")
+        sys.stderr.flush()
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        try:
+            append_step_summary(path, error_summary(message))
+        except OSError:
+            pass
 
 
 # ------------------------------------------------------------------------ step summary
 
 
-def _check_row(check: Check) -> str:
-    return (f"| {md_cell(check.id)} | {check.kind} | **{check.status}** | "
+def _check_row(check: CheckLine) -> str:
+    kind = check.kind if check.gates else f"{check.kind} (diagnostic)"
+    return (f"| {md_cell(check.id)} | {kind} | **{check.status}** | "
             f"{fmt_number(check.value)} | {fmt_pvalue(check.p_value)} | "
-            f"{md_cell(check.message)} |")
+            f"{fmt_pvalue(check.p_adjusted)} | {md_cell(check.detail)} |")
 
 
-CHECK_HEADER = ["| check | kind | status | value | p (adj.) | detail |",
-                "|---|---|---|---:|---:|---|"]
+CHECK_HEADER = ["| check | kind | status | value | p (raw) | p (adjusted) | detail |",
+                "|---|---|---|---:|---:|---:|---|"]
 
 
 def summary_markdown(payload: Mapping[str, Any], checks: list[Check], fail_on: Iterable[str],
                      budget: int = SUMMARY_CAP) -> str:
     """The step summary, at most ``budget`` bytes (UTF-8)."""
     gate = list(fail_on)
-    failing = [c for c in checks if c.status in gate]
+    lines = check_lines(payload, checks)
+    failing = failing_lines(lines, gate)
     verdict = payload.get("verdict", "?")
     head = [f"### calaudit: {verdict}", "",
-            f"**Verdict: {verdict}**: {len(failing)} of {len(checks)} checks have a status in "
-            f"fail-on ({', '.join(gate) or 'none'}).", "", _context_line(payload), ""]
+            f"**Verdict: {verdict}**: {len(failing)} of {len(gating_lines(lines))} checks have "
+            f"a status in fail-on ({', '.join(gate) or 'none'}). {counts_sentence(lines)}.",
+            "", _context_line(payload), ""]
     blocks: list[tuple[list[str], list[str], list[str]]] = []
     if failing:
         blocks.append((["#### Checks that fail the gate", "", *CHECK_HEADER],
@@ -91,8 +146,8 @@ def summary_markdown(payload: Mapping[str, Any], checks: list[Check], fail_on: I
     baseline = payload.get("baseline")
     if baseline:
         blocks.append(_baseline_block(baseline))
-    blocks.append(([f"<details><summary>All checks ({len(checks)})</summary>", "",
-                    *CHECK_HEADER], [_check_row(c) for c in checks], ["", "</details>", ""]))
+    blocks.append(([f"<details><summary>All checks ({len(lines)})</summary>", "",
+                    *CHECK_HEADER], [_check_row(c) for c in lines], ["", "</details>", ""]))
     return _fit(head, blocks, budget)
 
 

@@ -12,8 +12,14 @@ unmatched thresholds, baseline comparisons). Status mapping:
 | ERROR | ``<error type="ERROR">`` |
 | SKIPPED | ``<skipped>`` |
 
+A diagnostic test (``role = "diagnostic"``) never gates: it passes, its status and facts in
+``<system-out>``.
+
 ``classname`` is ``calaudit.<kind>`` (metric, test, threshold, baseline), ``name`` the check
-id; the suite carries the verdict, seed, alpha and input hash as properties.
+id; the suite carries the verdict, seed, alpha and input hash as properties. A failure's
+``message`` carries the facts that decided it (statistic, p, adjusted p, alpha; value and
+threshold; delta and tolerance). With ``SOURCE_DATE_EPOCH`` set no timing is written (the
+suite's ``time`` is 0), so the document is byte-identical across runs.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from calaudit.audit.checks import Check, result_checks
-from calaudit.output.formatting import check_facts
+from calaudit.audit.checks import Check
+from calaudit.output.checklist import CheckLine, check_lines
+from calaudit.output.formatting import reproducible
 
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -38,7 +45,7 @@ def junit_xml(payload: Mapping[str, Any], fail_on: Iterable[str],
               checks: list[Check] | None = None, suite: str = "calaudit") -> str:
     """The JUnit document for a result payload (or a comparison payload)."""
     gate = set(fail_on)
-    checks = result_checks(payload) if checks is None else checks
+    lines = check_lines(payload, checks)
     root = ET.Element("testsuites", name=suite)
     element = ET.SubElement(root, "testsuite", name=suite)
     properties = ET.SubElement(element, "properties")
@@ -46,12 +53,12 @@ def junit_xml(payload: Mapping[str, Any], fail_on: Iterable[str],
         ET.SubElement(properties, "property", name=name, value=_text(value))
     counts = {"failures": 0, "errors": 0, "skipped": 0}
     seen: dict[str, int] = {}
-    for check in checks:
+    for check in lines:
         seen[check.name] = seen.get(check.name, 0) + 1
         name = check.id if seen[check.name] == 1 else f"{check.id} #{seen[check.name]}"
         case = ET.SubElement(element, "testcase", classname=f"calaudit.{check.kind}",
                              name=_text(name), time="0")
-        outcome = _outcome(check.status, gate)
+        outcome = _outcome(check.status, gate) if check.gates else None
         if outcome is not None:
             counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[outcome]] += 1
             attributes = {"message": _text(_message(check))}
@@ -61,8 +68,8 @@ def junit_xml(payload: Mapping[str, Any], fail_on: Iterable[str],
             if outcome != "skipped":
                 child.text = _text(_details(check))
         ET.SubElement(case, "system-out").text = _text(_details(check))
-    total = str(len(checks))
-    runtime = f"{payload.get('runtime_seconds') or 0:.3f}"
+    total = str(len(lines))
+    runtime = "0" if reproducible() else f"{payload.get('runtime_seconds') or 0:.3f}"
     for node in (root, element):
         node.set("tests", total)
         node.set("failures", str(counts["failures"]))
@@ -88,13 +95,15 @@ def _outcome(status: str, gate: set[str]) -> str | None:
     return None
 
 
-def _message(check: Check) -> str:
-    return f"{check.status}: {check.message}" if check.message else check.status
+def _message(check: CheckLine) -> str:
+    """``FAIL: klce_consistency: statistic 0.0001, p 0.001, adjusted p 0.002 (holm), ..."""
+    detail = check.detail
+    return f"{check.status}: {check.id}: {detail}" if detail else f"{check.status}: {check.id}"
 
 
-def _details(check: Check) -> str:
-    text = ", ".join([f"status {check.status}", *check_facts(check, "p-value (adjusted)")])
-    return f"{text}. {check.message}" if check.message else text
+def _details(check: CheckLine) -> str:
+    head = f"status {check.status}" + ("" if check.gates else " (diagnostic: does not gate)")
+    return f"{head}, {check.detail}" if check.detail else head
 
 
 def _properties(payload: Mapping[str, Any]) -> list[tuple[str, Any]]:

@@ -1,5 +1,7 @@
-"""The compact terminal summary on stdout: one row per metric and test, then the verdict;
-with a baseline, a table of deltas."""
+"""The terminal summary on stdout: a metrics table, a tests table (raw and adjusted
+p-values, labelled), other checks with their reasons, the most biased groups, the baseline
+deltas, then the verdict with the counts of the one check list every output shares.
+``explain=True`` (``--explain``) adds what each row means."""
 
 from __future__ import annotations
 
@@ -10,30 +12,83 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calaudit.audit.checks import failing, result_checks
+from calaudit.output.checklist import (
+    CheckLine,
+    check_lines,
+    counts_sentence,
+    fail_on_of,
+    failing_lines,
+)
 from calaudit.output.formatting import fmt_number, fmt_pvalue
+from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
 
 
-def summary_table(result: Mapping[str, Any]) -> Table:
-    """A rich table of checks: id, estimate, p-value (adjusted when available), status."""
-    table = Table(title=None, show_edge=False, pad_edge=False)
-    table.add_column("check")
-    table.add_column("estimate", justify="right")
-    table.add_column("p-value", justify="right")
-    table.add_column("status")
+def metrics_table(result: Mapping[str, Any]) -> Table:
+    """Every metric: value, direction (and ideal), status when a threshold grades it."""
+    table = Table(title="metrics (estimates; a status only where a threshold grades one)",
+                  title_justify="left", show_edge=False, pad_edge=False)
+    for name, justify in (("metric", "left"), ("value", "right"), ("better", "left"),
+                          ("status", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for metric in result["metrics"]:
-        status = metric.get("status") or ""
-        table.add_row(metric["id"], fmt_number(metric["value"]), "",
-                      _styled(status))
+        meaning = metric_meaning(metric["id"])
+        value = fmt_number(metric["value"]) + (" *" if clipped_note(metric) else "")
+        table.add_row(escape(metric["id"]), value, meaning.direction,
+                      _styled(metric.get("status") or ""))
+    return table
+
+
+def explanations(result: Mapping[str, Any]) -> list[str]:
+    """``--explain``: one line per metric and test row saying what it means."""
+    lines = ["what the rows mean:"]
+    for metric in result["metrics"]:
+        meaning = metric_meaning(metric["id"])
+        facts = [meaning.direction, f"ideal {meaning.ideal}" if meaning.ideal != "-" else "",
+                 f"unit: {meaning.unit}", clipped_note(metric)]
+        text = "; ".join(f for f in facts if f)
+        lines.append(f"  {metric['id']}: {meaning.text or metric.get('title', '')} ({text})")
     for test in result["tests"]:
-        p = test["p_value_adjusted"] if test["p_value_adjusted"] is not None else test["p_value"]
-        table.add_row(test["id"], fmt_number(test["estimate"]), fmt_pvalue(p),
-                      _styled(test["status"] or ""))
-    for entry in (result.get("gate") or {}).get("unmatched_thresholds", ()):
-        table.add_row(escape(f"threshold {entry['metric']}"), "-", "", _styled(entry["status"]))
+        lines.append(f"  {test['id']}: {test.get('title', '')}. {test_meaning(test)}")
+    if result["tests"]:
+        lines.append(f"  {P_VALUES_TEXT}")
+    return lines
+
+
+def tests_table(result: Mapping[str, Any]) -> Table | None:
+    """Every test: statistic, raw p-value, adjusted p-value (labelled with the method)."""
+    if not result["tests"]:
+        return None
+    method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
+    table = Table(title="tests (status from the adjusted p-value)", title_justify="left",
+                  show_edge=False, pad_edge=False)
+    roles = any(test.get("role") for test in result["tests"])
+    columns = [("test", "left"), *([("role", "left")] if roles else []),
+               ("statistic", "right"), ("p (raw)", "right"),
+               (f"p ({method}-adjusted)", "right"), ("status", "left")]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for test in result["tests"]:
+        role = [test.get("role") or "primary"] if roles else []
+        table.add_row(escape(test["id"]), *role, fmt_number(test.get("statistic")),
+                      fmt_pvalue(test.get("p_value")), fmt_pvalue(test.get("p_value_adjusted")),
+                      _styled(test.get("status") or ""))
+    return table
+
+
+def other_checks_table(lines: list[CheckLine]) -> Table | None:
+    """Checks that are neither a metric nor a test row (e.g. thresholds that were SKIPPED),
+    with their reason. Baseline comparisons have their own table."""
+    rows = [c for c in lines if c.kind not in ("metric", "test", "baseline")]
+    if not rows:
+        return None
+    table = Table(title="other checks", title_justify="left", show_edge=False, pad_edge=False)
+    for name in ("check", "status", "reason"):
+        table.add_column(name, overflow="fold" if name == "reason" else None)
+    for check in rows:
+        table.add_row(escape(check.name), _styled(check.status), escape(check.detail))
     return table
 
 
@@ -73,8 +128,10 @@ def make_console(file: TextIO | None = None, color: bool | None = None) -> Conso
 
 
 def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
-                  color: bool | None = None) -> None:
-    """Print the data line, the table, the notes of non-passing checks and the verdict."""
+                  color: bool | None = None, explain: bool = False) -> None:
+    """Print the data line, the metrics and tests tables, the other checks, the most biased
+    groups, the baseline comparison, the notes of non-passing checks and the verdict with
+    the counts of the one check list (:func:`calaudit.output.checklist.check_lines`)."""
     console = make_console(file, color)
     data, inputs = result["data"], result["inputs"]
     reasons = ", ".join(f"{rule}: {count}" for rule, count in inputs["rows_excluded"].items())
@@ -86,20 +143,33 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         f"{', '.join(c['name'] for c in data['covariates']) or 'none'}",
         markup=False,
     )
-    console.print(summary_table(result))
-    groups = top_groups_table(result)
-    if groups is not None:
-        console.print(groups)
-    checks = [c for c in result_checks(result) if c.kind != "baseline"]
-    for check in checks:
-        if check.status != "PASS" and check.message:
-            console.print(f"  {check.name}: {check.status}: {check.message}", markup=False,
+    lines = check_lines(result)
+    tables = [metrics_table(result), tests_table(result),
+              other_checks_table(lines), top_groups_table(result)]
+    for table in tables:
+        if table is not None:
+            console.print(table)
+    if any(clipped_note(m) for m in result["metrics"]) and not explain:
+        console.print("  * clipped at 0; --explain shows the unclipped estimate", markup=False)
+    if explain:
+        for line in explanations(result):
+            console.print(line, markup=False, soft_wrap=True)
+    sentence = (result.get("attribution") or {}).get("summary")
+    if sentence:
+        console.print(f"who is miscalibrated (diagnostic): {sentence}", markup=False,
+                      soft_wrap=True)
+    if result.get("baseline"):
+        print_baseline(result["baseline"], file=file, color=color, console=console)
+    for check in lines:
+        if check.status != "PASS" and check.kind != "baseline" and check.detail:
+            console.print(f"  {check.name}: {check.status}: {check.detail}", markup=False,
                           soft_wrap=True)
-    fail_on = (result.get("gate") or {}).get("fail_on") or result["config"]["fail_on"]
-    n_failing = len(failing(result_checks(result), fail_on))
+    n_failing = len(failing_lines(lines, fail_on_of(result)))
     verdict = result["verdict"]
-    console.print(f"verdict: {_styled(verdict)} ({len(result_checks(result))} checks, "
+    console.print(f"verdict: {_styled(verdict)} ({counts_sentence(lines)}; "
                   f"{n_failing} in fail-on)")
+    if not explain:
+        console.print("  (--explain prints what each row means)", style="dim")
 
 
 def baseline_table(baseline: Mapping[str, Any]) -> Table:
@@ -125,13 +195,15 @@ def _signed(value: float | None) -> str:
 
 
 def print_baseline(baseline: Mapping[str, Any], file: TextIO | None = None,
-                   color: bool | None = None) -> None:
+                   color: bool | None = None, console: Console | None = None) -> None:
     """The delta table, the notes of non-passing comparisons and the configuration
     differences."""
-    console = make_console(file, color)
+    console = console or make_console(file, color)
+    sha = baseline.get("sha256")
     console.print(f"baseline: {baseline.get('path') or '(payload)'}"
                   f" (calaudit {baseline.get('calaudit_version')}, "
-                  f"{baseline.get('created_at')})", markup=False)
+                  f"{baseline.get('created_at')}{', sha256 ' + sha[:12] if sha else ''})",
+                  markup=False)
     console.print(baseline_table(baseline))
     for entry in [*baseline.get("metrics", ()), *baseline.get("checks", ())]:
         if entry["status"] not in ("PASS", "SKIPPED") or "regression" in entry["message"]:

@@ -8,14 +8,58 @@ from typing import Any
 
 from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
 from calaudit.report.notes import adjustment_scope
-from calaudit.report.views import AppendixView, KeyValue
+from calaudit.report.views import AppendixView, ConfigGroup, KeyValue, SettingsRow, SettingsTable
+
+
+#: Settings that get their own column in the estimator/test tables (when any row has
+#: them); the others are listed in one "settings" cell. Kept short: many narrow columns
+#: squeeze the text cell in print.
+COLUMNS = ("notion", "n_bins")
 
 
 def build_appendix(result: Mapping[str, Any]) -> AppendixView:
     config = result.get("config") or {}
+    pairs = list(flatten(config))
     return AppendixView(methods=tuple(_methods(result)), seeds=tuple(_seeds(result)),
                         environment=tuple(_environment(result)),
-                        config=tuple(KeyValue(k, v) for k, v in flatten(config)))
+                        config=tuple(KeyValue(k, v) for k, v in pairs),
+                        metric_settings=settings_table(
+                            [(m["id"], "", m.get("params") or {})
+                             for m in result.get("metrics") or ()]),
+                        test_settings=settings_table(
+                            [(t["id"], _test_method(t), t.get("params") or {})
+                             for t in result.get("tests") or ()]),
+                        config_groups=config_groups(pairs))
+
+
+def _test_method(test: Mapping[str, Any]) -> str:
+    method = str(test.get("method") or "-")
+    if test.get("n_resamples"):
+        method += f"; {fmt_count(test['n_resamples'])} resamples"
+    return method
+
+
+def settings_table(items: list[tuple[str, str, Mapping[str, Any]]]) -> SettingsTable:
+    """One row per estimator or test; the common settings as columns, the rest as text."""
+    header = tuple(c for c in COLUMNS if any(c in params for _, _, params in items))
+    rows = tuple(SettingsRow(name=str(name), method=method or "-",
+                             columns=tuple(fmt_value(params.get(c)) if c in params else ""
+                                           for c in header),
+                             other="; ".join(f"{k} {fmt_value(v)}" for k, v in params.items()
+                                             if k not in header) or "-")
+                 for name, method, params in items)
+    return SettingsTable(header=header, rows=rows)
+
+
+def config_groups(pairs: list[tuple[str, str]]) -> tuple[ConfigGroup, ...]:
+    """The flattened configuration grouped by its first key."""
+    groups: dict[str, list[KeyValue]] = {}
+    for key, value in pairs:
+        section, _, rest = key.partition(".")
+        if not rest:
+            section, rest = "", key
+        groups.setdefault(section, []).append(KeyValue(rest, value))
+    return tuple(ConfigGroup(section, tuple(items)) for section, items in groups.items())
 
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -41,15 +85,6 @@ def _methods(result: Mapping[str, Any]) -> Iterator[KeyValue]:
                            f"bin's "
                            f"observed rate over {fmt_count(band.get('n_resamples'))} label "
                            f"redraws y* ~ Cat(p) (Broecker & Smith 2007)")
-    for metric in result.get("metrics") or ():
-        yield KeyValue(f"metric {metric['id']}", fmt_value(metric.get("params") or {}))
-    for test in result.get("tests") or ():
-        details = [str(test.get("method") or "-")]
-        if test.get("n_resamples"):
-            details.append(f"{fmt_count(test['n_resamples'])} resamples")
-        if test.get("params"):
-            details.append(fmt_value(test["params"]))
-        yield KeyValue(f"test {test['id']}", "; ".join(details))
     klce = (result.get("local") or {}).get("klce") or {}
     for key, label in (("prob_kernel", "KLCE kernel on predictions"),
                        ("cov_kernel", "KLCE kernel on covariates")):

@@ -10,28 +10,35 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from calaudit.output.checklist import check_lines, counts_sentence
 from calaudit.output.formatting import (
     fmt_ci,
     fmt_count,
     fmt_number,
-    fmt_p_clause,
     fmt_percent,
     fmt_pvalue,
     fmt_value,
 )
+from calaudit.output.meanings import clipped_note, metric_meaning
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
+from calaudit.report.gate_context import (
+    build_baseline,
+    build_verdict,
+    check_rows,
+    no_tests_note,
+)
 from calaudit.report.local_context import build_local, count_text, test_scope
 from calaudit.report.views import (
     BinRow,
-    CheckRef,
     ClassRow,
     CovariateRow,
     DataView,
+    EvidenceSection,
     FigureView,
     FileRow,
     KeyValue,
@@ -41,17 +48,9 @@ from calaudit.report.views import (
     ReportContext,
     SignOffView,
     TestRow,
-    VerdictView,
 )
 
 MAX_PER_CLASS_PANELS = 40
-HEADLINES = {
-    "PASS": "No check has a status that fails the gate.",
-    "FAIL": "At least one check has a status that fails the gate.",
-    "ERROR": "At least one check could not run.",
-    "WARN": "No check failed the gate, but some checks warn.",
-    "INCONCLUSIVE": "No check failed the gate, but some checks could not decide.",
-}
 
 
 class FigureNamer:
@@ -70,40 +69,114 @@ class FigureNamer:
                           filename=f"{name}.svg", data=data)
 
 
-def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None
-                  ) -> ReportContext:
+#: Builders of extra evidence sections, called in order with ``(result, namer)``; each
+#: returns an :class:`EvidenceSection` or ``None``. New report sections (attribution,
+#: per-group reliability, disparity) register here and ship their own template partials.
+EVIDENCE_BUILDERS: list[Callable[[Mapping[str, Any], FigureNamer], EvidenceSection | None]] = []
+
+
+def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
+                  source: Mapping[str, str] | None = None) -> ReportContext:
     """The view model of one result. ``signoff`` may hold ``name``, ``role``, ``date``,
-    ``decision``; missing fields are left blank for a hand signature."""
+    ``decision``; missing fields are left blank for a hand signature. ``source``
+    (``path``, ``sha256``) names the saved JSON a re-rendered report comes from."""
     config = result.get("config") or {}
     tests = tuple(test_row(t, result) for t in result.get("tests") or ())
     namer = FigureNamer()
     inputs = result.get("inputs") or {}
     path = inputs.get("path")
+    lines = check_lines(result)
+    reliability = build_reliability(result, namer)
+    nulls = build_nulls(result, tests, namer)
+    local = build_local(result, tests, namer)
+    evidence = tuple(section for builder in EVIDENCE_BUILDERS
+                     if (section := builder(result, namer)) is not None)
     return ReportContext(
         title=f"Calibration audit: {PurePath(path).name}" if path else "Calibration audit",
         subtitle=f"{path or 'in-memory arrays'}, audited {result.get('created_at', '-')}",
         created_at=str(result.get("created_at", "-")),
         calaudit_version=str(result.get("calaudit_version", "-")),
-        verdict=build_verdict(result),
+        verdict=build_verdict(result, lines),
         data=build_data(result),
         metrics=tuple(metric_row(m) for m in result.get("metrics") or ()),
         tests=tests,
-        tests_note="" if tests else _no_tests_note(config),
-        reliability=build_reliability(result, namer),
-        nulls=build_nulls(result, tests, namer),
-        local=build_local(result, tests, namer),
+        tests_note="" if tests else no_tests_note(config),
+        reliability=reliability,
+        nulls=nulls,
+        local=local,
         local_note=_local_note(result),
         how_to_read=notes.how_to_read(config),
         notes=notes.general_notes(config, len(tests)),
         appendix=build_appendix(result),
         signoff=build_signoff(signoff or {}),
+        checks=check_rows(lines),
+        check_counts=counts_sentence(lines),
+        baseline=build_baseline(result.get("baseline")),
+        evidence=evidence,
+        provenance=_provenance(source),
+        top_groups=local.top_groups if local is not None else (),
+        sections=_sections(result, bool(nulls), local is not None or bool(_local_note(result)),
+                           evidence),
+        test_summary=_test_summary(result),
+        data_summary=_data_summary(result),
+        local_summary=_local_summary(result),
     )
 
 
-def _no_tests_note(config: Mapping[str, Any]) -> str:
-    if config.get("run_tests") is False:
-        return "No hypothesis tests were run: this is an estimates-only audit (calaudit metrics)."
-    return "This result contains no hypothesis tests."
+def _sections(result: Mapping[str, Any], nulls: bool, local: bool,
+              evidence: Sequence[EvidenceSection]) -> tuple[tuple[str, str], ...]:
+    """``(anchor, title)`` of every section after the verdict, in page order."""
+    found = [("checks", "Checks")]
+    if result.get("baseline"):
+        found.append(("baseline", "Baseline"))
+    found += [("metrics", "Estimates"), ("tests", "Tests"), ("reliability", "Reliability")]
+    if nulls:
+        found.append(("nulls", "Null distributions"))
+    if local:
+        found.append(("local", "Local calibration"))
+    if result.get("attribution"):
+        found.append(("diagnosis", "Who is miscalibrated"))
+    found += [(section.id, section.title) for section in evidence]
+    found += [("data", "Data"), ("notes", "Reading this report"),
+              ("appendix", "Methods"), ("signoff", "Sign-off")]
+    return tuple(found)
+
+
+def _counts(statuses: Sequence[str]) -> str:
+    return count_text(Counter(s for s in statuses if s))
+
+
+def _test_summary(result: Mapping[str, Any]) -> str:
+    tests = result.get("tests") or ()
+    if not tests:
+        return "no tests"
+    return f"{len(tests)} test(s): {_counts([str(t.get('status') or '') for t in tests])}"
+
+
+def _data_summary(result: Mapping[str, Any]) -> str:
+    data = result.get("data") or {}
+    covariates = ", ".join(str(c.get("name")) for c in data.get("covariates") or ()) or "none"
+    return (f"n = {fmt_count(data.get('n'))}, {data.get('n_classes', '-')} classes, "
+            f"covariates: {covariates}")
+
+
+def _local_summary(result: Mapping[str, Any]) -> str:
+    klce = (result.get("local") or {}).get("klce") or {}
+    ids = set(klce.get("tests") or ())
+    parts = [f"{t['id']} {t.get('status') or '-'}" for t in result.get("tests") or ()
+             if t.get("id") in ids]
+    groups = result.get("groups") or ()
+    if groups:
+        parts.append(f"{len(groups)} groups: "
+                     f"{_counts([str(g.get('status') or '') for g in groups])}")
+    return "; ".join(parts)
+
+
+def _provenance(source: Mapping[str, str] | None) -> tuple[KeyValue, ...]:
+    if not source:
+        return ()
+    return (KeyValue("rendered from", str(source.get("path", "-"))),
+            KeyValue("its sha256", str(source.get("sha256", "-"))))
 
 
 def _local_note(result: Mapping[str, Any]) -> str:
@@ -117,57 +190,6 @@ def _local_note(result: Mapping[str, Any]) -> str:
 
 def status_of(item: Mapping[str, Any]) -> str:
     return str(item.get("status") or "")
-
-
-def build_verdict(result: Mapping[str, Any]) -> VerdictView:
-    """Verdict, the gate that decided it and the checks behind it (from the result's
-    ``verdict`` and statuses; the gate is never re-run here)."""
-    config = result.get("config") or {}
-    fail_on = tuple(config.get("fail_on") or ("FAIL", "ERROR"))
-    checks = ([CheckRef("test", t["id"], t.get("title") or t["id"], status_of(t),
-                        _test_detail(t)) for t in result.get("tests") or ()]
-              + [CheckRef("metric", m["id"], m.get("title") or m["id"], status_of(m),
-                          _metric_detail(m)) for m in result.get("metrics") or ()
-                 if m.get("status")])
-    groups = [CheckRef("group", str(g.get("group")), str(g.get("group")), status_of(g),
-                       _group_detail(g)) for g in result.get("groups") or ()]
-    deciding = [c for c in checks if c.status in fail_on]
-    if not deciding and str(result.get("verdict")) in fail_on + ("FAIL",):
-        deciding = [g for g in groups if g.status in fail_on]
-    attention = [c for c in checks if c.status and c.status not in fail_on + ("PASS",)]
-    n_tests = len(result.get("tests") or ())
-    grading = (f"Tests are graded on p-values adjusted with "
-               f"{config.get('multiple_testing', 'holm')} {notes.adjustment_scope(config)} "
-               f"({n_tests} test(s)), at alpha = {config.get('alpha', '-')}." if n_tests else
-               _no_tests_note(config))
-    gate = (f"Fails on: {', '.join(fail_on)}.", grading)
-    count_rows = [KeyValue(label, count_text(Counter(c.status for c in items if c.status)))
-                  for label, items in (("checks", checks), ("groups", groups)) if items]
-    verdict = str(result.get("verdict", "-"))
-    headline = HEADLINES.get(verdict, "")
-    if verdict == "PASS" and not n_tests:
-        headline = ("No check failed the gate, but no hypothesis test ran: nothing below was "
-                    "tested.")
-    return VerdictView(status=verdict, headline=headline, gate=gate,
-                       deciding=tuple(deciding), attention=tuple(attention),
-                       counts=tuple(count_rows))
-
-
-def _test_detail(test: Mapping[str, Any]) -> str:
-    if test.get("p_value_adjusted") is not None:
-        return (f"adjusted {fmt_p_clause(test['p_value_adjusted'])} "
-                f"(alpha {fmt_value(test.get('alpha'))})")
-    return str(test.get("message") or "")
-
-
-def _metric_detail(metric: Mapping[str, Any]) -> str:
-    return (f"value {fmt_number(metric.get('value'))}, threshold "
-            f"{fmt_value(metric.get('threshold'))}")
-
-
-def _group_detail(group: Mapping[str, Any]) -> str:
-    return (f"bias {fmt_number(group.get('bias'))}, adjusted "
-            f"{fmt_p_clause(group.get('p_value_adjusted'))}")
 
 
 def build_data(result: Mapping[str, Any]) -> DataView:
@@ -215,11 +237,21 @@ def _categories(categories: Sequence[Any] | None, limit: int = 12) -> str:
 
 
 def metric_row(metric: Mapping[str, Any]) -> MetricRow:
+    meaning = metric_meaning(str(metric["id"]))
     return MetricRow(
         id=str(metric["id"]), title=str(metric.get("title") or metric["id"]),
         value=fmt_number(metric.get("value")), ci=fmt_ci(metric.get("ci")),
         settings=fmt_value(metric.get("params") or {}), status=status_of(metric),
-        threshold=fmt_value(metric.get("threshold")) if "threshold" in metric else "")
+        threshold=_threshold_text(metric.get("threshold")) if "threshold" in metric else "",
+        direction=meaning.direction, ideal=meaning.ideal, unit=meaning.unit,
+        note=clipped_note(metric))
+
+
+def _threshold_text(threshold: Any) -> str:
+    if not isinstance(threshold, Mapping):
+        return fmt_value(threshold)
+    return ", ".join(f"{k} {threshold[k]:g}" for k in ("warn", "fail")
+                     if isinstance(threshold.get(k), (int, float))) or "-"
 
 
 def test_row(test: Mapping[str, Any], result: Mapping[str, Any]) -> TestRow:
@@ -305,7 +337,27 @@ def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> Reliabil
             caption=per_class_summary, data={"panels": shown})
     return ReliabilityView(notion=notion, summary=summary, figure=figure, bins=rows,
                            per_class_figure=per_class_figure,
-                           per_class_summary=per_class_summary)
+                           per_class_summary=per_class_summary,
+                           smooth_figure=smooth_reliability_figure(result, namer))
+
+
+def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
+                              ) -> FigureView | None:
+    """The smoothed reliability diagram of the smooth ECE (``diagrams.smooth_reliability``)."""
+    curve = (result.get("diagrams") or {}).get("smooth_reliability")
+    if not curve or not curve.get("t"):
+        return None
+    notion = str(curve.get("notion", "-"))
+    xlabel, ylabel = _axis_labels(result, notion)
+    caption = (f"Smooth ECE {fmt_number(curve.get('smece'))} at bandwidth "
+               f"{fmt_number(curve.get('sigma'))} (the fixed point sigma = smECE_sigma): the "
+               f"observed frequency smoothed by a Gaussian kernel of that width, drawn "
+               f"thicker where predictions are dense (Blasiok and Nakkiran 2023).")
+    return namer.view(
+        "smooth_reliability", f"Smoothed reliability diagram ({notion})",
+        alt=f"Smoothed reliability diagram ({notion}): kernel-smoothed observed frequency "
+            f"against predicted probability, with the density of predictions. {caption}",
+        caption=caption, data={**curve, "xlabel": xlabel, "ylabel": f"{ylabel} (smoothed)"})
 
 
 def _reliability_summary(rows: Sequence[BinRow], band: Mapping[str, Any] | None,
@@ -337,7 +389,8 @@ def build_nulls(result: Mapping[str, Any], rows: Sequence[TestRow], namer: Figur
             alt=f"Histogram of {len(null)} resampled statistics of {row.title} with the "
                 f"observed statistic {row.statistic} marked. {summary}",
             caption=summary,
-            data={"null": null, "statistic": test.get("statistic")}, slug=f"null-{row.id}")
+            data={"null": null, "statistic": test.get("statistic"), "status": row.status},
+            slug=f"null-{row.id}")
         views.append(NullView(test=row, figure=figure, summary=summary))
     return tuple(views)
 

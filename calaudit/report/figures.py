@@ -48,6 +48,7 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
         ax.set_title(plots.plain(panel.get("class"), 18), fontsize=8.5)
         ax.set_xticks([0, 0.5, 1], labels=["0", "0.5", "1"])
         ax.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"])
+        ax.set(xlim=(-0.08, 1.08), ylim=(-0.08, 1.08))  # small panels: markers need room
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -58,7 +59,8 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
 
 def null_figure(data: Mapping[str, Any]) -> Figure:
     figure = Figure(figsize=(WIDTH, 2.5), layout="constrained")
-    plots.plot_null_distribution(data["null"], data.get("statistic"), figure.subplots())
+    plots.plot_null_distribution(data["null"], data.get("statistic"), figure.subplots(),
+                                 status=str(data.get("status") or ""))
     return figure
 
 
@@ -75,9 +77,18 @@ def bias_figure(data: Mapping[str, Any]) -> Figure:
     return figure
 
 
+def smooth_reliability_figure(data: Mapping[str, Any]) -> Figure:
+    figure = Figure(figsize=(WIDTH, 4.2), layout="constrained")
+    plots.plot_smooth_reliability(data, figure.subplots(),
+                                  xlabel=plots.plain(data.get("xlabel", ""), 60),
+                                  ylabel=plots.plain(data.get("ylabel", ""), 60))
+    return figure
+
+
 BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
     "reliability": reliability_figure,
     "reliability_per_class": per_class_figure,
+    "smooth_reliability": smooth_reliability_figure,
     "null": null_figure,
     "lcb": lcb_figure,
     "bias_by_group": bias_figure,

@@ -34,13 +34,16 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
             "Check that the file, its fingerprint (sha256) and the row counts are the ones "
             "you meant to audit. Rows excluded by a rule are not part of any number below."),
         "metrics": (
-            "Estimates of how far the probabilities are from the observed frequencies. "
-            "Lower is better for every error; 0 means no detectable gap. Estimates depend "
-            "on their settings (bins, kernel), which are listed next to each number."),
+            "Estimates of how far the probabilities are from the observed frequencies. Each "
+            "has its direction ('lower is better', 'higher is better', 'closest to 1 is "
+            "better'), the value of a perfectly calibrated model ('ideal') and its unit. "
+            "Estimates depend on their settings (bins, kernel), listed in the methods "
+            "appendix; a value marked * was clipped to its range."),
         "tests": (
             f"Each test asks whether the data are compatible with a calibrated model. A test "
-            f"FAILs when its adjusted p-value is at most alpha = {alpha}. The p-value column "
-            f"is the raw value, 'adjusted' the value after the multiple-testing correction."),
+            f"FAILs when its adjusted p-value is at most alpha = {alpha}. 'p (raw)' is the "
+            f"test's own p-value, 'p (adjusted)' the value after the multiple-testing "
+            f"correction, which sets the status."),
         "reliability": (
             "Each dot is one bin of predictions: its horizontal position is the mean "
             "predicted probability, its height the observed frequency, the whisker a 95% "

@@ -33,6 +33,9 @@ NEUTRAL = "#57606a"
 BAND_COLOUR = "#8c959f"
 #: Scatter layers with more points than this are rasterised inside the SVG.
 RASTERIZE_ABOVE = 400
+#: Probability axes run a little beyond [0, 1] so that nothing at 0 or 1 is clipped.
+PAD = 0.04
+PROBABILITY_LIMITS = (-PAD, 1 + PAD)
 
 STYLE = {
     "svg.hashsalt": "calaudit",
@@ -116,39 +119,50 @@ def plot_reliability(bins: Mapping[str, Sequence[float]],
                 color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0],
                 elinewidth=min(1.0, markersize / 4), capsize=min(2.0, markersize / 2),
                 label="observed (95% Wilson interval)")
-    ax.set(xlim=(0, 1), ylim=(-0.02, 1.02), xlabel=xlabel, ylabel=ylabel)
+    ax.set(xlim=PROBABILITY_LIMITS, ylim=PROBABILITY_LIMITS, xlabel=xlabel, ylabel=ylabel)
     ax.set_aspect("auto")
     if legend:
-        ax.legend(loc="upper left")
+        legend_above(ax, ncols=2)
     return ax
+
+
+def legend_above(ax: Axes, **kwargs: Any) -> None:
+    """A legend above the axes, outside the data."""
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2, **kwargs)
 
 
 def plot_score_histogram(histogram: Mapping[str, Sequence[float]], ax: Axes | None = None,
                          *, xlabel: str = "predicted probability") -> Axes:
-    """Histogram of the scores (counts per equal-width bin)."""
+    """Histogram of the scores (rows per equal-width bin) on a log scale, so that a bin
+    holding most rows does not flatten the others."""
     ax = new_axes(ax, (6.4, 1.6))
-    ax.stairs(floats(histogram["counts"]), floats(histogram["edges"]), fill=True,
-              color=GROUP_COLOURS[0], alpha=0.6)
-    ax.set(xlim=(0, 1), xlabel=xlabel, ylabel="rows")
+    counts, edges = floats(histogram["counts"]), floats(histogram["edges"])
+    shown = counts > 0
+    if shown.any():
+        ax.bar(edges[:-1][shown], counts[shown], width=np.diff(edges)[shown], align="edge",
+               color=GROUP_COLOURS[0], alpha=0.6, linewidth=0, log=True)
+        ax.set_ylim(0.7, max(10.0, counts.max() * 1.6))
+    ax.set(xlim=PROBABILITY_LIMITS, xlabel=xlabel, ylabel="rows (log)")
     return ax
 
 
 def plot_null_distribution(null: Sequence[float | None], statistic: float | None,
-                           ax: Axes | None = None, *, label: str = "observed statistic"
-                           ) -> Axes:
+                           ax: Axes | None = None, *, label: str = "observed statistic",
+                           status: str = "") -> Axes:
     """Histogram of the resampled statistics under "calibrated" with the observed
-    statistic as a vertical line; the p-value is the share of the histogram at or to the
-    right of the line."""
+    statistic as a vertical line in the test's status colour; the p-value is the share of
+    the histogram at or to the right of the line. The legend sits above the axes."""
     ax = new_axes(ax, (6.4, 2.6))
     values = floats(null)
     values = values[np.isfinite(values)]
     ax.hist(values, bins=min(40, max(10, int(math.sqrt(max(values.size, 1))))),
             color=BAND_COLOUR, alpha=0.8, label=f"null distribution ({values.size} resamples)")
     if statistic is not None and math.isfinite(statistic):
-        ax.axvline(statistic, color=STATUS_COLOURS["FAIL"], linewidth=1.6,
-                   label=plain(f"{label} = {statistic:.4g}", 60))
+        ax.axvline(statistic, color=STATUS_COLOURS.get(status, NEUTRAL), linewidth=1.6,
+                   label=plain(f"{label} = {statistic:.4g}" + (f" ({status})" if status
+                                                                 else ""), 60))
     ax.set(xlabel="statistic", ylabel="resamples")
-    ax.legend(loc="upper right")
+    legend_above(ax, ncols=2)
     return ax
 
 
@@ -226,8 +240,7 @@ def _status_legend(ax: Axes, statuses: Sequence[str]) -> None:
         handles.append(Line2D([], [], marker="o", linestyle="none", color=colour,
                               markerfacecolor=face, label=status))
     if handles:
-        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0),
-                  ncols=len(handles), borderaxespad=0.2)
+        legend_above(ax, handles=handles, ncols=len(handles))
 
 
 def _finite(value: Any) -> float | None:
@@ -235,3 +248,43 @@ def _finite(value: Any) -> float | None:
     if value is None or not math.isfinite(float(value)):
         return None
     return float(value)
+
+
+#: The smoothed curve is drawn where the score density is at least this share of its peak.
+SMOOTH_MIN_DENSITY = 0.02
+
+
+def plot_smooth_reliability(curve: Mapping[str, Any], ax: Axes | None = None, *,
+                            xlabel: str = "predicted probability",
+                            ylabel: str = "observed frequency (smoothed)",
+                            legend: bool = True) -> Axes:
+    """Smoothed reliability diagram (Blasiok & Nakkiran 2023, sec. 5): the kernel-smoothed
+    outcome rate ``mu(t)`` at the smooth ECE's bandwidth, drawn thicker where the scores
+    are dense and left out where the density is below ``SMOOTH_MIN_DENSITY`` of its peak
+    (no data to smooth), the diagonal of perfect calibration and the score density as a
+    shaded profile along the bottom."""
+    ax = new_axes(ax)
+    t, mu, density = floats(curve["t"]), floats(curve["mu"]), floats(curve["density"])
+    ax.plot([0, 1], [0, 1], linestyle="--", color=NEUTRAL, linewidth=0.8,
+            label="perfect calibration")
+    peak = float(np.nanmax(density)) if density.size else 0.0
+    if peak > 0:
+        ax.fill_between(t, 0.0, 0.25 * density / peak, color=BAND_COLOUR, alpha=0.35,
+                        linewidth=0, label="density of predictions (scaled)")
+        widths = 0.6 + 3.4 * density / peak
+        points = np.column_stack([t, np.clip(mu, 0.0, 1.0)]).reshape(-1, 1, 2)
+        segments = np.concatenate([points[:-1], points[1:]], axis=1)
+        shown = density[:-1] >= SMOOTH_MIN_DENSITY * peak
+        from matplotlib.collections import LineCollection
+
+        ax.add_collection(LineCollection(segments[shown], linewidths=widths[:-1][shown],
+                                         colors=GROUP_COLOURS[0], capstyle="round"))
+    smece, sigma = _finite(curve.get("smece")), _finite(curve.get("sigma"))
+    label = "smoothed observed frequency"
+    if smece is not None and sigma is not None:
+        label += f" (smECE {smece:.3g}, bandwidth {sigma:.3g})"
+    ax.plot([], [], color=GROUP_COLOURS[0], linewidth=2.0, label=label)
+    ax.set(xlim=PROBABILITY_LIMITS, ylim=PROBABILITY_LIMITS, xlabel=xlabel, ylabel=ylabel)
+    if legend:
+        legend_above(ax)
+    return ax

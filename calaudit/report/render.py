@@ -4,6 +4,8 @@
   tag that forbids scripts and every network fetch), figures as ``data:image/svg+xml``
   URIs, no JavaScript.
 * Markdown: the same sections; figures are SVG files in ``<stem>_files/`` next to it.
+* PDF: the HTML printed by WeasyPrint (``calaudit[pdf]``) with every section expanded.
+* A comparison result (``calaudit compare --json``) renders as a comparison report.
 
 Rendering is a pure function of the result (and the sign-off fields): the same result
 gives the same bytes. Files are written atomically, figures before the Markdown that
@@ -14,14 +16,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_atomic
 from calaudit.output.templates import environment
+from calaudit.report.comparison import build_comparison, is_comparison
 from calaudit.report.context import build_context
 from calaudit.report.figures import draw_svg
 from calaudit.report.views import ReportContext
@@ -53,18 +58,45 @@ def _svgs(context: ReportContext) -> dict[str, str]:
     return {view.key: draw_svg(view) for view in context.figures()}
 
 
-def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None
-                ) -> RenderedReport:
-    """The single-file HTML report."""
+def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
+                source: Mapping[str, str] | None = None) -> RenderedReport:
+    """The single-file HTML report (a comparison result renders as a comparison report).
+    ``source`` (``path``, ``sha256``) names the saved JSON a re-rendered report comes
+    from."""
     from markupsafe import Markup
 
-    context = build_context(result, signoff)
     env = environment()
     css = env.loader.get_source(env, CSS_TEMPLATE)[0]  # type: ignore[union-attr]
+    if is_comparison(result):
+        context = build_comparison(result, signoff, source)
+        text = env.get_template("comparison.html").render(
+            ctx=context, css=Markup(css), csp=content_security_policy(css))
+        return RenderedReport(text)
+    context = build_context(result, signoff, source)
     images = {key: svg_data_uri(svg) for key, svg in _svgs(context).items()}
     text = env.get_template("report.html").render(
         ctx=context, images=images, css=Markup(css), csp=content_security_policy(css))
     return RenderedReport(text)
+
+
+def expand_sections(html: str) -> str:
+    """The HTML with every collapsible section open (print and PDF show everything)."""
+    return re.sub(r"<details(?![^>]*\bopen\b)", "<details open", html)
+
+
+def render_pdf(html: str) -> bytes:
+    """The HTML report printed to PDF by WeasyPrint (the ``calaudit[pdf]`` extra), every
+    section expanded. Raises :class:`~calaudit.exceptions.ConfigError` when WeasyPrint is
+    not installed."""
+    try:
+        import weasyprint
+    except ImportError:
+        raise ConfigError("--pdf needs WeasyPrint: pip install 'calaudit[pdf]'") from None
+    import logging
+
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    logging.getLogger("fontTools").setLevel(logging.ERROR)
+    return weasyprint.HTML(string=expand_sections(html)).write_pdf()
 
 
 def markdown_files_dir(md_path: str | Path) -> str:
@@ -73,10 +105,14 @@ def markdown_files_dir(md_path: str | Path) -> str:
 
 
 def render_markdown(result: Mapping[str, Any], md_path: str | Path,
-                    signoff: Mapping[str, str] | None = None) -> RenderedReport:
+                    signoff: Mapping[str, str] | None = None,
+                    source: Mapping[str, str] | None = None) -> RenderedReport:
     """The Markdown report for ``md_path``; ``files`` holds its figures, keyed by path
     relative to the Markdown file's directory."""
-    context = build_context(result, signoff)
+    if is_comparison(result):
+        context = build_comparison(result, signoff, source)
+        return RenderedReport(environment().get_template("comparison.md").render(ctx=context))
+    context = build_context(result, signoff, source)
     folder = markdown_files_dir(md_path)
     files = {f"{folder}/{view.filename}": svg
              for view, svg in zip(context.figures(), _svgs(context).values(), strict=True)}
@@ -86,26 +122,33 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
 
 
 def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
-                   md: str | Path | None = None, signoff: Mapping[str, str] | None = None
-                   ) -> list[tuple[Path, str]]:
+                   md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
+                   pdf: str | Path | None = None, source: Mapping[str, str] | None = None
+                   ) -> list[tuple[Path, str | bytes]]:
     """Every requested document as ``(path, content)``, in writing order: a Markdown
     report's figures before the Markdown itself."""
-    pending: list[tuple[Path, str]] = []
+    pending: list[tuple[Path, str | bytes]] = []
     if md is not None:
-        report = render_markdown(result, md, signoff)
+        report = render_markdown(result, md, signoff, source)
         pending += [(Path(md).parent / name, svg) for name, svg in report.files.items()]
         pending.append((Path(md), report.text))
-    if html is not None:
-        pending.append((Path(html), render_html(result, signoff).text))
+    if html is not None or pdf is not None:
+        text = render_html(result, signoff, source).text
+        if html is not None:
+            pending.append((Path(html), text))
+        if pdf is not None:
+            pending.append((Path(pdf), render_pdf(text)))
     return pending
 
 
 def write_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
-                  md: str | Path | None = None, signoff: Mapping[str, str] | None = None
+                  md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
+                  pdf: str | Path | None = None, source: Mapping[str, str] | None = None
                   ) -> list[Path]:
     """Render every requested report in memory, then write each file atomically.
     Returns the paths written."""
-    pending = render_reports(result, html=html, md=md, signoff=signoff)
+    pending = render_reports(result, html=html, md=md, signoff=signoff, pdf=pdf,
+                             source=source)
     for path, content in pending:
         write_atomic(path, content)
     return [path for path, _ in pending]

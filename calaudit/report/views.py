@@ -48,12 +48,75 @@ class CheckRef:
 
 @dataclass(frozen=True)
 class VerdictView:
+    """``story``: what decided the verdict, in sentences (tests, groups, covariates)."""
+
     status: str
     headline: str
     gate: tuple[str, ...]
     deciding: tuple[CheckRef, ...]
     attention: tuple[CheckRef, ...]
     counts: tuple[KeyValue, ...]
+    story: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One row of the one check list (:mod:`calaudit.output.checklist`)."""
+
+    kind: str
+    id: str
+    name: str
+    title: str
+    status: str
+    value: str
+    p_value: str
+    p_adjusted: str
+    detail: str
+    role: str = "primary"
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    label: str
+    better: str
+    old: str
+    new: str
+    delta: str
+    tolerance: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BaselineView:
+    """The comparison with the baseline result: where it is, its fingerprint, the deltas."""
+
+    facts: tuple[KeyValue, ...]
+    status: str
+    regressions: int
+    rows: tuple[BaselineRow, ...]
+    transitions: tuple[BaselineRow, ...]
+    differences: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
+class EvidenceSection:
+    """A collapsible evidence section rendered from its own template partial
+    (``templates/html/<name>.html`` and, optionally, ``templates/md/<name>.md``).
+
+    Other modules add sections by appending a builder to
+    :data:`calaudit.report.context.EVIDENCE_BUILDERS`; ``data`` is whatever the partial
+    reads (as ``section.data``), ``figures`` the figures it shows (drawn like every other
+    figure)."""
+
+    id: str
+    title: str
+    summary: str
+    html_template: str
+    md_template: str = ""
+    data: Any = None
+    figures: tuple[FigureView, ...] = ()
+    open: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +160,10 @@ class MetricRow:
     settings: str
     status: str
     threshold: str
+    direction: str = ""
+    ideal: str = ""
+    unit: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -134,6 +201,7 @@ class ReliabilityView:
     bins: tuple[BinRow, ...]
     per_class_figure: FigureView | None
     per_class_summary: str
+    smooth_figure: FigureView | None = None
 
 
 @dataclass(frozen=True)
@@ -192,11 +260,39 @@ class Note:
 
 
 @dataclass(frozen=True)
+class SettingsRow:
+    """One estimator or test of the methods appendix: its name, method and settings
+    split into columns (``columns`` follows the table's header)."""
+
+    name: str
+    method: str
+    columns: tuple[str, ...]
+    other: str
+
+
+@dataclass(frozen=True)
+class SettingsTable:
+    header: tuple[str, ...]
+    rows: tuple[SettingsRow, ...]
+
+
+@dataclass(frozen=True)
+class ConfigGroup:
+    """The resolved configuration of one section (``""`` for top-level keys)."""
+
+    section: str
+    items: tuple[KeyValue, ...]
+
+
+@dataclass(frozen=True)
 class AppendixView:
     methods: tuple[KeyValue, ...]
     seeds: tuple[KeyValue, ...]
     environment: tuple[KeyValue, ...]
     config: tuple[KeyValue, ...]
+    metric_settings: SettingsTable | None = None
+    test_settings: SettingsTable | None = None
+    config_groups: tuple[ConfigGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -228,12 +324,28 @@ class ReportContext:
     notes: tuple[Note, ...]
     appendix: AppendixView
     signoff: SignOffView
+    checks: tuple[CheckRow, ...] = ()
+    check_counts: str = ""
+    baseline: BaselineView | None = None
+    evidence: tuple[EvidenceSection, ...] = ()
+    provenance: tuple[KeyValue, ...] = ()
+    top_groups: tuple[GroupRow, ...] = ()
+    sections: tuple[tuple[str, str], ...] = ()
+    test_summary: str = ""
+    data_summary: str = ""
+    local_summary: str = ""
+    diagnosis: Any = None  # calaudit.report.diagnosis_context.DiagnosisView (diagnosis helper)
 
     def figures(self) -> tuple[FigureView, ...]:
         """Every figure of the report, in order of appearance."""
         found: list[FigureView | None] = [self.reliability.figure,
-                                          self.reliability.per_class_figure]
+                                          self.reliability.per_class_figure,
+                                          self.reliability.smooth_figure]
         found += [null.figure for null in self.nulls]
         if self.local is not None:
             found += list(self.local.lcb_figures) + [self.local.bias_figure]
+        if self.diagnosis is not None:
+            found += list(self.diagnosis.figures())
+        for section in self.evidence:
+            found += list(section.figures)
         return tuple(f for f in found if f is not None)

@@ -48,6 +48,8 @@ class OutputConfig:
         "help": "Markdown report path", "path": True})
     html: str | None = field(default=None, metadata={
         "help": "single-file HTML report path", "path": True})
+    pdf: str | None = field(default=None, metadata={
+        "help": "PDF report path (needs the calaudit[pdf] extra: WeasyPrint)", "path": True})
     junit: str | None = field(default=None, metadata={
         "help": "JUnit XML path (one testcase per check)", "path": True})
     signoff_name: str | None = field(default=None, metadata={
@@ -56,6 +58,8 @@ class OutputConfig:
         "help": "role in the reports' sign-off block"})
     signoff_date: str | None = field(default=None, metadata={
         "help": "date in the reports' sign-off block (free text)"})
+    signoff_decision: str | None = field(default=None, metadata={
+        "help": "decision in the reports' sign-off block (e.g. 'approved for release')"})
     github: str = field(default="auto", metadata={
         "help": "auto: step summary when GITHUB_STEP_SUMMARY is set and annotations when "
                 "GITHUB_ACTIONS=true; off: neither"})

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calaudit.exceptions import ConfigError, InputError
+from calaudit.numerics.random import one_seed
 from calaudit.squared.fitting import Settings
 from calaudit.squared.grids import ESTIMATORS, paper_grid, thin
 from calaudit.squared.result import SquaredErrorResult
@@ -57,6 +58,7 @@ def estimate_squared_error(
     test_fraction: float = 0.2,
     grid_sizes: Mapping[str, int | None] | None = None,
     settings: Settings | None = None,
+    random_state: np.random.Generator | int | None = None,
     rng: np.random.Generator | int | None = None,
 ) -> SquaredErrorResult:
     """Estimate ``TCE_2^2``, ``CWCE_2^2`` or ``CCE_2^2`` with the estimator and
@@ -65,9 +67,10 @@ def estimate_squared_error(
     ``y_true`` holds labels and ``y_proba`` the probabilities, (n,) for binary models
     (positive class) or (n, m); both are validated like a file. ``estimators`` is any of
     ``bin``, ``kde``, ``kkr``, ``ukkr``; ``grid_sizes`` thins the appendix-B grids
-    (``{"kkr": 6}``); ``rng`` seeds the split. Example::
+    (``{"kkr": 6}``); ``random_state`` (an int or a ``numpy.random.Generator``; ``rng`` is
+    an alias, scipy's name; default 0) seeds the split. Example::
 
-        result = estimate_squared_error(y, p, "tce2", rng=0)
+        result = estimate_squared_error(y, p, "tce2", random_state=0)
         result.estimate, result.estimator, result.chosen.candidate.risk
     """
     from calaudit.data.dataset import CalibrationData
@@ -81,7 +84,9 @@ def estimate_squared_error(
         raise InputError(f"{data.n} rows are too few for the squared-error pipeline with "
                          f"{n_folds} folds (at least {minimum_rows(n_folds)})",
                          rule="too_few_rows")
-    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    seed = one_seed(0, random_state=random_state, rng=rng)
+    generator = (seed if isinstance(seed, np.random.Generator)
+                 else np.random.default_rng(seed))
     return run_target(target, data.y_true, data.y_proba, estimators=tuple(estimators),
                       n_folds=n_folds, test_fraction=test_fraction, grid_sizes=grid_sizes,
                       settings=settings or Settings(), rng=generator)

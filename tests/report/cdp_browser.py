@@ -227,3 +227,17 @@ def inspect_page(browser: Chromium, page: Path, width: int = 1100) -> PageReport
                       requests=found["requests"], images=probe["images"],
                       script_elements=int(probe["scripts"]), text=probe["text"],
                       title=probe["title"], screenshot=base64.b64decode(shot["data"]))
+
+
+def print_page(browser: Chromium, page: Path) -> bytes:
+    """``page`` printed to PDF by Chromium (``Page.printToPDF``, A4, print stylesheet)."""
+    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.send("Target.attachToTarget",
+                           {"targetId": target, "flatten": True})["sessionId"]
+    browser.send("Page.enable", session=session)
+    browser.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
+    browser.wait_for("Page.loadEventFired", session)
+    printed = browser.send("Page.printToPDF", {"paperWidth": 8.27, "paperHeight": 11.69,
+                                               "preferCSSPageSize": True}, session=session)
+    browser.send("Target.closeTarget", {"targetId": target})
+    return base64.b64decode(printed["data"])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -65,8 +67,20 @@ def test_report_rerenders_the_same_bytes_without_recomputing(audited, tmp_path):
                     "--md", tmp_path / "r.md", "--signoff-name", "Ada <b>L</b>",
                     "--signoff-role", "model risk", "--signoff-date", "2026-11-21")
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "again.html").read_bytes() == (audited / "r.html").read_bytes()
-    assert (tmp_path / "r.md").read_bytes() == (audited / "md" / "r.md").read_bytes()
+    digest = hashlib.sha256((audited / "r.json").read_bytes()).hexdigest()
+    assert f"wrote {tmp_path / 'again.html'} (audit report from {audited / 'r.json'}, " \
+           f"sha256 {digest[:12]})" in result.output
+    again = (tmp_path / "again.html").read_text(encoding="utf-8")
+    assert f"its sha256 <code>{digest}</code>" in again
+    # apart from the provenance line, the same bytes as the report written by the audit
+    provenance = re.compile(r"<br>rendered from <code>[^<]*</code>, its sha256 <code>\w+</code>")
+    assert provenance.sub("", again) == (audited / "r.html").read_text(encoding="utf-8")
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert f"- its sha256: `{digest}`" in markdown
+    lines = [line for line in markdown.split("\n")
+             if not line.startswith(("- rendered from:", "- its sha256:"))]
+    original = (audited / "md" / "r.md").read_text(encoding="utf-8").split("\n")
+    assert [line for line in lines if line] == [line for line in original if line]
 
 
 def test_two_audits_with_the_same_epoch_give_the_same_bytes(audited, tmp_path,
@@ -148,3 +162,22 @@ def test_separate_processes_write_identical_reports(tmp_path):
                         for p in sorted(target.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1]
     assert len(outputs[0]) >= 4  # html, md and at least two figures
+
+
+def test_report_renders_a_comparison_and_the_signoff_decision(audited, tmp_path):
+    compared = invoke("compare", audited / "r.json", audited / "r.json", "--json",
+                      tmp_path / "comparison.json")
+    assert compared.exit_code == 0, compared.output
+    result = invoke("report", tmp_path / "comparison.json", "--html", tmp_path / "c.html",
+                    "--md", tmp_path / "c.md", "--signoff-decision", "approved for release")
+    assert result.exit_code == 0, result.output
+    assert "(comparison report from" in result.output
+    html = (tmp_path / "c.html").read_text(encoding="utf-8")
+    markdown = (tmp_path / "c.md").read_text(encoding="utf-8")
+    for text in (html, markdown):
+        assert "Calibration audit comparison" in text and "Baseline comparison" in text
+        assert str(audited / "r.json") in text.replace("\\", "")
+    again = invoke("report", audited / "r.json", "--html", tmp_path / "s.html",
+                   "--signoff-decision", "approved for release")
+    assert again.exit_code == 0
+    assert "<td>approved for release</td>" in (tmp_path / "s.html").read_text(encoding="utf-8")

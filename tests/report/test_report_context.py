@@ -24,24 +24,28 @@ def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):
     verdict = build_context(binary_synth).verdict
     assert verdict.status == "FAIL"
     assert [c.id for c in verdict.deciding] == ["klce_consistency", "klce_bootstrap"]
-    assert verdict.deciding[0].detail == "adjusted p = 0.020 (alpha 0.05)"
+    assert verdict.deciding[0].detail == ("statistic 0.00092, p 0.005, adjusted p 0.020 (holm), "
+                                          "alpha 0.05")
+    assert verdict.story[0].endswith("within covariate neighbourhoods: adjusted p = 0.020 <= "
+                                     "alpha 0.05 (raw p = 0.005).")
     assert {(c.id, c.status) for c in verdict.attention} == {
         ("klce_permutation", "INCONCLUSIVE"), ("tce2", "WARN")}
     assert verdict.gate[0] == "Fails on: FAIL, ERROR."
     assert "holm within each family of tests" in verdict.gate[1]
     assert "(5 test(s))" in verdict.gate[1]
     counts = {c.key: c.value for c in verdict.counts}
-    assert counts == {"checks": "2 FAIL, 1 WARN, 1 INCONCLUSIVE, 2 PASS",
-                      "groups": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}
+    assert counts == {"checks": "6 (2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE)",
+                      "groups (diagnostics)": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}
 
 
-def test_verdict_falls_back_to_groups_when_only_groups_fail(binary_synth):
+def test_verdict_story_names_the_groups_and_covariates_that_explain_it(binary_synth):
     for test in binary_synth["tests"]:
         if test["status"] == "FAIL":
             test["status"] = "PASS"
     verdict = build_context(binary_synth).verdict
-    assert {c.kind for c in verdict.deciding} == {"group"}
-    assert len(verdict.deciding) == 2
+    assert verdict.deciding == ()
+    groups = [s for s in verdict.story if s.startswith("The groups that explain it")]
+    assert len(groups) == 1 and "defined by" in groups[0]
 
 
 def test_pass_without_tests(minimal_synth):
@@ -116,7 +120,9 @@ def test_local_section(binary_synth):
     kernels = {k.key: k.value for k in local.klce.kernels}
     assert kernels["kernel on predictions"] == \
         "gaussian, bandwidth 0.083 (gamma 72.6, median heuristic)"
-    assert "does not reject" in local.klce.hoeffding
+    # the bound is not exceeded while the resampling test FAILs: said without contradiction
+    assert "does not contradict the FAIL above" in local.klce.hoeffding
+    assert local.klce.hoeffding.startswith("Diagnostic, does not gate")
     assert len(local.lcb_figures) == 2 and len(local.top_groups) == 3
     statuses = [g.status for g in local.groups]
     assert statuses.count("INCONCLUSIVE") == 2
@@ -184,3 +190,25 @@ def test_formatters():
     assert fmt_percent(0.175) == "17.5%" and fmt_percent(float("nan")) == "-"
     assert fmt_signed(0.05712) == "+0.0571" and fmt_signed(-0.0005) == "-0.0005"
     assert fmt_value({"a": [1, 2.5], "b": None, "c": True}) == "a=1, 2.5, b=-, c=yes"
+
+
+def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
+    from types import SimpleNamespace
+
+    from calaudit.output.checklist import check_lines
+    from calaudit.report.gate_context import build_verdict
+
+    checks = [SimpleNamespace(kind="test", id=t["id"], status=t["status"], title=t["title"],
+                              value=None, p_value=t.get("p_value_adjusted"), message="",
+                              role="diagnostic" if t["id"] == "klce_bootstrap" else "primary",
+                              name=f"test:{t['id']}") for t in binary_synth["tests"]]
+    binary_synth["tests"][[t["id"] for t in binary_synth["tests"]].index(
+        "klce_bootstrap")]["role"] = "diagnostic"
+    verdict = build_verdict(binary_synth, check_lines(binary_synth, checks))
+    assert [c.id for c in verdict.deciding] == ["klce_consistency"]
+    assert ("diagnostic test", "klce_bootstrap", "FAIL") in {
+        (c.kind, c.id, c.status) for c in verdict.attention}
+    counts = {c.key: c.value for c in verdict.counts}
+    assert counts["diagnostic tests (do not gate)"] == "1 (1 FAIL)"
+    assert any(s.startswith("1 diagnostic test(s), reported but never deciding")
+               for s in verdict.story)

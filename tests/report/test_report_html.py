@@ -14,8 +14,8 @@ from calaudit.report.context import build_context
 from calaudit.report.render import render_html, write_reports
 from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
-SECTIONS = ["verdict", "data", "metrics", "tests", "reliability", "nulls", "local", "notes",
-            "appendix", "signoff"]
+SECTIONS = ["verdict", "checks", "metrics", "tests", "reliability", "nulls", "local", "data",
+            "notes", "appendix", "signoff"]
 
 
 class Inventory(HTMLParser):
@@ -76,7 +76,7 @@ def test_no_scripts_no_network_and_a_strict_csp(binary_html):
 
 def test_sections_in_the_issue_order(binary_html):
     ids = [a["id"] for t, a in inventory(binary_html).tags
-           if t == "section" and "id" in a]
+           if t in ("section", "details") and "id" in a]
     assert ids == SECTIONS
 
 
@@ -131,3 +131,19 @@ def test_sample_reports_are_small_and_complete(fixture, request, tmp_path):
 def test_group_names_with_pipes_stay_in_one_cell(binary_html):
     html = binary_html
     assert html.count(f"race={PIPE_NAME.split(chr(10))[0]}") >= 2
+
+
+def test_other_modules_can_add_an_evidence_section(monkeypatch):
+    from calaudit.report import context
+    from calaudit.report.views import EvidenceSection
+    from tests.report import synthetic
+
+    def build(result, namer):
+        return EvidenceSection(id="extra-section", title="Extra evidence",
+                               summary="added by a builder", html_template="html/data.html")
+
+    monkeypatch.setattr(context, "EVIDENCE_BUILDERS", [build])
+    html = render_html(synthetic.minimal_result()).text
+    assert '<details class="section" id="extra-section">' in html
+    assert '<a href="#extra-section">Extra evidence</a>' in html
+    assert html.index('id="extra-section"') < html.index('id="notes"')

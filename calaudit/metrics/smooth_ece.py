@@ -1,0 +1,249 @@
+"""Smooth ECE (Blasiok & Nakkiran 2023, "Smooth ECE: principled reliability diagrams via
+kernel smoothing", sec. 3-4).
+
+For scores ``f_i`` in [0, 1] and outcomes ``y_i`` in {0, 1}, with residuals ``r_i = f_i - y_i``
+and the Gaussian kernel of width ``sigma`` reflected at 0 and 1 (``K_sigma``):
+
+* smoothed residual ``R(t) = (1/n) sum_i r_i K_sigma(t, f_i)``, smoothed density
+  ``D(t) = (1/n) sum_i K_sigma(t, f_i)``;
+* ``smECE_sigma = int_0^1 |R(t)| dt / int_0^1 D(t) dt`` (eq. 4; ``|R| = |r_hat| D`` with
+  ``r_hat = R / D`` the kernel regression of the residual on the score);
+* ``smECE = smECE_sigma*`` at the fixed point ``sigma* = smECE_sigma*`` (sec. 4.1: the
+  bandwidth is as large as the error it measures, so no tuning parameter is left). The map
+  ``sigma -> smECE_sigma`` decreases, so the fixed point is unique; it is bracketed by
+  bisection on [0, 1] and ``sigma*`` is the upper end of the final bracket (where
+  ``sigma >= smECE_sigma``), with widths below ``MIN_SIGMA`` accepted.
+
+Discretisation (the one of the authors' package ``relplot``, so the numbers agree with
+``relplot.smECE`` to 1e-6): the rows are spread linearly onto a grid of ``G`` points on
+[0, 1] (``G = max(2000, round(20 / sigma)) // 2 + 1``), the grid is extended by its two
+mirror images, correlated with the Gaussian sampled on the grid over a window of width 1,
+and read back by linear interpolation at ``max(200, round(10 / sigma))`` equally spaced
+points; the integrals are sums over those points, the density with a floor of
+``DENSITY_FLOOR`` (kernel units). Everything is vectorised: the rows are spread once per grid
+size (a sparse matrix product, O(n)), then each trial bandwidth costs one FFT correlation,
+O(G log G); bootstrap replicates (row weights) are bisected together. Timings against
+relplot: ``benchmarks/results/smece.txt``.
+
+Multi-class models use the top-label view: confidence ``max_k p_ik`` against the
+correctness ``1{argmax_k p_ik = y_i}`` (the paper's sec. 6 and relplot's
+``multiclass_logits_to_confidences``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from scipy.signal import fftconvolve
+
+from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
+from calaudit.metrics.inputs import accepts_1d
+
+#: Bandwidths below this are accepted by the fixed-point search without evaluation.
+MIN_SIGMA = 1e-3
+#: Bisection steps of the fixed-point search on [0, 1] (bracket width 2^-10).
+SEARCH_STEPS = 10
+#: Evaluation points of the integrals (at least; ``round(10 / sigma)`` when larger).
+EVAL_POINTS = 200
+#: Additive floor of the smoothed density at the evaluation points (kernel units).
+DENSITY_FLOOR = 1e-4
+
+
+def grid_size(sigma: float) -> int:
+    """Points of the smoothing grid for bandwidth ``sigma``."""
+    return max(2000, round(20 / sigma)) // 2 + 1
+
+
+def eval_points(sigma: float) -> NDArray[np.float64]:
+    """Equally spaced evaluation points of the integrals, 0 and 1 included."""
+    return np.linspace(0.0, 1.0, max(round(10 / sigma), EVAL_POINTS))
+
+
+def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
+    """Linear spreading ("cloud in cell") as a sparse (size, n) matrix ``S``: row ``i``
+    gives ``1 - w`` of its value to the grid point left of ``f_i`` and ``w`` to the one
+    right of it, so ``S @ values`` puts (n, q) values on the grid."""
+    n = scores.shape[0]
+    position = scores * (size - 1)
+    left = np.clip(position.astype(np.int64), 0, size - 2)
+    weight = position - left
+    rows = np.concatenate([left, left + 1])
+    data = np.concatenate([1.0 - weight, weight])
+    columns = np.concatenate([np.arange(n), np.arange(n)])
+    return sparse.csr_array((data, (rows, columns)), shape=(size, n))
+
+
+def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
+    """Gaussian smoothing with reflection at 0 and 1 of grid values (q, G), on the grid.
+
+    The grid is extended by its mirror images about both ends, then correlated with the
+    Gaussian density of width ``sigma`` sampled at the grid's offsets ``u_j - 1/2``.
+    """
+    size = grid_values.shape[1]
+    offsets = np.linspace(0.0, 1.0, size) - 0.5
+    kernel = np.exp(-offsets ** 2 / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
+    extended = np.concatenate([grid_values[:, :0:-1], grid_values, grid_values[:, -2::-1]],
+                              axis=1)
+    full = fftconvolve(extended, kernel[None, :], mode="valid", axes=1)
+    start = size // 2
+    return full[:, start:start + size]
+
+
+def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Linear interpolation of grid values (q, G) at the points ``t``: (q, T)."""
+    size = smooth.shape[1]
+    grid = np.linspace(0.0, 1.0, size)
+    left = np.clip(np.searchsorted(grid, t, side="right") - 1, 0, size - 2)
+    frac = (t - grid[left]) / (grid[left + 1] - grid[left])
+    return smooth[:, left] * (1.0 - frac) + smooth[:, left + 1] * frac
+
+
+class Smoother:
+    """Scores, residuals ``f - y`` and row weights (n, q) (one column of ones by default:
+    the estimate; bootstrap counts: its replicates), with the spread of the weighted
+    residuals and weights on each grid size cached (the grid has 1001 points for every
+    ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
+
+    def __init__(self, scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None = None) -> None:
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.residuals = self.scores - np.asarray(outcomes, dtype=np.float64)
+        self.weights = (np.ones((self.scores.shape[0], 1)) if weights is None
+                        else np.asarray(weights, dtype=np.float64))
+        self._grids: dict[int, NDArray[np.float64]] = {}
+
+    @property
+    def q(self) -> int:
+        return self.weights.shape[1]
+
+    def grid_values(self, size: int) -> NDArray[np.float64]:
+        """(2q, size): the weighted residuals (rows ``:q``) and weights (rows ``q:``)."""
+        if size not in self._grids:
+            spread = spread_matrix(self.scores, size)
+            values = np.hstack([self.residuals[:, None] * self.weights, self.weights])
+            self._grids[size] = np.asarray(spread @ values).T
+        return self._grids[size]
+
+    def curves(self, sigma: float, columns: NDArray[np.intp] | None = None
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Points ``t``, smoothed residual ``R(t)`` and density ``D(t)`` ((k, T) for the
+        ``k`` chosen weight columns; kernel units, ``D`` floored by ``DENSITY_FLOOR``)."""
+        chosen = np.arange(self.q) if columns is None else np.asarray(columns)
+        grid = self.grid_values(grid_size(sigma))
+        smooth = reflected_smooth(np.vstack([grid[chosen], grid[self.q + chosen]]), sigma)
+        t = eval_points(sigma)
+        read = read_out(smooth, t)
+        return t, read[:chosen.size], read[chosen.size:] + DENSITY_FLOOR
+
+    def values(self, sigma: float, columns: NDArray[np.intp] | None = None
+               ) -> NDArray[np.float64]:
+        """``smECE_sigma`` (eq. 4) of the chosen weight columns."""
+        _, residual, density = self.curves(sigma, columns)
+        return np.abs(residual).sum(axis=1) / density.sum(axis=1)
+
+    def fixed_points(self) -> NDArray[np.float64]:
+        """``sigma*`` with ``smECE_sigma* = sigma*`` (sec. 4.1) of every weight column, by
+        bisection; all columns bisected together, one smoothing per distinct trial
+        bandwidth."""
+
+        def wide_enough(sigmas: NDArray[np.float64], columns: NDArray[np.intp]
+                        ) -> NDArray[np.bool_]:
+            out = sigmas < MIN_SIGMA
+            for sigma in np.unique(sigmas[~out]):
+                same = np.flatnonzero(sigmas == sigma)
+                out[same] = sigma < self.values(float(sigma), columns[same])
+            return out
+
+        every = np.arange(self.q)
+        high, low = np.ones(self.q), np.zeros(self.q)
+        searching = np.flatnonzero(~wide_enough(high, every))
+        for _ in range(SEARCH_STEPS):
+            middle = (high[searching] + low[searching]) / 2
+            wide = wide_enough(middle, searching)
+            low[searching[wide]] = middle[wide]
+            high[searching[~wide]] = middle[~wide]
+        return high
+
+    def at_fixed_points(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The bandwidths ``sigma*`` and the smooth ECE at them, per weight column."""
+        sigmas = self.fixed_points()
+        out = np.empty(self.q)
+        for sigma in np.unique(sigmas):
+            same = np.flatnonzero(sigmas == sigma)
+            out[same] = self.values(float(sigma), same)
+        return sigmas, out
+
+
+def smooth_ece_at(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                  sigma: float) -> float:
+    """``smECE_sigma``: the smooth ECE at a fixed bandwidth ``sigma`` (eq. 4)."""
+    return float(Smoother(scores, outcomes).values(sigma)[0])
+
+
+def fixed_point_sigma(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> float:
+    """The bandwidth ``sigma*`` with ``smECE_sigma* = sigma*`` (sec. 4.1)."""
+    return float(Smoother(scores, outcomes).fixed_points()[0])
+
+
+@dataclass(frozen=True)
+class SmoothReliability:
+    """The smoothed reliability diagram at bandwidth ``sigma``: at each point ``t``, the
+    smoothed outcome rate ``mu(t) = t - R(t) / D(t)`` and the score density ``density(t)``
+    (integrating to about 1 on [0, 1])."""
+
+    sigma: float
+    smece: float
+    t: NDArray[np.float64]
+    mu: NDArray[np.float64]
+    density: NDArray[np.float64]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"sigma": self.sigma, "smece": self.smece, "t": self.t.tolist(),
+                "mu": self.mu.tolist(), "density": self.density.tolist()}
+
+
+def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64]
+                       ) -> SmoothReliability:
+    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5)."""
+    smoother = Smoother(scores, outcomes)
+    sigma = float(smoother.fixed_points()[0])
+    t, residual, density = smoother.curves(sigma)
+    residual, density = residual[0], density[0]
+    value = float(np.abs(residual).sum() / density.sum())
+    mu = t - residual / density
+    mass = density.sum() * (t[1] - t[0])
+    return SmoothReliability(sigma, value, t, mu, density / mass)
+
+
+def smooth_ece_scores(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> float:
+    """smECE of scores in [0, 1] against 0/1 outcomes, bandwidth at its fixed point."""
+    return float(Smoother(scores, outcomes).at_fixed_points()[1][0])
+
+
+def smooth_ece_replicates(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                          weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """smECE of each weighting of the rows (columns of ``weights``, (n, q)), each at its own
+    fixed-point bandwidth: bootstrap replicates when the weights are resample counts."""
+    return Smoother(scores, outcomes, weights).at_fixed_points()[1]
+
+
+@accepts_1d
+def smooth_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+               notion: Notion | None = None) -> float:
+    """Smooth ECE (metric ``smece``): binary notion for two classes (positive-class
+    probability against ``y == 1``), top-label otherwise (confidence against correctness).
+
+    ``y_proba`` is (n,) for a binary model (positive-class probability) or (n, m).
+
+    >>> import numpy as np
+    >>> p = np.array([0.1, 0.3, 0.5, 0.7, 0.9] * 20)
+    >>> y = np.array([0, 0, 1, 1, 1] * 20)
+    >>> round(smooth_ece(y, p), 6)
+    0.170748
+    """
+    scores, outcomes = scores_and_outcomes(y_true, y_proba,
+                                           notion or default_notion(y_proba.shape[1]))
+    return smooth_ece_scores(scores, outcomes)

@@ -1,0 +1,55 @@
+"""``klce_test``: the local calibration test (Vashistha & Farahi, *I-trustworthy models*).
+
+Runs :class:`~calaudit.audit.local_calibration.LocalCalibrationStage` with only the
+requested test, so the statistic, p-value and null distribution are those of
+``calaudit test --covariates ...`` with the same seed.
+"""
+
+from __future__ import annotations
+
+from calaudit.audit.config import AuditConfig, LocalConfig
+from calaudit.audit.local_calibration import LocalCalibrationStage
+from calaudit.tests.result import CalibrationTestResult, as_data, run_stage_test, seed_of
+
+METHODS = {"consistency": "klce_consistency", "bootstrap": "klce_bootstrap",
+           "permutation": "klce_permutation"}
+
+
+def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
+              n_resamples: int = 500, prob_bandwidth: float | None = None,
+              cov_bandwidth: float | None = None, resample_dtype: str = "float32",
+              random_state: int | None = None, rng: int | None = None
+              ) -> CalibrationTestResult:
+    """Test "the model is calibrated in every neighbourhood of the covariates" (KLCE^2).
+
+    Parameters
+    ----------
+    y_true : (n,) labels (integers, booleans or strings)
+    y_proba : (n,) positive-class probabilities of a binary model, or (n, m)
+    covariates : pandas DataFrame, named Series or mapping of names to 1-D arrays
+        (strings and booleans are categorical)
+    method : ``consistency`` (labels redrawn from the predictions; default),
+        ``bootstrap`` (residual bootstrap, Algorithm 1) or ``permutation`` (KiTE's ELCE2)
+    n_resamples : resamples of the null distribution (default 500, as the audit)
+    prob_bandwidth, cov_bandwidth : Gaussian kernel bandwidths (default: median heuristic)
+    resample_dtype : precision of the resampled statistics, ``float32`` or ``float64``
+    random_state : seed (``rng`` is an alias); the audit's ``--seed``
+
+    Returns
+    -------
+    CalibrationTestResult with ``statistic`` (the unbiased KLCE^2 estimate), ``pvalue``,
+    ``null_distribution`` and ``method``. Too small a sample (fewer than 30 rows, or
+    fewer than 5 events for a binary model) gives ``pvalue`` NaN and a ``message``.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    test_id = METHODS[method]
+    data = as_data(y_true, y_proba, covariates)
+    if not data.covariates:
+        raise ValueError("klce_test needs at least one covariate")
+    local = LocalConfig(tests=(test_id,), n_resamples=n_resamples,
+                        prob_bandwidth=prob_bandwidth, cov_bandwidth=cov_bandwidth,
+                        resample_dtype=resample_dtype, per_class=False,
+                        group_ci_resamples=1, intersections=False)
+    config = AuditConfig(seed=seed_of(random_state, rng), local=local)
+    return run_stage_test(LocalCalibrationStage(), test_id, data, config)

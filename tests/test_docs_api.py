@@ -1,0 +1,34 @@
+"""docs/api.md: every ``python`` block runs, in order, in one namespace."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import ROOT
+
+PAGE = ROOT / "docs" / "api.md"
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def test_api_page_examples_run(tmp_path, monkeypatch, capsys):
+    blocks = python_blocks(PAGE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 8
+    (tmp_path / "sample_data").symlink_to(ROOT / "sample_data")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "api_md"}
+    for number, block in enumerate(blocks, 1):
+        try:
+            exec(compile(block, f"{PAGE.name} block {number}", "exec"), namespace)
+        except Exception as error:  # name the block that broke
+            raise AssertionError(f"docs/api.md block {number} failed: {error!r}") from error
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    out = capsys.readouterr()
+    assert "FAIL" in out.out and "first at index 2" in out.out
+    assert "valid ids: ece, mce" in out.out
+    assert "calaudit: [1/" in out.err
+    assert (tmp_path / "reliability.png").stat().st_size > 0
