@@ -8,11 +8,12 @@ import math
 import numpy as np
 
 
-def band_loops(scores, n_bins, n_resamples, level, rng, chunk):
-    """Consistency band, one resample and one bin at a time.
+def band_loops(scores, n_bins, n_resamples, level, rng):
+    """Consistency band, one resample and one bin at a time, from each bin's exact
+    Poisson-binomial law (repeated convolution) by inverse-CDF draws.
 
-    Uses the same uniforms as the fast code: per chunk of ``chunk`` resamples one
-    (n, width) matrix, rows in the order of the rows sorted (stably) by bin.
+    Uses the same uniforms as the fast code: one (non-empty bins, B) matrix, bins in
+    increasing order; draw ``k`` is the smallest ``k`` with ``F(k) > u F(n)``.
     """
     n = len(scores)
     bins = []
@@ -23,24 +24,20 @@ def band_loops(scores, n_bins, n_resamples, level, rng, chunk):
                 b = k
                 break
         bins.append(b)
-    order = sorted(range(n), key=lambda i: bins[i])
-    members = {}
-    for position, i in enumerate(order):
-        members.setdefault(bins[i], []).append(position)
-    sorted_scores = [scores[i] for i in order]
-    rates = {b: [] for b in members}
-    done = 0
-    while done < n_resamples:
-        width = min(chunk, n_resamples - done)
-        uniforms = rng.random((n, width))
-        for j in range(width):
-            for b, positions in members.items():
-                events = sum(1 for p in positions if uniforms[p, j] < sorted_scores[p])
-                rates[b].append(events / len(positions))
-        done += width
+    present = sorted(set(bins))
+    uniforms = rng.random((len(present), n_resamples))
     tail = (1 - level) / 2
-    low = [float(np.quantile(rates[b], tail)) for b in sorted(members)]
-    high = [float(np.quantile(rates[b], 1 - tail)) for b in sorted(members)]
+    low, high = [], []
+    for row, b in enumerate(present):
+        members = [scores[i] for i in range(n) if bins[i] == b]
+        cdf = np.cumsum(poisson_binomial_pmf(members))
+        rates = []
+        for j in range(n_resamples):
+            target = uniforms[row, j] * cdf[-1]
+            k = next(k for k in range(len(cdf)) if cdf[k] > target or k == len(cdf) - 1)
+            rates.append(k / len(members))
+        low.append(float(np.quantile(rates, tail)))
+        high.append(float(np.quantile(rates, 1 - tail)))
     return low, high
 
 

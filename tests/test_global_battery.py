@@ -98,14 +98,26 @@ def test_small_n_is_inconclusive_with_a_message():
     assert few.test("skce_consistency").status == Status.INCONCLUSIVE
 
 
-def test_large_n_skips_quadratic_estimators():
-    config = small_config(skce=SkceConfig(max_quadratic_n=100))
+def test_large_n_exact_skips_quadratic_estimators():
+    config = small_config(skce=SkceConfig(max_quadratic_n=100), method="exact")
     result = run_audit(multiclass(n=150), config)
     assert math.isnan(result.metric("skce_uq").value)
     assert result.test("skce_uq_asymptotic").status == Status.SKIPPED
     assert result.test("skce_ul_asymptotic").status == Status.PASS
     params = result.metric("skce_ul").params
     assert params["bandwidth_source"] == "median_subsample"
+
+
+def test_large_n_auto_runs_quadratic_tests_through_features():
+    config = small_config(skce=SkceConfig(max_quadratic_n=100))
+    result = run_audit(multiclass(n=150), config)
+    assert math.isfinite(result.metric("skce_uq").value)
+    for test_id in ("skce_uq_asymptotic", "skce_consistency", "skce_uq_bound"):
+        test = result.test(test_id)
+        assert test.status != Status.SKIPPED
+        assert test.params["computation"]["method"] == "features"
+        assert test.params["computation"]["reason"] == "n > skce.max_quadratic_n = 100"
+    assert "computation" not in result.metric("skce_ul").params
 
 
 def test_metrics_only_runs_no_tests_and_no_intervals():

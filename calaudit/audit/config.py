@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from calaudit.audit.sections.common import MULTIPLE_TESTING, check
+from calaudit.audit.sections.common import MULTIPLE_TESTING, check, positive
 from calaudit.audit.sections.gate import ON_MISMATCH, BaselineConfig, GateConfig, ThresholdConfig
 from calaudit.audit.sections.global_tests import (
     CANONICAL_DISTANCES,
@@ -43,10 +43,11 @@ __all__ = [
     "MULTIPLE_TESTING", "MULTIPLE_TESTING_SCOPES", "STRATEGIES", "ON_MISMATCH", "KERNELS",
     "CANONICAL_DISTANCES", "GLOBAL_TESTS", "DEFAULT_GLOBAL_TESTS", "LOCAL_TESTS",
     "KITE_NULLS", "RESAMPLE_DTYPES", "SQUARED_TARGETS", "SQUARED_ESTIMATORS",
-    "SPECTRUM_METHODS",
+    "SPECTRUM_METHODS", "METHODS",
 ]
 
 MULTIPLE_TESTING_SCOPES = ("primary", "battery", "family")
+METHODS = ("auto", "exact", "features")
 STRATEGIES = ("uniform", "quantile")
 
 
@@ -97,6 +98,16 @@ class AuditConfig:
         "help": "bootstrap percentile confidence intervals for every metric "
                 "(n_resamples resamples; calaudit test only)"})
     ci_level: float = field(default=0.95, metadata={"help": "confidence level of intervals"})
+    method: str = field(default="auto", metadata={
+        "help": "how kernel statistics (SKCE, KLCE) are computed: exact (pairwise, O(n^2)), "
+                "features (random Fourier features, O(n D)) or auto (features when the "
+                "exact path's estimated time exceeds exact_budget_seconds)"})
+    n_features: int | None = field(default=None, metadata={
+        "help": "random Fourier features D of the features method; none = the size rule "
+                "(docs/scale.md)"})
+    exact_budget_seconds: float = field(default=10.0, metadata={
+        "help": "method = auto: a test whose exact path is estimated to take longer "
+                "(nominal 50 GFLOP/s) uses random features"})
     binning: BinningConfig = field(default_factory=BinningConfig)
     thresholds: tuple[ThresholdConfig, ...] = field(default=(), metadata={
         "help": "gate levels per metric: [thresholds.<metric id>]", "key": "metric"})
@@ -124,6 +135,15 @@ class AuditConfig:
                "multiple_testing_scope must be one of " + ", ".join(MULTIPLE_TESTING_SCOPES)
                + f"; got {self.multiple_testing_scope!r}")
         check(0.0 < self.ci_level < 1.0, f"ci_level must be in (0, 1); got {self.ci_level!r}")
+        check(self.method in METHODS,
+              f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        check(self.n_features is None or (isinstance(self.n_features, int)
+                                          and not isinstance(self.n_features, bool)
+                                          and 2 <= self.n_features <= 1_000_000),
+              f"n_features must be an integer in [2, 1000000]; got {self.n_features!r}")
+        check(positive(self.exact_budget_seconds) and self.exact_budget_seconds is not None,
+              f"exact_budget_seconds must be a positive number; "
+              f"got {self.exact_budget_seconds!r}")
         valid = {s.value for s in Status} - {Status.NO_CHECKS.value}
         for status in self.fail_on:
             check(status in valid,

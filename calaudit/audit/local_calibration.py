@@ -48,6 +48,16 @@ from calaudit.local.lcb import (
     summarize,
     top_label_residual,
 )
+from calaudit.audit.method import choose_method
+from calaudit.inference.feature_tests import (
+    approximation_error,
+    bootstrap_draw,
+    feature_consistency_test,
+    feature_resampling_test,
+    feature_statistic,
+    label_draw,
+)
+from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.results import MetricResult, Status, TestResult
@@ -57,7 +67,9 @@ MAX_CURVE_GROUPS = 8
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
 MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
-           "per_class", "groups", "points")
+           "per_class", "groups", "points", "features")
+#: Rows of the subsample on which a features run compares its statistic with the exact one.
+APPROXIMATION_ROWS = 2000
 
 TITLES = {
     "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
@@ -107,6 +119,23 @@ class LocalAudit:
                                        self.encoded.blocks)
         self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
                                  self.encoded.features, self.cov_bw.gamma)
+        classes = 1 if data.is_binary else data.n_classes
+        self.choice = choose_method(config, self.n, classes * lc.n_resamples,
+                                    streams["features"])
+        self.features = None
+        self.fused_results: dict[str, NullResult] = {}
+        self.curve_se: np.ndarray | None = None
+        self.computation = self.choice.to_params()
+        if self.choice.features:
+            self.features = product_features(self.gram.features, self.choice.n_features,
+                                             self.choice.frequency_seed)
+            self.computation["approximation"] = self.approximation()
+
+    def approximation(self) -> dict[str, Any]:
+        """Feature vs exact KLCE^2 on a seeded subsample of :data:`APPROXIMATION_ROWS`."""
+        rows = plot_points(self.n, APPROXIMATION_ROWS, self.streams["features"])
+        z = self.gram.features[rows]
+        return approximation_error(self.features, z, self.r[rows], GaussianProductGram(z))
 
     # --- tests -----------------------------------------------------------------------
 
@@ -114,7 +143,8 @@ class LocalAudit:
         return {"covariates": list(self.data.covariate_names),
                 "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
                 "residual": "y - p" if self.data.is_binary else "e_y - p",
-                "normalisation": "1 / (n (n - 1)), i != j"}
+                "normalisation": "1 / (n (n - 1)), i != j",
+                "computation": self.computation}
 
     def too_small(self) -> str:
         """Why the sample is too small for a local test ('' if it is not)."""
@@ -135,7 +165,10 @@ class LocalAudit:
         lc, rng = self.local, self.streams[test_id]
         dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
         precision = {"resample_dtype": lc.resample_dtype}
-        if test_id == "klce_consistency":
+        if self.features is not None and test_id != "klce_permutation":
+            res = self.feature_test(test_id, rng)
+            params = self.kernel_params()
+        elif test_id == "klce_consistency":
             res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
                                    products=products, statistic=statistic, dtype=dtype)
             params = {**self.kernel_params(), **precision}
@@ -153,6 +186,37 @@ class LocalAudit:
             method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
+
+    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign):
+        """LCB, KLCE^2, the first consistency/bootstrap test and the curves' standard
+        errors from the three feature passes of :func:`feature_local_pass`."""
+        fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
+        if not self.config.run_tests or self.too_small():
+            fused = None
+        draw = self.feature_draw(fused) if fused else None
+        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r, draw,
+                                 self.streams[fused] if fused else None,
+                                 self.local.n_resamples, design)
+        if out.test is not None:
+            self.fused_results[fused] = NullResult(out.test.statistic,
+                                                   out.test.null_distribution,
+                                                   out.test.p_value)
+        self.curve_se = out.curve_se
+        return out.bias, out.statistic
+
+    def feature_draw(self, test_id: str):
+        return (label_draw(self.proba) if test_id == "klce_consistency"
+                else bootstrap_draw(self.r))
+
+    def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
+        """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
+        the fused pass when it ran there)."""
+        if test_id in self.fused_results:
+            return self.fused_results[test_id]
+        draw = self.feature_draw(test_id)
+        res = feature_resampling_test(self.features, self.gram.features, self.r, draw, rng,
+                                      self.local.n_resamples)
+        return NullResult(res.statistic, res.null_distribution, res.p_value)
 
     def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
         """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
@@ -213,7 +277,17 @@ class LocalAudit:
             bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
             gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-            if self.config.run_tests and not self.too_small():
+            if self.features is not None:
+                features = product_features(gram.features, self.choice.n_features,
+                                            self.choice.frequency_seed)
+                if self.config.run_tests and not self.too_small():
+                    res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                                   lc.n_resamples)
+                    row.update(statistic=res.statistic, p_value=res.p_value,
+                               method="consistency resampling, one-vs-rest, random features")
+                else:
+                    row["statistic"] = feature_statistic(features, gram.features, r_c)
+            elif self.config.run_tests and not self.too_small():
                 res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples,
                                        dtype=np.float64)
                 row.update(statistic=res.statistic, p_value=res.p_value,
@@ -269,8 +343,13 @@ class LocalAudit:
         lc = self.local
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
-        bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        if self.features is None:
+            bias, statistic = lcb_and_statistic(self.gram, scalar_r, self.r)
+            design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        else:
+            design = curve_design(self.curve_requests(), np.empty(self.n), lc.curve_points,
+                                  dense=False)
+            bias, statistic = self.feature_pass(scalar_r, design)
         tests, products = self.tests_and_products(statistic, design.columns)
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         specs = grp.define_groups(levels, lc.intersections)
@@ -307,6 +386,9 @@ class LocalAudit:
                scalar_r: np.ndarray) -> list[dict[str, Any]]:
         if not design.requests:
             return []
+        if self.features is not None:
+            return curves_from_products(design, None, bias, scalar_r,
+                                        self.local.confidence_level, se_all=self.curve_se)
         if products is None:
             products = kernel_matmul(self.gram, design.columns)
         return curves_from_products(design, products, bias, scalar_r,

@@ -17,15 +17,23 @@ another's numbers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
+from calaudit.audit.method import MethodChoice, choose_method
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
+from calaudit.inference.feature_tests import (
+    FeaturePass,
+    approximation_error,
+    feature_skce_pass,
+    label_draw,
+)
 from calaudit.inference.skce_tests import (
     CountForms,
     bootstrap_pass,
@@ -37,12 +45,15 @@ from calaudit.inference.skce_tests import (
     smallest_bound_pvalue,
 )
 from calaudit.metrics.skce import (
+    KERNEL_DISTANCES,
+    KernelChoice,
     QuadraticTerms,
     block_terms,
     choose_kernel,
     quadratic_terms,
     residual_gram,
 )
+from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.grams import cached
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
@@ -61,6 +72,70 @@ TITLES = {
 }
 
 
+#: Rows of the subsample on which a features run compares its SKCE_uq with the exact one.
+APPROXIMATION_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class SkceFeatures:
+    """The SKCE through random Fourier features of the prediction kernel.
+
+    Two classes go through the scalar residual ``sqrt(2) (y - p_1)`` (``<e_y - p,
+    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each, and
+    through the kernel on ``p_1`` alone: for ``p = (1 - p_1, p_1)``, ``TV = |p_1 - q_1|``,
+    ``|p - q|^2 = 2 (p_1 - q_1)^2`` and ``|p - q|_1 = 2 |p_1 - q_1|`` (:data:`BINARY`).
+    """
+
+    features: FourierFeatures
+    x: np.ndarray
+    full: np.ndarray
+    r: np.ndarray
+    proba: np.ndarray
+    scale: float
+
+    #: Two classes: the kernel on ``p_1`` equal to ``kernel(gamma)`` on ``(1 - p_1, p_1)``,
+    #: as (distance, factor of gamma).
+    BINARY = {"tv": ("l1", 1.0), "sqeuclidean": ("sqeuclidean", 2.0), "l1": ("l1", 2.0)}
+
+    @classmethod
+    def build(cls, choice: KernelChoice, computation: MethodChoice, data: CalibrationData
+              ) -> SkceFeatures:
+        full = np.asarray(data.y_proba, dtype=np.float64)
+        distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, full
+        if data.is_binary:
+            (distance, factor), x = cls.BINARY[distance], full[:, 1:2].copy()
+        features = FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1],
+                                        computation.n_features, computation.frequency_seed)
+        if data.is_binary:
+            scale = math.sqrt(2.0)
+            return cls(features, x, full, scale * data.residuals[:, 1], full[:, 1].copy(),
+                       scale)
+        return cls(features, x, full, np.asarray(data.residuals, dtype=np.float64), full, 1.0)
+
+    def one_pass(self, consistency_rng: np.random.Generator | None,
+                 boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
+        """Terms, bootstrap forms and consistency null in one pass
+        (:func:`calaudit.inference.feature_tests.feature_skce_pass`)."""
+        return feature_skce_pass(self.features, self.x, self.r, label_draw(self.proba),
+                                 consistency_rng, n_resamples, boot_rng, n_resamples,
+                                 residual_scale=self.scale)
+
+    def approximation(self, kernel, rng: np.random.Generator) -> dict:
+        """Feature vs exact ``SKCE_uq`` on a seeded subsample of
+        :data:`APPROXIMATION_ROWS` rows."""
+        n = self.x.shape[0]
+        rows = (np.arange(n) if n <= APPROXIMATION_ROWS
+                else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
+        return approximation_error(self.features, self.x[rows], self.r[rows],
+                                   kernel.on(self.full[rows]))
+
+
+def linear(common: dict) -> dict:
+    """The params of a linear-time estimator or test: no ``computation`` entry (they are
+    always computed exactly, whatever ``method``)."""
+    return {k: v for k, v in common.items() if k != "computation"}
+
+
 def decided(test_id: str, status: Status, message: str, estimate: float, method: str,
             params: dict) -> TestResult:
     """A test that set its own status (INCONCLUSIVE or SKIPPED) instead of a p-value."""
@@ -75,14 +150,25 @@ class SkceStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        median_rng, boot_rng, consistency_rng, linear_rng = rng.spawn(4)
+        median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
         cfg = config.skce
         probs, residuals, n = data.y_proba, data.residuals, data.n
         choice = choose_kernel(probs, cfg.kernel, cfg.bandwidth,
                                exact_max_n=cfg.max_quadratic_n, rng=median_rng)
         kernel = choice.kernel
         common = choice.to_params()
-        quadratic = 2 <= n <= cfg.max_quadratic_n
+        computation = choose_method(
+            config, n, config.n_resamples * (1 if data.is_binary else data.n_classes),
+            feature_rng, exact_possible=n <= cfg.max_quadratic_n,
+            limit_note=f"n > skce.max_quadratic_n = {cfg.max_quadratic_n}")
+        features = None
+        if computation.features and n >= 2:
+            features = SkceFeatures.build(choice, computation, data)
+            common = {**common, "computation": computation.to_params(
+                approximation=features.approximation(kernel, feature_rng))}
+        elif n >= 2:
+            common = {**common, "computation": computation.to_params()}
+        quadratic = 2 <= n <= cfg.max_quadratic_n and features is None
         gram = residual_gram(kernel, probs, residuals) if quadratic else None
         pairs = block_terms(kernel, probs, residuals, 2)
         blocks = block_terms(kernel, probs, residuals, cfg.blocksize)
@@ -90,7 +176,14 @@ class SkceStage:
         wants_bootstrap = with_ci or (config.run_tests
                                       and config.global_tests.enabled("skce_uq_asymptotic"))
         terms, forms = None, None
-        if gram is not None and wants_bootstrap:
+        feature_pass = None
+        if features is not None:
+            consistency = (config.run_tests and config.global_tests.enabled("skce_consistency"))
+            feature_pass = features.one_pass(consistency_rng if consistency else None,
+                                             boot_rng if wants_bootstrap else None,
+                                             config.n_resamples)
+            terms, forms = feature_pass.terms, feature_pass.forms
+        elif gram is not None and wants_bootstrap:
             terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
         elif gram is not None:
             terms = quadratic_terms(gram)
@@ -99,7 +192,7 @@ class SkceStage:
         tests: list[TestResult] = []
         if config.run_tests:
             tests = self._tests(data, config, common, terms, pairs, forms, kernel,
-                                consistency_rng)
+                                consistency_rng, feature_pass)
         return StageOutput(metrics=tuple(metrics), tests=tuple(tests))
 
     @staticmethod
@@ -136,7 +229,8 @@ class SkceStage:
             if with_ci and values.size >= 2:
                 counts = bootstrap_counts(rng, values.size, config.n_resamples)
                 ci = percentile_interval(values @ counts / values.size, level)
-            out.append(self._metric(metric_id, value, {**common, **extra}, ci, with_ci, config))
+            out.append(self._metric(metric_id, value, {**linear(common), **extra}, ci, with_ci,
+                                    config))
         return out
 
     @staticmethod
@@ -146,7 +240,7 @@ class SkceStage:
                       "ci_level": config.ci_level, "ci_resamples": config.n_resamples}
         return MetricResult(metric_id, value, params, ci=ci, title=TITLES[metric_id])
 
-    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng
+    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng, features
                ) -> list[TestResult]:
         enabled = config.global_tests.enabled
         n, alpha = data.n, config.alpha
@@ -157,11 +251,12 @@ class SkceStage:
                 out.append(self._bound(test_id, estimator, n, alpha, terms, pairs, common,
                                        config))
         if enabled("skce_ul_asymptotic"):
-            out.append(self._linear(pairs, common))
+            out.append(self._linear(pairs, linear(common)))
         if enabled("skce_uq_asymptotic"):
             out.append(self._asymptotic(terms, forms, n, alpha, config, common))
         if enabled("skce_consistency"):
-            out.append(self._consistency(data, terms, kernel, n, alpha, config, common, rng))
+            out.append(self._consistency(data, terms, kernel, n, alpha, config, common, rng,
+                                         features))
         return out
 
     @staticmethod
@@ -173,7 +268,7 @@ class SkceStage:
 
     def _bound(self, test_id, estimator, n, alpha, terms, pairs, common, config) -> TestResult:
         method = "distribution-free bound, B = 2"
-        params = {**common, "bound": 2.0,
+        params = {**(linear(common) if estimator == "ul" else common), "bound": 2.0,
                   "smallest_p_value": smallest_bound_pvalue(n, estimator)}
         if estimator != "ul" and terms is None:
             return self._skipped(test_id, method, common, config)
@@ -221,7 +316,8 @@ class SkceStage:
                           n_resamples=config.n_resamples, params=params,
                           null_distribution=null, title=TITLES[test_id])
 
-    def _consistency(self, data, terms, kernel, n, alpha, config, common, rng) -> TestResult:
+    def _consistency(self, data, terms, kernel, n, alpha, config, common, rng, features
+                     ) -> TestResult:
         test_id = "skce_consistency"
         method = "consistency resampling: labels redrawn from the predictions"
         if terms is None:
@@ -231,8 +327,11 @@ class SkceStage:
         if reason:
             return decided(test_id, Status.INCONCLUSIVE, reason, terms.unbiased, method,
                            dict(common))
-        result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
-                                       terms.unbiased, rng, config.n_resamples)
+        if features is not None:
+            result = features.consistency
+        else:
+            result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
+                                           terms.unbiased, rng, config.n_resamples)
         return TestResult(test_id, result.statistic, terms.unbiased, result.p_value, method,
                           n_resamples=config.n_resamples, params=dict(common),
                           null_distribution=result.null_distribution, title=TITLES[test_id])

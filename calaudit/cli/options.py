@@ -69,6 +69,13 @@ Bandwidth = Annotated[Optional[float], typer.Option(
     "default: median distance over all pairs.", rich_help_panel=BINS, show_default=False)]
 Blocksize = Annotated[int, typer.Option(
     "--blocksize", min=2, help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
+Method = Annotated[str, typer.Option(
+    "--method", help="Kernel statistics (SKCE, KLCE): exact (pairwise, O(n^2)), features "
+    "(random Fourier features, O(n D), exact-conditional p-values) or auto (features when "
+    "the exact path would take longer than exact_budget_seconds).", rich_help_panel=TESTS)]
+NFeatures = Annotated[Optional[int], typer.Option(
+    "--n-features", min=2, help="Random Fourier features D of --method features "
+    "(default: the size rule in docs/scale.md).", rich_help_panel=TESTS, show_default=False)]
 Ci = Annotated[bool, typer.Option(
     "--ci", help="Bootstrap percentile confidence intervals for every metric.",
     rich_help_panel=TESTS)]

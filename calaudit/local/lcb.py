@@ -134,23 +134,31 @@ class CurveDesign:
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
-                 points: int) -> CurveDesign:
-    """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group)."""
+                 points: int, dense: bool = True) -> CurveDesign:
+    """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group;
+    ``dense=False`` leaves ``columns`` empty, (n, 0), for callers that use the
+    per-request weights directly, e.g. the random-feature path at large n)."""
     pieces = [grid_weights(req.x, points) for req in requests]
-    columns = np.zeros((weight_sums.size, sum(p[0].size for p in pieces)))
+    width = sum(p[0].size for p in pieces) if dense else 0
+    columns = np.zeros((weight_sums.size, width))
     start = 0
     for req, (grid, w, _) in zip(requests, pieces, strict=True):
-        columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
+        if dense:
+            columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
         start += grid.size
     return CurveDesign(tuple(requests), tuple(p[0] for p in pieces),
                        tuple(p[1] for p in pieces), tuple(p[2] for p in pieces), columns)
 
 
-def curves_from_products(design: CurveDesign, products: NDArray[np.float64],
-                         bias: LocalBias, r: NDArray[np.float64], level: float) -> list[dict]:
+def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
+                         bias: LocalBias, r: NDArray[np.float64], level: float,
+                         se_all: NDArray[np.float64] | None = None) -> list[dict]:
     """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
-    ``(covariate, group_by)`` with the groups' grid, curve, standard error and band."""
-    se_all = np.sqrt((products * products).T @ (r * r))
+    ``(covariate, group_by)`` with the groups' grid, curve, standard error and band
+    (``se_all``: the standard errors ``sqrt(sum_i A_it^2 r_i^2)`` when already computed,
+    in which case ``products`` is not used)."""
+    if se_all is None:
+        se_all = np.sqrt((products * products).T @ (r * r))
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0

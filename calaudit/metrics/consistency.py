@@ -8,7 +8,8 @@ and recomputing the outcome (Widmann, Lindsten & Zachariah 2019, sec. 4, "consis
 resampling"). For every non-empty bin ``b`` the resampled observed rate is
 ``acc*_b = n_b^{-1} sum_{i in b} o*_i``; the band is its central ``level`` interval over
 ``B`` resamples. An observed rate outside the band is unusual for a calibrated model
-(pointwise, per bin: no correction for looking at many bins).
+(pointwise, per bin: no correction for looking at many bins). The events per bin are
+drawn from their exact Poisson-binomial law (:mod:`calaudit.numerics.poisson_binomial`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.binning import Strategy, bin_index
-
-#: Upper bound on the number of Bernoulli draws held in memory at once.
-MAX_DRAWS_PER_CHUNK = 1 << 22
-
+from calaudit.numerics.poisson_binomial import cell_counts
 
 @dataclass(frozen=True)
 class ConsistencyBand:
@@ -50,21 +48,13 @@ def resampled_bin_rates(
 ) -> NDArray[np.float64]:
     """Observed rates of every non-empty bin under ``B`` label redraws, shape (bins, B).
 
-    Rows are sorted by bin once; each chunk of ``c`` resamples draws one ``(n, c)``
-    uniform matrix ``U`` (rows in sorted order) and sets ``o*_ij = 1{U_ij < s_i}``; the
-    per-bin event counts are one ``np.add.reduceat`` over the rows.
+    The events of a bin are a sum of independent Bernoulli(``s_i``) over its rows, so
+    they are drawn directly from that Poisson-binomial law
+    (:func:`calaudit.numerics.poisson_binomial.cell_counts`): the same resampling as
+    redrawing every outcome, in O(bins x B) after one pmf per bin.
     """
-    order = np.argsort(bin_index, kind="stable")
-    sorted_bins = bin_index[order]
-    sorted_scores = scores[order]
-    present, starts, counts = np.unique(sorted_bins, return_index=True, return_counts=True)
-    n = scores.shape[0]
-    chunk = int(max(1, min(n_resamples, MAX_DRAWS_PER_CHUNK // max(n, 1))))
-    events = np.empty((present.size, n_resamples), dtype=np.int64)
-    for first in range(0, n_resamples, chunk):
-        width = min(chunk, n_resamples - first)
-        draws = rng.random((n, width)) < sorted_scores[:, None]
-        events[:, first:first + width] = np.add.reduceat(draws, starts, axis=0, dtype=np.int64)
+    present, cells, counts = np.unique(bin_index, return_inverse=True, return_counts=True)
+    events = cell_counts(scores, cells.ravel(), present.size, n_resamples, rng)
     return events / counts[:, None].astype(np.float64)
 
 

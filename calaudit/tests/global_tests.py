@@ -30,7 +30,8 @@ def _only(test_id: str, **changes) -> GlobalTestsConfig:
 
 def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "exponential",
               bandwidth: float | None = None, n_resamples: int = 1000, alpha: float = 0.05,
-              random_state: int | None = None, rng: int | None = None
+              random_state: int | None = None, rng: int | None = None,
+              computation: str = "auto", n_features: int | None = None
               ) -> CalibrationTestResult:
     """Test "the model is calibrated" with the squared kernel calibration error.
 
@@ -40,14 +41,17 @@ def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "ex
     ``uq_bound``, ``ul_bound``. ``kernel`` and ``bandwidth`` choose the prediction kernel
     (default: exponential with the median heuristic); ``alpha`` only decides whether a
     bound test can reject at all (else ``pvalue`` is NaN and ``message`` says why).
-    ``random_state`` (alias ``rng``) is the audit's ``--seed``.
+    ``random_state`` (alias ``rng``) is the audit's ``--seed``. ``computation``: the
+    audit's ``--method`` (``auto``, ``exact`` or ``features``: random Fourier features,
+    ``docs/scale.md``), ``n_features`` its ``--n-features``.
     """
     if method not in SKCE_METHODS:
         raise ValueError(f"method must be one of {', '.join(SKCE_METHODS)}; got {method!r}")
     test_id = SKCE_METHODS[method]
     config = AuditConfig(seed=seed_of(random_state, rng), n_resamples=n_resamples,
                          alpha=alpha, skce=SkceConfig(kernel=kernel, bandwidth=bandwidth),
-                         global_tests=_only(test_id))
+                         global_tests=_only(test_id), method=computation,
+                         n_features=n_features)
     return run_stage_test(SkceStage(), test_id, as_data(y_true, y_proba), config)
 
 

@@ -18,7 +18,8 @@ METHODS = {"consistency": "klce_consistency", "bootstrap": "klce_bootstrap",
 def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
               n_resamples: int = 500, prob_bandwidth: float | None = None,
               cov_bandwidth: float | None = None, resample_dtype: str = "float32",
-              random_state: int | None = None, rng: int | None = None
+              random_state: int | None = None, rng: int | None = None,
+              computation: str = "auto", n_features: int | None = None
               ) -> CalibrationTestResult:
     """Test "the model is calibrated in every neighbourhood of the covariates" (KLCE^2).
 
@@ -34,6 +35,8 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
     prob_bandwidth, cov_bandwidth : Gaussian kernel bandwidths (default: median heuristic)
     resample_dtype : precision of the resampled statistics, ``float32`` or ``float64``
     random_state : seed (``rng`` is an alias); the audit's ``--seed``
+    computation : the audit's ``--method``: ``auto`` (default), ``exact`` or ``features``
+        (random Fourier features, ``docs/scale.md``); ``n_features`` its ``--n-features``
 
     Returns
     -------
@@ -51,5 +54,6 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
                         prob_bandwidth=prob_bandwidth, cov_bandwidth=cov_bandwidth,
                         resample_dtype=resample_dtype, per_class=False,
                         group_ci_resamples=1, intersections=False)
-    config = AuditConfig(seed=seed_of(random_state, rng), local=local)
+    config = AuditConfig(seed=seed_of(random_state, rng), local=local, method=computation,
+                         n_features=n_features)
     return run_stage_test(LocalCalibrationStage(), test_id, data, config)

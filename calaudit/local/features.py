@@ -1,0 +1,131 @@
+"""Local calibration through random Fourier features (large n).
+
+The KLCE product kernel is one Gaussian ``exp(-|z_i - z_j|^2)`` on the scaled rows
+``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]`` (:mod:`calaudit.local.kernel`), so its features
+are those of the Gaussian with ``gamma = 1``: frequencies ``w ~ N(0, 2 I)``. With them
+
+* ``KLCE^2_D = (|Phi^T R|^2 - sum_i |r_i|^2) / (n (n - 1))`` (the U-statistic of the
+  feature kernel; its consistency test is :func:`calaudit.inference.feature_tests.
+  feature_consistency_test`);
+* the smoother sums ``K r`` and ``K 1`` of the local calibration bias (eq. 7) become
+  ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)`` (:func:`feature_smoother`), O(n D).
+
+The feature kernel approximates ``K`` with a per-pair error of order ``1 / sqrt(D)``; a
+weight sum ``sum_j K_ij`` over many neighbours has a much smaller relative error, but a
+row with almost no neighbours can get a small or negative approximate denominator, so
+the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.inference.feature_tests import FeatureTestResult, RowDraw
+from calaudit.local.lcb import LocalBias
+from calaudit.numerics.features import (
+    FourierFeatures,
+    feature_matmul,
+    feature_products,
+    row_chunks,
+    u_statistic_sums,
+)
+from calaudit.numerics.resampling import monte_carlo_pvalue
+
+#: Smallest approximate kernel weight sum for which the LCB is reported.
+MIN_WEIGHT = 0.1
+
+
+def product_features(z: NDArray[np.float64], n_features: int, seed: int) -> FourierFeatures:
+    """Features of ``exp(-|z_i - z_j|^2)`` on the rows of ``z`` (a product Gram's
+    ``features``)."""
+    return FourierFeatures.draw("sqeuclidean", 1.0, z.shape[1], n_features, seed)
+
+
+def feature_smoother(features: FourierFeatures, z: NDArray[np.float64],
+                     r: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(K r, K 1)`` with ``K`` the feature kernel: ``Phi (Phi^T r)``, ``Phi (Phi^T 1)``
+    (``r`` may be (n,) or (n, q); the second item is always (n,))."""
+    r = np.asarray(r, dtype=np.float64)
+    columns = np.column_stack([r.reshape(r.shape[0], -1), np.ones(r.shape[0])])
+    out = feature_matmul(features, z, columns)
+    return out[:, :-1].reshape(r.shape), out[:, -1]
+
+
+@dataclass(frozen=True)
+class LocalFeaturePass:
+    """Everything the local stage needs from the feature kernel, in three passes."""
+
+    bias: LocalBias
+    statistic: float
+    test: FeatureTestResult | None
+    curve_se: NDArray[np.float64] | None
+
+
+def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
+                       r: NDArray[np.float64], klce_residuals: NDArray[np.float64],
+                       draw: RowDraw | None, rng: np.random.Generator | None,
+                       n_resamples: int, design=None) -> LocalFeaturePass:
+    """LCB, ``KLCE^2_D``, one resampling test and the LCB curves' standard errors.
+
+    Pass 1 accumulates ``Phi^T [r, 1, R | R*]`` (the test's resampled columns ride along,
+    as :func:`calaudit.inference.feature_tests.feature_resampling_test`); pass 2 gives the
+    LCB ``Phi (Phi^T r) / Phi (Phi^T 1)`` chunk by chunk and accumulates ``Phi^T V`` of the
+    curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb`); pass 3 gives
+    ``se_t^2 = sum_i (Phi (Phi^T V))_it^2 r_i^2``. ``design``: a
+    :class:`calaudit.local.lcb.CurveDesign` (its requests' rows sorted) or ``None``.
+    """
+    n = z.shape[0]
+    kr = np.asarray(klce_residuals, dtype=np.float64)
+    classes = 1 if kr.ndim == 1 else kr.shape[1]
+    q = 1 + (n_resamples if draw is not None else 0)
+    observed = kr.reshape(n, classes)
+
+    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
+        out[:, 0] = r[start:stop]
+        out[:, 1] = 1.0
+        view = out[:, 2:].reshape(stop - start, classes, q)
+        view[:, :, 0] = observed[start:stop]
+        if q > 1:
+            draw(rng, start, stop, view[:, :, 1:] if classes > 1 else view[:, 0, 1:])
+
+    products, squares = feature_products(features, z, fill, 2 + classes * q)
+    sums = u_statistic_sums(products[:, 2:], squares[2:], classes) / (n * (n - 1))
+    statistic = float(sums[0])
+    test = None
+    if q > 1:
+        test = FeatureTestResult(statistic, sums[1:], monte_carlo_pvalue(statistic, sums[1:]),
+                                 features.n_features)
+    bias, curve_products = _bias_pass(features, z, products[:, :2], design)
+    se = None
+    if design is not None and design.requests:
+        total = np.zeros(curve_products.shape[1])
+        for start, stop in row_chunks(n, features.n_features + total.size):
+            a = features.transform(z[start:stop]) @ curve_products
+            total += (a * a).T @ (r[start:stop] ** 2)
+        se = np.sqrt(total)
+    return LocalFeaturePass(bias, statistic, test, se)
+
+
+def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[np.float64],
+               design) -> tuple[LocalBias, NDArray[np.float64]]:
+    """LCB and weight sums chunk by chunk, and ``Phi^T V`` of the curves (pass 2)."""
+    n = z.shape[0]
+    values, weights = np.empty(n), np.empty(n)
+    requests = design.requests if design is not None else ()
+    blocks = [np.zeros((features.n_features, w.shape[0]))
+              for w in (design.weights if design is not None else ())]
+    for start, stop in row_chunks(n, features.n_features + 2):
+        phi = features.transform(z[start:stop])
+        sums = phi @ lead
+        weight = np.maximum(sums[:, 1], MIN_WEIGHT)
+        values[start:stop], weights[start:stop] = sums[:, 0] / weight, weight
+        for req, w, block in zip(requests, design.weights, blocks, strict=True):
+            lo, hi = np.searchsorted(req.rows, [start, stop])
+            if hi > lo:
+                local = req.rows[lo:hi] - start
+                block += phi[local].T @ (w[:, lo:hi] / weight[local][None, :]).T
+    stacked = np.hstack(blocks) if blocks else np.zeros((features.n_features, 0))
+    return LocalBias(values, weights), stacked

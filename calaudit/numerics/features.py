@@ -1,0 +1,189 @@
+"""Random Fourier features: kernel sums in O(n D) instead of O(n^2).
+
+Bochner's theorem (Rahimi & Recht 2007): a shift-invariant kernel ``k(a - b)`` with
+``k(0) = 1`` is the characteristic function of a probability law of frequencies ``w``,
+``k(a - b) = E_w cos(w . (a - b))``. With ``D / 2`` frequencies ``w_1..w_{D/2}`` drawn from
+that law, the feature map
+
+    ``phi(a) = sqrt(2 / D) [cos(w_1 . a), ..., cos(w_{D/2} . a), sin(w_1 . a), ...]``
+
+gives the *feature kernel* ``phi(a) . phi(b) = (2 / D) sum_j cos(w_j . (a - b))``, an
+unbiased Monte-Carlo estimate of ``k(a, b)`` with standard error at most ``1 / sqrt(D)``
+per pair. It is itself a positive semi-definite kernel, bounded by 1 in absolute value,
+and ``phi(a) . phi(a) = 1`` exactly (the cos/sin pairs; no random phase).
+
+Frequency laws of the kernels used by calaudit:
+
+* Gaussian ``exp(-gamma |a - b|^2)``: ``w ~ N(0, 2 gamma I)``;
+* Laplacian ``exp(-gamma |a - b|_1) = prod_k exp(-gamma |a_k - b_k|)``: each coordinate
+  ``w_k ~ Cauchy(0, gamma)`` independently (the 1-D Laplacian's spectral law);
+* exponential-TV ``exp(-gamma TV(p, q)) = exp(-(gamma / 2) |p - q|_1)``: the Laplacian with
+  ``gamma / 2`` (Widmann et al. 2019's default SKCE kernel).
+
+Everything quadratic then goes through ``A = Phi^T Z`` (D x q) for a matrix ``Z`` of
+residual columns, accumulated over row chunks (:func:`feature_products`): ``sum_{i,j}
+phi_i . phi_j <z_i, z_j> = |A|_F^2``. ``Phi`` (n x D) is never stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: Kernel families with a frequency law here (``distance`` names of
+#: :class:`calaudit.numerics.kernels.StationaryKernel`).
+FREQUENCY_LAWS = {"sqeuclidean": "normal", "l1": "cauchy", "tv": "cauchy"}
+
+#: Entries (float64) of one chunk of features plus columns: about 64 MB.
+CHUNK_ENTRIES = 8_000_000
+
+#: Feature-count rule (:func:`default_n_features`).
+MIN_FEATURES = 256
+MAX_FEATURES = 2048
+#: Floating-point operations allowed for the resampled GEMMs ``Phi^T Z*`` of one test
+#: (about 1.5 s at 65 GFLOP/s, the two-core benchmark machine's float64 GEMM rate).
+FEATURE_FLOP_BUDGET = 1e11
+
+
+def default_n_features(n: int, columns: int) -> int:
+    """The rule for ``D``: the largest multiple of 64 with ``2 n D columns <=
+    FEATURE_FLOP_BUDGET``, clipped to ``[MIN_FEATURES, MAX_FEATURES]`` (``columns`` = number
+    of classes times resamples). E.g. binary, 500 resamples: ``D = 2048`` up to 48,000
+    rows, 256 from 390,000 rows; CIFAR-10 (10,000 rows, 10 classes, 1,000 resamples):
+    ``D = 448``."""
+    raw = FEATURE_FLOP_BUDGET / (2.0 * max(n, 1) * max(columns, 1))
+    return int(min(MAX_FEATURES, max(MIN_FEATURES, 64 * math.floor(raw / 64))))
+
+
+@dataclass(frozen=True)
+class FourierFeatures:
+    """``D`` random Fourier features of a shift-invariant kernel on ``dim`` coordinates.
+
+    ``frequencies`` is (dim, D / 2); ``seed`` records the integer seed they were drawn
+    from (``None`` when drawn from a caller's generator).
+    """
+
+    kernel: str
+    gamma: float
+    frequencies: NDArray[np.float64]
+    seed: int | None = None
+    #: Precision of the cosines and sines (:data:`FEATURE_DTYPE`); angles are float64.
+    dtype: type = np.float32
+
+    @property
+    def n_features(self) -> int:
+        return 2 * int(self.frequencies.shape[1])
+
+    @classmethod
+    def draw(cls, distance: str, gamma: float, dim: int, n_features: int,
+             rng: np.random.Generator | int, dtype: type = np.float32) -> FourierFeatures:
+        """Frequencies of the kernel ``exp(-gamma d(a, b))`` for the distance ``d``
+        (``sqeuclidean``, ``l1`` or ``tv``); ``n_features`` is rounded up to even."""
+        if distance not in FREQUENCY_LAWS:
+            raise ValueError(f"no frequency law for distance {distance!r}")
+        seed = int(rng) if isinstance(rng, (int, np.integer)) else None
+        gen = np.random.default_rng(seed) if seed is not None else rng
+        half = max(1, (int(n_features) + 1) // 2)
+        if distance == "sqeuclidean":
+            w = gen.normal(0.0, math.sqrt(2.0 * gamma), size=(dim, half))
+        else:
+            scale = gamma / 2.0 if distance == "tv" else gamma
+            w = scale * gen.standard_cauchy(size=(dim, half))
+        return cls(distance, float(gamma), w, seed, dtype)
+
+    def transform(self, x: NDArray[np.float64]) -> NDArray:
+        """``Phi`` (rows, D) of the rows of ``x`` (rows, dim), in :attr:`dtype`.
+
+        The angles ``x . w`` are computed in float64 and rounded once to ``dtype`` before
+        the cosines and sines (float32 trigonometric functions are vectorised and about 7x
+        faster than float64 ones here); every product with ``Phi`` is then accumulated in
+        float64. The statistics use the exact norms ``|phi_i|^2`` of the rounded map
+        (:func:`feature_products`), so they are exactly the U-statistics of the kernel
+        ``phi(a) . phi(b)`` as computed.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        x = x[:, None] if x.ndim == 1 else x
+        angles = (x @ self.frequencies).astype(self.dtype, copy=False)
+        half = angles.shape[1]
+        out = np.empty((x.shape[0], 2 * half), dtype=self.dtype)
+        np.cos(angles, out=out[:, :half])
+        np.sin(angles, out=out[:, half:])
+        out *= self.dtype(math.sqrt(1.0 / half))
+        return out
+
+    def kernel_matrix(self, a: NDArray[np.float64], b: NDArray[np.float64]
+                      ) -> NDArray[np.float64]:
+        """The feature kernel ``phi(a_i) . phi(b_j)`` (dense; small inputs, tests)."""
+        return self.transform(a).astype(np.float64) @ self.transform(b).astype(np.float64).T
+
+
+def row_chunks(n: int, width: int, entries: int = CHUNK_ENTRIES) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` row ranges of about ``entries / width`` rows."""
+    step = max(64, entries // max(width, 1))
+    for start in range(0, n, step):
+        yield start, min(n, start + step)
+
+
+#: ``fill(start, stop, out)`` writes the columns of rows ``[start, stop)`` into ``out``
+#: (shape (stop - start, q)); chunks are visited in row order.
+Fill = Callable[[int, int, NDArray[np.float64]], None]
+
+
+def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fill,
+                     width: int, entries: int = CHUNK_ENTRIES,
+                     norms: NDArray[np.float64] | None = None
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``A = Phi^T Z`` (D, width) and the diagonal sums ``sum_i |phi_i|^2 Z_ic^2``, with
+    ``Z`` (n, width) produced chunk by chunk by ``fill`` (one float64 GEMM per chunk).
+
+    Memory: one chunk of ``Phi`` and of ``Z`` (``entries`` float64 values) plus ``A``.
+    ``norms`` (n,), if given, receives ``|phi_i|^2`` of each chunk before ``fill`` runs on
+    it (1 up to the rounding of the feature map).
+    """
+    n = x.shape[0]
+    products = np.zeros((features.n_features, width))
+    squares = np.zeros(width)
+    for start, stop in row_chunks(n, features.n_features + width, entries):
+        phi = features.transform(x[start:stop]).astype(np.float64)
+        norm = np.einsum("ij,ij->i", phi, phi)
+        if norms is not None:
+            norms[start:stop] = norm
+        z = np.empty((stop - start, width))
+        fill(start, stop, z)
+        products += phi.T @ z
+        squares += norm @ (z * z)
+    return products, squares
+
+
+def u_statistic_sums(products: NDArray[np.float64], squares: NDArray[np.float64],
+                     classes: int = 1) -> NDArray[np.float64]:
+    """``sum_{i != j} phi_i . phi_j <z_i, z_j> = |Phi^T z|^2 - sum_i |phi_i|^2 |z_i|^2`` per
+    resample (``squares`` from :func:`feature_products`). Columns are laid out class-major, ``c = k * q + b`` for class ``k``
+    of resample ``b`` (the flattening of an (n, classes, q) array), and summed over the
+    ``classes`` of each resample."""
+    total = np.einsum("dc,dc->c", products, products) - squares
+    return total.reshape(classes, -1).sum(axis=0)
+
+
+def feature_matmul(features: FourierFeatures, x: NDArray[np.float64],
+                   w: NDArray[np.float64], entries: int = CHUNK_ENTRIES
+                   ) -> NDArray[np.float64]:
+    """``Phi (Phi^T W)``: the feature kernel times ``W`` (n,) or (n, q), two passes over
+    the rows, O(n (D + q)) time per feature. E.g. the local calibration bias's numerator
+    and denominator ``K r`` and ``K 1`` become ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)``."""
+    wm = np.asarray(w, dtype=np.float64)
+    flat = wm.reshape(wm.shape[0], -1)
+
+    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
+        out[:] = flat[start:stop]
+
+    products, _ = feature_products(features, x, fill, flat.shape[1], entries)
+    out = np.empty_like(flat)
+    for start, stop in row_chunks(flat.shape[0], features.n_features + flat.shape[1],
+                                  entries):
+        out[start:stop] = features.transform(x[start:stop]).astype(np.float64) @ products
+    return out.reshape(wm.shape)

@@ -1,0 +1,335 @@
+"""Random Fourier features: the feature kernel, its U-statistic and the resampled nulls
+against dense references built by explicit loops; the Poisson-binomial cell draws; the
+chunked bootstrap counts; the exact/features choice and its JSON record."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calaudit.audit.config import AuditConfig
+from calaudit.audit.method import choose_method
+from calaudit.audit.runner import run_audit
+from calaudit.data.dataset import CalibrationData
+from calaudit.inference.feature_tests import (
+    feature_consistency_test,
+    feature_skce_pass,
+    feature_statistic,
+    label_draw,
+)
+from calaudit.local.features import feature_smoother
+from calaudit.local.poisson_binomial import poisson_binomial_pmf
+from calaudit.numerics import poisson_binomial as pb
+from calaudit.numerics.chunked_bootstrap import ChunkedCounts
+from calaudit.numerics.features import FourierFeatures, default_n_features, row_chunks
+from calaudit.numerics.kernels import exponential_tv, gaussian, laplacian
+from calaudit.numerics.resampling import labels_from_uniforms
+
+
+def phi_loops(features: FourierFeatures, x):
+    """The feature map by loops: sqrt(2/D) [cos(w_j . x), sin(w_j . x)]."""
+    w = features.frequencies
+    half = w.shape[1]
+    out = []
+    for row in np.atleast_2d(x):
+        angles = [sum(row[d] * w[d, j] for d in range(w.shape[0])) for j in range(half)]
+        out.append([math.cos(a) / math.sqrt(half) for a in angles]
+                   + [math.sin(a) / math.sqrt(half) for a in angles])
+    return np.array(out)
+
+
+def u_statistic_loops(kernel, r):
+    """(n (n - 1))^-1 sum_{i != j} K_ij <r_i, r_j> by a double loop."""
+    n = len(r)
+    total = 0.0
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                total += kernel[i, j] * float(np.dot(np.atleast_1d(r[i]), np.atleast_1d(r[j])))
+    return total / (n * (n - 1))
+
+
+KERNELS = [("sqeuclidean", gaussian), ("l1", laplacian), ("tv", exponential_tv)]
+
+
+@pytest.mark.parametrize("distance,exact", KERNELS)
+def test_feature_kernel_converges_to_the_exact_kernel(distance, exact):
+    rng = np.random.default_rng(1)
+    x = rng.dirichlet(np.ones(3), 25)
+    target = exact(1.3).evaluate(x, x)
+    errors = []
+    for d in (64, 1024, 16384):
+        features = FourierFeatures.draw(distance, 1.3, 3, d, 7, dtype=np.float64)
+        errors.append(np.sqrt(np.mean((features.kernel_matrix(x, x) - target) ** 2)))
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.02  # about 1 / sqrt(D) per pair
+
+
+def test_feature_map_matches_loops_and_has_unit_norm():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(6, 2))
+    features = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3, dtype=np.float64)
+    np.testing.assert_allclose(features.transform(x), phi_loops(features, x), atol=1e-13)
+    np.testing.assert_allclose(np.sum(features.transform(x) ** 2, axis=1), 1.0, atol=1e-13)
+    again = FourierFeatures.draw("sqeuclidean", 0.7, 2, 10, 3, dtype=np.float64)
+    np.testing.assert_array_equal(again.frequencies, features.frequencies)
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_feature_statistic_matches_dense_loops(classes):
+    rng = np.random.default_rng(4)
+    n = 40
+    x = rng.normal(size=(n, 2))
+    r = rng.normal(size=n) if classes == 1 else rng.normal(size=(n, classes))
+    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 16, 9, dtype=np.float64)
+    phi = phi_loops(features, x)
+    expected = u_statistic_loops(phi @ phi.T, r)
+    assert feature_statistic(features, x, r, entries=200) == pytest.approx(expected,
+                                                                            rel=1e-11)
+
+
+def test_single_precision_map_is_the_rounded_double_map_and_statistics_use_its_norms():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(60, 2))
+    r = rng.normal(size=(60, 3))
+    double = FourierFeatures.draw("sqeuclidean", 0.5, 2, 64, 5, dtype=np.float64)
+    single = FourierFeatures.draw("sqeuclidean", 0.5, 2, 64, 5)
+    phi = single.transform(x)
+    assert phi.dtype == np.float32
+    np.testing.assert_allclose(phi, double.transform(x), atol=1e-6)
+    kernel = phi.astype(np.float64) @ phi.astype(np.float64).T
+    assert feature_statistic(single, x, r) == pytest.approx(u_statistic_loops(kernel, r),
+                                                            rel=1e-11)
+    assert feature_statistic(single, x, r) == pytest.approx(
+        feature_statistic(double, x, r), rel=1e-5)
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_consistency_null_matches_dense_reference_with_the_same_uniforms(classes):
+    rng = np.random.default_rng(5)
+    n, b = 30, 12
+    x = rng.normal(size=(n, 2))
+    if classes == 1:
+        proba = rng.uniform(0.1, 0.9, n)
+        y = (rng.random(n) < proba).astype(float)
+        r = y - proba
+    else:
+        proba = rng.dirichlet(np.ones(classes), n)
+        r = -proba.copy()
+        r[np.arange(n), rng.integers(0, classes, n)] += 1.0
+    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 8, 1, dtype=np.float64)
+    result = feature_consistency_test(features, x, r, proba, np.random.default_rng(8), b,
+                                      entries=300)  # several row chunks
+    phi = phi_loops(features, x)
+    kernel = phi @ phi.T
+    u = np.random.default_rng(8).random((n, b))
+    null = []
+    for j in range(b):
+        if classes == 1:
+            redrawn = (u[:, j] < proba).astype(float) - proba
+        else:
+            labels = labels_from_uniforms(u[:, j:j + 1], np.cumsum(proba, axis=1)[:, :-1])[:, 0]
+            redrawn = -proba.copy()
+            redrawn[np.arange(n), labels] += 1.0
+        null.append(u_statistic_loops(kernel, redrawn))
+    np.testing.assert_allclose(result.null_distribution, null, rtol=1e-10, atol=1e-15)
+    assert result.statistic == pytest.approx(u_statistic_loops(kernel, r), rel=1e-10)
+    expected_p = (1 + np.sum(np.array(null) >= result.statistic - 1e-15)) / (1 + b)
+    assert result.p_value == pytest.approx(expected_p)
+
+
+def test_skce_pass_forms_match_dense_count_forms():
+    rng = np.random.default_rng(6)
+    n, b, m = 25, 9, 3
+    x = rng.dirichlet(np.ones(m), n)
+    r = -x.copy()
+    r[np.arange(n), rng.integers(0, m, n)] += 1.0
+    features = FourierFeatures.draw("tv", 2.0, m, 12, 4, dtype=np.float64)
+    entries = 200
+    out = feature_skce_pass(features, x, r, label_draw(x), np.random.default_rng(1), b,
+                            np.random.default_rng(2), b, entries=entries)
+    phi = phi_loops(features, x)
+    h = (phi @ phi.T) * (r @ r.T)
+    assert out.terms.biased == pytest.approx(h.sum() / n ** 2, rel=1e-10)
+    assert out.terms.unbiased == pytest.approx(u_statistic_loops(phi @ phi.T, r), rel=1e-10)
+    width = m * (1 + 2 * b)
+    counts_gen = ChunkedCounts(np.random.default_rng(2), n, b)
+    counts = np.vstack([counts_gen.next(stop - start)
+                        for start, stop in row_chunks(n, features.n_features + width,
+                                                      entries)])
+    assert np.all(counts.sum(axis=0) == n)
+    forms = out.forms
+    for j in range(b):
+        c = counts[:, j]
+        assert forms.quadratic[j] == pytest.approx(c @ h @ c, rel=1e-10)
+        assert forms.linear[j] == pytest.approx(c @ h.sum(axis=1), rel=1e-10)
+        assert forms.diagonal[j] == pytest.approx(c @ np.diag(h), rel=1e-10)
+        assert forms.squared[j] == pytest.approx((c * c) @ np.diag(h), rel=1e-10)
+        assert forms.ties[j] == pytest.approx(c @ c)
+    alone = feature_consistency_test(features, x, r, x, np.random.default_rng(1), b,
+                                     entries=entries)
+    np.testing.assert_allclose(out.consistency.null_distribution, alone.null_distribution,
+                               rtol=1e-10)
+
+
+def test_chunked_counts_are_multinomial():
+    rng = np.random.default_rng(3)
+    n, b = 50, 4000
+    gen = ChunkedCounts(rng, n, b)
+    counts = np.vstack([gen.next(s) for s in (7, 13, 1, 29)])
+    assert counts.shape == (n, b) and np.all(counts.sum(axis=0) == n)
+    # multinomial(n, 1/n): mean 1, variance 1 - 1/n, covariance -1/n
+    assert abs(counts.mean() - 1.0) < 1e-12
+    assert counts.var(axis=1).mean() == pytest.approx(1 - 1 / n, abs=0.03)
+    assert np.cov(counts[0], counts[40])[0, 1] == pytest.approx(-1 / n, abs=0.04)
+
+
+def test_feature_smoother_is_phi_phi_transpose():
+    rng = np.random.default_rng(9)
+    z = rng.normal(size=(50, 3))
+    r = rng.normal(size=50)
+    features = FourierFeatures.draw("sqeuclidean", 1.0, 3, 32, 0, dtype=np.float64)
+    kr, k1 = feature_smoother(features, z, r)
+    phi = phi_loops(features, z)
+    np.testing.assert_allclose(kr, phi @ (phi.T @ r), atol=1e-12)
+    np.testing.assert_allclose(k1, phi @ phi.T.sum(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 200, 1500])
+def test_poisson_binomial_pmf_matches_the_recursion(n):
+    p = np.random.default_rng(n).random(n)
+    np.testing.assert_allclose(pb.pmf(p), poisson_binomial_pmf(p), rtol=0, atol=1e-14)
+
+
+def test_poisson_binomial_pmf_of_equal_probabilities_is_binomial():
+    from scipy import stats
+
+    np.testing.assert_allclose(pb.pmf(np.full(3000, 0.3)),
+                               stats.binom.pmf(np.arange(3001), 3000, 0.3), atol=1e-14)
+
+
+def test_cell_counts_follow_each_cells_law():
+    rng = np.random.default_rng(12)
+    p = rng.uniform(0.05, 0.6, 60)
+    cells = np.repeat([0, 2], 30)  # cell 1 is empty
+    counts = pb.cell_counts(p, cells, 3, 20000, np.random.default_rng(0))
+    assert np.all(counts[1] == 0)
+    for c in (0, 2):
+        law = poisson_binomial_pmf(p[cells == c])
+        freq = np.bincount(counts[c], minlength=law.size) / counts.shape[1]
+        assert np.abs(freq - law).max() < 0.015
+    u = np.random.default_rng(0).random((3, 20000))
+    first = pb.sample(pb.pmf(p[:30]), u[0])
+    np.testing.assert_array_equal(first, counts[0])
+
+
+def test_default_n_features_rule():
+    assert default_n_features(1000, 500) == 2048
+    assert default_n_features(10_000, 10_000) == 448
+    assert default_n_features(10**7, 1000) == 256
+    assert default_n_features(100_000, 1000) % 64 == 0
+
+
+class _Config:
+    def __init__(self, method, budget=10.0, n_features=None):
+        self.method, self.exact_budget_seconds, self.n_features = method, budget, n_features
+
+
+def test_method_rule():
+    rng = np.random.default_rng(0)
+    assert choose_method(_Config("exact"), 10**6, 500, rng).method == "exact"
+    assert choose_method(_Config("auto"), 5000, 500, rng).method == "exact"
+    big = choose_method(_Config("auto"), 100_000, 500, rng)
+    assert big.method == "features" and "exact_budget_seconds" in big.reason
+    assert big.n_features == default_n_features(100_000, 500)
+    limit = choose_method(_Config("auto"), 3000, 500, rng, exact_possible=False,
+                          limit_note="n > limit")
+    assert limit.method == "features" and limit.reason == "n > limit"
+    given = choose_method(_Config("features", n_features=101), 100, 10, rng)
+    assert given.n_features == 102 and given.to_params()["n_features_rule"] == "given"
+
+
+def _data(n=400, seed=0, classes=2):
+    rng = np.random.default_rng(seed)
+    if classes == 2:
+        p = rng.uniform(0.05, 0.95, n)
+        y = (rng.random(n) < p).astype(int)
+    else:
+        p = rng.dirichlet(np.ones(classes), n)
+        y = np.array([rng.choice(classes, p=row) for row in p])
+    return CalibrationData.from_arrays(y, p, covariates={"age": rng.uniform(20, 80, n),
+                                                         "g": rng.integers(0, 3, n)},
+                                       categorical=["g"])
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_features_run_records_the_computation(classes):
+    result = run_audit(_data(classes=classes), AuditConfig(method="features", n_resamples=50,
+                                                           n_features=64)).to_dict()
+    assert result["config"]["method"] == "features"
+    kernel_tests = [t for t in result["tests"]
+                    if t["id"].startswith(("skce_b", "skce_uq", "skce_consistency", "klce"))]
+    assert {t["id"] for t in kernel_tests} >= {"skce_consistency", "klce_consistency",
+                                              "skce_uq_asymptotic"}
+    for t in kernel_tests:
+        comp = t["params"]["computation"]
+        assert comp["method"] == "features" and comp["n_features"] == 64
+        assert isinstance(comp["frequency_seed"], int)
+        approx = comp["approximation"]
+        assert approx["subsample_rows"] == 400
+        assert approx["difference"] == pytest.approx(approx["features"] - approx["exact"])
+        assert t["status"] in ("PASS", "FAIL")
+    again = run_audit(_data(classes=classes), AuditConfig(method="features", n_resamples=50,
+                                                          n_features=64)).to_dict()
+    assert [t["p_value"] for t in again["tests"]] == [t["p_value"] for t in result["tests"]]
+
+
+def test_default_run_stays_exact_and_says_why():
+    result = run_audit(_data(), AuditConfig(n_resamples=50)).to_dict()
+    comps = [t["params"]["computation"] for t in result["tests"]
+             if "computation" in t.get("params", {})]
+    assert comps and all(c["method"] == "exact" and c["requested"] == "auto" for c in comps)
+    exact = run_audit(_data(), AuditConfig(n_resamples=50, method="exact")).to_dict()
+    assert [t["p_value"] for t in exact["tests"]] == [t["p_value"] for t in result["tests"]]
+
+
+def test_cli_method_flag_reaches_the_json(tmp_path):
+    from typer.testing import CliRunner
+
+    from calaudit.cli.app import app
+
+    rng = np.random.default_rng(1)
+    n = 300
+    p = rng.uniform(0.1, 0.9, n)
+    rows = ["label,prob"] + [f"{int(rng.random() < q)},{q:.6f}" for q in p]
+    path = tmp_path / "d.csv"
+    path.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["test", str(path), "--method", "features", "--n-features",
+                                   "32", "--n-resamples", "20", "--json", str(out), "-q",
+                                   "--exit-zero"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    payload = json.loads(out.read_text())
+    assert payload["config"]["method"] == "features"
+    consistency = next(t for t in payload["tests"] if t["id"] == "skce_consistency")
+    assert consistency["params"]["computation"]["n_features"] == 32
+    bad = CliRunner().invoke(app, ["test", str(path), "--method", "fast"])
+    assert bad.exit_code == 2
+
+
+def test_public_test_functions_take_the_computation():
+    from calaudit.tests.global_tests import skce_test
+    from calaudit.tests.local import klce_test
+
+    data = _data(n=300)
+    p = data.y_proba[:, 1]
+    covs = {"age": np.asarray(data.covariates[0].values)}
+    for fn, args in ((skce_test, (data.y_true, p)), (klce_test, (data.y_true, p, covs))):
+        exact = fn(*args, n_resamples=30, computation="exact")
+        feats = fn(*args, n_resamples=30, computation="features", n_features=64)
+        assert exact.pvalue > 0 and feats.pvalue > 0
+        assert feats.statistic != exact.statistic
