@@ -47,8 +47,8 @@ from calaudit.results import Status, TestResult
 #: The one paragraph a reviewer checks against the code (rendered by the reports).
 GATE_RULE = (
     "The verdict is decided by the primary tests: for global calibration skce_consistency "
-    "and ece_consistency (exact consistency-resampling tests; above skce.max_quadratic_n "
-    "rows skce_ul_asymptotic replaces the first) and, when covariates are given, for local "
+    "and ece_consistency (exact consistency-resampling tests; with --method exact above "
+    "skce.max_quadratic_n rows skce_ul_asymptotic replaces the first) and, when covariates are given, for local "
     "calibration klce_consistency (or, with --local-tests none, the Bonferroni combination "
     "of the group tests). The primary p-values are Holm-adjusted together and a primary "
     "test FAILs when its adjusted p-value is at most alpha; a primary that cannot run "
