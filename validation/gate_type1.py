@@ -136,7 +136,8 @@ def fast_config(seed: int) -> AuditConfig:
     """Default gate; only what cannot change the verdict is switched off."""
     return AuditConfig(seed=seed, global_tests=GlobalTestsConfig(
         tests=("skce_consistency", "ece_consistency")),
-                       local=LocalConfig(per_class=False, group_ci_resamples=1))
+                       local=LocalConfig(per_class=False, group_ci_resamples=1,
+                                         attribution=False))
 
 
 def full_config(seed: int, every_global_test: bool = False) -> AuditConfig:
@@ -207,7 +208,8 @@ def report(nulls: dict[str, Tally], power: dict[tuple[str, str], Tally], started
            args: argparse.Namespace) -> str:
     lines = [f"gate_type1.py: alpha = {ALPHA}, default gate (primary tests skce_consistency, "
              f"ece_consistency, klce_consistency, Holm), resamples 1000 global / 500 local",
-             f"arguments: --nulls {args.nulls} --power {args.power} --minutes {args.minutes}; "
+             f"arguments: --nulls {args.nulls} --power {args.power} --minutes {args.minutes} "
+             f"--start {args.start} --scenarios {args.scenarios or 'all'}; "
              f"wall time {time.time() - started:.0f} s", "",
              "Type I error (complete null): verdict FAIL rate, 99% Clopper-Pearson interval",
              f"{'scenario':<12}{'runs':>6}{'FAIL':>6}{'rate':>8}  {'99% CI':<18}{'ok':>4}"
@@ -245,7 +247,16 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=200,
                         help="null runs per scenario before any scenario goes further")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--scenarios", default=None,
+                        help="comma list of scenario names (default: all)")
+    parser.add_argument("--start", type=int, default=0,
+                        help="first data-set index (continue an earlier run: data set k is "
+                             "seeded by k alone, so runs over disjoint ranges add up)")
     args = parser.parse_args()
+    if args.scenarios:
+        global SCENARIOS
+        wanted = set(args.scenarios.split(","))
+        SCENARIOS = tuple(sc for sc in SCENARIOS if sc.name in wanted)
     started = time.time()
     nulls = {sc.name: Tally() for sc in SCENARIOS}
     power = {(sc.name, a): Tally() for sc in SCENARIOS for a in ("opposite", "overconfident")}
@@ -260,10 +271,10 @@ def main() -> None:
 
     def run_nulls(sc: Scenario, target: int) -> None:
         t = nulls[sc.name]
-        for rep in range(t.runs, min(target, t.runs + args.chunk)):
+        for run in range(t.runs, min(target, t.runs + args.chunk)):
             if time.time() > deadline:
                 return
-            null_run(sc, rep, t, check=rep < args.checks)
+            null_run(sc, args.start + run, t, check=run < args.checks)
 
     def run_power(sc: Scenario, target: int) -> None:
         for alternative in ("opposite", "overconfident"):
