@@ -334,3 +334,27 @@ def test_public_test_functions_take_the_computation():
         feats = fn(*args, n_resamples=30, computation="features", n_features=64)
         assert exact.pvalue > 0 and feats.pvalue > 0
         assert feats.statistic != exact.statistic
+
+
+def test_feature_tests_keep_exact_skce_estimates_within_max_quadratic_n():
+    """With the resampling tests on random features, skce_b / skce_uq (and the closed-form
+    bounds on them) are still the exact estimates when n <= skce.max_quadratic_n."""
+    import calaudit
+    from calaudit.audit.config import AuditConfig, GlobalTestsConfig
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.full(3, 0.8), 400)
+    labels = np.array([rng.choice(3, p=q) for q in probs])
+    data = calaudit.CalibrationData.from_arrays(labels, probs)
+    tests = ("skce_consistency", "skce_uq_bound")
+    runs = {method: calaudit.run_audit(data, AuditConfig(
+        seed=2, method=method, n_resamples=50, global_tests=GlobalTestsConfig(tests=tests)))
+        for method in ("exact", "features")}
+    for metric_id in ("skce_b", "skce_uq"):
+        exact, featured = (runs[m].metric(metric_id) for m in ("exact", "features"))
+        assert featured.value == pytest.approx(exact.value, rel=1e-12, abs=1e-15)
+        assert featured.params["computation"]["method"] == "exact"
+    bound = {m: runs[m].test("skce_uq_bound") for m in runs}
+    assert bound["features"].p_value == pytest.approx(bound["exact"].p_value, rel=1e-12)
+    consistency = runs["features"].test("skce_consistency")
+    assert consistency.params["computation"]["method"] == "features"

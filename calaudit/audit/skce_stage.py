@@ -187,13 +187,31 @@ class SkceStage:
             terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
         elif gram is not None:
             terms = quadratic_terms(gram)
-        metrics = self._metrics(terms, pairs, blocks, forms, with_ci, config, common,
-                                linear_rng, cfg.blocksize)
+        exact = self._exact_estimates(features, kernel, probs, residuals, n, cfg, common)
+        metrics = self._metrics(*(exact or (terms, common)), pairs, blocks, forms, with_ci,
+                                config, linear_rng, cfg.blocksize)
         tests: list[TestResult] = []
         if config.run_tests:
             tests = self._tests(data, config, common, terms, pairs, forms, kernel,
-                                consistency_rng, feature_pass)
+                                consistency_rng, feature_pass, exact)
         return StageOutput(metrics=tuple(metrics), tests=tuple(tests))
+
+    @staticmethod
+    def _exact_estimates(features, kernel, probs, residuals, n, cfg, common
+                         ) -> tuple[QuadraticTerms, dict] | None:
+        """Exact ``SKCE_b`` and ``SKCE_uq`` (one tiled engine pass, O(n^2 m), no n x n
+        matrix) when the resampling tests ran on random features but ``n`` is within
+        ``skce.max_quadratic_n``: the reported estimates (and the closed-form bounds built
+        on them) stay exact and comparable with CalibrationErrors.jl; only the resampled
+        tests use the feature statistic, whose own value is each test's ``statistic``."""
+        if features is None or not 2 <= n <= cfg.max_quadratic_n:
+            return None
+        terms = quadratic_terms(residual_gram(kernel, probs, residuals))
+        params = {**common, "computation": {
+            "method": "exact", "requested": common["computation"].get("requested"),
+            "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
+                      "resampling tests ran on random features (see their params)"}}
+        return terms, params
 
     @staticmethod
     def _bootstrap(gram, n: int, n_resamples: int, rng: np.random.Generator
@@ -207,7 +225,7 @@ class SkceStage:
         return terms, CountForms(*(np.concatenate([getattr(p, f) for p in parts])
                             for f in ("quadratic", "diagonal", "linear", "squared", "ties")), n=n)
 
-    def _metrics(self, terms, pairs, blocks, forms, with_ci, config, common, rng,
+    def _metrics(self, terms, common, pairs, blocks, forms, with_ci, config, rng,
                  blocksize) -> list[MetricResult]:
         level = config.ci_level
         skipped = {"note": f"skipped: n > skce.max_quadratic_n = {config.skce.max_quadratic_n}"}
@@ -240,16 +258,17 @@ class SkceStage:
                       "ci_level": config.ci_level, "ci_resamples": config.n_resamples}
         return MetricResult(metric_id, value, params, ci=ci, title=TITLES[metric_id])
 
-    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng, features
-               ) -> list[TestResult]:
+    def _tests(self, data, config, common, terms, pairs, forms, kernel, rng, features,
+               exact=None) -> list[TestResult]:
         enabled = config.global_tests.enabled
         n, alpha = data.n, config.alpha
         out: list[TestResult] = []
+        bound_terms, bound_common = exact or (terms, common)
         for test_id, estimator in (("skce_b_bound", "b"), ("skce_uq_bound", "uq"),
                                    ("skce_ul_bound", "ul")):
             if enabled(test_id):
-                out.append(self._bound(test_id, estimator, n, alpha, terms, pairs, common,
-                                       config))
+                out.append(self._bound(test_id, estimator, n, alpha, bound_terms, pairs,
+                                       bound_common, config))
         if enabled("skce_ul_asymptotic"):
             out.append(self._linear(pairs, linear(common)))
         if enabled("skce_uq_asymptotic"):
