@@ -317,8 +317,9 @@ def test_source_date_epoch_gives_byte_identical_json(tmp_path):
 
 
 def test_compare_of_different_classes_is_one_line_exit_2(cli, tmp_path):
-    binary = {"schema_version": 1, "data": {"classes": ["0", "1"]}, "metrics": [],
-              "tests": [], "config": {}}
+    binary = {"schema_version": 1, "calaudit_version": "0.1.0",
+              "created_at": "2026-01-01T00:00:00Z", "inputs": {}, "verdict": "PASS",
+              "data": {"classes": ["0", "1"]}, "metrics": [], "tests": [], "config": {}}
     ten = {**binary, "data": {"classes": [str(k) for k in range(10)]}}
     (tmp_path / "a.json").write_text(json.dumps(ten))
     (tmp_path / "b.json").write_text(json.dumps(binary))
