@@ -9,6 +9,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 
 class FileProblem(Exception):
@@ -78,3 +79,18 @@ def read_limited(path: str | Path, limit: int, what: str) -> bytes:
 def _too_large(size: int, limit: int, what: str) -> FileProblem:
     return FileProblem(f"{what} is larger than the limit of {limit:,} bytes", "file_too_large",
                        "see 'Ranges and limits' in docs/configuration.md")
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """Nesting depth of decoded dicts and lists (JSON objects and arrays, TOML tables and
+    arrays), without recursion; stops early and returns ``limit + 1`` past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level > limit:
+                return level
+            stack.extend((child, level + 1) for child in
+                         (item.values() if isinstance(item, dict) else item))
+    return deepest

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.exceptions import InputError
-from calaudit.files import FileProblem, read_limited
+from calaudit.files import FileProblem, nesting_depth, read_limited
 from calaudit.limits import RESULT_MAX_BYTES, RESULT_MAX_DEPTH, RESULT_MAX_INT_DIGITS
 from calaudit.results import SCHEMA_VERSION
 
@@ -55,7 +55,7 @@ def read_json_result(path: str | Path) -> tuple[Any, bytes]:
                      "json") from None
     except _Refused as exc:
         raise _error(source, str(exc), "json") from None
-    if _depth(payload) > RESULT_MAX_DEPTH:
+    if nesting_depth(payload, RESULT_MAX_DEPTH) > RESULT_MAX_DEPTH:
         raise _error(source, f"JSON nested deeper than {RESULT_MAX_DEPTH} levels", "json")
     return payload, raw
 
@@ -136,19 +136,6 @@ def _parse_int(text: str) -> int:
 def _refuse_constant(name: str) -> float:
     raise _Refused(f"non-standard JSON constant {name} (calaudit writes null)")
 
-
-def _depth(value: Any) -> int:
-    """Nesting depth of a decoded JSON value, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            if level > RESULT_MAX_DEPTH:
-                return level
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
 
 
 def _json_type(value: Any) -> str:

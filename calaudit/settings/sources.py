@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.exceptions import ConfigError
-from calaudit.files import FileProblem, read_limited
+from calaudit.files import FileProblem, nesting_depth, read_limited
 from calaudit.limits import CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH
 from calaudit.settings.schema import (
     Leaf,
@@ -119,24 +119,11 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{shown}: invalid TOML: {exc} [config_file]") from None
     except RecursionError:
         document = None
-    if document is None or _depth(document) > CONFIG_MAX_DEPTH:
+    if document is None or nesting_depth(document, CONFIG_MAX_DEPTH) > CONFIG_MAX_DEPTH:
         raise ConfigError(f"{shown}: tables and arrays nested deeper than "
                           f"{CONFIG_MAX_DEPTH} levels [config_file]")
     return document
 
-
-def _depth(value: Any) -> int:
-    """Nesting depth of tables and arrays, without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            if level > CONFIG_MAX_DEPTH:
-                return level
-            stack.extend((child, level + 1) for child in
-                         (item.values() if isinstance(item, dict) else item))
-    return deepest
 
 
 def _tool_table(document: Mapping[str, Any], path: Path) -> Any:
