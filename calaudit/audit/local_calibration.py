@@ -65,6 +65,13 @@ from calaudit.local.lcb_bandwidth import (
     select_bandwidths,
 )
 from calaudit.audit.method import choose_method
+from calaudit.local.features import MIN_WEIGHT
+from calaudit.local.lcb_features import (
+    CellKernel,
+    cell_kernel,
+    feature_kernel_sums,
+    feature_row_products,
+)
 from calaudit.inference.feature_tests import (
     approximation_error,
     bootstrap_draw,
@@ -160,6 +167,8 @@ class LocalAudit:
         self.fused_results: dict[str, NullResult] = {}
         self.curve_se: np.ndarray | None = None
         self.computation = self.choice.to_params()
+        self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
+        self.lcb_features = self.choice.n_features or 0
         if self.choice.features:
             self.features = product_features(self.gram.features, self.choice.n_features,
                                              self.choice.frequency_seed)
@@ -390,11 +399,36 @@ class LocalAudit:
         """LCB at every row with the estimation bandwidths (one engine pass)."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
-        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
-                                     self.encoded.features, columns, scalar_r)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
                                self.encoded.features, columns)
+        if self.lcb_kernel is not None:
+            self.lcb_kernel = cell_kernel(gram.features, self.categorical_columns())
+            weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
+                                                 self.lcb_features, self.choice.frequency_seed)
+        else:
+            weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                         self.encoded.features, columns, scalar_r)
         return LocalBias(weighted / mass, mass), selection, gram
+
+    def categorical_columns(self) -> list[int]:
+        """Columns of the Gram's scaled rows that encode categorical covariates."""
+        offset = self.prob_features.shape[1]
+        return [offset + k for c, block in zip(self.data.covariates, self.encoded.blocks,
+                                               strict=True) if c.kind == "categorical"
+                for k in range(block.start, block.stop)]
+
+    def lcb_computation(self) -> dict[str, Any]:
+        """How the LCB's kernel sums ran (``local.lcb.computation``)."""
+        out = {"method": self.choice.method, "reason": self.choice.reason,
+               "cv_rows": "exact kernel sums on the seeded cross-validation subsample"}
+        if self.lcb_kernel is not None:
+            out.update(
+                n_features=self.lcb_features, frequency_seed=self.choice.frequency_seed,
+                categorical_cells=self.lcb_kernel.n_cells,
+                form="K_ij = C[a_i, a_j] phi(z_i) . phi(z_j): categorical factor exact per "
+                     "cell, random Fourier features on the prediction and numeric covariates",
+                min_weight=MIN_WEIGHT)
+        return out
 
     def group_settings(self) -> grp.GroupSettings:
         lc = self.local
@@ -421,8 +455,13 @@ class LocalAudit:
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
-        at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                          design.columns)
+        if self.lcb_kernel is not None:
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
+                                      design.columns, self.lcb_features,
+                                      self.choice.frequency_seed)
+        else:
+            at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
+                              design.columns)
         tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
@@ -450,6 +489,7 @@ class LocalAudit:
             "bandwidth_selection": {**selection.to_dict(), "categorical": {
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
+            "computation": self.lcb_computation(),
             "summary": summarize(bias.values),
             "curves": self.curves(design, bias, at, scalar_r),
             "points": self.points(bias, prediction, at),
