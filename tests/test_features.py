@@ -333,3 +333,13 @@ def test_public_test_functions_take_the_computation():
         feats = fn(*args, n_resamples=30, computation="features", n_features=64)
         assert exact.pvalue > 0 and feats.pvalue > 0
         assert feats.statistic != exact.statistic
+
+
+def test_n_features_has_the_documented_range():
+    from calaudit.limits import COUNTS
+
+    assert COUNTS["n_features"] == (2, 16_384)
+    AuditConfig(n_features=16_384)
+    for bad in (1, 16_385, True, 2.5):
+        with pytest.raises(Exception, match=r"n_features must be an integer in \[2, 16384\]"):
+            AuditConfig(n_features=bad)
