@@ -76,7 +76,7 @@ def _transform(features: FourierFeatures, z: NDArray[np.float64]) -> NDArray:
         out = np.zeros((z.shape[0], features.n_features), dtype=np.float64)
         out[:, 0] = 1.0
         return out
-    return features.transform(z)
+    return features.transform(z).astype(np.float64)  # float64 GEMMs (BLAS; no mixed types)
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
