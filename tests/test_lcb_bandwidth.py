@@ -156,3 +156,13 @@ def test_features_lcb_group_means_agree_with_exact():
         assert abs(g["mean_lcb"] - by_id[g["group"]]) < 0.01, g["group"]
     pts_e, pts_f = exact["lcb"]["points"], feats["lcb"]["points"]
     assert np.allclose(pts_f["lcb_se"], pts_e["lcb_se"], rtol=0.15)
+
+
+def test_default_lcb_stays_exact_at_small_n():
+    """``auto`` at 3,000 rows: the exact kernel sums, the same LCB as ``method="exact"``."""
+    (auto, auto_groups), (exact, exact_groups) = _region_run("auto"), _region_run("exact")
+    assert auto["lcb"]["computation"]["method"] == "exact"
+    assert "n_features" not in auto["lcb"]["computation"]
+    assert auto["lcb"]["summary"] == exact["lcb"]["summary"]
+    assert np.array_equal(auto["lcb"]["points"]["lcb_se"], exact["lcb"]["points"]["lcb_se"])
+    assert [g["mean_lcb"] for g in auto_groups] == [g["mean_lcb"] for g in exact_groups]
