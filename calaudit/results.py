@@ -28,6 +28,8 @@ class Status(str, Enum):
     INCONCLUSIVE = "INCONCLUSIVE"
     ERROR = "ERROR"
     SKIPPED = "SKIPPED"
+    #: Verdict only (never a check's status): the run graded nothing (``calaudit metrics``).
+    NO_CHECKS = "NO CHECKS"
 
     def __str__(self) -> str:
         """The bare status, ``"FAIL"`` (not ``"Status.FAIL"``), as printed everywhere."""
@@ -134,12 +136,14 @@ class TestResult:
     message: str = ""
     title: str = ""
     family: str = "global"
+    role: str = "diagnostic"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "title": self.title,
             "family": self.family,
+            "role": self.role,
             "statistic": jsonable(self.statistic),
             "estimate": jsonable(self.estimate),
             "p_value": jsonable(self.p_value),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from calaudit.audit.baseline import compare_results, config_differences, read_result
+from calaudit.audit.checks import baseline_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig, ThresholdConfig
 from calaudit.audit.runner import run_audit
 from calaudit.audit.stages import StageOutput
@@ -60,7 +61,8 @@ def test_tolerance_boundary_is_not_a_regression():
 def test_relative_and_per_metric_tolerance():
     old, new = result(metric("ece", 0.2)), result(metric("ece", 0.23))
     assert by_label(compare(old, new))["ece"]["status"] == "FAIL"
-    relaxed = compare(old, new, baseline=BaselineConfig(relative_tolerance=0.2))
+    relaxed = compare(old, new, baseline=BaselineConfig(tolerance=0.01,
+                                                        relative_tolerance=0.2))
     assert by_label(relaxed)["ece"]["tolerance"] == pytest.approx(0.04)
     assert by_label(relaxed)["ece"]["status"] == "PASS"
     per_metric = compare(old, new, thresholds=(ThresholdConfig("ece", tolerance=0.05),))
@@ -83,10 +85,12 @@ def test_higher_and_target_directions():
     assert entries["auc"]["status"] == "FAIL" and entries["auc"]["better"] == "higher"
 
 
-def test_unknown_direction_is_skipped_with_hint():
-    entries = by_label(compare(result(metric("weird", 1.0)), result(metric("weird", 2.0))))
-    assert entries["weird"]["status"] == "SKIPPED"
-    assert '[thresholds.weird] better = "lower"' in entries["weird"]["message"]
+def test_metrics_without_direction_are_informational_not_checks():
+    section = compare(result(metric("weird", 1.0), metric("brier_uncertainty", 0.2)),
+                      result(metric("weird", 2.0), metric("brier_uncertainty", 0.25)))
+    assert section["metrics"] == []
+    assert [e["id"] for e in section["informational"]] == ["weird", "brier_uncertainty"]
+    assert baseline_checks(section) == []
 
 
 def test_ci_separation_rule():
@@ -113,11 +117,11 @@ def test_settings_mismatch_refuses_or_warns():
     assert by_label(compare(old, new, baseline=ignore))["ece"]["status"] == "PASS"
 
 
-def test_different_classes_are_not_compared():
+def test_different_classes_are_an_input_error():
     old = result(metric("ece", 0.02), classes=("no", "yes"))
     new = result(metric("ece", 0.02), classes=("0", "1"))
-    entry = by_label(compare(old, new))["ece"]
-    assert entry["status"] == "ERROR" and "classes differ" in entry["message"]
+    with pytest.raises(InputError, match="classes differ"):
+        compare(old, new)
 
 
 def test_missing_metrics_and_non_finite_values():

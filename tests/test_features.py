@@ -280,7 +280,8 @@ def test_features_run_records_the_computation(classes):
         approx = comp["approximation"]
         assert approx["subsample_rows"] == 400
         assert approx["difference"] == pytest.approx(approx["features"] - approx["exact"])
-        assert t["status"] in ("PASS", "FAIL")
+        # with 50 resamples a primary cannot reach its Holm level: INCONCLUSIVE (the gate)
+        assert t["status"] in ("PASS", "FAIL", "INCONCLUSIVE") and t["p_value"] is not None
     again = run_audit(_data(classes=classes), AuditConfig(method="features", n_resamples=50,
                                                           n_features=64)).to_dict()
     assert [t["p_value"] for t in again["tests"]] == [t["p_value"] for t in result["tests"]]

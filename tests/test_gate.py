@@ -46,7 +46,7 @@ S = Status
     (0.12, ThresholdConfig("x", warn=0.05, target=0.1), S.PASS),
     (float("nan"), ThresholdConfig("ece", fail=0.05), S.ERROR),
     (None, ThresholdConfig("ece", fail=0.05), S.ERROR),
-    (3, ThresholdConfig("count", fail=2.5), S.FAIL),                   # int values
+    (3, ThresholdConfig("count", fail=2.5, better="lower"), S.FAIL),                   # int values
 ])
 def test_threshold_status(value, threshold, expected):
     status, message = threshold_status(value, threshold)
@@ -83,15 +83,15 @@ def test_duplicate_thresholds_are_refused():
 def test_grade_metrics_sets_status_and_reports_unmatched():
     metrics = (MetricResult("ece", 0.06), MetricResult("mce", 0.2), MetricResult("brier", 0.1))
     thresholds = (ThresholdConfig("ece", warn=0.03, fail=0.05),
-                  ThresholdConfig("brier", tolerance=0.01), ThresholdConfig("ecee", fail=0.1))
+                  ThresholdConfig("brier", tolerance=0.01), ThresholdConfig("klce2", fail=0.1))
     graded, unmatched = grade_metrics(metrics, thresholds)
     assert [m.status for m in graded] == [S.FAIL, None, None]   # tolerance only: not graded
     assert graded[0].threshold == {"warn": 0.03, "fail": 0.05, "better": "lower", "target": None}
     assert graded[0].to_dict()["status"] == "FAIL"
     assert "status" not in graded[1].to_dict()
-    assert unmatched == ({"metric": "ecee", "status": "SKIPPED",
-                          "message": "threshold on 'ecee', which this audit did not compute "
-                                     "(did you mean 'ece'?)"},)
+    assert unmatched == ({"metric": "klce2", "status": "SKIPPED",
+                          "message": "threshold on 'klce2', which this audit did not "
+                                     "compute: computed only with covariates (--covariates)"},)
 
 
 def test_data_rule_turns_pass_into_inconclusive_only():
@@ -119,7 +119,7 @@ def test_count_events_binary_and_multiclass():
 
 
 @pytest.mark.parametrize("statuses, fail_on, expected_verdict, expected_code", [
-    ([], ("FAIL", "ERROR"), S.PASS, 0),
+    ([], ("FAIL", "ERROR"), S.NO_CHECKS, 0),
     (["PASS", "PASS"], ("FAIL", "ERROR"), S.PASS, 0),
     (["PASS", "WARN"], ("FAIL", "ERROR"), S.WARN, 0),
     (["PASS", "WARN"], ("FAIL", "WARN"), S.FAIL, 1),
@@ -162,7 +162,7 @@ def data():
 
 def test_runner_verdict_counts_metric_statuses(data):
     stage = FakeStage(metrics=[MetricResult("ece", 0.08)],
-                      tests=[TestResult("t", 1.0, 0.1, 0.5, "m")])
+                      tests=[TestResult("skce_consistency", 1.0, 0.1, 0.5, "m")])
     config = AuditConfig(thresholds=(ThresholdConfig("ece", warn=0.03, fail=0.05),))
     result = run_audit(data, config, stages=(stage,))
     assert result.verdict is S.FAIL
@@ -175,13 +175,19 @@ def test_runner_verdict_counts_metric_statuses(data):
 
 def test_runner_tests_gate_at_alpha_after_adjustment(data):
     tests = [TestResult("a", 1.0, 0.1, 0.03, "m"), TestResult("b", 1.0, 0.1, 0.5, "m")]
-    result = run_audit(data, AuditConfig(alpha=0.05), stages=(FakeStage(tests=tests),))
+    # custom tests, every one gating and adjusted together (scope "battery")
+    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing_scope="battery"),
+                       stages=(FakeStage(tests=tests),))
     # Holm: 0.03 * 2 = 0.06 > 0.05, so not rejected after adjustment.
     assert [t.status for t in result.tests] == [S.PASS, S.PASS]
     assert math.isclose(result.tests[0].p_value_adjusted, 0.06)
-    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing="none"),
+    result = run_audit(data, AuditConfig(alpha=0.05, multiple_testing="none",
+                                         multiple_testing_scope="battery"),
                        stages=(FakeStage(tests=tests),))
     assert [t.status for t in result.tests] == [S.FAIL, S.PASS]
+    # default scope: the family's first (custom) test is its primary, alone in Holm
+    result = run_audit(data, AuditConfig(alpha=0.05), stages=(FakeStage(tests=tests),))
+    assert [t.role for t in result.tests] == ["primary", "diagnostic"]
 
 
 def test_runner_inconclusive_rule_with_few_rows():

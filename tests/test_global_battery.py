@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from calaudit.audit.config import AuditConfig, GlobalTestsConfig, SkceConfig
+from calaudit.audit.config import GLOBAL_TESTS, AuditConfig, GlobalTestsConfig, SkceConfig
 from calaudit.audit.runner import run_audit
 from calaudit.cli.app import app
 from calaudit.data.dataset import CalibrationData
@@ -44,7 +44,7 @@ def small_config(**kwargs):
 
 def test_binary_battery_ids_and_statuses():
     result = run_audit(binary(), small_config(
-        global_tests=GlobalTestsConfig(hosmer_lemeshow=True)))
+        global_tests=GlobalTestsConfig(tests=GLOBAL_TESTS[:-1], hosmer_lemeshow=True)))
     metric_ids = [m.id for m in result.metrics]
     for expected in ("ece", "mce", "brier", "brier_binary", "ece_l2", "ece_classwise",
                      "ece_canonical", "ece_debiased", "brier_reliability", "brier_resolution",
@@ -62,7 +62,8 @@ def test_binary_battery_ids_and_statuses():
 
 
 def test_multiclass_has_no_binary_only_checks():
-    result = run_audit(multiclass(), small_config())
+    result = run_audit(multiclass(), small_config(
+        global_tests=GlobalTestsConfig(tests=GLOBAL_TESTS[:-1])))
     ids = {t.id for t in result.tests}
     assert ids == SKCE_TESTS | {"ece_consistency"}
     assert "calibration_slope" not in {m.id for m in result.metrics}
@@ -86,7 +87,8 @@ def test_same_seed_same_numbers_and_independent_streams():
 
 
 def test_small_n_is_inconclusive_with_a_message():
-    result = run_audit(multiclass(n=11), small_config())
+    result = run_audit(multiclass(n=11), small_config(
+        global_tests=GlobalTestsConfig(tests=GLOBAL_TESTS[:-1])))
     for test_id in ("skce_b_bound", "skce_uq_bound", "skce_ul_asymptotic",
                     "skce_uq_asymptotic"):
         test = result.test(test_id)
@@ -107,7 +109,8 @@ def test_large_n_exact_skips_quadratic_estimators():
 
 
 def test_large_n_auto_runs_quadratic_tests_through_features():
-    config = small_config(skce=SkceConfig(max_quadratic_n=100))
+    config = small_config(skce=SkceConfig(max_quadratic_n=100),
+                          global_tests=GlobalTestsConfig(tests=GLOBAL_TESTS[:-1]))
     result = run_audit(multiclass(n=150), config)
     assert math.isfinite(result.metric("skce_uq").value)
     for test_id in ("skce_uq_asymptotic", "skce_consistency", "skce_uq_bound"):

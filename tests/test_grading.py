@@ -37,7 +37,7 @@ def make_test(test_id, p, status=None):
 def test_grading_adjusts_pending_tests_only():
     tests = [make_test("a", 0.01), make_test("b", 0.04),
              make_test("c", float("nan"), Status.INCONCLUSIVE), make_test("d", 0.03)]
-    graded = grade_tests(tests, alpha=0.05, method="holm")
+    graded = grade_tests(tests, alpha=0.05, method="holm", scope="family")
     assert [t.status for t in graded] == [Status.FAIL, Status.PASS, Status.INCONCLUSIVE,
                                          Status.PASS]
     assert graded[0].p_value_adjusted == pytest.approx(0.03)
@@ -52,7 +52,7 @@ def test_non_finite_pending_p_value_becomes_error():
 
 def test_verdict_and_exit_code():
     fail_on = ("FAIL", "ERROR")
-    assert verdict([], fail_on) is Status.PASS
+    assert verdict([], fail_on) is Status.NO_CHECKS
     assert verdict([Status.PASS, Status.INCONCLUSIVE], fail_on) is Status.INCONCLUSIVE
     assert verdict([Status.PASS, Status.FAIL], fail_on) is Status.FAIL
     assert verdict([Status.WARN], fail_on) is Status.WARN
@@ -68,7 +68,7 @@ def test_families_are_adjusted_separately_unless_scope_is_battery():
 
     tests = [test("g1", 0.01, "global"), test("g2", 0.2, "global"), test("g3", 0.5, "global"),
              test("local", 0.02, "local")]
-    by_family = grade_tests(tests, 0.05, "holm")
+    by_family = grade_tests(tests, 0.05, "holm", scope="family")
     assert [t.p_value_adjusted for t in by_family] == pytest.approx([0.03, 0.4, 0.5, 0.02])
     assert by_family[3].status is Status.FAIL
     together = grade_tests(tests, 0.05, "holm", scope="battery")

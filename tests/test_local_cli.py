@@ -54,7 +54,9 @@ def test_options_reach_the_configuration(tmp_path):
 
 
 def test_no_local_tests_and_bad_options():
-    assert invoke("--covariates", "race", "--local-tests", "none").exit_code == 0
+    # no local test: the groups gate through their Bonferroni combination (biased sample)
+    result = invoke("--covariates", "race", "--local-tests", "none")
+    assert result.exit_code == 1 and "groups_bonferroni" in result.output
     bad = invoke("--covariates", "race", "--group-adjust", "sidak")
     assert bad.exit_code == 2 and "group adjustment" in bad.output
     assert invoke("--covariates", "race", "--prob-bandwidth", "-1").exit_code == 2

@@ -127,18 +127,12 @@ def test_bootstrap_counts_are_multinomial_draws():
     assert counts.mean() == pytest.approx(1.0, abs=0.05)
 
 
-@pytest.fixture
-def float64_consistency(monkeypatch):
-    import calaudit.inference.consistency as module
-
-    monkeypatch.setattr(module, "CONSISTENCY_GEMM_DTYPE", np.float64)
-
-
-def test_consistency_null_matches_direct_recomputation(float64_consistency):
+def test_consistency_null_matches_direct_recomputation():
     probs, labels, res, kernel, _ = setup(n=14, m=4, seed=2)
     observed = quadratic_terms(residual_gram(kernel, probs, res)).unbiased
     result = skce_consistency_test(kernel.on(probs), probs, observed,
-                                   np.random.default_rng(5), 9, max_entries=4 * 14 * 4)
+                                   np.random.default_rng(5), 9, max_entries=4 * 14 * 4,
+                                   dtype=np.float64)
     replay = np.random.default_rng(5)
     expected = []
     for q in (4, 4, 1):  # batches of max_entries / (n m) = 4 columns
@@ -161,12 +155,13 @@ def test_consistency_float32_products_stay_close():
     assert np.abs(fast.null_distribution - exact).max() < 1e-5 * exact.std()
 
 
-def test_consistency_binary_shortcut_equals_vector_path(float64_consistency):
+def test_consistency_binary_shortcut_equals_vector_path():
     rng = np.random.default_rng(8)
     p = rng.random(20)
     probs = np.column_stack([1 - p, p])
     kernel = StationaryKernel(2.0, "tv")
-    fast = skce_consistency_test(kernel.on(probs), probs, 0.0, np.random.default_rng(1), 5)
+    fast = skce_consistency_test(kernel.on(probs), probs, 0.0, np.random.default_rng(1), 5,
+                                 dtype=np.float64)
     replay = np.random.default_rng(1)
     z = one_hot_residuals(categorical_draws(replay, probs, 5), probs)
     from calaudit.numerics.pairwise import kernel_quadratic_forms

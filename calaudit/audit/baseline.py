@@ -3,14 +3,19 @@
 For gating a new model version against the released one. Works on JSON payloads (dicts),
 so a saved result from any earlier run can be the baseline.
 
+- Two results with different classes cannot be compared at all: :class:`InputError`
+  (one line, exit 2), whether from ``--baseline`` or ``calaudit compare``.
 - Metrics are paired by id (and by their settings when an id occurs more than once). A
-  metric regresses when it is worse by more than ``max(tolerance, relative_tolerance *
-  |old|)``, "worse" following its direction (``calaudit.audit.directions``; a threshold's
-  ``better``/``target`` overrides it; metrics with no known direction are ``SKIPPED``).
-  With ``require_ci_separation`` the confidence intervals must not overlap as well.
+  metric regresses when it is worse by more than its tolerance (:func:`tolerance_for`:
+  per-metric defaults on each metric's own scale, or ``max(tolerance, relative_tolerance *
+  |old|)`` when ``baseline.tolerance`` is set), "worse" following its direction
+  (``calaudit.audit.directions``; a threshold's ``better``/``target`` overrides it).
+  Metrics with no direction (``brier_uncertainty``) are listed under ``informational``,
+  never as checks. With ``require_ci_separation`` the confidence intervals must not overlap
+  as well.
 - A metric computed with different settings in the two results (its ``params`` differ,
-  float params and ``baseline.ignore_params`` aside; or the classes differ) is not compared:
-  ``ERROR`` (``on_mismatch = "error"``, the default: the gate refuses) or ``WARN``.
+  float params and ``baseline.ignore_params`` aside) is not compared: ``ERROR``
+  (``on_mismatch = "error"``, the default: the gate refuses) or ``WARN``.
 - A check (graded metric or test) whose status is newly in ``fail_on`` is a regression.
 - ``config_differences`` lists the settings that differ (information only).
 """
@@ -24,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calaudit.audit.checks import result_checks
+from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig
-from calaudit.audit.directions import Direction, known_direction
+from calaudit.audit.directions import Direction, default_tolerance, known_direction
 from calaudit.data.result_file import read_result_file
+from calaudit.exceptions import InputError
 from calaudit.results import jsonable
 
 # Settings that decide the gate, not the numbers: differences are not worth a note.
@@ -50,17 +56,39 @@ def read_result(path: str | Path) -> LoadedResult:
     return LoadedResult(payload, str(path), hashlib.sha256(raw).hexdigest())
 
 
+def check_comparable(before: Mapping[str, Any], classes: Sequence[Any] | None,
+                     source: str | None = None) -> None:
+    """:class:`InputError` when the baseline cannot be compared with a result on
+    ``classes``: it is a comparison file, or its classes differ."""
+    if before.get("kind") == "comparison":
+        raise InputError("is the output of calaudit compare, not an audit result",
+                         source=source, rule="baseline",
+                         hint="compare against the JSON written by calaudit test")
+    old_classes = (before.get("data") or {}).get("classes")
+    if old_classes is not None and classes is not None and list(old_classes) != list(classes):
+        raise InputError(f"classes differ: {list(old_classes)} in the baseline vs "
+                         f"{list(classes)}; results of different models' label sets cannot "
+                         "be compared", source=source, rule="baseline")
+
+
 def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any],
                     config: AuditConfig) -> dict[str, Any]:
     """The ``baseline`` section: per-metric deltas, check transitions, config differences."""
     loaded = old if isinstance(old, LoadedResult) else LoadedResult(old)
     before, rules = loaded.payload, config.baseline
-    mismatch = _dataset_mismatch(before, new)
-    metrics = [_compare_metric(label, a, b, config, mismatch)
-               for label, a, b in pair_metrics(before.get("metrics", ()),
-                                               new.get("metrics", ()), rules.ignore_params)]
+    check_comparable(before, (new.get("data") or {}).get("classes"), loaded.path)
+    compared, informational = [], []
+    for label, a, b in pair_metrics(before.get("metrics", ()), new.get("metrics", ()),
+                                    rules.ignore_params):
+        metric_id = (b or a)["id"]
+        if metric_direction(metric_id, config) is None:
+            informational.append({"id": metric_id, "label": label,
+                                  "old": a.get("value") if a else None,
+                                  "new": b.get("value") if b else None})
+            continue
+        compared.append(_compare_metric(label, a, b, config, before, new))
     checks = check_transitions(before, new, config.fail_on)
-    statuses = [e["status"] for e in metrics + checks]
+    statuses = [e["status"] for e in compared + checks]
     return {
         "path": loaded.path,
         "sha256": loaded.sha256,
@@ -70,7 +98,8 @@ def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any
         "relative_tolerance": rules.relative_tolerance,
         "require_ci_separation": rules.require_ci_separation,
         "on_mismatch": rules.on_mismatch,
-        "metrics": metrics,
+        "metrics": compared,
+        "informational": informational,
         "checks": checks,
         "config_differences": config_differences(before.get("config") or {},
                                                  new.get("config") or {}),
@@ -84,14 +113,6 @@ def _worst(statuses: Sequence[str]) -> str:
         if status in statuses:
             return status
     return "PASS"
-
-
-def _dataset_mismatch(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    old_classes = (before.get("data") or {}).get("classes")
-    new_classes = (after.get("data") or {}).get("classes")
-    if old_classes is not None and new_classes is not None and old_classes != new_classes:
-        return f"classes differ: {old_classes} vs {new_classes}"
-    return ""
 
 
 def comparable_params(params: Any, ignore: Sequence[str]) -> Any:
@@ -140,7 +161,7 @@ def metric_direction(metric_id: str, config: AuditConfig) -> Direction | None:
 
 
 def _compare_metric(label: str, old: Any, new: Any, config: AuditConfig,
-                    mismatch: str) -> dict[str, Any]:
+                    before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     metric_id = (new or old)["id"]
     direction = metric_direction(metric_id, config)
     rules = config.baseline
@@ -156,23 +177,66 @@ def _compare_metric(label: str, old: Any, new: Any, config: AuditConfig,
         return {**entry, "status": "SKIPPED", "message": f"not in {where}"}
     if entry["old"] is not None and entry["new"] is not None:
         entry["delta"] = entry["new"] - entry["old"]
-    differences = mismatch or _param_differences(old, new, rules.ignore_params)
+    differences = _param_differences(old, new, rules.ignore_params)
     if differences:
         status = "ERROR" if rules.on_mismatch == "error" else "WARN"
         return {**entry, "status": status, "message": f"not compared: {differences}"}
-    if direction is None:
-        return {**entry, "status": "SKIPPED",
-                "message": f"no known direction for '{metric_id}'; set "
-                           f"[thresholds.{metric_id}] better = \"lower\" or \"higher\""}
     if entry["new"] is None:
         return {**entry, "status": "ERROR", "message": "the new value is not finite"}
     if entry["old"] is None:
         return {**entry, "status": "SKIPPED", "message": "the baseline value is not finite"}
-    return _grade_change(entry, old, new, direction, config, rules)
+    tolerance, rule = tolerance_for(metric_id, entry["old"], config, before, after)
+    entry["tolerance_rule"] = rule
+    return _grade_change(entry, old, new, direction, tolerance, rules)
+
+
+def estimate_sd(payload: Mapping[str, Any], test_id: str | None) -> float | None:
+    """Standard deviation of an estimate under calibration, from the test ``test_id`` of a
+    result: its null distribution's sd, or its ``params.stderr``; ``None`` if absent."""
+    if test_id is None:
+        return None
+    test = next((t for t in payload.get("tests", ()) if t.get("id") == test_id), None)
+    if test is None:
+        return None
+    null = [v for v in (test.get("null_distribution") or ()) if v is not None]
+    if len(null) >= 2:
+        mean = sum(null) / len(null)
+        return (sum((v - mean) ** 2 for v in null) / (len(null) - 1)) ** 0.5
+    stderr = (test.get("params") or {}).get("stderr")
+    return float(stderr) if isinstance(stderr, (int, float)) else None
+
+
+def tolerance_for(metric_id: str, old_value: float, config: AuditConfig,
+                  before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[float, str]:
+    """Allowed worsening of one metric and how it was set.
+
+    ``[thresholds.<id>] tolerance``, else ``max(baseline.tolerance, relative_tolerance *
+    |old|)`` when ``baseline.tolerance`` is set, else the per-metric default
+    ``max(absolute, relative * |old|, 2 sqrt(sd_old^2 + sd_new^2))``
+    (:data:`calaudit.audit.directions.DEFAULT_TOLERANCES`; the sd term only when both
+    results carry the estimate's sampling sd).
+    """
+    rules = config.baseline
+    threshold = config.threshold(metric_id)
+    if threshold is not None and threshold.tolerance is not None:
+        return threshold.tolerance, f"[thresholds.{metric_id}] tolerance"
+    if rules.tolerance is not None:
+        return (max(rules.tolerance, rules.relative_tolerance * abs(old_value)),
+                "max(baseline.tolerance, baseline.relative_tolerance x |old|)")
+    default = default_tolerance(metric_id)
+    parts = {"absolute": default.absolute, "relative": default.relative * abs(old_value)}
+    sd_old, sd_new = estimate_sd(before, default.noise_test), estimate_sd(
+        after, default.noise_test)
+    if sd_old is not None and sd_new is not None:
+        parts["noise"] = 2.0 * (sd_old ** 2 + sd_new ** 2) ** 0.5
+    words = [f"{default.absolute:g}" if default.absolute else "",
+             f"{default.relative:g} x |old|" if default.relative else "",
+             f"2 sd of the difference ({default.noise_test})" if "noise" in parts else ""]
+    return max(parts.values()), "default: max(" + ", ".join(w for w in words if w) + ")"
 
 
 def _grade_change(entry: dict[str, Any], old: Mapping[str, Any], new: Mapping[str, Any],
-                  direction: Direction, config: AuditConfig,
+                  direction: Direction, tolerance: float,
                   rules: BaselineConfig) -> dict[str, Any]:
     before, after = entry["old"], entry["new"]
     if direction.better == "target":
@@ -181,10 +245,6 @@ def _grade_change(entry: dict[str, Any], old: Mapping[str, Any], new: Mapping[st
         worse_by = before - after
     else:
         worse_by = after - before
-    threshold = config.threshold(entry["id"])
-    absolute = threshold.tolerance if threshold and threshold.tolerance is not None else (
-        rules.tolerance)
-    tolerance = max(absolute, rules.relative_tolerance * abs(before))
     entry.update(worse_by=worse_by, tolerance=tolerance)
     regression = worse_by > tolerance * (1 + 1e-12) + 1e-15
     if regression and rules.require_ci_separation and direction.better != "target":
@@ -217,12 +277,13 @@ def _param_differences(old: Mapping[str, Any], new: Mapping[str, Any],
 
 def check_transitions(before: Mapping[str, Any], after: Mapping[str, Any],
                       fail_on: Sequence[str]) -> list[dict[str, Any]]:
-    """Checks that newly have a status in ``fail_on`` (``FAIL``) or no longer do (``PASS``)."""
+    """Gating checks (diagnostic tests left out) that newly have a status in ``fail_on``
+    (``FAIL``) or no longer do (``PASS``)."""
     gate = set(fail_on)
-    old = {c.name: c.status for c in result_checks({**before, "baseline": None})
+    old = {c.name: c.status for c in gating(result_checks({**before, "baseline": None}))
            if c.kind in ("metric", "test")}
     out = []
-    for check in result_checks({**after, "baseline": None}):
+    for check in gating(result_checks({**after, "baseline": None})):
         if check.kind not in ("metric", "test"):
             continue
         was = old.get(check.name)

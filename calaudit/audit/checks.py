@@ -8,7 +8,10 @@ the GitHub step summary and the annotations all see the same checks:
 - ``threshold``: a threshold whose metric this audit did not compute (``SKIPPED``);
 - ``baseline``: a metric compared with the baseline, or a check that newly fails.
 
-Metrics without a threshold are estimates, not checks. Standard library only.
+Metrics without a threshold are estimates, not checks. Each check has a ``role``:
+``primary`` checks gate (graded metrics, primary tests, thresholds, baseline comparisons);
+``diagnostic`` tests are reported and never gate (:func:`gating` leaves them out).
+Standard library only.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Check:
     value: float | None = None
     p_value: float | None = None
     message: str = ""
+    role: str = "primary"
 
     @property
     def name(self) -> str:
@@ -74,7 +78,13 @@ def _test_check(test: Mapping[str, Any]) -> Check:
     p = test.get("p_value_adjusted")
     return Check("test", test["id"], test["status"], title=test.get("title", ""),
                  value=test.get("estimate"), p_value=p if p is not None else test.get("p_value"),
-                 message=test.get("message", ""))
+                 message=test.get("message", ""), role=test.get("role") or "primary")
+
+
+def gating(checks: Iterable[Check]) -> list[Check]:
+    """The checks that decide the verdict and the exit code (diagnostics left out; results
+    saved before roles existed have none, and all their checks gated)."""
+    return [c for c in checks if c.role != "diagnostic"]
 
 
 def status_counts(checks: Iterable[Check]) -> dict[str, int]:
@@ -84,6 +94,6 @@ def status_counts(checks: Iterable[Check]) -> dict[str, int]:
 
 
 def failing(checks: Iterable[Check], fail_on: Iterable[str]) -> list[Check]:
-    """The checks whose status is in ``fail_on``."""
+    """The gating checks whose status is in ``fail_on``."""
     gate = set(fail_on)
-    return [c for c in checks if c.status in gate]
+    return [c for c in gating(checks) if c.status in gate]

@@ -46,7 +46,7 @@ __all__ = [
     "SPECTRUM_METHODS", "METHODS",
 ]
 
-MULTIPLE_TESTING_SCOPES = ("family", "battery")
+MULTIPLE_TESTING_SCOPES = ("primary", "battery", "family")
 METHODS = ("auto", "exact", "features")
 STRATEGIES = ("uniform", "quantile")
 
@@ -83,10 +83,12 @@ class AuditConfig:
         default="holm", metadata={"help": "adjustment across the battery: "
                                           + ", ".join(MULTIPLE_TESTING)})
     multiple_testing_scope: str = field(
-        default="family", metadata={
-            "help": "family: adjust within each family of tests (global: is the model "
-                    "calibrated? local: is it calibrated in every sub-population?); "
-                    "battery: adjust all tests together (stricter)"})
+        default="primary", metadata={
+            "help": "primary: one primary test per question (global, local) decides, the "
+                    "primaries adjusted together, other tests are diagnostics (family-wise "
+                    "error <= alpha); battery: every test gates, all adjusted together "
+                    "(<= alpha, less power); family: every test gates, adjusted within its "
+                    "family (gives up the guarantee: up to alpha per family)"})
     fail_on: tuple[str, ...] = field(default=("FAIL", "ERROR"),
                                      metadata={"help": "statuses that fail the gate"})
     exit_zero: bool = field(default=False, metadata={
@@ -140,7 +142,7 @@ class AuditConfig:
         check(positive(self.exact_budget_seconds) and self.exact_budget_seconds is not None,
               f"exact_budget_seconds must be a positive number; "
               f"got {self.exact_budget_seconds!r}")
-        valid = {s.value for s in Status}
+        valid = {s.value for s in Status} - {Status.NO_CHECKS.value}
         for status in self.fail_on:
             check(status in valid,
                    f"fail_on: unknown status {status!r}; choose from {', '.join(sorted(valid))}")

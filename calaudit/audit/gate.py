@@ -1,34 +1,37 @@
 """Statuses, the verdict and the exit code (design notes 2.4).
 
-- Tests: pending tests (status ``None``) are adjusted together across the battery with
-  the configured method and get ``FAIL`` when the adjusted p-value is at most ``alpha``,
-  ``PASS`` otherwise. Tests that decided their own status (``INCONCLUSIVE``, ``ERROR``,
-  ``SKIPPED``) keep it and take no part in the adjustment.
+- Tests: the primary tests decide (two for global calibration, one for local), Holm-
+  adjusted together; the other tests are diagnostics that never gate
+  (:mod:`calaudit.audit.decision`, whose ``GATE_RULE`` states the rule). Tests that
+  decided their own status (``INCONCLUSIVE``, ``ERROR``, ``SKIPPED``) keep it.
 - Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
   ``FAIL`` from its levels; a non-finite value gets ``ERROR``. A threshold whose metric the
   audit did not compute is reported as a ``SKIPPED`` check (with a "did you mean").
 - INCONCLUSIVE rule: with fewer than ``gate.min_rows`` rows or ``gate.min_events`` events
   nothing is reported as ``PASS``: ``PASS`` becomes ``INCONCLUSIVE``. ``FAIL`` stays
   (a test keeps its level at any n; a threshold breach is still a breach).
-- Verdict: ``FAIL`` if any check has a status in ``fail_on``; else the most serious of
-  ``ERROR``, ``WARN``, ``INCONCLUSIVE``; else ``PASS``. Exit code 1 in the first case
-  (unless ``exit_zero``), else 0.
+- Verdict, over the gating checks (diagnostic tests left out): ``FAIL`` if any has a
+  status in ``fail_on``; else the most serious of ``ERROR``, ``WARN``, ``INCONCLUSIVE``;
+  else ``PASS``; ``NO CHECKS`` when nothing was graded (``calaudit metrics``). Exit code 1
+  in the first case (unless ``exit_zero``), else 0.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import Any
 
-from calaudit.audit.checks import Check, failing, status_counts
+from calaudit.audit.checks import Check, failing, gating, status_counts
 from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
-from calaudit.audit.directions import known_metric_ids
-from calaudit.inference.multitest import adjust_pvalues
+from calaudit.audit.decision import GATE_RULE, grade_tests
+from calaudit.audit.directions import CONDITIONS
 from calaudit.results import MetricResult, Status, TestResult
+
+__all__ = ["ExitCode", "grade_tests", "grade_metrics", "threshold_status", "data_rule",
+           "apply_data_rule", "describe_gate", "verdict", "exit_code", "GATE_RULE"]
 
 
 class ExitCode(IntEnum):
@@ -39,33 +42,6 @@ class ExitCode(IntEnum):
     USAGE_ERROR = 2
     INTERNAL_ERROR = 3
     INTERRUPTED = 130
-
-
-def grade_tests(tests: Iterable[TestResult], alpha: float, method: str,
-                scope: str = "family") -> tuple[TestResult, ...]:
-    """Adjust the pending tests' p-values and set ``alpha``, ``p_value_adjusted``, ``status``.
-
-    ``scope="family"`` adjusts within each ``TestResult.family`` (the global tests all test
-    "the model is calibrated", the local tests "it is calibrated in every sub-population");
-    ``"battery"`` adjusts every test together.
-    """
-    tests = tuple(tests)
-    pending = [i for i, t in enumerate(tests) if t.status is None and math.isfinite(t.p_value)]
-    families: dict[str, list[int]] = {}
-    for i in pending:
-        families.setdefault(tests[i].family if scope == "family" else "battery", []).append(i)
-    graded = list(tests)
-    for members in families.values():
-        adjusted = adjust_pvalues([tests[i].p_value for i in members], method)
-        for i, p_adj in zip(members, adjusted):
-            status = Status.FAIL if p_adj <= alpha else Status.PASS
-            graded[i] = dataclasses.replace(tests[i], alpha=alpha,
-                                            p_value_adjusted=float(p_adj), status=status)
-    for i, test in enumerate(graded):
-        if test.status is None:
-            graded[i] = dataclasses.replace(test, alpha=alpha, status=Status.ERROR,
-                                            message=test.message or "p-value is not finite")
-    return tuple(graded)
 
 
 def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[Status, str]:
@@ -94,7 +70,10 @@ def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[S
 
 def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[ThresholdConfig]
                   ) -> tuple[tuple[MetricResult, ...], tuple[dict[str, Any], ...]]:
-    """Metrics with their threshold statuses, and the thresholds that matched no metric."""
+    """Metrics with their threshold statuses, and the thresholds on metrics this audit did
+    not compute (``SKIPPED``, with the reason). Threshold ids are validated with the
+    configuration (unknown ids are configuration errors); a metric the stage skipped on
+    purpose (value not finite, ``params.note`` "skipped: ...") is ``SKIPPED`` too."""
     metrics = tuple(metrics)
     levels = {t.metric: t for t in thresholds if t.has_levels}
     graded = []
@@ -103,24 +82,27 @@ def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[Threshol
         if threshold is None:
             graded.append(metric)
             continue
-        status, message = threshold_status(metric.value, threshold)
         direction = threshold.direction()
         public = {"warn": threshold.warn, "fail": threshold.fail, "better": direction.better,
                   "target": direction.target}
+        note = str((metric.params or {}).get("note", ""))
+        if not _finite(metric.value) and note.startswith("skipped"):
+            status, message = Status.SKIPPED, f"threshold on {metric.id}: {note}"
+        else:
+            status, message = threshold_status(metric.value, threshold)
         graded.append(dataclasses.replace(metric, status=status, threshold=public,
                                           message=message))
     computed = [m.id for m in metrics]
     unmatched = tuple(
         {"metric": metric_id, "status": Status.SKIPPED.value,
-         "message": f"threshold on '{metric_id}', which this audit did not compute"
-                    + _did_you_mean(metric_id, computed)}
+         "message": f"threshold on '{metric_id}', which this audit did not compute: "
+                    + CONDITIONS.get(metric_id, "not computed for this data or command")}
         for metric_id in levels if metric_id not in computed)
     return tuple(graded), unmatched
 
 
-def _did_you_mean(metric_id: str, computed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(metric_id, [*computed, *known_metric_ids()], n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def data_rule(n: int, events: int, rule: GateConfig) -> dict[str, Any]:
@@ -153,14 +135,21 @@ def apply_data_rule(metrics: tuple[MetricResult, ...], tests: tuple[TestResult, 
 
 
 def describe_gate(checks: Sequence[Check], config: AuditConfig, rule: dict[str, Any],
-                  unmatched: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The ``gate`` section of the JSON result."""
+                  unmatched: Sequence[dict[str, Any]],
+                  tests: Sequence[TestResult] = ()) -> dict[str, Any]:
+    """The ``gate`` section of the JSON result: ``counts`` and ``failing`` over the gating
+    checks, ``diagnostic_counts`` over the diagnostic tests, the rule in words."""
+    deciding = gating(checks)
     return {
         "fail_on": list(config.fail_on),
         "exit_zero": config.exit_zero,
-        "counts": status_counts(checks),
+        "counts": status_counts(deciding),
+        "diagnostic_counts": status_counts(c for c in checks if c.role == "diagnostic"),
         "failing": [{"kind": c.kind, "id": c.id, "status": c.status}
-                    for c in failing(checks, config.fail_on)],
+                    for c in failing(deciding, config.fail_on)],
+        "primary_tests": [t.id for t in tests if t.role == "primary"],
+        "scope": config.multiple_testing_scope,
+        "rule": GATE_RULE,
         "data_rule": rule,
         "unmatched_thresholds": list(unmatched),
     }
@@ -168,9 +157,12 @@ def describe_gate(checks: Sequence[Check], config: AuditConfig, rule: dict[str, 
 
 def verdict(statuses: Iterable[Status | str], fail_on: Iterable[str]) -> Status:
     """``FAIL`` if any status is in ``fail_on``; else the most serious of ``ERROR``,
-    ``WARN``, ``INCONCLUSIVE``; else ``PASS``."""
+    ``WARN``, ``INCONCLUSIVE``; else ``PASS``; ``NO CHECKS`` when there is no status.
+    Pass the statuses of the gating checks only (:func:`calaudit.audit.checks.gating`)."""
     seen = {Status(s) for s in statuses}
     failing_statuses = {Status(s) for s in fail_on}
+    if not seen:
+        return Status.NO_CHECKS
     if seen & failing_statuses:
         return Status.FAIL
     for status in (Status.ERROR, Status.WARN, Status.INCONCLUSIVE):

@@ -263,10 +263,12 @@ class LocalAudit:
 
     def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
         """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
-        raw (or standardised) covariates, ``gamma`` default ``1 / columns`` (sklearn)."""
+        raw (or standardised) covariates, ``gamma`` default ``1 / covariates`` (sklearn's
+        ``1 / n_features`` on the table KiTE receives, where a two-level category is one 0/1
+        column: the one-hot code at distance 1 then gives KiTE's kernel exactly)."""
         lc = self.local
         encoded = encode_covariates(self.data.covariates, standardize=lc.kite_standardize)
-        cov_gamma = lc.kite_cov_gamma or 1.0 / encoded.features.shape[1]
+        cov_gamma = lc.kite_cov_gamma or 1.0 / len(self.data.covariates)
         prob_gamma = 1.0 / lc.kite_prob_kernel_width ** 2
         gram = product_gram(self.prob_features, prob_gamma, encoded.features, cov_gamma)
         params = {"covariates": list(self.data.covariate_names),
@@ -430,11 +432,15 @@ class LocalAudit:
                 min_weight=MIN_WEIGHT)
         return out
 
-    def group_settings(self) -> grp.GroupSettings:
+    def group_settings(self, groups: int = 1) -> grp.GroupSettings:
+        """Bias intervals are simultaneous over the ``groups`` groups (Bonferroni: each at
+        ``1 - (1 - confidence_level) / groups``), like the statuses, which are adjusted
+        across the groups."""
         lc = self.local
+        level = 1.0 - (1.0 - lc.confidence_level) / max(groups, 1)
         return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
                                  adjust=lc.group_adjust, alpha=self.config.alpha,
-                                 ci_resamples=lc.group_ci_resamples, level=lc.confidence_level,
+                                 ci_resamples=lc.group_ci_resamples, level=level,
                                  resample=self.config.run_tests)
 
     # --- assembly ----------------------------------------------------------------------
@@ -464,10 +470,13 @@ class LocalAudit:
                               design.columns)
         tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
+        settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
-                                self.group_settings())
+                                settings)
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
+        for row in table:
+            row["bias_ci_level"] = settings.level
         klce_section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,

@@ -14,10 +14,11 @@ import numpy as np
 from calaudit import progress
 from calaudit.progress import ProgressEvent, Reporter, reporter_for, reporting
 from calaudit._version import __version__
-from calaudit.audit.baseline import LoadedResult, compare_results
+from calaudit.audit.baseline import LoadedResult, check_comparable, compare_results
 from calaudit.audit.battery import stages as default_stages
-from calaudit.audit.checks import result_checks
+from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.config import AuditConfig
+from calaudit.audit.decision import gate_groups, groups_test
 from calaudit.audit.gate import (
     apply_data_rule,
     data_rule,
@@ -28,6 +29,7 @@ from calaudit.audit.gate import (
 )
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
+from calaudit.local.groups import most_biased
 from calaudit.numerics.random import stream
 from calaudit.results import AuditResult
 
@@ -38,6 +40,14 @@ def created_at() -> str:
     moment = (datetime.fromtimestamp(int(epoch), tz=timezone.utc) if epoch
               else datetime.now(tz=timezone.utc))
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def runtime(started: float) -> float:
+    """Seconds since ``started``; 0 when ``SOURCE_DATE_EPOCH`` asks for reproducible output
+    (the timing is the one field that differs between two runs)."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        return 0.0
+    return time.perf_counter() - started
 
 
 def describe_inputs(data: CalibrationData) -> dict[str, Any]:
@@ -148,9 +158,22 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
                baseline: LoadedResult | dict[str, Any] | None) -> AuditResult:
     config = config or AuditConfig()
     started = time.perf_counter()
+    if baseline is not None:
+        loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
+        check_comparable(loaded.payload, list(data.classes), loaded.path)
     outputs = run_stages(data, config, stages if stages is not None else default_stages())
-    tests = grade_tests((t for out in outputs for t in out.tests), config.alpha,
-                        config.multiple_testing, config.multiple_testing_scope)
+    raw_tests = [t for out in outputs for t in out.tests]
+    groups = tuple(g for out in outputs for g in out.groups)
+    if config.run_tests and not any(t.family == "local" for t in raw_tests):
+        substitute = groups_test(groups)
+        if substitute is not None:
+            raw_tests.append(substitute)
+    tests = grade_tests(raw_tests, config.alpha, config.multiple_testing,
+                        config.multiple_testing_scope)
+    groups = gate_groups(groups, tests, config.alpha)
+    local = {k: v for out in outputs for k, v in out.local.items()}
+    if "lcb" in local and "top_groups" in local["lcb"]:  # the gated statuses, re-ranked
+        local["lcb"] = {**local["lcb"], "top_groups": most_biased(groups, config.local.top_k)}
     metrics, unmatched = grade_metrics((m for out in outputs for m in out.metrics),
                                        config.thresholds)
     rule = data_rule(data.n, count_events(data), config.gate)
@@ -169,14 +192,14 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
         config=graded["config"],
         metrics=metrics,
         tests=tests,
-        local={k: v for out in outputs for k, v in out.local.items()},
-        groups=tuple(g for out in outputs for g in out.groups),
+        local=local,
+        groups=groups,
         diagrams={k: v for out in outputs for k, v in out.diagrams.items()},
         attribution={k: v for out in outputs for k, v in out.attribution.items()},
         disparity=tuple(d for out in outputs for d in out.disparity),
-        verdict=verdict((c.status for c in checks), config.fail_on),
-        runtime_seconds=time.perf_counter() - started,
+        verdict=verdict((c.status for c in gating(checks)), config.fail_on),
+        runtime_seconds=runtime(started),
         environment=environment(),
-        gate=describe_gate(checks, config, rule, unmatched),
+        gate=describe_gate(checks, config, rule, unmatched, tests),
         baseline=graded.get("baseline"),
     )

@@ -268,7 +268,8 @@ class SkceStage:
 
     def _bound(self, test_id, estimator, n, alpha, terms, pairs, common, config) -> TestResult:
         method = "distribution-free bound, B = 2"
-        params = {**(linear(common) if estimator == "ul" else common), "bound": 2.0}
+        params = {**(linear(common) if estimator == "ul" else common), "bound": 2.0,
+                  "smallest_p_value": smallest_bound_pvalue(n, estimator)}
         if estimator != "ul" and terms is None:
             return self._skipped(test_id, method, common, config)
         estimate = {"b": terms.biased if terms else math.nan,

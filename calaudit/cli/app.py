@@ -141,7 +141,7 @@ def test(
     ci_level: opt.CiLevel = 0.95,
     hosmer_lemeshow: opt.HosmerLemeshow = False,
     multiple_testing: opt.MultipleTesting = "holm",
-    multiple_testing_scope: opt.MultipleTestingScope = "family",
+    multiple_testing_scope: opt.MultipleTestingScope = "primary",
     fail_on: opt.FailOn = "FAIL,ERROR",
     exit_zero: opt.ExitZero = False,
     baseline: opt.BaselineFile = None,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from calaudit import progress
-from calaudit.audit.checks import result_checks
+from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.gate import ExitCode, exit_code
 from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
@@ -63,7 +63,7 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain)
-    return exit_code([c.status for c in checks], config.fail_on, config.exit_zero)
+    return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
 
 
 def render_documents(payload: dict[str, Any], outputs: Any,

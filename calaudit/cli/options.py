@@ -111,8 +111,10 @@ MultipleTesting = Annotated[str, typer.Option(
     "--multiple-testing", help="P-value adjustment: holm, bonferroni, fdr_bh, none.",
     rich_help_panel=TESTS)]
 MultipleTestingScope = Annotated[str, typer.Option(
-    "--multiple-testing-scope", help="family: adjust the global tests together and the local "
-    "tests together; battery: all tests together (stricter).", rich_help_panel=TESTS)]
+    "--multiple-testing-scope", help="primary: one primary test per question decides (Holm), "
+    "the others are diagnostics; battery: every test gates, all adjusted together; family: "
+    "every test gates, adjusted per family (gives up the alpha guarantee).",
+    rich_help_panel=TESTS)]
 FailOn = Annotated[str, typer.Option(
     "--fail-on", help="Comma list of statuses that fail the gate (exit code 1).",
     rich_help_panel=TESTS)]

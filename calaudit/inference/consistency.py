@@ -42,8 +42,11 @@ from calaudit.numerics.resampling import (
     BATCH_ENTRIES,
     batch_sizes,
     categorical_draws,
+    form_error_bound,
+    form_error_factor,
     monte_carlo_pvalue,
     one_hot_residuals,
+    refine_near,
 )
 
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
@@ -62,17 +65,27 @@ class ResamplingTest:
 
 
 def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_rows: int,
-         n_resamples: int, max_entries: int) -> ResamplingTest:
+         n_resamples: int, max_entries: int, atol: float = 0.0) -> ResamplingTest:
     null = np.concatenate([batch_null(q) for q in batch_sizes(n_resamples, n_rows,
                                                              max_entries)])
-    return ResamplingTest(observed, null, monte_carlo_pvalue(observed, null))
+    return ResamplingTest(observed, null, monte_carlo_pvalue(observed, null, atol=atol))
 
 
 def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], observed: float,
                           rng: np.random.Generator, n_resamples: int,
-                          max_entries: int = BATCH_ENTRIES) -> ResamplingTest:
-    """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``."""
+                          max_entries: int = BATCH_ENTRIES,
+                          dtype: type = CONSISTENCY_GEMM_DTYPE) -> ResamplingTest:
+    """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
+
+    Ties: the products ``K Z`` run in ``dtype`` (float32 by default); replicates whose
+    float32 value lies within its rounding bound of ``observed`` (:func:`refine_near`) are
+    recomputed in float64, and replicates within twice the float64 bound below
+    ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
+    p-value does not depend on ``dtype``.
+    """
     n, m = y_proba.shape
+    scale = 1.0 / (n * (n - 1))
+    tie = 2.0 * form_error_bound(n, np.float64)
 
     def batch(q: int) -> NDArray[np.float64]:
         labels = categorical_draws(rng, y_proba, q)
@@ -81,10 +94,14 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
             z = np.sqrt(2.0) * (labels - y_proba[:, 1, None])
         else:
             z = one_hot_residuals(labels, y_proba)
-        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=CONSISTENCY_GEMM_DTYPE)
-        return forms / (n * (n - 1))
+        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
+        if dtype != np.float64:
+            refine_near(forms, z, observed / scale, form_error_factor(n, dtype), tie / scale,
+                        lambda columns: kernel_forms_and_matmul(kernel_gram, columns)[0])
+        return forms * scale
 
-    return _run(observed, batch, n * (1 if m == 2 else m), n_resamples, max_entries)
+    return _run(observed, batch, n * (1 if m == 2 else m), n_resamples, max_entries,
+                atol=tie)
 
 
 def ece_consistency_test(binned: BinnedOutcomes, event_proba: NDArray[np.float64],

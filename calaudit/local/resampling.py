@@ -33,9 +33,12 @@ from calaudit.local.klce import as_columns, kite_normaliser
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.resampling import (
+    form_error_bound,
+    form_error_factor,
     labels_from_uniforms,
     monte_carlo_pvalue,
     one_hot_residuals,
+    refine_near,
 )
 
 #: Largest number of float64 entries of one batch of resampled columns (about 256 MB).
@@ -63,16 +66,23 @@ class NullResult:
 def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
                   lead: NDArray[np.float64] | None, *,
                   products: NDArray[np.float64] | None = None,
-                  max_entries: int = MAX_ENTRIES, dtype: type = np.float64
+                  max_entries: int = MAX_ENTRIES, dtype: type = np.float64,
+                  refine: tuple[float, float] | None = None
                   ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
                              NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
 
     ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
-    sampler fills the resample columns, (n, B) or (n, m, B), in ``dtype``. The lead columns go into
-    the first batch. With ``products`` (n, r), ``K @ products`` is computed in the first
-    batch's pass too (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms,
-    resample_forms, K @ products or None)``.
+    sampler fills the resample columns, (n, B) or (n, m, B), in float64 (the GEMMs run in
+    ``dtype``). The lead columns go into the first batch. With ``products`` (n, r),
+    ``K @ products`` is computed in the first batch's pass too
+    (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms,
+    K @ products or None)``.
+
+    ``refine = (F, tie)`` (unnormalised, like the forms): resampled forms that rounding in
+    ``dtype`` could move across ``F - tie`` (:func:`refine_near`, a per-column bound) are
+    recomputed in double precision from the same columns, so ``T* >= T`` is decided as in
+    float64.
     """
     n = gram.n
     layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
@@ -85,7 +95,9 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     while first or done < n_resamples:
         count = min(max(1, batch - (k if first else 0)), n_resamples - done)
         offset = k if first else 0
-        block = np.empty(layout + (offset + count,), dtype=dtype)
+        # columns are drawn in float64 (the GEMMs round them to ``dtype``), so the
+        # replicates refined below are recomputed from the exact columns
+        block = np.empty(layout + (offset + count,), dtype=np.float64)
         if first and k:
             block[..., :k] = lead
         sampler(rng, block[..., offset:])
@@ -94,6 +106,9 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
         if first:
             lead_forms, values = (values[:k] if k else None), values[k:]
             weighted = extra if products is not None else None
+        if refine is not None and dtype != np.float64:
+            refine_near(values, block[..., offset:], refine[0], form_error_factor(n, dtype),
+                        refine[1], lambda z: kernel_forms_and_matmul(gram, z)[0])
         forms.append(values)
         done += count
         first = False
@@ -168,11 +183,21 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
     if statistic is None and dtype != np.float64:
         raise ValueError("single-precision resampling needs the observed statistic")
     lead = as_columns(r) if statistic is None else as_columns(r)[..., :0]
-    lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
-                                               products=products, dtype=dtype)
     scale = 1.0 / (gram.n * (gram.n - 1))
+    refine = None
+    if statistic is not None:
+        refine = (float(statistic) / scale, tie_tolerance(gram.n) / scale)
+    lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
+                                               products=products, dtype=dtype, refine=refine)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
     return observed, null * scale, weighted
+
+
+def tie_tolerance(n: int) -> float:
+    """Replicates this close below the observed KLCE^2 count as ties: twice the float64
+    rounding bound of a form (the observed and the resampled statistic are each computed
+    to within it), so replicates equal to ``T`` in exact arithmetic always count."""
+    return 2.0 * form_error_bound(n, np.float64)
 
 
 def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
@@ -187,7 +212,9 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     """
     observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
                                                   n_resamples, products, statistic, dtype)
-    return NullResult(observed, null, monte_carlo_pvalue(observed, null), products=weighted)
+    return NullResult(observed, null, monte_carlo_pvalue(observed, null,
+                                                         atol=tie_tolerance(gram.n)),
+                      products=weighted)
 
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
@@ -201,7 +228,8 @@ def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
     observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
                                                   n_resamples, products, statistic, dtype)
     paper = float(np.count_nonzero(null > observed) / null.size)
-    return NullResult(observed, null, monte_carlo_pvalue(observed, null),
+    return NullResult(observed, null, monte_carlo_pvalue(observed, null,
+                                                         atol=tie_tolerance(gram.n)),
                       {"p_value_paper": paper}, products=weighted)
 
 

@@ -10,7 +10,7 @@ Every function takes the caller's ``numpy.random.Generator``; nothing here seeds
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,10 +76,52 @@ def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64],
     return out
 
 
-def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12
-                       ) -> float:
-    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``rtol`` of ``T`` count as ties
-    (>=), so that rounding in a different summation order never lowers the p-value."""
-    tolerance = rtol * max(abs(observed), np.finfo(np.float64).tiny)
-    extreme = int(np.count_nonzero(null >= observed - tolerance))
-    return (1.0 + extreme) / (1.0 + null.size)
+def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12,
+                       atol: float = 0.0) -> float:
+    """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``max(rtol |T|, atol)`` below ``T``
+    count as ties (>=), so that rounding in a different summation order never lowers the
+    p-value. ``atol`` is the caller's bound on the rounding error of ``T* - T`` (e.g.
+    :func:`form_error_bound` for kernel quadratic forms): with it, every replicate equal to
+    ``T`` in exact arithmetic counts, whatever the order of summation."""
+    tolerance = max(rtol * max(abs(observed), np.finfo(np.float64).tiny), atol)
+    extreme = int(np.count_nonzero(np.asarray(null) >= observed - tolerance))
+    return (1.0 + extreme) / (1.0 + np.asarray(null).size)
+
+
+def form_error_factor(n: int, dtype: type) -> float:
+    """``c_n u`` of the rounding bound of a kernel quadratic form computed in ``dtype``.
+
+    Standard dot-product analysis (Higham 2002, sec. 3.1): kernel entries rounded (and
+    evaluated) to a few units ``u`` of relative error, ``K z`` accumulated over ``n`` terms
+    and the outer sum over ``n`` more, so for ``F = sum_{i != j} K_ij <z_i, z_j>``
+    ``|fl(F) - F| <= (2n + 64) u S`` with ``S = sum_{i != j} |K_ij| |z_i| |z_j|``. With
+    ``0 <= K_ij <= 1`` (every kernel used here), ``S <= (sum_i |z_i|)^2``.
+    """
+    return (2.0 * n + 64.0) * float(np.finfo(dtype).eps) / 2.0
+
+
+def form_error_bound(n: int, dtype: type, max_sq_norm: float = 2.0) -> float:
+    """Bound on the rounding error of a normalised form ``F / (n (n - 1))`` in ``dtype``
+    when every ``|z_i|^2 <= max_sq_norm`` (residuals ``e_y - p``: 2; binary ``y - p_1``:
+    1; the SKCE's ``sqrt(2) (y - p_1)``: 2): :func:`form_error_factor` times
+    ``n^2 max_sq_norm / (n (n - 1))``."""
+    return form_error_factor(n, dtype) * max_sq_norm * n / max(n - 1, 1)
+
+
+def column_mass(z: NDArray) -> NDArray[np.float64]:
+    """``sum_i |z_i|`` of every column of ``z`` ((n, B) or (n, m, B), norm over the class
+    axis): ``S <= mass^2`` bounds the form's absolute terms (:func:`form_error_factor`)."""
+    if z.ndim == 2:
+        return np.abs(z).sum(axis=0, dtype=np.float64)
+    return np.sqrt(np.einsum("imb,imb->ib", z, z, dtype=np.float64)).sum(axis=0)
+
+
+def refine_near(values: NDArray[np.float64], z: NDArray, observed: float, factor: float,
+                tie: float, exact: Callable[[NDArray], NDArray[np.float64]]) -> None:
+    """Recompute in place, with ``exact`` (float64), the unnormalised forms ``values`` whose
+    comparison with ``observed`` rounding could flip: ``|F* - F| <= 2 (factor mass^2 +
+    tie)`` with the columns' :func:`column_mass`."""
+    band = 2.0 * (factor * column_mass(z) ** 2 + tie)
+    near = np.flatnonzero(np.abs(values - observed) <= band)
+    if near.size:
+        values[near] = exact(np.take(z, near, axis=-1))

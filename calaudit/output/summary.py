@@ -104,14 +104,26 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
                           ("obs / pred", "right"), ("bias [interval]", "right"),
                           ("p adj.", "right"), ("status", "left")):
         table.add_column(name, justify=justify)
+    notes = group_messages(result)
     for row in top:
         low, high = row["bias_ci"] or (None, None)
         interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
+        marker = " †" if notes.get(str(row["group"])) else ""
         table.add_row(str(row["rank"]), escape(str(row["group"])), str(row["n"]),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
                       f"{row['bias']:+.3f}{interval}", fmt_pvalue(row["p_value_adjusted"]),
-                      _styled(row["status"] or ""))
+                      _styled(row["status"] or "") + marker)
+    if any(notes.get(str(row["group"])) for row in top):
+        table.caption = ("† " + "; ".join(sorted({notes[str(r["group"])] for r in top
+                                                  if notes.get(str(r["group"]))})))
+        table.caption_justify = "left"
     return table
+
+
+def group_messages(result: Mapping[str, Any]) -> dict[str, str]:
+    """Each group's gate message (e.g. why a group with a small adjusted p-value is not a
+    FAIL: the rule needs the simultaneous interval to exclude 0 too), by group name."""
+    return {str(g.get("group")): str(g.get("message") or "") for g in result.get("groups") or []}
 
 
 def _styled(status: str) -> str:

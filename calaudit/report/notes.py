@@ -87,8 +87,12 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
 
 def adjustment_scope(config: Mapping[str, Any]) -> str:
     """How widely p-values were adjusted, in words."""
-    if config.get("multiple_testing_scope", "family") == "battery":
+    scope = config.get("multiple_testing_scope", "family")
+    if scope == "battery":
         return "across all tests together"
+    if scope == "primary":
+        return ("with the primary tests (the ones that decide) adjusted together and each "
+                "diagnostic within its family")
     return "within each family of tests (global calibration; local calibration)"
 
 

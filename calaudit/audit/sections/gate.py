@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
-from calaudit.audit.directions import BETTER_CHOICES, Direction, known_direction
+from calaudit.audit.directions import (
+    BETTER_CHOICES,
+    NO_DIRECTION,
+    Direction,
+    known_direction,
+    known_metric_ids,
+)
 from calaudit.audit.sections.common import check, check_limits, finite_or_none
 
 ON_MISMATCH = ("error", "warn")
@@ -35,6 +42,21 @@ class ThresholdConfig:
         check(isinstance(self.metric, str) and self.metric != "",
                f"threshold: metric id must be a non-empty string; got {self.metric!r}")
         where = f"thresholds.{self.metric}"
+        known = known_metric_ids()
+        if self.metric not in known:
+            # a custom metric (from a stage of the Python API) states its direction; an id
+            # close to a known one is a typo even then
+            close = difflib.get_close_matches(self.metric, known, n=1)
+            declared = self.better != "auto" or self.target is not None
+            typo = bool(difflib.get_close_matches(self.metric, known, n=1, cutoff=0.85))
+            if typo or not declared:
+                hint = f" (did you mean '{close[0]}'?)" if close else (
+                    "; metric ids: " + ", ".join(known))
+                check(False, f"{where}: unknown metric id '{self.metric}'{hint}; a custom "
+                             "metric needs better = \"lower\"/\"higher\" or target")
+        check(self.metric not in NO_DIRECTION,
+               f"{where}: '{self.metric}' describes the labels, not the model (no better "
+               "direction): it cannot be a threshold")
         for name in ("warn", "fail", "target", "tolerance"):
             finite_or_none(getattr(self, name), f"{where}.{name}")
         check(self.better in BETTER_CHOICES,
@@ -93,17 +115,22 @@ class GateConfig:
 class BaselineConfig:
     """Comparison with a previous result (``--baseline OLD.json``, ``calaudit compare``).
 
-    A metric regresses when it is worse than in the baseline by more than
-    ``max(tolerance, relative_tolerance * |old|)``; a check that newly has a status in
-    ``fail_on`` regresses too.
+    A metric regresses when it is worse than in the baseline by more than its tolerance:
+    with ``tolerance`` unset (the default), the per-metric default on the metric's own
+    scale (:data:`calaudit.audit.directions.DEFAULT_TOLERANCES`: 0.01 for
+    probability-scale errors, 2 % for losses, 50 % -- and at least twice the sampling sd of
+    the difference for unbiased estimators -- for squared kernel errors); with
+    ``tolerance`` set, ``max(tolerance, relative_tolerance * |old|)`` for every metric. A
+    check that newly has a status in ``fail_on`` regresses too.
     """
 
     path: str | None = field(default=None, metadata={
         "help": "JSON result to compare against", "path": True})
-    tolerance: float = field(default=0.01, metadata={
-        "help": "allowed absolute worsening of a metric"})
+    tolerance: float | None = field(default=None, metadata={
+        "help": "allowed absolute worsening of every metric; unset: per-metric defaults on "
+                "each metric's scale (docs/configuration.md)"})
     relative_tolerance: float = field(default=0.0, metadata={
-        "help": "allowed worsening relative to the baseline value"})
+        "help": "allowed worsening relative to the baseline value (with tolerance set)"})
     require_ci_separation: bool = field(default=False, metadata={
         "help": "a worsening counts only if the confidence intervals do not overlap"})
     on_mismatch: str = field(default="error", metadata={
@@ -119,7 +146,8 @@ class BaselineConfig:
         for name in ("tolerance", "relative_tolerance"):
             value = getattr(self, name)
             finite_or_none(value, f"baseline.{name}")
-            check(value >= 0, f"baseline.{name} must be >= 0; got {value!r}")
+            check(value is None or value >= 0, f"baseline.{name} must be >= 0; got {value!r}")
+        check(self.relative_tolerance is not None, "baseline.relative_tolerance must be a number")
         check(self.on_mismatch in ON_MISMATCH,
                f"baseline.on_mismatch must be one of {', '.join(ON_MISMATCH)}; "
                f"got {self.on_mismatch!r}")

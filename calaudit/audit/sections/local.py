@@ -82,7 +82,9 @@ class LocalConfig:
                                        "k = exp(-(p - q)^2 / w^2)"})
     kite_cov_gamma: float | None = field(
         default=None, metadata={"help": "klce_permutation: KiTE covariate RBF gamma, "
-                                        "l = exp(-gamma |x - y|^2); none = 1 / columns"})
+                                        "l = exp(-gamma |x - y|^2); none = 1 / number of "
+                                        "covariates (KiTE's default when two-level "
+                                        "categories are 0/1 columns)"})
     kite_standardize: bool = field(
         default=False, metadata={"help": "klce_permutation: standardise numeric covariates "
                                          "(KiTE uses them raw)"})

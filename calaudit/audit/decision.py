@@ -1,0 +1,238 @@
+"""The decision rule of the gate: which tests decide, how they are adjusted, how groups gate.
+
+Two questions are asked of a model: is it calibrated (``global``), and, when covariates
+are given, is it calibrated in every sub-population they describe (``local``). Each
+question has its **primary tests**, chosen before the labels are looked at (from the
+configuration and ``n`` only): one per slot of :data:`PRIMARY_SLOTS`, the first candidate
+of the slot that ran or decided its own status (``SKIPPED`` tests, e.g. quadratic tests
+above ``skce.max_quadratic_n``, are passed over). All primaries are adjusted together
+(Holm by default); every other test is a **diagnostic**: adjusted among the diagnostics of
+its family, reported, never gating. Groups gate through the local primary (gatekeeping):
+a group can ``FAIL`` only when the local primary test rejected; then Holm among the
+groups. Without a local test (``--local-tests none``) the local primary is
+:data:`GROUPS_TEST_ID`, the Bonferroni combination of the group tests.
+
+Why the global question has two primaries, ``skce_consistency`` and ``ece_consistency``:
+both are consistency-resampling tests, whose null is the exact conditional distribution of
+the statistic given the predictions (labels redrawn from them), so their level is exact at
+every ``n`` and for every prediction distribution (scorecards, rare events), unlike the
+asymptotic tests (``spiegelhalter``, ``skce_*_asymptotic``). They are complementary: the
+SKCE (kernel on the whole probability vector) is consistent against every miscalibration,
+multi-class included, but with the median-heuristic kernel it had little power against
+over-confidence of a 10-class model (rejection 0.12 at level 0.025, 16 data sets of 400
+rows), where the top-label ECE rejected 0.81; the ECE depends on its bins and sees only
+the top label. Holm over the three primaries keeps the family-wise error at most
+``alpha``. Cost: the SKCE test is O(n^2 B) in one GEMM per batch (the previous default
+battery paid it already), the ECE test O(n B). Above ``skce.max_quadratic_n`` the SKCE
+slot falls to ``skce_ul_asymptotic`` (linear cost, normal approximation valid at that n).
+
+Under the complete null (labels drawn from the predictions, independently of the
+covariates given the predictions) every primary p-value is valid, so Holm keeps the
+probability of a FAIL verdict at most ``alpha``; groups add nothing, as no group can fail
+unless the local primary falsely rejected. ``validation/gate_type1.py`` measures it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from calaudit.inference.multitest import adjust_pvalues
+from calaudit.results import Status, TestResult
+
+#: The one paragraph a reviewer checks against the code (rendered by the reports).
+GATE_RULE = (
+    "The verdict is decided by the primary tests: for global calibration skce_consistency "
+    "and ece_consistency (exact consistency-resampling tests; with --method exact above "
+    "skce.max_quadratic_n rows skce_ul_asymptotic replaces the first) and, when covariates are given, for local "
+    "calibration klce_consistency (or, with --local-tests none, the Bonferroni combination "
+    "of the group tests). The primary p-values are Holm-adjusted together and a primary "
+    "test FAILs when its adjusted p-value is at most alpha; a primary that cannot run "
+    "counts as p = 1. A resampling test whose smallest attainable p-value (1/(B+1)) could "
+    "not reach its adjusted level is INCONCLUSIVE, never PASS. Every other test is a "
+    "diagnostic: reported with its own adjusted p-value and status, never deciding. A "
+    "group FAILs only when the local primary test FAILs (gatekeeping), its Holm-adjusted "
+    "p-value among the groups is at most alpha and its bias interval, simultaneous over the "
+    "groups (Bonferroni), excludes 0. Thresholds and baseline comparisons configured by the "
+    "user also gate. Under the complete null (the model calibrated given the predictions "
+    "and covariates) the probability of a FAIL verdict from the tests is at most alpha; "
+    "multiple_testing_scope = \"family\" (Holm within each family, every test gating) and "
+    "multiple_testing = \"none\" or \"fdr_bh\" give up this guarantee."
+)
+
+#: Primary tests of each family: one per slot, the first candidate of the slot present.
+PRIMARY_SLOTS = {
+    "global": (("skce_consistency", "skce_uq_asymptotic", "skce_ul_asymptotic",
+                "spiegelhalter", "hosmer_lemeshow", "skce_uq_bound", "skce_b_bound",
+                "skce_ul_bound"),
+               ("ece_consistency",)),
+    "local": (("klce_consistency", "klce_bootstrap", "klce_permutation", "groups_bonferroni"),),
+}
+GROUPS_TEST_ID = "groups_bonferroni"
+SCOPES = ("primary", "battery", "family")
+
+
+def primary_indices(tests: Sequence[TestResult]) -> list[int]:
+    """Indices of the primary tests: per slot of :data:`PRIMARY_SLOTS`, the first candidate
+    present (``SKIPPED`` tests passed over); a family with no registered candidate (a custom
+    stage's tests) gets its first test that is not ``SKIPPED``."""
+    usable = [i for i, t in enumerate(tests) if t.status is not Status.SKIPPED]
+    chosen: list[int] = []
+    for family in dict.fromkeys(tests[i].family for i in usable):
+        members = [i for i in usable if tests[i].family == family]
+        slots = PRIMARY_SLOTS.get(family, ())
+        picked = []
+        for slot in slots:
+            ranked = sorted((slot.index(tests[i].id), i) for i in members
+                            if tests[i].id in slot and i not in picked)
+            if ranked:
+                picked.append(ranked[0][1])
+        if not picked and not any(tests[i].id in c for c in slots for i in members):
+            picked = members[:1]
+        chosen += picked
+    return sorted(chosen)
+
+
+def smallest_pvalue(test: TestResult) -> float | None:
+    """The smallest p-value the test can produce at this n and B (``None``: not bounded
+    away from 0). Resampling: ``1/(B+1)`` (KiTE's permutation p: ``1/B``); bounds record
+    theirs in ``params["smallest_p_value"]``."""
+    recorded = (test.params or {}).get("smallest_p_value")
+    if recorded is not None:
+        return float(recorded)
+    if test.n_resamples:
+        return 1.0 / test.n_resamples if test.id == "klce_permutation" else (
+            1.0 / (test.n_resamples + 1))
+    return None
+
+
+def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, method: str,
+              role: str, count_undecided: bool = False) -> None:
+    """Adjust ``members`` together (in place). Pending tests get ``FAIL``/``PASS``; tests
+    that decided their own status take part as ``p = 1`` with ``count_undecided`` (the
+    primaries: one that cannot run still counts, so whether it runs never changes the
+    others' levels) and not at all otherwise. A ``PASS`` that could not have been a
+    ``FAIL`` whatever its own p-value becomes ``INCONCLUSIVE``."""
+    pending = [i for i in members if tests[i].status is None and math.isfinite(tests[i].p_value)]
+    counted = list(members) if count_undecided else pending
+    p = np.array([tests[i].p_value if i in pending else 1.0 for i in counted], dtype=float)
+    adjusted = adjust_pvalues(p, method)
+    for slot, i in enumerate(counted):
+        test = tests[i]
+        if i not in pending:
+            tests[i] = dataclasses.replace(test, role=role, alpha=alpha)
+            continue
+        status, message = (Status.FAIL if adjusted[slot] <= alpha else Status.PASS), test.message
+        floor = smallest_pvalue(test)
+        if status is Status.PASS and floor is not None:
+            best = p.copy()
+            best[slot] = min(floor, p[slot])
+            reachable = float(adjust_pvalues(best, method)[slot])
+            if reachable > alpha:
+                status = Status.INCONCLUSIVE
+                message = (f"cannot reject: its smallest attainable p-value {floor:.3g} "
+                           f"adjusts to {reachable:.3g} > alpha = {alpha:g}; use more "
+                           "resamples" if test.n_resamples else
+                           f"cannot reject: its smallest attainable p-value {floor:.3g} "
+                           f"adjusts to {reachable:.3g} > alpha = {alpha:g}")
+        tests[i] = dataclasses.replace(test, role=role, alpha=alpha,
+                                       p_value_adjusted=float(adjusted[slot]), status=status,
+                                       message=message)
+
+
+def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
+                scope: str = "primary") -> tuple[TestResult, ...]:
+    """Roles, adjusted p-values and statuses of every test (the rule: :data:`GATE_RULE`).
+
+    ``scope="primary"``: the primaries (:func:`primary_indices`) together, the diagnostics
+    within their family.
+    ``"battery"``: every test gates, all adjusted together (family-wise error still at most
+    ``alpha``, less power). ``"family"``: every test gates, adjusted within its family
+    (the family-wise error of the verdict can reach ``alpha`` per family).
+    """
+    graded = list(tests)
+    if scope == "primary":
+        primaries = primary_indices(graded)
+        grade_set(graded, primaries, alpha, method, "primary", count_undecided=True)
+        families: dict[str, list[int]] = {}
+        for i, t in enumerate(graded):
+            if i not in primaries:
+                families.setdefault(t.family, []).append(i)
+        for members in families.values():
+            grade_set(graded, members, alpha, method, "diagnostic")
+    else:
+        families = {}
+        for i, t in enumerate(graded):
+            families.setdefault(t.family if scope == "family" else "battery", []).append(i)
+        for members in families.values():
+            grade_set(graded, members, alpha, method, "primary")
+    for i, test in enumerate(graded):
+        if test.status is None:
+            graded[i] = dataclasses.replace(test, alpha=alpha, status=Status.ERROR,
+                                            message=test.message or "p-value is not finite")
+    return tuple(graded)
+
+
+def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:
+    """The local primary when no local test runs: ``p = min(1, k min_g p_g)`` over the
+    ``k`` groups with a test (Bonferroni; valid under any dependence between groups).
+    ``None`` without groups; ``INCONCLUSIVE`` when no group has a test."""
+    if not groups:
+        return None
+    p_values = [g["p_value"] for g in groups if g.get("p_value") is not None]
+    method = "Bonferroni combination of the group calibration tests: p = min(1, k min p_g)"
+    title = "Local calibration: groups, Bonferroni minimum p-value"
+    if not p_values:
+        return TestResult(GROUPS_TEST_ID, math.nan, math.nan, math.nan, method,
+                          status=Status.INCONCLUSIVE, family="local", title=title,
+                          message="no group is large enough for a test")
+    smallest = float(min(p_values))
+    return TestResult(GROUPS_TEST_ID, smallest, smallest, min(1.0, len(p_values) * smallest),
+                      method, params={"groups_tested": len(p_values)}, family="local",
+                      title=title)
+
+
+def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
+                alpha: float) -> tuple[dict[str, Any], ...]:
+    """Group statuses under gatekeeping, agreeing with the intervals.
+
+    A group ``FAIL``s when (1) the local primary test ``FAIL``ed (the gatekeeper), (2) its
+    p-value adjusted across the groups is at most ``alpha`` and (3) its bias interval,
+    simultaneous over the groups, excludes 0. Otherwise it is ``PASS`` (``INCONCLUSIVE``
+    groups stay), with a message when one of the three holds alone, so a ``FAIL`` never has
+    an interval through 0 and a ``PASS`` whose interval excludes 0 says why it did not fail.
+    """
+    keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+    open_ = keeper is not None and keeper.status is Status.FAIL
+    out = []
+    for row in groups:
+        row = {**row, "gatekeeper": None if keeper is None else keeper.id}
+        if row.get("status") not in ("PASS", "FAIL"):
+            out.append(row)
+            continue
+        significant = row.get("p_value_adjusted") is not None and (
+            row["p_value_adjusted"] <= alpha)
+        ci = row.get("bias_ci")
+        excludes = bool(ci) and None not in ci and (ci[0] > 0 or ci[1] < 0)
+        fails = open_ and significant and excludes
+        row["status"] = "FAIL" if fails else "PASS"
+        notes = []
+        if not fails and (significant or excludes):
+            if keeper is None:
+                notes.append("no local test ran, so no group can FAIL (gatekeeping)")
+            elif not open_:
+                notes.append(f"the local primary test ({keeper.id}) did not reject, so no "
+                             "group can FAIL (gatekeeping)")
+            if significant and not excludes:
+                notes.append("adjusted p-value <= alpha but the simultaneous interval "
+                             "contains 0")
+            if excludes and not significant:
+                notes.append(f"the simultaneous interval excludes 0 but the adjusted p-value "
+                             f"{row['p_value_adjusted']:.3g} > alpha")
+        row["message"] = "; ".join(notes) if notes else row.get("message", "")
+        out.append(row)
+    return tuple(out)
