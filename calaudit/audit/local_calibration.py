@@ -65,10 +65,11 @@ from calaudit.local.lcb_bandwidth import (
     select_bandwidths,
 )
 from calaudit.audit.method import choose_method
-from calaudit.local.features import MIN_WEIGHT
 from calaudit.local.lcb_features import (
     CellKernel,
+    categorical_columns,
     cell_kernel,
+    lcb_computation,
     feature_kernel_sums,
     feature_row_products,
 )
@@ -404,33 +405,14 @@ class LocalAudit:
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
                                self.encoded.features, columns)
         if self.lcb_kernel is not None:
-            self.lcb_kernel = cell_kernel(gram.features, self.categorical_columns())
+            self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
+                self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
                                                  self.lcb_features, self.choice.frequency_seed)
         else:
             weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
                                          self.encoded.features, columns, scalar_r)
         return LocalBias(weighted / mass, mass), selection, gram
-
-    def categorical_columns(self) -> list[int]:
-        """Columns of the Gram's scaled rows that encode categorical covariates."""
-        offset = self.prob_features.shape[1]
-        return [offset + k for c, block in zip(self.data.covariates, self.encoded.blocks,
-                                               strict=True) if c.kind == "categorical"
-                for k in range(block.start, block.stop)]
-
-    def lcb_computation(self) -> dict[str, Any]:
-        """How the LCB's kernel sums ran (``local.lcb.computation``)."""
-        out = {"method": self.choice.method, "reason": self.choice.reason,
-               "cv_rows": "exact kernel sums on the seeded cross-validation subsample"}
-        if self.lcb_kernel is not None:
-            out.update(
-                n_features=self.lcb_features, frequency_seed=self.choice.frequency_seed,
-                categorical_cells=self.lcb_kernel.n_cells,
-                form="K_ij = C[a_i, a_j] phi(z_i) . phi(z_j): categorical factor exact per "
-                     "cell, random Fourier features on the prediction and numeric covariates",
-                min_weight=MIN_WEIGHT)
-        return out
 
     def group_settings(self, groups: int = 1) -> grp.GroupSettings:
         """Bias intervals are simultaneous over the ``groups`` groups (Bonferroni: each at
@@ -498,7 +480,7 @@ class LocalAudit:
             "bandwidth_selection": {**selection.to_dict(), "categorical": {
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
-            "computation": self.lcb_computation(),
+            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
             "summary": summarize(bias.values),
             "curves": self.curves(design, bias, at, scalar_r),
             "points": self.points(bias, prediction, at),

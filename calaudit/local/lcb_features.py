@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -124,3 +125,26 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     weights = (cell_matmul(kernel, features, columns, rows) if columns.shape[1]
                else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
+
+
+def categorical_columns(offset: int, covariates: Sequence[Any],
+                        blocks: Sequence[slice]) -> list[int]:
+    """Columns of the Gram's scaled rows (prediction columns first, ``offset`` of them)
+    that encode categorical covariates."""
+    return [offset + k for c, block in zip(covariates, blocks, strict=True)
+            if c.kind == "categorical" for k in range(block.start, block.stop)]
+
+
+def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:
+    """How the LCB's kernel sums ran (JSON ``local.lcb.computation``); ``choice`` is the
+    local stage's :class:`calaudit.audit.method.MethodChoice`."""
+    out: dict[str, Any] = {"method": choice.method, "reason": choice.reason,
+                           "cv_rows": "exact kernel sums on the seeded cross-validation "
+                                      "subsample"}
+    if kernel is not None:
+        out.update(n_features=n_features, frequency_seed=choice.frequency_seed,
+                   categorical_cells=kernel.n_cells,
+                   form="K_ij = C[a_i, a_j] phi(z_i) . phi(z_j): categorical factor exact per "
+                        "cell, random Fourier features on the prediction and numeric covariates",
+                   min_weight=MIN_WEIGHT)
+    return out
