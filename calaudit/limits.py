@@ -16,6 +16,9 @@ import math
 COUNTS: dict[str, tuple[int, int]] = {
     "seed": (0, 2**63 - 1),
     "n_resamples": (1, 100_000),
+    # random Fourier features D: a test's accumulator is D x (classes x resamples) floats
+    # (16,384 x 1,000 x 8 bytes = 131 MB per class); the size rule stops at 2,048.
+    "n_features": (2, 16_384),
     "binning.n_bins": (1, 10_000),
     "gate.min_rows": (0, 1_000_000_000),
     "gate.min_events": (0, 1_000_000_000),

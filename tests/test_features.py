@@ -358,3 +358,13 @@ def test_feature_tests_keep_exact_skce_estimates_within_max_quadratic_n():
     assert bound["features"].p_value == pytest.approx(bound["exact"].p_value, rel=1e-12)
     consistency = runs["features"].test("skce_consistency")
     assert consistency.params["computation"]["method"] == "features"
+
+
+def test_n_features_has_the_documented_range():
+    from calaudit.limits import COUNTS
+
+    assert COUNTS["n_features"] == (2, 16_384)
+    AuditConfig(n_features=16_384)
+    for bad in (1, 16_385, True, 2.5):
+        with pytest.raises(Exception, match=r"n_features must be an integer in \[2, 16384\]"):
+            AuditConfig(n_features=bad)

@@ -139,10 +139,6 @@ class AuditConfig:
         check(0.0 < self.ci_level < 1.0, f"ci_level must be in (0, 1); got {self.ci_level!r}")
         check(self.method in METHODS,
               f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
-        check(self.n_features is None or (isinstance(self.n_features, int)
-                                          and not isinstance(self.n_features, bool)
-                                          and 2 <= self.n_features <= 1_000_000),
-              f"n_features must be an integer in [2, 1000000]; got {self.n_features!r}")
         check(positive(self.exact_budget_seconds) and self.exact_budget_seconds is not None,
               f"exact_budget_seconds must be a positive number; "
               f"got {self.exact_budget_seconds!r}")

@@ -65,6 +65,14 @@ from calaudit.local.lcb_bandwidth import (
     select_bandwidths,
 )
 from calaudit.audit.method import choose_method
+from calaudit.local.lcb_features import (
+    CellKernel,
+    categorical_columns,
+    cell_kernel,
+    lcb_computation,
+    feature_kernel_sums,
+    feature_row_products,
+)
 from calaudit.inference.feature_tests import (
     approximation_error,
     bootstrap_draw,
@@ -160,6 +168,8 @@ class LocalAudit:
         self.fused_results: dict[str, NullResult] = {}
         self.curve_se: np.ndarray | None = None
         self.computation = self.choice.to_params()
+        self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
+        self.lcb_features = self.choice.n_features or 0
         if self.choice.features:
             self.features = product_features(self.gram.features, self.choice.n_features,
                                              self.choice.frequency_seed)
@@ -392,10 +402,16 @@ class LocalAudit:
         """LCB at every row with the estimation bandwidths (one engine pass)."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
-        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
-                                     self.encoded.features, columns, scalar_r)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
                                self.encoded.features, columns)
+        if self.lcb_kernel is not None:
+            self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
+                self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
+            weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
+                                                 self.lcb_features, self.choice.frequency_seed)
+        else:
+            weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                         self.encoded.features, columns, scalar_r)
         return LocalBias(weighted / mass, mass), selection, gram
 
     def group_settings(self, groups: int = 1) -> grp.GroupSettings:
@@ -427,8 +443,13 @@ class LocalAudit:
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
-        at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                          design.columns)
+        if self.lcb_kernel is not None:
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
+                                      design.columns, self.lcb_features,
+                                      self.choice.frequency_seed)
+        else:
+            at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
+                              design.columns)
         tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
         settings = self.group_settings(len(specs))
@@ -459,6 +480,7 @@ class LocalAudit:
             "bandwidth_selection": {**selection.to_dict(), "categorical": {
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
+            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
             "summary": summarize(bias.values),
             "curves": self.curves(design, bias, at, scalar_r),
             "points": self.points(bias, prediction, at),

@@ -82,7 +82,7 @@ Method = Annotated[str, typer.Option(
     "(random Fourier features, O(n D), exact-conditional p-values) or auto (features when "
     "the exact path would take longer than exact_budget_seconds).", rich_help_panel=TESTS)]
 NFeatures = Annotated[Optional[int], typer.Option(
-    "--n-features", min=2, help="Random Fourier features D of --method features "
+    "--n-features", min=COUNTS["n_features"][0], max=COUNTS["n_features"][1], help="Random Fourier features D of --method features "
     "(default: the size rule in docs/scale.md).", rich_help_panel=TESTS, show_default=False)]
 Ci = Annotated[bool, typer.Option(
     "--ci", help="Bootstrap percentile confidence intervals for every metric.",

@@ -1,0 +1,150 @@
+"""LCB kernel sums in O(n D) for large ``n``: exact on categorical cells, random Fourier
+features on the continuous part.
+
+The estimation kernel (:mod:`calaudit.local.lcb_bandwidth`) is a product
+``K_ij = C[a_i, a_j] exp(-|z_i - z_j|^2)`` of a *categorical factor* ``C`` (the Gaussian
+factor of the one-hot columns, which takes one value per pair of category cells ``a``: 1 in
+the same cell, ``exp(-sum |x_a - x_b|^2 / (2 s^2))`` between cells) and a continuous
+Gaussian on the scaled prediction and numeric covariates ``z``. With features ``phi`` of
+``exp(-|z_i - z_j|^2)`` (frequencies ``N(0, 2 I)``):
+
+    ``(K W)_j = phi_j . M[a_j]``,  ``M[a] = sum_b C[a, b] sum_{i in b} phi_i W_i``,
+
+two passes over the rows and O(n D + L^2 D) work for ``L`` cells. The categorical factor is
+exact, so a "separated" category (other cells weigh ``3e-4``) gets no leakage from the
+features: random features of a narrow kernel on a few discrete points do not average out
+(the empirical characteristic function of discrete data does not decay), the continuous
+part's does. Squared kernels (the pointwise interval, ``sum_i K_ij^2 r_i^2``) are the same
+form with ``z -> sqrt(2) z`` and ``C -> C^2``. More than :data:`MAX_CELLS` cells: every
+column goes through the features (``L = 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.features import MIN_WEIGHT, product_features
+from calaudit.local.lcb import RowProducts
+from calaudit.numerics.features import FourierFeatures, row_chunks
+
+#: Largest number of categorical cells handled exactly.
+MAX_CELLS = 512
+
+
+@dataclass(frozen=True)
+class CellKernel:
+    """``K_ij = cell_matrix[cells_i, cells_j] exp(-|z_i - z_j|^2)``."""
+
+    z: NDArray[np.float64]
+    cells: NDArray[np.intp]
+    cell_matrix: NDArray[np.float64]
+
+    def squared(self) -> CellKernel:
+        return CellKernel(np.sqrt(2.0) * self.z, self.cells, self.cell_matrix ** 2)
+
+    @property
+    def n_cells(self) -> int:
+        return self.cell_matrix.shape[0]
+
+
+def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> CellKernel:
+    """Split the Gram's scaled rows (``K = exp(-|z_i - z_j|^2)``) into the categorical
+    columns ``categorical`` (one cell per distinct combination) and the rest."""
+    scaled = np.asarray(scaled, dtype=np.float64)
+    cat = np.asarray(sorted(categorical), dtype=np.intp)
+    if cat.size:
+        reps, cells = np.unique(scaled[:, cat], axis=0, return_inverse=True)
+        if reps.shape[0] <= MAX_CELLS:
+            d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
+            rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
+            return CellKernel(np.ascontiguousarray(scaled[:, rest]),
+                              cells.reshape(-1).astype(np.intp), np.exp(-d2))
+    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.intp), np.ones((1, 1)))
+
+
+def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
+    return product_features(kernel.z if kernel.z.shape[1] else np.zeros((1, 1)),
+                            n_features, seed)
+
+
+def _transform(features: FourierFeatures, z: NDArray[np.float64]) -> NDArray:
+    if z.shape[1] == 0:  # no continuous column: the continuous factor is 1 = phi . phi
+        out = np.zeros((z.shape[0], features.n_features), dtype=np.float64)
+        out[:, 0] = 1.0
+        return out
+    return features.transform(z).astype(np.float64)  # float64 GEMMs (BLAS; no mixed types)
+
+
+def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
+                targets: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
+    """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
+    continuous factor and the categorical factor exact; ``w`` (n, q)."""
+    n, q = w.shape
+    cells, L, D = kernel.cells, kernel.n_cells, features.n_features
+    acc = np.zeros((D, L * q))
+    for start, stop in row_chunks(n, D + L * q):
+        phi = _transform(features, kernel.z[start:stop])
+        spread = np.zeros((stop - start, L, q))
+        spread[np.arange(stop - start), cells[start:stop]] = w[start:stop]
+        acc += phi.T @ spread.reshape(stop - start, L * q)
+    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(D, L, q))
+    rows = np.arange(n) if targets is None else np.asarray(targets, dtype=np.intp)
+    out = np.empty((rows.size, q))
+    for start, stop in row_chunks(rows.size, D + q):
+        idx = rows[start:stop]
+        phi = _transform(features, kernel.z[idx])
+        here = cells[idx]
+        for a in np.unique(here):
+            mask = here == a
+            out[start:stop][mask] = phi[mask] @ mixed[a]
+    return out
+
+
+def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
+                        seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
+    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero)."""
+    features = _features(kernel, n_features, seed)
+    out = cell_matmul(kernel, features, np.column_stack([r, np.ones_like(r)]))
+    return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
+
+
+def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
+                         weight_sums: NDArray[np.float64], columns: NDArray[np.float64],
+                         n_features: int, seed: int) -> RowProducts:
+    """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
+    ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
+    ``K[S, :] @ columns``."""
+    features = _features(kernel, n_features, seed)
+    squares = cell_matmul(kernel.squared(), features, (r * r)[:, None], rows)[:, 0]
+    weights = (cell_matmul(kernel, features, columns, rows) if columns.shape[1]
+               else np.zeros((rows.size, 0)))
+    return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
+
+
+def categorical_columns(offset: int, covariates: Sequence[Any],
+                        blocks: Sequence[slice]) -> list[int]:
+    """Columns of the Gram's scaled rows (prediction columns first, ``offset`` of them)
+    that encode categorical covariates."""
+    return [offset + k for c, block in zip(covariates, blocks, strict=True)
+            if c.kind == "categorical" for k in range(block.start, block.stop)]
+
+
+def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:
+    """How the LCB's kernel sums ran (JSON ``local.lcb.computation``); ``choice`` is the
+    local stage's :class:`calaudit.audit.method.MethodChoice`."""
+    out: dict[str, Any] = {"method": choice.method, "reason": choice.reason,
+                           "cv_rows": "exact kernel sums on the seeded cross-validation "
+                                      "subsample"}
+    if kernel is not None:
+        out.update(n_features=n_features, frequency_seed=choice.frequency_seed,
+                   categorical_cells=kernel.n_cells,
+                   form="K_ij = C[a_i, a_j] phi(z_i) . phi(z_j): categorical factor exact per "
+                        "cell, random Fourier features on the prediction and numeric covariates",
+                   min_weight=MIN_WEIGHT)
+    return out
