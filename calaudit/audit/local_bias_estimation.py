@@ -1,0 +1,122 @@
+"""The local calibration bias (LCB) as an estimate of the bias function (issue 12):
+its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``), the smoother's kernel
+sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
+above the exact size rule), the plotted rows with pointwise intervals, and the per-group
+curves. A mixin of :class:`calaudit.audit.local_calibration.LocalAudit`, whose state
+(``data``, ``local``, ``encoded``, ``prob_features``, ``streams``, ``lcb_kernel``, ...) it
+reads; Vashistha & Farahi eq. 7.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from calaudit.local.kernel import GaussianProductGram
+from calaudit.local.lcb import (
+    CurveDesign,
+    CurveRequest,
+    LocalBias,
+    RowProducts,
+    curves_from_products,
+)
+from calaudit.local.lcb_bandwidth import (
+    COV_GRID,
+    PROB_GRID,
+    BandwidthSelection,
+    estimation_gram,
+    kernel_sums,
+    select_bandwidths,
+)
+from calaudit.local.lcb_features import categorical_columns, cell_kernel, feature_kernel_sums
+
+#: Categorical covariates with more categories are not used to split LCB curves.
+MAX_CURVE_GROUPS = 8
+
+
+class LcbEstimation:
+    """LCB estimation steps of the local audit."""
+
+    def curve_requests(self) -> list[CurveRequest]:
+        covs = self.data.covariates
+        groupings = [c for c in covs
+                     if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
+        minimum = max(self.local.min_group_rows, 5)
+        requests = []
+        for cov in (c for c in covs if c.kind == "numeric"):
+            x = np.asarray(cov.values, dtype=np.float64)
+            if not groupings:
+                requests.append(CurveRequest(cov.name, None, "all", np.arange(self.n), x))
+            for g in groupings:
+                for code, label in enumerate(g.categories):
+                    rows = np.flatnonzero(g.values == code)
+                    if rows.size >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
+        return requests
+
+    def points(self, bias: LocalBias, prediction: np.ndarray, at: RowProducts
+               ) -> dict[str, Any]:
+        """The plotted rows with their LCB, pointwise interval and covariates (at most
+        ``max_points``: evenly spaced among the rows whose products were computed)."""
+        keep = np.arange(at.rows.size)
+        if at.rows.size > self.local.max_points:
+            keep = np.unique(np.linspace(0, at.rows.size - 1, self.local.max_points
+                                         ).round().astype(np.intp))
+        rows, se = at.rows[keep], at.se[keep]
+        z = float(stats.norm.ppf(0.5 + self.local.confidence_level / 2.0))
+        lcb = bias.values[rows]
+        return {
+            "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
+                                 if c.kind == "numeric"},
+            "group": {c.name: c.labels()[rows] for c in self.data.covariates
+                      if c.kind == "categorical"},
+            "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
+            "prediction": prediction[rows], "row": rows, "n_total": self.n}
+
+    def lcb_bandwidths(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
+                       ) -> BandwidthSelection:
+        """The LCB estimate's bandwidths: given, or chosen by LOO-CV (a given one fixes
+        its grid to that value, for every covariate); ``fixed`` covariates keep theirs."""
+        lc = self.local
+        prob_grid = (lc.lcb_prob_bandwidth,) if lc.lcb_prob_bandwidth else PROB_GRID
+        cov_grid = (lc.lcb_cov_bandwidth,) if lc.lcb_cov_bandwidth else COV_GRID
+        selection = select_bandwidths(self.prob_features, self.encoded.features, scalar_r,
+                                      self.streams["lcb"], self.encoded.blocks,
+                                      self.data.covariate_names,
+                                      [c.kind for c in self.data.covariates],
+                                      fixed=None if lc.lcb_cov_bandwidth else fixed,
+                                      max_rows=lc.lcb_cv_max_rows,
+                                      prob_grid=prob_grid, cov_grid=cov_grid)
+        if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
+            return replace(selection, source="option")
+        return selection
+
+    def local_bias(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
+                   ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram]:
+        """LCB at every row with the estimation bandwidths (one engine pass)."""
+        selection = self.lcb_bandwidths(scalar_r, fixed)
+        columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
+        gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
+                               self.encoded.features, columns)
+        if self.lcb_kernel is not None:
+            self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
+                self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
+            weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
+                                                 self.lcb_features, self.choice.frequency_seed)
+        else:
+            weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                         self.encoded.features, columns, scalar_r)
+        return LocalBias(weighted / mass, mass), selection, gram
+
+    def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,
+               scalar_r: np.ndarray) -> list[dict[str, Any]]:
+        """Per-group LCB curves; their standard errors from the plotted rows' products
+        (exact when every row is plotted, else an unbiased subsample estimate)."""
+        if not design.requests:
+            return []
+        return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
+                                    self.local.confidence_level,
+                                    scale=self.n / max(at.rows.size, 1))
