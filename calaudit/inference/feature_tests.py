@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from calaudit.inference.skce_tests import CountForms
 from calaudit.local.klce import as_columns
+from calaudit.metrics.skce import SkceEstimators
 from calaudit.local.resampling import bootstrap_sampler, label_sampler
 from calaudit.numerics.chunked_bootstrap import ChunkedCounts
 from calaudit.numerics.features import (
@@ -156,7 +157,7 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
 
 
 @dataclass(frozen=True)
-class FeatureTerms:
+class FeatureTerms(SkceEstimators):
     """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``:
     ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and the diagonal ``h_ii = |phi_i|^2 |r_i|^2``
     (``|phi_i|^2 = 1`` up to the rounding of the feature map); the same estimator
@@ -164,22 +165,6 @@ class FeatureTerms:
 
     total: float
     diagonal: NDArray[np.float64]
-
-    @property
-    def n(self) -> int:
-        return int(self.diagonal.size)
-
-    @property
-    def off_diagonal(self) -> float:
-        return self.total - float(self.diagonal.sum())
-
-    @property
-    def biased(self) -> float:
-        return self.total / self.n ** 2
-
-    @property
-    def unbiased(self) -> float:
-        return self.off_diagonal / (self.n * (self.n - 1))
 
 
 @dataclass(frozen=True)

@@ -113,24 +113,16 @@ def _nonzero_median(name: str, rows: NDArray[np.float64], distance: str) -> Kern
                         "median_nonzero")
 
 
-@dataclass(frozen=True)
-class QuadraticTerms:
-    """Sums of ``h_ij`` needed by the quadratic estimators and their tests.
+class SkceEstimators:
+    """``SKCE_b = n^-2 sum_{i,j} h_ij`` and ``SKCE_uq = (n(n-1))^-1 sum_{i != j} h_ij``
+    from a subclass's ``total`` (``sum_{i,j} h_ij``) and ``diagonal`` (``h_ii``)."""
 
-    ``row_sums[i] = sum_j h_ij`` (diagonal included), ``diagonal[i] = h_ii``.
-    """
-
-    row_sums: NDArray[np.float64]
+    total: float
     diagonal: NDArray[np.float64]
 
     @property
     def n(self) -> int:
         return int(self.diagonal.size)
-
-    @property
-    def total(self) -> float:
-        """``sum_{i,j} h_ij``."""
-        return float(self.row_sums.sum())
 
     @property
     def off_diagonal(self) -> float:
@@ -144,6 +136,22 @@ class QuadraticTerms:
     @property
     def unbiased(self) -> float:
         return self.off_diagonal / (self.n * (self.n - 1))
+
+
+@dataclass(frozen=True)
+class QuadraticTerms(SkceEstimators):
+    """Sums of ``h_ij`` needed by the quadratic estimators and their tests.
+
+    ``row_sums[i] = sum_j h_ij`` (diagonal included), ``diagonal[i] = h_ii``.
+    """
+
+    row_sums: NDArray[np.float64]
+    diagonal: NDArray[np.float64]
+
+    @property
+    def total(self) -> float:  # type: ignore[override]
+        """``sum_{i,j} h_ij``."""
+        return float(self.row_sums.sum())
 
 
 def residual_gram(kernel: StationaryKernel, y_proba: NDArray[np.float64],
