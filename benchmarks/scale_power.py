@@ -199,6 +199,8 @@ def summary() -> None:
                                                           p.stem.split("_", 1)[1])):
         rows = np.genfromtxt(path, delimiter=",", names=True)
         rows = np.atleast_1d(rows)
+        if rows.size == 0:
+            continue
         n, rest = path.stem.split("_", 1)
         kind, delta = rest.rsplit("_", 1)
         total = len(rows)

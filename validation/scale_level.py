@@ -7,8 +7,9 @@ predictions), ``--datasets`` independent data sets each (default 500):
   and a categorical ``group`` (4 categories, strings), ``D`` = 256;
 * ``skce_multiclass``: ``skce_consistency`` (exponential-TV kernel, Cauchy frequencies),
   4 classes, n = 20,000, ``D`` = 256;
-* ``klce_multiclass``: ``klce_consistency``, 3 classes, n = 100,000, numeric + categorical
-  covariates, ``D`` = 256;
+* ``klce_multiclass_10k``: ``klce_consistency``, 3 classes, n = 10,000, numeric +
+  categorical covariates, ``D`` = 256;
+* ``klce_multiclass``: the same at n = 100,000;
 * ``skce_binary``: ``skce_consistency``, binary, n = 100,000, ``D`` = 256;
 * ``gate_binary``: the gate's verdict (``calaudit.run_audit`` with the default gate: the
   primary tests ``skce_consistency``, ``ece_consistency`` and ``klce_consistency``
@@ -124,6 +125,7 @@ class Scenario:
 SCENARIOS = {
     "klce_binary": Scenario(1, 10_000, 2, "klce_consistency", 256),
     "skce_multiclass": Scenario(2, 20_000, 4, "skce_consistency", 256),
+    "klce_multiclass_10k": Scenario(6, 10_000, 3, "klce_consistency", 256),
     "klce_multiclass": Scenario(3, 100_000, 3, "klce_consistency", 256),
     "skce_binary": Scenario(4, 100_000, 2, "skce_consistency", 256),
     "gate_binary": Scenario(5, 10_000, 2, "gate", 256),
