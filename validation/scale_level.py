@@ -224,7 +224,7 @@ def summary(names: list[str]) -> None:
         low, high = clopper_pearson(k, total)
         verdict = "HOLDS" if low <= ALPHA else "FAILS"
         ds = sorted({int(d) for d in rows[:, 2]})
-        print(f"{name:<16} {sc.test:<17} n = {sc.n:>7,} classes = {sc.classes} "
+        print(f"{name:<19} {sc.test:<17} n = {sc.n:>7,} classes = {sc.classes} "
               f"covariates = {'age+group' if sc.covariates else 'none':<9} D = "
               f"{'/'.join(map(str, ds)):<5} data sets {total:>4}  "
               f"{'FAIL verdicts' if sc.test == 'gate' else 'rejections'} {k:>3} = "
