@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from calaudit.attribution.design import Term, build_terms, design_matrix
+from calaudit.attribution.design import Term, build_terms, coded_design
+from calaudit.attribution.irls import fitted
 from calaudit.attribution.model import (
     Fit,
     covariate_tests,
@@ -38,9 +39,9 @@ from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
 from calaudit.local.poisson_binomial import group_test
 
-#: What a failed GLM fit raises (statsmodels' separation errors are ValueErrors).
+#: What a failed GLM fit raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
-MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, statsmodels)"
+MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, IRLS)"
 
 
 @dataclass(frozen=True)
@@ -166,13 +167,10 @@ def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
                        names: frozenset) -> NDArray[np.float64]:
     """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows,
     evaluated on every row)."""
-    from scipy import special
-
     terms = [t for t in attribution.terms if t.name in names]
-    rows = attribution.rows
-    fit = fit_glm(outcome[rows], attribution.offset[rows], design_matrix(terms, rows))
+    fit = fit_glm(outcome, attribution.offset, terms, attribution.rows)
     every = np.arange(outcome.size)
-    return special.expit(attribution.offset + design_matrix(terms, every) @ fit.params)
+    return fitted(attribution.offset, coded_design(terms, every), fit.params)
 
 
 def _level_text(level: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""The recalibration model and its tests (statsmodels GLM, binomial family, logit link).
+"""The recalibration model and its tests (binomial GLM, logit link).
 
 Model (binary: ``y`` the positive label and ``p`` its probability; multi-class: the
 top-label view, ``y = 1{label = argmax p}`` and ``p = max p``)::
@@ -8,7 +8,10 @@ top-label view, ``y = 1{label = argmax p}`` and ``p = max p``)::
 ``logit(p_i)`` is an offset (coefficient fixed at 1; ``p`` clipped to ``[1e-6, 1 - 1e-6]``),
 so every coefficient measures a departure from the model's own predictions: ``b0`` a
 global shift, ``beta_c`` a shift that depends on covariate ``c`` (Cox 1958's
-recalibration regression with covariate terms). Fitted by IRLS (``statsmodels.GLM``).
+recalibration regression with covariate terms). Fitted by IRLS as a reduction over row
+chunks (:mod:`.irls`: the score and Fisher information summed chunk by chunk, so memory
+does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`` to
+1e-10, checked in the tests).
 
 * **Likelihood-ratio tests** (Wilks): deviance of the model without ``c``'s columns minus
   the full model's, against chi^2 with as many degrees of freedom as ``c`` has columns
@@ -25,17 +28,19 @@ recalibration regression with covariate terms). Fitted by IRLS (``statsmodels.GL
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from calaudit.attribution.design import Term, design_matrix
+from calaudit.attribution.design import Term, coded_design
+from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, ordered_sum
 
 CLIP = 1e-6
+
+__all__ = ["CLIP", "Fit", "covariate_tests", "drop", "fit_glm", "logit_offset", "lr_test",
+           "standardised_bias"]
 
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -43,27 +48,11 @@ def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
     return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
 
 
-@dataclass(frozen=True)
-class Fit:
-    """Deviance, coefficients and their covariance of one GLM fit."""
-
-    deviance: float
-    params: NDArray[np.float64]
-    cov: NDArray[np.float64]
-
-
-def fit_glm(y: NDArray[np.float64], offset: NDArray[np.float64],
-            x: NDArray[np.float64]) -> Fit:
-    """Binomial GLM with logit link and ``offset`` (statsmodels IRLS)."""
-    import statsmodels.api as sm
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = sm.GLM(y, x, family=sm.families.Binomial(), offset=offset).fit()
-    params = np.asarray(res.params, dtype=np.float64)
-    if not np.all(np.isfinite(params)):
-        raise FloatingPointError("the recalibration model did not converge")
-    return Fit(float(res.deviance), params, np.asarray(res.cov_params(), dtype=np.float64))
+def fit_glm(y: NDArray[np.float64], offset: NDArray[np.float64], terms: Sequence[Term],
+            rows: NDArray[np.intp]) -> Fit:
+    """Binomial GLM of ``y[rows]`` with logit link, ``offset[rows]`` and the columns of
+    ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
+    return fit_logistic({"y": y[rows], "offset": offset[rows], **coded_design(terms, rows)})
 
 
 def lr_test(reduced: Fit, full: Fit, df: int) -> float:
@@ -82,14 +71,13 @@ def covariate_tests(y: NDArray[np.float64], offset: NDArray[np.float64],
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
     """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
     others)``."""
-    yy, off = y[rows], offset[rows]
-    full = fit_glm(yy, off, design_matrix(terms, rows))
-    null = fit_glm(yy, off, design_matrix([], rows))
+    full = fit_glm(y, offset, terms, rows)
+    null = fit_glm(y, offset, [], rows)
     out = {}
     for term in terms:
         df = len(term.columns)
-        reduced = fit_glm(yy, off, design_matrix(drop(terms, term.name), rows))
-        alone = lr_test(null, fit_glm(yy, off, design_matrix([term], rows)), df)
+        reduced = fit_glm(y, offset, drop(terms, term.name), rows)
+        alone = lr_test(null, fit_glm(y, offset, [term], rows), df)
         out[term.name] = (lr_test(reduced, full, df), alone,
                           max(reduced.deviance - full.deviance, 0.0))
     return full, out
@@ -98,19 +86,12 @@ def covariate_tests(y: NDArray[np.float64], offset: NDArray[np.float64],
 def standardised_bias(full: Fit, terms: Sequence[Term], rows: NDArray[np.intp],
                       offset: NDArray[np.float64], prediction: NDArray[np.float64],
                       name: str, level: int, z: float) -> tuple[float, float, float]:
-    """``(B_c(l), low, high)``: the standardised bias and its delta-method interval."""
-    x = design_matrix(terms, rows, (name, level))
-    q = special.expit(offset[rows] + x @ full.params)
-    bias = float(q.mean() - prediction[rows].mean())
-    grad = (q * (1.0 - q)) @ x / rows.size
+    """``(B_c(l), low, high)``: the standardised bias and its delta-method interval (the
+    mean and gradient summed over row chunks)."""
+    shared = {"offset": offset[rows], **coded_design(terms, rows, (name, level)),
+              "beta": full.params}
+    sums = ordered_sum(mean_partial, rows.size, shared)
+    bias = float(sums["total"][0] / rows.size - prediction[rows].mean())
+    grad = sums["gradient"] / rows.size
     se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
     return bias, bias - z * se, bias + z * se
-
-
-def fitted_probabilities(y: NDArray[np.float64], offset: NDArray[np.float64],
-                         terms: Sequence[Term], rows: NDArray[np.intp]
-                         ) -> NDArray[np.float64]:
-    """Fitted ``P(y = 1)`` on ``rows`` of the model with ``terms`` (and the intercept)."""
-    x = design_matrix(terms, rows)
-    fit = fit_glm(y[rows], offset[rows], x)
-    return special.expit(offset[rows] + x @ fit.params)
