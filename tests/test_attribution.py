@@ -11,7 +11,12 @@ from scipy import special, stats
 
 from calaudit.attribution.design import build_terms, design_matrix
 from calaudit.attribution.explain import AttributionSettings, attribute, summary_sentence
-from calaudit.attribution.model import covariate_tests, logit_offset, standardised_bias
+from calaudit.attribution.model import (
+    ModelRows,
+    covariate_tests,
+    logit_offset,
+    standardised_bias,
+)
 from calaudit.audit.config import AuditConfig, LocalConfig
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit
@@ -45,7 +50,7 @@ def test_lr_tests_match_a_direct_newton_fit():
     data, y, p, _, _ = _region_data(2000, 3)
     terms, rows = _terms(data, y)
     offset = logit_offset(p)
-    _, pvalues = covariate_tests(y, offset, terms, rows)
+    _, pvalues = covariate_tests(ModelRows.build(y, offset, p, terms, rows), terms)
     full, _ = _newton(y[rows], offset[rows], design_matrix(terms, rows))
     for term in terms:
         others = [t for t in terms if t.name != term.name]
@@ -63,12 +68,13 @@ def test_standardised_bias_and_delta_interval():
     data, y, p, _, _ = _region_data(2000, 4)
     terms, rows = _terms(data, y)
     offset = logit_offset(p)
-    full, _ = covariate_tests(y, offset, terms, rows)
+    model = ModelRows.build(y, offset, p, terms, rows)
+    full, _ = covariate_tests(model, terms)
     _, beta = _newton(y[rows], offset[rows], design_matrix(terms, rows))
     south = terms[0].labels.index("South")
     x = design_matrix(terms, rows, ("region", south))
     direct = special.expit(offset[rows] + x @ beta).mean() - p[rows].mean()
-    bias, low, high = standardised_bias(full, terms, rows, offset, p, "region", south, 1.96)
+    bias, low, high = standardised_bias(full, terms, model, "region", south, 1.96)
     assert bias == pytest.approx(direct, abs=1e-7)
     # delta method: numeric gradient of the standardised mean
     def mean_at(b):
@@ -181,9 +187,9 @@ def _statsmodels_fit(y, offset, x):
 
 
 @pytest.mark.parametrize("part_rows", [64, 65_536])
-def test_chunked_irls_matches_statsmodels(monkeypatch, part_rows):
-    """The reduction fit (partials over row chunks) against statsmodels' IRLS on the dense
-    design: deviance, coefficients and covariance to 1e-10, whatever the chunk size."""
+def test_irls_on_cell_sums_matches_statsmodels(monkeypatch, part_rows):
+    """The reduction fit (per-cell sums over row chunks) against statsmodels' IRLS on the
+    dense design: deviance, coefficients and covariance to 1e-10, whatever the chunk size."""
     from calaudit.attribution import irls
     from calaudit.attribution.model import fit_glm
 
@@ -191,40 +197,46 @@ def test_chunked_irls_matches_statsmodels(monkeypatch, part_rows):
     data, y, p, _, _ = _region_data(3000, 5)
     terms, rows = _terms(data, y)
     offset = logit_offset(p)
-    for subset in (terms, terms[:1], []):
-        fit = fit_glm(y, offset, subset, rows)
+    model = ModelRows.build(y, offset, p, terms, rows)
+    for subset in (terms, terms[1:], terms[:1], []):
+        fit = fit_glm(model, subset)
         dev, params, cov = _statsmodels_fit(y[rows], offset[rows], design_matrix(subset, rows))
         assert fit.deviance == pytest.approx(dev, rel=1e-10)
         np.testing.assert_allclose(fit.params, params, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(fit.cov, cov, rtol=1e-10, atol=1e-12)
 
 
-def test_ordered_sum_and_fitted_match_dense():
-    from calaudit.attribution.design import coded_design
+def test_cells_reproduce_the_dense_design_and_sums():
+    from calaudit.attribution.design import Cells
     from calaudit.attribution.irls import fitted, glm_partial, ordered_sum
 
     data, y, p, _, _ = _region_data(1500, 6)
     terms, rows = _terms(data, y)
     offset = logit_offset(p)[rows]
-    coded = coded_design(terms, rows)
-    beta = np.random.default_rng(0).normal(0, 0.3, 1 + coded["column_term"].size)
+    cells = Cells.build(terms, rows)
+    for subset, override in ((terms, None), (terms[::-1][:2], (terms[0].name, 1)), ([], None)):
+        np.testing.assert_array_equal(cells.design(subset, override)[cells.cell],
+                                      design_matrix(subset, rows, override))
     x = design_matrix(terms, rows)
+    beta = np.random.default_rng(0).normal(0, 0.3, x.shape[1])
     q = special.expit(offset + x @ beta)
-    sums = ordered_sum(glm_partial, rows.size, {"y": y[rows], "offset": offset, **coded,
-                                                "beta": beta})
-    np.testing.assert_allclose(sums["hessian"], x.T @ (x * (q * (1 - q))[:, None]), rtol=1e-12)
-    np.testing.assert_allclose(sums["score"], x.T @ (y[rows] - q), rtol=1e-10, atol=1e-10)
+    design = cells.design(terms)
+    sums = ordered_sum(glm_partial, rows.size, {"y": y[rows], "offset": offset,
+                                                "cell": cells.cell, "cell_eta": design @ beta})
+    np.testing.assert_allclose(design.T @ (design * sums["weight"][:, None]),
+                               x.T @ (x * (q * (1 - q))[:, None]), rtol=1e-12)
+    np.testing.assert_allclose(design.T @ sums["residual"], x.T @ (y[rows] - q),
+                               rtol=1e-10, atol=1e-10)
     dense_dev = -2 * np.sum(y[rows] * np.log(q) + (1 - y[rows]) * np.log(1 - q))
     assert sums["deviance"][0] == pytest.approx(dense_dev, rel=1e-12)
-    np.testing.assert_allclose(fitted(offset, coded, beta), q, rtol=1e-14)
+    np.testing.assert_allclose(fitted(offset, cells.cell, design @ beta), q, rtol=1e-14)
 
 
 def test_separated_fit_raises_a_fit_error():
     from calaudit.attribution.explain import FIT_ERRORS
     from calaudit.attribution.irls import fit_logistic
 
-    codes = np.repeat([0, 1], 50)[:, None].astype(np.int32)
-    y = (codes[:, 0] == 1).astype(float)
+    cell = np.repeat([0, 1], 50).astype(np.int32)
     with pytest.raises(FIT_ERRORS):
-        fit_logistic({"y": y, "offset": np.zeros(100), "codes": codes,
-                      "column_term": np.array([0]), "column_code": np.array([1])})
+        fit_logistic((cell == 1).astype(float), np.zeros(100), cell,
+                     np.array([[1.0, 0.0], [1.0, 1.0]]))

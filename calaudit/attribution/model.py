@@ -29,18 +29,19 @@ does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from calaudit.attribution.design import Term, coded_design
+from calaudit.attribution.design import Cells, Term
 from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, ordered_sum
 
 CLIP = 1e-6
 
-__all__ = ["CLIP", "Fit", "covariate_tests", "drop", "fit_glm", "logit_offset", "lr_test",
-           "standardised_bias"]
+__all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "logit_offset",
+           "lr_test", "standardised_bias"]
 
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -48,11 +49,28 @@ def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
     return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
 
 
-def fit_glm(y: NDArray[np.float64], offset: NDArray[np.float64], terms: Sequence[Term],
-            rows: NDArray[np.intp]) -> Fit:
-    """Binomial GLM of ``y[rows]`` with logit link, ``offset[rows]`` and the columns of
+@dataclass(frozen=True)
+class ModelRows:
+    """The rows the model is fitted on: outcomes, offsets, cells of all the terms (built
+    once; every sub-model's design is a function of the cell) and the mean prediction."""
+
+    y: NDArray[np.float64]
+    offset: NDArray[np.float64]
+    cells: Cells
+    mean_prediction: float
+
+    @classmethod
+    def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
+              prediction: NDArray[np.float64], terms: Sequence[Term],
+              rows: NDArray[np.intp]) -> ModelRows:
+        return cls(y[rows], offset[rows], Cells.build(terms, rows),
+                   float(prediction[rows].mean()) if rows.size else float("nan"))
+
+
+def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
+    """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
     ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
-    return fit_logistic({"y": y[rows], "offset": offset[rows], **coded_design(terms, rows)})
+    return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms))
 
 
 def lr_test(reduced: Fit, full: Fit, df: int) -> float:
@@ -66,32 +84,31 @@ def drop(terms: Sequence[Term], name: str) -> list[Term]:
     return [t for t in terms if t.name != name]
 
 
-def covariate_tests(y: NDArray[np.float64], offset: NDArray[np.float64],
-                    terms: Sequence[Term], rows: NDArray[np.intp]
+def covariate_tests(data: ModelRows, terms: Sequence[Term]
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
     """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
     others)``."""
-    full = fit_glm(y, offset, terms, rows)
-    null = fit_glm(y, offset, [], rows)
+    full = fit_glm(data, terms)
+    null = fit_glm(data, [])
     out = {}
     for term in terms:
         df = len(term.columns)
-        reduced = fit_glm(y, offset, drop(terms, term.name), rows)
-        alone = lr_test(null, fit_glm(y, offset, [term], rows), df)
+        reduced = fit_glm(data, drop(terms, term.name))
+        alone = lr_test(null, fit_glm(data, [term]), df)
         out[term.name] = (lr_test(reduced, full, df), alone,
                           max(reduced.deviance - full.deviance, 0.0))
     return full, out
 
 
-def standardised_bias(full: Fit, terms: Sequence[Term], rows: NDArray[np.intp],
-                      offset: NDArray[np.float64], prediction: NDArray[np.float64],
-                      name: str, level: int, z: float) -> tuple[float, float, float]:
+def standardised_bias(full: Fit, terms: Sequence[Term], data: ModelRows, name: str,
+                      level: int, z: float) -> tuple[float, float, float]:
     """``(B_c(l), low, high)``: the standardised bias and its delta-method interval (the
-    mean and gradient summed over row chunks)."""
-    shared = {"offset": offset[rows], **coded_design(terms, rows, (name, level)),
-              "beta": full.params}
-    sums = ordered_sum(mean_partial, rows.size, shared)
-    bias = float(sums["total"][0] / rows.size - prediction[rows].mean())
-    grad = sums["gradient"] / rows.size
+    per-cell sums of ``q`` and ``q (1 - q)`` reduced over row chunks)."""
+    design = data.cells.design(terms, (name, level))
+    sums = ordered_sum(mean_partial, data.y.size, {"offset": data.offset,
+                                                   "cell": data.cells.cell,
+                                                   "cell_eta": design @ full.params})
+    bias = float(sums["total"].sum() / data.y.size - data.mean_prediction)
+    grad = sums["slope"] @ design / data.y.size
     se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
     return bias, bias - z * se, bias + z * se
