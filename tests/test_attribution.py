@@ -240,3 +240,25 @@ def test_separated_fit_raises_a_fit_error():
     with pytest.raises(FIT_ERRORS):
         fit_logistic((cell == 1).astype(float), np.zeros(100), cell,
                      np.array([[1.0, 0.0], [1.0, 1.0]]))
+
+
+def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):
+    """Levels of NORMAL_MIN_ROWS+ rows: the disparity interval from normal draws of the
+    level means agrees with the stratified row bootstrap (the old path) to Monte Carlo
+    error."""
+    from calaudit.attribution.disparity import disparity
+    from calaudit.local import groups as grp
+
+    rng = np.random.default_rng(0)
+    n = 3 * grp.NORMAL_MIN_ROWS
+    codes = np.repeat([0, 1, 2], grp.NORMAL_MIN_ROWS)
+    p = rng.uniform(0.2, 0.8, n)
+    y = (rng.random(n) < p + np.array([0.02, 0.0, -0.01])[codes]).astype(float)
+    specs = grp.define_groups([grp.Levels("g", codes, ("a", "b", "c"))], False)
+    table = grp.group_table(specs, y, p, None, rng, grp.GroupSettings(resample=False))
+    (new,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)
+    monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
+    (old,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)
+    width = old["ci"][1] - old["ci"][0]
+    assert new["ci"] == pytest.approx(old["ci"], abs=0.08 * width)
+    assert new["difference"] == old["difference"]

@@ -118,12 +118,19 @@ NORMAL_MIN_ROWS = 10_000
 
 def bootstrap_means(d: NDArray[np.float64], rng: np.random.Generator,
                     n_resamples: int) -> NDArray[np.float64]:
-    """``n_resamples`` means of ``d`` resampled with replacement (bounded temporaries);
-    from ``NORMAL_MIN_ROWS`` rows on, draws of the bootstrap distribution's normal limit
-    ``N(mean(d), var(d) / n)`` (var with ``n - 1``) instead, O(``n_resamples``)."""
+    """``n_resamples`` bootstrap means of ``d``: :func:`resampled_means` below
+    ``NORMAL_MIN_ROWS`` rows; from there on, draws of the bootstrap distribution's normal
+    limit ``N(mean(d), var(d) / n)`` (var with ``n - 1``), O(``n_resamples``)."""
     n = d.size
     if n >= NORMAL_MIN_ROWS:
         return rng.normal(float(d.mean()), float(d.std(ddof=1)) / np.sqrt(n), n_resamples)
+    return resampled_means(d, rng, n_resamples)
+
+
+def resampled_means(d: NDArray[np.float64], rng: np.random.Generator,
+                    n_resamples: int) -> NDArray[np.float64]:
+    """``n_resamples`` means of ``d`` resampled with replacement (bounded temporaries)."""
+    n = d.size
     chunk = max(1, 4_000_000 // max(n, 1))
     means = []
     for start in range(0, n_resamples, chunk):
@@ -135,7 +142,7 @@ def bootstrap_means(d: NDArray[np.float64], rng: np.random.Generator,
 def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
                             n_resamples: int, level: float) -> tuple[float, float]:
     """Percentile bootstrap interval of ``mean(d)`` (rows resampled with replacement)."""
-    values = bootstrap_means(d, rng, n_resamples)
+    values = resampled_means(d, rng, n_resamples)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
