@@ -262,3 +262,17 @@ def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):
     width = old["ci"][1] - old["ci"][0]
     assert new["ci"] == pytest.approx(old["ci"], abs=0.08 * width)
     assert new["difference"] == old["difference"]
+
+
+def test_cells_without_mixed_radix_keys_are_the_same(monkeypatch):
+    from calaudit.attribution import design
+
+    data, y, p, _, _ = _region_data(800, 8)
+    terms, rows = _terms(data, y)
+    keyed = design.Cells.build(terms, rows)
+    monkeypatch.setattr(design, "MAX_KEYS", 1.0)
+    unkeyed = design.Cells.build(terms, rows)
+    np.testing.assert_array_equal(keyed.cell, unkeyed.cell)
+    np.testing.assert_array_equal(keyed.codes, unkeyed.codes)
+    np.testing.assert_array_equal(unkeyed.design(terms)[unkeyed.cell],
+                                  design_matrix(terms, rows))

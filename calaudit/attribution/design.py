@@ -91,6 +91,11 @@ def design_matrix(terms: Sequence[Term], rows: NDArray[np.intp],
     return design_rows(codes, terms)
 
 
+#: Cells are keyed by one int64 (mixed radix of the level codes) while the product of the
+#: level counts stays below this; beyond, by ``np.unique`` over the rows of codes.
+MAX_KEYS = 2.0**62
+
+
 @dataclass(frozen=True)
 class Cells:
     """The rows' design in collapsed form: every row's design row is a function of its
@@ -109,7 +114,7 @@ class Cells:
         if not terms:
             return cls((), np.zeros(rows.size, dtype=np.int32), np.empty((1, 0), np.intp))
         sizes = [len(t.labels) for t in terms]
-        if float(np.prod(sizes, dtype=np.float64)) < 2.0**62:
+        if float(np.prod(sizes, dtype=np.float64)) < MAX_KEYS:
             key = np.zeros(rows.size, dtype=np.int64)
             for term, size in zip(terms, sizes, strict=True):
                 key *= size
