@@ -26,6 +26,10 @@ from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
 
 
+#: Bands of age: 10, more levels than the default 4 (a harder case: 14 model columns, 54 groups).
+BANDS = 10
+
+
 def make(n: int, segment: bool, seed: int = 20261122):
     rng = np.random.default_rng(seed)
     age = rng.uniform(20, 80, n)
@@ -52,11 +56,13 @@ def step(name: str, fn):
 def main() -> int:
     n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 1_000_000
     segment = "--segment" in sys.argv
+    bands = BANDS
     age, region, p, y = make(n, segment)
-    print(f"n = {n:,}, binary, age + region{' (segment)' if segment else ''}")
+    print(f"n = {n:,}, binary, age ({bands} bands) + region (4 categories), intersections"
+          f"{' (segment)' if segment else ''}")
     tracemalloc.start()
     levels = step("levels", lambda: [
-        grp.Levels("age", *grp.quantile_bands(age, 10)),
+        grp.Levels("age", *grp.quantile_bands(age, bands)),
         grp.Levels("region", region.astype(np.intp), ("north", "south", "east", "west"))])
     settings = AttributionSettings()
     att = step("attribution", lambda: attribute(levels, ["numeric", "categorical"], y, p,

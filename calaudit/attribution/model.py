@@ -63,8 +63,11 @@ class ModelRows:
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
               prediction: NDArray[np.float64], terms: Sequence[Term],
               rows: NDArray[np.intp]) -> ModelRows:
-        return cls(y[rows], offset[rows], Cells.build(terms, rows),
-                   float(prediction[rows].mean()) if rows.size else float("nan"))
+        every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
+        return cls(y if every else y[rows], offset if every else offset[rows],
+                   Cells.build(terms, rows),
+                   float((prediction if every else prediction[rows]).mean())
+                   if rows.size else float("nan"))
 
 
 def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
