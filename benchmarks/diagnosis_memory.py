@@ -8,7 +8,9 @@ check (``mark_explained``), the per-group reliability panels and the disparity i
 Per step: CPU seconds and the peak of traced allocations above what the step started with
 (``tracemalloc``; numpy reports its buffers to it), and the process' peak RSS so far.
 
-Command: ``nice -n 10 python benchmarks/diagnosis_memory.py 1e6 > benchmarks/results/diagnosis_1e6.txt``
+Command (from the repository root)::
+
+    nice -n 10 python benchmarks/diagnosis_memory.py 1e6 > benchmarks/results/diagnosis_1e6.txt
 """
 
 from __future__ import annotations
