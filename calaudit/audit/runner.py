@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -117,16 +118,30 @@ def count_events(data: CalibrationData) -> int:
     return min(hits, data.n - hits)
 
 
+def peak_rss_mib() -> float | None:
+    """The process' peak resident set size in MiB (``None`` where ``resource`` is
+    missing, e.g. Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 1024)
+
+
 def run_stages(data: CalibrationData, config: AuditConfig,
                stages: tuple[Stage, ...]) -> list[StageOutput]:
     """Run each stage on its own random stream, reporting progress per stage."""
     outputs = []
     with progress.task("audit", total=len(stages)) as advance:
         for stage in stages:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             with progress.task(stage.name):
                 outputs.append(stage.run(data, config, stream(config.seed, stage.name)))
-            progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s")
+            rss = peak_rss_mib()
+            progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s "
+                          f"(cpu {time.process_time() - cpu:.2f} s"
+                          + ("" if rss is None else f", peak RSS so far {rss:.0f} MiB") + ")")
             advance()
     return outputs
 
