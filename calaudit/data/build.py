@@ -8,6 +8,7 @@ bad rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,10 @@ class RawInputs:
     files: tuple[SourceFile, ...] = ()
     #: Prediction-row ids when other files were joined on ``id_column``.
     ids: np.ndarray | None = None
+    #: Row layouts of the datasets among the inputs, by name (for error messages).
+    layouts: dict[str, Any] = field(default_factory=dict)
+    #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
+    dataset: dict[str, Any] | None = None
 
 
 def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
@@ -202,7 +207,7 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
         files=raw.files, rows_read=n, rows_used=len(keep),
         rows_excluded=first_reason_counts(problems, n), label_column=raw.label_column,
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
-        renormalized_rows=renormalized,
+        renormalized_rows=renormalized, dataset=raw.dataset,
     )
     return CalibrationData(probs[keep], codes[keep], classes, covariates, provenance)
 
@@ -219,7 +224,7 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
         for name, series, _ in raw.covariates:
             if name == prob.column:
                 values = series.to_numpy()
-    return prob.error(values)
+    return prob.error(values, raw.layouts)
 
 
 def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: RawInputs,
