@@ -136,6 +136,13 @@ def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covaria
     """A numeric covariate as float64, or a categorical one as codes into sorted names."""
     if not categorical:
         return Covariate(name, "numeric", values.to_numpy(dtype=np.float64))
+    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
+        names = np.array([str(v) for v in values.cat.categories], dtype=object)
+        levels, remap = np.unique(names, return_inverse=True)
+        codes = remap.reshape(-1)[values.cat.codes.to_numpy()]
+        used = np.unique(codes)
+        return Covariate(name, "categorical", np.searchsorted(used, codes),
+                         tuple(str(v) for v in levels[used]))
     if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
         values = values.astype(np.int64)
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):

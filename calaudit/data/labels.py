@@ -36,6 +36,10 @@ def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _as_text(values: pd.Series) -> np.ndarray:
+    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
+        names = np.array([str(v).strip() for v in values.cat.categories] + ["nan"],
+                         dtype=object)
+        return names[values.cat.codes.to_numpy()]
     return np.array([str(v).strip() for v in values.to_numpy()], dtype=object)
 
 
@@ -50,8 +54,8 @@ def map_multiclass(values: pd.Series, class_names: tuple[str, ...]) -> np.ndarra
             return np.array([lookup.get(c, UNKNOWN) if good else UNKNOWN
                              for c, good in zip(codes, ok)], dtype=np.int64)
         return np.where(ok & (codes >= 0) & (codes < m), codes, UNKNOWN)
-    lookup = {name: k for k, name in enumerate(class_names)}
-    return np.array([lookup.get(v, UNKNOWN) for v in _as_text(values)], dtype=np.int64)
+    codes = pd.Index(list(class_names), dtype=object).get_indexer(_as_text(values))
+    return np.where(codes >= 0, codes, UNKNOWN).astype(np.int64)
 
 
 def _integer_names(class_names: tuple[str, ...]) -> list[int] | None:
