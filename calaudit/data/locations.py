@@ -161,10 +161,21 @@ def _remote(url: str) -> Location:
         if entry.get("type") == "directory" or _skipped(name):
             continue
         etag = next((str(entry[k]) for k in ETAG_KEYS if entry.get(k)), None)
-        files.append(DataFile(filesystem.unstrip_protocol(name), name,
+        files.append(DataFile(_shown(url, path, base, name, filesystem), name,
                               int(entry.get("size") or 0), etag))
         _check_count(len(files), url)
     return _dataset(url, kind, files, base, empty, filesystem)
+
+
+def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) -> str:
+    """``name`` (a path on the filesystem) as a URL spelled like the user's ``url``."""
+    if base is None:
+        return url if name.rstrip("/") == path.rstrip("/") else filesystem.unstrip_protocol(name)
+    tail = path[len(base):]
+    if path.startswith(base) and url.endswith(tail) and name.startswith(base):
+        return (url[:len(url) - len(tail)] if tail else url).rstrip("/") + "/" + \
+            name[len(base):].lstrip("/")
+    return filesystem.unstrip_protocol(name)
 
 
 def _filesystem(url: str) -> tuple[Any, str]:

@@ -76,7 +76,7 @@ class _Column:
         if self.kind is None:
             self.kind, self.first = kind, source
         elif kind != self.kind:
-            raise InputError(f"holds {type_name} values but {clip(self.first)} holds "
+            raise InputError(f"holds {type_name} values but {clip(self.first, 200)} holds "
                              f"{_KIND_WORDS[self.kind]}", source=source, column=self.name,
                              rule="schema_mismatch",
                              hint="every file of a dataset needs the same column types")
@@ -293,7 +293,7 @@ class Dataset:
 def _require(stored: list[str], available: list[str], file: DataFile, first: DataFile) -> None:
     missing = next((name for name in stored if name not in available), None)
     if missing is not None:
-        raise InputError(f"column not found (the dataset's first file {clip(first.name)} has "
+        raise InputError(f"column not found (the dataset's first file {clip(first.name, 200)} has "
                          "it)", source=file.name, column=missing, rule="missing_column",
                          hint="every file of a dataset needs the same columns")
 
