@@ -361,3 +361,17 @@ def test_row_layout_locates_rows():
     layout = RowLayout(("a", "b", "c"), np.array([0, 3, 3, 10]))
     assert layout.locate(0) == ("a", 0) and layout.locate(2) == ("a", 2)
     assert layout.locate(3) == ("c", 0) and layout.locate(9) == ("c", 6)
+
+
+def test_report_lists_files_with_fingerprints_up_to_a_limit():
+    from calaudit.report.context import MAX_FILES, build_data
+
+    files = [{"role": "predictions", "path": f"s3://b/p/part-{k}.parquet", "format": "parquet",
+              "sha256": None, "rows": 10, "size": 1234, "fingerprint_kind": "etag",
+              "fingerprint": f'"e{k}"'} for k in range(MAX_FILES + 7)]
+    view = build_data({"inputs": {"path": "s3://b/p/", "format": "parquet", "files": files,
+                                  "total": {"files": len(files), "bytes": 1234 * len(files)},
+                                  "dataset": {"kind": "url"}}, "data": {}})
+    assert len(view.files) == MAX_FILES and view.files_more == 7
+    assert view.files[3].fingerprint == 'etag "e3"' and view.files[3].size == "1,234"
+    assert ("dataset", "s3://b/p/") in [(f.key, f.value) for f in view.facts]
