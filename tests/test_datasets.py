@@ -375,3 +375,31 @@ def test_report_lists_files_with_fingerprints_up_to_a_limit():
     assert len(view.files) == MAX_FILES and view.files_more == 7
     assert view.files[3].fingerprint == 'etag "e3"' and view.files[3].size == "1,234"
     assert ("dataset", "s3://b/p/") in [(f.key, f.value) for f in view.facts]
+
+
+def test_labels_dataset_joined_on_ids(tmp_path, frame):
+    preds = frame[["id", "prob", "age", "race"]]
+    truth = frame[["id", "label"]].iloc[::-1].reset_index(drop=True)
+    reference = load(write_frame(preds, tmp_path / "p.csv"), labels=write_frame(
+        truth, tmp_path / "t.csv"), id_col="id", covariates="age,race")
+    write_parts(tmp_path / "preds", preds)
+    write_parts(tmp_path / "truth", truth, "csv", sizes=(150, 150))
+    data = load(tmp_path / "preds", labels=str(tmp_path / "truth/*.csv"), id_col="id",
+                covariates="age,race")
+    assert_same(data, reference)
+    roles = [f.role for f in data.provenance.files]
+    assert roles == ["predictions"] * 4 + ["labels"] * 2
+
+
+def test_joined_label_error_names_the_predictions_file_and_id(tmp_path, frame):
+    preds = frame[["id", "prob"]]
+    truth = frame[["id", "label"]].copy()
+    truth.loc[120, "label"] = 5
+    write_parts(tmp_path / "preds", preds)
+    write_frame(truth, tmp_path / "t.csv")
+    with pytest.raises(InputError) as caught:
+        load(tmp_path / "preds", labels=tmp_path / "t.csv", id_col="id")
+    text = str(caught.value)
+    assert "[unknown_label]" in text
+    assert "first at global row 121 of the dataset (data row 51 of" in text
+    assert "part-2.parquet, id '120')" in text

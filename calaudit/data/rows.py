@@ -41,8 +41,8 @@ class RowProblem:
         path, ids = self.joined
         layout = (layouts or {}).get(path)
         if layout is not None:
-            name, position = located(path, row, layout)
-            return f" ({position} of {name}, id {shown_value(ids[row])})"
+            name, local = layout.locate(row)
+            return f" of the dataset (data row {local + 1} of {name}, id {shown_value(ids[row])})"
         return f" of {path} (id {shown_value(ids[row])})"
 
     @property
@@ -66,6 +66,8 @@ class RowProblem:
         layout = None if self.joined is not None else (layouts or {}).get(self.source)
         source, position = ((self.source, self.position(first)) if layout is None
                             else located(self.source, first, layout))
+        if self.joined is not None and self.joined[0] in (layouts or {}):
+            position = f"global row {first + 1}"
         return InputError(
             f"{self.message}: {self.count} row(s), first at {position}"
             f"{self.where(first, layouts)}{shown}",
