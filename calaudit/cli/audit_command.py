@@ -6,7 +6,6 @@ imported here, not at CLI start-up."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from calaudit import progress
