@@ -403,3 +403,14 @@ def test_joined_label_error_names_the_predictions_file_and_id(tmp_path, frame):
     assert "[unknown_label]" in text
     assert "first at global row 121 of the dataset (data row 51 of" in text
     assert "part-2.parquet, id '120')" in text
+
+
+def test_boolean_and_dictionary_columns_match_the_single_file(tmp_path, frame):
+    frame = frame.assign(label=frame["label"].astype(bool), smoker=frame["age"] > 50,
+                         race=frame["race"].astype("category"))
+    reference = load(write_frame(frame, tmp_path / "whole.parquet"),
+                     covariates="age,race,smoker")
+    write_parts(tmp_path / "preds", frame)
+    data = load(tmp_path / "preds", covariates="age,race,smoker")
+    assert_same(data, reference)
+    assert data.classes == ("False", "True")
