@@ -97,7 +97,7 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> l
 def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
                 ) -> tuple[tuple[str, ...], np.ndarray]:
     """Class names and the class index of every row (``UNKNOWN`` where unmatched)."""
-    present = raw.labels[~missing]
+    present = raw.labels[~missing] if missing.any() else raw.labels
     codes = np.full(missing.shape, UNKNOWN, dtype=np.int64)
     if raw.scores.shape[1] == 1:
         classes, present_codes = binary_classes(

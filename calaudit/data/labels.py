@@ -27,6 +27,10 @@ def _is_numeric(values: pd.Series) -> bool:
 def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of a numeric label series and a mask of the integral ones (values
     beyond +-2**62, such as 1e300, are not class codes)."""
+    if getattr(values.dtype, "kind", "O") in "iu":  # plain integers: no float copies
+        codes = values.to_numpy()
+        ok = (codes < 2**62) & (codes > -(2**62)) if codes.dtype.kind == "i" else codes < 2**62
+        return np.where(ok, codes, UNKNOWN).astype(np.int64, copy=False), ok
     as_float = values.astype(np.float64).to_numpy()
     ok = (np.isfinite(as_float) & (np.abs(as_float) < 2.0**62)
           & (as_float == np.round(as_float)))
