@@ -7,7 +7,8 @@ truncated file, a random table in place of a part (other columns, other types, n
 timestamp columns), a column dropped or turned into text, NaN or out-of-range values, hive
 directories that only some files sit below, hidden and stray files, CSV parts from the CSV
 strategy. Each is read as a directory, a glob or a ``memory://`` URL.
-``CALAUDIT_FUZZ_EXAMPLES=N`` runs a longer campaign, as for tests/test_fuzz.py.
+``CALAUDIT_FUZZ_EXAMPLES=N`` runs a longer campaign and ``CALAUDIT_FUZZ_REPORT=FILE`` appends
+the outcome counts, as for tests/test_fuzz.py.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.test_fuzz import (
+from tests.test_fuzz import (  # noqa: F401 (_report: the outcome counts fixture)
     DATA_FLAGS,
     FUZZ,
     OUTPUT_ARGS,
+    _report,
     check_case,
     csv_inputs,
     frames,

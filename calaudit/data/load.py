@@ -18,9 +18,16 @@ from calaudit.data.columns import (
     split_list,
 )
 from calaudit.data.dataset import CalibrationData
-from calaudit.data.locations import locate
+from calaudit.data.locations import DataFile, Location, locate
 from calaudit.data.partitioned import Dataset, RowLayout
-from calaudit.data.readers import SourceFile, file_format, read_columns, read_table, sha256_of
+from calaudit.data.readers import (
+    SourceFile,
+    check_readable,
+    file_format,
+    read_columns,
+    read_table,
+    sha256_of,
+)
 from calaudit.data.rows import located, shown_value
 from calaudit.exceptions import InputError
 
@@ -88,8 +95,10 @@ def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 class SingleFile:
-    """One local file, read whole by :mod:`calaudit.data.readers` (the reader interface
-    shared with :class:`~calaudit.data.partitioned.Dataset`)."""
+    """One local file (the reader interface shared with
+    :class:`~calaudit.data.partitioned.Dataset`). CSV, TSV and NPZ are read whole by
+    :mod:`calaudit.data.readers`; Parquet is streamed in record batches as a one-file
+    dataset (compact columns, no pandas frame of Python strings)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -99,7 +108,12 @@ class SingleFile:
         return read_columns(self.path)
 
     def read(self, columns: list[str]) -> pd.DataFrame:
-        frame = read_table(self.path, columns)
+        if file_format(self.path) == "parquet":
+            check_readable(self.path)
+            one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
+            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(columns)
+        else:
+            frame = read_table(self.path, columns)
         self.rows = len(frame)
         return frame
 

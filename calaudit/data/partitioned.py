@@ -68,7 +68,6 @@ class _Column:
     first: str = ""  # the file that fixed the kind
     chunks: list[np.ndarray] = field(default_factory=list)
     levels: dict[Any, int] = field(default_factory=dict)
-    integral: bool = True  # every numeric chunk came from an integer type
 
     def expect(self, kind: str | None, type_name: str, source: str) -> None:
         if kind is None:
@@ -90,8 +89,9 @@ class _Column:
         return out
 
     def series(self) -> pd.Series:
-        """The column as a pandas Series (float64, int64, categorical or boolean)."""
-        values = (np.concatenate(self.chunks) if self.chunks else np.zeros(0))
+        """The column as a pandas Series: int64 (or uint64) when every file stored integers
+        without a missing value, else float64; categorical for text; boolean."""
+        values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
         self.chunks = []
         if self.kind == "text":
             categories = pd.Index(list(self.levels), dtype=object)
@@ -102,12 +102,10 @@ class _Column:
             if not null.any():
                 return pd.Series(values.astype(bool), name=self.name, copy=False)
             return pd.Series(pd.arrays.BooleanArray(values > 0, null), name=self.name)
-        values = values.astype(np.float64, copy=False)
         if self.kind is None:
             values = np.full(values.shape, np.nan)
-        elif (self.integral and not np.isnan(values).any()
-              and (values.size == 0 or np.abs(values).max() < 2.0**53)):
-            values = values.astype(np.int64)
+        elif values.dtype.kind not in "iu":
+            values = values.astype(np.float64, copy=False)
         return pd.Series(values, name=self.name, copy=False)
 
 
@@ -333,7 +331,10 @@ def _arrow_kind(arrow_type, source: str, column: str) -> str | None:
         return "numeric"
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return "text"
-    raise InputError(f"holds {arrow_type} values; a column holds numbers, text or booleans",
+    what = ("timestamps" if pa.types.is_temporal(arrow_type) and not
+            pa.types.is_duration(arrow_type) else "time spans" if pa.types.is_duration(arrow_type)
+            else f"{arrow_type} values")
+    raise InputError(f"holds {what}; a column holds numbers, text or booleans",
                      source=source, column=column, rule="unsupported_type",
                      hint="convert it to numbers or strings first")
 
@@ -359,8 +360,12 @@ def _append_arrow(sink: _Column, array, pa) -> None:
         values[null] = -1
         sink.chunks.append(values)
     elif sink.kind == "numeric":
-        sink.integral &= pa.types.is_integer(array.type) or pa.types.is_null(array.type)
-        sink.chunks.append(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        if pa.types.is_integer(array.type) and array.null_count == 0:
+            sink.chunks.append(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
+        else:
+            sink.chunks.append(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
 
 
 def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
@@ -377,8 +382,9 @@ def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
     if sink.kind is None or kind is None and sink.kind == "numeric":
         sink.chunks.append(np.full(len(values), np.nan))
     elif sink.kind == "numeric":
-        sink.integral &= pd.api.types.is_integer_dtype(values)
-        sink.chunks.append(values.to_numpy(dtype=np.float64, na_value=np.nan))
+        integers = values.dtype.kind in "iu"  # numpy integers: no missing values
+        sink.chunks.append(values.to_numpy() if integers
+                           else values.to_numpy(dtype=np.float64, na_value=np.nan))
     elif sink.kind == "bool":
         null = values.isna().to_numpy()
         out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
