@@ -211,9 +211,9 @@ def _dataset(spec: str, kind: str, files: list[DataFile], base: str | None, empt
     kinds = sorted(set(formats.values()))
     if "npz" in kinds:
         name = next(n for n, f in formats.items() if f == "npz")
-        raise InputError("NPZ archives cannot be part of a dataset", source=name,
-                         rule="unsupported_format",
-                         hint="give one .npz file, or write the dataset as Parquet")
+        raise InputError("NPZ archives are read from one local file only, not from a "
+                         "dataset or a URL", source=name, rule="unsupported_format",
+                         hint="copy it to a local .npz file, or write the data as Parquet")
     if len(kinds) > 1:
         raise InputError(f"the dataset mixes {' and '.join(kinds)} files", source=spec,
                          rule="mixed_formats", hint="select one format with a glob")
