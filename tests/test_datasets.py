@@ -414,3 +414,24 @@ def test_boolean_and_dictionary_columns_match_the_single_file(tmp_path, frame):
     data = load(tmp_path / "preds", covariates="age,race,smoker")
     assert_same(data, reference)
     assert data.classes == ("False", "True")
+
+
+def test_same_json_whatever_the_partitioning(tmp_path, frame):
+    """The audit of 1, 3 or 7 files holding the same rows gives the same JSON apart from
+    ``inputs`` (which lists the files)."""
+    env = {"SOURCE_DATE_EPOCH": "1700000000"}
+    payloads = []
+    for k in (1, 3, 7):
+        sizes = [len(frame) * (j + 1) // k - len(frame) * j // k for j in range(k)]
+        folder = tmp_path / f"p{k}"
+        write_parts(folder, frame, sizes=sizes)
+        out = tmp_path / f"r{k}.json"
+        outcome = run_cli("test", folder, "--covariates", "age,race", "--n-resamples", "30",
+                          "--local-resamples", "30", "--seed", "5", "--json", out, "-q",
+                          env=env)
+        assert outcome.code in (0, 1), outcome.stderr
+        payload = json.loads(out.read_text())
+        assert len(payload.pop("inputs")["files"]) == k
+        payload.pop("config_sources", None)
+        payloads.append(json.dumps(payload, sort_keys=True))
+    assert payloads[0] == payloads[1] == payloads[2]
