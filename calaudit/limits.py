@@ -58,6 +58,11 @@ CONFIG_MAX_DEPTH = 32
 RESULT_MAX_BYTES = 256 << 20
 RESULT_MAX_DEPTH = 64
 RESULT_MAX_INT_DIGITS = 100
+#: Most files in one dataset (a directory, a glob or a URL) and deepest directory walk
+#: below a dataset directory. Each file is opened once for its schema, once for its rows
+#: and once for its fingerprint; the bound keeps a wrong root (``/``) from running on.
+DATASET_MAX_FILES = 100_000
+DATASET_MAX_DEPTH = 32
 
 
 def count_range(key: str) -> tuple[int, int]:

@@ -55,18 +55,25 @@ def describe_inputs(data: CalibrationData) -> dict[str, Any]:
     """The ``inputs`` section: main file, hashes, rows read / used / excluded by reason."""
     prov = data.provenance
     main = prov.files[0] if prov.files else None
-    return {
-        "path": main.path if main else None,
-        "sha256": main.sha256 if main else None,
-        "format": main.format if main else "arrays",
+    dataset = dict(prov.dataset) if prov.dataset else None
+    section = {
+        "path": dataset["path"] if dataset else main.path if main else None,
+        "sha256": None if dataset else main.sha256 if main else None,
+        "format": dataset["format"] if dataset else main.format if main else "arrays",
         "rows_read": prov.rows_read or data.n,
         "rows_used": data.n,
         "rows_excluded": dict(prov.rows_excluded),
         "rows_renormalized": prov.renormalized_rows,
         "files": [f.to_dict() for f in prov.files],
+        "total": {"files": len(prov.files),
+                  "bytes": sum(f.size or 0 for f in prov.files),
+                  "rows": sum(f.rows for f in prov.files)},
         "columns": {"label": prov.label_column, "scores": list(prov.score_columns),
                     "score_kind": prov.score_kind, "id": prov.id_column},
     }
+    if dataset:
+        section["dataset"] = dataset
+    return section
 
 
 def describe_data(data: CalibrationData) -> dict[str, Any]:

@@ -6,7 +6,6 @@ imported here, not at CLI start-up."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from calaudit import progress
@@ -36,10 +35,10 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     if ctx.params.get("show_config"):
         sys.stdout.write(show_text(settings))
         return ExitCode.OK
-    return run(Path(ctx.params["data"]), settings, make_ui(ctx, settings))
+    return run(str(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 
-def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
+def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     """Run one audit from the command line and return the exit code. Progress is shown
     while loading and auditing only, so nothing else draws over the summary."""
     from calaudit.audit.baseline import read_result

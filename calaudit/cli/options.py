@@ -21,9 +21,11 @@ TESTS = "Tests and gate"
 LOCAL = "Local calibration (with --covariates)"
 OUT = "Outputs"
 
-DataArg = Annotated[Path, typer.Argument(
-    help="Predictions file: .csv, .tsv (optionally .gz), .parquet or .npz.",
-    show_default=False)]
+DataArg = Annotated[str, typer.Argument(
+    help="Predictions: a .csv, .tsv (optionally .gz), .parquet or .npz file; a dataset "
+    "directory (hive key=value/ directories become columns); a quoted glob such as "
+    "'preds/*.parquet'; or a URL (s3://, gs://, abfs://, memory://, file://).",
+    show_default=False, metavar="PATH")]
 LabelCol = Annotated[Optional[str], typer.Option(
     "--label-col", help="Label column (default: autodetect label, y, target, ...).",
     rich_help_panel=DATA)]
@@ -36,10 +38,11 @@ LogitCols = Annotated[Optional[str], typer.Option(
 IdCol = Annotated[Optional[str], typer.Option(
     "--id-col", help="Row id column used to join --labels / --covariates-file.",
     rich_help_panel=DATA)]
-LabelsFile = Annotated[Optional[Path], typer.Option(
-    "--labels", help="Read the labels from this file instead.", rich_help_panel=DATA)]
-CovariatesFile = Annotated[Optional[Path], typer.Option(
-    "--covariates-file", help="Read the covariates from this file instead.",
+LabelsFile = Annotated[Optional[str], typer.Option(
+    "--labels", help="Read the labels from this file (or dataset) instead.",
+    rich_help_panel=DATA)]
+CovariatesFile = Annotated[Optional[str], typer.Option(
+    "--covariates-file", help="Read the covariates from this file (or dataset) instead.",
     rich_help_panel=DATA)]
 Covariates = Annotated[Optional[str], typer.Option(
     "--covariates", help="Comma list of covariate columns, e.g. age,race.",

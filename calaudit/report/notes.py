@@ -42,7 +42,8 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
             "listed under 'fails on'. Tests are graded on their adjusted p-values; "
             "INCONCLUSIVE means a check could not decide, never that it passed."),
         "data": (
-            "Check that the file, its fingerprint (sha256) and the row counts are the ones "
+            "Check that the files, their fingerprints (SHA-256, or an object store's ETag) and "
+            "the row counts are the ones "
             "you meant to audit. Rows excluded by a rule are not part of any number below."),
         "metrics": (
             "Estimates of how far the probabilities are from the observed frequencies. Each "
