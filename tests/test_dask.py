@@ -105,6 +105,7 @@ def one_worker():
 def two_workers():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit="1GB", dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                   host="127.0.0.1") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         yield client
@@ -171,13 +172,14 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
 
 def _audit_bytes(executor) -> str:
     import calaudit
+    from calaudit.audit.config import LocalConfig
 
-    frame = binary_frame(1500, seed=3)
+    frame = binary_frame(800, seed=3)
     data = calaudit.CalibrationData.from_arrays(
         frame["label"].to_numpy(), frame["prob"].to_numpy(),
         covariates=frame[["age", "race"]])
-    config = calaudit.AuditConfig(method="features", n_resamples=99, random_state=5,
-                                  executor=executor)
+    config = calaudit.AuditConfig(method="features", n_resamples=49, random_state=5,
+                                  local=LocalConfig(n_resamples=49), executor=executor)
     payload = calaudit.run_audit(data, config).to_dict()
     for volatile in ("created_at", "runtime_seconds"):
         payload.pop(volatile, None)
