@@ -168,14 +168,50 @@ def run_reduction(args: argparse.Namespace) -> dict:
 
         config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit, timeout=60)
         with open_executor(config) as executor:
-            ready = time.perf_counter()
+            ready, ready_cpu = time.perf_counter(), time.process_time()
             total = executor.map_sum(feature_partial, ranges, shared)
+            done, done_cpu = time.perf_counter(), time.process_time()
             workers = executor.client.run(_worker_figures)
         workers["cluster start (s)"] = round(ready - started, 1)
+        workers["map_sum wall (s)"] = round(done - ready, 1)
+        # client + scheduler (LocalCluster: same process) CPU per task: submit, fetch, fold
+        workers["client CPU per task (ms)"] = round(1e3 * (done_cpu - ready_cpu) / len(ranges), 2)
+        part = {k: np.asarray(v) for k, v in total.items()}
+        from calaudit.execution import fold_in_order
+
+        t0 = time.perf_counter()
+        fold_in_order([part] * len(ranges))
+        workers["fold alone per task (ms)"] = round(
+            1e3 * (time.perf_counter() - t0) / len(ranges), 3)
+        workers["partial size (KiB)"] = round(sum(v.nbytes for v in part.values()) / 1024, 1)
     return {"mode": args.run, "rows": index["n"], "tasks": len(ranges),
             "wall": time.perf_counter() - started, "client_cpu": time.process_time() - cpu,
             "client_peak_mib": peak_mib(), "workers": workers, "digest": digest(total),
             "rows_check": int(total["rows"])}
+
+
+def sized_partial(start: int, stop: int, *, shape: tuple[int, int]) -> dict:
+    """No work, a partial of the feature pass's size: the per-task cost of Dask."""
+    return {"products": np.full(shape, float(start % 7)), "rows": np.array(stop - start)}
+
+
+def run_overhead(args: argparse.Namespace) -> dict:
+    """``--tasks`` empty tasks with feature-pass-sized partials on ``--workers``: wall and
+    client (+ scheduler) CPU per task."""
+    from calaudit.execution import DaskExecutor, open_executor
+    from calaudit.settings.sections import DaskConfig
+
+    ranges = [(k * TASK_ROWS, (k + 1) * TASK_ROWS) for k in range(args.tasks)]
+    shared = {"shape": (args.features, args.resamples + 1)}
+    config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit, timeout=60)
+    with open_executor(config) as executor:
+        assert isinstance(executor, DaskExecutor)
+        executor.map_sum(sized_partial, ranges[:10], shared)  # warm up
+        started, cpu = time.perf_counter(), time.process_time()
+        executor.map_sum(sized_partial, ranges, shared)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"mode": "overhead", "tasks": len(ranges), "wall_ms_per_task": 1e3 * wall / len(ranges),
+            "client_cpu_ms_per_task": 1e3 * cpu / len(ranges)}
 
 
 def _worker_figures() -> dict:
@@ -314,11 +350,21 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="2GB")
     parser.add_argument("--features", type=int, default=256)
     parser.add_argument("--resamples", type=int, default=100)
-    parser.add_argument("--what", choices=("reduction", "audit", "both"), default="both")
+    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead"),
+                        default="both")
+    parser.add_argument("--tasks", type=int, default=2000,
+                        help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
         print(json.dumps(run_reduction(args)))
+        return
+    if args.what == "overhead":
+        result = run_overhead(args)
+        print(f"## Dask per-task cost: {result['tasks']} empty tasks, partials of "
+              f"{args.features} x {args.resamples + 1} float64, {args.workers} workers\n"
+              f"wall {result['wall_ms_per_task']:.2f} ms/task, client + scheduler CPU "
+              f"{result['client_cpu_ms_per_task']:.2f} ms/task")
         return
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="calaudit-scale-") as folder:

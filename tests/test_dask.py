@@ -133,6 +133,20 @@ def test_dask_executor_gives_the_serial_bytes(workers, serial, request):
     assert eventually(lambda: not client.who_has())
 
 
+def test_reductions_sharing_names_do_not_release_each_others_data(one_worker, serial):
+    """``shared`` goes to the cluster under fresh keys, not under its names: two
+    reductions at once, both with ``weights``, each get their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = DaskExecutor(one_worker)
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(executor.map_sum, toy_partial, task_ranges(N_ROWS, TASK),
+                            {**SHARED, "power": power}) for power in (3, 3, 1)]
+        results = [run.result() for run in runs]
+    assert same_bytes(results[0], serial) and same_bytes(results[1], serial)
+    assert not same_bytes(results[2], serial)
+
+
 def test_partials_must_keep_their_shapes(one_worker):
     def growing(start, stop):
         return {"x": np.zeros(1 + start // TASK)}

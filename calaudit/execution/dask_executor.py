@@ -109,8 +109,7 @@ class DaskExecutor:
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
         client, token = self.client, uuid.uuid4().hex[:12]
-        handles = (client.scatter(dict(shared), broadcast=True, hash=False)
-                   if shared else {})
+        handles = _scatter(client, shared)
         futures = []
         try:
             for index, (start, stop) in enumerate(ranges):
@@ -134,6 +133,17 @@ class DaskExecutor:
                 raise failure from exc
             future.release()
             yield part
+
+
+def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
+    """``shared`` on every worker, as ``{name: future}``. The values are scattered as a
+    list, so their keys on the cluster are fresh ones: a dict would be stored under its
+    own names, and two reductions sharing a name (``x``) would release each other's."""
+    names = list(shared)
+    if not names:
+        return {}
+    futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)
+    return dict(zip(names, futures))
 
 
 def _forget(client: Any, futures: list[Any]) -> None:
