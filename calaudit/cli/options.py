@@ -129,7 +129,7 @@ MdOut = Annotated[Optional[str], typer.Option(
     rich_help_panel=OUT)]
 
 CONF = "Configuration and terminal"
-DASK = "Dask (needs the calaudit[dask] extra)"
+DASK = "Dask (needs the calaudit\\[dask] extra)"
 
 DaskScheduler = Annotated[Optional[str], typer.Option(
     "--dask", metavar="ADDRESS", help="Run the row reductions on the running Dask cluster "
