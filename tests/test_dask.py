@@ -163,6 +163,64 @@ def test_a_bug_in_a_partial_is_raised_as_it_is(one_worker):
         DaskExecutor(one_worker, retries=0).map_sum(broken, [(0, 10)], {})
 
 
+class FakeFuture:
+    def __init__(self, client, fn, args):
+        self.client, self.fn, self.args, self.released = client, fn, args, False
+
+    def result(self):
+        return self.fn(*self.args)
+
+    def release(self):
+        self.released = True
+        self.client.live.discard(self)
+
+
+class FakeClient:
+    """Enough of ``distributed.Client`` to watch what the executor keeps in flight."""
+
+    def __init__(self, threads: int):
+        self.threads, self.live, self.most, self.cancelled = threads, set(), 0, 0
+
+    def nthreads(self):
+        return {f"w{k}": 1 for k in range(self.threads)}
+
+    def scatter(self, values, broadcast, hash):
+        return list(values)
+
+    def submit(self, fn, *args, **options):
+        future = FakeFuture(self, fn, args)
+        self.live.add(future)
+        self.most = max(self.most, len(self.live))
+        return future
+
+    def cancel(self, futures):
+        for future in futures:
+            if isinstance(future, FakeFuture):
+                self.cancelled += 1
+                self.live.discard(future)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_tasks_in_flight_are_bounded_by_the_window(threads, serial):
+    client = FakeClient(threads)
+    executor = DaskExecutor(client)
+    assert executor.window() == max(8, 4 * threads)
+    result = executor.map_sum(toy_partial, task_ranges(N_ROWS, TASK // 2), SHARED)
+    assert client.most == executor.window() < len(task_ranges(N_ROWS, TASK // 2))
+    assert not client.live
+    assert result["count"] == N_ROWS
+
+
+def test_a_failed_fold_cancels_the_tasks_in_flight():
+    def bad_shape(start, stop):
+        return {"x": np.zeros(1 if start == 0 else 2)}
+
+    client = FakeClient(2)
+    with pytest.raises(ValueError, match="shape"):
+        DaskExecutor(client).map_sum(bad_shape, task_ranges(40 * TASK, TASK), {})
+    assert client.cancelled == DaskExecutor(client).window() - 1 and not client.live
+
+
 # ---------------------------------------------------------------------- lost worker
 
 def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(

@@ -14,13 +14,16 @@ client and gives the serial executor's bytes whatever the number of workers.
 reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
-client holds the running total and one partial. Dask itself is not imported here: the
+client holds the running total and one partial. At most a window of tasks (a few per
+worker thread) is in flight ahead of the fold, so the partials waiting on the workers are
+bounded too, whatever the number of ranges. Dask itself is not imported here: the
 executor drives the ``distributed.Client`` it is given.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +36,9 @@ Partial = Callable[..., Mapping[str, np.ndarray]]
 #: Times a task is re-run after an exception on a worker (a lost worker is rescheduled
 #: by Dask independently, up to ``distributed.scheduler.allowed-failures`` times).
 RETRIES = 3
+#: Tasks in flight per worker thread, and at least (:meth:`DaskExecutor.window`).
+WINDOW_PER_THREAD = 4
+MIN_WINDOW = 8
 
 
 def fold_in_order(partials: Iterable[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -108,31 +114,49 @@ class DaskExecutor:
         ranges = [(int(start), int(stop)) for start, stop in ranges]
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
-        client, token = self.client, uuid.uuid4().hex[:12]
-        handles = _scatter(client, shared)
-        futures = []
+        handles = _scatter(self.client, shared)
+        partials = self._in_order(partial, ranges, handles)
         try:
-            for index, (start, stop) in enumerate(ranges):
-                futures.append(client.submit(
-                    _call, partial, start, stop, handles, retries=self.retries, pure=False,
-                    key=f"calaudit-{_name(partial)}-{token}-{index}"))
-            return fold_in_order(self._in_order(futures, ranges, partial))
+            return fold_in_order(partials)
         finally:
-            _forget(client, [*futures, *handles.values()])
+            partials.close()  # cancels the tasks in flight if the fold stopped early
+            _forget(self.client, list(handles.values()))
 
-    def _in_order(self, futures: list[Any], ranges: list[tuple[int, int]],
-                  partial: Partial) -> Iterator[Mapping[str, np.ndarray]]:
-        """The partials in range order, each released on the cluster once fetched."""
-        for future, (start, stop) in zip(futures, ranges):
-            try:
-                part = future.result()
-            except Exception as exc:  # noqa: BLE001 - cluster failures become one line
-                failure = _cluster_failure(exc, _name(partial), start, stop)
-                if failure is exc:
-                    raise
-                raise failure from exc
-            future.release()
-            yield part
+    def window(self) -> int:
+        """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
+        least ``MIN_WINDOW``). Partials wait on the workers until the fold takes them, so
+        this bounds the memory they hold (window x partial size) whatever the number of
+        ranges, even when a task is late (a straggler, a rerun after a lost worker)."""
+        threads = sum(self.client.nthreads().values())
+        return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
+
+    def _in_order(self, partial: Partial, ranges: list[tuple[int, int]],
+                  handles: dict[str, Any]) -> Iterator[Mapping[str, np.ndarray]]:
+        """The partials in range order, at most :meth:`window` tasks in flight, each
+        released on the cluster once fetched."""
+        token, window, name = uuid.uuid4().hex[:12], self.window(), _name(partial)
+        pending: deque[Any] = deque()
+        submitted = 0
+        try:
+            for start, stop in ranges:
+                while submitted < len(ranges) and len(pending) < window:
+                    low, high = ranges[submitted]
+                    pending.append(self.client.submit(
+                        _call, partial, low, high, handles, retries=self.retries,
+                        pure=False, key=f"calaudit-{name}-{token}-{submitted}"))
+                    submitted += 1
+                future = pending.popleft()
+                try:
+                    part = future.result()
+                except Exception as exc:  # noqa: BLE001 - cluster failures become one line
+                    failure = _cluster_failure(exc, name, start, stop)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+                future.release()
+                yield part
+        finally:
+            _forget(self.client, list(pending))
 
 
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
