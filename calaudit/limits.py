@@ -41,6 +41,8 @@ COUNTS: dict[str, tuple[int, int]] = {
     "squared.kkr_grid_size": (1, 1_000),
     "squared.ukkr_grid_size": (1, 1_000),
     "squared.max_rank": (1, 100_000),
+    # local Dask worker processes started for one run (--workers)
+    "dask.workers": (1, 1_024),
 }
 
 #: Kernel scales (bandwidths, widths, gammas): finite and inside ``(low, high)``

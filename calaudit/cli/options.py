@@ -132,6 +132,19 @@ MdOut = Annotated[Optional[str], typer.Option(
     rich_help_panel=OUT)]
 
 CONF = "Configuration and terminal"
+DASK = "Dask (needs the calaudit\\[dask] extra)"
+
+DaskScheduler = Annotated[Optional[str], typer.Option(
+    "--dask", metavar="ADDRESS", help="Run the row reductions on the running Dask cluster "
+    "whose scheduler is at ADDRESS (host:port or tcp://host:port). The result is the same "
+    "bytes as without Dask.", rich_help_panel=DASK, show_default=False)]
+DaskWorkers = Annotated[Optional[int], typer.Option(
+    "--workers", min=COUNTS["dask.workers"][0], max=COUNTS["dask.workers"][1],
+    help="Start a local Dask cluster of N single-threaded worker processes for the run "
+    "(closed at the end).", rich_help_panel=DASK, show_default=False)]
+DaskMemoryLimit = Annotated[Optional[str], typer.Option(
+    "--memory-limit", help="Memory limit of each --workers process, e.g. 2GB "
+    "(default: dask.memory_limit, 2GB).", rich_help_panel=DASK, show_default=False)]
 
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "
