@@ -93,6 +93,12 @@ class SerialExecutor:
         return fold(partial(start, stop, **shared) for start, stop in ranges)
 
 
+def executor_of(config: Any) -> Any:
+    """The executor an audit config carries (attribute ``executor``; a distributed one is
+    set by the caller), else a :class:`SerialExecutor`. Never a global."""
+    return getattr(config, "executor", None) or SerialExecutor()
+
+
 def fold(partials) -> dict[str, NDArray]:
     """Left fold ``((p_0 + p_1) + p_2) + ...`` of the partial dicts, in the given order
     (float64 accumulation: arrays are added to a float64 copy of the first)."""
