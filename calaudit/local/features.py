@@ -125,14 +125,14 @@ def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[
     n = z.shape[0]
     values, weights = np.empty(n), np.empty(n)
     requests = design.requests if design is not None else ()
-    blocks = [np.zeros((features.n_features, w.shape[0]))
-              for w in (design.weights if design is not None else ())]
+    curve_weights = design.weights if design is not None else ()
+    blocks = [np.zeros((features.n_features, w.shape[0])) for w in curve_weights]
     for start, stop in row_chunks(n, features.n_features + 2):
         phi = features.quantised(z[start:stop])
         sums = phi @ lead
         weight = np.maximum(sums[:, 1], MIN_WEIGHT)
         values[start:stop], weights[start:stop] = sums[:, 0] / weight, weight
-        for req, w, block in zip(requests, design.weights, blocks, strict=True):
+        for req, w, block in zip(requests, curve_weights, blocks, strict=True):
             lo, hi = np.searchsorted(req.rows, [start, stop])
             if hi > lo:
                 local = req.rows[lo:hi] - start

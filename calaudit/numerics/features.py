@@ -167,7 +167,8 @@ def to_grid(values: NDArray, exponent: int) -> NDArray[np.float32]:
 def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4
                 ) -> NDArray[np.float32]:
     """(parts, rows) float32 grid values summing to ``values`` (``|values| <= bound``)
-    within ``bound 2^-(11 + 12 parts)``: part ``k`` is on the grid ``2^-(e + 12 k)``
+    within ``2^-(e + 12 (parts - 1) + 1)`` (``2^-48`` for ``bound = 1`` and four parts):
+    part ``k`` is on the grid ``2^-(e + 12 k)``
     (``e = grid_exponent(bound)``), a fixed sequence of grids whatever the rows, so sums
     of a part over any rows (weighted by 0/1 labels in float32 block products, or in
     float64) are exact and independent of their order."""
