@@ -157,10 +157,10 @@ def _bootstrap_block(out: dict, phi64: NDArray[np.float64], r: NDArray[np.float6
     squared = counts * counts
     ties = squared.sum(axis=0, dtype=np.float64)
     out["ties"] += ties
-    exact = float(ties.max()) <= EXACT_WEIGHT
-    for j in range(PARTS):  # matrix-vector products, exact in float32 within the budget
-        row = parts[j] if exact else parts[j].astype(np.float64)
-        out["bsq"][j] += (row @ (squared if exact else squared.astype(np.float64)))
+    # sum_i c_i^2 is about 2 rows: parts on grids with twice the budget
+    weight = 2 * EXACT_WEIGHT
+    parts = exact_parts(h, h_bound, PARTS, weight)
+    out["bsq"] += exact_products(parts.T, squared, float(ties.max()), weight)
 
 
 def h_bound_of(features: FourierFeatures, residuals: NDArray[np.float64], psi_grid: int

@@ -107,6 +107,10 @@ class FourierFeatures:
         (:func:`feature_products`), so they are exactly the U-statistics of the kernel
         ``phi(a) . phi(b)`` as computed.
         """
+        return self._map(x, 1.0, None)
+
+    def _map(self, x: NDArray[np.float64], factor: float, dtype: type | None) -> NDArray:
+        """``cos``/``sin`` of the angles times ``factor / sqrt(D / 2)`` in ``dtype``."""
         x = np.asarray(x, dtype=np.float64)
         x = x[:, None] if x.ndim == 1 else x
         if x.shape[1] <= 4:  # a BLAS call with an inner dimension this small is slow
@@ -115,12 +119,13 @@ class FourierFeatures:
                 wide += x[:, k:k + 1] * self.frequencies[k]
         else:
             wide = x @ self.frequencies
-        angles = wide.astype(self.dtype, copy=False)
+        dtype = dtype or self.dtype
+        angles = wide.astype(dtype, copy=False)
         half = angles.shape[1]
-        out = np.empty((x.shape[0], 2 * half), dtype=self.dtype)
+        out = np.empty((x.shape[0], 2 * half), dtype=dtype)
         np.cos(angles, out=out[:, :half])
         np.sin(angles, out=out[:, half:])
-        out *= self.dtype(math.sqrt(1.0 / half))
+        out *= dtype(math.sqrt(1.0 / half)) * dtype(factor)
         return out
 
     @property
@@ -135,7 +140,13 @@ class FourierFeatures:
         most :data:`EXACT_WEIGHT` entries weighted by 0/1 labels (or bootstrap counts
         whose column total is at most that) is exact (:func:`exact_products`). The
         rounding changes an entry by at most ``2^-(s+1)`` (``3e-5`` at ``D = 256``)."""
-        return to_grid(self.transform(x), self.grid)
+        # (cos * c) * 2^s in float32 equals cos * (c * 2^s) (a power of two), so the map
+        # is scaled, rounded to integers and scaled back in place
+        scale = 2.0 ** self.grid
+        out = self._map(x, scale, np.float32)
+        np.rint(out, out=out)
+        out *= np.float32(1.0 / scale)
+        return out
 
     def kernel_matrix(self, a: NDArray[np.float64], b: NDArray[np.float64]
                       ) -> NDArray[np.float64]:
@@ -164,15 +175,15 @@ def to_grid(values: NDArray, exponent: int) -> NDArray[np.float32]:
     return (np.rint(np.asarray(values, dtype=np.float64) * scale) / scale).astype(np.float32)
 
 
-def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4
-                ) -> NDArray[np.float32]:
+def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4,
+                weight: int = EXACT_WEIGHT) -> NDArray[np.float32]:
     """(parts, rows) float32 grid values summing to ``values`` (``|values| <= bound``)
     within ``2^-(e + 12 (parts - 1) + 1)`` (``2^-48`` for ``bound = 1`` and four parts):
     part ``k`` is on the grid ``2^-(e + 12 k)``
     (``e = grid_exponent(bound)``), a fixed sequence of grids whatever the rows, so sums
     of a part over any rows (weighted by 0/1 labels in float32 block products, or in
     float64) are exact and independent of their order."""
-    exponent = grid_exponent(bound)
+    exponent = grid_exponent(bound, weight)
     rest = np.asarray(values, dtype=np.float64)
     if rest.size and float(np.max(np.abs(rest))) > bound:
         raise ValueError(f"values exceed their bound {bound}")
