@@ -81,6 +81,13 @@ def _transform(features: FourierFeatures, z: NDArray[np.float64]) -> NDArray[np.
     return features.transform(z).astype(np.float32, copy=False)
 
 
+#: Largest ``L q`` for which a pass multiplies by every cell's block at once (a row's
+#: columns placed in its cell's slot, zeros elsewhere); above, one GEMM per cell.
+DENSE_OUTPUT = 256
+#: Most cells for the per-cell GEMMs of :func:`cell_partial` (more: the placed columns).
+MAX_SORTED_CELLS = 64
+
+
 def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
                  w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
@@ -90,14 +97,23 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
         phi = _transform(features, kernel.z[lo:hi])
-        spread = np.zeros((hi - lo, n_cells, q), dtype=np.float32)
-        spread[np.arange(hi - lo), kernel.cells[lo:hi]] = w[lo:hi]
-        acc += phi.T @ spread.reshape(hi - lo, n_cells * q)
+        cells = kernel.cells[lo:hi]
+        if n_cells * q <= DENSE_OUTPUT or n_cells > MAX_SORTED_CELLS:
+            spread = np.zeros((hi - lo, n_cells, q), dtype=np.float32)
+            spread[np.arange(hi - lo), cells] = w[lo:hi]
+            acc += phi.T @ spread.reshape(hi - lo, n_cells * q)
+            continue
+        # many columns: one GEMM per cell on the block's rows sorted by cell
+        order = np.argsort(cells, kind="stable")
+        edges = np.searchsorted(cells[order], np.arange(n_cells + 1))
+        phi, rows = phi[order], w[lo:hi][order].astype(np.float32)
+        for a in range(n_cells):
+            if edges[a + 1] > edges[a]:
+                acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
+                                              @ rows[edges[a]:edges[a + 1]])
     return {"acc": acc}
 
 
-#: Largest ``L q`` for which the output pass multiplies by every cell's block at once.
-DENSE_OUTPUT = 256
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
