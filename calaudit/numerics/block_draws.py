@@ -96,7 +96,7 @@ def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
     total = int(totals.sum())
     if rows == ROW_BLOCK:  # 12 uniform bits per draw (ROW_BLOCK = 2^12)
         words = rng.bit_generator.random_raw((total + 3) // 4).view(np.uint16)[:total]
-        cells = (words & np.uint16(ROW_BLOCK - 1)).astype(np.int64)
+        cells = np.bitwise_and(words, ROW_BLOCK - 1, dtype=np.int64)
     else:
         cells = rng.integers(0, rows, size=total, dtype=np.int64)
     cells += np.repeat(np.arange(b, dtype=np.int64) * rows, totals)
