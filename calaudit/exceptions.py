@@ -60,3 +60,9 @@ def clip(text: str, limit: int = 80) -> str:
 
 class ConfigError(CalauditError, ValueError):
     """An option or configuration value that is not valid."""
+
+
+class ClusterError(CalauditError):
+    """A Dask cluster that cannot be used: the scheduler cannot be reached, the
+    ``calaudit[dask]`` extra is missing, or the cluster keeps losing the workers that run
+    a task (:mod:`calaudit.execution`)."""

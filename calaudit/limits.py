@@ -41,6 +41,8 @@ COUNTS: dict[str, tuple[int, int]] = {
     "squared.kkr_grid_size": (1, 1_000),
     "squared.ukkr_grid_size": (1, 1_000),
     "squared.max_rank": (1, 100_000),
+    # local Dask worker processes started for one run (--workers)
+    "dask.workers": (1, 1_024),
 }
 
 #: Kernel scales (bandwidths, widths, gammas): finite and inside ``(low, high)``
@@ -58,6 +60,11 @@ CONFIG_MAX_DEPTH = 32
 RESULT_MAX_BYTES = 256 << 20
 RESULT_MAX_DEPTH = 64
 RESULT_MAX_INT_DIGITS = 100
+#: Most files in one dataset (a directory, a glob or a URL) and deepest directory walk
+#: below a dataset directory. Each file is opened once for its schema, once for its rows
+#: and once for its fingerprint; the bound keeps a wrong root (``/``) from running on.
+DATASET_MAX_FILES = 100_000
+DATASET_MAX_DEPTH = 32
 
 
 def count_range(key: str) -> tuple[int, int]:

@@ -109,3 +109,48 @@ def test_bootstrap_interval_is_seeded_and_covers_the_mean():
     assert a == grp.bootstrap_mean_interval(d, np.random.default_rng(5), 500, 0.95)
     low, high = grp.normal_mean_interval(d, 0.95)
     assert a[0] == pytest.approx(low, abs=0.03) and a[1] == pytest.approx(high, abs=0.03)
+
+
+def _two_groups(n, seed=0):
+    rng = np.random.default_rng(seed)
+    codes = (np.arange(n) >= n // 4).astype(np.intp)
+    p = rng.uniform(0.1, 0.6, n)
+    y = (rng.random(n) < p + 0.03 * (codes == 0)).astype(float)
+    levels = [grp.Levels("g", codes, ("a", "b"))]
+    return grp.define_groups(levels, False), y, p
+
+
+def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
+    """Groups of NORMAL_MIN_ROWS+ rows get the normal interval (bias_ci_method), smaller
+    ones the percentile bootstrap; above the rule the normal interval agrees with the
+    bootstrap it replaces (the old path, forced by raising the rule) to Monte Carlo error."""
+    specs, y, p = _two_groups(4 * grp.NORMAL_MIN_ROWS)
+    settings = grp.GroupSettings(ci_resamples=2000)
+    new = grp.group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    assert [r["bias_ci_method"] for r in new] == ["normal", "normal"]
+    for row, spec in zip(new, specs):
+        assert row["bias_ci"] == list(grp.normal_mean_interval(y[spec.rows] - p[spec.rows],
+                                                               settings.level))
+    monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
+    old = grp.group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    assert [r["bias_ci_method"] for r in old] == ["percentile bootstrap"] * 2
+    for a, b in zip(new, old):
+        half = (a["bias_ci"][1] - a["bias_ci"][0]) / 2
+        assert a["bias_ci"] == pytest.approx(b["bias_ci"], abs=0.1 * half)
+        assert {k: v for k, v in a.items() if k not in ("bias_ci", "bias_ci_method")} == \
+            {k: v for k, v in b.items() if k not in ("bias_ci", "bias_ci_method")}
+    small, ys, ps = _two_groups(2000)
+    rows = grp.group_table(small, ys, ps, None, np.random.default_rng(1), settings)
+    assert [r["bias_ci_method"] for r in rows] == ["percentile bootstrap"] * 2
+
+
+def test_bootstrap_means_normal_limit_above_the_rule():
+    rng = np.random.default_rng(4)
+    d = rng.normal(0.05, 0.5, grp.NORMAL_MIN_ROWS)
+    draws = grp.bootstrap_means(d, np.random.default_rng(2), 4000)
+    rows = grp.resampled_means(d, np.random.default_rng(2), 4000)
+    assert draws.std() == pytest.approx(rows.std(), rel=0.05)
+    assert draws.mean() == pytest.approx(rows.mean(), abs=0.05 * rows.std())
+    small = d[:500]
+    np.testing.assert_array_equal(grp.bootstrap_means(small, np.random.default_rng(2), 50),
+                                  grp.resampled_means(small, np.random.default_rng(2), 50))

@@ -5,9 +5,11 @@ and events): ``D = max_l bias_l - min_l bias_l`` with ``bias_l = mean_{i in l}(y
 (fairlearn's ``MetricFrame.difference()`` of the bias). Interval: stratified percentile
 bootstrap -- rows resampled with replacement within every level, all level means
 recomputed and ``max - min`` taken in each resample (so the interval accounts for picking
-the extreme groups after looking). Seeded. ``D >= 0`` always; with few rows per level its
-bootstrap distribution is biased upwards (the maximum of noisy means), which the interval
-shows rather than hides. Without resampling (``calaudit metrics``) the interval is the
+the extreme groups after looking); a level of at least ``NORMAL_MIN_ROWS`` rows has its
+resampled means drawn from their normal limit ``N(bias_l, var_l / n_l)`` instead (as the
+group table's intervals, :func:`calaudit.local.groups.bootstrap_means`). Seeded.
+``D >= 0`` always; with few rows per level its bootstrap distribution is biased upwards
+(the maximum of noisy means), which the interval shows rather than hides. Without resampling (``calaudit metrics``) the interval is the
 normal one of the difference of the two extreme groups' means,
 ``D -/+ z sqrt(se_max^2 + se_min^2)`` (it ignores the selection).
 """
@@ -21,7 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from calaudit.local.groups import GroupSpec, bootstrap_means
+from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
+
+
+BOOTSTRAP = (f"stratified percentile bootstrap (the means of levels of {NORMAL_MIN_ROWS:,}+ "
+             "rows drawn from their normal limit)")
 
 
 def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
@@ -56,6 +62,6 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
             "difference": float(biases.max() - biases.min()), "ci": [float(low), float(high)],
             "largest": {"group": top["group"], "bias": top["bias"]},
             "smallest": {"group": bottom["group"], "bias": bottom["bias"]},
-            "method": "max - min of group bias; " + ("stratified percentile bootstrap"
-                                                     if resample else "normal interval")})
+            "method": "max - min of group bias; " + (BOOTSTRAP if resample
+                                                     else "normal interval")})
     return out

@@ -26,9 +26,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from calaudit.attribution.design import Term, build_terms, design_matrix
+from calaudit.attribution.design import Cells, Term, build_terms
+from calaudit.attribution.irls import fitted
 from calaudit.attribution.model import (
     Fit,
+    ModelRows,
     covariate_tests,
     fit_glm,
     logit_offset,
@@ -38,9 +40,9 @@ from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
 from calaudit.local.poisson_binomial import group_test
 
-#: What a failed GLM fit raises (statsmodels' separation errors are ValueErrors).
+#: What a failed GLM fit raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
-MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, statsmodels)"
+MODEL = "logit P(y = 1) = logit(p) + b0 + covariate terms (binomial GLM, IRLS)"
 
 
 @dataclass(frozen=True)
@@ -54,28 +56,28 @@ class AttributionSettings:
 
 @dataclass(frozen=True)
 class Attribution:
-    """The JSON section and what the group check needs (terms, rows, offset)."""
+    """The JSON section and what the group check needs (terms, rows, offset, the model's
+    rows)."""
 
     section: dict[str, Any]
     terms: tuple[Term, ...]
     rows: NDArray[np.intp]
     offset: NDArray[np.float64]
+    model: ModelRows
 
     @property
     def explaining(self) -> list[str]:
         return list(self.section.get("explaining", []))
 
 
-def _level_rows(term: Term, full: Fit, terms: Sequence[Term], rows: NDArray[np.intp],
-                offset: NDArray[np.float64], prediction: NDArray[np.float64],
+def _level_rows(term: Term, full: Fit, terms: Sequence[Term], model: ModelRows,
                 z: float) -> list[dict[str, Any]]:
     """Every level of ``term``: its row count and standardised bias with interval."""
     out = []
     for code, label in enumerate(term.labels):
         n = int(np.count_nonzero(term.codes == code))
         if code in term.used:
-            bias, low, high = standardised_bias(full, terms, rows, offset,
-                                                prediction, term.name, code, z)
+            bias, low, high = standardised_bias(full, terms, model, term.name, code, z)
             out.append({"level": label, "n": n, "bias": bias, "ci": [low, high]})
         else:
             out.append({"level": label, "n": n, "bias": None, "ci": None,
@@ -89,6 +91,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
     """Fit the recalibration model and test every covariate (see the module docstring)."""
     offset = logit_offset(prediction)
     terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events)
+    model = ModelRows.build(outcome, offset, prediction, terms, rows)
     section: dict[str, Any] = {
         "role": "diagnostic", "model": MODEL, "view": view, "rows_used": int(rows.size),
         "test": "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
@@ -97,14 +100,14 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
     try:
         if not any(t.columns for t in terms):
             raise ValueError("no covariate has two levels large enough to compare")
-        full, pvalues = covariate_tests(outcome, offset, terms, rows)
+        full, pvalues = covariate_tests(model, terms)
     except FIT_ERRORS as exc:
         section["covariates"] = [{"covariate": t.name, "kind": t.kind, "p_value": None,
                                   "p_value_adjusted": None, "status": "INCONCLUSIVE",
                                   "levels": [], "message": str(exc)} for t in terms]
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
-        return Attribution(section, tuple(terms), rows, offset)
+        return Attribution(section, tuple(terms), rows, offset, model)
     z = float(stats.norm.ppf(0.5 + settings.level / 2.0))
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
@@ -120,12 +123,12 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
             "adjustment": settings.adjust,
             "status": ("INCONCLUSIVE" if not testable
                        else "FAIL" if p_given <= settings.alpha else "PASS"),
-            "levels": _level_rows(term, full, terms, rows, offset, prediction, z),
+            "levels": _level_rows(term, full, terms, model, z),
             **({} if testable else {"message": "fewer than two levels large enough"})})
     section["explaining"] = [c["covariate"] for c in section["covariates"]
                              if c["status"] == "FAIL"]
     section["summary"] = summary_sentence(section)
-    return Attribution(section, tuple(terms), rows, offset)
+    return Attribution(section, tuple(terms), rows, offset, model)
 
 
 def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
@@ -166,13 +169,10 @@ def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
                        names: frozenset) -> NDArray[np.float64]:
     """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows,
     evaluated on every row)."""
-    from scipy import special
-
     terms = [t for t in attribution.terms if t.name in names]
-    rows = attribution.rows
-    fit = fit_glm(outcome[rows], attribution.offset[rows], design_matrix(terms, rows))
-    every = np.arange(outcome.size)
-    return special.expit(attribution.offset + design_matrix(terms, every) @ fit.params)
+    fit = fit_glm(attribution.model, terms)
+    every = Cells.build(terms, np.arange(outcome.size))
+    return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 
 def _level_text(level: dict[str, Any]) -> str:

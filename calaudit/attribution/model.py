@@ -1,4 +1,4 @@
-"""The recalibration model and its tests (statsmodels GLM, binomial family, logit link).
+"""The recalibration model and its tests (binomial GLM, logit link).
 
 Model (binary: ``y`` the positive label and ``p`` its probability; multi-class: the
 top-label view, ``y = 1{label = argmax p}`` and ``p = max p``)::
@@ -8,7 +8,10 @@ top-label view, ``y = 1{label = argmax p}`` and ``p = max p``)::
 ``logit(p_i)`` is an offset (coefficient fixed at 1; ``p`` clipped to ``[1e-6, 1 - 1e-6]``),
 so every coefficient measures a departure from the model's own predictions: ``b0`` a
 global shift, ``beta_c`` a shift that depends on covariate ``c`` (Cox 1958's
-recalibration regression with covariate terms). Fitted by IRLS (``statsmodels.GLM``).
+recalibration regression with covariate terms). Fitted by IRLS as a reduction over row
+chunks (:mod:`.irls`: the score and Fisher information summed chunk by chunk, so memory
+does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`` to
+1e-10, checked in the tests).
 
 * **Likelihood-ratio tests** (Wilks): deviance of the model without ``c``'s columns minus
   the full model's, against chi^2 with as many degrees of freedom as ``c`` has columns
@@ -25,7 +28,6 @@ recalibration regression with covariate terms). Fitted by IRLS (``statsmodels.GL
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,9 +35,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
-from calaudit.attribution.design import Term, design_matrix
+from calaudit.attribution.design import Cells, Term
+from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, ordered_sum
 
 CLIP = 1e-6
+
+__all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "logit_offset",
+           "lr_test", "standardised_bias"]
 
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -44,26 +50,30 @@ def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 @dataclass(frozen=True)
-class Fit:
-    """Deviance, coefficients and their covariance of one GLM fit."""
+class ModelRows:
+    """The rows the model is fitted on: outcomes, offsets, cells of all the terms (built
+    once; every sub-model's design is a function of the cell) and the mean prediction."""
 
-    deviance: float
-    params: NDArray[np.float64]
-    cov: NDArray[np.float64]
+    y: NDArray[np.float64]
+    offset: NDArray[np.float64]
+    cells: Cells
+    mean_prediction: float
+
+    @classmethod
+    def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
+              prediction: NDArray[np.float64], terms: Sequence[Term],
+              rows: NDArray[np.intp]) -> ModelRows:
+        every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
+        return cls(y if every else y[rows], offset if every else offset[rows],
+                   Cells.build(terms, rows),
+                   float((prediction if every else prediction[rows]).mean())
+                   if rows.size else float("nan"))
 
 
-def fit_glm(y: NDArray[np.float64], offset: NDArray[np.float64],
-            x: NDArray[np.float64]) -> Fit:
-    """Binomial GLM with logit link and ``offset`` (statsmodels IRLS)."""
-    import statsmodels.api as sm
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = sm.GLM(y, x, family=sm.families.Binomial(), offset=offset).fit()
-    params = np.asarray(res.params, dtype=np.float64)
-    if not np.all(np.isfinite(params)):
-        raise FloatingPointError("the recalibration model did not converge")
-    return Fit(float(res.deviance), params, np.asarray(res.cov_params(), dtype=np.float64))
+def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
+    """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
+    ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
+    return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms))
 
 
 def lr_test(reduced: Fit, full: Fit, df: int) -> float:
@@ -77,40 +87,31 @@ def drop(terms: Sequence[Term], name: str) -> list[Term]:
     return [t for t in terms if t.name != name]
 
 
-def covariate_tests(y: NDArray[np.float64], offset: NDArray[np.float64],
-                    terms: Sequence[Term], rows: NDArray[np.intp]
+def covariate_tests(data: ModelRows, terms: Sequence[Term]
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
     """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
     others)``."""
-    yy, off = y[rows], offset[rows]
-    full = fit_glm(yy, off, design_matrix(terms, rows))
-    null = fit_glm(yy, off, design_matrix([], rows))
+    full = fit_glm(data, terms)
+    null = fit_glm(data, [])
     out = {}
     for term in terms:
         df = len(term.columns)
-        reduced = fit_glm(yy, off, design_matrix(drop(terms, term.name), rows))
-        alone = lr_test(null, fit_glm(yy, off, design_matrix([term], rows)), df)
+        reduced = fit_glm(data, drop(terms, term.name))
+        alone = lr_test(null, fit_glm(data, [term]), df)
         out[term.name] = (lr_test(reduced, full, df), alone,
                           max(reduced.deviance - full.deviance, 0.0))
     return full, out
 
 
-def standardised_bias(full: Fit, terms: Sequence[Term], rows: NDArray[np.intp],
-                      offset: NDArray[np.float64], prediction: NDArray[np.float64],
-                      name: str, level: int, z: float) -> tuple[float, float, float]:
-    """``(B_c(l), low, high)``: the standardised bias and its delta-method interval."""
-    x = design_matrix(terms, rows, (name, level))
-    q = special.expit(offset[rows] + x @ full.params)
-    bias = float(q.mean() - prediction[rows].mean())
-    grad = (q * (1.0 - q)) @ x / rows.size
+def standardised_bias(full: Fit, terms: Sequence[Term], data: ModelRows, name: str,
+                      level: int, z: float) -> tuple[float, float, float]:
+    """``(B_c(l), low, high)``: the standardised bias and its delta-method interval (the
+    per-cell sums of ``q`` and ``q (1 - q)`` reduced over row chunks)."""
+    design = data.cells.design(terms, (name, level))
+    sums = ordered_sum(mean_partial, data.y.size, {"offset": data.offset,
+                                                   "cell": data.cells.cell,
+                                                   "cell_eta": design @ full.params})
+    bias = float(sums["total"].sum() / data.y.size - data.mean_prediction)
+    grad = sums["slope"] @ design / data.y.size
     se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
     return bias, bias - z * se, bias + z * se
-
-
-def fitted_probabilities(y: NDArray[np.float64], offset: NDArray[np.float64],
-                         terms: Sequence[Term], rows: NDArray[np.intp]
-                         ) -> NDArray[np.float64]:
-    """Fitted ``P(y = 1)`` on ``rows`` of the model with ``terms`` (and the intercept)."""
-    x = design_matrix(terms, rows)
-    fit = fit_glm(y[rows], offset[rows], x)
-    return special.expit(offset[rows] + x @ fit.params)

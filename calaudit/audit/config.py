@@ -119,6 +119,11 @@ class AuditConfig:
     global_tests: GlobalTestsConfig = field(default_factory=GlobalTestsConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     squared: SquaredConfig = field(default_factory=SquaredConfig)
+    executor: Any = field(default=None, compare=False, repr=False, metadata={
+        "setting": False,
+        "help": "where row reductions run: an object with map_sum(partial, ranges, shared) "
+                "(calaudit.execution.DaskExecutor); None runs them in this process. Not a "
+                "setting and not recorded: the result is the same bytes either way"})
 
     def __post_init__(self) -> None:
         fail_on = self.fail_on.split(",") if isinstance(self.fail_on, str) else self.fail_on
@@ -149,6 +154,9 @@ class AuditConfig:
         metrics = [t.metric for t in self.thresholds]
         duplicates = sorted({m for m in metrics if metrics.count(m) > 1})
         check(not duplicates, f"thresholds: more than one entry for {', '.join(duplicates)}")
+        check(self.executor is None or callable(getattr(self.executor, "map_sum", None)),
+              f"executor must have a map_sum(partial, ranges, shared) method; "
+              f"got {type(self.executor).__name__}")
 
     @property
     def random_state(self) -> int:
@@ -160,7 +168,10 @@ class AuditConfig:
         return next((t for t in self.thresholds if t.metric == metric_id), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings, as recorded in the JSON result (without the executor)."""
+        values = dataclasses.asdict(dataclasses.replace(self, executor=None))
+        return {f.name: values[f.name] for f in dataclasses.fields(self)
+                if f.metadata.get("setting", True)}
 
 
 def _accept_seed_aliases(init):

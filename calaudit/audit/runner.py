@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -54,18 +55,25 @@ def describe_inputs(data: CalibrationData) -> dict[str, Any]:
     """The ``inputs`` section: main file, hashes, rows read / used / excluded by reason."""
     prov = data.provenance
     main = prov.files[0] if prov.files else None
-    return {
-        "path": main.path if main else None,
-        "sha256": main.sha256 if main else None,
-        "format": main.format if main else "arrays",
+    dataset = dict(prov.dataset) if prov.dataset else None
+    section = {
+        "path": dataset["path"] if dataset else main.path if main else None,
+        "sha256": None if dataset else main.sha256 if main else None,
+        "format": dataset["format"] if dataset else main.format if main else "arrays",
         "rows_read": prov.rows_read or data.n,
         "rows_used": data.n,
         "rows_excluded": dict(prov.rows_excluded),
         "rows_renormalized": prov.renormalized_rows,
         "files": [f.to_dict() for f in prov.files],
+        "total": {"files": len(prov.files),
+                  "bytes": sum(f.size or 0 for f in prov.files),
+                  "rows": sum(f.rows for f in prov.files)},
         "columns": {"label": prov.label_column, "scores": list(prov.score_columns),
                     "score_kind": prov.score_kind, "id": prov.id_column},
     }
+    if dataset:
+        section["dataset"] = dataset
+    return section
 
 
 def describe_data(data: CalibrationData) -> dict[str, Any]:
@@ -117,16 +125,30 @@ def count_events(data: CalibrationData) -> int:
     return min(hits, data.n - hits)
 
 
+def peak_rss_mib() -> float | None:
+    """The process' peak resident set size in MiB (``None`` where ``resource`` is
+    missing, e.g. Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 1024)
+
+
 def run_stages(data: CalibrationData, config: AuditConfig,
                stages: tuple[Stage, ...]) -> list[StageOutput]:
     """Run each stage on its own random stream, reporting progress per stage."""
     outputs = []
     with progress.task("audit", total=len(stages)) as advance:
         for stage in stages:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             with progress.task(stage.name):
                 outputs.append(stage.run(data, config, stream(config.seed, stage.name)))
-            progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s")
+            rss = peak_rss_mib()
+            progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s "
+                          f"(cpu {time.process_time() - cpu:.2f} s"
+                          + ("" if rss is None else f", peak RSS so far {rss:.0f} MiB") + ")")
             advance()
     return outputs
 

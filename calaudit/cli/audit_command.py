@@ -1,12 +1,13 @@
 """What ``calaudit test`` and ``calaudit metrics`` do once options are parsed:
-settings -> load -> audit -> render every output in memory -> write them atomically ->
+settings -> executor (in-process, or a Dask cluster closed after the audit) -> load ->
+audit -> render every output in memory -> write them atomically ->
 CI outputs (step summary, annotations) -> summary -> exit code. Heavy modules are
 imported here, not at CLI start-up."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from pathlib import Path
 from typing import Any
 
 from calaudit import progress
@@ -36,20 +37,24 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     if ctx.params.get("show_config"):
         sys.stdout.write(show_text(settings))
         return ExitCode.OK
-    return run(Path(ctx.params["data"]), settings, make_ui(ctx, settings))
+    return run(str(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 
-def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
+def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     """Run one audit from the command line and return the exit code. Progress is shown
     while loading and auditing only, so nothing else draws over the summary."""
     from calaudit.audit.baseline import read_result
     from calaudit.audit.runner import run_audit
+    from calaudit.execution import open_executor
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
     check_targets(output_targets(outputs))
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
-    with ui.progress():
+    with open_executor(settings["dask"]) as executor, ui.progress():
+        if executor is not None:
+            config = dataclasses.replace(config, executor=executor)
+            ui.log(f"row reductions on {executor.describe()}")
         with progress.task("load"):
             data = load(data_path, require_two_classes=config.run_tests,
                         **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__})
@@ -57,13 +62,20 @@ def run(data_path: Path, settings: Resolved, ui: Ui) -> ExitCode:
         result = run_audit(data, config, baseline=baseline)
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
-                                 "values": settings.sources()}
+                                 "values": recorded_sources(settings)}
     checks = result_checks(payload)
     write_documents(render_documents(payload, outputs, config.fail_on), ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain)
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
+
+
+def recorded_sources(settings: Resolved) -> dict[str, str]:
+    """The non-default settings' sources, as recorded in the JSON: without ``[dask]``
+    (where the reductions ran does not change the result, so it leaves the bytes alone)."""
+    return {key: source for key, source in settings.sources().items()
+            if not key.startswith("dask.")}
 
 
 def render_documents(payload: dict[str, Any], outputs: Any,

@@ -21,9 +21,11 @@ TESTS = "Tests and gate"
 LOCAL = "Local calibration (with --covariates)"
 OUT = "Outputs"
 
-DataArg = Annotated[Path, typer.Argument(
-    help="Predictions file: .csv, .tsv (optionally .gz), .parquet or .npz.",
-    show_default=False)]
+DataArg = Annotated[str, typer.Argument(
+    help="Predictions: a .csv, .tsv (optionally .gz), .parquet or .npz file; a dataset "
+    "directory (hive key=value/ directories become columns); a quoted glob such as "
+    "'preds/*.parquet'; or a URL (s3://, gs://, abfs://, memory://, file://).",
+    show_default=False, metavar="PATH")]
 LabelCol = Annotated[Optional[str], typer.Option(
     "--label-col", help="Label column (default: autodetect label, y, target, ...).",
     rich_help_panel=DATA)]
@@ -36,10 +38,11 @@ LogitCols = Annotated[Optional[str], typer.Option(
 IdCol = Annotated[Optional[str], typer.Option(
     "--id-col", help="Row id column used to join --labels / --covariates-file.",
     rich_help_panel=DATA)]
-LabelsFile = Annotated[Optional[Path], typer.Option(
-    "--labels", help="Read the labels from this file instead.", rich_help_panel=DATA)]
-CovariatesFile = Annotated[Optional[Path], typer.Option(
-    "--covariates-file", help="Read the covariates from this file instead.",
+LabelsFile = Annotated[Optional[str], typer.Option(
+    "--labels", help="Read the labels from this file (or dataset) instead.",
+    rich_help_panel=DATA)]
+CovariatesFile = Annotated[Optional[str], typer.Option(
+    "--covariates-file", help="Read the covariates from this file (or dataset) instead.",
     rich_help_panel=DATA)]
 Covariates = Annotated[Optional[str], typer.Option(
     "--covariates", help="Comma list of covariate columns, e.g. age,race.",
@@ -129,6 +132,19 @@ MdOut = Annotated[Optional[str], typer.Option(
     rich_help_panel=OUT)]
 
 CONF = "Configuration and terminal"
+DASK = "Dask (needs the calaudit\\[dask] extra)"
+
+DaskScheduler = Annotated[Optional[str], typer.Option(
+    "--dask", metavar="ADDRESS", help="Run the row reductions on the running Dask cluster "
+    "whose scheduler is at ADDRESS (host:port or tcp://host:port). The result is the same "
+    "bytes as without Dask.", rich_help_panel=DASK, show_default=False)]
+DaskWorkers = Annotated[Optional[int], typer.Option(
+    "--workers", min=COUNTS["dask.workers"][0], max=COUNTS["dask.workers"][1],
+    help="Start a local Dask cluster of N single-threaded worker processes for the run "
+    "(closed at the end).", rich_help_panel=DASK, show_default=False)]
+DaskMemoryLimit = Annotated[Optional[str], typer.Option(
+    "--memory-limit", help="Memory limit of each --workers process, e.g. 2GB "
+    "(default: dask.memory_limit, 2GB).", rich_help_panel=DASK, show_default=False)]
 
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "

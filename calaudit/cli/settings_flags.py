@@ -26,6 +26,9 @@ EXPLICIT = {
     "kite_gamma": "local.kite_cov_gamma",
     "squared": "squared.enabled",  # composite: see _squared_flags
     "squared_estimators": "squared.estimators",
+    "dask": "dask.scheduler",
+    "workers": "dask.workers",
+    "memory_limit": "dask.memory_limit",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
                           "show_config", "pyproject", "force", "path", "directory",

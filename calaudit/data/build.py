@@ -8,6 +8,7 @@ bad rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,6 +50,10 @@ class RawInputs:
     files: tuple[SourceFile, ...] = ()
     #: Prediction-row ids when other files were joined on ``id_column``.
     ids: np.ndarray | None = None
+    #: Row layouts of the datasets among the inputs, by name (for error messages).
+    layouts: dict[str, Any] = field(default_factory=dict)
+    #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
+    dataset: dict[str, Any] | None = None
 
 
 def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
@@ -92,7 +97,7 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> l
 def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
                 ) -> tuple[tuple[str, ...], np.ndarray]:
     """Class names and the class index of every row (``UNKNOWN`` where unmatched)."""
-    present = raw.labels[~missing]
+    present = raw.labels[~missing] if missing.any() else raw.labels
     codes = np.full(missing.shape, UNKNOWN, dtype=np.int64)
     if raw.scores.shape[1] == 1:
         classes, present_codes = binary_classes(
@@ -131,6 +136,13 @@ def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covaria
     """A numeric covariate as float64, or a categorical one as codes into sorted names."""
     if not categorical:
         return Covariate(name, "numeric", values.to_numpy(dtype=np.float64))
+    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
+        names = np.array([str(v) for v in values.cat.categories], dtype=object)
+        levels, remap = np.unique(names, return_inverse=True)
+        codes = remap.reshape(-1)[values.cat.codes.to_numpy()]
+        used = np.unique(codes)
+        return Covariate(name, "categorical", np.searchsorted(used, codes),
+                         tuple(str(v) for v in levels[used]))
     if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
         values = values.astype(np.int64)
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
@@ -191,18 +203,20 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
     bad = np.zeros(n, dtype=bool)
     for prob in problems:
         bad |= prob.rows
-    keep = np.flatnonzero(~bad)
-    check_enough(len(keep), codes[keep], classes, raw, options)
+    # every row kept: views, not copies (at 10^7 rows a copy of y_proba is 160 MB)
+    keep = slice(None) if not bad.any() else np.flatnonzero(~bad)
+    used = n if isinstance(keep, slice) else len(keep)
+    check_enough(used, codes[keep], classes, raw, options)
     covariates = tuple(
         encode_covariate(name, values.iloc[keep].reset_index(drop=True),
                          is_categorical(values, name, options))
         for name, values, _ in raw.covariates
     )
     provenance = Provenance(
-        files=raw.files, rows_read=n, rows_used=len(keep),
+        files=raw.files, rows_read=n, rows_used=used,
         rows_excluded=first_reason_counts(problems, n), label_column=raw.label_column,
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
-        renormalized_rows=renormalized,
+        renormalized_rows=renormalized, dataset=raw.dataset,
     )
     return CalibrationData(probs[keep], codes[keep], classes, covariates, provenance)
 
@@ -219,7 +233,7 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
         for name, series, _ in raw.covariates:
             if name == prob.column:
                 values = series.to_numpy()
-    return prob.error(values)
+    return prob.error(values, raw.layouts)
 
 
 def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: RawInputs,

@@ -61,6 +61,9 @@ class Provenance:
     score_kind: str = "probability"
     id_column: str | None = None
     renormalized_rows: int = 0
+    #: The predictions input when it is a dataset: ``{"path": as given, "kind":
+    #: "directory" | "glob" | "url", "format", "files", "partition_columns"}``.
+    dataset: Mapping[str, object] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows_excluded", MappingProxyType(dict(self.rows_excluded)))

@@ -27,6 +27,10 @@ def _is_numeric(values: pd.Series) -> bool:
 def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of a numeric label series and a mask of the integral ones (values
     beyond +-2**62, such as 1e300, are not class codes)."""
+    if getattr(values.dtype, "kind", "O") in "iu":  # plain integers: no float copies
+        codes = values.to_numpy()
+        ok = (codes < 2**62) & (codes > -(2**62)) if codes.dtype.kind == "i" else codes < 2**62
+        return np.where(ok, codes, UNKNOWN).astype(np.int64, copy=False), ok
     as_float = values.astype(np.float64).to_numpy()
     ok = (np.isfinite(as_float) & (np.abs(as_float) < 2.0**62)
           & (as_float == np.round(as_float)))
@@ -36,6 +40,10 @@ def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _as_text(values: pd.Series) -> np.ndarray:
+    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
+        names = np.array([str(v).strip() for v in values.cat.categories] + ["nan"],
+                         dtype=object)
+        return names[values.cat.codes.to_numpy()]
     return np.array([str(v).strip() for v in values.to_numpy()], dtype=object)
 
 
@@ -50,8 +58,8 @@ def map_multiclass(values: pd.Series, class_names: tuple[str, ...]) -> np.ndarra
             return np.array([lookup.get(c, UNKNOWN) if good else UNKNOWN
                              for c, good in zip(codes, ok)], dtype=np.int64)
         return np.where(ok & (codes >= 0) & (codes < m), codes, UNKNOWN)
-    lookup = {name: k for k, name in enumerate(class_names)}
-    return np.array([lookup.get(v, UNKNOWN) for v in _as_text(values)], dtype=np.int64)
+    codes = pd.Index(list(class_names), dtype=object).get_indexer(_as_text(values))
+    return np.where(codes >= 0, codes, UNKNOWN).astype(np.int64)
 
 
 def _integer_names(class_names: tuple[str, ...]) -> list[int] | None:

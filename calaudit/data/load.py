@@ -3,7 +3,8 @@ reads input files (``calaudit.load``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,17 @@ from calaudit.data.columns import (
     split_list,
 )
 from calaudit.data.dataset import CalibrationData
-from calaudit.data.rows import shown_value
-from calaudit.data.readers import SourceFile, file_format, read_columns, read_table, sha256_of
+from calaudit.data.locations import DataFile, Location, locate
+from calaudit.data.partitioned import Dataset, RowLayout
+from calaudit.data.readers import (
+    SourceFile,
+    check_readable,
+    file_format,
+    read_columns,
+    read_table,
+    sha256_of,
+)
+from calaudit.data.rows import located, shown_value
 from calaudit.exceptions import InputError
 
 
@@ -36,7 +46,7 @@ class ColumnOptions:
 
 
 def load(
-    path: str | Path,
+    path: str | os.PathLike[str],
     *,
     label_col: str | None = None,
     prob_cols: str | None = None,
@@ -53,7 +63,11 @@ def load(
 ) -> CalibrationData:
     """Read, join and validate predictions, labels and covariates.
 
-    Parameters mirror the command-line options (``--label-col`` ...). ``prob_cols`` and
+    ``path`` (and ``labels``, ``covariates_file``) is one file, a Parquet or CSV dataset
+    directory (hive ``key=value/`` directories become columns), a glob (``"preds/*.parquet"``)
+    or an fsspec URL (``s3://``, ``gs://``, ``abfs://``, ``memory://``, ``file://``); see
+    docs/inputs.md. Parameters mirror the command-line options (``--label-col`` ...).
+    ``prob_cols`` and
     ``logit_cols`` take a glob pattern (``"p_*"``) or a comma list; ``covariates`` and
     ``categorical`` a comma list or a sequence. Raises
     :class:`~calaudit.exceptions.InputError` for any bad input.
@@ -73,37 +87,81 @@ def load(
             raise InputError(f"--categorical names '{name}', which is not a covariate",
                              column=name, rule="conflicting_options",
                              hint="list it in --covariates too")
-    return build(gather(Path(path), columns), options)
+    return build(gather(os.fspath(path), columns), options)
 
 
 def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:
     return split_list(value) if isinstance(value, str) else list(value)
 
 
+class SingleFile:
+    """One local file (the reader interface shared with
+    :class:`~calaudit.data.partitioned.Dataset`). CSV, TSV and NPZ are read whole by
+    :mod:`calaudit.data.readers`; Parquet is streamed in record batches as a one-file
+    dataset (compact columns, no pandas frame of Python strings)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = 0
+
+    def columns(self) -> list[str]:
+        return read_columns(self.path)
+
+    def read(self, columns: list[str]) -> pd.DataFrame:
+        if file_format(self.path) == "parquet":
+            check_readable(self.path)
+            one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
+            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(columns)
+        else:
+            frame = read_table(self.path, columns)
+        self.rows = len(frame)
+        return frame
+
+    def layout(self) -> RowLayout | None:
+        return None
+
+    def provenance(self, role: str) -> list[SourceFile]:
+        digest = sha256_of(self.path)
+        return [SourceFile(role, str(self.path), file_format(self.path), digest, self.rows,
+                           os.stat(self.path).st_size, "sha256", digest)]
+
+
+def open_input(spec: str) -> SingleFile | Dataset:
+    """The reader for what the user gave: one file, or a dataset (directory, glob, URL)."""
+    location = locate(spec)
+    return Dataset(location) if location.is_dataset else SingleFile(Path(location.spec))
+
+
 @dataclass
 class _Part:
-    """One input file and the columns wanted from it."""
+    """One input (a file or a dataset) and the columns wanted from it."""
 
     role: str
-    path: Path
-    available: list[str]
-    wanted: list[str]
+    name: str
+    source: SingleFile | Dataset
+    available: list[str] = field(default_factory=list)
+    wanted: list[str] = field(default_factory=list)
     frame: pd.DataFrame | None = None
-    rows: int = 0
+
+    @classmethod
+    def open(cls, role: str, spec: str) -> _Part:
+        source = open_input(spec)
+        name = str(source.path) if isinstance(source, SingleFile) else spec
+        return cls(role, name, source, source.columns())
 
 
-def gather(main_path: Path, opts: ColumnOptions) -> RawInputs:
+def gather(main_path: str, opts: ColumnOptions) -> RawInputs:
     """Resolve every column, read the files and align their rows."""
-    main = _Part("predictions", main_path, read_columns(main_path), [])
+    main = _Part.open("predictions", main_path)
     label_part = _extra("labels", opts.labels_file, main)
     cov_part = _extra("covariates", opts.covariates_file, main)
-    label_col = (require_column(opts.label_col, label_part.available, str(label_part.path),
+    label_col = (require_column(opts.label_col, label_part.available, label_part.name,
                                 "--label-col")
-                 if opts.label_col else detect_label(label_part.available, str(label_part.path)))
+                 if opts.label_col else detect_label(label_part.available, label_part.name))
     for name in opts.covariates:
-        require_column(name, cov_part.available, str(cov_part.path), "--covariates")
+        require_column(name, cov_part.available, cov_part.name, "--covariates")
     reserved = {label_col, *opts.covariates} | ({opts.id_col} if opts.id_col else set())
-    scores = resolve_scores(opts.prob_cols, opts.logit_cols, main.available, str(main.path),
+    scores = resolve_scores(opts.prob_cols, opts.logit_cols, main.available, main.name,
                             exclude=reserved)
     _check_roles(scores.columns, label_col, opts)
     main.wanted += list(scores.columns)
@@ -112,21 +170,27 @@ def gather(main_path: Path, opts: ColumnOptions) -> RawInputs:
     parts = _distinct([main, label_part, cov_part])
     unmatched, ids = _read_and_align(parts, opts.id_col)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
+    layouts = {part.name: layout for part in parts
+               if (layout := part.source.layout()) is not None}
+    score_layout = layouts.get(main.name)
     return RawInputs(
-        scores=np.column_stack([_numeric(merged[c], c, main.path) for c in scores.columns]),
+        scores=np.column_stack([_numeric(merged[c], c, main.name, score_layout)
+                                for c in scores.columns]),
         score_columns=scores.columns, class_names=scores.class_names, kind=scores.kind,
-        score_source=str(main.path), labels=merged[label_col], label_column=label_col,
-        label_source=str(label_part.path),
-        covariates=[(c, merged[c], str(cov_part.path)) for c in opts.covariates],
+        score_source=main.name, labels=merged[label_col], label_column=label_col,
+        label_source=label_part.name,
+        covariates=[(c, merged[c], cov_part.name) for c in opts.covariates],
         unmatched=unmatched, id_column=opts.id_col,
-        files=tuple(_provenance(part) for part in parts), ids=ids,
+        files=tuple(f for part in parts for f in part.source.provenance(part.role)), ids=ids,
+        layouts=layouts,
+        dataset=main.source.describe() if isinstance(main.source, Dataset) else None,
     )
 
 
 def _extra(role: str, path: str | None, main: _Part) -> _Part:
     if path is None:
         return main
-    return _Part(role, Path(path), read_columns(Path(path)), [])
+    return _Part.open(role, path)
 
 
 def _distinct(parts: list[_Part]) -> list[_Part]:
@@ -148,7 +212,10 @@ def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOption
                          hint="a column is either the label, a prediction or a covariate")
 
 
-def _numeric(values: pd.Series, column: str, path: Path) -> np.ndarray:
+def _numeric(values: pd.Series, column: str, path: str,
+             layout: RowLayout | None = None) -> np.ndarray:
+    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
+        values = values.astype(object)
     kind = getattr(values.dtype, "kind", "O")
     if kind in "Mmc":
         what = {"M": "timestamps", "m": "time spans", "c": "complex numbers"}[kind]
@@ -159,9 +226,10 @@ def _numeric(values: pd.Series, column: str, path: Path) -> np.ndarray:
     bad = converted.isna() & values.notna()
     if bad.any():
         first = int(np.flatnonzero(bad.to_numpy())[0])
+        source, position = located(path, first, layout)
         raise InputError(
-            f"value {shown_value(values.iloc[first])} at data row {first + 1} is not a number",
-            source=str(path), column=column, rule="non_numeric_probability",
+            f"value {shown_value(values.iloc[first])} at {position} is not a number",
+            source=source, column=column, rule="non_numeric_probability",
             hint="prediction columns must hold numbers",
         )
     if getattr(converted.dtype, "kind", "O") == "c":
@@ -181,9 +249,8 @@ def _read_and_align(parts: list[_Part], id_col: str | None
     for part in parts:
         wanted = list(dict.fromkeys(part.wanted + ([id_col] if id_col and len(parts) > 1 else [])))
         if id_col and len(parts) > 1:
-            require_column(id_col, part.available, str(part.path), "--id-col")
-        part.frame = read_table(part.path, wanted)
-        part.rows = len(part.frame)
+            require_column(id_col, part.available, part.name, "--id-col")
+        part.frame = part.source.read(wanted)
     main = parts[0]
     if len(parts) == 1:
         return None, None
@@ -191,8 +258,8 @@ def _read_and_align(parts: list[_Part], id_col: str | None
         for part in parts[1:]:
             if len(part.frame) != len(main.frame):
                 raise InputError(
-                    f"has {len(part.frame)} rows but {main.path} has {len(main.frame)}",
-                    source=str(part.path), rule="length_mismatch",
+                    f"has {len(part.frame)} rows but {main.name} has {len(main.frame)}",
+                    source=part.name, rule="length_mismatch",
                     hint="give --id-col to join the files on an id column",
                 )
         return None, None
@@ -209,11 +276,7 @@ def _ids(part: _Part, id_col: str) -> pd.Index:
     ids = pd.Index(part.frame[id_col].astype(str))
     if ids.has_duplicates:
         first = ids[ids.duplicated()][0]
-        raise InputError(f"id '{first}' occurs more than once", source=str(part.path),
+        raise InputError(f"id '{first}' occurs more than once", source=part.name,
                          column=id_col, rule="duplicate_id", hint="ids must be unique")
     return ids
 
-
-def _provenance(part: _Part) -> SourceFile:
-    return SourceFile(part.role, str(part.path), file_format(part.path), sha256_of(part.path),
-                      part.rows)

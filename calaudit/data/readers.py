@@ -39,13 +39,18 @@ NA_STRINGS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A"]
 
 @dataclass(frozen=True)
 class SourceFile:
-    """Provenance of one input file."""
+    """Provenance of one input file: ``rows`` read from it, its ``size`` in bytes and its
+    fingerprint (``fingerprint_kind`` ``sha256`` of the bytes, or ``etag`` when an object
+    store gives one; ``sha256`` is then ``None``)."""
 
     role: str
     path: str
     format: str
-    sha256: str
+    sha256: str | None
     rows: int
+    size: int | None = None
+    fingerprint_kind: str = "sha256"
+    fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -54,6 +59,9 @@ class SourceFile:
             "format": self.format,
             "sha256": self.sha256,
             "rows": self.rows,
+            "size": self.size,
+            "fingerprint_kind": self.fingerprint_kind,
+            "fingerprint": self.fingerprint if self.fingerprint is not None else self.sha256,
         }
 
 
@@ -73,10 +81,15 @@ def file_format(path: Path) -> str:
 
 def sha256_of(path: Path) -> str:
     """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+        return sha256_stream(handle)
+
+
+def sha256_stream(handle) -> str:
+    """Hex SHA-256 of everything left in a binary file object, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -218,16 +231,23 @@ def _npz_frame(path: Path) -> pd.DataFrame:
 def _parquet_frame(path: Path, columns: list[str]) -> pd.DataFrame:
     """The requested Parquet columns; nested types (lists, maps, structs) are refused:
     one value per cell."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pq.read_table(path, columns=columns)
-    for field in table.schema:
-        if pa.types.is_nested(field.type):
-            raise InputError(f"holds {field.type} values; calaudit reads one value per cell",
-                             source=str(path), column=field.name, rule="unsupported_type",
-                             hint="flatten the column before the audit")
+    refuse_nested(table.schema, columns, str(path))
     return table.to_pandas()
+
+
+def refuse_nested(schema, columns: list[str], source: str) -> None:
+    """Refuse list, map and struct columns among ``columns`` of a Parquet ``schema``."""
+    import pyarrow as pa
+
+    for name in columns:
+        kind = schema.field(name).type
+        if pa.types.is_nested(kind):
+            raise InputError(f"holds {kind} values; calaudit reads one value per cell",
+                             source=source, column=name, rule="unsupported_type",
+                             hint="flatten the column before the audit")
 
 
 def _npz_arrays(path: Path) -> dict[str, np.ndarray]:

@@ -7,7 +7,9 @@ it, bad rows are dropped and counted by reason (each row under the first rule it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,11 +34,15 @@ class RowProblem:
     #: For files joined on an id: ``(predictions file, ids)``, to say which row is meant.
     joined: tuple[str, np.ndarray] | None = None
 
-    def where(self, row: int) -> str:
+    def where(self, row: int, layouts: Mapping[str, Any] | None = None) -> str:
         """`` of preds.csv (id 'a7')`` when rows are counted in another file."""
         if self.joined is None or self.joined[0] == self.source:
             return ""
         path, ids = self.joined
+        layout = (layouts or {}).get(path)
+        if layout is not None:
+            name, local = layout.locate(row)
+            return f" of the dataset (data row {local + 1} of {name}, id {shown_value(ids[row])})"
         return f" of {path} (id {shown_value(ids[row])})"
 
     @property
@@ -48,14 +54,24 @@ class RowProblem:
         header), ``index row`` in in-memory arrays (0-based, as numpy)."""
         return f"index {row}" if self.source == ARRAYS else f"data row {row + 1}"
 
-    def error(self, values: np.ndarray | None = None) -> InputError:
-        """The one-line error for this problem, quoting the first offending row."""
+    def error(self, values: np.ndarray | None = None,
+              layouts: Mapping[str, Any] | None = None) -> InputError:
+        """The one-line error for this problem, quoting the first offending row.
+
+        ``layouts`` maps a dataset's name to its
+        :class:`~calaudit.data.partitioned.RowLayout`: the message then names the file of
+        the row, the row in that file and the global row."""
         first = int(np.flatnonzero(self.rows)[0])
         shown = "" if values is None else f" (value {shown_value(values[first])})"
+        layout = None if self.joined is not None else (layouts or {}).get(self.source)
+        source, position = ((self.source, self.position(first)) if layout is None
+                            else located(self.source, first, layout))
+        if self.joined is not None and self.joined[0] in (layouts or {}):
+            position = f"global row {first + 1}"
         return InputError(
-            f"{self.message}: {self.count} row(s), first at {self.position(first)}"
-            f"{self.where(first)}{shown}",
-            source=self.source,
+            f"{self.message}: {self.count} row(s), first at {position}"
+            f"{self.where(first, layouts)}{shown}",
+            source=source,
             column=self.column,
             rule=self.rule,
             hint=self.hint + ("; or pass drop_invalid=True to drop such rows"
@@ -68,6 +84,16 @@ def problem(rule: str, source: str, column: str | None, rows: np.ndarray, messag
             hint: str, joined: tuple[str, np.ndarray] | None = None) -> RowProblem | None:
     """A :class:`RowProblem` when any row is flagged, else ``None``."""
     return RowProblem(rule, source, column, rows, message, hint, joined) if rows.any() else None
+
+
+def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
+    """``(file, "data row R (global row G)")`` of 0-based global row ``row`` of a dataset
+    (``layout``: its :class:`~calaudit.data.partitioned.RowLayout`); ``(source, "data row
+    R")`` for one file. Both numbers are 1-based, as a data row below a header."""
+    if layout is None:
+        return source, f"data row {row + 1}"
+    name, local = layout.locate(row)
+    return name, f"data row {local + 1} (global row {row + 1})"
 
 
 def shown_value(value: object, limit: int = 60) -> str:

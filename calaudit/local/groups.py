@@ -9,8 +9,12 @@ every non-empty combination of levels of two different covariates (``race=A & ag
 Per group (binary: events are positives and the prediction is ``p_1``; multi-class: the
 top-label view, events are correct predictions and the prediction is the confidence):
 ``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = observed_rate -
-mean_prediction`` with a percentile bootstrap interval (rows resampled within the group,
-seeded), ``mean_lcb``, and the group calibration test of :mod:`.poisson_binomial`.
+mean_prediction`` with an interval (``bias_ci_method``): a percentile bootstrap (rows
+resampled within the group, seeded) below ``NORMAL_MIN_ROWS`` rows, the normal interval
+``bias -/+ z sd(y - p) / sqrt(n)`` from ``NORMAL_MIN_ROWS`` rows on (the bootstrap
+distribution of a mean is then normal to within its own Monte Carlo error: coverage in
+``validation/results/group_interval_coverage.txt``; and n x B resampled rows would cost
+O(n B) time), ``mean_lcb``, and the group calibration test of :mod:`.poisson_binomial`.
 Groups with fewer than ``min_rows`` rows or fewer than ``min_events`` events or
 non-events are ``INCONCLUSIVE`` (no test, no part in the adjustment). The others' p-values
 are adjusted together (Holm by default, or Benjamini-Hochberg) and a group ``FAIL``s when
@@ -107,7 +111,23 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     return specs
 
 
+#: From this many rows on, a group's mean gets the normal interval and normal draws instead
+#: of row resampling (module docstring).
+NORMAL_MIN_ROWS = 10_000
+
+
 def bootstrap_means(d: NDArray[np.float64], rng: np.random.Generator,
+                    n_resamples: int) -> NDArray[np.float64]:
+    """``n_resamples`` bootstrap means of ``d``: :func:`resampled_means` below
+    ``NORMAL_MIN_ROWS`` rows; from there on, draws of the bootstrap distribution's normal
+    limit ``N(mean(d), var(d) / n)`` (var with ``n - 1``), O(``n_resamples``)."""
+    n = d.size
+    if n >= NORMAL_MIN_ROWS:
+        return rng.normal(float(d.mean()), float(d.std(ddof=1)) / np.sqrt(n), n_resamples)
+    return resampled_means(d, rng, n_resamples)
+
+
+def resampled_means(d: NDArray[np.float64], rng: np.random.Generator,
                     n_resamples: int) -> NDArray[np.float64]:
     """``n_resamples`` means of ``d`` resampled with replacement (bounded temporaries)."""
     n = d.size
@@ -122,7 +142,7 @@ def bootstrap_means(d: NDArray[np.float64], rng: np.random.Generator,
 def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
                             n_resamples: int, level: float) -> tuple[float, float]:
     """Percentile bootstrap interval of ``mean(d)`` (rows resampled with replacement)."""
-    values = bootstrap_means(d, rng, n_resamples)
+    values = resampled_means(d, rng, n_resamples)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
@@ -161,7 +181,8 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
         "n": n, "events": events, "mean_prediction": float(p.mean()),
         "observed_rate": float(y.mean()), "bias": float(d.mean()),
-        "bias_ci": None, "mean_lcb": None if lcb is None else float(lcb[spec.rows].mean()),
+        "bias_ci": None, "bias_ci_method": None,
+        "mean_lcb": None if lcb is None else float(lcb[spec.rows].mean()),
         "expected_events": float(p.sum()), "test": TEST_NAME, "test_method": None,
         "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
     problems = []
@@ -174,8 +195,10 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
+    bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, settings.level)
-                          if settings.resample else normal_mean_interval(d, settings.level))
+                          if bootstrap else normal_mean_interval(d, settings.level))
+    row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
     row["p_value"], row["test_method"] = group_test(events, p)
     return row
 

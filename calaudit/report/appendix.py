@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
-from calaudit.report.notes import adjustment_scope
+from calaudit.report.notes import adjustment_summary
 from calaudit.report.views import AppendixView, ConfigGroup, KeyValue, SettingsRow, SettingsTable
 
 
@@ -92,8 +92,7 @@ def _methods(result: Mapping[str, Any]) -> Iterator[KeyValue]:
             yield KeyValue(label, fmt_value(klce[key]))
     config = result.get("config") or {}
     yield KeyValue("multiple testing",
-                   f"{config.get('multiple_testing', '-')} {adjustment_scope(config)}, alpha "
-                   f"{config.get('alpha', '-')}")
+                   f"p-values {adjustment_summary(config)}; alpha {config.get('alpha', '-')}")
 
 
 def _seeds(result: Mapping[str, Any]) -> Iterator[KeyValue]:

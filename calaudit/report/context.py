@@ -199,10 +199,15 @@ def build_data(result: Mapping[str, Any]) -> DataView:
     inputs, data = result.get("inputs") or {}, result.get("data") or {}
     excluded = inputs.get("rows_excluded") or {}
     columns = inputs.get("columns") or {}
+    dataset = inputs.get("dataset") or {}
+    total = inputs.get("total") or {}
     facts = [
-        KeyValue("file", str(inputs.get("path") or "in-memory arrays")),
+        KeyValue("dataset" if dataset else "file",
+                 str(inputs.get("path") or "in-memory arrays")),
         KeyValue("format", str(inputs.get("format") or "-")),
-        KeyValue("sha256", str(inputs.get("sha256") or "-")),
+        *((KeyValue("files", f"{fmt_count(total.get('files'))} "
+                             f"({fmt_count(total.get('bytes'))} bytes)"),) if dataset else
+          (KeyValue("sha256", str(inputs.get("sha256") or "-")),)),
         KeyValue("rows read", fmt_count(inputs.get("rows_read"))),
         KeyValue("rows used", fmt_count(inputs.get("rows_used", data.get("n")))),
         KeyValue("rows excluded", fmt_count(sum(excluded.values()))),
@@ -219,15 +224,28 @@ def build_data(result: Mapping[str, Any]) -> DataView:
     return DataView(
         facts=tuple(facts),
         excluded=tuple(KeyValue(str(k), fmt_count(v)) for k, v in excluded.items()),
-        files=tuple(FileRow(str(f.get("role", "-")), str(f.get("path", "-")),
-                            str(f.get("format", "-")), str(f.get("sha256", "-")),
-                            fmt_count(f.get("rows"))) for f in files) if len(files) > 1 else (),
+        files=tuple(_file_row(f) for f in files[:MAX_FILES]) if len(files) > 1 else (),
+        files_more=max(len(files) - MAX_FILES, 0) if len(files) > 1 else 0,
         classes=tuple(ClassRow(str(name), fmt_count(count), fmt_percent(count / total))
                       for name, count in counts.items()),
         covariates=tuple(CovariateRow(str(c.get("name")), str(c.get("type", "-")),
                                       _categories(c.get("categories")))
                          for c in data.get("covariates") or ()),
     )
+
+
+#: Files listed in a report's data section (a dataset may have thousands; the JSON lists all).
+MAX_FILES = 50
+
+
+def _file_row(entry: Mapping[str, Any]) -> FileRow:
+    kind = entry.get("fingerprint_kind") or "sha256"
+    value = entry.get("fingerprint") or entry.get("sha256")
+    return FileRow(str(entry.get("role", "-")), str(entry.get("path", "-")),
+                   str(entry.get("format", "-")), str(entry.get("sha256") or "-"),
+                   fmt_count(entry.get("rows")),
+                   fmt_count(entry.get("size")) if entry.get("size") is not None else "-",
+                   f"{kind} {value}" if value else "-")
 
 
 def _categories(categories: Sequence[Any] | None, limit: int = 12) -> str:

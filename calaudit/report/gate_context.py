@@ -65,9 +65,9 @@ def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None =
                  or (not c.gates and c.status not in ("PASS", ""))]
     groups = list(result.get("groups") or ())
     n_tests = len(result.get("tests") or ())
-    grading = (f"Tests are graded on p-values adjusted with "
-               f"{config.get('multiple_testing', 'holm')} {notes.adjustment_scope(config)} "
-               f"({n_tests} test(s)), at alpha = {config.get('alpha', '-')}." if n_tests else
+    grading = (f"Tests ({n_tests}) are graded on p-values "
+               f"{notes.adjustment_summary(config)}, at alpha = {config.get('alpha', '-')}."
+               if n_tests else
                no_tests_note(config))
     gate = (f"Fails on: {', '.join(fail_on)}.", grading)
     gating = gating_lines(lines)

@@ -11,14 +11,25 @@ from typing import Any
 
 from calaudit.report.views import Note
 
-METHOD_NAMES = {
-    "holm": "Holm's step-down method, which keeps the chance of any false alarm among the "
-            "adjusted tests at most alpha",
-    "bonferroni": "the Bonferroni correction, which keeps the chance of any false alarm "
-                  "among the adjusted tests at most alpha",
-    "fdr_bh": "the Benjamini-Hochberg procedure, which keeps the expected share of false "
-              "alarms among the rejected tests at most alpha",
-    "none": "no adjustment (each test on its own at level alpha)",
+#: Each adjustment method: (its name in a sentence, what it guarantees).
+METHODS = {
+    "holm": ("Holm's step-down method",
+             "it keeps the chance of any false alarm among the tests adjusted together at "
+             "most alpha"),
+    "bonferroni": ("the Bonferroni correction",
+                   "it keeps the chance of any false alarm among the tests adjusted together "
+                   "at most alpha"),
+    "fdr_bh": ("the Benjamini-Hochberg procedure",
+               "it keeps the expected share of false alarms among the rejected tests at most "
+               "alpha"),
+}
+
+#: Which tests are adjusted together, per ``multiple_testing_scope``.
+SCOPES = {
+    "battery": "over all tests together",
+    "primary": ("over the primary tests (the ones that decide the verdict) together, and "
+                "over each family of diagnostic tests separately"),
+    "family": "within each family of tests (global calibration; local calibration)",
 }
 
 
@@ -31,7 +42,8 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
             "listed under 'fails on'. Tests are graded on their adjusted p-values; "
             "INCONCLUSIVE means a check could not decide, never that it passed."),
         "data": (
-            "Check that the file, its fingerprint (sha256) and the row counts are the ones "
+            "Check that the files, their fingerprints (SHA-256, or an object store's ETag) and "
+            "the row counts are the ones "
             "you meant to audit. Rows excluded by a rule are not part of any number below."),
         "metrics": (
             "Estimates of how far the probabilities are from the observed frequencies. Each "
@@ -85,22 +97,21 @@ def how_to_read(config: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def adjustment_scope(config: Mapping[str, Any]) -> str:
-    """How widely p-values were adjusted, in words."""
-    scope = config.get("multiple_testing_scope", "family")
-    if scope == "battery":
-        return "across all tests together"
-    if scope == "primary":
-        return ("with the primary tests (the ones that decide) adjusted together and each "
-                "diagnostic within its family")
-    return "within each family of tests (global calibration; local calibration)"
+def adjustment_summary(config: Mapping[str, Any]) -> str:
+    """How p-values were adjusted, as a clause: "adjusted by Holm's step-down method over
+    the primary tests ... together, and ..." or "not adjusted (...)"."""
+    method = str(config.get("multiple_testing", "holm"))
+    if method == "none":
+        return "not adjusted (each test on its own at level alpha)"
+    name = METHODS.get(method, (method, ""))[0]
+    scope = SCOPES.get(str(config.get("multiple_testing_scope", "family")), SCOPES["family"])
+    return f"adjusted by {name} {scope}"
 
 
 def general_notes(config: Mapping[str, Any], n_tests: int) -> tuple[Note, ...]:
     """The "Reading this report" section."""
     alpha = config.get("alpha", 0.05)
-    method = str(config.get("multiple_testing", "holm"))
-    adjustment = METHOD_NAMES.get(method, method)
+    guarantee = METHODS.get(str(config.get("multiple_testing", "holm")), ("", ""))[1]
     return (
         Note("What a p-value means here", (
             "Every test starts from the assumption that the model is calibrated: that among "
@@ -114,9 +125,9 @@ def general_notes(config: Mapping[str, Any], n_tests: int) -> tuple[Note, ...]:
         )),
         Note("Many tests at once", (
             f"This audit ran {n_tests} test(s). Running several tests raises the chance that "
-            f"one of them rejects by luck, so p-values are adjusted "
-            f"{adjustment_scope(config)} with {adjustment}. Each test is graded on its "
-            "adjusted p-value.",
+            f"one of them rejects by luck, so p-values are {adjustment_summary(config)}"
+            + (f"; {guarantee}." if guarantee else ".")
+            + " Each test is graded on its adjusted p-value.",
         ) if n_tests else (
             "This audit ran no hypothesis tests: nothing here says whether the gaps shown "
             "could be chance. Run 'calaudit test' for p-values.",

@@ -140,6 +140,9 @@ class FileRow:
     format: str
     sha256: str
     rows: str
+    size: str = "-"
+    #: ``sha256 <hex>`` or ``etag <value>`` (docs/result-schema.md, inputs.files)
+    fingerprint: str = "-"
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,8 @@ class DataView:
     files: tuple[FileRow, ...]
     classes: tuple[ClassRow, ...]
     covariates: tuple[CovariateRow, ...]
+    #: files read but not listed (the report lists at most MAX_FILES; the JSON has all)
+    files_more: int = 0
 
 
 @dataclass(frozen=True)

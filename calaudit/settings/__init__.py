@@ -13,8 +13,9 @@ from typing import Any
 
 
 def cli_roots() -> dict[str, Any]:
-    """The settings roots of the command line: the audit, ``[data]`` and ``[outputs]``."""
+    """The settings roots of the command line: the audit, ``[data]``, ``[outputs]`` and
+    ``[dask]``."""
     from calaudit.audit.config import AuditConfig
-    from calaudit.settings.sections import DataConfig, OutputConfig
+    from calaudit.settings.sections import DaskConfig, DataConfig, OutputConfig
 
-    return {"": AuditConfig, "data": DataConfig, "outputs": OutputConfig}
+    return {"": AuditConfig, "data": DataConfig, "outputs": OutputConfig, "dask": DaskConfig}

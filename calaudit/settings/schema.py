@@ -11,7 +11,8 @@ they are. The walk recognises three shapes of dataclass field:
   ``Enum``, ``X | None`` and ``tuple[X, ...]`` of those are understood.
 
 Field metadata used: ``help`` (one line), ``path`` (a file path: resolved against the
-directory of the config file that sets it), ``key`` (keyed tables).
+directory of the config file that sets it), ``key`` (keyed tables), ``setting`` (``False``:
+not a setting, left out of the schema, e.g. ``AuditConfig.executor``).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def build_schema(cls: type, path: Path_ = ()) -> Section:
     hints = typing.get_type_hints(cls)
     children: dict[str, Leaf | Section | Table] = {}
     for f in dataclasses.fields(cls):
+        if f.metadata.get("setting") is False:  # a run-time object (AuditConfig.executor)
+            continue
         annotation = hints[f.name]
         here = (*path, f.name)
         entry_cls = _table_entry(annotation)

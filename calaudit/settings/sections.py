@@ -1,12 +1,16 @@
 """Settings of the command line that are not part of the audit itself: where the data
-columns are (``[data]``) and where results go (``[outputs]``). They share the file, the
-environment variables and the precedence rules with :class:`~calaudit.audit.config.AuditConfig`
-but are not recorded in the JSON result's ``config``."""
+columns are (``[data]``), where results go (``[outputs]``) and where the row reductions
+run (``[dask]``). They share the file, the environment variables and the precedence rules
+with :class:`~calaudit.audit.config.AuditConfig` but are not recorded in the JSON result's
+``config`` (the result does not depend on them)."""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 
+from calaudit import limits
 from calaudit.exceptions import ConfigError
 
 GITHUB_MODES = ("auto", "off")
@@ -73,3 +77,54 @@ class OutputConfig:
         if self.color not in COLOR_MODES:
             raise ConfigError(f"outputs.color must be one of {', '.join(COLOR_MODES)}; "
                               f"got {self.color!r}")
+
+
+#: A scheduler address: ``host:port`` or ``protocol://host:port`` (as printed by
+#: ``dask scheduler``); IPv6 hosts in brackets.
+SCHEDULER_ADDRESS = re.compile(r"^([a-z][a-z0-9+.-]*://)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)"
+                               r":[0-9]{1,5}$")
+#: A memory size as Dask writes it: ``2GB``, ``1.5 GiB``, ``500MB``, or bytes.
+MEMORY_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]i?[bB]|[bB])?$")
+
+
+@dataclass(frozen=True)
+class DaskConfig:
+    """Where the row reductions run: in this process (the default), on an existing Dask
+    cluster (``scheduler``, ``--dask``) or on a local cluster started for the run
+    (``workers``, ``--workers``). Both need the ``calaudit[dask]`` extra; the result is the
+    same bytes either way (``calaudit.execution``)."""
+
+    scheduler: str | None = field(default=None, metadata={
+        "help": "address of a running Dask scheduler, host:port or protocol://host:port "
+                "(needs calaudit[dask])"})
+    workers: int | None = field(default=None, metadata={
+        "help": "start a local Dask cluster of this many single-threaded worker processes "
+                "for the run (needs calaudit[dask])"})
+    memory_limit: str = field(default="2GB", metadata={
+        "help": "memory limit of each local worker (workers), e.g. 2GB or 512MiB"})
+    timeout: float = field(default=10.0, metadata={
+        "help": "seconds to wait for the scheduler (and the local workers) to answer"})
+
+    def __post_init__(self) -> None:
+        if self.scheduler is not None and not str(self.scheduler).strip():
+            object.__setattr__(self, "scheduler", None)
+        problem = limits.count_problem("dask.workers", self.workers)
+        if problem:
+            raise ConfigError(problem)
+        if self.scheduler is not None and not SCHEDULER_ADDRESS.match(self.scheduler):
+            raise ConfigError(
+                f"dask.scheduler must be a scheduler address host:port or "
+                f"protocol://host:port; got {self.scheduler!r}",
+                hint="dask scheduler prints it, e.g. tcp://10.0.0.5:8786")
+        if self.scheduler is not None and self.workers is not None:
+            raise ConfigError("dask.scheduler and dask.workers are both set: use an existing "
+                              "cluster (--dask) or start a local one (--workers), not both")
+        size = MEMORY_SIZE.match(str(self.memory_limit))
+        if size is None or float(size.group(1)) <= 0:
+            raise ConfigError(f"dask.memory_limit must be a positive size such as 2GB or "
+                              f"512MiB; got {self.memory_limit!r}")
+        timeout = self.timeout
+        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                or not math.isfinite(timeout) or not 0 < timeout <= 3600):
+            raise ConfigError(f"dask.timeout must be a number of seconds in (0, 3600]; "
+                              f"got {timeout!r}")

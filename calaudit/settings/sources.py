@@ -218,7 +218,7 @@ def _file_value(value: Any, leaf: Leaf, dotted: str, origin: Origin,
     except Mismatch as exc:
         raise ConfigError(f"{origin}: '{dotted}' expects {exc.expected}, got {value!r} "
                           f"({type_name(value)})") from None
-    if leaf.is_path and isinstance(coerced, str) and coerced != "-":
+    if leaf.is_path and isinstance(coerced, str) and coerced != "-" and "://" not in coerced:
         coerced = str(config.path.parent / coerced) if not Path(coerced).is_absolute() else (
             coerced)
     return coerced

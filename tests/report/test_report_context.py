@@ -31,8 +31,8 @@ def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):
     assert {(c.id, c.status) for c in verdict.attention} == {
         ("klce_permutation", "INCONCLUSIVE"), ("tce2", "WARN")}
     assert verdict.gate[0] == "Fails on: FAIL, ERROR."
-    assert "holm within each family of tests" in verdict.gate[1]
-    assert "(5 test(s))" in verdict.gate[1]
+    assert "adjusted by Holm's step-down method within each family of tests" in verdict.gate[1]
+    assert verdict.gate[1].startswith("Tests (5) are graded")
     counts = {c.key: c.value for c in verdict.counts}
     assert counts == {"checks": "6 (2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE)",
                       "groups (diagnostics)": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}

@@ -1,0 +1,382 @@
+"""Benchmark: a 10^7-row partitioned dataset (20 Parquet files, a numeric and a categorical
+covariate), in one process and on ``--workers 2`` (2 GB per worker): wall time, CPU and
+peak memory per process, and whether the results are identical (issue 14).
+
+    python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what reduction
+    python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what audit
+
+The dataset comes from ``benchmarks/make_partitioned.py`` (``write_dataset``; seeded, the
+same rows whatever the number of files), written to a temporary directory unless
+``--data DIR`` names one already written.
+
+``--what reduction``: one feature pass of the kind the kernel tests run, as a row reduction
+over the fixed task ranges (``calaudit.numerics.row_blocks``): each task reads its own rows
+from the Parquet files (only the row groups it needs), maps ``z = (p, age, region)`` to
+``D`` random Fourier features, redraws ``B`` label sets ``y* ~ Bernoulli(p)`` from the
+row-block streams and returns ``Phi^T [r, r*_1 .. r*_B]`` (D x (B + 1)) and the ECE bin
+sums. Serial: the tasks one after another in this process (BLAS limited to one thread, as
+in a worker). Dask: ``DaskExecutor`` on a ``LocalCluster`` of ``--workers`` single-threaded
+processes with ``--memory-limit`` each; only the D x (B + 1) partials travel. Each mode runs
+in a child process, so every peak is that process's own ``ru_maxrss`` (workers report theirs
+through ``client.run`` before the cluster closes). The folded arrays' SHA-256 must match.
+
+``--what audit``: ``calaudit test DATA --covariates age,region --json`` as a child process,
+alone and with ``--workers 2 --memory-limit 2GB``. This needs the partitioned-dataset
+reader and the feature passes that take an executor (branches ``inputs14`` and
+``streams``). The process tree is sampled with psutil every 0.25 s for each process's peak
+RSS (client, each worker); the JSON results must be equal apart from the timings.
+
+The machine may be shared: the load average before and after is printed, and CPU seconds
+are the figure that does not depend on other jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+try:
+    from calaudit.numerics.row_blocks import ROW_BLOCK, TASK_ROWS, block_rng, task_ranges
+except ImportError:  # before the row-block contract is merged: the same definitions
+    ROW_BLOCK, TASK_ROWS = 4096, 16 * 4096
+
+    def task_ranges(n: int, rows: int = TASK_ROWS) -> list[tuple[int, int]]:
+        return [(start, min(n, start + rows)) for start in range(0, n, rows)]
+
+    def block_rng(seed: int, name: str, block: int) -> np.random.Generator:
+        key = (int(seed), zlib.crc32(name.encode("utf-8")), int(block))
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key)))
+
+REGIONS = ("north", "south", "east", "west")
+N_BINS = 15
+
+
+# ------------------------------------------------------------------------ the partial
+
+def file_index(files: list[str]) -> dict:
+    """Row offsets of the files and of their row groups (Parquet metadata only)."""
+    import pyarrow.parquet as pq
+
+    groups = []
+    start = 0
+    for index, path in enumerate(files):
+        meta = pq.ParquetFile(path).metadata
+        for group in range(meta.num_row_groups):
+            rows = meta.row_group(group).num_rows
+            groups.append((start, start + rows, index, group))
+            start += rows
+    return {"files": files, "groups": np.array(groups, dtype=np.int64), "n": start}
+
+
+def read_rows(index: dict, start: int, stop: int) -> dict[str, np.ndarray]:
+    """Columns of the global rows ``[start, stop)``: only the overlapping row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    groups = index["groups"]
+    hit = groups[(groups[:, 0] < stop) & (groups[:, 1] > start)]
+    tables = []
+    for lo, hi, file, group in hit:
+        table = pq.ParquetFile(index["files"][file]).read_row_group(
+            int(group), columns=["label", "prob", "age", "region"])
+        tables.append(table.slice(max(start - lo, 0), min(stop, hi) - max(start, lo)))
+    table = pa.concat_tables(tables)
+    region = table["region"].to_numpy(zero_copy_only=False)
+    return {"label": table["label"].to_numpy().astype(np.float64),
+            "prob": table["prob"].to_numpy(),
+            "age": table["age"].to_numpy(),
+            "region": np.searchsorted(np.array(sorted(REGIONS)), region)}
+
+
+def feature_partial(start: int, stop: int, *, index: dict, omega: np.ndarray,
+                    phase: np.ndarray, seed: int, n_resamples: int) -> dict:
+    """``Phi^T [r, r*]`` and the ECE bin sums of the rows ``[start, stop)``, block by
+    block (redraws from ``block_rng(seed, "bench", block)``)."""
+    cols = read_rows(index, start, stop)
+    d = omega.shape[1]
+    products = np.zeros((d, n_resamples + 1))
+    bins = np.zeros((3, N_BINS))
+    for lo in range(0, stop - start, ROW_BLOCK):
+        hi = min(stop - start, lo + ROW_BLOCK)
+        p, y = cols["prob"][lo:hi], cols["label"][lo:hi]
+        z = np.column_stack([p, (cols["age"][lo:hi] - 50.0) / 17.3,
+                             np.eye(len(REGIONS))[cols["region"][lo:hi]]])
+        phi = np.sqrt(2.0 / d) * np.cos(z @ omega + phase)
+        rng = block_rng(seed, "bench", (start + lo) // ROW_BLOCK)
+        redraws = (rng.random((hi - lo, n_resamples)) < p[:, None]) - p[:, None]
+        products += phi.T @ np.column_stack([y - p, redraws])
+        which = np.minimum((p * N_BINS).astype(np.int64), N_BINS - 1)
+        bins += np.stack([np.bincount(which, weights=w, minlength=N_BINS)
+                          for w in (np.ones_like(p), p, y)])
+    return {"products": products, "bins": bins, "rows": np.array(stop - start)}
+
+
+def shared_inputs(index: dict, n_features: int, n_resamples: int, seed: int = 7) -> dict:
+    rng = np.random.default_rng(seed)
+    dims = 2 + len(REGIONS)
+    return {"index": index, "omega": rng.normal(0.0, 1.0 / 0.3, (dims, n_features)),
+            "phase": rng.uniform(0, 2 * np.pi, n_features), "seed": seed,
+            "n_resamples": n_resamples}
+
+
+def digest(total: dict) -> str:
+    h = hashlib.sha256()
+    for key in sorted(total):
+        h.update(key.encode())
+        h.update(np.ascontiguousarray(total[key]).tobytes())
+    return h.hexdigest()[:16]
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_reduction(args: argparse.Namespace) -> dict:
+    """One mode, in this (child) process; returns its figures as a dict."""
+    from threadpoolctl import threadpool_limits
+
+    files = sorted(str(p) for p in Path(args.data).glob("*.parquet"))
+    index = file_index(files)
+    shared = shared_inputs(index, args.features, args.resamples)
+    ranges = task_ranges(index["n"])
+    started, cpu = time.perf_counter(), time.process_time()
+    workers = {}
+    if args.run == "serial":
+        from calaudit.execution import fold_in_order
+
+        with threadpool_limits(1):
+            total = fold_in_order(feature_partial(a, b, **shared) for a, b in ranges)
+    else:
+        from calaudit.execution import DaskExecutor, open_executor
+        from calaudit.settings.sections import DaskConfig
+
+        config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit, timeout=60)
+        with open_executor(config) as executor:
+            ready, ready_cpu = time.perf_counter(), time.process_time()
+            total = executor.map_sum(feature_partial, ranges, shared)
+            done, done_cpu = time.perf_counter(), time.process_time()
+            workers = executor.client.run(_worker_figures)
+        workers["cluster start (s)"] = round(ready - started, 1)
+        workers["map_sum wall (s)"] = round(done - ready, 1)
+        # client + scheduler (LocalCluster: same process) CPU per task: submit, fetch, fold
+        workers["client CPU per task (ms)"] = round(1e3 * (done_cpu - ready_cpu) / len(ranges), 2)
+        part = {k: np.asarray(v) for k, v in total.items()}
+        from calaudit.execution import fold_in_order
+
+        t0 = time.perf_counter()
+        fold_in_order([part] * len(ranges))
+        workers["fold alone per task (ms)"] = round(
+            1e3 * (time.perf_counter() - t0) / len(ranges), 3)
+        workers["partial size (KiB)"] = round(sum(v.nbytes for v in part.values()) / 1024, 1)
+    return {"mode": args.run, "rows": index["n"], "tasks": len(ranges),
+            "wall": time.perf_counter() - started, "client_cpu": time.process_time() - cpu,
+            "client_peak_mib": peak_mib(), "workers": workers, "digest": digest(total),
+            "rows_check": int(total["rows"])}
+
+
+def sized_partial(start: int, stop: int, *, shape: tuple[int, int]) -> dict:
+    """No work, a partial of the feature pass's size: the per-task cost of Dask."""
+    return {"products": np.full(shape, float(start % 7)), "rows": np.array(stop - start)}
+
+
+def run_overhead(args: argparse.Namespace) -> dict:
+    """``--tasks`` empty tasks with feature-pass-sized partials on ``--workers``: wall and
+    client (+ scheduler) CPU per task."""
+    from calaudit.execution import DaskExecutor, open_executor
+    from calaudit.settings.sections import DaskConfig
+
+    ranges = [(k * TASK_ROWS, (k + 1) * TASK_ROWS) for k in range(args.tasks)]
+    shared = {"shape": (args.features, args.resamples + 1)}
+    config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit, timeout=60)
+    with open_executor(config) as executor:
+        assert isinstance(executor, DaskExecutor)
+        executor.map_sum(sized_partial, ranges[:10], shared)  # warm up
+        started, cpu = time.perf_counter(), time.process_time()
+        executor.map_sum(sized_partial, ranges, shared)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"mode": "overhead", "tasks": len(ranges), "wall_ms_per_task": 1e3 * wall / len(ranges),
+            "client_cpu_ms_per_task": 1e3 * cpu / len(ranges)}
+
+
+def _worker_figures() -> dict:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"peak_mib": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
+
+
+# ----------------------------------------------------------------------------- audit
+
+class TreeSampler(threading.Thread):
+    """Peak RSS of a process and of each of its descendants, sampled every 0.25 s."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        import psutil
+
+        self.root, self.peaks, self.roles, self.done = psutil.Process(pid), {}, {}, False
+
+    def run(self) -> None:
+        import psutil
+
+        while not self.done:
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            for proc in procs:
+                try:
+                    rss = proc.memory_info().rss / 2**20
+                    if proc.pid not in self.roles:
+                        cmd = " ".join(proc.cmdline())
+                        self.roles[proc.pid] = ("client" if proc.pid == self.root.pid else
+                                                "worker" if "spawn_main" in cmd else "other")
+                except psutil.Error:
+                    continue
+                self.peaks[proc.pid] = max(self.peaks.get(proc.pid, 0.0), rss)
+            time.sleep(0.25)
+
+
+def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
+    import psutil  # noqa: F401 - fail early without it
+
+    cmd = [sys.executable, "-m", "calaudit", "test", str(data), "--covariates",
+           "age,region", "--json", str(out), "--exit-zero", "--verbose", *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    _, err = proc.communicate()
+    sampler.done = True
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peaks = {f"{sampler.roles.get(pid, '?')} {pid}": round(v) for pid, v in
+             sorted(sampler.peaks.items()) if sampler.roles.get(pid) != "other"}
+    return {"code": proc.returncode, "wall": time.perf_counter() - started,
+            "cpu_children_cumulative": usage.ru_utime + usage.ru_stime, "peaks_mib": peaks,
+            "stages": [line for line in err.splitlines() if "stage " in line],
+            "error": err.strip().splitlines()[-1] if proc.returncode > 1 else ""}
+
+
+def stable_json(path: Path) -> dict:
+    payload = json.loads(path.read_text())
+    for key in ("created_at", "runtime_seconds"):
+        payload.pop(key, None)
+    return payload
+
+
+# ------------------------------------------------------------------------------ main
+
+def ensure_data(args: argparse.Namespace, scratch: Path) -> Path:
+    if args.data and any(Path(args.data).glob("*.parquet")):
+        return Path(args.data)
+    from make_partitioned import write_dataset  # benchmarks/make_partitioned.py
+
+    target = Path(args.data) if args.data else scratch / "data"
+    started = time.perf_counter()
+    paths = write_dataset(target, int(args.rows), args.files)
+    size = sum(p.stat().st_size for p in paths) / 2**20
+    print(f"data: {len(paths)} files, {int(args.rows):,} rows, {size:.0f} MiB, written in "
+          f"{time.perf_counter() - started:.0f} s")
+    return target
+
+
+def child(args: argparse.Namespace, data: Path, mode: str) -> dict:
+    cmd = [sys.executable, __file__, "--data", str(data), "--run", mode,
+           "--workers", str(args.workers), "--memory-limit", args.memory_limit,
+           "--features", str(args.features), "--resamples", str(args.resamples)]
+    out = subprocess.run(cmd, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if out.returncode:
+        raise SystemExit(f"{mode} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def report_reduction(args: argparse.Namespace, data: Path) -> None:
+    print(f"\n## reduction: D = {args.features} features, B = {args.resamples} label "
+          f"redraws, tasks of {TASK_ROWS:,} rows")
+    results = [child(args, data, "serial"), child(args, data, "dask")]
+    for r in results:
+        line = (f"{r['mode']:>6}: wall {r['wall']:7.1f} s, client CPU {r['client_cpu']:7.1f} "
+                f"s, client peak {r['client_peak_mib']:6.0f} MiB")
+        print(line)
+        for name, w in r["workers"].items():
+            print(f"        {name}: " + (f"{w}" if not isinstance(w, dict) else
+                                         f"CPU {w['cpu']:.1f} s, peak {w['peak_mib']:.0f} MiB"))
+    rows = results[0]["rows"]
+    cpu = results[0]["client_cpu"]
+    print(f"per-row CPU (serial): {1e6 * cpu / rows:.2f} us/row; "
+          f"{results[0]['tasks']} tasks; identical: "
+          f"{results[0]['digest'] == results[1]['digest']} ({results[0]['digest']})")
+
+
+def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
+    print("\n## calaudit test DATA --covariates age,region --json (default battery)")
+    alone = run_audit_cli(data, scratch / "alone.json", [])
+    dask = run_audit_cli(data, scratch / "dask.json",
+                         ["--workers", str(args.workers), "--memory-limit", args.memory_limit])
+    for name, r in (("single process", alone), (f"--workers {args.workers}", dask)):
+        print(f"{name}: exit {r['code']}, wall {r['wall']:.1f} s, peaks (MiB) {r['peaks_mib']}")
+        if r["error"]:
+            print(f"  {r['error']}")
+        for line in r["stages"]:
+            print(f"  {line}")
+    if alone["code"] in (0, 1) and dask["code"] in (0, 1):
+        same = stable_json(scratch / "alone.json") == stable_json(scratch / "dask.json")
+        print(f"identical JSON apart from timings: {same}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--data", help="a directory of part-*.parquet files (written if empty)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="2GB")
+    parser.add_argument("--features", type=int, default=256)
+    parser.add_argument("--resamples", type=int, default=100)
+    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead"),
+                        default="both")
+    parser.add_argument("--tasks", type=int, default=2000,
+                        help="--what overhead: number of empty tasks")
+    parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        print(json.dumps(run_reduction(args)))
+        return
+    if args.what == "overhead":
+        result = run_overhead(args)
+        print(f"## Dask per-task cost: {result['tasks']} empty tasks, partials of "
+              f"{args.features} x {args.resamples + 1} float64, {args.workers} workers\n"
+              f"wall {result['wall_ms_per_task']:.2f} ms/task, client + scheduler CPU "
+              f"{result['client_cpu_ms_per_task']:.2f} ms/task")
+        return
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="calaudit-scale-") as folder:
+        scratch = Path(folder)
+        data = ensure_data(args, scratch)
+        if args.what in ("reduction", "both"):
+            report_reduction(args, data)
+        if args.what in ("audit", "both"):
+            report_audit(args, data, scratch)
+    print(f"\nload average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
+          f"({os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The recalibration GLM fitted by IRLS on per-cell sufficient sums, reduced over row chunks.
+
+Binomial GLM with logit link and an offset, ``eta_i = o_i + x_i' beta``,
+``q_i = expit(eta_i)``, where the design row ``x_i = C[cell_i]`` depends on the row only
+through its cell (its combination of covariate levels, :class:`.design.Cells`; ``C`` is
+cells x columns). Newton-Raphson, which for the canonical link is IRLS (McCullagh &
+Nelder 1989, sec. 2.5; Agresti 2013, sec. 4.6.2)::
+
+    H(beta) = X' W X = C' diag(w_c) C,     w_c = sum_{cell_i = c} q_i (1 - q_i)
+    U(beta) = X' (y - q) = C' r,           r_c = sum_{cell_i = c} (y_i - q_i)
+    D(beta) = 2 sum_i [softplus(eta_i) - y_i eta_i]     (the deviance for 0/1 outcomes)
+    beta <- beta + t H^{-1} U
+
+from ``beta = 0`` (the model's own predictions), ``t`` halved until the deviance does not
+increase; stopped once a step moves no coefficient by more than ``STEP_TOL (1 + |beta|)``
+(Newton converges quadratically, so the estimate is then exact to rounding); after
+``MAX_ITER`` steps, or a non-finite estimate, :class:`FloatingPointError` ("did not
+converge", e.g. separation). ``Cov(beta) = H^{-1}`` at the estimate (dispersion 1).
+
+The per-cell sums are a *reduction*: ``partial(start, stop, **shared)`` returns the sums
+over rows ``start:stop`` (arrays of one entry per cell), the partials of the fixed ranges
+:func:`part_ranges` (a function of ``n`` only) are added in range order, so the fit is the
+same whoever computes the partials; memory is O(``PART_ROWS`` + cells x columns) beyond
+the 4-byte cell index per row, and one Newton step costs a few passes of O(n) elementwise
+work (no n x k matrix, no n k^2 products). Checked against
+``statsmodels.GLM(..., family=Binomial(), offset=o)`` to 1e-10 in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+
+#: Rows per partial sum (a constant: the ranges depend on n only).
+PART_ROWS = 65_536
+#: Newton stops once no coefficient moves by more than this times (1 + |beta|).
+STEP_TOL = 1e-10
+#: Newton steps at most.
+MAX_ITER = 100
+#: Step halvings at most within one Newton step.
+MAX_HALVINGS = 40
+
+Partial = Callable[..., dict[str, NDArray[np.float64]]]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Deviance, coefficients and their covariance of one GLM fit."""
+
+    deviance: float
+    params: NDArray[np.float64]
+    cov: NDArray[np.float64]
+
+
+def part_ranges(n: int) -> list[tuple[int, int]]:
+    """``[(0, PART_ROWS), (PART_ROWS, 2 PART_ROWS), ..., (., n)]``."""
+    return [(start, min(start + PART_ROWS, n)) for start in range(0, n, PART_ROWS)]
+
+
+def ordered_sum(partial: Partial, n: int, shared: dict[str, NDArray]) -> dict[str, NDArray]:
+    """The partials of :func:`part_ranges` added in range order (a left fold)."""
+    total: dict[str, NDArray] = {}
+    for start, stop in part_ranges(n):
+        for key, value in partial(start, stop, **shared).items():
+            total[key] = total[key] + value if key in total else np.array(value, copy=True)
+    return total
+
+
+def glm_partial(start: int, stop: int, *, y: NDArray[np.float64],
+                offset: NDArray[np.float64], cell: NDArray[np.int32],
+                cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Rows ``start:stop``, per cell: ``weight`` (sum of ``q (1 - q)``) and ``residual``
+    (sum of ``y - q``); and the ``deviance``. ``cell_eta = C beta``."""
+    yy, cc = y[start:stop], cell[start:stop]
+    eta = offset[start:stop] + cell_eta[cc]
+    q = special.expit(eta)
+    deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - yy @ eta)
+    return {"weight": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size),
+            "residual": np.bincount(cc, yy - q, minlength=cell_eta.size),
+            "deviance": np.array([deviance])}
+
+
+def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
+                 cell: NDArray[np.int32], design: NDArray[np.float64]) -> Fit:
+    """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
+    cells' design ``C``."""
+    shared = {"y": y, "offset": offset, "cell": cell}
+
+    def sums(b: NDArray[np.float64]) -> dict[str, NDArray]:
+        out = ordered_sum(glm_partial, y.size, {**shared, "cell_eta": design @ b})
+        return {"hessian": design.T @ (design * out["weight"][:, None]),
+                "score": design.T @ out["residual"], "deviance": out["deviance"][0]}
+
+    beta = np.zeros(design.shape[1])
+    current = sums(beta)
+    for _ in range(MAX_ITER):
+        step = np.linalg.solve(current["hessian"], current["score"])
+        if not np.all(np.isfinite(step)):
+            break
+        for _ in range(MAX_HALVINGS):
+            trial = sums(beta + step)
+            if trial["deviance"] <= current["deviance"] * (1.0 + 1e-12):
+                break
+            step = step / 2.0
+        beta, current = beta + step, trial
+        if np.max(np.abs(step)) <= STEP_TOL * (1.0 + np.max(np.abs(beta))):
+            cov = np.linalg.inv(current["hessian"])
+            if np.all(np.isfinite(beta)) and np.all(np.isfinite(cov)):
+                return Fit(float(current["deviance"]), beta, cov)
+            break
+    raise FloatingPointError("the recalibration model did not converge")
+
+
+def mean_partial(start: int, stop: int, *, offset: NDArray[np.float64],
+                 cell: NDArray[np.int32], cell_eta: NDArray[np.float64]
+                 ) -> dict[str, NDArray[np.float64]]:
+    """Rows ``start:stop``, per cell: ``total`` (sum of ``q``) and ``slope`` (sum of
+    ``q (1 - q)``), the pieces of a standardised mean and its delta-method gradient."""
+    cc = cell[start:stop]
+    q = special.expit(offset[start:stop] + cell_eta[cc])
+    return {"total": np.bincount(cc, q, minlength=cell_eta.size),
+            "slope": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size)}
+
+
+def fitted(offset: NDArray[np.float64], cell: NDArray[np.int32],
+           cell_eta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``expit(offset + eta of the row's cell)`` on every row, chunk by chunk."""
+    out = np.empty(offset.size)
+    for start, stop in part_ranges(offset.size):
+        out[start:stop] = special.expit(offset[start:stop] + cell_eta[cell[start:stop]])
+    return out

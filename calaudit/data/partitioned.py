@@ -1,0 +1,405 @@
+"""Reading a dataset of files (:class:`~calaudit.data.locations.Location`) into the
+columns the audit uses, one record batch at a time.
+
+Parquet files are scanned through ``pyarrow.dataset`` fragments with column projection
+(only the requested columns are read) in batches of :data:`BATCH_ROWS` rows. CSV/TSV files
+go one at a time through the single-file reader (:func:`calaudit.data.readers.read_table`,
+with every check it makes: header, ragged rows, encoding); a remote CSV file is copied to a
+temporary file first. Each batch is turned into compact arrays at once: float64 for numbers,
+int32 codes into one growing list of levels for text, int8 for booleans, so no pandas frame
+of all columns (nor an object column of strings) is ever built.
+
+Rows keep a fixed order: files sorted by path, rows in file order. :class:`RowLayout` maps a
+global row back to its file and row there, for error messages.
+
+Hive partitions: directories ``key=value`` between the dataset's base and a file become
+columns (a key whose values are all integers is numeric; ``__HIVE_DEFAULT_PARTITION__`` is
+missing). Every file must hold every requested column, with the same kind (number, text,
+boolean) as the first file that has values in it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import numpy as np
+import pandas as pd
+
+from calaudit.data.locations import DataFile, Location, fingerprint
+from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
+from calaudit.data.text_files import check_header
+from calaudit.exceptions import InputError, clip
+
+#: Rows per record batch read from a Parquet file (a constant: memory per batch is
+#: BATCH_ROWS x requested columns).
+BATCH_ROWS = 65_536
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+_INTEGER = re.compile(r"^[+-]?\d{1,18}$")
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """Which file each global row comes from: ``starts[i]`` is the first global row (0-based)
+    of ``names[i]``; ``starts[-1]`` is the total."""
+
+    names: tuple[str, ...]
+    starts: np.ndarray
+
+    def locate(self, row: int) -> tuple[str, int]:
+        """``(file name, 0-based row in that file)`` of global row ``row``."""
+        index = int(np.searchsorted(self.starts, row, side="right")) - 1
+        index = min(max(index, 0), len(self.names) - 1)
+        return self.names[index], row - int(self.starts[index])
+
+
+@dataclass
+class _Column:
+    """One requested column over every file read so far."""
+
+    name: str
+    kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
+    first: str = ""  # the file that fixed the kind
+    chunks: list[np.ndarray] = field(default_factory=list)
+    levels: dict[Any, int] = field(default_factory=dict)
+
+    def expect(self, kind: str | None, type_name: str, source: str) -> None:
+        if kind is None:
+            return
+        if self.kind is None:
+            self.kind, self.first = kind, source
+        elif kind != self.kind:
+            raise InputError(f"holds {type_name} values but {clip(self.first, 200)} holds "
+                             f"{_KIND_WORDS[self.kind]}", source=source, column=self.name,
+                             rule="schema_mismatch",
+                             hint="every file of a dataset needs the same column types")
+
+    def codes(self, values: list[Any], indices: np.ndarray, null: np.ndarray) -> np.ndarray:
+        """Global int32 codes of dictionary ``values`` indexed by ``indices``; -1 where null."""
+        mapping = np.array([self.levels.setdefault(v, len(self.levels)) for v in values] or [0],
+                           dtype=np.int32)
+        out = mapping[np.where(null, 0, indices)]
+        out[null] = -1
+        return out
+
+    def series(self) -> pd.Series:
+        """The column as a pandas Series: int64 (or uint64) when every file stored integers
+        without a missing value, else float64; categorical for text; boolean."""
+        values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
+        self.chunks = []
+        if self.kind == "text":
+            categories = pd.Index(list(self.levels), dtype=object)
+            return pd.Series(pd.Categorical.from_codes(values.astype(np.int32), categories),
+                             name=self.name, copy=False)
+        if self.kind == "bool":
+            null = values < 0
+            if not null.any():
+                return pd.Series(values.astype(bool), name=self.name, copy=False)
+            return pd.Series(pd.arrays.BooleanArray(values > 0, null), name=self.name)
+        if self.kind is None:
+            values = np.full(values.shape, np.nan)
+        elif values.dtype.kind not in "iu":
+            values = values.astype(np.float64, copy=False)
+        return pd.Series(values, name=self.name, copy=False)
+
+
+_KIND_WORDS = {"numeric": "numbers", "text": "text", "bool": "booleans"}
+
+
+class Dataset:
+    """A dataset ``Location`` read as one table (see the module docstring)."""
+
+    def __init__(self, location: Location) -> None:
+        self.location = location
+        self.partitions = _partitions(location)
+        self.rows: list[int] = [0] * len(location.files)
+        self._columns: list[str] | None = None
+
+    # -- the reader interface of calaudit.data.load ------------------------------------
+    def columns(self) -> list[str]:
+        """The first file's columns, then the partition keys."""
+        if self._columns is None:
+            first = self.location.files[0]
+            names = (self._parquet_schema(first).names if self.location.format == "parquet"
+                     else self._with_local_copy(first, read_columns))
+            clash = next((key for key in self.partitions if key in names), None)
+            if clash is not None:
+                raise InputError("is both a partition key (key=value directory) and a column "
+                                 "of the file", source=first.name, column=clash,
+                                 rule="duplicate_column", hint="rename one of them")
+            self._columns = list(names) + list(self.partitions)
+        return self._columns
+
+    def read(self, columns: list[str]) -> pd.DataFrame:
+        """The requested columns of every file, in row order."""
+        stored = [c for c in columns if c not in self.partitions]
+        sinks = {name: _Column(name) for name in columns}
+        if self.location.format == "parquet":
+            fragments = [self._check_parquet(f, stored, sinks) for f in self.location.files]
+            for index, (file, fragment) in enumerate(zip(self.location.files, fragments)):
+                self.rows[index] = self._read_parquet(file, fragment, stored, sinks)
+        else:
+            for index, file in enumerate(self.location.files):
+                self.rows[index] = self._read_text(file, stored, sinks)
+        for key in columns:
+            if key in self.partitions:
+                self._fill_partition(key, sinks[key])
+        return pd.DataFrame({name: sinks[name].series() for name in columns}, copy=False)
+
+    def layout(self) -> RowLayout:
+        starts = np.concatenate([[0], np.cumsum(self.rows, dtype=np.int64)])
+        return RowLayout(tuple(f.name for f in self.location.files), starts)
+
+    def describe(self) -> dict[str, Any]:
+        """The dataset as a whole, for ``inputs.dataset`` of the JSON."""
+        return {"path": self.location.spec, "kind": self.location.kind,
+                "format": self.location.format, "files": len(self.location.files),
+                "partition_columns": list(self.partitions)}
+
+    def provenance(self, role: str) -> list[SourceFile]:
+        """One entry per file: name, size, fingerprint (ETag or SHA-256), rows read."""
+        out = []
+        for file, rows in zip(self.location.files, self.rows):
+            kind, value = fingerprint(file, self.location.filesystem)
+            out.append(SourceFile(role, file.name, self.location.format,
+                                  value if kind == "sha256" else None, rows, file.size,
+                                  kind, value))
+        return out
+
+    # -- Parquet ------------------------------------------------------------------------
+    def _fragment(self, file: DataFile):
+        import pyarrow.dataset as ds
+        from pyarrow.fs import FSSpecHandler, LocalFileSystem, PyFileSystem
+
+        fs = self.location.filesystem
+        arrow_fs = PyFileSystem(FSSpecHandler(fs)) if fs is not None else LocalFileSystem()
+        path = file.path if fs is not None else os.path.abspath(file.path)
+        return ds.ParquetFileFormat().make_fragment(path, filesystem=arrow_fs)
+
+    def _parquet_schema(self, file: DataFile):
+        fragment = self._guard(file, lambda: self._fragment(file))
+        schema = self._guard(file, lambda: fragment.physical_schema)
+        check_header(list(schema.names), Path(file.name), "parquet")
+        return schema
+
+    def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]):
+        """Footer only, before any rows are read: the file opens, holds every requested
+        column, and each column's kind matches the other files'."""
+        fragment = self._guard(file, lambda: self._fragment(file))
+        schema = self._guard(file, lambda: fragment.physical_schema)
+        check_header(list(schema.names), Path(file.name), "parquet")
+        _require(stored, list(schema.names), file, self.location.files[0])
+        refuse_nested(schema, stored, file.name)
+        for name in stored:
+            arrow_type = schema.field(name).type
+            sinks[name].expect(_arrow_kind(arrow_type, file.name, name), str(arrow_type),
+                               file.name)
+        return fragment
+
+    def _read_parquet(self, file: DataFile, fragment, stored: list[str],
+                      sinks: dict[str, _Column]) -> int:
+        import pyarrow as pa
+
+        declared = self._guard(file, lambda: fragment.count_rows())
+        rows = 0
+        batches = self._guard(file, lambda: fragment.to_batches(columns=stored,
+                                                                batch_size=BATCH_ROWS))
+        while True:
+            batch = self._guard(file, lambda: next(batches, None))
+            if batch is None:
+                break
+            rows += batch.num_rows
+            for name in stored:
+                _append_arrow(sinks[name], batch.column(name), pa)
+        if not stored:
+            rows = declared
+        if rows != declared:
+            raise InputError(f"declares {declared} rows but {rows} were read", source=file.name,
+                             rule="unreadable_file", hint="the file may be truncated")
+        return rows
+
+    def _guard(self, file: DataFile, step):
+        import pyarrow as pa
+
+        try:
+            return step()
+        except InputError:
+            raise
+        except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot read this parquet file ({clip(detail, 200)})",
+                             source=file.name, rule="unreadable_file",
+                             hint="the file may be truncated or not in the format its suffix "
+                                  "says") from None
+
+    # -- CSV / TSV ----------------------------------------------------------------------
+    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]) -> int:
+        def read(path: Path) -> pd.DataFrame:
+            _require(stored, read_columns(path), file, self.location.files[0])
+            return read_table(path, stored)
+
+        frame = self._with_local_copy(file, read)
+        for name in stored:
+            _append_pandas(sinks[name], frame[name], file.name)
+        return len(frame)
+
+    def _with_local_copy(self, file: DataFile, action):
+        """``action(path)`` on the file, copied to a temporary file when it is remote;
+        errors name the file as the user knows it."""
+        if self.location.filesystem is None:
+            return action(Path(file.name))
+        suffix = "".join(Path(file.path).suffixes[-2:])
+        with tempfile.TemporaryDirectory(prefix="calaudit-") as folder:
+            local = Path(folder) / f"part{suffix}"
+            try:
+                with self.location.filesystem.open(file.path, "rb") as src, \
+                        open(local, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except OSError as exc:
+                raise InputError(f"cannot read the file ({exc})", source=file.name,
+                                 rule="unreadable_file", hint="check the URL") from None
+            try:
+                return action(local)
+            except InputError as exc:
+                raise _renamed(exc, str(local), file.name) from None
+
+    # -- partitions ---------------------------------------------------------------------
+    def _fill_partition(self, key: str, sink: _Column) -> None:
+        values = self.partitions[key]
+        numeric = all(v is None or _INTEGER.match(v) for v in values)
+        for file, value, rows in zip(self.location.files, values, self.rows):
+            if value is None and not any(p == f"{key}={HIVE_NULL}" for p in _parts(file)):
+                raise InputError(f"is not below a '{key}=...' directory, so it has no value "
+                                 "for this partition key", source=file.name, column=key,
+                                 rule="missing_column",
+                                 hint="partition every file by the same keys")
+            if numeric:
+                sink.kind = "numeric"
+                sink.chunks.append(np.full(rows, np.nan if value is None else float(value)))
+            else:
+                sink.kind = "text"
+                code = -1 if value is None else sink.levels.setdefault(value, len(sink.levels))
+                sink.chunks.append(np.full(rows, code, dtype=np.int32))
+
+
+def _require(stored: list[str], available: list[str], file: DataFile, first: DataFile) -> None:
+    missing = next((name for name in stored if name not in available), None)
+    if missing is not None:
+        raise InputError(f"column not found (the dataset's first file {clip(first.name, 200)} has "
+                         "it)", source=file.name, column=missing, rule="missing_column",
+                         hint="every file of a dataset needs the same columns")
+
+
+def _parts(file: DataFile) -> list[str]:
+    return file.path.replace("\\", "/").split("/")[:-1]
+
+
+def _partitions(location: Location) -> dict[str, list[str | None]]:
+    """Hive keys and each file's value (``None`` when missing), in order of appearance."""
+    base = (location.base or "").replace("\\", "/").rstrip("/")
+    keys: dict[str, list[str | None]] = {}
+    for index, file in enumerate(location.files):
+        path = file.path.replace("\\", "/")
+        relative = path[len(base) + 1:] if base and path.startswith(base + "/") else (
+            path if not base else "")
+        for part in relative.split("/")[:-1]:
+            if "=" not in part:
+                continue
+            key, value = (unquote(s) for s in part.split("=", 1))
+            column = keys.setdefault(key, [None] * len(location.files))
+            column[index] = None if value == HIVE_NULL else value
+    return keys
+
+
+def _arrow_kind(arrow_type, source: str, column: str) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pa.types.is_null(arrow_type):
+        return None
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or \
+            pa.types.is_decimal(arrow_type):
+        return "numeric"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "text"
+    what = ("timestamps" if pa.types.is_temporal(arrow_type) and not
+            pa.types.is_duration(arrow_type) else "time spans" if pa.types.is_duration(arrow_type)
+            else f"{arrow_type} values")
+    raise InputError(f"holds {what}; a column holds numbers, text or booleans",
+                     source=source, column=column, rule="unsupported_type",
+                     hint="convert it to numbers or strings first")
+
+
+def _append_arrow(sink: _Column, array, pa) -> None:
+    """One batch of a column, appended as compact numpy."""
+    import pyarrow.compute as pc
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_null(array.type) or sink.kind is None:
+        fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
+        dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
+        sink.chunks.append(np.full(len(array), fill, dtype=dtype))
+    elif sink.kind == "text":
+        encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
+        null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        sink.chunks.append(sink.codes(encoded.dictionary.to_pylist(), indices, null))
+    elif sink.kind == "bool":
+        null = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int8)
+        values[null] = -1
+        sink.chunks.append(values)
+    elif sink.kind == "numeric":
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        if pa.types.is_integer(array.type) and array.null_count == 0:
+            sink.chunks.append(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
+        else:
+            sink.chunks.append(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
+
+
+def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
+    """One CSV file's column, appended as compact numpy."""
+    if values.isna().all():
+        kind = None
+    elif pd.api.types.is_bool_dtype(values):
+        kind = "bool"
+    elif pd.api.types.is_numeric_dtype(values):
+        kind = "numeric"
+    else:
+        kind = "text"
+    sink.expect(kind, str(values.dtype), source)
+    if sink.kind is None or kind is None and sink.kind == "numeric":
+        sink.chunks.append(np.full(len(values), np.nan))
+    elif sink.kind == "numeric":
+        integers = values.dtype.kind in "iu"  # numpy integers: no missing values
+        sink.chunks.append(values.to_numpy() if integers
+                           else values.to_numpy(dtype=np.float64, na_value=np.nan))
+    elif sink.kind == "bool":
+        null = values.isna().to_numpy()
+        out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
+        sink.chunks.append(out)
+    else:
+        null = values.isna().to_numpy()
+        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
+        sink.chunks.append(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
+
+
+def _renamed(exc: InputError, temporary: str, name: str) -> InputError:
+    """``exc`` with the temporary copy's path replaced by the file's own name."""
+    copy = InputError("x", rule=exc.rule, hint=exc.hint)
+    copy.message = exc.message.replace(temporary, name)
+    copy.args = (copy.message,)
+    copy.source = name if exc.source == temporary else exc.source
+    copy.column = exc.column
+    return copy

@@ -1,0 +1,199 @@
+"""Row reductions on a Dask cluster, the same bytes as in one process.
+
+A reduction (the contract of ``calaudit.numerics.row_blocks``) is a pure function
+``partial(start, stop, **shared) -> dict[str, ndarray]`` evaluated on fixed row ranges
+``(start_k, stop_k)``, k = 0 .. K - 1, and combined by the left fold
+
+    total = p_0;  total = total + p_k  for k = 1, ..., K - 1   (:func:`fold_in_order`)
+
+on the caller. Floating-point addition is not associative, so the order of the fold, not
+who computes the partials, fixes the result: a Dask run folds in range order on the
+client and gives the serial executor's bytes whatever the number of workers.
+
+:class:`DaskExecutor` scatters ``shared`` once to every worker (a broadcast: each task
+reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
+function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
+error changes nothing), and fetches the partials one at a time in range order, so the
+client holds the running total and one partial. At most a window of tasks (a few per
+worker thread) is in flight ahead of the fold, so the partials waiting on the workers are
+bounded too, whatever the number of ranges. Dask itself is not imported here: the
+executor drives the ``distributed.Client`` it is given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from calaudit.exceptions import ClusterError
+
+Partial = Callable[..., Mapping[str, np.ndarray]]
+
+#: Times a task is re-run after an exception on a worker (a lost worker is rescheduled
+#: by Dask independently, up to ``distributed.scheduler.allowed-failures`` times).
+RETRIES = 3
+#: Tasks in flight per worker thread, and at least (:meth:`DaskExecutor.window`).
+WINDOW_PER_THREAD = 4
+MIN_WINDOW = 8
+
+
+def fold_in_order(partials: Iterable[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The left fold ``((p_0 + p_1) + p_2) + ...`` of the partials, key by key, in the
+    order given, accumulated in float64 (a float64 copy of the first partial, the others
+    added in place): the rule of ``calaudit.numerics.row_blocks.fold``, so a Dask run and
+    ``SerialExecutor`` give the same bytes. Every partial has the same keys and shapes
+    (they never depend on the range); a difference is a bug in the partial and raises
+    ``ValueError``."""
+    total: dict[str, np.ndarray] | None = None
+    for index, part in enumerate(partials):
+        if total is None:
+            total = {key: np.array(value, dtype=np.result_type(value, np.float64))
+                     for key, value in part.items()}
+            continue
+        if part.keys() != total.keys():
+            raise ValueError(f"partial {index} has keys {sorted(part)}, "
+                             f"the first had {sorted(total)}")
+        for key, value in part.items():
+            value = np.asarray(value)
+            if value.shape != total[key].shape:
+                raise ValueError(f"partial {index}: {key!r} has shape {value.shape}, "
+                                 f"the first had {total[key].shape}")
+            total[key] += value
+    if total is None:
+        raise ValueError("a reduction needs at least one row range")
+    return total
+
+
+def _call(partial: Partial, start: int, stop: int, shared: Mapping[str, Any]
+          ) -> Mapping[str, np.ndarray]:
+    """One task: the partial on rows ``[start, stop)`` with the worker's copy of
+    ``shared`` (Dask replaces the scattered handles by their values)."""
+    return partial(start, stop, **shared)
+
+
+def _name(partial: Partial) -> str:
+    inner = getattr(partial, "func", partial)  # functools.partial
+    return str(getattr(inner, "__name__", type(inner).__name__))
+
+
+class DaskExecutor:
+    """Run row reductions on the Dask cluster behind ``client`` (a
+    ``distributed.Client``); :meth:`map_sum` has the signature and the result of
+    ``SerialExecutor.map_sum``.
+
+    >>> from distributed import Client, LocalCluster               # doctest: +SKIP
+    >>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \\
+    ...         Client(cluster) as client:                          # doctest: +SKIP
+    ...     config = AuditConfig(executor=DaskExecutor(client))
+    """
+
+    name = "dask"
+
+    def __init__(self, client: Any, *, retries: int = RETRIES) -> None:
+        self.client = client
+        self.retries = int(retries)
+
+    def describe(self) -> str:
+        """``Dask scheduler ADDRESS, N workers`` (for ``--verbose``)."""
+        info = self.client.scheduler_info()
+        return (f"Dask scheduler {info.get('address', '?')}, "
+                f"{len(info.get('workers', {}))} worker(s)")
+
+    def __repr__(self) -> str:
+        return f"DaskExecutor({self.client!r}, retries={self.retries})"
+
+    def map_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """``fold_in_order(partial(a, b, **shared) for (a, b) in ranges)``, the partials
+        computed on the cluster: ``shared`` is sent to each worker once, one task per
+        range. Pending tasks are cancelled if the fold stops (an error, Ctrl-C)."""
+        ranges = [(int(start), int(stop)) for start, stop in ranges]
+        if not ranges:
+            raise ValueError("a reduction needs at least one row range")
+        handles = _scatter(self.client, shared)
+        partials = self._in_order(partial, ranges, handles)
+        try:
+            return fold_in_order(partials)
+        finally:
+            partials.close()  # cancels the tasks in flight if the fold stopped early
+            _forget(self.client, list(handles.values()))
+
+    def window(self) -> int:
+        """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
+        least ``MIN_WINDOW``). Partials wait on the workers until the fold takes them, so
+        this bounds the memory they hold (window x partial size) whatever the number of
+        ranges, even when a task is late (a straggler, a rerun after a lost worker)."""
+        threads = sum(self.client.nthreads().values())
+        return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
+
+    def _in_order(self, partial: Partial, ranges: list[tuple[int, int]],
+                  handles: dict[str, Any]) -> Iterator[Mapping[str, np.ndarray]]:
+        """The partials in range order, at most :meth:`window` tasks in flight, each
+        released on the cluster once fetched."""
+        token, window, name = uuid.uuid4().hex[:12], self.window(), _name(partial)
+        pending: deque[Any] = deque()
+        submitted = 0
+        try:
+            for start, stop in ranges:
+                while submitted < len(ranges) and len(pending) < window:
+                    low, high = ranges[submitted]
+                    pending.append(self.client.submit(
+                        _call, partial, low, high, handles, retries=self.retries,
+                        pure=False, key=f"calaudit-{name}-{token}-{submitted}"))
+                    submitted += 1
+                future = pending.popleft()
+                try:
+                    part = future.result()
+                except Exception as exc:  # noqa: BLE001 - cluster failures become one line
+                    failure = _cluster_failure(exc, name, start, stop)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+                future.release()
+                yield part
+        finally:
+            _forget(self.client, list(pending))
+
+
+def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
+    """``shared`` on every worker, as ``{name: future}``. The values are scattered as a
+    list, so their keys on the cluster are fresh ones: a dict would be stored under its
+    own names, and two reductions sharing a name (``x``) would release each other's."""
+    names = list(shared)
+    if not names:
+        return {}
+    futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)
+    return dict(zip(names, futures))
+
+
+def _forget(client: Any, futures: list[Any]) -> None:
+    """Cancel pending tasks and drop the cluster's copies of results and ``shared``
+    (best effort: a client whose scheduler is gone has nothing left to release)."""
+    try:
+        client.cancel(futures)
+    except Exception:  # noqa: BLE001, S110 - cleanup after the real outcome
+        pass
+
+
+def _cluster_failure(exc: Exception, name: str, start: int, stop: int) -> Exception:
+    """A :class:`ClusterError` for failures of the cluster (workers that keep dying,
+    workers without calaudit, a lost scheduler); any other exception (a bug in the
+    partial) is returned as it is."""
+    kind = type(exc).__name__
+    where = f"the {name} task on rows {start:,}-{stop:,}"
+    if kind == "KilledWorker":
+        return ClusterError(f"{where} was lost with its worker too many times ({exc})",
+                            hint="the workers may run out of memory: raise "
+                                 "dask.memory_limit or give them more memory")
+    if isinstance(exc, ImportError):
+        return ClusterError(f"{where} failed: a worker cannot import calaudit ({exc})",
+                            hint="install the same calaudit version on every worker")
+    if kind in ("CancelledError", "FutureCancelledError", "CommClosedError") or isinstance(
+            exc, OSError):
+        return ClusterError(f"{where}: lost the connection to the Dask scheduler ({kind}: "
+                            f"{exc})", hint="check that the scheduler is still running")
+    return exc

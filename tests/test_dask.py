@@ -1,0 +1,428 @@
+"""Row reductions on Dask (``calaudit.execution``): the same bytes as in one process with
+1 and 2 workers, a worker killed mid-run survived, an unreachable scheduler is one line,
+and everything works as before without Dask installed.
+
+The clusters are ``distributed.LocalCluster``: in-process threads for one worker, two
+single-threaded worker processes otherwise (module-scoped, started once).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calaudit.exceptions import ClusterError, ConfigError
+from calaudit.execution import DaskExecutor, fold_in_order, open_executor
+from calaudit.settings.sections import DaskConfig
+from tests.cli_inprocess import assert_one_line_error, run_cli
+from tests.conftest import binary_frame
+
+distributed = pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+try:  # the shared row-block contract (calaudit/numerics/row_blocks.py, branch streams)
+    from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
+    HAVE_ROW_BLOCKS = True
+except ImportError:  # until it lands: a minimal copy of its interface, for these tests only
+    HAVE_ROW_BLOCKS = False
+
+    def task_ranges(n: int, rows: int = 16 * 4096) -> list[tuple[int, int]]:
+        return [(start, min(n, start + rows)) for start in range(0, n, rows)]
+
+    class SerialExecutor:  # type: ignore[no-redef]
+        def map_sum(self, partial, ranges, shared):
+            return fold_in_order(partial(a, b, **shared) for a, b in ranges)
+
+# the partials below travel to the worker processes by value, not by module name
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+N_ROWS = 10 * 4096 + 123
+TASK = 4096
+
+
+def toy_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> dict:
+    """Sums over the rows [start, stop) of heavy-tailed values: float addition in another
+    order gives other bits, so only the in-order fold reproduces the serial result."""
+    rows = np.random.default_rng([11, start]).standard_normal((stop - start, 3))
+    values = np.exp(4.0 * rows) * weights
+    return {"sum": values.sum(axis=0), "gram": values.T @ values,
+            "moment": np.array([(values[:, 0] ** power).sum()]), "count": stop - start}
+
+
+def killing_partial(start: int, stop: int, *, weights: np.ndarray, power: int,
+                    flag: str, victim: int) -> dict:
+    """:func:`toy_partial`, except that the worker process running range ``victim``
+    kills itself (SIGKILL, as the out-of-memory killer would) the first time."""
+    if start == victim and not os.path.exists(flag):
+        Path(flag).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return toy_partial(start, stop, weights=weights, power=power)
+
+
+SHARED = {"weights": np.array([1.0, 0.5, 2.0]), "power": 3}
+
+
+def same_bytes(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        np.asarray(a[k]).dtype == np.asarray(b[k]).dtype
+        and np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes() for k in a)
+
+
+def eventually(condition, seconds: float = 20.0) -> bool:
+    """``condition()`` became true within ``seconds`` (the scheduler forgets released
+    keys asynchronously)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture(scope="module")
+def serial() -> dict:
+    return SerialExecutor().map_sum(toy_partial, task_ranges(N_ROWS, TASK), SHARED)
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit="1GB", dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                                  host="127.0.0.1") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+# ----------------------------------------------------------------------- same bytes
+
+def test_the_fold_order_decides_the_bits(serial):
+    """The check below can fail: the same partials added in another order differ."""
+    parts = [toy_partial(a, b, **SHARED) for a, b in task_ranges(N_ROWS, TASK)]
+    assert len(parts) == 11
+    assert same_bytes(fold_in_order(parts), serial)
+    assert not same_bytes(fold_in_order(parts[::-1]), serial)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_dask_executor_gives_the_serial_bytes(workers, serial, request):
+    client = request.getfixturevalue(workers)
+    executor = DaskExecutor(client)
+    result = executor.map_sum(toy_partial, task_ranges(N_ROWS, TASK), SHARED)
+    assert same_bytes(result, serial)
+    assert result["count"] == N_ROWS
+    assert "worker(s)" in executor.describe()
+    # nothing is left on the cluster: the partials and the scattered `shared` are released
+    assert eventually(lambda: not client.who_has())
+
+
+def test_reductions_sharing_names_do_not_release_each_others_data(one_worker, serial):
+    """``shared`` goes to the cluster under fresh keys, not under its names: two
+    reductions at once, both with ``weights``, each get their own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = DaskExecutor(one_worker)
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(executor.map_sum, toy_partial, task_ranges(N_ROWS, TASK),
+                            {**SHARED, "power": power}) for power in (3, 3, 1)]
+        results = [run.result() for run in runs]
+    assert same_bytes(results[0], serial) and same_bytes(results[1], serial)
+    assert not same_bytes(results[2], serial)
+
+
+def test_partials_must_keep_their_shapes(one_worker):
+    def growing(start, stop):
+        return {"x": np.zeros(1 + start // TASK)}
+
+    with pytest.raises(ValueError, match="shape"):
+        DaskExecutor(one_worker).map_sum(growing, task_ranges(3 * TASK, TASK), {})
+
+
+def test_a_bug_in_a_partial_is_raised_as_it_is(one_worker):
+    def broken(start, stop):
+        raise ZeroDivisionError("in the partial")
+
+    with pytest.raises(ZeroDivisionError, match="in the partial"):
+        DaskExecutor(one_worker, retries=0).map_sum(broken, [(0, 10)], {})
+
+
+class FakeFuture:
+    def __init__(self, client, fn, args):
+        self.client, self.fn, self.args, self.released = client, fn, args, False
+
+    def result(self):
+        return self.fn(*self.args)
+
+    def release(self):
+        self.released = True
+        self.client.live.discard(self)
+
+
+class FakeClient:
+    """Enough of ``distributed.Client`` to watch what the executor keeps in flight."""
+
+    def __init__(self, threads: int):
+        self.threads, self.live, self.most, self.cancelled = threads, set(), 0, 0
+
+    def nthreads(self):
+        return {f"w{k}": 1 for k in range(self.threads)}
+
+    def scatter(self, values, broadcast, hash):
+        return list(values)
+
+    def submit(self, fn, *args, **options):
+        future = FakeFuture(self, fn, args)
+        self.live.add(future)
+        self.most = max(self.most, len(self.live))
+        return future
+
+    def cancel(self, futures):
+        for future in futures:
+            if isinstance(future, FakeFuture):
+                self.cancelled += 1
+                self.live.discard(future)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_tasks_in_flight_are_bounded_by_the_window(threads, serial):
+    client = FakeClient(threads)
+    executor = DaskExecutor(client)
+    assert executor.window() == max(8, 4 * threads)
+    result = executor.map_sum(toy_partial, task_ranges(N_ROWS, TASK // 2), SHARED)
+    assert client.most == executor.window() < len(task_ranges(N_ROWS, TASK // 2))
+    assert not client.live
+    assert result["count"] == N_ROWS
+
+
+def test_a_failed_fold_cancels_the_tasks_in_flight():
+    def bad_shape(start, stop):
+        return {"x": np.zeros(1 if start == 0 else 2)}
+
+    client = FakeClient(2)
+    with pytest.raises(ValueError, match="shape"):
+        DaskExecutor(client).map_sum(bad_shape, task_ranges(40 * TASK, TASK), {})
+    assert client.cancelled == DaskExecutor(client).window() - 1 and not client.live
+
+
+# ---------------------------------------------------------------------- lost worker
+
+def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
+        two_workers, serial, tmp_path):
+    """A worker process dies (SIGKILL) while it runs a task; Dask reruns the task on a
+    live worker (the nanny restarts the dead one) and the fold is the same bytes."""
+    ranges = task_ranges(N_ROWS, TASK)
+    victim = ranges[4][0]
+    flag = tmp_path / "killed"
+    before = set(two_workers.run(os.getpid).values())
+    result = DaskExecutor(two_workers).map_sum(
+        killing_partial, ranges, {**SHARED, "flag": str(flag), "victim": victim})
+    killed = int(flag.read_text())
+    assert killed in before  # the task did kill one of the original worker processes
+    assert same_bytes(result, serial)
+    two_workers.wait_for_workers(2, timeout=60)
+    assert killed not in set(two_workers.run(os.getpid).values())
+
+
+# ------------------------------------------------------------------- the whole audit
+
+def _audit_bytes(executor) -> str:
+    import calaudit
+    from calaudit.audit.config import LocalConfig
+
+    frame = binary_frame(800, seed=3)
+    data = calaudit.CalibrationData.from_arrays(
+        frame["label"].to_numpy(), frame["prob"].to_numpy(),
+        covariates=frame[["age", "race"]])
+    config = calaudit.AuditConfig(method="features", n_resamples=49, random_state=5,
+                                  local=LocalConfig(n_resamples=49), executor=executor)
+    payload = calaudit.run_audit(data, config).to_dict()
+    for volatile in ("created_at", "runtime_seconds"):
+        payload.pop(volatile, None)
+    return json.dumps(payload, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def audit_in_process() -> str:
+    return _audit_bytes(None)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatch,
+                                                    audit_in_process):
+    """The default battery with the feature tests, in-process and on 1 and 2 workers.
+    Once the feature passes take an executor (calaudit.numerics.row_blocks), their
+    reductions must have gone through Dask."""
+    client = request.getfixturevalue(workers)
+    calls = []
+    original = DaskExecutor.map_sum
+
+    def counted(self, partial, ranges, shared):
+        calls.append(len(ranges))
+        return original(self, partial, ranges, shared)
+
+    monkeypatch.setattr(DaskExecutor, "map_sum", counted)
+    assert _audit_bytes(DaskExecutor(client)) == audit_in_process
+    if HAVE_ROW_BLOCKS:
+        assert calls, "no reduction of the audit ran on the executor"
+
+
+def test_the_executor_is_not_a_setting_and_not_recorded():
+    from calaudit.audit.config import AuditConfig
+
+    config = AuditConfig(executor=SerialExecutor())
+    assert "executor" not in config.to_dict()
+    assert config.to_dict() == AuditConfig().to_dict()
+    with pytest.raises(ConfigError, match="map_sum"):
+        AuditConfig(executor=object())
+
+
+# ------------------------------------------------------------------------- settings
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"scheduler": "localhost"}, "host:port"),
+    ({"scheduler": "tcp://a b:1"}, "host:port"),
+    ({"scheduler": "tcp://h:8786", "workers": 2}, "not both"),
+    ({"workers": 0}, "dask.workers must be an integer in [1, 1024]"),
+    ({"workers": 2, "memory_limit": "2 parsecs"}, "memory_limit"),
+    ({"workers": 2, "memory_limit": "0GB"}, "memory_limit"),
+    ({"timeout": 0}, "dask.timeout"),
+    ({"timeout": float("inf")}, "dask.timeout"),
+])
+def test_bad_dask_settings_are_config_errors(kwargs, fragment):
+    with pytest.raises(ConfigError) as caught:
+        DaskConfig(**kwargs)
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize("address", ["tcp://10.0.0.5:8786", "scheduler:8786",
+                                     "tls://dask.example.org:8786", "[::1]:8786"])
+def test_scheduler_addresses(address):
+    assert DaskConfig(scheduler=address).scheduler == address
+
+
+def test_nothing_set_runs_in_process():
+    with open_executor(DaskConfig()) as executor:
+        assert executor is None
+    with open_executor(None) as executor:
+        assert executor is None
+
+
+def test_config_show_lists_the_dask_settings(tmp_path):
+    (tmp_path / "calaudit.toml").write_text('[dask]\nscheduler = "tcp://10.0.0.5:8786"\n')
+    outcome = run_cli("config", "show", cwd=tmp_path)
+    assert outcome.code == 0, outcome.stderr
+    for key in ("dask.scheduler", "dask.workers", "dask.memory_limit", "dask.timeout"):
+        assert key in outcome.stdout
+    assert "tcp://10.0.0.5:8786" in outcome.stdout
+
+
+# --------------------------------------------------------------------------- faults
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(tmp_path):
+    frame = binary_frame(200)
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    outcome = run_cli("test", "d.csv", "--dask", address, "--json", "r.json",
+                      cwd=tmp_path, env={"CALAUDIT_DASK__TIMEOUT": "1"})
+    line = assert_one_line_error(outcome, f"--dask {address}: cannot reach the scheduler",
+                                 "hint:")
+    assert "Traceback" not in outcome.stderr, line
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_open_executor_raises_a_cluster_error():
+    with pytest.raises(ClusterError, match="cannot reach the scheduler"), open_executor(
+            DaskConfig(scheduler=f"127.0.0.1:{_closed_port()}", timeout=1)):
+        pass
+
+
+def test_the_cli_on_a_local_cluster_gives_the_same_json(tmp_path):
+    """``--workers 1`` starts (and closes) a local cluster; the JSON is the same bytes
+    apart from the timings, and the [dask] settings are not in it."""
+    binary_frame(400).to_csv(tmp_path / "d.csv", index=False)
+    common = ("test", "d.csv", "--covariates", "age,race", "--n-resamples", "49",
+              "--local-resamples", "49", "--method", "features", "--exit-zero", "--quiet")
+    alone = run_cli(*common, "--json", "alone.json", cwd=tmp_path)
+    on_dask = run_cli(*common, "--workers", "1", "--memory-limit", "1GB", "--json",
+                      "dask.json", cwd=tmp_path)
+    assert alone.code == on_dask.code == 0, on_dask.stderr
+    assert on_dask.stderr == ""
+
+    def stable(name):
+        payload = json.loads((tmp_path / name).read_text())
+        for volatile in ("created_at", "runtime_seconds"):
+            payload.pop(volatile)
+        return payload
+
+    assert stable("alone.json") == stable("dask.json")
+    assert "dask" not in stable("dask.json")["config"]
+
+
+# --------------------------------------------------------------------- without Dask
+
+WITHOUT_DASK = """
+import json, sys
+
+class NoDask:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("dask", "distributed"):
+            raise ImportError(f"No module named {name!r} (blocked)")
+        return None
+
+sys.meta_path.insert(0, NoDask())
+from tests.cli_inprocess import run_cli
+
+out = {"plain": run_cli("test", "d.csv", "--n-resamples", "20", "--json", "r.json").code,
+       "imported": sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed"))}
+for flag in (["--workers", "2"], ["--dask", "tcp://127.0.0.1:8786"]):
+    outcome = run_cli("test", "d.csv", *flag, "--json", "s.json")
+    out[flag[0]] = [outcome.code, outcome.error_lines]
+print(json.dumps(out))
+"""
+
+
+def test_without_dask_everything_works_as_before(tmp_path):
+    """Dask missing (its imports blocked, in a child process): a plain run works and never
+    imports Dask; asking for a cluster is one line naming the extra, nothing written."""
+    import subprocess
+
+    binary_frame(200).to_csv(tmp_path / "d.csv", index=False)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_DASK], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["plain"] in (0, 1) and (tmp_path / "r.json").exists()
+    assert out["imported"] == []
+    for flag in ("--workers", "--dask"):
+        code, lines = out[flag]
+        assert code == 2 and len(lines) == 1, (flag, lines)
+        assert lines[0].startswith(f"calaudit: error: {flag} ")
+        assert "Dask is not installed" in lines[0]
+        assert "pip install 'calaudit[dask]'" in lines[0]
+    assert not (tmp_path / "s.json").exists()
