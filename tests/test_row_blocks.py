@@ -24,7 +24,9 @@ def test_task_ranges_cover_rows_on_block_boundaries():
     assert all(start % ROW_BLOCK == 0 for start, _ in ranges)
     assert task_ranges(n) == ranges  # a function of n only
     with pytest.raises(ValueError):
-        task_ranges(n, ROW_BLOCK + 1)
+        task_ranges(n, 0)
+    with pytest.raises(ValueError):  # a block-stream partial needs aligned ranges
+        list(blocks(*task_ranges(n, ROW_BLOCK + 1)[1]))
 
 
 def test_blocks_and_counts():
