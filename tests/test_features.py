@@ -13,19 +13,38 @@ from calaudit.audit.config import AuditConfig
 from calaudit.audit.method import choose_method
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
+from calaudit.inference.feature_passes import psi_exponent
 from calaudit.inference.feature_tests import (
     feature_consistency_test,
     feature_skce_pass,
     feature_statistic,
-    label_draw,
 )
-from calaudit.local.features import feature_smoother
+from calaudit.local.features import feature_local_pass, feature_smoother
 from calaudit.local.poisson_binomial import poisson_binomial_pmf
 from calaudit.numerics import poisson_binomial as pb
-from calaudit.numerics.chunked_bootstrap import ChunkedCounts
-from calaudit.numerics.features import FourierFeatures, default_n_features, row_chunks
+from calaudit.numerics.block_draws import (
+    block_counts,
+    block_totals,
+    label_indicators,
+    label_thresholds,
+    labels_of,
+)
+from calaudit.numerics.features import (
+    FourierFeatures,
+    default_n_features,
+    exact_parts,
+    exact_products,
+    to_grid,
+)
+from calaudit.numerics.row_blocks import (
+    ROW_BLOCK,
+    block_rng,
+    blocks,
+    fold,
+    n_blocks,
+    stream_seed,
+)
 from calaudit.numerics.kernels import exponential_tv, gaussian, laplacian
-from calaudit.numerics.resampling import labels_from_uniforms
 
 
 def phi_loops(features: FourierFeatures, x):
@@ -106,84 +125,201 @@ def test_single_precision_map_is_the_rounded_double_map_and_statistics_use_its_n
         feature_statistic(double, x, r), rel=1e-5)
 
 
+def block_labels(seed, stream, proba, b):
+    """The label redraws of every row, block by block from the row-block streams (the
+    reference regenerates them independently of the pass)."""
+    thresholds = label_thresholds(proba)
+    classes = 1 if proba.ndim == 1 else proba.shape[1]
+    out = []
+    for block, lo, hi in blocks(0, proba.shape[0]):
+        out.append(labels_of(label_indicators(block_rng(seed, stream, block),
+                                              thresholds[lo:hi], b, classes)))
+    return np.vstack(out)
+
+
+def redrawn_residuals(labels, proba):
+    if proba.ndim == 1:
+        return labels - proba
+    out = -proba.copy()
+    out[np.arange(proba.shape[0]), labels] += 1.0
+    return out
+
+
+def label_case(rng, n, classes):
+    if classes == 1:
+        proba = rng.uniform(0.1, 0.9, n)
+        return proba, (rng.random(n) < proba).astype(float) - proba
+    proba = rng.dirichlet(np.ones(classes), n)
+    r = -proba.copy()
+    r[np.arange(n), rng.integers(0, classes, n)] += 1.0
+    return proba, r
+
+
 @pytest.mark.parametrize("classes", [1, 3])
-def test_consistency_null_matches_dense_reference_with_the_same_uniforms(classes):
+def test_consistency_null_matches_dense_loops_with_the_same_block_draws(classes):
     rng = np.random.default_rng(5)
     n, b = 30, 12
     x = rng.normal(size=(n, 2))
-    if classes == 1:
-        proba = rng.uniform(0.1, 0.9, n)
-        y = (rng.random(n) < proba).astype(float)
-        r = y - proba
-    else:
-        proba = rng.dirichlet(np.ones(classes), n)
-        r = -proba.copy()
-        r[np.arange(n), rng.integers(0, classes, n)] += 1.0
+    proba, r = label_case(rng, n, classes)
     features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 8, 1, dtype=np.float64)
-    result = feature_consistency_test(features, x, r, proba, np.random.default_rng(8), b,
-                                      entries=300)  # several row chunks
-    phi = phi_loops(features, x)
+    result = feature_consistency_test(features, x, r, proba, np.random.default_rng(8), b)
+    phi = features.quantised(x).astype(np.float64)
+    step = 2.0 ** -features.grid
+    assert np.max(np.abs(phi - phi_loops(features, x))) <= step / 2 + 1e-12
     kernel = phi @ phi.T
-    u = np.random.default_rng(8).random((n, b))
-    null = []
-    for j in range(b):
-        if classes == 1:
-            redrawn = (u[:, j] < proba).astype(float) - proba
-        else:
-            labels = labels_from_uniforms(u[:, j:j + 1], np.cumsum(proba, axis=1)[:, :-1])[:, 0]
-            redrawn = -proba.copy()
-            redrawn[np.arange(n), labels] += 1.0
-        null.append(u_statistic_loops(kernel, redrawn))
-    np.testing.assert_allclose(result.null_distribution, null, rtol=1e-10, atol=1e-15)
-    assert result.statistic == pytest.approx(u_statistic_loops(kernel, r), rel=1e-10)
+    labels = block_labels(stream_seed(np.random.default_rng(8)), "consistency", proba, b)
+    null = [u_statistic_loops(kernel, redrawn_residuals(labels[:, j], proba))
+            for j in range(b)]
+    np.testing.assert_allclose(result.null_distribution, null, rtol=1e-9, atol=1e-15)
+    assert result.statistic == pytest.approx(u_statistic_loops(kernel, r), rel=1e-9)
     expected_p = (1 + np.sum(np.array(null) >= result.statistic - 1e-15)) / (1 + b)
     assert result.p_value == pytest.approx(expected_p)
 
 
+def dense_u(kernel, r):
+    rr = r.reshape(r.shape[0], -1)
+    return (np.sum(kernel * (rr @ rr.T)) - np.sum(np.diag(kernel) * np.sum(rr * rr, axis=1)))
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_consistency_pass_over_several_blocks_matches_dense_reference(classes):
+    rng = np.random.default_rng(15)
+    n, b = 2 * ROW_BLOCK + 300, 5
+    x = rng.normal(size=(n, 2))
+    proba, r = label_case(rng, n, classes)
+    features = FourierFeatures.draw("sqeuclidean", 0.5, 2, 16, 3)
+    result = feature_consistency_test(features, x, r, proba, np.random.default_rng(2), b,
+                                      task_rows=ROW_BLOCK)
+    phi = features.quantised(x).astype(np.float64)
+    kernel = phi @ phi.T
+    labels = block_labels(stream_seed(np.random.default_rng(2)), "consistency", proba, b)
+    null = [dense_u(kernel, redrawn_residuals(labels[:, j], proba)) / (n * (n - 1))
+            for j in range(b)]
+    np.testing.assert_allclose(result.null_distribution, null, rtol=1e-8)
+    assert result.statistic == pytest.approx(dense_u(kernel, r) / (n * (n - 1)), rel=1e-8)
+
+
+class ReversedExecutor:
+    """Computes the partials last range first (as a distributed executor might), then
+    folds them in range order."""
+
+    def map_sum(self, partial, ranges, shared):
+        parts = [partial(a, b, **shared) for a, b in reversed(ranges)][::-1]
+        return fold(parts)
+
+
+@pytest.mark.parametrize("classes", [1, 3])
+def test_feature_passes_do_not_depend_on_task_grouping(classes):
+    """The SKCE pass (terms, consistency null, bootstrap forms) and the local pass are
+    byte-identical for tasks of 1, 2 or 16 blocks and whoever computes the partials."""
+    rng = np.random.default_rng(21)
+    n, b = 3 * ROW_BLOCK + 57, 6
+    x = rng.normal(size=(n, 2))
+    proba, r = label_case(rng, n, classes)
+    features = FourierFeatures.draw("tv", 2.0, 2, 32, 4)
+    runs = []
+    for rows, executor in ((ROW_BLOCK, None), (2 * ROW_BLOCK, None), (16 * ROW_BLOCK, None),
+                           (ROW_BLOCK, ReversedExecutor())):
+        out = feature_skce_pass(features, x, r, proba, np.random.default_rng(1), b,
+                                np.random.default_rng(2), b, executor=executor,
+                                task_rows=rows)
+        runs.append((out.terms.total, out.terms.diagonal[0],
+                     out.consistency.null_distribution.tobytes(),
+                     *(getattr(out.forms, f).tobytes()
+                       for f in ("quadratic", "diagonal", "linear", "squared", "ties"))))
+    assert all(run == runs[0] for run in runs[1:])
+    if classes == 1:
+        z = rng.normal(size=(n, 2))
+        local = [feature_local_pass(features, z, r, r, proba, "klce_consistency",
+                                    np.random.default_rng(3), b, task_rows=rows)
+                 for rows in (ROW_BLOCK, 16 * ROW_BLOCK)]
+        assert local[0].statistic == local[1].statistic
+        assert np.array_equal(local[0].test.null_distribution, local[1].test.null_distribution)
+        assert np.array_equal(local[0].bias.values, local[1].bias.values)
+
+
 def test_skce_pass_forms_match_dense_count_forms():
     rng = np.random.default_rng(6)
-    n, b, m = 25, 9, 3
+    n, b, m = ROW_BLOCK + 25, 9, 3
     x = rng.dirichlet(np.ones(m), n)
     r = -x.copy()
     r[np.arange(n), rng.integers(0, m, n)] += 1.0
-    features = FourierFeatures.draw("tv", 2.0, m, 12, 4, dtype=np.float64)
-    entries = 200
-    out = feature_skce_pass(features, x, r, label_draw(x), np.random.default_rng(1), b,
-                            np.random.default_rng(2), b, entries=entries)
-    phi = phi_loops(features, x)
+    features = FourierFeatures.draw("tv", 2.0, m, 12, 4)
+    out = feature_skce_pass(features, x, r, x, np.random.default_rng(1), b,
+                            np.random.default_rng(2), b)
+    phi = features.quantised(x).astype(np.float64)
     h = (phi @ phi.T) * (r @ r.T)
-    assert out.terms.biased == pytest.approx(h.sum() / n ** 2, rel=1e-10)
-    assert out.terms.unbiased == pytest.approx(u_statistic_loops(phi @ phi.T, r), rel=1e-10)
-    width = m * (1 + 2 * b)
-    counts_gen = ChunkedCounts(np.random.default_rng(2), n, b)
-    counts = np.vstack([counts_gen.next(stop - start)
-                        for start, stop in row_chunks(n, features.n_features + width,
-                                                      entries)])
+    assert out.terms.biased == pytest.approx(h.sum() / n ** 2, rel=1e-9)
+    assert out.terms.unbiased == pytest.approx(dense_u(phi @ phi.T, r) / (n * (n - 1)),
+                                               rel=1e-9)
+    # the bootstrap's kernel: psi_ik = phi_i r_ik rounded to its grid
+    seed = stream_seed(np.random.default_rng(2))
+    grid = psi_exponent(features, r)
+    psi = np.stack([to_grid(phi * r[:, k:k + 1], grid).astype(np.float64)
+                    for k in range(m)])
+    hb = np.einsum("kid,kjd->ij", psi, psi)
+    assert out.boot_terms.total == pytest.approx(hb.sum(), rel=1e-12)
+    assert np.max(np.abs(hb - h)) < 1e-3
+    totals = block_totals(seed, "skce_bootstrap", n, b)
+    counts = np.vstack([block_counts(block_rng(seed, "skce_bootstrap", k), hi - lo,
+                                     totals[k]).T for k, lo, hi in blocks(0, n)])
     assert np.all(counts.sum(axis=0) == n)
     forms = out.forms
     for j in range(b):
         c = counts[:, j]
-        assert forms.quadratic[j] == pytest.approx(c @ h @ c, rel=1e-10)
-        assert forms.linear[j] == pytest.approx(c @ h.sum(axis=1), rel=1e-10)
-        assert forms.diagonal[j] == pytest.approx(c @ np.diag(h), rel=1e-10)
-        assert forms.squared[j] == pytest.approx((c * c) @ np.diag(h), rel=1e-10)
+        assert forms.quadratic[j] == pytest.approx(c @ hb @ c, rel=1e-10)
+        assert forms.linear[j] == pytest.approx(c @ hb.sum(axis=1), rel=1e-10)
+        assert forms.diagonal[j] == pytest.approx(c @ np.diag(hb), rel=1e-10)
+        assert forms.squared[j] == pytest.approx((c * c) @ np.diag(hb), rel=1e-10)
         assert forms.ties[j] == pytest.approx(c @ c)
     alone = feature_consistency_test(features, x, r, x, np.random.default_rng(1), b,
-                                     entries=entries)
-    np.testing.assert_allclose(out.consistency.null_distribution, alone.null_distribution,
-                               rtol=1e-10)
+                                     stream="skce_consistency")
+    np.testing.assert_array_equal(out.consistency.null_distribution, alone.null_distribution)
 
 
-def test_chunked_counts_are_multinomial():
-    rng = np.random.default_rng(3)
-    n, b = 50, 4000
-    gen = ChunkedCounts(rng, n, b)
-    counts = np.vstack([gen.next(s) for s in (7, 13, 1, 29)])
+def test_block_counts_are_multinomial():
+    n, b = 3 * ROW_BLOCK + 50, 3000
+    totals = block_totals(7, "boot", n, b)
+    assert totals.shape == (n_blocks(n), b) and np.all(totals.sum(axis=0) == n)
+    counts = np.vstack([block_counts(block_rng(7, "boot", k), hi - lo, totals[k]).T
+                        for k, lo, hi in blocks(0, n)])
     assert counts.shape == (n, b) and np.all(counts.sum(axis=0) == n)
-    # multinomial(n, 1/n): mean 1, variance 1 - 1/n, covariance -1/n
+    # multinomial(n, 1/n): mean 1, variance 1 - 1/n, covariance -1/n (across blocks too)
     assert abs(counts.mean() - 1.0) < 1e-12
-    assert counts.var(axis=1).mean() == pytest.approx(1 - 1 / n, abs=0.03)
-    assert np.cov(counts[0], counts[40])[0, 1] == pytest.approx(-1 / n, abs=0.04)
+    assert counts.var(axis=1).mean() == pytest.approx(1 - 1 / n, abs=0.01)
+    pairs = np.cov(counts[::97])
+    off = pairs[~np.eye(pairs.shape[0], dtype=bool)]
+    assert off.mean() == pytest.approx(-1 / n, abs=2e-3)
+    first, rest = counts[:ROW_BLOCK].sum(axis=0), counts[ROW_BLOCK:].sum(axis=0)
+    assert np.all(first + rest == n)
+    assert first.var() == pytest.approx(n * (ROW_BLOCK / n) * (1 - ROW_BLOCK / n), rel=0.1)
+
+
+def test_label_thresholds_give_the_class_probabilities():
+    p = np.array([[0.2, 0.5, 0.3], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    ind = label_indicators(np.random.default_rng(0), label_thresholds(p), 200_000, 3)
+    labels = labels_of(ind)
+    freq = [(labels[0] == k).mean() for k in range(3)]
+    assert freq == pytest.approx([0.2, 0.5, 0.3], abs=0.005)
+    assert np.all(labels[1] == 2) and np.all(labels[2] == 0)
+    assert sum(i.astype(int) for i in ind).max() == 1  # one class per draw
+    binary = labels_of(label_indicators(np.random.default_rng(1),
+                                        label_thresholds(np.array([0.3, 0.0])), 100_000, 1))
+    assert binary[0].mean() == pytest.approx(0.3, abs=0.005) and binary[1].max() == 0
+
+
+def test_exact_products_do_not_round():
+    rng = np.random.default_rng(4)
+    features = FourierFeatures.draw("sqeuclidean", 3.0, 2, 256, 1)
+    phi = features.quantised(rng.normal(size=(ROW_BLOCK, 2)))
+    y = (rng.random((ROW_BLOCK, 7)) < 0.5).astype(np.float32)
+    exact = phi.astype(np.float64).T @ y.astype(np.float64)
+    assert np.array_equal(exact_products(phi, y, ROW_BLOCK), exact)
+    values = rng.uniform(-1, 1, ROW_BLOCK)
+    parts = exact_parts(values, 1.0)
+    assert np.max(np.abs(parts.astype(np.float64).sum(axis=0) - values)) <= 2.0 ** -48
+    assert np.array_equal(exact_products(parts.T, y, ROW_BLOCK),
+                          parts.astype(np.float64) @ y.astype(np.float64))
 
 
 def test_feature_smoother_is_phi_phi_transpose():

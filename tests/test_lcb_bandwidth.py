@@ -166,3 +166,21 @@ def test_default_lcb_stays_exact_at_small_n():
     assert auto["lcb"]["summary"] == exact["lcb"]["summary"]
     assert np.array_equal(auto["lcb"]["points"]["lcb_se"], exact["lcb"]["points"]["lcb_se"])
     assert [g["mean_lcb"] for g in auto_groups] == [g["mean_lcb"] for g in exact_groups]
+
+
+def test_cell_matmul_many_columns_matches_the_same_features_densely():
+    """The per-cell GEMMs (many columns) and the placed-columns GEMM (few) give the
+    feature kernel's product: ``C[a_i, a_j] phi_i . phi_j`` times ``W``."""
+    from calaudit.local.lcb_features import DENSE_OUTPUT, cell_kernel, cell_matmul, _features
+
+    rng = np.random.default_rng(5)
+    n = 500
+    z = np.column_stack([rng.uniform(0, 2, n), 2.0 * rng.integers(0, 3, n)])
+    kernel = cell_kernel(z, [1])
+    feats = _features(kernel, 64, 1)
+    phi = feats.transform(kernel.z).astype(np.float64)
+    approx = kernel.cell_matrix[kernel.cells][:, kernel.cells] * (phi @ phi.T)
+    for q in (2, DENSE_OUTPUT // kernel.n_cells + 1):
+        w = rng.normal(size=(n, q))
+        got = cell_matmul(kernel, feats, w)
+        assert np.allclose(got, approx @ w, rtol=1e-4, atol=1e-4 * np.abs(approx @ w).max())

@@ -59,12 +59,11 @@ from calaudit.local.lcb_features import (
 )
 from calaudit.inference.feature_tests import (
     approximation_error,
-    bootstrap_draw,
+    feature_bootstrap_test,
     feature_consistency_test,
-    feature_resampling_test,
     feature_statistic,
-    label_draw,
 )
+from calaudit.numerics.row_blocks import executor_of
 from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.results import MetricResult, Status, TestResult
@@ -215,14 +214,14 @@ class LocalAudit(LcbEstimation):
 
     def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign):
         """LCB, KLCE^2, the first consistency/bootstrap test and the curves' standard
-        errors from the three feature passes of :func:`feature_local_pass`."""
+        errors from the feature passes of :func:`feature_local_pass`."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
         if not self.config.run_tests or self.too_small():
             fused = None
-        draw = self.feature_draw(fused) if fused else None
-        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r, draw,
-                                 self.streams[fused] if fused else None,
-                                 self.local.n_resamples, design)
+        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
+                                 self.proba, fused, self.streams[fused] if fused else None,
+                                 self.local.n_resamples, design,
+                                 executor=executor_of(self.config))
         if out.test is not None:
             self.fused_results[fused] = NullResult(out.test.statistic,
                                                    out.test.null_distribution,
@@ -230,18 +229,21 @@ class LocalAudit(LcbEstimation):
         self.curve_se = out.curve_se
         return out.bias, out.statistic
 
-    def feature_draw(self, test_id: str):
-        return (label_draw(self.proba) if test_id == "klce_consistency"
-                else bootstrap_draw(self.r))
-
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
-        the fused pass when it ran there)."""
+        the fused pass when it ran there); draws from the row-block streams named after
+        the test."""
         if test_id in self.fused_results:
             return self.fused_results[test_id]
-        draw = self.feature_draw(test_id)
-        res = feature_resampling_test(self.features, self.gram.features, self.r, draw, rng,
-                                      self.local.n_resamples)
+        executor = executor_of(self.config)
+        if test_id == "klce_consistency":
+            res = feature_consistency_test(self.features, self.gram.features, self.r,
+                                           self.proba, rng, self.local.n_resamples,
+                                           stream=test_id, executor=executor)
+        else:
+            res = feature_bootstrap_test(self.features, self.gram.features, self.r, rng,
+                                         self.local.n_resamples, stream=test_id,
+                                         executor=executor)
         return NullResult(res.statistic, res.null_distribution, res.p_value)
 
     def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
@@ -308,7 +310,8 @@ class LocalAudit(LcbEstimation):
                                             self.choice.frequency_seed)
                 if self.config.run_tests and not self.too_small():
                     res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                                   lc.n_resamples)
+                                                   lc.n_resamples, stream=f"per_class:{c}",
+                                                   executor=executor_of(self.config))
                     row.update(statistic=res.statistic, p_value=res.p_value,
                                method="consistency resampling, one-vs-rest, random features")
                 else:

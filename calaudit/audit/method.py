@@ -23,6 +23,14 @@ from typing import Any
 import numpy as np
 
 from calaudit.numerics.features import default_n_features
+from calaudit.numerics.row_blocks import ROW_BLOCK
+
+#: How a features run draws (``params.computation.draws``, docs/scale.md).
+DRAWS = ("per row block from (seed, stream, block index): labels by 32-bit integer "
+         "thresholds; bootstrap counts exact multinomial factorised over the blocks")
+#: How a features run computes (``params.computation.precision``).
+PRECISION = ("feature map rounded to a grid; float32 block GEMMs exact (no rounding), "
+             "so results do not depend on chunking, partitioning or workers")
 
 #: Nominal double-precision rate of the estimate (two cores of the benchmark machine).
 NOMINAL_FLOPS = 5e10
@@ -58,7 +66,8 @@ class MethodChoice:
         if self.features:
             out.update(n_features=self.n_features, frequency_seed=self.frequency_seed,
                        n_features_rule="given" if self.extra.get("given") else
-                       "largest multiple of 64 with 2 n D columns <= 1e11, in [256, 2048]")
+                       "largest multiple of 64 with 2 n D columns <= 1e11, in [256, 2048]",
+                       row_block=ROW_BLOCK, draws=DRAWS, precision=PRECISION)
         out.update(more)
         return out
 

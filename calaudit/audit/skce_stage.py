@@ -32,7 +32,6 @@ from calaudit.inference.feature_tests import (
     FeaturePass,
     approximation_error,
     feature_skce_pass,
-    label_draw,
 )
 from calaudit.inference.skce_tests import (
     CountForms,
@@ -55,6 +54,7 @@ from calaudit.metrics.skce import (
 )
 from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.grams import cached
+from calaudit.numerics.row_blocks import executor_of
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
 
@@ -113,12 +113,13 @@ class SkceFeatures:
         return cls(features, x, full, np.asarray(data.residuals, dtype=np.float64), full, 1.0)
 
     def one_pass(self, consistency_rng: np.random.Generator | None,
-                 boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
-        """Terms, bootstrap forms and consistency null in one pass
-        (:func:`calaudit.inference.feature_tests.feature_skce_pass`)."""
-        return feature_skce_pass(self.features, self.x, self.r, label_draw(self.proba),
+                 boot_rng: np.random.Generator | None, n_resamples: int,
+                 executor=None) -> FeaturePass:
+        """Terms, bootstrap forms and consistency null in one exact pass over the row
+        blocks (:func:`calaudit.inference.feature_tests.feature_skce_pass`)."""
+        return feature_skce_pass(self.features, self.x, self.r, self.proba,
                                  consistency_rng, n_resamples, boot_rng, n_resamples,
-                                 residual_scale=self.scale)
+                                 residual_scale=self.scale, executor=executor)
 
     def approximation(self, kernel, rng: np.random.Generator) -> dict:
         """Feature vs exact ``SKCE_uq`` on a seeded subsample of
@@ -181,7 +182,7 @@ class SkceStage:
             consistency = (config.run_tests and config.global_tests.enabled("skce_consistency"))
             feature_pass = features.one_pass(consistency_rng if consistency else None,
                                              boot_rng if wants_bootstrap else None,
-                                             config.n_resamples)
+                                             config.n_resamples, executor_of(config))
             terms, forms = feature_pass.terms, feature_pass.forms
         elif gram is not None and wants_bootstrap:
             terms, forms = self._bootstrap(gram, n, config.n_resamples, boot_rng)
@@ -272,7 +273,8 @@ class SkceStage:
         if enabled("skce_ul_asymptotic"):
             out.append(self._linear(pairs, linear(common)))
         if enabled("skce_uq_asymptotic"):
-            out.append(self._asymptotic(terms, forms, n, alpha, config, common))
+            boot_terms = features.boot_terms if features is not None else None
+            out.append(self._asymptotic(terms, forms, n, alpha, config, common, boot_terms))
         if enabled("skce_consistency"):
             out.append(self._consistency(data, terms, kernel, n, alpha, config, common, rng,
                                          features))
@@ -317,7 +319,11 @@ class SkceStage:
             reason = "all pair terms are equal (zero variance): the z statistic is undefined"
         return decided(test_id, Status.INCONCLUSIVE, reason, estimate, method, dict(common))
 
-    def _asymptotic(self, terms, forms, n, alpha, config, common) -> TestResult:
+    def _asymptotic(self, terms, forms, n, alpha, config, common, boot_terms=None
+                    ) -> TestResult:
+        """``boot_terms``: the observed terms of the bootstrap's kernel when it differs
+        from ``terms`` (the feature pass rounds ``psi_i = phi_i r_i`` to a grid), so the
+        statistic and its replicates come from the same kernel."""
         test_id = "skce_uq_asymptotic"
         method = "bootstrap of the degenerate U-statistic (Arcones-Gine)"
         if terms is None:
@@ -327,7 +333,7 @@ class SkceStage:
         if reason:
             return decided(test_id, Status.INCONCLUSIVE, reason, terms.unbiased, method,
                            dict(common))
-        statistic = quadratic_statistic(terms)
+        statistic = quadratic_statistic(boot_terms or terms)
         null = forms.arcones_gine
         params = {**common, "statistic": "n/(n-1) SKCE_uq - SKCE_b"}
         return TestResult(test_id, statistic, terms.unbiased,

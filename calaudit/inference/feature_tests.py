@@ -13,16 +13,17 @@ consistency tests: predictions and covariates fixed, ``y*_i ~ Cat(p_i)`` (Broeck
 the Monte-Carlo p-value ``(1 + #{T*_b >= T_D}) / (1 + B)`` is exact-conditional whatever
 ``D``: the level is exact and only the power depends on ``D``.
 
-All resamples go through one GEMM per row chunk, ``Phi_c^T [r_c | R*_c]`` (D x (1 + B) per
-class): time O(n D m B), memory O(chunk (D + m B) + D m B), never n x n and never n x B.
-The uniforms of the label draws are taken row chunk by row chunk in C order, the same
-stream as one ``rng.random((n, B))``.
+All resamples go through one GEMM per row block, ``Phi_b^T [Y_b | Y*_b]`` (D x (1 + B) per
+class), exact in single precision (:mod:`calaudit.inference.feature_passes`): time
+O(n D m B), memory O(ROW_BLOCK (D + m B) + D m B), never n x n and never n x B. The label
+redraws of row block ``b`` come from the stream ``(seed, stream, b)``
+(:mod:`calaudit.numerics.row_blocks`), so they do not depend on chunking or partitioning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,8 +31,15 @@ from numpy.typing import NDArray
 from calaudit.inference.skce_tests import CountForms
 from calaudit.local.klce import as_columns
 from calaudit.metrics.skce import SkceEstimators
-from calaudit.local.resampling import bootstrap_sampler, label_sampler
-from calaudit.numerics.chunked_bootstrap import ChunkedCounts
+from calaudit.inference.feature_passes import (
+    bootstrap_shared,
+    label_partial,
+    resample_partial,
+    resample_statistics,
+    shared_labels,
+    statistics,
+)
+from calaudit.numerics.block_draws import block_totals, label_thresholds
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
     FourierFeatures,
@@ -41,6 +49,7 @@ from calaudit.numerics.features import (
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
 
 
 @dataclass(frozen=True)
@@ -70,72 +79,73 @@ def feature_statistic(features: FourierFeatures, x: NDArray[np.float64],
     return float(u_statistic_sums(products, squares, classes)[0]) / (n * (n - 1))
 
 
-#: ``draw(rng, start, stop, out)`` writes the resampled residual columns of rows
-#: ``[start, stop)`` into ``out`` ((rows, B) or (rows, m, B)); chunks come in row order.
-RowDraw = Callable[[np.random.Generator, int, int, NDArray[np.float64]], None]
+def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: float = 1.0
+                    ) -> tuple[NDArray[np.uint8], NDArray[np.float64], int]:
+    """``(indicators, probability columns, label matrices)`` of label residuals
+    ``r = scale (e_y - p)`` ((n,) binary with ``proba`` the positive-class probabilities,
+    or (n, m)): the observed labels are recovered from ``r / scale + p``."""
+    p = np.asarray(proba, dtype=np.float64)
+    p = p[:, None] if p.ndim == 1 else p
+    rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1) / scale
+    y = np.rint(rr + p)
+    if rr.shape != p.shape or np.any(np.abs(rr - (y - p)) > 1e-6) or np.any((y != 0) & (y != 1)):
+        raise ValueError("residuals are not label residuals e_y - p of the probabilities")
+    return y.astype(np.uint8), p, 1 if p.shape[1] == 1 else p.shape[1]
 
 
-def label_draw(proba: NDArray[np.float64]) -> RowDraw:
-    """Consistency redraws ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``),
-    through :func:`calaudit.local.resampling.label_sampler`."""
-    proba = np.asarray(proba, dtype=np.float64)
-
-    def draw(rng: np.random.Generator, start: int, stop: int, out: NDArray[np.float64]
-             ) -> None:
-        label_sampler(proba[start:stop])(rng, out)
-    return draw
-
-
-def bootstrap_draw(r: NDArray[np.float64]) -> RowDraw:
-    """Residuals drawn with replacement from all ``n`` observed residuals (KLCE
-    Algorithm 1), through :func:`calaudit.local.resampling.bootstrap_sampler`."""
-    sampler = bootstrap_sampler(np.asarray(r, dtype=np.float64))
-
-    def draw(rng: np.random.Generator, start: int, stop: int, out: NDArray[np.float64]
-             ) -> None:
-        sampler(rng, out)
-    return draw
-
-
-def feature_resampling_test(features: FourierFeatures, x: NDArray[np.float64],
-                            r: NDArray[np.float64], draw: RowDraw,
-                            rng: np.random.Generator, n_resamples: int, *,
-                            residual_scale: float = 1.0,
-                            entries: int = CHUNK_ENTRIES) -> FeatureTestResult:
-    """``T_D`` of the observed residuals ``r`` ((n,) or (n, m)) and of ``n_resamples``
-    resampled residual vectors from ``draw``, multiplied by ``residual_scale`` (e.g.
-    ``sqrt(2)`` when a two-class SKCE is computed through the scalar ``y - p_1``, since
-    ``<e_y - p, e_y' - p'> = 2 (y - p_1)(y' - p'_1)``; ``r`` must then be scaled alike).
-    The observed residuals ride along as column 0 of each chunk."""
-    n, classes = r.shape[0], _layout(r)
-    q = n_resamples + 1
-    observed = np.asarray(r, dtype=np.float64).reshape(n, classes)
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        view = out.reshape(stop - start, classes, q)
-        view[:, :, 0] = observed[start:stop]
-        sampled = view[:, :, 1:] if classes > 1 else view[:, 0, 1:]
-        draw(rng, start, stop, sampled)
-        if residual_scale != 1.0:
-            sampled *= residual_scale
-
-    products, squares = feature_products(features, x, fill, classes * q, entries)
-    sums = u_statistic_sums(products, squares, classes) / (n * (n - 1))
-    statistic, null = float(sums[0]), sums[1:]
-    return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
-                             features.n_features)
+def label_shared(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[np.float64],
+                  proba: NDArray[np.float64], scale: float, seed: int, stream: str,
+                  n_resamples: int) -> dict:
+    observed, columns, labels = observed_labels(r, proba, scale)
+    full = np.asarray(proba, dtype=np.float64)
+    return shared_labels(features, np.asarray(x, dtype=np.float64), columns, observed,
+                         label_thresholds(full), labels, seed, stream, n_resamples)
 
 
 def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
                              r: NDArray[np.float64], proba: NDArray[np.float64],
                              rng: np.random.Generator, n_resamples: int, *,
-                             residual_scale: float = 1.0,
-                             entries: int = CHUNK_ENTRIES) -> FeatureTestResult:
+                             residual_scale: float = 1.0, stream: str = "consistency",
+                             executor: Any = None, task_rows: int = TASK_ROWS
+                             ) -> FeatureTestResult:
     """Consistency test of ``T_D``: labels redrawn from ``proba`` ((n,) positive-class
-    probabilities or (n, m) rows), predictions and covariates fixed
-    (:func:`feature_resampling_test`)."""
-    return feature_resampling_test(features, x, r, label_draw(proba), rng, n_resamples,
-                                   residual_scale=residual_scale, entries=entries)
+    probabilities or (n, m) rows), predictions and covariates fixed. ``r`` are the
+    observed label residuals times ``residual_scale`` (e.g. ``sqrt(2)`` when a two-class
+    SKCE is computed through the scalar ``y - p_1``, since ``<e_y - p, e_y' - p'> =
+    2 (y - p_1)(y' - p'_1)``). The redraws come from the row-block streams
+    ``(seed, stream, block)`` with ``seed`` drawn from ``rng``; the pass is an exact
+    reduction over :func:`calaudit.numerics.row_blocks.task_ranges`
+    (:mod:`calaudit.inference.feature_passes`), run by ``executor`` (default serial)."""
+    n = np.asarray(r).shape[0]
+    shared = label_shared(features, x, r, proba, residual_scale, stream_seed(rng), stream,
+                           n_resamples)
+    total = (executor or SerialExecutor()).map_sum(label_partial,
+                                                   task_ranges(n, task_rows), shared)
+    values = statistics(total, n, residual_scale)
+    statistic, null = float(values[0]), values[1:]
+    return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
+                             features.n_features)
+
+
+def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
+                           r: NDArray[np.float64], rng: np.random.Generator,
+                           n_resamples: int, *, stream: str = "bootstrap",
+                           executor: Any = None, task_rows: int = TASK_ROWS
+                           ) -> FeatureTestResult:
+    """Residual bootstrap test of ``T_D`` (KLCE Algorithm 1): residuals drawn with
+    replacement from all ``n`` observed residuals, indices from the row-block streams
+    (:func:`calaudit.inference.feature_passes.resample_partial`)."""
+    rr = np.asarray(r, dtype=np.float64)
+    n = rr.shape[0]
+    shared = {"features": features, "x": np.asarray(x, dtype=np.float64),
+              "r": rr.reshape(n, -1), "seed": stream_seed(rng), "stream": stream,
+              "n_resamples": int(n_resamples)}
+    total = (executor or SerialExecutor()).map_sum(resample_partial,
+                                                   task_ranges(n, task_rows), shared)
+    values = resample_statistics(total, n)
+    statistic, null = float(values[0]), values[1:]
+    return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
+                             features.n_features)
 
 
 def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
@@ -159,87 +169,78 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
 @dataclass(frozen=True)
 class FeatureTerms(SkceEstimators):
     """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``:
-    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and the diagonal ``h_ii = |phi_i|^2 |r_i|^2``
-    (``|phi_i|^2 = 1`` up to the rounding of the feature map); the same estimator
-    properties as :class:`calaudit.metrics.skce.QuadraticTerms`."""
+    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and ``diagonal`` = ``[sum_i h_ii]`` (one
+    entry: the pass is a reduction, the per-row terms are not kept) over ``rows`` rows;
+    the same estimator properties as :class:`calaudit.metrics.skce.QuadraticTerms`."""
 
     total: float
     diagonal: NDArray[np.float64]
+    rows: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.rows or int(self.diagonal.size)
 
 
 @dataclass(frozen=True)
 class FeaturePass:
-    """What one pass over the rows gave: the terms, the bootstrap count forms (or
-    ``None``) and the consistency test (or ``None``)."""
+    """What one pass over the rows gave: the terms, the bootstrap count forms and the
+    terms of the bootstrap's kernel (or ``None``), and the consistency test (or
+    ``None``)."""
 
     terms: FeatureTerms
     forms: CountForms | None
     consistency: FeatureTestResult | None
+    boot_terms: FeatureTerms | None = None
 
 
 def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
-                      r: NDArray[np.float64], draw: RowDraw | None,
+                      r: NDArray[np.float64], proba: NDArray[np.float64],
                       consistency_rng: np.random.Generator | None, n_consistency: int,
                       boot_rng: np.random.Generator | None, n_boot: int, *,
-                      residual_scale: float = 1.0,
-                      entries: int = CHUNK_ENTRIES) -> FeaturePass:
+                      residual_scale: float = 1.0, executor: Any = None,
+                      task_rows: int = TASK_ROWS) -> FeaturePass:
     """SKCE terms, bootstrap count forms and consistency null of the feature kernel from
-    **one** pass (one ``Phi`` chunk and one GEMM per row chunk), columns ``[R | R* | C o R]``:
+    **one** exact pass (:func:`calaudit.inference.feature_passes.label_partial`):
 
-    * ``A = Phi^T R``: ``sum_{i,j} h_ij = |A|^2``;
-    * consistency (``draw``, ``n_consistency`` columns per class): as
-      :func:`feature_resampling_test`;
-    * bootstrap counts ``C`` (multinomial, drawn chunk by chunk,
-      :mod:`calaudit.numerics.chunked_bootstrap`), ``P_b = Phi^T (c_b o R)``:
-      ``C^T H C = |P_b|^2``, ``C^T H 1 = <A, P_b>``, ``C . diag H = sum_i c_i |r_i|^2``,
+    * ``A = Phi^T R``: ``sum_{i,j} h_ij = |A|^2``; the consistency null as
+      :func:`feature_consistency_test` (stream ``skce_consistency``);
+    * bootstrap counts ``C`` (exact multinomial factorised over the row blocks, stream
+      ``skce_bootstrap``), ``P_b = Psi^T c_b`` with ``psi_i = phi_i r_i`` rounded to a
+      grid: ``C^T H C = |P_b|^2``, ``C^T H 1 = <Psi^T 1, P_b>``, ``C . diag H``,
       ``(C o C) . diag H`` and ``sum_i c_i^2`` (:class:`calaudit.inference.skce_tests.
-      CountForms`, the Arcones-Gine replicates and the ``--ci`` intervals).
+      CountForms`, the Arcones-Gine replicates and the ``--ci`` intervals), with the
+      observed terms of the same rounded kernel in ``boot_terms``.
     """
-    n, classes = r.shape[0], _layout(r)
-    flat = np.asarray(r, dtype=np.float64).reshape(n, classes)
-    q_cons = n_consistency if draw is not None else 0
-    q_boot = n_boot if boot_rng is not None else 0
-    per_class = 1 + q_cons + q_boot
-    counts = ChunkedCounts(boot_rng, n, q_boot) if q_boot else None
-    norms = np.empty(n)
-    diag = np.einsum("ij,ij->i", flat, flat)
-    acc = {key: np.zeros(q_boot) for key in ("diagonal", "squared", "ties")}
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        diag[start:stop] *= norms[start:stop]
-        view = out.reshape(stop - start, classes, per_class)
-        rows = flat[start:stop]
-        view[:, :, 0] = rows
-        if q_cons:
-            sampled = view[:, :, 1:1 + q_cons] if classes > 1 else view[:, 0, 1:1 + q_cons]
-            draw(consistency_rng, start, stop, sampled)
-            if residual_scale != 1.0:
-                sampled *= residual_scale
-        if q_boot:
-            c = counts.next(stop - start)
-            np.multiply(rows[:, :, None], c[:, None, :], out=view[:, :, 1 + q_cons:])
-            c2 = c * c
-            acc["diagonal"] += c.T @ diag[start:stop]
-            acc["squared"] += c2.T @ diag[start:stop]
-            acc["ties"] += c2.sum(axis=0)
-
-    products, squares = feature_products(features, x, fill, classes * per_class, entries,
-                                         norms=norms)
-    products = products.reshape(-1, classes, per_class)
-    lead = products[:, :, 0]
-    terms = FeatureTerms(float(np.sum(lead * lead)), diag)
+    n = np.asarray(r).shape[0]
+    b_cons = n_consistency if consistency_rng is not None else 0
+    seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
+    shared = label_shared(features, x, r, proba, residual_scale, seed, "skce_consistency",
+                           b_cons)
+    if boot_rng is not None and n_boot:
+        boot_seed = stream_seed(boot_rng)
+        residuals = np.asarray(r, dtype=np.float64).reshape(n, -1)
+        shared.update(bootstrap_shared(features, residuals,
+                                       block_totals(boot_seed, "skce_bootstrap", n, n_boot),
+                                       boot_seed, "skce_bootstrap"))
+    total = (executor or SerialExecutor()).map_sum(label_partial,
+                                                   task_ranges(n, task_rows), shared)
+    values = statistics(total, n, residual_scale)
+    lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
+    diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())
+    terms = FeatureTerms(float(np.sum(lead * lead)), np.array([float(diagonal)]), n)
     consistency = None
-    if q_cons:
-        part = products[:, :, 1:1 + q_cons]
-        sums = (np.einsum("dkb,dkb->b", part, part)
-                - squares.reshape(classes, per_class)[:, 1:1 + q_cons].sum(axis=0))
-        null = sums / (n * (n - 1))
-        statistic = terms.unbiased
+    if b_cons:
+        statistic, null = float(values[0]), values[1:]
         consistency = FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
                                         features.n_features)
-    forms = None
-    if q_boot:
-        part = products[:, :, 1 + q_cons:]
-        forms = CountForms(np.einsum("dkb,dkb->b", part, part), acc["diagonal"],
-                           np.einsum("dk,dkb->b", lead, part), acc["squared"], acc["ties"], n)
-    return FeaturePass(terms, forms, consistency)
+    forms, boot_terms = None, None
+    if "P" in total:
+        part = total["P"][:, :, 1:]
+        ones = total["P"][:, :, 0]
+        forms = CountForms(np.einsum("kdb,kdb->b", part, part), total["bd"][:, 1:].sum(axis=0),
+                           np.einsum("kd,kdb->b", ones, part), total["bsq"].sum(axis=0),
+                           total["ties"], n)
+        boot_terms = FeatureTerms(float(np.sum(ones * ones)),
+                                  np.array([float(total["bd"][:, 0].sum())]), n)
+    return FeaturePass(terms, forms, consistency, boot_terms)

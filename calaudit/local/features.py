@@ -19,20 +19,25 @@ the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weigh
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.inference.feature_tests import FeatureTestResult, RowDraw
+from calaudit.inference.feature_passes import label_partial, lead_shared, statistics
+from calaudit.inference.feature_tests import (
+    FeatureTestResult,
+    label_shared,
+    feature_bootstrap_test,
+)
 from calaudit.local.lcb import LocalBias
 from calaudit.numerics.features import (
     FourierFeatures,
     feature_matmul,
-    feature_products,
     row_chunks,
-    u_statistic_sums,
 )
 from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
 
 #: Smallest approximate kernel weight sum for which the LCB is reported.
 MIN_WEIGHT = 0.1
@@ -66,47 +71,52 @@ class LocalFeaturePass:
 
 def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                        r: NDArray[np.float64], klce_residuals: NDArray[np.float64],
-                       draw: RowDraw | None, rng: np.random.Generator | None,
-                       n_resamples: int, design=None) -> LocalFeaturePass:
+                       proba: NDArray[np.float64], test: str | None,
+                       rng: np.random.Generator | None, n_resamples: int, design=None,
+                       executor: Any = None, task_rows: int = TASK_ROWS
+                       ) -> LocalFeaturePass:
     """LCB, ``KLCE^2_D``, one resampling test and the LCB curves' standard errors.
 
-    Pass 1 accumulates ``Phi^T [r, 1, R | R*]`` (the test's resampled columns ride along,
-    as :func:`calaudit.inference.feature_tests.feature_resampling_test`); pass 2 gives the
+    Pass 1 is the exact reduction of :func:`calaudit.inference.feature_passes.
+    label_partial` over the fixed row blocks: ``Phi^T [r, 1]`` (the LCB's lead columns)
+    and ``KLCE^2_D`` of the label residuals ``klce_residuals`` (labels of ``proba``), with
+    the ``klce_consistency`` redraws riding along when ``test`` is that test (stream
+    ``klce_consistency``); ``klce_bootstrap`` runs its own pass
+    (:func:`calaudit.inference.feature_tests.feature_bootstrap_test`). Pass 2 gives the
     LCB ``Phi (Phi^T r) / Phi (Phi^T 1)`` chunk by chunk and accumulates ``Phi^T V`` of the
     curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb`); pass 3 gives
     ``se_t^2 = sum_i (Phi (Phi^T V))_it^2 r_i^2``. ``design``: a
     :class:`calaudit.local.lcb.CurveDesign` (its requests' rows sorted) or ``None``.
     """
     n = z.shape[0]
-    kr = np.asarray(klce_residuals, dtype=np.float64)
-    classes = 1 if kr.ndim == 1 else kr.shape[1]
-    q = 1 + (n_resamples if draw is not None else 0)
-    observed = kr.reshape(n, classes)
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        out[:, 0] = r[start:stop]
-        out[:, 1] = 1.0
-        view = out[:, 2:].reshape(stop - start, classes, q)
-        view[:, :, 0] = observed[start:stop]
-        if q > 1:
-            draw(rng, start, stop, view[:, :, 1:] if classes > 1 else view[:, 0, 1:])
-
-    products, squares = feature_products(features, z, fill, 2 + classes * q)
-    sums = u_statistic_sums(products[:, 2:], squares[2:], classes) / (n * (n - 1))
-    statistic = float(sums[0])
-    test = None
-    if q > 1:
-        test = FeatureTestResult(statistic, sums[1:], monte_carlo_pvalue(statistic, sums[1:]),
-                                 features.n_features)
-    bias, curve_products = _bias_pass(features, z, products[:, :2], design)
+    consistency = test == "klce_consistency" and rng is not None
+    seed = stream_seed(rng) if consistency else 0
+    shared = label_shared(features, z, klce_residuals, proba, 1.0, seed,
+                           "klce_consistency", n_resamples if consistency else 0)
+    shared.update(lead_shared(np.column_stack([r, np.ones(n)])))
+    total = (executor or SerialExecutor()).map_sum(label_partial, task_ranges(n, task_rows),
+                                                   shared)
+    values = statistics(total, n, 1.0)
+    statistic = float(values[0])
+    result = None
+    if consistency:
+        result = FeatureTestResult(statistic, values[1:],
+                                   monte_carlo_pvalue(statistic, values[1:]),
+                                   features.n_features)
+    elif test == "klce_bootstrap" and rng is not None:
+        result = feature_bootstrap_test(features, z, klce_residuals, rng, n_resamples,
+                                        stream="klce_bootstrap", executor=executor,
+                                        task_rows=task_rows)
+    lead = total["lead"].sum(axis=2).T
+    bias, curve_products = _bias_pass(features, z, lead, design)
     se = None
     if design is not None and design.requests:
-        total = np.zeros(curve_products.shape[1])
-        for start, stop in row_chunks(n, features.n_features + total.size):
-            a = features.transform(z[start:stop]) @ curve_products
-            total += (a * a).T @ (r[start:stop] ** 2)
-        se = np.sqrt(total)
-    return LocalFeaturePass(bias, statistic, test, se)
+        total_se = np.zeros(curve_products.shape[1])
+        for start, stop in row_chunks(n, features.n_features + total_se.size):
+            a = features.quantised(z[start:stop]) @ curve_products
+            total_se += (a * a).T @ (r[start:stop] ** 2)
+        se = np.sqrt(total_se)
+    return LocalFeaturePass(bias, statistic, result, se)
 
 
 def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[np.float64],
@@ -115,14 +125,14 @@ def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[
     n = z.shape[0]
     values, weights = np.empty(n), np.empty(n)
     requests = design.requests if design is not None else ()
-    blocks = [np.zeros((features.n_features, w.shape[0]))
-              for w in (design.weights if design is not None else ())]
+    curve_weights = design.weights if design is not None else ()
+    blocks = [np.zeros((features.n_features, w.shape[0])) for w in curve_weights]
     for start, stop in row_chunks(n, features.n_features + 2):
-        phi = features.transform(z[start:stop])
+        phi = features.quantised(z[start:stop])
         sums = phi @ lead
         weight = np.maximum(sums[:, 1], MIN_WEIGHT)
         values[start:stop], weights[start:stop] = sums[:, 0] / weight, weight
-        for req, w, block in zip(requests, design.weights, blocks, strict=True):
+        for req, w, block in zip(requests, curve_weights, blocks, strict=True):
             lo, hi = np.searchsorted(req.rows, [start, stop])
             if hi > lo:
                 local = req.rows[lo:hi] - start

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import RowProducts
 from calaudit.numerics.features import FourierFeatures, row_chunks
+from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
@@ -72,33 +73,74 @@ def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures
                             n_features, seed)
 
 
-def _transform(features: FourierFeatures, z: NDArray[np.float64]) -> NDArray:
+def _transform(features: FourierFeatures, z: NDArray[np.float64]) -> NDArray[np.float32]:
     if z.shape[1] == 0:  # no continuous column: the continuous factor is 1 = phi . phi
-        out = np.zeros((z.shape[0], features.n_features), dtype=np.float64)
+        out = np.zeros((z.shape[0], features.n_features), dtype=np.float32)
         out[:, 0] = 1.0
         return out
-    return features.transform(z).astype(np.float64)  # float64 GEMMs (BLAS; no mixed types)
+    return features.transform(z).astype(np.float32, copy=False)
+
+
+#: Largest ``L q`` for which a pass multiplies by every cell's block at once (a row's
+#: columns placed in its cell's slot, zeros elsewhere); above, one GEMM per cell.
+DENSE_OUTPUT = 256
+#: Most cells for the per-cell GEMMs of :func:`cell_partial` (more: the placed columns).
+MAX_SORTED_CELLS = 64
+
+
+def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
+                 w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
+    single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
+    not test statistics; relative error about ``1e-6``)."""
+    q, n_cells = w.shape[1], kernel.n_cells
+    acc = np.zeros((features.n_features, n_cells * q))
+    for _, lo, hi in blocks(start, stop):
+        phi = _transform(features, kernel.z[lo:hi])
+        cells = kernel.cells[lo:hi]
+        if n_cells * q <= DENSE_OUTPUT or n_cells > MAX_SORTED_CELLS:
+            spread = np.zeros((hi - lo, n_cells, q), dtype=np.float32)
+            spread[np.arange(hi - lo), cells] = w[lo:hi]
+            acc += phi.T @ spread.reshape(hi - lo, n_cells * q)
+            continue
+        # many columns: one GEMM per cell on the block's rows sorted by cell
+        order = np.argsort(cells, kind="stable")
+        edges = np.searchsorted(cells[order], np.arange(n_cells + 1))
+        phi, rows = phi[order], w[lo:hi][order].astype(np.float32)
+        for a in range(n_cells):
+            if edges[a + 1] > edges[a]:
+                acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
+                                              @ rows[edges[a]:edges[a + 1]])
+    return {"acc": acc}
+
+
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
-                targets: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
+                targets: NDArray[np.intp] | None = None, executor: Any = None
+                ) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
-    continuous factor and the categorical factor exact; ``w`` (n, q)."""
+    continuous factor and the categorical factor exact; ``w`` (n, q). The first pass is a
+    reduction over the fixed row blocks (:func:`cell_partial`, run by ``executor``)."""
     n, q = w.shape
-    cells, L, D = kernel.cells, kernel.n_cells, features.n_features
-    acc = np.zeros((D, L * q))
-    for start, stop in row_chunks(n, D + L * q):
-        phi = _transform(features, kernel.z[start:stop])
-        spread = np.zeros((stop - start, L, q))
-        spread[np.arange(stop - start), cells[start:stop]] = w[start:stop]
-        acc += phi.T @ spread.reshape(stop - start, L * q)
-    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(D, L, q))
+    cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
+    shared = {"kernel": kernel, "features": features, "w": np.asarray(w, dtype=np.float64)}
+    acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
+    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
     rows = np.arange(n) if targets is None else np.asarray(targets, dtype=np.intp)
     out = np.empty((rows.size, q))
-    for start, stop in row_chunks(rows.size, D + q):
+    dense = n_cells * q <= DENSE_OUTPUT
+    # single-precision output products (diagnostics; relative error about 1e-6)
+    flat = np.ascontiguousarray(mixed.transpose(1, 0, 2).reshape(d, n_cells * q),
+                                dtype=np.float32)
+    mixed = mixed.astype(np.float32)
+    for start, stop in row_chunks(rows.size, d + (n_cells * q if dense else q)):
         idx = rows[start:stop]
         phi = _transform(features, kernel.z[idx])
         here = cells[idx]
+        if dense:
+            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(idx.size), here]
+            continue
         for a in np.unique(here):
             mask = here == a
             out[start:stop][mask] = phi[mask] @ mixed[a]

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.numerics.row_blocks import ROW_BLOCK
+
 #: Kernel families with a frequency law here (``distance`` names of
 #: :class:`calaudit.numerics.kernels.StationaryKernel`).
 FREQUENCY_LAWS = {"sqeuclidean": "normal", "l1": "cauchy", "tv": "cauchy"}
@@ -105,20 +107,103 @@ class FourierFeatures:
         (:func:`feature_products`), so they are exactly the U-statistics of the kernel
         ``phi(a) . phi(b)`` as computed.
         """
+        return self._map(x, 1.0, None)
+
+    def _map(self, x: NDArray[np.float64], factor: float, dtype: type | None) -> NDArray:
+        """``cos``/``sin`` of the angles times ``factor / sqrt(D / 2)`` in ``dtype``."""
         x = np.asarray(x, dtype=np.float64)
         x = x[:, None] if x.ndim == 1 else x
-        angles = (x @ self.frequencies).astype(self.dtype, copy=False)
+        if x.shape[1] <= 4:  # a BLAS call with an inner dimension this small is slow
+            wide = x[:, :1] * self.frequencies[0]
+            for k in range(1, x.shape[1]):
+                wide += x[:, k:k + 1] * self.frequencies[k]
+        else:
+            wide = x @ self.frequencies
+        dtype = dtype or self.dtype
+        angles = wide.astype(dtype, copy=False)
         half = angles.shape[1]
-        out = np.empty((x.shape[0], 2 * half), dtype=self.dtype)
+        out = np.empty((x.shape[0], 2 * half), dtype=dtype)
         np.cos(angles, out=out[:, :half])
         np.sin(angles, out=out[:, half:])
-        out *= self.dtype(math.sqrt(1.0 / half))
+        out *= dtype(math.sqrt(1.0 / half)) * dtype(factor)
+        return out
+
+    @property
+    def grid(self) -> int:
+        """Exponent ``s`` of the grid ``2^-s`` of the quantised map (:meth:`quantised`):
+        the largest with ``EXACT_WEIGHT * max|phi| * 2^s <= 2^24``."""
+        return grid_exponent(math.sqrt(1.0 / self.frequencies.shape[1]) * (1 + 1e-6))
+
+    def quantised(self, x: NDArray[np.float64]) -> NDArray[np.float32]:
+        """The map rounded to multiples of ``2^-s`` (:attr:`grid`), in float32: every
+        entry is an integer of at most 11 bits times ``2^-s``, so any float32 sum of at
+        most :data:`EXACT_WEIGHT` entries weighted by 0/1 labels (or bootstrap counts
+        whose column total is at most that) is exact (:func:`exact_products`). The
+        rounding changes an entry by at most ``2^-(s+1)`` (``3e-5`` at ``D = 256``)."""
+        # (cos * c) * 2^s in float32 equals cos * (c * 2^s) (a power of two), so the map
+        # is scaled, rounded to integers and scaled back in place
+        scale = 2.0 ** self.grid
+        out = self._map(x, scale, np.float32)
+        np.rint(out, out=out)
+        out *= np.float32(1.0 / scale)
         return out
 
     def kernel_matrix(self, a: NDArray[np.float64], b: NDArray[np.float64]
                       ) -> NDArray[np.float64]:
         """The feature kernel ``phi(a_i) . phi(b_j)`` (dense; small inputs, tests)."""
         return self.transform(a).astype(np.float64) @ self.transform(b).astype(np.float64).T
+
+
+#: Largest column total (sum of 0/1 labels or counts over a block's rows) for which the
+#: single-precision products of grid values are exact (two row blocks' worth).
+EXACT_WEIGHT = 2 * ROW_BLOCK
+#: Bits added by each part of :func:`exact_parts`.
+PART_BITS = 12
+
+
+def grid_exponent(bound: float, weight: int = EXACT_WEIGHT) -> int:
+    """Largest ``e`` with ``weight * bound * 2^e <= 2^24``: values ``|v| <= bound``
+    rounded to multiples of ``2^-e`` are integers of at most ``log2(2^24 / weight)`` (11)
+    bits, and a float32 sum of ``weight`` of them (each times 0 or 1, or times counts of
+    total ``weight``) never rounds."""
+    return int(math.floor(math.log2(2.0**24 / (weight * max(bound, 1e-300)))))
+
+
+def to_grid(values: NDArray, exponent: int) -> NDArray[np.float32]:
+    """``values`` rounded to the nearest multiple of ``2^-exponent``, in float32."""
+    scale = 2.0 ** exponent
+    return (np.rint(np.asarray(values, dtype=np.float64) * scale) / scale).astype(np.float32)
+
+
+def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4,
+                weight: int = EXACT_WEIGHT) -> NDArray[np.float32]:
+    """(parts, rows) float32 grid values summing to ``values`` (``|values| <= bound``)
+    within ``2^-(e + 12 (parts - 1) + 1)`` (``2^-48`` for ``bound = 1`` and four parts):
+    part ``k`` is on the grid ``2^-(e + 12 k)``
+    (``e = grid_exponent(bound)``), a fixed sequence of grids whatever the rows, so sums
+    of a part over any rows (weighted by 0/1 labels in float32 block products, or in
+    float64) are exact and independent of their order."""
+    exponent = grid_exponent(bound, weight)
+    rest = np.asarray(values, dtype=np.float64)
+    if rest.size and float(np.max(np.abs(rest))) > bound:
+        raise ValueError(f"values exceed their bound {bound}")
+    out = np.empty((parts, rest.shape[0]), dtype=np.float32)
+    for k in range(parts):
+        out[k] = to_grid(rest, exponent + PART_BITS * k)
+        rest = rest - out[k]
+    return out
+
+
+def exact_products(left: NDArray[np.float32], right: NDArray[np.float32],
+                   column_total: float, weight: int = EXACT_WEIGHT) -> NDArray[np.float64]:
+    """``left^T right`` (float64) for grid values ``left`` (:func:`to_grid` with
+    ``weight``) and non-negative integers ``right`` (labels, counts) whose columns sum to
+    at most ``column_total``: one float32 GEMM, exact when ``column_total <= weight``
+    (otherwise a float64 GEMM, also exact), so the result does not depend on the BLAS's
+    order of summation."""
+    if column_total > weight:
+        return left.astype(np.float64).T @ right.astype(np.float64)
+    return (left.T @ right).astype(np.float64)
 
 
 def row_chunks(n: int, width: int, entries: int = CHUNK_ENTRIES) -> Iterator[tuple[int, int]]:

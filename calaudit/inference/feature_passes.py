@@ -1,0 +1,235 @@
+"""The row passes of the feature tests as reductions over fixed row blocks.
+
+One pass over the rows gives, for residuals ``r_i = c (e_{y_i} - p_i)`` (binary through
+the scalar ``c (y_i - p_i1)``, ``c = sqrt(2)`` for the SKCE), everything the feature
+tests need (:mod:`calaudit.inference.feature_tests` assembles the statistics):
+
+* ``G_k = Phi^T [Y_k | Y*_k]`` (D x (1 + B) per class ``k``): the observed and the
+  redrawn label indicators (``y* ~ Cat(p)``, :mod:`calaudit.numerics.block_draws`);
+* ``v_k = Phi^T p_k``, so that ``Phi^T r = c (G_k - v_k)`` for every column;
+* the diagonal ``sum_i |phi_i|^2 |r_i|^2 = c^2 (sum_i |phi_i|^2 sum_k p_ik^2 +
+  sum_k sum_i Y_ik |phi_i|^2 (1 - 2 p_ik))`` (``Y^2 = Y``);
+* optionally ``Phi^T L`` of lead columns ``L`` (the LCB's ``[r, 1]``);
+* optionally the bootstrap forms of the SKCE's Arcones-Gine test: ``Psi^T [1 | C]`` with
+  ``psi_i = phi_i r_i`` and multinomial counts ``C`` factorised over the blocks, and
+  ``C . h``, ``(C o C) . h``, ``sum C^2`` with ``h_i = |psi_i|^2``.
+
+**Exactness.** ``Phi`` is the quantised feature map (integers of at most 11 bits times
+``2^-s``, :meth:`calaudit.numerics.features.FourierFeatures.quantised`) and ``Psi`` is
+rounded to such a grid too; the labels and counts are small integers. A block product
+``Phi_block^T Y`` is then one **float32** GEMM that never rounds
+(:func:`calaudit.numerics.features.exact_products`), and the real-valued weights
+(``p``, ``|phi|^2 (1 - 2p)``, ...) go through :func:`calaudit.numerics.features.
+exact_parts`: fixed grids on which every sum is exact. Every partial sum is therefore
+exact, so the totals do not depend on the order of summation, on the BLAS, on how the
+rows are grouped into tasks or on which process computes them; and each resample's
+statistic is the same function of its labels as the observed one (the consistency test's
+p-value is exact-conditional). The parts are added (one rounding) only at assembly.
+
+Draws: labels from the stream ``(seed, stream, block)``, counts from
+``(boot_seed, boot_stream, block)`` given the block totals (:func:`calaudit.numerics.
+block_draws.block_totals`), so a row's draws never depend on chunking or partitioning.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.block_draws import block_counts, label_indicators
+from calaudit.numerics.features import (
+    EXACT_WEIGHT,
+    FourierFeatures,
+    exact_parts,
+    exact_products,
+    grid_exponent,
+    to_grid,
+)
+from calaudit.numerics.row_blocks import blocks, block_rng
+
+#: Parts of each real-valued weight (:func:`exact_parts`): 47 bits below its bound.
+PARTS = 4
+
+
+def _bound_of_norm(features: FourierFeatures) -> float:
+    """A bound on ``|phi_i|^2`` of the quantised map (1 up to rounding)."""
+    step = 2.0 ** -(features.grid + 1)
+    return (1.0 + math.sqrt(features.n_features) * step) ** 2 * (1 + 1e-9)
+
+
+def psi_exponent(features: FourierFeatures, residuals: NDArray[np.float64]) -> int:
+    """Grid of ``psi_i = phi_i r_ik`` (entries at most ``max|phi| max|r|``)."""
+    top = math.sqrt(1.0 / features.frequencies.shape[1]) + 2.0 ** -(features.grid + 1)
+    return grid_exponent(top * max(float(np.max(np.abs(residuals))), 1e-12) * (1 + 1e-9))
+
+
+def _zeros(n_features: int, classes: int, columns: int, lead: int, boot: int
+           ) -> dict[str, NDArray[np.float64]]:
+    out = {"G": np.zeros((classes, n_features, columns)),
+           "v": np.zeros((classes, n_features, PARTS)),
+           "wy": np.zeros((PARTS, columns)), "c0": np.zeros(PARTS)}
+    if lead:
+        out["lead"] = np.zeros((lead, n_features, PARTS))
+    if boot:
+        out.update(P=np.zeros((classes, n_features, boot + 1)),
+                   bd=np.zeros((PARTS, boot + 1)), bsq=np.zeros((PARTS, boot)),
+                   ties=np.zeros(boot))
+    return out
+
+
+def label_partial(start: int, stop: int, *, features: FourierFeatures,
+                  x: NDArray[np.float64], proba: NDArray[np.float64],
+                  observed: NDArray[np.uint8], thresholds: NDArray[np.uint32],
+                  labels: int, seed: int, stream: str, n_resamples: int,
+                  lead: NDArray[np.float64] | None = None,
+                  lead_bounds: NDArray[np.float64] | None = None,
+                  boot_totals: NDArray[np.int64] | None = None, boot_seed: int = 0,
+                  boot_stream: str = "", residuals: NDArray[np.float64] | None = None,
+                  psi_grid: int = 0, h_bound: float = 1.0) -> dict[str, NDArray]:
+    """The exact partial sums of the rows ``[start, stop)`` (module docstring).
+
+    ``proba`` (n, k) and ``observed`` (n, k) are the probability and label-indicator
+    columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``); ``thresholds`` the
+    label thresholds (:func:`calaudit.numerics.block_draws.label_thresholds`) and
+    ``labels`` the number of indicator matrices per draw (1 binary, else ``m``).
+    """
+    classes, d = proba.shape[1], features.n_features
+    columns = 1 + n_resamples
+    boot = 0 if boot_totals is None else boot_totals.shape[1]
+    out = _zeros(d, classes, columns, 0 if lead is None else lead.shape[1], boot)
+    w_bound = _bound_of_norm(features)
+    for block, lo, hi in blocks(start, stop):
+        rows = hi - lo
+        phi = features.quantised(x[lo:hi])
+        phi64 = phi.astype(np.float64)
+        norm = np.einsum("ij,ij->i", phi64, phi64)
+        p = proba[lo:hi]
+        drawn = (label_indicators(block_rng(seed, stream, block), thresholds[lo:hi],
+                                  n_resamples, labels) if n_resamples else None)
+        y = np.empty((rows, columns), dtype=np.float32)
+        for k in range(classes):
+            y[:, 0] = observed[lo:hi, k]
+            if drawn is not None:
+                y[:, 1:] = drawn[k]
+            weights = exact_parts(norm * (1.0 - 2.0 * p[:, k]), w_bound, PARTS)
+            # one float32 GEMM: [Phi | weight parts]^T Y (exact)
+            product = exact_products(np.hstack([phi, weights.T]), y, rows)
+            out["G"][k] += product[:d]
+            out["wy"] += product[d:]
+            out["v"][k] += phi64.T @ exact_parts(p[:, k], 1.0, PARTS).T.astype(np.float64)
+        squares = exact_parts(norm * np.einsum("ik,ik->i", p, p), w_bound * classes, PARTS)
+        out["c0"] += squares.astype(np.float64).sum(axis=1)
+        if lead is not None:
+            for j in range(lead.shape[1]):
+                parts = exact_parts(lead[lo:hi, j], float(lead_bounds[j]), PARTS)
+                out["lead"][j] += phi64.T @ parts.T.astype(np.float64)
+        if boot:
+            _bootstrap_block(out, phi64, residuals[lo:hi], psi_grid, h_bound,
+                             boot_totals[block], block_rng(boot_seed, boot_stream, block))
+    return out
+
+
+def _bootstrap_block(out: dict, phi64: NDArray[np.float64], r: NDArray[np.float64],
+                     psi_grid: int, h_bound: float, totals: NDArray[np.int64],
+                     rng: np.random.Generator) -> None:
+    """Add one block's bootstrap sums (module docstring) to ``out``."""
+    rows, d = phi64.shape
+    counts = block_counts(rng, rows, totals).T  # (rows, B), a transposed view
+    column_total = float(totals.max())
+    psi = [to_grid(phi64 * r[:, k:k + 1], psi_grid) for k in range(r.shape[1])]
+    h = np.zeros(rows)
+    for part in psi:
+        part64 = part.astype(np.float64)
+        h += np.einsum("ij,ij->i", part64, part64)
+    parts = exact_parts(h, h_bound, PARTS)
+    out["bd"][:, 0] += parts.astype(np.float64).sum(axis=1)
+    for k, part in enumerate(psi):
+        out["P"][k][:, 0] += part.astype(np.float64).sum(axis=0)
+        if k < len(psi) - 1:
+            out["P"][k][:, 1:] += exact_products(part, counts, column_total)
+        else:  # the diagonal's parts ride along: [Psi_k | h parts]^T C
+            product = exact_products(np.hstack([part, parts.T]), counts, column_total)
+            out["P"][k][:, 1:] += product[:d]
+            out["bd"][:, 1:] += product[d:]
+    squared = counts * counts
+    ties = squared.sum(axis=0, dtype=np.float64)
+    out["ties"] += ties
+    # sum_i c_i^2 is about 2 rows: parts on grids with twice the budget
+    weight = 2 * EXACT_WEIGHT
+    parts = exact_parts(h, h_bound, PARTS, weight)
+    out["bsq"] += exact_products(parts.T, squared, float(ties.max()), weight)
+
+
+def h_bound_of(features: FourierFeatures, residuals: NDArray[np.float64], psi_grid: int
+               ) -> float:
+    """A bound on ``h_i = sum_k |psi_ik|^2`` of the rounded ``psi``."""
+    slack = math.sqrt(features.n_features) * 2.0 ** -(psi_grid + 1)
+    root = math.sqrt(_bound_of_norm(features)) * np.abs(residuals) + slack
+    return float(np.max(np.sum(root * root, axis=1))) * (1 + 1e-9) + 1e-300
+
+
+def statistics(total: dict[str, NDArray], n: int, scale: float) -> NDArray[np.float64]:
+    """``T = (|Phi^T r|^2 - sum_i |phi_i|^2 |r_i|^2) / (n (n - 1))`` of every column
+    (0: observed, then the redraws), from the summed partials."""
+    a = scale * (total["G"] - total["v"].sum(axis=2)[:, :, None])
+    diagonal = scale * scale * (total["wy"].sum(axis=0) + total["c0"].sum())
+    return (np.einsum("kdb,kdb->b", a, a) - diagonal) / (n * (n - 1))
+
+
+def shared_labels(features: FourierFeatures, x: NDArray[np.float64],
+                  proba: NDArray[np.float64], observed: NDArray[np.uint8],
+                  thresholds: NDArray[np.uint32], labels: int, seed: int, stream: str,
+                  n_resamples: int) -> dict[str, Any]:
+    """The ``shared`` dict of :func:`label_partial` (no lead, no bootstrap)."""
+    return {"features": features, "x": x, "proba": proba, "observed": observed,
+            "thresholds": thresholds, "labels": labels, "seed": int(seed),
+            "stream": stream, "n_resamples": int(n_resamples)}
+
+
+def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
+                     totals: NDArray[np.int64], seed: int, stream: str) -> dict[str, Any]:
+    """The bootstrap entries of :func:`label_partial`'s ``shared`` dict (``residuals``
+    (n, k) the scaled residual columns; ``totals`` (blocks, B))."""
+    grid = psi_exponent(features, residuals)
+    return {"boot_totals": totals, "boot_seed": int(seed), "boot_stream": stream,
+            "residuals": residuals, "psi_grid": grid,
+            "h_bound": h_bound_of(features, residuals, grid)}
+
+
+def lead_shared(lead: NDArray[np.float64]) -> dict[str, Any]:
+    """The lead entries of :func:`label_partial`'s ``shared`` dict (``lead`` (n, q))."""
+    bounds = np.maximum(np.max(np.abs(lead), axis=0), 1e-300) if lead.shape[0] else \
+        np.ones(lead.shape[1])
+    return {"lead": lead, "lead_bounds": bounds}
+
+
+def resample_partial(start: int, stop: int, *, features: FourierFeatures,
+                     x: NDArray[np.float64], r: NDArray[np.float64], seed: int,
+                     stream: str, n_resamples: int) -> dict[str, NDArray]:
+    """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B) with column 0
+    the observed residuals ``r`` (n, k) and ``R*_ib = r_{J_ib}`` (``J`` uniform indices
+    from the block streams), and the diagonal sums ``sum_i |phi_i|^2 |R*_i|^2`` (float64
+    block GEMMs on the quantised map)."""
+    n, classes = r.shape
+    out = {"A": np.zeros((classes, features.n_features, 1 + n_resamples)),
+           "diag": np.zeros(1 + n_resamples)}
+    for block, lo, hi in blocks(start, stop):
+        phi64 = features.quantised(x[lo:hi]).astype(np.float64)
+        norm = np.einsum("ij,ij->i", phi64, phi64)
+        index = block_rng(seed, stream, block).integers(0, n, size=(hi - lo, n_resamples))
+        for k in range(classes):
+            z = np.empty((hi - lo, 1 + n_resamples))
+            z[:, 0] = r[lo:hi, k]
+            z[:, 1:] = r[index, k]
+            out["A"][k] += phi64.T @ z
+            out["diag"] += norm @ (z * z)
+    return out
+
+
+def resample_statistics(total: dict[str, NDArray], n: int) -> NDArray[np.float64]:
+    """``T`` of every column of :func:`resample_partial`'s sums."""
+    a = total["A"]
+    return (np.einsum("kdb,kdb->b", a, a) - total["diag"]) / (n * (n - 1))

@@ -1,0 +1,109 @@
+"""Per-row random draws of one row block (label redraws, bootstrap counts and indices).
+
+Each function draws the rows of **one** block (:mod:`calaudit.numerics.row_blocks`) from
+that block's generator, so the draws of a row depend only on ``(seed, stream, block)``.
+
+* Labels ``y* ~ Cat(p)`` by integer thresholds: ``u`` uniform 32-bit integers,
+  ``T_ik = round(2^32 F_ik)`` (``F`` the cumulative probabilities, saturated at
+  ``2^32 - 1``); class ``k`` iff ``T_i,k-1 <= u < T_ik``. Each class probability is thus
+  rounded to a multiple of ``2^-32`` (a change of at most ``2^-32``; a class of probability
+  1 is redrawn with probability ``1 - 2^-32``). One raw 64-bit output gives two draws.
+* Bootstrap counts (exact multinomial ``(n; 1/n, ..., 1/n)`` factorised over the fixed
+  blocks): the block totals of every resample, ``(T_b1, ..., T_bK) ~ Multinomial(n;
+  s_1/n, ..., s_K/n)`` (``s_k`` the block sizes), come first from one stream
+  (:func:`block_totals`); then block ``k`` spreads ``T_bk`` draws uniformly over its rows
+  (:func:`block_counts`, from the block's stream). Conditionally on the totals the blocks
+  are independent multinomials, which is the multinomial's factorisation, so the counts
+  of a resample are exactly multinomial.
+* Bootstrap indices (residual bootstrap): ``J_ib`` uniform on ``[0, n)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.row_blocks import ROW_BLOCK, block_rng, n_blocks
+
+#: Largest 32-bit threshold (thresholds saturate here; see the module docstring).
+_TOP = 2**32 - 1
+
+
+def label_thresholds(proba: NDArray[np.float64]) -> NDArray[np.uint32]:
+    """``T = min(round(2^32 F), 2^32 - 1)`` (n, m - 1) of the cumulative probabilities
+    ``F`` of ``proba`` ((n,) positive-class probabilities: (n, 1))."""
+    p = np.asarray(proba, dtype=np.float64)
+    cumulative = p[:, None] if p.ndim == 1 else np.cumsum(p, axis=1)[:, :-1]
+    scaled = np.rint(np.clip(cumulative, 0.0, 1.0) * 2.0**32)
+    return np.minimum(scaled, _TOP).astype(np.uint32)
+
+
+def uniform_words(rng: np.random.Generator, rows: int, columns: int) -> NDArray[np.uint32]:
+    """(rows, columns) uniform 32-bit integers (two per raw 64-bit output)."""
+    size = rows * columns
+    raw = rng.bit_generator.random_raw((size + 1) // 2)
+    return raw.view(np.uint32)[:size].reshape(rows, columns)
+
+
+def label_indicators(rng: np.random.Generator, thresholds: NDArray[np.uint32],
+                     columns: int, classes: int) -> list[NDArray[np.bool_]]:
+    """Indicators ``1{y*_ib = k}`` (rows, columns) of the classes ``k`` listed by
+    ``classes`` semantics: ``classes == 1`` gives ``[1{y* = 1}]`` of a binary label
+    (``thresholds`` (rows, 1)); else one matrix per class ``0..m-1``."""
+    u = uniform_words(rng, thresholds.shape[0], columns)
+    if classes == 1:
+        return [u < thresholds[:, :1]]
+    out, below = [], None
+    for k in range(classes):
+        upper = u < thresholds[:, k:k + 1] if k < classes - 1 else None
+        if below is None:
+            out.append(upper)
+        elif upper is None:
+            out.append(~below)
+        else:
+            out.append(upper & ~below)
+        below = upper
+    return out
+
+
+def labels_of(indicators: list[NDArray[np.bool_]]) -> NDArray[np.intp]:
+    """Class labels from :func:`label_indicators` (tests, references)."""
+    if len(indicators) == 1:
+        return indicators[0].astype(np.intp)
+    labels = np.zeros(indicators[0].shape, dtype=np.intp)
+    for k, ind in enumerate(indicators):
+        labels[ind] = k
+    return labels
+
+
+def block_totals(seed: int, name: str, n: int, n_resamples: int) -> NDArray[np.int64]:
+    """(blocks, B) draws falling in each row block per resample: one multinomial of ``n``
+    draws over the blocks (probabilities ``s_k / n``) per resample, from the stream
+    ``(seed, name + ":totals", 0)``."""
+    k = n_blocks(n)
+    sizes = np.full(k, ROW_BLOCK, dtype=np.float64)
+    sizes[-1] = n - ROW_BLOCK * (k - 1)
+    rng = block_rng(seed, name + ":totals", 0)
+    return rng.multinomial(n, sizes / n, size=n_resamples).T.astype(np.int64)
+
+
+def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
+                 ) -> NDArray[np.float32]:
+    """(B, rows) counts, resample-major (use ``.T`` for (rows, B)): resample ``b`` spreads
+    ``totals[b]`` draws uniformly over the block's ``rows`` rows (a multinomial
+    ``(totals[b]; 1/rows, ...)``)."""
+    b = totals.size
+    total = int(totals.sum())
+    if rows == ROW_BLOCK:  # 12 uniform bits per draw (ROW_BLOCK = 2^12)
+        words = rng.bit_generator.random_raw((total + 3) // 4).view(np.uint16)[:total]
+        cells = np.bitwise_and(words, ROW_BLOCK - 1, dtype=np.int64)
+    else:
+        cells = rng.integers(0, rows, size=total, dtype=np.int64)
+    cells += np.repeat(np.arange(b, dtype=np.int64) * rows, totals)
+    return np.bincount(cells, minlength=b * rows).astype(np.float32).reshape(b, rows)
+
+
+def bootstrap_indices(rng: np.random.Generator, rows: int, n: int, columns: int
+                      ) -> NDArray[np.int64]:
+    """(rows, columns) indices drawn uniformly from ``[0, n)`` (residual bootstrap)."""
+    return rng.integers(0, n, size=(rows, columns), dtype=np.int64)
