@@ -184,3 +184,30 @@ def test_cell_matmul_many_columns_matches_the_same_features_densely():
         w = rng.normal(size=(n, q))
         got = cell_matmul(kernel, feats, w)
         assert np.allclose(got, approx @ w, rtol=1e-4, atol=1e-4 * np.abs(approx @ w).max())
+
+
+def test_cell_matmul_float32_columns_give_the_same_bytes():
+    """The stage keeps the large-n curve columns in float32 (half the memory): the block
+    products are single precision anyway, so the result is bit-identical to float64
+    columns, in both the placed-columns and the per-cell GEMM branches."""
+    from calaudit.local.lcb import CurveRequest, curve_design
+    from calaudit.local.lcb_features import DENSE_OUTPUT, cell_kernel, cell_matmul, _features
+
+    rng = np.random.default_rng(6)
+    n = 700
+    z = np.column_stack([rng.uniform(0, 2, n), 2.0 * rng.integers(0, 3, n)])
+    kernel = cell_kernel(z, [1])
+    feats = _features(kernel, 64, 2)
+    for q in (2, DENSE_OUTPUT // kernel.n_cells + 1):
+        w = rng.normal(size=(n, q))
+        assert np.array_equal(cell_matmul(kernel, feats, w),
+                              cell_matmul(kernel, feats, w.astype(np.float32)))
+    rows = np.flatnonzero(z[:, 1] == 0)
+    request = CurveRequest("x", None, "all", rows, z[rows, 0])
+    sums = rng.uniform(0.5, 2.0, n)
+    wide = curve_design([request], sums, 12)
+    narrow = curve_design([request], sums, 12, dtype=np.float32)
+    assert narrow.columns.dtype == np.float32
+    assert np.array_equal(narrow.columns, wide.columns.astype(np.float32))
+    assert np.array_equal(cell_matmul(kernel, feats, narrow.columns),
+                          cell_matmul(kernel, feats, wide.columns))

@@ -352,7 +352,8 @@ class LocalAudit(LcbEstimation):
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points)
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
+                              dtype=np.float64 if self.lcb_kernel is None else np.float32)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:

@@ -134,13 +134,15 @@ class CurveDesign:
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
-                 points: int, dense: bool = True) -> CurveDesign:
+                 points: int, dense: bool = True, dtype: type = np.float64) -> CurveDesign:
     """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group;
     ``dense=False`` leaves ``columns`` empty, (n, 0), for callers that use the
-    per-request weights directly, e.g. the random-feature path at large n)."""
+    per-request weights directly). ``dtype=np.float32`` halves the (n, points x requests)
+    columns for the random-feature path, whose products are single precision anyway
+    (:func:`calaudit.local.lcb_features.cell_matmul`)."""
     pieces = [grid_weights(req.x, points) for req in requests]
     width = sum(p[0].size for p in pieces) if dense else 0
-    columns = np.zeros((weight_sums.size, width))
+    columns = np.zeros((weight_sums.size, width), dtype=dtype)
     start = 0
     for req, (grid, w, _) in zip(requests, pieces, strict=True):
         if dense:

@@ -124,7 +124,9 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     reduction over the fixed row blocks (:func:`cell_partial`, run by ``executor``)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    shared = {"kernel": kernel, "features": features, "w": np.asarray(w, dtype=np.float64)}
+    # float32 columns stay float32: the block products below are single precision
+    w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
+    shared = {"kernel": kernel, "features": features, "w": w}
     acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
     rows = np.arange(n) if targets is None else np.asarray(targets, dtype=np.intp)
