@@ -2,7 +2,7 @@
 
 Command (saved output: benchmarks/results/local_ahs.txt):
 
-    python benchmarks/local_ahs.py > benchmarks/results/local_ahs.txt
+    python benchmarks/local_ahs.py [extra CLI args, e.g. --method exact] > benchmarks/results/local_ahs.txt
 
 Predictions: a logistic regression on the ten AHS features (StandardScaler + scikit-learn
 LogisticRegression), cross-fitted with 2 folds so that every row has an out-of-fold
@@ -54,7 +54,7 @@ def write_predictions(shared: Path, target: Path) -> None:
 def run_cli(preds: Path, out: Path) -> tuple[float, float, float, int]:
     cmd = [sys.executable, "-m", "calaudit", "test", str(preds), "--covariates",
            "HINCP,BLACK", "--categorical", "BLACK", "--local-resamples", "500", "--json",
-           str(out), "--exit-zero"]
+           str(out), "--exit-zero", *sys.argv[1:]]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -96,7 +96,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         preds, out = Path(tmp) / "ahs_preds.csv", Path(tmp) / "result.json"
         write_predictions(shared, preds)
-        print(f"# load average at start {os.getloadavg()}, cpus {os.cpu_count()}")
+        print(f"# load average at start {os.getloadavg()}, cpus {os.cpu_count()}; extra CLI "
+              f"args: {' '.join(sys.argv[1:]) or '(none: --method auto)'}")
         wall, cpu, rss, code = run_cli(preds, out)
         result = json.loads(out.read_text())
         test = next(t for t in result["tests"] if t["id"] == "klce_consistency")
