@@ -42,7 +42,6 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -51,17 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-try:
-    from calaudit.numerics.row_blocks import ROW_BLOCK, TASK_ROWS, block_rng, task_ranges
-except ImportError:  # before the row-block contract is merged: the same definitions
-    ROW_BLOCK, TASK_ROWS = 4096, 16 * 4096
-
-    def task_ranges(n: int, rows: int = TASK_ROWS) -> list[tuple[int, int]]:
-        return [(start, min(n, start + rows)) for start in range(0, n, rows)]
-
-    def block_rng(seed: int, name: str, block: int) -> np.random.Generator:
-        key = (int(seed), zlib.crc32(name.encode("utf-8")), int(block))
-        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key)))
+from calaudit.numerics.row_blocks import ROW_BLOCK, TASK_ROWS, block_rng, task_ranges  # noqa: E402
 
 REGIONS = ("north", "south", "east", "west")
 N_BINS = 15

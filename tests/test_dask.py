@@ -27,18 +27,7 @@ from tests.conftest import binary_frame
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-try:  # the shared row-block contract (calaudit/numerics/row_blocks.py, branch streams)
-    from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-    HAVE_ROW_BLOCKS = True
-except ImportError:  # until it lands: a minimal copy of its interface, for these tests only
-    HAVE_ROW_BLOCKS = False
-
-    def task_ranges(n: int, rows: int = 16 * 4096) -> list[tuple[int, int]]:
-        return [(start, min(n, start + rows)) for start in range(0, n, rows)]
-
-    class SerialExecutor:  # type: ignore[no-redef]
-        def map_sum(self, partial, ranges, shared):
-            return fold_in_order(partial(a, b, **shared) for a, b in ranges)
+from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 
 # the partials below travel to the worker processes by value, not by module name
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -279,8 +268,7 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
 
     monkeypatch.setattr(DaskExecutor, "map_sum", counted)
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
-    if HAVE_ROW_BLOCKS:
-        assert calls, "no reduction of the audit ran on the executor"
+    assert calls, "no reduction of the audit ran on the executor"
 
 
 def test_the_executor_is_not_a_setting_and_not_recorded():

@@ -35,9 +35,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
+
 
 #: Rows per partial sum (a constant: the ranges depend on n only).
-PART_ROWS = 65_536
+PART_ROWS = TASK_ROWS
 #: Newton stops once no coefficient moves by more than this times (1 + |beta|).
 STEP_TOL = 1e-10
 #: Newton steps at most.
@@ -58,17 +60,15 @@ class Fit:
 
 
 def part_ranges(n: int) -> list[tuple[int, int]]:
-    """``[(0, PART_ROWS), (PART_ROWS, 2 PART_ROWS), ..., (., n)]``."""
-    return [(start, min(start + PART_ROWS, n)) for start in range(0, n, PART_ROWS)]
+    """The fixed row ranges of the fit's reductions (:func:`calaudit.numerics.row_blocks.
+    task_ranges` with ``PART_ROWS`` rows each)."""
+    return task_ranges(n, PART_ROWS)
 
 
 def ordered_sum(partial: Partial, n: int, shared: dict[str, NDArray]) -> dict[str, NDArray]:
-    """The partials of :func:`part_ranges` added in range order (a left fold)."""
-    total: dict[str, NDArray] = {}
-    for start, stop in part_ranges(n):
-        for key, value in partial(start, stop, **shared).items():
-            total[key] = total[key] + value if key in total else np.array(value, copy=True)
-    return total
+    """The partials of :func:`part_ranges` added in range order (a left fold, by
+    :class:`calaudit.numerics.row_blocks.SerialExecutor`)."""
+    return SerialExecutor().map_sum(partial, part_ranges(n), shared)
 
 
 def glm_partial(start: int, stop: int, *, y: NDArray[np.float64],

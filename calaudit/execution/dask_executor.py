@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from calaudit.exceptions import ClusterError
+from calaudit.numerics.row_blocks import fold
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
 
@@ -41,31 +42,9 @@ WINDOW_PER_THREAD = 4
 MIN_WINDOW = 8
 
 
-def fold_in_order(partials: Iterable[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """The left fold ``((p_0 + p_1) + p_2) + ...`` of the partials, key by key, in the
-    order given, accumulated in float64 (a float64 copy of the first partial, the others
-    added in place): the rule of ``calaudit.numerics.row_blocks.fold``, so a Dask run and
-    ``SerialExecutor`` give the same bytes. Every partial has the same keys and shapes
-    (they never depend on the range); a difference is a bug in the partial and raises
-    ``ValueError``."""
-    total: dict[str, np.ndarray] | None = None
-    for index, part in enumerate(partials):
-        if total is None:
-            total = {key: np.array(value, dtype=np.result_type(value, np.float64))
-                     for key, value in part.items()}
-            continue
-        if part.keys() != total.keys():
-            raise ValueError(f"partial {index} has keys {sorted(part)}, "
-                             f"the first had {sorted(total)}")
-        for key, value in part.items():
-            value = np.asarray(value)
-            if value.shape != total[key].shape:
-                raise ValueError(f"partial {index}: {key!r} has shape {value.shape}, "
-                                 f"the first had {total[key].shape}")
-            total[key] += value
-    if total is None:
-        raise ValueError("a reduction needs at least one row range")
-    return total
+#: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
+#: same bytes as :class:`calaudit.numerics.row_blocks.SerialExecutor`.
+fold_in_order = fold
 
 
 def _call(partial: Partial, start: int, stop: int, shared: Mapping[str, Any]

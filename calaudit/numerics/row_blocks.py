@@ -103,14 +103,23 @@ def executor_of(config: Any) -> Any:
 
 def fold(partials) -> dict[str, NDArray]:
     """Left fold ``((p_0 + p_1) + p_2) + ...`` of the partial dicts, in the given order
-    (float64 accumulation: arrays are added to a float64 copy of the first)."""
+    (float64 accumulation: arrays are added to a float64 copy of the first). Every partial
+    has the same keys and shapes (they never depend on the range); a difference is a bug
+    in the partial and raises ``ValueError``."""
     total: dict[str, NDArray] | None = None
-    for part in partials:
+    for index, part in enumerate(partials):
         if total is None:
             total = {k: np.array(v, dtype=np.result_type(v, np.float64)) for k, v in part.items()}
-        else:
-            for k, v in part.items():
-                total[k] += v
+            continue
+        if part.keys() != total.keys():
+            raise ValueError(f"partial {index} has keys {sorted(part)}, "
+                             f"the first had {sorted(total)}")
+        for k, v in part.items():
+            v = np.asarray(v)
+            if v.shape != total[k].shape:
+                raise ValueError(f"partial {index}: {k!r} has shape {v.shape}, "
+                                 f"the first had {total[k].shape}")
+            total[k] += v
     if total is None:
         raise ValueError("a reduction needs at least one range")
     return total
