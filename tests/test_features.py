@@ -38,6 +38,7 @@ from calaudit.numerics.features import (
 )
 from calaudit.numerics.row_blocks import (
     ROW_BLOCK,
+    ThreadExecutor,
     block_rng,
     blocks,
     fold,
@@ -219,7 +220,8 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     features = FourierFeatures.draw("tv", 2.0, 2, 32, 4)
     runs = []
     for rows, executor in ((ROW_BLOCK, None), (2 * ROW_BLOCK, None), (16 * ROW_BLOCK, None),
-                           (ROW_BLOCK, ReversedExecutor())):
+                           (ROW_BLOCK, ReversedExecutor()), (ROW_BLOCK, ThreadExecutor(2)),
+                           (2 * ROW_BLOCK, ThreadExecutor(3))):
         out = feature_skce_pass(features, x, r, proba, np.random.default_rng(1), b,
                                 np.random.default_rng(2), b, executor=executor,
                                 task_rows=rows)
@@ -231,11 +233,15 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     if classes == 1:
         z = rng.normal(size=(n, 2))
         local = [feature_local_pass(features, z, r, r, proba, "klce_consistency",
-                                    np.random.default_rng(3), b, task_rows=rows)
-                 for rows in (ROW_BLOCK, 16 * ROW_BLOCK)]
-        assert local[0].statistic == local[1].statistic
-        assert np.array_equal(local[0].test.null_distribution, local[1].test.null_distribution)
-        assert np.array_equal(local[0].bias.values, local[1].bias.values)
+                                    np.random.default_rng(3), b, task_rows=rows,
+                                    executor=executor)
+                 for rows, executor in ((ROW_BLOCK, None), (16 * ROW_BLOCK, None),
+                                        (ROW_BLOCK, ThreadExecutor(2)))]
+        for other in local[1:]:
+            assert local[0].statistic == other.statistic
+            assert np.array_equal(local[0].test.null_distribution,
+                                  other.test.null_distribution)
+            assert np.array_equal(local[0].bias.values, other.bias.values)
 
 
 def test_skce_pass_forms_match_dense_count_forms():
