@@ -91,16 +91,22 @@ def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
     """(B, rows) counts, resample-major (use ``.T`` for (rows, B)): resample ``b`` spreads
     ``totals[b]`` draws uniformly over the block's ``rows`` rows (a multinomial
-    ``(totals[b]; 1/rows, ...)``)."""
+    ``(totals[b]; 1/rows, ...)``). The draws of the resamples follow each other in the
+    block's stream; each resample's are counted on their own (a histogram of ``rows``
+    bins stays in cache, and no (draws,) index array is built)."""
     b = totals.size
     total = int(totals.sum())
     if rows == ROW_BLOCK:  # 12 uniform bits per draw (ROW_BLOCK = 2^12)
         words = rng.bit_generator.random_raw((total + 3) // 4).view(np.uint16)[:total]
-        cells = np.bitwise_and(words, ROW_BLOCK - 1, dtype=np.int64)
+        cells = np.bitwise_and(words, ROW_BLOCK - 1)
     else:
         cells = rng.integers(0, rows, size=total, dtype=np.int64)
-    cells += np.repeat(np.arange(b, dtype=np.int64) * rows, totals)
-    return np.bincount(cells, minlength=b * rows).astype(np.float32).reshape(b, rows)
+    out = np.empty((b, rows), dtype=np.float32)
+    start = 0
+    for j, stop in enumerate(np.cumsum(totals).tolist()):
+        out[j] = np.bincount(cells[start:stop], minlength=rows)
+        start = stop
+    return out
 
 
 def bootstrap_indices(rng: np.random.Generator, rows: int, n: int, columns: int
