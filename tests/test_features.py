@@ -23,6 +23,8 @@ from calaudit.local.features import feature_local_pass, feature_smoother
 from calaudit.local.poisson_binomial import poisson_binomial_pmf
 from calaudit.numerics import poisson_binomial as pb
 from calaudit.numerics.block_draws import (
+    LABEL_ROWS,
+    binary_labels_into,
     block_counts,
     block_totals,
     label_indicators,
@@ -299,6 +301,20 @@ def test_block_counts_are_multinomial():
     first, rest = counts[:ROW_BLOCK].sum(axis=0), counts[ROW_BLOCK:].sum(axis=0)
     assert np.all(first + rest == n)
     assert first.var() == pytest.approx(n * (ROW_BLOCK / n) * (1 - ROW_BLOCK / n), rel=0.1)
+
+
+@pytest.mark.parametrize("rows,columns", [(ROW_BLOCK, 7), (2 * LABEL_ROWS + 3, 5),
+                                          (LABEL_ROWS - 1, 4), (1, 1)])
+def test_binary_labels_into_are_the_indicators_of_the_same_stream(rows, columns):
+    """The row-chunked draws written into a float32 (strided) view are the labels of one
+    ``label_indicators`` call (odd and even word counts)."""
+    rng = np.random.default_rng(5)
+    thresholds = label_thresholds(rng.random(rows))
+    expected = label_indicators(block_rng(3, "x", 2), thresholds, columns, 1)[0]
+    out = np.full((rows, columns + 1), 7.0, dtype=np.float32)
+    binary_labels_into(block_rng(3, "x", 2), thresholds, out[:, 1:])
+    assert np.array_equal(out[:, 1:], expected.astype(np.float32))
+    assert np.all(out[:, 0] == 7.0)
 
 
 def test_label_thresholds_give_the_class_probabilities():

@@ -66,6 +66,27 @@ def label_indicators(rng: np.random.Generator, thresholds: NDArray[np.uint32],
     return out
 
 
+#: Rows of uniform words drawn at a time by :func:`binary_labels_into` (even, so every
+#: piece but the last is a whole number of 64-bit outputs).
+LABEL_ROWS = 512
+
+
+def binary_labels_into(rng: np.random.Generator, thresholds: NDArray[np.uint32],
+                       out: NDArray[np.float32]) -> None:
+    """``out[i, b] = 1{u_ib < T_i}`` ((rows, columns), e.g. float32): the binary labels of
+    :func:`label_indicators` (``classes == 1``) from the same words, drawn
+    :data:`LABEL_ROWS` rows at a time (the stream's 64-bit outputs split at whole
+    outputs, so the words are those of one :func:`uniform_words` call) and written
+    straight into ``out`` (no (rows, columns) word or indicator matrix)."""
+    rows, columns = out.shape
+    for lo in range(0, rows, LABEL_ROWS):
+        hi = min(rows, lo + LABEL_ROWS)
+        size = (hi - lo) * columns
+        raw = rng.bit_generator.random_raw((size + 1) // 2)
+        words = raw.view(np.uint32)[:size].reshape(hi - lo, columns)
+        np.less(words, thresholds[lo:hi, :1], out=out[lo:hi])
+
+
 def labels_of(indicators: list[NDArray[np.bool_]]) -> NDArray[np.intp]:
     """Class labels from :func:`label_indicators` (tests, references)."""
     if len(indicators) == 1:
