@@ -288,6 +288,7 @@ def test_the_executor_is_not_a_setting_and_not_recorded():
     ({"scheduler": "tcp://a b:1"}, "host:port"),
     ({"scheduler": "tcp://h:8786", "workers": 2}, "not both"),
     ({"workers": 0}, "dask.workers must be an integer in [1, 1024]"),
+    ({"threads": 0}, "dask.threads must be an integer in [1, 1024]"),
     ({"workers": 2, "memory_limit": "2 parsecs"}, "memory_limit"),
     ({"workers": 2, "memory_limit": "0GB"}, "memory_limit"),
     ({"timeout": 0}, "dask.timeout"),
@@ -316,7 +317,8 @@ def test_config_show_lists_the_dask_settings(tmp_path):
     (tmp_path / "calaudit.toml").write_text('[dask]\nscheduler = "tcp://10.0.0.5:8786"\n')
     outcome = run_cli("config", "show", cwd=tmp_path)
     assert outcome.code == 0, outcome.stderr
-    for key in ("dask.scheduler", "dask.workers", "dask.memory_limit", "dask.timeout"):
+    for key in ("dask.scheduler", "dask.workers", "dask.memory_limit", "dask.timeout",
+                "dask.threads"):
         assert key in outcome.stdout
     assert "tcp://10.0.0.5:8786" in outcome.stdout
 

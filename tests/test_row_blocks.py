@@ -102,3 +102,29 @@ def test_default_executor_uses_the_usable_cores():
     assert ThreadExecutor(1).threads == 1
     with pytest.raises(ValueError):
         ThreadExecutor(0)
+
+
+@pytest.mark.slow
+def test_the_audit_on_threads_gives_the_serial_json():
+    """The default battery with the feature tests on two task ranges: the JSON of the
+    thread executor is the serial executor's, byte for byte."""
+    import json
+
+    import calaudit
+    from calaudit.audit.config import LocalConfig
+    from tests.conftest import binary_frame
+
+    frame = binary_frame(TASK_ROWS + ROW_BLOCK + 11, seed=4)
+    data = calaudit.CalibrationData.from_arrays(
+        frame["label"].to_numpy(), frame["prob"].to_numpy(),
+        covariates=frame[["age", "race"]])
+
+    def audit(executor) -> str:
+        config = calaudit.AuditConfig(method="features", n_resamples=19, random_state=3,
+                                      local=LocalConfig(n_resamples=19), executor=executor)
+        payload = calaudit.run_audit(data, config).to_dict()
+        for volatile in ("created_at", "runtime_seconds"):
+            payload.pop(volatile, None)
+        return json.dumps(payload, sort_keys=True)
+
+    assert audit(ThreadExecutor(2)) == audit(SerialExecutor())
