@@ -18,7 +18,6 @@ from calaudit.metrics.binned import ece_from_sums
 from calaudit.metrics.binned_rows import ScoreRows, bin_sums
 from calaudit.metrics.ece import expected_calibration_error
 from calaudit.numerics.order_statistics import (
-    array_quantiles,
     float_keys,
     key_values,
     order_statistics,
