@@ -233,14 +233,16 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
 
 @pytest.fixture(scope="module")
 def parquet_rows(tmp_path_factory):
-    """A 3-file Parquet dataset of three reduction ranges, and its columns."""
+    """The same rows (three reduction ranges) as datasets of 1, 3 and 7 Parquet files, and
+    the columns."""
     from calaudit.data.locations import locate
     from calaudit.data.row_source import ParquetRows
     from tests.test_row_sources import table, write_files
 
     columns = table()
-    folder = write_files(tmp_path_factory.mktemp("dask_rows") / "preds", columns, 3)
-    return ParquetRows.of(locate(str(folder))), columns
+    base = tmp_path_factory.mktemp("dask_rows")
+    return [ParquetRows.of(locate(str(write_files(base / f"p{k}", columns, k))))
+            for k in (1, 3, 7)], columns
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
@@ -248,13 +250,13 @@ def test_tasks_read_their_own_rows_and_give_the_in_memory_bytes(workers, request
                                                                 parquet_rows, monkeypatch):
     """ECE per-bin sums and exact quantile edges on Dask tasks that read their own row
     groups (``shared`` holds the file list, not the rows) equal the in-memory ECE and
-    ``np.quantile``, with 1 and 2 workers."""
+    ``np.quantile``, with 1 and 2 workers and 1, 3 and 7 files."""
     from calaudit.metrics.binned import ece_from_sums
     from calaudit.metrics.binned_rows import ScoreRows, bin_sums
     from calaudit.metrics.ece import expected_calibration_error
     from calaudit.numerics.order_statistics import quantiles
 
-    source, columns = parquet_rows
+    sources, columns = parquet_rows
     client = request.getfixturevalue(workers)
     sent = []
     original = DaskExecutor.keep
@@ -267,13 +269,14 @@ def test_tasks_read_their_own_rows_and_give_the_in_memory_bytes(workers, request
     executor = DaskExecutor(client)
     y = columns["label"].astype(np.int64)
     proba = np.column_stack([1 - columns["prob"], columns["prob"]])
-    for strategy in ("uniform", "quantile"):
-        sums, _ = bin_sums(ScoreRows(source, "label", ["prob"], "binary"), n_bins=12,
-                           strategy=strategy, executor=executor)
-        assert float(ece_from_sums(sums)) == expected_calibration_error(
-            y, proba, n_bins=12, strategy=strategy)
+    for source in sources:
+        for strategy in ("uniform", "quantile"):
+            sums, _ = bin_sums(ScoreRows(source, "label", ["prob"], "binary"), n_bins=12,
+                               strategy=strategy, executor=executor)
+            assert float(ece_from_sums(sums)) == expected_calibration_error(
+                y, proba, n_bins=12, strategy=strategy)
     q = np.linspace(0, 1, 5)
-    assert quantiles(source, "age", q, executor=executor).tobytes() == np.quantile(
+    assert quantiles(sources[-1], "age", q, executor=executor).tobytes() == np.quantile(
         columns["age"], q).tobytes()
     assert sent and max(sent) < 4_000  # the sources sent to the workers hold no rows
     assert eventually(lambda: not client.who_has())  # kept sources are released

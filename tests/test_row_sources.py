@@ -157,6 +157,33 @@ def test_parquet_rows_read_any_range(dataset, columns):
         source.read(0, N_BIG + 1, ["prob"])
 
 
+def test_parquet_rows_on_an_fsspec_filesystem(columns):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    cuts = (0, 50_000, N_BIG)
+    for k in range(2):
+        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in columns.items()}
+        with fs.open(f"/rowsrc/part-{k}.parquet", "wb") as handle:
+            pq.write_table(pa.table(part), handle, row_group_size=20_000)
+    source = ParquetRows.of(locate("memory://rowsrc/"))
+    assert source.n == N_BIG and len(source.files) == 2
+    got = source.read(40_000, 60_000, ["prob", "age"])
+    np.testing.assert_array_equal(got["prob"], columns["prob"][40_000:60_000])
+    np.testing.assert_array_equal(got["age"], columns["age"][40_000:60_000])
+
+
+def test_parquet_rows_refuse_text_columns_and_csv(tmp_path):
+    pq.write_table(pa.table({"prob": [0.5, 0.25], "name": ["a", "b"]}), tmp_path / "a.parquet")
+    source = ParquetRows.of(locate(str(tmp_path / "a.parquet")))
+    assert source.n == 2
+    with pytest.raises(ValueError, match="not numeric"):
+        source.read(0, 2, ["name"])
+    (tmp_path / "b.csv").write_text("prob\n0.5\n")
+    with pytest.raises(ValueError, match="Parquet"):
+        ParquetRows.of(locate(str(tmp_path / "b.csv")))
+
+
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 def test_ece_from_parquet_rows_is_the_in_memory_ece(dataset, columns, strategy):
     """Whatever the number of files, the per-bin sums reduced over a Parquet row source

@@ -43,9 +43,11 @@ class ParquetRows:
     def of(cls, location: Location) -> ParquetRows:
         """The Parquet files of ``location``, with their row counts read from the footers
         (no rows are read)."""
-        if location.format != "parquet":
-            raise ValueError(f"{location.spec}: a row source needs Parquet files, "
-                             f"not {location.format}")
+        single = location.kind == "file"
+        fmt = location.spec.lower().endswith((".parquet", ".pq")) if single else (
+            location.format == "parquet")
+        if not fmt:
+            raise ValueError(f"{location.spec}: a row source needs Parquet files")
         files = location.files or (DataFile(location.spec, location.spec, 0),)
         paths = [f.path if location.filesystem is not None else os.path.abspath(f.path)
                  for f in files]
