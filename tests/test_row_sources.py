@@ -232,3 +232,83 @@ def test_the_attribution_fit_runs_on_the_executor_given():
     assert ran.section == plain.section
     assert ran.section["explaining"] == ["region"]
     assert {"glm_partial", "mean_partial"} <= set(recording.partials)
+
+
+def test_the_attribution_partial_does_not_depend_on_blas_threads():
+    """A Dask worker runs one BLAS thread, the client several: a threaded BLAS dot rounds
+    differently, so the partial must not use one (it would pass on a 1-thread BLAS)."""
+    from threadpoolctl import threadpool_limits
+
+    from calaudit.attribution.irls import glm_partial, model_rows
+
+    rng = np.random.default_rng(10)
+    y = (rng.uniform(size=TASK_ROWS) < 0.4).astype(float)
+    rows = model_rows(y, rng.normal(size=TASK_ROWS),
+                      rng.integers(0, 6, TASK_ROWS).astype(np.int32))
+    cell_eta = rng.normal(size=6)
+    many = glm_partial(0, TASK_ROWS, rows=rows, cell_eta=cell_eta)
+    with threadpool_limits(1):
+        one = glm_partial(0, TASK_ROWS, rows=rows, cell_eta=cell_eta)
+    assert all(many[k].tobytes() == one[k].tobytes() for k in many)
+
+
+def _former_clinical_fit(design, offset, y, weights):
+    """The clinical fit before it became a reduction (sums over all rows at once)."""
+    from scipy import special
+
+    from calaudit.metrics.clinical import MAX_ITER, TOL, _loglik, _solve
+
+    k, q = design.shape[1], weights.shape[1]
+    beta = np.zeros((k, q))
+    eta = offset[:, None] + design @ beta
+    current = _loglik(eta, y, weights)
+    converged = np.zeros(q, dtype=bool)
+    for _ in range(MAX_ITER):
+        pi = special.expit(eta)
+        grad = design.T @ (weights * (y[:, None] - pi))
+        info = np.einsum("nq,na,nb->qab", weights * pi * (1.0 - pi), design, design)
+        step = _solve(info, grad)
+        step[:, converged] = 0.0
+        scale = np.ones(q)
+        for _ in range(40):
+            trial = beta + step * scale
+            eta_trial = offset[:, None] + design @ trial
+            value = _loglik(eta_trial, y, weights)
+            worse = value < current - 1e-12 * np.abs(current)
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2.0, scale)
+        beta, eta, current = trial, eta_trial, value
+        converged |= (scale == 1.0) & (np.abs(step).max(axis=0) < TOL)
+        if converged.all():
+            break
+    pi = special.expit(eta)
+    return beta, np.einsum("nq,na,nb->qab", weights * pi * (1.0 - pi), design, design)
+
+
+def test_clinical_fits_are_range_reductions_with_the_former_bytes():
+    """Up to TASK_ROWS rows (one range) the fit is the sums over all rows at once, as
+    before; above, the fold of the ranges' sums (checked against the dense formula)."""
+    from calaudit.metrics import clinical
+
+    rng = np.random.default_rng(11)
+    for n in (200, N_BIG):
+        p = rng.uniform(0.05, 0.95, n)
+        y = (rng.uniform(size=n) < np.clip(1.1 * p, 0, 1)).astype(float)
+        logit = np.log(p / (1 - p))
+        design = np.column_stack([np.ones(n), logit])
+        fit = clinical.fit_logistic(design, np.zeros(n), y, np.ones((n, 1)))
+        if n <= TASK_ROWS:
+            weights = rng.poisson(1.0, (n, 4)).astype(float)  # bootstrap replicates too
+            former, _ = _former_clinical_fit(design, np.zeros(n), y, weights)
+            assert clinical.fit_logistic(design, np.zeros(n), y, weights).coef.tobytes() == \
+                former.tobytes()
+        beta = fit.coef[:, 0]
+        pi = 1 / (1 + np.exp(-design @ beta))
+        np.testing.assert_allclose(design.T @ (y - pi), 0.0, atol=1e-7 * n)
+        info = (design * (pi * (1 - pi))[:, None]).T @ design
+        np.testing.assert_allclose(fit.cov[0], np.linalg.inv(info), rtol=1e-8)
+        recording = Recording()
+        again = clinical.fit_logistic(design, np.zeros(n), y, np.ones((n, 1)), recording)
+        assert again.coef.tobytes() == fit.coef.tobytes()
+        assert set(recording.partials) == {"newton_partial"}
