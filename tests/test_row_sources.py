@@ -63,6 +63,20 @@ def test_quantiles_are_np_quantile_bytes(seed):
         assert ours.tobytes() == np.quantile(x, q).tobytes()
 
 
+def test_many_quantiles_keep_the_partials_bounded():
+    """Thousands of wanted ranks: narrower digits, more passes, the same bytes."""
+    from calaudit.numerics.order_statistics import MAX_COUNTS, digit_bits
+
+    x = np.random.default_rng(12).lognormal(size=7_000)
+    q = np.linspace(0.0, 1.0, 3_001)
+    assert quantiles(ArrayRows({"x": x}), "x", q, task_rows=4096).tobytes() == \
+        np.quantile(x, q).tobytes()
+    for prefixes in (1, 28, 33, 6_000, 3_000_000):
+        bits = digit_bits(0, prefixes)
+        assert 1 <= bits <= 16 and (prefixes * 2**bits <= MAX_COUNTS or bits == 1)
+    assert digit_bits(60, 1) == 4
+
+
 def test_order_statistics_are_the_sorted_values():
     x = np.random.default_rng(3).standard_cauchy(5_000)
     ranks = [0, 1, 17, 2_499, 2_500, 4_999]

@@ -9,16 +9,19 @@ same order statistics with a few passes over the rows, each pass a reduction of
 
 * every float64 is mapped to a 64-bit key with the same order (:func:`float_keys`: the
   IEEE bits with the sign bit set for ``x >= 0``, all bits flipped for ``x < 0``);
-* pass ``k`` (k = 0 .. 3) counts, for each wanted rank, the rows whose key agrees with the
-  rank's known ``16 k`` leading bits, by their next 16 bits (a histogram of 65,536
-  counts per distinct prefix: the partial's counts add up across ranges exactly);
-* the cumulative counts give the next 16 bits of the wanted key and the rank within it;
-  after four passes the key, hence the order statistic, is known exactly.
+* each pass counts, for each wanted rank, the rows whose key agrees with the rank's known
+  leading bits, by their next ``b`` bits (a histogram of ``2^b`` counts per distinct
+  prefix; the partial's counts add up across ranges exactly). ``b`` is at most 16 and
+  keeps the histograms within :data:`MAX_COUNTS` entries (8 MiB of int32 per task), so
+  many wanted ranks (thousands of quantile bins) mean narrower digits and more passes,
+  never larger partials;
+* the cumulative counts give the next ``b`` bits of the wanted key and the rank within
+  it; once 64 bits are known (four passes for up to 32 distinct prefixes) the key, hence
+  the order statistic, is known exactly.
 
 The interpolation then repeats numpy's arithmetic operation for operation, so
 :func:`quantiles` returns the bytes of ``np.quantile`` (tested), whatever the executor and
-whatever the ranges. Memory per task is the range's keys and the histograms (0.5 MiB per
-distinct prefix). ``-0.0`` counts as ``0.0`` (numpy leaves the sign of a tied zero to its
+whatever the ranges. Memory per task is the range's keys and the histograms (at most 8 MiB). ``-0.0`` counts as ``0.0`` (numpy leaves the sign of a tied zero to its
 partition order).
 """
 
@@ -33,10 +36,10 @@ from numpy.typing import NDArray
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
-#: Bits of the key resolved per pass (four passes for 64 bits).
+#: Bits of the key resolved per pass, at most (four passes for 64 bits).
 DIGIT_BITS = 16
-DIGITS = 1 << DIGIT_BITS
-PASSES = 64 // DIGIT_BITS
+#: Histogram entries per partial, at most (prefixes x 2^bits).
+MAX_COUNTS = 1 << 21
 _SIGN = np.uint64(1 << 63)
 
 
@@ -52,11 +55,18 @@ def key_values(keys: NDArray[np.uint64]) -> NDArray[np.float64]:
     return np.where(keys & _SIGN, keys & ~_SIGN, ~keys).view(np.float64)
 
 
+def digit_bits(known: int, prefixes: int) -> int:
+    """Bits resolved by the next pass: at most ``DIGIT_BITS``, the bits left, and
+    ``prefixes x 2^bits <= MAX_COUNTS`` (at least one bit)."""
+    fit = max(1, (MAX_COUNTS // max(prefixes, 1)).bit_length() - 1)
+    return min(DIGIT_BITS, 64 - known, fit)
+
+
 def digit_partial(start: int, stop: int, *, rows: Any, column: str,
-                  prefixes: NDArray[np.uint64], known: int) -> dict[str, NDArray]:
+                  prefixes: NDArray[np.uint64], known: int, bits: int) -> dict[str, NDArray]:
     """Rows ``[start, stop)``: for each prefix (the ``known`` leading key bits of a wanted
-    rank, sorted), the counts of the rows sharing it by their next ``DIGIT_BITS`` bits:
-    ``counts`` (prefixes, DIGITS)."""
+    rank, sorted), the counts of the rows sharing it by their next ``bits`` bits:
+    ``counts`` (prefixes, 2^bits), int32."""
     keys = float_keys(rows.read(start, stop, (column,))[column])
     if known:
         high = keys >> np.uint64(64 - known)
@@ -65,17 +75,18 @@ def digit_partial(start: int, stop: int, *, rows: Any, column: str,
         keys, slot = keys[match], slot[match]
     else:
         slot = np.zeros(keys.size, dtype=np.intp)
-    digit = (keys >> np.uint64(64 - known - DIGIT_BITS)) & np.uint64(DIGITS - 1)
-    flat = slot.astype(np.int64) * DIGITS + digit.astype(np.int64)
-    counts = np.bincount(flat, minlength=prefixes.size * DIGITS)
-    return {"counts": counts.reshape(prefixes.size, DIGITS)}
+    digits = 1 << bits
+    digit = (keys >> np.uint64(64 - known - bits)) & np.uint64(digits - 1)
+    flat = slot.astype(np.int64) * digits + digit.astype(np.int64)
+    counts = np.bincount(flat, minlength=prefixes.size * digits).astype(np.int32)
+    return {"counts": counts.reshape(prefixes.size, digits)}
 
 
 def order_statistics(source: Any, column: str, ranks: Sequence[int], *,
                      executor: Any = None, task_rows: int | None = None
                      ) -> NDArray[np.float64]:
     """``x_(r)`` (0-based, ascending) of ``source``'s ``column`` for every rank ``r``,
-    by :data:`PASSES` counting reductions (see the module docstring)."""
+    by counting reductions (see the module docstring)."""
     executor = executor or SerialExecutor()
     n = int(source.n)
     ranks = np.asarray(ranks, dtype=np.int64)
@@ -84,18 +95,20 @@ def order_statistics(source: Any, column: str, ranks: Sequence[int], *,
     ranges = task_ranges(n) if task_rows is None else task_ranges(n, task_rows)
     prefix = np.zeros(ranks.size, dtype=np.uint64)
     within = ranks.copy()
+    known = 0
     with resident(executor, source) as rows:
-        for step in range(PASSES):
-            known = step * DIGIT_BITS
+        while known < 64:
             prefixes = np.unique(prefix)
+            bits = digit_bits(known, prefixes.size)
             counts = executor.map_sum(digit_partial, ranges, {
                 "rows": rows, "column": column, "prefixes": prefixes, "known": known,
-            })["counts"]
+                "bits": bits})["counts"]
             cumulative = np.cumsum(counts, axis=1)  # exact: float64 counts below 2^53
             for i, slot in enumerate(np.searchsorted(prefixes, prefix)):
                 digit = int(np.searchsorted(cumulative[slot], within[i], side="right"))
                 within[i] -= int(cumulative[slot, digit - 1]) if digit else 0
-                prefix[i] = (prefix[i] << np.uint64(DIGIT_BITS)) | np.uint64(digit)
+                prefix[i] = (prefix[i] << np.uint64(bits)) | np.uint64(digit)
+            known += bits
     return key_values(prefix)
 
 
