@@ -77,6 +77,14 @@ def test_many_quantiles_keep_the_partials_bounded():
     assert digit_bits(60, 1) == 4
 
 
+@pytest.mark.filterwarnings("ignore:invalid value")
+def test_a_nan_gives_nan_quantiles_as_numpy():
+    x = np.array([0.3, np.nan, 0.1, -np.nan, 0.7])
+    q = np.linspace(0, 1, 4)
+    ours = quantiles(ArrayRows({"x": x}), "x", q)
+    assert np.isnan(ours).all() and np.isnan(np.quantile(x, q)).all()
+
+
 def test_order_statistics_are_the_sorted_values():
     x = np.random.default_rng(3).standard_cauchy(5_000)
     ranks = [0, 1, 17, 2_499, 2_500, 4_999]

@@ -22,7 +22,7 @@ same order statistics with a few passes over the rows, each pass a reduction of
 The interpolation then repeats numpy's arithmetic operation for operation, so
 :func:`quantiles` returns the bytes of ``np.quantile`` (tested), whatever the executor and
 whatever the ranges. Memory per task is the range's keys and the histograms (at most 8 MiB). ``-0.0`` counts as ``0.0`` (numpy leaves the sign of a tied zero to its
-partition order).
+partition order); a column with a NaN gives NaN for every rank, as ``np.quantile``.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def digit_partial(start: int, stop: int, *, rows: Any, column: str,
                   prefixes: NDArray[np.uint64], known: int, bits: int) -> dict[str, NDArray]:
     """Rows ``[start, stop)``: for each prefix (the ``known`` leading key bits of a wanted
     rank, sorted), the counts of the rows sharing it by their next ``bits`` bits:
-    ``counts`` (prefixes, 2^bits), int32."""
-    keys = float_keys(rows.read(start, stop, (column,))[column])
+    ``counts`` (prefixes, 2^bits), int32; on the first pass also the number of NaNs."""
+    values = rows.read(start, stop, (column,))[column]
+    keys = float_keys(values)
+    extra = {} if known else {"nan": np.array([np.count_nonzero(np.isnan(values))])}
     if known:
         high = keys >> np.uint64(64 - known)
         slot = np.minimum(np.searchsorted(prefixes, high), prefixes.size - 1)
@@ -79,7 +81,7 @@ def digit_partial(start: int, stop: int, *, rows: Any, column: str,
     digit = (keys >> np.uint64(64 - known - bits)) & np.uint64(digits - 1)
     flat = slot.astype(np.int64) * digits + digit.astype(np.int64)
     counts = np.bincount(flat, minlength=prefixes.size * digits).astype(np.int32)
-    return {"counts": counts.reshape(prefixes.size, digits)}
+    return {"counts": counts.reshape(prefixes.size, digits), **extra}
 
 
 def order_statistics(source: Any, column: str, ranks: Sequence[int], *,
@@ -100,9 +102,12 @@ def order_statistics(source: Any, column: str, ranks: Sequence[int], *,
         while known < 64:
             prefixes = np.unique(prefix)
             bits = digit_bits(known, prefixes.size)
-            counts = executor.map_sum(digit_partial, ranges, {
+            out = executor.map_sum(digit_partial, ranges, {
                 "rows": rows, "column": column, "prefixes": prefixes, "known": known,
-                "bits": bits})["counts"]
+                "bits": bits})
+            if known == 0 and out["nan"][0]:  # np.quantile: NaN for every q
+                return np.full(ranks.size, np.nan)
+            counts = out["counts"]
             cumulative = np.cumsum(counts, axis=1)  # exact: float64 counts below 2^53
             for i, slot in enumerate(np.searchsorted(prefixes, prefix)):
                 digit = int(np.searchsorted(cumulative[slot], within[i], side="right"))
