@@ -195,6 +195,19 @@ def test_parquet_rows_on_an_fsspec_filesystem(columns):
     np.testing.assert_array_equal(got["age"], columns["age"][40_000:60_000])
 
 
+def test_parquet_rows_skip_empty_files(tmp_path, columns):
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    for k, (a, b) in enumerate([(0, 70), (70, 70), (70, 200), (200, 300)]):
+        part = {name: values[a:b] for name, values in columns.items()}
+        pq.write_table(pa.table(part), folder / f"part-{k}.parquet", row_group_size=32)
+    source = ParquetRows.of(locate(str(folder)))
+    assert source.n == 300 and source.offsets.tolist() == [0, 70, 70, 200, 300]
+    for start, stop in [(0, 300), (69, 71), (70, 70), (64, 200)]:
+        np.testing.assert_array_equal(source.read(start, stop, ["prob"])["prob"],
+                                      columns["prob"][start:stop])
+
+
 def test_parquet_rows_refuse_text_columns_and_csv(tmp_path):
     pq.write_table(pa.table({"prob": [0.5, 0.25], "name": ["a", "b"]}), tmp_path / "a.parquet")
     source = ParquetRows.of(locate(str(tmp_path / "a.parquet")))
