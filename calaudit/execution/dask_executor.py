@@ -152,8 +152,9 @@ class DaskExecutor:
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
     """The values of ``shared`` not yet on the cluster (handles of
     :meth:`DaskExecutor.keep` stay as they are) sent to every worker, as ``{name:
-    future}``. The values are scattered as a list, so their keys on the cluster are fresh ones: a dict would be stored under its
-    own names, and two reductions sharing a name (``x``) would release each other's."""
+    future}``. The values are scattered as a list, so their keys on the cluster are fresh
+    ones: a dict would be stored under its own names, and two reductions sharing a name
+    (``x``) would release each other's."""
     kept = {name: value for name, value in shared.items() if _is_future(value)}
     names = [name for name in shared if name not in kept]
     if not names:

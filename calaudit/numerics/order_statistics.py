@@ -21,8 +21,9 @@ same order statistics with a few passes over the rows, each pass a reduction of
 
 The interpolation then repeats numpy's arithmetic operation for operation, so
 :func:`quantiles` returns the bytes of ``np.quantile`` (tested), whatever the executor and
-whatever the ranges. Memory per task is the range's keys and the histograms (at most 8 MiB). ``-0.0`` counts as ``0.0`` (numpy leaves the sign of a tied zero to its
-partition order); a column with a NaN gives NaN for every rank, as ``np.quantile``.
+whatever the ranges. Memory per task is the range's keys and the histograms (at most
+8 MiB). ``-0.0`` counts as ``0.0`` (numpy leaves the sign of a tied zero to its partition
+order); a column with a NaN gives NaN for every rank, as ``np.quantile``.
 """
 
 from __future__ import annotations
