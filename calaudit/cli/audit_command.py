@@ -54,7 +54,8 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     baseline = read_result(config.baseline.path) if config.baseline.path else None
     with open_executor(settings["dask"]) as executor, ui.progress():
         # no cluster: the reductions run on threads of this process (dask.threads)
-        executor = executor or ThreadExecutor(getattr(settings["dask"], "threads", None))
+        executor = executor or ThreadExecutor(getattr(settings["dask"], "threads", None),
+                                              one_arena=True)
         config = dataclasses.replace(config, executor=executor)
         ui.log(f"row reductions on {executor.describe()}")
         with progress.task("load"):

@@ -128,21 +128,22 @@ class ThreadExecutor:
 
     Memory (glibc): the tasks' temporaries are allocated in the worker threads, which
     glibc would serve from per-thread arenas that keep the freed blocks (hundreds of MB
-    at 10^6 rows, on top of the later per-row arrays). So the threads share the main
-    arena (``mallopt(M_ARENA_MAX, 1)``, set once per process when the first executor of
-    more than one thread is made) and
-    the free pages are handed back after each reduction (``malloc_trim(0)``); see
-    :func:`_glibc`.
+    at 10^6 rows, on top of the later per-row arrays). With ``one_arena=True`` (the
+    command line, which owns its process) the threads share the main arena
+    (``mallopt(M_ARENA_MAX, 1)``, set once per process when the first such executor of
+    more than one thread is made); a library caller's process keeps its allocator
+    settings. In both cases the free pages are handed back after each reduction
+    (``malloc_trim(0)``); see :func:`_glibc`.
     """
 
     name = "threads"
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, one_arena: bool = False) -> None:
         self.threads = usable_cores() if threads is None else int(threads)
         if self.threads < 1:
             raise ValueError(f"threads must be at least 1; got {threads}")
-        if self.threads > 1:
-            _glibc()  # early, before other libraries start threads of their own
+        if self.threads > 1 and one_arena:
+            _glibc(one_arena=True)  # early, before other libraries start threads
 
     def describe(self) -> str:
         """``N threads in this process`` (for ``--verbose``)."""
@@ -195,24 +196,29 @@ _CONTROLLER: list[Any] = []
 _M_ARENA_MAX = -8
 #: The C library once set up (empty: not yet; ``[None]``: not glibc).
 _LIBC: list[Any] = []
+#: Whether ``mallopt(M_ARENA_MAX, 1)`` was called in this process (empty: not yet).
+_ONE_ARENA: list[bool] = []
 
 
-def _glibc() -> Any:
-    """glibc (``ctypes``) after ``mallopt(M_ARENA_MAX, 1)``, or ``None`` on another C
-    library. One arena for every thread: the worker threads' freed temporaries go back
-    to the arena the main thread allocates from (reused by it, and trimmed), instead of
-    staying in arenas of their own."""
+def _glibc(one_arena: bool = False) -> Any:
+    """glibc (``ctypes``), or ``None`` on another C library; with ``one_arena`` also
+    ``mallopt(M_ARENA_MAX, 1)`` (once per process). One arena for every thread: the
+    worker threads' freed temporaries go back to the arena the main thread allocates from
+    (reused by it, and trimmed), instead of staying in arenas of their own."""
     if not _LIBC:
         libc = None
         if sys.platform.startswith("linux"):
             try:
                 candidate = ctypes.CDLL("libc.so.6")
-                if candidate.gnu_get_libc_version and candidate.mallopt(_M_ARENA_MAX, 1):
+                if candidate.gnu_get_libc_version and candidate.malloc_trim:
                     libc = candidate
             except (OSError, AttributeError):  # musl and others: no such knobs
                 libc = None
         _LIBC.append(libc)
-    return _LIBC[0]
+    libc = _LIBC[0]
+    if one_arena and libc is not None and not _ONE_ARENA:
+        _ONE_ARENA.append(bool(libc.mallopt(_M_ARENA_MAX, 1)))
+    return libc
 
 
 def _one_blas_thread() -> Any:
