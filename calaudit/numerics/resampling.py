@@ -205,8 +205,11 @@ def pass_dtype(gram: Gram, dtype: type, columns: int, pilot: Callable[[int], NDA
     """The precision to run a pass of ``columns`` resampled forms in: ``dtype`` unless it
     is single precision and one double-precision pass is expected to be cheaper than the
     single-precision pass and its refinement (:func:`single_precision_pays`, with
-    :func:`predicted_near_share` of ``pilot(PILOT_COLUMNS)`` columns)."""
+    :func:`predicted_near_share` of ``pilot(q)`` columns, ``q`` at most
+    :data:`PILOT_COLUMNS` and at most ``columns``, so the pilot is never larger than the
+    pass's own batch)."""
     if dtype == np.float64:
         return dtype
-    share = predicted_near_share(gram, pilot(PILOT_COLUMNS), observed, factor, tie)
+    share = predicted_near_share(gram, pilot(max(1, min(PILOT_COLUMNS, columns))), observed,
+                                 factor, tie)
     return dtype if single_precision_pays(gram, columns, share) else np.float64
