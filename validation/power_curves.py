@@ -60,7 +60,8 @@ def power(n: int, kind: str, delta: float, test: str) -> str:
 def summary() -> None:
     print(f"power at alpha = {ALPHA}: exact / features (N data sets per cell; B and D as "
           f"saved by benchmarks/scale_power.py; 95% Clopper-Pearson half-width about "
-          f"{0.5 * 1.96 / np.sqrt(100):.2f} at N = 100 and power 0.5)")
+          f"{0.5 * 1.96 / np.sqrt(100):.2f} at N = 100 and power 0.5; '-': cell not run yet, "
+          f"the run resumes where it stopped)")
     for test in ("klce", "skce"):
         for kind, deltas in GRIDS.items():
             note = "  (E[y | p] = p: a null for the SKCE)" if (
