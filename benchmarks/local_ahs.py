@@ -86,7 +86,8 @@ def passes(preds: Path) -> None:
     t, c = time.perf_counter(), time.process_time()
     consistency_test(audit.gram, audit.r, audit.proba, streams["klce_consistency"], 500,
                      products=design.columns, statistic=statistic, dtype=np.float32)
-    print(f"in-process: pass 2, float32, consistency test (500 columns) + LCB curves "
+    print(f"in-process: pass 2, resample_dtype float32 (double precision when most "
+          f"replicates would need the tie check), consistency test (500 columns) + LCB curves "
           f"({design.columns.shape[1]} columns): wall {time.perf_counter() - t:.1f} s, "
           f"cpu {time.process_time() - c:.1f} s")
 

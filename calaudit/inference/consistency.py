@@ -39,6 +39,7 @@ from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.poisson_binomial import cell_counts
 from calaudit.numerics.resampling import (
+    PILOT_SEED,
     BATCH_ENTRIES,
     batch_sizes,
     categorical_draws,
@@ -46,6 +47,7 @@ from calaudit.numerics.resampling import (
     form_error_factor,
     monte_carlo_pvalue,
     one_hot_residuals,
+    pass_dtype,
     refine_near,
 )
 
@@ -81,27 +83,36 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
     float32 value lies within its rounding bound of ``observed`` (:func:`refine_near`) are
     recomputed in float64, and replicates within twice the float64 bound below
     ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
-    p-value does not depend on ``dtype``.
+    p-value does not depend on ``dtype``. When most replicates would be recomputed (large
+    ``n``), the pass runs in double precision instead (:func:`pass_dtype`).
     """
     n, m = y_proba.shape
     scale = 1.0 / (n * (n - 1))
     tie = 2.0 * form_error_bound(n, np.float64)
+    rows = n * (1 if m == 2 else m)
 
-    def batch(q: int) -> NDArray[np.float64]:
-        labels = categorical_draws(rng, y_proba, q)
+    def columns(draw: np.random.Generator, q: int) -> NDArray[np.float64]:
+        labels = categorical_draws(draw, y_proba, q)
         if m == 2:
             # <e_y - p, e_y' - p'> = 2 (y - p_1)(y' - p'_1) for two-class vectors
-            z = np.sqrt(2.0) * (labels - y_proba[:, 1, None])
-        else:
-            z = one_hot_residuals(labels, y_proba)
+            return np.sqrt(2.0) * (labels - y_proba[:, 1, None])
+        return one_hot_residuals(labels, y_proba)
+
+    factor = form_error_factor(n, dtype)
+    width = min(n_resamples, max(1, max_entries // rows))
+    dtype = pass_dtype(kernel_gram, dtype, width,
+                       lambda q: columns(np.random.default_rng(PILOT_SEED), q),
+                       observed / scale, factor, tie / scale)
+
+    def batch(q: int) -> NDArray[np.float64]:
+        z = columns(rng, q)
         forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
         if dtype != np.float64:
-            refine_near(forms, z, observed / scale, form_error_factor(n, dtype), tie / scale,
-                        lambda columns: kernel_forms_and_matmul(kernel_gram, columns)[0])
+            refine_near(forms, z, observed / scale, factor, tie / scale,
+                        lambda near: kernel_forms_and_matmul(kernel_gram, near)[0])
         return forms * scale
 
-    return _run(observed, batch, n * (1 if m == 2 else m), n_resamples, max_entries,
-                atol=tie)
+    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie)
 
 
 def ece_consistency_test(binned: BinnedOutcomes, event_proba: NDArray[np.float64],

@@ -14,6 +14,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import ndtr
+
+from calaudit.numerics.grams import DenseGram
+from calaudit.numerics.kernels import Gram
 
 #: Default size, in entries, of one batch of resampled columns (about 160 MB of float64).
 BATCH_ENTRIES = 20_000_000
@@ -125,3 +129,87 @@ def refine_near(values: NDArray[np.float64], z: NDArray, observed: float, factor
     near = np.flatnonzero(np.abs(values - observed) <= band)
     if near.size:
         values[near] = exact(np.take(z, near, axis=-1))
+
+
+#: CPU cost of one pass of the pairwise engine on the reference machine (2-core Haswell,
+#: OpenBLAS 0.3), in ns per kernel entry: evaluating the entry (Gaussian / exponential
+#: kernels, double or single precision ``exp``) and multiplying it with one column (double
+#: or single precision GEMM). A cached Gram (:class:`~calaudit.numerics.grams.DenseGram`)
+#: costs a copy. Measured by ``benchmarks/refine_cost.py``; only the ratios matter.
+PASS_COST_NS = {"kernel64": 13.0, "kernel32": 7.0, "copy": 1.0, "gemm64": 0.059,
+                "gemm32": 0.032}
+
+#: Pilot columns and evenly spaced rows of :func:`predicted_near_share`, and the seed of
+#: the pilot's own stream (the test's stream is not touched).
+PILOT_COLUMNS, PILOT_ROWS, PILOT_SEED = 64, 1024, 20261123
+
+
+def _kernel_costs(gram: Gram) -> tuple[float, float]:
+    """(double, single) precision cost of one kernel entry in a pass over ``gram``."""
+    c = PASS_COST_NS
+    if isinstance(gram, DenseGram):
+        return c["copy"], c["copy"]
+    native = getattr(gram, "supports_dtype", False)
+    return c["kernel64"], c["kernel32"] if native else c["kernel64"] + c["copy"]
+
+
+def single_precision_pays(gram: Gram, columns: int, near_share: float) -> bool:
+    """Whether a single-precision pass over ``columns`` resampled columns plus the
+    double-precision pass that :func:`refine_near` makes over the share ``near_share`` of
+    them is expected to cost less than one double-precision pass (:data:`PASS_COST_NS`).
+
+    The p-value is the same either way (ties are decided as in exact arithmetic); only
+    the CPU time differs. At large ``n`` the rounding bound of a single-precision form
+    (:func:`form_error_factor`, linear in ``n``) covers most of the null distribution,
+    every replicate would be recomputed, and one double-precision pass is cheaper.
+    """
+    k64, k32 = _kernel_costs(gram)
+    c = PASS_COST_NS
+    refined = 1.0 - (1.0 - near_share) ** columns  # P(the refinement pass runs at all)
+    single = k32 + columns * c["gemm32"] + refined * (k64 + near_share * columns * c["gemm64"])
+    return single < k64 + columns * c["gemm64"]
+
+
+def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: float,
+                         tie: float, rows: int = PILOT_ROWS) -> float:
+    """Expected share of replicates whose single-precision form :func:`refine_near` would
+    recompute, ``P(|F* - F| <= band)``.
+
+    ``pilot`` ((n, q) or (n, m, q)) holds columns drawn like the replicates (from another
+    stream). Each column's band ``2 (factor mass^2 + tie)`` is exact (:func:`column_mass`
+    over all rows). Its form ``F*`` is estimated from ``rows`` evenly spaced rows: a
+    degenerate U-statistic's form over ``m`` rows, times ``n / m``, has about the law of
+    the form over all ``n`` (Serfling 1980, sec. 5.5.2: ``sum_k lambda_k (chi^2_1 - 1)``,
+    skewed when one eigenvalue dominates); the share is read from these ``q`` values
+    smoothed by a normal kernel (Silverman's bandwidth). An estimate for choosing the
+    precision of a pass, never for deciding ``T* >= T``.
+    """
+    n = gram.n
+    sub = slice(0, n, max(1, n // rows))
+    block = gram.block(sub, sub)
+    np.fill_diagonal(block, 0.0)
+    m = block.shape[0]
+    z = pilot[sub].reshape(m, -1, pilot.shape[-1])
+    forms = np.einsum("icq,icq->q", z, np.tensordot(block, z, axes=(1, 0))) * (n / m)
+    band = 2.0 * (factor * column_mass(pilot) ** 2 + tie)
+    spread = min(forms.std(), np.subtract(*np.percentile(forms, [75, 25])) / 1.34)
+    width = 0.9 * spread * forms.size ** -0.2
+    gap = observed - forms
+    if not width > 0:
+        return float(np.mean(np.abs(gap) <= band))
+    return float(np.mean(ndtr((gap + band) / width) - ndtr((gap - band) / width)))
+
+
+def pass_dtype(gram: Gram, dtype: type, columns: int, pilot: Callable[[int], NDArray],
+               observed: float, factor: float, tie: float) -> type:
+    """The precision to run a pass of ``columns`` resampled forms in: ``dtype`` unless it
+    is single precision and one double-precision pass is expected to be cheaper than the
+    single-precision pass and its refinement (:func:`single_precision_pays`, with
+    :func:`predicted_near_share` of ``pilot(q)`` columns, ``q`` at most
+    :data:`PILOT_COLUMNS` and at most ``columns``, so the pilot is never larger than the
+    pass's own batch)."""
+    if dtype == np.float64:
+        return dtype
+    share = predicted_near_share(gram, pilot(max(1, min(PILOT_COLUMNS, columns))), observed,
+                                 factor, tie)
+    return dtype if single_precision_pays(gram, columns, share) else np.float64
