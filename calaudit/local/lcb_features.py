@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.features import MIN_WEIGHT, product_features
-from calaudit.local.lcb import RowProducts
+from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
 
@@ -92,21 +92,24 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
                  w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
-    not test statistics; relative error about ``1e-6``)."""
+    not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
+    a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
+    which builds only those rows."""
     q, n_cells = w.shape[1], kernel.n_cells
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
         phi = _transform(features, kernel.z[lo:hi])
         cells = kernel.cells[lo:hi]
+        rows = w[lo:hi]  # an array's rows, or built for this block (CurveColumns)
         if n_cells * q <= DENSE_OUTPUT or n_cells > MAX_SORTED_CELLS:
             spread = np.zeros((hi - lo, n_cells, q), dtype=np.float32)
-            spread[np.arange(hi - lo), cells] = w[lo:hi]
+            spread[np.arange(hi - lo), cells] = rows
             acc += phi.T @ spread.reshape(hi - lo, n_cells * q)
             continue
         # many columns: one GEMM per cell on the block's rows sorted by cell
         order = np.argsort(cells, kind="stable")
         edges = np.searchsorted(cells[order], np.arange(n_cells + 1))
-        phi, rows = phi[order], w[lo:hi][order].astype(np.float32)
+        phi, rows = phi[order], rows[order].astype(np.float32)
         for a in range(n_cells):
             if edges[a + 1] > edges[a]:
                 acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
@@ -120,12 +123,15 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
                 targets: NDArray[np.intp] | None = None, executor: Any = None
                 ) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
-    continuous factor and the categorical factor exact; ``w`` (n, q). The first pass is a
-    reduction over the fixed row blocks (:func:`cell_partial`, run by ``executor``)."""
+    continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
+    :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
+    The first pass is a reduction over the fixed row blocks (:func:`cell_partial`, run by
+    ``executor``)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    # float32 columns stay float32: the block products below are single precision
-    w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
+    if not isinstance(w, CurveColumns):
+        # float32 columns stay float32: the block products below are single precision
+        w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     shared = {"kernel": kernel, "features": features, "w": w}
     acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
@@ -159,7 +165,8 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
-                         weight_sums: NDArray[np.float64], columns: NDArray[np.float64],
+                         weight_sums: NDArray[np.float64],
+                         columns: NDArray[np.float64] | CurveColumns,
                          n_features: int, seed: int) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
