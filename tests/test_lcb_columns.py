@@ -85,3 +85,23 @@ def test_cell_matmul_of_curve_columns_equals_the_dense_product_bit_for_bit():
         lazy = lcb.CurveColumns(lcb.curve_design(requests, sums, points, dense=False), sums)
         assert np.array_equal(cell_matmul(kernel, feats, lazy, targets),
                               cell_matmul(kernel, feats, dense, targets))
+
+
+def test_cell_index_is_numpy_unique_of_the_rows():
+    """The O(n) cell index against ``np.unique(axis=0, return_inverse=True)``: the same
+    distinct rows in the same (lexicographic) order and the same index per row."""
+    from calaudit.local.lcb_features import cell_index
+
+    rng = np.random.default_rng(8)
+    n = 5000
+    onehot = np.eye(5)[rng.integers(0, 5, n)] * 1.7 - 0.4        # one covariate
+    second = np.eye(3)[rng.integers(0, 3, n)] * np.array([2.0, -1.0, 0.5])
+    numeric = rng.normal(size=(n, 1))
+    table = np.hstack([numeric, onehot, second, rng.integers(0, 2, (n, 1)) * -3.0])
+    for columns in ([1], [1, 2, 3, 4, 5], list(range(1, 10)), [9, 6, 2]):
+        reps, cells = cell_index(table, columns)
+        want_reps, want_cells = np.unique(table[:, columns], axis=0, return_inverse=True)
+        assert np.array_equal(reps, want_reps)
+        assert cells.dtype == np.intp and np.array_equal(cells, want_cells.reshape(-1))
+    assert cell_index(table, [0]) is None                        # n distinct values
+    assert cell_index(table, list(range(1, 10)), limit=20) is None  # 30 cells > 20

@@ -53,18 +53,49 @@ class CellKernel:
         return self.cell_matrix.shape[0]
 
 
+def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Sorted distinct values of a column, a row chunk at a time (no n-row sort)."""
+    parts = [np.unique(column[lo:hi]) for lo, hi in row_chunks(column.shape[0], 8)]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0)
+
+
+def cell_index(table: NDArray[np.float64], columns: Sequence[int], limit: int = MAX_CELLS
+               ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
+    """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
+    lexicographic order and each row's index) in O(n) time and one integer per row, or
+    ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
+    time: a row's index so far and its rank among the column's distinct values give a
+    code below ``cells x values``, whose present values are ranked by a bincount (the
+    lexicographic order of the pairs)."""
+    cells, reps = np.zeros(table.shape[0], dtype=np.intp), np.zeros((1, 0))
+    for j in columns:
+        values = distinct_values(table[:, j])
+        if values.size > limit:
+            return None
+        cells *= values.size
+        cells += np.searchsorted(values, table[:, j])
+        present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
+        if present.size > limit:
+            return None
+        rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
+        rank[present] = np.arange(present.size)
+        cells = rank[cells]
+        reps = np.column_stack([reps[present // values.size], values[present % values.size]])
+    return reps, cells
+
+
 def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> CellKernel:
     """Split the Gram's scaled rows (``K = exp(-|z_i - z_j|^2)``) into the categorical
-    columns ``categorical`` (one cell per distinct combination) and the rest."""
+    columns ``categorical`` (one cell per distinct combination, :func:`cell_index`) and
+    the rest."""
     scaled = np.asarray(scaled, dtype=np.float64)
     cat = np.asarray(sorted(categorical), dtype=np.intp)
-    if cat.size:
-        reps, cells = np.unique(scaled[:, cat], axis=0, return_inverse=True)
-        if reps.shape[0] <= MAX_CELLS:
-            d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-            rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
-            return CellKernel(np.ascontiguousarray(scaled[:, rest]),
-                              cells.reshape(-1).astype(np.intp), np.exp(-d2))
+    found = cell_index(scaled, cat) if cat.size else None
+    if found is not None:
+        reps, cells = found
+        d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
+        rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
+        return CellKernel(np.ascontiguousarray(scaled[:, rest]), cells, np.exp(-d2))
     return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.intp), np.ones((1, 1)))
 
 
