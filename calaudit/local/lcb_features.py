@@ -166,19 +166,21 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     shared = {"kernel": kernel, "features": features, "w": w}
     acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-    rows = np.arange(n) if targets is None else np.asarray(targets, dtype=np.intp)
-    out = np.empty((rows.size, q))
+    rows = None if targets is None else np.asarray(targets, dtype=np.intp)
+    size = n if rows is None else rows.size
+    out = np.empty((size, q))
     dense = n_cells * q <= DENSE_OUTPUT
     # single-precision output products (diagnostics; relative error about 1e-6)
     flat = np.ascontiguousarray(mixed.transpose(1, 0, 2).reshape(d, n_cells * q),
                                 dtype=np.float32)
     mixed = mixed.astype(np.float32)
-    for start, stop in row_chunks(rows.size, d + (n_cells * q if dense else q)):
-        idx = rows[start:stop]
+    for start, stop in row_chunks(size, d + (n_cells * q if dense else q)):
+        idx = slice(start, stop) if rows is None else rows[start:stop]  # all rows: views
         phi = _transform(features, kernel.z[idx])
         here = cells[idx]
         if dense:
-            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(idx.size), here]
+            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(stop - start),
+                                                                   here]
             continue
         for a in np.unique(here):
             mask = here == a
