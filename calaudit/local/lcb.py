@@ -140,7 +140,7 @@ def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float6
 #: Grid points per chunk when a curve's weights are evaluated over all its rows (centres,
 #: normalisers): (GRID_CHUNK, rows) floats at a time. A multiple of 4, so the chunked
 #: matrix-vector products are the whole one's (OpenBLAS's dgemv_t works in groups of 4
-#: columns; ``tests/test_local_lcb.py`` checks the bytes).
+#: columns; ``tests/test_lcb_columns.py`` checks the bytes).
 GRID_CHUNK = 4
 
 
