@@ -26,6 +26,15 @@ reader and the feature passes that take an executor (branches ``inputs14`` and
 ``streams``). The process tree is sampled with psutil every 0.25 s for each process's peak
 RSS (client, each worker); the JSON results must be equal apart from the timings.
 
+``--what stats``: the binned statistics outside the kernel tests as reductions over a row
+source (``calaudit.data.row_source.ParquetRows``: each task reads its own row groups):
+ECE per-bin sums (uniform and quantile bins, ``calaudit.metrics.binned_rows``) and the
+exact quantile bands of ``age`` (``calaudit.numerics.order_statistics``), in one process
+(``stats-serial``), on ``--workers`` (``stats-dask``), and, as the reference, the same
+statistics after loading every row into memory (``calaudit.load``, then
+``expected_calibration_error`` and ``np.quantile``; ``stats-memory``). The three digests
+must match; the peaks show that the client of the row-source runs holds no column.
+
 The machine may be shared: the load average before and after is printed, and CPU seconds
 are the figure that does not depend on other jobs.
 """
@@ -208,6 +217,71 @@ def _worker_figures() -> dict:
     return {"peak_mib": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
 
 
+# ----------------------------------------------------------------------------- stats
+
+def run_stats(args: argparse.Namespace) -> dict:
+    """ECE (uniform and quantile bins) and the age quartiles, by mode (see ``--what
+    stats``), in this (child) process."""
+    from calaudit.metrics.binned import ece_from_sums
+
+    q = np.linspace(0.0, 1.0, 5)
+    started, cpu, workers = time.perf_counter(), time.process_time(), {}
+    if args.run == "stats-memory":
+        import calaudit
+        from calaudit.metrics.ece import expected_calibration_error
+
+        data = calaudit.load(str(args.data), covariates="age")
+        values = [expected_calibration_error(data.y_true, data.y_proba, n_bins=N_BINS,
+                                             strategy=s) for s in ("uniform", "quantile")]
+        values.extend(np.quantile(data.covariates[0].values, q))
+    else:
+        from calaudit.data.locations import locate
+        from calaudit.data.row_source import ParquetRows
+        from calaudit.metrics.binned_rows import ScoreRows, bin_sums
+        from calaudit.numerics.order_statistics import quantiles
+
+        source = ParquetRows.of(locate(str(args.data)))
+
+        def compute(executor) -> list[float]:
+            scores = ScoreRows(source, "label", ["prob"], "binary")
+            out = [float(ece_from_sums(bin_sums(scores, n_bins=N_BINS, strategy=s,
+                                                executor=executor)[0]))
+                   for s in ("uniform", "quantile")]
+            return out + list(quantiles(source, "age", q, executor=executor))
+
+        if args.run == "stats-serial":
+            values = compute(None)
+        else:
+            from calaudit.execution import open_executor
+            from calaudit.settings.sections import DaskConfig
+
+            config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit,
+                                timeout=60)
+            with open_executor(config) as executor:
+                values = compute(executor)
+                workers = executor.client.run(_worker_figures)
+    values = [float(v) for v in values]
+    return {"mode": args.run, "wall": time.perf_counter() - started,
+            "client_cpu": time.process_time() - cpu, "client_peak_mib": peak_mib(),
+            "workers": workers, "values": values,
+            "digest": digest({"values": np.array(values)})}
+
+
+def report_stats(args: argparse.Namespace, data: Path) -> None:
+    print("\n## ECE (uniform, quantile bins) and age quartiles: row-source reductions vs "
+          "loading every row")
+    results = [child(args, data, mode) for mode in ("stats-memory", "stats-serial",
+                                                    "stats-dask")]
+    for r in results:
+        print(f"{r['mode']:>13}: wall {r['wall']:6.1f} s, client CPU {r['client_cpu']:6.1f} s, "
+              f"client peak {r['client_peak_mib']:6.0f} MiB")
+        for name, w in r["workers"].items():
+            print(f"        {name}: CPU {w['cpu']:.1f} s, peak {w['peak_mib']:.0f} MiB")
+    print(f"values (stats-memory): {results[0]['values']}")
+    print("identical: " + str(len({r["digest"] for r in results}) == 1)
+          + f" ({', '.join(r['digest'] for r in results)})")
+
+
 # ----------------------------------------------------------------------------- audit
 
 class TreeSampler(threading.Thread):
@@ -339,12 +413,16 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="2GB")
     parser.add_argument("--features", type=int, default=256)
     parser.add_argument("--resamples", type=int, default=100)
-    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead"),
+    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead", "stats"),
                         default="both")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
-    parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)
+    parser.add_argument("--run", choices=("serial", "dask", "stats-memory", "stats-serial",
+                                          "stats-dask"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run and args.run.startswith("stats"):
+        print(json.dumps(run_stats(args)))
+        return
     if args.run:
         print(json.dumps(run_reduction(args)))
         return
@@ -363,6 +441,8 @@ def main() -> None:
             report_reduction(args, data)
         if args.what in ("audit", "both"):
             report_audit(args, data, scratch)
+        if args.what == "stats":
+            report_stats(args, data)
     print(f"\nload average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} cores)")
 

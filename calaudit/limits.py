@@ -43,6 +43,8 @@ COUNTS: dict[str, tuple[int, int]] = {
     "squared.max_rank": (1, 100_000),
     # local Dask worker processes started for one run (--workers)
     "dask.workers": (1, 1_024),
+    # threads of the in-process row reductions
+    "dask.threads": (1, 1_024),
 }
 
 #: Kernel scales (bandwidths, widths, gammas): finite and inside ``(low, high)``

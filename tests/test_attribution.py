@@ -208,7 +208,7 @@ def test_irls_on_cell_sums_matches_statsmodels(monkeypatch, part_rows):
 
 def test_cells_reproduce_the_dense_design_and_sums():
     from calaudit.attribution.design import Cells
-    from calaudit.attribution.irls import fitted, glm_partial, ordered_sum
+    from calaudit.attribution.irls import fitted, glm_partial, model_rows, ordered_sum
 
     data, y, p, _, _ = _region_data(1500, 6)
     terms, rows = _terms(data, y)
@@ -221,8 +221,8 @@ def test_cells_reproduce_the_dense_design_and_sums():
     beta = np.random.default_rng(0).normal(0, 0.3, x.shape[1])
     q = special.expit(offset + x @ beta)
     design = cells.design(terms)
-    sums = ordered_sum(glm_partial, rows.size, {"y": y[rows], "offset": offset,
-                                                "cell": cells.cell, "cell_eta": design @ beta})
+    sums = ordered_sum(glm_partial, rows.size, {"rows": model_rows(y[rows], offset, cells.cell),
+                                                "cell_eta": design @ beta})
     np.testing.assert_allclose(design.T @ (design * sums["weight"][:, None]),
                                x.T @ (x * (q * (1 - q))[:, None]), rtol=1e-12)
     np.testing.assert_allclose(design.T @ sums["residual"], x.T @ (y[rows] - q),

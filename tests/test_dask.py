@@ -229,6 +229,84 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
     assert killed not in set(two_workers.run(os.getpid).values())
 
 
+# ------------------------------------------- statistics on tasks reading their own rows
+
+@pytest.fixture(scope="module")
+def parquet_rows(tmp_path_factory):
+    """The same rows (three reduction ranges) as datasets of 1, 3 and 7 Parquet files, and
+    the columns."""
+    from calaudit.data.locations import locate
+    from calaudit.data.row_source import ParquetRows
+    from tests.test_row_sources import table, write_files
+
+    columns = table()
+    base = tmp_path_factory.mktemp("dask_rows")
+    return [ParquetRows.of(locate(str(write_files(base / f"p{k}", columns, k))))
+            for k in (1, 3, 7)], columns
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_tasks_read_their_own_rows_and_give_the_in_memory_bytes(workers, request,
+                                                                parquet_rows, monkeypatch):
+    """ECE per-bin sums and exact quantile edges on Dask tasks that read their own row
+    groups (``shared`` holds the file list, not the rows) equal the in-memory ECE and
+    ``np.quantile``, with 1 and 2 workers and 1, 3 and 7 files."""
+    from calaudit.metrics.binned import ece_from_sums
+    from calaudit.metrics.binned_rows import ScoreRows, bin_sums
+    from calaudit.metrics.ece import expected_calibration_error
+    from calaudit.numerics.order_statistics import quantiles
+
+    sources, columns = parquet_rows
+    client = request.getfixturevalue(workers)
+    sent = []
+    original = DaskExecutor.keep
+
+    def keep(self, value):
+        sent.append(len(cloudpickle.dumps(value)))
+        return original(self, value)
+
+    monkeypatch.setattr(DaskExecutor, "keep", keep)
+    executor = DaskExecutor(client)
+    before = set(client.who_has())  # keys earlier tests may have left
+    y = columns["label"].astype(np.int64)
+    proba = np.column_stack([1 - columns["prob"], columns["prob"]])
+    for source in sources:
+        for strategy in ("uniform", "quantile"):
+            sums, _ = bin_sums(ScoreRows(source, "label", ["prob"], "binary"), n_bins=12,
+                               strategy=strategy, executor=executor)
+            assert float(ece_from_sums(sums)) == expected_calibration_error(
+                y, proba, n_bins=12, strategy=strategy)
+    q = np.linspace(0, 1, 5)
+    assert quantiles(sources[-1], "age", q, executor=executor).tobytes() == np.quantile(
+        columns["age"], q).tobytes()
+    assert sent and max(sent) < 4_000  # the sources sent to the workers hold no rows
+    assert eventually(lambda: set(client.who_has()) <= before)  # kept sources released
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
+    from calaudit.attribution.irls import fit_logistic
+
+    client = request.getfixturevalue(workers)
+    rng = np.random.default_rng(9)
+    n = 3 * TASK + 77
+    cell = rng.integers(0, 4, n).astype(np.int32)
+    offset = rng.normal(0, 1, n)
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-offset - 0.2 * cell))).astype(float)
+    design = np.column_stack([np.ones(4), np.eye(4)[:, 1:]])
+    from calaudit.attribution import irls
+
+    before = set(client.who_has())  # keys earlier tests may have left
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
+        serial_fit = fit_logistic(y, offset, cell, design)
+        dask_fit = fit_logistic(y, offset, cell, design, DaskExecutor(client))
+    assert dask_fit.params.tobytes() == serial_fit.params.tobytes()
+    assert dask_fit.cov.tobytes() == serial_fit.cov.tobytes()
+    assert dask_fit.deviance == serial_fit.deviance
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
 # ------------------------------------------------------------------- the whole audit
 
 def _audit_bytes(executor) -> str:
@@ -263,12 +341,13 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     original = DaskExecutor.map_sum
 
     def counted(self, partial, ranges, shared):
-        calls.append(len(ranges))
+        calls.append(getattr(partial, "__name__", ""))
         return original(self, partial, ranges, shared)
 
     monkeypatch.setattr(DaskExecutor, "map_sum", counted)
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
+    assert "glm_partial" in calls, "the attribution fit did not run on the executor"
 
 
 def test_the_executor_is_not_a_setting_and_not_recorded():
@@ -288,6 +367,7 @@ def test_the_executor_is_not_a_setting_and_not_recorded():
     ({"scheduler": "tcp://a b:1"}, "host:port"),
     ({"scheduler": "tcp://h:8786", "workers": 2}, "not both"),
     ({"workers": 0}, "dask.workers must be an integer in [1, 1024]"),
+    ({"threads": 0}, "dask.threads must be an integer in [1, 1024]"),
     ({"workers": 2, "memory_limit": "2 parsecs"}, "memory_limit"),
     ({"workers": 2, "memory_limit": "0GB"}, "memory_limit"),
     ({"timeout": 0}, "dask.timeout"),
@@ -316,7 +396,8 @@ def test_config_show_lists_the_dask_settings(tmp_path):
     (tmp_path / "calaudit.toml").write_text('[dask]\nscheduler = "tcp://10.0.0.5:8786"\n')
     outcome = run_cli("config", "show", cwd=tmp_path)
     assert outcome.code == 0, outcome.stderr
-    for key in ("dask.scheduler", "dask.workers", "dask.memory_limit", "dask.timeout"):
+    for key in ("dask.scheduler", "dask.workers", "dask.memory_limit", "dask.timeout",
+                "dask.threads"):
         assert key in outcome.stdout
     assert "tcp://10.0.0.5:8786" in outcome.stdout
 

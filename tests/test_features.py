@@ -23,6 +23,8 @@ from calaudit.local.features import feature_local_pass, feature_smoother
 from calaudit.local.poisson_binomial import poisson_binomial_pmf
 from calaudit.numerics import poisson_binomial as pb
 from calaudit.numerics.block_draws import (
+    LABEL_ROWS,
+    binary_labels_into,
     block_counts,
     block_totals,
     label_indicators,
@@ -38,6 +40,7 @@ from calaudit.numerics.features import (
 )
 from calaudit.numerics.row_blocks import (
     ROW_BLOCK,
+    ThreadExecutor,
     block_rng,
     blocks,
     fold,
@@ -219,7 +222,8 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     features = FourierFeatures.draw("tv", 2.0, 2, 32, 4)
     runs = []
     for rows, executor in ((ROW_BLOCK, None), (2 * ROW_BLOCK, None), (16 * ROW_BLOCK, None),
-                           (ROW_BLOCK, ReversedExecutor())):
+                           (ROW_BLOCK, ReversedExecutor()), (ROW_BLOCK, ThreadExecutor(2)),
+                           (2 * ROW_BLOCK, ThreadExecutor(3))):
         out = feature_skce_pass(features, x, r, proba, np.random.default_rng(1), b,
                                 np.random.default_rng(2), b, executor=executor,
                                 task_rows=rows)
@@ -231,11 +235,15 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     if classes == 1:
         z = rng.normal(size=(n, 2))
         local = [feature_local_pass(features, z, r, r, proba, "klce_consistency",
-                                    np.random.default_rng(3), b, task_rows=rows)
-                 for rows in (ROW_BLOCK, 16 * ROW_BLOCK)]
-        assert local[0].statistic == local[1].statistic
-        assert np.array_equal(local[0].test.null_distribution, local[1].test.null_distribution)
-        assert np.array_equal(local[0].bias.values, local[1].bias.values)
+                                    np.random.default_rng(3), b, task_rows=rows,
+                                    executor=executor)
+                 for rows, executor in ((ROW_BLOCK, None), (16 * ROW_BLOCK, None),
+                                        (ROW_BLOCK, ThreadExecutor(2)))]
+        for other in local[1:]:
+            assert local[0].statistic == other.statistic
+            assert np.array_equal(local[0].test.null_distribution,
+                                  other.test.null_distribution)
+            assert np.array_equal(local[0].bias.values, other.bias.values)
 
 
 def test_skce_pass_forms_match_dense_count_forms():
@@ -293,6 +301,20 @@ def test_block_counts_are_multinomial():
     first, rest = counts[:ROW_BLOCK].sum(axis=0), counts[ROW_BLOCK:].sum(axis=0)
     assert np.all(first + rest == n)
     assert first.var() == pytest.approx(n * (ROW_BLOCK / n) * (1 - ROW_BLOCK / n), rel=0.1)
+
+
+@pytest.mark.parametrize("rows,columns", [(ROW_BLOCK, 7), (2 * LABEL_ROWS + 3, 5),
+                                          (LABEL_ROWS - 1, 4), (1, 1)])
+def test_binary_labels_into_are_the_indicators_of_the_same_stream(rows, columns):
+    """The row-chunked draws written into a float32 (strided) view are the labels of one
+    ``label_indicators`` call (odd and even word counts)."""
+    rng = np.random.default_rng(5)
+    thresholds = label_thresholds(rng.random(rows))
+    expected = label_indicators(block_rng(3, "x", 2), thresholds, columns, 1)[0]
+    out = np.full((rows, columns + 1), 7.0, dtype=np.float32)
+    binary_labels_into(block_rng(3, "x", 2), thresholds, out[:, 1:])
+    assert np.array_equal(out[:, 1:], expected.astype(np.float32))
+    assert np.all(out[:, 0] == 7.0)
 
 
 def test_label_thresholds_give_the_class_probabilities():

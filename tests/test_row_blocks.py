@@ -8,11 +8,14 @@ from calaudit.numerics.row_blocks import (
     ROW_BLOCK,
     TASK_ROWS,
     SerialExecutor,
+    ThreadExecutor,
     block_rng,
     blocks,
+    executor_of,
     fold,
     n_blocks,
     task_ranges,
+    usable_cores,
 )
 
 
@@ -63,3 +66,65 @@ def test_serial_map_sum_is_an_ordered_fold():
     assert np.allclose(got["s"], x.sum())
     with pytest.raises(ValueError):
         fold([])
+
+
+class _Boom(Exception):
+    pass
+
+
+def _failing(start, stop, *, x, w):
+    if start >= 3 * ROW_BLOCK:
+        raise _Boom(f"rows {start}-{stop}")
+    return _partial(start, stop, x=x, w=w)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_thread_map_sum_is_the_serial_fold(threads):
+    """Partials computed on a pool of threads, folded in range order: the serial bytes
+    (even for float64 sums whose value depends on the order of addition)."""
+    rng = np.random.default_rng(1)
+    n = 9 * ROW_BLOCK + 5
+    x, w = rng.normal(size=n) * 1e8, rng.normal(size=(n, 3))
+    ranges = task_ranges(n, ROW_BLOCK)
+    shared = {"x": x, "w": w}
+    serial = SerialExecutor().map_sum(_partial, ranges, shared)
+    threaded = ThreadExecutor(threads).map_sum(_partial, ranges, shared)
+    assert serial.keys() == threaded.keys()
+    assert all(serial[k].tobytes() == threaded[k].tobytes() for k in serial)
+    with pytest.raises(_Boom):  # a task's error reaches the caller
+        ThreadExecutor(threads).map_sum(_failing, ranges, shared)
+    with pytest.raises(ValueError):
+        ThreadExecutor(threads).map_sum(_partial, [], shared)
+
+
+def test_default_executor_uses_the_usable_cores():
+    assert executor_of(None).threads == usable_cores() >= 1
+    assert ThreadExecutor(1).threads == 1
+    with pytest.raises(ValueError):
+        ThreadExecutor(0)
+
+
+@pytest.mark.slow
+def test_the_audit_on_threads_gives_the_serial_json():
+    """The default battery with the feature tests on two task ranges: the JSON of the
+    thread executor is the serial executor's, byte for byte."""
+    import json
+
+    import calaudit
+    from calaudit.audit.config import LocalConfig
+    from tests.conftest import binary_frame
+
+    frame = binary_frame(TASK_ROWS + ROW_BLOCK + 11, seed=4)
+    data = calaudit.CalibrationData.from_arrays(
+        frame["label"].to_numpy(), frame["prob"].to_numpy(),
+        covariates=frame[["age", "race"]])
+
+    def audit(executor) -> str:
+        config = calaudit.AuditConfig(method="features", n_resamples=19, random_state=3,
+                                      local=LocalConfig(n_resamples=19), executor=executor)
+        payload = calaudit.run_audit(data, config).to_dict()
+        for volatile in ("created_at", "runtime_seconds"):
+            payload.pop(volatile, None)
+        return json.dumps(payload, sort_keys=True)
+
+    assert audit(ThreadExecutor(2)) == audit(SerialExecutor())

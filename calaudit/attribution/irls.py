@@ -19,8 +19,12 @@ converge", e.g. separation). ``Cov(beta) = H^{-1}`` at the estimate (dispersion 
 
 The per-cell sums are a *reduction*: ``partial(start, stop, **shared)`` returns the sums
 over rows ``start:stop`` (arrays of one entry per cell), the partials of the fixed ranges
-:func:`part_ranges` (a function of ``n`` only) are added in range order, so the fit is the
-same whoever computes the partials; memory is O(``PART_ROWS`` + cells x columns) beyond
+:func:`part_ranges` (a function of ``n`` only) are added in range order by the run's
+executor (``executor.map_sum``: in this process, or on Dask workers), so the fit is the
+same bytes whoever computes the partials. The rows (``y``, ``offset``, ``cell``) are a
+row source (:mod:`calaudit.numerics.row_sources`) placed on the executor once per fit
+(:func:`~calaudit.numerics.row_sources.resident`); each Newton step sends only the cells'
+``C beta``; memory is O(``PART_ROWS`` + cells x columns) beyond
 the 4-byte cell index per row, and one Newton step costs a few passes of O(n) elementwise
 work (no n x k matrix, no n k^2 products). Checked against
 ``statsmodels.GLM(..., family=Binomial(), offset=o)`` to 1e-10 in the tests.
@@ -30,12 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
+from calaudit.numerics.row_sources import ArrayRows, resident
 
 
 #: Rows per partial sum (a constant: the ranges depend on n only).
@@ -65,34 +71,52 @@ def part_ranges(n: int) -> list[tuple[int, int]]:
     return task_ranges(n, PART_ROWS)
 
 
-def ordered_sum(partial: Partial, n: int, shared: dict[str, NDArray]) -> dict[str, NDArray]:
-    """The partials of :func:`part_ranges` added in range order (a left fold, by
-    :class:`calaudit.numerics.row_blocks.SerialExecutor`)."""
-    return SerialExecutor().map_sum(partial, part_ranges(n), shared)
+def ordered_sum(partial: Partial, n: int, shared: dict[str, Any],
+                executor: Any = None) -> dict[str, NDArray]:
+    """The partials of :func:`part_ranges` added in range order (a left fold) by
+    ``executor.map_sum`` (default :class:`calaudit.numerics.row_blocks.SerialExecutor`)."""
+    return (executor or SerialExecutor()).map_sum(partial, part_ranges(n), shared)
 
 
-def glm_partial(start: int, stop: int, *, y: NDArray[np.float64],
-                offset: NDArray[np.float64], cell: NDArray[np.int32],
+def model_rows(y: NDArray[np.float64] | None, offset: NDArray[np.float64],
+               cell: NDArray[np.int32]) -> ArrayRows:
+    """The fit's row source: columns ``y`` (left out when None), ``offset``, ``cell``."""
+    columns = {"offset": offset, "cell": cell}
+    return ArrayRows(columns if y is None else {"y": y, **columns})
+
+
+def glm_partial(start: int, stop: int, *, rows: Any,
                 cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """Rows ``start:stop``, per cell: ``weight`` (sum of ``q (1 - q)``) and ``residual``
-    (sum of ``y - q``); and the ``deviance``. ``cell_eta = C beta``."""
-    yy, cc = y[start:stop], cell[start:stop]
-    eta = offset[start:stop] + cell_eta[cc]
+    """Rows ``start:stop`` of the source ``rows`` (columns ``y``, ``offset``, ``cell``),
+    per cell: ``weight`` (sum of ``q (1 - q)``) and ``residual`` (sum of ``y - q``); and
+    the ``deviance``. ``cell_eta = C beta``."""
+    part = rows.read(start, stop, ("y", "offset", "cell"))
+    yy, cc = part["y"], part["cell"]
+    eta = part["offset"] + cell_eta[cc]
     q = special.expit(eta)
-    deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - yy @ eta)
+    # np.sum, not a BLAS dot: the bits of a threaded dot depend on the BLAS thread count
+    deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - np.sum(yy * eta))
     return {"weight": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size),
             "residual": np.bincount(cc, yy - q, minlength=cell_eta.size),
             "deviance": np.array([deviance])}
 
 
 def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
-                 cell: NDArray[np.int32], design: NDArray[np.float64]) -> Fit:
+                 cell: NDArray[np.int32], design: NDArray[np.float64],
+                 executor: Any = None) -> Fit:
     """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
-    cells' design ``C``."""
-    shared = {"y": y, "offset": offset, "cell": cell}
+    cells' design ``C``; the per-cell sums reduced by ``executor``."""
+    with resident(executor, model_rows(y, offset, cell)) as rows:
+        return _newton(lambda b: ordered_sum(glm_partial, y.size, {
+            "rows": rows, "cell_eta": design @ b}, executor), design)
 
+
+def _newton(reduce: Callable[[NDArray[np.float64]], dict[str, NDArray]],
+            design: NDArray[np.float64]) -> Fit:
+    """Newton-Raphson with step halving from ``beta = 0``; ``reduce(beta)`` gives the
+    per-cell ``weight``, ``residual`` and the ``deviance`` at ``beta``."""
     def sums(b: NDArray[np.float64]) -> dict[str, NDArray]:
-        out = ordered_sum(glm_partial, y.size, {**shared, "cell_eta": design @ b})
+        out = reduce(b)
         return {"hessian": design.T @ (design * out["weight"][:, None]),
                 "score": design.T @ out["residual"], "deviance": out["deviance"][0]}
 
@@ -116,13 +140,14 @@ def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
     raise FloatingPointError("the recalibration model did not converge")
 
 
-def mean_partial(start: int, stop: int, *, offset: NDArray[np.float64],
-                 cell: NDArray[np.int32], cell_eta: NDArray[np.float64]
+def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float64]
                  ) -> dict[str, NDArray[np.float64]]:
-    """Rows ``start:stop``, per cell: ``total`` (sum of ``q``) and ``slope`` (sum of
-    ``q (1 - q)``), the pieces of a standardised mean and its delta-method gradient."""
-    cc = cell[start:stop]
-    q = special.expit(offset[start:stop] + cell_eta[cc])
+    """Rows ``start:stop`` of the source ``rows`` (columns ``offset``, ``cell``), per
+    cell: ``total`` (sum of ``q``) and ``slope`` (sum of ``q (1 - q)``), the pieces of a
+    standardised mean and its delta-method gradient."""
+    part = rows.read(start, stop, ("offset", "cell"))
+    cc = part["cell"]
+    q = special.expit(part["offset"] + cell_eta[cc])
     return {"total": np.bincount(cc, q, minlength=cell_eta.size),
             "slope": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size)}
 

@@ -29,14 +29,16 @@ does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
 from calaudit.attribution.design import Cells, Term
-from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, ordered_sum
+from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, model_rows, ordered_sum
+from calaudit.numerics.row_sources import resident
 
 CLIP = 1e-6
 
@@ -58,22 +60,25 @@ class ModelRows:
     offset: NDArray[np.float64]
     cells: Cells
     mean_prediction: float
+    #: runs the fits' row reductions (``map_sum``); None: this process
+    executor: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
               prediction: NDArray[np.float64], terms: Sequence[Term],
-              rows: NDArray[np.intp]) -> ModelRows:
+              rows: NDArray[np.intp], executor: Any = None) -> ModelRows:
         every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
         return cls(y if every else y[rows], offset if every else offset[rows],
                    Cells.build(terms, rows),
                    float((prediction if every else prediction[rows]).mean())
-                   if rows.size else float("nan"))
+                   if rows.size else float("nan"), executor)
 
 
 def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
     """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
     ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
-    return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms))
+    return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms),
+                        data.executor)
 
 
 def lr_test(reduced: Fit, full: Fit, df: int) -> float:
@@ -108,9 +113,9 @@ def standardised_bias(full: Fit, terms: Sequence[Term], data: ModelRows, name: s
     """``(B_c(l), low, high)``: the standardised bias and its delta-method interval (the
     per-cell sums of ``q`` and ``q (1 - q)`` reduced over row chunks)."""
     design = data.cells.design(terms, (name, level))
-    sums = ordered_sum(mean_partial, data.y.size, {"offset": data.offset,
-                                                   "cell": data.cells.cell,
-                                                   "cell_eta": design @ full.params})
+    with resident(data.executor, model_rows(None, data.offset, data.cells.cell)) as rows:
+        sums = ordered_sum(mean_partial, data.y.size,
+                           {"rows": rows, "cell_eta": design @ full.params}, data.executor)
     bias = float(sums["total"].sum() / data.y.size - data.mean_prediction)
     grad = sums["slope"] @ design / data.y.size
     se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))

@@ -45,6 +45,9 @@ class ClinicalStage:
     def _metrics(y, p, config: AuditConfig, rng: np.random.Generator
                  ) -> tuple[MetricResult, ...]:
         both_classes = 0 < int(y.sum()) < y.size
+        # the fit's row sums are a reduction over fixed ranges, run in this process: its
+        # partials use BLAS products, whose bits depend on the BLAS thread count (a Dask
+        # worker runs one thread), so they are not sent to the run's executor
         fit = logistic_recalibration(y, p) if both_classes else None
         level = config.ci_level
         boot = {}

@@ -426,6 +426,7 @@ class LocalAudit(LcbEstimation):
             return None
         settings = AttributionSettings(alpha=self.config.alpha, level=lc.confidence_level,
                                        min_rows=lc.min_group_rows,
-                                       min_events=lc.min_group_events)
+                                       min_events=lc.min_group_events,
+                                       executor=executor_of(self.config))
         return attribute(levels, [c.kind for c in self.data.covariates], outcome, prediction,
                          settings, "binary" if self.data.is_binary else "top-label")

@@ -160,6 +160,7 @@ def test(
     dask: opt.DaskScheduler = None,
     workers: opt.DaskWorkers = None,
     memory_limit: opt.DaskMemoryLimit = None,
+    threads: opt.Threads = None,
     json: opt.JsonOut = None,
     md: opt.MdOut = None,
     html: opt.HtmlOut = None,

@@ -145,6 +145,11 @@ DaskWorkers = Annotated[Optional[int], typer.Option(
 DaskMemoryLimit = Annotated[Optional[str], typer.Option(
     "--memory-limit", help="Memory limit of each --workers process, e.g. 2GB "
     "(default: dask.memory_limit, 2GB).", rich_help_panel=DASK, show_default=False)]
+Threads = Annotated[Optional[int], typer.Option(
+    "--threads", min=COUNTS["dask.threads"][0], max=COUNTS["dask.threads"][1],
+    help="Threads of the row reductions in this process (default: dask.threads, the usable "
+    "CPU cores). The result is the same bytes whatever the number.",
+    rich_help_panel=DASK, show_default=False)]
 
 ConfigFile = Annotated[Optional[Path], typer.Option(
     "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "

@@ -29,6 +29,7 @@ EXPLICIT = {
     "dask": "dask.scheduler",
     "workers": "dask.workers",
     "memory_limit": "dask.memory_limit",
+    "threads": "dask.threads",
 }
 NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
                           "show_config", "pyproject", "force", "path", "directory",

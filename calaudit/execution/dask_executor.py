@@ -94,12 +94,23 @@ class DaskExecutor:
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
         handles = _scatter(self.client, shared)
-        partials = self._in_order(partial, ranges, handles)
+        arguments = {**shared, **handles}
+        partials = self._in_order(partial, ranges, arguments)
         try:
             return fold_in_order(partials)
         finally:
             partials.close()  # cancels the tasks in flight if the fold stopped early
             _forget(self.client, list(handles.values()))
+
+    def keep(self, value: Any) -> Any:
+        """``value`` (e.g. a row source) sent once to every worker; the handle can be
+        given in ``shared`` to any number of :meth:`map_sum` calls (it is not sent again)
+        until :meth:`release`. ``calaudit.numerics.row_sources.resident`` pairs the two."""
+        return self.client.scatter(value, broadcast=True, hash=False)
+
+    def release(self, handle: Any) -> None:
+        """Drop the workers' copies of a :meth:`keep` handle."""
+        _forget(self.client, [handle])
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
@@ -139,14 +150,24 @@ class DaskExecutor:
 
 
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """``shared`` on every worker, as ``{name: future}``. The values are scattered as a
-    list, so their keys on the cluster are fresh ones: a dict would be stored under its
-    own names, and two reductions sharing a name (``x``) would release each other's."""
-    names = list(shared)
+    """The values of ``shared`` not yet on the cluster (handles of
+    :meth:`DaskExecutor.keep` stay as they are) sent to every worker, as ``{name:
+    future}``. The values are scattered as a list, so their keys on the cluster are fresh
+    ones: a dict would be stored under its own names, and two reductions sharing a name
+    (``x``) would release each other's."""
+    kept = {name: value for name, value in shared.items() if _is_future(value)}
+    names = [name for name in shared if name not in kept]
     if not names:
         return {}
     futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)
     return dict(zip(names, futures))
+
+
+def _is_future(value: Any) -> bool:
+    """A handle of :meth:`DaskExecutor.keep` (a ``distributed.Future``): passed to the
+    tasks as it is, neither scattered again nor released after the reduction."""
+    return type(value).__name__ == "Future" and hasattr(value, "key") and hasattr(
+        value, "release")
 
 
 def _forget(client: Any, futures: list[Any]) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.block_draws import block_counts, label_indicators
+from calaudit.numerics.block_draws import binary_labels_into, block_counts, label_indicators
 from calaudit.numerics.features import (
     EXACT_WEIGHT,
     FourierFeatures,
@@ -107,9 +107,13 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures,
         phi64 = phi.astype(np.float64)
         norm = np.einsum("ij,ij->i", phi64, phi64)
         p = proba[lo:hi]
-        drawn = (label_indicators(block_rng(seed, stream, block), thresholds[lo:hi],
-                                  n_resamples, labels) if n_resamples else None)
         y = np.empty((rows, columns), dtype=np.float32)
+        drawn = None
+        if n_resamples and labels == 1:  # binary: the redrawn labels straight into y
+            binary_labels_into(block_rng(seed, stream, block), thresholds[lo:hi], y[:, 1:])
+        elif n_resamples:
+            drawn = label_indicators(block_rng(seed, stream, block), thresholds[lo:hi],
+                                     n_resamples, labels)
         for k in range(classes):
             y[:, 0] = observed[lo:hi, k]
             if drawn is not None:
@@ -120,6 +124,7 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures,
             out["G"][k] += product[:d]
             out["wy"] += product[d:]
             out["v"][k] += phi64.T @ exact_parts(p[:, k], 1.0, PARTS).T.astype(np.float64)
+        del y, drawn  # the bootstrap's counts take their place
         squares = exact_parts(norm * np.einsum("ik,ik->i", p, p), w_bound * classes, PARTS)
         out["c0"] += squares.astype(np.float64).sum(axis=1)
         if lead is not None:
@@ -154,7 +159,7 @@ def _bootstrap_block(out: dict, phi64: NDArray[np.float64], r: NDArray[np.float6
             product = exact_products(np.hstack([part, parts.T]), counts, column_total)
             out["P"][k][:, 1:] += product[:d]
             out["bd"][:, 1:] += product[d:]
-    squared = counts * counts
+    squared = np.multiply(counts, counts, out=counts)  # counts are not used again
     ties = squared.sum(axis=0, dtype=np.float64)
     out["ties"] += ties
     # sum_i c_i^2 is about 2 rows: parts on grids with twice the budget

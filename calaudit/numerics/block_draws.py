@@ -66,6 +66,27 @@ def label_indicators(rng: np.random.Generator, thresholds: NDArray[np.uint32],
     return out
 
 
+#: Rows of uniform words drawn at a time by :func:`binary_labels_into` (even, so every
+#: piece but the last is a whole number of 64-bit outputs).
+LABEL_ROWS = 512
+
+
+def binary_labels_into(rng: np.random.Generator, thresholds: NDArray[np.uint32],
+                       out: NDArray[np.float32]) -> None:
+    """``out[i, b] = 1{u_ib < T_i}`` ((rows, columns), e.g. float32): the binary labels of
+    :func:`label_indicators` (``classes == 1``) from the same words, drawn
+    :data:`LABEL_ROWS` rows at a time (the stream's 64-bit outputs split at whole
+    outputs, so the words are those of one :func:`uniform_words` call) and written
+    straight into ``out`` (no (rows, columns) word or indicator matrix)."""
+    rows, columns = out.shape
+    for lo in range(0, rows, LABEL_ROWS):
+        hi = min(rows, lo + LABEL_ROWS)
+        size = (hi - lo) * columns
+        raw = rng.bit_generator.random_raw((size + 1) // 2)
+        words = raw.view(np.uint32)[:size].reshape(hi - lo, columns)
+        np.less(words, thresholds[lo:hi, :1], out=out[lo:hi])
+
+
 def labels_of(indicators: list[NDArray[np.bool_]]) -> NDArray[np.intp]:
     """Class labels from :func:`label_indicators` (tests, references)."""
     if len(indicators) == 1:
@@ -91,16 +112,22 @@ def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
     """(B, rows) counts, resample-major (use ``.T`` for (rows, B)): resample ``b`` spreads
     ``totals[b]`` draws uniformly over the block's ``rows`` rows (a multinomial
-    ``(totals[b]; 1/rows, ...)``)."""
+    ``(totals[b]; 1/rows, ...)``). The draws of the resamples follow each other in the
+    block's stream; each resample's are counted on their own (a histogram of ``rows``
+    bins stays in cache, and no (draws,) index array is built)."""
     b = totals.size
     total = int(totals.sum())
     if rows == ROW_BLOCK:  # 12 uniform bits per draw (ROW_BLOCK = 2^12)
         words = rng.bit_generator.random_raw((total + 3) // 4).view(np.uint16)[:total]
-        cells = np.bitwise_and(words, ROW_BLOCK - 1, dtype=np.int64)
+        cells = np.bitwise_and(words, ROW_BLOCK - 1)
     else:
         cells = rng.integers(0, rows, size=total, dtype=np.int64)
-    cells += np.repeat(np.arange(b, dtype=np.int64) * rows, totals)
-    return np.bincount(cells, minlength=b * rows).astype(np.float32).reshape(b, rows)
+    out = np.empty((b, rows), dtype=np.float32)
+    start = 0
+    for j, stop in enumerate(np.cumsum(totals).tolist()):
+        out[j] = np.bincount(cells[start:stop], minlength=rows)
+        start = stop
+    return out
 
 
 def bootstrap_indices(rng: np.random.Generator, rows: int, n: int, columns: int

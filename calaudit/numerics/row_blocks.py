@@ -15,15 +15,23 @@ distributed (issues 13 and 14):
   and the partials are added **in range order** (a left fold) by the caller. The
   floating-point result is then identical whoever computes the partials: the same function
   on the same rows, summed in the same order. :class:`SerialExecutor` runs the partials
-  in-process; a distributed executor (``calaudit.execution``) has the same
-  :meth:`~SerialExecutor.map_sum`. ``partial`` must be a module-level (picklable) function
-  and ``shared`` a dict of arrays (and plain values) it reads, never writes.
+  in-process, one range after another; :class:`ThreadExecutor` (the default of an audit,
+  :func:`executor_of`) computes them on a pool of threads and folds them in range order
+  too; a distributed executor (``calaudit.execution``) has the same
+  :meth:`~SerialExecutor.map_sum`. ``partial`` must be a module-level (picklable),
+  thread-safe function and ``shared`` a dict of arrays (and plain values) it reads, never
+  writes.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -95,10 +103,138 @@ class SerialExecutor:
         return fold(partial(start, stop, **shared) for start, stop in ranges)
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class ThreadExecutor:
+    """Computes the partials of a reduction on ``threads`` threads of this process and
+    folds them **in range order** (:func:`fold`), so the result is the serial executor's
+    bytes whatever the number of threads.
+
+    numpy releases the GIL in its GEMMs, large ufuncs, casts and random fills, so the
+    label draws, feature maps and block products of different row ranges run at the same
+    time. While the tasks run, BLAS is held to one thread each (``threadpoolctl``; the
+    threads, not BLAS, use the cores: a multi-threaded GEMM per task would oversubscribe
+    them, and BLAS threads spin while the draws of their range run on one core). At most
+    ``threads + 1`` tasks are submitted ahead of the fold, so the memory held is about
+    ``threads + 1`` partials and the block temporaries of ``threads`` running tasks.
+    ``threads = 1`` (or a single range) runs the partials in the calling thread with
+    BLAS as configured, exactly like :class:`SerialExecutor`.
+
+    Memory (glibc): the tasks' temporaries are allocated in the worker threads, which
+    glibc would serve from per-thread arenas that keep the freed blocks (hundreds of MB
+    at 10^6 rows, on top of the later per-row arrays). With ``one_arena=True`` (the
+    command line, which owns its process) the threads share the main arena
+    (``mallopt(M_ARENA_MAX, 1)``, set once per process when the first such executor of
+    more than one thread is made); a library caller's process keeps its allocator
+    settings. In both cases the free pages are handed back after each reduction
+    (``malloc_trim(0)``); see :func:`_glibc`.
+    """
+
+    name = "threads"
+
+    def __init__(self, threads: int | None = None, one_arena: bool = False) -> None:
+        self.threads = usable_cores() if threads is None else int(threads)
+        if self.threads < 1:
+            raise ValueError(f"threads must be at least 1; got {threads}")
+        if self.threads > 1 and one_arena:
+            _glibc(one_arena=True)  # early, before other libraries start threads
+
+    def describe(self) -> str:
+        """``N threads in this process`` (for ``--verbose``)."""
+        return f"{self.threads} thread(s) in this process"
+
+    def __repr__(self) -> str:
+        return f"ThreadExecutor(threads={self.threads})"
+
+    def map_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                shared: Mapping[str, Any]) -> dict[str, NDArray]:
+        """``partial(start, stop, **shared)`` for every range, summed in range order."""
+        ranges = list(ranges)
+        if self.threads == 1 or len(ranges) <= 1:
+            return SerialExecutor().map_sum(partial, ranges, shared)
+        libc = _glibc()
+        try:
+            with _one_blas_thread(), ThreadPoolExecutor(
+                    min(self.threads, len(ranges)), thread_name_prefix="calaudit-rows"
+                    ) as pool:
+                parts = _in_order(pool, partial, ranges, shared, self.threads + 1)
+                try:
+                    return fold(parts)
+                finally:
+                    parts.close()  # cancels the tasks not started if the fold stopped
+        finally:
+            if libc is not None:
+                libc.malloc_trim(0)
+
+
+def _in_order(pool: ThreadPoolExecutor, partial: Partial, ranges: list[tuple[int, int]],
+              shared: Mapping[str, Any], window: int) -> Iterator[dict[str, NDArray]]:
+    """The partials in range order, at most ``window`` submitted ahead of the fold."""
+    pending: deque[Future] = deque()
+    submitted = 0
+    try:
+        for _ in ranges:
+            while submitted < len(ranges) and len(pending) < window:
+                start, stop = ranges[submitted]
+                pending.append(pool.submit(partial, start, stop, **shared))
+                submitted += 1
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+#: threadpoolctl's view of the loaded BLAS libraries (inspected once per process).
+_CONTROLLER: list[Any] = []
+#: glibc's ``mallopt`` parameter of the number of arenas.
+_M_ARENA_MAX = -8
+#: The C library once set up (empty: not yet; ``[None]``: not glibc).
+_LIBC: list[Any] = []
+#: Whether ``mallopt(M_ARENA_MAX, 1)`` was called in this process (empty: not yet).
+_ONE_ARENA: list[bool] = []
+
+
+def _glibc(one_arena: bool = False) -> Any:
+    """glibc (``ctypes``), or ``None`` on another C library; with ``one_arena`` also
+    ``mallopt(M_ARENA_MAX, 1)`` (once per process). One arena for every thread: the
+    worker threads' freed temporaries go back to the arena the main thread allocates from
+    (reused by it, and trimmed), instead of staying in arenas of their own."""
+    if not _LIBC:
+        libc = None
+        if sys.platform.startswith("linux"):
+            try:
+                candidate = ctypes.CDLL("libc.so.6")
+                if candidate.gnu_get_libc_version and candidate.malloc_trim:
+                    libc = candidate
+            except (OSError, AttributeError):  # musl and others: no such knobs
+                libc = None
+        _LIBC.append(libc)
+    libc = _LIBC[0]
+    if one_arena and libc is not None and not _ONE_ARENA:
+        _ONE_ARENA.append(bool(libc.mallopt(_M_ARENA_MAX, 1)))
+    return libc
+
+
+def _one_blas_thread() -> Any:
+    """A context in which BLAS runs one thread per call (``threadpoolctl``)."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+
+
 def executor_of(config: Any) -> Any:
     """The executor an audit config carries (attribute ``executor``; a distributed one is
-    set by the caller), else a :class:`SerialExecutor`. Never a global."""
-    return getattr(config, "executor", None) or SerialExecutor()
+    set by the caller), else a :class:`ThreadExecutor` on the usable cores. Never a
+    global."""
+    return getattr(config, "executor", None) or ThreadExecutor()
 
 
 def fold(partials) -> dict[str, NDArray]:

@@ -5,6 +5,12 @@ Binned estimators are functions of per-cell sums ``S_c = sum_{i in c} w_i x_i``.
 they are ``q`` bootstrap replicates at once, computed as one sparse product
 ``A @ (x * W)`` where ``A`` (cells x n) is the 0/1 membership matrix. Estimates and
 replicates thus share one code path.
+
+The estimates (no weights) are reductions over the fixed row ranges of
+:func:`calaudit.numerics.row_blocks.task_ranges`: one ``bincount`` per range, the partial
+sums added in range order (:func:`range_bincount`). A run that computes the same partials
+elsewhere (Dask tasks reading their own rows, see :mod:`calaudit.metrics.binned_rows`)
+therefore gets the same bytes. Up to ``TASK_ROWS`` rows this is one ``bincount``, as before.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
+
+from calaudit.numerics.row_blocks import fold, task_ranges
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,17 @@ class Cells:
         ``weights`` None gives shape (n_cells,); (n, q) weights give (n_cells, q).
         """
         if weights is None:
-            return np.bincount(self.index, weights=values, minlength=self.n_cells).astype(
-                np.float64)
+            return range_bincount(self.index, values, self.n_cells)
         weighted = weights if values is None else values[:, None] * weights
         return np.asarray(self.membership @ weighted)
+
+
+def range_bincount(index: NDArray[np.intp], values: NDArray[np.float64] | None,
+                   n_cells: int) -> NDArray[np.float64]:
+    """``np.bincount(index, values, minlength=n_cells)`` as float64, reduced over the fixed
+    ranges of ``task_ranges(n)``: one ``bincount`` per range, added in range order."""
+    parts = ({"sums": np.bincount(index[a:b], weights=None if values is None else values[a:b],
+                                  minlength=n_cells)} for a, b in task_ranges(index.size))
+    if index.size == 0:
+        return np.zeros(n_cells)
+    return fold(parts)["sums"].astype(np.float64, copy=False)

@@ -89,10 +89,11 @@ MEMORY_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]i?[bB]|[bB])?$")
 
 @dataclass(frozen=True)
 class DaskConfig:
-    """Where the row reductions run: in this process (the default), on an existing Dask
-    cluster (``scheduler``, ``--dask``) or on a local cluster started for the run
-    (``workers``, ``--workers``). Both need the ``calaudit[dask]`` extra; the result is the
-    same bytes either way (``calaudit.execution``)."""
+    """Where the row reductions run: in this process (the default, on ``threads``
+    threads), on an existing Dask cluster (``scheduler``, ``--dask``) or on a local
+    cluster started for the run (``workers``, ``--workers``). Both need the
+    ``calaudit[dask]`` extra; the result is the same bytes either way
+    (``calaudit.execution``, :class:`calaudit.numerics.row_blocks.ThreadExecutor`)."""
 
     scheduler: str | None = field(default=None, metadata={
         "help": "address of a running Dask scheduler, host:port or protocol://host:port "
@@ -104,13 +105,17 @@ class DaskConfig:
         "help": "memory limit of each local worker (workers), e.g. 2GB or 512MiB"})
     timeout: float = field(default=10.0, metadata={
         "help": "seconds to wait for the scheduler (and the local workers) to answer"})
+    threads: int | None = field(default=None, metadata={
+        "help": "threads of the row reductions in this process (default: the usable CPU "
+                "cores; 1: one range after another); not used with scheduler or workers"})
 
     def __post_init__(self) -> None:
         if self.scheduler is not None and not str(self.scheduler).strip():
             object.__setattr__(self, "scheduler", None)
-        problem = limits.count_problem("dask.workers", self.workers)
-        if problem:
-            raise ConfigError(problem)
+        for key in ("workers", "threads"):
+            problem = limits.count_problem(f"dask.{key}", getattr(self, key))
+            if problem:
+                raise ConfigError(problem)
         if self.scheduler is not None and not SCHEDULER_ADDRESS.match(self.scheduler):
             raise ConfigError(
                 f"dask.scheduler must be a scheduler address host:port or "

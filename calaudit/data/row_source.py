@@ -1,0 +1,113 @@
+"""Rows of a Parquet dataset read by global row range: a row source that stays small.
+
+:class:`ParquetRows` implements the row-source protocol of
+:mod:`calaudit.numerics.row_sources` (``read(start, stop, names)``) for the files of a
+dataset (:class:`~calaudit.data.locations.Location`), in the dataset's row order (files
+sorted by path, rows in file order; :mod:`calaudit.data.partitioned`). It holds only the
+files and their row counts, taken from the Parquet footers when the source is built, so a
+Dask task that receives it reads the row groups of its own range on the worker (the
+columns it asks for, nothing else) instead of receiving the whole column from the client:
+``s_shared`` in ``docs/scaling.md`` is a few hundred bytes per file, not 8 n per column.
+
+Columns are the files' own numeric or boolean columns (float64, or int64 when the file
+stores integers without nulls; booleans as int8). Hive partition keys and text columns
+are not served here: their codes depend on every file's levels (the dataset reader's
+``_Column``), which a task holding one range does not know.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.data.locations import DataFile, Location
+
+
+class ParquetRows:
+    """Global rows ``[start, stop)`` of a list of Parquet files (see the module
+    docstring). ``rows[k]`` is file ``k``'s row count (its footer's)."""
+
+    def __init__(self, files: Sequence[str], rows: Sequence[int], filesystem: Any = None):
+        if len(files) != len(rows):
+            raise ValueError("one row count per file")
+        self.files = tuple(str(f) for f in files)
+        self.offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))])
+        self.filesystem = filesystem
+        self.n = int(self.offsets[-1])
+
+    @classmethod
+    def of(cls, location: Location) -> ParquetRows:
+        """The Parquet files of ``location``, with their row counts read from the footers
+        (no rows are read)."""
+        single = location.kind == "file"
+        fmt = location.spec.lower().endswith((".parquet", ".pq")) if single else (
+            location.format == "parquet")
+        if not fmt:
+            raise ValueError(f"{location.spec}: a row source needs Parquet files")
+        files = location.files or (DataFile(location.spec, location.spec, 0),)
+        paths = [f.path if location.filesystem is not None else os.path.abspath(f.path)
+                 for f in files]
+        source = cls(paths, [0] * len(paths), location.filesystem)
+        counts = [source._file(k).metadata.num_rows for k in range(len(paths))]
+        return cls(paths, counts, location.filesystem)
+
+    def _file(self, k: int):
+        import pyarrow.parquet as pq
+
+        if self.filesystem is None:
+            return pq.ParquetFile(self.files[k])
+        return pq.ParquetFile(self.filesystem.open(self.files[k], "rb"))
+
+    def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
+        """The columns ``names`` of rows ``[start, stop)``, reading only the row groups
+        that hold them."""
+        names = list(names)
+        if not 0 <= start <= stop <= self.n:
+            raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
+        pieces: dict[str, list[NDArray]] = {name: [] for name in names}
+        first = int(np.searchsorted(self.offsets, start, side="right")) - 1
+        for k in range(max(first, 0), len(self.files)):
+            low, high = int(self.offsets[k]), int(self.offsets[k + 1])
+            if low >= stop:
+                break
+            if high <= start:
+                continue
+            table = self._slice(k, max(start, low) - low, min(stop, high) - low, names)
+            for name in names:
+                pieces[name].append(_numeric(table.column(name)))
+        return {name: (np.concatenate(parts) if parts else np.empty(0))
+                for name, parts in pieces.items()}
+
+    def _slice(self, k: int, lo: int, hi: int, names: list[str]):
+        """Rows ``[lo, hi)`` of file ``k``: its overlapping row groups, then a slice."""
+        handle = self._file(k)
+        meta = handle.metadata
+        groups, first_row, row = [], None, 0
+        for g in range(meta.num_row_groups):
+            count = meta.row_group(g).num_rows
+            if row < hi and row + count > lo:
+                groups.append(g)
+                first_row = row if first_row is None else first_row
+            row += count
+        table = handle.read_row_groups(groups, columns=names)
+        return table.slice(lo - (first_row or 0), hi - lo)
+
+    def __repr__(self) -> str:
+        return f"ParquetRows({len(self.files)} files, n={self.n})"
+
+
+def _numeric(column) -> NDArray:
+    """A numeric or boolean Arrow column as numpy (nulls as NaN)."""
+    import pyarrow as pa
+
+    if pa.types.is_boolean(column.type):
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int8)
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        raise ValueError(f"column of type {column.type} is not numeric")
+    if column.null_count or pa.types.is_floating(column.type):
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return np.asarray(column.to_numpy(), dtype=np.int64)
