@@ -95,8 +95,11 @@ class LcbEstimation:
         return selection
 
     def local_bias(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
-                   ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram]:
-        """LCB at every row with the estimation bandwidths (one engine pass)."""
+                   ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram | None]:
+        """LCB at every row with the estimation bandwidths (one engine pass). The exact
+        path returns the estimation Gram (for the plotted rows' products); the feature path
+        keeps only its categorical cells and continuous columns (``lcb_kernel``) and
+        returns ``None``, so the (n, columns) Gram is freed."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
@@ -104,6 +107,7 @@ class LcbEstimation:
         if self.lcb_kernel is not None:
             self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
                 self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
+            gram = None
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
                                                  self.lcb_features, self.choice.frequency_seed)
         else:

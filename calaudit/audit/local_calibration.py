@@ -43,6 +43,7 @@ from calaudit.local.klce import (
     residuals,
 )
 from calaudit.local.lcb import (
+    CurveColumns,
     CurveDesign,
     curve_design,
     plot_points,
@@ -352,14 +353,15 @@ class LocalAudit(LcbEstimation):
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
+        # exact path (small n): V as an array; features: V built a row block at a time
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dtype=np.float64 if self.lcb_kernel is None else np.float32)
+                              dense=self.lcb_kernel is None)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
             at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
-                                      design.columns, self.lcb_features,
-                                      self.choice.frequency_seed)
+                                      CurveColumns(design, bias.weight_sums, np.float32),
+                                      self.lcb_features, self.choice.frequency_seed)
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               design.columns)

@@ -125,17 +125,17 @@ def _bias_pass(features: FourierFeatures, z: NDArray[np.float64], lead: NDArray[
     n = z.shape[0]
     values, weights = np.empty(n), np.empty(n)
     requests = design.requests if design is not None else ()
-    curve_weights = design.weights if design is not None else ()
-    blocks = [np.zeros((features.n_features, w.shape[0])) for w in curve_weights]
+    blocks = [np.zeros((features.n_features, req_grid.size))
+              for req_grid in (design.grids if design is not None else ())]
     for start, stop in row_chunks(n, features.n_features + 2):
         phi = features.quantised(z[start:stop])
         sums = phi @ lead
         weight = np.maximum(sums[:, 1], MIN_WEIGHT)
         values[start:stop], weights[start:stop] = sums[:, 0] / weight, weight
-        for req, w, block in zip(requests, curve_weights, blocks, strict=True):
+        for k, (req, block) in enumerate(zip(requests, blocks, strict=True)):
             lo, hi = np.searchsorted(req.rows, [start, stop])
             if hi > lo:
                 local = req.rows[lo:hi] - start
-                block += phi[local].T @ (w[:, lo:hi] / weight[local][None, :]).T
+                block += phi[local].T @ (design.weights(k, lo, hi) / weight[local][None, :]).T
     stacked = np.hstack(blocks) if blocks else np.zeros((features.n_features, 0))
     return LocalBias(values, weights), stacked

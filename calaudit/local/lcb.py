@@ -19,7 +19,7 @@ robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -108,48 +108,141 @@ class CurveRequest:
     x: NDArray[np.float64]
 
 
-def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64],
-                                                                NDArray[np.float64], float]:
-    """Grid (``points`` values from the 2nd to the 98th percentile) and row-normalised
-    Gaussian weights ``w_j(t)`` (shape (points, len(x)))."""
+def curve_grid(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64], float]:
+    """Grid (``points`` values from the 2nd to the 98th percentile; one value when ``x`` is
+    constant) and Silverman bandwidth of a curve."""
     low, high = np.percentile(x, [2, 98])
     if high <= low:
         low, high = float(x.min()), float(x.max())
     grid = np.linspace(low, high, points) if high > low else np.array([float(low)])
-    h = silverman_bandwidth(x)
-    w = np.exp(-0.5 * ((grid[:, None] - x[None, :]) / h) ** 2)
+    return grid, silverman_bandwidth(x)
+
+
+def raw_weights(grid: NDArray[np.float64], x: NDArray[np.float64], h: float
+                ) -> NDArray[np.float64]:
+    """Unnormalised Gaussian weights ``exp(-((t - x_j) / h)^2 / 2)``, shape
+    ``(len(grid), len(x))`` (elementwise, so any rows or grid points give the same bits as
+    the whole array)."""
+    return np.exp(-0.5 * ((grid[:, None] - x[None, :]) / h) ** 2)
+
+
+def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64],
+                                                                NDArray[np.float64], float]:
+    """Grid (``points`` values from the 2nd to the 98th percentile) and row-normalised
+    Gaussian weights ``w_j(t)`` (shape (points, len(x))): the dense reference of
+    :class:`CurveDesign`, which never holds these (points x rows) arrays."""
+    grid, h = curve_grid(x, points)
+    w = raw_weights(grid, x, h)
     w /= np.maximum(w.sum(axis=1, keepdims=True), np.finfo(float).tiny)
     return grid, w, h
 
 
+#: Grid points per chunk when a curve's weights are evaluated over all its rows (centres,
+#: normalisers): (GRID_CHUNK, rows) floats at a time. A multiple of 4, so the chunked
+#: matrix-vector products are the whole one's (OpenBLAS's dgemv_t works in groups of 4
+#: columns; ``tests/test_lcb_columns.py`` checks the bytes).
+GRID_CHUNK = 4
+
+
 @dataclass(frozen=True)
 class CurveDesign:
-    """The grids, weights and engine columns ``V`` of a set of curve requests."""
+    """The grids, bandwidths and normalisers of a set of curve requests; the weights
+    ``w_j(t)`` and the engine columns ``V_jt = w_j(t) / D_j`` are evaluated on demand, a
+    block of rows (:meth:`block`) or of grid points (:meth:`centre`) at a time, so memory
+    stays O(rows) whatever the number of curves and points. ``columns``: ``V`` as an
+    (n, points x requests) array when built ``dense`` (the exact path's small ``n``), else
+    (n, 0)."""
 
     requests: tuple[CurveRequest, ...]
     grids: tuple[NDArray[np.float64], ...]
-    weights: tuple[NDArray[np.float64], ...]
     bandwidths: tuple[float, ...]
+    normalisers: tuple[NDArray[np.float64], ...]
     columns: NDArray[np.float64]
+
+    @property
+    def width(self) -> int:
+        """Number of engine columns (grid points of every request)."""
+        return sum(g.size for g in self.grids)
+
+    def weights(self, k: int, lo: int = 0, hi: int | None = None, t0: int = 0,
+                t1: int | None = None) -> NDArray[np.float64]:
+        """``w_j(t)`` of request ``k`` at its rows ``req.rows[lo:hi]`` and grid points
+        ``[t0, t1)``: the same bits as the slice of :func:`grid_weights`."""
+        req, grid = self.requests[k], self.grids[k]
+        w = raw_weights(grid[t0:t1], req.x[lo:hi], self.bandwidths[k])
+        w /= self.normalisers[k][t0:t1, None]
+        return w
+
+    def centre(self, k: int, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``c(t) = sum_{j in g} w_j(t) values_j`` of request ``k`` (``values`` over all
+        rows), :data:`GRID_CHUNK` grid points at a time."""
+        here = values[self.requests[k].rows]
+        size = self.grids[k].size
+        return np.concatenate([self.weights(k, t0=t0, t1=min(size, t0 + GRID_CHUNK)) @ here
+                               for t0 in range(0, size, GRID_CHUNK)])
+
+    def block(self, lo: int, hi: int, weight_sums: NDArray[np.float64],
+              dtype: type = np.float64) -> NDArray[np.float64]:
+        """Rows ``[lo, hi)`` of ``V`` (zero off-group): each request's rows in the range,
+        its weights divided by ``D_j``."""
+        out = np.zeros((hi - lo, self.width), dtype=dtype)
+        start = 0
+        for k, req in enumerate(self.requests):
+            a, b = np.searchsorted(req.rows, [lo, hi])
+            if b > a:
+                rows = req.rows[a:b]
+                out[rows - lo, start:start + self.grids[k].size] = (
+                    self.weights(k, a, b) / weight_sums[rows][None, :]).T
+            start += self.grids[k].size
+        return out
+
+
+@dataclass(frozen=True)
+class CurveColumns:
+    """``V`` (n, points x requests) of a :class:`CurveDesign` as a read-only array-like:
+    ``columns[lo:hi]`` builds those rows (:meth:`CurveDesign.block`), so a pass over row
+    blocks never holds more than a block of them. Identical bytes to the dense columns."""
+
+    design: CurveDesign
+    weight_sums: NDArray[np.float64]
+    dtype: type = np.float32
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.weight_sums.size, self.design.width)
+
+    def __getitem__(self, rows: slice) -> NDArray[np.float64]:
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("curve columns are read by contiguous row ranges")
+        lo, hi, _ = rows.indices(self.weight_sums.size)
+        return self.design.block(lo, max(lo, hi), self.weight_sums, self.dtype)
+
+
+def _normalisers(x: NDArray[np.float64], grid: NDArray[np.float64], h: float
+                 ) -> NDArray[np.float64]:
+    """``max(sum_j w_j(t), tiny)`` per grid point, one grid point at a time (the same
+    pairwise sum as the rows of :func:`grid_weights`)."""
+    return np.array([max(raw_weights(grid[t:t + 1], x, h).sum(), np.finfo(float).tiny)
+                     for t in range(grid.size)])
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
                  points: int, dense: bool = True, dtype: type = np.float64) -> CurveDesign:
-    """Grids and weights of every request and ``V_jt = w_j(t) / D_j`` (zero off-group;
-    ``dense=False`` leaves ``columns`` empty, (n, 0), for callers that use the
-    per-request weights directly). ``dtype=np.float32`` halves the (n, points x requests)
-    columns for the random-feature path, whose products are single precision anyway
-    (:func:`calaudit.local.lcb_features.cell_matmul`)."""
-    pieces = [grid_weights(req.x, points) for req in requests]
-    width = sum(p[0].size for p in pieces) if dense else 0
-    columns = np.zeros((weight_sums.size, width), dtype=dtype)
-    start = 0
-    for req, (grid, w, _) in zip(requests, pieces, strict=True):
-        if dense:
-            columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
-        start += grid.size
-    return CurveDesign(tuple(requests), tuple(p[0] for p in pieces),
-                       tuple(p[1] for p in pieces), tuple(p[2] for p in pieces), columns)
+    """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
+    w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
+    (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
+    :class:`CurveColumns` or use the per-request weights)."""
+    grids, bandwidths, norms = [], [], []
+    for req in requests:
+        grid, h = curve_grid(req.x, points)
+        grids.append(grid)
+        bandwidths.append(h)
+        norms.append(_normalisers(req.x, grid, h))
+    design = CurveDesign(tuple(requests), tuple(grids), tuple(bandwidths), tuple(norms),
+                         np.zeros((weight_sums.size, 0), dtype=dtype))
+    if dense and requests:
+        design = replace(design, columns=design.block(0, weight_sums.size, weight_sums, dtype))
+    return design
 
 
 def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
@@ -169,9 +262,9 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
     z = float(stats.norm.ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
-    for req, grid, w, h in zip(design.requests, design.grids, design.weights,
-                               design.bandwidths, strict=True):
-        centre = w @ bias.values[req.rows]
+    for k, (req, grid, h) in enumerate(zip(design.requests, design.grids,
+                                           design.bandwidths, strict=True)):
+        centre = design.centre(k, bias.values)
         se = se_all[start:start + grid.size]
         start += grid.size
         entry = curves.setdefault((req.covariate, req.group_by), {

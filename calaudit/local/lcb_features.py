@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.features import MIN_WEIGHT, product_features
-from calaudit.local.lcb import RowProducts
+from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
 
@@ -53,18 +53,49 @@ class CellKernel:
         return self.cell_matrix.shape[0]
 
 
+def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Sorted distinct values of a column, a row chunk at a time (no n-row sort)."""
+    parts = [np.unique(column[lo:hi]) for lo, hi in row_chunks(column.shape[0], 8)]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0)
+
+
+def cell_index(table: NDArray[np.float64], columns: Sequence[int], limit: int = MAX_CELLS
+               ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
+    """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
+    lexicographic order and each row's index) in O(n) time and one integer per row, or
+    ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
+    time: a row's index so far and its rank among the column's distinct values give a
+    code below ``cells x values``, whose present values are ranked by a bincount (the
+    lexicographic order of the pairs)."""
+    cells, reps = np.zeros(table.shape[0], dtype=np.intp), np.zeros((1, 0))
+    for j in columns:
+        values = distinct_values(table[:, j])
+        if values.size > limit:
+            return None
+        cells *= values.size
+        cells += np.searchsorted(values, table[:, j])
+        present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
+        if present.size > limit:
+            return None
+        rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
+        rank[present] = np.arange(present.size)
+        cells = rank[cells]
+        reps = np.column_stack([reps[present // values.size], values[present % values.size]])
+    return reps, cells
+
+
 def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> CellKernel:
     """Split the Gram's scaled rows (``K = exp(-|z_i - z_j|^2)``) into the categorical
-    columns ``categorical`` (one cell per distinct combination) and the rest."""
+    columns ``categorical`` (one cell per distinct combination, :func:`cell_index`) and
+    the rest."""
     scaled = np.asarray(scaled, dtype=np.float64)
     cat = np.asarray(sorted(categorical), dtype=np.intp)
-    if cat.size:
-        reps, cells = np.unique(scaled[:, cat], axis=0, return_inverse=True)
-        if reps.shape[0] <= MAX_CELLS:
-            d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-            rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
-            return CellKernel(np.ascontiguousarray(scaled[:, rest]),
-                              cells.reshape(-1).astype(np.intp), np.exp(-d2))
+    found = cell_index(scaled, cat) if cat.size else None
+    if found is not None:
+        reps, cells = found
+        d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
+        rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
+        return CellKernel(np.ascontiguousarray(scaled[:, rest]), cells, np.exp(-d2))
     return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.intp), np.ones((1, 1)))
 
 
@@ -92,21 +123,24 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
                  w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
-    not test statistics; relative error about ``1e-6``)."""
+    not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
+    a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
+    which builds only those rows."""
     q, n_cells = w.shape[1], kernel.n_cells
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
         phi = _transform(features, kernel.z[lo:hi])
         cells = kernel.cells[lo:hi]
+        rows = w[lo:hi]  # an array's rows, or built for this block (CurveColumns)
         if n_cells * q <= DENSE_OUTPUT or n_cells > MAX_SORTED_CELLS:
             spread = np.zeros((hi - lo, n_cells, q), dtype=np.float32)
-            spread[np.arange(hi - lo), cells] = w[lo:hi]
+            spread[np.arange(hi - lo), cells] = rows
             acc += phi.T @ spread.reshape(hi - lo, n_cells * q)
             continue
         # many columns: one GEMM per cell on the block's rows sorted by cell
         order = np.argsort(cells, kind="stable")
         edges = np.searchsorted(cells[order], np.arange(n_cells + 1))
-        phi, rows = phi[order], w[lo:hi][order].astype(np.float32)
+        phi, rows = phi[order], rows[order].astype(np.float32)
         for a in range(n_cells):
             if edges[a + 1] > edges[a]:
                 acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
@@ -120,28 +154,33 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
                 targets: NDArray[np.intp] | None = None, executor: Any = None
                 ) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
-    continuous factor and the categorical factor exact; ``w`` (n, q). The first pass is a
-    reduction over the fixed row blocks (:func:`cell_partial`, run by ``executor``)."""
+    continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
+    :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
+    The first pass is a reduction over the fixed row blocks (:func:`cell_partial`, run by
+    ``executor``)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    # float32 columns stay float32: the block products below are single precision
-    w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
+    if not isinstance(w, CurveColumns):
+        # float32 columns stay float32: the block products below are single precision
+        w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     shared = {"kernel": kernel, "features": features, "w": w}
     acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-    rows = np.arange(n) if targets is None else np.asarray(targets, dtype=np.intp)
-    out = np.empty((rows.size, q))
+    rows = None if targets is None else np.asarray(targets, dtype=np.intp)
+    size = n if rows is None else rows.size
+    out = np.empty((size, q))
     dense = n_cells * q <= DENSE_OUTPUT
     # single-precision output products (diagnostics; relative error about 1e-6)
     flat = np.ascontiguousarray(mixed.transpose(1, 0, 2).reshape(d, n_cells * q),
                                 dtype=np.float32)
     mixed = mixed.astype(np.float32)
-    for start, stop in row_chunks(rows.size, d + (n_cells * q if dense else q)):
-        idx = rows[start:stop]
+    for start, stop in row_chunks(size, d + (n_cells * q if dense else q)):
+        idx = slice(start, stop) if rows is None else rows[start:stop]  # all rows: views
         phi = _transform(features, kernel.z[idx])
         here = cells[idx]
         if dense:
-            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(idx.size), here]
+            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(stop - start),
+                                                                   here]
             continue
         for a in np.unique(here):
             mask = here == a
@@ -159,7 +198,8 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
-                         weight_sums: NDArray[np.float64], columns: NDArray[np.float64],
+                         weight_sums: NDArray[np.float64],
+                         columns: NDArray[np.float64] | CurveColumns,
                          n_features: int, seed: int) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
