@@ -30,7 +30,13 @@ from numpy.typing import NDArray
 
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.ece import Notion, scores_and_outcomes
-from calaudit.numerics.binning import Strategy, assign_bins, uniform_bin_index
+from calaudit.numerics.binning import (
+    Strategy,
+    assign_bins,
+    inner_levels,
+    quantile_edges,
+    uniform_bin_index,
+)
 from calaudit.numerics.order_statistics import quantiles
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import resident
@@ -78,9 +84,9 @@ def bin_sums(source: ScoreRows, *, n_bins: int = 15, strategy: Strategy = "unifo
         if strategy == "uniform":
             edges, used = np.linspace(0.0, 1.0, n_bins + 1), None
         elif strategy == "quantile":
-            inner = quantiles(source, "score",  # places the source itself
-                              np.linspace(0.0, 1.0, n_bins + 1)[1:-1], executor=executor)
-            edges = used = np.unique(np.concatenate(([0.0], inner, [1.0])))
+            inner = quantiles(source, "score", inner_levels(n_bins),  # places the source
+                              executor=executor)
+            edges = used = quantile_edges(inner)
         else:
             raise ValueError(f"unknown binning strategy {strategy!r}")
         out = executor.map_sum(bin_sums_partial, task_ranges(source.n),

@@ -31,9 +31,18 @@ def bin_edges(scores: NDArray[np.float64], n_bins: int, strategy: Strategy) -> N
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy == "quantile":
         # np.quantile's bytes, as counting reductions over fixed row ranges
-        inner = array_quantiles(scores, np.linspace(0.0, 1.0, n_bins + 1)[1:-1])
-        return np.unique(np.concatenate(([0.0], inner, [1.0])))
+        return quantile_edges(array_quantiles(scores, inner_levels(n_bins)))
     raise ValueError(f"unknown binning strategy {strategy!r}")
+
+
+def inner_levels(n_bins: int) -> NDArray[np.float64]:
+    """The levels ``b / n_bins``, ``0 < b < n_bins``, of the inner quantile edges."""
+    return np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+
+
+def quantile_edges(inner: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Equal-mass edges from the inner quantiles: outer edges 0 and 1, repeats merged."""
+    return np.unique(np.concatenate(([0.0], inner, [1.0])))
 
 
 def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:

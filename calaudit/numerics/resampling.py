@@ -135,7 +135,7 @@ def refine_near(values: NDArray[np.float64], z: NDArray, observed: float, factor
 #: OpenBLAS 0.3), in ns per kernel entry: evaluating the entry (Gaussian / exponential
 #: kernels, double or single precision ``exp``) and multiplying it with one column (double
 #: or single precision GEMM). A cached Gram (:class:`~calaudit.numerics.grams.DenseGram`)
-#: costs a copy. Measured by ``benchmarks/refine_cost.py``; only the ratios matter.
+#: costs a copy. Measured by ``benchmarks/exact_refine.py``; only the ratios matter.
 PASS_COST_NS = {"kernel64": 13.0, "kernel32": 7.0, "copy": 1.0, "gemm64": 0.059,
                 "gemm32": 0.032}
 
