@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.numerics.blocked import dense_codes
 from calaudit.numerics.order_statistics import array_quantiles
 
 Strategy = Literal["uniform", "quantile"]
@@ -77,11 +78,16 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     packed into one integer per row and then relabelled densely, so the grid is never
     materialised.
     """
-    per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
-    m = per_dim.shape[1]
+    m = probs.shape[1]
     if m * np.log2(max(n_bins, 2)) < 62:
-        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
-        _, dense = np.unique(packed, return_inverse=True)
-    else:  # too many cells for one int64: compare rows instead (slower sort)
-        _, dense = np.unique(per_dim, axis=0, return_inverse=True)
+        powers = n_bins ** np.arange(m, dtype=np.int64)
+
+        def packed(start: int, stop: int) -> NDArray[np.int64]:
+            return uniform_bin_index(probs[start:stop], n_bins).astype(np.int64) @ powers
+
+        # np.unique(packed, return_inverse=True), a block of rows at a time (8 bytes a row)
+        return dense_codes(packed, probs.shape[0])
+    # too many cells for one int64: compare rows instead (slower sort)
+    per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
+    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)
