@@ -171,3 +171,12 @@ def test_categorical_codes_from_counts_equal_the_unique_codes():
     assert np.array_equal(cov.values, np.searchsorted(used, codes))
     assert cov.categories == tuple(str(v) for v in levels[used])
     assert Cells.of(cov.values).n_cells == 3
+
+
+@pytest.mark.parametrize("shape", [(0,), (5,), (200_003,), (70_000, 3)])
+def test_uniform_bins_by_block_equal_the_whole_array_formula(shape):
+    scores = np.random.default_rng(1).random(shape)
+    scores.flat[:10] = [0.0, 1.0, 0.2, 0.4, 1 / 3, 0.6, 0.8, 1e-300, 1 - 1e-16, 0.5][:scores.size]
+    former = np.clip(np.ceil(scores * 15).astype(np.intp) - 1, 0, 14)
+    assert np.array_equal(uniform_bin_index(scores, 15), former)
+    assert uniform_bin_index(np.float64(0.5), 15) == 7

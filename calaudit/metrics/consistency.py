@@ -59,7 +59,8 @@ def resampled_bin_rates(
     present = np.flatnonzero(every)
     rank = np.cumsum(every > 0) - 1
     counts = every[present]
-    events = cell_counts(scores, rank[bin_index], present.size, n_resamples, rng)
+    cells = bin_index if present.size == every.size else rank[bin_index]
+    events = cell_counts(scores, cells, present.size, n_resamples, rng)
     return events / counts[:, None].astype(np.float64)
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.blocked import dense_codes
+from calaudit.numerics.blocked import BLOCK_ROWS, dense_codes
 from calaudit.numerics.order_statistics import array_quantiles
 
 Strategy = Literal["uniform", "quantile"]
@@ -47,9 +47,16 @@ def quantile_edges(inner: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0."""
-    index = np.ceil(np.asarray(scores, dtype=np.float64) * n_bins).astype(np.intp) - 1
-    return np.clip(index, 0, n_bins - 1)
+    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0
+    (computed a block of rows at a time into the result: no n-row temporaries)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim == 0:
+        return np.clip(np.ceil(scores * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+    out = np.empty(scores.shape, dtype=np.intp)
+    for start in range(0, scores.shape[0], BLOCK_ROWS):
+        part = np.ceil(scores[start:start + BLOCK_ROWS] * n_bins).astype(np.intp) - 1
+        np.clip(part, 0, n_bins - 1, out=out[start:start + BLOCK_ROWS])
+    return out
 
 
 def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
