@@ -348,6 +348,8 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"
+    for partial in ("label_partial", "spiegelhalter_partial"):
+        assert partial in calls, f"{partial} did not run on the executor"
 
 
 def test_the_executor_is_not_a_setting_and_not_recorded():
@@ -614,4 +616,25 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     assert columns <= kept[0] < columns + 4_000
     assert 8 * n <= kept[1] < 8 * n + 4_000
     assert max(scattered) < 8 * n / 10  # no reduction sends a per-row array
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
+    """Spiegelhalter's and Hosmer-Lemeshow's reductions over several ranges (3 ranges of
+    ``TASK_ROWS``) on 1 and 2 workers give the in-process bytes."""
+    from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
+    from calaudit.numerics.row_blocks import TASK_ROWS
+
+    client = request.getfixturevalue(workers)
+    rng = np.random.default_rng(12)
+    p = np.round(rng.beta(2, 5, 2 * TASK_ROWS + 5), 3)
+    y = (rng.uniform(size=p.size) < p).astype(np.int64)
+    executor = DaskExecutor(client)
+    before = set(client.who_has())
+    assert repr(spiegelhalter_test(y, p, executor)) == repr(spiegelhalter_test(y, p))
+    serial, dask = hosmer_lemeshow_test(y, p, 10), hosmer_lemeshow_test(y, p, 10, executor)
+    assert (dask.statistic, dask.df, dask.p_value) == (serial.statistic, serial.df,
+                                                       serial.p_value)
+    assert dask.expected.tobytes() == serial.expected.tobytes()
     assert eventually(lambda: set(client.who_has()) <= before)
