@@ -604,10 +604,10 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     monkeypatch.setattr(DaskExecutor, "map_sum", map_sum)
     monkeypatch.setattr(dask_executor, "_scatter", scatter)
     before = set(client.who_has())
+    executor = DaskExecutor(client)
     feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
                        inputs["klce"], inputs["proba"], "klce_bootstrap",
-                       np.random.default_rng(4), 19, executor=DaskExecutor(client),
-                       task_rows=TASK)
+                       np.random.default_rng(4), 19, executor=executor, task_rows=TASK)
     assert passes == ["label_partial", "resample_partial"]
     # z (3 columns), p, y, lead (2 columns): 8 n + 3 x 8 n + n + 16 n bytes, once;
     # then the residuals (8 n) for the bootstrap
@@ -616,6 +616,9 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     assert columns <= kept[0] < columns + 4_000
     assert 8 * n <= kept[1] < 8 * n + 4_000
     assert max(scattered) < 8 * n / 10  # no reduction sends a per-row array
+    # the executor's own count (dask.sizeof, for the --verbose lines) sees the same
+    assert columns + 8 * n <= executor.placed_bytes < columns + 8 * n + 8 * n / 5
+    assert executor.fetched_bytes > 0
     assert eventually(lambda: set(client.who_has()) <= before)
 
 
