@@ -374,6 +374,12 @@ def stable_json(path: Path) -> dict:
 
 def ensure_data(args: argparse.Namespace, scratch: Path) -> Path:
     if args.data and any(Path(args.data).glob("*.parquet")):
+        import pyarrow.parquet as pq
+
+        paths = sorted(Path(args.data).glob("*.parquet"))
+        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+        size = sum(path.stat().st_size for path in paths) / 2**20
+        print(f"data: {len(paths)} files, {rows:,} rows, {size:.0f} MiB, already written")
         return Path(args.data)
     from make_partitioned import write_dataset  # benchmarks/make_partitioned.py
 
