@@ -26,6 +26,11 @@ rows are grouped into tasks or on which process computes them; and each resample
 statistic is the same function of its labels as the observed one (the consistency test's
 p-value is exact-conditional). The parts are added (one rounding) only at assembly.
 
+Rows: a partial reads the per-row columns of its range from a row source
+(:mod:`calaudit.numerics.row_sources`, ``shared["rows"]``) and prepares the label
+thresholds itself, so ``shared`` holds nothing per row; the callers place the columns on the
+executor's workers once for all the passes of a stage (``resident``).
+
 Draws: labels from the stream ``(seed, stream, block)``, counts from
 ``(boot_seed, boot_stream, block)`` given the block totals (:func:`calaudit.numerics.
 block_draws.block_totals`), so a row's draws never depend on chunking or partitioning.

@@ -116,6 +116,15 @@ def reduce_rows(executor: Any, partial: Any, n: int, task_rows: int, rows: Any,
                                                   {**shared, "rows": rows})
 
 
+def reduce_columns(executor: Any, partial: Any, n: int, task_rows: int,
+                   columns: dict[str, NDArray], shared: dict[str, Any]) -> dict[str, NDArray]:
+    """:func:`reduce_rows` of the in-memory ``columns``, placed on the executor's workers
+    for this one reduction (:func:`calaudit.numerics.row_sources.resident`)."""
+    executor = executor or SerialExecutor()
+    with resident(executor, ArrayRows(columns)) as rows:
+        return reduce_rows(executor, partial, n, task_rows, rows, shared)
+
+
 def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
                              r: NDArray[np.float64], proba: NDArray[np.float64],
                              rng: np.random.Generator, n_resamples: int, *,
@@ -133,9 +142,7 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
     n = np.asarray(r).shape[0]
     columns, shared = label_inputs(features, x, r, proba, residual_scale, stream_seed(rng),
                                    stream, n_resamples)
-    executor = executor or SerialExecutor()
-    with resident(executor, ArrayRows(columns)) as rows:
-        total = reduce_rows(executor, label_partial, n, task_rows, rows, shared)
+    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     statistic, null = float(values[0]), values[1:]
     return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
@@ -245,9 +252,7 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
         shared.update(bootstrap_shared(features, columns["residuals"],
                                        block_totals(boot_seed, "skce_bootstrap", n, n_boot),
                                        boot_seed, "skce_bootstrap"))
-    executor = executor or SerialExecutor()
-    with resident(executor, ArrayRows(columns)) as rows:
-        total = reduce_rows(executor, label_partial, n, task_rows, rows, shared)
+    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
     diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())
