@@ -99,6 +99,8 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     """
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
+    if p.size == 0:  # no range to reduce over; the variance of no rows is 0
+        return Spiegelhalter(math.nan, math.nan, 0.0)
     variance, score = _reduce(executor, spiegelhalter_partial, y, p)["sums"]
     variance = float(variance)
     if variance <= 0.0:
