@@ -27,11 +27,16 @@ from calaudit.local.lcb_bandwidth import (
     COV_GRID,
     PROB_GRID,
     BandwidthSelection,
+    estimation_columns,
     estimation_gram,
     kernel_sums,
     select_bandwidths,
 )
-from calaudit.local.lcb_features import categorical_columns, cell_kernel, feature_kernel_sums
+from calaudit.local.lcb_features import (
+    categorical_columns,
+    column_cell_kernel,
+    feature_kernel_sums,
+)
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -102,17 +107,22 @@ class LcbEstimation:
         returns ``None``, so the (n, columns) Gram is freed."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
-        gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
-                               self.encoded.features, columns)
         if self.lcb_kernel is not None:
-            self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
-                self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
-            gram = None
+            # the estimation Gram's scaled rows a column at a time: only the categorical
+            # cells and the continuous columns are stored
+            self.lcb_kernel = column_cell_kernel(
+                estimation_columns(self.prob_features, selection.prob_bandwidth,
+                                   self.encoded.features, columns),
+                self.prob_features.shape[1] + columns.size,
+                categorical_columns(self.prob_features.shape[1], self.data.covariates,
+                                    self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
                                                  self.lcb_features, self.choice.frequency_seed)
-        else:
-            weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
-                                         self.encoded.features, columns, scalar_r)
+            return LocalBias(weighted / mass, mass), selection, None
+        cov = np.asarray(self.encoded.features)
+        gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
+        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                     cov, columns, scalar_r)
         return LocalBias(weighted / mass, mass), selection, gram
 
     def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,

@@ -133,8 +133,12 @@ class LocalAudit(LcbEstimation):
         self.n = data.n
         self.r = residuals(data.y_true, data.y_proba)
         self.proba = data.y_proba[:, 1].copy() if data.is_binary else np.array(data.y_proba)
-        self.prob_features = prediction_features(data.y_proba)
-        self.encoded = encode_covariates(data.covariates, standardize=True)
+        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
+        self.proba.flags.writeable = False
+        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
+                              else prediction_features(data.y_proba))
+        # the encoded covariates are computed a block of rows or a column at a time
+        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
         self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
                                         streams["bandwidth"], lc.median_max_rows)
@@ -213,9 +217,10 @@ class LocalAudit(LcbEstimation):
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
 
-    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign):
-        """LCB, KLCE^2, the first consistency/bootstrap test and the curves' standard
-        errors from the feature passes of :func:`feature_local_pass`."""
+    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign) -> float:
+        """KLCE^2, the first consistency/bootstrap test and the curves' standard errors
+        from the feature passes of :func:`feature_local_pass` (the LCB it computes with the
+        test's kernel is not kept: the reported LCB uses the estimation bandwidths)."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
         if not self.config.run_tests or self.too_small():
             fused = None
@@ -228,7 +233,7 @@ class LocalAudit(LcbEstimation):
                                                    out.test.null_distribution,
                                                    out.test.p_value)
         self.curve_se = out.curve_se
-        return out.bias, out.statistic
+        return out.statistic
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
@@ -342,13 +347,16 @@ class LocalAudit(LcbEstimation):
 
     def output(self) -> StageOutput:
         lc = self.local
-        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
-        scalar_r = outcome - prediction
+        outcome, prediction, scalar_r = self.scalar_view()
         if self.features is None:
             statistic = klce2(self.gram, self.r)
         else:  # the test's statistic (and fused test) from the feature pass
-            _, statistic = self.feature_pass(
+            statistic = self.feature_pass(
                 scalar_r, curve_design([], np.empty(self.n), lc.curve_points, dense=False))
+        # every use of the test kernel first, then its (n, columns) rows are freed
+        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
+        per_class = self.per_class()
+        self.gram = None
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
@@ -365,7 +373,6 @@ class LocalAudit(LcbEstimation):
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               design.columns)
-        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
         settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
@@ -380,7 +387,6 @@ class LocalAudit(LcbEstimation):
             "tests": [t.id for t in tests],
             "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
                                           residual_bound(self.data.n_classes))}
-        per_class = self.per_class()
         if per_class:
             klce_section["per_class"] = per_class
         lcb_section = {
@@ -417,6 +423,15 @@ class LocalAudit(LcbEstimation):
                                       prediction, self.streams["disparity"],
                                       lc.group_ci_resamples, lc.confidence_level,
                                       resample=self.config.run_tests)))
+
+    def scalar_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(outcome, prediction, outcome - prediction)`` of the scalar view
+        (:func:`top_label_residual`); binary: the prediction is ``p_1`` and the residual
+        ``r`` already held (the same values), not copies."""
+        if self.data.is_binary:
+            return (np.asarray(self.data.y_true) == 1).astype(np.float64), self.proba, self.r
+        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+        return outcome, prediction, outcome - prediction
 
     def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
                     prediction: np.ndarray):

@@ -36,8 +36,10 @@ covariates, :data:`CAT_GRID` (separated or pooled) for categorical ones,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -83,6 +85,24 @@ def estimation_gram(prob_features: NDArray[np.float64], prob_bandwidth: float,
     """``exp(-|p - p'|^2 / (2 s_p^2) - sum_k (x_k - x'_k)^2 / (2 s_k^2))``."""
     return product_gram(prob_features, 0.5 / prob_bandwidth ** 2,
                         cov_features / np.asarray(column_bandwidths)[None, :], 0.5)
+
+
+def estimation_columns(prob_features: NDArray[np.float64], prob_bandwidth: float,
+                       cov_features: Any, column_bandwidths: NDArray[np.float64]
+                       ) -> Callable[[int], NDArray[np.float64]]:
+    """Column ``j`` of :func:`estimation_gram`'s scaled rows, computed alone (the same
+    operations on the same values, so the same bits); ``cov_features`` is an array or an
+    array-like with ``column(j)`` (:class:`calaudit.local.encoding.EncodedRows`)."""
+    p = prob_features[:, None] if prob_features.ndim == 1 else prob_features
+    widths = np.asarray(column_bandwidths, dtype=np.float64)
+
+    def column(j: int) -> NDArray[np.float64]:
+        if j < p.shape[1]:
+            return math.sqrt(0.5 / prob_bandwidth ** 2) * np.asarray(p[:, j], np.float64)
+        k = j - p.shape[1]
+        x = cov_features.column(k) if hasattr(cov_features, "column") else cov_features[:, k]
+        return math.sqrt(0.5) * (np.asarray(x, dtype=np.float64) / widths[k])
+    return column
 
 
 def loo_fit(weighted: NDArray[np.float64], mass: NDArray[np.float64],

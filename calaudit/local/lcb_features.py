@@ -21,7 +21,7 @@ column goes through the features (``L = 1``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,8 @@ class CellKernel:
     """``K_ij = cell_matrix[cells_i, cells_j] exp(-|z_i - z_j|^2)``."""
 
     z: NDArray[np.float64]
-    cells: NDArray[np.intp]
+    #: int16 (at most :data:`MAX_CELLS` cells) or any integer type
+    cells: NDArray[np.integer]
     cell_matrix: NDArray[np.float64]
 
     def squared(self) -> CellKernel:
@@ -59,21 +60,27 @@ def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.unique(np.concatenate(parts)) if parts else np.empty(0)
 
 
-def cell_index(table: NDArray[np.float64], columns: Sequence[int], limit: int = MAX_CELLS
+def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]],
+               columns: Sequence[int], limit: int = MAX_CELLS
                ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
     """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
     lexicographic order and each row's index) in O(n) time and one integer per row, or
     ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
     time: a row's index so far and its rank among the column's distinct values give a
     code below ``cells x values``, whose present values are ranked by a bincount (the
-    lexicographic order of the pairs)."""
-    cells, reps = np.zeros(table.shape[0], dtype=np.intp), np.zeros((1, 0))
+    lexicographic order of the pairs). ``table`` may be a function giving column ``j``."""
+    column = table if callable(table) else (lambda j: table[:, j])
+    cells, reps = None, np.zeros((1, 0))
     for j in columns:
-        values = distinct_values(table[:, j])
+        x = column(j)
+        if cells is None:
+            cells = np.zeros(x.shape[0], dtype=np.intp)
+        values = distinct_values(x)
         if values.size > limit:
             return None
         cells *= values.size
-        cells += np.searchsorted(values, table[:, j])
+        cells += np.searchsorted(values, x)
+        del x
         present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
         if present.size > limit:
             return None
@@ -89,14 +96,36 @@ def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> Cell
     columns ``categorical`` (one cell per distinct combination, :func:`cell_index`) and
     the rest."""
     scaled = np.asarray(scaled, dtype=np.float64)
+    return column_cell_kernel(lambda j: scaled[:, j], scaled.shape[1], categorical)
+
+
+def column_cell_kernel(column: Callable[[int], NDArray[np.float64]], width: int,
+                       categorical: Sequence[int]) -> CellKernel:
+    """:func:`cell_kernel` of the scaled rows given column by column (``column(j)``,
+    ``width`` columns): only the cells (int16) and the continuous columns are stored."""
     cat = np.asarray(sorted(categorical), dtype=np.intp)
-    found = cell_index(scaled, cat) if cat.size else None
+    found = cell_index(column, cat) if cat.size else None
     if found is not None:
         reps, cells = found
         d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-        rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
-        return CellKernel(np.ascontiguousarray(scaled[:, rest]), cells, np.exp(-d2))
-    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.intp), np.ones((1, 1)))
+        rest = np.setdiff1d(np.arange(width), cat)
+        return CellKernel(_stacked(column, rest, cells.shape[0]), cells.astype(np.int16),
+                          np.exp(-d2))
+    first = column(0)
+    z = _stacked(column, np.arange(1, width), first.shape[0], first)
+    return CellKernel(z, np.zeros(z.shape[0], dtype=np.int16), np.ones((1, 1)))
+
+
+def _stacked(column: Callable[[int], NDArray[np.float64]], which: NDArray[np.intp], n: int,
+             first: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """``(n, len(which) [+ 1])`` C-contiguous columns (``first``, then ``column(j)``)."""
+    lead = [] if first is None else [first]
+    out = np.empty((n, len(lead) + len(which)))
+    for k, values in enumerate(lead):
+        out[:, k] = values
+    for k, j in enumerate(which, start=len(lead)):
+        out[:, k] = column(int(j))
+    return out
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:

@@ -1,0 +1,132 @@
+"""The local stage's per-row arrays built without (n, columns) temporaries or copies: each
+on-demand construction against the whole-array construction it replaces (the same bytes)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from calaudit.local import groups as grp
+from calaudit.local.bandwidth import subsample_rows
+from calaudit.local.encoding import EncodedRows, encode_covariates
+from calaudit.local.kernel import FILL_ROWS, product_gram
+from calaudit.local.lcb_bandwidth import estimation_columns, estimation_gram
+from calaudit.local.lcb_features import (
+    MAX_CELLS,
+    categorical_columns,
+    cell_kernel,
+    column_cell_kernel,
+)
+
+
+def _covariates(n, seed=1, levels=4):
+    rng = np.random.default_rng(seed)
+    return [
+        SimpleNamespace(name="age", kind="numeric", values=rng.normal(50, 10, n),
+                        categories=()),
+        SimpleNamespace(name="region", kind="categorical",
+                        values=rng.integers(0, levels, n).astype(np.int16),
+                        categories=tuple(f"r{k}" for k in range(levels))),
+        SimpleNamespace(name="flat", kind="numeric", values=np.full(n, 3.0), categories=()),
+        SimpleNamespace(name="count", kind="numeric", values=rng.integers(0, 9, n),
+                        categories=()),
+    ]
+
+
+def _former_product_gram(prob, prob_gamma, cov, cov_gamma):
+    """The construction before: scaled copies, then ``hstack``."""
+    def matrix(a):
+        a = np.asarray(a, dtype=np.float64)
+        return a[:, None] if a.ndim == 1 else a
+    parts = [np.sqrt(prob_gamma) * matrix(prob)]
+    if cov is not None:
+        parts.append(np.sqrt(cov_gamma) * matrix(cov))
+    return np.ascontiguousarray(np.hstack(parts))
+
+
+@pytest.mark.parametrize("standardize", [True, False])
+def test_encoded_rows_are_the_encoded_matrix(standardize):
+    n = 2000
+    covs = _covariates(n)
+    dense = encode_covariates(covs, standardize=standardize)
+    lazy = encode_covariates(covs, standardize=standardize, lazy=True)
+    assert isinstance(lazy.features, EncodedRows)
+    assert (lazy.columns, lazy.encoding, lazy.blocks) == (dense.columns, dense.encoding,
+                                                          dense.blocks)
+    full = dense.features
+    assert lazy.features.shape == full.shape
+    assert np.array_equal(np.asarray(lazy.features), full)
+    rows = np.sort(np.random.default_rng(2).choice(n, 300, replace=False))
+    assert np.array_equal(lazy.features[rows], full[rows])
+    assert np.array_equal(lazy.features[17:1203], full[17:1203])
+    assert np.array_equal(lazy.features[rows, 1:4], full[rows, 1:4])
+    for j in range(full.shape[1]):
+        assert np.array_equal(lazy.features.column(j), full[:, j])
+
+
+def test_product_gram_fills_the_former_rows():
+    rng = np.random.default_rng(4)
+    n = FILL_ROWS + 1234                                    # two fill blocks
+    covs = _covariates(n, seed=5)
+    p2 = rng.uniform(size=(n, 3))
+    p1 = p2[:, 0].copy()
+    dense = encode_covariates(covs).features
+    lazy = encode_covariates(covs, lazy=True).features
+    for prob in (p1, p1[:, None], p2):
+        want = _former_product_gram(prob, 3.7, dense, 0.41)
+        assert np.array_equal(product_gram(prob, 3.7, dense, 0.41).features, want)
+        assert np.array_equal(product_gram(prob, 3.7, lazy, 0.41).features, want)
+    assert np.array_equal(product_gram(p1, 2.0, dense[:, 0], 0.5).features,
+                          _former_product_gram(p1, 2.0, dense[:, 0], 0.5))
+    assert np.array_equal(product_gram(p2, 2.0, None, 0.5).features,
+                          _former_product_gram(p2, 2.0, None, 0.5))
+
+
+@pytest.mark.parametrize("levels", [4, MAX_CELLS + 1])
+def test_lcb_cell_kernel_by_columns_is_the_estimation_grams(levels):
+    """The LCB kernel's continuous columns and cells, built a column at a time from the
+    encoded covariates, equal those split from the whole estimation Gram (more than
+    ``MAX_CELLS`` levels: no cells, every column kept)."""
+    n = 20_000
+    covs = _covariates(n, seed=6, levels=levels)
+    prob = np.random.default_rng(7).uniform(size=(n, 1))
+    encoded = encode_covariates(covs)
+    lazy = encode_covariates(covs, lazy=True)
+    widths = np.array([0.3] + [0.25] * levels + [0.5, 1.7])
+    categorical = categorical_columns(1, covs, encoded.blocks)
+    want = cell_kernel(estimation_gram(prob, 0.1, encoded.features, widths).features,
+                       categorical)
+    for features in (encoded.features, lazy.features):
+        got = column_cell_kernel(estimation_columns(prob, 0.1, features, widths),
+                                 1 + widths.size, categorical)
+        assert got.z.flags.c_contiguous and np.array_equal(got.z, want.z)
+        assert got.cells.dtype == np.int16 and np.array_equal(got.cells, want.cells)
+        assert np.array_equal(got.cell_matrix, want.cell_matrix)
+
+
+def test_subsampled_rows_of_encoded_rows_are_the_arrays():
+    covs = _covariates(5000, seed=9)
+    dense = encode_covariates(covs).features
+    lazy = encode_covariates(covs, lazy=True).features
+    for max_rows in (800, 10_000):
+        want = subsample_rows(dense, np.random.default_rng(3), max_rows)
+        got = subsample_rows(lazy, np.random.default_rng(3), max_rows)
+        assert np.array_equal(got, want)
+
+
+def test_group_rows_and_codes_are_int32_and_the_same_rows():
+    covs = _covariates(3000, seed=11)
+    levels = [grp.covariate_levels(c, 4) for c in covs[:2]]
+    assert all(lv.codes.dtype == np.int32 for lv in levels)
+    specs = grp.define_groups(levels, intersections=True)
+    a, b = levels
+    for spec in specs:
+        assert spec.rows.dtype == np.int32
+        if spec.kind == "single":
+            lv = a if spec.name.startswith("age") else b
+            code = lv.labels.index(spec.covariates[lv.name])
+            assert np.array_equal(spec.rows, np.flatnonzero(lv.codes == code))
+        else:
+            ca = a.labels.index(spec.covariates["age"])
+            cb = b.labels.index(spec.covariates["region"])
+            assert np.array_equal(spec.rows, np.flatnonzero((a.codes == ca) & (b.codes == cb)))
