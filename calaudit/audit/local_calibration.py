@@ -44,7 +44,6 @@ from calaudit.local.klce import (
 )
 from calaudit.local.lcb import (
     CurveColumns,
-    CurveDesign,
     curve_design,
     plot_points,
     row_products,
@@ -152,7 +151,6 @@ class LocalAudit(LcbEstimation):
                                     streams["features"])
         self.features = None
         self.fused_results: dict[str, NullResult] = {}
-        self.curve_se: np.ndarray | None = None
         self.computation = self.choice.to_params()
         self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
         self.lcb_features = self.choice.n_features or 0
@@ -217,22 +215,21 @@ class LocalAudit(LcbEstimation):
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
 
-    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign) -> float:
-        """KLCE^2, the first consistency/bootstrap test and the curves' standard errors
-        from the feature passes of :func:`feature_local_pass` (the LCB it computes with the
-        test's kernel is not kept: the reported LCB uses the estimation bandwidths)."""
+    def feature_pass(self, scalar_r: np.ndarray) -> float:
+        """KLCE^2 and the first consistency/bootstrap test from the first pass of
+        :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
+        estimation bandwidths, :meth:`local_bias`)."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
         if not self.config.run_tests or self.too_small():
             fused = None
         out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
                                  self.proba, fused, self.streams[fused] if fused else None,
-                                 self.local.n_resamples, design,
-                                 executor=executor_of(self.config))
+                                 self.local.n_resamples, executor=executor_of(self.config),
+                                 bias=False)
         if out.test is not None:
             self.fused_results[fused] = NullResult(out.test.statistic,
                                                    out.test.null_distribution,
                                                    out.test.p_value)
-        self.curve_se = out.curve_se
         return out.statistic
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
@@ -347,16 +344,23 @@ class LocalAudit(LcbEstimation):
 
     def output(self) -> StageOutput:
         lc = self.local
-        outcome, prediction, scalar_r = self.scalar_view()
+        outcome = prediction = None
+        if self.data.is_binary:  # r = y - p_1 is the scalar view's residual
+            scalar_r = self.r
+        else:
+            outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+            scalar_r = outcome - prediction
         if self.features is None:
             statistic = klce2(self.gram, self.r)
         else:  # the test's statistic (and fused test) from the feature pass
-            statistic = self.feature_pass(
-                scalar_r, curve_design([], np.empty(self.n), lc.curve_points, dense=False))
+            statistic = self.feature_pass(scalar_r)
         # every use of the test kernel first, then its (n, columns) rows are freed
         tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         per_class = self.per_class()
         self.gram = None
+        if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
+            outcome, prediction = (np.asarray(self.data.y_true) == 1).astype(np.float64), \
+                self.proba
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
@@ -423,15 +427,6 @@ class LocalAudit(LcbEstimation):
                                       prediction, self.streams["disparity"],
                                       lc.group_ci_resamples, lc.confidence_level,
                                       resample=self.config.run_tests)))
-
-    def scalar_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(outcome, prediction, outcome - prediction)`` of the scalar view
-        (:func:`top_label_residual`); binary: the prediction is ``p_1`` and the residual
-        ``r`` already held (the same values), not copies."""
-        if self.data.is_binary:
-            return (np.asarray(self.data.y_true) == 1).astype(np.float64), self.proba, self.r
-        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
-        return outcome, prediction, outcome - prediction
 
     def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
                     prediction: np.ndarray):
