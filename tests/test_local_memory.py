@@ -130,3 +130,31 @@ def test_group_rows_and_codes_are_int32_and_the_same_rows():
             ca = a.labels.index(spec.covariates["age"])
             cb = b.labels.index(spec.covariates["region"])
             assert np.array_equal(spec.rows, np.flatnonzero((a.codes == ca) & (b.codes == cb)))
+
+
+def test_kernel_sums_read_residual_columns_by_blocks():
+    """``feature_kernel_sums`` builds ``[r, 1]`` a row block at a time: the same products
+    as the stacked (n, 2) array, bit for bit."""
+    from calaudit.local.lcb_features import (
+        ResidualColumns,
+        _features,
+        cell_matmul,
+        feature_kernel_sums,
+    )
+    from calaudit.local.features import MIN_WEIGHT
+
+    rng = np.random.default_rng(12)
+    n = 9000
+    z = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n) * 0.7,
+                         rng.uniform(size=n)])
+    kernel = cell_kernel(z, [1])
+    r = rng.normal(size=n)
+    columns = ResidualColumns(r)
+    assert columns.shape == (n, 2)
+    assert np.array_equal(columns[100:4200], np.column_stack([r, np.ones(n)])[100:4200])
+    features = _features(kernel, 256, 5)
+    want = cell_matmul(kernel, features, np.column_stack([r, np.ones_like(r)]))
+    assert np.array_equal(cell_matmul(kernel, features, columns), want)
+    weighted, mass = feature_kernel_sums(kernel, r, 256, 5)
+    assert np.array_equal(weighted, want[:, 0])
+    assert np.array_equal(mass, np.maximum(want[:, 1], MIN_WEIGHT))

@@ -55,6 +55,7 @@ def build_terms(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray
                 keep &= ~mask
         usable.append(tuple(ok))
     rows = np.flatnonzero(keep)
+    rows = rows.astype(np.int32) if keep.size < 2**31 else rows  # 4 bytes a row
     terms = []
     for lv, kind, ok in zip(levels, kinds, usable, strict=True):
         counts = np.bincount(lv.codes[rows], minlength=len(lv.labels))

@@ -189,7 +189,7 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     ``executor``)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    if not isinstance(w, CurveColumns):
+    if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     shared = {"kernel": kernel, "features": features, "w": w}
@@ -217,12 +217,28 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     return out
 
 
+@dataclass(frozen=True)
+class ResidualColumns:
+    """``[r, 1]`` (n, 2) as a read-only array-like: ``columns[lo:hi]`` builds those rows
+    (the values of ``np.column_stack([r, np.ones_like(r)])``, never stored whole)."""
+
+    r: NDArray[np.float64]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.r.shape[0], 2)
+
+    def __getitem__(self, rows: slice) -> NDArray[np.float64]:
+        part = self.r[rows]
+        return np.column_stack([part, np.ones_like(part)])
+
+
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
                         seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
     :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero)."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, np.column_stack([r, np.ones_like(r)]))
+    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
