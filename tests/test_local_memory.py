@@ -10,12 +10,12 @@ from calaudit.local import groups as grp
 from calaudit.local.bandwidth import subsample_rows
 from calaudit.local.encoding import EncodedRows, encode_covariates
 from calaudit.local.kernel import FILL_ROWS, product_gram
-from calaudit.local.lcb_bandwidth import estimation_columns, estimation_gram
+from calaudit.local.lcb_bandwidth import EstimationRows, estimation_gram
 from calaudit.local.lcb_features import (
     MAX_CELLS,
     categorical_columns,
     cell_kernel,
-    column_cell_kernel,
+    rows_cell_kernel,
 )
 
 
@@ -83,10 +83,10 @@ def test_product_gram_fills_the_former_rows():
 
 
 @pytest.mark.parametrize("levels", [4, MAX_CELLS + 1])
-def test_lcb_cell_kernel_by_columns_is_the_estimation_grams(levels):
-    """The LCB kernel's continuous columns and cells, built a column at a time from the
-    encoded covariates, equal those split from the whole estimation Gram (more than
-    ``MAX_CELLS`` levels: no cells, every column kept)."""
+def test_lcb_cell_kernel_on_demand_is_the_estimation_grams(levels):
+    """The LCB kernel's cells (one column at a time) and continuous rows (built per block,
+    also squared), from the encoded covariates, equal those split from the whole
+    estimation Gram (more than ``MAX_CELLS`` levels: no cells, every column kept)."""
     n = 20_000
     covs = _covariates(n, seed=6, levels=levels)
     prob = np.random.default_rng(7).uniform(size=(n, 1))
@@ -94,12 +94,18 @@ def test_lcb_cell_kernel_by_columns_is_the_estimation_grams(levels):
     lazy = encode_covariates(covs, lazy=True)
     widths = np.array([0.3] + [0.25] * levels + [0.5, 1.7])
     categorical = categorical_columns(1, covs, encoded.blocks)
-    want = cell_kernel(estimation_gram(prob, 0.1, encoded.features, widths).features,
-                       categorical)
+    gram = estimation_gram(prob, 0.1, encoded.features, widths).features
+    want = cell_kernel(gram, categorical)
+    rows = np.sort(np.random.default_rng(8).choice(n, 500, replace=False))
     for features in (encoded.features, lazy.features):
-        got = column_cell_kernel(estimation_columns(prob, 0.1, features, widths),
-                                 1 + widths.size, categorical)
-        assert got.z.flags.c_contiguous and np.array_equal(got.z, want.z)
+        scaled = EstimationRows(prob, 0.1, features, widths)
+        for j in range(scaled.width):
+            assert np.array_equal(scaled.column(j), gram[:, j])
+        got = rows_cell_kernel(scaled, categorical)
+        assert got.z.shape == want.z.shape
+        for index in (slice(None), slice(4096, 8192), rows):
+            assert np.array_equal(got.z[index], want.z[index])
+            assert np.array_equal(got.squared().z[index], want.squared().z[index])
         assert got.cells.dtype == np.int16 and np.array_equal(got.cells, want.cells)
         assert np.array_equal(got.cell_matrix, want.cell_matrix)
 

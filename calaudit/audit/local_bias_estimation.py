@@ -27,14 +27,14 @@ from calaudit.local.lcb_bandwidth import (
     COV_GRID,
     PROB_GRID,
     BandwidthSelection,
-    estimation_columns,
+    EstimationRows,
     estimation_gram,
     kernel_sums,
     select_bandwidths,
 )
 from calaudit.local.lcb_features import (
     categorical_columns,
-    column_cell_kernel,
+    rows_cell_kernel,
     feature_kernel_sums,
 )
 
@@ -108,12 +108,11 @@ class LcbEstimation:
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
         if self.lcb_kernel is not None:
-            # the estimation Gram's scaled rows a column at a time: only the categorical
-            # cells and the continuous columns are stored
-            self.lcb_kernel = column_cell_kernel(
-                estimation_columns(self.prob_features, selection.prob_bandwidth,
-                                   self.encoded.features, columns),
-                self.prob_features.shape[1] + columns.size,
+            # the estimation Gram's scaled rows on demand: only the categorical cells are
+            # stored (2 bytes a row)
+            self.lcb_kernel = rows_cell_kernel(
+                EstimationRows(self.prob_features, selection.prob_bandwidth,
+                               self.encoded.features, columns),
                 categorical_columns(self.prob_features.shape[1], self.data.covariates,
                                     self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,

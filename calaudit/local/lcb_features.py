@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
+from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
 
@@ -41,13 +42,16 @@ MAX_CELLS = 512
 class CellKernel:
     """``K_ij = cell_matrix[cells_i, cells_j] exp(-|z_i - z_j|^2)``."""
 
+    #: an (n, columns) array, or an array-like that builds the rows asked for
+    #: (:class:`calaudit.local.lcb_bandwidth.EstimationRows`)
     z: NDArray[np.float64]
     #: int16 (at most :data:`MAX_CELLS` cells) or any integer type
     cells: NDArray[np.integer]
     cell_matrix: NDArray[np.float64]
 
     def squared(self) -> CellKernel:
-        return CellKernel(np.sqrt(2.0) * self.z, self.cells, self.cell_matrix ** 2)
+        z = self.z.scaled(np.sqrt(2.0)) if hasattr(self.z, "scaled") else np.sqrt(2.0) * self.z
+        return CellKernel(z, self.cells, self.cell_matrix ** 2)
 
     @property
     def n_cells(self) -> int:
@@ -96,36 +100,33 @@ def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> Cell
     columns ``categorical`` (one cell per distinct combination, :func:`cell_index`) and
     the rest."""
     scaled = np.asarray(scaled, dtype=np.float64)
-    return column_cell_kernel(lambda j: scaled[:, j], scaled.shape[1], categorical)
-
-
-def column_cell_kernel(column: Callable[[int], NDArray[np.float64]], width: int,
-                       categorical: Sequence[int]) -> CellKernel:
-    """:func:`cell_kernel` of the scaled rows given column by column (``column(j)``,
-    ``width`` columns): only the cells (int16) and the continuous columns are stored."""
     cat = np.asarray(sorted(categorical), dtype=np.intp)
-    found = cell_index(column, cat) if cat.size else None
+    found = cell_index(scaled, cat) if cat.size else None
     if found is not None:
-        reps, cells = found
-        d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-        rest = np.setdiff1d(np.arange(width), cat)
-        return CellKernel(_stacked(column, rest, cells.shape[0]), cells.astype(np.int16),
-                          np.exp(-d2))
-    first = column(0)
-    z = _stacked(column, np.arange(1, width), first.shape[0], first)
-    return CellKernel(z, np.zeros(z.shape[0], dtype=np.int16), np.ones((1, 1)))
+        rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
+        return CellKernel(np.ascontiguousarray(scaled[:, rest]), *_cells(*found))
+    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.int16), np.ones((1, 1)))
 
 
-def _stacked(column: Callable[[int], NDArray[np.float64]], which: NDArray[np.intp], n: int,
-             first: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-    """``(n, len(which) [+ 1])`` C-contiguous columns (``first``, then ``column(j)``)."""
-    lead = [] if first is None else [first]
-    out = np.empty((n, len(lead) + len(which)))
-    for k, values in enumerate(lead):
-        out[:, k] = values
-    for k, j in enumerate(which, start=len(lead)):
-        out[:, k] = column(int(j))
-    return out
+def rows_cell_kernel(rows: EstimationRows, categorical: Sequence[int]) -> CellKernel:
+    """:func:`cell_kernel` of scaled rows that are never stored whole
+    (:class:`calaudit.local.lcb_bandwidth.EstimationRows`): the cells come from one column
+    at a time and ``z`` is the continuous columns' on-demand view; only the cells (int16)
+    are stored per row."""
+    cat = np.asarray(sorted(categorical), dtype=np.intp)
+    found = cell_index(rows.column, cat) if cat.size else None
+    if found is not None:
+        return CellKernel(rows.select(np.setdiff1d(np.arange(rows.width), cat)),
+                          *_cells(*found))
+    return CellKernel(rows.select(range(rows.width)),
+                      np.zeros(rows.shape[0], dtype=np.int16), np.ones((1, 1)))
+
+
+def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
+           ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
+    """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
+    d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
+    return cells.astype(np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
