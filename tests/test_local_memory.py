@@ -164,3 +164,10 @@ def test_kernel_sums_read_residual_columns_by_blocks():
     weighted, mass = feature_kernel_sums(kernel, r, 256, 5)
     assert np.array_equal(weighted, want[:, 0])
     assert np.array_equal(mass, np.maximum(want[:, 1], MIN_WEIGHT))
+
+
+def test_row_indices_are_int32_below_2_31_rows():
+    mask = np.random.default_rng(13).random(1000) < 0.3
+    rows = grp.rows_where(mask)
+    assert rows.dtype == np.int32 and np.array_equal(rows, np.flatnonzero(mask))
+    assert grp.index_dtype(2**31 - 1) is np.int32 and grp.index_dtype(2**31) is np.intp

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.lcb import (
     CurveDesign,
@@ -54,10 +55,11 @@ class LcbEstimation:
         for cov in (c for c in covs if c.kind == "numeric"):
             x = np.asarray(cov.values, dtype=np.float64)
             if not groupings:
-                requests.append(CurveRequest(cov.name, None, "all", np.arange(self.n), x))
+                requests.append(CurveRequest(cov.name, None, "all",
+                                             np.arange(self.n, dtype=index_dtype(self.n)), x))
             for g in groupings:
                 for code, label in enumerate(g.categories):
-                    rows = np.flatnonzero(g.values == code)
+                    rows = rows_where(g.values == code)
                     if rows.size >= minimum:
                         requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests

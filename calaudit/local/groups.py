@@ -93,10 +93,14 @@ class GroupSpec:
     rows: NDArray[np.int32]
 
 
-def _rows(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
-    """The rows where ``mask`` holds, as int32 below 2^31 rows."""
-    rows = np.flatnonzero(mask)
-    return rows.astype(np.int32) if mask.size < 2**31 else rows
+def index_dtype(n: int) -> type:
+    """Row indices of ``n`` rows: int32 below 2^31 rows (4 bytes a row), else intp."""
+    return np.int32 if n < 2**31 else np.intp
+
+
+def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
+    """The rows where ``mask`` holds (:func:`index_dtype`)."""
+    return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
 def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
@@ -105,7 +109,7 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     specs: list[GroupSpec] = []
     for lv in levels:
         for code, label in enumerate(lv.labels):
-            rows = _rows(lv.codes == code)
+            rows = rows_where(lv.codes == code)
             if rows.size:
                 specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows))
     if intersections:
@@ -113,7 +117,7 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
             joint = a.codes * len(b.labels) + b.codes
             for key in np.unique(joint):
                 ca, cb = divmod(int(key), len(b.labels))
-                rows = _rows(joint == key)
+                rows = rows_where(joint == key)
                 la, lb = a.labels[ca], b.labels[cb]
                 specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
                                        {a.name: la, b.name: lb}, rows))
