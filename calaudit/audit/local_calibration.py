@@ -377,12 +377,19 @@ class LocalAudit(LcbEstimation):
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               design.columns)
+        # per-row state is dropped as soon as its last use is done: the curves' requests
+        # (rows and covariate values) here, the attribution's rows after the group check
+        curves = self.curves(design, bias, at, scalar_r)
+        del design, lcb_gram
         specs = grp.define_groups(levels, lc.intersections)
+        del levels
         settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
                                 settings)
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
+        attribution_section = {} if attribution is None else attribution.section
+        del attribution
         for row in table:
             row["bias_ci_level"] = settings.level
         klce_section = {
@@ -407,7 +414,7 @@ class LocalAudit(LcbEstimation):
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
             "summary": summarize(bias.values),
-            "curves": self.curves(design, bias, at, scalar_r),
+            "curves": curves,
             "points": self.points(bias, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
@@ -422,7 +429,7 @@ class LocalAudit(LcbEstimation):
             metrics=(metric,), tests=tuple(tests),
             local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
             groups=tuple(table),
-            attribution={} if attribution is None else attribution.section,
+            attribution=attribution_section,
             disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
                                       prediction, self.streams["disparity"],
                                       lc.group_ci_resamples, lc.confidence_level,
