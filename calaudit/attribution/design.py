@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.groups import Levels
+from calaudit.local.groups import Levels, rows_where
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def build_terms(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray
             else:
                 keep &= ~mask
         usable.append(tuple(ok))
-    rows = np.flatnonzero(keep)
+    rows = rows_where(keep)
     terms = []
     for lv, kind, ok in zip(levels, kinds, usable, strict=True):
         counts = np.bincount(lv.codes[rows], minlength=len(lv.labels))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.lcb import (
     CurveDesign,
@@ -27,11 +28,16 @@ from calaudit.local.lcb_bandwidth import (
     COV_GRID,
     PROB_GRID,
     BandwidthSelection,
+    EstimationRows,
     estimation_gram,
     kernel_sums,
     select_bandwidths,
 )
-from calaudit.local.lcb_features import categorical_columns, cell_kernel, feature_kernel_sums
+from calaudit.local.lcb_features import (
+    categorical_columns,
+    rows_cell_kernel,
+    feature_kernel_sums,
+)
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -49,10 +55,11 @@ class LcbEstimation:
         for cov in (c for c in covs if c.kind == "numeric"):
             x = np.asarray(cov.values, dtype=np.float64)
             if not groupings:
-                requests.append(CurveRequest(cov.name, None, "all", np.arange(self.n), x))
+                requests.append(CurveRequest(cov.name, None, "all",
+                                             np.arange(self.n, dtype=index_dtype(self.n)), x))
             for g in groupings:
                 for code, label in enumerate(g.categories):
-                    rows = np.flatnonzero(g.values == code)
+                    rows = rows_where(g.values == code)
                     if rows.size >= minimum:
                         requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
@@ -102,17 +109,21 @@ class LcbEstimation:
         returns ``None``, so the (n, columns) Gram is freed."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
-        gram = estimation_gram(self.prob_features, selection.prob_bandwidth,
-                               self.encoded.features, columns)
         if self.lcb_kernel is not None:
-            self.lcb_kernel = cell_kernel(gram.features, categorical_columns(
-                self.prob_features.shape[1], self.data.covariates, self.encoded.blocks))
-            gram = None
+            # the estimation Gram's scaled rows on demand: only the categorical cells are
+            # stored (2 bytes a row)
+            self.lcb_kernel = rows_cell_kernel(
+                EstimationRows(self.prob_features, selection.prob_bandwidth,
+                               self.encoded.features, columns),
+                categorical_columns(self.prob_features.shape[1], self.data.covariates,
+                                    self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
                                                  self.lcb_features, self.choice.frequency_seed)
-        else:
-            weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
-                                         self.encoded.features, columns, scalar_r)
+            return LocalBias(weighted / mass, mass), selection, None
+        cov = np.asarray(self.encoded.features)
+        gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
+        weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
+                                     cov, columns, scalar_r)
         return LocalBias(weighted / mass, mass), selection, gram
 
     def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,

@@ -44,7 +44,6 @@ from calaudit.local.klce import (
 )
 from calaudit.local.lcb import (
     CurveColumns,
-    CurveDesign,
     curve_design,
     plot_points,
     row_products,
@@ -133,8 +132,12 @@ class LocalAudit(LcbEstimation):
         self.n = data.n
         self.r = residuals(data.y_true, data.y_proba)
         self.proba = data.y_proba[:, 1].copy() if data.is_binary else np.array(data.y_proba)
-        self.prob_features = prediction_features(data.y_proba)
-        self.encoded = encode_covariates(data.covariates, standardize=True)
+        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
+        self.proba.flags.writeable = False
+        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
+                              else prediction_features(data.y_proba))
+        # the encoded covariates are computed a block of rows or a column at a time
+        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
         self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
                                         streams["bandwidth"], lc.median_max_rows)
@@ -148,7 +151,6 @@ class LocalAudit(LcbEstimation):
                                     streams["features"])
         self.features = None
         self.fused_results: dict[str, NullResult] = {}
-        self.curve_se: np.ndarray | None = None
         self.computation = self.choice.to_params()
         self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
         self.lcb_features = self.choice.n_features or 0
@@ -213,22 +215,22 @@ class LocalAudit(LcbEstimation):
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
 
-    def feature_pass(self, scalar_r: np.ndarray, design: CurveDesign):
-        """LCB, KLCE^2, the first consistency/bootstrap test and the curves' standard
-        errors from the feature passes of :func:`feature_local_pass`."""
+    def feature_pass(self, scalar_r: np.ndarray) -> float:
+        """KLCE^2 and the first consistency/bootstrap test from the first pass of
+        :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
+        estimation bandwidths, :meth:`local_bias`)."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
         if not self.config.run_tests or self.too_small():
             fused = None
         out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
                                  self.proba, fused, self.streams[fused] if fused else None,
-                                 self.local.n_resamples, design,
-                                 executor=executor_of(self.config))
+                                 self.local.n_resamples, executor=executor_of(self.config),
+                                 bias=False)
         if out.test is not None:
             self.fused_results[fused] = NullResult(out.test.statistic,
                                                    out.test.null_distribution,
                                                    out.test.p_value)
-        self.curve_se = out.curve_se
-        return out.bias, out.statistic
+        return out.statistic
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
@@ -342,13 +344,23 @@ class LocalAudit(LcbEstimation):
 
     def output(self) -> StageOutput:
         lc = self.local
-        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
-        scalar_r = outcome - prediction
+        outcome = prediction = None
+        if self.data.is_binary:  # r = y - p_1 is the scalar view's residual
+            scalar_r = self.r
+        else:
+            outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+            scalar_r = outcome - prediction
         if self.features is None:
             statistic = klce2(self.gram, self.r)
         else:  # the test's statistic (and fused test) from the feature pass
-            _, statistic = self.feature_pass(
-                scalar_r, curve_design([], np.empty(self.n), lc.curve_points, dense=False))
+            statistic = self.feature_pass(scalar_r)
+        # every use of the test kernel first, then its (n, columns) rows are freed
+        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
+        per_class = self.per_class()
+        self.gram = None
+        if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
+            outcome, prediction = (np.asarray(self.data.y_true) == 1).astype(np.float64), \
+                self.proba
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
@@ -365,13 +377,19 @@ class LocalAudit(LcbEstimation):
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               design.columns)
-        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
+        # per-row state is dropped as soon as its last use is done: the curves' requests
+        # (rows and covariate values) here, the attribution's rows after the group check
+        curves = self.curves(design, bias, at, scalar_r)
+        del design, lcb_gram
         specs = grp.define_groups(levels, lc.intersections)
+        del levels
         settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
                                 settings)
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
+        attribution_section = {} if attribution is None else attribution.section
+        del attribution
         for row in table:
             row["bias_ci_level"] = settings.level
         klce_section = {
@@ -380,7 +398,6 @@ class LocalAudit(LcbEstimation):
             "tests": [t.id for t in tests],
             "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
                                           residual_bound(self.data.n_classes))}
-        per_class = self.per_class()
         if per_class:
             klce_section["per_class"] = per_class
         lcb_section = {
@@ -397,7 +414,7 @@ class LocalAudit(LcbEstimation):
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
             "summary": summarize(bias.values),
-            "curves": self.curves(design, bias, at, scalar_r),
+            "curves": curves,
             "points": self.points(bias, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
@@ -412,7 +429,7 @@ class LocalAudit(LcbEstimation):
             metrics=(metric,), tests=tuple(tests),
             local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
             groups=tuple(table),
-            attribution={} if attribution is None else attribution.section,
+            attribution=attribution_section,
             disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
                                       prediction, self.streams["disparity"],
                                       lc.group_ci_resamples, lc.confidence_level,

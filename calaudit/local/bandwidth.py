@@ -72,13 +72,13 @@ def subsample_rows(features: NDArray[np.float64], rng: np.random.Generator | Non
                    max_rows: int = DEFAULT_MAX_ROWS) -> NDArray[np.float64]:
     """All rows (as a matrix) if ``n <= max_rows``, else ``max_rows`` rows drawn without
     replacement with ``rng``, in row order."""
+    n = features.shape[0] if hasattr(features, "shape") else len(features)
+    if n > max_rows:  # the rows first: an array-like features builds only those
+        if rng is None:
+            raise ValueError("a generator is needed to subsample rows for the median")
+        features = features[np.sort(rng.choice(n, size=max_rows, replace=False))]
     x = np.asarray(features, dtype=np.float64)
-    x = x[:, None] if x.ndim == 1 else x
-    if x.shape[0] <= max_rows:
-        return x
-    if rng is None:
-        raise ValueError("a generator is needed to subsample rows for the median")
-    return x[np.sort(rng.choice(x.shape[0], size=max_rows, replace=False))]
+    return x[:, None] if x.ndim == 1 else x
 
 
 def median_nonzero_squared(x: NDArray[np.float64]) -> float:

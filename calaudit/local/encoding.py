@@ -49,26 +49,114 @@ class EncodedCovariates:
     blocks: tuple[slice, ...] = ()
 
 
+class EncodedRows:
+    """The encoded matrix as an array-like that computes only what is asked for: rows
+    (``[lo:hi]``, ``[index array]``), one column (:meth:`column`), or everything
+    (``np.asarray``). Each entry is computed as :func:`encode_covariates` computes it
+    (``(x - mean) / sd`` with the same ``mean`` and ``sd``; one-hot ``1 / sqrt(2)``), so
+    the values are the same bits; nothing of size ``n x columns`` is kept."""
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, covariates: Sequence[CovariateLike], encoding: dict[str, Any],
+                 blocks: Sequence[slice]) -> None:
+        self.covariates, self.encoding, self.blocks = tuple(covariates), encoding, tuple(blocks)
+        n = int(np.asarray(self.covariates[0].values).shape[0])
+        self.shape = (n, self.blocks[-1].stop)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _fill(self, out: NDArray[np.float64], index: slice | NDArray[np.intp],
+              cov: CovariateLike, block: slice) -> None:
+        info = self.encoding[cov.name]
+        if cov.kind == "categorical":
+            codes = np.asarray(cov.values)[index]
+            out[:, block] = 0.0
+            out[np.arange(codes.shape[0]), block.start + np.asarray(codes, dtype=np.intp)] = \
+                ONE_HOT_SCALE
+        else:
+            x = np.asarray(np.asarray(cov.values)[index], dtype=np.float64)
+            out[:, block.start] = _numeric_values(x, info)
+
+    def __getitem__(self, index: Any) -> NDArray[np.float64]:
+        if isinstance(index, tuple):  # (rows, columns): the rows, then the columns
+            return self[index[0]][(slice(None), *index[1:])]
+        rows = index if isinstance(index, slice) else np.asarray(index)
+        size = len(range(*rows.indices(self.shape[0]))) if isinstance(rows, slice) \
+            else (rows.size if rows.dtype != bool else int(rows.sum()))
+        out = np.empty((size, self.shape[1]))
+        for cov, block in zip(self.covariates, self.blocks, strict=True):
+            self._fill(out, rows, cov, block)
+        return out
+
+    def column(self, j: int) -> NDArray[np.float64]:
+        """Column ``j`` (n,) of the encoded matrix."""
+        for cov, block in zip(self.covariates, self.blocks, strict=True):
+            if block.start <= j < block.stop:
+                if cov.kind == "categorical":
+                    hit = np.asarray(cov.values, dtype=np.intp) == j - block.start
+                    return np.where(hit, ONE_HOT_SCALE, 0.0)
+                return _numeric_values(np.asarray(cov.values, dtype=np.float64),
+                                       self.encoding[cov.name])
+        raise IndexError(j)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
+def _numeric_values(x: NDArray[np.float64], info: dict[str, Any]) -> NDArray[np.float64]:
+    """A numeric covariate's encoded values from its ``encoding`` entry."""
+    if not info["standardized"]:
+        return x.copy()
+    return (x - info["mean"]) / info["sd"] if info["sd"] > 0 else np.zeros_like(x)
+
+
 def _numeric(values: NDArray, standardize: bool) -> tuple[NDArray[np.float64], dict]:
     x = np.asarray(values, dtype=np.float64)
-    mean, sd = float(x.mean()), float(x.std())
-    if not standardize:
-        return x.copy(), {"type": "numeric", "mean": mean, "sd": sd, "standardized": False}
-    column = (x - mean) / sd if sd > 0 else np.zeros_like(x)
-    return column, {"type": "numeric", "mean": mean, "sd": sd, "standardized": True}
+    info = _numeric_info(float(x.mean()), float(x.std()), standardize)
+    return _numeric_values(x, info), info
+
+
+def _numeric_info(mean: float, sd: float, standardize: bool) -> dict[str, Any]:
+    return {"type": "numeric", "mean": mean, "sd": sd, "standardized": standardize}
+
+
+def _categorical_info(categories: Sequence[str]) -> dict[str, Any]:
+    return {"type": "categorical", "categories": list(categories), "scale": ONE_HOT_SCALE}
 
 
 def _categorical(codes: NDArray, categories: Sequence[str]) -> tuple[NDArray[np.float64], dict]:
     k = len(categories)
     block = np.zeros((codes.shape[0], k))
     block[np.arange(codes.shape[0]), np.asarray(codes, dtype=np.intp)] = ONE_HOT_SCALE
-    return block, {"type": "categorical", "categories": list(categories),
-                   "scale": ONE_HOT_SCALE}
+    return block, _categorical_info(categories)
 
 
 def encode_covariates(covariates: Sequence[CovariateLike], *,
-                      standardize: bool = True) -> EncodedCovariates:
-    """Encode every covariate and concatenate the columns in the given order."""
+                      standardize: bool = True, lazy: bool = False) -> EncodedCovariates:
+    """Encode every covariate and concatenate the columns in the given order (``lazy``:
+    ``features`` is an :class:`EncodedRows`, which computes rows or columns on demand)."""
+    if lazy and covariates:
+        covariates = tuple(covariates)
+        encoding, names, slices, start = {}, [], [], 0
+        for cov in covariates:
+            if cov.kind == "categorical":
+                encoding[cov.name] = _categorical_info(cov.categories)
+                names.extend(f"{cov.name}={c}" for c in cov.categories)
+                width = len(cov.categories)
+            else:
+                x = np.asarray(cov.values, dtype=np.float64)
+                encoding[cov.name] = _numeric_info(float(x.mean()), float(x.std()),
+                                                   standardize)
+                names.append(cov.name)
+                width = 1
+            slices.append(slice(start, start + width))
+            start += width
+        return EncodedCovariates(EncodedRows(covariates, encoding, slices), tuple(names),
+                                 encoding, tuple(slices))
     blocks: list[NDArray[np.float64]] = []
     names: list[str] = []
     encoding: dict[str, Any] = {}

@@ -75,7 +75,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                        r: NDArray[np.float64], klce_residuals: NDArray[np.float64],
                        proba: NDArray[np.float64], test: str | None,
                        rng: np.random.Generator | None, n_resamples: int, design=None,
-                       executor: Any = None, task_rows: int = TASK_ROWS
+                       executor: Any = None, task_rows: int = TASK_ROWS, bias: bool = True
                        ) -> LocalFeaturePass:
     """LCB, ``KLCE^2_D``, one resampling test and the LCB curves' standard errors.
 
@@ -89,6 +89,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb`); pass 3 gives
     ``se_t^2 = sum_i (Phi (Phi^T V))_it^2 r_i^2``. ``design``: a
     :class:`calaudit.local.lcb.CurveDesign` (its requests' rows sorted) or ``None``.
+    ``bias=False`` skips passes 2 and 3 (``bias`` and ``curve_se`` are then ``None``).
     """
     n = z.shape[0]
     consistency = test == "klce_consistency" and rng is not None
@@ -112,6 +113,8 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
             result = feature_bootstrap_test(features, z, klce_residuals, rng, n_resamples,
                                             stream="klce_bootstrap", executor=executor,
                                             task_rows=task_rows, rows=rows)
+    if not bias:
+        return LocalFeaturePass(None, statistic, result, None)
     lead = total["lead"].sum(axis=2).T
     bias, curve_products = _bias_pass(features, z, lead, design)
     se = None

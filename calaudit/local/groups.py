@@ -51,14 +51,14 @@ def _fmt(value: float) -> str:
 
 @dataclass(frozen=True)
 class Levels:
-    """A covariate cut into levels: per-row codes and the level labels."""
+    """A covariate cut into levels: per-row codes (int32) and the level labels."""
 
     name: str
-    codes: NDArray[np.intp]
+    codes: NDArray[np.int32]
     labels: tuple[str, ...]
 
 
-def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.intp],
+def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.int32],
                                                                        tuple[str, ...]]:
     """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
     duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
@@ -66,8 +66,8 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     # np.quantile's bytes, as counting reductions over fixed row ranges (order_statistics)
     edges = np.unique(array_quantiles(x, np.linspace(0.0, 1.0, n_bands + 1)))
     if edges.size == 1:
-        return np.zeros(x.size, dtype=np.intp), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    codes = np.searchsorted(edges[1:-1], x, side="left").astype(np.intp)
+        return np.zeros(x.size, dtype=np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+    codes = np.searchsorted(edges[1:-1], x, side="left").astype(np.int32)
     labels = tuple(
         ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
         for b in range(edges.size - 1))
@@ -77,19 +77,30 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     """Categories of a categorical covariate, quantile bands of a numeric one."""
     if cov.kind == "categorical":
-        return Levels(cov.name, np.asarray(cov.values, dtype=np.intp), tuple(cov.categories))
+        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
     codes, labels = quantile_bands(cov.values, n_bands)
     return Levels(cov.name, codes, labels)
 
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its name, kind, level per covariate and row indices."""
+    """One group: its name, kind, level per covariate and row indices (int32: 4 bytes a
+    row in every group)."""
 
     name: str
     kind: str
     covariates: dict[str, str]
-    rows: NDArray[np.intp]
+    rows: NDArray[np.int32]
+
+
+def index_dtype(n: int) -> type:
+    """Row indices of ``n`` rows: int32 below 2^31 rows (4 bytes a row), else intp."""
+    return np.int32 if n < 2**31 else np.intp
+
+
+def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
+    """The rows where ``mask`` holds (:func:`index_dtype`)."""
+    return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
 def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
@@ -98,7 +109,7 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     specs: list[GroupSpec] = []
     for lv in levels:
         for code, label in enumerate(lv.labels):
-            rows = np.flatnonzero(lv.codes == code)
+            rows = rows_where(lv.codes == code)
             if rows.size:
                 specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows))
     if intersections:
@@ -106,7 +117,7 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
             joint = a.codes * len(b.labels) + b.codes
             for key in np.unique(joint):
                 ca, cb = divmod(int(key), len(b.labels))
-                rows = np.flatnonzero(joint == key)
+                rows = rows_where(joint == key)
                 la, lb = a.labels[ca], b.labels[cb]
                 specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
                                        {a.name: la, b.name: lb}, rows))

@@ -32,6 +32,8 @@ from scipy.spatial.distance import cdist
 #: Entries per column chunk of a block (2 MB of float64).
 CHUNK_ENTRIES = 262_144
 _POOL: ThreadPoolExecutor | None = None
+#: Rows per block when :func:`product_gram` writes the scaled covariates.
+FILL_ROWS = 65_536
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -96,7 +98,16 @@ def product_gram(prob_features: NDArray[np.float64], prob_gamma: float,
     ``cov_features=None`` drops the covariate factor (``l = 1``: the global kernel
     calibration error with a Gaussian kernel, used by the validation scripts).
     """
-    parts = [math.sqrt(prob_gamma) * _matrix(prob_features)]
-    if cov_features is not None:
-        parts.append(math.sqrt(cov_gamma) * _matrix(cov_features))
-    return GaussianProductGram(np.ascontiguousarray(np.hstack(parts)))
+    p = _matrix(prob_features)
+    x = cov_features if hasattr(cov_features, "shape") or cov_features is None \
+        else np.asarray(cov_features, dtype=np.float64)
+    width = p.shape[1] + (0 if x is None else 1 if len(x.shape) == 1 else x.shape[1])
+    z = np.empty((p.shape[0], width))
+    np.multiply(p, math.sqrt(prob_gamma), out=z[:, :p.shape[1]])
+    # the scaled rows written in place, a row block at a time: no (n, columns) temporaries
+    # (``cov_features`` may be an array-like that builds only the rows asked for, e.g.
+    # :class:`calaudit.local.encoding.EncodedRows`)
+    for lo in range(0, z.shape[0] if x is not None else 0, FILL_ROWS):
+        hi = min(lo + FILL_ROWS, z.shape[0])
+        np.multiply(_matrix(x[lo:hi]), math.sqrt(cov_gamma), out=z[lo:hi, p.shape[1]:])
+    return GaussianProductGram(z)

@@ -36,8 +36,10 @@ covariates, :data:`CAT_GRID` (separated or pooled) for categorical ones,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -83,6 +85,65 @@ def estimation_gram(prob_features: NDArray[np.float64], prob_bandwidth: float,
     """``exp(-|p - p'|^2 / (2 s_p^2) - sum_k (x_k - x'_k)^2 / (2 s_k^2))``."""
     return product_gram(prob_features, 0.5 / prob_bandwidth ** 2,
                         cov_features / np.asarray(column_bandwidths)[None, :], 0.5)
+
+
+@dataclass(frozen=True)
+class EstimationRows:
+    """:func:`estimation_gram`'s scaled rows, never stored whole: ``column(j)`` (all rows)
+    or, for the columns ``which``, ``[rows]`` (a block or index array of rows) times
+    ``factor``. Each entry is computed by the same operations on the same values as the
+    Gram's (``sqrt(0.5 / s_p^2) p``, ``sqrt(0.5) (x / s_k)``, then ``factor *``), so the
+    bits are the same; ``cov_features`` is an array or an
+    :class:`calaudit.local.encoding.EncodedRows`."""
+
+    prob_features: NDArray[np.float64]
+    prob_bandwidth: float
+    cov_features: Any
+    column_bandwidths: NDArray[np.float64]
+    which: tuple[int, ...] = ()
+    factor: float | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.prob_features.shape[0], len(self.which))
+
+    @property
+    def width(self) -> int:
+        """Columns of the whole scaled rows."""
+        return self._p.shape[1] + len(self.column_bandwidths)
+
+    @property
+    def _p(self) -> NDArray[np.float64]:
+        p = self.prob_features
+        return p[:, None] if p.ndim == 1 else p
+
+    def select(self, which: Sequence[int]) -> EstimationRows:
+        return replace(self, which=tuple(int(j) for j in which))
+
+    def scaled(self, factor: float) -> EstimationRows:
+        return replace(self, factor=factor)
+
+    def _scale(self, j: int, p: NDArray[np.float64], x: Any) -> NDArray[np.float64]:
+        if j < p.shape[1]:
+            values = math.sqrt(0.5 / self.prob_bandwidth ** 2) * np.asarray(p[:, j], np.float64)
+        else:
+            k = j - p.shape[1]
+            values = math.sqrt(0.5) * (np.asarray(x(k), dtype=np.float64)
+                                       / np.asarray(self.column_bandwidths, np.float64)[k])
+        return values if self.factor is None else self.factor * values
+
+    def column(self, j: int) -> NDArray[np.float64]:
+        cov = self.cov_features
+        return self._scale(j, self._p, cov.column if hasattr(cov, "column")
+                           else lambda k: cov[:, k])
+
+    def __getitem__(self, rows: Any) -> NDArray[np.float64]:
+        p, x = self._p[rows], np.asarray(self.cov_features[rows], dtype=np.float64)
+        x = x[:, None] if x.ndim == 1 else x
+        out = np.empty((p.shape[0], len(self.which)))
+        for k, j in enumerate(self.which):
+            out[:, k] = self._scale(j, p, lambda c: x[:, c])
+        return out
 
 
 def loo_fit(weighted: NDArray[np.float64], mass: NDArray[np.float64],

@@ -21,7 +21,7 @@ column goes through the features (``L = 1``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
+from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
 
@@ -41,12 +42,16 @@ MAX_CELLS = 512
 class CellKernel:
     """``K_ij = cell_matrix[cells_i, cells_j] exp(-|z_i - z_j|^2)``."""
 
+    #: an (n, columns) array, or an array-like that builds the rows asked for
+    #: (:class:`calaudit.local.lcb_bandwidth.EstimationRows`)
     z: NDArray[np.float64]
-    cells: NDArray[np.intp]
+    #: int16 (at most :data:`MAX_CELLS` cells) or any integer type
+    cells: NDArray[np.integer]
     cell_matrix: NDArray[np.float64]
 
     def squared(self) -> CellKernel:
-        return CellKernel(np.sqrt(2.0) * self.z, self.cells, self.cell_matrix ** 2)
+        z = self.z.scaled(np.sqrt(2.0)) if hasattr(self.z, "scaled") else np.sqrt(2.0) * self.z
+        return CellKernel(z, self.cells, self.cell_matrix ** 2)
 
     @property
     def n_cells(self) -> int:
@@ -59,21 +64,27 @@ def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.unique(np.concatenate(parts)) if parts else np.empty(0)
 
 
-def cell_index(table: NDArray[np.float64], columns: Sequence[int], limit: int = MAX_CELLS
+def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]],
+               columns: Sequence[int], limit: int = MAX_CELLS
                ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
     """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
     lexicographic order and each row's index) in O(n) time and one integer per row, or
     ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
     time: a row's index so far and its rank among the column's distinct values give a
     code below ``cells x values``, whose present values are ranked by a bincount (the
-    lexicographic order of the pairs)."""
-    cells, reps = np.zeros(table.shape[0], dtype=np.intp), np.zeros((1, 0))
+    lexicographic order of the pairs). ``table`` may be a function giving column ``j``."""
+    column = table if callable(table) else (lambda j: table[:, j])
+    cells, reps = None, np.zeros((1, 0))
     for j in columns:
-        values = distinct_values(table[:, j])
+        x = column(j)
+        if cells is None:
+            cells = np.zeros(x.shape[0], dtype=np.intp)
+        values = distinct_values(x)
         if values.size > limit:
             return None
         cells *= values.size
-        cells += np.searchsorted(values, table[:, j])
+        cells += np.searchsorted(values, x)
+        del x
         present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
         if present.size > limit:
             return None
@@ -92,11 +103,30 @@ def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> Cell
     cat = np.asarray(sorted(categorical), dtype=np.intp)
     found = cell_index(scaled, cat) if cat.size else None
     if found is not None:
-        reps, cells = found
-        d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
         rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
-        return CellKernel(np.ascontiguousarray(scaled[:, rest]), cells, np.exp(-d2))
-    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.intp), np.ones((1, 1)))
+        return CellKernel(np.ascontiguousarray(scaled[:, rest]), *_cells(*found))
+    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.int16), np.ones((1, 1)))
+
+
+def rows_cell_kernel(rows: EstimationRows, categorical: Sequence[int]) -> CellKernel:
+    """:func:`cell_kernel` of scaled rows that are never stored whole
+    (:class:`calaudit.local.lcb_bandwidth.EstimationRows`): the cells come from one column
+    at a time and ``z`` is the continuous columns' on-demand view; only the cells (int16)
+    are stored per row."""
+    cat = np.asarray(sorted(categorical), dtype=np.intp)
+    found = cell_index(rows.column, cat) if cat.size else None
+    if found is not None:
+        return CellKernel(rows.select(np.setdiff1d(np.arange(rows.width), cat)),
+                          *_cells(*found))
+    return CellKernel(rows.select(range(rows.width)),
+                      np.zeros(rows.shape[0], dtype=np.int16), np.ones((1, 1)))
+
+
+def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
+           ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
+    """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
+    d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
+    return cells.astype(np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
@@ -160,7 +190,7 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     ``executor``)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    if not isinstance(w, CurveColumns):
+    if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     shared = {"kernel": kernel, "features": features, "w": w}
@@ -188,12 +218,28 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     return out
 
 
+@dataclass(frozen=True)
+class ResidualColumns:
+    """``[r, 1]`` (n, 2) as a read-only array-like: ``columns[lo:hi]`` builds those rows
+    (the values of ``np.column_stack([r, np.ones_like(r)])``, never stored whole)."""
+
+    r: NDArray[np.float64]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.r.shape[0], 2)
+
+    def __getitem__(self, rows: slice) -> NDArray[np.float64]:
+        part = self.r[rows]
+        return np.column_stack([part, np.ones_like(part)])
+
+
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
                         seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
     :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero)."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, np.column_stack([r, np.ones_like(r)]))
+    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
