@@ -71,11 +71,19 @@ class GaussianProductGram:
     def n(self) -> int:
         return int(self.features.shape[0])
 
-    def block(self, rows: slice, cols: slice, dtype: type = np.float64) -> NDArray:
+    def block(self, rows: slice, cols: slice, dtype: type = np.float64,
+              pooled: bool = True) -> NDArray:
+        """``K[rows, cols]`` in ``dtype``, filled in column chunks on the kernel's thread
+        pool (``pooled=False``: in the calling thread, e.g. a task of a pass whose row
+        tiles already run on threads of their own); the same bits either way."""
         a, b = self.features[rows], self.features[cols]
         out = np.empty((a.shape[0], b.shape[0]), dtype=dtype)
         step = max(256, CHUNK_ENTRIES // max(a.shape[0], 1))
         starts = range(0, b.shape[0], step)
+        if not pooled:
+            for c in starts:
+                _fill(out[:, c:c + step], a, b[c:c + step])
+            return out
         if len(starts) < 2:
             _fill(out, a, b)
             return out
