@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.row_blocks import ThreadExecutor
+from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread
 
 #: Target size, in float64 entries, of one kernel block (about 32 MB).
 BLOCK_ENTRIES = 4_000_000
@@ -206,30 +206,41 @@ def tile_partial(start: int, stop: int, *, gram: Gram, flat: NDArray, w: NDArray
     products = np.zeros((n, r))
     forms = np.zeros(q)
     f8 = np.float64
-    for c0 in range(start, n, chunk):
-        c1 = min(n, c0 + chunk)
-        if native:
-            block = (gram.block(slice(start, stop), slice(c0, c1), dtype=precision)
-                     if pooled else gram.block(slice(start, stop), slice(c0, c1),
-                                               dtype=precision, pooled=False))
-            wblock = block
-        else:
-            exact = gram.block(slice(start, stop), slice(c0, c1))
-            block = exact.astype(precision, copy=False)
-            wblock = exact.astype(w.dtype, copy=False)
-        if c0 == start:
-            diag_part = block[:, : stop - start] @ here
-            forms -= np.einsum("ij,ij->j", here, diag_part, dtype=f8)
-        if narrow:
-            both = block @ np.hstack([flat[c0:c1], w[c0:c1]])
-            upper += both[:, :q]
-            products[start:stop] += both[:, q:]
-        else:
-            upper += block @ flat[c0:c1]
-            if r:
-                products[start:stop] += wblock @ w[c0:c1]
-        lower = max(c0, stop)
-        if r and lower < c1:
-            products[lower:c1] += wblock[:, lower - c0:].T @ w[start:stop]
+    with one_blas_thread():  # the GEMMs' bits must not depend on where the task runs
+        for c0 in range(start, n, chunk):
+            _tile_chunk(gram, start, stop, c0, min(n, c0 + chunk), here, flat, w, upper,
+                        products, forms, precision, native, narrow, pooled)
     forms += 2.0 * np.einsum("ij,ij->j", here, upper, dtype=f8)
     return {"forms": forms, "products": products}
+
+
+def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArray,
+                flat: NDArray, w: NDArray, upper: NDArray, products: NDArray,
+                forms: NDArray, precision: type, native: bool, narrow: bool,
+                pooled: bool) -> None:
+    """One block ``K[start:stop, c0:c1]`` of :func:`tile_partial`, added into its
+    ``upper`` row products, ``products`` and (diagonal block) ``forms``."""
+    q, r, f8 = flat.shape[1], w.shape[1], np.float64
+    if native:
+        block = (gram.block(slice(start, stop), slice(c0, c1), dtype=precision)
+                 if pooled else gram.block(slice(start, stop), slice(c0, c1),
+                                           dtype=precision, pooled=False))
+        wblock = block
+    else:
+        exact = gram.block(slice(start, stop), slice(c0, c1))
+        block = exact.astype(precision, copy=False)
+        wblock = exact.astype(w.dtype, copy=False)
+    if c0 == start:
+        diag_part = block[:, : stop - start] @ here
+        forms -= np.einsum("ij,ij->j", here, diag_part, dtype=f8)
+    if narrow:
+        both = block @ np.hstack([flat[c0:c1], w[c0:c1]])
+        upper += both[:, :q]
+        products[start:stop] += both[:, q:]
+    else:
+        upper += block @ flat[c0:c1]
+        if r:
+            products[start:stop] += wblock @ w[c0:c1]
+    lower = max(c0, stop)
+    if r and lower < c1:
+        products[lower:c1] += wblock[:, lower - c0:].T @ w[start:stop]
