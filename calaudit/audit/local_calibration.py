@@ -367,9 +367,10 @@ class LocalAudit(LcbEstimation):
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
-        # exact path (small n): V as an array; features: V built a row block at a time
+        # V is never stored: built a row block at a time (CurveColumns; exact path in
+        # float64, the same bytes as the dense array)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=self.lcb_kernel is None)
+                              dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
@@ -378,7 +379,7 @@ class LocalAudit(LcbEstimation):
                                       self.lcb_features, self.choice.frequency_seed)
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                              design.columns)
+                              CurveColumns(design, bias.weight_sums, np.float64))
         tests, _, statistic = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         specs = grp.define_groups(levels, lc.intersections)
         settings = self.group_settings(len(specs))

@@ -102,6 +102,10 @@ def kernel_quadratic_forms(
 #: Rows per tile of :func:`kernel_forms_and_matmul`; GEMM throughput grows with the tile
 #: height (the resample matrix is packed once per tile), e.g. about 4x from 82 to 1024 rows.
 FUSED_TILE_ROWS = 1024
+#: Entries of one kernel block of :func:`kernel_forms_and_matmul` (16 MB of float64): one
+#: block per thread, so two threads hold what one 32 MB block did; the GEMMs run at the
+#: same speed from 2,000 columns on.
+FUSED_BLOCK_ENTRIES = 2_000_000
 
 
 def _tiles_2d(n: int, tile_rows: int, chunk_cols: int):
@@ -122,7 +126,7 @@ def kernel_forms_and_matmul(
     *,
     exclude_diagonal: bool = True,
     tile_rows: int | None = None,
-    block_entries: int = BLOCK_ENTRIES,
+    block_entries: int = FUSED_BLOCK_ENTRIES,
     dtype: type = np.float64,
     matmul_dtype: type | None = None,
     executor: Any = None,
