@@ -72,6 +72,24 @@ def test_same_bytes_on_any_number_of_threads(case, dtype, wide):
         assert products.tobytes() == results[0][1].tobytes()
 
 
+def test_products_only_pass(case, monkeypatch):
+    """``K @ W`` without forms (the LCB's pass): filled and multiplied in row groups; the
+    double loops' values and the same bytes on any number of threads."""
+    import calaudit.numerics.pairwise as pairwise
+
+    monkeypatch.setattr(pairwise, "GROUP_ENTRIES", 200)  # groups of 3 rows here
+    gram, _, w = case
+    n = gram.n
+    dense = np.array([[float(np.exp(-np.sum((gram.features[i] - gram.features[j]) ** 2)))
+                       for j in range(n)] for i in range(n)])
+    empty = np.zeros((n, 0))
+    results = [_run(gram, empty, w, executor) for executor in EXECUTORS]
+    np.testing.assert_allclose(results[0][1], dense @ w, rtol=1e-12, atol=1e-12)
+    assert results[0][0].shape == (0,)
+    for _, products in results[1:]:
+        assert products.tobytes() == results[0][1].tobytes()
+
+
 def test_the_tile_order_decides_the_bits(case):
     """The check above can fail: other tiles (another summation order) give other bits."""
     gram, z, w = case

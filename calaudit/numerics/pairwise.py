@@ -218,6 +218,25 @@ def tile_partial(start: int, stop: int, *, gram: Gram, flat: NDArray, w: NDArray
     return {"forms": forms, "products": products}
 
 
+#: Entries of the row groups of a products-only pass (1 MB of float64, cache resident).
+GROUP_ENTRIES = 131_072
+
+
+def _products_only(gram: Gram, start: int, stop: int, c0: int, c1: int, w: NDArray,
+                   products: NDArray, precision: type, pooled: bool) -> None:
+    """``K @ W`` alone (e.g. the LCB's ``K @ [r, 1]``): the block ``K[start:stop, c0:c1]``
+    is filled and multiplied a group of rows at a time, so both narrow GEMMs read it from
+    the cache instead of from memory (a GEMM with two columns is bound by memory)."""
+    group = max(1, GROUP_ENTRIES // (c1 - c0))
+    lower = max(c0, stop)
+    for a0 in range(start, stop, group):
+        a1 = min(stop, a0 + group)
+        part = gram.block(slice(a0, a1), slice(c0, c1), dtype=precision, pooled=pooled)
+        products[a0:a1] += part @ w[c0:c1]
+        if lower < c1:
+            products[lower:c1] += part[:, lower - c0:].T @ w[a0:a1]
+
+
 def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArray,
                 flat: NDArray, w: NDArray, upper: NDArray, products: NDArray,
                 forms: NDArray, precision: type, native: bool, narrow: bool,
@@ -225,6 +244,9 @@ def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArr
     """One block ``K[start:stop, c0:c1]`` of :func:`tile_partial`, added into its
     ``upper`` row products, ``products`` and (diagonal block) ``forms``."""
     q, r, f8 = flat.shape[1], w.shape[1], np.float64
+    if q == 0 and r and native:
+        _products_only(gram, start, stop, c0, c1, w, products, precision, pooled)
+        return
     if native:
         block = (gram.block(slice(start, stop), slice(c0, c1), dtype=precision)
                  if pooled else gram.block(slice(start, stop), slice(c0, c1),
