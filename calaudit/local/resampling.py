@@ -3,9 +3,9 @@
 Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
 all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
 kernel (:func:`kernel_forms_and_matmul`: one BLAS call per kernel chunk for all columns).
-Unless the observed statistic is passed in (the audit stage computes it in double
-precision in its LCB pass, and may then resample in single precision), the observed
-residuals ride along as the first column(s). When ``n * m * B`` would exceed
+Unless the observed statistic is passed in, the observed residuals ride along as the first
+column(s) of a double-precision pass (or, when a single-precision pass is cheaper, get a
+double-precision pass of their own first: :func:`batched_forms`). When ``n * m * B`` would exceed
 :data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
 
 * :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
