@@ -5,8 +5,9 @@ all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass o
 kernel (:func:`kernel_forms_and_matmul`: one BLAS call per kernel chunk for all columns).
 Unless the observed statistic is passed in, the observed residuals ride along as the first
 column(s) of a double-precision pass (or, when a single-precision pass is cheaper, get a
-double-precision pass of their own first: :func:`batched_forms`). When ``n * m * B`` would exceed
-:data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
+double-precision pass of their own first: :func:`batched_forms`). When ``n * m * B``
+would exceed :data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass
+each).
 
 * :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
   fixed, labels redrawn ``y*_i ~ Cat(p_i)``. Under local calibration this is the exact
