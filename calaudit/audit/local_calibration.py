@@ -360,7 +360,7 @@ class LocalAudit(LcbEstimation):
         outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
         scalar_r = outcome - prediction
         statistic = None  # exact path: from the first test's pass (tests_and_products)
-        if self.features is not None:  # the test's statistic (and fused test) from the feature pass
+        if self.features is not None:  # statistic (and fused test) from the feature pass
             _, statistic = self.feature_pass(
                 scalar_r, curve_design([], np.empty(self.n), lc.curve_points, dense=False))
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
