@@ -21,10 +21,12 @@ in a child process, so every peak is that process's own ``ru_maxrss`` (workers r
 through ``client.run`` before the cluster closes). The folded arrays' SHA-256 must match.
 
 ``--what audit``: ``calaudit test DATA --covariates age,region --json`` as a child process,
-alone and with ``--workers 2 --memory-limit 2GB``. This needs the partitioned-dataset
-reader and the feature passes that take an executor (branches ``inputs14`` and
-``streams``). The process tree is sampled with psutil every 0.25 s for each process's peak
-RSS (client, each worker); the JSON results must be equal apart from the timings.
+alone and with ``--workers 2 --memory-limit 2GB``: wall, CPU of every process together,
+and per process (client, each worker) peak RSS and CPU (psutil samples of the process tree
+every 0.25 s), whether any process went above the memory limit, and whether the two JSON
+results are identical apart from the timings (else the first differing paths). The
+``--verbose`` stage lines show each stage's CPU and client peak, and on Dask the data placed
+on the workers and the partials fetched so far.
 
 ``--what stats``: the binned statistics outside the kernel tests as reductions over a row
 source (``calaudit.data.row_source.ParquetRows``: each task reads its own row groups):
@@ -44,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import resource
 import subprocess
@@ -292,6 +295,7 @@ class TreeSampler(threading.Thread):
         import psutil
 
         self.root, self.peaks, self.roles, self.done = psutil.Process(pid), {}, {}, False
+        self.cpu: dict[int, float] = {}  # user + system CPU seconds at the last sample
 
     def run(self) -> None:
         import psutil
@@ -304,6 +308,8 @@ class TreeSampler(threading.Thread):
             for proc in procs:
                 try:
                     rss = proc.memory_info().rss / 2**20
+                    times = proc.cpu_times()
+                    self.cpu[proc.pid] = times.user + times.system
                     if proc.pid not in self.roles:
                         cmd = " ".join(proc.cmdline())
                         self.roles[proc.pid] = ("client" if proc.pid == self.root.pid else
@@ -315,11 +321,17 @@ class TreeSampler(threading.Thread):
 
 
 def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
+    """``calaudit test`` on ``data`` as a child process: exit code, wall, CPU of the whole
+    process tree (``RUSAGE_CHILDREN`` before and after: the client and the workers it
+    reaped), and per process (client, each worker) its peak RSS and CPU (psutil samples
+    every 0.25 s: a peak between two samples, or the CPU of a worker's last 0.25 s, can be
+    missed)."""
     import psutil  # noqa: F401 - fail early without it
 
     cmd = [sys.executable, "-m", "calaudit", "test", str(data), "--covariates",
            "age,region", "--json", str(out), "--exit-zero", "--verbose", *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=env)
@@ -327,13 +339,28 @@ def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
     sampler.start()
     _, err = proc.communicate()
     sampler.done = True
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    peaks = {f"{sampler.roles.get(pid, '?')} {pid}": round(v) for pid, v in
-             sorted(sampler.peaks.items()) if sampler.roles.get(pid) != "other"}
-    return {"code": proc.returncode, "wall": time.perf_counter() - started,
-            "cpu_children_cumulative": usage.ru_utime + usage.ru_stime, "peaks_mib": peaks,
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    processes = {f"{sampler.roles.get(pid, '?')} {pid}": {
+        "peak_mib": round(peak), "cpu": round(sampler.cpu.get(pid, math.nan), 1)}
+        for pid, peak in sorted(sampler.peaks.items()) if sampler.roles.get(pid) != "other"}
+    return {"code": proc.returncode, "wall": wall,
+            "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "processes": processes,
             "stages": [line for line in err.splitlines() if "stage " in line],
             "error": err.strip().splitlines()[-1] if proc.returncode > 1 else ""}
+
+
+def differences(a: object, b: object, path: str = "") -> list[str]:
+    """Paths at which two JSON values differ (the first few)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{path}/{k}: only in one" for k in sorted(a.keys() ^ b.keys())]
+        for k in sorted(a.keys() & b.keys()):
+            out += differences(a[k], b[k], f"{path}/{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}/{i}")]
+    return [] if a == b else [f"{path}: {a!r} vs {b!r}"[:200]]
 
 
 def stable_json(path: Path) -> dict:
@@ -347,6 +374,12 @@ def stable_json(path: Path) -> dict:
 
 def ensure_data(args: argparse.Namespace, scratch: Path) -> Path:
     if args.data and any(Path(args.data).glob("*.parquet")):
+        import pyarrow.parquet as pq
+
+        paths = sorted(Path(args.data).glob("*.parquet"))
+        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+        size = sum(path.stat().st_size for path in paths) / 2**20
+        print(f"data: {len(paths)} files, {rows:,} rows, {size:.0f} MiB, already written")
         return Path(args.data)
     from make_partitioned import write_dataset  # benchmarks/make_partitioned.py
 
@@ -390,18 +423,41 @@ def report_reduction(args: argparse.Namespace, data: Path) -> None:
 
 def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
     print("\n## calaudit test DATA --covariates age,region --json (default battery)")
-    alone = run_audit_cli(data, scratch / "alone.json", [])
-    dask = run_audit_cli(data, scratch / "dask.json",
-                         ["--workers", str(args.workers), "--memory-limit", args.memory_limit])
-    for name, r in (("single process", alone), (f"--workers {args.workers}", dask)):
-        print(f"{name}: exit {r['code']}, wall {r['wall']:.1f} s, peaks (MiB) {r['peaks_mib']}")
+    limit = memory_bytes(args.memory_limit) / 2**20
+    runs = {}
+    for name, extra in (("single process", []),
+                        (f"--workers {args.workers} --memory-limit {args.memory_limit}",
+                         ["--workers", str(args.workers), "--memory-limit",
+                          args.memory_limit])):
+        load = os.getloadavg()[0]
+        r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra)
+        print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
+              f"(every process), load average {load:.1f} at the start")
         if r["error"]:
             print(f"  {r['error']}")
+        for proc, figures in r["processes"].items():
+            print(f"  {proc}: peak RSS {figures['peak_mib']:,} MiB, CPU {figures['cpu']} s")
+        largest = max((f["peak_mib"] for f in r["processes"].values()), default=math.nan)
+        print(f"  largest process peak {largest:,} MiB: "
+              f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")
         for line in r["stages"]:
             print(f"  {line}")
+    alone, dask = runs.values()
     if alone["code"] in (0, 1) and dask["code"] in (0, 1):
-        same = stable_json(scratch / "alone.json") == stable_json(scratch / "dask.json")
-        print(f"identical JSON apart from timings: {same}")
+        diff = differences(stable_json(scratch / "0.json"), stable_json(scratch / "1.json"))
+        print(f"\nidentical JSON apart from timings: {not diff}")
+        for line in diff[:10]:
+            print(f"  {line}")
+
+
+def memory_bytes(text: str) -> float:
+    """``2GB`` -> 2e9 (Dask's units: kB, MB, GB, KiB, MiB, GiB)."""
+    units = {"kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+    lowered = text.strip().lower()
+    for unit in sorted(units, key=len, reverse=True):
+        if lowered.endswith(unit):
+            return float(lowered[: -len(unit)]) * units[unit]
+    return float(lowered)
 
 
 def main() -> None:

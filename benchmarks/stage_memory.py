@@ -111,17 +111,19 @@ def main() -> int:
           f"{' '.join(extra) or '(defaults)'}; load average {before:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after (RSS does not depend on it)")
     print(f"{'phase':<20} {'start MiB':>10} {'peak MiB':>9} {'start MiB':>10} "
-          f"{'peak MiB':>9} {'peak B/row':>11} {'rise B/row':>11}")
+          f"{'peak MiB':>9} {'peak B/row':>11} {'rise B/row':>11} {'10^7 MiB':>9}")
     print(f"{'':<20} {f'n = {n1:,}':>20} {f'n = {n2:,}':>20}")
     for phase in large:
         s1, p1 = small.get(phase, [0, 0])
         s2, p2 = large[phase]
         per_row = (p2 - p1) / (n2 - n1)
         rise = ((p2 - s2) - (p1 - s1)) / (n2 - n1)
+        at_1e7 = (p2 + per_row * (10**7 - n2)) / MIB
         print(f"{phase:<20} {s1 / MIB:10.0f} {p1 / MIB:9.0f} {s2 / MIB:10.0f} "
-              f"{p2 / MIB:9.0f} {per_row:11.0f} {rise:11.0f}")
+              f"{p2 / MIB:9.0f} {per_row:11.0f} {rise:11.0f} {at_1e7:9.0f}")
     print("peak B/row: growth of the phase's peak RSS per row; rise B/row: growth of "
-          "(peak - RSS at the phase's start) per row, what the phase itself allocates")
+          "(peak - RSS at the phase's start) per row, what the phase itself allocates; "
+          "10^7 MiB: the phase's peak extrapolated linearly to 10^7 rows")
     return 0
 
 

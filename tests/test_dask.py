@@ -348,6 +348,8 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"
+    for partial in ("label_partial", "spiegelhalter_partial"):
+        assert partial in calls, f"{partial} did not run on the executor"
 
 
 def test_the_executor_is_not_a_setting_and_not_recorded():
@@ -495,3 +497,147 @@ def test_without_dask_everything_works_as_before(tmp_path):
         assert "Dask is not installed" in lines[0]
         assert "pip install 'calaudit[dask]'" in lines[0]
     assert not (tmp_path / "s.json").exists()
+
+
+# ------------------------------------------- feature passes: rows placed once per stage
+
+FEATURE_ROWS = 5 * TASK + 77
+
+
+def _feature_inputs(classes: int) -> dict:
+    from calaudit.numerics.features import FourierFeatures
+
+    rng = np.random.default_rng(21 + classes)
+    n = FEATURE_ROWS
+    p = rng.dirichlet(np.ones(classes), n)
+    y = (rng.uniform(size=n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    onehot = np.eye(classes)[y]
+    if classes == 2:
+        x, proba, scale = p[:, 1:2].copy(), p[:, 1].copy(), float(np.sqrt(2.0))
+        r, klce = scale * (y - p[:, 1]), y - p[:, 1]
+    else:
+        x, proba, scale, r = p, p, 1.0, onehot - p
+        klce = r
+    z = np.column_stack([x, rng.normal(size=(n, 2))])
+    return {"x": x, "z": z, "proba": proba, "scale": scale, "r": r, "klce": klce,
+            "scalar": klce if klce.ndim == 1 else klce.sum(axis=1),
+            "skce_features": FourierFeatures.draw("sqeuclidean", 2.0, x.shape[1], 32, 5),
+            "local_features": FourierFeatures.draw("sqeuclidean", 1.0, z.shape[1], 32, 6)}
+
+
+def _feature_stages(inputs: dict, executor) -> list[bytes]:
+    """The SKCE stage's pass and the local stage's first pass (with each fused test) and
+    a separate consistency test, as bytes."""
+    from calaudit.inference.feature_tests import feature_consistency_test, feature_skce_pass
+    from calaudit.local.features import feature_local_pass
+
+    out = []
+    rng = np.random.default_rng
+    skce = feature_skce_pass(inputs["skce_features"], inputs["x"], inputs["r"],
+                             inputs["proba"], rng(1), 19, rng(2), 19,
+                             residual_scale=inputs["scale"], executor=executor,
+                             task_rows=TASK)
+    out += [np.array([skce.terms.total, *skce.terms.diagonal]).tobytes(),
+            skce.consistency.null_distribution.tobytes(), skce.forms.quadratic.tobytes(),
+            skce.forms.linear.tobytes(), skce.forms.ties.tobytes()]
+    for test in ("klce_consistency", "klce_bootstrap"):
+        local = feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
+                                   inputs["klce"], inputs["proba"], test, rng(4), 19,
+                                   executor=executor, task_rows=TASK)
+        out += [local.bias.values.tobytes(), local.bias.weight_sums.tobytes(),
+                local.test.null_distribution.tobytes(), np.float64(local.statistic).tobytes()]
+    single = feature_consistency_test(inputs["local_features"], inputs["z"], inputs["klce"],
+                                      inputs["proba"], rng(8), 19, executor=executor,
+                                      task_rows=TASK)
+    return out + [single.null_distribution.tobytes()]
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["binary", "three_classes"])
+def feature_case(request) -> tuple[dict, list[bytes]]:
+    inputs = _feature_inputs(request.param)
+    return inputs, _feature_stages(inputs, SerialExecutor())
+
+
+@pytest.mark.parametrize("executor", ["threads1", "threads2", "threads3", "threads8",
+                                      "one_worker", "two_workers"])
+def test_the_feature_passes_give_the_serial_bytes_on_threads_and_dask(executor, request,
+                                                                       feature_case):
+    from calaudit.numerics.row_blocks import ThreadExecutor
+
+    inputs, expected = feature_case
+    if executor.startswith("threads"):
+        runner = ThreadExecutor(int(executor[len("threads"):]))
+    else:
+        runner = DaskExecutor(request.getfixturevalue(executor))
+    assert _feature_stages(inputs, runner) == expected
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, monkeypatch):
+    """The per-row columns of a stage's passes go to the workers once (``keep``), the
+    residual bootstrap's residuals once more (any row can be drawn); what each reduction
+    scatters besides holds nothing per row. Everything placed is released."""
+    from calaudit.execution import dask_executor
+    from calaudit.local.features import feature_local_pass
+
+    client = request.getfixturevalue(workers)
+    inputs = _feature_inputs(2)
+    n = FEATURE_ROWS
+    kept, scattered, passes = [], [], []
+    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+    original_map = DaskExecutor.map_sum
+
+    def keep(self, value):
+        kept.append(len(cloudpickle.dumps(value)))
+        return original_keep(self, value)
+
+    def scatter(client, shared):
+        handles = original_scatter(client, shared)
+        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
+        return handles
+
+    def map_sum(self, partial, ranges, shared):
+        passes.append(partial.__name__)
+        return original_map(self, partial, ranges, shared)
+
+    monkeypatch.setattr(DaskExecutor, "keep", keep)
+    monkeypatch.setattr(DaskExecutor, "map_sum", map_sum)
+    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    before = set(client.who_has())
+    executor = DaskExecutor(client)
+    feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
+                       inputs["klce"], inputs["proba"], "klce_bootstrap",
+                       np.random.default_rng(4), 19, executor=executor, task_rows=TASK)
+    assert passes == ["label_partial", "resample_partial"]
+    # z (3 columns), p, y, lead (2 columns): 8 n + 3 x 8 n + n + 16 n bytes, once;
+    # then the residuals (8 n) for the bootstrap
+    columns = 8 * n * 3 + 8 * n + n + 16 * n
+    assert len(kept) == 2
+    assert columns <= kept[0] < columns + 4_000
+    assert 8 * n <= kept[1] < 8 * n + 4_000
+    assert max(scattered) < 8 * n / 10  # no reduction sends a per-row array
+    # the executor's own count (dask.sizeof, for the --verbose lines) sees the same
+    assert columns + 8 * n <= executor.placed_bytes < columns + 8 * n + 8 * n / 5
+    assert executor.fetched_bytes > 0
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
+    """Spiegelhalter's and Hosmer-Lemeshow's reductions over several ranges (3 ranges of
+    ``TASK_ROWS``) on 1 and 2 workers give the in-process bytes."""
+    from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
+    from calaudit.numerics.row_blocks import TASK_ROWS
+
+    client = request.getfixturevalue(workers)
+    rng = np.random.default_rng(12)
+    p = np.round(rng.beta(2, 5, 2 * TASK_ROWS + 5), 3)
+    y = (rng.uniform(size=p.size) < p).astype(np.int64)
+    executor = DaskExecutor(client)
+    before = set(client.who_has())
+    assert repr(spiegelhalter_test(y, p, executor)) == repr(spiegelhalter_test(y, p))
+    serial, dask = hosmer_lemeshow_test(y, p, 10), hosmer_lemeshow_test(y, p, 10, executor)
+    assert (dask.statistic, dask.df, dask.p_value) == (serial.statistic, serial.df,
+                                                       serial.p_value)
+    assert dask.expected.tobytes() == serial.expected.tobytes()
+    assert eventually(lambda: set(client.who_has()) <= before)

@@ -33,6 +33,9 @@ class CalibrationErrorStage:
             rng: np.random.Generator) -> StageOutput:
         notion = default_notion(data.n_classes)
         binning = config.binning
+        # the Brier scores first: their (n, m) residual copy is freed before the bins
+        brier = brier_score(data.y_true, data.y_proba)
+        binary = brier_score_binary(data.y_true, data.y_proba) if data.is_binary else None
         binned = notion_outcomes(data.y_true, data.y_proba, n_bins=binning.n_bins,
                                  strategy=binning.strategy, notion=notion)
         sums = binned.sums()
@@ -43,13 +46,13 @@ class CalibrationErrorStage:
                          title=f"Expected calibration error ({notion})"),
             MetricResult("mce", float(mce_from_sums(sums)), params,
                          title=f"Maximum calibration error ({notion})"),
-            MetricResult("brier", brier_score(data.y_true, data.y_proba),
+            MetricResult("brier", brier,
                          {"definition": "mean squared error of the probability vector"},
                          title="Brier score (summed over classes)"),
         ]
         if data.is_binary:
             metrics.append(MetricResult(
-                "brier_binary", brier_score_binary(data.y_true, data.y_proba),
+                "brier_binary", binary,
                 {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
                 title="Brier score (binary, scikit-learn convention)"))
         if config.ci and config.run_tests:

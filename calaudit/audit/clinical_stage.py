@@ -20,6 +20,7 @@ from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
+from calaudit.numerics.row_blocks import executor_of
 from calaudit.results import MetricResult, Status, TestResult
 
 
@@ -36,9 +37,10 @@ class ClinicalStage:
         metrics = self._metrics(y, p, config, rng)
         tests: list[TestResult] = []
         if config.run_tests and config.global_tests.enabled("spiegelhalter"):
-            tests.append(spiegelhalter(y, p))
+            tests.append(spiegelhalter(y, p, executor_of(config)))
         if config.run_tests and config.global_tests.enabled("hosmer_lemeshow"):
-            tests.append(hosmer_lemeshow(y, p, config.global_tests.hosmer_lemeshow_groups))
+            tests.append(hosmer_lemeshow(y, p, config.global_tests.hosmer_lemeshow_groups,
+                                         executor_of(config)))
         return StageOutput(metrics=metrics, tests=tuple(tests))
 
     @staticmethod
@@ -85,10 +87,11 @@ class ClinicalStage:
         return tuple(out)
 
 
-def spiegelhalter(y, p) -> TestResult:
-    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``."""
+def spiegelhalter(y, p, executor=None) -> TestResult:
+    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
+    a reduction run by ``executor``."""
     method, title = "Spiegelhalter z, two-sided normal", "Spiegelhalter's z test"
-    result = spiegelhalter_test(y, p)
+    result = spiegelhalter_test(y, p, executor)
     reason = rules.too_few_rows(y.size) or rules.too_few_expected(float(p.sum()),
                                                                  float((1 - p).sum()))
     if reason is None and not math.isfinite(result.z):
@@ -101,11 +104,12 @@ def spiegelhalter(y, p) -> TestResult:
                       params=params, title=title)
 
 
-def hosmer_lemeshow(y, p, groups: int) -> TestResult:
-    """Hosmer-Lemeshow test with the validity rules of ``applicability``."""
+def hosmer_lemeshow(y, p, groups: int, executor=None) -> TestResult:
+    """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
+    group sums are reductions run by ``executor``."""
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
     title = "Hosmer-Lemeshow test"
-    result = hosmer_lemeshow_test(y, p, groups)
+    result = hosmer_lemeshow_test(y, p, groups, executor)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
               "caveat": "depends on the grouping; low power; see documentation"}

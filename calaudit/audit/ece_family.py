@@ -54,10 +54,30 @@ class EceFamilyStage:
         ci_rng, test_rng = rng.spawn(2)
         binning = config.binning
         notion = default_notion(data.n_classes)
+        bins = {"n_bins": binning.n_bins, "binning": binning.strategy}
+        scalar = notion_outcomes(data.y_true, data.y_proba, n_bins=binning.n_bins,
+                                 strategy=binning.strategy)
+        # the per-class bins and the canonical grid are freed before the test runs
+        metrics = self._metrics(data, config, scalar, notion, ci_rng)
+        tests = ()
+        if config.run_tests and config.global_tests.enabled("ece_consistency"):
+            tests = (ece_test(scalar, notion, config, test_rng, bins),)
+        return StageOutput(metrics=metrics, tests=tests)
+
+    @staticmethod
+    def _metrics(data: CalibrationData, config: AuditConfig, scalar, notion: str,
+                 ci_rng: np.random.Generator) -> tuple[MetricResult, ...]:
+        """Every metric (and its interval with ``--ci``)."""
+        binning = config.binning
         y, probs = data.y_true, data.y_proba
-        scalar = notion_outcomes(y, probs, n_bins=binning.n_bins, strategy=binning.strategy)
-        per_class = classwise_outcomes(y, probs, n_bins=binning.n_bins,
-                                       strategy=binning.strategy)
+        if data.is_binary:
+            # class 1 one-vs-rest is the binary notion's bins and outcomes: shared, not
+            # built twice (the same arrays, so the same bytes)
+            per_class = (*classwise_outcomes(y, probs[:, :1], n_bins=binning.n_bins,
+                                             strategy=binning.strategy), scalar)
+        else:
+            per_class = classwise_outcomes(y, probs, n_bins=binning.n_bins,
+                                           strategy=binning.strategy)
         canonical = CanonicalBins.build(y, probs, binning.n_bins)
         decomposed = per_class[1:] if data.is_binary else per_class
         distance = config.ece.canonical_distance
@@ -101,14 +121,10 @@ class EceFamilyStage:
         if config.ci and config.run_tests:
             cis = intervals(bootstrap_replicates(statistics, data.n, ci_rng, config.n_resamples),
                             config.ci_level)
-        metrics = tuple(
+        return tuple(
             MetricResult(key, values[key], with_ci_params(params[key], config, key in cis),
                          ci=cis.get(key), title=TITLES[key].format(notion=notion))
             for key in values)
-        tests = ()
-        if config.run_tests and config.global_tests.enabled("ece_consistency"):
-            tests = (ece_test(scalar, notion, config, test_rng, bins),)
-        return StageOutput(metrics=metrics, tests=tests)
 
 
 def with_ci_params(params: dict, config: AuditConfig, has_ci: bool) -> dict:

@@ -146,9 +146,11 @@ def run_stages(data: CalibrationData, config: AuditConfig,
             with progress.task(stage.name):
                 outputs.append(stage.run(data, config, stream(config.seed, stage.name)))
             rss = peak_rss_mib()
+            traffic = getattr(getattr(config, "executor", None), "traffic", None)  # Dask: data moved so far
             progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s "
                           f"(cpu {time.process_time() - cpu:.2f} s"
-                          + ("" if rss is None else f", peak RSS so far {rss:.0f} MiB") + ")")
+                          + ("" if rss is None else f", peak RSS so far {rss:.0f} MiB")
+                          + ("" if traffic is None else f"; {traffic()}") + ")")
             advance()
     return outputs
 

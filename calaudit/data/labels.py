@@ -29,6 +29,8 @@ def _integral(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     beyond +-2**62, such as 1e300, are not class codes)."""
     if getattr(values.dtype, "kind", "O") in "iu":  # plain integers: no float copies
         codes = values.to_numpy()
+        if codes.dtype.itemsize < 8:  # int8 .. int32, uint8 .. uint32: every value fits
+            return codes.astype(np.int64), np.ones(codes.shape, dtype=bool)
         ok = (codes < 2**62) & (codes > -(2**62)) if codes.dtype.kind == "i" else codes < 2**62
         return np.where(ok, codes, UNKNOWN).astype(np.int64, copy=False), ok
     as_float = values.astype(np.float64).to_numpy()
@@ -77,7 +79,9 @@ def binary_classes(
         if pd.api.types.is_bool_dtype(values):
             return ("False", "True"), values.astype(np.int64).to_numpy()
         codes, ok = _integral(values)
-        return ("0", "1"), np.where(ok & ((codes == 0) | (codes == 1)), codes, UNKNOWN)
+        ok &= (codes == 0) | (codes == 1)
+        codes[~ok] = UNKNOWN  # in place: _integral's codes are this function's own copy
+        return ("0", "1"), codes
     text = _as_text(values)
     distinct = sorted(set(text.tolist()))
     if positive_label is not None and distinct and positive_label not in distinct:

@@ -30,6 +30,7 @@ from calaudit.data.readers import (
 )
 from calaudit.data.rows import located, shown_value
 from calaudit.exceptions import InputError
+from calaudit.numerics.row_blocks import release_free_memory
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,9 @@ def load(
             raise InputError(f"--categorical names '{name}', which is not a covariate",
                              column=name, rule="conflicting_options",
                              hint="list it in --covariates too")
-    return build(gather(os.fspath(path), columns), options)
+    data = build(gather(os.fspath(path), columns), options)
+    release_free_memory()  # the readers' freed chunks and masks leave the RSS
+    return data
 
 
 def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:

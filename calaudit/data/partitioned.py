@@ -150,7 +150,9 @@ class Dataset:
         for key in columns:
             if key in self.partitions:
                 self._fill_partition(key, sinks[key])
-        return pd.DataFrame({name: sinks[name].series() for name in columns}, copy=False)
+        frame = pd.DataFrame({name: sinks[name].series() for name in columns}, copy=False)
+        _release_arrow_pool()
+        return frame
 
     def layout(self) -> RowLayout:
         starts = np.concatenate([[0], np.cumsum(self.rows, dtype=np.int64)])
@@ -208,8 +210,9 @@ class Dataset:
 
         declared = self._guard(file, lambda: fragment.count_rows())
         rows = 0
-        batches = self._guard(file, lambda: fragment.to_batches(columns=stored,
-                                                                batch_size=BATCH_ROWS))
+        batches = self._guard(file, lambda: fragment.to_batches(
+            columns=stored, batch_size=BATCH_ROWS, batch_readahead=1,
+            fragment_scan_options=_scan_options(self.location.filesystem is not None)))
         while True:
             batch = self._guard(file, lambda: next(batches, None))
             if batch is None:
@@ -286,6 +289,27 @@ class Dataset:
                 sink.kind = "text"
                 code = -1 if value is None else sink.levels.setdefault(value, len(sink.levels))
                 sink.chunks.append(np.full(rows, code, dtype=np.int32))
+
+
+def _scan_options(remote: bool):
+    """Arrow's Parquet options: a local file is read column chunk by column chunk as the
+    batches are consumed (``pre_buffer`` off; with it, and with Arrow's default read-ahead
+    of 16 batches, the memory Arrow held grew with the rows of the file: 74 bytes per row
+    at the load's peak against 45, measured at 2 and 4 million rows in row groups of 1 Mi
+    rows); a remote one keeps Arrow's coalesced reads, which save round trips."""
+    import pyarrow.dataset as ds
+
+    return ds.ParquetFragmentScanOptions(pre_buffer=remote)
+
+
+def _release_arrow_pool() -> None:
+    """Return the memory Arrow's pool keeps after the batches were freed (mimalloc and
+    jemalloc hold freed pages for reuse: about 70 bytes per row read, which would stay
+    resident through the whole audit)."""
+    import sys
+
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
 
 
 def _require(stored: list[str], available: list[str], file: DataFile, first: DataFile) -> None:

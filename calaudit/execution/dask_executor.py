@@ -75,6 +75,18 @@ class DaskExecutor:
     def __init__(self, client: Any, *, retries: int = RETRIES) -> None:
         self.client = client
         self.retries = int(retries)
+        #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
+        #: a broadcast replicates it to every worker) and bytes of partials fetched, as
+        #: ``dask.sizeof`` counts them (:meth:`traffic`).
+        self.placed_bytes = 0
+        self.fetched_bytes = 0
+        _register_sizes()
+
+    def traffic(self) -> str:
+        """``placed X MiB on the workers, fetched Y MiB of partials`` so far (for the
+        per-stage ``--verbose`` lines)."""
+        return (f"placed {self.placed_bytes / 2**20:.1f} MiB on the workers, fetched "
+                f"{self.fetched_bytes / 2**20:.1f} MiB of partials")
 
     def describe(self) -> str:
         """``Dask scheduler ADDRESS, N workers`` (for ``--verbose``)."""
@@ -94,6 +106,7 @@ class DaskExecutor:
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
         handles = _scatter(self.client, shared)
+        self.placed_bytes += sum(_size(shared[name]) for name in handles)
         arguments = {**shared, **handles}
         partials = self._in_order(partial, ranges, arguments)
         try:
@@ -106,6 +119,7 @@ class DaskExecutor:
         """``value`` (e.g. a row source) sent once to every worker; the handle can be
         given in ``shared`` to any number of :meth:`map_sum` calls (it is not sent again)
         until :meth:`release`. ``calaudit.numerics.row_sources.resident`` pairs the two."""
+        self.placed_bytes += _size(value)
         return self.client.scatter(value, broadcast=True, hash=False)
 
     def release(self, handle: Any) -> None:
@@ -144,6 +158,7 @@ class DaskExecutor:
                         raise
                     raise failure from exc
                 future.release()
+                self.fetched_bytes += _size(part)
                 yield part
         finally:
             _forget(self.client, list(pending))
@@ -161,6 +176,29 @@ def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)
     return dict(zip(names, futures))
+
+
+def _register_sizes() -> None:
+    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns),
+    for :meth:`DaskExecutor.traffic` and for the workers' memory accounting."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:
+        return
+    from calaudit.numerics.row_sources import ArrayRows
+
+    @sizeof.register(ArrayRows)
+    def _rows(rows: ArrayRows) -> int:
+        return int(sum(sizeof(column) for column in rows.columns.values()))
+
+
+def _size(value: Any) -> int:
+    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say)."""
+    try:
+        from dask.sizeof import sizeof
+        return int(sizeof(value))
+    except Exception:  # noqa: BLE001 - an estimate for the progress lines only
+        return 0
 
 
 def _is_future(value: Any) -> bool:

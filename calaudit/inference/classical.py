@@ -20,16 +20,64 @@ expected counts of about 5 or more (INCONCLUSIVE otherwise, see
 :mod:`calaudit.inference.applicability`); ``G - 2`` degrees of freedom are for the
 development sample (external validation arguably uses ``G``). Prefer the SKCE tests, the
 calibration slope / intercept and Spiegelhalter's z.
+
+**As reductions** (issue 14): both tests are sums over the rows, computed as reductions over
+the fixed row ranges of :func:`calaudit.numerics.row_blocks.task_ranges` by the run's
+executor (in this process, on threads or on Dask workers; one code path): Spiegelhalter's
+partial is the two sums of its range (``np.sum`` of elementwise products: no BLAS dot,
+whose bits would depend on the BLAS thread count), Hosmer-Lemeshow's the per-group
+``bincount`` s of its range, with the group breaks from the exact order statistics of
+:func:`calaudit.numerics.order_statistics.array_quantiles` (``np.quantile``'s bytes). The
+partials are added in range order, so the bytes do not depend on the executor, the number of
+threads or workers; up to ``TASK_ROWS`` rows (one range) they are those of the former
+whole-array sums, above they differ in the last digits (a sum of range sums rounds
+differently).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
+
+from calaudit.numerics.order_statistics import array_quantiles
+from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
+from calaudit.numerics.row_sources import ArrayRows, resident
+
+
+def _reduce(executor: Any, partial: Any, y: NDArray, p: NDArray, **shared: Any
+            ) -> dict[str, NDArray]:
+    """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (placed once on
+    the executor's workers), added in range order."""
+    executor = executor or SerialExecutor()
+    with resident(executor, ArrayRows({"y": y, "p": p})) as rows:
+        return executor.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
+
+
+def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDArray]:
+    """``[sum (1 - 2p)^2 p (1 - p), sum (y - p)(1 - 2p)]`` over the rows ``[start, stop)``
+    of the row source ``rows`` (columns ``y``, ``p``)."""
+    read = rows.read(start, stop, ["y", "p"])
+    y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    centred = 1.0 - 2.0 * p
+    return {"sums": np.array([np.sum(centred * centred * p * (1.0 - p)),
+                              np.sum((y - p) * centred)])}
+
+
+def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
+                            size: int) -> dict[str, NDArray]:
+    """Per-group events, counts and expected events of the rows ``[start, stop)``
+    (groups: ``searchsorted(inner, p, "left")``, ``inner`` the inner breaks)."""
+    read = rows.read(start, stop, ["y", "p"])
+    y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    index = np.searchsorted(inner, p, side="left")
+    return {"events": np.bincount(index, weights=y, minlength=size),
+            "count": np.bincount(index, minlength=size).astype(np.float64),
+            "expected": np.bincount(index, weights=p, minlength=size)}
 
 
 @dataclass(frozen=True)
@@ -39,8 +87,10 @@ class Spiegelhalter:
     variance: float
 
 
-def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spiegelhalter:
-    """Spiegelhalter's z and its two-sided p-value (NaN when the variance is 0).
+def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                       executor: Any = None) -> Spiegelhalter:
+    """Spiegelhalter's z and its two-sided p-value (NaN when the variance is 0); the sums
+    are a reduction (module docstring) run by ``executor`` (default: this process).
 
     >>> import numpy as np
     >>> r = spiegelhalter_test(np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4]))
@@ -48,11 +98,14 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spi
     (-1.005038, 0.314879)
     """
     y = np.asarray(y_true, dtype=np.float64)
-    centred = 1.0 - 2.0 * p
-    variance = float(np.sum(centred * centred * p * (1.0 - p)))
+    p = np.asarray(p, dtype=np.float64)
+    if p.size == 0:  # no range to reduce over; the variance of no rows is 0
+        return Spiegelhalter(math.nan, math.nan, 0.0)
+    variance, score = _reduce(executor, spiegelhalter_partial, y, p)["sums"]
+    variance = float(variance)
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
-    z = float(np.sum((y - p) * centred) / math.sqrt(variance))
+    z = float(score / math.sqrt(variance))
     return Spiegelhalter(z, float(2.0 * stats.norm.sf(abs(z))), variance)
 
 
@@ -65,16 +118,17 @@ class HosmerLemeshow:
     expected: NDArray[np.float64]   # (G, 2)
 
 
-def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: int = 10
-                         ) -> HosmerLemeshow:
-    """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value."""
+def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: int = 10,
+                         executor: Any = None) -> HosmerLemeshow:
+    """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
+    the group sums are reductions (module docstring) run by ``executor``."""
     y = np.asarray(y_true, dtype=np.float64)
-    breaks = np.unique(np.quantile(p, np.linspace(0.0, 1.0, groups + 1)))
-    index = np.searchsorted(breaks[1:-1], p, side="left")
+    p = np.asarray(p, dtype=np.float64)
+    breaks = np.unique(array_quantiles(p, np.linspace(0.0, 1.0, groups + 1),
+                                       executor=executor))
     size = max(breaks.size - 1, 1)
-    events = np.bincount(index, weights=y, minlength=size)
-    count = np.bincount(index, minlength=size).astype(np.float64)
-    expected_events = np.bincount(index, weights=p, minlength=size)
+    sums = _reduce(executor, hosmer_lemeshow_partial, y, p, inner=breaks[1:-1], size=size)
+    events, count, expected_events = sums["events"], sums["count"], sums["expected"]
     keep = count > 0
     observed = np.column_stack([count - events, events])[keep]
     expected = np.column_stack([count - expected_events, expected_events])[keep]

@@ -26,6 +26,11 @@ rows are grouped into tasks or on which process computes them; and each resample
 statistic is the same function of its labels as the observed one (the consistency test's
 p-value is exact-conditional). The parts are added (one rounding) only at assembly.
 
+Rows: a partial reads the per-row columns of its range from a row source
+(:mod:`calaudit.numerics.row_sources`, ``shared["rows"]``) and prepares the label
+thresholds itself, so ``shared`` holds nothing per row; the callers place the columns on the
+executor's workers once for all the passes of a stage (``resident``).
+
 Draws: labels from the stream ``(seed, stream, block)``, counts from
 ``(boot_seed, boot_stream, block)`` given the block totals (:func:`calaudit.numerics.
 block_draws.block_totals`), so a row's draws never depend on chunking or partitioning.
@@ -39,7 +44,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.block_draws import binary_labels_into, block_counts, label_indicators
+from calaudit.numerics.block_draws import (
+    binary_labels_into,
+    block_counts,
+    label_indicators,
+    label_thresholds,
+)
 from calaudit.numerics.features import (
     EXACT_WEIGHT,
     FourierFeatures,
@@ -80,34 +90,42 @@ def _zeros(n_features: int, classes: int, columns: int, lead: int, boot: int
     return out
 
 
-def label_partial(start: int, stop: int, *, features: FourierFeatures,
-                  x: NDArray[np.float64], proba: NDArray[np.float64],
-                  observed: NDArray[np.uint8], thresholds: NDArray[np.uint32],
+def label_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any,
                   labels: int, seed: int, stream: str, n_resamples: int,
-                  lead: NDArray[np.float64] | None = None,
                   lead_bounds: NDArray[np.float64] | None = None,
                   boot_totals: NDArray[np.int64] | None = None, boot_seed: int = 0,
-                  boot_stream: str = "", residuals: NDArray[np.float64] | None = None,
-                  psi_grid: int = 0, h_bound: float = 1.0) -> dict[str, NDArray]:
+                  boot_stream: str = "", psi_grid: int = 0, h_bound: float = 1.0
+                  ) -> dict[str, NDArray]:
     """The exact partial sums of the rows ``[start, stop)`` (module docstring).
 
-    ``proba`` (n, k) and ``observed`` (n, k) are the probability and label-indicator
-    columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``); ``thresholds`` the
-    label thresholds (:func:`calaudit.numerics.block_draws.label_thresholds`) and
-    ``labels`` the number of indicator matrices per draw (1 binary, else ``m``).
+    ``rows`` is a row source (:mod:`calaudit.numerics.row_sources`, columns of
+    :func:`label_rows`): ``x``, ``proba`` (n, k) and ``observed`` (n, k), the probability
+    and label-indicator columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``),
+    ``lead`` (n, q) when ``lead_bounds`` is given and ``residuals`` (n, k) with the
+    bootstrap. The label thresholds (:func:`calaudit.numerics.block_draws.
+    label_thresholds`) are prepared here, range by range; ``labels`` is the number of
+    indicator matrices per draw (1 binary, else ``m``).
     """
+    names = ["x", "proba", "observed"] + (["lead"] if lead_bounds is not None else []) + (
+        ["residuals"] if boot_totals is not None else [])
+    read = rows.read(start, stop, names)
+    x, proba, observed = read["x"], read["proba"], read["observed"]
+    lead, residuals = read.get("lead"), read.get("residuals")
+    thresholds = None
+    if n_resamples:
+        thresholds = label_thresholds(proba[:, 0] if labels == 1 else proba)
     classes, d = proba.shape[1], features.n_features
     columns = 1 + n_resamples
     boot = 0 if boot_totals is None else boot_totals.shape[1]
     out = _zeros(d, classes, columns, 0 if lead is None else lead.shape[1], boot)
     w_bound = _bound_of_norm(features)
     for block, lo, hi in blocks(start, stop):
-        rows = hi - lo
+        count, lo, hi = hi - lo, lo - start, hi - start  # rows of the block, in the range
         phi = features.quantised(x[lo:hi])
         phi64 = phi.astype(np.float64)
         norm = np.einsum("ij,ij->i", phi64, phi64)
         p = proba[lo:hi]
-        y = np.empty((rows, columns), dtype=np.float32)
+        y = np.empty((count, columns), dtype=np.float32)
         drawn = None
         if n_resamples and labels == 1:  # binary: the redrawn labels straight into y
             binary_labels_into(block_rng(seed, stream, block), thresholds[lo:hi], y[:, 1:])
@@ -120,7 +138,7 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures,
                 y[:, 1:] = drawn[k]
             weights = exact_parts(norm * (1.0 - 2.0 * p[:, k]), w_bound, PARTS)
             # one float32 GEMM: [Phi | weight parts]^T Y (exact)
-            product = exact_products(np.hstack([phi, weights.T]), y, rows)
+            product = exact_products(np.hstack([phi, weights.T]), y, count)
             out["G"][k] += product[:d]
             out["wy"] += product[d:]
             out["v"][k] += phi64.T @ exact_parts(p[:, k], 1.0, PARTS).T.astype(np.float64)
@@ -184,45 +202,52 @@ def statistics(total: dict[str, NDArray], n: int, scale: float) -> NDArray[np.fl
     return (np.einsum("kdb,kdb->b", a, a) - diagonal) / (n * (n - 1))
 
 
-def shared_labels(features: FourierFeatures, x: NDArray[np.float64],
-                  proba: NDArray[np.float64], observed: NDArray[np.uint8],
-                  thresholds: NDArray[np.uint32], labels: int, seed: int, stream: str,
+def label_rows(x: NDArray[np.float64], proba: NDArray[np.float64],
+               observed: NDArray[np.uint8]) -> dict[str, NDArray]:
+    """The per-row columns :func:`label_partial` reads from its row source."""
+    return {"x": x, "proba": proba, "observed": observed}
+
+
+def shared_labels(features: FourierFeatures, labels: int, seed: int, stream: str,
                   n_resamples: int) -> dict[str, Any]:
-    """The ``shared`` dict of :func:`label_partial` (no lead, no bootstrap)."""
-    return {"features": features, "x": x, "proba": proba, "observed": observed,
-            "thresholds": thresholds, "labels": labels, "seed": int(seed),
-            "stream": stream, "n_resamples": int(n_resamples)}
+    """The ``shared`` dict of :func:`label_partial` without its row source (no lead, no
+    bootstrap): nothing per row."""
+    return {"features": features, "labels": labels, "seed": int(seed), "stream": stream,
+            "n_resamples": int(n_resamples)}
 
 
 def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
                      totals: NDArray[np.int64], seed: int, stream: str) -> dict[str, Any]:
     """The bootstrap entries of :func:`label_partial`'s ``shared`` dict (``residuals``
-    (n, k) the scaled residual columns; ``totals`` (blocks, B))."""
+    (n, k) the scaled residual columns, which go in the row source; ``totals``
+    (blocks, B))."""
     grid = psi_exponent(features, residuals)
     return {"boot_totals": totals, "boot_seed": int(seed), "boot_stream": stream,
-            "residuals": residuals, "psi_grid": grid,
-            "h_bound": h_bound_of(features, residuals, grid)}
+            "psi_grid": grid, "h_bound": h_bound_of(features, residuals, grid)}
 
 
-def lead_shared(lead: NDArray[np.float64]) -> dict[str, Any]:
-    """The lead entries of :func:`label_partial`'s ``shared`` dict (``lead`` (n, q))."""
-    bounds = np.maximum(np.max(np.abs(lead), axis=0), 1e-300) if lead.shape[0] else \
-        np.ones(lead.shape[1])
-    return {"lead": lead, "lead_bounds": bounds}
+def lead_bounds_of(lead: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``lead_bounds`` of :func:`label_partial` for the lead columns ``lead`` (n, q)
+    (which go in the row source): the columns' largest magnitudes."""
+    if not lead.shape[0]:
+        return np.ones(lead.shape[1])
+    return np.maximum(np.max(np.abs(lead), axis=0), 1e-300)
 
 
-def resample_partial(start: int, stop: int, *, features: FourierFeatures,
-                     x: NDArray[np.float64], r: NDArray[np.float64], seed: int,
-                     stream: str, n_resamples: int) -> dict[str, NDArray]:
+def resample_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any,
+                     r: NDArray[np.float64], seed: int, stream: str, n_resamples: int
+                     ) -> dict[str, NDArray]:
     """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B) with column 0
-    the observed residuals ``r`` (n, k) and ``R*_ib = r_{J_ib}`` (``J`` uniform indices
-    from the block streams), and the diagonal sums ``sum_i |phi_i|^2 |R*_i|^2`` (float64
-    block GEMMs on the quantised map)."""
+    the observed residuals ``r`` (n, k, all rows: the draws index any row) and
+    ``R*_ib = r_{J_ib}`` (``J`` uniform indices from the block streams), and the diagonal
+    sums ``sum_i |phi_i|^2 |R*_i|^2`` (float64 block GEMMs on the quantised map);
+    ``x`` from the row source ``rows``."""
     n, classes = r.shape
+    x = rows.read(start, stop, ["x"])["x"]
     out = {"A": np.zeros((classes, features.n_features, 1 + n_resamples)),
            "diag": np.zeros(1 + n_resamples)}
     for block, lo, hi in blocks(start, stop):
-        phi64 = features.quantised(x[lo:hi]).astype(np.float64)
+        phi64 = features.quantised(x[lo - start:hi - start]).astype(np.float64)
         norm = np.einsum("ij,ij->i", phi64, phi64)
         index = block_rng(seed, stream, block).integers(0, n, size=(hi - lo, n_resamples))
         for k in range(classes):

@@ -22,6 +22,7 @@ redraws of row block ``b`` come from the stream ``(seed, stream, b)``
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +35,13 @@ from calaudit.metrics.skce import SkceEstimators
 from calaudit.inference.feature_passes import (
     bootstrap_shared,
     label_partial,
+    label_rows,
     resample_partial,
     resample_statistics,
     shared_labels,
     statistics,
 )
-from calaudit.numerics.block_draws import block_totals, label_thresholds
+from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
     FourierFeatures,
@@ -50,6 +52,7 @@ from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
+from calaudit.numerics.row_sources import ArrayRows, resident
 
 
 @dataclass(frozen=True)
@@ -93,13 +96,33 @@ def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: f
     return y.astype(np.uint8), p, 1 if p.shape[1] == 1 else p.shape[1]
 
 
-def label_shared(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[np.float64],
-                  proba: NDArray[np.float64], scale: float, seed: int, stream: str,
-                  n_resamples: int) -> dict:
+def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[np.float64],
+                 proba: NDArray[np.float64], scale: float, seed: int, stream: str,
+                 n_resamples: int) -> tuple[dict[str, NDArray], dict[str, Any]]:
+    """``(columns, shared)`` of :func:`calaudit.inference.feature_passes.label_partial`:
+    the per-row columns for its row source (:func:`~calaudit.inference.feature_passes.
+    label_rows`) and the rest of ``shared``."""
     observed, columns, labels = observed_labels(r, proba, scale)
-    full = np.asarray(proba, dtype=np.float64)
-    return shared_labels(features, np.asarray(x, dtype=np.float64), columns, observed,
-                         label_thresholds(full), labels, seed, stream, n_resamples)
+    rows = label_rows(np.asarray(x, dtype=np.float64), columns, observed)
+    return rows, shared_labels(features, labels, seed, stream, n_resamples)
+
+
+def reduce_rows(executor: Any, partial: Any, n: int, task_rows: int, rows: Any,
+                shared: dict[str, Any]) -> dict[str, NDArray]:
+    """``executor.map_sum(partial, task_ranges(n, task_rows), shared)`` with the row source
+    ``rows`` (a :class:`calaudit.numerics.row_sources.ArrayRows` or a handle of
+    :func:`calaudit.numerics.row_sources.resident`) as ``shared["rows"]``."""
+    return (executor or SerialExecutor()).map_sum(partial, task_ranges(n, task_rows),
+                                                  {**shared, "rows": rows})
+
+
+def reduce_columns(executor: Any, partial: Any, n: int, task_rows: int,
+                   columns: dict[str, NDArray], shared: dict[str, Any]) -> dict[str, NDArray]:
+    """:func:`reduce_rows` of the in-memory ``columns``, placed on the executor's workers
+    for this one reduction (:func:`calaudit.numerics.row_sources.resident`)."""
+    executor = executor or SerialExecutor()
+    with resident(executor, ArrayRows(columns)) as rows:
+        return reduce_rows(executor, partial, n, task_rows, rows, shared)
 
 
 def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
@@ -117,10 +140,9 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
     reduction over :func:`calaudit.numerics.row_blocks.task_ranges`
     (:mod:`calaudit.inference.feature_passes`), run by ``executor`` (default serial)."""
     n = np.asarray(r).shape[0]
-    shared = label_shared(features, x, r, proba, residual_scale, stream_seed(rng), stream,
-                           n_resamples)
-    total = (executor or SerialExecutor()).map_sum(label_partial,
-                                                   task_ranges(n, task_rows), shared)
+    columns, shared = label_inputs(features, x, r, proba, residual_scale, stream_seed(rng),
+                                   stream, n_resamples)
+    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     statistic, null = float(values[0]), values[1:]
     return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
@@ -130,18 +152,25 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
 def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
                            r: NDArray[np.float64], rng: np.random.Generator,
                            n_resamples: int, *, stream: str = "bootstrap",
-                           executor: Any = None, task_rows: int = TASK_ROWS
-                           ) -> FeatureTestResult:
+                           executor: Any = None, task_rows: int = TASK_ROWS,
+                           rows: Any = None) -> FeatureTestResult:
     """Residual bootstrap test of ``T_D`` (KLCE Algorithm 1): residuals drawn with
     replacement from all ``n`` observed residuals, indices from the row-block streams
-    (:func:`calaudit.inference.feature_passes.resample_partial`)."""
+    (:func:`calaudit.inference.feature_passes.resample_partial`). ``rows``: a row source
+    already holding ``x`` as column ``"x"`` (placed on the workers by the caller's
+    :func:`calaudit.numerics.row_sources.resident` block), else ``x`` is placed here. The
+    residuals go to every worker (any row can be drawn)."""
     rr = np.asarray(r, dtype=np.float64)
     n = rr.shape[0]
-    shared = {"features": features, "x": np.asarray(x, dtype=np.float64),
-              "r": rr.reshape(n, -1), "seed": stream_seed(rng), "stream": stream,
+    shared = {"features": features, "seed": stream_seed(rng), "stream": stream,
               "n_resamples": int(n_resamples)}
-    total = (executor or SerialExecutor()).map_sum(resample_partial,
-                                                   task_ranges(n, task_rows), shared)
+    executor = executor or SerialExecutor()
+    with contextlib.ExitStack() as stack:
+        if rows is None:
+            rows = stack.enter_context(resident(
+                executor, ArrayRows({"x": np.asarray(x, dtype=np.float64)})))
+        shared["r"] = stack.enter_context(resident(executor, rr.reshape(n, -1)))
+        total = reduce_rows(executor, resample_partial, n, task_rows, rows, shared)
     values = resample_statistics(total, n)
     statistic, null = float(values[0]), values[1:]
     return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
@@ -215,16 +244,15 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
     n = np.asarray(r).shape[0]
     b_cons = n_consistency if consistency_rng is not None else 0
     seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
-    shared = label_shared(features, x, r, proba, residual_scale, seed, "skce_consistency",
-                           b_cons)
+    columns, shared = label_inputs(features, x, r, proba, residual_scale, seed,
+                                   "skce_consistency", b_cons)
     if boot_rng is not None and n_boot:
         boot_seed = stream_seed(boot_rng)
-        residuals = np.asarray(r, dtype=np.float64).reshape(n, -1)
-        shared.update(bootstrap_shared(features, residuals,
+        columns["residuals"] = np.asarray(r, dtype=np.float64).reshape(n, -1)
+        shared.update(bootstrap_shared(features, columns["residuals"],
                                        block_totals(boot_seed, "skce_bootstrap", n, n_boot),
                                        boot_seed, "skce_bootstrap"))
-    total = (executor or SerialExecutor()).map_sum(label_partial,
-                                                   task_ranges(n, task_rows), shared)
+    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
     diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())

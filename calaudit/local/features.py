@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.inference.feature_passes import label_partial, lead_shared, statistics
+from calaudit.inference.feature_passes import label_partial, lead_bounds_of, statistics
 from calaudit.inference.feature_tests import (
     FeatureTestResult,
-    label_shared,
     feature_bootstrap_test,
+    label_inputs,
+    reduce_rows,
 )
 from calaudit.local.lcb import LocalBias
 from calaudit.numerics.features import (
@@ -37,7 +38,8 @@ from calaudit.numerics.features import (
     row_chunks,
 )
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
+from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed
+from calaudit.numerics.row_sources import ArrayRows, resident
 
 #: Smallest approximate kernel weight sum for which the LCB is reported.
 MIN_WEIGHT = 0.1
@@ -91,22 +93,25 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     n = z.shape[0]
     consistency = test == "klce_consistency" and rng is not None
     seed = stream_seed(rng) if consistency else 0
-    shared = label_shared(features, z, klce_residuals, proba, 1.0, seed,
-                           "klce_consistency", n_resamples if consistency else 0)
-    shared.update(lead_shared(np.column_stack([r, np.ones(n)])))
-    total = (executor or SerialExecutor()).map_sum(label_partial, task_ranges(n, task_rows),
-                                                   shared)
-    values = statistics(total, n, 1.0)
-    statistic = float(values[0])
-    result = None
-    if consistency:
-        result = FeatureTestResult(statistic, values[1:],
-                                   monte_carlo_pvalue(statistic, values[1:]),
-                                   features.n_features)
-    elif test == "klce_bootstrap" and rng is not None:
-        result = feature_bootstrap_test(features, z, klce_residuals, rng, n_resamples,
-                                        stream="klce_bootstrap", executor=executor,
-                                        task_rows=task_rows)
+    columns, shared = label_inputs(features, z, klce_residuals, proba, 1.0, seed,
+                                   "klce_consistency", n_resamples if consistency else 0)
+    columns["lead"] = np.column_stack([r, np.ones(n)])
+    shared["lead_bounds"] = lead_bounds_of(columns["lead"])
+    executor = executor or SerialExecutor()
+    # the rows go to the workers once for the stage's passes (pass 1 and the bootstrap)
+    with resident(executor, ArrayRows(columns)) as rows:
+        total = reduce_rows(executor, label_partial, n, task_rows, rows, shared)
+        values = statistics(total, n, 1.0)
+        statistic = float(values[0])
+        result = None
+        if consistency:
+            result = FeatureTestResult(statistic, values[1:],
+                                       monte_carlo_pvalue(statistic, values[1:]),
+                                       features.n_features)
+        elif test == "klce_bootstrap" and rng is not None:
+            result = feature_bootstrap_test(features, z, klce_residuals, rng, n_resamples,
+                                            stream="klce_bootstrap", executor=executor,
+                                            task_rows=task_rows, rows=rows)
     lead = total["lead"].sum(axis=2).T
     bias, curve_products = _bias_pass(features, z, lead, design)
     se = None

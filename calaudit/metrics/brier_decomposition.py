@@ -55,7 +55,11 @@ def decompose_binned(binned: BinnedOutcomes, weights: NDArray[np.float64] | None
     cells, p, o = binned.cells, binned.scores, binned.outcomes
     count = cells.sums(None, weights)
     p_sum, o_sum = cells.sums(p, weights), cells.sums(o, weights)
-    pp_sum, op_sum = cells.sums(p * p, weights), cells.sums(o * p, weights)
+    if weights is None:  # the products range by range (the same bytes, no n-row arrays)
+        pp_sum = cells.sums_of(lambda a, b: p[a:b] * p[a:b])
+        op_sum = cells.sums_of(lambda a, b: o[a:b] * p[a:b])
+    else:
+        pp_sum, op_sum = cells.sums(p * p, weights), cells.sums(o * p, weights)
     n = count.sum(axis=0)
     filled = count > 0
     safe = np.where(filled, count, 1.0)

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special, stats
 
+from calaudit.numerics.blocked import BLOCK_ROWS
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -57,12 +58,19 @@ def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
     information) is a reduction over the fixed ranges of ``task_ranges(n)``
     (:func:`newton_partial`, added in range order by ``executor``; up to ``TASK_ROWS``
     rows, one range: the sums over all rows at once)."""
-    k, q = design.shape[1], weights.shape[1]
-    executor = executor or SerialExecutor()
     source = ArrayRows({"design": design, "offset": offset, "y": y, "weights": weights})
+    return fit_logistic_rows(source, design.shape[1], weights.shape[1], executor)
+
+
+def fit_logistic_rows(source: Any, k: int, q: int, executor: Any = None) -> LogisticFit:
+    """:func:`fit_logistic` on the rows of a row source (``design`` (n, k), ``offset``,
+    ``y``, ``weights`` (n, q); e.g. :class:`RecalibrationRows`, which makes each range's
+    columns when a partial reads them)."""
+    executor = executor or SerialExecutor()
+    n = source.n
     with resident(executor, source) as rows:
         def sums(b: NDArray[np.float64], newton: bool) -> dict[str, NDArray[np.float64]]:
-            return executor.map_sum(newton_partial, task_ranges(y.size),
+            return executor.map_sum(newton_partial, task_ranges(n),
                                     {"rows": rows, "beta": b, "newton": newton})
 
         beta = np.zeros((k, q))
@@ -142,9 +150,38 @@ class Recalibration:
 
 
 def logit_of(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
-    """``logit(clip(p))`` and the number of clipped probabilities."""
-    clipped = int(np.count_nonzero((p < CLIP) | (p > 1.0 - CLIP)))
-    return special.logit(np.clip(p, CLIP, 1.0 - CLIP)), clipped
+    """``logit(clip(p))`` and the number of clipped probabilities (computed a block of
+    rows at a time into the result: 8 bytes a row, the same values)."""
+    out = np.empty(p.shape[0])
+    clipped = 0
+    for start in range(0, p.shape[0], BLOCK_ROWS):
+        part = p[start:start + BLOCK_ROWS]
+        clipped += int(np.count_nonzero((part < CLIP) | (part > 1.0 - CLIP)))
+        special.logit(np.clip(part, CLIP, 1.0 - CLIP), out=out[start:start + BLOCK_ROWS])
+    return out, clipped
+
+
+class RecalibrationRows:
+    """The rows of the two recalibration fits as a row source, made range by range from
+    the labels and ``logit(p)`` (16 bytes a row held, instead of every design column,
+    offset and weight column: the same values, so the same sums).
+
+    ``model="citl"``: design ``[1]``, offset ``logit(p)``; ``model="slope"``: design
+    ``[1, logit(p)]``, offset 0; the weights are 1."""
+
+    def __init__(self, y: NDArray, logit: NDArray[np.float64], model: str) -> None:
+        self.y, self.logit, self.model, self.n = y, logit, model, logit.shape[0]
+
+    def read(self, start: int, stop: int, names) -> dict[str, NDArray]:
+        logit = self.logit[start:stop]
+        ones = np.ones((stop - start, 1))
+        columns = {"y": np.asarray(self.y[start:stop], dtype=np.float64), "weights": ones}
+        if self.model == "citl":
+            columns.update(design=ones, offset=logit)
+        else:
+            columns.update(design=np.column_stack([ones[:, 0], logit]),
+                           offset=np.zeros(stop - start))
+        return {name: columns[name] for name in names}
 
 
 def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
@@ -170,13 +207,10 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
     >>> round(r.citl, 6), round(r.slope, 4)
     (0.0, 1.0739)
     """
-    y = np.asarray(y_true, dtype=np.float64)
+    y = np.asarray(y_true)
     logit, clipped = logit_of(np.asarray(p, dtype=np.float64))
-    ones = np.ones((y.size, 1))
-    unit = np.ones((y.size, 1))
-    large = fit_logistic(ones, logit, y, unit, executor)
-    slope = fit_logistic(np.column_stack([ones[:, 0], logit]), np.zeros(y.size), y, unit,
-                         executor)
+    large = fit_logistic_rows(RecalibrationRows(y, logit, "citl"), 1, 1, executor)
+    slope = fit_logistic_rows(RecalibrationRows(y, logit, "slope"), 2, 1, executor)
     return Recalibration(
         citl=float(large.coef[0, 0]), citl_se=float(np.sqrt(large.cov[0, 0, 0])),
         slope=float(slope.coef[1, 0]), slope_se=float(np.sqrt(slope.cov[0, 1, 1])),

@@ -53,8 +53,14 @@ def resampled_bin_rates(
     (:func:`calaudit.numerics.poisson_binomial.cell_counts`): the same resampling as
     redrawing every outcome, in O(bins x B) after one pmf per bin.
     """
-    present, cells, counts = np.unique(bin_index, return_inverse=True, return_counts=True)
-    events = cell_counts(scores, cells.ravel(), present.size, n_resamples, rng)
+    # np.unique(bin_index, return_inverse=True, return_counts=True) by counting (bins are
+    # small non-negative integers): no sorted copies of the n indices
+    every = np.bincount(bin_index)
+    present = np.flatnonzero(every)
+    rank = np.cumsum(every > 0) - 1
+    counts = every[present]
+    cells = bin_index if present.size == every.size else rank[bin_index]
+    events = cell_counts(scores, cells, present.size, n_resamples, rng)
     return events / counts[:, None].astype(np.float64)
 
 

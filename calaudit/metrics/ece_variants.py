@@ -119,9 +119,15 @@ class CanonicalBins:
         count = self.cells.sums(None, weights)
         prob_sums = np.stack([self.cells.sums(self.y_proba[:, k], weights) for k in range(m)],
                              axis=1)
-        label_sums = np.stack(
-            [self.cells.sums((self.y_true == k).astype(np.float64), weights) for k in range(m)],
-            axis=1)
+        y = self.y_true
+        if weights is None:  # each class's indicator range by range (the same sums)
+            label_sums = np.stack(
+                [self.cells.sums_of(lambda a, b, k=k: (y[a:b] == k).astype(np.float64))
+                 for k in range(m)], axis=1)
+        else:
+            label_sums = np.stack(
+                [self.cells.sums((y == k).astype(np.float64), weights) for k in range(m)],
+                axis=1)
         return _canonical_from_sums(count, prob_sums, label_sums, distance)
 
     def ece_for_labels(self, labels: NDArray[np.intp], distance: str = "tv"

@@ -65,7 +65,8 @@ def eval_points(sigma: float) -> NDArray[np.float64]:
 def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
     """Linear spreading ("cloud in cell") as a sparse (size, n) matrix ``S``: row ``i``
     gives ``1 - w`` of its value to the grid point left of ``f_i`` and ``w`` to the one
-    right of it, so ``S @ values`` puts (n, q) values on the grid."""
+    right of it, so ``S @ values`` puts (n, q) values on the grid. The definition (and the
+    tests' reference); :func:`spread_rows` computes the product a block at a time."""
     n = scores.shape[0]
     position = scores * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
@@ -101,30 +102,59 @@ def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.
     return smooth[:, left] * (1.0 - frac) + smooth[:, left + 1] * frac
 
 
+#: Rows per block when spreading onto the grid (memory O(block), not O(n)).
+SPREAD_ROWS = 65_536
+
+
+def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
+    """``spread_matrix(scores, size) @ [r * W, W]`` ((size, 2q); ``r = f - y``, ``W`` the
+    (n, q) weights, one column of ones when ``None``) without the sparse matrix: rows are
+    spread :data:`SPREAD_ROWS` at a time by ``np.add.at`` into one accumulator. The
+    accumulator takes each grid point's terms in row order, as the (index-sorted) CSR
+    product does, so the bytes are the matrix product's; the memory is a block's."""
+    q = 1 if weights is None else weights.shape[1]
+    out = np.zeros((size, 2 * q))
+    for lo in range(0, scores.shape[0], SPREAD_ROWS):
+        hi = min(lo + SPREAD_ROWS, scores.shape[0])
+        position = scores[lo:hi] * (size - 1)
+        left = np.clip(position.astype(np.int64), 0, size - 2)
+        weight = position - left
+        residual = scores[lo:hi] - outcomes[lo:hi]
+        if weights is None:
+            values = np.stack([residual, np.ones(hi - lo)], axis=1)
+        else:
+            block = weights[lo:hi]
+            values = np.hstack([residual[:, None] * block, block])
+        contribution = np.empty((hi - lo, 2, 2 * q))
+        np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
+        np.multiply(weight[:, None], values, out=contribution[:, 1])
+        points = np.stack([left, left + 1], axis=1).reshape(-1)
+        np.add.at(out, points, contribution.reshape(-1, 2 * q))
+    return out
+
+
 class Smoother:
-    """Scores, residuals ``f - y`` and row weights (n, q) (one column of ones by default:
-    the estimate; bootstrap counts: its replicates), with the spread of the weighted
-    residuals and weights on each grid size cached (the grid has 1001 points for every
-    ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
+    """Scores, outcomes and row weights (n, q) (``None``: one column of ones, the
+    estimate; bootstrap counts: its replicates), with the spread of the weighted
+    residuals ``f - y`` and weights on each grid size cached (the grid has 1001 points for
+    every ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
 
     def __init__(self, scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None = None) -> None:
         self.scores = np.asarray(scores, dtype=np.float64)
-        self.residuals = self.scores - np.asarray(outcomes, dtype=np.float64)
-        self.weights = (np.ones((self.scores.shape[0], 1)) if weights is None
-                        else np.asarray(weights, dtype=np.float64))
+        self.outcomes = np.asarray(outcomes, dtype=np.float64)
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self._grids: dict[int, NDArray[np.float64]] = {}
 
     @property
     def q(self) -> int:
-        return self.weights.shape[1]
+        return 1 if self.weights is None else self.weights.shape[1]
 
     def grid_values(self, size: int) -> NDArray[np.float64]:
         """(2q, size): the weighted residuals (rows ``:q``) and weights (rows ``q:``)."""
         if size not in self._grids:
-            spread = spread_matrix(self.scores, size)
-            values = np.hstack([self.residuals[:, None] * self.weights, self.weights])
-            self._grids[size] = np.asarray(spread @ values).T
+            self._grids[size] = spread_rows(self.scores, self.outcomes, self.weights, size).T
         return self._grids[size]
 
     def curves(self, sigma: float, columns: NDArray[np.intp] | None = None

@@ -14,6 +14,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.numerics.blocked import BLOCK_ROWS, dense_codes
 from calaudit.numerics.order_statistics import array_quantiles
 
 Strategy = Literal["uniform", "quantile"]
@@ -46,9 +47,16 @@ def quantile_edges(inner: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0."""
-    index = np.ceil(np.asarray(scores, dtype=np.float64) * n_bins).astype(np.intp) - 1
-    return np.clip(index, 0, n_bins - 1)
+    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0
+    (computed a block of rows at a time into the result: no n-row temporaries)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim == 0:
+        return np.clip(np.ceil(scores * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+    out = np.empty(scores.shape, dtype=np.intp)
+    for start in range(0, scores.shape[0], BLOCK_ROWS):
+        part = np.ceil(scores[start:start + BLOCK_ROWS] * n_bins).astype(np.intp) - 1
+        np.clip(part, 0, n_bins - 1, out=out[start:start + BLOCK_ROWS])
+    return out
 
 
 def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -77,11 +85,16 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     packed into one integer per row and then relabelled densely, so the grid is never
     materialised.
     """
-    per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
-    m = per_dim.shape[1]
+    m = probs.shape[1]
     if m * np.log2(max(n_bins, 2)) < 62:
-        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
-        _, dense = np.unique(packed, return_inverse=True)
-    else:  # too many cells for one int64: compare rows instead (slower sort)
-        _, dense = np.unique(per_dim, axis=0, return_inverse=True)
+        powers = n_bins ** np.arange(m, dtype=np.int64)
+
+        def packed(start: int, stop: int) -> NDArray[np.int64]:
+            return uniform_bin_index(probs[start:stop], n_bins).astype(np.int64) @ powers
+
+        # np.unique(packed, return_inverse=True), a block of rows at a time (8 bytes a row)
+        return dense_codes(packed, probs.shape[0])
+    # too many cells for one int64: compare rows instead (slower sort)
+    per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
+    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)

@@ -74,14 +74,34 @@ def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
                 n_resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """(n_cells, B) event counts ``sum_{i in c} o*_i`` with ``o*_i ~ Bernoulli(p_i)``,
     drawn exactly from each cell's Poisson-binomial law (empty cells: 0). The uniforms
-    are one ``rng.random((n_cells, B))`` in cell order."""
-    order = np.argsort(cells, kind="stable")
-    sorted_p = np.asarray(p, dtype=np.float64)[order]
-    bounds = np.searchsorted(cells[order], np.arange(n_cells + 1))
+    are one ``rng.random((n_cells, B))`` in cell order. Each cell's ``p_i`` are taken in
+    row order (:func:`cell_members`), so a pmf does not depend on how rows are read."""
+    members = cell_members(p, cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
     for c in range(n_cells):
-        start, stop = bounds[c], bounds[c + 1]
-        if stop > start:
-            out[c] = sample(pmf(sorted_p[start:stop]), u[c])
+        if members[c]:
+            chosen = np.concatenate(members[c])
+            members[c] = []
+            out[c] = sample(pmf(chosen), u[c])
     return out
+
+
+#: Rows per block when sorting rows into their cells.
+MEMBER_ROWS = 65_536
+
+
+def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
+                 ) -> list[list[NDArray[np.float64]]]:
+    """The ``p_i`` of every cell in row order, as pieces per block of rows (the values of
+    ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, without the n-row
+    permutation: 8 bytes a row)."""
+    members: list[list[NDArray[np.float64]]] = [[] for _ in range(n_cells)]
+    for start in range(0, cells.shape[0], MEMBER_ROWS):
+        block = cells[start:start + MEMBER_ROWS]
+        order = np.argsort(block, kind="stable")
+        values = np.asarray(p[start:start + MEMBER_ROWS], dtype=np.float64)[order]
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=n_cells))])
+        for c in np.flatnonzero(np.diff(bounds)):
+            members[c].append(values[bounds[c]:bounds[c + 1]])
+    return members

@@ -221,6 +221,15 @@ def _glibc(one_arena: bool = False) -> Any:
     return libc
 
 
+def release_free_memory() -> None:
+    """Hand freed heap pages back to the OS (``malloc_trim(0)`` on glibc; nothing
+    elsewhere). Called after a phase that frees many medium-sized blocks (the loader's
+    per-batch chunks), so the RSS that later phases start from is the live data."""
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
 def one_blas_thread() -> Any:
     """A context in which BLAS runs one thread per call (``threadpoolctl``). Also for a
     task whose GEMM bits must not depend on where it runs: OpenBLAS splits a GEMM's rows

@@ -15,6 +15,7 @@ therefore gets the same bytes. Up to ``TASK_ROWS`` rows this is one ``bincount``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -56,12 +57,26 @@ class Cells:
         return np.asarray(self.membership @ weighted)
 
 
-def range_bincount(index: NDArray[np.intp], values: NDArray[np.float64] | None,
+    def sums_of(self, values: Callable[[int, int], NDArray[np.float64]]
+                ) -> NDArray[np.float64]:
+        """``self.sums(x)`` for ``x`` given by ``values(start, stop)``, its rows of each
+        range (e.g. ``p * p`` without the n-row product): the same bytes."""
+        return range_bincount(self.index, values, self.n_cells)
+
+
+def range_bincount(index: NDArray[np.intp],
+                   values: NDArray[np.float64] | Callable[[int, int], NDArray] | None,
                    n_cells: int) -> NDArray[np.float64]:
     """``np.bincount(index, values, minlength=n_cells)`` as float64, reduced over the fixed
-    ranges of ``task_ranges(n)``: one ``bincount`` per range, added in range order."""
-    parts = ({"sums": np.bincount(index[a:b], weights=None if values is None else values[a:b],
-                                  minlength=n_cells)} for a, b in task_ranges(index.size))
+    ranges of ``task_ranges(n)``: one ``bincount`` per range, added in range order.
+    ``values`` may be a function ``values(start, stop)`` giving each range's values."""
+    def weights(a: int, b: int) -> NDArray | None:
+        if values is None:
+            return None
+        return values(a, b) if callable(values) else values[a:b]
+
+    parts = ({"sums": np.bincount(index[a:b], weights=weights(a, b), minlength=n_cells)}
+             for a, b in task_ranges(index.size))
     if index.size == 0:
         return np.zeros(n_cells)
     return fold(parts)["sums"].astype(np.float64, copy=False)
