@@ -91,6 +91,39 @@ def test_near_replicates_are_decided_in_double_precision(single_pass, monkeypatc
     assert skce_p(y, proba, np.float32) != exact_skce
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_observed_statistic_not_given_single_precision(single_pass, seed):
+    """Without the observed KLCE^2 (the audit's exact path), a single-precision pass first
+    gets it from a double-precision pass of its own: same p-value as float64, ties
+    refined."""
+    y, proba, g = tie_heavy(seed=seed)
+    gram = product_gram(proba[:, 1], 1.0, g, 1.0)
+    r = residuals(y, proba)
+    run = [local_resampling.consistency_test(gram, r, proba[:, 1].copy(),
+                                             np.random.default_rng(1), 2999, dtype=dtype)
+           for dtype in (np.float64, np.float32)]
+    assert run[1].p_value == run[0].p_value == local_p(y, proba, g, np.float64)
+    assert run[1].statistic == pytest.approx(run[0].statistic, rel=1e-12)
+    assert min(single_pass) > 0
+
+
+def test_unknown_observed_statistic_leans_to_double_precision():
+    """The pilot's stand-in for the observed form: a pass whose rounding band covers the
+    null runs in double precision, with the observed residuals as its lead column."""
+    n = 5000
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.1, 0.9, n)
+    gram = product_gram(p, 1.0, None, 1.0)
+    r = (rng.uniform(size=n) < p) - p
+
+    def pilot(q):
+        return (rng.uniform(size=(n, q)) < p[:, None]) - p[:, None]
+
+    factor = form_error_factor(n, np.float32)
+    assert pass_dtype(gram, np.float32, 500, pilot, None, factor, 0.0, r[:, None]) \
+        == np.float64
+
+
 def test_cost_model_prefers_double_precision_when_most_replicates_are_near():
     gram = product_gram(np.linspace(0, 1, 5000), 1.0, None, 1.0)
     assert single_precision_pays(gram, 1000, 0.0)

@@ -11,10 +11,12 @@ Random streams: the stage's generator is split (``Generator.spawn``) into one ch
 purpose, in a fixed order, so e.g. changing the number of resamples of one test never
 changes another test's draws or the group intervals.
 
-Kernel passes (each evaluates the n^2 / 2 kernel entries once): (1) ``K @ [r, 1, R]`` gives
-the LCB at every observation and the KLCE^2 estimate; (2) the first consistency or
-bootstrap test, with the LCB curves' columns ``K @ V`` fused into its pass; each further
-test adds one pass (the KiTE test uses its own kernel).
+Kernel passes of the exact path (each evaluates the n^2 / 2 kernel entries once): the LCB's
+``K @ [r, 1]`` with the estimation bandwidths (its own kernel); the first consistency or
+bootstrap test, whose pass also gives the KLCE^2 estimate (the observed residuals as its
+lead column when the pass runs in double precision; a double-precision pass of their own
+first when single precision is cheaper, or when no such test runs); each further test adds
+one pass (the KiTE test uses its own kernel).
 """
 
 from __future__ import annotations
@@ -185,11 +187,13 @@ class LocalAudit(LcbEstimation):
                    f"{lc.min_group_events}"
         return ""
 
-    def run_test(self, test_id: str, statistic: float, products: np.ndarray | None = None
-                 ) -> tuple[TestResult, NullResult]:
-        """Run one test against the observed ``statistic`` (double precision, pass 1);
-        ``products`` (consistency and bootstrap tests only) are multiplied by the kernel in
-        the same pass (``NullResult.products``)."""
+    def run_test(self, test_id: str, statistic: float | None,
+                 products: np.ndarray | None = None) -> tuple[TestResult, NullResult]:
+        """Run one test against the observed ``statistic`` (double precision; ``None``: the
+        exact consistency or bootstrap test computes it in its own pass, see
+        :func:`~calaudit.local.resampling.batched_forms`); ``products`` (consistency and
+        bootstrap tests only) are multiplied by the kernel in the same pass
+        (``NullResult.products``)."""
         lc, rng = self.local, self.streams[test_id]
         dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
         precision = {"resample_dtype": lc.resample_dtype}
@@ -198,11 +202,13 @@ class LocalAudit(LcbEstimation):
             params = self.kernel_params()
         elif test_id == "klce_consistency":
             res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
-                                   products=products, statistic=statistic, dtype=dtype)
+                                   products=products, statistic=statistic, dtype=dtype,
+                                   executor=executor_of(self.config))
             params = {**self.kernel_params(), **precision}
         elif test_id == "klce_bootstrap":
             res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products,
-                                 statistic=statistic, dtype=dtype)
+                                 statistic=statistic, dtype=dtype,
+                                 executor=executor_of(self.config))
             params = {**self.kernel_params(), **precision, **res.extra}
         else:
             gram, params = self.kite_gram()
@@ -269,30 +275,39 @@ class LocalAudit(LcbEstimation):
                   "normalisation": "(n - 1) / n * sum_{i,j} K_ij"}
         return gram, params
 
-    def tests_and_products(self, statistic: float, columns: np.ndarray
-                           ) -> tuple[list[TestResult], np.ndarray | None]:
-        """The requested tests (INCONCLUSIVE when the sample is too small) and ``K @
+    def tests_and_products(self, statistic: float | None, columns: np.ndarray
+                           ) -> tuple[list[TestResult], np.ndarray | None, float]:
+        """The requested tests (INCONCLUSIVE when the sample is too small), ``K @
         columns``, fused into the first consistency or bootstrap test's pass (``None`` if
-        no such test ran)."""
+        no such test ran), and the KLCE^2 estimate (``statistic``, or when ``None`` the
+        first exact test's, else :func:`klce2`)."""
         if not self.config.run_tests:
-            return [], None
+            return [], None, self.observed(statistic)
         reason = self.too_small()
         if reason:
+            statistic = self.observed(statistic)
             return [TestResult(
                 id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
                 method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
                 status=Status.INCONCLUSIVE, alpha=self.config.alpha,
                 message=f"too small to decide: {reason}", title=TITLES[test_id],
                 family="local")
-                for test_id in self.local.tests], None
+                for test_id in self.local.tests], None, statistic
         out, products = [], None
         for test_id in self.local.tests:
             fuse = products is None and test_id != "klce_permutation" and columns.shape[1] > 0
-            result, res = self.run_test(test_id, statistic, columns if fuse else None)
+            result, res = self.run_test(test_id, statistic if test_id != "klce_permutation"
+                                        else None, columns if fuse else None)
             out.append(result)
+            if statistic is None and test_id != "klce_permutation":
+                statistic = res.statistic
             if fuse:
                 products = res.products
-        return out, products
+        return out, products, self.observed(statistic)
+
+    def observed(self, statistic: float | None) -> float:
+        """The KLCE^2 estimate: ``statistic`` when known, else its own exact pass."""
+        return klce2(self.gram, self.r) if statistic is None else statistic
 
     def per_class(self) -> list[dict[str, Any]]:
         """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
@@ -350,12 +365,11 @@ class LocalAudit(LcbEstimation):
         else:
             outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
             scalar_r = outcome - prediction
-        if self.features is None:
-            statistic = klce2(self.gram, self.r)
-        else:  # the test's statistic (and fused test) from the feature pass
+        statistic = None  # exact path: from the first test's pass (tests_and_products)
+        if self.features is not None:  # statistic (and fused test) from the feature pass
             statistic = self.feature_pass(scalar_r)
         # every use of the test kernel first, then its (n, columns) rows are freed
-        tests, _ = self.tests_and_products(statistic, np.zeros((self.n, 0)))
+        tests, _, statistic = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         per_class = self.per_class()
         self.gram = None
         if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
@@ -365,9 +379,10 @@ class LocalAudit(LcbEstimation):
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
-        # exact path (small n): V as an array; features: V built a row block at a time
+        # V is never stored: built a row block at a time (CurveColumns; exact path in
+        # float64, the same bytes as the dense array)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=self.lcb_kernel is None)
+                              dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
@@ -376,7 +391,7 @@ class LocalAudit(LcbEstimation):
                                       self.lcb_features, self.choice.frequency_seed)
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                              design.columns)
+                              CurveColumns(design, bias.weight_sums, np.float64))
         # per-row state is dropped as soon as its last use is done: the curves' requests
         # (rows and covariate values) here, the attribution's rows after the group check
         curves = self.curves(design, bias, at, scalar_r)

@@ -356,7 +356,8 @@ class SkceStage:
             result = features.consistency
         else:
             result = skce_consistency_test(cached(kernel.on(data.y_proba)), data.y_proba,
-                                           terms.unbiased, rng, config.n_resamples)
+                                           terms.unbiased, rng, config.n_resamples,
+                                           executor=executor_of(config))
         return TestResult(test_id, result.statistic, terms.unbiased, result.p_value, method,
                           n_resamples=config.n_resamples, params=dict(common),
                           null_distribution=result.null_distribution, title=TITLES[test_id])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,7 +77,8 @@ def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_ro
 def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], observed: float,
                           rng: np.random.Generator, n_resamples: int,
                           max_entries: int = BATCH_ENTRIES,
-                          dtype: type = CONSISTENCY_GEMM_DTYPE) -> ResamplingTest:
+                          dtype: type = CONSISTENCY_GEMM_DTYPE,
+                          executor: Any = None) -> ResamplingTest:
     """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
 
     Ties: the products ``K Z`` run in ``dtype`` (float32 by default); replicates whose
@@ -84,7 +86,9 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
     recomputed in float64, and replicates within twice the float64 bound below
     ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
     p-value does not depend on ``dtype``. When most replicates would be recomputed (large
-    ``n``), the pass runs in double precision instead (:func:`pass_dtype`).
+    ``n``), the pass runs in double precision instead (:func:`pass_dtype`). ``executor``
+    runs the passes' row tiles (:func:`kernel_forms_and_matmul`: the same bytes whatever
+    runs them).
     """
     n, m = y_proba.shape
     scale = 1.0 / (n * (n - 1))
@@ -106,10 +110,11 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
 
     def batch(q: int) -> NDArray[np.float64]:
         z = columns(rng, q)
-        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
+        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype, executor=executor)
         if dtype != np.float64:
             refine_near(forms, z, observed / scale, factor, tie / scale,
-                        lambda near: kernel_forms_and_matmul(kernel_gram, near)[0])
+                        lambda near: kernel_forms_and_matmul(kernel_gram, near,
+                                                             executor=executor)[0])
         return forms * scale
 
     return _run(observed, batch, rows, n_resamples, max_entries, atol=tie)

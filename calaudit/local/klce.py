@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.pairwise import kernel_forms_and_matmul
 
 
 def residuals(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -49,8 +49,10 @@ def as_columns(r: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def klce2_sum(gram: Gram, r: NDArray[np.float64]) -> float:
-    """``S = sum_{i != j} K_ij <r_i, r_j>`` (un-normalised)."""
-    return float(kernel_quadratic_forms(gram, as_columns(r))[0])
+    """``S = sum_{i != j} K_ij <r_i, r_j>`` (un-normalised), by the fused engine's row tiles
+    (:func:`kernel_forms_and_matmul`): the same summation as the observed statistic's lead
+    column in a double-precision resampling pass."""
+    return float(kernel_forms_and_matmul(gram, as_columns(r))[0][0])
 
 
 def klce2(gram: Gram, r: NDArray[np.float64]) -> float:

@@ -3,10 +3,11 @@
 Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
 all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
 kernel (:func:`kernel_forms_and_matmul`: one BLAS call per kernel chunk for all columns).
-Unless the observed statistic is passed in (the audit stage computes it in double
-precision in its LCB pass, and may then resample in single precision), the observed
-residuals ride along as the first column(s). When ``n * m * B`` would exceed
-:data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass each).
+Unless the observed statistic is passed in, the observed residuals ride along as the first
+column(s) of a double-precision pass (or, when a single-precision pass is cheaper, get a
+double-precision pass of their own first: :func:`batched_forms`). When ``n * m * B``
+would exceed :data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass
+each).
 
 * :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
   fixed, labels redrawn ``y*_i ~ Cat(p_i)``. Under local calibration this is the exact
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,7 +71,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                   lead: NDArray[np.float64] | None, *,
                   products: NDArray[np.float64] | None = None,
                   max_entries: int = MAX_ENTRIES, dtype: type = np.float64,
-                  refine: tuple[float, float] | None = None
+                  refine: tuple[float | None, float] | None = None, executor: Any = None
                   ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
                              NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
@@ -86,7 +88,13 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     recomputed in double precision from the same columns, so ``T* >= T`` is decided as in
     float64. When most replicates would be recomputed (large ``n``: the rounding bound
     grows with ``n``), the whole pass runs in double precision instead (:func:`pass_dtype`;
-    the p-value is the same, only the CPU time differs).
+    the p-value is the same, only the CPU time differs). ``F = None``: the observed form
+    is the lead column's (one column, ``k = 1``), not computed yet; it rides along in the
+    double-precision pass when that is chosen (one kernel pass in all), else it gets a
+    double-precision pass of its own before the single-precision one.
+
+    ``executor`` runs the row tiles of every pass (:func:`kernel_forms_and_matmul`; the
+    same bytes whatever runs them).
     """
     n = gram.n
     layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
@@ -98,8 +106,11 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             sampler(np.random.default_rng(PILOT_SEED), columns)
             return columns
         dtype = pass_dtype(gram, dtype, min(batch, n_resamples + k), pilot, refine[0],
-                           form_error_factor(n, dtype), refine[1])
+                           form_error_factor(n, dtype), refine[1], lead)
     lead_forms: NDArray[np.float64] | None = None
+    if refine is not None and refine[0] is None and dtype != np.float64:
+        lead_forms, _ = kernel_forms_and_matmul(gram, lead, executor=executor)
+        refine, lead, k = (float(lead_forms[0]), refine[1]), lead[..., :0], 0
     weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
     done, first = 0, True
@@ -113,13 +124,15 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             block[..., :k] = lead
         sampler(rng, block[..., offset:])
         values, extra = kernel_forms_and_matmul(gram, block, products if first else None,
-                                                dtype=dtype)
+                                                dtype=dtype, executor=executor)
         if first:
-            lead_forms, values = (values[:k] if k else None), values[k:]
+            lead_forms = values[:k] if k else lead_forms
+            values = values[k:]
             weighted = extra if products is not None else None
         if refine is not None and dtype != np.float64:
             refine_near(values, block[..., offset:], refine[0], form_error_factor(n, dtype),
-                        refine[1], lambda z: kernel_forms_and_matmul(gram, z)[0])
+                        refine[1],
+                        lambda z: kernel_forms_and_matmul(gram, z, executor=executor)[0])
         forms.append(values)
         done += count
         first = False
@@ -188,18 +201,18 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
 def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
                        rng: np.random.Generator, n_resamples: int,
                        products: NDArray[np.float64] | None, statistic: float | None,
-                       dtype: type) -> tuple[float, NDArray[np.float64],
-                                             NDArray[np.float64] | None]:
-    """KLCE^2 (given, or from a double-precision lead column) and the null statistics."""
-    if statistic is None and dtype != np.float64:
-        raise ValueError("single-precision resampling needs the observed statistic")
+                       dtype: type, executor: Any = None
+                       ) -> tuple[float, NDArray[np.float64], NDArray[np.float64] | None]:
+    """KLCE^2 (given, or from a double-precision lead column: in the resampling pass when
+    it runs in double precision, else in a pass of its own first) and the null
+    statistics."""
     lead = as_columns(r) if statistic is None else as_columns(r)[..., :0]
     scale = 1.0 / (gram.n * (gram.n - 1))
-    refine = None
-    if statistic is not None:
-        refine = (float(statistic) / scale, tie_tolerance(gram.n) / scale)
+    observed_form = None if statistic is None else float(statistic) / scale
+    refine = (observed_form, tie_tolerance(gram.n) / scale)
     lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
-                                               products=products, dtype=dtype, refine=refine)
+                                               products=products, dtype=dtype, refine=refine,
+                                               executor=executor)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
     return observed, null * scale, weighted
 
@@ -215,14 +228,17 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
                      rng: np.random.Generator, n_resamples: int, *,
                      products: NDArray[np.float64] | None = None,
                      statistic: float | None = None,
-                     dtype: type = np.float64) -> NullResult:
+                     dtype: type = np.float64, executor: Any = None) -> NullResult:
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
 
-    ``statistic``: the observed KLCE^2 when already computed (in double precision, e.g. by
-    the LCB pass); the resampled statistics may then use ``dtype=np.float32``.
+    ``statistic``: the observed KLCE^2 when already computed (in double precision);
+    otherwise it comes from the lead column (see :func:`batched_forms`). ``dtype=np.float32``
+    lets the pass run in single precision where that is cheaper (ties still decided in
+    double precision). ``executor`` runs the row tiles of the kernel passes.
     """
     observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
-                                                  n_resamples, products, statistic, dtype)
+                                                  n_resamples, products, statistic, dtype,
+                                                  executor)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),
                       products=weighted)
@@ -230,14 +246,16 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
                    n_resamples: int, *, products: NDArray[np.float64] | None = None,
-                   statistic: float | None = None, dtype: type = np.float64) -> NullResult:
+                   statistic: float | None = None, dtype: type = np.float64,
+                   executor: Any = None) -> NullResult:
     """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
     :func:`consistency_test`.
 
     ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
     """
     observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
-                                                  n_resamples, products, statistic, dtype)
+                                                  n_resamples, products, statistic, dtype,
+                                                  executor)
     paper = float(np.count_nonzero(null > observed) / null.size)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),

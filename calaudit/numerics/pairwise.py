@@ -13,10 +13,13 @@ evaluations and half the flops). Memory is ``O(tile_rows * n + n * q)``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram
+from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread
 
 #: Target size, in float64 entries, of one kernel block (about 32 MB).
 BLOCK_ENTRIES = 4_000_000
@@ -99,6 +102,10 @@ def kernel_quadratic_forms(
 #: Rows per tile of :func:`kernel_forms_and_matmul`; GEMM throughput grows with the tile
 #: height (the resample matrix is packed once per tile), e.g. about 4x from 82 to 1024 rows.
 FUSED_TILE_ROWS = 1024
+#: Entries of one kernel block of :func:`kernel_forms_and_matmul` (16 MB of float64): one
+#: block per thread, so two threads hold what one 32 MB block did; the GEMMs run at the
+#: same speed from 2,000 columns on.
+FUSED_BLOCK_ENTRIES = 2_000_000
 
 
 def _tiles_2d(n: int, tile_rows: int, chunk_cols: int):
@@ -119,9 +126,10 @@ def kernel_forms_and_matmul(
     *,
     exclude_diagonal: bool = True,
     tile_rows: int | None = None,
-    block_entries: int = BLOCK_ENTRIES,
+    block_entries: int = FUSED_BLOCK_ENTRIES,
     dtype: type = np.float64,
     matmul_dtype: type | None = None,
+    executor: Any = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
     **one** pass over the kernel (each kernel entry is evaluated once for both).
@@ -137,6 +145,16 @@ def kernel_forms_and_matmul(
     columns and a few kernel-weighted sums (e.g. the local calibration bias) are needed
     from the same kernel.
 
+    ``executor`` (``map_sum`` of :mod:`calaudit.numerics.row_blocks`: serial, threads or
+    Dask) computes every row tile as a task (:func:`tile_partial`: its kernel block,
+    chunk by chunk, and its GEMMs) and adds the tiles' partial forms and products **in
+    tile order**, so the result has the same bytes whatever runs the tiles (one thread,
+    several threads with BLAS at one thread each, or cluster workers). ``None``: a
+    :class:`~calaudit.numerics.row_blocks.ThreadExecutor` on the usable cores. Tiles on
+    threads of their own beat one tile at a time with a threaded kernel fill and a
+    threaded GEMM: no core waits for the other phase, and no BLAS thread spins while the
+    kernel block is filled.
+
     ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel
     evaluation) in single precision -- about twice as fast -- with the forms accumulated
     in double precision; the relative rounding error of each form is then of order
@@ -151,42 +169,104 @@ def kernel_forms_and_matmul(
     flat = zm.reshape(n, m * q)
     wdtype = matmul_dtype or dtype
     wm = np.zeros((n, 0), wdtype) if w is None else np.asarray(w, dtype=wdtype).reshape(n, -1)
-    totals = np.zeros(m * q)
-    products = np.zeros(wm.shape)
     rows = min(n, tile_rows or FUSED_TILE_ROWS)
-    chunk = max(rows, block_entries // rows)
-    upper = np.zeros((rows, m * q), dtype=dtype)
-    native = getattr(gram, "supports_dtype", False) and wdtype == dtype
-    # one GEMM with [Z | W] per chunk (a small copy) when both share a precision
-    narrow = m * q + wm.shape[1] <= 64 and wdtype == dtype
-    f8 = np.float64
-    for start, stop, c0, c1 in _tiles_2d(n, rows, chunk):
-        exact = None if native else gram.block(slice(start, stop), slice(c0, c1))
-        block = (gram.block(slice(start, stop), slice(c0, c1), dtype=dtype) if native
-                 else exact.astype(dtype, copy=False))
-        wblock = block if exact is None else exact.astype(wdtype, copy=False)
-        here = flat[start:stop]
-        if c0 == start:
-            upper[: stop - start] = 0.0
-            diag_part = block[:, : stop - start] @ here
-            totals -= np.einsum("ij,ij->j", here, diag_part, dtype=f8)
-        if wm.shape[1] and narrow:
-            both = block @ np.hstack([flat[c0:c1], wm[c0:c1]])
-            upper[: stop - start] += both[:, : m * q]
-            products[start:stop] += both[:, m * q:]
-        else:
-            upper[: stop - start] += block @ flat[c0:c1]
-            if wm.shape[1]:
-                products[start:stop] += wblock @ wm[c0:c1]
-        if wm.shape[1]:
-            lower = max(c0, stop)
-            if lower < c1:
-                products[lower:c1] += wblock[:, lower - c0:].T @ wm[start:stop]
-        if c1 == n:
-            totals += 2.0 * np.einsum("ij,ij->j", here, upper[: stop - start], dtype=f8)
+    threaded = getattr(executor, "threads", 1) > 1
+    shared = {"gram": gram, "flat": flat, "w": wm, "chunk": max(rows, block_entries // rows),
+              "dtype": np.dtype(dtype).name, "pooled": not threaded}
+    total = (executor or ThreadExecutor()).map_sum(tile_partial, list(_tiles(n, rows)),
+                                                  shared)
+    totals, products = total["forms"], total["products"]
     if exclude_diagonal:
         diagonal = gram.diagonal()
+        f8 = np.float64
         for start, stop in _tiles(n, rows):
             part = flat[start:stop]
             totals -= np.einsum("i,ij,ij->j", diagonal[start:stop], part, part, dtype=f8)
     return totals.reshape(m, q).sum(axis=0), products
+
+
+def tile_partial(start: int, stop: int, *, gram: Gram, flat: NDArray, w: NDArray,
+                 chunk: int, dtype: str, pooled: bool) -> dict[str, NDArray[np.float64]]:
+    """The row tile ``[start, stop)`` of :func:`kernel_forms_and_matmul`: its blocks
+    ``K[start:stop, c0:c1]`` of the upper triangle (column chunks of ``chunk`` entries,
+    the first one holding the diagonal block), with
+
+    * ``forms``: ``2 sum_{i in tile} <Z_i, (K Z)_i^upper> - sum_{i, j in tile} K_ij <Z_i,
+      Z_j>`` (the tile's share of every quadratic form, diagonal still included);
+    * ``products``: the tile's contributions to ``K @ W`` (its own rows from the upper
+      blocks, the later rows from the blocks' transposes), an (n, r) array.
+
+    ``pooled``: fill the kernel block on the kernel's thread pool (when the tiles run one
+    at a time); a task on a thread of its own fills it in its own thread.
+    """
+    n = gram.n
+    precision = np.dtype(dtype).type
+    q, r = flat.shape[1], w.shape[1]
+    native = getattr(gram, "supports_dtype", False) and w.dtype == precision
+    # one GEMM with [Z | W] per chunk (a small copy) when both share a precision
+    narrow = r and q + r <= 64 and w.dtype == precision
+    here = flat[start:stop]
+    upper = np.zeros((stop - start, q), dtype=precision)
+    products = np.zeros((n, r))
+    forms = np.zeros(q)
+    f8 = np.float64
+    with one_blas_thread():  # the GEMMs' bits must not depend on where the task runs
+        for c0 in range(start, n, chunk):
+            _tile_chunk(gram, start, stop, c0, min(n, c0 + chunk), here, flat, w, upper,
+                        products, forms, precision, native, narrow, pooled)
+    forms += 2.0 * np.einsum("ij,ij->j", here, upper, dtype=f8)
+    return {"forms": forms, "products": products}
+
+
+#: Entries of the row groups of a products-only pass (1 MB of float64, cache resident).
+GROUP_ENTRIES = 131_072
+
+
+def _products_only(gram: Gram, start: int, stop: int, c0: int, c1: int, w: NDArray,
+                   products: NDArray, precision: type, pooled: bool) -> None:
+    """``K @ W`` alone (e.g. the LCB's ``K @ [r, 1]``): the block ``K[start:stop, c0:c1]``
+    is filled and multiplied a group of rows at a time, so both narrow GEMMs read it from
+    the cache instead of from memory (a GEMM with two columns is bound by memory)."""
+    group = max(1, GROUP_ENTRIES // (c1 - c0))
+    lower = max(c0, stop)
+    for a0 in range(start, stop, group):
+        a1 = min(stop, a0 + group)
+        part = gram.block(slice(a0, a1), slice(c0, c1), dtype=precision, pooled=pooled)
+        products[a0:a1] += part @ w[c0:c1]
+        if lower < c1:
+            products[lower:c1] += part[:, lower - c0:].T @ w[a0:a1]
+
+
+def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArray,
+                flat: NDArray, w: NDArray, upper: NDArray, products: NDArray,
+                forms: NDArray, precision: type, native: bool, narrow: bool,
+                pooled: bool) -> None:
+    """One block ``K[start:stop, c0:c1]`` of :func:`tile_partial`, added into its
+    ``upper`` row products, ``products`` and (diagonal block) ``forms``."""
+    q, r, f8 = flat.shape[1], w.shape[1], np.float64
+    if q == 0 and r and native:
+        _products_only(gram, start, stop, c0, c1, w, products, precision, pooled)
+        return
+    if native:
+        block = (gram.block(slice(start, stop), slice(c0, c1), dtype=precision)
+                 if pooled else gram.block(slice(start, stop), slice(c0, c1),
+                                           dtype=precision, pooled=False))
+        wblock = block
+    else:
+        exact = gram.block(slice(start, stop), slice(c0, c1))
+        block = exact.astype(precision, copy=False)
+        wblock = exact.astype(w.dtype, copy=False)
+    if c0 == start:
+        diag_part = block[:, : stop - start] @ here
+        forms -= np.einsum("ij,ij->j", here, diag_part, dtype=f8)
+    if narrow:
+        both = block @ np.hstack([flat[c0:c1], w[c0:c1]])
+        upper += both[:, :q]
+        products[start:stop] += both[:, q:]
+    else:
+        upper += block @ flat[c0:c1]
+        if r:
+            products[start:stop] += wblock @ w[c0:c1]
+    lower = max(c0, stop)
+    if r and lower < c1:
+        products[lower:c1] += wblock[:, lower - c0:].T @ w[start:stop]

@@ -153,7 +153,8 @@ def _kernel_costs(gram: Gram) -> tuple[float, float]:
     return c["kernel64"], c["kernel32"] if native else c["kernel64"] + c["copy"]
 
 
-def single_precision_pays(gram: Gram, columns: int, near_share: float) -> bool:
+def single_precision_pays(gram: Gram, columns: int, near_share: float,
+                          observed_pass: bool = False) -> bool:
     """Whether a single-precision pass over ``columns`` resampled columns plus the
     double-precision pass that :func:`refine_near` makes over the share ``near_share`` of
     them is expected to cost less than one double-precision pass (:data:`PASS_COST_NS`).
@@ -162,12 +163,30 @@ def single_precision_pays(gram: Gram, columns: int, near_share: float) -> bool:
     the CPU time differs. At large ``n`` the rounding bound of a single-precision form
     (:func:`form_error_factor`, linear in ``n``) covers most of the null distribution,
     every replicate would be recomputed, and one double-precision pass is cheaper.
+    ``observed_pass``: the single-precision way also needs a double-precision pass for
+    the observed form (the double-precision pass carries it as one more column).
     """
     k64, k32 = _kernel_costs(gram)
     c = PASS_COST_NS
     refined = 1.0 - (1.0 - near_share) ** columns  # P(the refinement pass runs at all)
     single = k32 + columns * c["gemm32"] + refined * (k64 + near_share * columns * c["gemm64"])
+    single += k64 if observed_pass else 0.0
     return single < k64 + columns * c["gemm64"]
+
+
+def subsample_forms(gram: Gram, z: NDArray, rows: int = PILOT_ROWS) -> NDArray[np.float64]:
+    """``(n / m) sum_{i != j in S} K_ij <z_i, z_j>`` of every column of ``z`` ((n, q) or
+    (n, m, q)) over ``m`` (about ``rows``) evenly spaced rows ``S``: under the null, about
+    the law of the form over all ``n`` rows (see :func:`predicted_near_share`); for a
+    column with a non-zero mean kernel term (an alternative), an underestimate of its
+    form, whose mean grows like ``n^2``."""
+    n = gram.n
+    sub = slice(0, n, max(1, n // rows))
+    block = gram.block(sub, sub)
+    np.fill_diagonal(block, 0.0)
+    m = block.shape[0]
+    z = z[sub].reshape(m, -1, z.shape[-1])
+    return np.einsum("icq,icq->q", z, np.tensordot(block, z, axes=(1, 0))) * (n / m)
 
 
 def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: float,
@@ -184,13 +203,7 @@ def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: fl
     smoothed by a normal kernel (Silverman's bandwidth). An estimate for choosing the
     precision of a pass, never for deciding ``T* >= T``.
     """
-    n = gram.n
-    sub = slice(0, n, max(1, n // rows))
-    block = gram.block(sub, sub)
-    np.fill_diagonal(block, 0.0)
-    m = block.shape[0]
-    z = pilot[sub].reshape(m, -1, pilot.shape[-1])
-    forms = np.einsum("icq,icq->q", z, np.tensordot(block, z, axes=(1, 0))) * (n / m)
+    forms = subsample_forms(gram, pilot, rows)
     band = 2.0 * (factor * column_mass(pilot) ** 2 + tie)
     spread = min(forms.std(), np.subtract(*np.percentile(forms, [75, 25])) / 1.34)
     width = 0.9 * spread * forms.size ** -0.2
@@ -201,15 +214,25 @@ def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: fl
 
 
 def pass_dtype(gram: Gram, dtype: type, columns: int, pilot: Callable[[int], NDArray],
-               observed: float, factor: float, tie: float) -> type:
+               observed: float | None, factor: float, tie: float,
+               lead: NDArray | None = None) -> type:
     """The precision to run a pass of ``columns`` resampled forms in: ``dtype`` unless it
     is single precision and one double-precision pass is expected to be cheaper than the
     single-precision pass and its refinement (:func:`single_precision_pays`, with
     :func:`predicted_near_share` of ``pilot(q)`` columns, ``q`` at most
     :data:`PILOT_COLUMNS` and at most ``columns``, so the pilot is never larger than the
-    pass's own batch)."""
+    pass's own batch).
+
+    ``observed=None`` (the observed form is not computed yet; ``lead``, (n, 1) or (n, m,
+    1), holds its column): :func:`subsample_forms` of ``lead`` stands for it. It
+    underestimates the form of a miscalibrated model, which can only move the choice
+    towards double precision -- the cheaper mistake once the observed form itself would
+    need a separate double-precision pass (:func:`single_precision_pays`)."""
     if dtype == np.float64:
         return dtype
+    unknown = observed is None
+    if unknown:  # not computed yet: its subsample estimate, with the pilot's law
+        observed = float(subsample_forms(gram, lead)[0])
     share = predicted_near_share(gram, pilot(max(1, min(PILOT_COLUMNS, columns))), observed,
                                  factor, tie)
-    return dtype if single_precision_pays(gram, columns, share) else np.float64
+    return dtype if single_precision_pays(gram, columns, share, unknown) else np.float64

@@ -160,7 +160,7 @@ class ThreadExecutor:
             return SerialExecutor().map_sum(partial, ranges, shared)
         libc = _glibc()
         try:
-            with _one_blas_thread(), ThreadPoolExecutor(
+            with one_blas_thread(), ThreadPoolExecutor(
                     min(self.threads, len(ranges)), thread_name_prefix="calaudit-rows"
                     ) as pool:
                 parts = _in_order(pool, partial, ranges, shared, self.threads + 1)
@@ -230,8 +230,11 @@ def release_free_memory() -> None:
         libc.malloc_trim(0)
 
 
-def _one_blas_thread() -> Any:
-    """A context in which BLAS runs one thread per call (``threadpoolctl``)."""
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs one thread per call (``threadpoolctl``). Also for a
+    task whose GEMM bits must not depend on where it runs: OpenBLAS splits a GEMM's rows
+    and columns among its threads, and the edge tiles' kernels accumulate in another order,
+    so the same product can differ in the last bit with the BLAS thread count."""
     from threadpoolctl import ThreadpoolController
 
     if not _CONTROLLER:
