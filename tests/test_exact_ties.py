@@ -76,7 +76,9 @@ def single_pass(monkeypatch):
     return refined
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+# data sets on which both tests decide differently in single precision (seeds 1, 2 and 4
+# leave the SKCE p-value unchanged without refinement, so they cannot show it matters)
+@pytest.mark.parametrize("seed", [0, 3])
 def test_near_replicates_are_decided_in_double_precision(single_pass, monkeypatch, seed):
     y, proba, g = tie_heavy(seed=seed)
     exact_local, exact_skce = local_p(y, proba, g, np.float64), skce_p(y, proba, np.float64)

@@ -391,7 +391,8 @@ class LocalAudit(LcbEstimation):
                                       self.lcb_features, self.choice.frequency_seed)
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                              CurveColumns(design, bias.weight_sums, np.float64))
+                              CurveColumns(design, bias.weight_sums, np.float64),
+                              executor=executor_of(self.config))
         # per-row state is dropped as soon as its last use is done: the curves' requests
         # (rows and covariate values) here, the attribution's rows after the group check
         curves = self.curves(design, bias, at, scalar_r)

@@ -20,6 +20,7 @@ robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,6 +29,7 @@ from scipy import stats
 from calaudit.local.klce import as_columns
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
+from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread, task_ranges
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -309,24 +311,36 @@ class RowProducts:
 
 def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
                  r: NDArray[np.float64], weight_sums: NDArray[np.float64],
-                 columns: NDArray[np.float64], chunk: int = 2048) -> RowProducts:
+                 columns: NDArray[np.float64], chunk: int = 2048,
+                 executor: Any = None) -> RowProducts:
     """One rectangular pass over ``K[S, :]`` (``len(S) x n`` kernel entries, column chunks).
 
     ``LCB_j`` is linear in the residuals, so (HC0, as the curves)
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j``; ``features`` are the Gram's scaled rows ``z``
     (``K_ij = exp(-|z_i - z_j|^2)``). Also ``K[S, :] @ columns`` (curve weights).
-    """
-    from scipy.spatial.distance import cdist
 
+    Each column chunk is a task of ``executor`` (default: threads on the usable cores;
+    BLAS at one thread per task) and the chunks' sums are added in chunk order, so the
+    bytes do not depend on the number of threads.
+    """
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
-    here, r2 = z[rows], r * r
-    total = np.zeros(rows.size)
-    weights = np.zeros((rows.size, columns.shape[1]))
-    for start in range(0, z.shape[0], chunk):
-        block = np.exp(-cdist(here, z[start:start + chunk], "sqeuclidean"))
-        if columns.shape[1]:
-            weights += block @ columns[start:start + chunk]
+    shared = {"z": z, "here": z[rows], "r2": r * r, "columns": columns}
+    total = (executor or ThreadExecutor()).map_sum(
+        _row_products_partial, task_ranges(z.shape[0], chunk), shared)
+    return RowProducts(rows, np.sqrt(total["se2"]) / weight_sums[rows], total["weights"])
+
+
+def _row_products_partial(start: int, stop: int, *, z: NDArray[np.float64],
+                          here: NDArray[np.float64], r2: NDArray[np.float64],
+                          columns: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
+    columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]``."""
+    from scipy.spatial.distance import cdist
+
+    with one_blas_thread():
+        block = np.exp(-cdist(here, z[start:stop], "sqeuclidean"))
+        weights = (block @ columns[start:stop] if columns.shape[1]
+                   else np.zeros((here.shape[0], 0)))
         np.multiply(block, block, out=block)
-        total += block @ r2[start:start + chunk]
-    return RowProducts(rows, np.sqrt(total) / weight_sums[rows], weights)
+        return {"se2": block @ r2[start:stop], "weights": weights}

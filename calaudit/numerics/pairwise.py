@@ -191,8 +191,11 @@ def tile_partial(start: int, stop: int, *, gram: Gram, flat: NDArray, w: NDArray
     ``K[start:stop, c0:c1]`` of the upper triangle (column chunks of ``chunk`` entries,
     the first one holding the diagonal block), with
 
-    * ``forms``: ``2 sum_{i in tile} <Z_i, (K Z)_i^upper> - sum_{i, j in tile} K_ij <Z_i,
-      Z_j>`` (the tile's share of every quadratic form, diagonal still included);
+    * ``forms``: ``sum_{i, j in tile} K_ij <Z_i, Z_j> + 2 sum_{i in tile, j >= stop} K_ij
+      <Z_i, Z_j>`` (the tile's share of every quadratic form, diagonal still included).
+      Without ``W`` the diagonal block enters the doubled upper products with its lower
+      triangle zeroed and its diagonal halved (:func:`_halve_diagonal_block`); with ``W``
+      (which needs the whole block) its form is subtracted after, one more GEMM;
     * ``products``: the tile's contributions to ``K @ W`` (its own rows from the upper
       blocks, the later rows from the blocks' transposes), an (n, r) array.
 
@@ -237,6 +240,15 @@ def _products_only(gram: Gram, start: int, stop: int, c0: int, c1: int, w: NDArr
             products[lower:c1] += part[:, lower - c0:].T @ w[a0:a1]
 
 
+def _halve_diagonal_block(block: NDArray, size: int) -> None:
+    """In the first ``size`` columns (the diagonal block), zero the entries below the
+    diagonal and halve the diagonal: ``2 z^T (B' z) = z^T B z`` for the symmetric block
+    ``B``, so the tile's doubled upper products count each of its own pairs once."""
+    square = block[:, :size]
+    square[np.tril_indices(size, -1)] = 0.0
+    square[np.diag_indices(size)] *= 0.5
+
+
 def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArray,
                 flat: NDArray, w: NDArray, upper: NDArray, products: NDArray,
                 forms: NDArray, precision: type, native: bool, narrow: bool,
@@ -256,9 +268,11 @@ def _tile_chunk(gram: Gram, start: int, stop: int, c0: int, c1: int, here: NDArr
         exact = gram.block(slice(start, stop), slice(c0, c1))
         block = exact.astype(precision, copy=False)
         wblock = exact.astype(w.dtype, copy=False)
-    if c0 == start:
+    if c0 == start and r:  # the block also serves K @ W: correct the forms after
         diag_part = block[:, : stop - start] @ here
         forms -= np.einsum("ij,ij->j", here, diag_part, dtype=f8)
+    elif c0 == start:  # forms only: count the diagonal block's pairs once, no extra GEMM
+        _halve_diagonal_block(block, stop - start)
     if narrow:
         both = block @ np.hstack([flat[c0:c1], w[c0:c1]])
         upper += both[:, :q]
