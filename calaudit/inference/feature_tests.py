@@ -82,18 +82,30 @@ def feature_statistic(features: FourierFeatures, x: NDArray[np.float64],
     return float(u_statistic_sums(products, squares, classes)[0]) / (n * (n - 1))
 
 
+#: Rows per block of the label check in :func:`observed_labels` (bounded temporaries).
+LABEL_CHECK_ROWS = 1 << 18
+
+
 def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: float = 1.0
                     ) -> tuple[NDArray[np.uint8], NDArray[np.float64], int]:
     """``(indicators, probability columns, label matrices)`` of label residuals
     ``r = scale (e_y - p)`` ((n,) binary with ``proba`` the positive-class probabilities,
-    or (n, m)): the observed labels are recovered from ``r / scale + p``."""
+    or (n, m)): the observed labels are recovered from ``r / scale + p``, a block of
+    :data:`LABEL_CHECK_ROWS` rows at a time (elementwise, so the same labels)."""
     p = np.asarray(proba, dtype=np.float64)
     p = p[:, None] if p.ndim == 1 else p
-    rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1) / scale
-    y = np.rint(rr + p)
-    if rr.shape != p.shape or np.any(np.abs(rr - (y - p)) > 1e-6) or np.any((y != 0) & (y != 1)):
+    rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1)
+    if rr.shape != p.shape:
         raise ValueError("residuals are not label residuals e_y - p of the probabilities")
-    return y.astype(np.uint8), p, 1 if p.shape[1] == 1 else p.shape[1]
+    y = np.empty(p.shape, dtype=np.uint8)
+    for start in range(0, p.shape[0], LABEL_CHECK_ROWS):
+        stop = start + LABEL_CHECK_ROWS
+        part, pp = rr[start:stop] / scale, p[start:stop]
+        labels = np.rint(part + pp)
+        if np.any(np.abs(part - (labels - pp)) > 1e-6) or np.any((labels != 0) & (labels != 1)):
+            raise ValueError("residuals are not label residuals e_y - p of the probabilities")
+        y[start:stop] = labels
+    return y, p, 1 if p.shape[1] == 1 else p.shape[1]
 
 
 def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[np.float64],

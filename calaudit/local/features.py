@@ -96,8 +96,9 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     seed = stream_seed(rng) if consistency else 0
     columns, shared = label_inputs(features, z, klce_residuals, proba, 1.0, seed,
                                    "klce_consistency", n_resamples if consistency else 0)
-    columns["lead"] = np.column_stack([r, np.ones(n)])
-    shared["lead_bounds"] = lead_bounds_of(columns["lead"])
+    if bias:  # Phi^T [r, 1], the LCB's lead columns (not needed without the LCB passes)
+        columns["lead"] = np.column_stack([r, np.ones(n)])
+        shared["lead_bounds"] = lead_bounds_of(columns["lead"])
     executor = executor or SerialExecutor()
     # the rows go to the workers once for the stage's passes (pass 1 and the bootstrap)
     with resident(executor, ArrayRows(columns)) as rows:
