@@ -23,6 +23,29 @@ def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
     })
 
 
+def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
+               local_resamples: int, random_state: int) -> str:
+    """The JSON of ``run_audit`` on :func:`binary_frame` (age, race) with ``executor``,
+    timings removed: what the executor tests compare byte for byte."""
+    import json
+
+    import calaudit
+    from calaudit.audit.config import LocalConfig
+
+    frame = binary_frame(n, seed=seed)
+    data = calaudit.CalibrationData.from_arrays(
+        frame["label"].to_numpy(), frame["prob"].to_numpy(),
+        covariates=frame[["age", "race"]])
+    config = calaudit.AuditConfig(method=method, n_resamples=resamples,
+                                  random_state=random_state,
+                                  local=LocalConfig(n_resamples=local_resamples),
+                                  executor=executor)
+    payload = calaudit.run_audit(data, config).to_dict()
+    for volatile in ("created_at", "runtime_seconds"):
+        payload.pop(volatile, None)
+    return json.dumps(payload, sort_keys=True)
+
+
 def multiclass_frame(n: int = 200, m: int = 4, seed: int = 1) -> pd.DataFrame:
     """Dirichlet predictions for classes c0..c{m-1}, string labels."""
     rng = np.random.default_rng(seed)

@@ -22,7 +22,7 @@ from calaudit.exceptions import ClusterError, ConfigError
 from calaudit.execution import DaskExecutor, fold_in_order, open_executor
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
-from tests.conftest import binary_frame
+from tests.conftest import audit_json, binary_frame
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -310,19 +310,8 @@ def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
 # ------------------------------------------------------------------- the whole audit
 
 def _audit_bytes(executor) -> str:
-    import calaudit
-    from calaudit.audit.config import LocalConfig
-
-    frame = binary_frame(800, seed=3)
-    data = calaudit.CalibrationData.from_arrays(
-        frame["label"].to_numpy(), frame["prob"].to_numpy(),
-        covariates=frame[["age", "race"]])
-    config = calaudit.AuditConfig(method="features", n_resamples=49, random_state=5,
-                                  local=LocalConfig(n_resamples=49), executor=executor)
-    payload = calaudit.run_audit(data, config).to_dict()
-    for volatile in ("created_at", "runtime_seconds"):
-        payload.pop(volatile, None)
-    return json.dumps(payload, sort_keys=True)
+    return audit_json(executor, n=800, seed=3, method="features", resamples=49,
+                      local_resamples=49, random_state=5)
 
 
 @pytest.fixture(scope="module")

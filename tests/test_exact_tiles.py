@@ -9,7 +9,6 @@ checked against double loops.
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -100,20 +99,10 @@ def test_the_tile_order_decides_the_bits(case):
 
 
 def _exact_audit(executor, n=2300) -> str:
-    import calaudit
-    from calaudit.audit.config import LocalConfig
-    from tests.conftest import binary_frame
+    from tests.conftest import audit_json
 
-    frame = binary_frame(n, seed=4)
-    data = calaudit.CalibrationData.from_arrays(
-        frame["label"].to_numpy(), frame["prob"].to_numpy(),
-        covariates=frame[["age", "race"]])
-    config = calaudit.AuditConfig(method="exact", n_resamples=29, random_state=3,
-                                  local=LocalConfig(n_resamples=49), executor=executor)
-    payload = calaudit.run_audit(data, config).to_dict()
-    for volatile in ("created_at", "runtime_seconds"):
-        payload.pop(volatile, None)
-    return json.dumps(payload, sort_keys=True)
+    return audit_json(executor, n=n, seed=4, method="exact", resamples=29,
+                      local_resamples=49, random_state=3)
 
 
 @pytest.fixture(scope="module")
