@@ -46,6 +46,22 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
     return json.dumps(payload, sort_keys=True)
 
 
+def dask_partials(monkeypatch) -> list[str]:
+    """The names of the partials that go through ``DaskExecutor.map_sum`` from now on (the
+    list fills as the reductions run): which reductions a test's run sent to Dask."""
+    from calaudit.execution import DaskExecutor
+
+    calls: list[str] = []
+    original = DaskExecutor.map_sum
+
+    def counted(self, partial, ranges, shared):
+        calls.append(getattr(partial, "__name__", ""))
+        return original(self, partial, ranges, shared)
+
+    monkeypatch.setattr(DaskExecutor, "map_sum", counted)
+    return calls
+
+
 def multiclass_frame(n: int = 200, m: int = 4, seed: int = 1) -> pd.DataFrame:
     """Dirichlet predictions for classes c0..c{m-1}, string labels."""
     rng = np.random.default_rng(seed)

@@ -22,7 +22,7 @@ from calaudit.exceptions import ClusterError, ConfigError
 from calaudit.execution import DaskExecutor, fold_in_order, open_executor
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
-from tests.conftest import audit_json, binary_frame
+from tests.conftest import audit_json, binary_frame, dask_partials
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -326,14 +326,7 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     Once the feature passes take an executor (calaudit.numerics.row_blocks), their
     reductions must have gone through Dask."""
     client = request.getfixturevalue(workers)
-    calls = []
-    original = DaskExecutor.map_sum
-
-    def counted(self, partial, ranges, shared):
-        calls.append(getattr(partial, "__name__", ""))
-        return original(self, partial, ranges, shared)
-
-    monkeypatch.setattr(DaskExecutor, "map_sum", counted)
+    calls = dask_partials(monkeypatch)
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"

@@ -152,14 +152,8 @@ def test_tiles_on_dask_give_the_same_bytes(case, workers, request):
 def test_exact_audit_on_dask_gives_the_same_json(exact_json, one_worker, monkeypatch):
     """``--method exact`` with an executor: the kernel passes' tiles run on the workers."""
     from calaudit.execution import DaskExecutor
+    from tests.conftest import dask_partials
 
-    calls = []
-    original = DaskExecutor.map_sum
-
-    def counted(self, partial, ranges, shared):
-        calls.append(getattr(partial, "__name__", ""))
-        return original(self, partial, ranges, shared)
-
-    monkeypatch.setattr(DaskExecutor, "map_sum", counted)
+    calls = dask_partials(monkeypatch)
     assert _exact_audit(DaskExecutor(one_worker)) == exact_json
     assert "tile_partial" in calls
