@@ -9,7 +9,7 @@ import pytest
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import subsample_rows
 from calaudit.local.encoding import EncodedRows, encode_covariates
-from calaudit.local.kernel import FILL_ROWS, product_gram
+from calaudit.local.kernel import FILL_ROWS, ScaledRows, product_gram
 from calaudit.local.lcb_bandwidth import EstimationRows, estimation_gram
 from calaudit.local.lcb_features import (
     MAX_CELLS,
@@ -171,3 +171,27 @@ def test_row_indices_are_int32_below_2_31_rows():
     rows = grp.rows_where(mask)
     assert rows.dtype == np.int32 and np.array_equal(rows, np.flatnonzero(mask))
     assert grp.index_dtype(2**31 - 1) is np.int32 and grp.index_dtype(2**31) is np.intp
+
+
+def test_scaled_rows_on_demand_are_the_stored_rows():
+    rng = np.random.default_rng(6)
+    n = FILL_ROWS + 777                                     # two fill blocks
+    covs = _covariates(n, seed=7)
+    lazy_cov = encode_covariates(covs, lazy=True).features
+    dense_cov = encode_covariates(covs).features
+    rows = np.sort(rng.choice(n, 500, replace=False))
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    for prob in (rng.uniform(size=n), rng.uniform(size=(n, 3))):
+        for cov in (lazy_cov, dense_cov, dense_cov[:, 0], None):
+            want = _former_product_gram(prob, 3.7, None if cov is None else
+                                        np.asarray(cov), 0.41)
+            z = product_gram(prob, 3.7, cov, 0.41, lazy=True).features
+            assert isinstance(z, ScaledRows) and z.shape == want.shape and len(z) == n
+            assert np.array_equal(np.asarray(z), want)
+            assert np.array_equal(product_gram(prob, 3.7, cov, 0.41).features, want)
+            for index in (slice(0, n), slice(5, FILL_ROWS + 9), slice(10, 20, 3), rows,
+                          rows.astype(np.int32), mask, [3, 1, 2]):
+                assert np.array_equal(z[index], want[index])
+            assert np.array_equal(z[rows, 1:], want[rows, 1:])
+            assert np.array_equal(z[100:200, 0], want[100:200, 0])

@@ -146,11 +146,15 @@ class LocalAudit(LcbEstimation):
         self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
                                        streams["bandwidth"], lc.median_max_rows,
                                        self.encoded.blocks)
+        # the scaled rows z are built for the rows asked for (the feature passes read a
+        # range at a time); the exact path stores them (its kernel blocks reread them)
         self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
-                                 self.encoded.features, self.cov_bw.gamma)
+                                 self.encoded.features, self.cov_bw.gamma, lazy=True)
         classes = 1 if data.is_binary else data.n_classes
         self.choice = choose_method(config, self.n, classes * lc.n_resamples,
                                     streams["features"])
+        if not self.choice.features:
+            self.gram = GaussianProductGram(np.asarray(self.gram.features))
         self.features = None
         self.fused_results: dict[str, NullResult] = {}
         self.computation = self.choice.to_params()
@@ -321,7 +325,8 @@ class LocalAudit(LcbEstimation):
             p_c = self.data.y_proba[:, c].copy()
             r_c = (self.data.y_true == c).astype(np.float64) - p_c
             bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
-            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma)
+            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
+                                lazy=self.features is not None)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
             if self.features is not None:
                 features = product_features(gram.features, self.choice.n_features,

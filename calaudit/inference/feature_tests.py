@@ -52,7 +52,7 @@ from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.numerics.row_sources import ArrayRows, column_of, resident
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,15 @@ class FeatureTestResult:
     null_distribution: NDArray[np.float64]
     p_value: float
     n_features: int
+
+
+def _rows_of(x: Any) -> Any:
+    """The kernel's rows ``x`` as a row source column: float64, or an array-like that
+    builds the rows a task reads (:class:`calaudit.local.kernel.ScaledRows`) kept as it
+    is, so the n x d rows are never stored whole."""
+    column = column_of(x)
+    return column if not isinstance(column, np.ndarray) else \
+        np.asarray(column, dtype=np.float64)
 
 
 def _layout(r: NDArray[np.float64]) -> int:
@@ -115,7 +124,7 @@ def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[n
     the per-row columns for its row source (:func:`~calaudit.inference.feature_passes.
     label_rows`) and the rest of ``shared``."""
     observed, columns, labels = observed_labels(r, proba, scale)
-    rows = label_rows(np.asarray(x, dtype=np.float64), columns, observed)
+    rows = label_rows(_rows_of(x), columns, observed)
     return rows, shared_labels(features, labels, seed, stream, n_resamples)
 
 
@@ -180,7 +189,7 @@ def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
     with contextlib.ExitStack() as stack:
         if rows is None:
             rows = stack.enter_context(resident(
-                executor, ArrayRows({"x": np.asarray(x, dtype=np.float64)})))
+                executor, ArrayRows({"x": _rows_of(x)})))
         shared["r"] = stack.enter_context(resident(executor, rr.reshape(n, -1)))
         total = reduce_rows(executor, resample_partial, n, task_rows, rows, shared)
     values = resample_statistics(total, n)

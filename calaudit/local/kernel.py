@@ -99,24 +99,72 @@ class GaussianProductGram:
         return np.ones(self.n)
 
 
+class ScaledRows:
+    """The scaled rows ``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]`` of :func:`product_gram`
+    as an array-like that computes only the rows asked for (``[lo:hi]``, ``[index
+    array]``, ``[rows, columns]``) or everything (``np.asarray``). Each entry is the same
+    elementwise product :func:`product_gram` writes (``p * sqrt(gamma_p)``, ``x *
+    sqrt(gamma_x)``, with ``x`` possibly an :class:`calaudit.local.encoding.EncodedRows`), so
+    any rows are the same bits as those of the stored matrix; nothing of size ``n x
+    columns`` is kept (the row sources of the feature passes read their ranges from it)."""
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, prob_features: NDArray[np.float64], prob_gamma: float,
+                 cov_features, cov_gamma: float) -> None:
+        self.p = _matrix(prob_features)
+        self.x = cov_features if hasattr(cov_features, "shape") or cov_features is None \
+            else np.asarray(cov_features, dtype=np.float64)
+        self.prob_scale, self.cov_scale = math.sqrt(prob_gamma), math.sqrt(cov_gamma)
+        width = self.p.shape[1] + (0 if self.x is None else 1 if len(self.x.shape) == 1
+                                   else self.x.shape[1])
+        self.shape = (int(self.p.shape[0]), width)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _rows(self, rows: slice | NDArray[np.intp], out: NDArray[np.float64]) -> None:
+        k = self.p.shape[1]
+        np.multiply(self.p[rows], self.prob_scale, out=out[:, :k])
+        if self.x is not None:
+            np.multiply(_matrix(self.x[rows]), self.cov_scale, out=out[:, k:])
+
+    def __getitem__(self, index) -> NDArray[np.float64]:
+        if isinstance(index, tuple):  # (rows, columns): the rows, then the columns
+            return self[index[0]][(slice(None), *index[1:])]
+        rows = index if isinstance(index, slice) else np.asarray(index)
+        if rows.__class__ is not slice and rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        size = len(range(*rows.indices(self.shape[0]))) if isinstance(rows, slice) \
+            else int(rows.size)
+        out = np.empty((size, self.shape[1]))
+        if isinstance(rows, slice) and rows.step in (None, 1) and size > FILL_ROWS:
+            start = rows.indices(self.shape[0])[0]  # a row block at a time
+            for lo in range(0, size, FILL_ROWS):
+                hi = min(lo + FILL_ROWS, size)
+                self._rows(slice(start + lo, start + hi), out[lo:hi])
+        else:
+            self._rows(rows, out)
+        return out
+
+    def __array__(self, dtype=None, copy=None) -> NDArray:
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
 def product_gram(prob_features: NDArray[np.float64], prob_gamma: float,
                  cov_features: NDArray[np.float64] | None,
-                 cov_gamma: float) -> GaussianProductGram:
+                 cov_gamma: float, lazy: bool = False) -> GaussianProductGram:
     """The Gram matrix of ``exp(-prob_gamma |p - p'|^2 - cov_gamma |x - x'|^2)``.
 
     ``cov_features=None`` drops the covariate factor (``l = 1``: the global kernel
-    calibration error with a Gaussian kernel, used by the validation scripts).
+    calibration error with a Gaussian kernel, used by the validation scripts). ``lazy``:
+    the Gram's ``features`` are a :class:`ScaledRows`, built for the rows asked for (the
+    same bits).
     """
-    p = _matrix(prob_features)
-    x = cov_features if hasattr(cov_features, "shape") or cov_features is None \
-        else np.asarray(cov_features, dtype=np.float64)
-    width = p.shape[1] + (0 if x is None else 1 if len(x.shape) == 1 else x.shape[1])
-    z = np.empty((p.shape[0], width))
-    np.multiply(p, math.sqrt(prob_gamma), out=z[:, :p.shape[1]])
-    # the scaled rows written in place, a row block at a time: no (n, columns) temporaries
-    # (``cov_features`` may be an array-like that builds only the rows asked for, e.g.
-    # :class:`calaudit.local.encoding.EncodedRows`)
-    for lo in range(0, z.shape[0] if x is not None else 0, FILL_ROWS):
-        hi = min(lo + FILL_ROWS, z.shape[0])
-        np.multiply(_matrix(x[lo:hi]), math.sqrt(cov_gamma), out=z[lo:hi, p.shape[1]:])
-    return GaussianProductGram(z)
+    rows = ScaledRows(prob_features, prob_gamma, cov_features, cov_gamma)
+    # ``cov_features`` may be an array-like that builds only the rows asked for, e.g.
+    # :class:`calaudit.local.encoding.EncodedRows`; the stored rows are written a row
+    # block at a time (no (n, columns) temporaries)
+    return GaussianProductGram(rows if lazy else rows[:])

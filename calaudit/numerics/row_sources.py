@@ -37,11 +37,23 @@ class RowSource(Protocol):
         ...
 
 
+def column_of(values: Any) -> Any:
+    """``values`` as an :class:`ArrayRows` column: an array, or kept as it is when it is an
+    array-like that builds the rows asked for (an object with ``shape`` whose ``[lo:hi]``
+    is an array, e.g. :class:`calaudit.local.kernel.ScaledRows`), so it is never
+    materialised whole."""
+    if isinstance(values, np.ndarray) or not (hasattr(values, "shape")
+                                              and hasattr(values, "__getitem__")):
+        return np.asarray(values)
+    return values
+
+
 class ArrayRows:
-    """In-memory columns of equal length: ``read`` returns slices (views, no copies)."""
+    """In-memory columns of equal length: ``read`` returns slices (views, no copies; a
+    row-built column (:func:`column_of`) builds the rows of the range)."""
 
     def __init__(self, columns: Mapping[str, NDArray]) -> None:
-        self.columns = {name: np.asarray(values) for name, values in columns.items()}
+        self.columns = {name: column_of(values) for name, values in columns.items()}
         sizes = {values.shape[0] for values in self.columns.values()}
         if len(sizes) > 1:
             raise ValueError(f"columns of different lengths {sorted(sizes)}")
