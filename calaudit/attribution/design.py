@@ -96,6 +96,20 @@ def design_matrix(terms: Sequence[Term], rows: NDArray[np.intp],
 MAX_KEYS = 2.0**62
 
 
+#: Rows per block of :meth:`Cells.build`'s keys.
+KEY_ROWS = 1 << 18
+
+
+def _keys(terms: Sequence[Term], sizes: Sequence[int], rows: NDArray[np.intp]
+          ) -> NDArray[np.int64]:
+    """Mixed-radix int64 keys of the level codes of ``rows``."""
+    key = np.zeros(rows.size, dtype=np.int64)
+    for term, size in zip(terms, sizes, strict=True):
+        key *= size
+        key += term.codes[rows]
+    return key
+
+
 @dataclass(frozen=True)
 class Cells:
     """The rows' design in collapsed form: every row's design row is a function of its
@@ -115,18 +129,23 @@ class Cells:
             return cls((), np.zeros(rows.size, dtype=np.int32), np.empty((1, 0), np.intp))
         sizes = [len(t.labels) for t in terms]
         if float(np.prod(sizes, dtype=np.float64)) < MAX_KEYS:
-            key = np.zeros(rows.size, dtype=np.int64)
-            for term, size in zip(terms, sizes, strict=True):
-                key *= size
-                key += term.codes[rows]
-            keys, cell = np.unique(key, return_inverse=True)
+            # np.unique(key, return_inverse=True) a block of rows at a time: the distinct
+            # keys of the blocks, then each row's rank among them (the same cells; no
+            # n-row key or sort temporaries)
+            ranges = [(a, min(rows.size, a + KEY_ROWS)) for a in range(0, rows.size, KEY_ROWS)]
+            keys = np.unique(np.concatenate(
+                [np.unique(_keys(terms, sizes, rows[a:b])) for a, b in ranges]
+                or [np.zeros(0, dtype=np.int64)]))
+            cell = np.empty(rows.size, dtype=np.int32)
+            for a, b in ranges:
+                cell[a:b] = np.searchsorted(keys, _keys(terms, sizes, rows[a:b]))
             codes = np.empty((keys.size, len(terms)), dtype=np.intp)
             for t in range(len(terms) - 1, -1, -1):
                 keys, codes[:, t] = np.divmod(keys, sizes[t])
         else:
             codes, cell = np.unique(np.stack([t.codes[rows] for t in terms], axis=1),
                                     axis=0, return_inverse=True)
-        return cls(tuple(terms), cell.reshape(-1).astype(np.int32), codes)
+        return cls(tuple(terms), cell.reshape(-1).astype(np.int32, copy=False), codes)
 
     def design(self, terms: Sequence[Term], override: tuple[str, int] | None = None
                ) -> NDArray[np.float64]:

@@ -37,7 +37,7 @@ from calaudit.attribution.model import (
     standardised_bias,
 )
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.local.groups import GroupSpec, Levels
+from calaudit.local.groups import GroupSpec, Levels, index_dtype
 from calaudit.local.poisson_binomial import group_test
 
 #: What a failed GLM fit raises (no convergence, a singular information matrix).
@@ -173,7 +173,7 @@ def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
     evaluated on every row)."""
     terms = [t for t in attribution.terms if t.name in names]
     fit = fit_glm(attribution.model, terms)
-    every = Cells.build(terms, np.arange(outcome.size))
+    every = Cells.build(terms, np.arange(outcome.size, dtype=index_dtype(outcome.size)))
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 

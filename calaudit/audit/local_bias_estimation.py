@@ -64,7 +64,7 @@ class LcbEstimation:
                         requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
 
-    def points(self, bias: LocalBias, prediction: np.ndarray, at: RowProducts
+    def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts
                ) -> dict[str, Any]:
         """The plotted rows with their LCB, pointwise interval and covariates (at most
         ``max_points``: evenly spaced among the rows whose products were computed)."""
@@ -74,7 +74,7 @@ class LcbEstimation:
                                          ).round().astype(np.intp))
         rows, se = at.rows[keep], at.se[keep]
         z = float(stats.norm.ppf(0.5 + self.local.confidence_level / 2.0))
-        lcb = bias.values[rows]
+        lcb = lcb_values[rows]
         return {
             "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
                                  if c.kind == "numeric"},

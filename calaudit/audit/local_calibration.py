@@ -401,11 +401,14 @@ class LocalAudit(LcbEstimation):
         # per-row state is dropped as soon as its last use is done: the curves' requests
         # (rows and covariate values) here, the attribution's rows after the group check
         curves = self.curves(design, bias, at, scalar_r)
-        del design, lcb_gram
+        # the residuals and the weight sums have no further use: only the LCB values stay
+        lcb = bias.values
+        del design, lcb_gram, bias, scalar_r
+        self.r = None
         specs = grp.define_groups(levels, lc.intersections)
         del levels
         settings = self.group_settings(len(specs))
-        table = grp.group_table(specs, outcome, prediction, bias.values, self.streams["groups"],
+        table = grp.group_table(specs, outcome, prediction, lcb, self.streams["groups"],
                                 settings)
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
@@ -434,9 +437,9 @@ class LocalAudit(LcbEstimation):
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
-            "summary": summarize(bias.values),
+            "summary": summarize(lcb),
             "curves": curves,
-            "points": self.points(bias, prediction, at),
+            "points": self.points(lcb, prediction, at),
             "top_groups": grp.most_biased(table, lc.top_k),
         }
         binning = self.config.binning
