@@ -195,3 +195,28 @@ def test_scaled_rows_on_demand_are_the_stored_rows():
                 assert np.array_equal(z[index], want[index])
             assert np.array_equal(z[rows, 1:], want[rows, 1:])
             assert np.array_equal(z[100:200, 0], want[100:200, 0])
+
+
+@pytest.mark.parametrize("key_rows", [7, 1000, 1 << 18])
+def test_attribution_cells_by_blocks_are_np_unique_cells(monkeypatch, key_rows):
+    from calaudit.attribution import design
+
+    monkeypatch.setattr(design, "KEY_ROWS", key_rows)
+    rng = np.random.default_rng(8)
+    n = 5003
+    terms = [design.Term(f"t{k}", tuple(f"l{j}" for j in range(size)),
+                         rng.integers(0, size, n).astype(np.int32), 0, tuple(range(size)),
+                         "categorical") for k, size in enumerate((4, 3, 7))]
+    terms[1].codes[:] = np.where(terms[1].codes == 2, 1, terms[1].codes)  # a level unused
+    for rows in (np.arange(n, dtype=np.int32), np.sort(rng.choice(n, 999, replace=False)),
+                 np.arange(0, dtype=np.int32)):
+        cells = design.Cells.build(terms, rows)
+        key = np.zeros(rows.size, dtype=np.int64)                # the former construction
+        for term in terms:
+            key = key * len(term.labels) + term.codes[rows]
+        keys, inverse = np.unique(key, return_inverse=True)
+        assert cells.cell.dtype == np.int32
+        assert np.array_equal(cells.cell, inverse.reshape(-1).astype(np.int32))
+        assert cells.codes.shape == (keys.size, 3)
+        assert np.array_equal(cells.codes[:, 0] * 21 + cells.codes[:, 1] * 7 + cells.codes[:, 2],
+                              keys)
