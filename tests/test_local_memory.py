@@ -220,3 +220,49 @@ def test_attribution_cells_by_blocks_are_np_unique_cells(monkeypatch, key_rows):
         assert cells.codes.shape == (keys.size, 3)
         assert np.array_equal(cells.codes[:, 0] * 21 + cells.codes[:, 1] * 7 + cells.codes[:, 2],
                               keys)
+
+
+def _feature_pass_inputs(n, seed=9):
+    from calaudit.local.features import product_features
+
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.uniform(size=n) < p).astype(np.float64)
+    covs = _covariates(n, seed=seed)[:2]
+    z = product_gram(p, 2.5, encode_covariates(covs, lazy=True).features, 0.7,
+                     lazy=True).features
+    return z, y - p, p, product_features(z, 64, 11)
+
+
+def test_feature_pass_on_scaled_rows_is_the_stored_rows_pass():
+    from calaudit.local.features import feature_local_pass
+
+    z, r, p, features = _feature_pass_inputs(3 * 4096 + 17)
+    for test in ("klce_consistency", "klce_bootstrap"):
+        out = [feature_local_pass(features, rows, r, r, p, test, np.random.default_rng(3), 19,
+                                  task_rows=8192, bias=False) for rows in (z, np.asarray(z))]
+        assert out[0].statistic == out[1].statistic
+        assert np.array_equal(out[0].test.null_distribution, out[1].test.null_distribution)
+        assert out[0].test.p_value == out[1].test.p_value
+
+
+def test_feature_pass_holds_no_scaled_rows():
+    """tracemalloc peak of the first KLCE feature pass, per row (slope between two sizes,
+    so the fixed per-block buffers cancel): the stored (n, 6) rows alone were 48 B/row,
+    now only the observed labels (1 B/row) grow with n."""
+    import tracemalloc
+
+    from calaudit.local.features import feature_local_pass
+
+    peaks = []
+    sizes = (60_000, 180_000)
+    for n in sizes:
+        z, r, p, features = _feature_pass_inputs(n)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        feature_local_pass(features, z, r, r, p, "klce_consistency", np.random.default_rng(3),
+                           9, bias=False)
+        peaks.append(tracemalloc.get_traced_memory()[1] - base)
+        tracemalloc.stop()
+    per_row = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])
+    assert per_row < 8.0, per_row
