@@ -195,6 +195,11 @@ def test_scaled_rows_on_demand_are_the_stored_rows():
                 assert np.array_equal(z[index], want[index])
             assert np.array_equal(z[rows, 1:], want[rows, 1:])
             assert np.array_equal(z[100:200, 0], want[100:200, 0])
+        # what a placement on Dask counts (dask.sizeof falls back on sys.getsizeof): the
+        # inputs held, not a few bytes
+        import sys
+        held = np.asarray(prob).nbytes + sum(np.asarray(c.values).nbytes for c in covs)
+        assert sys.getsizeof(product_gram(prob, 3.7, lazy_cov, 0.41, lazy=True).features) >= held
 
 
 @pytest.mark.parametrize("key_rows", [7, 1000, 1 << 18])

@@ -106,6 +106,10 @@ class EncodedRows:
         out = self[:]
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    def __sizeof__(self) -> int:
+        """Bytes of the covariate values it reads (``sys.getsizeof``, ``dask.sizeof``)."""
+        return int(sum(np.asarray(c.values).nbytes for c in self.covariates))
+
 
 def _numeric_values(x: NDArray[np.float64], info: dict[str, Any]) -> NDArray[np.float64]:
     """A numeric covariate's encoded values from its ``encoding`` entry."""

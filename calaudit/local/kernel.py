@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -151,6 +152,11 @@ class ScaledRows:
     def __array__(self, dtype=None, copy=None) -> NDArray:
         out = self[:]
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __sizeof__(self) -> int:
+        """Bytes of the inputs it holds (what ``sys.getsizeof`` and ``dask.sizeof`` report
+        for a placed row source)."""
+        return int(self.p.nbytes) + (0 if self.x is None else sys.getsizeof(self.x))
 
 
 def product_gram(prob_features: NDArray[np.float64], prob_gamma: float,
