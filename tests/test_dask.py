@@ -623,3 +623,108 @@ def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
                                                        serial.p_value)
     assert dask.expected.tobytes() == serial.expected.tobytes()
     assert eventually(lambda: set(client.who_has()) <= before)
+
+
+# ------------------------------------- the local stage's row passes: placed once, same bytes
+
+def _attribution_inputs():
+    from calaudit.local.groups import Levels
+
+    rng = np.random.default_rng(31)
+    n = 3 * TASK + 77
+    age, region = rng.integers(0, 4, n), rng.integers(0, 3, n)
+    p = 1 / (1 + np.exp(-rng.normal(-0.5, 1.0, n)))
+    y = (rng.uniform(size=n) < np.clip(p + 0.08 * (region == 1), 0, 1)).astype(float)
+    levels = [Levels("age", age.astype(np.int32), ("a", "b", "c", "d")),
+              Levels("region", region.astype(np.int32), ("n", "s", "e"))]
+    return levels, y, p
+
+
+def _attribution_json(executor) -> str:
+    import json
+
+    from calaudit.attribution.explain import AttributionSettings, attribute
+
+    levels, y, p = _attribution_inputs()
+    out = attribute(levels, ["numeric", "categorical"], y, p,
+                    AttributionSettings(executor=executor))
+    return json.dumps(out.section, sort_keys=True)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_attribution_places_its_rows_once_for_all_its_fits(workers, request,
+                                                               monkeypatch):
+    """Every fit and standardised bias of the attribution reads the rows (``y``, offset,
+    cell: 20 B/row) placed once on the workers; each Newton round sends only the models'
+    ``C beta`` rows; the section is the in-process bytes; everything is released."""
+    from calaudit.attribution import irls
+    from calaudit.execution import dask_executor
+
+    client = request.getfixturevalue(workers)
+    n = 3 * TASK + 77
+    monkeypatch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
+    expected = _attribution_json(None)
+    kept, scattered = [], []
+    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+
+    def keep(self, value):
+        kept.append(len(cloudpickle.dumps(value)))
+        return original_keep(self, value)
+
+    def scatter(client, shared):
+        handles = original_scatter(client, shared)
+        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
+        return handles
+
+    monkeypatch.setattr(DaskExecutor, "keep", keep)
+    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    calls = dask_partials(monkeypatch)
+    before = set(client.who_has())
+    assert _attribution_json(DaskExecutor(client)) == expected
+    assert len(kept) == 1 and 20 * n <= kept[0] < 20 * n + 4_000
+    assert max(scattered) < n  # the rounds send C beta, no per-row array
+    # 6 models (full, null, 2 x (others, alone)) in lockstep; the biases in one pass
+    assert calls.count("mean_partial") == 1 and calls.count("glm_partial") <= 12
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
+def _lcb_products(executor) -> list[bytes]:
+    """The LCB's kernel sums at every row and its plotted rows' products through the
+    cell kernel (``local/lcb_features.py``), as bytes."""
+    from calaudit.local.lcb_features import (
+        cell_kernel,
+        feature_kernel_sums,
+        feature_row_products,
+    )
+
+    rng = np.random.default_rng(41)
+    n = 3 * TASK + 77
+    scaled = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n) / np.sqrt(2.0)])
+    kernel = cell_kernel(scaled, [1])
+    r = rng.normal(size=n)
+    weighted, mass = feature_kernel_sums(kernel, r, 64, 3, executor)
+    rows = np.sort(rng.choice(n, 500, replace=False))
+    at = feature_row_products(kernel, rows, r, mass, rng.normal(size=(n, 3)), 64, 3,
+                              executor)
+    return [weighted.tobytes(), mass.tobytes(), at.se.tobytes(),
+            at.curve_weights.tobytes()]
+
+
+@pytest.mark.parametrize("executor", ["threads2", "threads3", "threads8", "one_worker",
+                                      "two_workers"])
+def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, request,
+                                                                     monkeypatch):
+    from calaudit.numerics.row_blocks import ThreadExecutor
+
+    from calaudit.local import lcb_features
+
+    monkeypatch.setattr(lcb_features, "PASS_ROWS", TASK)  # several tasks at this size
+    calls = dask_partials(monkeypatch)
+    expected = _lcb_products(None)
+    if executor.startswith("threads"):
+        runner = ThreadExecutor(int(executor[len("threads"):]))
+    else:
+        runner = DaskExecutor(request.getfixturevalue(executor))
+    assert _lcb_products(runner) == expected
+    if not executor.startswith("threads"):
+        assert calls == ["cell_partial"] * 3

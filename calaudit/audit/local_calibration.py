@@ -388,7 +388,8 @@ class LocalAudit(LcbEstimation):
         if self.lcb_kernel is not None:
             at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
                                       CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed)
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      executor_of(self.config))
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64),

@@ -32,10 +32,19 @@ from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.numerics.features import FourierFeatures, row_chunks
-from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
+from calaudit.numerics.row_blocks import (
+    TASK_ROWS,
+    SerialExecutor,
+    blocks,
+    one_blas_thread,
+    task_ranges,
+)
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
+#: Rows per task of :func:`cell_matmul`'s row pass (a constant: the ranges depend on n
+#: only, so the sums are the same bytes on every executor).
+PASS_ROWS = TASK_ROWS
 
 
 @dataclass(frozen=True)
@@ -155,7 +164,16 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
     not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
     a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
-    which builds only those rows."""
+    which builds only those rows. The GEMMs run on one BLAS thread
+    (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so their bits do not depend on
+    the BLAS thread count of the process or worker that runs the task."""
+    with one_blas_thread():
+        return {"acc": _cell_sums(start, stop, kernel, features, w)}
+
+
+def _cell_sums(start: int, stop: int, kernel: CellKernel, features: FourierFeatures,
+               w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The sum of :func:`cell_partial`."""
     q, n_cells = w.shape[1], kernel.n_cells
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
@@ -175,7 +193,7 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
             if edges[a + 1] > edges[a]:
                 acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
                                               @ rows[edges[a]:edges[a + 1]])
-    return {"acc": acc}
+    return acc
 
 
 
@@ -187,14 +205,17 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
     :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
     The first pass is a reduction over the fixed row blocks (:func:`cell_partial`, run by
-    ``executor``)."""
+    ``executor``: this process, threads or Dask workers; the partial's GEMMs run with one
+    BLAS thread there, and a row's sums do not depend on how the rows are split, so the
+    bytes are the same on every executor)."""
     n, q = w.shape
     cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
     if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     shared = {"kernel": kernel, "features": features, "w": w}
-    acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
+    acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n, PASS_ROWS),
+                                                shared)["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
     rows = None if targets is None else np.asarray(targets, dtype=np.intp)
     size = n if rows is None else rows.size
@@ -235,24 +256,28 @@ class ResidualColumns:
 
 
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
-                        seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                        seed: int, executor: Any = None
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
-    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero)."""
+    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero); the row
+    pass of :func:`cell_matmul` run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
+    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
+                      executor=executor)
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
                          weight_sums: NDArray[np.float64],
                          columns: NDArray[np.float64] | CurveColumns,
-                         n_features: int, seed: int) -> RowProducts:
+                         n_features: int, seed: int, executor: Any = None) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
-    ``K[S, :] @ columns``."""
+    ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    squares = cell_matmul(kernel.squared(), features, (r * r)[:, None], rows)[:, 0]
-    weights = (cell_matmul(kernel, features, columns, rows) if columns.shape[1]
+    squares = cell_matmul(kernel.squared(), features, (r * r)[:, None], rows,
+                          executor)[:, 0]
+    weights = (cell_matmul(kernel, features, columns, rows, executor) if columns.shape[1]
                else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
 
