@@ -720,6 +720,13 @@ def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, 
 
     monkeypatch.setattr(lcb_features, "PASS_ROWS", TASK)  # several tasks at this size
     calls = dask_partials(monkeypatch)
+    original_rows, kept = DaskExecutor.map_rows, []
+    monkeypatch.setattr(DaskExecutor, "map_rows", lambda self, partial, ranges, shared:
+                        calls.append(partial.__name__) or original_rows(self, partial,
+                                                                        ranges, shared))
+    original_keep = DaskExecutor.keep
+    monkeypatch.setattr(DaskExecutor, "keep", lambda self, value: kept.append(value) or
+                        original_keep(self, value))
     expected = _lcb_products(None)
     if executor.startswith("threads"):
         runner = ThreadExecutor(int(executor[len("threads"):]))
@@ -727,4 +734,7 @@ def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, 
         runner = DaskExecutor(request.getfixturevalue(executor))
     assert _lcb_products(runner) == expected
     if not executor.startswith("threads"):
-        assert calls == ["cell_partial"] * 3
+        # K [r, 1] at every row: a reduction, then a per-row map on the workers; the
+        # plotted rows' products: two reductions (the kernel placed once per product)
+        assert calls == ["cell_partial", "rows_partial", "cell_partial", "cell_partial"]
+        assert len(kept) == 3

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.exceptions import ClusterError
-from calaudit.numerics.row_blocks import fold
+from calaudit.numerics.row_blocks import fold, stack_rows
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
 
@@ -102,6 +102,18 @@ class DaskExecutor:
         """``fold_in_order(partial(a, b, **shared) for (a, b) in ranges)``, the partials
         computed on the cluster: ``shared`` is sent to each worker once, one task per
         range. Pending tasks are cancelled if the fold stops (an error, Ctrl-C)."""
+        return self._combine(fold_in_order, partial, ranges, shared)
+
+    def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """A per-row map (``SerialExecutor.map_rows``): each task gives its range's rows,
+        fetched and concatenated in range order on the client."""
+        return self._combine(stack_rows, partial, ranges, shared)
+
+    def _combine(self, combine: Callable[[Iterator[Mapping[str, np.ndarray]]],
+                                         dict[str, np.ndarray]],
+                 partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ranges = [(int(start), int(stop)) for start, stop in ranges]
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
@@ -110,7 +122,7 @@ class DaskExecutor:
         arguments = {**shared, **handles}
         partials = self._in_order(partial, ranges, arguments)
         try:
-            return fold_in_order(partials)
+            return combine(partials)
         finally:
             partials.close()  # cancels the tasks in flight if the fold stopped early
             _forget(self.client, list(handles.values()))

@@ -36,9 +36,11 @@ from calaudit.numerics.row_blocks import (
     TASK_ROWS,
     SerialExecutor,
     blocks,
+    map_rows,
     one_blas_thread,
     task_ranges,
 )
+from calaudit.numerics.row_sources import resident
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
@@ -196,6 +198,54 @@ def _cell_sums(start: int, stop: int, kernel: CellKernel, features: FourierFeatu
     return acc
 
 
+@dataclass(frozen=True)
+class Mixed:
+    """The second pass's inputs: ``M[a]`` of every cell (``mixed``, L x D x q) and the
+    same as one (D, L q) matrix (``flat``), in single precision (the output products are
+    diagnostics; relative error about ``1e-6``)."""
+
+    mixed: NDArray[np.float32]
+    flat: NDArray[np.float32]
+
+    @property
+    def dense(self) -> bool:
+        """All cells' products in one GEMM (``L q <= DENSE_OUTPUT``), else one per cell."""
+        return self.flat.shape[1] <= DENSE_OUTPUT
+
+    @property
+    def width(self) -> int:
+        """Columns of a row chunk's products."""
+        return self.flat.shape[0] + (self.flat.shape[1] if self.dense else
+                                     self.mixed.shape[2])
+
+
+def output_rows(features: FourierFeatures, z: NDArray[np.float64], cells: NDArray[np.integer],
+                mix: Mixed) -> NDArray[np.float64]:
+    """``(K @ w)`` of the rows whose continuous columns ``z`` and cells are given:
+    ``phi_j . M[a_j]``, a chunk of rows at a time."""
+    size, q = z.shape[0], mix.mixed.shape[2]
+    n_cells = mix.mixed.shape[0]
+    out = np.empty((size, q))
+    for start, stop in row_chunks(size, mix.width):
+        phi = _transform(features, z[start:stop])
+        here = cells[start:stop]
+        if mix.dense:
+            out[start:stop] = (phi @ mix.flat).reshape(-1, n_cells, q)[
+                np.arange(stop - start), here]
+            continue
+        for a in np.unique(here):
+            mask = here == a
+            out[start:stop][mask] = phi[mask] @ mix.mixed[a]
+    return out
+
+
+def rows_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
+                 mix: Mixed) -> dict[str, NDArray[np.float64]]:
+    """:func:`output_rows` of the rows ``[start, stop)`` (the second pass of
+    :func:`cell_matmul` over every row, a per-row map), on one BLAS thread."""
+    with one_blas_thread():
+        return {"out": output_rows(features, kernel.z[start:stop], kernel.cells[start:stop],
+                                   mix)}
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
@@ -204,38 +254,32 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
     :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
-    The first pass is a reduction over the fixed row blocks (:func:`cell_partial`, run by
-    ``executor``: this process, threads or Dask workers; the partial's GEMMs run with one
-    BLAS thread there, and a row's sums do not depend on how the rows are split, so the
-    bytes are the same on every executor)."""
+    The first pass is a reduction over the fixed row ranges (:func:`cell_partial`); over
+    every row, the second is a per-row map over the same ranges (:func:`rows_partial`);
+    both run by ``executor`` (this process, threads or Dask workers), their GEMMs on one
+    BLAS thread, so the bytes are the same on every executor. The second pass over
+    ``targets`` (a subset: the plotted rows) runs here."""
     n, q = w.shape
-    cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
+    n_cells, d = kernel.n_cells, features.n_features
     if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
-    shared = {"kernel": kernel, "features": features, "w": w}
-    acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n, PASS_ROWS),
-                                                shared)["acc"]
-    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-    rows = None if targets is None else np.asarray(targets, dtype=np.intp)
-    size = n if rows is None else rows.size
-    out = np.empty((size, q))
-    dense = n_cells * q <= DENSE_OUTPUT
-    # single-precision output products (diagnostics; relative error about 1e-6)
-    flat = np.ascontiguousarray(mixed.transpose(1, 0, 2).reshape(d, n_cells * q),
-                                dtype=np.float32)
-    mixed = mixed.astype(np.float32)
-    for start, stop in row_chunks(size, d + (n_cells * q if dense else q)):
-        idx = slice(start, stop) if rows is None else rows[start:stop]  # all rows: views
-        phi = _transform(features, kernel.z[idx])
-        here = cells[idx]
-        if dense:
-            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(stop - start),
-                                                                   here]
-            continue
-        for a in np.unique(here):
-            mask = here == a
-            out[start:stop][mask] = phi[mask] @ mixed[a]
+    ranges = task_ranges(n, PASS_ROWS)
+    with resident(executor, kernel) as placed:
+        acc = (executor or SerialExecutor()).map_sum(cell_partial, ranges, {
+            "kernel": placed, "features": features, "w": w})["acc"]
+        mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
+        mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
+            mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
+        if targets is None:
+            return map_rows(executor, rows_partial, ranges, {
+                "kernel": placed, "features": features, "mix": mix})["out"]
+    rows = np.asarray(targets, dtype=np.intp)
+    out = np.empty((rows.size, q))
+    with one_blas_thread():
+        for start, stop in row_chunks(rows.size, mix.width):
+            idx = rows[start:stop]
+            out[start:stop] = output_rows(features, kernel.z[idx], kernel.cells[idx], mix)
     return out
 
 
