@@ -129,3 +129,21 @@ def test_standardised_biases_in_one_pass_give_the_former_bytes(model):
     want = [_former_bias(full, terms, data, name, code, 1.96) for name, code in wanted]
     assert np.array(got).tobytes() == np.array(want).tobytes()
 
+
+
+@pytest.mark.parametrize("n", [0, 1, 5000])
+def test_cells_ranked_by_counts_are_np_uniques(n, monkeypatch):
+    """Cells numbered by a count of each key (no sort of the rows) are the integers
+    ``np.unique(..., return_inverse=True)`` gives (the former code)."""
+    from calaudit.attribution import design
+    from calaudit.attribution.design import Cells, Term
+
+    rng = np.random.default_rng(n)
+    terms = [Term(name, tuple("abcdefg"[:k]), rng.integers(0, k, n), 0, tuple(range(k)),
+                  "categorical") for name, k in (("a", 3), ("b", 7), ("c", 2))]
+    rows = np.sort(rng.choice(n, n // 2, replace=False)) if n else np.arange(0)
+    got = Cells.build(terms, rows)
+    monkeypatch.setattr(design, "COUNT_KEYS", 0)  # the sort of the former code
+    want = Cells.build(terms, rows)
+    assert got.cell.tobytes() == want.cell.tobytes()
+    assert got.codes.tobytes() == want.codes.tobytes()

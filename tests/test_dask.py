@@ -738,3 +738,23 @@ def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, 
         # plotted rows' products: two reductions (the kernel placed once per product)
         assert calls == ["cell_partial", "rows_partial", "cell_partial", "cell_partial"]
         assert len(kept) == 3
+
+
+def rows_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> dict:
+    """A per-row map: the rows [start, stop) of :func:`toy_partial`'s values."""
+    rows = np.random.default_rng([11, start]).standard_normal((stop - start, 3))
+    return {"values": np.exp(4.0 * rows) * weights, "index": np.arange(start, stop)}
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads3", "one_worker", "two_workers"])
+def test_a_row_map_gives_the_ranges_rows_in_order(executor, request):
+    from calaudit.numerics.row_blocks import ThreadExecutor, map_rows
+
+    ranges = task_ranges(N_ROWS, TASK)
+    runner = (SerialExecutor() if executor == "serial" else ThreadExecutor(3)
+              if executor == "threads3" else DaskExecutor(request.getfixturevalue(executor)))
+    out = map_rows(runner, rows_partial, ranges, SHARED)
+    assert np.array_equal(out["index"], np.arange(N_ROWS))
+    want = np.concatenate([rows_partial(a, b, **SHARED)["values"] for a, b in ranges])
+    assert out["values"].tobytes() == want.tobytes()
+    assert map_rows(None, rows_partial, ranges, SHARED)["values"].tobytes() == want.tobytes()
