@@ -16,8 +16,10 @@ function of ``(start, stop, shared)``, so re-running it after a lost worker or a
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
 worker thread) is in flight ahead of the fold, so the partials waiting on the workers are
-bounded too, whatever the number of ranges. Dask itself is not imported here: the
-executor drives the ``distributed.Client`` it is given.
+bounded too, whatever the number of ranges. A per-row map (:meth:`DaskExecutor.map_rows`:
+each task returns its range's rows, e.g. a kernel sum at every row) runs the same way and
+concatenates the partials in range order instead of adding them. Dask itself is not
+imported here: the executor drives the ``distributed.Client`` it is given.
 """
 
 from __future__ import annotations

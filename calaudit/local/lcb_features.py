@@ -21,6 +21,7 @@ column goes through the features (``L = 1``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,14 +162,18 @@ MAX_SORTED_CELLS = 64
 
 
 def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
-                 w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+                 w: NDArray[np.float64], squared: bool = False
+                 ) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
     not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
     a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
     which builds only those rows. The GEMMs run on one BLAS thread
     (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so their bits do not depend on
-    the BLAS thread count of the process or worker that runs the task."""
+    the BLAS thread count of the process or worker that runs the task. ``squared``: the
+    sums of the squared kernel (:meth:`CellKernel.squared`; the same placed kernel serves
+    both)."""
+    kernel = kernel.squared() if squared else kernel
     with one_blas_thread():
         return {"acc": _cell_sums(start, stop, kernel, features, w)}
 
@@ -240,17 +245,18 @@ def output_rows(features: FourierFeatures, z: NDArray[np.float64], cells: NDArra
 
 
 def rows_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
-                 mix: Mixed) -> dict[str, NDArray[np.float64]]:
+                 mix: Mixed, squared: bool = False) -> dict[str, NDArray[np.float64]]:
     """:func:`output_rows` of the rows ``[start, stop)`` (the second pass of
     :func:`cell_matmul` over every row, a per-row map), on one BLAS thread."""
+    kernel = kernel.squared() if squared else kernel
     with one_blas_thread():
         return {"out": output_rows(features, kernel.z[start:stop], kernel.cells[start:stop],
                                    mix)}
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
-                targets: NDArray[np.intp] | None = None, executor: Any = None
-                ) -> NDArray[np.float64]:
+                targets: NDArray[np.intp] | None = None, executor: Any = None, *,
+                squared: bool = False, placed: Any = None) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
     :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
@@ -258,22 +264,34 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     every row, the second is a per-row map over the same ranges (:func:`rows_partial`);
     both run by ``executor`` (this process, threads or Dask workers), their GEMMs on one
     BLAS thread, so the bytes are the same on every executor. The second pass over
-    ``targets`` (a subset: the plotted rows) runs here."""
+    ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
+    (:meth:`CellKernel.squared`); ``placed``: ``kernel`` already placed on the executor
+    (``resident``) for several products; None: placed for this one."""
+    with contextlib.ExitStack() as stack:
+        if placed is None:
+            placed = stack.enter_context(resident(executor, kernel))
+        return _cell_matmul(kernel.squared() if squared else kernel, features, w, targets,
+                            executor, squared, placed)
+
+
+def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
+                 targets: NDArray[np.intp] | None, executor: Any, squared: bool,
+                 placed: Any) -> NDArray[np.float64]:
+    """:func:`cell_matmul` with the kernel placed (``placed``, of the unsquared kernel)."""
     n, q = w.shape
     n_cells, d = kernel.n_cells, features.n_features
     if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     ranges = task_ranges(n, PASS_ROWS)
-    with resident(executor, kernel) as placed:
-        acc = (executor or SerialExecutor()).map_sum(cell_partial, ranges, {
-            "kernel": placed, "features": features, "w": w})["acc"]
-        mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-        mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
-            mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
-        if targets is None:
-            return map_rows(executor, rows_partial, ranges, {
-                "kernel": placed, "features": features, "mix": mix})["out"]
+    shared = {"kernel": placed, "features": features, "squared": squared}
+    acc = (executor or SerialExecutor()).map_sum(cell_partial, ranges,
+                                                {**shared, "w": w})["acc"]
+    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
+    mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
+        mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
+    if targets is None:
+        return map_rows(executor, rows_partial, ranges, {**shared, "mix": mix})["out"]
     rows = np.asarray(targets, dtype=np.intp)
     out = np.empty((rows.size, q))
     with one_blas_thread():
@@ -319,10 +337,11 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    squares = cell_matmul(kernel.squared(), features, (r * r)[:, None], rows,
-                          executor)[:, 0]
-    weights = (cell_matmul(kernel, features, columns, rows, executor) if columns.shape[1]
-               else np.zeros((rows.size, 0)))
+    with resident(executor, kernel) as placed:  # one copy for both products
+        squares = cell_matmul(kernel, features, (r * r)[:, None], rows, executor,
+                              squared=True, placed=placed)[:, 0]
+        weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
+                   if columns.shape[1] else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
 
 

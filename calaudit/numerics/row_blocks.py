@@ -21,6 +21,9 @@ distributed (issues 13 and 14):
   :meth:`~SerialExecutor.map_sum`. ``partial`` must be a module-level (picklable),
   thread-safe function and ``shared`` a dict of arrays (and plain values) it reads, never
   writes.
+* **Row maps.** A per-row result (a kernel sum at every row) is the same kind of partial,
+  returning arrays of ``stop - start`` rows; ``map_rows`` concatenates them in range order
+  (:func:`stack_rows`), on every executor.
 """
 
 from __future__ import annotations
