@@ -330,7 +330,7 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"
-    for partial in ("label_partial", "spiegelhalter_partial"):
+    for partial in ("label_partial", "spiegelhalter_partial", "cell_partial", "mean_partial"):
         assert partial in calls, f"{partial} did not run on the executor"
 
 
