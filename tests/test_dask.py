@@ -758,3 +758,25 @@ def test_a_row_map_gives_the_ranges_rows_in_order(executor, request):
     want = np.concatenate([rows_partial(a, b, **SHARED)["values"] for a, b in ranges])
     assert out["values"].tobytes() == want.tobytes()
     assert map_rows(None, rows_partial, ranges, SHARED)["values"].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monkeypatch):
+    """The curves' normalisers and centres (``curve_sums_partial``) over several ranges;
+    the requests (rows and covariate values) placed once per pass."""
+    from calaudit.local import lcb
+    from tests.test_lcb_columns import _requests
+
+    monkeypatch.setattr(lcb, "CURVE_ROWS", TASK)
+    rng = np.random.default_rng(8)
+    n = 3 * TASK + 17
+    requests, values, sums = _requests(rng, n), rng.normal(size=n), rng.uniform(0.5, 2, n)
+    serial = lcb.curve_design(requests, sums, 12, dense=False)
+    calls = dask_partials(monkeypatch)
+    executor = DaskExecutor(request.getfixturevalue(workers))
+    design = lcb.curve_design(requests, sums, 12, dense=False, executor=executor)
+    assert [a.tobytes() for a in design.normalisers] == [
+        b.tobytes() for b in serial.normalisers]
+    assert [a.tobytes() for a in design.centres(values, executor)] == [
+        b.tobytes() for b in serial.centres(values)]
+    assert calls == ["curve_sums_partial"] * 2

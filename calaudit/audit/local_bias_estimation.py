@@ -136,4 +136,5 @@ class LcbEstimation:
             return []
         return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
                                     self.local.confidence_level,
-                                    scale=self.n / max(at.rows.size, 1))
+                                    scale=self.n / max(at.rows.size, 1),
+                                    executor=executor_of(self.config))

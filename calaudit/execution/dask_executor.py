@@ -207,12 +207,34 @@ def _register_sizes() -> None:
 
 
 def _size(value: Any) -> int:
-    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say)."""
+    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say). An
+    object Dask knows nothing about (a kernel's rows, curve requests) counts the arrays it
+    holds (:func:`_held_bytes`), not the few bytes of its own header."""
     try:
         from dask.sizeof import sizeof
-        return int(sizeof(value))
+    except ImportError:
+        return 0
+    try:
+        return _held_bytes(value, sizeof, sizeof.dispatch(object), set(), 0)
     except Exception:  # noqa: BLE001 - an estimate for the progress lines only
         return 0
+
+
+def _held_bytes(value: Any, sizeof: Any, default: Any, seen: set[int], depth: int) -> int:
+    """``dask.sizeof`` of ``value`` where Dask has a rule for its type; else the sum over
+    the items or attributes it holds (each object once, a few levels deep)."""
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if sizeof.dispatch(type(value)) is not default or depth > 6:
+        if isinstance(value, (list, tuple, dict)) and depth <= 6:
+            items = value.values() if isinstance(value, dict) else value
+            return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in items)
+        return int(sizeof(value))
+    attributes = getattr(value, "__dict__", None)
+    if attributes is None or isinstance(value, type):
+        return int(sizeof(value))
+    return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in attributes.values())
 
 
 def _is_future(value: Any) -> bool:
