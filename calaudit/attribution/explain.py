@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from calaudit.attribution.design import Cells, Term, build_terms
 from calaudit.attribution.irls import fitted
@@ -40,6 +39,7 @@ from calaudit.attribution.model import (
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
 from calaudit.local.poisson_binomial import group_test
+from calaudit.numerics.distributions import norm_ppf
 
 #: What a failed GLM fit raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
@@ -107,7 +107,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
             raise ValueError("no covariate has two levels large enough to compare")
         with placed(model) as rows:  # the model's rows placed once for every fit
             full, pvalues = covariate_tests(rows, terms)
-            z = float(stats.norm.ppf(0.5 + settings.level / 2.0))
+            z = float(norm_ppf(0.5 + settings.level / 2.0))
             wanted = [(t.name, code) for t in terms for code in t.used]
             biases = dict(zip(wanted, standardised_biases(full, terms, rows, wanted, z),
                               strict=True))
