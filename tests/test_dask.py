@@ -483,6 +483,29 @@ def test_without_dask_everything_works_as_before(tmp_path):
 
 # ------------------------------------------- feature passes: rows placed once per stage
 
+def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
+    """The pickled sizes of what ``DaskExecutor.keep`` places and of what each reduction
+    scatters besides (lists that fill as the reductions run)."""
+    from calaudit.execution import dask_executor
+
+    kept: list[int] = []
+    scattered: list[int] = []
+    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+
+    def keep(self, value):
+        kept.append(len(cloudpickle.dumps(value)))
+        return original_keep(self, value)
+
+    def scatter(client, shared):
+        handles = original_scatter(client, shared)
+        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
+        return handles
+
+    monkeypatch.setattr(DaskExecutor, "keep", keep)
+    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    return kept, scattered
+
+
 FEATURE_ROWS = 5 * TASK + 77
 
 
@@ -559,32 +582,20 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     """The per-row columns of a stage's passes go to the workers once (``keep``), the
     residual bootstrap's residuals once more (any row can be drawn); what each reduction
     scatters besides holds nothing per row. Everything placed is released."""
-    from calaudit.execution import dask_executor
     from calaudit.local.features import feature_local_pass
 
     client = request.getfixturevalue(workers)
     inputs = _feature_inputs(2)
     n = FEATURE_ROWS
-    kept, scattered, passes = [], [], []
-    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+    kept, scattered = record_placements(monkeypatch)
+    passes = []
     original_map = DaskExecutor.map_sum
-
-    def keep(self, value):
-        kept.append(len(cloudpickle.dumps(value)))
-        return original_keep(self, value)
-
-    def scatter(client, shared):
-        handles = original_scatter(client, shared)
-        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
-        return handles
 
     def map_sum(self, partial, ranges, shared):
         passes.append(partial.__name__)
         return original_map(self, partial, ranges, shared)
 
-    monkeypatch.setattr(DaskExecutor, "keep", keep)
     monkeypatch.setattr(DaskExecutor, "map_sum", map_sum)
-    monkeypatch.setattr(dask_executor, "_scatter", scatter)
     before = set(client.who_has())
     executor = DaskExecutor(client)
     feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
@@ -658,26 +669,12 @@ def test_the_attribution_places_its_rows_once_for_all_its_fits(workers, request,
     cell: 20 B/row) placed once on the workers; each Newton round sends only the models'
     ``C beta`` rows; the section is the in-process bytes; everything is released."""
     from calaudit.attribution import irls
-    from calaudit.execution import dask_executor
 
     client = request.getfixturevalue(workers)
     n = 3 * TASK + 77
     monkeypatch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
     expected = _attribution_json(None)
-    kept, scattered = [], []
-    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
-
-    def keep(self, value):
-        kept.append(len(cloudpickle.dumps(value)))
-        return original_keep(self, value)
-
-    def scatter(client, shared):
-        handles = original_scatter(client, shared)
-        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
-        return handles
-
-    monkeypatch.setattr(DaskExecutor, "keep", keep)
-    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    kept, scattered = record_placements(monkeypatch)
     calls = dask_partials(monkeypatch)
     before = set(client.who_has())
     assert _attribution_json(DaskExecutor(client)) == expected
