@@ -91,6 +91,8 @@ def design_matrix(terms: Sequence[Term], rows: NDArray[np.intp],
     return design_rows(codes, terms)
 
 
+#: Up to this many possible keys, cells are ranked by a count of every key (O(n), no sort).
+COUNT_KEYS = 1 << 22
 #: Cells are keyed by one int64 (mixed radix of the level codes) while the product of the
 #: level counts stays below this; beyond, by ``np.unique`` over the rows of codes.
 MAX_KEYS = 2.0**62
@@ -129,16 +131,10 @@ class Cells:
             return cls((), np.zeros(rows.size, dtype=np.int32), np.empty((1, 0), np.intp))
         sizes = [len(t.labels) for t in terms]
         if float(np.prod(sizes, dtype=np.float64)) < MAX_KEYS:
-            # np.unique(key, return_inverse=True) a block of rows at a time: the distinct
-            # keys of the blocks, then each row's rank among them (the same cells; no
-            # n-row key or sort temporaries)
-            ranges = [(a, min(rows.size, a + KEY_ROWS)) for a in range(0, rows.size, KEY_ROWS)]
-            keys = np.unique(np.concatenate(
-                [np.unique(_keys(terms, sizes, rows[a:b])) for a, b in ranges]
-                or [np.zeros(0, dtype=np.int64)]))
-            cell = np.empty(rows.size, dtype=np.int32)
-            for a, b in ranges:
-                cell[a:b] = np.searchsorted(keys, _keys(terms, sizes, rows[a:b]))
+            # np.unique(key, return_inverse=True) a block of rows at a time (no n-row key,
+            # sort or rank temporaries): the present keys, then each row's rank among them
+            keys, cell = _ranked_blocks(terms, sizes, rows,
+                                        float(np.prod(sizes, dtype=np.float64)))
             codes = np.empty((keys.size, len(terms)), dtype=np.intp)
             for t in range(len(terms) - 1, -1, -1):
                 keys, codes[:, t] = np.divmod(keys, sizes[t])
@@ -157,3 +153,29 @@ class Cells:
             if override and override[0] == term.name:
                 codes[:, j] = override[1]
         return design_rows(codes, terms)
+
+
+def _ranked_blocks(terms: Sequence[Term], sizes: Sequence[int], rows: NDArray[np.intp],
+                   size: float) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
+    """``np.unique(key, return_inverse=True)`` of the keys of ``rows`` (:func:`_keys`,
+    all in ``[0, size)``), :data:`KEY_ROWS` rows at a time: the present keys from block
+    counts (up to :data:`COUNT_KEYS` possible keys: no sort of the rows) or from the
+    blocks' ``np.unique``, then each block's ranks (the rank table / ``searchsorted``):
+    the same integers, int32."""
+    ranges = [(a, min(rows.size, a + KEY_ROWS)) for a in range(0, rows.size, KEY_ROWS)]
+    cell = np.empty(rows.size, dtype=np.int32)
+    if size <= COUNT_KEYS:
+        counts = np.zeros(int(size), dtype=np.int64)
+        for a, b in ranges:
+            counts += np.bincount(_keys(terms, sizes, rows[a:b]), minlength=int(size))
+        present = np.flatnonzero(counts)
+        rank = np.zeros(int(size), dtype=np.int32)
+        rank[present] = np.arange(present.size)
+        for a, b in ranges:
+            cell[a:b] = rank[_keys(terms, sizes, rows[a:b])]
+        return present.astype(np.int64), cell
+    keys = np.unique(np.concatenate([np.unique(_keys(terms, sizes, rows[a:b]))
+                                     for a, b in ranges] or [np.zeros(0, dtype=np.int64)]))
+    for a, b in ranges:
+        cell[a:b] = np.searchsorted(keys, _keys(terms, sizes, rows[a:b]))
+    return keys, cell
