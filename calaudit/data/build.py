@@ -7,6 +7,7 @@ bad rows.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,16 @@ from scipy import special
 
 from calaudit.data import rows as rules
 from calaudit.data.dataset import CalibrationData, Covariate, Provenance
-from calaudit.data.labels import UNKNOWN, binary_classes, map_multiclass
+from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multiclass
 from calaudit.data.readers import SourceFile
+from calaudit.data.spill import ColumnStore, in_blocks
 from calaudit.exceptions import InputError
+
+
+#: Rows converted at a time when a column is written into its store column.
+BLOCK = 1 << 20
+#: Bytes per row of one kept column (float64 / int64), for the spill estimate.
+KEPT_BYTES_PER_ROW = 8
 
 
 @dataclass(frozen=True)
@@ -56,17 +64,20 @@ class RawInputs:
     dataset: dict[str, Any] | None = None
 
 
-def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
+def to_probabilities(raw: RawInputs, options: LoadOptions,
+                     store: ColumnStore | None = None) -> tuple[np.ndarray, int]:
     """(n, m) probabilities: softmax of logits, ``[1 - p, p]`` for one binary column,
     optionally renormalised rows. Returns the matrix and the count of renormalised rows."""
     if raw.kind == "probability" and raw.scores.shape[1] == 1:
-        # the common binary case written straight into its (n, 2) result: [1 - p, p]
-        # (16 bytes per row; the general path below holds 40 at its peak)
-        out = np.empty((raw.scores.shape[0], 2))
-        positive = out[:, 1]
-        positive[:] = raw.scores[:, 0]
-        positive[~np.isfinite(positive)] = 0.0
-        np.subtract(1.0, positive, out=out[:, 0])
+        # the common binary case written straight into its (n, 2) result: [1 - p, p],
+        # a block of rows at a time (16 bytes per row, in ``store``; no n-row temporary)
+        out = (store or ColumnStore()).empty((raw.scores.shape[0], 2), np.float64)
+        for start in range(0, out.shape[0], BLOCK):
+            stop = min(start + BLOCK, out.shape[0])
+            positive = out[start:stop, 1]
+            positive[:] = raw.scores[start:stop, 0]
+            positive[~np.isfinite(positive)] = 0.0
+            np.subtract(1.0, positive, out=out[start:stop, 0])
         return out, 0
     scores = np.where(np.isfinite(raw.scores), raw.scores, 0.0)
     if raw.kind == "logit":
@@ -103,9 +114,23 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> l
     return found
 
 
-def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
-                ) -> tuple[tuple[str, ...], np.ndarray]:
-    """Class names and the class index of every row (``UNKNOWN`` where unmatched)."""
+def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions,
+                store: ColumnStore | None = None) -> tuple[tuple[str, ...], np.ndarray]:
+    """Class names and the class index of every row (``UNKNOWN`` where unmatched).
+
+    Numeric and boolean labels map row by row, so they are mapped a block of rows at a
+    time into a ``store`` column; text labels need every distinct value first and are
+    mapped whole."""
+    n = len(raw.labels)
+    if store is not None and n > BLOCK and _is_numeric(raw.labels) and not (
+            raw.scores.shape[1] == 1 and options.positive_label is not None):
+        classes: tuple[str, ...] = ()
+        out = store.empty(n, np.int64)
+        for start in range(0, n, BLOCK):
+            part = dataclasses.replace(raw, labels=raw.labels.iloc[start:start + BLOCK])
+            classes, out[start:start + BLOCK] = label_codes(
+                part, missing[start:start + BLOCK], options)
+        return classes, out
     some_missing = bool(missing.any())
     present = raw.labels[~missing] if some_missing else raw.labels
     if raw.scores.shape[1] == 1:
@@ -137,17 +162,28 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
                                    "covariate value is missing", "fill or drop these rows",
                                    joined))
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            inf = np.isinf(values.to_numpy(dtype=np.float64, na_value=0.0))
+            inf = np.zeros(len(values), dtype=bool)
+            for start in range(0, len(values), BLOCK):
+                inf[start:start + BLOCK] = np.isinf(values.iloc[start:start + BLOCK].to_numpy(
+                    dtype=np.float64, na_value=0.0))
             found.append(rules.problem("nonfinite_covariate", source, name, inf,
                                        "covariate value is infinite", "fix the covariate",
                                        joined))
     return found
 
 
-def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covariate:
-    """A numeric covariate as float64, or a categorical one as codes into sorted names."""
+def encode_covariate(name: str, values: pd.Series, categorical: bool,
+                     store: ColumnStore | None = None) -> Covariate:
+    """A numeric covariate as float64, or a categorical one as codes into sorted names.
+    A float64 column is kept as read; other numeric columns and a dataset's text codes
+    are written a block of rows at a time into ``store``."""
+    store = store if store is not None else ColumnStore()
     if not categorical:
-        return Covariate(name, "numeric", values.to_numpy(dtype=np.float64))
+        if values.dtype == np.float64:
+            return Covariate(name, "numeric", values.to_numpy())
+        return Covariate(name, "numeric", in_blocks(
+            store, len(values), np.float64,
+            lambda a, b: values.iloc[a:b].to_numpy(dtype=np.float64)))
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         names = np.array([str(v) for v in values.cat.categories], dtype=object)
         levels, remap = np.unique(names, return_inverse=True)
@@ -162,7 +198,8 @@ def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covaria
         present = np.flatnonzero(counts) - 1  # -1: a missing value (only if not refused)
         used = np.unique(remap[present])
         rank = np.searchsorted(used, remap)
-        return Covariate(name, "categorical", rank[stored], tuple(str(v) for v in levels[used]))
+        codes = in_blocks(store, stored.size, rank.dtype, lambda a, b: rank[stored[a:b]])
+        return Covariate(name, "categorical", codes, tuple(str(v) for v in levels[used]))
     if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
         values = values.astype(np.int64)
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
@@ -193,14 +230,20 @@ def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, i
     return counts
 
 
-def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
-    """Validate ``raw`` and return the immutable data object."""
+def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
+          ) -> CalibrationData:
+    """Validate ``raw`` and return the immutable data object. The kept columns are
+    allocated in ``store`` (anonymous, or spilled to disk: :mod:`calaudit.data.spill`)."""
     n = int(raw.scores.shape[0])
+    if store is None:
+        store = ColumnStore()
+    if not store.decided:
+        store.decide(n * KEPT_BYTES_PER_ROW * (2 + raw.scores.shape[1] + len(raw.covariates)))
     if n < 2:
         check_enough(n, np.zeros(0, dtype=np.int64), ("",), raw, options)
-    probs, renormalized = to_probabilities(raw, options)
+    probs, renormalized = to_probabilities(raw, options, store)
     missing = raw.labels.isna().to_numpy()
-    classes, codes = label_codes(raw, missing, options)
+    classes, codes = label_codes(raw, missing, options, store)
     found: list = []
     joined = (raw.score_source, raw.ids) if raw.ids is not None else None
     if raw.unmatched is not None:
@@ -226,10 +269,12 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
     # every row kept: views, not copies (at 10^7 rows a copy of y_proba is 160 MB)
     keep = slice(None) if not bad.any() else np.flatnonzero(~bad)
     used = n if isinstance(keep, slice) else len(keep)
-    check_enough(used, codes[keep], classes, raw, options)
+    if not isinstance(keep, slice):
+        probs, codes = take(store, probs, keep), take(store, codes, keep)
+    check_enough(used, codes, classes, raw, options)
     covariates = tuple(
         encode_covariate(name, values.iloc[keep].reset_index(drop=True),
-                         is_categorical(values, name, options))
+                         is_categorical(values, name, options), store)
         for name, values, _ in raw.covariates
     )
     provenance = Provenance(
@@ -238,7 +283,7 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
         renormalized_rows=renormalized, dataset=raw.dataset,
     )
-    return CalibrationData(probs[keep], codes[keep], classes, covariates, provenance)
+    return CalibrationData(probs, codes, classes, covariates, provenance)
 
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
@@ -265,7 +310,7 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
             source=raw.score_source, rule="too_few_rows",
             hint="check the file, or the rows --drop-invalid removed",
         )
-    present = np.unique(codes)
+    present = present_classes(codes)
     if options.require_two_classes and present.size < 2:
         only = classes[int(present[0])]
         raise InputError(
@@ -273,6 +318,24 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
             source=raw.label_source, column=raw.label_column, rule="single_class",
             hint="audit a sample that contains both outcomes",
         )
+
+
+def present_classes(codes: np.ndarray) -> np.ndarray:
+    """``np.unique(codes)`` of class codes (>= -1) from block bincounts (no sorted copy)."""
+    counts = np.zeros(1, dtype=np.int64)
+    for start in range(0, codes.size, BLOCK):
+        block = np.bincount(codes[start:start + BLOCK] + 1)
+        size = max(counts.size, block.size)
+        counts = np.pad(counts, (0, size - counts.size)) + np.pad(block, (0, size - block.size))
+    return np.flatnonzero(counts) - 1
+
+
+def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` written a block of rows at a time into a ``store`` column."""
+    out = store.empty((rows.size,) + values.shape[1:], values.dtype)
+    for start in range(0, rows.size, BLOCK):
+        out[start:start + BLOCK] = values[rows[start:start + BLOCK]]
+    return out
 
 
 def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from calaudit.data.locations import DataFile, Location, fingerprint
+from calaudit.data.spill import ColumnStore
 from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
 from calaudit.data.text_files import check_header
 from calaudit.exceptions import InputError, clip
@@ -41,6 +42,9 @@ from calaudit.exceptions import InputError, clip
 #: BATCH_ROWS x requested columns).
 BATCH_ROWS = 65_536
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+#: Bytes per row and column that the kept data adds to a column's own (the spill
+#: estimate of :meth:`Dataset.read`: the raw column plus the final column built from it).
+KEPT_BYTES = 8
 _INTEGER = re.compile(r"^[+-]?\d{1,18}$")
 
 
@@ -61,13 +65,23 @@ class RowLayout:
 
 @dataclass
 class _Column:
-    """One requested column over every file read so far."""
+    """One requested column over every file read so far.
+
+    A Parquet dataset's column is preallocated (:meth:`allocate`) once every footer has
+    been read: its final dtype and length are known before the first row, so each batch
+    is converted and written in place (:meth:`put`) and no list of chunks is concatenated.
+    A CSV dataset's column (whose length is known only once each file is parsed) collects
+    chunks instead."""
 
     name: str
     kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
     first: str = ""  # the file that fixed the kind
     chunks: list[np.ndarray] = field(default_factory=list)
     levels: dict[Any, int] = field(default_factory=dict)
+    #: numpy dtypes the files' batches convert to (numeric columns; for the final dtype)
+    dtypes: list[np.dtype] = field(default_factory=list)
+    out: np.ndarray | None = None
+    filled: int = 0
 
     def expect(self, kind: str | None, type_name: str, source: str) -> None:
         if kind is None:
@@ -80,6 +94,31 @@ class _Column:
                              rule="schema_mismatch",
                              hint="every file of a dataset needs the same column types")
 
+    def final_dtype(self) -> np.dtype:
+        """The dtype the concatenated batches would have: int32 codes for text, int8 for
+        booleans, float64 for no values; for numbers numpy's result type of the files'
+        (an integer type only when every file stores integers without a missing value)."""
+        if self.kind == "text":
+            return np.dtype(np.int32)
+        if self.kind == "bool":
+            return np.dtype(np.int8)
+        if self.kind is None or not self.dtypes:
+            return np.dtype(np.float64)
+        kind = np.result_type(*self.dtypes)
+        return kind if kind.kind in "iu" else np.dtype(np.float64)
+
+    def allocate(self, rows: int, store: ColumnStore) -> None:
+        self.out = store.empty(rows, self.final_dtype())
+
+    def put(self, values: np.ndarray) -> None:
+        """The next rows of the column (converted to its final dtype as they are written)."""
+        if self.out is None:
+            self.chunks.append(values)
+            return
+        stop = self.filled + len(values)
+        self.out[self.filled:stop] = values
+        self.filled = stop
+
     def codes(self, values: list[Any], indices: np.ndarray, null: np.ndarray) -> np.ndarray:
         """Global int32 codes of dictionary ``values`` indexed by ``indices``; -1 where null."""
         mapping = np.array([self.levels.setdefault(v, len(self.levels)) for v in values] or [0],
@@ -91,11 +130,15 @@ class _Column:
     def series(self) -> pd.Series:
         """The column as a pandas Series: int64 (or uint64) when every file stored integers
         without a missing value, else float64; categorical for text; boolean."""
-        values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
+        if self.out is not None:
+            values, self.out = self.out, None
+        else:
+            values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
         self.chunks = []
         if self.kind == "text":
             categories = pd.Index(list(self.levels), dtype=object)
-            return pd.Series(pd.Categorical.from_codes(values.astype(np.int32), categories),
+            return pd.Series(pd.Categorical.from_codes(values.astype(np.int32, copy=False),
+                                                       categories),
                              name=self.name, copy=False)
         if self.kind == "bool":
             null = values < 0
@@ -136,14 +179,28 @@ class Dataset:
             self._columns = list(names) + list(self.partitions)
         return self._columns
 
-    def read(self, columns: list[str]) -> pd.DataFrame:
-        """The requested columns of every file, in row order."""
+    def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
+        """The requested columns of every file, in row order. Parquet columns are
+        preallocated in ``store`` (anonymous memory, or spilled to disk) from the footers,
+        before any row is read."""
+        store = store if store is not None else ColumnStore()
         stored = [c for c in columns if c not in self.partitions]
         sinks = {name: _Column(name) for name in columns}
         if self.location.format == "parquet":
             fragments = [self._check_parquet(f, stored, sinks) for f in self.location.files]
+            declared = [self._declared_rows(f, fragment, stored, sinks)
+                        for f, fragment in zip(self.location.files, fragments)]
+            total = sum(declared)
+            for key in columns:
+                if key in self.partitions:
+                    sinks[key].kind = self._partition_kind(key)
+            store.decide(total * sum(s.final_dtype().itemsize + KEPT_BYTES
+                                     for s in sinks.values()))
+            for sink in sinks.values():
+                sink.allocate(total, store)
             for index, (file, fragment) in enumerate(zip(self.location.files, fragments)):
-                self.rows[index] = self._read_parquet(file, fragment, stored, sinks)
+                self.rows[index] = self._read_parquet(file, fragment, stored, sinks,
+                                                      declared[index])
         else:
             for index, file in enumerate(self.location.files):
                 self.rows[index] = self._read_text(file, stored, sinks)
@@ -204,11 +261,48 @@ class Dataset:
                                file.name)
         return fragment
 
-    def _read_parquet(self, file: DataFile, fragment, stored: list[str],
-                      sinks: dict[str, _Column]) -> int:
+    def _declared_rows(self, file: DataFile, fragment, stored: list[str],
+                       sinks: dict[str, _Column]) -> int:
+        """The file's row count from its footer; records each numeric column's dtype in
+        this file (from the footer's null counts; a column whose row groups carry no null
+        count is read alone once to count them)."""
         import pyarrow as pa
 
         declared = self._guard(file, lambda: fragment.count_rows())
+        if declared == 0:
+            return 0
+        schema = self._guard(file, lambda: fragment.physical_schema)
+        for name in stored:
+            arrow_type = schema.field(name).type
+            if pa.types.is_dictionary(arrow_type):
+                arrow_type = arrow_type.value_type
+            if sinks[name].kind != "numeric":
+                continue
+            exact = pa.types.is_integer(arrow_type) and not self._has_nulls(file, fragment, name)
+            sinks[name].dtypes.append(np.dtype(arrow_type.to_pandas_dtype()) if exact
+                                      else np.dtype(np.float64))
+        return declared
+
+    def _has_nulls(self, file: DataFile, fragment, name: str) -> bool:
+        meta = self._guard(file, lambda: fragment.metadata)
+        leaves = [meta.schema.column(j).path for j in range(meta.num_columns)]
+        index = leaves.index(name) if name in leaves else -1
+        counts = []
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(index).statistics if index >= 0 else None
+            if stats is None or not stats.has_null_count:
+                counts = None
+                break
+            counts.append(stats.null_count)
+        if counts is not None:
+            return sum(counts) > 0
+        table = self._guard(file, lambda: fragment.to_table(columns=[name]))
+        return table.column(name).null_count > 0
+
+    def _read_parquet(self, file: DataFile, fragment, stored: list[str],
+                      sinks: dict[str, _Column], declared: int) -> int:
+        import pyarrow as pa
+
         rows = 0
         batches = self._guard(file, lambda: fragment.to_batches(
             columns=stored, batch_size=BATCH_ROWS, batch_readahead=1,
@@ -218,6 +312,8 @@ class Dataset:
             if batch is None:
                 break
             rows += batch.num_rows
+            if rows > declared:
+                break
             for name in stored:
                 _append_arrow(sinks[name], batch.column(name), pa)
         if not stored:
@@ -273,9 +369,14 @@ class Dataset:
                 raise _renamed(exc, str(local), file.name) from None
 
     # -- partitions ---------------------------------------------------------------------
+    def _partition_kind(self, key: str) -> str:
+        """A key whose values are all integers (or missing) is numeric, else text."""
+        numeric = all(v is None or _INTEGER.match(v) for v in self.partitions[key])
+        return "numeric" if numeric else "text"
+
     def _fill_partition(self, key: str, sink: _Column) -> None:
         values = self.partitions[key]
-        numeric = all(v is None or _INTEGER.match(v) for v in values)
+        numeric = self._partition_kind(key) == "numeric"
         for file, value, rows in zip(self.location.files, values, self.rows):
             if value is None and not any(p == f"{key}={HIVE_NULL}" for p in _parts(file)):
                 raise InputError(f"is not below a '{key}=...' directory, so it has no value "
@@ -284,11 +385,11 @@ class Dataset:
                                  hint="partition every file by the same keys")
             if numeric:
                 sink.kind = "numeric"
-                sink.chunks.append(np.full(rows, np.nan if value is None else float(value)))
+                sink.put(np.full(rows, np.nan if value is None else float(value)))
             else:
                 sink.kind = "text"
                 code = -1 if value is None else sink.levels.setdefault(value, len(sink.levels))
-                sink.chunks.append(np.full(rows, code, dtype=np.int32))
+                sink.put(np.full(rows, code, dtype=np.int32))
 
 
 def _scan_options(remote: bool):
@@ -372,24 +473,24 @@ def _append_arrow(sink: _Column, array, pa) -> None:
     if pa.types.is_null(array.type) or sink.kind is None:
         fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
         dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
-        sink.chunks.append(np.full(len(array), fill, dtype=dtype))
+        sink.put(np.full(len(array), fill, dtype=dtype))
     elif sink.kind == "text":
         encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
         null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        sink.chunks.append(sink.codes(encoded.dictionary.to_pylist(), indices, null))
+        sink.put(sink.codes(encoded.dictionary.to_pylist(), indices, null))
     elif sink.kind == "bool":
         null = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int8)
         values[null] = -1
-        sink.chunks.append(values)
+        sink.put(values)
     elif sink.kind == "numeric":
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
         if pa.types.is_integer(array.type) and array.null_count == 0:
-            sink.chunks.append(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
+            sink.put(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
         else:
-            sink.chunks.append(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
+            sink.put(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
 
 
 def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
@@ -404,19 +505,19 @@ def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
         kind = "text"
     sink.expect(kind, str(values.dtype), source)
     if sink.kind is None or kind is None and sink.kind == "numeric":
-        sink.chunks.append(np.full(len(values), np.nan))
+        sink.put(np.full(len(values), np.nan))
     elif sink.kind == "numeric":
         integers = values.dtype.kind in "iu"  # numpy integers: no missing values
-        sink.chunks.append(values.to_numpy() if integers
+        sink.put(values.to_numpy() if integers
                            else values.to_numpy(dtype=np.float64, na_value=np.nan))
     elif sink.kind == "bool":
         null = values.isna().to_numpy()
         out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
-        sink.chunks.append(out)
+        sink.put(out)
     else:
         null = values.isna().to_numpy()
         codes, uniques = pd.factorize(values.astype(object).where(~null, None))
-        sink.chunks.append(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
+        sink.put(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
 
 
 def _renamed(exc: InputError, temporary: str, name: str) -> InputError:
