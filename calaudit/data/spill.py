@@ -35,6 +35,8 @@ import numpy as np
 from calaudit.exceptions import ConfigError, InputError
 
 SPILL_MODES = ("auto", "always", "never")
+#: Rows converted at a time when the loader fills a column (its temporaries are this size).
+BLOCK = 1 << 20
 #: ``auto`` spills when the kept columns would take more than this share of the memory
 #: available when the load starts (the audit's stages need the rest).
 SPILL_FRACTION = 0.25
@@ -146,11 +148,11 @@ def _remove_all(paths: list[str]) -> None:
         _remove(paths.pop())
 
 
-def in_blocks(store: ColumnStore, n: int, dtype, fill, block: int = 1 << 20) -> np.ndarray:
-    """A store column of ``n`` rows filled ``block`` rows at a time by
+def in_blocks(store: ColumnStore, n: int, dtype, fill) -> np.ndarray:
+    """A store column of ``n`` rows filled :data:`BLOCK` rows at a time by
     ``fill(start, stop) -> values`` (so no n-row temporary is built)."""
     out = store.empty(n, dtype)
-    for start in range(0, n, block):
-        stop = min(start + block, n)
+    for start in range(0, n, BLOCK):
+        stop = min(start + BLOCK, n)
         out[start:stop] = fill(start, stop)
     return out
