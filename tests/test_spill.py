@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import tracemalloc
 
 import numpy as np
@@ -161,8 +160,8 @@ def test_spill_files_are_removed_after_an_interrupt(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return former(*args)
 
-    former = partitioned._append_arrow
-    monkeypatch.setattr(partitioned, "_append_arrow", interrupted)
+    former = partitioned.append_arrow
+    monkeypatch.setattr(partitioned, "append_arrow", interrupted)
     with pytest.raises(KeyboardInterrupt):
         load(tmp_path / "preds", covariates="age,race", spill="always", spill_dir=spill_dir)
     assert len(calls) == 3

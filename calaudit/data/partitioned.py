@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -32,6 +32,7 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
+from calaudit.data.column_sink import ColumnSink, append_arrow, append_pandas
 from calaudit.data.locations import DataFile, Location, fingerprint
 from calaudit.data.spill import ColumnStore
 from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
@@ -61,98 +62,6 @@ class RowLayout:
         index = int(np.searchsorted(self.starts, row, side="right")) - 1
         index = min(max(index, 0), len(self.names) - 1)
         return self.names[index], row - int(self.starts[index])
-
-
-@dataclass
-class _Column:
-    """One requested column over every file read so far.
-
-    A Parquet dataset's column is preallocated (:meth:`allocate`) once every footer has
-    been read: its final dtype and length are known before the first row, so each batch
-    is converted and written in place (:meth:`put`) and no list of chunks is concatenated.
-    A CSV dataset's column (whose length is known only once each file is parsed) collects
-    chunks instead."""
-
-    name: str
-    kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
-    first: str = ""  # the file that fixed the kind
-    chunks: list[np.ndarray] = field(default_factory=list)
-    levels: dict[Any, int] = field(default_factory=dict)
-    #: numpy dtypes the files' batches convert to (numeric columns; for the final dtype)
-    dtypes: list[np.dtype] = field(default_factory=list)
-    out: np.ndarray | None = None
-    filled: int = 0
-
-    def expect(self, kind: str | None, type_name: str, source: str) -> None:
-        if kind is None:
-            return
-        if self.kind is None:
-            self.kind, self.first = kind, source
-        elif kind != self.kind:
-            raise InputError(f"holds {type_name} values but {clip(self.first, 200)} holds "
-                             f"{_KIND_WORDS[self.kind]}", source=source, column=self.name,
-                             rule="schema_mismatch",
-                             hint="every file of a dataset needs the same column types")
-
-    def final_dtype(self) -> np.dtype:
-        """The dtype the concatenated batches would have: int32 codes for text, int8 for
-        booleans, float64 for no values; for numbers numpy's result type of the files'
-        (an integer type only when every file stores integers without a missing value)."""
-        if self.kind == "text":
-            return np.dtype(np.int32)
-        if self.kind == "bool":
-            return np.dtype(np.int8)
-        if self.kind is None or not self.dtypes:
-            return np.dtype(np.float64)
-        kind = np.result_type(*self.dtypes)
-        return kind if kind.kind in "iu" else np.dtype(np.float64)
-
-    def allocate(self, rows: int, store: ColumnStore) -> None:
-        self.out = store.empty(rows, self.final_dtype())
-
-    def put(self, values: np.ndarray) -> None:
-        """The next rows of the column (converted to its final dtype as they are written)."""
-        if self.out is None:
-            self.chunks.append(values)
-            return
-        stop = self.filled + len(values)
-        self.out[self.filled:stop] = values
-        self.filled = stop
-
-    def codes(self, values: list[Any], indices: np.ndarray, null: np.ndarray) -> np.ndarray:
-        """Global int32 codes of dictionary ``values`` indexed by ``indices``; -1 where null."""
-        mapping = np.array([self.levels.setdefault(v, len(self.levels)) for v in values] or [0],
-                           dtype=np.int32)
-        out = mapping[np.where(null, 0, indices)]
-        out[null] = -1
-        return out
-
-    def series(self) -> pd.Series:
-        """The column as a pandas Series: int64 (or uint64) when every file stored integers
-        without a missing value, else float64; categorical for text; boolean."""
-        if self.out is not None:
-            values, self.out = self.out, None
-        else:
-            values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
-        self.chunks = []
-        if self.kind == "text":
-            categories = pd.Index(list(self.levels), dtype=object)
-            return pd.Series(pd.Categorical.from_codes(values.astype(np.int32, copy=False),
-                                                       categories),
-                             name=self.name, copy=False)
-        if self.kind == "bool":
-            null = values < 0
-            if not null.any():
-                return pd.Series(values.astype(bool), name=self.name, copy=False)
-            return pd.Series(pd.arrays.BooleanArray(values > 0, null), name=self.name)
-        if self.kind is None:
-            values = np.full(values.shape, np.nan)
-        elif values.dtype.kind not in "iu":
-            values = values.astype(np.float64, copy=False)
-        return pd.Series(values, name=self.name, copy=False)
-
-
-_KIND_WORDS = {"numeric": "numbers", "text": "text", "bool": "booleans"}
 
 
 class Dataset:
@@ -185,7 +94,7 @@ class Dataset:
         before any row is read."""
         store = store if store is not None else ColumnStore()
         stored = [c for c in columns if c not in self.partitions]
-        sinks = {name: _Column(name) for name in columns}
+        sinks = {name: ColumnSink(name) for name in columns}
         if self.location.format == "parquet":
             fragments = [self._check_parquet(f, stored, sinks) for f in self.location.files]
             declared = [self._declared_rows(f, fragment, stored, sinks)
@@ -247,7 +156,7 @@ class Dataset:
         check_header(list(schema.names), Path(file.name), "parquet")
         return schema
 
-    def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]):
+    def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]):
         """Footer only, before any rows are read: the file opens, holds every requested
         column, and each column's kind matches the other files'."""
         fragment = self._guard(file, lambda: self._fragment(file))
@@ -262,7 +171,7 @@ class Dataset:
         return fragment
 
     def _declared_rows(self, file: DataFile, fragment, stored: list[str],
-                       sinks: dict[str, _Column]) -> int:
+                       sinks: dict[str, ColumnSink]) -> int:
         """The file's row count from its footer; records each numeric column's dtype in
         this file (from the footer's null counts; a column whose row groups carry no null
         count is read alone once to count them)."""
@@ -300,7 +209,7 @@ class Dataset:
         return table.column(name).null_count > 0
 
     def _read_parquet(self, file: DataFile, fragment, stored: list[str],
-                      sinks: dict[str, _Column], declared: int) -> int:
+                      sinks: dict[str, ColumnSink], declared: int) -> int:
         import pyarrow as pa
 
         rows = 0
@@ -315,7 +224,7 @@ class Dataset:
             if rows > declared:
                 break
             for name in stored:
-                _append_arrow(sinks[name], batch.column(name), pa)
+                append_arrow(sinks[name], batch.column(name), pa)
         if not stored:
             rows = declared
         if rows != declared:
@@ -338,14 +247,14 @@ class Dataset:
                                   "says") from None
 
     # -- CSV / TSV ----------------------------------------------------------------------
-    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]) -> int:
+    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]) -> int:
         def read(path: Path) -> pd.DataFrame:
             _require(stored, read_columns(path), file, self.location.files[0])
             return read_table(path, stored)
 
         frame = self._with_local_copy(file, read)
         for name in stored:
-            _append_pandas(sinks[name], frame[name], file.name)
+            append_pandas(sinks[name], frame[name], file.name)
         return len(frame)
 
     def _with_local_copy(self, file: DataFile, action):
@@ -374,7 +283,7 @@ class Dataset:
         numeric = all(v is None or _INTEGER.match(v) for v in self.partitions[key])
         return "numeric" if numeric else "text"
 
-    def _fill_partition(self, key: str, sink: _Column) -> None:
+    def _fill_partition(self, key: str, sink: ColumnSink) -> None:
         values = self.partitions[key]
         numeric = self._partition_kind(key) == "numeric"
         for file, value, rows in zip(self.location.files, values, self.rows):
@@ -462,62 +371,6 @@ def _arrow_kind(arrow_type, source: str, column: str) -> str | None:
     raise InputError(f"holds {what}; a column holds numbers, text or booleans",
                      source=source, column=column, rule="unsupported_type",
                      hint="convert it to numbers or strings first")
-
-
-def _append_arrow(sink: _Column, array, pa) -> None:
-    """One batch of a column, appended as compact numpy."""
-    import pyarrow.compute as pc
-
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_null(array.type) or sink.kind is None:
-        fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
-        dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
-        sink.put(np.full(len(array), fill, dtype=dtype))
-    elif sink.kind == "text":
-        encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
-        null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        sink.put(sink.codes(encoded.dictionary.to_pylist(), indices, null))
-    elif sink.kind == "bool":
-        null = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int8)
-        values[null] = -1
-        sink.put(values)
-    elif sink.kind == "numeric":
-        if pa.types.is_dictionary(array.type):
-            array = array.dictionary_decode()
-        if pa.types.is_integer(array.type) and array.null_count == 0:
-            sink.put(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
-        else:
-            sink.put(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
-
-
-def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
-    """One CSV file's column, appended as compact numpy."""
-    if values.isna().all():
-        kind = None
-    elif pd.api.types.is_bool_dtype(values):
-        kind = "bool"
-    elif pd.api.types.is_numeric_dtype(values):
-        kind = "numeric"
-    else:
-        kind = "text"
-    sink.expect(kind, str(values.dtype), source)
-    if sink.kind is None or kind is None and sink.kind == "numeric":
-        sink.put(np.full(len(values), np.nan))
-    elif sink.kind == "numeric":
-        integers = values.dtype.kind in "iu"  # numpy integers: no missing values
-        sink.put(values.to_numpy() if integers
-                           else values.to_numpy(dtype=np.float64, na_value=np.nan))
-    elif sink.kind == "bool":
-        null = values.isna().to_numpy()
-        out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
-        sink.put(out)
-    else:
-        null = values.isna().to_numpy()
-        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
-        sink.put(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
 
 
 def _renamed(exc: InputError, temporary: str, name: str) -> InputError:
