@@ -38,6 +38,7 @@ from calaudit.data.spill import ColumnStore
 from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
 from calaudit.data.text_files import check_header
 from calaudit.exceptions import InputError, clip
+from calaudit.numerics.row_blocks import release_free_memory
 
 #: Rows per record batch read from a Parquet file (a constant: memory per batch is
 #: BATCH_ROWS x requested columns).
@@ -110,6 +111,9 @@ class Dataset:
             for index, (file, fragment) in enumerate(zip(self.location.files, fragments)):
                 self.rows[index] = self._read_parquet(file, fragment, stored, sinks,
                                                       declared[index])
+                if store.spilling:  # keep the memory of the read at one file's batches
+                    _release_arrow_pool()
+                    release_free_memory()
         else:
             for index, file in enumerate(self.location.files):
                 self.rows[index] = self._read_text(file, stored, sinks)
