@@ -282,3 +282,17 @@ def test_fuzz_the_preallocating_reader_against_the_former_concatenation(
                                       _former_concatenation(nonempty, "f"))
     texts = pa.concat_tables(tables).column("t").to_pylist()
     assert [None if pd.isna(v) else v for v in frame["t"].astype(object)] == texts
+
+
+def test_a_full_disk_is_one_error_before_the_rows_are_written(tmp_path, monkeypatch):
+    def full(handle, offset, length):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full, raising=False)
+    write_parts(tmp_path / "preds", binary_frame(100), sizes=(50, 50))
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    with pytest.raises(InputError, match="No space left on device") as caught:
+        load(tmp_path / "preds", spill="always", spill_dir=spill_dir)
+    assert caught.value.rule == "spill_failed"
+    assert list(spill_dir.iterdir()) == []

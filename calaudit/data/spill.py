@@ -107,6 +107,7 @@ class ColumnStore:
         os.close(handle)
         try:
             mapped = open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+            _reserve(path)
         except OSError as exc:
             _remove(path)
             raise InputError(f"cannot write a spill file ({exc.strerror or exc})",
@@ -134,6 +135,18 @@ class ColumnStore:
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise InputError("the spill directory is not writable", source=str(self.directory),
                              rule="spill_failed", hint="give another --spill-dir")
+
+
+def _reserve(path: str) -> None:
+    """Allocate the file's disk blocks now: a full disk is then an error here, not a
+    ``SIGBUS`` when a page of the mapping is first written."""
+    if not hasattr(os, "posix_fallocate"):
+        return
+    handle = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(handle, 0, os.fstat(handle).st_size)
+    finally:
+        os.close(handle)
 
 
 def _remove(path: str) -> None:
