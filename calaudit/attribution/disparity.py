@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
+from calaudit.numerics.distributions import norm_ppf
 
 
 BOOTSTRAP = (f"stratified percentile bootstrap (the means of levels of {NORMAL_MIN_ROWS:,}+ "
@@ -52,7 +52,7 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
             tail = (1.0 - level) / 2.0
             low, high = np.quantile(spread, [tail, 1.0 - tail])
         else:
-            z = float(stats.norm.ppf(0.5 + level / 2.0))
+            z = float(norm_ppf(0.5 + level / 2.0))
             se = np.sqrt(sum(float(np.var(d[spec.rows], ddof=1)) / spec.rows.size
                              for _, spec in (top, bottom)))
             low, high = biases.max() - biases.min() - z * se, biases.max() - biases.min() + z * se

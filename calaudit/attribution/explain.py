@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from calaudit.attribution.design import Cells, Term, build_terms
 from calaudit.attribution.irls import fitted
@@ -39,6 +38,7 @@ from calaudit.attribution.model import (
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
 from calaudit.local.poisson_binomial import group_test
+from calaudit.numerics.distributions import norm_ppf
 
 #: What a failed GLM fit raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
@@ -110,7 +110,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
         return Attribution(section, tuple(terms), rows, offset, model)
-    z = float(stats.norm.ppf(0.5 + settings.level / 2.0))
+    z = float(norm_ppf(0.5 + settings.level / 2.0))
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
     for term, p_given, p_alone in zip(terms, given, alone, strict=True):

@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 
 from calaudit.attribution.design import Cells, Term
 from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, model_rows, ordered_sum
+from calaudit.numerics.distributions import chi2_sf
 from calaudit.numerics.row_sources import resident
 
 CLIP = 1e-6
@@ -85,7 +86,7 @@ def lr_test(reduced: Fit, full: Fit, df: int) -> float:
     """Likelihood-ratio p-value ``P(chi^2_df >= D_reduced - D_full)``."""
     if df <= 0:
         return 1.0
-    return float(stats.chi2.sf(max(reduced.deviance - full.deviance, 0.0), df))
+    return float(chi2_sf(max(reduced.deviance - full.deviance, 0.0), df))
 
 
 def drop(terms: Sequence[Term], name: str) -> list[Term]:

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
@@ -38,6 +37,7 @@ from calaudit.local.lcb_features import (
     rows_cell_kernel,
     feature_kernel_sums,
 )
+from calaudit.numerics.distributions import norm_ppf
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -73,7 +73,7 @@ class LcbEstimation:
             keep = np.unique(np.linspace(0, at.rows.size - 1, self.local.max_points
                                          ).round().astype(np.intp))
         rows, se = at.rows[keep], at.se[keep]
-        z = float(stats.norm.ppf(0.5 + self.local.confidence_level / 2.0))
+        z = float(norm_ppf(0.5 + self.local.confidence_level / 2.0))
         lcb = bias.values[rows]
         return {
             "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates

@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
+from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.numerics.order_statistics import array_quantiles
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
@@ -106,7 +106,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
     z = float(score / math.sqrt(variance))
-    return Spiegelhalter(z, float(2.0 * stats.norm.sf(abs(z))), variance)
+    return Spiegelhalter(z, float(2.0 * norm_sf(abs(z))), variance)
 
 
 @dataclass(frozen=True)
@@ -135,5 +135,5 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], grou
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = float(np.sum((observed - expected) ** 2 / expected))
     df = int(keep.sum()) - 2
-    p_value = float(stats.chi2.sf(statistic, df)) if df >= 1 else math.nan
+    p_value = float(chi2_sf(statistic, df)) if df >= 1 else math.nan
     return HosmerLemeshow(statistic, df, p_value, observed, expected)

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
 from calaudit.local.poisson_binomial import group_test
+from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.order_statistics import array_quantiles
 
 TEST_NAME = "poisson_binomial"
@@ -163,9 +164,7 @@ def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
 
 def normal_mean_interval(d: NDArray[np.float64], level: float) -> tuple[float, float]:
     """``mean(d) -/+ z sd(d) / sqrt(n)`` (used when resampling is switched off)."""
-    from scipy import stats
-
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     half = z * float(d.std(ddof=1)) / np.sqrt(d.size) if d.size > 1 else np.inf
     return float(d.mean() - half), float(d.mean() + half)
 

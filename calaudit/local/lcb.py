@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from calaudit.local.klce import as_columns
+from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
 from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread, task_ranges
@@ -261,7 +261,7 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
     is then an unbiased estimate of the full sum."""
     if se_all is None:
         se_all = np.sqrt(scale * ((products * products).T @ (r * r)))
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
     for k, (req, grid, h) in enumerate(zip(design.requests, design.grids,

@@ -24,7 +24,8 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+
+from calaudit.numerics.distributions import norm_cdf, norm_pdf
 
 EXACT_MAX_ROWS = 3000
 
@@ -37,7 +38,7 @@ def _rna_cdf(k: float, p: NDArray[np.float64]) -> float:
     sigma = math.sqrt(variance)
     gamma = float(np.sum(p * (1.0 - p) * (1.0 - 2.0 * p))) / sigma ** 3
     x = (k + 0.5 - float(np.sum(p))) / sigma
-    value = stats.norm.cdf(x) + gamma * (1.0 - x * x) * stats.norm.pdf(x) / 6.0
+    value = norm_cdf(x) + gamma * (1.0 - x * x) * norm_pdf(x) / 6.0
     return float(min(1.0, max(0.0, value)))
 
 

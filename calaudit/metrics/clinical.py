@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 
 from calaudit.numerics.blocked import BLOCK_ROWS
+from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -145,7 +146,7 @@ class Recalibration:
                                                                        self.slope_se)
         if not (np.isfinite(value) and np.isfinite(se)):
             return None
-        z = float(stats.norm.ppf(0.5 + level / 2.0))
+        z = float(norm_ppf(0.5 + level / 2.0))
         return value - z * se, value + z * se
 
 

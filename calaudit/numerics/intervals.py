@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
+
+from calaudit.numerics.distributions import norm_ppf
 
 
 def wilson_interval(
@@ -19,7 +20,7 @@ def wilson_interval(
     """
     k = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
-    z = stats.norm.ppf(0.5 + confidence_level / 2.0)
+    z = norm_ppf(0.5 + confidence_level / 2.0)
     p = k / n
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2.0 * n)) / denom
