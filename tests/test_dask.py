@@ -330,7 +330,7 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     assert _audit_bytes(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"
-    for partial in ("label_partial", "spiegelhalter_partial"):
+    for partial in ("label_partial", "spiegelhalter_partial", "cell_partial", "mean_partial"):
         assert partial in calls, f"{partial} did not run on the executor"
 
 
@@ -483,6 +483,29 @@ def test_without_dask_everything_works_as_before(tmp_path):
 
 # ------------------------------------------- feature passes: rows placed once per stage
 
+def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
+    """The pickled sizes of what ``DaskExecutor.keep`` places and of what each reduction
+    scatters besides (lists that fill as the reductions run)."""
+    from calaudit.execution import dask_executor
+
+    kept: list[int] = []
+    scattered: list[int] = []
+    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+
+    def keep(self, value):
+        kept.append(len(cloudpickle.dumps(value)))
+        return original_keep(self, value)
+
+    def scatter(client, shared):
+        handles = original_scatter(client, shared)
+        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
+        return handles
+
+    monkeypatch.setattr(DaskExecutor, "keep", keep)
+    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    return kept, scattered
+
+
 FEATURE_ROWS = 5 * TASK + 77
 
 
@@ -559,32 +582,20 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     """The per-row columns of a stage's passes go to the workers once (``keep``), the
     residual bootstrap's residuals once more (any row can be drawn); what each reduction
     scatters besides holds nothing per row. Everything placed is released."""
-    from calaudit.execution import dask_executor
     from calaudit.local.features import feature_local_pass
 
     client = request.getfixturevalue(workers)
     inputs = _feature_inputs(2)
     n = FEATURE_ROWS
-    kept, scattered, passes = [], [], []
-    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+    kept, scattered = record_placements(monkeypatch)
+    passes = []
     original_map = DaskExecutor.map_sum
-
-    def keep(self, value):
-        kept.append(len(cloudpickle.dumps(value)))
-        return original_keep(self, value)
-
-    def scatter(client, shared):
-        handles = original_scatter(client, shared)
-        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
-        return handles
 
     def map_sum(self, partial, ranges, shared):
         passes.append(partial.__name__)
         return original_map(self, partial, ranges, shared)
 
-    monkeypatch.setattr(DaskExecutor, "keep", keep)
     monkeypatch.setattr(DaskExecutor, "map_sum", map_sum)
-    monkeypatch.setattr(dask_executor, "_scatter", scatter)
     before = set(client.who_has())
     executor = DaskExecutor(client)
     feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
@@ -623,3 +634,146 @@ def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
                                                        serial.p_value)
     assert dask.expected.tobytes() == serial.expected.tobytes()
     assert eventually(lambda: set(client.who_has()) <= before)
+
+
+# ------------------------------------- the local stage's row passes: placed once, same bytes
+
+def _attribution_inputs():
+    from calaudit.local.groups import Levels
+
+    rng = np.random.default_rng(31)
+    n = 3 * TASK + 77
+    age, region = rng.integers(0, 4, n), rng.integers(0, 3, n)
+    p = 1 / (1 + np.exp(-rng.normal(-0.5, 1.0, n)))
+    y = (rng.uniform(size=n) < np.clip(p + 0.08 * (region == 1), 0, 1)).astype(float)
+    levels = [Levels("age", age.astype(np.int32), ("a", "b", "c", "d")),
+              Levels("region", region.astype(np.int32), ("n", "s", "e"))]
+    return levels, y, p
+
+
+def _attribution_json(executor) -> str:
+    import json
+
+    from calaudit.attribution.explain import AttributionSettings, attribute
+
+    levels, y, p = _attribution_inputs()
+    out = attribute(levels, ["numeric", "categorical"], y, p,
+                    AttributionSettings(executor=executor))
+    return json.dumps(out.section, sort_keys=True)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_attribution_places_its_rows_once_for_all_its_fits(workers, request,
+                                                               monkeypatch):
+    """Every fit and standardised bias of the attribution reads the rows (``y``, offset,
+    cell: 20 B/row) placed once on the workers; each Newton round sends only the models'
+    ``C beta`` rows; the section is the in-process bytes; everything is released."""
+    from calaudit.attribution import irls
+
+    client = request.getfixturevalue(workers)
+    n = 3 * TASK + 77
+    monkeypatch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
+    expected = _attribution_json(None)
+    kept, scattered = record_placements(monkeypatch)
+    calls = dask_partials(monkeypatch)
+    before = set(client.who_has())
+    assert _attribution_json(DaskExecutor(client)) == expected
+    assert len(kept) == 1 and 20 * n <= kept[0] < 20 * n + 4_000
+    assert max(scattered) < n  # the rounds send C beta, no per-row array
+    # 6 models (full, null, 2 x (others, alone)) in lockstep; the biases in one pass
+    assert calls.count("mean_partial") == 1 and calls.count("glm_partial") <= 12
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
+def _lcb_products(executor) -> list[bytes]:
+    """The LCB's kernel sums at every row and its plotted rows' products through the
+    cell kernel (``local/lcb_features.py``), as bytes."""
+    from calaudit.local.lcb_features import (
+        cell_kernel,
+        feature_kernel_sums,
+        feature_row_products,
+    )
+
+    rng = np.random.default_rng(41)
+    n = 3 * TASK + 77
+    scaled = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n) / np.sqrt(2.0)])
+    kernel = cell_kernel(scaled, [1])
+    r = rng.normal(size=n)
+    weighted, mass = feature_kernel_sums(kernel, r, 64, 3, executor)
+    rows = np.sort(rng.choice(n, 500, replace=False))
+    at = feature_row_products(kernel, rows, r, mass, rng.normal(size=(n, 3)), 64, 3,
+                              executor)
+    return [weighted.tobytes(), mass.tobytes(), at.se.tobytes(),
+            at.curve_weights.tobytes()]
+
+
+@pytest.mark.parametrize("executor", ["threads2", "threads3", "threads8", "one_worker",
+                                      "two_workers"])
+def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, request,
+                                                                     monkeypatch):
+    from calaudit.numerics.row_blocks import ThreadExecutor
+
+    from calaudit.local import lcb_features
+
+    monkeypatch.setattr(lcb_features, "PASS_ROWS", TASK)  # several tasks at this size
+    calls = dask_partials(monkeypatch)
+    original_rows, kept = DaskExecutor.map_rows, []
+    monkeypatch.setattr(DaskExecutor, "map_rows", lambda self, partial, ranges, shared:
+                        calls.append(partial.__name__) or original_rows(self, partial,
+                                                                        ranges, shared))
+    original_keep = DaskExecutor.keep
+    monkeypatch.setattr(DaskExecutor, "keep", lambda self, value: kept.append(value) or
+                        original_keep(self, value))
+    expected = _lcb_products(None)
+    if executor.startswith("threads"):
+        runner = ThreadExecutor(int(executor[len("threads"):]))
+    else:
+        runner = DaskExecutor(request.getfixturevalue(executor))
+    assert _lcb_products(runner) == expected
+    if not executor.startswith("threads"):
+        # K [r, 1] at every row: a reduction, then a per-row map on the workers; the
+        # plotted rows' products: two reductions; the kernel placed once for each
+        assert calls == ["cell_partial", "rows_partial", "cell_partial", "cell_partial"]
+        assert len(kept) == 2
+
+
+def rows_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> dict:
+    """A per-row map: the rows [start, stop) of :func:`toy_partial`'s values."""
+    rows = np.random.default_rng([11, start]).standard_normal((stop - start, 3))
+    return {"values": np.exp(4.0 * rows) * weights, "index": np.arange(start, stop)}
+
+
+@pytest.mark.parametrize("executor", ["serial", "threads3", "one_worker", "two_workers"])
+def test_a_row_map_gives_the_ranges_rows_in_order(executor, request):
+    from calaudit.numerics.row_blocks import ThreadExecutor, map_rows
+
+    ranges = task_ranges(N_ROWS, TASK)
+    runner = (SerialExecutor() if executor == "serial" else ThreadExecutor(3)
+              if executor == "threads3" else DaskExecutor(request.getfixturevalue(executor)))
+    out = map_rows(runner, rows_partial, ranges, SHARED)
+    assert np.array_equal(out["index"], np.arange(N_ROWS))
+    want = np.concatenate([rows_partial(a, b, **SHARED)["values"] for a, b in ranges])
+    assert out["values"].tobytes() == want.tobytes()
+    assert map_rows(None, rows_partial, ranges, SHARED)["values"].tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monkeypatch):
+    """The curves' normalisers and centres (``curve_sums_partial``) over several ranges;
+    the requests (rows and covariate values) placed once per pass."""
+    from calaudit.local import lcb
+    from tests.test_lcb_columns import _requests
+
+    monkeypatch.setattr(lcb, "CURVE_ROWS", TASK)
+    rng = np.random.default_rng(8)
+    n = 3 * TASK + 17
+    requests, values, sums = _requests(rng, n), rng.normal(size=n), rng.uniform(0.5, 2, n)
+    serial = lcb.curve_design(requests, sums, 12, dense=False)
+    calls = dask_partials(monkeypatch)
+    executor = DaskExecutor(request.getfixturevalue(workers))
+    design = lcb.curve_design(requests, sums, 12, dense=False, executor=executor)
+    assert [a.tobytes() for a in design.normalisers] == [
+        b.tobytes() for b in serial.normalisers]
+    assert [a.tobytes() for a in design.centres(values, executor)] == [
+        b.tobytes() for b in serial.centres(values)]
+    assert calls == ["curve_sums_partial"] * 2

@@ -91,6 +91,8 @@ def design_matrix(terms: Sequence[Term], rows: NDArray[np.intp],
     return design_rows(codes, terms)
 
 
+#: Up to this many possible keys, cells are ranked by a count of every key (O(n), no sort).
+COUNT_KEYS = 1 << 22
 #: Cells are keyed by one int64 (mixed radix of the level codes) while the product of the
 #: level counts stays below this; beyond, by ``np.unique`` over the rows of codes.
 MAX_KEYS = 2.0**62
@@ -119,7 +121,7 @@ class Cells:
             for term, size in zip(terms, sizes, strict=True):
                 key *= size
                 key += term.codes[rows]
-            keys, cell = np.unique(key, return_inverse=True)
+            keys, cell = _ranked(key, float(np.prod(sizes, dtype=np.float64)))
             codes = np.empty((keys.size, len(terms)), dtype=np.intp)
             for t in range(len(terms) - 1, -1, -1):
                 keys, codes[:, t] = np.divmod(keys, sizes[t])
@@ -138,3 +140,15 @@ class Cells:
             if override and override[0] == term.name:
                 codes[:, j] = override[1]
         return design_rows(codes, terms)
+
+
+def _ranked(key: NDArray[np.int64], size: float) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``[0, size)``: below
+    :data:`COUNT_KEYS` possible keys by a count of each key (the present keys in order and
+    each row's rank among them, the same integers without sorting the rows)."""
+    if size > COUNT_KEYS:
+        return np.unique(key, return_inverse=True)
+    present = np.flatnonzero(np.bincount(key, minlength=int(size)))
+    rank = np.zeros(int(size), dtype=np.intp)
+    rank[present] = np.arange(present.size)
+    return present.astype(np.int64), rank[key]

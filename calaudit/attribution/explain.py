@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,12 @@ from numpy.typing import NDArray
 from calaudit.attribution.design import Cells, Term, build_terms
 from calaudit.attribution.irls import fitted
 from calaudit.attribution.model import (
-    Fit,
     ModelRows,
     covariate_tests,
     fit_glm,
     logit_offset,
-    standardised_bias,
+    placed,
+    standardised_biases,
 )
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels
@@ -72,14 +73,16 @@ class Attribution:
         return list(self.section.get("explaining", []))
 
 
-def _level_rows(term: Term, full: Fit, terms: Sequence[Term], model: ModelRows,
-                z: float) -> list[dict[str, Any]]:
-    """Every level of ``term``: its row count and standardised bias with interval."""
+def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, float]]
+                ) -> list[dict[str, Any]]:
+    """Every level of ``term``: its row count and standardised bias with interval (from
+    ``biases``, :func:`calaudit.attribution.model.standardised_biases` of every used
+    level)."""
     out = []
     for code, label in enumerate(term.labels):
         n = int(np.count_nonzero(term.codes == code))
         if code in term.used:
-            bias, low, high = standardised_bias(full, terms, model, term.name, code, z)
+            bias, low, high = biases[term.name, code]
             out.append({"level": label, "n": n, "bias": bias, "ci": [low, high]})
         else:
             out.append({"level": label, "n": n, "bias": None, "ci": None,
@@ -102,7 +105,12 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
     try:
         if not any(t.columns for t in terms):
             raise ValueError("no covariate has two levels large enough to compare")
-        full, pvalues = covariate_tests(model, terms)
+        with placed(model) as rows:  # the model's rows placed once for every fit
+            full, pvalues = covariate_tests(rows, terms)
+            z = float(norm_ppf(0.5 + settings.level / 2.0))
+            wanted = [(t.name, code) for t in terms for code in t.used]
+            biases = dict(zip(wanted, standardised_biases(full, terms, rows, wanted, z),
+                              strict=True))
     except FIT_ERRORS as exc:
         section["covariates"] = [{"covariate": t.name, "kind": t.kind, "p_value": None,
                                   "p_value_adjusted": None, "status": "INCONCLUSIVE",
@@ -110,7 +118,6 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
         return Attribution(section, tuple(terms), rows, offset, model)
-    z = float(norm_ppf(0.5 + settings.level / 2.0))
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
     for term, p_given, p_alone in zip(terms, given, alone, strict=True):
@@ -125,7 +132,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
             "adjustment": settings.adjust,
             "status": ("INCONCLUSIVE" if not testable
                        else "FAIL" if p_given <= settings.alpha else "PASS"),
-            "levels": _level_rows(term, full, terms, model, z),
+            "levels": _level_rows(term, biases),
             **({} if testable else {"message": "fewer than two levels large enough"})})
     section["explaining"] = [c["covariate"] for c in section["covariates"]
                              if c["status"] == "FAIL"]
@@ -140,39 +147,52 @@ def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
     other groups get ``explained_by = None``."""
     explaining = set(attribution.explaining)
     cache: dict[frozenset, NDArray[np.float64] | None] = {}
-    for row, spec in zip(table, specs, strict=True):
-        row["explained_by"] = None
-        if row["status"] != "FAIL":
-            continue
-        adjust = frozenset(explaining - set(spec.covariates))
-        row["explained_by"] = []
-        if not adjust:
-            continue
-        if adjust not in cache:
-            try:
-                cache[adjust] = _fitted_everywhere(attribution, outcome, adjust)
-            except FIT_ERRORS:
-                cache[adjust] = None
-        if cache[adjust] is None:
-            row["adjusted_for"] = sorted(adjust)
-            row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
-            continue
-        q = cache[adjust][spec.rows]
-        events = int(outcome[spec.rows].sum())
-        p_after, _ = group_test(events, q)
+    with contextlib.ExitStack() as stack:  # the model's rows placed once, when first fitted
+        model = None
+        for row, spec in zip(table, specs, strict=True):
+            if row["status"] == "FAIL" and explaining - set(spec.covariates) and model is None:
+                model = stack.enter_context(placed(attribution.model))
+            _explain_row(row, spec, attribution, model, outcome, alpha, explaining, cache)
+
+
+def _explain_row(row: dict[str, Any], spec: GroupSpec, attribution: Attribution,
+                 model: ModelRows | None, outcome: NDArray[np.float64], alpha: float,
+                 explaining: set[str], cache: dict[frozenset, NDArray[np.float64] | None]
+                 ) -> None:
+    """:func:`mark_explained` of one group's row (``model``: the attribution's rows,
+    placed)."""
+    row["explained_by"] = None
+    if row["status"] != "FAIL":
+        return
+    adjust = frozenset(explaining - set(spec.covariates))
+    row["explained_by"] = []
+    if not adjust:
+        return
+    if adjust not in cache:
+        try:
+            cache[adjust] = _fitted_everywhere(attribution, model, outcome, adjust)
+        except FIT_ERRORS:
+            cache[adjust] = None
+    if cache[adjust] is None:
         row["adjusted_for"] = sorted(adjust)
-        row["bias_after_adjustment"] = float((outcome[spec.rows] - q).mean())
-        row["p_value_after_adjustment"] = p_after
-        if p_after > alpha:
-            row["explained_by"] = [t.name for t in attribution.terms if t.name in adjust]
+        row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
+        return
+    q = cache[adjust][spec.rows]
+    events = int(outcome[spec.rows].sum())
+    p_after, _ = group_test(events, q)
+    row["adjusted_for"] = sorted(adjust)
+    row["bias_after_adjustment"] = float((outcome[spec.rows] - q).mean())
+    row["p_value_after_adjustment"] = p_after
+    if p_after > alpha:
+        row["explained_by"] = [t.name for t in attribution.terms if t.name in adjust]
 
 
-def _fitted_everywhere(attribution: Attribution, outcome: NDArray[np.float64],
-                       names: frozenset) -> NDArray[np.float64]:
-    """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows,
-    evaluated on every row)."""
+def _fitted_everywhere(attribution: Attribution, model: ModelRows,
+                       outcome: NDArray[np.float64], names: frozenset) -> NDArray[np.float64]:
+    """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows
+    ``model``, evaluated on every row)."""
     terms = [t for t in attribution.terms if t.name in names]
-    fit = fit_glm(attribution.model, terms)
+    fit = fit_glm(model, terms)
     every = Cells.build(terms, np.arange(outcome.size))
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 

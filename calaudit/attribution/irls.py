@@ -32,7 +32,7 @@ work (no n x k matrix, no n k^2 products). Checked against
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,10 +89,18 @@ def glm_partial(start: int, stop: int, *, rows: Any,
                 cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """Rows ``start:stop`` of the source ``rows`` (columns ``y``, ``offset``, ``cell``),
     per cell: ``weight`` (sum of ``q (1 - q)``) and ``residual`` (sum of ``y - q``); and
-    the ``deviance``. ``cell_eta = C beta``."""
+    the ``deviance``. ``cell_eta = C beta`` (cells,); or one row per model (models, cells),
+    several fits' sums from one read of the rows, each computed as for one fit (so the
+    same bytes): then every output has one row per model."""
     part = rows.read(start, stop, ("y", "offset", "cell"))
-    yy, cc = part["y"], part["cell"]
-    eta = part["offset"] + cell_eta[cc]
+    sums = [_glm_sums(part["y"], part["offset"], part["cell"], eta)
+            for eta in np.atleast_2d(cell_eta)]
+    return _stacked(sums, np.ndim(cell_eta) == 2)
+
+
+def _glm_sums(yy: NDArray[np.float64], offset: NDArray[np.float64], cc: NDArray[np.int32],
+              cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    eta = offset + cell_eta[cc]
     q = special.expit(eta)
     # np.sum, not a BLAS dot: the bits of a threaded dot depend on the BLAS thread count
     deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - np.sum(yy * eta))
@@ -101,33 +109,78 @@ def glm_partial(start: int, stop: int, *, rows: Any,
             "deviance": np.array([deviance])}
 
 
+def _stacked(sums: list[dict[str, NDArray]], many: bool) -> dict[str, NDArray]:
+    """One model's sums as they are; several models' stacked, one row each."""
+    if not many:
+        return sums[0]
+    return {name: np.stack([s[name].reshape(-1) for s in sums]) for name in sums[0]}
+
+
 def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
                  cell: NDArray[np.int32], design: NDArray[np.float64],
-                 executor: Any = None) -> Fit:
+                 executor: Any = None, rows: Any = None) -> Fit:
     """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
-    cells' design ``C``; the per-cell sums reduced by ``executor``."""
-    with resident(executor, model_rows(y, offset, cell)) as rows:
-        return _newton(lambda b: ordered_sum(glm_partial, y.size, {
-            "rows": rows, "cell_eta": design @ b}, executor), design)
+    cells' design ``C``; the per-cell sums reduced by ``executor``. ``rows``: the rows as
+    the executor's reductions receive them (already placed, :func:`model_rows`); None:
+    placed for this fit."""
+    result = fit_many(y.size, [design], rows, executor) if rows is not None else None
+    if result is None:
+        with resident(executor, model_rows(y, offset, cell)) as placed:
+            result = fit_many(y.size, [design], placed, executor)
+    if isinstance(result[0], Exception):
+        raise result[0]
+    return result[0]
 
 
-def _newton(reduce: Callable[[NDArray[np.float64]], dict[str, NDArray]],
-            design: NDArray[np.float64]) -> Fit:
-    """Newton-Raphson with step halving from ``beta = 0``; ``reduce(beta)`` gives the
-    per-cell ``weight``, ``residual`` and the ``deviance`` at ``beta``."""
-    def sums(b: NDArray[np.float64]) -> dict[str, NDArray]:
-        out = reduce(b)
+#: What a fit that fails raises (no convergence, a singular information matrix).
+FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
+
+
+def fit_many(n: int, designs: list[NDArray[np.float64]], rows: Any,
+             executor: Any = None) -> list[Fit | Exception]:
+    """Several models on the same rows (``designs``: each cells x its columns) fitted in
+    lockstep: each round, one reduction (:func:`glm_partial` with one ``C beta`` row per
+    model still iterating) gives every model the sums its Newton step asks for. Each
+    model's steps are those of a fit alone (the same sums, the same bytes); the number of
+    passes over the rows is the largest model's step count, not the sum. A model that
+    fails gives its exception in place of the fit."""
+    steps = [_newton(design) for design in designs]
+    results: list[Fit | Exception | None] = [None] * len(designs)
+    wanted = {}
+    for k, step in enumerate(steps):
+        wanted[k] = next(step)
+    while wanted:
+        order = sorted(wanted)
+        etas = np.stack([designs[k] @ wanted[k] for k in order])
+        out = ordered_sum(glm_partial, n, {"rows": rows, "cell_eta": etas}, executor)
+        for j, k in enumerate(order):
+            try:
+                wanted[k] = steps[k].send({name: out[name][j] for name in out})
+            except StopIteration as stop:
+                results[k] = stop.value
+                del wanted[k]
+            except FIT_ERRORS as exc:
+                results[k] = exc
+                del wanted[k]
+    return results  # type: ignore[return-value]
+
+
+def _newton(design: NDArray[np.float64]) -> Generator[NDArray[np.float64], dict, Fit]:
+    """Newton-Raphson with step halving from ``beta = 0``, as a generator: it yields each
+    ``beta`` whose per-cell ``weight``, ``residual`` and ``deviance`` it needs and is sent
+    them (:func:`fit_many` drives several at once); returns the :class:`Fit`."""
+    def sums(out: dict[str, NDArray]) -> dict[str, NDArray]:
         return {"hessian": design.T @ (design * out["weight"][:, None]),
                 "score": design.T @ out["residual"], "deviance": out["deviance"][0]}
 
     beta = np.zeros(design.shape[1])
-    current = sums(beta)
+    current = sums((yield beta))
     for _ in range(MAX_ITER):
         step = np.linalg.solve(current["hessian"], current["score"])
         if not np.all(np.isfinite(step)):
             break
         for _ in range(MAX_HALVINGS):
-            trial = sums(beta + step)
+            trial = sums((yield beta + step))
             if trial["deviance"] <= current["deviance"] * (1.0 + 1e-12):
                 break
             step = step / 2.0
@@ -144,12 +197,16 @@ def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float
                  ) -> dict[str, NDArray[np.float64]]:
     """Rows ``start:stop`` of the source ``rows`` (columns ``offset``, ``cell``), per
     cell: ``total`` (sum of ``q``) and ``slope`` (sum of ``q (1 - q)``), the pieces of a
-    standardised mean and its delta-method gradient."""
+    standardised mean and its delta-method gradient; ``cell_eta`` (cells,) or one row per
+    model (models, cells), as in :func:`glm_partial`."""
     part = rows.read(start, stop, ("offset", "cell"))
     cc = part["cell"]
-    q = special.expit(part["offset"] + cell_eta[cc])
-    return {"total": np.bincount(cc, q, minlength=cell_eta.size),
-            "slope": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size)}
+    sums = []
+    for eta in np.atleast_2d(cell_eta):
+        q = special.expit(part["offset"] + eta[cc])
+        sums.append({"total": np.bincount(cc, q, minlength=eta.size),
+                     "slope": np.bincount(cc, q * (1.0 - q), minlength=eta.size)})
+    return _stacked(sums, np.ndim(cell_eta) == 2)
 
 
 def fitted(offset: NDArray[np.float64], cell: NDArray[np.int32],

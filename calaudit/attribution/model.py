@@ -28,8 +28,9 @@ does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,14 +38,21 @@ from numpy.typing import NDArray
 from scipy import special
 
 from calaudit.attribution.design import Cells, Term
-from calaudit.attribution.irls import Fit, fit_logistic, mean_partial, model_rows, ordered_sum
+from calaudit.attribution.irls import (
+    Fit,
+    fit_logistic,
+    fit_many,
+    mean_partial,
+    model_rows,
+    ordered_sum,
+)
 from calaudit.numerics.distributions import chi2_sf
 from calaudit.numerics.row_sources import resident
 
 CLIP = 1e-6
 
-__all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "logit_offset",
-           "lr_test", "standardised_bias"]
+__all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "fit_glms",
+           "logit_offset", "lr_test", "placed", "standardised_bias", "standardised_biases"]
 
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -63,6 +71,9 @@ class ModelRows:
     mean_prediction: float
     #: runs the fits' row reductions (``map_sum``); None: this process
     executor: Any = field(default=None, compare=False, repr=False)
+    #: the rows (``y``, ``offset``, ``cell``) as the executor's reductions receive them,
+    #: placed once for a block of fits (:func:`placed`); None: placed per fit
+    source: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
@@ -75,11 +86,37 @@ class ModelRows:
                    if rows.size else float("nan"), executor)
 
 
+@contextlib.contextmanager
+def placed(data: ModelRows) -> Iterator[ModelRows]:
+    """``data`` with its rows placed on its executor once (``resident``: one copy per Dask
+    worker) for every fit and standardised bias of the block, released when it exits;
+    already placed: as it is."""
+    if data.source is not None:
+        yield data
+        return
+    with resident(data.executor, model_rows(data.y, data.offset, data.cells.cell)) as rows:
+        yield replace(data, source=rows)
+
+
 def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
     """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
     ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
     return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms),
-                        data.executor)
+                        data.executor, data.source)
+
+
+def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
+    """:func:`fit_glm` of each model (a list of terms), fitted in lockstep on rows placed
+    once (:func:`calaudit.attribution.irls.fit_many`: one pass over the rows per Newton
+    round for all of them); a model that cannot be fitted raises its error (the first in
+    the order given)."""
+    with placed(data) as rows:
+        fits = fit_many(data.y.size, [data.cells.design(terms) for terms in models],
+                        rows.source, data.executor)
+    for fit in fits:
+        if isinstance(fit, Exception):
+            raise fit
+    return fits  # type: ignore[return-value]
 
 
 def lr_test(reduced: Fit, full: Fit, df: int) -> float:
@@ -97,13 +134,14 @@ def covariate_tests(data: ModelRows, terms: Sequence[Term]
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
     """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
     others)``."""
-    full = fit_glm(data, terms)
-    null = fit_glm(data, [])
-    out = {}
+    models = [list(terms), []]
     for term in terms:
+        models += [drop(terms, term.name), [term]]
+    full, null, *rest = fit_glms(data, models)
+    out = {}
+    for k, term in enumerate(terms):
         df = len(term.columns)
-        reduced = fit_glm(data, drop(terms, term.name))
-        alone = lr_test(null, fit_glm(data, [term]), df)
+        reduced, alone = rest[2 * k], lr_test(null, rest[2 * k + 1], df)
         out[term.name] = (lr_test(reduced, full, df), alone,
                           max(reduced.deviance - full.deviance, 0.0))
     return full, out
@@ -113,11 +151,25 @@ def standardised_bias(full: Fit, terms: Sequence[Term], data: ModelRows, name: s
                       level: int, z: float) -> tuple[float, float, float]:
     """``(B_c(l), low, high)``: the standardised bias and its delta-method interval (the
     per-cell sums of ``q`` and ``q (1 - q)`` reduced over row chunks)."""
-    design = data.cells.design(terms, (name, level))
-    with resident(data.executor, model_rows(None, data.offset, data.cells.cell)) as rows:
-        sums = ordered_sum(mean_partial, data.y.size,
-                           {"rows": rows, "cell_eta": design @ full.params}, data.executor)
-    bias = float(sums["total"].sum() / data.y.size - data.mean_prediction)
-    grad = sums["slope"] @ design / data.y.size
-    se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
-    return bias, bias - z * se, bias + z * se
+    return standardised_biases(full, terms, data, [(name, level)], z)[0]
+
+
+def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
+                        levels: Sequence[tuple[str, int]], z: float
+                        ) -> list[tuple[float, float, float]]:
+    """:func:`standardised_bias` of every ``(covariate, level)`` of ``levels``, from one
+    reduction over the rows (one ``C beta`` row per level; each level's sums as alone)."""
+    if not levels:
+        return []
+    designs = [data.cells.design(terms, level) for level in levels]
+    with placed(data) as rows:
+        sums = ordered_sum(mean_partial, data.y.size, {
+            "rows": rows.source, "cell_eta": np.stack([d @ full.params for d in designs])},
+            data.executor)
+    out = []
+    for k, design in enumerate(designs):
+        bias = float(sums["total"][k].sum() / data.y.size - data.mean_prediction)
+        grad = sums["slope"][k] @ design / data.y.size
+        se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
+        out.append((bias, bias - z * se, bias + z * se))
+    return out

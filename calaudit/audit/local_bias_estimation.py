@@ -38,6 +38,7 @@ from calaudit.local.lcb_features import (
     feature_kernel_sums,
 )
 from calaudit.numerics.distributions import norm_ppf
+from calaudit.numerics.row_blocks import executor_of
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -118,7 +119,8 @@ class LcbEstimation:
                 categorical_columns(self.prob_features.shape[1], self.data.covariates,
                                     self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
-                                                 self.lcb_features, self.choice.frequency_seed)
+                                                 self.lcb_features, self.choice.frequency_seed,
+                                                 executor_of(self.config))
             return LocalBias(weighted / mass, mass), selection, None
         cov = np.asarray(self.encoded.features)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
@@ -134,4 +136,5 @@ class LcbEstimation:
             return []
         return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
                                     self.local.confidence_level,
-                                    scale=self.n / max(at.rows.size, 1))
+                                    scale=self.n / max(at.rows.size, 1),
+                                    executor=executor_of(self.config))

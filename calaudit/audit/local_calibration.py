@@ -382,13 +382,14 @@ class LocalAudit(LcbEstimation):
         # V is never stored: built a row block at a time (CurveColumns; exact path in
         # float64, the same bytes as the dense array)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=False)
+                              dense=False, executor=executor_of(self.config))
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
             at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
                                       CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed)
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      executor_of(self.config))
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64),

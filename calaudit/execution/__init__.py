@@ -9,7 +9,8 @@ the fixed task ranges of :func:`calaudit.numerics.row_blocks.task_ranges`, in ra
   one task per range, the partials folded in range order on the client, so the result
   is the same bytes as the serial executor's; ``keep`` / ``release`` place a value (a
   row source, :mod:`calaudit.numerics.row_sources`) on the workers once for several
-  reductions (an iterative fit);
+  reductions (an iterative fit); ``map_rows`` runs a per-row map the same way (each
+  task returns its range's rows, concatenated in range order);
 - :func:`open_executor`: the executor chosen by the ``[dask]`` settings (``--dask
   ADDRESS``, ``--workers N``), closed (client and local cluster) when the block exits,
   also on errors and Ctrl-C.

@@ -16,8 +16,10 @@ function of ``(start, stop, shared)``, so re-running it after a lost worker or a
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
 worker thread) is in flight ahead of the fold, so the partials waiting on the workers are
-bounded too, whatever the number of ranges. Dask itself is not imported here: the
-executor drives the ``distributed.Client`` it is given.
+bounded too, whatever the number of ranges. A per-row map (:meth:`DaskExecutor.map_rows`:
+each task returns its range's rows, e.g. a kernel sum at every row) runs the same way and
+concatenates the partials in range order instead of adding them. Dask itself is not
+imported here: the executor drives the ``distributed.Client`` it is given.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.exceptions import ClusterError
-from calaudit.numerics.row_blocks import fold
+from calaudit.numerics.row_blocks import fold, stack_rows
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
 
@@ -102,6 +104,18 @@ class DaskExecutor:
         """``fold_in_order(partial(a, b, **shared) for (a, b) in ranges)``, the partials
         computed on the cluster: ``shared`` is sent to each worker once, one task per
         range. Pending tasks are cancelled if the fold stops (an error, Ctrl-C)."""
+        return self._combine(fold_in_order, partial, ranges, shared)
+
+    def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """A per-row map (``SerialExecutor.map_rows``): each task gives its range's rows,
+        fetched and concatenated in range order on the client."""
+        return self._combine(stack_rows, partial, ranges, shared)
+
+    def _combine(self, combine: Callable[[Iterator[Mapping[str, np.ndarray]]],
+                                         dict[str, np.ndarray]],
+                 partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ranges = [(int(start), int(stop)) for start, stop in ranges]
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
@@ -110,7 +124,7 @@ class DaskExecutor:
         arguments = {**shared, **handles}
         partials = self._in_order(partial, ranges, arguments)
         try:
-            return fold_in_order(partials)
+            return combine(partials)
         finally:
             partials.close()  # cancels the tasks in flight if the fold stopped early
             _forget(self.client, list(handles.values()))
@@ -193,12 +207,34 @@ def _register_sizes() -> None:
 
 
 def _size(value: Any) -> int:
-    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say)."""
+    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say). An
+    object Dask knows nothing about (a kernel's rows, curve requests) counts the arrays it
+    holds (:func:`_held_bytes`), not the few bytes of its own header."""
     try:
         from dask.sizeof import sizeof
-        return int(sizeof(value))
+    except ImportError:
+        return 0
+    try:
+        return _held_bytes(value, sizeof, sizeof.dispatch(object), set(), 0)
     except Exception:  # noqa: BLE001 - an estimate for the progress lines only
         return 0
+
+
+def _held_bytes(value: Any, sizeof: Any, default: Any, seen: set[int], depth: int) -> int:
+    """``dask.sizeof`` of ``value`` where Dask has a rule for its type; else the sum over
+    the items or attributes it holds (each object once, a few levels deep)."""
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if sizeof.dispatch(type(value)) is not default or depth > 6:
+        if isinstance(value, (list, tuple, dict)) and depth <= 6:
+            items = value.values() if isinstance(value, dict) else value
+            return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in items)
+        return int(sizeof(value))
+    attributes = getattr(value, "__dict__", None)
+    if attributes is None or isinstance(value, type):
+        return int(sizeof(value))
+    return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in attributes.values())
 
 
 def _is_future(value: Any) -> bool:

@@ -19,6 +19,7 @@ robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +30,14 @@ from calaudit.local.klce import as_columns
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
-from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread, task_ranges
+from calaudit.numerics.row_blocks import (
+    TASK_ROWS,
+    SerialExecutor,
+    ThreadExecutor,
+    one_blas_thread,
+    task_ranges,
+)
+from calaudit.numerics.row_sources import resident
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -175,6 +183,15 @@ class CurveDesign:
         w /= self.normalisers[k][t0:t1, None]
         return w
 
+    def centres(self, values: NDArray[np.float64], executor: Any = None
+                ) -> list[NDArray[np.float64]]:
+        """:meth:`centre` of every request, as a reduction over the fixed row ranges
+        (:func:`curve_sums`; the same bytes as :meth:`centre` when the rows fit one range,
+        and on every executor)."""
+        sums = curve_sums(self.requests, self.grids, self.bandwidths, values.size,
+                          executor, normalisers=self.normalisers, values=values)
+        return [sums[str(k)] for k in range(len(self.requests))]
+
     def centre(self, k: int, values: NDArray[np.float64]) -> NDArray[np.float64]:
         """``c(t) = sum_{j in g} w_j(t) values_j`` of request ``k`` (``values`` over all
         rows), :data:`GRID_CHUNK` grid points at a time."""
@@ -220,26 +237,75 @@ class CurveColumns:
         return self.design.block(lo, max(lo, hi), self.weight_sums, self.dtype)
 
 
-def _normalisers(x: NDArray[np.float64], grid: NDArray[np.float64], h: float
-                 ) -> NDArray[np.float64]:
-    """``max(sum_j w_j(t), tiny)`` per grid point, one grid point at a time (the same
-    pairwise sum as the rows of :func:`grid_weights`)."""
-    return np.array([max(raw_weights(grid[t:t + 1], x, h).sum(), np.finfo(float).tiny)
-                     for t in range(grid.size)])
+#: Rows per task of the curves' sums (a constant: the ranges depend on n only).
+CURVE_ROWS = TASK_ROWS
+
+
+def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.float64]],
+               bandwidths: Sequence[float], n: int, executor: Any = None, *,
+               normalisers: Sequence[NDArray[np.float64]] | None = None,
+               values: NDArray[np.float64] | None = None) -> dict[str, NDArray[np.float64]]:
+    """Per request ``k`` (key ``str(k)``), summed over its rows: without ``normalisers``
+    the unnormalised weights ``sum_j exp(-((t - x_j) / h)^2 / 2)`` at each grid point
+    (the normalisers), with them the centres ``sum_j w_j(t) values_j``. A reduction
+    (:func:`curve_sums_partial` over the fixed ranges of ``n`` rows, added in range order)
+    run by ``executor`` (default: this process), the requests placed once."""
+    shared = {"grids": tuple(grids), "bandwidths": tuple(bandwidths),
+              "normalisers": None if normalisers is None else tuple(normalisers),
+              "values": values}
+    with resident(executor, CurveRows(tuple(requests))) as placed:
+        return (executor or SerialExecutor()).map_sum(
+            curve_sums_partial, task_ranges(n, CURVE_ROWS), {**shared, "requests": placed})
+
+
+@dataclass(frozen=True)
+class CurveRows:
+    """The requests' rows and covariate values as one value to place on the executor (a
+    tuple would be scattered item by item)."""
+
+    requests: tuple[CurveRequest, ...]
+
+
+def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
+                       grids: Sequence[NDArray[np.float64]], bandwidths: Sequence[float],
+                       normalisers: Sequence[NDArray[np.float64]] | None,
+                       values: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:
+    """:func:`curve_sums` over the requests' rows in ``[start, stop)``: the weights of the
+    range's rows (``(points, rows)``, as :func:`grid_weights`), summed along the rows
+    (numpy's pairwise sum, as the dense reference's normalisers), or divided by the
+    normalisers and multiplied by the rows' values :data:`GRID_CHUNK` grid points at a
+    time (as :meth:`CurveDesign.centre`), on one BLAS thread."""
+    out = {}
+    with one_blas_thread():
+        for k, (req, grid, h) in enumerate(zip(requests.requests, grids, bandwidths,
+                                                 strict=True)):
+            a, b = np.searchsorted(req.rows, [start, stop])
+            w = raw_weights(grid, req.x[a:b], h)
+            if normalisers is None:
+                out[str(k)] = w.sum(axis=1)
+                continue
+            w /= normalisers[k][:, None]
+            here = values[req.rows[a:b]]
+            out[str(k)] = np.concatenate([w[t0:t0 + GRID_CHUNK] @ here
+                                          for t0 in range(0, grid.size, GRID_CHUNK)])
+    return out
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
-                 points: int, dense: bool = True, dtype: type = np.float64) -> CurveDesign:
+                 points: int, dense: bool = True, dtype: type = np.float64,
+                 executor: Any = None) -> CurveDesign:
     """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
     w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
     (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
     :class:`CurveColumns` or use the per-request weights)."""
-    grids, bandwidths, norms = [], [], []
+    grids, bandwidths = [], []
     for req in requests:
         grid, h = curve_grid(req.x, points)
         grids.append(grid)
         bandwidths.append(h)
-        norms.append(_normalisers(req.x, grid, h))
+    sums = curve_sums(requests, grids, bandwidths, weight_sums.size, executor) \
+        if requests else {}
+    norms = [np.maximum(sums[str(k)], np.finfo(float).tiny) for k in range(len(requests))]
     design = CurveDesign(tuple(requests), tuple(grids), tuple(bandwidths), tuple(norms),
                          np.zeros((weight_sums.size, 0), dtype=dtype))
     if dense and requests:
@@ -250,7 +316,8 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
 def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
                          bias: LocalBias, r: NDArray[np.float64], level: float,
                          scale: float = 1.0,
-                         se_all: NDArray[np.float64] | None = None) -> list[dict]:
+                         se_all: NDArray[np.float64] | None = None,
+                         executor: Any = None) -> list[dict]:
     """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
     ``(covariate, group_by)`` with the groups' grid, curve, standard error and band
     (``se_all``: the standard errors ``sqrt(sum_i A_it^2 r_i^2)`` when already computed,
@@ -264,9 +331,10 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
     z = float(norm_ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
+    centres = design.centres(bias.values, executor) if design.requests else []
     for k, (req, grid, h) in enumerate(zip(design.requests, design.grids,
                                            design.bandwidths, strict=True)):
-        centre = design.centre(k, bias.values)
+        centre = centres[k]
         se = se_all[start:start + grid.size]
         start += grid.size
         entry = curves.setdefault((req.covariate, req.group_by), {

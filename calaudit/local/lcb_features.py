@@ -21,6 +21,7 @@ column goes through the features (``L = 1``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +33,21 @@ from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.numerics.features import FourierFeatures, row_chunks
-from calaudit.numerics.row_blocks import SerialExecutor, blocks, task_ranges
+from calaudit.numerics.row_blocks import (
+    TASK_ROWS,
+    SerialExecutor,
+    blocks,
+    map_rows,
+    one_blas_thread,
+    task_ranges,
+)
+from calaudit.numerics.row_sources import resident
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
+#: Rows per task of :func:`cell_matmul`'s row pass (a constant: the ranges depend on n
+#: only, so the sums are the same bytes on every executor).
+PASS_ROWS = TASK_ROWS
 
 
 @dataclass(frozen=True)
@@ -150,12 +162,25 @@ MAX_SORTED_CELLS = 64
 
 
 def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
-                 w: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+                 w: NDArray[np.float64], squared: bool = False
+                 ) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
     not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
     a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
-    which builds only those rows."""
+    which builds only those rows. The GEMMs run on one BLAS thread
+    (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so their bits do not depend on
+    the BLAS thread count of the process or worker that runs the task. ``squared``: the
+    sums of the squared kernel (:meth:`CellKernel.squared`; the same placed kernel serves
+    both)."""
+    kernel = kernel.squared() if squared else kernel
+    with one_blas_thread():
+        return {"acc": _cell_sums(start, stop, kernel, features, w)}
+
+
+def _cell_sums(start: int, stop: int, kernel: CellKernel, features: FourierFeatures,
+               w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The sum of :func:`cell_partial`."""
     q, n_cells = w.shape[1], kernel.n_cells
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
@@ -175,46 +200,104 @@ def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: Fourier
             if edges[a + 1] > edges[a]:
                 acc[:, a * q:(a + 1) * q] += (phi[edges[a]:edges[a + 1]].T
                                               @ rows[edges[a]:edges[a + 1]])
-    return {"acc": acc}
+    return acc
 
 
+@dataclass(frozen=True)
+class Mixed:
+    """The second pass's inputs: ``M[a]`` of every cell (``mixed``, L x D x q) and the
+    same as one (D, L q) matrix (``flat``), in single precision (the output products are
+    diagnostics; relative error about ``1e-6``)."""
+
+    mixed: NDArray[np.float32]
+    flat: NDArray[np.float32]
+
+    @property
+    def dense(self) -> bool:
+        """All cells' products in one GEMM (``L q <= DENSE_OUTPUT``), else one per cell."""
+        return self.flat.shape[1] <= DENSE_OUTPUT
+
+    @property
+    def width(self) -> int:
+        """Columns of a row chunk's products."""
+        return self.flat.shape[0] + (self.flat.shape[1] if self.dense else
+                                     self.mixed.shape[2])
 
 
-def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
-                targets: NDArray[np.intp] | None = None, executor: Any = None
-                ) -> NDArray[np.float64]:
-    """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
-    continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
-    :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
-    The first pass is a reduction over the fixed row blocks (:func:`cell_partial`, run by
-    ``executor``)."""
-    n, q = w.shape
-    cells, n_cells, d = kernel.cells, kernel.n_cells, features.n_features
-    if not isinstance(w, (CurveColumns, ResidualColumns)):
-        # float32 columns stay float32: the block products below are single precision
-        w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
-    shared = {"kernel": kernel, "features": features, "w": w}
-    acc = (executor or SerialExecutor()).map_sum(cell_partial, task_ranges(n), shared)["acc"]
-    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-    rows = None if targets is None else np.asarray(targets, dtype=np.intp)
-    size = n if rows is None else rows.size
+def output_rows(features: FourierFeatures, z: NDArray[np.float64], cells: NDArray[np.integer],
+                mix: Mixed) -> NDArray[np.float64]:
+    """``(K @ w)`` of the rows whose continuous columns ``z`` and cells are given:
+    ``phi_j . M[a_j]``, a chunk of rows at a time."""
+    size, q = z.shape[0], mix.mixed.shape[2]
+    n_cells = mix.mixed.shape[0]
     out = np.empty((size, q))
-    dense = n_cells * q <= DENSE_OUTPUT
-    # single-precision output products (diagnostics; relative error about 1e-6)
-    flat = np.ascontiguousarray(mixed.transpose(1, 0, 2).reshape(d, n_cells * q),
-                                dtype=np.float32)
-    mixed = mixed.astype(np.float32)
-    for start, stop in row_chunks(size, d + (n_cells * q if dense else q)):
-        idx = slice(start, stop) if rows is None else rows[start:stop]  # all rows: views
-        phi = _transform(features, kernel.z[idx])
-        here = cells[idx]
-        if dense:
-            out[start:stop] = (phi @ flat).reshape(-1, n_cells, q)[np.arange(stop - start),
-                                                                   here]
+    for start, stop in row_chunks(size, mix.width):
+        phi = _transform(features, z[start:stop])
+        here = cells[start:stop]
+        if mix.dense:
+            out[start:stop] = (phi @ mix.flat).reshape(-1, n_cells, q)[
+                np.arange(stop - start), here]
             continue
         for a in np.unique(here):
             mask = here == a
-            out[start:stop][mask] = phi[mask] @ mixed[a]
+            out[start:stop][mask] = phi[mask] @ mix.mixed[a]
+    return out
+
+
+def rows_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
+                 mix: Mixed, squared: bool = False) -> dict[str, NDArray[np.float64]]:
+    """:func:`output_rows` of the rows ``[start, stop)`` (the second pass of
+    :func:`cell_matmul` over every row, a per-row map), on one BLAS thread."""
+    kernel = kernel.squared() if squared else kernel
+    with one_blas_thread():
+        return {"out": output_rows(features, kernel.z[start:stop], kernel.cells[start:stop],
+                                   mix)}
+
+
+def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
+                targets: NDArray[np.intp] | None = None, executor: Any = None, *,
+                squared: bool = False, placed: Any = None) -> NDArray[np.float64]:
+    """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
+    continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
+    :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
+    The first pass is a reduction over the fixed row ranges (:func:`cell_partial`); over
+    every row, the second is a per-row map over the same ranges (:func:`rows_partial`);
+    both run by ``executor`` (this process, threads or Dask workers), their GEMMs on one
+    BLAS thread, so the bytes are the same on every executor. The second pass over
+    ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
+    (:meth:`CellKernel.squared`); ``placed``: ``kernel`` already placed on the executor
+    (``resident``) for several products; None: placed for this one."""
+    with contextlib.ExitStack() as stack:
+        if placed is None:
+            placed = stack.enter_context(resident(executor, kernel))
+        return _cell_matmul(kernel.squared() if squared else kernel, features, w, targets,
+                            executor, squared, placed)
+
+
+def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
+                 targets: NDArray[np.intp] | None, executor: Any, squared: bool,
+                 placed: Any) -> NDArray[np.float64]:
+    """:func:`cell_matmul` with the kernel placed (``placed``, of the unsquared kernel)."""
+    n, q = w.shape
+    n_cells, d = kernel.n_cells, features.n_features
+    if not isinstance(w, (CurveColumns, ResidualColumns)):
+        # float32 columns stay float32: the block products below are single precision
+        w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
+    ranges = task_ranges(n, PASS_ROWS)
+    shared = {"kernel": placed, "features": features, "squared": squared}
+    acc = (executor or SerialExecutor()).map_sum(cell_partial, ranges,
+                                                {**shared, "w": w})["acc"]
+    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
+    mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
+        mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
+    if targets is None:
+        return map_rows(executor, rows_partial, ranges, {**shared, "mix": mix})["out"]
+    rows = np.asarray(targets, dtype=np.intp)
+    out = np.empty((rows.size, q))
+    with one_blas_thread():
+        for start, stop in row_chunks(rows.size, mix.width):
+            idx = rows[start:stop]
+            out[start:stop] = output_rows(features, kernel.z[idx], kernel.cells[idx], mix)
     return out
 
 
@@ -235,25 +318,30 @@ class ResidualColumns:
 
 
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
-                        seed: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                        seed: int, executor: Any = None
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
-    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero)."""
+    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero); the row
+    pass of :func:`cell_matmul` run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
+    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
+                      executor=executor)
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
                          weight_sums: NDArray[np.float64],
                          columns: NDArray[np.float64] | CurveColumns,
-                         n_features: int, seed: int) -> RowProducts:
+                         n_features: int, seed: int, executor: Any = None) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
-    ``K[S, :] @ columns``."""
+    ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    squares = cell_matmul(kernel.squared(), features, (r * r)[:, None], rows)[:, 0]
-    weights = (cell_matmul(kernel, features, columns, rows) if columns.shape[1]
-               else np.zeros((rows.size, 0)))
+    with resident(executor, kernel) as placed:  # one copy for both products
+        squares = cell_matmul(kernel, features, (r * r)[:, None], rows, executor,
+                              squared=True, placed=placed)[:, 0]
+        weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
+                   if columns.shape[1] else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
 
 

@@ -21,6 +21,9 @@ distributed (issues 13 and 14):
   :meth:`~SerialExecutor.map_sum`. ``partial`` must be a module-level (picklable),
   thread-safe function and ``shared`` a dict of arrays (and plain values) it reads, never
   writes.
+* **Row maps.** A per-row result (a kernel sum at every row) is the same kind of partial,
+  returning arrays of ``stop - start`` rows; ``map_rows`` concatenates them in range order
+  (:func:`stack_rows`), on every executor.
 """
 
 from __future__ import annotations
@@ -102,6 +105,12 @@ class SerialExecutor:
         """``partial(start, stop, **shared)`` for every range, summed in range order."""
         return fold(partial(start, stop, **shared) for start, stop in ranges)
 
+    def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
+        """``partial(start, stop, **shared)`` for every range, each giving arrays of
+        ``stop - start`` rows: their rows in range order (:func:`stack_rows`)."""
+        return stack_rows(partial(start, stop, **shared) for start, stop in ranges)
+
 
 def usable_cores() -> int:
     """CPU cores this process may run on (its affinity mask where the OS has one)."""
@@ -155,9 +164,20 @@ class ThreadExecutor:
     def map_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``partial(start, stop, **shared)`` for every range, summed in range order."""
+        return self._combine(fold, partial, ranges, shared)
+
+    def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
+        """:meth:`SerialExecutor.map_rows` with the partials computed on the threads."""
+        return self._combine(stack_rows, partial, ranges, shared)
+
+    def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], dict[str, NDArray]],
+                 partial: Partial, ranges: Sequence[tuple[int, int]],
+                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
+        """``combine`` of the partials in range order, computed on the threads."""
         ranges = list(ranges)
         if self.threads == 1 or len(ranges) <= 1:
-            return SerialExecutor().map_sum(partial, ranges, shared)
+            return combine(partial(start, stop, **shared) for start, stop in ranges)
         libc = _glibc()
         try:
             with one_blas_thread(), ThreadPoolExecutor(
@@ -165,7 +185,7 @@ class ThreadExecutor:
                     ) as pool:
                 parts = _in_order(pool, partial, ranges, shared, self.threads + 1)
                 try:
-                    return fold(parts)
+                    return combine(parts)
                 finally:
                     parts.close()  # cancels the tasks not started if the fold stopped
         finally:
@@ -271,3 +291,24 @@ def fold(partials) -> dict[str, NDArray]:
     if total is None:
         raise ValueError("a reduction needs at least one range")
     return total
+
+
+def stack_rows(partials) -> dict[str, NDArray]:
+    """The partials' arrays (rows of their ranges) concatenated along the rows, in the
+    given order: a per-row map computed range by range (``map_rows``)."""
+    parts: dict[str, list[NDArray]] | None = None
+    for part in partials:
+        if parts is None:
+            parts = {k: [] for k in part}
+        for k, v in part.items():
+            parts[k].append(np.asarray(v))
+    if parts is None:
+        raise ValueError("a row map needs at least one range")
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def map_rows(executor: Any, partial: Partial, ranges: Sequence[tuple[int, int]],
+             shared: Mapping[str, Any]) -> dict[str, NDArray]:
+    """``executor.map_rows`` (this process when the executor has none, or is None)."""
+    runner = executor if hasattr(executor, "map_rows") else SerialExecutor()
+    return runner.map_rows(partial, ranges, shared)
