@@ -75,10 +75,11 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
 
 
 def recorded_sources(settings: Resolved) -> dict[str, str]:
-    """The non-default settings' sources, as recorded in the JSON: without ``[dask]``
-    (where the reductions ran does not change the result, so it leaves the bytes alone)."""
+    """The non-default settings' sources, as recorded in the JSON: without ``[dask]`` and
+    ``data.spill*`` (where the reductions ran and whether the columns were spilled to disk
+    do not change the result, so they leave the bytes alone)."""
     return {key: source for key, source in settings.sources().items()
-            if not key.startswith("dask.")}
+            if not key.startswith(("dask.", "data.spill"))}
 
 
 def render_documents(payload: dict[str, Any], outputs: Any,

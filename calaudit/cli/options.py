@@ -59,6 +59,15 @@ Renormalize = Annotated[bool, typer.Option(
 DropInvalid = Annotated[bool, typer.Option(
     "--drop-invalid", help="Drop invalid rows (counted by reason) instead of stopping.",
     rich_help_panel=DATA)]
+Spill = Annotated[Optional[str], typer.Option(
+    "--spill", metavar="auto|always|never", help="Keep the loaded columns in memory-mapped "
+    "files that the system pages to disk (always), in memory (never), or on disk when they "
+    "would take over a quarter of the available memory (auto, the default).",
+    rich_help_panel=DATA, show_default=False)]
+SpillDir = Annotated[Optional[str], typer.Option(
+    "--spill-dir", metavar="DIR", help="Directory of the spill files (default: the system "
+    "temporary directory). They are deleted as soon as they are mapped.",
+    rich_help_panel=DATA, show_default=False)]
 NBins = Annotated[int, typer.Option(
     "--n-bins", min=COUNTS["binning.n_bins"][0],
     max=COUNTS["binning.n_bins"][1],

@@ -2,5 +2,6 @@
 
 ``readers`` turns a file into a table, ``columns`` decides which columns hold what,
 ``labels`` maps labels to classes, ``rows`` applies the per-row rules, ``dataset`` holds
-the result and ``load`` runs the whole path.
+the result and ``load`` runs the whole path. ``partitioned`` reads datasets of files into
+``column_sink`` columns, allocated by ``spill``'s store (anonymous, or memory-mapped files).
 """

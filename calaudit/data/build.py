@@ -7,6 +7,7 @@ bad rows.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,15 @@ from scipy import special
 
 from calaudit.data import rows as rules
 from calaudit.data.dataset import CalibrationData, Covariate, Provenance
-from calaudit.data.labels import UNKNOWN, binary_classes, map_multiclass
+from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multiclass
 from calaudit.data.readers import SourceFile
+from calaudit.data import spill
+from calaudit.data.spill import ColumnStore, in_blocks
 from calaudit.exceptions import InputError
+
+
+#: Bytes per row of one kept column (float64 / int64), for the spill estimate.
+KEPT_BYTES_PER_ROW = 8
 
 
 @dataclass(frozen=True)
@@ -56,45 +63,58 @@ class RawInputs:
     dataset: dict[str, Any] | None = None
 
 
-def to_probabilities(raw: RawInputs, options: LoadOptions) -> tuple[np.ndarray, int]:
+def to_probabilities(raw: RawInputs, options: LoadOptions,
+                     store: ColumnStore | None = None) -> tuple[np.ndarray, int]:
     """(n, m) probabilities: softmax of logits, ``[1 - p, p]`` for one binary column,
     optionally renormalised rows. Returns the matrix and the count of renormalised rows."""
     if raw.kind == "probability" and raw.scores.shape[1] == 1:
-        # the common binary case written straight into its (n, 2) result: [1 - p, p]
-        # (16 bytes per row; the general path below holds 40 at its peak)
-        out = np.empty((raw.scores.shape[0], 2))
-        positive = out[:, 1]
-        positive[:] = raw.scores[:, 0]
-        positive[~np.isfinite(positive)] = 0.0
-        np.subtract(1.0, positive, out=out[:, 0])
+        # the common binary case written straight into its (n, 2) result: [1 - p, p],
+        # a block of rows at a time (16 bytes per row, in ``store``; no n-row temporary)
+        out = (store or ColumnStore()).empty((raw.scores.shape[0], 2), np.float64)
+        for start in range(0, out.shape[0], spill.BLOCK):
+            stop = min(start + spill.BLOCK, out.shape[0])
+            positive = out[start:stop, 1]
+            positive[:] = raw.scores[start:stop, 0]
+            positive[~np.isfinite(positive)] = 0.0
+            np.subtract(1.0, positive, out=out[start:stop, 0])
         return out, 0
-    scores = np.where(np.isfinite(raw.scores), raw.scores, 0.0)
-    if raw.kind == "logit":
-        if scores.shape[1] == 1:
-            scores = special.expit(scores)
-        else:
-            scores = special.softmax(scores, axis=1)
+    # every step works row by row, so it runs a block of rows at a time into ``out``
+    n, m = raw.scores.shape
+    out = (store or ColumnStore()).empty((n, 2 if m == 1 else m), np.float64)
     renormalized = 0
-    if scores.shape[1] > 1 and options.renormalize and raw.kind == "probability":
-        sums = scores.sum(axis=1, keepdims=True)
-        fix = (np.abs(sums[:, 0] - 1.0) > 0) & (sums[:, 0] > 0)
-        scores = np.where(fix[:, None], scores / np.where(sums > 0, sums, 1.0), scores)
-        renormalized = int(fix.sum())
-    if scores.shape[1] == 1:
-        scores = np.hstack([1.0 - scores, scores])
-    return scores, renormalized
+    for start in range(0, n, spill.BLOCK):
+        block = raw.scores[start:start + spill.BLOCK]
+        scores = np.where(np.isfinite(block), block, 0.0)
+        if raw.kind == "logit":
+            if scores.shape[1] == 1:
+                scores = special.expit(scores)
+            else:
+                scores = special.softmax(scores, axis=1)
+        if scores.shape[1] > 1 and options.renormalize and raw.kind == "probability":
+            sums = scores.sum(axis=1, keepdims=True)
+            fix = (np.abs(sums[:, 0] - 1.0) > 0) & (sums[:, 0] > 0)
+            scores = np.where(fix[:, None], scores / np.where(sums > 0, sums, 1.0), scores)
+            renormalized += int(fix.sum())
+        if scores.shape[1] == 1:
+            scores = np.hstack([1.0 - scores, scores])
+        out[start:start + spill.BLOCK] = scores
+    return out, renormalized
 
 
-def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> list:
+def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
+                   store: ColumnStore | None = None) -> list:
     """Rules on the prediction columns."""
-    found = [rules.nonfinite_scores(raw.scores, raw.score_columns, raw.score_source, raw.kind)]
+    found = [rules.nonfinite_scores(raw.scores, raw.score_columns, raw.score_source, raw.kind,
+                                    store)]
     if raw.kind == "probability":
-        found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source))
+        found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source, store))
         if raw.scores.shape[1] > 1 and not options.renormalize:
-            found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source))
+            found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source,
+                                                  store))
         if raw.scores.shape[1] > 1 and options.renormalize:
             with np.errstate(invalid="ignore"):
-                zero = ~(np.where(np.isfinite(raw.scores), raw.scores, 0.0).sum(axis=1) > 0)
+                zero = rules.row_mask(len(raw.scores), lambda a, b: ~(np.where(
+                    np.isfinite(raw.scores[a:b]), raw.scores[a:b], 0.0).sum(axis=1) > 0), store)
             found.append(rules.problem(
                 "zero_probability_row", raw.score_source,
                 f"{raw.score_columns[0]}..{raw.score_columns[-1]}", zero,
@@ -103,9 +123,33 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions) -> l
     return found
 
 
-def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
-                ) -> tuple[tuple[str, ...], np.ndarray]:
-    """Class names and the class index of every row (``UNKNOWN`` where unmatched)."""
+def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions,
+                store: ColumnStore | None = None) -> tuple[tuple[str, ...], np.ndarray]:
+    """Class names and the class index of every row (``UNKNOWN`` where unmatched).
+
+    Numeric and boolean labels map row by row, so they are mapped a block of rows at a
+    time into a ``store`` column; text labels need every distinct value first and are
+    mapped whole."""
+    n = len(raw.labels)
+    if store is not None and _is_numeric(raw.labels) and not (
+            raw.scores.shape[1] == 1 and options.positive_label is not None):
+        classes: tuple[str, ...] = ()
+        out = store.empty(n, np.int64)
+        for start in range(0, n, spill.BLOCK):
+            part = dataclasses.replace(raw, labels=raw.labels.iloc[start:start + spill.BLOCK])
+            classes, out[start:start + spill.BLOCK] = label_codes(
+                part, missing[start:start + spill.BLOCK], options)
+        return classes, out
+    classes, codes = _whole_label_codes(raw, missing, options)
+    if store is None or not store.spilling:
+        return classes, codes
+    kept = store.empty(codes.shape, np.int64)  # text labels: mapped whole, kept on disk
+    kept[:] = codes
+    return classes, kept
+
+
+def _whole_label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
+                       ) -> tuple[tuple[str, ...], np.ndarray]:
     some_missing = bool(missing.any())
     present = raw.labels[~missing] if some_missing else raw.labels
     if raw.scores.shape[1] == 1:
@@ -122,7 +166,8 @@ def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions
     return tuple(classes), codes
 
 
-def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = None) -> list:
+def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = None,
+                       store: ColumnStore | None = None) -> list:
     """Missing or infinite covariate values; complex, nested or timestamp columns."""
     found = []
     for name, values, source in raw.covariates:
@@ -132,37 +177,48 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
             raise InputError(f"holds {what}; a covariate is a number or a category",
                              source=source, column=name, rule="unsupported_type",
                              hint="convert it to numbers or strings first")
-        missing = values.isna().to_numpy()
+        missing = rules.row_mask(len(values), lambda a, b, v=values: v.iloc[a:b].isna()
+                                 .to_numpy(), store)
         found.append(rules.problem("missing_covariate", source, name, missing,
                                    "covariate value is missing", "fill or drop these rows",
                                    joined))
         if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            inf = np.isinf(values.to_numpy(dtype=np.float64, na_value=0.0))
+            inf = rules.row_mask(len(values), lambda a, b, v=values: np.isinf(
+                v.iloc[a:b].to_numpy(dtype=np.float64, na_value=0.0)), store)
             found.append(rules.problem("nonfinite_covariate", source, name, inf,
                                        "covariate value is infinite", "fix the covariate",
                                        joined))
     return found
 
 
-def encode_covariate(name: str, values: pd.Series, categorical: bool) -> Covariate:
-    """A numeric covariate as float64, or a categorical one as codes into sorted names."""
+def encode_covariate(name: str, values: pd.Series, categorical: bool,
+                     store: ColumnStore | None = None) -> Covariate:
+    """A numeric covariate as float64, or a categorical one as codes into sorted names.
+    A float64 column is kept as read; other numeric columns and a dataset's text codes
+    are written a block of rows at a time into ``store``."""
+    store = store if store is not None else ColumnStore()
     if not categorical:
-        return Covariate(name, "numeric", values.to_numpy(dtype=np.float64))
+        if values.dtype == np.float64:
+            return Covariate(name, "numeric", values.to_numpy())
+        return Covariate(name, "numeric", in_blocks(
+            store, len(values), np.float64,
+            lambda a, b: values.iloc[a:b].to_numpy(dtype=np.float64)))
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         names = np.array([str(v) for v in values.cat.categories], dtype=object)
         levels, remap = np.unique(names, return_inverse=True)
         remap = remap.reshape(-1)
-        stored = values.cat.codes.to_numpy()
+        stored = values.array.codes  # a view (values.cat.codes copies)
         # the levels in use, from per-category counts (O(categories) memory, no sort of n
         # codes); every row's code is then one lookup: its level's rank among those used
         counts = np.zeros(len(names) + 1, dtype=np.int64)
-        for start in range(0, stored.size, 1 << 20):
-            counts += np.bincount(stored[start:start + (1 << 20)].astype(np.intp) + 1,
+        for start in range(0, stored.size, spill.BLOCK):
+            counts += np.bincount(stored[start:start + spill.BLOCK].astype(np.intp) + 1,
                                   minlength=counts.size)
         present = np.flatnonzero(counts) - 1  # -1: a missing value (only if not refused)
         used = np.unique(remap[present])
         rank = np.searchsorted(used, remap)
-        return Covariate(name, "categorical", rank[stored], tuple(str(v) for v in levels[used]))
+        codes = in_blocks(store, stored.size, rank.dtype, lambda a, b: rank[stored[a:b]])
+        return Covariate(name, "categorical", codes, tuple(str(v) for v in levels[used]))
     if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
         values = values.astype(np.int64)
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
@@ -182,25 +238,35 @@ def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
 
 
 def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, int]:
-    """Rows dropped per rule, each row counted under the first rule it breaks."""
-    taken = np.zeros(n, dtype=bool)
+    """Rows dropped per rule, each row counted under the first rule it breaks (a block of
+    rows at a time)."""
+    new = [0] * len(problems)
+    for start in range(0, n, spill.BLOCK):
+        taken = np.zeros(min(spill.BLOCK, n - start), dtype=bool)
+        for index, prob in enumerate(problems):
+            new[index] += int((prob.rows[start:start + spill.BLOCK] & ~taken).sum())
+            taken |= prob.rows[start:start + spill.BLOCK]
     counts: dict[str, int] = {}
-    for prob in problems:
-        new = prob.rows & ~taken
-        if new.any():
-            counts[prob.rule] = counts.get(prob.rule, 0) + int(new.sum())
-        taken |= prob.rows
+    for prob, count in zip(problems, new):
+        if count:
+            counts[prob.rule] = counts.get(prob.rule, 0) + count
     return counts
 
 
-def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
-    """Validate ``raw`` and return the immutable data object."""
+def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
+          ) -> CalibrationData:
+    """Validate ``raw`` and return the immutable data object. The kept columns are
+    allocated in ``store`` (anonymous, or spilled to disk: :mod:`calaudit.data.spill`)."""
     n = int(raw.scores.shape[0])
+    if store is None:
+        store = ColumnStore()
+    if not store.decided:
+        store.decide(n * KEPT_BYTES_PER_ROW * (2 + raw.scores.shape[1] + len(raw.covariates)))
     if n < 2:
         check_enough(n, np.zeros(0, dtype=np.int64), ("",), raw, options)
-    probs, renormalized = to_probabilities(raw, options)
-    missing = raw.labels.isna().to_numpy()
-    classes, codes = label_codes(raw, missing, options)
+    probs, renormalized = to_probabilities(raw, options, store)
+    missing = rules.row_mask(n, lambda a, b: raw.labels.iloc[a:b].isna().to_numpy(), store)
+    classes, codes = label_codes(raw, missing, options, store)
     found: list = []
     joined = (raw.score_source, raw.ids) if raw.ids is not None else None
     if raw.unmatched is not None:
@@ -210,26 +276,30 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
                                    "check that the files hold the same ids"))
     found.append(rules.problem("missing_label", raw.label_source, raw.label_column, missing,
                                "label is missing", "fill or drop these rows", joined))
-    found += score_problems(raw, probs, options)
+    found += score_problems(raw, probs, options, store)
     found.append(rules.problem("unknown_label", raw.label_source, raw.label_column,
-                               (codes == UNKNOWN) & ~missing,
+                               rules.row_mask(n, lambda a, b: (codes[a:b] == UNKNOWN)
+                                              & ~missing[a:b], store),
                                f"label is not one of the classes ({', '.join(classes[:10])})",
                                "check --prob-cols order and names, or --positive-label",
                                joined))
-    found += covariate_problems(raw, joined)
+    found += covariate_problems(raw, joined, store)
     problems = [p for p in found if p is not None]
     if problems and not options.drop_invalid:
         raise _first_error(problems[0], raw)
-    bad = np.zeros(n, dtype=bool)
-    for prob in problems:
-        bad |= prob.rows
     # every row kept: views, not copies (at 10^7 rows a copy of y_proba is 160 MB)
-    keep = slice(None) if not bad.any() else np.flatnonzero(~bad)
+    keep: slice | np.ndarray = slice(None)
+    if problems:
+        bad = rules.row_mask(n, lambda a, b: np.logical_or.reduce(
+            [p.rows[a:b] for p in problems]), store)
+        keep = np.flatnonzero(~bad)
     used = n if isinstance(keep, slice) else len(keep)
-    check_enough(used, codes[keep], classes, raw, options)
+    if not isinstance(keep, slice):
+        probs, codes = take(store, probs, keep), take(store, codes, keep)
+    check_enough(used, codes, classes, raw, options)
     covariates = tuple(
-        encode_covariate(name, values.iloc[keep].reset_index(drop=True),
-                         is_categorical(values, name, options))
+        encode_covariate(name, values if isinstance(keep, slice) else values.iloc[keep],
+                         is_categorical(values, name, options), store)
         for name, values, _ in raw.covariates
     )
     provenance = Provenance(
@@ -238,7 +308,7 @@ def build(raw: RawInputs, options: LoadOptions) -> CalibrationData:
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
         renormalized_rows=renormalized, dataset=raw.dataset,
     )
-    return CalibrationData(probs[keep], codes[keep], classes, covariates, provenance)
+    return CalibrationData(probs, codes, classes, covariates, provenance)
 
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
@@ -265,7 +335,7 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
             source=raw.score_source, rule="too_few_rows",
             hint="check the file, or the rows --drop-invalid removed",
         )
-    present = np.unique(codes)
+    present = present_classes(codes)
     if options.require_two_classes and present.size < 2:
         only = classes[int(present[0])]
         raise InputError(
@@ -273,6 +343,24 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
             source=raw.label_source, column=raw.label_column, rule="single_class",
             hint="audit a sample that contains both outcomes",
         )
+
+
+def present_classes(codes: np.ndarray) -> np.ndarray:
+    """``np.unique(codes)`` of class codes (>= -1) from block bincounts (no sorted copy)."""
+    counts = np.zeros(1, dtype=np.int64)
+    for start in range(0, codes.size, spill.BLOCK):
+        block = np.bincount(codes[start:start + spill.BLOCK] + 1)
+        size = max(counts.size, block.size)
+        counts = np.pad(counts, (0, size - counts.size)) + np.pad(block, (0, size - block.size))
+    return np.flatnonzero(counts) - 1
+
+
+def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``values[rows]`` written a block of rows at a time into a ``store`` column."""
+    out = store.empty((rows.size,) + values.shape[1:], values.dtype)
+    for start in range(0, rows.size, spill.BLOCK):
+        out[start:start + spill.BLOCK] = values[rows[start:start + spill.BLOCK]]
+    return out
 
 
 def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,

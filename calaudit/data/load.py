@@ -29,6 +29,7 @@ from calaudit.data.readers import (
     sha256_of,
 )
 from calaudit.data.rows import located, shown_value
+from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
 from calaudit.numerics.row_blocks import release_free_memory
 
@@ -61,6 +62,8 @@ def load(
     renormalize: bool = False,
     drop_invalid: bool = False,
     require_two_classes: bool = True,
+    spill: str = "auto",
+    spill_dir: str | os.PathLike[str] | None = None,
 ) -> CalibrationData:
     """Read, join and validate predictions, labels and covariates.
 
@@ -70,7 +73,9 @@ def load(
     docs/inputs.md. Parameters mirror the command-line options (``--label-col`` ...).
     ``prob_cols`` and
     ``logit_cols`` take a glob pattern (``"p_*"``) or a comma list; ``covariates`` and
-    ``categorical`` a comma list or a sequence. Raises
+    ``categorical`` a comma list or a sequence. ``spill`` (``auto``, ``always``,
+    ``never``) and ``spill_dir`` say whether the kept columns are memory-mapped files
+    instead of anonymous memory (:mod:`calaudit.data.spill`; docs/scale.md). Raises
     :class:`~calaudit.exceptions.InputError` for any bad input.
 
     >>> data = load("sample_data/credit_default.csv", covariates="age,race")  # doctest: +SKIP
@@ -88,7 +93,8 @@ def load(
             raise InputError(f"--categorical names '{name}', which is not a covariate",
                              column=name, rule="conflicting_options",
                              hint="list it in --covariates too")
-    data = build(gather(os.fspath(path), columns), options)
+    store = ColumnStore(spill, spill_dir)
+    data = build(gather(os.fspath(path), columns, store), options, store)
     release_free_memory()  # the readers' freed chunks and masks leave the RSS
     return data
 
@@ -110,11 +116,12 @@ class SingleFile:
     def columns(self) -> list[str]:
         return read_columns(self.path)
 
-    def read(self, columns: list[str]) -> pd.DataFrame:
+    def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
         if file_format(self.path) == "parquet":
             check_readable(self.path)
             one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
-            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(columns)
+            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(
+                columns, store)
         else:
             frame = read_table(self.path, columns)
         self.rows = len(frame)
@@ -153,7 +160,8 @@ class _Part:
         return cls(role, name, source, source.columns())
 
 
-def gather(main_path: str, opts: ColumnOptions) -> RawInputs:
+def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
+           ) -> RawInputs:
     """Resolve every column, read the files and align their rows."""
     main = _Part.open("predictions", main_path)
     label_part = _extra("labels", opts.labels_file, main)
@@ -171,14 +179,15 @@ def gather(main_path: str, opts: ColumnOptions) -> RawInputs:
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
     parts = _distinct([main, label_part, cov_part])
-    unmatched, ids = _read_and_align(parts, opts.id_col)
+    store = store if store is not None else ColumnStore()
+    unmatched, ids = _read_and_align(parts, opts.id_col, store)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
     layouts = {part.name: layout for part in parts
                if (layout := part.source.layout()) is not None}
     score_layout = layouts.get(main.name)
     return RawInputs(
-        scores=np.column_stack([_numeric(merged[c], c, main.name, score_layout)
-                                for c in scores.columns]),
+        scores=_score_matrix([merged[c] for c in scores.columns], scores.columns, main.name,
+                             score_layout, store),
         score_columns=scores.columns, class_names=scores.class_names, kind=scores.kind,
         score_source=main.name, labels=merged[label_col], label_column=label_col,
         label_source=label_part.name,
@@ -215,8 +224,22 @@ def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOption
                          hint="a column is either the label, a prediction or a covariate")
 
 
+def _score_matrix(columns: list[pd.Series], names: tuple[str, ...], path: str,
+                  layout: RowLayout | None, store: ColumnStore) -> np.ndarray:
+    """The (n, m) float64 prediction matrix: one float64 column is used as it was read
+    (an (n, 1) view, no copy); several are written column by column into ``store``."""
+    if len(columns) == 1:
+        return _numeric(columns[0], names[0], path, layout)[:, None]
+    out = store.empty((len(columns[0]), len(columns)), np.float64)
+    for k, (values, name) in enumerate(zip(columns, names)):
+        out[:, k] = _numeric(values, name, path, layout)
+    return out
+
+
 def _numeric(values: pd.Series, column: str, path: str,
              layout: RowLayout | None = None) -> np.ndarray:
+    if values.dtype == np.float64:  # every value is a number (or NaN): nothing to convert
+        return values.to_numpy()
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         values = values.astype(object)
     kind = getattr(values.dtype, "kind", "O")
@@ -242,7 +265,7 @@ def _numeric(values: pd.Series, column: str, path: str,
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _read_and_align(parts: list[_Part], id_col: str | None
+def _read_and_align(parts: list[_Part], id_col: str | None, store: ColumnStore
                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Read each file; align the extra files to the first by id or by row order.
 
@@ -253,7 +276,7 @@ def _read_and_align(parts: list[_Part], id_col: str | None
         wanted = list(dict.fromkeys(part.wanted + ([id_col] if id_col and len(parts) > 1 else [])))
         if id_col and len(parts) > 1:
             require_column(id_col, part.available, part.name, "--id-col")
-        part.frame = part.source.read(wanted)
+        part.frame = part.source.read(wanted, store)
     main = parts[0]
     if len(parts) == 1:
         return None, None

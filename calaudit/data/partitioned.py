@@ -24,7 +24,7 @@ import os
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -32,15 +32,21 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
+from calaudit.data.column_sink import ColumnSink, append_arrow, append_pandas
 from calaudit.data.locations import DataFile, Location, fingerprint
+from calaudit.data.spill import ColumnStore
 from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
 from calaudit.data.text_files import check_header
 from calaudit.exceptions import InputError, clip
+from calaudit.numerics.row_blocks import release_free_memory
 
 #: Rows per record batch read from a Parquet file (a constant: memory per batch is
 #: BATCH_ROWS x requested columns).
 BATCH_ROWS = 65_536
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+#: Bytes per row and column that the kept data adds to a column's own (the spill
+#: estimate of :meth:`Dataset.read`: the raw column plus the final column built from it).
+KEPT_BYTES = 8
 _INTEGER = re.compile(r"^[+-]?\d{1,18}$")
 
 
@@ -57,59 +63,6 @@ class RowLayout:
         index = int(np.searchsorted(self.starts, row, side="right")) - 1
         index = min(max(index, 0), len(self.names) - 1)
         return self.names[index], row - int(self.starts[index])
-
-
-@dataclass
-class _Column:
-    """One requested column over every file read so far."""
-
-    name: str
-    kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
-    first: str = ""  # the file that fixed the kind
-    chunks: list[np.ndarray] = field(default_factory=list)
-    levels: dict[Any, int] = field(default_factory=dict)
-
-    def expect(self, kind: str | None, type_name: str, source: str) -> None:
-        if kind is None:
-            return
-        if self.kind is None:
-            self.kind, self.first = kind, source
-        elif kind != self.kind:
-            raise InputError(f"holds {type_name} values but {clip(self.first, 200)} holds "
-                             f"{_KIND_WORDS[self.kind]}", source=source, column=self.name,
-                             rule="schema_mismatch",
-                             hint="every file of a dataset needs the same column types")
-
-    def codes(self, values: list[Any], indices: np.ndarray, null: np.ndarray) -> np.ndarray:
-        """Global int32 codes of dictionary ``values`` indexed by ``indices``; -1 where null."""
-        mapping = np.array([self.levels.setdefault(v, len(self.levels)) for v in values] or [0],
-                           dtype=np.int32)
-        out = mapping[np.where(null, 0, indices)]
-        out[null] = -1
-        return out
-
-    def series(self) -> pd.Series:
-        """The column as a pandas Series: int64 (or uint64) when every file stored integers
-        without a missing value, else float64; categorical for text; boolean."""
-        values = np.concatenate(self.chunks) if self.chunks else np.zeros(0)
-        self.chunks = []
-        if self.kind == "text":
-            categories = pd.Index(list(self.levels), dtype=object)
-            return pd.Series(pd.Categorical.from_codes(values.astype(np.int32), categories),
-                             name=self.name, copy=False)
-        if self.kind == "bool":
-            null = values < 0
-            if not null.any():
-                return pd.Series(values.astype(bool), name=self.name, copy=False)
-            return pd.Series(pd.arrays.BooleanArray(values > 0, null), name=self.name)
-        if self.kind is None:
-            values = np.full(values.shape, np.nan)
-        elif values.dtype.kind not in "iu":
-            values = values.astype(np.float64, copy=False)
-        return pd.Series(values, name=self.name, copy=False)
-
-
-_KIND_WORDS = {"numeric": "numbers", "text": "text", "bool": "booleans"}
 
 
 class Dataset:
@@ -136,14 +89,31 @@ class Dataset:
             self._columns = list(names) + list(self.partitions)
         return self._columns
 
-    def read(self, columns: list[str]) -> pd.DataFrame:
-        """The requested columns of every file, in row order."""
+    def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
+        """The requested columns of every file, in row order. Parquet columns are
+        preallocated in ``store`` (anonymous memory, or spilled to disk) from the footers,
+        before any row is read."""
+        store = store if store is not None else ColumnStore()
         stored = [c for c in columns if c not in self.partitions]
-        sinks = {name: _Column(name) for name in columns}
+        sinks = {name: ColumnSink(name) for name in columns}
         if self.location.format == "parquet":
             fragments = [self._check_parquet(f, stored, sinks) for f in self.location.files]
+            declared = [self._declared_rows(f, fragment, stored, sinks)
+                        for f, fragment in zip(self.location.files, fragments)]
+            total = sum(declared)
+            for key in columns:
+                if key in self.partitions:
+                    sinks[key].kind = self._partition_kind(key)
+            store.decide(total * sum(s.final_dtype().itemsize + KEPT_BYTES
+                                     for s in sinks.values()))
+            for sink in sinks.values():
+                sink.allocate(total, store)
             for index, (file, fragment) in enumerate(zip(self.location.files, fragments)):
-                self.rows[index] = self._read_parquet(file, fragment, stored, sinks)
+                self.rows[index] = self._read_parquet(file, fragment, stored, sinks,
+                                                      declared[index])
+                if store.spilling:  # keep the memory of the read at one file's batches
+                    _release_arrow_pool()
+                    release_free_memory()
         else:
             for index, file in enumerate(self.location.files):
                 self.rows[index] = self._read_text(file, stored, sinks)
@@ -190,7 +160,7 @@ class Dataset:
         check_header(list(schema.names), Path(file.name), "parquet")
         return schema
 
-    def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]):
+    def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]):
         """Footer only, before any rows are read: the file opens, holds every requested
         column, and each column's kind matches the other files'."""
         fragment = self._guard(file, lambda: self._fragment(file))
@@ -204,11 +174,48 @@ class Dataset:
                                file.name)
         return fragment
 
-    def _read_parquet(self, file: DataFile, fragment, stored: list[str],
-                      sinks: dict[str, _Column]) -> int:
+    def _declared_rows(self, file: DataFile, fragment, stored: list[str],
+                       sinks: dict[str, ColumnSink]) -> int:
+        """The file's row count from its footer; records each numeric column's dtype in
+        this file (from the footer's null counts; a column whose row groups carry no null
+        count is read alone once to count them)."""
         import pyarrow as pa
 
         declared = self._guard(file, lambda: fragment.count_rows())
+        if declared == 0:
+            return 0
+        schema = self._guard(file, lambda: fragment.physical_schema)
+        for name in stored:
+            arrow_type = schema.field(name).type
+            if pa.types.is_dictionary(arrow_type):
+                arrow_type = arrow_type.value_type
+            if sinks[name].kind != "numeric":
+                continue
+            exact = pa.types.is_integer(arrow_type) and not self._has_nulls(file, fragment, name)
+            sinks[name].dtypes.append(np.dtype(arrow_type.to_pandas_dtype()) if exact
+                                      else np.dtype(np.float64))
+        return declared
+
+    def _has_nulls(self, file: DataFile, fragment, name: str) -> bool:
+        meta = self._guard(file, lambda: fragment.metadata)
+        leaves = [meta.schema.column(j).path for j in range(meta.num_columns)]
+        index = leaves.index(name) if name in leaves else -1
+        counts = []
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(index).statistics if index >= 0 else None
+            if stats is None or not stats.has_null_count:
+                counts = None
+                break
+            counts.append(stats.null_count)
+        if counts is not None:
+            return sum(counts) > 0
+        table = self._guard(file, lambda: fragment.to_table(columns=[name]))
+        return table.column(name).null_count > 0
+
+    def _read_parquet(self, file: DataFile, fragment, stored: list[str],
+                      sinks: dict[str, ColumnSink], declared: int) -> int:
+        import pyarrow as pa
+
         rows = 0
         batches = self._guard(file, lambda: fragment.to_batches(
             columns=stored, batch_size=BATCH_ROWS, batch_readahead=1,
@@ -218,8 +225,10 @@ class Dataset:
             if batch is None:
                 break
             rows += batch.num_rows
+            if rows > declared:
+                break
             for name in stored:
-                _append_arrow(sinks[name], batch.column(name), pa)
+                append_arrow(sinks[name], batch.column(name), pa)
         if not stored:
             rows = declared
         if rows != declared:
@@ -242,14 +251,14 @@ class Dataset:
                                   "says") from None
 
     # -- CSV / TSV ----------------------------------------------------------------------
-    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, _Column]) -> int:
+    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]) -> int:
         def read(path: Path) -> pd.DataFrame:
             _require(stored, read_columns(path), file, self.location.files[0])
             return read_table(path, stored)
 
         frame = self._with_local_copy(file, read)
         for name in stored:
-            _append_pandas(sinks[name], frame[name], file.name)
+            append_pandas(sinks[name], frame[name], file.name)
         return len(frame)
 
     def _with_local_copy(self, file: DataFile, action):
@@ -273,9 +282,14 @@ class Dataset:
                 raise _renamed(exc, str(local), file.name) from None
 
     # -- partitions ---------------------------------------------------------------------
-    def _fill_partition(self, key: str, sink: _Column) -> None:
+    def _partition_kind(self, key: str) -> str:
+        """A key whose values are all integers (or missing) is numeric, else text."""
+        numeric = all(v is None or _INTEGER.match(v) for v in self.partitions[key])
+        return "numeric" if numeric else "text"
+
+    def _fill_partition(self, key: str, sink: ColumnSink) -> None:
         values = self.partitions[key]
-        numeric = all(v is None or _INTEGER.match(v) for v in values)
+        numeric = self._partition_kind(key) == "numeric"
         for file, value, rows in zip(self.location.files, values, self.rows):
             if value is None and not any(p == f"{key}={HIVE_NULL}" for p in _parts(file)):
                 raise InputError(f"is not below a '{key}=...' directory, so it has no value "
@@ -284,11 +298,11 @@ class Dataset:
                                  hint="partition every file by the same keys")
             if numeric:
                 sink.kind = "numeric"
-                sink.chunks.append(np.full(rows, np.nan if value is None else float(value)))
+                sink.put(np.full(rows, np.nan if value is None else float(value)))
             else:
                 sink.kind = "text"
                 code = -1 if value is None else sink.levels.setdefault(value, len(sink.levels))
-                sink.chunks.append(np.full(rows, code, dtype=np.int32))
+                sink.put(np.full(rows, code, dtype=np.int32))
 
 
 def _scan_options(remote: bool):
@@ -361,62 +375,6 @@ def _arrow_kind(arrow_type, source: str, column: str) -> str | None:
     raise InputError(f"holds {what}; a column holds numbers, text or booleans",
                      source=source, column=column, rule="unsupported_type",
                      hint="convert it to numbers or strings first")
-
-
-def _append_arrow(sink: _Column, array, pa) -> None:
-    """One batch of a column, appended as compact numpy."""
-    import pyarrow.compute as pc
-
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_null(array.type) or sink.kind is None:
-        fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
-        dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
-        sink.chunks.append(np.full(len(array), fill, dtype=dtype))
-    elif sink.kind == "text":
-        encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
-        null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        sink.chunks.append(sink.codes(encoded.dictionary.to_pylist(), indices, null))
-    elif sink.kind == "bool":
-        null = np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        values = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int8)
-        values[null] = -1
-        sink.chunks.append(values)
-    elif sink.kind == "numeric":
-        if pa.types.is_dictionary(array.type):
-            array = array.dictionary_decode()
-        if pa.types.is_integer(array.type) and array.null_count == 0:
-            sink.chunks.append(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
-        else:
-            sink.chunks.append(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
-
-
-def _append_pandas(sink: _Column, values: pd.Series, source: str) -> None:
-    """One CSV file's column, appended as compact numpy."""
-    if values.isna().all():
-        kind = None
-    elif pd.api.types.is_bool_dtype(values):
-        kind = "bool"
-    elif pd.api.types.is_numeric_dtype(values):
-        kind = "numeric"
-    else:
-        kind = "text"
-    sink.expect(kind, str(values.dtype), source)
-    if sink.kind is None or kind is None and sink.kind == "numeric":
-        sink.chunks.append(np.full(len(values), np.nan))
-    elif sink.kind == "numeric":
-        integers = values.dtype.kind in "iu"  # numpy integers: no missing values
-        sink.chunks.append(values.to_numpy() if integers
-                           else values.to_numpy(dtype=np.float64, na_value=np.nan))
-    elif sink.kind == "bool":
-        null = values.isna().to_numpy()
-        out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
-        sink.chunks.append(out)
-    else:
-        null = values.isna().to_numpy()
-        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
-        sink.chunks.append(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
 
 
 def _renamed(exc: InputError, temporary: str, name: str) -> InputError:

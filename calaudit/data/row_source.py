@@ -12,7 +12,7 @@ columns it asks for, nothing else) instead of receiving the whole column from th
 Columns are the files' own numeric or boolean columns (float64, or int64 when the file
 stores integers without nulls; booleans as int8). Hive partition keys and text columns
 are not served here: their codes depend on every file's levels (the dataset reader's
-``_Column``), which a task holding one range does not know.
+``ColumnSink``), which a task holding one range does not know.
 """
 
 from __future__ import annotations

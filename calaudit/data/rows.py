@@ -7,12 +7,13 @@ it, bad rows are dropped and counted by reason (each row under the first rule it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from calaudit.data.spill import ColumnStore, in_blocks
 from calaudit.exceptions import InputError
 
 #: Relative tolerance on ``sum_k p_ik = 1`` for multi-class rows.
@@ -111,30 +112,51 @@ def first_bad_column(bad: np.ndarray, columns: tuple[str, ...]) -> str | None:
     return columns[int(np.flatnonzero(bad[rows[0]])[0])]
 
 
-def nonfinite_scores(scores: np.ndarray, columns: tuple[str, ...], source: str,
-                     kind: str) -> RowProblem | None:
-    """NaN or infinite probability / logit."""
-    bad = ~np.isfinite(scores)
-    return problem("nonfinite_probability", source, first_bad_column(bad, columns),
-                   bad.any(axis=1),
-                   f"{kind} is missing, NaN or infinite", "check the model output")
+def row_mask(n: int, flagged: Callable[[int, int], np.ndarray],
+             store: ColumnStore | None = None) -> np.ndarray:
+    """The boolean mask of rows ``0 .. n-1``, ``flagged(start, stop)`` a block at a time
+    into a ``store`` column (so a rule builds no n-row temporaries)."""
+    return in_blocks(store if store is not None else ColumnStore(), n, bool, flagged)
 
 
-def out_of_range(probs: np.ndarray, columns: tuple[str, ...], source: str) -> RowProblem | None:
-    """Probability below 0 or above 1."""
+def _cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: np.ndarray,
+                  columns: tuple[str, ...], source: str, message: str, hint: str,
+                  store: ColumnStore | None) -> RowProblem | None:
+    """Rows with a bad cell (``cells(block) -> (rows, m) bool``); the column named is the
+    first bad cell's of the first bad row."""
     with np.errstate(invalid="ignore"):
-        bad = (probs < 0.0) | (probs > 1.0)
-    return problem("probability_out_of_range", source, first_bad_column(bad, columns),
-                   bad.any(axis=1),
-                   "probabilities must lie in [0, 1]",
-                   "pass probabilities, or logits with --logit-cols")
+        rows = row_mask(len(scores), lambda a, b: cells(scores[a:b]).any(axis=1), store)
+    found = problem(rule, source, None, rows, message, hint)
+    if found is None:
+        return None
+    first = int(np.argmax(rows))
+    with np.errstate(invalid="ignore"):
+        column = first_bad_column(cells(scores[first:first + 1]), columns)
+    return RowProblem(rule, source, column, rows, message, hint)
 
 
-def not_summing_to_one(probs: np.ndarray, columns: tuple[str, ...], source: str
-                       ) -> RowProblem | None:
+def nonfinite_scores(scores: np.ndarray, columns: tuple[str, ...], source: str,
+                     kind: str, store: ColumnStore | None = None) -> RowProblem | None:
+    """NaN or infinite probability / logit."""
+    return _cell_problem("nonfinite_probability", lambda v: ~np.isfinite(v), scores, columns,
+                         source, f"{kind} is missing, NaN or infinite",
+                         "check the model output", store)
+
+
+def out_of_range(probs: np.ndarray, columns: tuple[str, ...], source: str,
+                 store: ColumnStore | None = None) -> RowProblem | None:
+    """Probability below 0 or above 1."""
+    return _cell_problem("probability_out_of_range", lambda v: (v < 0.0) | (v > 1.0), probs,
+                         columns, source, "probabilities must lie in [0, 1]",
+                         "pass probabilities, or logits with --logit-cols", store)
+
+
+def not_summing_to_one(probs: np.ndarray, columns: tuple[str, ...], source: str,
+                       store: ColumnStore | None = None) -> RowProblem | None:
     """Multi-class row whose probabilities do not sum to 1 within ``SUM_TOLERANCE``."""
     with np.errstate(invalid="ignore"):
-        bad = np.abs(probs.sum(axis=1) - 1.0) > SUM_TOLERANCE
+        bad = row_mask(len(probs), lambda a, b: np.abs(probs[a:b].sum(axis=1) - 1.0)
+                       > SUM_TOLERANCE, store)
     return problem("probabilities_not_summing_to_one", source, f"{columns[0]}..{columns[-1]}", bad,
                    f"class probabilities must sum to 1 (tolerance {SUM_TOLERANCE:g})",
                    "pass --renormalize to rescale each row")

@@ -14,6 +14,7 @@ from calaudit import limits
 from calaudit.exceptions import ConfigError
 
 GITHUB_MODES = ("auto", "off")
+SPILL_MODES = ("auto", "always", "never")
 COLOR_MODES = ("auto", "always", "never")
 
 
@@ -40,6 +41,18 @@ class DataConfig:
         "help": "rescale multi-class rows that do not sum to 1"})
     drop_invalid: bool = field(default=False, metadata={
         "help": "drop invalid rows (counted by reason) instead of stopping"})
+    spill: str = field(default="auto", metadata={
+        "help": "keep the loaded columns in memory-mapped files (always), in memory (never), "
+                "or on disk when they would take over a quarter of the available memory "
+                "(auto)"})
+    spill_dir: str | None = field(default=None, metadata={
+        "help": "directory of the spill files (default: the system temporary directory)",
+        "path": True})
+
+    def __post_init__(self) -> None:
+        if self.spill not in SPILL_MODES:
+            raise ConfigError(f"data.spill must be one of {', '.join(SPILL_MODES)}; "
+                              f"got {self.spill!r}")
 
 
 @dataclass(frozen=True)
