@@ -196,6 +196,13 @@ def test_spill_dir_must_exist_and_mode_must_be_known(tmp_path):
     outcome = run_cli("test", tmp_path / "preds", "--spill", "sometimes")
     assert outcome.code == 2
     assert_one_line_error(outcome, "data.spill")
+    single = write_frame(binary_frame(100), tmp_path / "single.csv")
+    for source in (single, tmp_path / "preds"):
+        outcome = run_cli("metrics", source, "--spill", "always", "--spill-dir",
+                          tmp_path / "nowhere")
+        assert outcome.code == 2
+        assert_one_line_error(outcome, "nowhere", "spill directory does not exist",
+                              "[spill_failed]")
 
 
 def test_auto_spills_above_a_quarter_of_the_available_memory():

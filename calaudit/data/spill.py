@@ -102,14 +102,19 @@ class ColumnStore:
             return np.empty(shape, dtype=dtype)
         from numpy.lib.format import open_memmap
 
+        if not self.files:
+            self._check_directory()
         folder = str(self.directory) if self.directory is not None else None
-        handle, path = tempfile.mkstemp(prefix="calaudit-spill-", suffix=".npy", dir=folder)
-        os.close(handle)
+        path = None
         try:
+            handle, path = tempfile.mkstemp(prefix="calaudit-spill-", suffix=".npy",
+                                            dir=folder)
+            os.close(handle)
             mapped = open_memmap(path, mode="w+", dtype=dtype, shape=shape)
             _reserve(path)
         except OSError as exc:
-            _remove(path)
+            if path is not None:
+                _remove(path)
             raise InputError(f"cannot write a spill file ({exc.strerror or exc})",
                              source=str(self.directory or tempfile.gettempdir()),
                              rule="spill_failed",
