@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.exceptions import ClusterError
+from calaudit.execution import shards
 from calaudit.numerics.row_blocks import fold, stack_rows
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
@@ -119,26 +120,79 @@ class DaskExecutor:
         ranges = [(int(start), int(stop)) for start, stop in ranges]
         if not ranges:
             raise ValueError("a reduction needs at least one row range")
-        handles = _scatter(self.client, shared)
-        self.placed_bytes += sum(_size(shared[name]) for name in handles)
-        arguments = {**shared, **handles}
-        partials = self._in_order(partial, ranges, arguments)
+        sharded = self._place_rows(shared)
         try:
-            return combine(partials)
+            handles = _scatter(self.client, {**shared, **sharded})
+            self.placed_bytes += sum(_size(shared[name]) for name in handles)
+            arguments = {**shared, **sharded, **handles}
+            partials = self._in_order(partial, ranges, arguments)
+            try:
+                return combine(partials)
+            finally:
+                partials.close()  # cancels the tasks in flight if the fold stopped early
+                _forget(self.client, list(handles.values()))
         finally:
-            partials.close()  # cancels the tasks in flight if the fold stopped early
-            _forget(self.client, list(handles.values()))
+            for placed in sharded.values():
+                placed.release()
 
     def keep(self, value: Any) -> Any:
-        """``value`` (e.g. a row source) sent once to every worker; the handle can be
-        given in ``shared`` to any number of :meth:`map_sum` calls (it is not sent again)
-        until :meth:`release`. ``calaudit.numerics.row_sources.resident`` pairs the two."""
+        """``value`` placed once on the workers; the handle can be given in ``shared`` to
+        any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
+        ``calaudit.numerics.row_sources.resident`` pairs the two. An in-memory row source
+        is placed as row blocks, each on one worker (:mod:`calaudit.execution.shards`);
+        any other value is sent to every worker (a broadcast)."""
+        if shards.shardable(value):
+            return self._place_rows({"rows": value})["rows"]
         self.placed_bytes += _size(value)
         return self.client.scatter(value, broadcast=True, hash=False)
 
     def release(self, handle: Any) -> None:
         """Drop the workers' copies of a :meth:`keep` handle."""
+        if isinstance(handle, shards.Shards):
+            handle.release()
+            return
         _forget(self.client, [handle])
+
+    def _place_rows(self, shared: Mapping[str, Any]) -> dict[str, shards.Shards]:
+        """The in-memory row sources of ``shared`` placed as row blocks (one copy on the
+        cluster in all), counted in :attr:`placed_bytes`."""
+        placed = shards.place(self.client, shared, shards.block_rows(self))
+        self.placed_bytes += sum(p.nbytes for p in placed.values())
+        return placed
+
+    def _submit(self, partial: Partial, start: int, stop: int, arguments: dict[str, Any],
+                key: str) -> tuple[Any, list[Any]]:
+        """The task of rows ``[start, stop)`` and the row blocks it reads (sharded row
+        sources are given only their range's blocks: :func:`shards.task`)."""
+        function, args, used = shards.task(_call, partial, start, stop, arguments)
+        future = self.client.submit(function, *args, retries=self.retries, pure=False,
+                                    key=key)
+        return future, used
+
+    def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
+                stop: int, arguments: dict[str, Any], key: str) -> Mapping[str, np.ndarray]:
+        """The task's partial; a task that failed because a row block it reads was lost
+        with its worker is resubmitted after the lost blocks are placed again (at most
+        ``shards.RESCATTER_RETRIES`` times); other failures as :func:`_cluster_failure`."""
+        future, used = submitted
+        for attempt in range(shards.RESCATTER_RETRIES + 1):
+            try:
+                part = future.result()
+                future.release()
+                return part
+            except Exception as exc:  # noqa: BLE001 - cluster failures become one line
+                resent = shards.recover(arguments, used) if attempt < shards.RESCATTER_RETRIES \
+                    else 0
+                if resent:
+                    self.placed_bytes += resent
+                    future, used = self._submit(partial, start, stop, arguments,
+                                                f"{key}-again{attempt + 1}")
+                    continue
+                failure = _cluster_failure(exc, _name(partial), start, stop)
+                if failure is exc:
+                    raise
+                raise failure from exc
+        raise AssertionError("unreachable")
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
@@ -159,23 +213,16 @@ class DaskExecutor:
             for start, stop in ranges:
                 while submitted < len(ranges) and len(pending) < window:
                     low, high = ranges[submitted]
-                    pending.append(self.client.submit(
-                        _call, partial, low, high, handles, retries=self.retries,
-                        pure=False, key=f"calaudit-{name}-{token}-{submitted}"))
+                    pending.append(self._submit(partial, low, high, handles,
+                                                f"calaudit-{name}-{token}-{submitted}"))
                     submitted += 1
-                future = pending.popleft()
-                try:
-                    part = future.result()
-                except Exception as exc:  # noqa: BLE001 - cluster failures become one line
-                    failure = _cluster_failure(exc, name, start, stop)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
-                future.release()
+                done = submitted - len(pending)
+                part = self._result(pending.popleft(), partial, start, stop, handles,
+                                    f"calaudit-{name}-{token}-{done}")
                 self.fetched_bytes += _size(part)
                 yield part
         finally:
-            _forget(self.client, list(pending))
+            _forget(self.client, [future for future, _ in pending])
 
 
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,7 +231,8 @@ def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
     future}``. The values are scattered as a list, so their keys on the cluster are fresh
     ones: a dict would be stored under its own names, and two reductions sharing a name
     (``x``) would release each other's."""
-    kept = {name: value for name, value in shared.items() if _is_future(value)}
+    kept = {name: value for name, value in shared.items()
+            if _is_future(value) or isinstance(value, shards.Shards)}
     names = [name for name in shared if name not in kept]
     if not names:
         return {}

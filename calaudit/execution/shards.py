@@ -1,0 +1,238 @@
+"""Rows held in memory, placed on a Dask cluster as row blocks: each block on one worker.
+
+A broadcast (``client.scatter(..., broadcast=True)``) gives every worker the whole row
+source, so a worker's memory grows with ``n`` whatever the number of workers. Here an
+in-memory row source (:class:`calaudit.numerics.row_sources.ArrayRows`, including
+row-built columns such as ``calaudit.local.kernel.ScaledRows``) is cut into fixed row
+blocks keyed by global row index,
+
+    block ``k`` = rows ``[k B, min(n, (k + 1) B))``,  ``B`` = :func:`block_rows` (default
+    :data:`BLOCK_ROWS` = ``TASK_ROWS``, the reductions' own ranges),
+
+and block ``k`` is scattered to one worker only (``workers[k mod N]``, the workers in
+address order, so the blocks ``k`` of two placements share a worker), as one future.
+The client keeps a :class:`Shards` handle (the source, the blocks' bounds and futures).
+A task for the range ``[a, b)`` receives only the futures of the blocks covering
+``[a, b)`` (:meth:`Shards.argument`, nested in a list that Dask resolves), and rebuilds
+on the worker a read-only source, :class:`BlockRows`, with the same ``n`` and the same
+``read(start, stop, names)`` contract on global row numbers (a range spanning two blocks
+is the concatenation of their rows). The partials, their ranges and the in-order fold
+are unchanged: only where the rows live changes, so the bytes are the same.
+
+Faults. A broadcast survives a lost worker (the others hold copies); a block lives on
+one worker, and scattered data cannot be recomputed by Dask: when that worker dies, the
+scheduler forgets the block and cancels the tasks that need it (``FutureCancelledError``
+naming lost dependencies). :func:`recover` then checks which of the failed task's
+blocks are gone (``client.who_has``), scatters them again from the client's copy (every
+lost block of the source at once) and the executor resubmits the task, at most
+:data:`RESCATTER_RETRIES` times per task; after that the failure is the executor's one
+line.
+
+Small shared values (frequencies, coefficients, any non-row-source) stay broadcast, and
+sources that stay in their files (``calaudit.data.row_source.ParquetRows``) are sent as
+they are: a task reads its own rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics.row_blocks import TASK_ROWS
+from calaudit.numerics.row_sources import ArrayRows
+
+#: Rows per placed block (the reductions' task ranges, so a task reads one block).
+BLOCK_ROWS = TASK_ROWS
+#: Times a task is resubmitted after a block it needs was lost with its worker.
+RESCATTER_RETRIES = 3
+#: Bytes of blocks built and scattered per ``client.scatter`` call (bounds the client's
+#: transient copies of row-built columns).
+SCATTER_BYTES = 64 * 2**20
+
+
+def shardable(value: Any) -> bool:
+    """An in-memory row source of at least one row: placed as blocks, not broadcast."""
+    return isinstance(value, ArrayRows) and value.n > 0
+
+
+def block_rows(executor: Any) -> int:
+    """The executor's rows per block (attribute ``block_rows``, else :data:`BLOCK_ROWS`)."""
+    rows = int(getattr(executor, "block_rows", BLOCK_ROWS))
+    if rows <= 0:
+        raise ValueError(f"block rows must be positive; got {rows}")
+    return rows
+
+
+def _block_of(column: Any, lo: int, hi: int) -> NDArray:
+    """Rows ``[lo, hi)`` of a column as an array: a view of an array (pickled, it is
+    only these rows' bytes), the rows built by a row-built column."""
+    return np.asarray(column[lo:hi])
+
+
+class Shards:
+    """Client-side handle of a source placed as row blocks (see the module docstring).
+
+    ``futures[k]`` holds block ``k`` = rows ``bounds[k]``; ``nbytes`` counts the bytes
+    scattered so far (one copy of every block, plus blocks sent again after a loss)."""
+
+    def __init__(self, client: Any, source: ArrayRows, rows: int) -> None:
+        self.client, self.source, self.n = client, source, int(source.n)
+        self.bounds = [(lo, min(self.n, lo + rows)) for lo in range(0, self.n, rows)]
+        self.rows = int(rows)
+        self.futures: list[Any] = [None] * len(self.bounds)
+        self.nbytes = 0
+        self.place(range(len(self.bounds)))
+
+    def __repr__(self) -> str:
+        return f"Shards({self.source!r}, {len(self.bounds)} blocks of {self.rows} rows)"
+
+    def block(self, k: int) -> ArrayRows:
+        """Block ``k``'s rows of every column, as the worker stores it."""
+        lo, hi = self.bounds[k]
+        return ArrayRows({name: _block_of(column, lo, hi)
+                          for name, column in self.source.columns.items()})
+
+    def place(self, indices: Iterable[int]) -> None:
+        """Scatter blocks ``indices``, block ``k`` to ``workers[k mod N]`` (the workers
+        alive now), a batch of about :data:`SCATTER_BYTES` at a time."""
+        workers = sorted(self.client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("no Dask worker to place the rows on")
+        batch: dict[str, list[tuple[int, ArrayRows]]] = {}
+        size = 0
+        for k in indices:
+            block = self.block(k)
+            batch.setdefault(workers[k % len(workers)], []).append((k, block))
+            size += _nbytes(block)
+            if size >= SCATTER_BYTES:
+                self._scatter(batch)
+                batch, size = {}, 0
+        self._scatter(batch)
+
+    def _scatter(self, batch: Mapping[str, list[tuple[int, ArrayRows]]]) -> None:
+        for worker, blocks in batch.items():
+            futures = self.client.scatter([block for _, block in blocks], workers=[worker],
+                                          hash=False)
+            for (k, block), future in zip(blocks, futures):
+                self.futures[k] = future
+                self.nbytes += _nbytes(block)
+
+    def covering(self, start: int, stop: int) -> range:
+        """Indices of the blocks holding rows ``[start, stop)`` (one block for an empty
+        range, so a task always has a block to read zero rows from)."""
+        first = min(start // self.rows, len(self.bounds) - 1)
+        return range(first, max(first + 1, -(-stop // self.rows)))
+
+    def argument(self, start: int, stop: int) -> dict[str, Any]:
+        """What the task of rows ``[start, stop)`` receives: ``n`` and ``[lo, hi,
+        future]`` of its blocks (Dask replaces the futures by the blocks' values)."""
+        return {"n": self.n, "blocks": [[*self.bounds[k], self.futures[k]]
+                                        for k in self.covering(start, stop)]}
+
+    def lost(self, futures: Iterable[Any]) -> set[str]:
+        """Keys among ``futures`` that no worker holds any more."""
+        futures = list(futures)
+        holders = self.client.who_has(futures)
+        return {f.key for f in futures
+                if f.status in ("cancelled", "lost", "error") or not holders.get(f.key)}
+
+    def replace_lost(self) -> int:
+        """Scatter again, from the client's copy, every block no worker holds; the number
+        of blocks sent."""
+        gone = self.lost(self.futures)
+        indices = [k for k, f in enumerate(self.futures) if f.key in gone]
+        if indices:
+            stale = [self.futures[k] for k in indices]
+            self.place(indices)
+            _cancel(self.client, stale)
+        return len(indices)
+
+    def release(self) -> None:
+        """Drop every block from the cluster."""
+        _cancel(self.client, [f for f in self.futures if f is not None])
+
+
+class BlockRows:
+    """Worker-side, read-only row source over the blocks a task received: global rows
+    ``[start, stop)`` within them, with ``n`` the whole source's row count."""
+
+    def __init__(self, n: int, blocks: list[list[Any]]) -> None:
+        self.n = int(n)
+        self.blocks = [(int(lo), int(hi), rows) for lo, hi, rows in blocks]
+
+    def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
+        names = list(names)
+        pieces = [(lo, hi, rows) for lo, hi, rows in self.blocks if lo < stop and start < hi]
+        if not pieces and start == stop:
+            pieces = [self.blocks[0]]
+        covered = sum(min(hi, stop) - max(lo, start) for lo, hi, _ in pieces)
+        if covered != stop - start:
+            held = ", ".join(f"{lo:,}-{hi:,}" for lo, hi, _ in self.blocks)
+            raise ValueError(f"rows {start:,}-{stop:,} are outside this task's blocks "
+                             f"(rows {held}); a partial reads only its own range")
+        parts = [rows.read(max(lo, start) - lo, min(hi, stop) - lo, names)
+                 for lo, hi, rows in pieces]
+        if len(parts) == 1:
+            return parts[0]
+        return {name: np.concatenate([part[name] for part in parts]) for name in names}
+
+    def __repr__(self) -> str:
+        return f"BlockRows(n={self.n}, blocks={[(lo, hi) for lo, hi, _ in self.blocks]})"
+
+
+def call_with_blocks(call: Callable[..., Any], partial: Any, start: int, stop: int,
+                     shared: Mapping[str, Any], blocks: Mapping[str, Mapping[str, Any]]
+                     ) -> Any:
+    """One task on a worker: ``call(partial, start, stop, shared)`` with each sharded
+    source of ``blocks`` rebuilt as a :class:`BlockRows` under its name."""
+    rows = {name: BlockRows(spec["n"], spec["blocks"]) for name, spec in blocks.items()}
+    return call(partial, start, stop, {**shared, **rows})
+
+
+def task(call: Callable[..., Any], partial: Any, start: int, stop: int,
+         arguments: Mapping[str, Any]) -> tuple[Callable[..., Any], tuple, list[Any]]:
+    """``(function, args, block futures used)`` of the task for rows ``[start, stop)``:
+    ``call(partial, start, stop, arguments)`` as it is when nothing is sharded, else
+    :func:`call_with_blocks` with each :class:`Shards` replaced by its range's blocks."""
+    sharded = {name: value for name, value in arguments.items() if isinstance(value, Shards)}
+    if not sharded:
+        return call, (partial, start, stop, arguments), []
+    rest = {name: value for name, value in arguments.items() if name not in sharded}
+    blocks = {name: value.argument(start, stop) for name, value in sharded.items()}
+    used = [item[2] for spec in blocks.values() for item in spec["blocks"]]
+    return call_with_blocks, (call, partial, start, stop, rest, blocks), used
+
+
+def recover(arguments: Mapping[str, Any], used: list[Any]) -> int:
+    """After a task failed: if a block it used (``used``, its futures) was lost, every
+    lost block of the sources in ``arguments`` is scattered again from the client's copy
+    and the task can be resubmitted (:func:`task` then gives it the new blocks). The
+    bytes sent again; 0 when none of its blocks was lost (the failure is another one)."""
+    sharded = [value for value in arguments.values() if isinstance(value, Shards)]
+    if not sharded or not used or not sharded[0].lost(used):
+        return 0
+    before = sum(shards.nbytes for shards in sharded)
+    for shards in sharded:
+        shards.replace_lost()
+    return sum(shards.nbytes for shards in sharded) - before
+
+
+def place(client: Any, shared: Mapping[str, Any], rows: int) -> dict[str, Shards]:
+    """The in-memory row sources given directly in a reduction's ``shared`` (not through
+    ``keep``), placed as blocks for this reduction: ``{name: Shards}``."""
+    return {name: Shards(client, value, rows) for name, value in shared.items()
+            if shardable(value)}
+
+
+def _nbytes(rows: ArrayRows) -> int:
+    return int(sum(np.asarray(column).nbytes for column in rows.columns.values()))
+
+
+def _cancel(client: Any, futures: list[Any]) -> None:
+    try:
+        client.cancel(futures)
+    except Exception:  # noqa: BLE001, S110 - cleanup after the real outcome
+        pass
