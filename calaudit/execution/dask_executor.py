@@ -175,24 +175,27 @@ class DaskExecutor:
         with its worker is resubmitted after the lost blocks are placed again (at most
         ``shards.RESCATTER_RETRIES`` times); other failures as :func:`_cluster_failure`."""
         future, used = submitted
-        for attempt in range(shards.RESCATTER_RETRIES + 1):
+        attempt = 0
+        while True:
             try:
                 part = future.result()
                 future.release()
                 return part
             except Exception as exc:  # noqa: BLE001 - cluster failures become one line
-                resent = shards.recover(arguments, used) if attempt < shards.RESCATTER_RETRIES \
-                    else 0
-                if resent:
-                    self.placed_bytes += resent
-                    future, used = self._submit(partial, start, stop, arguments,
-                                                f"{key}-again{attempt + 1}")
-                    continue
-                failure = _cluster_failure(exc, _name(partial), start, stop)
-                if failure is exc:
-                    raise
-                raise failure from exc
-        raise AssertionError("unreachable")
+                try:
+                    resent = shards.recover(arguments, used, attempt)
+                except shards.LostBlocks as lost:
+                    resent, failure = None, _cluster_failure(lost, _name(partial), start, stop)
+                else:
+                    failure = _cluster_failure(exc, _name(partial), start, stop)
+                if resent is None:
+                    if failure is exc:
+                        raise
+                    raise failure from exc
+                self.placed_bytes += resent
+                attempt += 1
+                future, used = self._submit(partial, start, stop, arguments,
+                                            f"{key}-again{attempt}")
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
@@ -307,6 +310,10 @@ def _cluster_failure(exc: Exception, name: str, start: int, stop: int) -> Except
     partial) is returned as it is."""
     kind = type(exc).__name__
     where = f"the {name} task on rows {start:,}-{stop:,}"
+    if isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc):
+        return ClusterError(f"{where} lost the data it reads with their worker(s) "
+                            f"({kind}: {exc})", hint="the workers may run out of memory: "
+                            "raise dask.memory_limit or give them more memory")
     if kind == "KilledWorker":
         return ClusterError(f"{where} was lost with its worker too many times ({exc})",
                             hint="the workers may run out of memory: raise "

@@ -51,6 +51,8 @@ RESCATTER_RETRIES = 3
 #: Bytes of blocks built and scattered per ``client.scatter`` call (bounds the client's
 #: transient copies of row-built columns).
 SCATTER_BYTES = 64 * 2**20
+#: Seconds to wait for a worker when every worker was lost at once.
+WAIT_SECONDS = 60
 
 
 def shardable(value: Any) -> bool:
@@ -98,9 +100,10 @@ class Shards:
     def place(self, indices: Iterable[int]) -> None:
         """Scatter blocks ``indices``, block ``k`` to ``workers[k mod N]`` (the workers
         alive now), a batch of about :data:`SCATTER_BYTES` at a time."""
-        workers = sorted(self.client.scheduler_info()["workers"])
-        if not workers:
-            raise RuntimeError("no Dask worker to place the rows on")
+        workers = sorted(self.client.nthreads())  # asked now (scheduler_info is cached)
+        if not workers:  # every worker lost at once: wait for a restarted one
+            self.client.wait_for_workers(1, timeout=WAIT_SECONDS)
+            workers = sorted(self.client.nthreads())
         batch: dict[str, list[tuple[int, ArrayRows]]] = {}
         size = 0
         for k in indices:
@@ -135,9 +138,10 @@ class Shards:
     def lost(self, futures: Iterable[Any]) -> set[str]:
         """Keys among ``futures`` that no worker holds any more."""
         futures = list(futures)
-        holders = self.client.who_has(futures)
-        return {f.key for f in futures
-                if f.status in ("cancelled", "lost", "error") or not holders.get(f.key)}
+        gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
+        alive = [f for f in futures if f.key not in gone]
+        holders = self.client.who_has(alive) if alive else {}
+        return gone | {f.key for f in alive if not holders.get(f.key)}
 
     def replace_lost(self) -> int:
         """Scatter again, from the client's copy, every block no worker holds; the number
@@ -206,17 +210,30 @@ def task(call: Callable[..., Any], partial: Any, start: int, stop: int,
     return call_with_blocks, (call, partial, start, stop, rest, blocks), used
 
 
-def recover(arguments: Mapping[str, Any], used: list[Any]) -> int:
+class LostBlocks(Exception):
+    """A task's row blocks were lost with their workers and cannot be placed again (too
+    many times, or no worker to place them on)."""
+
+
+def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int) -> int | None:
     """After a task failed: if a block it used (``used``, its futures) was lost, every
-    lost block of the sources in ``arguments`` is scattered again from the client's copy
-    and the task can be resubmitted (:func:`task` then gives it the new blocks). The
-    bytes sent again; 0 when none of its blocks was lost (the failure is another one)."""
+    lost block of the sources in ``arguments`` not yet replaced is scattered again from
+    the client's copy, and the task can be resubmitted (:func:`task` then gives it the
+    current blocks): the bytes sent again (0 when an earlier task's recovery already
+    sent them). ``None`` when none of its blocks was lost (the failure is another one);
+    :class:`LostBlocks` when they were lost ``attempt`` = :data:`RESCATTER_RETRIES`
+    times already, or cannot be placed again."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
     if not sharded or not used or not sharded[0].lost(used):
-        return 0
+        return None
+    if attempt >= RESCATTER_RETRIES:
+        raise LostBlocks(f"{attempt + 1} times")
     before = sum(shards.nbytes for shards in sharded)
-    for shards in sharded:
-        shards.replace_lost()
+    try:
+        for shards in sharded:
+            shards.replace_lost()
+    except Exception as exc:  # noqa: BLE001 - any failure to place is the cluster's
+        raise LostBlocks(f"placing them again failed: {type(exc).__name__}: {exc}") from exc
     return sum(shards.nbytes for shards in sharded) - before
 
 
