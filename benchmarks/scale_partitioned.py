@@ -425,10 +425,10 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
     print("\n## calaudit test DATA --covariates age,region --json (default battery)")
     limit = memory_bytes(args.memory_limit) / 2**20
     runs = {}
-    for name, extra in (("single process", []),
-                        (f"--workers {args.workers} --memory-limit {args.memory_limit}",
-                         ["--workers", str(args.workers), "--memory-limit",
-                          args.memory_limit])):
+    modes = (("single", "single process", []),
+             ("dask", f"--workers {args.workers} --memory-limit {args.memory_limit}",
+              ["--workers", str(args.workers), "--memory-limit", args.memory_limit]))
+    for _, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
         load = os.getloadavg()[0]
         r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra)
         print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
@@ -442,6 +442,8 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
               f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")
         for line in r["stages"]:
             print(f"  {line}")
+    if len(runs) < 2:
+        return
     alone, dask = runs.values()
     if alone["code"] in (0, 1) and dask["code"] in (0, 1):
         diff = differences(stable_json(scratch / "0.json"), stable_json(scratch / "1.json"))
@@ -471,6 +473,8 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=100)
     parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead", "stats"),
                         default="both")
+    parser.add_argument("--modes", default="single,dask",
+                        help="--what audit: the runs to make (single, dask or both)")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask", "stats-memory", "stats-serial",

@@ -261,5 +261,6 @@ def test_a_task_that_keeps_killing_its_worker_is_one_cluster_error():
                 pytest.raises(ClusterError) as error:
             executor.map_sum(always_killing_partial, ranges,
                              {**WEIGHTS, "rows": rows, "victim": ranges[2][0]})
-        assert "always_killing_partial task on rows 8,192-12,288 lost the data it reads" \
-            in str(error.value)
+        message = str(error.value)
+        assert "always_killing_partial task on rows 8,192-12,288" in message
+        assert "lost" in message
