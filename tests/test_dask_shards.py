@@ -187,6 +187,55 @@ def test_row_built_columns_are_built_per_block(one_worker, expected):
     assert same_bytes(got, expected[0])
 
 
+# ------------------------------------------------- the audit's own reductions, sharded
+
+def sharded_executor(client, block: int, monkeypatch) -> tuple[DaskExecutor, list]:
+    """A Dask executor with blocks of ``block`` rows, and the list of the row sources it
+    places as blocks (filled as the reductions run)."""
+    executor = DaskExecutor(client)
+    executor.block_rows = block
+    placed: list = []
+    original = shards.Shards.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        placed.append(len(self.bounds))
+
+    monkeypatch.setattr(shards.Shards, "__init__", init)
+    return executor, placed
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_audit_on_row_blocks_gives_the_in_process_json(workers, request, monkeypatch):
+    """The default battery with the feature tests (800 rows) on blocks of 97 rows: every
+    in-memory row source of the audit is placed as 9 blocks, each task's range spans
+    them all; the JSON is the in-process bytes."""
+    from tests.conftest import audit_json
+
+    def run(executor):
+        return audit_json(executor, n=800, seed=3, method="features", resamples=49,
+                          local_resamples=49, random_state=5)
+
+    expected = run(None)
+    executor, placed = sharded_executor(request.getfixturevalue(workers), 97, monkeypatch)
+    assert run(executor) == expected
+    assert placed and set(placed) == {9}
+
+
+@pytest.mark.parametrize("block", [TASK, 3000])
+def test_the_feature_passes_on_row_blocks_give_the_serial_bytes(block, two_workers,
+                                                                monkeypatch):
+    """The skce and local feature passes (tasks of 4,096 rows over 5 ranges) on blocks of
+    the ranges' size and of 3,000 rows (ranges spanning two blocks), 2 workers."""
+    from tests.test_dask import _feature_inputs, _feature_stages
+
+    inputs = _feature_inputs(2)
+    expected = _feature_stages(inputs, SerialExecutor())
+    executor, placed = sharded_executor(two_workers, block, monkeypatch)
+    assert _feature_stages(inputs, executor) == expected
+    assert placed and min(placed) >= 5
+
+
 # ----------------------------------------------------------------- where rows live
 
 def test_each_block_is_on_one_worker_and_no_worker_holds_every_row(two_workers):
