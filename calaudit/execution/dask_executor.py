@@ -10,8 +10,11 @@ on the caller. Floating-point addition is not associative, so the order of the f
 who computes the partials, fixes the result: a Dask run folds in range order on the
 client and gives the serial executor's bytes whatever the number of workers.
 
-:class:`DaskExecutor` scatters ``shared`` once to every worker (a broadcast: each task
-reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
+:class:`DaskExecutor` places an in-memory row source of ``shared`` (or of :meth:`keep`)
+as fixed row blocks, each on one worker, and gives each task only its range's blocks
+(:mod:`calaudit.execution.shards`: a lost block is sent again from the client and its
+tasks resubmitted); it scatters the rest of ``shared`` (small values) once to every
+worker (a broadcast: each task reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
@@ -79,17 +82,21 @@ class DaskExecutor:
         self.client = client
         self.retries = int(retries)
         #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
-        #: a broadcast replicates it to every worker) and bytes of partials fetched, as
-        #: ``dask.sizeof`` counts them (:meth:`traffic`).
+        #: a broadcast replicates it to every worker, row blocks are held by one worker
+        #: each; blocks sent again after a lost worker count again) and bytes of partials
+        #: fetched, as ``dask.sizeof`` counts them (:meth:`traffic`).
         self.placed_bytes = 0
         self.fetched_bytes = 0
+        #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
+        self.block_bytes = 0
         _register_sizes()
 
     def traffic(self) -> str:
-        """``placed X MiB on the workers, fetched Y MiB of partials`` so far (for the
-        per-stage ``--verbose`` lines)."""
+        """``placed X MiB on the workers, fetched Y MiB of partials, Z MiB of the placed as
+        row blocks`` so far (for the per-stage ``--verbose`` lines)."""
         return (f"placed {self.placed_bytes / 2**20:.1f} MiB on the workers, fetched "
-                f"{self.fetched_bytes / 2**20:.1f} MiB of partials")
+                f"{self.fetched_bytes / 2**20:.1f} MiB of partials, "
+                f"{self.block_bytes / 2**20:.1f} MiB of the placed as row blocks")
 
     def describe(self) -> str:
         """``Dask scheduler ADDRESS, N workers`` (for ``--verbose``)."""
@@ -157,8 +164,12 @@ class DaskExecutor:
         """The in-memory row sources of ``shared`` placed as row blocks (one copy on the
         cluster in all), counted in :attr:`placed_bytes`."""
         placed = shards.place(self.client, shared, shards.block_rows(self))
-        self.placed_bytes += sum(p.nbytes for p in placed.values())
+        self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
+
+    def _count_blocks(self, nbytes: int) -> None:
+        self.placed_bytes += nbytes
+        self.block_bytes += nbytes
 
     def _submit(self, partial: Partial, start: int, stop: int, arguments: dict[str, Any],
                 key: str) -> tuple[Any, list[Any]]:
@@ -192,7 +203,7 @@ class DaskExecutor:
                     if failure is exc:
                         raise
                     raise failure from exc
-                self.placed_bytes += resent
+                self._count_blocks(resent)
                 attempt += 1
                 future, used = self._submit(partial, start, stop, arguments,
                                             f"{key}-again{attempt}")
