@@ -194,7 +194,7 @@ class DaskExecutor:
                 return part
             except Exception as exc:  # noqa: BLE001 - cluster failures become one line
                 try:
-                    resent = shards.recover(arguments, used, attempt)
+                    resent = shards.recover(arguments, used, attempt, exc)
                 except shards.LostBlocks as lost:
                     resent, failure = None, _cluster_failure(lost, _name(partial), start, stop)
                 else:

@@ -35,6 +35,7 @@ they are: a task reads its own rows.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -53,6 +54,8 @@ RESCATTER_RETRIES = 3
 SCATTER_BYTES = 64 * 2**20
 #: Seconds to wait for a worker when every worker was lost at once.
 WAIT_SECONDS = 60
+#: Seconds a task cancelled for lost dependencies waits for its blocks to show as lost.
+LOST_WAIT = 3.0
 
 
 def shardable(value: Any) -> bool:
@@ -143,10 +146,11 @@ class Shards:
         holders = self.client.who_has(alive) if alive else {}
         return gone | {f.key for f in alive if not holders.get(f.key)}
 
-    def replace_lost(self) -> int:
-        """Scatter again, from the client's copy, every block no worker holds; the number
-        of blocks sent."""
-        gone = self.lost(self.futures)
+    def replace_lost(self, also: Iterable[Any] = ()) -> int:
+        """Scatter again, from the client's copy, every block no worker holds, and the
+        blocks of the futures ``also`` if they are still current; the number of blocks
+        sent."""
+        gone = self.lost(self.futures) | {f.key for f in also}
         indices = [k for k, f in enumerate(self.futures) if f.key in gone]
         if indices:
             stale = [self.futures[k] for k in indices]
@@ -215,25 +219,39 @@ class LostBlocks(Exception):
     many times, or no worker to place them on)."""
 
 
-def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int) -> int | None:
-    """After a task failed: if a block it used (``used``, its futures) was lost, every
-    lost block of the sources in ``arguments`` not yet replaced is scattered again from
-    the client's copy, and the task can be resubmitted (:func:`task` then gives it the
-    current blocks): the bytes sent again (0 when an earlier task's recovery already
-    sent them). ``None`` when none of its blocks was lost (the failure is another one);
-    :class:`LostBlocks` when they were lost ``attempt`` = :data:`RESCATTER_RETRIES`
-    times already, or cannot be placed again."""
+def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
+            exc: BaseException) -> int | None:
+    """After a task failed with ``exc``: if a block it used (``used``, its futures) was
+    lost, every lost block of the sources in ``arguments`` not yet replaced is scattered
+    again from the client's copy, and the task can be resubmitted (:func:`task` then
+    gives it the current blocks): the bytes sent again (0 when an earlier task's recovery
+    already sent them). ``None`` when none of its blocks was lost (the failure is another
+    one); :class:`LostBlocks` when they were lost ``attempt`` = :data:`RESCATTER_RETRIES`
+    times already, or cannot be placed again.
+
+    The scheduler reports a lost worker's data in stages: a task cancelled for lost
+    dependencies may fail before its blocks show as lost. Such a task's blocks are awaited
+    for :data:`LOST_WAIT` seconds, then placed again anyway (bounded by ``attempt``)."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
-    if not sharded or not used or not sharded[0].lost(used):
+    if not sharded or not used:
+        return None
+    lost = sharded[0].lost(used)
+    cancelled = "Cancelled" in type(exc).__name__
+    deadline = time.monotonic() + LOST_WAIT
+    while cancelled and not lost and time.monotonic() < deadline:
+        time.sleep(0.1)
+        lost = sharded[0].lost(used)
+    if not lost and not cancelled:
         return None
     if attempt >= RESCATTER_RETRIES:
         raise LostBlocks(f"{attempt + 1} times")
     before = sum(shards.nbytes for shards in sharded)
     try:
         for shards in sharded:
-            shards.replace_lost()
-    except Exception as exc:  # noqa: BLE001 - any failure to place is the cluster's
-        raise LostBlocks(f"placing them again failed: {type(exc).__name__}: {exc}") from exc
+            shards.replace_lost(also=[] if lost else used)
+    except Exception as error:  # noqa: BLE001 - any failure to place is the cluster's
+        raise LostBlocks(f"placing them again failed: {type(error).__name__}: {error}"
+                         ) from error
     return sum(shards.nbytes for shards in sharded) - before
 
 
