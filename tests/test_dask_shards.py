@@ -23,6 +23,7 @@ distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 from calaudit.execution import shards  # noqa: E402
+from tests.test_dask import eventually, one_worker, same_bytes, two_workers  # noqa: E402, F401
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -69,41 +70,6 @@ def columns(n: int = N_ROWS) -> dict[str, np.ndarray]:
 
 
 WEIGHTS = {"weights": np.array([1.5, -0.25])}
-
-
-def same_bytes(a: dict, b: dict) -> bool:
-    return a.keys() == b.keys() and all(
-        np.asarray(a[k]).dtype == np.asarray(b[k]).dtype
-        and np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes() for k in a)
-
-
-def eventually(condition, seconds: float = 20.0) -> bool:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-@pytest.fixture(scope="module")
-def one_worker():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def two_workers():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
