@@ -105,9 +105,9 @@ def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:
 
 class SingleFile:
     """One local file (the reader interface shared with
-    :class:`~calaudit.data.partitioned.Dataset`). CSV, TSV and NPZ are read whole by
-    :mod:`calaudit.data.readers`; Parquet is streamed in record batches as a one-file
-    dataset (compact columns, no pandas frame of Python strings)."""
+    :class:`~calaudit.data.partitioned.Dataset`). Parquet, CSV and TSV are streamed as a
+    one-file dataset (record batches or parsed chunks, compact columns, no pandas frame of
+    Python strings); NPZ members are read in chunks (:mod:`calaudit.data.npz`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -117,10 +117,11 @@ class SingleFile:
         return read_columns(self.path)
 
     def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
-        if file_format(self.path) == "parquet":
+        fmt = file_format(self.path)
+        if fmt != "npz":
             check_readable(self.path)
             one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
-            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(
+            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(
                 columns, store)
         else:
             frame = read_table(self.path, columns)
