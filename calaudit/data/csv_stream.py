@@ -120,6 +120,8 @@ def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str 
     ``str``, ``float`` or ``whole`` (see the module docstring)."""
     if not classes:
         return "float64", None
+    if "other" in classes:
+        return "", "whole"
     if classes == {"str"}:
         return "str", None
     if classes <= {"int", "float"}:
