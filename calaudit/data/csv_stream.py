@@ -18,10 +18,10 @@ at the end of the file (:func:`reconcile`):
 * one kind throughout (with missing chunks) is kept as written;
 * any other mixture is read again: with ``dtype=str`` when the file's column is text
   (a chunk of text, or booleans beside numbers: the cells' own strings), with
-  ``dtype=float64`` for large integers beside floats, and otherwise (unsigned 64-bit
-  integers beside signed ones or missing cells, booleans with missing cells) as that one
-  column of the whole file, exactly as before (the only case whose memory grows with the
-  file's rows; tests cover each).
+  ``dtype=float64`` for integers beyond 2**53 beside floats, and otherwise (booleans with
+  missing cells; any chunk that may hold an integer beyond int64, whose pandas dtype
+  depends on the cells around it) as that one column of the whole file, exactly as
+  before (the only case whose memory grows with the file's rows; tests cover each).
 
 Errors are the former read's, in its order: the parser's (encoding, malformed quoting) while
 the file streams, then the field counts (:func:`calaudit.data.text_files.check_field_counts`),
