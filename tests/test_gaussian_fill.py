@@ -142,6 +142,16 @@ def test_bits_do_not_depend_on_chunks_or_threads(monkeypatch):
     assert all(np.array_equal(block, whole) for block in blocks)
 
 
+def test_compiled_without_fastmath_and_without_the_gil():
+    """No ``fastmath`` (FMA contraction or reassociation would make the bits depend on
+    the CPU); ``nogil`` so that the kernel's thread pool fills chunks in parallel."""
+    from calaudit.numerics import _gaussian_jit
+
+    for function in (_gaussian_jit.fill, _gaussian_jit._strip_jit):
+        assert "fastmath" not in function.targetoptions
+        assert function.targetoptions["nogil"] is True
+
+
 @pytest.mark.slow
 def test_read_only_package_uses_the_user_cache_or_none(tmp_path):
     """An installed copy whose directory cannot be written still works: numba caches
