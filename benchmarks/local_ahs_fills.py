@@ -9,8 +9,10 @@ with the load averages: benchmarks/results/local_ahs_alternating.txt):
 PREDS.csv (default /tmp/exp13/ahs_preds.csv) is written by ``write_predictions`` of
 ``benchmarks/local_ahs.py``.
 """
-import sys, time, threading, resource
-import numpy as np
+import sys
+import threading
+import time
+
 from calaudit.local import kernel
 totals = {"cpu": 0.0, "entries": 0}
 lock = threading.Lock()
