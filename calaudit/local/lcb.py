@@ -404,10 +404,10 @@ def _row_products_partial(start: int, stop: int, *, z: NDArray[np.float64],
                           columns: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
     columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]``."""
-    from scipy.spatial.distance import cdist
+    from calaudit.numerics.gaussian_fill import gaussian_block  # imports numba
 
     with one_blas_thread():
-        block = np.exp(-cdist(here, z[start:stop], "sqeuclidean"))
+        block = gaussian_block(here, z[start:stop])
         weights = (block @ columns[start:stop] if columns.shape[1]
                    else np.zeros((here.shape[0], 0)))
         np.multiply(block, block, out=block)
