@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
+from calaudit.numerics import scratch
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
@@ -89,20 +90,22 @@ def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]]
     cells, reps = None, np.zeros((1, 0))
     for j in columns:
         x = column(j)
-        if cells is None:
-            cells = np.zeros(x.shape[0], dtype=np.intp)
+        if cells is None:  # a working array (numerics.scratch), updated block by block
+            cells = scratch.zeros(x.shape[0], np.intp)
         values = distinct_values(x)
         if values.size > limit:
             return None
-        cells *= values.size
-        cells += np.searchsorted(values, x)
+        for start, stop in scratch.blocks(x.shape[0]):
+            cells[start:stop] *= values.size
+            cells[start:stop] += np.searchsorted(values, x[start:stop])
         del x
         present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
         if present.size > limit:
             return None
         rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
         rank[present] = np.arange(present.size)
-        cells = rank[cells]
+        for start, stop in scratch.blocks(cells.shape[0]):
+            cells[start:stop] = rank[cells[start:stop]]
         reps = np.column_stack([reps[present // values.size], values[present % values.size]])
     return reps, cells
 
@@ -138,7 +141,7 @@ def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
            ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
     """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
     d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-    return cells.astype(np.int16), np.exp(-d2)
+    return scratch.copy(cells, np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
