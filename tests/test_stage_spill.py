@@ -107,9 +107,10 @@ def _stage_peaks(n: int, store: ColumnStore) -> dict[str, int]:
     data = CalibrationData.from_arrays(frame["label"].to_numpy(), frame["prob"].to_numpy(),
                                        covariates=frame[["age", "race"]])
     data = dataclasses.replace(data, spill=store)
-    config = AuditConfig(n_resamples=50)
-    config = dataclasses.replace(config, local=dataclasses.replace(
-        config.local, n_resamples=20, group_ci_resamples=20))
+    config = AuditConfig(n_resamples=50, method="features")  # the large-n paths
+    config = dataclasses.replace(
+        config, skce=dataclasses.replace(config.skce, max_quadratic_n=1000),
+        local=dataclasses.replace(config.local, n_resamples=20, group_ci_resamples=20))
     peaks = {}
     with scratch.spilling(store.empty):
         for stage in battery():
@@ -133,8 +134,9 @@ def test_each_stage_traced_peak_does_not_grow_with_the_rows(tmp_path, monkeypatc
     """Slope of each stage's traced peak between two sizes, every working array spilled:
     what remains anonymous is a block of rows and the statistics' state."""
     monkeypatch.setattr(scratch, "MIN_BYTES", 0)
+    monkeypatch.setattr(scratch, "BLOCK", 1 << 14)  # fills' temporaries: fixed below n
     store = ColumnStore("always", tmp_path)
-    sizes = (150_000, 300_000)
+    sizes = (200_000, 400_000)
     small, large = (_stage_peaks(n, store) for n in sizes)
     slopes = {name: (large[name] - small[name]) / (sizes[1] - sizes[0]) for name in large}
     over = {name: round(s, 1) for name, s in slopes.items() if s > BOUND[name]}

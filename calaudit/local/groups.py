@@ -196,7 +196,7 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
               lcb: NDArray[np.float64] | None, rng: np.random.Generator,
               settings: GroupSettings) -> dict[str, Any]:
     """The statistics of one group (status still pending unless INCONCLUSIVE)."""
-    y, p = outcome[spec.rows], prediction[spec.rows]
+    y, p = scratch.take(outcome, spec.rows), scratch.take(prediction, spec.rows)
     n, events = int(spec.rows.size), int(y.sum())
     d = y - p
     row: dict[str, Any] = {
@@ -204,7 +204,7 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
         "n": n, "events": events, "mean_prediction": float(p.mean()),
         "observed_rate": float(y.mean()), "bias": float(d.mean()),
         "bias_ci": None, "bias_ci_method": None,
-        "mean_lcb": None if lcb is None else float(lcb[spec.rows].mean()),
+        "mean_lcb": None if lcb is None else float(scratch.take(lcb, spec.rows).mean()),
         "expected_events": float(p.sum()), "test": TEST_NAME, "test_method": None,
         "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
     problems = []

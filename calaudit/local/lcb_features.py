@@ -329,7 +329,8 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
     features = _features(kernel, n_features, seed)
     out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
                       executor=executor)
-    return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
+    return out[:, 0], scratch.filled(out.shape[0], lambda a, b: np.maximum(out[a:b, 1],
+                                                                           MIN_WEIGHT))
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
@@ -341,7 +342,8 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
     with resident(executor, kernel) as placed:  # one copy for both products
-        squares = cell_matmul(kernel, features, (r * r)[:, None], rows, executor,
+        r2 = scratch.filled(r.shape[0], lambda a, b: r[a:b] * r[a:b])  # r * r, by blocks
+        squares = cell_matmul(kernel, features, r2[:, None], rows, executor,
                               squared=True, placed=placed)[:, 0]
         weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
                    if columns.shape[1] else np.zeros((rows.size, 0)))

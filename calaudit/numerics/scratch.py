@@ -71,11 +71,12 @@ def zeros(shape: int | tuple[int, ...], dtype=np.float64) -> np.ndarray:
 
 
 def filled(n: int, fill: Callable[[int, int], np.ndarray], dtype=np.float64,
-           tail: tuple[int, ...] = (), block: int = BLOCK) -> np.ndarray:
+           tail: tuple[int, ...] = (), block: int | None = None) -> np.ndarray:
     """A working array of ``n`` rows (each of shape ``tail``) whose rows
     ``start:stop`` are ``fill(start, stop)``, one block at a time: the temporaries of
     ``fill`` are at most ``block`` rows."""
     out = empty((n, *tail), dtype)
+    block = block or BLOCK
     for start in range(0, n, block):
         stop = min(start + block, n)
         out[start:stop] = fill(start, stop)
@@ -92,6 +93,12 @@ def copy(array: np.ndarray, dtype=None) -> np.ndarray:
     return filled(array.shape[0], lambda a, b: array[a:b], dtype, array.shape[1:])
 
 
+def take(array: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``array[rows]`` (an integer index) as a working array, gathered a block of rows at
+    a time."""
+    return filled(rows.shape[0], lambda a, b: array[rows[a:b]], array.dtype, array.shape[1:])
+
+
 def converted(array: np.ndarray, dtype) -> np.ndarray:
     """``np.asarray(array, dtype)``: ``array`` itself when it already has that dtype, else
     a working copy (:func:`copy`)."""
@@ -99,7 +106,8 @@ def converted(array: np.ndarray, dtype) -> np.ndarray:
     return array if array.dtype == np.dtype(dtype) else copy(array, dtype)
 
 
-def blocks(n: int, block: int = BLOCK) -> Iterator[tuple[int, int]]:
+def blocks(n: int, block: int | None = None) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` of consecutive row blocks covering ``range(n)``."""
+    block = block or BLOCK
     for start in range(0, n, block):
         yield start, min(start + block, n)
