@@ -138,7 +138,7 @@ def test_each_stage_traced_peak_does_not_grow_with_the_rows(tmp_path, monkeypatc
     monkeypatch.setattr(scratch, "MIN_BYTES", 0)
     monkeypatch.setattr(scratch, "BLOCK", 1 << 14)  # fills' temporaries: fixed below n
     store = ColumnStore("always", tmp_path)
-    sizes = (100_000, 200_000)
+    sizes = (200_000, 400_000)
     small, large = (_stage_peaks(n, store) for n in sizes)
     slopes = {name: (large[name] - small[name]) / (sizes[1] - sizes[0]) for name in large}
     over = {name: round(s, 1) for name, s in slopes.items() if s > BOUND[name]}
