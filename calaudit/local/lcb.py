@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.klce import as_columns
+from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
@@ -78,10 +79,13 @@ def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     """``(outcome, prediction)`` of the scalar view: binary ``(y == 1, p_1)``; multi-class
     top-label ``(y == argmax p, max p)``."""
     p = np.asarray(y_proba, dtype=np.float64)
+    y = np.asarray(y_true)  # working arrays (numerics.scratch), a block of rows at a time
     if p.shape[1] == 2:
-        return (np.asarray(y_true) == 1).astype(np.float64), p[:, 1].copy()
-    top = p.argmax(axis=1)
-    return (np.asarray(y_true) == top).astype(np.float64), p.max(axis=1)
+        return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == 1).astype(np.float64)),
+                scratch.copy(p[:, 1]))
+    top = scratch.filled(y.shape[0], lambda a, b: p[a:b].argmax(axis=1), np.intp)
+    return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == top[a:b]).astype(np.float64)),
+            scratch.filled(y.shape[0], lambda a, b: p[a:b].max(axis=1)))
 
 
 def summarize(values: NDArray[np.float64]) -> dict:
