@@ -34,8 +34,8 @@ def case():
 
 
 def _run(gram, z, w, executor, **kwargs):
-    # tiles of 32 rows, column chunks of 64: ten tiles, several chunks each
-    return kernel_forms_and_matmul(gram, z, w, tile_rows=32, block_entries=32 * 64,
+    # blocks of 32 rows: ten blocks, 55 pairs
+    return kernel_forms_and_matmul(gram, z, w, tile_rows=32,
                                    executor=executor, **kwargs)
 
 
@@ -93,7 +93,7 @@ def test_the_tile_order_decides_the_bits(case):
     """The check above can fail: other tiles (another summation order) give other bits."""
     gram, z, w = case
     forms, _ = _run(gram, z, w, SerialExecutor())
-    other, _ = kernel_forms_and_matmul(gram, z, w, tile_rows=48, block_entries=48 * 96)
+    other, _ = kernel_forms_and_matmul(gram, z, w, tile_rows=48)
     np.testing.assert_allclose(other, forms, rtol=1e-12)
     assert other.tobytes() != forms.tobytes()
 
@@ -156,4 +156,4 @@ def test_exact_audit_on_dask_gives_the_same_json(exact_json, one_worker, monkeyp
 
     calls = dask_partials(monkeypatch)
     assert _exact_audit(DaskExecutor(one_worker)) == exact_json
-    assert "tile_partial" in calls
+    assert "pair_partial" in calls
