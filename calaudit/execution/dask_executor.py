@@ -315,16 +315,27 @@ class _Placement:
         the client a few seconds to learn which blocks went with the worker."""
         deadline = time.monotonic() + (LOST_DATA_WAIT if wait else 0.0)
         while True:
-            lost = {k for k, future in self.futures.items()
-                    if getattr(future, "status", "finished") != "finished"}
+            lost = self._lost()
             if lost or time.monotonic() >= deadline:
                 break
-            time.sleep(0.05)
+            time.sleep(0.1)
         if lost:
             self.generation += 1
             for k in sorted(lost):
                 self._place(k)
         return lost
+
+    def _lost(self) -> set[int]:
+        """Blocks the cluster no longer holds: the scheduler knows no worker with their
+        data (``who_has``; the client's own future states can lag behind)."""
+        lost = {k for k, future in self.futures.items()
+                if getattr(future, "status", "finished") != "finished"}
+        try:
+            holders = self.client.who_has(list(self.futures.values()))
+        except Exception:  # noqa: BLE001 - no scheduler: the caller reports the failure
+            return lost
+        return lost | {k for k, future in self.futures.items()
+                       if not holders.get(future.key)}
 
     def release_all(self) -> None:
         _forget(self.client, list(self.futures.values()))
