@@ -52,7 +52,7 @@ RETRIES = 3
 WINDOW_PER_THREAD = 4
 MIN_WINDOW = 8
 #: Seconds the client waits to learn which placed blocks a lost worker held.
-LOST_DATA_WAIT = 10.0
+LOST_DATA_WAIT = 3.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
@@ -185,7 +185,10 @@ class DaskExecutor:
                         part = entry[1].result()
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
-                        lost = placement.restore(wait=_cancelled(exc))
+                        cancelled = _cancelled(exc)
+                        lost = placement.restore(wait=cancelled)
+                        if cancelled:  # e.g. "lost dependencies": place its blocks anew
+                            lost |= placement.restore(force={i, j} - lost)
                         if not (lost or entry[2] < placement.generation) or \
                                 attempt == self.retries:
                             failure = _cluster_failure(exc, name, i, j, pair=True)
@@ -309,16 +312,18 @@ class _Placement:
             if self.uses[k] == 0:
                 _forget(self.client, [self.futures.pop(k)])
 
-    def restore(self, wait: bool = False) -> set[int]:
-        """Place again every block whose data the cluster lost (its future is no longer
-        ``finished``); the set of those blocks. ``wait``: a task was cancelled, so give
-        the client a few seconds to learn which blocks went with the worker."""
-        deadline = time.monotonic() + (LOST_DATA_WAIT if wait else 0.0)
-        while True:
+    def restore(self, wait: bool = False, force: set[int] | None = None) -> set[int]:
+        """Place again every block whose data the cluster lost (:meth:`_lost`), or the
+        blocks ``force``; the set of those blocks. ``wait``: a task was cancelled, so give
+        the scheduler a few seconds to report which blocks went with the worker."""
+        if force is not None:
+            lost = {k for k in force if k in self.futures}
+        else:
+            deadline = time.monotonic() + (LOST_DATA_WAIT if wait else 0.0)
             lost = self._lost()
-            if lost or time.monotonic() >= deadline:
-                break
-            time.sleep(0.1)
+            while not lost and time.monotonic() < deadline:
+                time.sleep(0.1)
+                lost = self._lost()
         if lost:
             self.generation += 1
             for k in sorted(lost):
