@@ -1,12 +1,19 @@
-"""The pairwise engine: products with an n x n kernel matrix, one row tile at a time.
+"""The pairwise engine: products with an n x n kernel matrix, never stored.
 
 Every quadratic statistic in calaudit (SKCE, KLCE, their resampling nulls, LCB) reduces to
 products ``K @ Z`` or quadratic forms ``z^T K z`` with a kernel matrix ``K`` and a matrix
 ``Z`` whose columns are residual vectors, resampled residual vectors or weights. ``K`` is
-never stored: rows are processed in tiles of ``tile_rows`` rows, each tile's kernel block
-is computed once and multiplied by all columns of ``Z`` in one BLAS call. Because ``K`` is
-symmetric, only the blocks on and above the diagonal are computed (half the kernel
-evaluations and half the flops). Memory is ``O(tile_rows * n + n * q)``.
+never stored: its blocks are computed one at a time, each multiplied by all columns of
+``Z`` in one BLAS call. Because ``K`` is symmetric, only the blocks on and above the
+diagonal are computed (half the kernel evaluations and half the flops).
+
+:func:`kernel_matmul` and :func:`kernel_quadratic_forms` walk row tiles in this process.
+:func:`kernel_forms_and_matmul`, the engine of the exact tests, cuts the rows into fixed
+blocks of the global row index and makes each pair of blocks ``I <= J`` one task that
+reads those two blocks only (:func:`pair_partial`), combined in pair order
+(:func:`fold_pairs`): the same bytes on one thread, on threads, or on Dask workers that
+each hold some of the blocks (issue 14), whatever the files or partitions the rows came
+from.
 
 (Design notes, sec. 5: "one pairwise engine".)
 """
