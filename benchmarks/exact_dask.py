@@ -35,13 +35,16 @@ from make_partitioned import write_dataset  # noqa: E402
 
 
 def run(data: Path, out: Path, root: Path, extra: list[str]) -> dict:
-    """``run_audit_cli`` with ``--method exact``, the code of ``root``."""
-    previous = sp.ROOT
+    """``run_audit_cli`` with ``--method exact``, the code of ``root`` (its PYTHONPATH
+    and working directory)."""
+    previous, here = sp.ROOT, os.getcwd()
     sp.ROOT = root
+    os.chdir(root)  # ``python -m`` puts the working directory first on the path
     try:
         return sp.run_audit_cli(data, out, ["--method", "exact", *extra])
     finally:
         sp.ROOT = previous
+        os.chdir(here)
 
 
 def main() -> None:
@@ -51,11 +54,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="2GB")
     parser.add_argument("--compare", help="another source tree, run on --workers too")
+    parser.add_argument("--skip-single", action="store_true",
+                        help="no single-process run (the JSON comparisons are then "
+                             "against this tree's --workers run)")
     args = parser.parse_args()
     print(f"# exact local test, {args.rows:,} rows in {args.files} Parquet files, "
           f"--covariates age,region --method exact (500 local resamples, the default)")
     cluster = ["--workers", str(args.workers), "--memory-limit", args.memory_limit]
-    plan = [("single process", ROOT, []), (f"--workers {args.workers}", ROOT, cluster)]
+    plan = [] if args.skip_single else [("single process", ROOT, [])]
+    plan.append((f"--workers {args.workers}", ROOT, cluster))
     if args.compare:
         plan.append((f"--workers {args.workers}, {args.compare}", Path(args.compare),
                      cluster))
@@ -80,7 +87,7 @@ def main() -> None:
         first = sp.stable_json(outs[0])
         for (name, _, _), path in zip(plan[1:], outs[1:]):
             diff = sp.differences(first, sp.stable_json(path))
-            print(f"\n{name} vs single process: identical JSON apart from timings: "
+            print(f"\n{name} vs {plan[0][0]}: identical JSON apart from timings: "
                   f"{not diff}" + (f" ({len(diff)} differing values)" if diff else ""))
             for line in diff[:5]:
                 print(f"  {line}")

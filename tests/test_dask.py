@@ -828,34 +828,40 @@ class RecordingClient:
         return getattr(self.client, name)
 
 
-def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers):
-    """Each block is placed once (not a broadcast) as its own rows only; each pair task's
-    arguments hold the handles of its two blocks and nothing else of size; on the
-    scheduler a pair depends on at most two keys."""
+@pytest.mark.parametrize("group", [1, 3])
+def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, group):
+    """Each placed block (a group of ``group`` row blocks of 32 rows) is placed once (not
+    a broadcast) as its own rows only; each task's arguments hold the handles of its two
+    blocks and nothing else of size; on the scheduler a task depends on at most two
+    keys; the bytes are the serial ones."""
     from calaudit.numerics.pairwise import RowBlock, kernel_forms_and_matmul, pair_blocks
 
     gram, z, w = _exact_case()
     client = RecordingClient(two_workers)
-    kernel_forms_and_matmul(gram, z, w, tile_rows=32, executor=DaskExecutor(client))
-    ranges = pair_blocks(gram.n, 32)
+    got = kernel_forms_and_matmul(gram, z, w, tile_rows=32,
+                                  executor=DaskExecutor(client, pair_group=group))
+    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, executor=SerialExecutor())
+    assert got[0].tobytes() == expected[0].tobytes()
+    assert got[1].tobytes() == expected[1].tobytes()
+    ranges = pair_blocks(gram.n, 32 * group)
     blocks = [(value, kwargs, future) for value, kwargs, future in client.scattered
               if isinstance(value, RowBlock)]
-    assert len(blocks) == len(ranges) == 10
+    assert len(blocks) == len(ranges) == -(-10 // group)
     handles = {}
     for (value, kwargs, future), (start, stop) in zip(blocks, ranges):
         assert not kwargs.get("broadcast") and len(kwargs["workers"]) == 1
         assert (value.start, value.stop, value.offset) == (start, stop, 0)
         assert value.gram.n == value.z.shape[0] == value.w.shape[0] == stop - start
-        handles[future.key] = start // 32
+        handles[future.key] = start // (32 * group)
     assert len({kwargs["workers"][0] for _, kwargs, _ in blocks}) == 2  # spread
-    pairs = [args for args in client.submitted if args[1].__name__ == "pair_partial"]
-    assert len(pairs) == 55
-    for _, _, i, j, left, right, shared in pairs:
+    tasks = [args for args in client.submitted if args[0].__name__ == "_call_pair"]
+    assert len(tasks) == len(ranges) * (len(ranges) + 1) // 2
+    for _, _, i, j, left, right, shared in tasks:
         assert (handles[left.key], handles[right.key]) == (i, j)
         assert all(np.ndim(value) == 0 for value in shared.values())
     dependencies = two_workers.run_on_scheduler(
         lambda dask_scheduler: [len(ts.dependencies) for key, ts in
-                                dask_scheduler.tasks.items() if "pair_partial" in str(key)])
+                                dask_scheduler.tasks.items() if "_partial" in str(key)])
     assert all(d <= 2 for d in dependencies)
 
 

@@ -51,6 +51,12 @@ RETRIES = 3
 #: Tasks in flight per worker thread, and at least (:meth:`DaskExecutor.window`).
 WINDOW_PER_THREAD = 4
 MIN_WINDOW = 8
+#: Row blocks per side of a task of the pairwise engine on Dask: 2 x 1024 rows, so a
+#: task is 4 kernel blocks (about 0.15 s of a worker at 500 columns) against a few ms of
+#: client and scheduler CPU per task.
+PAIR_GROUP = 2
+#: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
+PAIR_WINDOW_PER_THREAD = 2
 #: Seconds the client waits to learn which placed blocks a lost worker held.
 LOST_DATA_WAIT = 3.0
 
@@ -97,9 +103,14 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, client: Any, *, retries: int = RETRIES) -> None:
+    def __init__(self, client: Any, *, retries: int = RETRIES,
+                 pair_group: int = PAIR_GROUP) -> None:
         self.client = client
         self.retries = int(retries)
+        #: Row blocks per side of a block-pair task (:meth:`map_pairs`): the pairwise
+        #: engine places groups of this many blocks and makes each pair of groups one
+        #: task (same pairs, same bits; ``pair_group^2`` times fewer tasks than pairs).
+        self.pair_group = int(pair_group)
         #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
         #: a broadcast replicates it to every worker) and bytes of partials fetched, as
         #: ``dask.sizeof`` counts them (:meth:`traffic`).
@@ -141,8 +152,8 @@ class DaskExecutor:
         """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order
         (``SerialExecutor.map_pairs``), the pairs computed on the cluster: each block
         placed once on one worker (its ``detached()`` value when it has one: the block's
-        rows alone), each task given the handles of its two blocks, at most
-        :meth:`window` tasks ahead of ``combine``."""
+        rows alone), each task given the handles of its two blocks, a few tasks per
+        worker thread ahead of ``combine``."""
         pairs = [(int(i), int(j)) for i, j in pairs]
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
@@ -159,10 +170,13 @@ class DaskExecutor:
 
     def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
                         placement: _Placement, shared: dict[str, Any]) -> Iterator[Any]:
-        """The pairs' partials in pair order, at most :meth:`window` in flight; a pair
+        """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
+        worker thread in flight (each may copy two blocks to its worker); a pair
         whose block was lost with its worker is resubmitted after the block is placed
         again (up to ``retries`` times per pair)."""
-        token, window, name = uuid.uuid4().hex[:12], self.window(), _name(partial)
+        threads = sum(self.client.nthreads().values())
+        window = max(2, PAIR_WINDOW_PER_THREAD * threads)
+        token, name = uuid.uuid4().hex[:12], _name(partial)
         pending: deque[list[Any]] = deque()  # [index, future, placement generation]
         submitted = 0
 

@@ -273,11 +273,20 @@ def kernel_forms_and_matmul(
     runner = executor or ThreadExecutor()
     combine = partial_fold(n, m * q, wm.shape[1], ranges)
     pairs = block_pairs(len(ranges))
-    if hasattr(runner, "map_pairs"):
-        totals, products = runner.map_pairs(pair_partial, pairs, blocks, shared, combine)
-    else:
+    group = max(1, int(getattr(runner, "pair_group", 1)))
+    if not hasattr(runner, "map_pairs"):
         totals, products = combine(pair_partial(i, j, blocks[i], blocks[j], **shared)
                                    for i, j in pairs)
+    elif group == 1:
+        totals, products = runner.map_pairs(pair_partial, pairs, blocks, shared, combine)
+    else:  # tasks of group x group pairs: the same pairs, folded in the same order
+        spans = [(ranges[g][0], ranges[min(g + group, len(ranges)) - 1][1])
+                 for g in range(0, len(ranges), group)]
+        groups = [RowBlock(a, b, gram, a, flat[a:b], wm[a:b]) for a, b in spans]
+        totals, products = runner.map_pairs(
+            group_partial, block_pairs(len(groups)), groups,
+            {**shared, "block_rows": ranges[0][1] - ranges[0][0]},
+            lambda parts: combine(in_pair_order(parts, pairs)))
     if exclude_diagonal:
         diagonal = gram.diagonal()
         f8 = np.float64
@@ -312,6 +321,46 @@ def fold_pairs(partials, n: int, q: int, r: int, ranges: list[tuple[int, int]]
                 c, d = ranges[j]
                 products[c:d] += part["right"]
     return forms, products
+
+
+def group_partial(a: int, b: int, left: RowBlock, right: RowBlock, *, block_rows: int,
+                  **shared: Any) -> dict[str, list]:
+    """The pairs ``(i, j)``, ``i <= j``, of the blocks of ``block_rows`` rows inside two
+    groups of consecutive blocks (``left``, ``right``; group ``a <= b``), each computed by
+    :func:`pair_partial` from views of the groups: a coarser task (fewer tasks, fewer
+    transfers per kernel entry on a cluster) with the very same pairs, hence the same bits
+    once :func:`in_pair_order` puts them back in pair order."""
+    parts = []
+    for lo in range(0, left.size, block_rows):
+        i = (left.start + lo) // block_rows
+        sub_left = _sub_block(left, lo, block_rows)
+        for co in range(0, right.size, block_rows):
+            j = (right.start + co) // block_rows
+            if j >= i:
+                parts.append(pair_partial(i, j, sub_left, _sub_block(right, co, block_rows),
+                                          **shared))
+    return {"parts": parts}
+
+
+def _sub_block(block: RowBlock, lo: int, rows: int) -> RowBlock:
+    hi = min(block.size, lo + rows)
+    return RowBlock(block.start + lo, block.start + hi, block.gram, block.offset + lo,
+                    block.z[lo:hi], block.w[lo:hi])
+
+
+def in_pair_order(results, pairs: list[tuple[int, int]]):
+    """The pair partials inside :func:`group_partial` results, in the order ``pairs``
+    (each yielded as soon as every pair before it has arrived)."""
+    ready: dict[tuple[int, int], Any] = {}
+    position = 0
+    for result in results:
+        for part in result["parts"]:
+            ready[(int(part["pair"][0]), int(part["pair"][1]))] = part
+        while position < len(pairs) and pairs[position] in ready:
+            yield ready.pop(pairs[position])
+            position += 1
+    if position != len(pairs):
+        raise ValueError(f"{len(pairs) - position} block pairs are missing")
 
 
 #: Entries of the row groups of a products-only pass (1 MB of float64, cache resident).
