@@ -44,10 +44,12 @@ ENV_PREFIX = "CALAUDIT_"
 ENV_SEPARATOR = "__"
 # CALAUDIT_* variables that are not settings.
 #: Not settings: tracebacks, the config file path, and the switches of calaudit's own test
-#: suite (a real browser required; gold files rewritten; the fuzz campaign's size and report).
+#: suite (a real browser required; gold files rewritten; the fuzz campaign's size and report;
+#: the Azure emulator's path and whether it is required).
 RESERVED_ENV = frozenset({"CALAUDIT_DEBUG", "CALAUDIT_CONFIG", "CALAUDIT_REQUIRE_BROWSER",
                           "CALAUDIT_UPDATE_GOLD", "CALAUDIT_FUZZ_EXAMPLES",
-                          "CALAUDIT_FUZZ_REPORT"})
+                          "CALAUDIT_FUZZ_REPORT", "CALAUDIT_AZURITE",
+                          "CALAUDIT_REQUIRE_AZURITE"})
 
 
 @dataclass(frozen=True)
