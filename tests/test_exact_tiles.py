@@ -157,4 +157,4 @@ def test_exact_audit_on_dask_gives_the_same_json(exact_json, one_worker, monkeyp
 
     calls = dask_partials(monkeypatch)
     assert _exact_audit(DaskExecutor(one_worker)) == exact_json
-    assert "pair_partial" in calls
+    assert "group_partial" in calls  # pairs of groups of blocks (DaskExecutor.pair_group)
