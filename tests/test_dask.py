@@ -924,4 +924,4 @@ def test_the_exact_audit_on_dask_gives_the_serial_json_for_any_block_size(
         expected = exact(SerialExecutor())
         calls = dask_partials(monkeypatch)
         assert exact(DaskExecutor(client)) == expected
-        assert calls.count("group_partial") >= 3
+        assert calls.count("group_partial") >= 2  # the test's pass and the LCB's

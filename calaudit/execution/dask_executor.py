@@ -57,6 +57,10 @@ MIN_WINDOW = 8
 PAIR_GROUP = 2
 #: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
 PAIR_WINDOW_PER_THREAD = 2
+#: Times a lost block is placed again until the scheduler reports a worker holding it.
+PLACE_ATTEMPTS = 20
+#: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
+LOST_BLOCK_ROUNDS = 10
 #: Seconds the client waits to learn which placed blocks a lost worker held.
 LOST_DATA_WAIT = 3.0
 
@@ -194,7 +198,8 @@ class DaskExecutor:
                     pending.append(submit(submitted))
                     submitted += 1
                 entry = pending.popleft()
-                for attempt in range(self.retries + 1):
+                rounds = max(self.retries, LOST_BLOCK_ROUNDS)
+                for attempt in range(rounds + 1):
                     try:
                         part = entry[1].result()
                         break
@@ -204,7 +209,7 @@ class DaskExecutor:
                         if cancelled:  # e.g. "lost dependencies": place its blocks anew
                             lost |= placement.restore(force={i, j} - lost)
                         if not (lost or entry[2] < placement.generation) or \
-                                attempt == self.retries:
+                                attempt == rounds:
                             failure = _cluster_failure(exc, name, i, j, pair=True)
                             if failure is exc:
                                 raise
@@ -308,11 +313,11 @@ class _Placement:
             if self.uses[k]:
                 self._place(k)
 
-    def _place(self, k: int) -> None:
+    def _place(self, k: int, anywhere: bool = False) -> None:
         value = self.blocks[k]
         value = value.detached() if hasattr(value, "detached") else value
-        workers = sorted(self.client.scheduler_info().get("workers", {}))
-        target = [workers[k % len(workers)]] if workers else None
+        workers = [] if anywhere else sorted(self.client.scheduler_info().get("workers", {}))
+        target = [workers[k % len(workers)]] if workers else None  # None: Dask chooses
         self.futures[k] = self.client.scatter(value, workers=target, hash=False)
         self.executor.placed_bytes += _size(value)
 
@@ -340,8 +345,15 @@ class _Placement:
                 lost = self._lost()
         if lost:
             self.generation += 1
-            for k in sorted(lost):
-                self._place(k)
+            missing = sorted(lost)
+            for _ in range(PLACE_ATTEMPTS):  # a worker dying now may take a copy along
+                for k in missing:
+                    self._place(k, anywhere=True)  # not an address that may be gone
+                holders = self.client.who_has([self.futures[k] for k in missing])
+                missing = [k for k in missing if not holders.get(self.futures[k].key)]
+                if not missing:
+                    break
+                time.sleep(0.5)
         return lost
 
     def _lost(self) -> set[int]:
