@@ -185,6 +185,13 @@ def gram_rows(gram: Any, rows: slice) -> Any:
     raise TypeError(f"cannot take the rows of a {type(gram).__name__}")
 
 
+def _cuttable(gram: Any) -> bool:
+    """Whether :func:`gram_rows` can cut ``gram`` (else blocks carry it whole)."""
+    if isinstance(gram, ProductGram):
+        return all(_cuttable(factor) for factor in gram.factors)
+    return dataclasses.is_dataclass(gram) and hasattr(gram, "features")
+
+
 def _joined(a: Any, b: Any) -> Any:
     """One Gram on the rows of ``a`` then those of ``b`` (two :func:`gram_rows`)."""
     if isinstance(a, ProductGram):
@@ -195,8 +202,10 @@ def _joined(a: Any, b: Any) -> Any:
 def _pair_frame(left: RowBlock, right: RowBlock) -> tuple[Any, int]:
     """A Gram holding both blocks' rows and the offset of ``right``'s rows in it
     relative to its own Gram: the block itself in process (same Gram), else the two
-    placed blocks' features joined once per pair."""
-    if left.gram is right.gram:
+    placed blocks' features joined once per pair. A Gram that cannot be cut
+    (:func:`gram_rows`, e.g. a dense one) travels whole with each block, at the blocks'
+    global offsets: either copy serves."""
+    if left.gram is right.gram or not _cuttable(left.gram):
         return left.gram, 0
     return _joined(left.gram, right.gram), int(left.gram.n)
 
