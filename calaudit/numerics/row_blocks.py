@@ -24,6 +24,10 @@ distributed (issues 13 and 14):
 * **Row maps.** A per-row result (a kernel sum at every row) is the same kind of partial,
   returning arrays of ``stop - start`` rows; ``map_rows`` concatenates them in range order
   (:func:`stack_rows`), on every executor.
+* **Block pairs.** A quadratic statistic (the pairwise engine's exact passes) is a
+  ``partial(i, j, block_i, block_j, **shared)`` over pairs of fixed row blocks, each task
+  given only its two blocks' inputs; ``map_pairs`` hands the partials, in pair order, to
+  the caller's ``combine`` (a Dask executor places each block once, not a broadcast).
 """
 
 from __future__ import annotations
@@ -116,6 +120,24 @@ class SerialExecutor:
         return stack_rows((partial(start, stop, **shared) for start, stop in ranges),
                           _rows_of(ranges))
 
+    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+                  blocks: Sequence[Any], shared: Mapping[str, Any],
+                  combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` for every
+        pair, in the given order (a task sees two blocks' inputs only)."""
+        return combine(partial(i, j, blocks[i], blocks[j], **shared) for i, j in pairs)
+
+
+class _OnPair:
+    """``partial(i, j, **shared)`` as ``partial(i, j, blocks[i], blocks[j], **shared)``:
+    a block pair run through the range machinery of :class:`ThreadExecutor`."""
+
+    def __init__(self, partial: Callable[..., Any], blocks: Sequence[Any]) -> None:
+        self.partial, self.blocks = partial, blocks
+
+    def __call__(self, i: int, j: int, **shared: Any) -> Any:
+        return self.partial(i, j, self.blocks[i], self.blocks[j], **shared)
+
 
 def usable_cores() -> int:
     """CPU cores this process may run on (its affinity mask where the OS has one)."""
@@ -178,7 +200,14 @@ class ThreadExecutor:
         return self._combine(functools.partial(stack_rows, rows=_rows_of(ranges)), partial,
                              ranges, shared)
 
-    def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], dict[str, NDArray]],
+    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+                  blocks: Sequence[Any], shared: Mapping[str, Any],
+                  combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """:meth:`SerialExecutor.map_pairs` with the pairs computed on the threads (at
+        most ``threads + 1`` ahead of ``combine``)."""
+        return self._combine(combine, _OnPair(partial, blocks), pairs, shared)
+
+    def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], Any],
                  partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``combine`` of the partials in range order, computed on the threads."""
