@@ -47,18 +47,24 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
 
 
 def dask_partials(monkeypatch) -> list[str]:
-    """The names of the partials that go through ``DaskExecutor.map_sum`` from now on (the
-    list fills as the reductions run): which reductions a test's run sent to Dask."""
+    """The names of the partials that go through ``DaskExecutor.map_sum`` (and
+    ``map_pairs``, the exact passes' block pairs) from now on (the list fills as the
+    reductions run): which reductions a test's run sent to Dask."""
     from calaudit.execution import DaskExecutor
 
     calls: list[str] = []
-    original = DaskExecutor.map_sum
+    original, pairs = DaskExecutor.map_sum, DaskExecutor.map_pairs
 
     def counted(self, partial, ranges, shared):
         calls.append(getattr(partial, "__name__", ""))
         return original(self, partial, ranges, shared)
 
+    def counted_pairs(self, partial, *args):
+        calls.append(getattr(partial, "__name__", ""))
+        return pairs(self, partial, *args)
+
     monkeypatch.setattr(DaskExecutor, "map_sum", counted)
+    monkeypatch.setattr(DaskExecutor, "map_pairs", counted_pairs)
     return calls
 
 

@@ -777,3 +777,151 @@ def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monk
     assert [a.tobytes() for a in design.centres(values, executor)] == [
         b.tobytes() for b in serial.centres(values)]
     assert calls == ["curve_sums_partial"] * 2
+
+
+# ------------------------------------------------ exact passes: block pairs (issue 14)
+
+def _exact_case(n: int = 301):
+    from calaudit.local.kernel import product_gram
+
+    rng = np.random.default_rng(23)
+    gram = product_gram(rng.uniform(0.05, 0.95, n), 7.0, rng.normal(size=(n, 2)), 0.3,
+                        lazy=True)
+    return gram, rng.normal(size=(n, 3, 5)), rng.normal(size=(n, 4))
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+@pytest.mark.parametrize("block_rows", [16, 45, 128])
+def test_the_exact_pass_on_dask_gives_the_serial_bytes(workers, block_rows, request):
+    """Forms and ``K @ W`` (float64, float32, products only) from block pairs on 1 and 2
+    workers: the serial bytes, for blocks of 16 (190 pairs), 45 and 128 rows."""
+    from calaudit.numerics.pairwise import kernel_forms_and_matmul
+
+    gram, z, w = _exact_case()
+    client = request.getfixturevalue(workers)
+    for args, kwargs in (((z, w), {}), ((z, w), {"dtype": np.float32}),
+                         ((z, None), {}), ((np.zeros((gram.n, 0)), w), {})):
+        expected = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows,
+                                           executor=SerialExecutor(), **kwargs)
+        got = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows,
+                                      executor=DaskExecutor(client), **kwargs)
+        assert got[0].tobytes() == expected[0].tobytes()
+        assert got[1].tobytes() == expected[1].tobytes()
+
+
+class RecordingClient:
+    """A ``distributed.Client`` whose ``scatter`` and ``submit`` calls are recorded."""
+
+    def __init__(self, client) -> None:
+        self.client, self.scattered, self.submitted = client, [], []
+
+    def scatter(self, value, **kwargs):
+        future = self.client.scatter(value, **kwargs)
+        self.scattered.append((value, kwargs, future))
+        return future
+
+    def submit(self, *args, **kwargs):
+        self.submitted.append(args)
+        return self.client.submit(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+@pytest.mark.parametrize("group", [1, 3])
+def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, group):
+    """Each placed block (a group of ``group`` row blocks of 32 rows) is placed once (not
+    a broadcast) as its own rows only; each task's arguments hold the handles of its two
+    blocks and nothing else of size; on the scheduler a task depends on at most two
+    keys; the bytes are the serial ones."""
+    from calaudit.numerics.pairwise import RowBlock, kernel_forms_and_matmul, pair_blocks
+
+    gram, z, w = _exact_case()
+    client = RecordingClient(two_workers)
+    got = kernel_forms_and_matmul(gram, z, w, tile_rows=32,
+                                  executor=DaskExecutor(client, pair_group=group))
+    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, executor=SerialExecutor())
+    assert got[0].tobytes() == expected[0].tobytes()
+    assert got[1].tobytes() == expected[1].tobytes()
+    ranges = pair_blocks(gram.n, 32 * group)
+    blocks = [(value, kwargs, future) for value, kwargs, future in client.scattered
+              if isinstance(value, RowBlock)]
+    assert len(blocks) == len(ranges) == -(-10 // group)
+    handles = {}
+    for (value, kwargs, future), (start, stop) in zip(blocks, ranges):
+        assert not kwargs.get("broadcast") and len(kwargs["workers"]) == 1
+        assert (value.start, value.stop, value.offset) == (start, stop, 0)
+        assert value.gram.n == value.z.shape[0] == value.w.shape[0] == stop - start
+        handles[future.key] = start // (32 * group)
+    assert len({kwargs["workers"][0] for _, kwargs, _ in blocks}) == 2  # spread
+    tasks = [args for args in client.submitted if args[0].__name__ == "_call_pair"]
+    assert len(tasks) == len(ranges) * (len(ranges) + 1) // 2
+    for _, _, i, j, left, right, shared in tasks:
+        assert (handles[left.key], handles[right.key]) == (i, j)
+        assert all(np.ndim(value) == 0 for value in shared.values())
+    dependencies = two_workers.run_on_scheduler(
+        lambda dask_scheduler: [len(ts.dependencies) for key, ts in
+                                dask_scheduler.tasks.items() if "_partial" in str(key)])
+    assert all(d <= 2 for d in dependencies)
+
+
+def killing_pair(i: int, j: int, left, right, *, flag: str, victim: tuple, **shared):
+    """``pair_partial``, except that the worker running pair ``victim`` kills itself
+    (SIGKILL) the first time: the blocks placed on it are lost with it."""
+    from calaudit.numerics.pairwise import pair_partial
+
+    if (i, j) == tuple(victim) and not os.path.exists(flag):
+        Path(flag).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return pair_partial(i, j, left, right, **shared)
+
+
+def test_a_worker_killed_mid_exact_pass_is_survived_with_the_same_bytes(two_workers,
+                                                                        tmp_path):
+    """A worker dies during a block-pair pass, with the blocks placed on it: the client
+    places them again, resubmits the pairs that need them, and the forms and products are
+    the serial bytes."""
+    from calaudit.numerics.pairwise import (RowBlock, block_pairs, kernel_forms_and_matmul,
+                                            pair_blocks, partial_fold)
+
+    gram, z, w = _exact_case()
+    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False,
+                                       executor=SerialExecutor())
+    ranges = pair_blocks(gram.n, 32)
+    flat = z.reshape(gram.n, -1)
+    blocks = [RowBlock(a, b, gram, a, flat[a:b], w[a:b]) for a, b in ranges]
+    flag = tmp_path / "killed"
+    before = set(two_workers.run(os.getpid).values())
+    executor = DaskExecutor(two_workers)
+    forms, products = executor.map_pairs(
+        killing_pair, block_pairs(len(ranges)), blocks,
+        {"dtype": "float64", "native": True, "pooled": True, "flag": str(flag),
+         "victim": (3, 7)}, partial_fold(gram.n, flat.shape[1], w.shape[1], ranges))
+    assert int(flag.read_text()) in before  # a worker holding blocks was killed
+    placed_once = sum(block.detached().__sizeof__() for block in blocks)
+    assert executor.placed_bytes > placed_once  # lost blocks were placed again
+    assert forms.reshape(3, 5).sum(axis=0).tobytes() == expected[0].tobytes()
+    assert products.tobytes() == expected[1].tobytes()
+    two_workers.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_exact_audit_on_dask_gives_the_serial_json_for_any_block_size(
+        workers, request, monkeypatch):
+    """``--method exact`` (the local consistency test, the LCB's kernel pass and the SKCE
+    consistency test) through block pairs of 256 and 700 rows on 1 and 2 workers: the
+    serial JSON, and the pairs did run on Dask."""
+    import calaudit.numerics.pairwise as pairwise
+
+    client = request.getfixturevalue(workers)
+
+    def exact(executor) -> str:
+        return audit_json(executor, n=1500, seed=4, method="exact", resamples=29,
+                          local_resamples=49, random_state=3)
+
+    for block_rows in (256, 700):
+        monkeypatch.setattr(pairwise, "FUSED_TILE_ROWS", block_rows)
+        expected = exact(SerialExecutor())
+        calls = dask_partials(monkeypatch)
+        assert exact(DaskExecutor(client)) == expected
+        assert calls.count("group_partial") >= 2  # the test's pass and the LCB's

@@ -324,6 +324,8 @@ def test_file_outside_the_partition_keys(tmp_path, frame):
 
 
 def test_missing_filesystem_package_names_the_extra():
+    """Without the package: one line naming the extra. With it but without credentials
+    (adlfs needs an account): one line saying so, not "unknown protocol"."""
     for url, extra in (("s3://bucket/preds/", "s3"), ("gs://bucket/p.parquet", "gcs"),
                        ("abfs://container/preds/", "azure")):
         try:
@@ -331,6 +333,18 @@ def test_missing_filesystem_package_names_the_extra():
         except ImportError:
             assert_one_line_error(run_cli("metrics", url), f"calaudit[{extra}]",
                                   "[missing_extra]")
+        except ValueError:
+            assert_one_line_error(run_cli("metrics", url), "cannot open the",
+                                  "[unreadable_file]", "credentials")
+
+
+def test_filesystem_without_credentials_is_one_line(monkeypatch):
+    pytest.importorskip("adlfs")
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    line = assert_one_line_error(run_cli("metrics", "abfs://container/preds/"),
+                                 "cannot open the abfs:// filesystem", "[unreadable_file]")
+    assert "unknown URL protocol" not in line
 
 
 def test_unknown_protocol_and_missing_url(tmp_path):

@@ -1,8 +1,8 @@
-"""Row tiles of the pairwise engine as tasks of an executor (issues 13 and 14).
+"""Block pairs of the pairwise engine as tasks of an executor (issues 13 and 14).
 
-:func:`kernel_forms_and_matmul` computes each row tile of the upper triangle as one task
-(:func:`tile_partial`) and adds the tiles' partials in tile order, so the forms and the
-products are the same bytes whether the tiles run one after another, on 1, 2, 3 or 8
+:func:`kernel_forms_and_matmul` computes each pair of fixed row blocks ``I <= J`` as one
+task (:func:`pair_partial`) and adds the pairs' partials in pair order, so the forms and the
+products are the same bytes whether the pairs run one after another, on 1, 2, 3 or 8
 threads, or on Dask workers -- and so is the JSON of an exact audit. The values are
 checked against double loops.
 """
@@ -34,8 +34,8 @@ def case():
 
 
 def _run(gram, z, w, executor, **kwargs):
-    # tiles of 32 rows, column chunks of 64: ten tiles, several chunks each
-    return kernel_forms_and_matmul(gram, z, w, tile_rows=32, block_entries=32 * 64,
+    # blocks of 32 rows: ten blocks, 55 pairs
+    return kernel_forms_and_matmul(gram, z, w, tile_rows=32,
                                    executor=executor, **kwargs)
 
 
@@ -89,11 +89,11 @@ def test_products_only_pass(case, monkeypatch):
         assert products.tobytes() == results[0][1].tobytes()
 
 
-def test_the_tile_order_decides_the_bits(case):
-    """The check above can fail: other tiles (another summation order) give other bits."""
+def test_the_block_size_decides_the_bits(case):
+    """The check above can fail: other blocks (another summation order) give other bits."""
     gram, z, w = case
     forms, _ = _run(gram, z, w, SerialExecutor())
-    other, _ = kernel_forms_and_matmul(gram, z, w, tile_rows=48, block_entries=48 * 96)
+    other, _ = kernel_forms_and_matmul(gram, z, w, tile_rows=48)
     np.testing.assert_allclose(other, forms, rtol=1e-12)
     assert other.tobytes() != forms.tobytes()
 
@@ -138,7 +138,7 @@ def one_worker():
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
-def test_tiles_on_dask_give_the_same_bytes(case, workers, request):
+def test_pairs_on_dask_give_the_same_bytes(case, workers, request):
     from calaudit.execution import DaskExecutor
 
     gram, z, w = case
@@ -150,10 +150,11 @@ def test_tiles_on_dask_give_the_same_bytes(case, workers, request):
 
 
 def test_exact_audit_on_dask_gives_the_same_json(exact_json, one_worker, monkeypatch):
-    """``--method exact`` with an executor: the kernel passes' tiles run on the workers."""
+    """``--method exact`` with an executor: the kernel passes' block pairs run on the
+    workers."""
     from calaudit.execution import DaskExecutor
     from tests.conftest import dask_partials
 
     calls = dask_partials(monkeypatch)
     assert _exact_audit(DaskExecutor(one_worker)) == exact_json
-    assert "tile_partial" in calls
+    assert "group_partial" in calls  # pairs of groups of blocks (DaskExecutor.pair_group)

@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -212,7 +213,7 @@ def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float
 def fitted(offset: NDArray[np.float64], cell: NDArray[np.int32],
            cell_eta: NDArray[np.float64]) -> NDArray[np.float64]:
     """``expit(offset + eta of the row's cell)`` on every row, chunk by chunk."""
-    out = np.empty(offset.size)
+    out = scratch.empty(offset.size)  # a working array (numerics.scratch)
     for start, stop in part_ranges(offset.size):
         out[start:stop] = special.expit(offset[start:stop] + cell_eta[cell[start:stop]])
     return out

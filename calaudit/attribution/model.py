@@ -46,6 +46,7 @@ from calaudit.attribution.irls import (
     model_rows,
     ordered_sum,
 )
+from calaudit.numerics import scratch
 from calaudit.numerics.distributions import chi2_sf
 from calaudit.numerics.row_sources import resident
 
@@ -57,7 +58,10 @@ __all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "fi
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
     """``logit(clip(p, 1e-6, 1 - 1e-6))``."""
-    return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
+    if np.ndim(prediction) != 1:
+        return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
+    return scratch.filled(len(prediction), lambda a, b: special.logit(
+        np.clip(prediction[a:b], CLIP, 1.0 - CLIP)))  # a working array, block by block
 
 
 @dataclass(frozen=True)

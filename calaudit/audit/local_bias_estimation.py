@@ -37,11 +37,19 @@ from calaudit.local.lcb_features import (
     rows_cell_kernel,
     feature_kernel_sums,
 )
+from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import executor_of
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
+
+
+def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
+    """``weighted / mass`` as a working array (:mod:`calaudit.numerics.scratch`), a block
+    of rows at a time."""
+    return scratch.filled(mass.shape[0], lambda a, b: weighted[a:b] / mass[a:b],
+                          np.result_type(weighted, mass), weighted.shape[1:])
 
 
 class LcbEstimation:
@@ -61,8 +69,10 @@ class LcbEstimation:
             for g in groupings:
                 for code, label in enumerate(g.categories):
                     rows = rows_where(g.values == code)
-                    if rows.size >= minimum:
-                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
+                    if rows.size >= minimum:  # x[rows], a working array block by block
+                        requests.append(CurveRequest(cov.name, g.name, label, rows,
+                                                     scratch.filled(rows.size, lambda a, b, r=rows:
+                                                                    x[r[a:b]])))
         return requests
 
     def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts
@@ -121,12 +131,12 @@ class LcbEstimation:
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
                                                  self.lcb_features, self.choice.frequency_seed,
                                                  executor_of(self.config))
-            return LocalBias(weighted / mass, mass), selection, None
+            return LocalBias(ratio(weighted, mass), mass), selection, None
         cov = np.asarray(self.encoded.features)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
         weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
                                      cov, columns, scalar_r)
-        return LocalBias(weighted / mass, mass), selection, gram
+        return LocalBias(ratio(weighted, mass), mass), selection, gram
 
     def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,
                scalar_r: np.ndarray) -> list[dict[str, Any]]:

@@ -65,6 +65,8 @@ from calaudit.inference.feature_tests import (
     feature_consistency_test,
     feature_statistic,
 )
+from calaudit.metrics.ece import indicator
+from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import executor_of
 from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
@@ -133,7 +135,7 @@ class LocalAudit(LcbEstimation):
         self.streams = streams
         self.n = data.n
         self.r = residuals(data.y_true, data.y_proba)
-        self.proba = data.y_proba[:, 1].copy() if data.is_binary else np.array(data.y_proba)
+        self.proba = scratch.copy(data.y_proba[:, 1] if data.is_binary else data.y_proba)
         # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
         self.proba.flags.writeable = False
         self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
@@ -378,8 +380,7 @@ class LocalAudit(LcbEstimation):
         per_class = self.per_class()
         self.gram = None
         if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
-            outcome, prediction = (np.asarray(self.data.y_true) == 1).astype(np.float64), \
-                self.proba
+            outcome, prediction = indicator(np.asarray(self.data.y_true), 1), self.proba
         levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)

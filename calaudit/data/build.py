@@ -308,7 +308,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
         renormalized_rows=renormalized, dataset=raw.dataset,
     )
-    return CalibrationData(probs, codes, classes, covariates, provenance)
+    return CalibrationData(probs, codes, classes, covariates, provenance,
+                           spill=store if store.spilling else None)
 
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:

@@ -1,8 +1,9 @@
 """One requested column of a dataset, filled file by file and batch by batch
 (:class:`calaudit.data.partitioned.Dataset`): its kind (number, text, boolean) fixed by the
 first file that has values, its text levels in order of appearance, and its values either
-written in place into a column preallocated from the Parquet footers or, for CSV files whose
-length is known only once parsed, collected as chunks."""
+written in place into a column preallocated from the Parquet footers (CSV files, whose
+length is known only once parsed, grow their columns instead: :mod:`calaudit.data.csv_stream`
+hands the finished column to the sink as ``out``)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ class ColumnSink:
     A Parquet dataset's column is preallocated (:meth:`allocate`) once every footer has
     been read: its final dtype and length are known before the first row, so each batch
     is converted and written in place (:meth:`put`) and no list of chunks is concatenated.
-    A CSV dataset's column (whose length is known only once each file is parsed) collects
-    chunks instead."""
+    A CSV dataset's column is grown by :class:`calaudit.data.csv_stream.CsvColumn`, which
+    sets ``out`` once every file is read."""
 
     name: str
     kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
@@ -135,32 +136,3 @@ def append_arrow(sink: ColumnSink, array, pa) -> None:
             sink.put(array.to_numpy(zero_copy_only=False))  # exact, even 2**63 - 1
         else:
             sink.put(pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False))
-
-
-def append_pandas(sink: ColumnSink, values: pd.Series, source: str) -> None:
-    """One CSV file's column, appended as compact numpy."""
-    if values.isna().all():
-        kind = None
-    elif pd.api.types.is_bool_dtype(values):
-        kind = "bool"
-    elif pd.api.types.is_numeric_dtype(values):
-        kind = "numeric"
-    else:
-        kind = "text"
-    sink.expect(kind, str(values.dtype), source)
-    if sink.kind is None or kind is None and sink.kind == "numeric":
-        sink.put(np.full(len(values), np.nan))
-    elif sink.kind == "numeric":
-        integers = values.dtype.kind in "iu"  # numpy integers: no missing values
-        sink.put(values.to_numpy() if integers
-                           else values.to_numpy(dtype=np.float64, na_value=np.nan))
-    elif sink.kind == "bool":
-        null = values.isna().to_numpy()
-        out = np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
-        sink.put(out)
-    else:
-        null = values.isna().to_numpy()
-        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
-        sink.put(sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null))
-
-

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.readers import SourceFile
+from calaudit.numerics import scratch
 
 CovariateKind = Literal["numeric", "categorical"]
 
@@ -81,6 +82,9 @@ class CalibrationData:
     classes : the m class names, in column order
     covariates : covariate columns for local calibration and group diagnostics
     provenance : files, row counts and exclusions
+    spill : the spill store (:class:`calaudit.data.spill.ColumnStore`) that holds the
+        columns when they were spilled to disk, else None; the audit then allocates its
+        stages' per-row working arrays there too (:mod:`calaudit.numerics.scratch`)
     """
 
     y_proba: NDArray[np.float64]
@@ -88,6 +92,7 @@ class CalibrationData:
     classes: tuple[str, ...]
     covariates: tuple[Covariate, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
+    spill: object | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "y_proba", _frozen(np.asarray(self.y_proba, np.float64)))
@@ -114,9 +119,14 @@ class CalibrationData:
 
     @property
     def residuals(self) -> NDArray[np.float64]:
-        """``e_{y_i} - p_i``, shape (n, m)."""
-        out = -np.array(self.y_proba)
-        out[np.arange(self.n), self.y_true] += 1.0
+        """``e_{y_i} - p_i``, shape (n, m): a working array
+        (:mod:`calaudit.numerics.scratch`), filled a block of rows at a time."""
+        return scratch.filled(self.n, self.residual_rows, np.float64, (self.n_classes,))
+
+    def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
+        """Rows ``start:stop`` of :attr:`residuals` (the same operations, so the same bits)."""
+        out = -np.array(self.y_proba[start:stop])
+        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
         return out
 
     def class_counts(self) -> dict[str, int]:

@@ -19,13 +19,13 @@ from calaudit.data.columns import (
 )
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.locations import DataFile, Location, locate
+from calaudit.data.npz import NpzArchive
 from calaudit.data.partitioned import Dataset, RowLayout
 from calaudit.data.readers import (
     SourceFile,
     check_readable,
     file_format,
     read_columns,
-    read_table,
     sha256_of,
 )
 from calaudit.data.rows import located, shown_value
@@ -105,25 +105,29 @@ def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:
 
 class SingleFile:
     """One local file (the reader interface shared with
-    :class:`~calaudit.data.partitioned.Dataset`). CSV, TSV and NPZ are read whole by
-    :mod:`calaudit.data.readers`; Parquet is streamed in record batches as a one-file
-    dataset (compact columns, no pandas frame of Python strings)."""
+    :class:`~calaudit.data.partitioned.Dataset`). Parquet, CSV and TSV are streamed as a
+    one-file dataset (record batches or parsed chunks, compact columns, no pandas frame of
+    Python strings); NPZ members are read in chunks (:mod:`calaudit.data.npz`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, store: ColumnStore | None = None) -> None:
         self.path = path
         self.rows = 0
+        self.archive = NpzArchive(path, store) if path.name.lower().endswith(".npz") else None
 
     def columns(self) -> list[str]:
+        if self.archive is not None:
+            return list(self.archive.columns())
         return read_columns(self.path)
 
     def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
-        if file_format(self.path) == "parquet":
+        fmt = file_format(self.path)
+        if fmt != "npz":
             check_readable(self.path)
             one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
-            frame = Dataset(Location(str(self.path), "file", "parquet", (one,))).read(
+            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(
                 columns, store)
         else:
-            frame = read_table(self.path, columns)
+            frame = self.archive.frame(columns)
         self.rows = len(frame)
         return frame
 
@@ -136,10 +140,11 @@ class SingleFile:
                            os.stat(self.path).st_size, "sha256", digest)]
 
 
-def open_input(spec: str) -> SingleFile | Dataset:
-    """The reader for what the user gave: one file, or a dataset (directory, glob, URL)."""
+def open_input(spec: str, store: ColumnStore | None = None) -> SingleFile | Dataset:
+    """The reader for what the user gave: one file, or a dataset (directory, glob, URL);
+    ``store`` holds what an NPZ archive's layout needs read before its columns are known."""
     location = locate(spec)
-    return Dataset(location) if location.is_dataset else SingleFile(Path(location.spec))
+    return Dataset(location) if location.is_dataset else SingleFile(Path(location.spec), store)
 
 
 @dataclass
@@ -154,8 +159,8 @@ class _Part:
     frame: pd.DataFrame | None = None
 
     @classmethod
-    def open(cls, role: str, spec: str) -> _Part:
-        source = open_input(spec)
+    def open(cls, role: str, spec: str, store: ColumnStore | None = None) -> _Part:
+        source = open_input(spec, store)
         name = str(source.path) if isinstance(source, SingleFile) else spec
         return cls(role, name, source, source.columns())
 
@@ -163,9 +168,10 @@ class _Part:
 def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
            ) -> RawInputs:
     """Resolve every column, read the files and align their rows."""
-    main = _Part.open("predictions", main_path)
-    label_part = _extra("labels", opts.labels_file, main)
-    cov_part = _extra("covariates", opts.covariates_file, main)
+    store = store if store is not None else ColumnStore()
+    main = _Part.open("predictions", main_path, store)
+    label_part = _extra("labels", opts.labels_file, main, store)
+    cov_part = _extra("covariates", opts.covariates_file, main, store)
     label_col = (require_column(opts.label_col, label_part.available, label_part.name,
                                 "--label-col")
                  if opts.label_col else detect_label(label_part.available, label_part.name))
@@ -179,7 +185,6 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
     parts = _distinct([main, label_part, cov_part])
-    store = store if store is not None else ColumnStore()
     unmatched, ids = _read_and_align(parts, opts.id_col, store)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
     layouts = {part.name: layout for part in parts
@@ -199,10 +204,10 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
     )
 
 
-def _extra(role: str, path: str | None, main: _Part) -> _Part:
+def _extra(role: str, path: str | None, main: _Part, store: ColumnStore) -> _Part:
     if path is None:
         return main
-    return _Part.open(role, path)
+    return _Part.open(role, path, store)
 
 
 def _distinct(parts: list[_Part]) -> list[_Part]:

@@ -195,10 +195,22 @@ def _filesystem(url: str) -> tuple[Any, str]:
         raise InputError(f"reading {protocol}:// URLs needs {package}", source=url,
                          rule="missing_extra", hint=hint) from None
     except ValueError as exc:
+        if _known_protocol(protocol):  # the package is there: its settings are not
+            raise InputError(f"cannot open the {protocol}:// filesystem ({_first_line(exc)})",
+                             source=url, rule="unreadable_file",
+                             hint="check the URL and the credentials (see 'Remote "
+                                  "filesystems' in docs/inputs.md)") from None
         raise InputError(f"unknown URL protocol '{protocol}' ({_first_line(exc)})", source=url,
                          rule="unsupported_url",
                          hint="use a local path or an fsspec URL such as s3://, gs://, "
                               "abfs://, memory://") from None
+
+
+def _known_protocol(protocol: str) -> bool:
+    """Whether fsspec knows ``protocol`` (registered, or a known implementation)."""
+    from fsspec.registry import known_implementations, registry
+
+    return protocol in registry or protocol in known_implementations
 
 
 def _dataset(spec: str, kind: str, files: list[DataFile], base: str | None, empty: str,

@@ -3,11 +3,12 @@ columns the audit uses, one record batch at a time.
 
 Parquet files are scanned through ``pyarrow.dataset`` fragments with column projection
 (only the requested columns are read) in batches of :data:`BATCH_ROWS` rows. CSV/TSV files
-go one at a time through the single-file reader (:func:`calaudit.data.readers.read_table`,
-with every check it makes: header, ragged rows, encoding); a remote CSV file is copied to a
-temporary file first. Each batch is turned into compact arrays at once: float64 for numbers,
-int32 codes into one growing list of levels for text, int8 for booleans, so no pandas frame
-of all columns (nor an object column of strings) is ever built.
+are streamed one at a time by :mod:`calaudit.data.csv_stream` (chunks of its
+``BATCH_ROWS`` rows, every check of a single file: header, ragged rows, encoding) into
+columns that grow; a remote CSV file is copied to a temporary file first. Each batch is
+turned into compact arrays at once: float64 for numbers, int32 codes into one growing list
+of levels for text, int8 for booleans, so no pandas frame of all columns (nor an object
+column of strings) is ever built.
 
 Rows keep a fixed order: files sorted by path, rows in file order. :class:`RowLayout` maps a
 global row back to its file and row there, for error messages.
@@ -32,10 +33,11 @@ from urllib.parse import unquote
 import numpy as np
 import pandas as pd
 
-from calaudit.data.column_sink import ColumnSink, append_arrow, append_pandas
+from calaudit.data.column_sink import ColumnSink, append_arrow
+from calaudit.data.csv_stream import CsvColumn, estimated_rows, read_file
 from calaudit.data.locations import DataFile, Location, fingerprint
 from calaudit.data.spill import ColumnStore
-from calaudit.data.readers import SourceFile, read_columns, read_table, refuse_nested
+from calaudit.data.readers import SourceFile, read_columns, refuse_nested
 from calaudit.data.text_files import check_header
 from calaudit.exceptions import InputError, clip
 from calaudit.numerics.row_blocks import release_free_memory
@@ -115,8 +117,17 @@ class Dataset:
                     _release_arrow_pool()
                     release_free_memory()
         else:
+            store.decide(estimated_rows(self.location) * (len(columns) or 1)
+                         * (8 + KEPT_BYTES))
+            grown = {name: CsvColumn(sinks[name], store) for name in stored}
             for index, file in enumerate(self.location.files):
-                self.rows[index] = self._read_text(file, stored, sinks)
+                self.rows[index] = self._read_text(file, stored, grown)
+            for column in grown.values():
+                column.finish()
+            for key in columns:
+                if key in self.partitions:
+                    sinks[key].kind = self._partition_kind(key)
+                    sinks[key].allocate(sum(self.rows), store)
         for key in columns:
             if key in self.partitions:
                 self._fill_partition(key, sinks[key])
@@ -251,15 +262,14 @@ class Dataset:
                                   "says") from None
 
     # -- CSV / TSV ----------------------------------------------------------------------
-    def _read_text(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]) -> int:
-        def read(path: Path) -> pd.DataFrame:
+    def _read_text(self, file: DataFile, stored: list[str], grown: dict[str, CsvColumn]
+                   ) -> int:
+        """One CSV / TSV file streamed into the growing columns (:mod:`csv_stream`)."""
+        def read(path: Path) -> int:
             _require(stored, read_columns(path), file, self.location.files[0])
-            return read_table(path, stored)
+            return read_file(path, self.location.format, stored, grown, file.name)
 
-        frame = self._with_local_copy(file, read)
-        for name in stored:
-            append_pandas(sinks[name], frame[name], file.name)
-        return len(frame)
+        return self._with_local_copy(file, read)
 
     def _with_local_copy(self, file: DataFile, action):
         """``action(path)`` on the file, copied to a temporary file when it is remote;

@@ -15,7 +15,7 @@ import numpy as np
 from calaudit.exceptions import InputError
 
 #: Bytes read at a time by the field-count check.
-CHUNK = 1 << 24
+CHUNK = 1 << 21
 OTHER_DELIMITERS = (";", "|", "\t", ",")
 
 

@@ -23,10 +23,19 @@ bounded too, whatever the number of ranges. A per-row map (:meth:`DaskExecutor.m
 each task returns its range's rows, e.g. a kernel sum at every row) runs the same way and
 concatenates the partials in range order instead of adding them. Dask itself is not
 imported here: the executor drives the ``distributed.Client`` it is given.
+
+A **block-pair** pass (:meth:`DaskExecutor.map_pairs`: the exact quadratic statistics of
+``calaudit.numerics.pairwise``) is not a broadcast: each fixed row block's inputs are one
+value placed on one worker (round robin), a task ``(I, J)`` depends on blocks ``I`` and
+``J`` only (Dask copies a block to the worker that runs the task, and drops the copy
+after), and a block is released once its last pair is folded. A block is scattered data,
+which Dask cannot recompute: when its worker dies the client places it again from its own
+copy and resubmits the pairs that need it (:class:`_Placement`).
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,6 +55,18 @@ RETRIES = 3
 #: Tasks in flight per worker thread, and at least (:meth:`DaskExecutor.window`).
 WINDOW_PER_THREAD = 4
 MIN_WINDOW = 8
+#: Row blocks per side of a task of the pairwise engine on Dask: 2 x 1024 rows, so a
+#: task is 4 kernel blocks (about 0.15 s of a worker at 500 columns) against a few ms of
+#: client and scheduler CPU per task.
+PAIR_GROUP = 2
+#: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
+PAIR_WINDOW_PER_THREAD = 2
+#: Times a lost block is placed again until the scheduler reports a worker holding it.
+PLACE_ATTEMPTS = 20
+#: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
+LOST_BLOCK_ROUNDS = 10
+#: Seconds the client waits to learn which placed blocks a lost worker held.
+LOST_DATA_WAIT = 3.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
@@ -58,6 +79,18 @@ def _call(partial: Partial, start: int, stop: int, shared: Mapping[str, Any]
     """One task: the partial on rows ``[start, stop)`` with the worker's copy of
     ``shared`` (Dask replaces the scattered handles by their values)."""
     return partial(start, stop, **shared)
+
+
+def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: Any,
+               shared: Mapping[str, Any]) -> Any:
+    """One task of a block-pair pass: ``partial`` on blocks ``i`` and ``j`` (Dask replaces
+    the blocks' handles by the values, copied to this worker if placed elsewhere)."""
+    return partial(i, j, left, right, **shared)
+
+
+def _cancelled(exc: Exception) -> bool:
+    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
+    return "Cancelled" in type(exc).__name__
 
 
 def _name(partial: Partial) -> str:
@@ -78,9 +111,14 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, client: Any, *, retries: int = RETRIES) -> None:
+    def __init__(self, client: Any, *, retries: int = RETRIES,
+                 pair_group: int = PAIR_GROUP) -> None:
         self.client = client
         self.retries = int(retries)
+        #: Row blocks per side of a block-pair task (:meth:`map_pairs`): the pairwise
+        #: engine places groups of this many blocks and makes each pair of groups one
+        #: task (same pairs, same bits; ``pair_group^2`` times fewer tasks than pairs).
+        self.pair_group = int(pair_group)
         #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
         #: a broadcast replicates it to every worker, row blocks are held by one worker
         #: each; blocks sent again after a lost worker count again) and bytes of partials
@@ -119,6 +157,81 @@ class DaskExecutor:
         """A per-row map (``SerialExecutor.map_rows``): each task gives its range's rows,
         fetched and concatenated in range order on the client."""
         return self._combine(stack_rows, partial, ranges, shared)
+
+    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+                  blocks: Sequence[Any], shared: Mapping[str, Any],
+                  combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order
+        (``SerialExecutor.map_pairs``), the pairs computed on the cluster: each block
+        placed once on one worker (its ``detached()`` value when it has one: the block's
+        rows alone), each task given the handles of its two blocks, a few tasks per
+        worker thread ahead of ``combine``."""
+        pairs = [(int(i), int(j)) for i, j in pairs]
+        if not pairs:  # no rows: nothing to place
+            return combine(iter(()))
+        handles = _scatter(self.client, shared)
+        self.placed_bytes += sum(_size(shared[name]) for name in handles)
+        placement = _Placement(self, blocks, pairs)
+        parts = self._pairs_in_order(partial, pairs, placement, {**shared, **handles})
+        try:
+            return combine(parts)
+        finally:
+            parts.close()
+            placement.release_all()
+            _forget(self.client, list(handles.values()))
+
+    def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
+                        placement: _Placement, shared: dict[str, Any]) -> Iterator[Any]:
+        """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
+        worker thread in flight (each may copy two blocks to its worker); a pair
+        whose block was lost with its worker is resubmitted after the block is placed
+        again (up to ``retries`` times per pair)."""
+        threads = sum(self.client.nthreads().values())
+        window = max(2, PAIR_WINDOW_PER_THREAD * threads)
+        token, name = uuid.uuid4().hex[:12], _name(partial)
+        pending: deque[list[Any]] = deque()  # [index, future, placement generation]
+        submitted = 0
+
+        def submit(index: int) -> list[Any]:
+            i, j = pairs[index]
+            future = self.client.submit(
+                _call_pair, partial, i, j, placement.handle(i), placement.handle(j),
+                shared, retries=self.retries, pure=False,
+                key=f"calaudit-{name}-{token}-{index}-{placement.generation}")
+            return [index, future, placement.generation]
+
+        try:
+            for i, j in pairs:
+                while submitted < len(pairs) and len(pending) < window:
+                    pending.append(submit(submitted))
+                    submitted += 1
+                entry = pending.popleft()
+                rounds = max(self.retries, LOST_BLOCK_ROUNDS)
+                for attempt in range(rounds + 1):
+                    try:
+                        part = entry[1].result()
+                        break
+                    except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
+                        cancelled = _cancelled(exc)
+                        lost = placement.restore(wait=cancelled)
+                        if cancelled:  # e.g. "lost dependencies": place its blocks anew
+                            lost |= placement.restore(force={i, j} - lost)
+                        if not (lost or entry[2] < placement.generation) or \
+                                attempt == rounds:
+                            failure = _cluster_failure(exc, name, i, j, pair=True)
+                            if failure is exc:
+                                raise
+                            raise failure from exc
+                        for waiting in [entry, *pending]:
+                            if waiting is entry or set(pairs[waiting[0]]) & lost:
+                                _forget(self.client, [waiting[1]])
+                                waiting[:] = submit(waiting[0])
+                entry[1].release()
+                self.fetched_bytes += _size(part)
+                placement.done(i, j)
+                yield part
+        finally:
+            _forget(self.client, [entry[1] for entry in pending])
 
     def _combine(self, combine: Callable[[Iterator[Mapping[str, np.ndarray]]],
                                          dict[str, np.ndarray]],
@@ -239,6 +352,88 @@ class DaskExecutor:
             _forget(self.client, [future for future, _ in pending])
 
 
+class _Placement:
+    """The blocks of a block-pair pass on the cluster: block ``k`` (its ``detached()``
+    value) scattered to worker ``k mod N`` of the workers in address order, one copy (not
+    a broadcast); released when the last pair using it has been folded. The client keeps
+    the blocks, so a block lost with its worker is placed again (:meth:`restore`)."""
+
+    def __init__(self, executor: DaskExecutor, blocks: Sequence[Any],
+                 pairs: list[tuple[int, int]]) -> None:
+        self.executor, self.client = executor, executor.client
+        self.blocks = blocks
+        self.uses = [0] * len(blocks)
+        for i, j in pairs:
+            self.uses[i] += 1
+            self.uses[j] += i != j
+        self.futures: dict[int, Any] = {}
+        #: times blocks were placed again (part of the task keys, so a resubmitted pair
+        #: never reuses the key of the cancelled one)
+        self.generation = 0
+        for k in range(len(blocks)):
+            if self.uses[k]:
+                self._place(k)
+
+    def _place(self, k: int, anywhere: bool = False) -> None:
+        value = self.blocks[k]
+        value = value.detached() if hasattr(value, "detached") else value
+        workers = [] if anywhere else sorted(self.client.scheduler_info().get("workers", {}))
+        target = [workers[k % len(workers)]] if workers else None  # None: Dask chooses
+        self.futures[k] = self.client.scatter(value, workers=target, hash=False)
+        self.executor.placed_bytes += _size(value)
+
+    def handle(self, k: int) -> Any:
+        return self.futures[k]
+
+    def done(self, i: int, j: int) -> None:
+        """Pair ``(i, j)`` folded: release the blocks it was the last user of."""
+        for k in {i, j}:
+            self.uses[k] -= 1
+            if self.uses[k] == 0:
+                _forget(self.client, [self.futures.pop(k)])
+
+    def restore(self, wait: bool = False, force: set[int] | None = None) -> set[int]:
+        """Place again every block whose data the cluster lost (:meth:`_lost`), or the
+        blocks ``force``; the set of those blocks. ``wait``: a task was cancelled, so give
+        the scheduler a few seconds to report which blocks went with the worker."""
+        if force is not None:
+            lost = {k for k in force if k in self.futures}
+        else:
+            deadline = time.monotonic() + (LOST_DATA_WAIT if wait else 0.0)
+            lost = self._lost()
+            while not lost and time.monotonic() < deadline:
+                time.sleep(0.1)
+                lost = self._lost()
+        if lost:
+            self.generation += 1
+            missing = sorted(lost)
+            for _ in range(PLACE_ATTEMPTS):  # a worker dying now may take a copy along
+                for k in missing:
+                    self._place(k, anywhere=True)  # not an address that may be gone
+                holders = self.client.who_has([self.futures[k] for k in missing])
+                missing = [k for k in missing if not holders.get(self.futures[k].key)]
+                if not missing:
+                    break
+                time.sleep(0.5)
+        return lost
+
+    def _lost(self) -> set[int]:
+        """Blocks the cluster no longer holds: the scheduler knows no worker with their
+        data (``who_has``; the client's own future states can lag behind)."""
+        lost = {k for k, future in self.futures.items()
+                if getattr(future, "status", "finished") != "finished"}
+        try:
+            holders = self.client.who_has(list(self.futures.values()))
+        except Exception:  # noqa: BLE001 - no scheduler: the caller reports the failure
+            return lost
+        return lost | {k for k, future in self.futures.items()
+                       if not holders.get(future.key)}
+
+    def release_all(self) -> None:
+        _forget(self.client, list(self.futures.values()))
+        self.futures.clear()
+
+
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
     """The values of ``shared`` not yet on the cluster (handles of
     :meth:`DaskExecutor.keep` stay as they are) sent to every worker, as ``{name:
@@ -315,12 +510,14 @@ def _forget(client: Any, futures: list[Any]) -> None:
         pass
 
 
-def _cluster_failure(exc: Exception, name: str, start: int, stop: int) -> Exception:
+def _cluster_failure(exc: Exception, name: str, start: int, stop: int,
+                     pair: bool = False) -> Exception:
     """A :class:`ClusterError` for failures of the cluster (workers that keep dying,
     workers without calaudit, a lost scheduler); any other exception (a bug in the
-    partial) is returned as it is."""
+    partial) is returned as it is. ``pair``: ``start, stop`` are the blocks of a pair."""
     kind = type(exc).__name__
-    where = f"the {name} task on rows {start:,}-{stop:,}"
+    where = (f"the {name} task on row blocks {start:,} and {stop:,}" if pair
+             else f"the {name} task on rows {start:,}-{stop:,}")
     if isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc):
         return ClusterError(f"{where} lost the data it reads with their worker(s) "
                             f"({kind}: {exc})", hint="the workers may run out of memory: "

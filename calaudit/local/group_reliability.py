@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from calaudit.local.groups import GroupSpec
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.reliability import reliability_bins
+from calaudit.numerics import scratch
 
 #: Panels shown at most (the most biased groups first).
 MAX_PANELS = 12
@@ -41,16 +42,17 @@ def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
     panels = []
     for i in chosen:
         rows, row = specs[i].rows, table[i]
+        scores = scratch.take(prediction, rows)  # a working array (numerics.scratch)
         band = None
         if n_resamples:
-            band = consistency_band(prediction[rows], n_bins=bins, strategy=strategy,
+            band = consistency_band(scores, n_bins=bins, strategy=strategy,
                                     n_resamples=n_resamples, level=level, rng=rng).to_dict()
         (covariate, level_label), = specs[i].covariates.items()
         panels.append({
             "group": row["group"], "covariate": covariate, "level": level_label,
             "n": row["n"], "bias": row["bias"], "status": row["status"],
             "explained_by": row.get("explained_by"),
-            "bins": reliability_bins(prediction[rows], outcome[rows], n_bins=bins,
+            "bins": reliability_bins(scores, scratch.take(outcome, rows), n_bins=bins,
                                      strategy=strategy).to_dict(),
             "consistency_band": band})
     return panels

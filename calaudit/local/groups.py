@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
 from calaudit.local.poisson_binomial import group_test
+from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.order_statistics import array_quantiles
 
@@ -67,8 +68,10 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     # np.quantile's bytes, as counting reductions over fixed row ranges (order_statistics)
     edges = np.unique(array_quantiles(x, np.linspace(0.0, 1.0, n_bands + 1)))
     if edges.size == 1:
-        return np.zeros(x.size, dtype=np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    codes = np.searchsorted(edges[1:-1], x, side="left").astype(np.int32)
+        return scratch.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+    inner = edges[1:-1]
+    codes = scratch.filled(x.size, lambda a, b: np.searchsorted(inner, x[a:b], side="left"),
+                           np.int32)
     labels = tuple(
         ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
         for b in range(edges.size - 1))
@@ -78,7 +81,7 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     """Categories of a categorical covariate, quantile bands of a numeric one."""
     if cov.kind == "categorical":
-        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
+        return Levels(cov.name, scratch.converted(cov.values, np.int32), tuple(cov.categories))
     codes, labels = quantile_bands(cov.values, n_bands)
     return Levels(cov.name, codes, labels)
 
@@ -100,8 +103,15 @@ def index_dtype(n: int) -> type:
 
 
 def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
-    """The rows where ``mask`` holds (:func:`index_dtype`)."""
-    return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
+    """The rows where ``mask`` holds (:func:`index_dtype`): a working array
+    (:mod:`calaudit.numerics.scratch`) filled a block of rows at a time."""
+    out = scratch.empty(int(np.count_nonzero(mask)), index_dtype(mask.size))
+    at = 0
+    for start, stop in scratch.blocks(mask.size):
+        found = np.flatnonzero(mask[start:stop])
+        out[at:at + found.size] = found + start
+        at += found.size
+    return out
 
 
 def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
@@ -186,7 +196,7 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
               lcb: NDArray[np.float64] | None, rng: np.random.Generator,
               settings: GroupSettings) -> dict[str, Any]:
     """The statistics of one group (status still pending unless INCONCLUSIVE)."""
-    y, p = outcome[spec.rows], prediction[spec.rows]
+    y, p = scratch.take(outcome, spec.rows), scratch.take(prediction, spec.rows)
     n, events = int(spec.rows.size), int(y.sum())
     d = y - p
     row: dict[str, Any] = {
@@ -194,7 +204,7 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
         "n": n, "events": events, "mean_prediction": float(p.mean()),
         "observed_rate": float(y.mean()), "bias": float(d.mean()),
         "bias_ci": None, "bias_ci_method": None,
-        "mean_lcb": None if lcb is None else float(lcb[spec.rows].mean()),
+        "mean_lcb": None if lcb is None else float(scratch.take(lcb, spec.rows).mean()),
         "expected_events": float(p.sum()), "test": TEST_NAME, "test_method": None,
         "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
     problems = []

@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.klce import as_columns
+from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
@@ -78,10 +79,13 @@ def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     """``(outcome, prediction)`` of the scalar view: binary ``(y == 1, p_1)``; multi-class
     top-label ``(y == argmax p, max p)``."""
     p = np.asarray(y_proba, dtype=np.float64)
+    y = np.asarray(y_true)  # working arrays (numerics.scratch), a block of rows at a time
     if p.shape[1] == 2:
-        return (np.asarray(y_true) == 1).astype(np.float64), p[:, 1].copy()
-    top = p.argmax(axis=1)
-    return (np.asarray(y_true) == top).astype(np.float64), p.max(axis=1)
+        return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == 1).astype(np.float64)),
+                scratch.copy(p[:, 1]))
+    top = scratch.filled(y.shape[0], lambda a, b: p[a:b].argmax(axis=1), np.intp)
+    return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == top[a:b]).astype(np.float64)),
+            scratch.filled(y.shape[0], lambda a, b: p[a:b].max(axis=1)))
 
 
 def summarize(values: NDArray[np.float64]) -> dict:
@@ -404,10 +408,10 @@ def _row_products_partial(start: int, stop: int, *, z: NDArray[np.float64],
                           columns: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
     """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
     columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]``."""
-    from scipy.spatial.distance import cdist
+    from calaudit.numerics.gaussian_fill import gaussian_block  # imports numba
 
     with one_blas_thread():
-        block = np.exp(-cdist(here, z[start:stop], "sqeuclidean"))
+        block = gaussian_block(here, z[start:stop])
         weights = (block @ columns[start:stop] if columns.shape[1]
                    else np.zeros((here.shape[0], 0)))
         np.multiply(block, block, out=block)

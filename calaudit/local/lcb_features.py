@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
+from calaudit.numerics import scratch
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
@@ -89,20 +90,22 @@ def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]]
     cells, reps = None, np.zeros((1, 0))
     for j in columns:
         x = column(j)
-        if cells is None:
-            cells = np.zeros(x.shape[0], dtype=np.intp)
+        if cells is None:  # a working array (numerics.scratch), updated block by block
+            cells = scratch.zeros(x.shape[0], np.intp)
         values = distinct_values(x)
         if values.size > limit:
             return None
-        cells *= values.size
-        cells += np.searchsorted(values, x)
+        for start, stop in scratch.blocks(x.shape[0]):
+            cells[start:stop] *= values.size
+            cells[start:stop] += np.searchsorted(values, x[start:stop])
         del x
         present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
         if present.size > limit:
             return None
         rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
         rank[present] = np.arange(present.size)
-        cells = rank[cells]
+        for start, stop in scratch.blocks(cells.shape[0]):
+            cells[start:stop] = rank[cells[start:stop]]
         reps = np.column_stack([reps[present // values.size], values[present % values.size]])
     return reps, cells
 
@@ -138,7 +141,7 @@ def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
            ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
     """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
     d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-    return cells.astype(np.int16), np.exp(-d2)
+    return scratch.copy(cells, np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
@@ -326,7 +329,8 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
     features = _features(kernel, n_features, seed)
     out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
                       executor=executor)
-    return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
+    return out[:, 0], scratch.filled(out.shape[0], lambda a, b: np.maximum(out[a:b, 1],
+                                                                           MIN_WEIGHT))
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
@@ -338,7 +342,8 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
     with resident(executor, kernel) as placed:  # one copy for both products
-        squares = cell_matmul(kernel, features, (r * r)[:, None], rows, executor,
+        r2 = scratch.filled(r.shape[0], lambda a, b: r[a:b] * r[a:b])  # r * r, by blocks
+        squares = cell_matmul(kernel, features, r2[:, None], rows, executor,
                               squared=True, placed=placed)[:, 0]
         weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
                    if columns.shape[1] else np.zeros((rows.size, 0)))

@@ -27,7 +27,7 @@ from calaudit.metrics.binned import (
     ece_from_sums,
     finish,
 )
-from calaudit.metrics.ece import Notion, notion_outcomes
+from calaudit.metrics.ece import Notion, indicator, notion_outcomes
 from calaudit.metrics.inputs import accepts_1d
 from calaudit.numerics.binning import Strategy, grid_cell_index
 from calaudit.numerics.tabulate import Cells
@@ -40,7 +40,7 @@ def classwise_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
                        ) -> tuple[BinnedOutcomes, ...]:
     """One-vs-rest binned scores ``p_ik`` and outcomes ``1{y_i = k}`` for every class."""
     return tuple(
-        BinnedOutcomes.build(y_proba[:, k], (y_true == k).astype(np.float64),
+        BinnedOutcomes.build(y_proba[:, k], indicator(y_true, k),
                              n_bins=n_bins, strategy=strategy)
         for k in range(y_proba.shape[1])
     )

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.inputs import accepts_1d
+from calaudit.numerics import scratch
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
 from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
@@ -167,7 +168,7 @@ def quadratic_terms(gram) -> QuadraticTerms:
 
 def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
                 residuals: NDArray[np.float64], blocksize: int,
-                max_entries: int = 4_000_000) -> NDArray[np.float64]:
+                max_entries: int = 1 << 20) -> NDArray[np.float64]:
     """Unbiased quadratic SKCE inside each block of ``blocksize`` consecutive rows.
 
     Returns one value per complete block, ``(b (b - 1))^-1 sum_{i != j in block} h_ij``;
@@ -176,7 +177,7 @@ def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
     if blocksize < 2:
         raise ValueError("blocksize must be at least 2")
     n_blocks = y_proba.shape[0] // blocksize
-    out = np.empty(n_blocks)
+    out = scratch.empty(n_blocks)  # a working array (numerics.scratch)
     chunk = max(1, max_entries // (blocksize * blocksize))
     for first in range(0, n_blocks, chunk):
         stop = min(first + chunk, n_blocks)

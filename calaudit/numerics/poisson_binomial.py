@@ -25,6 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
 
+from calaudit.numerics import scratch
+
 #: Rows per group of the exact recursion before the FFT products.
 GROUP = 32
 
@@ -80,10 +82,8 @@ def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
     for c in range(n_cells):
-        if members[c]:
-            chosen = np.concatenate(members[c])
-            members[c] = []
-            out[c] = sample(pmf(chosen), u[c])
+        if members[c].size:
+            out[c] = sample(pmf(members[c]), u[c])
     return out
 
 
@@ -92,16 +92,25 @@ MEMBER_ROWS = 65_536
 
 
 def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
-                 ) -> list[list[NDArray[np.float64]]]:
-    """The ``p_i`` of every cell in row order, as pieces per block of rows (the values of
-    ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, without the n-row
-    permutation: 8 bytes a row)."""
-    members: list[list[NDArray[np.float64]]] = [[] for _ in range(n_cells)]
+                 ) -> list[NDArray[np.float64]]:
+    """The ``p_i`` of every cell in row order: the values of
+    ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
+    rows at a time into one working array (:mod:`calaudit.numerics.scratch`; 8 bytes a
+    row, no n-row permutation), one view per cell."""
+    counts = np.zeros(n_cells, dtype=np.int64)
+    for start in range(0, cells.shape[0], MEMBER_ROWS):
+        counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
+    ends = np.cumsum(counts)
+    at = ends - counts
+    first = at.copy()
+    out = scratch.empty(cells.shape[0], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
         order = np.argsort(block, kind="stable")
         values = np.asarray(p[start:start + MEMBER_ROWS], dtype=np.float64)[order]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=n_cells))])
         for c in np.flatnonzero(np.diff(bounds)):
-            members[c].append(values[bounds[c]:bounds[c + 1]])
-    return members
+            size = bounds[c + 1] - bounds[c]
+            out[at[c]:at[c] + size] = values[bounds[c]:bounds[c + 1]]
+            at[c] += size
+    return [out[first[c]:ends[c]] for c in range(n_cells)]

@@ -24,11 +24,16 @@ distributed (issues 13 and 14):
 * **Row maps.** A per-row result (a kernel sum at every row) is the same kind of partial,
   returning arrays of ``stop - start`` rows; ``map_rows`` concatenates them in range order
   (:func:`stack_rows`), on every executor.
+* **Block pairs.** A quadratic statistic (the pairwise engine's exact passes) is a
+  ``partial(i, j, block_i, block_j, **shared)`` over pairs of fixed row blocks, each task
+  given only its two blocks' inputs; ``map_pairs`` hands the partials, in pair order, to
+  the caller's ``combine`` (a Dask executor places each block once, not a broadcast).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import zlib
@@ -39,6 +44,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from calaudit.numerics import scratch
 
 #: Rows per random-stream block (a constant; never derived from partitions, workers or
 #: chunk sizes). A power of two, so a uniform row index within a full block is 12 random
@@ -109,7 +116,27 @@ class SerialExecutor:
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``partial(start, stop, **shared)`` for every range, each giving arrays of
         ``stop - start`` rows: their rows in range order (:func:`stack_rows`)."""
-        return stack_rows(partial(start, stop, **shared) for start, stop in ranges)
+        ranges = list(ranges)
+        return stack_rows((partial(start, stop, **shared) for start, stop in ranges),
+                          _rows_of(ranges))
+
+    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+                  blocks: Sequence[Any], shared: Mapping[str, Any],
+                  combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` for every
+        pair, in the given order (a task sees two blocks' inputs only)."""
+        return combine(partial(i, j, blocks[i], blocks[j], **shared) for i, j in pairs)
+
+
+class _OnPair:
+    """``partial(i, j, **shared)`` as ``partial(i, j, blocks[i], blocks[j], **shared)``:
+    a block pair run through the range machinery of :class:`ThreadExecutor`."""
+
+    def __init__(self, partial: Callable[..., Any], blocks: Sequence[Any]) -> None:
+        self.partial, self.blocks = partial, blocks
+
+    def __call__(self, i: int, j: int, **shared: Any) -> Any:
+        return self.partial(i, j, self.blocks[i], self.blocks[j], **shared)
 
 
 def usable_cores() -> int:
@@ -169,9 +196,18 @@ class ThreadExecutor:
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """:meth:`SerialExecutor.map_rows` with the partials computed on the threads."""
-        return self._combine(stack_rows, partial, ranges, shared)
+        ranges = list(ranges)
+        return self._combine(functools.partial(stack_rows, rows=_rows_of(ranges)), partial,
+                             ranges, shared)
 
-    def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], dict[str, NDArray]],
+    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+                  blocks: Sequence[Any], shared: Mapping[str, Any],
+                  combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """:meth:`SerialExecutor.map_pairs` with the pairs computed on the threads (at
+        most ``threads + 1`` ahead of ``combine``)."""
+        return self._combine(combine, _OnPair(partial, blocks), pairs, shared)
+
+    def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], Any],
                  partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``combine`` of the partials in range order, computed on the threads."""
@@ -293,9 +329,14 @@ def fold(partials) -> dict[str, NDArray]:
     return total
 
 
-def stack_rows(partials) -> dict[str, NDArray]:
+def stack_rows(partials, rows: int | None = None) -> dict[str, NDArray]:
     """The partials' arrays (rows of their ranges) concatenated along the rows, in the
-    given order: a per-row map computed range by range (``map_rows``)."""
+    given order: a per-row map computed range by range (``map_rows``). With ``rows`` (the
+    ranges' total) each array is written into a working array of that many rows as its
+    partial arrives (:mod:`calaudit.numerics.scratch`: spilled to disk with ``--spill``),
+    so the parts are never all held at once; the values are the concatenation's."""
+    if rows is not None:
+        return _stacked_into(partials, rows)
     parts: dict[str, list[NDArray]] | None = None
     for part in partials:
         if parts is None:
@@ -305,6 +346,33 @@ def stack_rows(partials) -> dict[str, NDArray]:
     if parts is None:
         raise ValueError("a row map needs at least one range")
     return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def _stacked_into(partials, rows: int) -> dict[str, NDArray]:
+    """:func:`stack_rows` written into preallocated working arrays of ``rows`` rows."""
+    out: dict[str, NDArray] | None = None
+    at: dict[str, int] = {}
+    for part in partials:
+        if out is None:
+            out = {k: scratch.empty((rows, *np.shape(v)[1:]), np.asarray(v).dtype)
+                   for k, v in part.items()}
+            at = dict.fromkeys(out, 0)
+        for k, v in part.items():
+            v = np.asarray(v)
+            if v.dtype != out[k].dtype or v.shape[1:] != out[k].shape[1:]:
+                raise ValueError(f"a partial's {k!r} has dtype {v.dtype} and shape "
+                                 f"{v.shape}; the first had {out[k].dtype}, {out[k].shape}")
+            out[k][at[k]:at[k] + v.shape[0]] = v
+            at[k] += v.shape[0]
+    if out is None:
+        raise ValueError("a row map needs at least one range")
+    if any(filled != rows for filled in at.values()):
+        raise ValueError(f"the partials gave {at} rows, not {rows}")
+    return out
+
+
+def _rows_of(ranges: Sequence[tuple[int, int]]) -> int:
+    return sum(stop - start for start, stop in ranges)
 
 
 def map_rows(executor: Any, partial: Partial, ranges: Sequence[tuple[int, int]],

@@ -1,0 +1,402 @@
+"""CSV / TSV files read a batch of rows at a time into growing columns (out of core).
+
+pandas' C parser reads each file in chunks of :data:`BATCH_ROWS` rows, with the options of
+the former whole-file read (:func:`calaudit.data.readers.read_table`: the same tokenizer,
+the same float converter, the same missing-value strings), so every cell is parsed to the
+same bits. Each chunk is encoded at once as compact numpy (float64 / int64 / uint64 numbers,
+int32 codes into the column's text levels, int8 booleans) and appended to a
+:class:`~calaudit.data.growing.GrowingColumn` (anonymous memory, or a spill file): the
+rows are not counted in advance, the columns grow (a first pass would parse every file
+twice; the number of rows is known for free at the end).
+
+pandas infers a dtype per chunk, but the former read inferred one per file; the two agree
+except where a column changes kind within a file. A file's column is therefore reconciled
+at the end of the file (:func:`reconcile`):
+
+* integers and floats (integers of at most 2**53 in magnitude, whose float is the same
+  whether parsed as text or converted) make a float64 column, converted in place;
+* one kind throughout (with missing chunks) is kept as written;
+* any other mixture is read again: with ``dtype=str`` when the file's column is text
+  (a chunk of text, or booleans beside numbers: the cells' own strings), with
+  ``dtype=float64`` for integers beyond 2**53 beside floats, and otherwise (booleans with
+  missing cells; any chunk that may hold an integer beyond int64, whose pandas dtype
+  depends on the cells around it) as that one column of the whole file, exactly as
+  before (the only case whose memory grows with the file's rows; tests cover each).
+
+Errors are the former read's, in its order: the parser's (encoding, malformed quoting) while
+the file streams, then the field counts (:func:`calaudit.data.text_files.check_field_counts`),
+then each column's kind against the other files'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calaudit.data import spill
+from calaudit.data.column_sink import ColumnSink
+from calaudit.data.growing import GrowingColumn
+from calaudit.data.readers import (
+    _READ_ERRORS,
+    NA_STRINGS,
+    _arrow_errors,
+    _unreadable,
+    read_columns,
+)
+from calaudit.data.spill import ColumnStore
+from calaudit.data.text_files import check_field_counts, encoding_error
+from calaudit.exceptions import InputError
+
+#: Rows per chunk parsed from a CSV / TSV file (memory per chunk: BATCH_ROWS x columns).
+BATCH_ROWS = 65_536
+#: Largest integer magnitude whose float64 is exact (so parsing its text as a float gives
+#: the same bits as converting the integer).
+EXACT_INTEGER = 2**53
+#: Integers from this magnitude on overflow int64 (pandas then infers by context).
+BIG_INTEGER = 2.0**63
+_LONG_INTEGER = r"\s*[+-]?\d{19,}\s*"
+#: Storage of each kind: numbers as 8-byte words, text as int32 codes, booleans as int8.
+STORAGE = {"numeric": np.dtype(np.float64), "text": np.dtype(np.int32),
+           "bool": np.dtype(np.int8)}
+_MISSING = {"numeric": np.nan, "text": -1, "bool": -1}
+
+
+def delimiter(fmt: str) -> str:
+    return "," if fmt == "csv" else "\t"
+
+
+def chunks(path: Path, fmt: str, columns: list[str], dtype: dict | None = None,
+           rows: int | None = None) -> Iterator[pd.DataFrame]:
+    """The requested columns of a CSV / TSV file, ``rows`` (default :data:`BATCH_ROWS`) at
+    a time, parsed as the former whole-file read parsed them; errors as it gave them."""
+    try:
+        reader = pd.read_csv(path, sep=delimiter(fmt), usecols=columns, na_values=NA_STRINGS,
+                             keep_default_na=False, low_memory=False, dtype=dtype,
+                             chunksize=rows or BATCH_ROWS)
+        with reader:
+            for chunk in reader:
+                yield chunk[columns]
+    except InputError:
+        raise
+    except UnicodeDecodeError:
+        raise encoding_error(path) from None
+    except _READ_ERRORS + _arrow_errors() as exc:
+        raise _unreadable(path, fmt, exc) from None
+
+
+def chunk_class(values: pd.Series) -> tuple[str, int]:
+    """What pandas made of a chunk's column: ``na`` (every cell missing), ``int``,
+    ``uint``, ``float``, ``bool``, ``str`` or ``other``; and the largest integer
+    magnitude (for ``int``). A chunk that may hold an integer beyond int64 (a float of at
+    least 2**63, a text cell of 19 digits or more) is ``other``: pandas' inference of such
+    cells depends on the other cells around them, so only the whole file decides."""
+    kind = values.dtype.kind
+    if kind == "f":
+        finite = values.to_numpy()
+        if np.isnan(finite).all():
+            return "na", 0
+        big = np.abs(finite[np.isfinite(finite)]) >= BIG_INTEGER
+        return ("other" if big.any() else "float"), 0
+    if kind == "i":
+        array = values.to_numpy()
+        return "int", max(abs(int(array.max())), abs(int(array.min()))) if len(array) else 0
+    if kind == "u":
+        return "other", 0
+    if kind == "b":
+        return "bool", 0
+    if pd.api.types.is_string_dtype(values.dtype) and not values.dtype == object:
+        return ("other" if values.str.fullmatch(_LONG_INTEGER).any() else "str"), 0
+    return "other", 0
+
+
+def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str | None]:
+    """The dtype the former whole-file read gave a file's column whose chunks were
+    ``classes`` (``missing``: some cell was missing; ``largest``: the largest integer
+    magnitude), and how to get it: ``None`` (the chunks as written), or read again as
+    ``str``, ``float`` or ``whole`` (see the module docstring)."""
+    if not classes:
+        return "float64", None
+    if "other" in classes:
+        return "", "whole"
+    if classes == {"str"}:
+        return "str", None
+    if classes <= {"int", "float"}:
+        if classes == {"int"} and not missing:
+            return "int64", None
+        return "float64", ("float" if "int" in classes and largest > EXACT_INTEGER else None)
+    if classes == {"bool"} and not missing:
+        return "bool", None
+    if "str" in classes or ("bool" in classes and classes & {"int", "uint", "float"}):
+        return "str", "str"
+    return "", "whole"
+
+
+def kind_of(dtype_name: str) -> str:
+    """The dataset kind (:class:`ColumnSink`) of a file column's dtype."""
+    if dtype_name == "bool":
+        return "bool"
+    if dtype_name in ("int64", "uint64", "float64"):
+        return "numeric"
+    return "text"
+
+
+@dataclass
+class FileColumn:
+    """One column of the file being read: what its chunks were, and where its rows start."""
+
+    name: str
+    start: int  # rows of the column before this file
+    classes: set[str] = field(default_factory=set)
+    missing: bool = False
+    largest: int = 0
+    deferred: bool = False  # stopped writing: the file's column is read again at its end
+
+
+_CHUNK_KINDS = {"int": "numeric", "uint": "numeric", "float": "numeric", "bool": "bool",
+                "str": "text"}
+
+
+class CsvColumn:
+    """A dataset column read from CSV / TSV files (see the module docstring): the
+    :class:`ColumnSink` that keeps its kind and text levels, and its rows in a
+    :class:`GrowingColumn` of the kind's storage. Missing rows before the first value are
+    counted until the storage is known; numbers keep runs of their dtype (``segments``:
+    end row and int64 / uint64 / float64) and are converted in place at the end."""
+
+    def __init__(self, sink: ColumnSink, store: ColumnStore) -> None:
+        self.sink = sink
+        self.store = store
+        self.missing_rows = 0  # rows before any storage existed (all missing)
+        self.grown: GrowingColumn | None = None
+        self.storage: str | None = None
+        self.segments: list[tuple[int, np.dtype]] = []
+        #: a file with no value came while the column was numeric or had no kind yet: the
+        #: former concatenation of per-file arrays then made the numbers float64
+        self.promoted = False
+
+    @property
+    def rows(self) -> int:
+        return self.grown.rows if self.grown is not None else self.missing_rows
+
+    def begin(self) -> FileColumn:
+        return FileColumn(self.sink.name, self.rows)
+
+    # -- writing ------------------------------------------------------------------------
+    def add(self, state: FileColumn, values: pd.Series) -> None:
+        """One chunk of the file's column."""
+        if not len(values):
+            return
+        klass, largest = chunk_class(values)
+        if klass == "na":
+            state.missing = True
+            if not state.deferred:
+                self._write_missing(len(values))
+            return
+        state.classes.add(klass)
+        state.largest = max(state.largest, largest)
+        state.missing = state.missing or bool(values.hasnans)
+        if state.deferred:
+            return
+        kind = _CHUNK_KINDS.get(klass)
+        if kind is None or (self.storage is not None and kind != self.storage
+                            and self.sink.kind is not None):
+            self._defer(state)
+            return
+        if kind != self.storage and self.rows > state.start:  # the kind changed in a file
+            self._defer(state)
+            return
+        self._use_storage(kind, state.start)
+        self._put(self._encode(values, kind))
+
+    def _use_storage(self, kind: str, start: int) -> None:
+        """Storage for ``kind``; while no file has had values, every row before ``start``
+        is missing, so a storage of another kind is replaced."""
+        if self.storage == kind:
+            return
+        if self.grown is not None:
+            self.grown.discard()
+        self.grown, self.storage, self.segments = GrowingColumn(self.store, STORAGE[kind]), kind, []
+        self.missing_rows = 0
+        self._write_missing(start)
+
+    def _encode(self, values: pd.Series, kind: str) -> np.ndarray:
+        """A chunk as the former ``append_pandas`` stored it."""
+        if kind == "numeric":
+            if values.dtype.kind in "iu":
+                return values.to_numpy()
+            return values.to_numpy(dtype=np.float64, na_value=np.nan)
+        null = values.isna().to_numpy()
+        if kind == "bool":
+            return np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
+        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
+        return self.sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null)
+
+    def _put(self, values: np.ndarray) -> None:
+        self.grown.append(values)
+        if self.storage == "numeric":
+            if self.segments and self.segments[-1][1] == values.dtype:
+                self.segments[-1] = (self.grown.rows, values.dtype)
+            else:
+                self.segments.append((self.grown.rows, values.dtype))
+
+    def _write_missing(self, count: int) -> None:
+        if count <= 0:
+            return
+        if self.grown is None:
+            self.missing_rows += count
+        else:
+            self._put(np.full(count, _MISSING[self.storage], dtype=STORAGE[self.storage]))
+
+    def _defer(self, state: FileColumn) -> None:
+        state.deferred = True
+        self._truncate(state.start)
+
+    def _truncate(self, rows: int) -> None:
+        """Forget this column's rows from row ``rows`` on."""
+        if self.grown is None:
+            self.missing_rows = min(self.missing_rows, rows)
+            return
+        self.grown.truncate(rows)
+        kept = []
+        for end, dtype in self.segments:
+            if end >= rows:
+                if not kept or kept[-1][0] < rows:
+                    kept.append((rows, dtype))
+                break
+            kept.append((end, dtype))
+        self.segments = [(end, d) for end, d in kept if end > 0]
+
+    # -- the end of a file --------------------------------------------------------------
+    def end(self, state: FileColumn, rows: int, source: str, path: Path, fmt: str) -> None:
+        """Check the file's column against the other files' and complete its rows: as
+        written, or read again (see :func:`reconcile`)."""
+        dtype_name, again = reconcile(state.classes, state.missing, state.largest)
+        if state.deferred and again is None:
+            again = {"str": "str", "float64": "float"}.get(dtype_name, "whole")
+        if again is None:
+            if not state.classes and self.sink.kind in (None, "numeric"):
+                self.promoted = True
+            self.sink.expect(kind_of(dtype_name) if state.classes else None, dtype_name,
+                             source)
+            return
+        self._truncate(state.start)
+        if again == "whole":
+            values = _whole_column(path, fmt, state.name)
+            parts: Iterator[pd.Series] = iter([values])
+            dtype_name = str(values.dtype)
+            kind = _pandas_kind(values)
+        else:
+            kind = "text" if again == "str" else "numeric"
+            parts = (c[state.name] for c in chunks(
+                path, fmt, [state.name], {state.name: str if again == "str" else np.float64}))
+        if kind is None and self.sink.kind in (None, "numeric"):
+            self.promoted = True
+        self.sink.expect(kind, dtype_name, source)
+        for values in parts:
+            if kind is None:
+                self._write_missing(len(values))
+            else:
+                self._use_storage(self.sink.kind, state.start)
+                self._put(self._encode(values, self.sink.kind))
+
+    # -- the end of the dataset ---------------------------------------------------------
+    def finish(self) -> None:
+        """Hand the whole column to the sink (``sink.out``) in its final dtype: numbers
+        are numpy's result type of their runs (an integer type only when every run is of
+        integers), converted in place a block at a time."""
+        if self.grown is None:
+            self.sink.out = np.empty(0, np.float64) if not self.missing_rows else \
+                _filled(self.store, self.missing_rows, self.sink)
+            return
+        out = self.grown.finish()
+        self.grown = None
+        if self.storage == "numeric":
+            self.sink.dtypes = [dtype for _, dtype in self.segments] + (
+                [np.dtype(np.float64)] if self.promoted else [])
+            final = self.sink.final_dtype()
+            begin = 0
+            for end, dtype in self.segments:
+                if dtype != final:
+                    for a in range(begin, end, spill.BLOCK):
+                        b = min(a + spill.BLOCK, end)
+                        out[a:b].view(final)[:] = out[a:b].view(dtype).astype(final)
+                begin = end
+            out = out.view(final)
+        self.sink.out = out
+
+
+def _filled(store: ColumnStore, rows: int, sink: ColumnSink) -> np.ndarray:
+    out = store.empty(rows, sink.final_dtype())
+    out[:] = _MISSING.get(sink.kind or "numeric")
+    return out
+
+
+def _pandas_kind(values: pd.Series) -> str | None:
+    """The kind the former ``append_pandas`` gave a whole file's column."""
+    if values.isna().all():
+        return None
+    if pd.api.types.is_bool_dtype(values):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(values):
+        return "numeric"
+    return "text"
+
+
+def _whole_column(path: Path, fmt: str, name: str) -> pd.Series:
+    """One column of the whole file, read as the former reader read every column."""
+    try:
+        return pd.read_csv(path, sep=delimiter(fmt), usecols=[name], na_values=NA_STRINGS,
+                           keep_default_na=False, low_memory=False)[name]
+    except UnicodeDecodeError:
+        raise encoding_error(path) from None
+    except _READ_ERRORS + _arrow_errors() as exc:
+        raise _unreadable(path, fmt, exc) from None
+
+
+def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColumn],
+              source: str) -> int:
+    """Stream one CSV / TSV file into ``columns``; its rows. Errors in the former order:
+    parsing, field counts, then each column's kind."""
+    states = {name: columns[name].begin() for name in names}
+    rows = 0
+    for chunk in chunks(path, fmt, names):
+        rows += len(chunk)
+        for name in names:
+            columns[name].add(states[name], chunk[name])
+    check_field_counts(path, delimiter(fmt), len(read_columns(path)))
+    for name in names:
+        columns[name].end(states[name], rows, source, path, fmt)
+    return rows
+
+
+#: Bytes sampled from the first file to estimate the rows of a CSV dataset.
+SAMPLE_BYTES = 1 << 20
+
+
+def estimated_rows(location) -> int:
+    """About how many rows the files of ``location`` hold, before any is parsed (for the
+    ``auto`` spill rule): their bytes over the bytes per line of the first file's first
+    MiB (of its text, for a ``.gz`` file scaled by that sample's compression ratio)."""
+    total = sum(f.size or 0 for f in location.files)
+    if not total:
+        return 0
+    first = location.files[0]
+    opener = (location.filesystem.open if location.filesystem is not None else open)
+    try:
+        with opener(first.path, "rb") as raw:
+            if first.path.lower().endswith(".gz"):
+                import gzip
+
+                with gzip.GzipFile(fileobj=raw) as text:
+                    sample = text.read(SAMPLE_BYTES)
+                ratio = len(sample) / max(raw.tell(), 1)
+            else:
+                sample, ratio = raw.read(SAMPLE_BYTES), 1.0
+    except (OSError, EOFError):
+        return 0  # the reader reports the problem
+    lines = sample.count(b"\n") or 1
+    return int(total * ratio * lines / max(len(sample), 1)) + 1
