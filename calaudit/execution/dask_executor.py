@@ -418,16 +418,13 @@ class _Placement:
         return lost
 
     def _lost(self) -> set[int]:
-        """Blocks the cluster no longer holds: the scheduler knows no worker with their
-        data (``who_has``; the client's own future states can lag behind)."""
-        lost = {k for k, future in self.futures.items()
-                if getattr(future, "status", "finished") != "finished"}
+        """Blocks the cluster no longer holds (:func:`shards.lost_keys`)."""
         try:
-            holders = self.client.who_has(list(self.futures.values()))
+            gone = shards.lost_keys(self.client, self.futures.values())
         except Exception:  # noqa: BLE001 - no scheduler: the caller reports the failure
-            return lost
-        return lost | {k for k, future in self.futures.items()
-                       if not holders.get(future.key)}
+            gone = {future.key for future in self.futures.values()
+                    if getattr(future, "status", "finished") != "finished"}
+        return {k for k, future in self.futures.items() if future.key in gone}
 
     def release_all(self) -> None:
         _forget(self.client, list(self.futures.values()))

@@ -139,12 +139,8 @@ class Shards:
                                         for k in self.covering(start, stop)]}
 
     def lost(self, futures: Iterable[Any]) -> set[str]:
-        """Keys among ``futures`` that no worker holds any more."""
-        futures = list(futures)
-        gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
-        alive = [f for f in futures if f.key not in gone]
-        holders = self.client.who_has(alive) if alive else {}
-        return gone | {f.key for f in alive if not holders.get(f.key)}
+        """Keys among ``futures`` that no worker holds any more (:func:`lost_keys`)."""
+        return lost_keys(self.client, futures)
 
     def replace_lost(self, also: Iterable[Any] = ()) -> int:
         """Scatter again, from the client's copy, every block no worker holds, and the
@@ -161,6 +157,18 @@ class Shards:
     def release(self) -> None:
         """Drop every block from the cluster."""
         _cancel(self.client, [f for f in self.futures if f is not None])
+
+
+def lost_keys(client: Any, futures: Iterable[Any]) -> set[str]:
+    """Keys among the placed ``futures`` whose data the cluster lost: a cancelled, lost or
+    failed future, or one the scheduler knows no worker holding (``who_has``; the
+    client's own future states can lag behind). Used by every placement of blocks (these
+    row blocks and the pairwise engine's)."""
+    futures = list(futures)
+    gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
+    alive = [f for f in futures if f.key not in gone]
+    holders = client.who_has(alive) if alive else {}
+    return gone | {f.key for f in alive if not holders.get(f.key)}
 
 
 class BlockRows:
