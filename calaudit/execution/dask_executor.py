@@ -30,12 +30,11 @@ value placed on one worker (round robin), a task ``(I, J)`` depends on blocks ``
 ``J`` only (Dask copies a block to the worker that runs the task, and drops the copy
 after), and a block is released once its last pair is folded. A block is scattered data,
 which Dask cannot recompute: when its worker dies the client places it again from its own
-copy and resubmits the pairs that need it (:class:`_Placement`).
+copy and resubmits the pairs that need it (:class:`calaudit.execution.pair_blocks.PairBlocks`).
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,6 +44,7 @@ import numpy as np
 
 from calaudit.exceptions import ClusterError
 from calaudit.execution import shards
+from calaudit.execution.pair_blocks import PairBlocks
 from calaudit.numerics.row_blocks import fold, stack_rows
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
@@ -61,12 +61,8 @@ MIN_WINDOW = 8
 PAIR_GROUP = 2
 #: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
 PAIR_WINDOW_PER_THREAD = 2
-#: Times a lost block is placed again until the scheduler reports a worker holding it.
-PLACE_ATTEMPTS = 20
 #: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
 LOST_BLOCK_ROUNDS = 10
-#: Seconds the client waits to learn which placed blocks a lost worker held.
-LOST_DATA_WAIT = 3.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
@@ -171,17 +167,17 @@ class DaskExecutor:
             return combine(iter(()))
         handles = _scatter(self.client, shared)
         self.placed_bytes += sum(_size(shared[name]) for name in handles)
-        placement = _Placement(self, blocks, pairs)
+        placement = PairBlocks(self.client, blocks, pairs, self._count_placed)
         parts = self._pairs_in_order(partial, pairs, placement, {**shared, **handles})
         try:
             return combine(parts)
         finally:
             parts.close()
             placement.release_all()
-            _forget(self.client, list(handles.values()))
+            shards.forget(self.client, list(handles.values()))
 
     def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
-                        placement: _Placement, shared: dict[str, Any]) -> Iterator[Any]:
+                        placement: PairBlocks, shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
         worker thread in flight (each may copy two blocks to its worker); a pair
         whose block was lost with its worker is resubmitted after the block is placed
@@ -224,14 +220,14 @@ class DaskExecutor:
                             raise failure from exc
                         for waiting in [entry, *pending]:
                             if waiting is entry or set(pairs[waiting[0]]) & lost:
-                                _forget(self.client, [waiting[1]])
+                                shards.forget(self.client, [waiting[1]])
                                 waiting[:] = submit(waiting[0])
                 entry[1].release()
                 self.fetched_bytes += _size(part)
                 placement.done(i, j)
                 yield part
         finally:
-            _forget(self.client, [entry[1] for entry in pending])
+            shards.forget(self.client, [entry[1] for entry in pending])
 
     def _combine(self, combine: Callable[[Iterator[Mapping[str, np.ndarray]]],
                                          dict[str, np.ndarray]],
@@ -250,7 +246,7 @@ class DaskExecutor:
                 return combine(partials)
             finally:
                 partials.close()  # cancels the tasks in flight if the fold stopped early
-                _forget(self.client, list(handles.values()))
+                shards.forget(self.client, list(handles.values()))
         finally:
             for placed in sharded.values():
                 placed.release()
@@ -271,7 +267,7 @@ class DaskExecutor:
         if isinstance(handle, shards.Shards):
             handle.release()
             return
-        _forget(self.client, [handle])
+        shards.forget(self.client, [handle])
 
     def _place_rows(self, shared: Mapping[str, Any]) -> dict[str, shards.Shards]:
         """The in-memory row sources of ``shared`` placed as row blocks (one copy on the
@@ -279,6 +275,10 @@ class DaskExecutor:
         placed = shards.place(self.client, shared, shards.block_rows(self))
         self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
+
+    def _count_placed(self, value: Any) -> None:
+        """Count ``value`` (a block just placed) in :meth:`traffic`."""
+        self.placed_bytes += _size(value)
 
     def _count_blocks(self, nbytes: int) -> None:
         self.placed_bytes += nbytes
@@ -349,86 +349,7 @@ class DaskExecutor:
                 self.fetched_bytes += _size(part)
                 yield part
         finally:
-            _forget(self.client, [future for future, _ in pending])
-
-
-class _Placement:
-    """The blocks of a block-pair pass on the cluster: block ``k`` (its ``detached()``
-    value) scattered to worker ``k mod N`` of the workers in address order, one copy (not
-    a broadcast); released when the last pair using it has been folded. The client keeps
-    the blocks, so a block lost with its worker is placed again (:meth:`restore`)."""
-
-    def __init__(self, executor: DaskExecutor, blocks: Sequence[Any],
-                 pairs: list[tuple[int, int]]) -> None:
-        self.executor, self.client = executor, executor.client
-        self.blocks = blocks
-        self.uses = [0] * len(blocks)
-        for i, j in pairs:
-            self.uses[i] += 1
-            self.uses[j] += i != j
-        self.futures: dict[int, Any] = {}
-        #: times blocks were placed again (part of the task keys, so a resubmitted pair
-        #: never reuses the key of the cancelled one)
-        self.generation = 0
-        for k in range(len(blocks)):
-            if self.uses[k]:
-                self._place(k)
-
-    def _place(self, k: int, anywhere: bool = False) -> None:
-        value = self.blocks[k]
-        value = value.detached() if hasattr(value, "detached") else value
-        workers = [] if anywhere else sorted(self.client.scheduler_info().get("workers", {}))
-        target = [workers[k % len(workers)]] if workers else None  # None: Dask chooses
-        self.futures[k] = self.client.scatter(value, workers=target, hash=False)
-        self.executor.placed_bytes += _size(value)
-
-    def handle(self, k: int) -> Any:
-        return self.futures[k]
-
-    def done(self, i: int, j: int) -> None:
-        """Pair ``(i, j)`` folded: release the blocks it was the last user of."""
-        for k in {i, j}:
-            self.uses[k] -= 1
-            if self.uses[k] == 0:
-                _forget(self.client, [self.futures.pop(k)])
-
-    def restore(self, wait: bool = False, force: set[int] | None = None) -> set[int]:
-        """Place again every block whose data the cluster lost (:meth:`_lost`), or the
-        blocks ``force``; the set of those blocks. ``wait``: a task was cancelled, so give
-        the scheduler a few seconds to report which blocks went with the worker."""
-        if force is not None:
-            lost = {k for k in force if k in self.futures}
-        else:
-            deadline = time.monotonic() + (LOST_DATA_WAIT if wait else 0.0)
-            lost = self._lost()
-            while not lost and time.monotonic() < deadline:
-                time.sleep(0.1)
-                lost = self._lost()
-        if lost:
-            self.generation += 1
-            missing = sorted(lost)
-            for _ in range(PLACE_ATTEMPTS):  # a worker dying now may take a copy along
-                for k in missing:
-                    self._place(k, anywhere=True)  # not an address that may be gone
-                holders = self.client.who_has([self.futures[k] for k in missing])
-                missing = [k for k in missing if not holders.get(self.futures[k].key)]
-                if not missing:
-                    break
-                time.sleep(0.5)
-        return lost
-
-    def _lost(self) -> set[int]:
-        """Blocks the cluster no longer holds (:func:`shards.lost_keys`)."""
-        try:
-            gone = shards.lost_keys(self.client, self.futures.values())
-        except Exception:  # noqa: BLE001 - no scheduler: the caller reports the failure
-            gone = {future.key for future in self.futures.values()
-                    if getattr(future, "status", "finished") != "finished"}
-        return {k for k, future in self.futures.items() if future.key in gone}
-
-    def release_all(self) -> None:
-        _forget(self.client, list(self.futures.values()))
-        self.futures.clear()
+            shards.forget(self.client, [future for future, _ in pending])
 
 
 def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
@@ -496,15 +417,6 @@ def _is_future(value: Any) -> bool:
     tasks as it is, neither scattered again nor released after the reduction."""
     return type(value).__name__ == "Future" and hasattr(value, "key") and hasattr(
         value, "release")
-
-
-def _forget(client: Any, futures: list[Any]) -> None:
-    """Cancel pending tasks and drop the cluster's copies of results and ``shared``
-    (best effort: a client whose scheduler is gone has nothing left to release)."""
-    try:
-        client.cancel(futures)
-    except Exception:  # noqa: BLE001, S110 - cleanup after the real outcome
-        pass
 
 
 def _cluster_failure(exc: Exception, name: str, start: int, stop: int,

@@ -151,12 +151,12 @@ class Shards:
         if indices:
             stale = [self.futures[k] for k in indices]
             self.place(indices)
-            _cancel(self.client, stale)
+            forget(self.client, stale)
         return len(indices)
 
     def release(self) -> None:
         """Drop every block from the cluster."""
-        _cancel(self.client, [f for f in self.futures if f is not None])
+        forget(self.client, [f for f in self.futures if f is not None])
 
 
 def lost_keys(client: Any, futures: Iterable[Any]) -> set[str]:
@@ -274,7 +274,9 @@ def _nbytes(rows: ArrayRows) -> int:
     return int(sum(np.asarray(column).nbytes for column in rows.columns.values()))
 
 
-def _cancel(client: Any, futures: list[Any]) -> None:
+def forget(client: Any, futures: list[Any]) -> None:
+    """Cancel pending tasks and drop the cluster's copies of results and placed values
+    (best effort: a client whose scheduler is gone has nothing left to release)."""
     try:
         client.cancel(futures)
     except Exception:  # noqa: BLE001, S110 - cleanup after the real outcome
