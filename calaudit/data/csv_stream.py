@@ -40,16 +40,9 @@ import pandas as pd
 from calaudit.data import spill
 from calaudit.data.column_sink import ColumnSink
 from calaudit.data.growing import GrowingColumn
-from calaudit.data.readers import (
-    _READ_ERRORS,
-    NA_STRINGS,
-    _arrow_errors,
-    _unreadable,
-    read_columns,
-)
+from calaudit.data.readers import NA_STRINGS, read_columns, read_errors
 from calaudit.data.spill import ColumnStore
-from calaudit.data.text_files import check_field_counts, encoding_error
-from calaudit.exceptions import InputError
+from calaudit.data.text_files import check_field_counts
 
 #: Rows per chunk parsed from a CSV / TSV file (memory per chunk: BATCH_ROWS x columns).
 BATCH_ROWS = 65_536
@@ -73,19 +66,13 @@ def chunks(path: Path, fmt: str, columns: list[str], dtype: dict | None = None,
            rows: int | None = None) -> Iterator[pd.DataFrame]:
     """The requested columns of a CSV / TSV file, ``rows`` (default :data:`BATCH_ROWS`) at
     a time, parsed as the former whole-file read parsed them; errors as it gave them."""
-    try:
+    with read_errors(path, fmt):
         reader = pd.read_csv(path, sep=delimiter(fmt), usecols=columns, na_values=NA_STRINGS,
                              keep_default_na=False, low_memory=False, dtype=dtype,
                              chunksize=rows or BATCH_ROWS)
         with reader:
             for chunk in reader:
                 yield chunk[columns]
-    except InputError:
-        raise
-    except UnicodeDecodeError:
-        raise encoding_error(path) from None
-    except _READ_ERRORS + _arrow_errors() as exc:
-        raise _unreadable(path, fmt, exc) from None
 
 
 def chunk_class(values: pd.Series) -> tuple[str, int]:
@@ -348,13 +335,9 @@ def _pandas_kind(values: pd.Series) -> str | None:
 
 def _whole_column(path: Path, fmt: str, name: str) -> pd.Series:
     """One column of the whole file, read as the former reader read every column."""
-    try:
+    with read_errors(path, fmt):
         return pd.read_csv(path, sep=delimiter(fmt), usecols=[name], na_values=NA_STRINGS,
                            keep_default_na=False, low_memory=False)[name]
-    except UnicodeDecodeError:
-        raise encoding_error(path) from None
-    except _READ_ERRORS + _arrow_errors() as exc:
-        raise _unreadable(path, fmt, exc) from None
 
 
 def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColumn],

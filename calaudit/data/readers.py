@@ -10,8 +10,10 @@ failure becomes an :class:`~calaudit.exceptions.InputError` naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +134,7 @@ def read_columns(path: Path) -> list[str]:
     """Column names of a file, without reading its data."""
     check_readable(path)
     fmt = file_format(path)
-    try:
+    with read_errors(path, fmt):
         if fmt in ("csv", "tsv"):
             header = pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=1,
                                  header=None, dtype=str, keep_default_na=False)
@@ -145,6 +147,15 @@ def read_columns(path: Path) -> list[str]:
         from calaudit.data.npz import NpzArchive
 
         return list(NpzArchive(path).columns())
+
+
+@contextlib.contextmanager
+def read_errors(path: Path, fmt: str) -> Iterator[None]:
+    """Inside the block, a failure of the file's parser is one :class:`InputError`:
+    undecodable text (:func:`encoding_error`), a parser or Arrow error
+    (:func:`_unreadable`); an :class:`InputError` passes as it is."""
+    try:
+        yield
     except InputError:
         raise
     except UnicodeDecodeError:

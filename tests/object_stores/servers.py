@@ -73,21 +73,32 @@ def _fresh(scheme: str) -> None:
 
 
 @contextlib.contextmanager
+def _store(scheme: str, env: dict[str, str], command: list[str], port: int,
+           make_bucket: bool = True):
+    """The :class:`Store` of ``command`` (a server listening on ``port``) with ``env`` set
+    and fsspec's cached filesystems dropped before and after; ``make_bucket``: create
+    ``audits`` (a server that cannot be told a default bucket)."""
+    with served(command, port), environment(env):
+        _fresh(scheme)
+        store = Store(scheme, env)
+        try:
+            if make_bucket:
+                store.filesystem.mkdir(BUCKET)
+            yield store
+        finally:
+            _fresh(scheme)
+
+
+@contextlib.contextmanager
 def s3_server():
     """moto's S3 server; ``AWS_ENDPOINT_URL_S3`` points s3fs (and boto) at it."""
     port = free_port()
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"}
-    with served([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port), \
-            environment(env):
-        _fresh("s3")
-        store = Store("s3", env)
-        store.filesystem.mkdir(BUCKET)
-        try:
-            yield store
-        finally:
-            _fresh("s3")
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    with _store("s3", env, command, port) as store:
+        yield store
 
 
 @contextlib.contextmanager
@@ -101,14 +112,9 @@ def gcs_server():
     env = {"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}",
            "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
     command = [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
-                           "--port", str(port), "--in-memory", "--default-bucket", BUCKET,
-                           "--quiet"]
-    with served(command, port), environment(env):
-        _fresh("gs")
-        try:
-            yield Store("gs", env)
-        finally:
-            _fresh("gs")
+               "--port", str(port), "--in-memory", "--default-bucket", BUCKET, "--quiet"]
+    with _store("gs", env, command, port, make_bucket=False) as store:
+        yield store
 
 
 def azurite_command() -> str | None:
@@ -157,15 +163,9 @@ def azure_server(command: str):
         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
         f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;")}
     try:
-        with served([command, "--blobHost", "127.0.0.1", "--blobPort", str(port),
-                     "--location", workdir, "--silent", "--skipApiVersionCheck", "--loose"],
-                    port), environment(env):
-            _fresh("abfs")
-            store = Store("abfs", env)
-            store.filesystem.mkdir(BUCKET)
-            try:
-                yield store
-            finally:
-                _fresh("abfs")
+        with _store("abfs", env, [command, "--blobHost", "127.0.0.1", "--blobPort", str(port),
+                                  "--location", workdir, "--silent", "--skipApiVersionCheck",
+                                  "--loose"], port) as store:
+            yield store
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
