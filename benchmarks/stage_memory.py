@@ -10,10 +10,17 @@ the RSS at once and the maxima are live memory, not heap high-water marks.
 
 From two sizes ``n1 < n2``, ``(peak2 - peak1) / (n2 - n1)`` is the stage's peak in bytes
 per row (what grows with ``n``); the intercept is the interpreter, imports and
-fixed-size buffers. RSS is load-independent, so the figures mean the same on a shared
-machine.
+fixed-size buffers. With more sizes, one slope per consecutive pair. RSS is
+load-independent, so the figures mean the same on a shared machine.
 
     python benchmarks/stage_memory.py 3e5 1e6 [extra CLI args]
+    python benchmarks/stage_memory.py 1e5 1e6 3e6 --files 20 --code /tmp/main -- --spill always
+
+``--files K``: the data are ``benchmarks/make_partitioned.py``'s dataset in ``K`` Parquet
+files (the same model, plus a biased region) instead of one file of ``scale_rows.py``.
+``--code DIR``: the child imports ``calaudit`` from ``DIR`` (e.g. a ``git archive`` of
+another commit), so two versions are measured by the same script. Arguments after
+``--`` (or any not recognised) go to ``calaudit test``.
 
 With ``STAGE_MEMORY_ANON=1`` the sampled figure is ``RssAnon`` of ``/proc/self/status``
 instead of the RSS: the anonymous memory only, which is what matters with
@@ -38,7 +45,7 @@ MIB = 2**20
 def child(data: Path, out: Path, extra: list[str]) -> None:
     """Run the CLI in this process, writing ``{phase: [rss at start, max rss]}`` to
     ``out`` (bytes)."""
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, os.environ.get("STAGE_MEMORY_CODE", str(ROOT)))
     import psutil
 
     import calaudit.audit.runner as runner
@@ -107,32 +114,79 @@ class _Rss:
         self.rss = rss
 
 
-def measure(n: int, tmp: Path, extra: list[str]) -> dict[str, list[int]]:
+def make(n: int, tmp: Path, files: int) -> Path:
+    """The data of ``n`` rows: one Parquet file of ``scale_rows.py`` (``files = 0``) or
+    ``make_partitioned.py``'s dataset in ``files`` files."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
+    if files:
+        from make_partitioned import write_dataset
+
+        data = tmp / f"rows_{n}"
+        write_dataset(data, n, files)
+        return data
     from scale_rows import make_data
 
     data = tmp / f"rows_{n}.parquet"
     make_data(n, data)
+    return data
+
+
+def measure(n: int, tmp: Path, extra: list[str], files: int = 0, code: str | None = None
+            ) -> dict[str, list[int]]:
+    data = make(n, tmp, files)
     out = tmp / f"phases_{n}.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MALLOC_MMAP_THRESHOLD_": "262144"}
+    code = str(Path(code).resolve()) if code else str(ROOT)
+    env = {**os.environ, "PYTHONPATH": code, "STAGE_MEMORY_CODE": code,
+           "MALLOC_MMAP_THRESHOLD_": "262144"}
     subprocess.run([sys.executable, __file__, "--child", str(data), str(out), *extra],
                    check=True, env=env)
     return json.loads(out.read_text())
+
+
+def arguments(argv: list[str]) -> tuple[list[int], int, str | None, list[str]]:
+    """``(sizes, files, code, extra CLI args)`` from the command line."""
+    sizes, files, code, extra = [], 0, None, []
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            extra += rest
+            break
+        if arg == "--files":
+            files = int(rest.pop(0))
+        elif arg == "--code":
+            code = rest.pop(0)
+        elif not extra and arg.replace(".", "", 1).replace("e", "", 1).isdigit():
+            sizes.append(int(float(arg)))
+        else:
+            extra.append(arg)
+    if len(sizes) < 2 or sizes != sorted(sizes):
+        raise SystemExit("give at least two increasing sizes")
+    return sizes, files, code, extra
 
 
 def main() -> int:
     if sys.argv[1] == "--child":
         child(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
         return 0
-    n1, n2 = (int(float(a)) for a in sys.argv[1:3])
-    extra = sys.argv[3:]
+    sizes, files, code, extra = arguments(sys.argv[1:])
     before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        small, large = measure(n1, Path(tmp), extra), measure(n2, Path(tmp), extra)
+        runs = [measure(n, Path(tmp), extra, files, code) for n in sizes]
     what = "RssAnon" if os.environ.get("STAGE_MEMORY_ANON") == "1" else "RSS"
-    print(f"{what}; calaudit test, binary rows, age + region, JSON + HTML, args "
-          f"{' '.join(extra) or '(defaults)'}; load average {before:.2f} before, "
-          f"{os.getloadavg()[0]:.2f} after (RSS does not depend on it)")
+    source = f"make_partitioned.py, {files} files" if files else "scale_rows.py, one file"
+    print(f"{what}; calaudit test, binary rows ({source}), age + region, JSON + HTML, args "
+          f"{' '.join(extra) or '(defaults)'}; code {code or ROOT}; load average "
+          f"{before:.2f} before, {os.getloadavg()[0]:.2f} after (RSS does not depend on it)")
+    if len(sizes) == 2:
+        _two_sizes(sizes, runs)
+    else:
+        _sizes(sizes, runs)
+    return 0
+
+
+def _two_sizes(sizes: list[int], runs: list[dict[str, list[int]]]) -> None:
+    (n1, n2), (small, large) = sizes, runs
     print(f"{'phase':<20} {'start MiB':>10} {'peak MiB':>9} {'start MiB':>10} "
           f"{'peak MiB':>9} {'peak B/row':>11} {'rise B/row':>11} {'10^7 MiB':>9}")
     print(f"{'':<20} {f'n = {n1:,}':>20} {f'n = {n2:,}':>20}")
@@ -147,7 +201,20 @@ def main() -> int:
     print("peak B/row: growth of the phase's peak RSS per row; rise B/row: growth of "
           "(peak - RSS at the phase's start) per row, what the phase itself allocates; "
           "10^7 MiB: the phase's peak extrapolated linearly to 10^7 rows")
-    return 0
+
+
+def _sizes(sizes: list[int], runs: list[dict[str, list[int]]]) -> None:
+    """Peak MiB per size, then the peak's slope (B/row) between consecutive sizes."""
+    pairs = list(zip(sizes, sizes[1:]))
+    print(f"{'phase':<20}" + "".join(f"{f'peak {n:.0e}':>12}" for n in sizes)
+          + "".join(f"{f'B/row {a:.0e}-{b:.0e}':>20}" for a, b in pairs))
+    for phase in runs[-1]:
+        peaks = [run.get(phase, [0, 0])[1] for run in runs]
+        slopes = [(peaks[i + 1] - peaks[i]) / (b - a) for i, (a, b) in enumerate(pairs)]
+        print(f"{phase:<20}" + "".join(f"{p / MIB:12.0f}" for p in peaks)
+              + "".join(f"{s:20.1f}" for s in slopes))
+    print("peak: the phase's maximum (MiB) in each run; B/row: growth of that peak per row "
+          "between two sizes")
 
 
 if __name__ == "__main__":

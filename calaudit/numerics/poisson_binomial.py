@@ -16,10 +16,24 @@ within about ``1e-15`` (absolute) of the exact one -- below the resolution of th
 uniforms that drive the inverse-CDF draws (``2^-53``). Checked against the exact
 recursion and ``scipy.stats.binom`` in the tests.
 
+Large cells (:func:`law`, more than :data:`WINDOW_ROWS` rows): the pmf of ``n`` rows has
+``n + 1`` entries and its FFT products need about 60 bytes a row, while all but a
+negligible mass lies within ``O(sqrt(n))`` of the mean. So the rows are taken in chunks of
+:data:`CHUNK_ROWS`; each chunk's exact pmf (above) and the running product of the chunks
+seen so far are cut to their Bernstein windows (:func:`window`: outside, at most
+:data:`TAIL` = 2^-80 of mass on each side), and the running product is multiplied by each
+chunk in turn (one real FFT product). The memory is a chunk and a window, not the rows;
+the mass dropped is at most ``4 TAIL`` per chunk, far below the FFT's rounding, so the
+windowed pmf is as close to the exact one as the whole-array product (checked against the
+O(n^2) recursion in the tests). Cells of at most :data:`WINDOW_ROWS` rows keep the
+whole-array pmf, bit for bit.
+
 Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell from the pmf.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import NDArray
@@ -65,17 +79,75 @@ def pmf(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return out / out.sum()
 
 
-def sample(distribution: NDArray[np.float64], u: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Inverse-CDF draws ``k`` with ``F(k - 1) <= u F(n) < F(k)`` for uniforms ``u``."""
+#: Cells of more rows than this take the windowed law (:func:`windowed_pmf`).
+WINDOW_ROWS = 1 << 16
+#: Rows per chunk of the windowed law.
+CHUNK_ROWS = 1 << 14
+#: Mass a window may leave out on each side (Bernstein's bound, :func:`window`).
+TAIL = 2.0 ** -80
+
+
+def window(mean: float, variance: float, rows: int) -> tuple[int, int]:
+    """``[lo, hi]`` with ``P(S < lo) <= TAIL`` and ``P(S > hi) <= TAIL`` for ``S`` a sum of
+    ``rows`` independent Bernoulli with ``sum p = mean`` and ``sum p (1 - p) = variance``.
+
+    Bernstein's inequality (each ``|o_i - p_i| <= 1``): ``P(S - mean >= t) <=
+    exp(-t^2 / (2 (variance + t / 3)))``, which is ``TAIL`` at ``t = L / 3 +
+    sqrt(L^2 / 9 + 2 L variance)``, ``L = -log TAIL``; the same below the mean."""
+    level = -math.log(TAIL)
+    t = level / 3.0 + math.sqrt(level * level / 9.0 + 2.0 * level * max(variance, 0.0))
+    return max(0, math.floor(mean - t) - 1), min(rows, math.ceil(mean + t) + 1)
+
+
+def _product(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Coefficients of the product of two polynomials (one real FFT product, rounding
+    residue below 0 set to 0)."""
+    length = a.size + b.size - 1
+    size = fft.next_fast_len(length, real=True)
+    out = fft.irfft(fft.rfft(a, size) * fft.rfft(b, size), size)[:length]
+    return np.maximum(out, 0.0, out=out)
+
+
+def windowed_pmf(p: NDArray[np.float64]) -> tuple[int, NDArray[np.float64]]:
+    """``(offset, w)`` with ``w[k] = P(S = offset + k)`` on the window of
+    :func:`window` (normalised to sum 1), in memory of :data:`CHUNK_ROWS` rows and a
+    window; ``p`` is read a chunk at a time (a view of spilled rows stays on disk)."""
+    rows = p.shape[0]
+    offset, law, mean, variance = 0, np.ones(1), 0.0, 0.0
+    for start in range(0, rows, CHUNK_ROWS):
+        q = np.clip(np.asarray(p[start:start + CHUNK_ROWS], dtype=np.float64), 0.0, 1.0)
+        chunk_mean, chunk_variance = float(q.sum()), float((q * (1.0 - q)).sum())
+        lo, hi = window(chunk_mean, chunk_variance, q.size)
+        law = _product(law, pmf(q)[lo:hi + 1])
+        offset += lo
+        mean, variance = mean + chunk_mean, variance + chunk_variance
+        lo, hi = window(mean, variance, min(start + CHUNK_ROWS, rows))
+        lo, hi = max(lo, offset), min(hi, offset + law.size - 1)
+        law, offset = law[lo - offset:hi - offset + 1], lo
+    return offset, law / law.sum()
+
+
+def law(p: NDArray[np.float64]) -> tuple[int, NDArray[np.float64]]:
+    """``(offset, P(S = offset + k))``: :func:`pmf` (offset 0) up to :data:`WINDOW_ROWS`
+    rows, :func:`windowed_pmf` above."""
+    if p.shape[0] <= WINDOW_ROWS:
+        return 0, pmf(p)
+    return windowed_pmf(p)
+
+
+def sample(distribution: NDArray[np.float64], u: NDArray[np.float64], offset: int = 0
+           ) -> NDArray[np.int64]:
+    """Inverse-CDF draws ``k`` with ``F(k - 1) <= u F(n) < F(k)`` for uniforms ``u``
+    (``distribution[k]`` is the probability of ``offset + k``)."""
     cdf = np.cumsum(distribution)
     k = np.searchsorted(cdf, u * cdf[-1], side="right")
-    return np.minimum(k, distribution.size - 1).astype(np.int64)
+    return np.minimum(k, distribution.size - 1).astype(np.int64) + offset
 
 
 def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
                 n_resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """(n_cells, B) event counts ``sum_{i in c} o*_i`` with ``o*_i ~ Bernoulli(p_i)``,
-    drawn exactly from each cell's Poisson-binomial law (empty cells: 0). The uniforms
+    drawn from each cell's Poisson-binomial law (:func:`law`; empty cells: 0). The uniforms
     are one ``rng.random((n_cells, B))`` in cell order. Each cell's ``p_i`` are taken in
     row order (:func:`cell_members`), so a pmf does not depend on how rows are read."""
     members = cell_members(p, cells, n_cells)
@@ -83,7 +155,8 @@ def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
     for c in range(n_cells):
         if members[c].size:
-            out[c] = sample(pmf(members[c]), u[c])
+            offset, distribution = law(members[c])
+            out[c] = sample(distribution, u[c], offset)
     return out
 
 

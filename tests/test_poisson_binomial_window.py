@@ -1,0 +1,98 @@
+"""The windowed Poisson-binomial law of large cells (issue 14, memory not growing with the
+rows of a cell): against the O(n^2) recursion, the Bernstein windows against the binomial's
+exact tails, the draws against the whole-array pmf's, and its memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from calaudit.local.poisson_binomial import poisson_binomial_pmf
+from calaudit.numerics import poisson_binomial as pb
+
+
+def direct_pmf(p: np.ndarray) -> np.ndarray:
+    """The slow obvious reference: ``prod_i (1 - p_i + p_i t)`` by convolving one factor
+    at a time (``np.convolve``, O(n^2))."""
+    out = np.ones(1)
+    for q in p:
+        out = np.convolve(out, [1.0 - q, q])
+    return out
+
+
+def probabilities(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.5, 2.0, n)
+    p[: n // 20] = 0.0
+    p[n // 20: n // 10] = 1.0
+    return rng.permutation(p)
+
+
+def test_the_recursion_is_the_direct_convolution():
+    p = probabilities(700, 1)
+    assert np.allclose(poisson_binomial_pmf(p), direct_pmf(p), rtol=1e-12, atol=1e-17)
+
+
+@pytest.mark.parametrize("n, chunk", [(1001, 997), (6000, 997), (6000, 4096), (9999, 1 << 14)])
+def test_windowed_pmf_is_the_exact_pmf_on_its_window(n, chunk, monkeypatch):
+    monkeypatch.setattr(pb, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(pb, "WINDOW_ROWS", 1000)
+    p = probabilities(n, n)
+    exact = poisson_binomial_pmf(p)
+    offset, got = pb.law(p)
+    assert got.size < n // 2 and abs(got.sum() - 1.0) < 1e-15
+    assert np.abs(got - exact[offset:offset + got.size]).max() < 1e-15
+    assert exact[:offset].sum() < 1e-20 and exact[offset + got.size:].sum() < 1e-20
+    u = np.random.default_rng(0).random(20_000)
+    assert np.array_equal(pb.sample(got, u, offset), pb.sample(exact, u))
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 0.5])
+def test_windowed_pmf_of_equal_probabilities(value, monkeypatch):
+    """Binomial laws: no further from scipy's than the whole-array pmf."""
+    monkeypatch.setattr(pb, "CHUNK_ROWS", 333)
+    monkeypatch.setattr(pb, "WINDOW_ROWS", 100)
+    n = 2000
+    offset, got = pb.law(np.full(n, value))
+    exact = stats.binom(n, value).pmf(np.arange(n + 1))
+    whole = np.abs(pb.pmf(np.full(n, value)) - exact).max()  # 6e-14 at p = 1 (FFT rounding)
+    assert np.abs(got - exact[offset:offset + got.size]).max() <= max(1e-15, whole)
+    assert exact[:offset].sum() + exact[offset + got.size:].sum() < 1e-20
+
+
+@pytest.mark.parametrize("n, q", [(50, 0.5), (10_000, 0.01), (10_000, 0.5), (400_000, 0.3)])
+def test_windows_leave_out_at_most_the_tail_bound(n, q):
+    lo, hi = pb.window(n * q, n * q * (1 - q), n)
+    law = stats.binom(n, q)
+    assert law.cdf(lo - 1) <= pb.TAIL and law.sf(hi) <= pb.TAIL
+    assert hi - lo < 30 * np.sqrt(n * q * (1 - q)) + 60  # O(sqrt(n)), not O(n)
+
+
+def test_cell_draws_of_a_large_cell_are_the_whole_array_pmf_draws():
+    rng = np.random.default_rng(3)
+    scores = rng.beta(2.0, 5.0, 150_000)
+    cells = (scores > 0.6).astype(np.intp)  # cells of ~126k and ~24k rows
+    got = pb.cell_counts(scores, cells, 2, 2000, np.random.default_rng(4))
+    u = np.random.default_rng(4).random((2, 2000))
+    for c in range(2):
+        assert np.array_equal(got[c], pb.sample(pb.pmf(scores[cells == c]), u[c]))
+
+
+def _traced_peak(function, *args) -> int:
+    tracemalloc.start()
+    try:
+        function(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_large_cells_law_does_not_grow_with_its_rows():
+    small, large = probabilities(200_000, 5), probabilities(800_000, 6)
+    grown = _traced_peak(pb.law, large) - _traced_peak(pb.law, small)
+    assert grown < 1 << 20, grown  # the window's O(sqrt(n)) only
+    whole = _traced_peak(pb.pmf, large) - _traced_peak(pb.pmf, small)
+    assert whole > 20 * 600_000  # the whole-array pmf: tens of bytes a row
