@@ -25,19 +25,31 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.numerics.blocked import pairwise_total
 from calaudit.numerics.distributions import norm_cdf, norm_pdf
 
 EXACT_MAX_ROWS = 3000
 
 
+def _moments(p: NDArray[np.float64]) -> tuple[float, float, float]:
+    """``sum p``, ``sum p (1 - p)`` and ``sum p (1 - p)(1 - 2p)``: numpy's pairwise sums
+    (the same bits as ``np.sum`` of the products), with the products formed a block of
+    rows at a time (:func:`~calaudit.numerics.blocked.pairwise_total`), so a large group
+    (a spilled gather) needs no group-sized temporaries."""
+    n = p.shape[0]
+    variance = pairwise_total(lambda a, b: p[a:b] * (1.0 - p[a:b]), n)
+    third = pairwise_total(lambda a, b: p[a:b] * (1.0 - p[a:b]) * (1.0 - 2.0 * p[a:b]), n)
+    return float(np.sum(p)), float(variance), float(third)
+
+
 def _rna_cdf(k: float, p: NDArray[np.float64]) -> float:
     """Refined normal approximation of ``P(S <= k)``."""
-    variance = float(np.sum(p * (1.0 - p)))
+    mean, variance, third = _moments(p)
     if variance <= 0:
-        return 1.0 if k >= float(np.sum(p)) - 1e-9 else 0.0
+        return 1.0 if k >= mean - 1e-9 else 0.0
     sigma = math.sqrt(variance)
-    gamma = float(np.sum(p * (1.0 - p) * (1.0 - 2.0 * p))) / sigma ** 3
-    x = (k + 0.5 - float(np.sum(p))) / sigma
+    gamma = third / sigma ** 3
+    x = (k + 0.5 - mean) / sigma
     value = norm_cdf(x) + gamma * (1.0 - x * x) * norm_pdf(x) / 6.0
     return float(min(1.0, max(0.0, value)))
 
