@@ -9,7 +9,9 @@ resampling"). For every non-empty bin ``b`` the resampled observed rate is
 ``acc*_b = n_b^{-1} sum_{i in b} o*_i``; the band is its central ``level`` interval over
 ``B`` resamples. An observed rate outside the band is unusual for a calibrated model
 (pointwise, per bin: no correction for looking at many bins). The events per bin are
-drawn from their exact Poisson-binomial law (:mod:`calaudit.numerics.poisson_binomial`).
+drawn from their exact Poisson-binomial law (:mod:`calaudit.numerics.poisson_binomial`;
+above 65,536 rows a bin's law is built in chunks on a window leaving out at most 2^-80 of
+mass per side, so its memory does not grow with the bin's rows).
 """
 
 from __future__ import annotations
