@@ -123,6 +123,9 @@ class DaskExecutor:
         self.fetched_bytes = 0
         #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
         self.block_bytes = 0
+        #: Every broadcast so far, ``(partial or "keep", name in shared, bytes)``: what
+        #: each worker receives a copy of (``placed_bytes - block_bytes`` in all).
+        self.broadcasts: list[tuple[str, str, int]] = []
         _register_sizes()
 
     def traffic(self) -> str:
@@ -166,7 +169,7 @@ class DaskExecutor:
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
         handles = _scatter(self.client, shared)
-        self.placed_bytes += sum(_size(shared[name]) for name in handles)
+        self._count_broadcast(_name(partial), shared, handles)
         placement = PairBlocks(self.client, blocks, pairs, self._count_placed)
         parts = self._pairs_in_order(partial, pairs, placement, {**shared, **handles})
         try:
@@ -239,7 +242,7 @@ class DaskExecutor:
         sharded = self._place_rows(shared)
         try:
             handles = _scatter(self.client, {**shared, **sharded})
-            self.placed_bytes += sum(_size(shared[name]) for name in handles)
+            self._count_broadcast(_name(partial), shared, handles)
             arguments = {**shared, **sharded, **handles}
             partials = self._in_order(partial, ranges, arguments)
             try:
@@ -259,7 +262,7 @@ class DaskExecutor:
         any other value is sent to every worker (a broadcast)."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
-        self.placed_bytes += _size(value)
+        self._count_broadcast("keep", {"value": value}, {"value": None})
         return self.client.scatter(value, broadcast=True, hash=False)
 
     def release(self, handle: Any) -> None:
@@ -276,9 +279,18 @@ class DaskExecutor:
         self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
 
+    def _count_broadcast(self, name: str, shared: Mapping[str, Any],
+                         handles: Mapping[str, Any]) -> None:
+        """Count the values of ``shared`` sent to every worker (``handles``' names)."""
+        for key in handles:
+            size = _size(shared[key])
+            self.placed_bytes += size
+            self.broadcasts.append((name, key, size))
+
     def _count_placed(self, value: Any) -> None:
-        """Count ``value`` (a block just placed) in :meth:`traffic`."""
-        self.placed_bytes += _size(value)
+        """Count ``value`` (a block of :meth:`map_pairs` just placed, on one worker) in
+        :meth:`traffic`."""
+        self._count_blocks(_size(value))
 
     def _count_blocks(self, nbytes: int) -> None:
         self.placed_bytes += nbytes
