@@ -10,11 +10,12 @@ on the caller. Floating-point addition is not associative, so the order of the f
 who computes the partials, fixes the result: a Dask run folds in range order on the
 client and gives the serial executor's bytes whatever the number of workers.
 
-:class:`DaskExecutor` places an in-memory row source of ``shared`` (or of :meth:`keep`)
-as fixed row blocks, each on one worker, and gives each task only its range's blocks
-(:mod:`calaudit.execution.shards`: a lost block is sent again from the client and its
-tasks resubmitted); it scatters the rest of ``shared`` (small values) once to every
-worker (a broadcast: each task reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
+:class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
+(or of :meth:`keep`) as fixed row blocks, each on one worker, and gives each task only its
+range's blocks (:mod:`calaudit.execution.shards`: a lost block is sent again from the
+client and its tasks resubmitted); it scatters the rest of ``shared`` (small values,
+recorded in ``broadcasts``) once to every worker (a broadcast: each task reads its
+worker's copy), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
@@ -258,8 +259,9 @@ class DaskExecutor:
         """``value`` placed once on the workers; the handle can be given in ``shared`` to
         any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
         ``calaudit.numerics.row_sources.resident`` pairs the two. An in-memory row source
-        is placed as row blocks, each on one worker (:mod:`calaudit.execution.shards`);
-        any other value is sent to every worker (a broadcast)."""
+        or a row-blocked value is placed as row blocks, each on one worker
+        (:mod:`calaudit.execution.shards`); any other value is sent to every worker (a
+        broadcast, recorded in :attr:`broadcasts`)."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
         self._count_broadcast("keep", {"value": value}, {"value": None})

@@ -28,9 +28,20 @@ lost block of the source at once) and the executor resubmits the task, at most
 :data:`RESCATTER_RETRIES` times per task; after that the failure is the executor's one
 line.
 
-Small shared values (frequencies, coefficients, any non-row-source) stay broadcast, and
-sources that stay in their files (``calaudit.data.row_source.ParquetRows``) are sent as
-they are: a task reads its own rows.
+Row-blocked values. A per-row value that is not columns of equal length (the LCB
+curves' requests, :class:`calaudit.local.lcb.CurveRows`; a table with one entry per
+fixed row block, :class:`calaudit.numerics.row_sources.BlockTable`) is placed the same
+way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
+hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
+the value a partial reads for its range (:func:`row_blocked`). A column of an
+:class:`ArrayRows` may also have ``row_block`` (a compact piece read with local row
+numbers, e.g. :class:`calaudit.local.lcb.CurveColumns`, whose rows would be far larger
+built).
+
+Small shared values (frequencies, coefficients, cell matrices, anything else) stay
+broadcast (``DaskExecutor.broadcasts`` lists them), and sources that stay in their files
+(``calaudit.data.row_source.ParquetRows``) are sent as they are: a task reads its own
+rows.
 """
 
 from __future__ import annotations

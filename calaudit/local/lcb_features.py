@@ -17,6 +17,10 @@ features: random features of a narrow kernel on a few discrete points do not ave
 part's does. Squared kernels (the pointwise interval, ``sum_i K_ij^2 r_i^2``) are the same
 form with ``z -> sqrt(2) z`` and ``C -> C^2``. More than :data:`MAX_CELLS` cells: every
 column goes through the features (``L = 1``).
+
+The passes read the kernel's rows (``z``, ``cells``: :func:`kernel_rows`) and the
+multiplied columns ``w`` as row sources, so on Dask both are placed as row blocks, each
+on one worker; only ``C`` and the features go to every worker.
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ instead of receiving the whole column). A source is picklable and read-only.
 :func:`resident` places a source on the executor's workers once for a block of several
 reductions (an iterative fit runs one reduction per Newton step): a no-op in one process;
 on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as row blocks, each held by
-one worker (``calaudit.execution.shards``; a task receives its range's blocks), any other
-source as one broadcast, released when the block exits.
+one worker (``calaudit.execution.shards``; a task receives its range's blocks), as is a
+row-blocked value (``row_block`` / ``joined``, e.g. :class:`BlockTable`, a table with one
+entry per fixed row block); any other value as one broadcast, released when the block
+exits.
 """
 
 from __future__ import annotations
