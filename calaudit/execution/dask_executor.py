@@ -382,17 +382,23 @@ def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _register_sizes() -> None:
-    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns),
-    for :meth:`DaskExecutor.traffic` and for the workers' memory accounting."""
+    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns)
+    and of a block table, for :meth:`DaskExecutor.traffic` and for the workers' memory
+    accounting."""
     try:
         from dask.sizeof import sizeof
     except ImportError:
         return
-    from calaudit.numerics.row_sources import ArrayRows
+    from calaudit.numerics.row_sources import ArrayRows, BlockTable
 
     @sizeof.register(ArrayRows)
-    def _rows(rows: ArrayRows) -> int:
-        return int(sum(sizeof(column) for column in rows.columns.values()))
+    def _rows(rows: ArrayRows) -> int:  # a compact piece (``row_block``) by its nbytes
+        return int(sum(int(getattr(column, "nbytes", 0)) or sizeof(column)
+                       for column in rows.columns.values()))
+
+    @sizeof.register(BlockTable)
+    def _table(table: BlockTable) -> int:
+        return table.nbytes
 
 
 def _size(value: Any) -> int:
