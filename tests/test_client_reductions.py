@@ -87,6 +87,87 @@ def test_newton_partial_sums_are_the_exact_sums(clinical_data):
         assert got["info"][q] == pytest.approx(np.array(info), rel=1e-13)
 
 
+# ----------------------------------------------------------------- group table moments
+
+def group_inputs(n: int = N, seed: int = 5):
+    """Two covariates (a 3-level category, a numeric one cut in 4 bands) with their
+    intersections; outcome, prediction, LCB values."""
+    from calaudit.local import groups as grp
+
+    rng = np.random.default_rng(seed)
+    race = rng.integers(0, 3, n)
+    age = rng.normal(50.0, 12.0, n)
+    p = rng.uniform(0.05, 0.9, n)
+    y = (rng.uniform(size=n) < np.clip(p + 0.05 * (race == 1), 0, 1)).astype(np.float64)
+    lcb = 1e3 + rng.normal(0.0, 0.1, n)  # a large mean: the two-pass sums matter
+    levels = [grp.Levels("race", race.astype(np.int32), ("A", "B", "C")),
+              grp.Levels("age", *grp.quantile_bands(age, 4))]
+    return grp.define_groups(levels, True), y, p, lcb
+
+
+def _table_bytes(executor) -> bytes:
+    import json
+
+    from calaudit.local import groups as grp
+
+    specs, y, p, lcb = group_inputs()
+    table = grp.group_table(specs, y, p, lcb, np.random.default_rng(2),
+                            grp.GroupSettings(ci_resamples=200), executor)
+    return json.dumps(table, sort_keys=True).encode()
+
+
+@pytest.fixture(scope="module")
+def table_serial() -> bytes:
+    return _table_bytes(SerialExecutor())
+
+
+def test_group_moments_are_the_exact_moments():
+    """Every group's moments against the rows' exact sums (``math.fsum``) and
+    ``statistics.stdev`` (exact fractions): the slow obvious reference."""
+    import statistics
+
+    from calaudit.local.group_moments import group_moments, spec_codes
+
+    specs, y, p, lcb = group_inputs()
+    codes, sizes, keys = spec_codes(specs, y.size)
+    moments = group_moments(codes, sizes, y, p, lcb)
+    assert len(specs) == 3 + 4 + 12
+    for spec, (j, code) in zip(specs, keys, strict=True):
+        got, rows = moments[j][code], spec.rows
+        n = rows.size
+        assert (got.n, got.events) == (n, math.fsum(y[rows]))
+        assert got.observed_rate == math.fsum(y[rows]) / n
+        assert got.expected_events == pytest.approx(math.fsum(p[rows]), rel=1e-15)
+        assert got.mean_prediction == pytest.approx(math.fsum(p[rows]) / n, rel=1e-15)
+        assert got.mean_lcb == pytest.approx(math.fsum(lcb[rows]) / n, rel=1e-15)
+        d = y[rows] - p[rows]
+        assert got.bias == pytest.approx(math.fsum(d) / n, rel=1e-14)
+        assert got.sd == pytest.approx(statistics.stdev(d.tolist()), rel=1e-13)
+
+
+def test_group_moments_of_specs_without_keys_and_empty_groups():
+    """Specs made by hand (no key) are groupings of their own (rows outside them in the
+    spare bin); a code with no rows has NaN means."""
+    from calaudit.local.group_moments import group_moments, spec_codes
+    from calaudit.local.groups import GroupSpec
+
+    y, p = np.array([1.0, 0.0, 1.0, 1.0]), np.array([0.5, 0.25, 0.75, 0.5])
+    specs = [GroupSpec("a", "single", {}, np.array([0, 2], dtype=np.int32)),
+             GroupSpec("b", "single", {}, np.array([1, 2, 3], dtype=np.int32), (0, 2))]
+    codes, sizes, keys = spec_codes(specs, 4)
+    assert sizes == [1, 3] and keys == [(0, 0), (1, 2)]
+    moments = group_moments(codes, sizes, y, p, None)
+    a, b = moments[0][0], moments[1][2]
+    assert (a.n, a.events, a.bias, a.sd) == (2, 2.0, 0.375, math.sqrt(0.03125))
+    assert (b.n, b.events, b.mean_prediction) == (3, 2.0, 0.5) and math.isnan(b.mean_lcb)
+    assert moments[1][0].n == 0 and math.isnan(moments[1][0].bias)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_group_table_gives_the_same_bytes_on_any_threads(table_serial, threads):
+    assert _table_bytes(ThreadExecutor(threads)) == table_serial
+
+
 # ----------------------------------------------------------------------------- Dask
 
 distributed = pytest.importorskip("distributed")
@@ -142,4 +223,20 @@ def test_clinical_fits_on_dask_give_the_serial_bytes(workers, request, monkeypat
     assert calls and set(calls) == {"newton_partial"}
     assert [sorted(source.columns) for source in kept] == [["logit", "y"],
                                                            ["logit", "weights", "y"]]
+    assert eventually(lambda: set(client.who_has()) <= before)
+
+
+@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
+def test_the_group_table_on_dask_gives_the_serial_bytes(workers, request, monkeypatch,
+                                                        table_serial):
+    """The group table's moments on 1 and 2 workers: the in-process bytes; two
+    ``moments_partial`` passes over rows placed once; everything released."""
+    from calaudit.execution import DaskExecutor
+    from tests.conftest import dask_partials
+
+    client = request.getfixturevalue(workers)
+    calls = dask_partials(monkeypatch)
+    before = set(client.who_has())
+    assert _table_bytes(DaskExecutor(client)) == table_serial
+    assert calls == ["moments_partial", "moments_partial"]
     assert eventually(lambda: set(client.who_has()) <= before)
