@@ -84,26 +84,29 @@ def fit_placed(rows: Any, n: int, k: int, q: int, executor: Any, view: Any = Non
         return executor.map_sum(newton_partial, task_ranges(n),
                                 {"rows": rows, "beta": b, "newton": newton, "view": view})
 
+    # every pass computes the score and information with the log-likelihood, so the
+    # accepted trial's pass is the next step's (one reduction per Newton step, not two)
     beta = np.zeros((k, q))
-    current = sums(beta, False)["loglik"]
+    at = sums(beta, True)
+    current = at["loglik"]
     converged = np.zeros(q, dtype=bool)
     for _ in range(MAX_ITER):
-        at = sums(beta, True)
         step = _solve(at["info"], at["grad"])
         step[:, converged] = 0.0
         scale = np.ones(q)
         for _ in range(40):
             trial = beta + step * scale
-            value = sums(trial, False)["loglik"]
+            at_trial = sums(trial, True)
+            value = at_trial["loglik"]
             worse = value < current - 1e-12 * np.abs(current)
             if not worse.any():
                 break
             scale = np.where(worse, scale / 2.0, scale)
-        beta, current = trial, value
+        beta, current, at = trial, value, at_trial
         converged |= (scale == 1.0) & (np.abs(step).max(axis=0) < TOL)
         if converged.all():
             break
-    info = sums(beta, True)["info"]
+    info = at["info"]
     cov = np.full_like(info, np.nan)
     converged &= np.linalg.det(info) > 0
     if converged.any():
