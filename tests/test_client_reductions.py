@@ -71,8 +71,10 @@ def test_newton_partial_sums_are_the_exact_sums(clinical_data):
     logit, _ = logit_of(p)
     rows = ArrayRows({"y": y, "logit": logit, "weights": weights})
     beta = np.array([[0.3, -0.2, 0.1], [0.9, 1.1, 1.0]])
-    got = newton_partial(0, TASK_ROWS, rows=rows, beta=beta, newton=True,
-                         view=RecalibrationRows("slope", weighted=True))
+    both = newton_partial(0, TASK_ROWS, rows=rows, betas=(beta[:1], beta),
+                          views=(RecalibrationRows("citl", weighted=True),
+                                 RecalibrationRows("slope", weighted=True)))
+    got = {key: both[f"{key}1"] for key in ("loglik", "grad", "info")}
     yy, x = y[:TASK_ROWS].astype(float), logit[:TASK_ROWS]
     for q in range(3):
         w = weights[:TASK_ROWS, q]
@@ -85,6 +87,28 @@ def test_newton_partial_sums_are_the_exact_sums(clinical_data):
         v = w * pi * (1.0 - pi)
         info = [[math.fsum(v), math.fsum(v * x)], [math.fsum(v * x), math.fsum(v * x * x)]]
         assert got["info"][q] == pytest.approx(np.array(info), rel=1e-13)
+        eta = beta[0, q] + x  # calibration-in-the-large: offset logit(p), design [1]
+        pi = 1.0 / (1.0 + np.exp(-eta))
+        assert both["loglik0"][q] == pytest.approx(
+            math.fsum(w * (yy * eta - np.logaddexp(0.0, eta))), rel=1e-13)
+        assert both["grad0"][0, q] == pytest.approx(math.fsum(w * (yy - pi)), rel=1e-11)
+        assert both["info0"][q, 0, 0] == pytest.approx(math.fsum(w * pi * (1 - pi)), rel=1e-13)
+
+
+def test_the_fits_in_lockstep_are_the_fits_one_at_a_time(clinical_data):
+    """Both recalibration fits share each pass over the rows; each is the bytes of its own
+    fit alone (``fit_logistic`` of its dense design)."""
+    from calaudit.metrics.clinical import fit_logistic
+
+    y, p, weights = clinical_data
+    logit, _ = logit_of(p)
+    yy, ones = y.astype(np.float64), np.ones((y.size, 1))
+    citl, slope = recalibration_replicates(yy, p, weights)
+    alone = fit_logistic(ones, logit, yy, weights).coef[0]
+    assert citl.tobytes() == alone.tobytes()
+    alone = fit_logistic(np.column_stack([ones[:, 0], logit]), np.zeros(y.size), yy,
+                         weights).coef[1]
+    assert slope.tobytes() == alone.tobytes()
 
 
 # ----------------------------------------------------------------- group table moments

@@ -23,6 +23,7 @@ rows is reported); a fit that does not converge (e.g. perfect separation) gives 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -78,67 +79,107 @@ def fit_logistic_rows(source: Any, k: int, q: int, executor: Any = None,
 
 def fit_placed(rows: Any, n: int, k: int, q: int, executor: Any, view: Any = None
                ) -> LogisticFit:
-    """:func:`fit_logistic_rows` on rows already placed by ``resident`` (so several fits
-    share one placement)."""
-    def sums(b: NDArray[np.float64], newton: bool) -> dict[str, NDArray[np.float64]]:
-        return executor.map_sum(newton_partial, task_ranges(n),
-                                {"rows": rows, "beta": b, "newton": newton, "view": view})
-
-    # every pass computes the score and information with the log-likelihood, so the
-    # accepted trial's pass is the next step's (one reduction per Newton step, not two)
-    beta = np.zeros((k, q))
-    at = sums(beta, True)
-    current = at["loglik"]
-    converged = np.zeros(q, dtype=bool)
-    for _ in range(MAX_ITER):
-        step = _solve(at["info"], at["grad"])
-        step[:, converged] = 0.0
-        scale = np.ones(q)
-        for _ in range(40):
-            trial = beta + step * scale
-            at_trial = sums(trial, True)
-            value = at_trial["loglik"]
-            worse = value < current - 1e-12 * np.abs(current)
-            if not worse.any():
-                break
-            scale = np.where(worse, scale / 2.0, scale)
-        beta, current, at = trial, value, at_trial
-        converged |= (scale == 1.0) & (np.abs(step).max(axis=0) < TOL)
-        if converged.all():
-            break
-    info = at["info"]
-    cov = np.full_like(info, np.nan)
-    converged &= np.linalg.det(info) > 0
-    if converged.any():
-        cov[converged] = np.linalg.inv(info[converged])
-    beta[:, ~converged] = np.nan
-    return LogisticFit(beta, cov, converged)
+    """:func:`fit_logistic_rows` on rows already placed by ``resident``."""
+    return fit_placed_many(rows, n, [(k, view)], q, executor)[0]
 
 
-def newton_partial(start: int, stop: int, *, rows: Any, beta: NDArray[np.float64],
-                   newton: bool, view: Any = None) -> dict[str, NDArray[np.float64]]:
-    """Rows ``[start, stop)`` of the source ``rows`` (``design``, ``offset``, ``y``,
-    ``weights``; through ``view`` when given) at ``beta`` (k, q): ``loglik`` (q,) and, if
-    ``newton``, the score ``grad`` (k, q) and the information ``info`` (q, k, k).
+def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]], q: int,
+                    executor: Any) -> list[LogisticFit]:
+    """Several fits (``(k, view)`` each) on the same placed rows, in lockstep: one
+    reduction per round evaluates every unfinished model's next trial (each model's
+    sequence of trials is its own fit's, so the same bytes as fitting it alone)."""
+    fits = [_Newton(k, q) for k, _ in models]
+    while True:
+        active = [j for j, fit in enumerate(fits) if not fit.done]
+        if not active:
+            return [fit.result() for fit in fits]
+        sums = executor.map_sum(newton_partial, task_ranges(n), {
+            "rows": rows, "betas": tuple(fits[j].trial for j in active),
+            "views": tuple(models[j][1] for j in active)})
+        for slot, j in enumerate(active):
+            fits[j].update({key: sums[f"{key}{slot}"] for key in ("loglik", "grad", "info")})
+
+
+class _Newton:
+    """One fit's Newton-Raphson with step halving, a trial at a time: the trial's pass
+    gives the score and information with the log-likelihood, so the accepted trial's
+    pass is the next step's (one reduction per step). Converged when a full step is
+    below ``TOL``; at most ``MAX_ITER`` steps and 40 evaluations per step."""
+
+    def __init__(self, k: int, q: int) -> None:
+        self.beta, self.trial = np.zeros((k, q)), np.zeros((k, q))
+        self.converged = np.zeros(q, dtype=bool)
+        self.at: dict[str, NDArray[np.float64]] | None = None
+        self.current = self.step = self.scale = None
+        self.steps = self.tries = 0
+        self.done = False
+
+    def update(self, at: dict[str, NDArray[np.float64]]) -> None:
+        """Take the pass at ``trial``; set the next trial (or ``done``)."""
+        if self.at is None:  # the start, beta = 0
+            self.at, self.current = at, at["loglik"]
+            return self._next_step()
+        value = at["loglik"]
+        self.tries += 1
+        worse = value < self.current - 1e-12 * np.abs(self.current)
+        if worse.any() and self.tries < 40:
+            self.scale = np.where(worse, self.scale / 2.0, self.scale)
+            self.trial = self.beta + self.step * self.scale
+            return None
+        if worse.any():
+            self.scale = np.where(worse, self.scale / 2.0, self.scale)
+        self.beta, self.current, self.at = self.trial, value, at
+        self.converged |= (self.scale == 1.0) & (np.abs(self.step).max(axis=0) < TOL)
+        self.steps += 1
+        if self.converged.all() or self.steps == MAX_ITER:
+            self.done = True
+            return None
+        return self._next_step()
+
+    def _next_step(self) -> None:
+        self.step = _solve(self.at["info"], self.at["grad"])
+        self.step[:, self.converged] = 0.0
+        self.scale = np.ones(self.step.shape[1])
+        self.tries = 0
+        self.trial = self.beta + self.step * self.scale
+
+    def result(self) -> LogisticFit:
+        info, beta, converged = self.at["info"], self.beta.copy(), self.converged.copy()
+        cov = np.full_like(info, np.nan)
+        converged &= np.linalg.det(info) > 0
+        if converged.any():
+            cov[converged] = np.linalg.inv(info[converged])
+        beta[:, ~converged] = np.nan
+        return LogisticFit(beta, cov, converged)
+
+
+def newton_partial(start: int, stop: int, *, rows: Any, betas: Sequence[NDArray[np.float64]],
+                   views: Sequence[Any]) -> dict[str, NDArray[np.float64]]:
+    """Rows ``[start, stop)`` of the source ``rows`` for every model ``j``: its columns
+    (``design``, ``offset``, ``y``, ``weights``: the source's own when ``views[j]`` is
+    None, else made by that view) at ``betas[j]`` (k, q): ``loglik{j}`` (q,), the score
+    ``grad{j}`` (k, q) and the information ``info{j}`` (q, k, k).
 
     No BLAS: ``eta = offset + sum_a x_a beta_a`` (products added in column order), the
     score ``sum_i x_ia r_iq`` and the information ``sum_i v_iq x_ia x_ib`` are ``np.sum``
     of elementwise products, so the bytes do not depend on the BLAS thread count (OpenBLAS
     splits a matrix-vector product's rows among its threads: a Dask worker's one thread
     and the client's several gave other last bits)."""
+    out = {}
     names = ("design", "offset", "y", "weights")
-    part = view.read(rows, start, stop) if view is not None else rows.read(start, stop, names)
-    design, y, weights = part["design"], part["y"], part["weights"]
-    eta = part["offset"][:, None] + design[:, 0, None] * beta[0]
-    for a in range(1, design.shape[1]):
-        eta += design[:, a, None] * beta[a]
-    out = {"loglik": _loglik(eta, y, weights)}
-    if newton:
+    for j, (beta, view) in enumerate(zip(betas, views, strict=True)):
+        part = view.read(rows, start, stop) if view is not None else \
+            rows.read(start, stop, names)
+        design, y, weights = part["design"], part["y"], part["weights"]
+        eta = part["offset"][:, None] + design[:, 0, None] * beta[0]
+        for a in range(1, design.shape[1]):
+            eta += design[:, a, None] * beta[a]
         pi = special.expit(eta)
         residual = weights * (y[:, None] - pi)
-        out["grad"] = np.stack([np.sum(design[:, a, None] * residual, axis=0)
-                                for a in range(design.shape[1])])
-        out["info"] = _information(weights * pi * (1.0 - pi), design)
+        out[f"loglik{j}"] = _loglik(eta, y, weights)
+        out[f"grad{j}"] = np.stack([np.sum(design[:, a, None] * residual, axis=0)
+                                    for a in range(design.shape[1])])
+        out[f"info{j}"] = _information(weights * pi * (1.0 - pi), design)
     return out
 
 
@@ -228,12 +269,13 @@ class RecalibrationRows:
 def _both_fits(source: ArrayRows, q: int, executor: Any, weighted: bool
                ) -> tuple[LogisticFit, LogisticFit]:
     """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``, with
-    ``weighted`` also ``weights``), placed once on the executor's workers for both."""
+    ``weighted`` also ``weights``), placed once on the executor's workers for both, fitted
+    in lockstep (one pass per round for both)."""
     executor = executor or SerialExecutor()
     with resident(executor, source) as rows:
-        large = fit_placed(rows, source.n, 1, q, executor, RecalibrationRows("citl", weighted))
-        slope = fit_placed(rows, source.n, 2, q, executor,
-                           RecalibrationRows("slope", weighted))
+        large, slope = fit_placed_many(rows, source.n, [
+            (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
+            q, executor)
     return large, slope
 
 
