@@ -264,3 +264,22 @@ def test_the_group_table_on_dask_gives_the_serial_bytes(workers, request, monkey
     assert _table_bytes(DaskExecutor(client)) == table_serial
     assert calls == ["moments_partial", "moments_partial"]
     assert eventually(lambda: set(client.who_has()) <= before)
+
+
+def _audit(executor) -> str:
+    from tests.conftest import audit_json
+
+    return audit_json(executor, n=900, seed=4, method="features", resamples=29,
+                      local_resamples=19, random_state=6)
+
+
+def test_the_audit_sends_the_fits_and_the_group_moments_to_dask(one_worker, monkeypatch):
+    """The stages pass the run's executor: the clinical fits and the group table's moments
+    run on the worker, and the JSON is the in-process bytes."""
+    from calaudit.execution import DaskExecutor
+    from tests.conftest import dask_partials
+
+    expected = _audit(None)
+    calls = dask_partials(monkeypatch)
+    assert _audit(DaskExecutor(one_worker)) == expected
+    assert "newton_partial" in calls and calls.count("moments_partial") == 2
