@@ -296,6 +296,7 @@ class TreeSampler(threading.Thread):
 
         self.root, self.peaks, self.roles, self.done = psutil.Process(pid), {}, {}, False
         self.cpu: dict[int, float] = {}  # user + system CPU seconds at the last sample
+        self.anon: dict[int, float] = {}  # peak RssAnon (MiB): memory no file backs
 
     def run(self) -> None:
         import psutil
@@ -317,7 +318,22 @@ class TreeSampler(threading.Thread):
                 except psutil.Error:
                     continue
                 self.peaks[proc.pid] = max(self.peaks.get(proc.pid, 0.0), rss)
+                self.anon[proc.pid] = max(self.anon.get(proc.pid, 0.0), rss_anon(proc.pid))
             time.sleep(0.25)
+
+
+def rss_anon(pid: int) -> float:
+    """The process's resident anonymous memory in MiB (``RssAnon`` of
+    ``/proc/PID/status``; NaN where there is none): what ``--spill`` bounds, since
+    memory-mapped spill files are page cache the system can write back."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return math.nan
 
 
 def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
@@ -342,7 +358,7 @@ def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     processes = {f"{sampler.roles.get(pid, '?')} {pid}": {
-        "peak_mib": round(peak), "cpu": round(sampler.cpu.get(pid, math.nan), 1)}
+        "peak_mib": round(peak), "anon_mib": round(sampler.anon.get(pid, math.nan)), "cpu": round(sampler.cpu.get(pid, math.nan), 1)}
         for pid, peak in sorted(sampler.peaks.items()) if sampler.roles.get(pid) != "other"}
     return {"code": proc.returncode, "wall": wall,
             "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
@@ -425,9 +441,11 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
     print("\n## calaudit test DATA --covariates age,region --json (default battery)")
     limit = memory_bytes(args.memory_limit) / 2**20
     runs = {}
-    modes = (("single", "single process", []),
-             ("dask", f"--workers {args.workers} --memory-limit {args.memory_limit}",
-              ["--workers", str(args.workers), "--memory-limit", args.memory_limit]))
+    spill = ["--spill", args.spill]
+    modes = (("single", f"single process, --spill {args.spill}", spill),
+             ("dask", f"--workers {args.workers} --memory-limit {args.memory_limit} "
+                      f"--spill {args.spill}",
+              ["--workers", str(args.workers), "--memory-limit", args.memory_limit, *spill]))
     for _, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
         load = os.getloadavg()[0]
         r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra)
@@ -436,7 +454,8 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
         if r["error"]:
             print(f"  {r['error']}")
         for proc, figures in r["processes"].items():
-            print(f"  {proc}: peak RSS {figures['peak_mib']:,} MiB, CPU {figures['cpu']} s")
+            print(f"  {proc}: peak RSS {figures['peak_mib']:,} MiB (anonymous "
+                  f"{figures['anon_mib']:,} MiB), CPU {figures['cpu']} s")
         largest = max((f["peak_mib"] for f in r["processes"].values()), default=math.nan)
         print(f"  largest process peak {largest:,} MiB: "
               f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")
@@ -475,6 +494,9 @@ def main() -> None:
                         default="both")
     parser.add_argument("--modes", default="single,dask",
                         help="--what audit: the runs to make (single, dask or both)")
+    parser.add_argument("--spill", choices=("auto", "always", "never"), default="auto",
+                        help="--what audit: calaudit's --spill in both runs (always: the "
+                             "client's columns and per-row arrays in memory-mapped files)")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask", "stats-memory", "stats-serial",

@@ -23,9 +23,10 @@ from pathlib import Path
 
 STAGE = re.compile(r"stage (\w+): ([\d.]+) s \(cpu ([\d.]+) s, peak RSS so far (\d+) MiB"
                    r"(?:; placed ([\d.]+) MiB on the workers, fetched ([\d.]+) MiB)?")
-PROCESS = re.compile(r"^\s+(client|worker) (\d+): peak RSS ([\d,]+) MiB, CPU ([\d.na]+) s")
+PROCESS = re.compile(r"^\s+(client|worker) (\d+): peak RSS ([\d,]+) MiB"
+                     r"(?: \(anonymous ([\d,na]+) MiB\))?, CPU ([\d.na]+) s")
 ROWS = re.compile(r"data: \d+ files, ([\d,]+) rows")
-MODE = re.compile(r"^(single process|--workers \d+.*?): exit (\d+), wall ([\d.]+) s, "
+MODE = re.compile(r"^(single process[^:]*|--workers \d+.*?): exit (\d+), wall ([\d.]+) s, "
                   r"CPU ([\d.]+) s")
 
 
@@ -37,12 +38,14 @@ def parse(path: Path) -> dict:
         if m := ROWS.search(line):
             out["rows"] = int(m.group(1).replace(",", ""))
         elif m := MODE.match(line):
-            mode = "single" if m.group(1) == "single process" else "dask"
+            mode = "single" if m.group(1).startswith("single process") else "dask"
             out["modes"][mode] = {"cpu": float(m.group(4)), "wall": float(m.group(3)),
                                   "stages": {}, "processes": []}
         elif mode and (m := PROCESS.match(line)):
+            anon = m.group(4).replace(",", "") if m.group(4) else ""
             out["modes"][mode]["processes"].append(
-                (m.group(1), int(m.group(3).replace(",", "")), m.group(4)))
+                (m.group(1), int(m.group(3).replace(",", "")), m.group(5),
+                 int(anon) if anon.isdigit() else None))
         elif mode and (m := STAGE.search(line)):
             name, wall, cpu, rss, placed, fetched = m.groups()
             out["modes"][mode]["stages"][name] = {
@@ -68,6 +71,21 @@ def per_stage(run: dict) -> list[tuple[str, float, float, float, float, float]]:
                      2**20 * (d["placed"] - placed) / n, 2**20 * (d["fetched"] - fetched) / n))
         placed, fetched = d["placed"], d["fetched"]
     return rows
+
+
+def _peak(process: tuple) -> str:
+    """``1474`` or ``1474 (anon 529)``: a process's peak RSS and peak RssAnon in MiB."""
+    anon = process[3]
+    return f"{process[1]:,}" + (f" (anon {anon:,})" if anon is not None else "")
+
+
+def _anon_slope(a: dict, b: dict, mode: str, role: str) -> str:
+    """``", anonymous 12 B/row"`` from the two runs' largest RssAnon peaks, when recorded."""
+    peaks = [max((p[3] for p in r["modes"].get(mode, {}).get("processes", [])
+                  if p[0] == role and p[3] is not None), default=None) for r in (a, b)]
+    if None in peaks:
+        return ""
+    return f", anonymous {(peaks[1] - peaks[0]) * 2**20 / (b['rows'] - a['rows']):.0f} B/row"
 
 
 def human(seconds: float) -> str:
@@ -110,14 +128,16 @@ def main() -> None:
           f"{whole.get('dask', math.nan):.2f} with `--workers` (client and workers together, "
           f"including the workers' start).\n")
     print("### Peak RSS per process (MiB)\n")
+    print("Peak RSS, and in brackets peak anonymous memory (RssAnon: what `--spill` bounds; "
+          "spilled columns are file-backed pages) where the file records it.\n")
     print("| rows | mode | client | workers |")
     print("|---|---|---|---|")
     for r in runs:
         for mode, figures in r["modes"].items():
-            client = [p[1] for p in figures["processes"] if p[0] == "client"]
-            workers = [p[1] for p in figures["processes"] if p[0] == "worker"]
-            print(f"| {r['rows']:,} | {mode} | {', '.join(map(str, client))} | "
-                  f"{', '.join(map(str, workers)) or '-'} |")
+            client = [_peak(p) for p in figures["processes"] if p[0] == "client"]
+            workers = [_peak(p) for p in figures["processes"] if p[0] == "worker"]
+            print(f"| {r['rows']:,} | {mode} | {', '.join(client)} | "
+                  f"{', '.join(workers) or '-'} |")
     if len(runs) >= 2:
         a, b = runs[0], runs[-1]
         print("\nBytes per row (difference of the two sizes):")
@@ -127,7 +147,7 @@ def main() -> None:
                               if p[0] == role), default=None) for r in (a, b)]
                 if None not in peaks:
                     slope = (peaks[1] - peaks[0]) * 2**20 / (b["rows"] - a["rows"])
-                    print(f"- {mode} {role}: {slope:.0f} B/row")
+                    print(f"- {mode} {role}: {slope:.0f} B/row{_anon_slope(a, b, mode, role)}")
     n = args.rows
     workers = [int(w) for w in args.workers.split(",")]
     client_total, worker_total = sums[1], sums[2]
