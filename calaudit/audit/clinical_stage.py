@@ -48,15 +48,16 @@ class ClinicalStage:
     def _metrics(y, p, config: AuditConfig, rng: np.random.Generator
                  ) -> tuple[MetricResult, ...]:
         both_classes = 0 < int(y.sum()) < y.size
-        # the fit's row sums are a reduction over fixed ranges, run in this process: its
-        # partials use BLAS products, whose bits depend on the BLAS thread count (a Dask
-        # worker runs one thread), so they are not sent to the run's executor
-        fit = logistic_recalibration(y, p) if both_classes else None
+        # the fits' row sums are reductions over fixed ranges on the run's executor (no
+        # BLAS in their partials, so the same bytes in this process and on Dask workers)
+        executor = executor_of(config)
+        fit = logistic_recalibration(y, p, executor) if both_classes else None
         level = config.ci_level
         boot = {}
         if fit is not None and config.ci and config.run_tests:
             def statistics(weights):
-                citl, slope = recalibration_replicates(y.astype(np.float64), p, weights)
+                citl, slope = recalibration_replicates(y.astype(np.float64), p, weights,
+                                                       executor)
                 return {"citl": citl, "slope": slope}
             boot = intervals(bootstrap_replicates(statistics, y.size, rng, config.n_resamples,
                                                   max_entries=4_000_000), level)

@@ -411,7 +411,7 @@ class LocalAudit(LcbEstimation):
         del levels
         settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, lcb, self.streams["groups"],
-                                settings)
+                                settings, executor_of(self.config))
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
         attribution_section = {} if attribution is None else attribution.section

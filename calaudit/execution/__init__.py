@@ -5,11 +5,12 @@ the fixed task ranges of :func:`calaudit.numerics.row_blocks.task_ranges`, in ra
 (the shared contract of ``calaudit.numerics.row_blocks``). An *executor* runs it:
 
 - ``SerialExecutor`` (``calaudit.numerics.row_blocks``): in this process, the default;
-- :class:`DaskExecutor`: on a Dask cluster, in-memory row sources placed as row blocks,
-  each on one worker (:mod:`calaudit.execution.shards`), the rest of ``shared`` scattered
-  once to every worker, one task per range, the partials folded in range order on the client, so the result
-  is the same bytes as the serial executor's; ``keep`` / ``release`` place a value (a
-  row source, :mod:`calaudit.numerics.row_sources`) on the workers once for several
+- :class:`DaskExecutor`: on a Dask cluster, in-memory row sources and row-blocked values
+  placed as row blocks, each on one worker (:mod:`calaudit.execution.shards`), the rest
+  of ``shared`` (small values) scattered once to every worker, one task per range, the
+  partials folded in range order on the client, so the result is the same bytes as the
+  serial executor's; ``keep`` / ``release`` place a value (a row source,
+  :mod:`calaudit.numerics.row_sources`) on the workers once for several
   reductions (an iterative fit); ``map_rows`` runs a per-row map the same way (each
   task returns its range's rows, concatenated in range order);
 - :func:`open_executor`: the executor chosen by the ``[dask]`` settings (``--dask

@@ -10,11 +10,12 @@ on the caller. Floating-point addition is not associative, so the order of the f
 who computes the partials, fixes the result: a Dask run folds in range order on the
 client and gives the serial executor's bytes whatever the number of workers.
 
-:class:`DaskExecutor` places an in-memory row source of ``shared`` (or of :meth:`keep`)
-as fixed row blocks, each on one worker, and gives each task only its range's blocks
-(:mod:`calaudit.execution.shards`: a lost block is sent again from the client and its
-tasks resubmitted); it scatters the rest of ``shared`` (small values) once to every
-worker (a broadcast: each task reads its worker's copy), submits one task per range with ``retries`` (a partial is a pure
+:class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
+(or of :meth:`keep`) as fixed row blocks, each on one worker, and gives each task only its
+range's blocks (:mod:`calaudit.execution.shards`: a lost block is sent again from the
+client and its tasks resubmitted); it scatters the rest of ``shared`` (small values,
+recorded in ``broadcasts``) once to every worker (a broadcast: each task reads its
+worker's copy), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
@@ -123,6 +124,9 @@ class DaskExecutor:
         self.fetched_bytes = 0
         #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
         self.block_bytes = 0
+        #: Every broadcast so far, ``(partial or "keep", name in shared, bytes)``: what
+        #: each worker receives a copy of (``placed_bytes - block_bytes`` in all).
+        self.broadcasts: list[tuple[str, str, int]] = []
         _register_sizes()
 
     def traffic(self) -> str:
@@ -166,7 +170,7 @@ class DaskExecutor:
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
         handles = _scatter(self.client, shared)
-        self.placed_bytes += sum(_size(shared[name]) for name in handles)
+        self._count_broadcast(_name(partial), shared, handles)
         placement = PairBlocks(self.client, blocks, pairs, self._count_placed)
         parts = self._pairs_in_order(partial, pairs, placement, {**shared, **handles})
         try:
@@ -239,7 +243,7 @@ class DaskExecutor:
         sharded = self._place_rows(shared)
         try:
             handles = _scatter(self.client, {**shared, **sharded})
-            self.placed_bytes += sum(_size(shared[name]) for name in handles)
+            self._count_broadcast(_name(partial), shared, handles)
             arguments = {**shared, **sharded, **handles}
             partials = self._in_order(partial, ranges, arguments)
             try:
@@ -255,11 +259,12 @@ class DaskExecutor:
         """``value`` placed once on the workers; the handle can be given in ``shared`` to
         any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
         ``calaudit.numerics.row_sources.resident`` pairs the two. An in-memory row source
-        is placed as row blocks, each on one worker (:mod:`calaudit.execution.shards`);
-        any other value is sent to every worker (a broadcast)."""
+        or a row-blocked value is placed as row blocks, each on one worker
+        (:mod:`calaudit.execution.shards`); any other value is sent to every worker (a
+        broadcast, recorded in :attr:`broadcasts`)."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
-        self.placed_bytes += _size(value)
+        self._count_broadcast("keep", {"value": value}, {"value": None})
         return self.client.scatter(value, broadcast=True, hash=False)
 
     def release(self, handle: Any) -> None:
@@ -276,9 +281,18 @@ class DaskExecutor:
         self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
 
+    def _count_broadcast(self, name: str, shared: Mapping[str, Any],
+                         handles: Mapping[str, Any]) -> None:
+        """Count the values of ``shared`` sent to every worker (``handles``' names)."""
+        for key in handles:
+            size = _size(shared[key])
+            self.placed_bytes += size
+            self.broadcasts.append((name, key, size))
+
     def _count_placed(self, value: Any) -> None:
-        """Count ``value`` (a block just placed) in :meth:`traffic`."""
-        self.placed_bytes += _size(value)
+        """Count ``value`` (a block of :meth:`map_pairs` just placed, on one worker) in
+        :meth:`traffic`."""
+        self._count_blocks(_size(value))
 
     def _count_blocks(self, nbytes: int) -> None:
         self.placed_bytes += nbytes
@@ -368,17 +382,23 @@ def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _register_sizes() -> None:
-    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns),
-    for :meth:`DaskExecutor.traffic` and for the workers' memory accounting."""
+    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns)
+    and of a block table, for :meth:`DaskExecutor.traffic` and for the workers' memory
+    accounting."""
     try:
         from dask.sizeof import sizeof
     except ImportError:
         return
-    from calaudit.numerics.row_sources import ArrayRows
+    from calaudit.numerics.row_sources import ArrayRows, BlockTable
 
     @sizeof.register(ArrayRows)
-    def _rows(rows: ArrayRows) -> int:
-        return int(sum(sizeof(column) for column in rows.columns.values()))
+    def _rows(rows: ArrayRows) -> int:  # a compact piece (``row_block``) by its nbytes
+        return int(sum(int(getattr(column, "nbytes", 0)) or sizeof(column)
+                       for column in rows.columns.values()))
+
+    @sizeof.register(BlockTable)
+    def _table(table: BlockTable) -> int:
+        return table.nbytes
 
 
 def _size(value: Any) -> int:

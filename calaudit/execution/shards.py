@@ -28,9 +28,20 @@ lost block of the source at once) and the executor resubmits the task, at most
 :data:`RESCATTER_RETRIES` times per task; after that the failure is the executor's one
 line.
 
-Small shared values (frequencies, coefficients, any non-row-source) stay broadcast, and
-sources that stay in their files (``calaudit.data.row_source.ParquetRows``) are sent as
-they are: a task reads its own rows.
+Row-blocked values. A per-row value that is not columns of equal length (the LCB
+curves' requests, :class:`calaudit.local.lcb.CurveRows`; a table with one entry per
+fixed row block, :class:`calaudit.numerics.row_sources.BlockTable`) is placed the same
+way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
+hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
+the value a partial reads for its range (:func:`row_blocked`). A column of an
+:class:`ArrayRows` may also have ``row_block`` (a compact piece read with local row
+numbers, e.g. :class:`calaudit.local.lcb.CurveColumns`, whose rows would be far larger
+built).
+
+Small shared values (frequencies, coefficients, cell matrices, anything else) stay
+broadcast (``DaskExecutor.broadcasts`` lists them), and sources that stay in their files
+(``calaudit.data.row_source.ParquetRows``) are sent as they are: a task reads its own
+rows.
 """
 
 from __future__ import annotations
@@ -59,8 +70,18 @@ LOST_WAIT = 3.0
 
 
 def shardable(value: Any) -> bool:
-    """An in-memory row source of at least one row: placed as blocks, not broadcast."""
-    return isinstance(value, ArrayRows) and value.n > 0
+    """An in-memory row source, or a row-blocked value (:func:`row_blocked`), of at least
+    one row: placed as blocks, not broadcast."""
+    return (isinstance(value, ArrayRows) or row_blocked(value)) and value.n > 0
+
+
+def row_blocked(value: Any) -> bool:
+    """A value of ``n`` rows that cuts itself into blocks and joins them again on the
+    worker: ``value.row_block(lo, hi)`` (rows ``[lo, hi)`` only, picklable) and
+    ``type(block).joined(n, [[lo, hi, block], ...])`` (a value that the partial uses as it
+    would use ``value``, for global rows within the blocks), e.g.
+    :class:`calaudit.local.lcb.CurveRows`."""
+    return hasattr(value, "row_block") and hasattr(value, "joined") and hasattr(value, "n")
 
 
 def block_rows(executor: Any) -> int:
@@ -71,9 +92,13 @@ def block_rows(executor: Any) -> int:
     return rows
 
 
-def _block_of(column: Any, lo: int, hi: int) -> NDArray:
-    """Rows ``[lo, hi)`` of a column as an array: a view of an array (pickled, it is
-    only these rows' bytes), the rows built by a row-built column."""
+def _block_of(column: Any, lo: int, hi: int) -> Any:
+    """Rows ``[lo, hi)`` of a column: a view of an array (pickled, it is only these rows'
+    bytes); a row-built column's ``row_block(lo, hi)`` when it has one (a compact
+    array-like of those rows, read with local row numbers, e.g.
+    :class:`calaudit.local.lcb.CurveColumns`), else the rows it builds."""
+    if hasattr(column, "row_block"):
+        return column.row_block(lo, hi)
     return np.asarray(column[lo:hi])
 
 
@@ -94,9 +119,12 @@ class Shards:
     def __repr__(self) -> str:
         return f"Shards({self.source!r}, {len(self.bounds)} blocks of {self.rows} rows)"
 
-    def block(self, k: int) -> ArrayRows:
-        """Block ``k``'s rows of every column, as the worker stores it."""
+    def block(self, k: int) -> Any:
+        """Block ``k``'s rows of every column (of a row-blocked value: its
+        ``row_block``), as the worker stores it."""
         lo, hi = self.bounds[k]
+        if not isinstance(self.source, ArrayRows):
+            return self.source.row_block(lo, hi)
         return ArrayRows({name: _block_of(column, lo, hi)
                           for name, column in self.source.columns.items()})
 
@@ -204,8 +232,17 @@ def call_with_blocks(call: Callable[..., Any], partial: Any, start: int, stop: i
                      ) -> Any:
     """One task on a worker: ``call(partial, start, stop, shared)`` with each sharded
     source of ``blocks`` rebuilt as a :class:`BlockRows` under its name."""
-    rows = {name: BlockRows(spec["n"], spec["blocks"]) for name, spec in blocks.items()}
+    rows = {name: joined(spec["n"], spec["blocks"]) for name, spec in blocks.items()}
     return call(partial, start, stop, {**shared, **rows})
+
+
+def joined(n: int, blocks: list[list[Any]]) -> Any:
+    """The value a task's partial reads from its blocks ``[[lo, hi, block], ...]``: a
+    :class:`BlockRows` over row-source blocks, else the row-blocked type's ``joined``."""
+    first = blocks[0][2]
+    if isinstance(first, ArrayRows):
+        return BlockRows(n, blocks)
+    return type(first).joined(n, blocks)
 
 
 def task(call: Callable[..., Any], partial: Any, start: int, stop: int,
@@ -270,8 +307,11 @@ def place(client: Any, shared: Mapping[str, Any], rows: int) -> dict[str, Shards
             if shardable(value)}
 
 
-def _nbytes(rows: ArrayRows) -> int:
-    return int(sum(np.asarray(column).nbytes for column in rows.columns.values()))
+def _nbytes(block: Any) -> int:
+    """Bytes of a block: its columns' (an array's or a compact piece's ``nbytes``)."""
+    if not isinstance(block, ArrayRows):
+        return int(block.nbytes)
+    return int(sum(column.nbytes for column in block.columns.values()))
 
 
 def forget(client: Any, futures: list[Any]) -> None:

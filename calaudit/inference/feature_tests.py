@@ -52,8 +52,14 @@ from calaudit.numerics.features import (
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, column_of, resident
+from calaudit.numerics.row_blocks import (
+    ROW_BLOCK,
+    TASK_ROWS,
+    SerialExecutor,
+    stream_seed,
+    task_ranges,
+)
+from calaudit.numerics.row_sources import ArrayRows, BlockTable, column_of, resident
 
 
 @dataclass(frozen=True)
@@ -271,9 +277,10 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
     if boot_rng is not None and n_boot:
         boot_seed = stream_seed(boot_rng)
         columns["residuals"] = np.asarray(r, dtype=np.float64).reshape(n, -1)
-        shared.update(bootstrap_shared(features, columns["residuals"],
-                                       block_totals(boot_seed, "skce_bootstrap", n, n_boot),
-                                       boot_seed, "skce_bootstrap"))
+        totals = BlockTable(block_totals(boot_seed, "skce_bootstrap", n, n_boot),
+                            ROW_BLOCK, n)  # on Dask each row block's entries only
+        shared.update(bootstrap_shared(features, columns["residuals"], totals, boot_seed,
+                                       "skce_bootstrap"))
     total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))

@@ -8,8 +8,9 @@ every non-empty combination of levels of two different covariates (``race=A & ag
 
 Per group (binary: events are positives and the prediction is ``p_1``; multi-class: the
 top-label view, events are correct predictions and the prediction is the confidence):
-``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = observed_rate -
-mean_prediction`` with an interval (``bias_ci_method``): a percentile bootstrap (rows
+``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)`` (these
+moments are reductions over the rows on the run's executor, :mod:`.group_moments`) with an
+interval (``bias_ci_method``): a percentile bootstrap (rows
 resampled within the group, seeded) below ``NORMAL_MIN_ROWS`` rows, the normal interval
 ``bias -/+ z sd(y - p) / sqrt(n)`` from ``NORMAL_MIN_ROWS`` rows on (the bootstrap
 distribution of a mean is then normal to within its own Monte Carlo error: coverage in
@@ -34,6 +35,7 @@ from numpy.typing import NDArray
 
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
+from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
 from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
@@ -89,12 +91,14 @@ def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
 @dataclass(frozen=True)
 class GroupSpec:
     """One group: its name, kind, level per covariate and row indices (int32: 4 bytes a
-    row in every group)."""
+    row in every group); ``key``: its grouping (a covariate, or a pair of covariates for
+    the intersections) and its code there (:mod:`calaudit.local.group_moments`)."""
 
     name: str
     kind: str
     covariates: dict[str, str]
     rows: NDArray[np.int32]
+    key: tuple[int, int] | None = None
 
 
 def index_dtype(n: int) -> type:
@@ -118,20 +122,21 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     """Single-covariate groups, then (optionally) pairwise intersections; empty ones are
     skipped."""
     specs: list[GroupSpec] = []
-    for lv in levels:
+    for index, lv in enumerate(levels):
         for code, label in enumerate(lv.labels):
             rows = rows_where(lv.codes == code)
             if rows.size:
-                specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows))
+                specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows,
+                                       (index, code)))
     if intersections:
-        for a, b in combinations(levels, 2):
+        for index, (a, b) in enumerate(combinations(levels, 2), start=len(levels)):
             joint = a.codes * len(b.labels) + b.codes
             for key in np.unique(joint):
                 ca, cb = divmod(int(key), len(b.labels))
                 rows = rows_where(joint == key)
                 la, lb = a.labels[ca], b.labels[cb]
                 specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
-                                       {a.name: la, b.name: lb}, rows))
+                                       {a.name: la, b.name: lb}, rows, (index, int(key))))
     return specs
 
 
@@ -174,9 +179,15 @@ def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
 
 def normal_mean_interval(d: NDArray[np.float64], level: float) -> tuple[float, float]:
     """``mean(d) -/+ z sd(d) / sqrt(n)`` (used when resampling is switched off)."""
+    sd = float(d.std(ddof=1)) if d.size > 1 else np.nan
+    return normal_interval(float(d.mean()), sd, d.size, level)
+
+
+def normal_interval(mean: float, sd: float, n: int, level: float) -> tuple[float, float]:
+    """``mean -/+ z sd / sqrt(n)`` (infinite for one row)."""
     z = float(norm_ppf(0.5 + level / 2.0))
-    half = z * float(d.std(ddof=1)) / np.sqrt(d.size) if d.size > 1 else np.inf
-    return float(d.mean() - half), float(d.mean() + half)
+    half = z * sd / np.sqrt(n) if n > 1 else np.inf
+    return float(mean - half), float(mean + half)
 
 
 @dataclass(frozen=True)
@@ -192,20 +203,20 @@ class GroupSettings:
     resample: bool = True
 
 
-def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray[np.float64],
-              lcb: NDArray[np.float64] | None, rng: np.random.Generator,
+def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float64],
+              prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
               settings: GroupSettings) -> dict[str, Any]:
-    """The statistics of one group (status still pending unless INCONCLUSIVE)."""
-    y, p = scratch.take(outcome, spec.rows), scratch.take(prediction, spec.rows)
-    n, events = int(spec.rows.size), int(y.sum())
-    d = y - p
+    """The statistics of one group (status still pending unless INCONCLUSIVE): its
+    moments from the reduction (:mod:`.group_moments`); its rows read only for the group
+    test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap interval."""
+    n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
-        "n": n, "events": events, "mean_prediction": float(p.mean()),
-        "observed_rate": float(y.mean()), "bias": float(d.mean()),
+        "n": n, "events": events, "mean_prediction": moments.mean_prediction,
+        "observed_rate": moments.observed_rate, "bias": moments.bias,
         "bias_ci": None, "bias_ci_method": None,
-        "mean_lcb": None if lcb is None else float(scratch.take(lcb, spec.rows).mean()),
-        "expected_events": float(p.sum()), "test": TEST_NAME, "test_method": None,
+        "mean_lcb": moments.mean_lcb if has_lcb else None,
+        "expected_events": moments.expected_events, "test": TEST_NAME, "test_method": None,
         "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
     problems = []
     if n < settings.min_rows:
@@ -217,9 +228,14 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
+    p = scratch.take(prediction, spec.rows)  # a working array (numerics.scratch)
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
-    row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, settings.level)
-                          if bootstrap else normal_mean_interval(d, settings.level))
+    if bootstrap:
+        d = scratch.take(outcome, spec.rows) - p
+        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples,
+                                                      settings.level))
+    else:
+        row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, settings.level))
     row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
     row["p_value"], row["test_method"] = group_test(events, p)
     return row
@@ -227,9 +243,16 @@ def group_row(spec: GroupSpec, outcome: NDArray[np.float64], prediction: NDArray
 
 def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
                 prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
-                rng: np.random.Generator, settings: GroupSettings) -> list[dict[str, Any]]:
-    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses."""
-    rows = [group_row(s, outcome, prediction, lcb, rng, settings) for s in specs]
+                rng: np.random.Generator, settings: GroupSettings, executor: Any = None
+                ) -> list[dict[str, Any]]:
+    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses; the
+    groups' moments are two reductions over the rows run by ``executor``
+    (:mod:`.group_moments`)."""
+    codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
+    moments = group_moments(codes, sizes, outcome, prediction, lcb, executor)
+    del codes
+    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings)
+            for s, (j, code) in zip(specs, keys, strict=True)]
     pending = [i for i, r in enumerate(rows) if r["status"] is None]
     adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust)
     for i, value in zip(pending, adjusted, strict=True):

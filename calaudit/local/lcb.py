@@ -38,7 +38,7 @@ from calaudit.numerics.row_blocks import (
     one_blas_thread,
     task_ranges,
 )
-from calaudit.numerics.row_sources import resident
+from calaudit.numerics.row_sources import ArrayRows, resident
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -224,7 +224,9 @@ class CurveDesign:
 class CurveColumns:
     """``V`` (n, points x requests) of a :class:`CurveDesign` as a read-only array-like:
     ``columns[lo:hi]`` builds those rows (:meth:`CurveDesign.block`), so a pass over row
-    blocks never holds more than a block of them. Identical bytes to the dense columns."""
+    blocks never holds more than a block of them. Identical bytes to the dense columns.
+    On Dask it is placed as row blocks (:meth:`row_block`: the requests' rows and values
+    in the block and its ``D_j``, never a block of ``V``)."""
 
     design: CurveDesign
     weight_sums: NDArray[np.float64]
@@ -234,11 +236,36 @@ class CurveColumns:
     def shape(self) -> tuple[int, int]:
         return (self.weight_sums.size, self.design.width)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the per-row arrays held (``D_j``, the requests' rows and values)."""
+        return self.weight_sums.nbytes + _requests_nbytes(self.design.requests)
+
     def __getitem__(self, rows: slice) -> NDArray[np.float64]:
         if not isinstance(rows, slice) or rows.step not in (None, 1):
             raise TypeError("curve columns are read by contiguous row ranges")
         lo, hi, _ = rows.indices(self.weight_sums.size)
         return self.design.block(lo, max(lo, hi), self.weight_sums, self.dtype)
+
+    def row_block(self, lo: int, hi: int) -> CurveColumns:
+        """Rows ``[lo, hi)`` as columns of ``hi - lo`` rows (read with rows counted from
+        ``lo``; the same bits as ``self[lo:hi]``)."""
+        design = self.design
+        requests = tuple(_within(req, lo, hi, shift=lo) for req in design.requests)
+        return CurveColumns(replace(design, requests=requests,
+                                    columns=design.columns[lo:hi]),
+                            self.weight_sums[lo:hi], self.dtype)
+
+
+def _within(req: CurveRequest, lo: int, hi: int, shift: int = 0) -> CurveRequest:
+    """The request's rows in ``[lo, hi)`` (numbered from ``shift``) and their values."""
+    a, b = np.searchsorted(req.rows, [lo, hi])
+    return replace(req, rows=req.rows[a:b] - shift if shift else req.rows[a:b],
+                   x=req.x[a:b])
+
+
+def _requests_nbytes(requests: Sequence[CurveRequest]) -> int:
+    return sum(req.rows.nbytes + req.x.nbytes for req in requests)
 
 
 #: Rows per task of the curves' sums (a constant: the ranges depend on n only).
@@ -256,30 +283,54 @@ def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.floa
     run by ``executor`` (default: this process), the requests placed once."""
     shared = {"grids": tuple(grids), "bandwidths": tuple(bandwidths),
               "normalisers": None if normalisers is None else tuple(normalisers),
-              "values": values}
-    with resident(executor, CurveRows(tuple(requests))) as placed:
+              "values": None if values is None else ArrayRows({"values": values})}
+    with resident(executor, CurveRows(tuple(requests), int(n))) as placed:
         return (executor or SerialExecutor()).map_sum(
             curve_sums_partial, task_ranges(n, CURVE_ROWS), {**shared, "requests": placed})
 
 
 @dataclass(frozen=True)
 class CurveRows:
-    """The requests' rows and covariate values as one value to place on the executor (a
-    tuple would be scattered item by item)."""
+    """The requests' rows and covariate values (``n``: the rows of the reduction) as one
+    value to place on the executor (a tuple would be scattered item by item). On Dask it
+    is placed as row blocks (``calaudit.execution.shards``): block ``[lo, hi)`` holds each
+    request's rows in it (:meth:`row_block`), a task the blocks of its range
+    (:meth:`joined`)."""
 
     requests: tuple[CurveRequest, ...]
+    n: int
+
+    @property
+    def nbytes(self) -> int:
+        return _requests_nbytes(self.requests)
+
+    def row_block(self, lo: int, hi: int) -> CurveRows:
+        """Each request's rows in ``[lo, hi)`` (global row numbers) and their values."""
+        return CurveRows(tuple(_within(req, lo, hi) for req in self.requests), self.n)
+
+    @staticmethod
+    def joined(n: int, blocks: Sequence[Sequence[Any]]) -> CurveRows:
+        """The requests' rows of consecutive blocks ``[[lo, hi, CurveRows], ...]``."""
+        parts = [block[2].requests for block in blocks]
+        if len(parts) == 1:
+            return blocks[0][2]
+        return CurveRows(tuple(
+            replace(pieces[0], rows=np.concatenate([p.rows for p in pieces]),
+                    x=np.concatenate([p.x for p in pieces])) for pieces in zip(*parts)), n)
 
 
 def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
                        grids: Sequence[NDArray[np.float64]], bandwidths: Sequence[float],
                        normalisers: Sequence[NDArray[np.float64]] | None,
-                       values: NDArray[np.float64] | None) -> dict[str, NDArray[np.float64]]:
+                       values: Any) -> dict[str, NDArray[np.float64]]:
     """:func:`curve_sums` over the requests' rows in ``[start, stop)``: the weights of the
     range's rows (``(points, rows)``, as :func:`grid_weights`), summed along the rows
     (numpy's pairwise sum, as the dense reference's normalisers), or divided by the
-    normalisers and multiplied by the rows' values :data:`GRID_CHUNK` grid points at a
-    time (as :meth:`CurveDesign.centre`), on one BLAS thread."""
+    normalisers and multiplied by the rows' values (``values``: a row source, column
+    ``values``) :data:`GRID_CHUNK` grid points at a time (as :meth:`CurveDesign.centre`),
+    on one BLAS thread."""
     out = {}
+    here = None if values is None else values.read(start, stop, ["values"])["values"]
     with one_blas_thread():
         for k, (req, grid, h) in enumerate(zip(requests.requests, grids, bandwidths,
                                                  strict=True)):
@@ -289,8 +340,8 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
                 out[str(k)] = w.sum(axis=1)
                 continue
             w /= normalisers[k][:, None]
-            here = values[req.rows[a:b]]
-            out[str(k)] = np.concatenate([w[t0:t0 + GRID_CHUNK] @ here
+            mine = here[req.rows[a:b] - start]
+            out[str(k)] = np.concatenate([w[t0:t0 + GRID_CHUNK] @ mine
                                           for t0 in range(0, grid.size, GRID_CHUNK)])
     return out
 
@@ -397,22 +448,24 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     """
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
-    shared = {"z": z, "here": z[rows], "r2": r * r, "columns": columns}
+    shared = {"rows": ArrayRows({"z": z, "r2": r * r, "columns": columns}), "here": z[rows]}
     total = (executor or ThreadExecutor()).map_sum(
         _row_products_partial, task_ranges(z.shape[0], chunk), shared)
     return RowProducts(rows, np.sqrt(total["se2"]) / weight_sums[rows], total["weights"])
 
 
-def _row_products_partial(start: int, stop: int, *, z: NDArray[np.float64],
-                          here: NDArray[np.float64], r2: NDArray[np.float64],
-                          columns: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+def _row_products_partial(start: int, stop: int, *, rows: Any, here: NDArray[np.float64]
+                          ) -> dict[str, NDArray[np.float64]]:
     """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
-    columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]``."""
+    columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]`` (``rows``: a row
+    source of ``z``, ``r2`` and ``columns``; on Dask placed as row blocks)."""
     from calaudit.numerics.gaussian_fill import gaussian_block  # imports numba
 
+    read = rows.read(start, stop, ("z", "r2", "columns"))
+    columns = read["columns"]
     with one_blas_thread():
-        block = gaussian_block(here, z[start:stop])
-        weights = (block @ columns[start:stop] if columns.shape[1]
+        block = gaussian_block(here, read["z"])
+        weights = (block @ columns if columns.shape[1]
                    else np.zeros((here.shape[0], 0)))
         np.multiply(block, block, out=block)
-        return {"se2": block @ r2[start:stop], "weights": weights}
+        return {"se2": block @ read["r2"], "weights": weights}

@@ -17,6 +17,10 @@ features: random features of a narrow kernel on a few discrete points do not ave
 part's does. Squared kernels (the pointwise interval, ``sum_i K_ij^2 r_i^2``) are the same
 form with ``z -> sqrt(2) z`` and ``C -> C^2``. More than :data:`MAX_CELLS` cells: every
 column goes through the features (``L = 1``).
+
+The passes read the kernel's rows (``z``, ``cells``: :func:`kernel_rows`) and the
+multiplied columns ``w`` as row sources, so on Dask both are placed as row blocks, each
+on one worker; only ``C`` and the features go to every worker.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from calaudit.numerics.row_blocks import (
     one_blas_thread,
     task_ranges,
 )
-from calaudit.numerics.row_sources import resident
+from calaudit.numerics.row_sources import ArrayRows, resident
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
@@ -164,27 +168,58 @@ DENSE_OUTPUT = 256
 MAX_SORTED_CELLS = 64
 
 
-def cell_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
-                 w: NDArray[np.float64], squared: bool = False
+def kernel_rows(kernel: CellKernel) -> ArrayRows:
+    """The kernel's per-row columns ``z`` and ``cells`` as one row source: what is placed
+    on the executor (on Dask as row blocks, ``calaudit.execution.shards``; the small
+    ``cell_matrix`` travels with each reduction)."""
+    return ArrayRows({"z": kernel.z, "cells": kernel.cells})
+
+
+@dataclass(frozen=True)
+class _SourceColumn:
+    """Column ``name`` of a row source as the array-like a partial slices: ``[lo:hi]``
+    reads those rows, times ``factor`` when given."""
+
+    source: Any
+    name: str
+    factor: float | None = None
+
+    def __getitem__(self, rows: slice) -> NDArray:
+        values = self.source.read(rows.start, rows.stop, [self.name])[self.name]
+        return values if self.factor is None else self.factor * values
+
+
+def placed_kernel(rows: Any, cell_matrix: NDArray[np.float64], squared: bool = False
+                  ) -> CellKernel:
+    """The :class:`CellKernel` a partial reads by row ranges from its row source ``rows``
+    (:func:`kernel_rows`): ``squared``, of the squared kernel (``z`` times ``sqrt 2``, as
+    :meth:`CellKernel.squared`: the same products on the same values)."""
+    factor = np.sqrt(2.0) if squared else None
+    return CellKernel(_SourceColumn(rows, "z", factor), _SourceColumn(rows, "cells"),
+                      cell_matrix ** 2 if squared else cell_matrix)
+
+
+def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.float64],
+                 features: FourierFeatures, w: Any, q: int, squared: bool = False
                  ) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
-    not test statistics; relative error about ``1e-6``). ``w`` is read a block of rows at
-    a time (``w[lo:hi]``): an (n, q) array or a :class:`calaudit.local.lcb.CurveColumns`,
-    which builds only those rows. The GEMMs run on one BLAS thread
-    (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so their bits do not depend on
-    the BLAS thread count of the process or worker that runs the task. ``squared``: the
-    sums of the squared kernel (:meth:`CellKernel.squared`; the same placed kernel serves
-    both)."""
-    kernel = kernel.squared() if squared else kernel
+    not test statistics; relative error about ``1e-6``). ``kernel`` and ``w`` are row
+    sources (:func:`kernel_rows`; column ``w``: an (n, q) array or a row-built
+    :class:`calaudit.local.lcb.CurveColumns`), read a block of rows at a time. The GEMMs
+    run on one BLAS thread (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so
+    their bits do not depend on the BLAS thread count of the process or worker that runs
+    the task. ``squared``: the sums of the squared kernel (:func:`placed_kernel`; the
+    same placed kernel serves both)."""
     with one_blas_thread():
-        return {"acc": _cell_sums(start, stop, kernel, features, w)}
+        return {"acc": _cell_sums(start, stop, placed_kernel(kernel, cell_matrix, squared),
+                                  features, _SourceColumn(w, "w"), q)}
 
 
 def _cell_sums(start: int, stop: int, kernel: CellKernel, features: FourierFeatures,
-               w: NDArray[np.float64]) -> NDArray[np.float64]:
+               w: Any, q: int) -> NDArray[np.float64]:
     """The sum of :func:`cell_partial`."""
-    q, n_cells = w.shape[1], kernel.n_cells
+    n_cells = kernel.n_cells
     acc = np.zeros((features.n_features, n_cells * q))
     for _, lo, hi in blocks(start, stop):
         phi = _transform(features, kernel.z[lo:hi])
@@ -247,11 +282,13 @@ def output_rows(features: FourierFeatures, z: NDArray[np.float64], cells: NDArra
     return out
 
 
-def rows_partial(start: int, stop: int, *, kernel: CellKernel, features: FourierFeatures,
-                 mix: Mixed, squared: bool = False) -> dict[str, NDArray[np.float64]]:
+def rows_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.float64],
+                 features: FourierFeatures, mix: Mixed, squared: bool = False
+                 ) -> dict[str, NDArray[np.float64]]:
     """:func:`output_rows` of the rows ``[start, stop)`` (the second pass of
-    :func:`cell_matmul` over every row, a per-row map), on one BLAS thread."""
-    kernel = kernel.squared() if squared else kernel
+    :func:`cell_matmul` over every row, a per-row map; ``kernel`` a row source, as
+    :func:`cell_partial`), on one BLAS thread."""
+    kernel = placed_kernel(kernel, cell_matrix, squared)
     with one_blas_thread():
         return {"out": output_rows(features, kernel.z[start:stop], kernel.cells[start:stop],
                                    mix)}
@@ -268,28 +305,30 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     both run by ``executor`` (this process, threads or Dask workers), their GEMMs on one
     BLAS thread, so the bytes are the same on every executor. The second pass over
     ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
-    (:meth:`CellKernel.squared`); ``placed``: ``kernel`` already placed on the executor
-    (``resident``) for several products; None: placed for this one."""
+    (:meth:`CellKernel.squared`); ``placed``: the kernel's rows already placed on the
+    executor (``resident(executor, kernel_rows(kernel))``) for several products; None:
+    placed for this one. On Dask the kernel's rows and ``w`` are placed as row blocks."""
     with contextlib.ExitStack() as stack:
         if placed is None:
-            placed = stack.enter_context(resident(executor, kernel))
-        return _cell_matmul(kernel.squared() if squared else kernel, features, w, targets,
-                            executor, squared, placed)
+            placed = stack.enter_context(resident(executor, kernel_rows(kernel)))
+        return _cell_matmul(kernel, features, w, targets, executor, squared, placed)
 
 
 def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
                  targets: NDArray[np.intp] | None, executor: Any, squared: bool,
                  placed: Any) -> NDArray[np.float64]:
-    """:func:`cell_matmul` with the kernel placed (``placed``, of the unsquared kernel)."""
+    """:func:`cell_matmul` with the (unsquared) kernel's rows placed (``placed``)."""
+    shared = {"kernel": placed, "cell_matrix": kernel.cell_matrix, "features": features,
+              "squared": squared}
+    kernel = kernel.squared() if squared else kernel
     n, q = w.shape
     n_cells, d = kernel.n_cells, features.n_features
     if not isinstance(w, (CurveColumns, ResidualColumns)):
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     ranges = task_ranges(n, PASS_ROWS)
-    shared = {"kernel": placed, "features": features, "squared": squared}
-    acc = (executor or SerialExecutor()).map_sum(cell_partial, ranges,
-                                                {**shared, "w": w})["acc"]
+    acc = (executor or SerialExecutor()).map_sum(
+        cell_partial, ranges, {**shared, "w": ArrayRows({"w": w}), "q": q})["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
     mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
         mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
@@ -341,7 +380,7 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    with resident(executor, kernel) as placed:  # one copy for both products
+    with resident(executor, kernel_rows(kernel)) as placed:  # one copy for both products
         r2 = scratch.filled(r.shape[0], lambda a, b: r[a:b] * r[a:b])  # r * r, by blocks
         squares = cell_matmul(kernel, features, r2[:, None], rows, executor,
                               squared=True, placed=placed)[:, 0]

@@ -11,8 +11,10 @@ CalibrationCurves ``val.prob.ci.2``):
 Maximum likelihood by Newton-Raphson with step halving (converged when a full Newton step
 is below 1e-10 within 100 iterations and the information matrix is positive definite),
 vectorised over weight columns so that bootstrap replicates (weights = counts) are fitted
-together; every sum over rows is a reduction over fixed row ranges (issue 14), the same
-bytes as one sum over all rows up to 65,536 rows. Wald intervals
+together; every sum over rows is a reduction over fixed row ranges (issue 14) run by the
+run's executor (this process, threads or Dask workers), its partials ``np.sum`` of
+elementwise products (no BLAS, whose bits depend on its thread count), so the bytes are the
+same on every executor and layout. Wald intervals
 ``coef +- z_{(1+level)/2} se`` use the inverse observed information at the optimum.
 Probabilities are clipped to ``[1e-12, 1 - 1e-12]`` before the logit (the count of clipped
 rows is reported); a fit that does not converge (e.g. perfect separation) gives NaN.
@@ -21,6 +23,7 @@ rows is reported); a fit that does not converge (e.g. perfect separation) gives 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -58,65 +61,137 @@ def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
     """Weighted ML logistic regression ``logit P(y=1) = offset + design @ beta`` for every
     column of ``weights`` (n, q) at once. Every sum over rows (log-likelihood, score,
     information) is a reduction over the fixed ranges of ``task_ranges(n)``
-    (:func:`newton_partial`, added in range order by ``executor``; up to ``TASK_ROWS``
-    rows, one range: the sums over all rows at once)."""
+    (:func:`newton_partial`, added in range order by ``executor``)."""
     source = ArrayRows({"design": design, "offset": offset, "y": y, "weights": weights})
     return fit_logistic_rows(source, design.shape[1], weights.shape[1], executor)
 
 
-def fit_logistic_rows(source: Any, k: int, q: int, executor: Any = None) -> LogisticFit:
+def fit_logistic_rows(source: Any, k: int, q: int, executor: Any = None,
+                      view: Any = None) -> LogisticFit:
     """:func:`fit_logistic` on the rows of a row source (``design`` (n, k), ``offset``,
-    ``y``, ``weights`` (n, q); e.g. :class:`RecalibrationRows`, which makes each range's
-    columns when a partial reads them)."""
+    ``y``, ``weights`` (n, q); or, with ``view`` (a :class:`RecalibrationRows`), the
+    columns that view makes range by range from the source's ``y``, ``logit`` (and
+    ``weights``)), placed once on the executor's workers for every Newton step."""
     executor = executor or SerialExecutor()
-    n = source.n
     with resident(executor, source) as rows:
-        def sums(b: NDArray[np.float64], newton: bool) -> dict[str, NDArray[np.float64]]:
-            return executor.map_sum(newton_partial, task_ranges(n),
-                                    {"rows": rows, "beta": b, "newton": newton})
-
-        beta = np.zeros((k, q))
-        current = sums(beta, False)["loglik"]
-        converged = np.zeros(q, dtype=bool)
-        for _ in range(MAX_ITER):
-            at = sums(beta, True)
-            step = _solve(at["info"], at["grad"])
-            step[:, converged] = 0.0
-            scale = np.ones(q)
-            for _ in range(40):
-                trial = beta + step * scale
-                value = sums(trial, False)["loglik"]
-                worse = value < current - 1e-12 * np.abs(current)
-                if not worse.any():
-                    break
-                scale = np.where(worse, scale / 2.0, scale)
-            beta, current = trial, value
-            converged |= (scale == 1.0) & (np.abs(step).max(axis=0) < TOL)
-            if converged.all():
-                break
-        info = sums(beta, True)["info"]
-    cov = np.full_like(info, np.nan)
-    converged &= np.linalg.det(info) > 0
-    if converged.any():
-        cov[converged] = np.linalg.inv(info[converged])
-    beta[:, ~converged] = np.nan
-    return LogisticFit(beta, cov, converged)
+        return fit_placed(rows, source.n, k, q, executor, view)
 
 
-def newton_partial(start: int, stop: int, *, rows: Any, beta: NDArray[np.float64],
-                   newton: bool) -> dict[str, NDArray[np.float64]]:
-    """Rows ``[start, stop)`` of the source ``rows`` (``design``, ``offset``, ``y``,
-    ``weights``) at ``beta`` (k, q): ``loglik`` (q,) and, if ``newton``, the score
-    ``grad`` (k, q) and the information ``info`` (q, k, k)."""
-    part = rows.read(start, stop, ("design", "offset", "y", "weights"))
-    design, y, weights = part["design"], part["y"], part["weights"]
-    eta = part["offset"][:, None] + design @ beta
-    out = {"loglik": _loglik(eta, y, weights)}
-    if newton:
+def fit_placed(rows: Any, n: int, k: int, q: int, executor: Any, view: Any = None
+               ) -> LogisticFit:
+    """:func:`fit_logistic_rows` on rows already placed by ``resident``."""
+    return fit_placed_many(rows, n, [(k, view)], q, executor)[0]
+
+
+def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]], q: int,
+                    executor: Any) -> list[LogisticFit]:
+    """Several fits (``(k, view)`` each) on the same placed rows, in lockstep: one
+    reduction per round evaluates every unfinished model's next trial (each model's
+    sequence of trials is its own fit's, so the same bytes as fitting it alone)."""
+    fits = [_Newton(k, q) for k, _ in models]
+    while True:
+        active = [j for j, fit in enumerate(fits) if not fit.done]
+        if not active:
+            return [fit.result() for fit in fits]
+        sums = executor.map_sum(newton_partial, task_ranges(n), {
+            "rows": rows, "betas": tuple(fits[j].trial for j in active),
+            "views": tuple(models[j][1] for j in active)})
+        for slot, j in enumerate(active):
+            fits[j].update({key: sums[f"{key}{slot}"] for key in ("loglik", "grad", "info")})
+
+
+class _Newton:
+    """One fit's Newton-Raphson with step halving, a trial at a time: the trial's pass
+    gives the score and information with the log-likelihood, so the accepted trial's
+    pass is the next step's (one reduction per step). Converged when a full step is
+    below ``TOL``; at most ``MAX_ITER`` steps and 40 evaluations per step."""
+
+    def __init__(self, k: int, q: int) -> None:
+        self.beta, self.trial = np.zeros((k, q)), np.zeros((k, q))
+        self.converged = np.zeros(q, dtype=bool)
+        self.at: dict[str, NDArray[np.float64]] | None = None
+        self.current = self.step = self.scale = None
+        self.steps = self.tries = 0
+        self.done = False
+
+    def update(self, at: dict[str, NDArray[np.float64]]) -> None:
+        """Take the pass at ``trial``; set the next trial (or ``done``)."""
+        if self.at is None:  # the start, beta = 0
+            self.at, self.current = at, at["loglik"]
+            return self._next_step()
+        value = at["loglik"]
+        self.tries += 1
+        worse = value < self.current - 1e-12 * np.abs(self.current)
+        if worse.any() and self.tries < 40:
+            self.scale = np.where(worse, self.scale / 2.0, self.scale)
+            self.trial = self.beta + self.step * self.scale
+            return None
+        if worse.any():
+            self.scale = np.where(worse, self.scale / 2.0, self.scale)
+        self.beta, self.current, self.at = self.trial, value, at
+        self.converged |= (self.scale == 1.0) & (np.abs(self.step).max(axis=0) < TOL)
+        self.steps += 1
+        if self.converged.all() or self.steps == MAX_ITER:
+            self.done = True
+            return None
+        return self._next_step()
+
+    def _next_step(self) -> None:
+        self.step = _solve(self.at["info"], self.at["grad"])
+        self.step[:, self.converged] = 0.0
+        self.scale = np.ones(self.step.shape[1])
+        self.tries = 0
+        self.trial = self.beta + self.step * self.scale
+
+    def result(self) -> LogisticFit:
+        info, beta, converged = self.at["info"], self.beta.copy(), self.converged.copy()
+        cov = np.full_like(info, np.nan)
+        converged &= np.linalg.det(info) > 0
+        if converged.any():
+            cov[converged] = np.linalg.inv(info[converged])
+        beta[:, ~converged] = np.nan
+        return LogisticFit(beta, cov, converged)
+
+
+def newton_partial(start: int, stop: int, *, rows: Any, betas: Sequence[NDArray[np.float64]],
+                   views: Sequence[Any]) -> dict[str, NDArray[np.float64]]:
+    """Rows ``[start, stop)`` of the source ``rows`` for every model ``j``: its columns
+    (``design``, ``offset``, ``y``, ``weights``: the source's own when ``views[j]`` is
+    None, else made by that view) at ``betas[j]`` (k, q): ``loglik{j}`` (q,), the score
+    ``grad{j}`` (k, q) and the information ``info{j}`` (q, k, k).
+
+    No BLAS: ``eta = offset + sum_a x_a beta_a`` (products added in column order), the
+    score ``sum_i x_ia r_iq`` and the information ``sum_i v_iq x_ia x_ib`` are ``np.sum``
+    of elementwise products, so the bytes do not depend on the BLAS thread count (OpenBLAS
+    splits a matrix-vector product's rows among its threads: a Dask worker's one thread
+    and the client's several gave other last bits)."""
+    out = {}
+    names = ("design", "offset", "y", "weights")
+    for j, (beta, view) in enumerate(zip(betas, views, strict=True)):
+        part = view.read(rows, start, stop) if view is not None else \
+            rows.read(start, stop, names)
+        design, y, weights = part["design"], part["y"], part["weights"]
+        eta = part["offset"][:, None] + design[:, 0, None] * beta[0]
+        for a in range(1, design.shape[1]):
+            eta += design[:, a, None] * beta[a]
         pi = special.expit(eta)
-        out["grad"] = design.T @ (weights * (y[:, None] - pi))
-        out["info"] = np.einsum("nq,na,nb->qab", weights * pi * (1.0 - pi), design, design)
+        residual = weights * (y[:, None] - pi)
+        out[f"loglik{j}"] = _loglik(eta, y, weights)
+        out[f"grad{j}"] = np.stack([np.sum(design[:, a, None] * residual, axis=0)
+                                    for a in range(design.shape[1])])
+        out[f"info{j}"] = _information(weights * pi * (1.0 - pi), design)
     return out
+
+
+def _information(v: NDArray[np.float64], design: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``I[q, a, b] = sum_i v_iq x_ia x_ib`` (q, k, k), symmetric, by ``np.sum``."""
+    k = design.shape[1]
+    info = np.empty((v.shape[1], k, k))
+    for a in range(k):
+        va = v * design[:, a, None]
+        for b in range(a, k):
+            info[:, a, b] = info[:, b, a] = np.sum(va * design[:, b, None], axis=0)
+    return info
 
 
 def _solve(info: NDArray[np.float64], grad: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -163,45 +238,64 @@ def logit_of(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
     return out, clipped
 
 
+@dataclass(frozen=True)
 class RecalibrationRows:
-    """The rows of the two recalibration fits as a row source, made range by range from
-    the labels and ``logit(p)`` (16 bytes a row held, instead of every design column,
-    offset and weight column: the same values, so the same sums).
+    """The columns of a recalibration fit made range by range from a row source of the
+    labels ``y`` and ``logit(p)`` (16 bytes a row held, instead of every design column,
+    offset and weight column: the same values, so the same sums); ``weighted``: the
+    source also has the weight columns ``weights`` (n, q), else the weights are 1.
 
     ``model="citl"``: design ``[1]``, offset ``logit(p)``; ``model="slope"``: design
-    ``[1, logit(p)]``, offset 0; the weights are 1."""
+    ``[1, logit(p)]``, offset 0. A few bytes, passed to every task with the placed rows."""
 
-    def __init__(self, y: NDArray, logit: NDArray[np.float64], model: str) -> None:
-        self.y, self.logit, self.model, self.n = y, logit, model, logit.shape[0]
+    model: str
+    weighted: bool = False
 
-    def read(self, start: int, stop: int, names) -> dict[str, NDArray]:
-        logit = self.logit[start:stop]
+    def read(self, rows: Any, start: int, stop: int) -> dict[str, NDArray]:
+        names = ("y", "logit", "weights") if self.weighted else ("y", "logit")
+        part = rows.read(start, stop, names)
+        logit = part["logit"]
         ones = np.ones((stop - start, 1))
-        columns = {"y": np.asarray(self.y[start:stop], dtype=np.float64), "weights": ones}
+        columns = {"y": np.asarray(part["y"], dtype=np.float64),
+                   "weights": part["weights"] if self.weighted else ones}
         if self.model == "citl":
             columns.update(design=ones, offset=logit)
         else:
             columns.update(design=np.column_stack([ones[:, 0], logit]),
                            offset=np.zeros(stop - start))
-        return {name: columns[name] for name in names}
+        return columns
+
+
+def _both_fits(source: ArrayRows, q: int, executor: Any, weighted: bool
+               ) -> tuple[LogisticFit, LogisticFit]:
+    """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``, with
+    ``weighted`` also ``weights``), placed once on the executor's workers for both, fitted
+    in lockstep (one pass per round for both)."""
+    executor = executor or SerialExecutor()
+    with resident(executor, source) as rows:
+        large, slope = fit_placed_many(rows, source.n, [
+            (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
+            q, executor)
+    return large, slope
 
 
 def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
-                             weights: NDArray[np.float64]
+                             weights: NDArray[np.float64], executor: Any = None
                              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """CITL and slope for every weight column (bootstrap replicates)."""
+    """CITL and slope for every weight column (bootstrap replicates); the rows and the
+    weights placed once for both fits of the batch, the fits' sums reduced by
+    ``executor``."""
     logit, _ = logit_of(p)
-    ones = np.ones((y.size, 1))
-    citl = fit_logistic(ones, logit, y, weights).coef[0]
-    slope = fit_logistic(np.column_stack([ones[:, 0], logit]), np.zeros(y.size), y,
-                         weights).coef[1]
-    return citl, slope
+    source = ArrayRows({"y": y, "logit": logit, "weights": weights})
+    large, slope = _both_fits(source, weights.shape[1], executor, weighted=True)
+    return large.coef[0], slope.coef[1]
 
 
 def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
                            executor: Any = None) -> Recalibration:
     """Calibration-in-the-large and calibration slope of positive-class probabilities
-    (the fits' row sums reduced by ``executor``, default in this process).
+    (the fits' row sums reduced by ``executor``, default in this process; ``y`` and
+    ``logit(p)`` placed once for both fits).
 
     >>> import numpy as np
     >>> p = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
@@ -211,8 +305,8 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
     """
     y = np.asarray(y_true)
     logit, clipped = logit_of(np.asarray(p, dtype=np.float64))
-    large = fit_logistic_rows(RecalibrationRows(y, logit, "citl"), 1, 1, executor)
-    slope = fit_logistic_rows(RecalibrationRows(y, logit, "slope"), 2, 1, executor)
+    large, slope = _both_fits(ArrayRows({"y": y, "logit": logit}), 1, executor,
+                              weighted=False)
     return Recalibration(
         citl=float(large.coef[0, 0]), citl_se=float(np.sqrt(large.cov[0, 0, 0])),
         slope=float(slope.coef[1, 0]), slope_se=float(np.sqrt(slope.cov[0, 1, 1])),

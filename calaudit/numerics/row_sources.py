@@ -15,8 +15,10 @@ instead of receiving the whole column). A source is picklable and read-only.
 :func:`resident` places a source on the executor's workers once for a block of several
 reductions (an iterative fit runs one reduction per Newton step): a no-op in one process;
 on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as row blocks, each held by
-one worker (``calaudit.execution.shards``; a task receives its range's blocks), any other
-source as one broadcast, released when the block exits.
+one worker (``calaudit.execution.shards``; a task receives its range's blocks), as is a
+row-blocked value (``row_block`` / ``joined``, e.g. :class:`BlockTable`, a table with one
+entry per fixed row block); any other value as one broadcast, released when the block
+exits.
 """
 
 from __future__ import annotations
@@ -82,3 +84,57 @@ def resident(executor: Any, source: Any) -> Iterator[Any]:
         yield handle
     finally:
         executor.release(handle)
+
+
+class BlockTable:
+    """A table with one entry per fixed block of ``block`` rows (entry ``k`` for rows
+    ``[k block, (k + 1) block)`` of ``n``; e.g. the bootstrap's draws per row block,
+    :func:`calaudit.numerics.block_draws.block_totals`), read as ``table[k]`` with the
+    global entry number and ``shape`` of the whole table. Row-blocked
+    (``calaudit.execution.shards``): on Dask block ``[lo, hi)`` holds only the entries of
+    the rows ``[lo, hi)`` (:meth:`row_block`), a task the entries of its range
+    (:meth:`joined`), so no worker holds the whole table."""
+
+    def __init__(self, values: NDArray, block: int, n: int, first: int = 0,
+                 entries: int | None = None) -> None:
+        self.values, self.block, self.n, self.first = values, int(block), int(n), int(first)
+        self.entries = values.shape[0] if entries is None else int(entries)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.entries, *self.values.shape[1:])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes)
+
+    def __getitem__(self, k: int) -> NDArray:
+        if not self.first <= k < self.first + self.values.shape[0]:
+            raise IndexError(f"entry {k} is not held here (entries {self.first}-"
+                             f"{self.first + self.values.shape[0] - 1})")
+        return self.values[k - self.first]
+
+    def row_block(self, lo: int, hi: int) -> BlockTable:
+        """The entries of the rows ``[lo, hi)``."""
+        a, b = lo // self.block, -(-hi // self.block)
+        return BlockTable(self.values[a - self.first:b - self.first], self.block, self.n,
+                          a, self.entries)
+
+    @staticmethod
+    def joined(n: int, blocks: list[list[Any]]) -> BlockTable:
+        """The entries of consecutive blocks ``[[lo, hi, BlockTable], ...]`` (two blocks
+        may share the entry their boundary falls in)."""
+        tables = [block[2] for block in blocks]
+        if len(tables) == 1:
+            return tables[0]
+        parts, end = [], tables[0].first
+        for table in tables:
+            skip = end - table.first
+            parts.append(table.values[skip:])
+            end = table.first + table.values.shape[0]
+        first = tables[0]
+        return BlockTable(np.concatenate(parts), first.block, n, first.first, first.entries)
+
+    def __repr__(self) -> str:
+        return (f"BlockTable(entries {self.first}-{self.first + self.values.shape[0] - 1} "
+                f"of {self.entries}, {self.block} rows each)")

@@ -1,0 +1,160 @@
+"""The group table's per-group moments as reductions over the fixed row ranges (issue 14).
+
+For every group ``g`` of the table (rows ``i in g``; ``y`` the outcome, ``p`` the
+prediction, ``l`` the LCB value, ``d = y - p``): ``n_g``, ``sum y``, ``sum p``, ``sum l``,
+``sum d`` and the centred sum of squares ``M2_g = sum (d - dbar_g)^2``, from which the
+table's ``events``, ``observed_rate``, ``mean_prediction``, ``expected_events``,
+``mean_lcb``, ``bias`` and the normal interval's ``sd(d)`` (``n - 1``) come.
+
+The groups of one *grouping* (a covariate's levels; the non-empty pairs of two covariates'
+levels) are disjoint, so a grouping is a per-row code and its sums are ``bincount`` s of the
+code. Two passes, each a reduction (:mod:`calaudit.numerics.row_blocks`: a partial per
+fixed range of ``task_ranges(n)``, added in range order by the run's executor, on threads
+or Dask workers; the rows placed once for both, ``resident``):
+
+1. per range, ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d``:
+   the first means ``m1 = S / n``;
+2. per range, ``bincount`` of the deviations ``x - m1[code]`` (``x`` = ``p``, ``l``,
+   ``d``) and of ``(d - m1_d[code])^2``. The sums become ``S + sum (x - m1)`` and
+   ``M2 = sum (d - m1)^2 - (sum (d - m1))^2 / n`` (the corrected two-pass algorithm,
+   Chan, Golub & LeVeque 1983, eq. 1.7: the first pass's rounding error is removed by the
+   second's small sum of deviations).
+
+The same partials over the same ranges, folded in the same order, give the same bytes on
+every executor and layout. Against numpy's per-group pairwise ``mean`` / ``std`` the
+values differ in their last digits (a fold of range ``bincount`` s rounds otherwise);
+``tests/test_client_reductions.py`` checks them against ``math.fsum`` of the rows. The
+outcome is 0/1, so ``sum y`` (the events) and the observed rate are exact, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.numerics import scratch
+from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
+from calaudit.numerics.row_sources import ArrayRows, resident
+
+#: The weighted sums of each pass, in the order of their columns.
+FIRST = ("n", "y", "p", "l", "d")
+SECOND = ("p", "l", "d", "dd")
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """One group's moments (module docstring); ``mean_lcb`` NaN without LCB values."""
+
+    n: int
+    events: float
+    observed_rate: float
+    expected_events: float
+    mean_prediction: float
+    mean_lcb: float
+    bias: float
+    sd: float  # sd(d), n - 1 in the denominator; NaN for one row
+
+
+def _codes(part: dict[str, NDArray], groupings: Sequence[tuple[str, int]]) -> NDArray:
+    """Every grouping's codes of the range, offset so the groupings share one bincount."""
+    at, out = 0, []
+    for column, size in groupings:
+        out.append(np.asarray(part[column], dtype=np.intp) + at)
+        at += size + 1  # code ``size``: rows in no group of the grouping
+    return np.concatenate(out)
+
+
+def moments_partial(start: int, stop: int, *, rows: Any, groupings: Sequence[tuple[str, int]],
+                    lcb: bool, means: NDArray[np.float64] | None = None
+                    ) -> dict[str, NDArray]:
+    """Pass 1 (``means`` None): ``sums`` (bins, 5) of ``FIRST``; pass 2: ``sums`` (bins, 4)
+    of ``SECOND`` about ``means`` (bins, 3: ``p``, ``l``, ``d``), for the rows ``[start,
+    stop)`` of ``rows`` (``y``, ``p``, ``l`` with ``lcb``, and the groupings' codes)."""
+    names = ["y", "p", *(["l"] if lcb else []), *(column for column, _ in groupings)]
+    part = rows.read(start, stop, names)
+    code = _codes(part, groupings)
+    bins = sum(size + 1 for _, size in groupings)
+    k = len(groupings)
+    y = np.tile(np.asarray(part["y"], dtype=np.float64), k)
+    p = np.tile(np.asarray(part["p"], dtype=np.float64), k)
+    ell = np.tile(np.asarray(part["l"], dtype=np.float64), k) if lcb else np.zeros_like(p)
+    d = y - p
+    if means is None:
+        weights = (None, y, p, ell, d)
+    else:
+        dev = d - means[code, 2]
+        weights = (p - means[code, 0], ell - means[code, 1], dev, dev * dev)
+    return {"sums": np.column_stack([np.bincount(code, weights=w, minlength=bins)
+                                     for w in weights]).astype(np.float64)}
+
+
+def group_moments(codes: Sequence[NDArray], sizes: Sequence[int], outcome: NDArray,
+                  prediction: NDArray, lcb: NDArray | None, executor: Any = None
+                  ) -> list[list[GroupMoments]]:
+    """The moments of every group of every grouping (``codes[j]``: the per-row code of
+    grouping ``j``, in ``[0, sizes[j]]``, ``sizes[j]`` for rows in none of its groups),
+    ``[j][code]``; two reductions run by ``executor`` (module docstring)."""
+    executor = executor or SerialExecutor()
+    columns = {"y": outcome, "p": prediction, **({} if lcb is None else {"l": lcb})}
+    columns.update({f"g{j}": values for j, values in enumerate(codes)})
+    groupings = [(f"g{j}", int(size)) for j, size in enumerate(sizes)]
+    shared = {"groupings": groupings, "lcb": lcb is not None}
+    n = int(np.shape(prediction)[0])
+    with resident(executor, ArrayRows(columns)) as rows:
+        first = executor.map_sum(moments_partial, task_ranges(n), {**shared, "rows": rows})
+        count = first["sums"][:, 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = first["sums"][:, 2:5] / count[:, None]
+        means = np.where(count[:, None] > 0, means, 0.0)
+        second = executor.map_sum(moments_partial, task_ranges(n),
+                                  {**shared, "rows": rows, "means": means})
+    return _split(first["sums"], second["sums"], groupings, lcb is not None)
+
+
+def _split(first: NDArray, second: NDArray, groupings: Sequence[tuple[str, int]],
+           lcb: bool) -> list[list[GroupMoments]]:
+    """The folded sums as :class:`GroupMoments` per grouping and code."""
+    out, at = [], 0
+    for _, size in groupings:
+        out.append([_moments(first[at + code], second[at + code], lcb)
+                    for code in range(size)])
+        at += size + 1
+    return out
+
+
+def _moments(first: NDArray, second: NDArray, lcb: bool) -> GroupMoments:
+    """One group's moments from its two passes' sums (module docstring)."""
+    n = int(first[0])
+    if n == 0:
+        nan = float("nan")
+        return GroupMoments(0, 0.0, nan, 0.0, nan, nan, nan, nan)
+    p_sum, l_sum, d_sum = (first[2] + second[0], first[3] + second[1], first[4] + second[2])
+    m2 = max(second[3] - second[2] * second[2] / n, 0.0)
+    return GroupMoments(
+        n=n, events=float(first[1]), observed_rate=float(first[1] / n),
+        expected_events=float(p_sum), mean_prediction=float(p_sum / n),
+        mean_lcb=float(l_sum / n) if lcb else float("nan"), bias=float(d_sum / n),
+        sd=float(np.sqrt(m2 / (n - 1))) if n > 1 else float("nan"))
+
+
+def spec_codes(specs: Sequence[Any], n: int) -> tuple[list[NDArray], list[int],
+                                                      list[tuple[int, int]]]:
+    """Per-row codes of the groupings of ``specs`` (each spec's ``key``: grouping, code;
+    a spec without one is a grouping of its own), their sizes and every spec's (grouping,
+    code). Working arrays (:mod:`calaudit.numerics.scratch`), int32."""
+    keys: list[tuple[Any, int]] = []
+    for index, spec in enumerate(specs):
+        key = getattr(spec, "key", None)
+        keys.append(key if key is not None else (("own", index), 0))
+    groupings = list(dict.fromkeys(grouping for grouping, _ in keys))
+    sizes = [1 + max(code for grouping, code in keys if grouping == g) for g in groupings]
+    codes = [scratch.filled(n, lambda a, b, s=size: np.full(b - a, s), np.int32)
+             for size in sizes]
+    where = {g: j for j, g in enumerate(groupings)}
+    for spec, (grouping, code) in zip(specs, keys, strict=True):
+        codes[where[grouping]][spec.rows] = code
+    return codes, sizes, [(where[g], code) for g, code in keys]
