@@ -229,6 +229,63 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
     assert killed not in set(two_workers.run(os.getpid).values())
 
 
+@pytest.fixture()
+def lone_worker_process():
+    """A cluster of one worker process: it holds the only copy of every broadcast value,
+    and the worker its nanny starts after a kill holds none."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  memory_limit="1GB", dashboard_address=None,
+                                  host="127.0.0.1") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(1, timeout=60)
+        yield client
+
+
+def test_broadcast_values_lost_with_their_only_worker_are_sent_again(lone_worker_process,
+                                                                     serial, tmp_path):
+    """The one worker dies (SIGKILL) mid-reduction and takes the only copies of the
+    broadcast values along: the client sends them again to the restarted worker, the
+    tasks are resubmitted with the new handles, and the fold is the serial bytes (before,
+    the resubmitted tasks failed again on the lost values until a ``ClusterError``)."""
+    client = lone_worker_process
+    ranges = task_ranges(N_ROWS, TASK)
+    flag = tmp_path / "killed"
+    before = set(client.run(os.getpid).values())
+    executor = DaskExecutor(client)
+    result = executor.map_sum(killing_partial, ranges,
+                              {**SHARED, "flag": str(flag), "victim": ranges[2][0]})
+    assert int(flag.read_text()) in before
+    assert same_bytes(result, serial)
+    sent = [key for name, key, _ in executor.broadcasts if name == "killing_partial"]
+    assert sorted(sent) == sorted([*SHARED, "flag", "victim"] * 2)  # all of them, again
+
+
+def test_a_pair_pass_survives_losing_the_only_copy_of_its_broadcast_values(
+        lone_worker_process, tmp_path):
+    """The same for a block-pair pass: the one worker dies with its blocks and the only
+    copies of the pass's broadcast values; both are placed again and the forms and
+    products are the serial bytes."""
+    from calaudit.numerics.pairwise import (RowBlock, block_pairs, kernel_forms_and_matmul,
+                                            pair_blocks, partial_fold)
+
+    gram, z, w = _exact_case(131)
+    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False,
+                                       executor=SerialExecutor())
+    ranges = pair_blocks(gram.n, 32)
+    flat = z.reshape(gram.n, -1)
+    blocks = [RowBlock(a, b, gram, a, flat[a:b], w[a:b]) for a, b in ranges]
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(lone_worker_process)
+    forms, products = executor.map_pairs(
+        killing_pair, block_pairs(len(ranges)), blocks,
+        {"dtype": "float64", "native": True, "pooled": True, "flag": str(flag),
+         "victim": (1, 3)}, partial_fold(gram.n, flat.shape[1], w.shape[1], ranges))
+    assert flag.exists()
+    assert len(executor.broadcasts) > 5  # the five values, then the lost ones again
+    assert forms.reshape(3, 5).sum(axis=0).tobytes() == expected[0].tobytes()
+    assert products.tobytes() == expected[1].tobytes()
+
+
 # ------------------------------------------- statistics on tasks reading their own rows
 
 @pytest.fixture(scope="module")
@@ -486,11 +543,11 @@ def test_without_dask_everything_works_as_before(tmp_path):
 def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
     """The pickled sizes of what ``DaskExecutor.keep`` places and of what each reduction
     scatters besides (lists that fill as the reductions run)."""
-    from calaudit.execution import dask_executor
+    from calaudit.execution import broadcasts
 
     kept: list[int] = []
     scattered: list[int] = []
-    original_keep, original_scatter = DaskExecutor.keep, dask_executor._scatter
+    original_keep, original_scatter = DaskExecutor.keep, broadcasts.scatter
 
     def keep(self, value):
         kept.append(len(cloudpickle.dumps(value)))
@@ -502,7 +559,7 @@ def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
         return handles
 
     monkeypatch.setattr(DaskExecutor, "keep", keep)
-    monkeypatch.setattr(dask_executor, "_scatter", scatter)
+    monkeypatch.setattr(broadcasts, "scatter", scatter)
     return kept, scattered
 
 

@@ -15,7 +15,8 @@ client and gives the serial executor's bytes whatever the number of workers.
 range's blocks (:mod:`calaudit.execution.shards`: a lost block is sent again from the
 client and its tasks resubmitted); it scatters the rest of ``shared`` (small values,
 recorded in ``broadcasts``) once to every worker (a broadcast: each task reads its
-worker's copy), submits one task per range with ``retries`` (a partial is a pure
+worker's copy; :mod:`calaudit.execution.broadcasts` sends a value again when every worker
+holding it was lost), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
 client holds the running total and one partial. At most a window of tasks (a few per
@@ -45,6 +46,7 @@ import numpy as np
 
 from calaudit.exceptions import ClusterError
 from calaudit.execution import shards
+from calaudit.execution.broadcasts import Broadcasts, is_future
 from calaudit.execution.pair_blocks import PairBlocks
 from calaudit.numerics.row_blocks import fold, stack_rows
 
@@ -88,6 +90,17 @@ def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: An
 def _cancelled(exc: Exception) -> bool:
     """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
     return "Cancelled" in type(exc).__name__
+
+
+def _restore(broadcasts: Broadcasts, shared: dict[str, Any]) -> list[str]:
+    """Send again the broadcast values the cluster lost (``shared`` then holds the new
+    handles); their names. A failure to send is left to the task's own failure."""
+    try:
+        names = broadcasts.restore()
+    except Exception:  # noqa: BLE001 - the caller reports the task's failure
+        return []
+    shared.update({name: broadcasts.futures[name] for name in names})
+    return names
 
 
 def _name(partial: Partial) -> str:
@@ -169,36 +182,43 @@ class DaskExecutor:
         pairs = [(int(i), int(j)) for i, j in pairs]
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
-        handles = _scatter(self.client, shared)
-        self._count_broadcast(_name(partial), shared, handles)
+        broadcasts = Broadcasts(self.client, shared, self._broadcast_counter(partial))
         placement = PairBlocks(self.client, blocks, pairs, self._count_placed)
-        parts = self._pairs_in_order(partial, pairs, placement, {**shared, **handles})
+        parts = self._pairs_in_order(partial, pairs, placement, broadcasts,
+                                     {**shared, **broadcasts.futures})
         try:
             return combine(parts)
         finally:
             parts.close()
             placement.release_all()
-            shards.forget(self.client, list(handles.values()))
+            broadcasts.release()
 
     def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
-                        placement: PairBlocks, shared: dict[str, Any]) -> Iterator[Any]:
+                        placement: PairBlocks, broadcasts: Broadcasts,
+                        shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
         worker thread in flight (each may copy two blocks to its worker); a pair
         whose block was lost with its worker is resubmitted after the block is placed
-        again (up to ``retries`` times per pair)."""
+        again, every pair in flight after a lost broadcast value is sent again (up to
+        ``retries`` times per pair)."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
         token, name = uuid.uuid4().hex[:12], _name(partial)
-        pending: deque[list[Any]] = deque()  # [index, future, placement generation]
-        submitted = 0
+        pending: deque[list[Any]] = deque()  # [index, future, generations]
+
+        def generations() -> tuple[int, int]:
+            return placement.generation, broadcasts.generation
 
         def submit(index: int) -> list[Any]:
             i, j = pairs[index]
             future = self.client.submit(
                 _call_pair, partial, i, j, placement.handle(i), placement.handle(j),
                 shared, retries=self.retries, pure=False,
-                key=f"calaudit-{name}-{token}-{index}-{placement.generation}")
-            return [index, future, placement.generation]
+                key=f"calaudit-{name}-{token}-{index}-{placement.generation}-"
+                    f"{broadcasts.generation}")
+            return [index, future, generations()]
+
+        submitted = 0
 
         try:
             for i, j in pairs:
@@ -213,17 +233,18 @@ class DaskExecutor:
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
                         cancelled = _cancelled(exc)
-                        lost = placement.restore(wait=cancelled)
-                        if cancelled:  # e.g. "lost dependencies": place its blocks anew
+                        resent = _restore(broadcasts, shared)
+                        lost = placement.restore(wait=cancelled and not resent)
+                        if cancelled and not resent:  # "lost dependencies": place anew
                             lost |= placement.restore(force={i, j} - lost)
-                        if not (lost or entry[2] < placement.generation) or \
+                        if not (lost or resent or entry[2] != generations()) or \
                                 attempt == rounds:
                             failure = _cluster_failure(exc, name, i, j, pair=True)
                             if failure is exc:
                                 raise
                             raise failure from exc
                         for waiting in [entry, *pending]:
-                            if waiting is entry or set(pairs[waiting[0]]) & lost:
+                            if waiting is entry or resent or set(pairs[waiting[0]]) & lost:
                                 shards.forget(self.client, [waiting[1]])
                                 waiting[:] = submit(waiting[0])
                 entry[1].release()
@@ -242,15 +263,15 @@ class DaskExecutor:
             raise ValueError("a reduction needs at least one row range")
         sharded = self._place_rows(shared)
         try:
-            handles = _scatter(self.client, {**shared, **sharded})
-            self._count_broadcast(_name(partial), shared, handles)
-            arguments = {**shared, **sharded, **handles}
-            partials = self._in_order(partial, ranges, arguments)
+            broadcasts = Broadcasts(self.client, {**shared, **sharded},
+                                    self._broadcast_counter(partial))
+            arguments = {**shared, **sharded, **broadcasts.futures}
+            partials = self._in_order(partial, ranges, arguments, broadcasts)
             try:
                 return combine(partials)
             finally:
                 partials.close()  # cancels the tasks in flight if the fold stopped early
-                shards.forget(self.client, list(handles.values()))
+                broadcasts.release()
         finally:
             for placed in sharded.values():
                 placed.release()
@@ -264,7 +285,7 @@ class DaskExecutor:
         broadcast, recorded in :attr:`broadcasts`)."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
-        self._count_broadcast("keep", {"value": value}, {"value": None})
+        self._count_broadcast("keep", "value", value)
         return self.client.scatter(value, broadcast=True, hash=False)
 
     def release(self, handle: Any) -> None:
@@ -281,13 +302,15 @@ class DaskExecutor:
         self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
 
-    def _count_broadcast(self, name: str, shared: Mapping[str, Any],
-                         handles: Mapping[str, Any]) -> None:
-        """Count the values of ``shared`` sent to every worker (``handles``' names)."""
-        for key in handles:
-            size = _size(shared[key])
-            self.placed_bytes += size
-            self.broadcasts.append((name, key, size))
+    def _broadcast_counter(self, partial: Partial) -> Callable[[str, Any], None]:
+        """What counts a value of ``partial``'s reduction sent to every worker."""
+        return lambda key, value: self._count_broadcast(_name(partial), key, value)
+
+    def _count_broadcast(self, name: str, key: str, value: Any) -> None:
+        """Count ``value`` (``shared[key]`` of ``name``) sent to every worker."""
+        size = _size(value)
+        self.placed_bytes += size
+        self.broadcasts.append((name, key, size))
 
     def _count_placed(self, value: Any) -> None:
         """Count ``value`` (a block of :meth:`map_pairs` just placed, on one worker) in
@@ -300,17 +323,20 @@ class DaskExecutor:
 
     def _submit(self, partial: Partial, start: int, stop: int, arguments: dict[str, Any],
                 key: str) -> tuple[Any, list[Any]]:
-        """The task of rows ``[start, stop)`` and the row blocks it reads (sharded row
-        sources are given only their range's blocks: :func:`shards.task`)."""
+        """The task of rows ``[start, stop)`` and the placed values it reads (its range's
+        blocks of the sharded row sources, :func:`shards.task`, and the futures among
+        ``arguments``: the broadcast values and :meth:`keep` handles)."""
         function, args, used = shards.task(_call, partial, start, stop, arguments)
         future = self.client.submit(function, *args, retries=self.retries, pure=False,
                                     key=key)
-        return future, used
+        return future, used + [value for value in arguments.values() if is_future(value)]
 
     def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
-                stop: int, arguments: dict[str, Any], key: str) -> Mapping[str, np.ndarray]:
-        """The task's partial; a task that failed because a row block it reads was lost
-        with its worker is resubmitted after the lost blocks are placed again (at most
+                stop: int, arguments: dict[str, Any], key: str,
+                broadcasts: Broadcasts | None = None) -> Mapping[str, np.ndarray]:
+        """The task's partial; a task that failed because a row block or a broadcast value
+        it reads was lost with its worker is resubmitted after the lost values are placed
+        again (``arguments`` then holds the new handles; at most
         ``shards.RESCATTER_RETRIES`` times); other failures as :func:`_cluster_failure`."""
         future, used = submitted
         attempt = 0
@@ -321,7 +347,9 @@ class DaskExecutor:
                 return part
             except Exception as exc:  # noqa: BLE001 - cluster failures become one line
                 try:
-                    resent = shards.recover(arguments, used, attempt, exc)
+                    resent = shards.recover(arguments, used, attempt, exc, broadcasts)
+                    if broadcasts is not None:
+                        arguments.update(broadcasts.futures)
                 except shards.LostBlocks as lost:
                     resent, failure = None, _cluster_failure(lost, _name(partial), start, stop)
                 else:
@@ -344,7 +372,8 @@ class DaskExecutor:
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 
     def _in_order(self, partial: Partial, ranges: list[tuple[int, int]],
-                  handles: dict[str, Any]) -> Iterator[Mapping[str, np.ndarray]]:
+                  handles: dict[str, Any], broadcasts: Broadcasts | None = None
+                  ) -> Iterator[Mapping[str, np.ndarray]]:
         """The partials in range order, at most :meth:`window` tasks in flight, each
         released on the cluster once fetched."""
         token, window, name = uuid.uuid4().hex[:12], self.window(), _name(partial)
@@ -359,26 +388,11 @@ class DaskExecutor:
                     submitted += 1
                 done = submitted - len(pending)
                 part = self._result(pending.popleft(), partial, start, stop, handles,
-                                    f"calaudit-{name}-{token}-{done}")
+                                    f"calaudit-{name}-{token}-{done}", broadcasts)
                 self.fetched_bytes += _size(part)
                 yield part
         finally:
             shards.forget(self.client, [future for future, _ in pending])
-
-
-def _scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of ``shared`` not yet on the cluster (handles of
-    :meth:`DaskExecutor.keep` stay as they are) sent to every worker, as ``{name:
-    future}``. The values are scattered as a list, so their keys on the cluster are fresh
-    ones: a dict would be stored under its own names, and two reductions sharing a name
-    (``x``) would release each other's."""
-    kept = {name: value for name, value in shared.items()
-            if _is_future(value) or isinstance(value, shards.Shards)}
-    names = [name for name in shared if name not in kept]
-    if not names:
-        return {}
-    futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)
-    return dict(zip(names, futures))
 
 
 def _register_sizes() -> None:
@@ -430,13 +444,6 @@ def _held_bytes(value: Any, sizeof: Any, default: Any, seen: set[int], depth: in
     if attributes is None or isinstance(value, type):
         return int(sizeof(value))
     return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in attributes.values())
-
-
-def _is_future(value: Any) -> bool:
-    """A handle of :meth:`DaskExecutor.keep` (a ``distributed.Future``): passed to the
-    tasks as it is, neither scattered again nor released after the reduction."""
-    return type(value).__name__ == "Future" and hasattr(value, "key") and hasattr(
-        value, "release")
 
 
 def _cluster_failure(exc: Exception, name: str, start: int, stop: int,

@@ -19,14 +19,15 @@ on the worker a read-only source, :class:`BlockRows`, with the same ``n`` and th
 is the concatenation of their rows). The partials, their ranges and the in-order fold
 are unchanged: only where the rows live changes, so the bytes are the same.
 
-Faults. A broadcast survives a lost worker (the others hold copies); a block lives on
-one worker, and scattered data cannot be recomputed by Dask: when that worker dies, the
-scheduler forgets the block and cancels the tasks that need it (``FutureCancelledError``
-naming lost dependencies). :func:`recover` then checks which of the failed task's
-blocks are gone (``client.who_has``), scatters them again from the client's copy (every
-lost block of the source at once) and the executor resubmits the task, at most
-:data:`RESCATTER_RETRIES` times per task; after that the failure is the executor's one
-line.
+Faults. A block lives on one worker, and scattered data cannot be recomputed by Dask:
+when that worker dies, the scheduler forgets the block and cancels the tasks that need it
+(``FutureCancelledError`` naming lost dependencies). A broadcast value can be lost the
+same way when every worker holding it dies (a restarted worker holds no copy:
+:mod:`calaudit.execution.broadcasts`). :func:`recover` then checks which of the values
+the failed task read are gone (``client.who_has``), scatters them again from the
+client's copy (every lost block of the source and every lost broadcast value at once)
+and the executor resubmits the task, at most :data:`RESCATTER_RETRIES` times per task;
+after that the failure is the executor's one line.
 
 Row-blocked values. A per-row value that is not columns of equal length (the LCB
 curves' requests, :class:`calaudit.local.lcb.CurveRows`; a table with one entry per
@@ -265,33 +266,38 @@ class LostBlocks(Exception):
 
 
 def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
-            exc: BaseException) -> int | None:
-    """After a task failed with ``exc``: if a block it used (``used``, its futures) was
-    lost, every lost block of the sources in ``arguments`` not yet replaced is scattered
-    again from the client's copy, and the task can be resubmitted (:func:`task` then
-    gives it the current blocks): the bytes sent again (0 when an earlier task's recovery
-    already sent them). ``None`` when none of its blocks was lost (the failure is another
-    one); :class:`LostBlocks` when they were lost ``attempt`` = :data:`RESCATTER_RETRIES`
-    times already, or cannot be placed again.
+            exc: BaseException, broadcasts: Any = None) -> int | None:
+    """After a task failed with ``exc``: if a value it read (``used``: the futures of its
+    blocks and of the reduction's broadcast values, ``broadcasts``, a
+    :class:`calaudit.execution.broadcasts.Broadcasts`) was lost or has since been placed
+    again, every lost block of the sources in ``arguments`` and every lost broadcast value
+    is sent again from the client's copy, and the task can be resubmitted (:func:`task`
+    then gives it the current handles): the bytes of blocks sent again (0 when an earlier
+    task's recovery already sent them). ``None`` when nothing it read was lost (the
+    failure is another one); :class:`LostBlocks` when they were lost ``attempt`` =
+    :data:`RESCATTER_RETRIES` times already, or cannot be placed again.
 
     The scheduler reports a lost worker's data in stages: a task cancelled for lost
-    dependencies may fail before its blocks show as lost. Such a task's blocks are awaited
+    dependencies may fail before its values show as lost. Such a task's values are awaited
     for :data:`LOST_WAIT` seconds, then placed again anyway (bounded by ``attempt``)."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
-    if not sharded or not used:
+    holder = sharded[0] if sharded else broadcasts
+    if holder is None or not used:
         return None
-    lost = sharded[0].lost(used)
+    lost = lost_keys(holder.client, used)
     cancelled = "Cancelled" in type(exc).__name__
     deadline = time.monotonic() + LOST_WAIT
     while cancelled and not lost and time.monotonic() < deadline:
         time.sleep(0.1)
-        lost = sharded[0].lost(used)
+        lost = lost_keys(holder.client, used)
     if not lost and not cancelled:
         return None
     if attempt >= RESCATTER_RETRIES:
         raise LostBlocks(f"{attempt + 1} times")
     before = sum(shards.nbytes for shards in sharded)
     try:
+        if broadcasts is not None:
+            broadcasts.restore(also=[] if lost else used)
         for shards in sharded:
             shards.replace_lost(also=[] if lost else used)
     except Exception as error:  # noqa: BLE001 - any failure to place is the cluster's
