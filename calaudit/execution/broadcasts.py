@@ -74,6 +74,8 @@ class Broadcasts:
         names = [name for name, future in self.futures.items()
                  if is_future(future) and future.key in gone]
         if names:
+            if not self.client.nthreads():  # every worker lost at once: wait for one
+                self.client.wait_for_workers(1, timeout=shards.WAIT_SECONDS)
             stale = [self.futures[name] for name in names]
             self.futures.update(scatter(self.client, {n: self.values[n] for n in names}))
             shards.forget(self.client, stale)
