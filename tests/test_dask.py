@@ -265,25 +265,12 @@ def test_a_pair_pass_survives_losing_the_only_copy_of_its_broadcast_values(
     """The same for a block-pair pass: the one worker dies with its blocks and the only
     copies of the pass's broadcast values; both are placed again and the forms and
     products are the serial bytes."""
-    from calaudit.numerics.pairwise import (RowBlock, block_pairs, kernel_forms_and_matmul,
-                                            pair_blocks, partial_fold)
-
-    gram, z, w = _exact_case(131)
-    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False,
-                                       executor=SerialExecutor())
-    ranges = pair_blocks(gram.n, 32)
-    flat = z.reshape(gram.n, -1)
-    blocks = [RowBlock(a, b, gram, a, flat[a:b], w[a:b]) for a, b in ranges]
     flag = tmp_path / "killed"
     executor = DaskExecutor(lone_worker_process)
-    forms, products = executor.map_pairs(
-        killing_pair, block_pairs(len(ranges)), blocks,
-        {"dtype": "float64", "native": True, "pooled": True, "flag": str(flag),
-         "victim": (1, 3)}, partial_fold(gram.n, flat.shape[1], w.shape[1], ranges))
+    blocks, same_as_serial = _killed_pair_pass(executor, 131, flag, victim=(1, 3))
     assert flag.exists()
     assert len(executor.broadcasts) > 5  # the five values, then the lost ones again
-    assert forms.reshape(3, 5).sum(axis=0).tobytes() == expected[0].tobytes()
-    assert products.tobytes() == expected[1].tobytes()
+    assert same_as_serial
 
 
 # ------------------------------------------- statistics on tasks reading their own rows
@@ -938,28 +925,37 @@ def test_a_worker_killed_mid_exact_pass_is_survived_with_the_same_bytes(two_work
     """A worker dies during a block-pair pass, with the blocks placed on it: the client
     places them again, resubmits the pairs that need them, and the forms and products are
     the serial bytes."""
+    flag = tmp_path / "killed"
+    before = set(two_workers.run(os.getpid).values())
+    executor = DaskExecutor(two_workers)
+    blocks, same_as_serial = _killed_pair_pass(executor, 301, flag, victim=(3, 7))
+    assert int(flag.read_text()) in before  # a worker holding blocks was killed
+    placed_once = sum(block.detached().__sizeof__() for block in blocks)
+    assert executor.placed_bytes > placed_once  # lost blocks were placed again
+    assert same_as_serial
+    two_workers.wait_for_workers(2, timeout=60)
+
+
+def _killed_pair_pass(executor, n: int, flag, victim: tuple) -> tuple[list, bool]:
+    """A block-pair pass (blocks of 32 rows) of :func:`_exact_case` on ``executor`` whose
+    pair ``victim`` kills its worker once: ``(the blocks, forms and products equal the
+    serial bytes)``."""
     from calaudit.numerics.pairwise import (RowBlock, block_pairs, kernel_forms_and_matmul,
                                             pair_blocks, partial_fold)
 
-    gram, z, w = _exact_case()
+    gram, z, w = _exact_case(n)
     expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False,
                                        executor=SerialExecutor())
     ranges = pair_blocks(gram.n, 32)
     flat = z.reshape(gram.n, -1)
     blocks = [RowBlock(a, b, gram, a, flat[a:b], w[a:b]) for a, b in ranges]
-    flag = tmp_path / "killed"
-    before = set(two_workers.run(os.getpid).values())
-    executor = DaskExecutor(two_workers)
     forms, products = executor.map_pairs(
         killing_pair, block_pairs(len(ranges)), blocks,
         {"dtype": "float64", "native": True, "pooled": True, "flag": str(flag),
-         "victim": (3, 7)}, partial_fold(gram.n, flat.shape[1], w.shape[1], ranges))
-    assert int(flag.read_text()) in before  # a worker holding blocks was killed
-    placed_once = sum(block.detached().__sizeof__() for block in blocks)
-    assert executor.placed_bytes > placed_once  # lost blocks were placed again
-    assert forms.reshape(3, 5).sum(axis=0).tobytes() == expected[0].tobytes()
-    assert products.tobytes() == expected[1].tobytes()
-    two_workers.wait_for_workers(2, timeout=60)
+         "victim": victim}, partial_fold(gram.n, flat.shape[1], w.shape[1], ranges))
+    same = (forms.reshape(3, 5).sum(axis=0).tobytes() == expected[0].tobytes()
+            and products.tobytes() == expected[1].tobytes())
+    return blocks, same
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
