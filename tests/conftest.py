@@ -1,8 +1,13 @@
-"""Shared fixtures: small synthetic tables written in every supported format."""
+"""Shared fixtures: small synthetic tables written in every supported format, and the
+local Dask clusters of the executor tests."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -109,3 +114,48 @@ def binary_csv(tmp_path: Path) -> Path:
 @pytest.fixture
 def multiclass_csv(tmp_path: Path) -> Path:
     return write_frame(multiclass_frame(), tmp_path / "multi.csv")
+
+
+# ------------------------------------------------------------------ Dask clusters
+
+@contextmanager
+def local_cluster(workers: int, processes: bool = True) -> Iterator[Any]:
+    """A ``distributed.Client`` on a ``LocalCluster`` of ``workers`` single-thread
+    workers, once they have all registered (a broadcast reaches only the workers running
+    when it is sent): worker processes (1 GB each, killable) or, with ``processes=False``,
+    threads of this process. Skips the test without ``distributed``."""
+    distributed = pytest.importorskip("distributed")
+    options = ({"memory_limit": "1GB", "host": "127.0.0.1",
+                "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
+               if processes else {})
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                  processes=processes, dashboard_address=None,
+                                  **options) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(workers, timeout=60)
+        yield client
+
+
+@pytest.fixture(scope="module")
+def one_worker() -> Iterator[Any]:
+    """One in-process worker thread, shared by a test module."""
+    with local_cluster(1, processes=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def two_workers() -> Iterator[Any]:
+    """Two worker processes, shared by a test module."""
+    with local_cluster(2) as client:
+        yield client
+
+
+def eventually(condition, seconds: float = 20.0) -> bool:
+    """``condition()`` became true within ``seconds`` (the scheduler forgets released
+    keys asynchronously)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -26,6 +26,7 @@ from calaudit.metrics.clinical import (
 from calaudit.numerics.resampling import bootstrap_counts
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, ThreadExecutor
 from calaudit.numerics.row_sources import ArrayRows
+from tests.conftest import eventually
 
 N = 2 * TASK_ROWS + 4_321  # three reduction ranges
 
@@ -192,39 +193,7 @@ def test_the_group_table_gives_the_same_bytes_on_any_threads(table_serial, threa
     assert _table_bytes(ThreadExecutor(threads)) == table_serial
 
 
-# ----------------------------------------------------------------------------- Dask
-
-distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def one_worker():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def two_workers():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
-def eventually(condition, seconds: float = 20.0) -> bool:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
+# ------------------------------------------ Dask (skipped without distributed: conftest)
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_clinical_fits_on_dask_give_the_serial_bytes(workers, request, monkeypatch,

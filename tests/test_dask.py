@@ -22,7 +22,7 @@ from calaudit.exceptions import ClusterError, ConfigError
 from calaudit.execution import DaskExecutor, fold_in_order, open_executor
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
-from tests.conftest import audit_json, binary_frame, dask_partials
+from tests.conftest import audit_json, binary_frame, dask_partials, eventually, local_cluster
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -64,40 +64,9 @@ def same_bytes(a: dict, b: dict) -> bool:
         and np.asarray(a[k]).tobytes() == np.asarray(b[k]).tobytes() for k in a)
 
 
-def eventually(condition, seconds: float = 20.0) -> bool:
-    """``condition()`` became true within ``seconds`` (the scheduler forgets released
-    keys asynchronously)."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @pytest.fixture(scope="module")
 def serial() -> dict:
     return SerialExecutor().map_sum(toy_partial, task_ranges(N_ROWS, TASK), SHARED)
-
-
-@pytest.fixture(scope="module")
-def one_worker():
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def two_workers():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
 
 
 # ----------------------------------------------------------------------- same bytes
@@ -233,11 +202,7 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
 def lone_worker_process():
     """A cluster of one worker process: it holds the only copy of every broadcast value,
     and the worker its nanny starts after a kill holds none."""
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        client.wait_for_workers(1, timeout=60)
+    with local_cluster(1) as client:
         yield client
 
 

@@ -25,10 +25,7 @@ distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 from calaudit.execution import shards  # noqa: E402
-from tests import test_dask  # noqa: E402
 from tests.test_dask import same_bytes  # noqa: E402
-
-two_workers = test_dask.two_workers  # the module's fixture: 2 worker processes
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

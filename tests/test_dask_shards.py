@@ -23,7 +23,8 @@ distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 from calaudit.execution import shards  # noqa: E402
-from tests.test_dask import eventually, one_worker, same_bytes, two_workers  # noqa: E402, F401
+from tests.conftest import eventually, local_cluster  # noqa: E402
+from tests.test_dask import same_bytes  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -267,10 +268,7 @@ def test_a_task_that_keeps_killing_its_worker_is_one_cluster_error():
     its workers end up dead or restarting). The killing task is the fold's first, so the
     error names it: a later one would fail only once an earlier task, whose result the
     dead worker also held, had been recovered, and that can take attempts of its own."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
+    with local_cluster(2) as client:
         executor = DaskExecutor(client, retries=0)
         executor.block_rows = TASK
         ranges = task_ranges(N_ROWS, TASK)

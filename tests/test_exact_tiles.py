@@ -117,26 +117,6 @@ def test_exact_audit_json_is_the_same_on_any_number_of_threads(exact_json, threa
 
 # ----------------------------------------------------------------------------- Dask
 
-@pytest.fixture(scope="module")
-def two_workers():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit="1GB", dashboard_address=None,
-                                  scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                                  host="127.0.0.1") as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def one_worker():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
-
-
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_pairs_on_dask_give_the_same_bytes(case, workers, request):
     from calaudit.execution import DaskExecutor
