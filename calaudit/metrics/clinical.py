@@ -22,8 +22,8 @@ rows is reported); a fit that does not converge (e.g. perfect separation) gives 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,29 +63,17 @@ def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
     information) is a reduction over the fixed ranges of ``task_ranges(n)``
     (:func:`newton_partial`, added in range order by ``executor``)."""
     source = ArrayRows({"design": design, "offset": offset, "y": y, "weights": weights})
-    return fit_logistic_rows(source, design.shape[1], weights.shape[1], executor)
-
-
-def fit_logistic_rows(source: Any, k: int, q: int, executor: Any = None,
-                      view: Any = None) -> LogisticFit:
-    """:func:`fit_logistic` on the rows of a row source (``design`` (n, k), ``offset``,
-    ``y``, ``weights`` (n, q); or, with ``view`` (a :class:`RecalibrationRows`), the
-    columns that view makes range by range from the source's ``y``, ``logit`` (and
-    ``weights``)), placed once on the executor's workers for every Newton step."""
     executor = executor or SerialExecutor()
     with resident(executor, source) as rows:
-        return fit_placed(rows, source.n, k, q, executor, view)
-
-
-def fit_placed(rows: Any, n: int, k: int, q: int, executor: Any, view: Any = None
-               ) -> LogisticFit:
-    """:func:`fit_logistic_rows` on rows already placed by ``resident``."""
-    return fit_placed_many(rows, n, [(k, view)], q, executor)[0]
+        return fit_placed_many(rows, source.n, [(design.shape[1], None)], weights.shape[1],
+                               executor)[0]
 
 
 def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]], q: int,
                     executor: Any) -> list[LogisticFit]:
-    """Several fits (``(k, view)`` each) on the same placed rows, in lockstep: one
+    """Several fits (``(k, view)`` each: ``k`` design columns, read from the placed rows
+    themselves when ``view`` is None, else made by a :class:`RecalibrationRows` from
+    them) on the same rows placed by ``resident``, in lockstep: one
     reduction per round evaluates every unfinished model's next trial (each model's
     sequence of trials is its own fit's, so the same bytes as fitting it alone)."""
     fits = [_Newton(k, q) for k, _ in models]
