@@ -69,7 +69,9 @@ from calaudit.metrics.ece import indicator
 from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import executor_of
 from calaudit.local.features import feature_local_pass, product_features
+from calaudit.local import aggregate_test as aggregate
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
+from calaudit.local.score_members import ScoreMembers
 from calaudit.results import MetricResult, Status, TestResult
 
 #: Curve standard errors use at least this many rows (the plotted rows, or more).
@@ -83,11 +85,13 @@ STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation"
 APPROXIMATION_ROWS = 2000
 
 TITLES = {
+    "local_consistency": aggregate.TITLE,
     "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
     "klce_bootstrap": "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
     "klce_permutation": "Local calibration test (KLCE, KiTE permutation null)",
 }
 METHODS = {
+    "local_consistency": aggregate.METHOD,
     "klce_consistency": "consistency resampling: y*_i ~ Cat(p_i), predictions and "
                         "covariates fixed; p = (1 + #{T* >= T}) / (1 + B)",
     "klce_bootstrap": "residual bootstrap (Vashistha & Farahi, Algorithm 1); "
@@ -143,6 +147,8 @@ class LocalAudit(LcbEstimation):
         # the encoded covariates are computed a block of rows or a column at a time
         self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
+        self.levels = [grp.covariate_levels(c, lc.n_bands) for c in data.covariates]
+        self.kernel_runs: dict[str, NullResult] = {}
         self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
                                         streams["bandwidth"], lc.median_max_rows)
         self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
@@ -199,26 +205,37 @@ class LocalAudit(LcbEstimation):
         exact consistency or bootstrap test computes it in its own pass, see
         :func:`~calaudit.local.resampling.batched_forms`); ``products`` (consistency and
         bootstrap tests only) are multiplied by the kernel in the same pass
-        (``NullResult.products``)."""
-        lc, rng = self.local, self.streams[test_id]
+        (``NullResult.products``). ``local_consistency`` and ``klce_consistency`` share
+        one set of redraws (stream ``klce_consistency``) and one kernel pass."""
+        lc = self.local
         dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
         precision = {"resample_dtype": lc.resample_dtype}
-        if self.features is not None and test_id != "klce_permutation":
-            res = self.feature_test(test_id, rng)
+        if test_id in ("local_consistency", "klce_consistency"):
+            res = self.kernel_consistency(statistic, products, dtype)
+            params = {**self.kernel_params(),
+                      **({} if self.features is not None else precision)}
+            if test_id == "local_consistency":
+                found = self.aggregate_result()
+                params["members"] = list(found.members)
+                params["deciding_member"] = found.deciding
+                params["klce2"] = res.statistic
+                return TestResult(
+                    id=test_id, statistic=found.statistic, estimate=res.statistic,
+                    p_value=found.p_value, method=METHODS[test_id],
+                    n_resamples=lc.n_resamples, params=params,
+                    null_distribution=found.null_distribution, title=TITLES[test_id],
+                    family="local"), res
+        elif self.features is not None and test_id != "klce_permutation":
+            res = self.feature_test(test_id, self.streams[test_id])
             params = self.kernel_params()
-        elif test_id == "klce_consistency":
-            res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
-                                   products=products, statistic=statistic, dtype=dtype,
-                                   executor=executor_of(self.config))
-            params = {**self.kernel_params(), **precision}
         elif test_id == "klce_bootstrap":
-            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products,
-                                 statistic=statistic, dtype=dtype,
+            res = bootstrap_test(self.gram, self.r, self.streams[test_id], lc.n_resamples,
+                                 products=products, statistic=statistic, dtype=dtype,
                                  executor=executor_of(self.config))
             params = {**self.kernel_params(), **precision, **res.extra}
         else:
             gram, params = self.kite_gram()
-            res = permutation_test(gram, self.r, rng, lc.n_resamples,
+            res = permutation_test(gram, self.r, self.streams[test_id], lc.n_resamples,
                                    centred=lc.kite_null == "centred")
             params.update(res.extra)
         return TestResult(
@@ -227,21 +244,76 @@ class LocalAudit(LcbEstimation):
             null_distribution=res.null_distribution, title=TITLES[test_id],
             family="local"), res
 
+    def kernel_consistency(self, statistic: float | None, products: np.ndarray | None,
+                           dtype: type) -> NullResult:
+        """The KLCE consistency test (run once: the aggregate's kernel member and
+        ``klce_consistency``), and on the exact path the aggregate found in the same pass."""
+        if "klce_consistency" in self.kernel_runs:
+            return self.kernel_runs["klce_consistency"]
+        rng = self.streams["klce_consistency"]
+        if self.features is not None:
+            self.feature_seed = aggregate.feature_seed(rng)
+            res = self.feature_test("klce_consistency", rng)
+        elif "local_consistency" in self.local.tests:
+            self.aggregate, res = aggregate.exact_aggregate(
+                self.gram, self.r, self.proba, self.score_members(), rng,
+                self.local.n_resamples, products=products, statistic=statistic, dtype=dtype,
+                executor=executor_of(self.config))
+        else:
+            res = consistency_test(self.gram, self.r, self.proba, rng, self.local.n_resamples,
+                                   products=products, statistic=statistic, dtype=dtype,
+                                   executor=executor_of(self.config))
+        self.kernel_runs["klce_consistency"] = res
+        return res
+
+    def score_members(self, proba: np.ndarray | None = None) -> ScoreMembers:
+        """The recalibration score members on the group table's levels (``proba``: the
+        probabilities of the view, default the test's: ``p_1`` or the (n, m) rows)."""
+        p = (self.proba if self.data.is_binary else np.asarray(self.data.y_proba)) \
+            if proba is None else proba
+        return ScoreMembers.build([lv.name for lv in self.levels],
+                                  [lv.codes for lv in self.levels],
+                                  [len(lv.labels) for lv in self.levels], p)
+
+    def aggregate_result(self):
+        """The aggregate test (exact path: found in the kernel pass; feature path: the
+        kernel member's null and the score members from the same block streams)."""
+        found = getattr(self, "aggregate", None)
+        if found is not None:
+            return found
+        kernel = self.kernel_runs["klce_consistency"]
+        codes, n_levels = aggregate.level_codes([lv.codes for lv in self.levels],
+                                                [len(lv.labels) for lv in self.levels])
+        proba = self.proba if self.data.is_binary else np.asarray(self.data.y_proba)
+        self.aggregate = aggregate.feature_aggregate(
+            kernel.statistic, kernel.null_distribution, kernel.p_value, self.r, proba,
+            self.score_members(),
+            codes, n_levels, self.feature_seed, self.local.n_resamples,
+            executor_of(self.config))
+        return self.aggregate
+
     def feature_pass(self, scalar_r: np.ndarray) -> float:
         """KLCE^2 and the first consistency/bootstrap test from the first pass of
         :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
-        estimation bandwidths, :meth:`local_bias`)."""
+        estimation bandwidths, :meth:`local_bias`); ``local_consistency`` fuses its kernel
+        member, ``klce_consistency``."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
+        if fused == "local_consistency":
+            fused = "klce_consistency"
         if not self.config.run_tests or self.too_small():
             fused = None
+        if fused == "klce_consistency":
+            self.feature_seed = aggregate.feature_seed(self.streams[fused])
         out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
                                  self.proba, fused, self.streams[fused] if fused else None,
                                  self.local.n_resamples, executor=executor_of(self.config),
                                  bias=False)
         if out.test is not None:
-            self.fused_results[fused] = NullResult(out.test.statistic,
-                                                   out.test.null_distribution,
-                                                   out.test.p_value)
+            result = NullResult(out.test.statistic, out.test.null_distribution,
+                                out.test.p_value)
+            self.fused_results[fused] = result
+            if fused == "klce_consistency":
+                self.kernel_runs[fused] = result
         return out.statistic
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
@@ -316,12 +388,17 @@ class LocalAudit(LcbEstimation):
         return klce2(self.gram, self.r) if statistic is None else statistic
 
     def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
-        consistency p-value (labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) when tests run."""
+        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} -
+        p_c``): the KLCE^2 and, when tests run, the local aggregate test of that view
+        (``p_value``; labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) with its kernel member's
+        own p-value (``klce_p_value``)."""
         if (self.data.is_binary or not self.local.per_class
                 or self.data.n_classes > MAX_PER_CLASS):
             return []
         lc, rng = self.local, self.streams["per_class"]
+        testing = self.config.run_tests and not self.too_small()
+        codes = aggregate.level_codes([lv.codes for lv in self.levels],
+                                      [len(lv.labels) for lv in self.levels])
         rows = []
         for c, name in enumerate(self.data.classes):
             p_c = self.data.y_proba[:, c].copy()
@@ -330,24 +407,33 @@ class LocalAudit(LcbEstimation):
             gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
                                 lazy=self.features is not None)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+            if not testing:
+                row["statistic"] = (klce2(gram, r_c) if self.features is None else
+                                    feature_statistic(product_features(
+                                        gram.features, self.choice.n_features,
+                                        self.choice.frequency_seed), gram.features, r_c))
+                rows.append(row)
+                continue
+            scores = self.score_members(p_c)
             if self.features is not None:
                 features = product_features(gram.features, self.choice.n_features,
                                             self.choice.frequency_seed)
-                if self.config.run_tests and not self.too_small():
-                    res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                                   lc.n_resamples, stream=f"per_class:{c}",
-                                                   executor=executor_of(self.config))
-                    row.update(statistic=res.statistic, p_value=res.p_value,
-                               method="consistency resampling, one-vs-rest, random features")
-                else:
-                    row["statistic"] = feature_statistic(features, gram.features, r_c)
-            elif self.config.run_tests and not self.too_small():
-                res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples,
-                                       dtype=np.float64)
-                row.update(statistic=res.statistic, p_value=res.p_value,
-                           method="consistency resampling, one-vs-rest")
+                seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
+                res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                               lc.n_resamples, stream=stream,
+                                               executor=executor_of(self.config))
+                found = aggregate.feature_aggregate(
+                    res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
+                    *codes, seed,
+                    lc.n_resamples, executor_of(self.config), stream=stream)
+                method = "local aggregate test, one-vs-rest, random features"
             else:
-                row["statistic"] = klce2(gram, r_c)
+                found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
+                                                       lc.n_resamples, dtype=np.float64)
+                method = "local aggregate test, one-vs-rest"
+            row.update(statistic=res.statistic, p_value=found.p_value,
+                       klce_p_value=res.p_value, deciding_member=found.deciding,
+                       method=method)
             rows.append(row)
         return rows
 
@@ -381,7 +467,7 @@ class LocalAudit(LcbEstimation):
         self.gram = None
         if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
             outcome, prediction = indicator(np.asarray(self.data.y_true), 1), self.proba
-        levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
+        levels = self.levels
         attribution = self.attribution(levels, outcome, prediction)
         separation = categorical_separation(attribution)
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
@@ -409,6 +495,7 @@ class LocalAudit(LcbEstimation):
         self.r = None
         specs = grp.define_groups(levels, lc.intersections)
         del levels
+        self.levels = []
         settings = self.group_settings(len(specs))
         table = grp.group_table(specs, outcome, prediction, lcb, self.streams["groups"],
                                 settings, executor_of(self.config))

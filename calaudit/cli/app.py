@@ -150,7 +150,7 @@ def test(
     regression_tolerance: opt.RegressionTolerance = None,
     prob_bandwidth: opt.ProbBandwidth = None,
     cov_bandwidth: opt.CovBandwidth = None,
-    local_tests: opt.LocalTests = "klce_consistency",
+    local_tests: opt.LocalTests = "local_consistency",
     local_resamples: opt.LocalResamples = 500,
     min_group_rows: opt.MinGroupRows = 30,
     min_group_events: opt.MinGroupEvents = 5,

@@ -219,8 +219,9 @@ CovBandwidth = Annotated[Optional[float], typer.Option(
     "categories at distance 1; default: median heuristic per covariate).",
     rich_help_panel=LOCAL)]
 LocalTests = Annotated[str, typer.Option(
-    "--local-tests", help="Comma list of local tests: klce_consistency (labels resampled "
-    "from the predictions), klce_bootstrap (the paper's Algorithm 1), klce_permutation "
+    "--local-tests", help="Comma list of local tests: local_consistency (recalibration "
+    "scores and KLCE aggregated, labels resampled from the predictions), klce_consistency "
+    "(KLCE alone), klce_bootstrap (the paper's Algorithm 1), klce_permutation "
     "(KiTE ELCE2), or 'none'.", rich_help_panel=LOCAL)]
 LocalResamples = Annotated[int, typer.Option(
     "--local-resamples", min=COUNTS["local.n_resamples"][0],
