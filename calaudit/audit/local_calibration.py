@@ -53,7 +53,7 @@ from calaudit.local.lcb import (
     top_label_residual,
 )
 from calaudit.local.lcb_bandwidth import CAT_GRID
-from calaudit.audit.method import choose_method
+from calaudit.audit.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local.lcb_features import (
     CellKernel,
     lcb_computation,
@@ -160,7 +160,7 @@ class LocalAudit(LcbEstimation):
                                  self.encoded.features, self.cov_bw.gamma, lazy=True)
         classes = 1 if data.is_binary else data.n_classes
         self.choice = choose_method(config, self.n, classes * lc.n_resamples,
-                                    streams["features"])
+                                    streams["features"], fixed=LOCAL_STAGE_SECONDS)
         if not self.choice.features:
             self.gram = GaussianProductGram(np.asarray(self.gram.features))
         self.features = None
@@ -437,16 +437,15 @@ class LocalAudit(LcbEstimation):
             rows.append(row)
         return rows
 
-    def group_settings(self, groups: int = 1) -> grp.GroupSettings:
-        """Bias intervals are simultaneous over the ``groups`` groups (Bonferroni: each at
-        ``1 - (1 - confidence_level) / groups``), like the statuses, which are adjusted
-        across the groups."""
+    def group_settings(self) -> grp.GroupSettings:
+        """Bias intervals are simultaneous over the groups (weighted Bonferroni at
+        ``confidence_level``, :func:`calaudit.local.groups.group_weights`), like the
+        statuses, which are adjusted across the groups with the same weights."""
         lc = self.local
-        level = 1.0 - (1.0 - lc.confidence_level) / max(groups, 1)
         return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
                                  adjust=lc.group_adjust, alpha=self.config.alpha,
-                                 ci_resamples=lc.group_ci_resamples, level=level,
-                                 resample=self.config.run_tests)
+                                 ci_resamples=lc.group_ci_resamples,
+                                 level=lc.confidence_level, resample=self.config.run_tests)
 
     # --- assembly ----------------------------------------------------------------------
 
@@ -496,15 +495,13 @@ class LocalAudit(LcbEstimation):
         specs = grp.define_groups(levels, lc.intersections)
         del levels
         self.levels = []
-        settings = self.group_settings(len(specs))
+        settings = self.group_settings()
         table = grp.group_table(specs, outcome, prediction, lcb, self.streams["groups"],
                                 settings, executor_of(self.config))
         if attribution is not None:
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
         attribution_section = {} if attribution is None else attribution.section
         del attribution
-        for row in table:
-            row["bias_ci_level"] = settings.level
         klce_section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,

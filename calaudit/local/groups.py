@@ -190,9 +190,15 @@ def normal_interval(mean: float, sd: float, n: int, level: float) -> tuple[float
     return float(mean - half), float(mean + half)
 
 
+#: Share of alpha the pairwise intersections spend together when the table has them; the
+#: single-covariate groups share the rest (weighted Holm and weighted Bonferroni intervals).
+INTERSECTION_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class GroupSettings:
-    """Thresholds and sizes of the group table (from ``LocalConfig``)."""
+    """Thresholds and sizes of the group table (from ``LocalConfig``); ``level`` is the
+    confidence level of the intervals, which are simultaneous over the groups."""
 
     min_rows: int = 30
     min_events: int = 5
@@ -203,12 +209,29 @@ class GroupSettings:
     resample: bool = True
 
 
+def group_weights(specs: Sequence[GroupSpec]) -> NDArray[np.float64]:
+    """Each group's share of alpha: the single-covariate groups share
+    ``1 - INTERSECTION_SHARE`` equally and the intersections ``INTERSECTION_SHARE`` (all of
+    it to one kind when the table has only that kind), so the many intersections do not
+    dilute the groups of one covariate. Adjusted p-values (weighted Holm) and the
+    simultaneous intervals (weighted Bonferroni: group ``g`` at level
+    ``1 - (1 - level) w_g``) spend alpha in the same shares."""
+    kinds = [s.kind for s in specs]
+    singles, joint = kinds.count("single"), kinds.count("intersection")
+    share = {"single": 1.0 - INTERSECTION_SHARE, "intersection": INTERSECTION_SHARE}
+    if not singles or not joint:
+        share = {"single": 1.0, "intersection": 1.0}
+    counts = {"single": max(singles, 1), "intersection": max(joint, 1)}
+    return np.array([share[k] / counts[k] for k in kinds])
+
+
 def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float64],
               prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
-              settings: GroupSettings) -> dict[str, Any]:
-    """The statistics of one group (status still pending unless INCONCLUSIVE): its
-    moments from the reduction (:mod:`.group_moments`); its rows read only for the group
-    test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap interval."""
+              settings: GroupSettings, level: float) -> dict[str, Any]:
+    """The statistics of one group (status still pending unless INCONCLUSIVE), its bias
+    interval at ``level``: its moments from the reduction (:mod:`.group_moments`); its
+    rows read only for the group test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap
+    interval."""
     n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
@@ -217,7 +240,8 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         "bias_ci": None, "bias_ci_method": None,
         "mean_lcb": moments.mean_lcb if has_lcb else None,
         "expected_events": moments.expected_events, "test": TEST_NAME, "test_method": None,
-        "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
+        "p_value": None, "p_value_adjusted": None, "status": None, "message": "",
+        "bias_ci_level": level}
     problems = []
     if n < settings.min_rows:
         problems.append(f"{n} rows < {settings.min_rows}")
@@ -232,10 +256,9 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     if bootstrap:
         d = scratch.take(outcome, spec.rows) - p
-        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples,
-                                                      settings.level))
+        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, level))
     else:
-        row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, settings.level))
+        row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, level))
     row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
     row["p_value"], row["test_method"] = group_test(events, p)
     return row
@@ -247,14 +270,19 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
                 ) -> list[dict[str, Any]]:
     """Rows of ``groups``: statistics, adjusted p-values across groups, statuses; the
     groups' moments are two reductions over the rows run by ``executor``
-    (:mod:`.group_moments`)."""
+    (:mod:`.group_moments`). Intervals and adjusted p-values spend alpha by
+    :func:`group_weights`."""
     codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
     moments = group_moments(codes, sizes, outcome, prediction, lcb, executor)
     del codes
-    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings)
-            for s, (j, code) in zip(specs, keys, strict=True)]
+    weights = group_weights(specs)
+    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,
+                      1.0 - (1.0 - settings.level) * float(w))
+            for s, (j, code), w in zip(specs, keys, weights, strict=True)]
     pending = [i for i, r in enumerate(rows) if r["status"] is None]
-    adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust)
+    adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust,
+                              weights[pending] if settings.adjust in ("holm", "bonferroni")
+                              else None)
     for i, value in zip(pending, adjusted, strict=True):
         rows[i]["p_value_adjusted"] = float(value)
         rows[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"
