@@ -56,17 +56,19 @@ def test_binary_members_equal_the_score_statistic_from_loops(binary_case):
     r = y - p
     values = scores.statistics(scores.level_sums(r[:, None]))[:, 0]
     w = p * (1 - p)
+    intercept = r.sum() ** 2 / w.sum()  # the intercept's own score statistic
     for k, (c, size) in enumerate(zip(codes, sizes)):
-        # one covariate: the chi-square of the group residual sums
+        # one covariate: the chi-square of the group residual sums about their mean
         expected = sum(r[c == g].sum() ** 2 / w[c == g].sum() for g in range(size))
-        assert values[k] == pytest.approx(expected, rel=1e-12)
-        assert scores.members[k].df == size
+        assert values[k] == pytest.approx(expected - intercept, rel=1e-12)
+        assert scores.members[k].df == size - 1
     joint, rank = _score_loop(np.column_stack([(c == g) for c, s in zip(codes, sizes)
                                                for g in range(s)]).astype(float), r, w)
-    assert values[2] == pytest.approx(joint, rel=1e-10)
+    assert values[2] == pytest.approx(joint - intercept, rel=1e-10)
     # the column space decides: treatment coding with an intercept gives the same S
-    assert values[2] == pytest.approx(_score_loop(_design(codes, sizes), r, w)[0], rel=1e-10)
-    assert scores.members[2].df == rank == 6
+    assert values[2] == pytest.approx(_score_loop(_design(codes, sizes), r, w)[0] - intercept,
+                                      rel=1e-10)
+    assert scores.members[2].df == rank - 1 == 5
 
 
 def test_multiclass_members_equal_the_multinomial_score_from_loops():
@@ -79,20 +81,23 @@ def test_multiclass_members_equal_the_multinomial_score_from_loops():
     r = np.eye(m)[y] - proba
     values = scores.statistics(scores.level_sums(r[:, :, None]),
                                scores.top_sums(r[:, :, None]))[:, 0]
+    def quadratic(rows):
+        u = r[rows].sum(axis=0)
+        cov = sum(np.diag(q) - np.outer(q, q) for q in proba[rows])
+        return u @ np.linalg.pinv(cov) @ u
+
+    intercept = quadratic(np.ones(n, dtype=bool))
     for k, (c, size) in enumerate(zip(codes, [3, 2])):
-        expected = 0.0
-        for g in range(size):
-            u = r[c == g].sum(axis=0)
-            cov = sum(np.diag(q) - np.outer(q, q) for q in proba[c == g])
-            expected += u @ np.linalg.pinv(cov) @ u
-        assert values[k] == pytest.approx(expected, rel=1e-9)
-        assert scores.members[k].df == size * (m - 1)
+        expected = sum(quadratic(c == g) for g in range(size))
+        assert values[k] == pytest.approx(expected - intercept, rel=1e-9)
+        assert scores.members[k].df == (size - 1) * (m - 1)
     top = np.argmax(proba, axis=1)
     confidence = proba[np.arange(n), top]
     top_r = (y == top) - confidence
+    top_w = confidence * (1 - confidence)
     x = np.column_stack([(c == g) for c, s in zip(codes, [3, 2]) for g in range(s)])
-    assert values[2] == pytest.approx(
-        _score_loop(x.astype(float), top_r, confidence * (1 - confidence))[0], rel=1e-10)
+    assert values[2] == pytest.approx(_score_loop(x.astype(float), top_r, top_w)[0]
+                                      - top_r.sum() ** 2 / top_w.sum(), rel=1e-10)
 
 
 def test_combination_is_a_rank_test_of_the_weighted_smallest_tail():
@@ -184,7 +189,7 @@ def test_feature_path_redraws_the_labels_of_the_feature_test(monkeypatch):
     h = np.stack([codes[0] == g for g in range(3)], axis=1).astype(float)
     u = h.T @ (labels - p[:, None])
     w = h.T @ (p * (1 - p))
-    expected = (u ** 2 / w[:, None]).sum(axis=0)
+    expected = (u ** 2 / w[:, None]).sum(axis=0) - u.sum(axis=0) ** 2 / w.sum()
     mine = found.members[0]
     assert mine["p_value"] == pytest.approx(
         (1 + np.sum(expected >= mine["statistic"] * (1 - 1e-12))) / 21)
