@@ -25,9 +25,9 @@ than the truth: p = softmax(1.5 log q)).
 Cost. Null runs use ``run_audit`` with the default configuration except for settings that
 cannot change the verdict: diagnostic tests off (only the primaries ``skce_consistency``,
 ``ece_consistency`` and ``local_consistency`` run; their random streams do not depend on
-which other tests run), no per-class local p-values, one resample for the group
-intervals, and the stages that only estimate (calibration errors, squared errors,
-diagrams) left out. The first
+which other tests run), no per-class local p-values, no local diagnostics (LCB, group
+table, attribution: ``local.diagnostics = false``), and the stages that only estimate
+(calibration errors, squared errors, diagrams) left out. The first
 data sets of every scenario are also run with the full default configuration and the two
 verdicts compared (``check`` column: must be all equal). Power runs use every global test
 (bounds included) so the old rule can be recomputed from the same run's raw p-values.
@@ -157,8 +157,7 @@ def fast_config(seed: int) -> AuditConfig:
     """Default gate; only what cannot change the verdict is switched off."""
     return AuditConfig(seed=seed, global_tests=GlobalTestsConfig(
         tests=("skce_consistency", "ece_consistency")),
-                       local=LocalConfig(per_class=False, group_ci_resamples=1,
-                                         attribution=False))
+                       local=LocalConfig(per_class=False, diagnostics=False))
 
 
 def full_config(seed: int, every_global_test: bool = False) -> AuditConfig:

@@ -464,6 +464,12 @@ class LocalAudit(LcbEstimation):
         tests, _, statistic = self.tests_and_products(statistic, np.zeros((self.n, 0)))
         per_class = self.per_class()
         self.gram = None
+        klce_section = self.klce_section(statistic, tests, per_class)
+        metric = MetricResult("klce2", statistic, self.kernel_params(),
+                              title="Kernel local calibration error KLCE^2 (unbiased)")
+        if not lc.diagnostics:
+            return StageOutput(metrics=(metric,), tests=tuple(tests),
+                               local={"klce": klce_section})
         if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
             outcome, prediction = indicator(np.asarray(self.data.y_true), 1), self.proba
         levels = self.levels
@@ -502,14 +508,6 @@ class LocalAudit(LcbEstimation):
             mark_explained(table, specs, attribution, outcome, self.config.alpha)
         attribution_section = {} if attribution is None else attribution.section
         del attribution
-        klce_section = {
-            **self.kernel_params(), "encoding": self.encoded.encoding,
-            "encoded_columns": list(self.encoded.columns), "statistic": statistic,
-            "tests": [t.id for t in tests],
-            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
-                                          residual_bound(self.data.n_classes))}
-        if per_class:
-            klce_section["per_class"] = per_class
         lcb_section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
                           "(eq. 7) at every observation, bandwidths chosen for estimation",
@@ -533,8 +531,6 @@ class LocalAudit(LcbEstimation):
                               strategy=binning.strategy,
                               n_resamples=self.config.n_resamples if self.config.run_tests
                               else None, level=0.95, rng=self.streams["group_reliability"])
-        metric = MetricResult("klce2", statistic, self.kernel_params(),
-                              title="Kernel local calibration error KLCE^2 (unbiased)")
         return StageOutput(
             metrics=(metric,), tests=tuple(tests),
             local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
@@ -544,6 +540,20 @@ class LocalAudit(LcbEstimation):
                                       prediction, self.streams["disparity"],
                                       lc.group_ci_resamples, lc.confidence_level,
                                       resample=self.config.run_tests)))
+
+    def klce_section(self, statistic: float, tests: list[TestResult],
+                     per_class: list[dict[str, Any]]) -> dict[str, Any]:
+        """``local.klce``: the kernels, the statistic, the tests run and the Hoeffding
+        region (and the per-class views of a multi-class model)."""
+        section = {
+            **self.kernel_params(), "encoding": self.encoded.encoding,
+            "encoded_columns": list(self.encoded.columns), "statistic": statistic,
+            "tests": [t.id for t in tests],
+            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
+                                          residual_bound(self.data.n_classes))}
+        if per_class:
+            section["per_class"] = per_class
+        return section
 
     def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
                     prediction: np.ndarray):

@@ -49,6 +49,10 @@ class LocalConfig:
     lcb_cv_max_rows: int = field(
         default=2000, metadata={"help": "rows used by the LCB bandwidth cross-validation; "
                                         "larger data are subsampled with the seed"})
+    diagnostics: bool = field(
+        default=True, metadata={"help": "compute the diagnostics (LCB, group table, "
+                                        "attribution); false: only the statistic and the "
+                                        "local tests, which alone decide the verdict"})
     attribution: bool = field(
         default=True, metadata={"help": "fit the recalibration model that attributes "
                                         "miscalibration to covariates (diagnostic)"})
