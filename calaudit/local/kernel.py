@@ -7,17 +7,16 @@ on the encoded covariates. Their product is one Gaussian on the scaled concatena
 
     ``k * l = exp(-|z_i - z_j|^2)``,   ``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]``,
 
-which :class:`GaussianProductGram` evaluates block by block in one fused compiled pass
-(:func:`calaudit.numerics.gaussian_fill.gaussian_fill`: the squared distances with
-explicit differences, as ``scipy.spatial.distance.cdist`` sums them, no ``|a|^2 + |b|^2 -
-2ab`` cancellation, and a vectorised ``exp`` within about half an ulp). It equals
-``ProductGram((gaussian(gamma_p).on(P), gaussian(gamma_x).on(X)))`` to rounding (checked in
-the tests) at half the memory traffic, which matters because the pairwise engine evaluates
-``n^2 / 2`` kernel entries per pass. A block is filled in row chunks of about
-:data:`CHUNK_ENTRIES` entries, spread over a small thread pool (the compiled fill releases
-the GIL; every entry is computed on its own, so the bits do not depend on the chunks or
-the threads): kernel evaluation is the single-threaded part of a pass, the GEMM that
-follows already uses every core.
+which :class:`GaussianProductGram` evaluates block by block
+(:func:`calaudit.numerics.kernels.gaussian_fill`: the squared distances with explicit
+differences by ``scipy.spatial.distance.cdist``, no ``|a|^2 + |b|^2 - 2ab`` cancellation,
+then numpy's ``exp``). It equals ``ProductGram((gaussian(gamma_p).on(P),
+gaussian(gamma_x).on(X)))`` to rounding (checked in the tests) at half the memory traffic,
+which matters because the pairwise engine evaluates ``n^2 / 2`` kernel entries per pass.
+A block is filled in row chunks of about :data:`CHUNK_ENTRIES` entries, spread over a
+small thread pool (every entry is computed on its own, so the values do not depend on the
+chunks or the threads): kernel evaluation is the single-threaded part of a pass, the GEMM
+that follows already uses every core.
 """
 
 from __future__ import annotations
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from calaudit.numerics.kernels import gaussian_fill
 
 #: Entries per row chunk of a block (2 MB of float64): the unit of the thread pool.
 CHUNK_ENTRIES = 262_144
@@ -51,8 +52,6 @@ def _pool() -> ThreadPoolExecutor:
 def _fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
     """``out = exp(-|a_i - b_j|^2)`` (``out`` may be a strided view, float64 or float32:
     computed in double precision and rounded once)."""
-    from calaudit.numerics.gaussian_fill import gaussian_fill  # imports numba
-
     gaussian_fill(out, a, b)
 
 

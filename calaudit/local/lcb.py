@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from calaudit.local.klce import as_columns
 from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.kernels import Gram
+from calaudit.numerics.kernels import Gram, gaussian_block
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
@@ -459,8 +459,6 @@ def _row_products_partial(start: int, stop: int, *, rows: Any, here: NDArray[np.
     """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
     columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]`` (``rows``: a row
     source of ``z``, ``r2`` and ``columns``; on Dask placed as row blocks)."""
-    from calaudit.numerics.gaussian_fill import gaussian_block  # imports numba
-
     read = rows.read(start, stop, ("z", "r2", "columns"))
     columns = read["columns"]
     with one_blas_thread():
