@@ -37,7 +37,6 @@ from calaudit.local.lcb_features import (
     rows_cell_kernel,
     feature_kernel_sums,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import executor_of
 
@@ -46,10 +45,8 @@ MAX_CURVE_GROUPS = 8
 
 
 def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
-    """``weighted / mass`` as a working array (:mod:`calaudit.numerics.scratch`), a block
-    of rows at a time."""
-    return scratch.filled(mass.shape[0], lambda a, b: weighted[a:b] / mass[a:b],
-                          np.result_type(weighted, mass), weighted.shape[1:])
+    """``weighted / mass``."""
+    return np.divide(weighted, mass)
 
 
 class LcbEstimation:
@@ -69,10 +66,8 @@ class LcbEstimation:
             for g in groupings:
                 for code, label in enumerate(g.categories):
                     rows = rows_where(g.values == code)
-                    if rows.size >= minimum:  # x[rows], a working array block by block
-                        requests.append(CurveRequest(cov.name, g.name, label, rows,
-                                                     scratch.filled(rows.size, lambda a, b, r=rows:
-                                                                    x[r[a:b]])))
+                    if rows.size >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
 
     def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts

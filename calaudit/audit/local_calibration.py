@@ -66,7 +66,6 @@ from calaudit.inference.feature_tests import (
     feature_statistic,
 )
 from calaudit.metrics.ece import indicator
-from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import executor_of
 from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local import aggregate_test as aggregate
@@ -139,7 +138,7 @@ class LocalAudit(LcbEstimation):
         self.streams = streams
         self.n = data.n
         self.r = residuals(data.y_true, data.y_proba)
-        self.proba = scratch.copy(data.y_proba[:, 1] if data.is_binary else data.y_proba)
+        self.proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
         # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
         self.proba.flags.writeable = False
         self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary

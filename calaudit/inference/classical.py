@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.numerics.order_statistics import array_quantiles
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
@@ -98,7 +97,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     >>> round(r.z, 6), round(r.p_value, 6)
     (-1.005038, 0.314879)
     """
-    y = scratch.converted(y_true, np.float64)  # a working array (numerics.scratch)
+    y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     if p.size == 0:  # no range to reduce over; the variance of no rows is 0
         return Spiegelhalter(math.nan, math.nan, 0.0)
@@ -123,7 +122,7 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], grou
                          executor: Any = None) -> HosmerLemeshow:
     """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
     the group sums are reductions (module docstring) run by ``executor``."""
-    y = scratch.converted(y_true, np.float64)  # a working array (numerics.scratch)
+    y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     breaks = np.unique(array_quantiles(p, np.linspace(0.0, 1.0, groups + 1),
                                        executor=executor))

@@ -41,7 +41,6 @@ from calaudit.inference.feature_passes import (
     shared_labels,
     statistics,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
@@ -113,7 +112,7 @@ def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: f
     rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1)
     if rr.shape != p.shape:
         raise ValueError("residuals are not label residuals e_y - p of the probabilities")
-    y = scratch.empty(p.shape, np.uint8)  # a working array (numerics.scratch)
+    y = np.empty(p.shape, np.uint8)
     for start in range(0, p.shape[0], LABEL_CHECK_ROWS):
         stop = start + LABEL_CHECK_ROWS
         part, pp = rr[start:stop] / scale, p[start:stop]

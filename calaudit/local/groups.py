@@ -37,7 +37,6 @@ from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
 from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
 from calaudit.local.poisson_binomial import group_test
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.order_statistics import array_quantiles
 
@@ -70,10 +69,9 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     # np.quantile's bytes, as counting reductions over fixed row ranges (order_statistics)
     edges = np.unique(array_quantiles(x, np.linspace(0.0, 1.0, n_bands + 1)))
     if edges.size == 1:
-        return scratch.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+        return np.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
     inner = edges[1:-1]
-    codes = scratch.filled(x.size, lambda a, b: np.searchsorted(inner, x[a:b], side="left"),
-                           np.int32)
+    codes = np.searchsorted(inner, x, side="left").astype(np.int32)
     labels = tuple(
         ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
         for b in range(edges.size - 1))
@@ -83,7 +81,7 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     """Categories of a categorical covariate, quantile bands of a numeric one."""
     if cov.kind == "categorical":
-        return Levels(cov.name, scratch.converted(cov.values, np.int32), tuple(cov.categories))
+        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
     codes, labels = quantile_bands(cov.values, n_bands)
     return Levels(cov.name, codes, labels)
 
@@ -107,15 +105,8 @@ def index_dtype(n: int) -> type:
 
 
 def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
-    """The rows where ``mask`` holds (:func:`index_dtype`): a working array
-    (:mod:`calaudit.numerics.scratch`) filled a block of rows at a time."""
-    out = scratch.empty(int(np.count_nonzero(mask)), index_dtype(mask.size))
-    at = 0
-    for start, stop in scratch.blocks(mask.size):
-        found = np.flatnonzero(mask[start:stop])
-        out[at:at + found.size] = found + start
-        at += found.size
-    return out
+    """The rows where ``mask`` holds (:func:`index_dtype`)."""
+    return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
 def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
@@ -252,10 +243,10 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
-    p = scratch.take(prediction, spec.rows)  # a working array (numerics.scratch)
+    p = prediction[spec.rows]
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     if bootstrap:
-        d = scratch.take(outcome, spec.rows) - p
+        d = outcome[spec.rows] - p
         row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, level))
     else:
         row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, level))

@@ -27,7 +27,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.klce import as_columns
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram, gaussian_block
 from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
@@ -79,13 +78,11 @@ def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     """``(outcome, prediction)`` of the scalar view: binary ``(y == 1, p_1)``; multi-class
     top-label ``(y == argmax p, max p)``."""
     p = np.asarray(y_proba, dtype=np.float64)
-    y = np.asarray(y_true)  # working arrays (numerics.scratch), a block of rows at a time
+    y = np.asarray(y_true)
     if p.shape[1] == 2:
-        return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == 1).astype(np.float64)),
-                scratch.copy(p[:, 1]))
-    top = scratch.filled(y.shape[0], lambda a, b: p[a:b].argmax(axis=1), np.intp)
-    return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == top[a:b]).astype(np.float64)),
-            scratch.filled(y.shape[0], lambda a, b: p[a:b].max(axis=1)))
+        return (y == 1).astype(np.float64), p[:, 1].copy()
+    top = p.argmax(axis=1)
+    return (y == top).astype(np.float64), p.max(axis=1)
 
 
 def summarize(values: NDArray[np.float64]) -> dict:

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from calaudit.numerics import scratch
 from calaudit.numerics.blocked import BLOCK_ROWS
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
@@ -217,7 +216,7 @@ class Recalibration:
 def logit_of(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
     """``logit(clip(p))`` and the number of clipped probabilities (computed a block of
     rows at a time into the result: 8 bytes a row, the same values)."""
-    out = scratch.empty(p.shape[0])  # a working array (numerics.scratch)
+    out = np.empty(p.shape[0])
     clipped = 0
     for start in range(0, p.shape[0], BLOCK_ROWS):
         part = p[start:start + BLOCK_ROWS]

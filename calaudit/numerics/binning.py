@@ -14,7 +14,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.blocked import BLOCK_ROWS, dense_codes
 from calaudit.numerics.order_statistics import array_quantiles
 
@@ -53,7 +52,7 @@ def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.in
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim == 0:
         return np.clip(np.ceil(scores * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
-    out = scratch.empty(scores.shape, np.intp)
+    out = np.empty(scores.shape, np.intp)
     for start in range(0, scores.shape[0], BLOCK_ROWS):
         part = np.ceil(scores[start:start + BLOCK_ROWS] * n_bins).astype(np.intp) - 1
         np.clip(part, 0, n_bins - 1, out=out[start:start + BLOCK_ROWS])

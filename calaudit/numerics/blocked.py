@@ -23,7 +23,6 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 
 #: Rows per block (64 Ki rows: 512 KiB per float64 column).
 BLOCK_ROWS = 65_536
@@ -61,7 +60,7 @@ def dense_codes(codes: Values, n: int, block: int = BLOCK_ROWS) -> NDArray[np.in
     ranges = [(start, min(n, start + block)) for start in range(0, n, block)]
     distinct = np.unique(np.concatenate([np.unique(codes(a, b)) for a, b in ranges]
                                         or [np.zeros(0, dtype=np.int64)]))
-    out = scratch.empty(n, np.int64)
+    out = np.empty(n, np.int64)
     for a, b in ranges:
         out[a:b] = np.searchsorted(distinct, codes(a, b))
     return out
