@@ -38,7 +38,6 @@ from calaudit.local.encoding import CovariateLike
 from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
 from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.order_statistics import array_quantiles
 
 TEST_NAME = "poisson_binomial"
 
@@ -66,8 +65,7 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
     duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
     x = np.asarray(values, dtype=np.float64)
-    # np.quantile's bytes, as counting reductions over fixed row ranges (order_statistics)
-    edges = np.unique(array_quantiles(x, np.linspace(0.0, 1.0, n_bands + 1)))
+    edges = np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
     if edges.size == 1:
         return np.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
     inner = edges[1:-1]

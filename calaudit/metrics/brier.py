@@ -13,7 +13,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.inputs import accepts_1d
-from calaudit.numerics.blocked import BLOCK_ROWS
 
 
 @accepts_1d
@@ -25,9 +24,7 @@ def brier_score(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> floa
     0.2
     """
     residual = np.array(y_proba, dtype=np.float64)
-    for start in range(0, y_true.size, BLOCK_ROWS):  # no n-row index arrays
-        part = residual[start:start + BLOCK_ROWS]
-        part[np.arange(part.shape[0]), y_true[start:start + BLOCK_ROWS]] -= 1.0
+    residual[np.arange(y_true.size), y_true] -= 1.0
     return float(np.einsum("ij,ij->", residual, residual) / y_true.size)
 
 
