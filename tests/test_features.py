@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.method import choose_method
+from calaudit.inference.method import choose_method
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.feature_passes import psi_exponent

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.method import MethodChoice, choose_method
+from calaudit.inference.method import MethodChoice, choose_method
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference import applicability as rules

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.inference.skce_tests import CountForms
-from calaudit.local.klce import as_columns
 from calaudit.metrics.skce import SkceEstimators
 from calaudit.inference.feature_passes import (
     bootstrap_shared,
@@ -49,7 +48,7 @@ from calaudit.numerics.features import (
     u_statistic_sums,
 )
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.pairwise import as_columns, kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.row_blocks import (
     ROW_BLOCK,

@@ -27,10 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.aggregate import AggregateResult, MemberValues, combine
-from calaudit.local.klce import as_columns
 from calaudit.local.resampling import NullResult, consistency_test
 from calaudit.local.score_draws import redraw_level_sums
 from calaudit.local.score_members import ScoreMembers
+from calaudit.numerics.pairwise import as_columns
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.row_blocks import stream_seed
 

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
 
 
 def residuals(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -41,11 +41,6 @@ def prediction_features(y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
     """What the prediction kernel sees: ``p_1`` (n, 1) for binary, the vector otherwise."""
     p = np.asarray(y_proba, dtype=np.float64)
     return np.array(p[:, 1:2] if p.shape[1] == 2 else p)
-
-
-def as_columns(r: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Residuals in the engine's layout: (n, 1) scalar or (n, m, 1) vector residuals."""
-    return r[:, None] if r.ndim == 1 else r[:, :, None]
 
 
 def klce2_sum(gram: Gram, r: NDArray[np.float64]) -> float:

@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.klce import as_columns
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram, gaussian_block
-from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul, kernel_matmul
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
     SerialExecutor,

@@ -395,7 +395,7 @@ def categorical_columns(offset: int, covariates: Sequence[Any],
 
 def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:
     """How the LCB's kernel sums ran (JSON ``local.lcb.computation``); ``choice`` is the
-    local stage's :class:`calaudit.audit.method.MethodChoice`."""
+    local stage's :class:`calaudit.inference.method.MethodChoice`."""
     out: dict[str, Any] = {"method": choice.method, "reason": choice.reason,
                            "cv_rows": "exact kernel sums on the seeded cross-validation "
                                       "subsample"}

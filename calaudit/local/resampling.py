@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.klce import as_columns, kite_normaliser
+from calaudit.local.klce import kite_normaliser
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
 from calaudit.numerics.resampling import (
     PILOT_SEED,
     form_error_bound,
