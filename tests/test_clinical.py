@@ -99,7 +99,7 @@ def test_hosmer_lemeshow_realised_groups_with_ties():
 
 
 def test_classical_tests_inconclusive_rules():
-    from calaudit.audit.clinical_stage import hosmer_lemeshow, spiegelhalter
+    from calaudit.inference.classical import hosmer_lemeshow, spiegelhalter
     from calaudit.results import Status
 
     rng = np.random.default_rng(0)
