@@ -133,6 +133,6 @@ def test_in_the_audit_with_interval_and_diagram():
     assert low < metric.value < high
     diagram = result.diagrams["smooth_reliability"]
     assert diagram["smece"] == metric.value and len(diagram["t"]) == len(diagram["mu"])
-    from calaudit.audit.directions import known_direction
+    from calaudit import registry
 
-    assert known_direction("smece").better == "lower"
+    assert registry.metric("smece").direction.better == "lower"

@@ -9,7 +9,7 @@ so a saved result from any earlier run can be the baseline.
   metric regresses when it is worse by more than its tolerance (:func:`tolerance_for`:
   per-metric defaults on each metric's own scale, or ``max(tolerance, relative_tolerance *
   |old|)`` when ``baseline.tolerance`` is set), "worse" following its direction
-  (``calaudit.audit.directions``; a threshold's ``better``/``target`` overrides it).
+  (:mod:`calaudit.registry`; a threshold's ``better``/``target`` overrides it).
   Metrics with no direction (``brier_uncertainty``) are listed under ``informational``,
   never as checks. With ``require_ci_separation`` the confidence intervals must not overlap
   as well.
@@ -31,7 +31,8 @@ from typing import Any
 
 from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig
-from calaudit.audit.directions import Direction, default_tolerance, known_direction
+from calaudit import registry
+from calaudit.registry import Direction
 from calaudit.data.result_file import read_result_file
 from calaudit.exceptions import InputError
 from calaudit.results import jsonable
@@ -157,7 +158,8 @@ def metric_direction(metric_id: str, config: AuditConfig) -> Direction | None:
     threshold = config.threshold(metric_id)
     if threshold is not None and (threshold.target is not None or threshold.better != "auto"):
         return threshold.direction()
-    return known_direction(metric_id)
+    entry = registry.metric(metric_id)
+    return None if entry is None else entry.direction
 
 
 def _compare_metric(label: str, old: Any, new: Any, config: AuditConfig,
@@ -213,7 +215,7 @@ def tolerance_for(metric_id: str, old_value: float, config: AuditConfig,
     ``[thresholds.<id>] tolerance``, else ``max(baseline.tolerance, relative_tolerance *
     |old|)`` when ``baseline.tolerance`` is set, else the per-metric default
     ``max(absolute, relative * |old|, 2 sqrt(sd_old^2 + sd_new^2))``
-    (:data:`calaudit.audit.directions.DEFAULT_TOLERANCES`; the sd term only when both
+    (the registry's ``tolerance``; the sd term only when both
     results carry the estimate's sampling sd).
     """
     rules = config.baseline
@@ -223,7 +225,8 @@ def tolerance_for(metric_id: str, old_value: float, config: AuditConfig,
     if rules.tolerance is not None:
         return (max(rules.tolerance, rules.relative_tolerance * abs(old_value)),
                 "max(baseline.tolerance, baseline.relative_tolerance x |old|)")
-    default = default_tolerance(metric_id)
+    entry = registry.metric(metric_id)
+    default = entry.tolerance if entry else registry.PROBABILITY_SCALE
     parts = {"absolute": default.absolute, "relative": default.relative * abs(old_value)}
     sd_old, sd_new = estimate_sd(before, default.noise_test), estimate_sd(
         after, default.noise_test)

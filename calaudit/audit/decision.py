@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from calaudit import registry
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.results import Status, TestResult
 
@@ -212,7 +213,7 @@ def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:
         return None
     p_values = [g["p_value"] for g in groups if g.get("p_value") is not None]
     method = "Bonferroni combination of the group calibration tests: p = min(1, k min p_g)"
-    title = "Local calibration: groups, Bonferroni minimum p-value"
+    title = registry.title(GROUPS_TEST_ID)
     if not p_values:
         return TestResult(GROUPS_TEST_ID, math.nan, math.nan, math.nan, method,
                           status=Status.INCONCLUSIVE, family="local", title=title,

@@ -27,7 +27,7 @@ from typing import Any
 from calaudit.audit.checks import Check, failing, gating, status_counts
 from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
 from calaudit.audit.decision import GATE_RULE, grade_tests
-from calaudit.audit.directions import CONDITIONS
+from calaudit import registry
 from calaudit.results import MetricResult, Status, TestResult
 
 __all__ = ["ExitCode", "grade_tests", "grade_metrics", "threshold_status", "data_rule",
@@ -96,7 +96,8 @@ def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[Threshol
     unmatched = tuple(
         {"metric": metric_id, "status": Status.SKIPPED.value,
          "message": f"threshold on '{metric_id}', which this audit did not compute: "
-                    + CONDITIONS.get(metric_id, "not computed for this data or command")}
+                    + (registry.metric(metric_id).condition
+                       or "not computed for this data or command")}
         for metric_id in levels if metric_id not in computed)
     return tuple(graded), unmatched
 

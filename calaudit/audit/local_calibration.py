@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from calaudit import registry
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.audit.config import AuditConfig
@@ -59,7 +60,7 @@ class LocalCalibrationStage:
             scalar_r = outcome - prediction
         tests, statistic, per_class = setup.run(scalar_r)
         metric = MetricResult("klce2", statistic, setup.kernel_params(),
-                              title="Kernel local calibration error KLCE^2 (unbiased)")
+                              title=registry.title("klce2"))
         klce = setup.klce_section(statistic, tests, per_class)
         if not config.local.diagnostics:
             return StageOutput(metrics=(metric,), tests=tuple(tests), local={"klce": klce})

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import registry
 from calaudit.inference.bootstrap_ci import Statistics, bootstrap_replicates, ci_params, intervals
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
 from calaudit.metrics.brier import brier_score, brier_score_binary
@@ -21,18 +22,6 @@ from calaudit.metrics.log_loss import EPS, clipped_rows, log_loss
 from calaudit.metrics.smooth_ece import smooth_ece_replicates, smooth_reliability
 from calaudit.numerics.binning import Strategy
 from calaudit.results import MetricResult
-
-VARIANT_TITLES = {
-    "ece_l2": "l2 calibration error ({notion})",
-    "ece_classwise": "Class-wise ECE (one-vs-rest, averaged)",
-    "ece_canonical": "Canonical ECE (per-dimension grid)",
-    "ece_debiased": "Debiased l2 calibration error ({notion})",
-    "brier_reliability": "Brier reliability (calibration term)",
-    "brier_resolution": "Brier resolution",
-    "brier_uncertainty": "Brier uncertainty",
-    "log_loss": "Log loss",
-}
-
 
 def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,
                     ci_level: float | None, n_resamples: int, rng: np.random.Generator | None
@@ -66,17 +55,17 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
               "bins_used": int((sums.count > 0).sum())}
     metrics = [
         MetricResult("ece", float(ece_from_sums(sums)), params,
-                     title=f"Expected calibration error ({notion})"),
+                     title=registry.title("ece", notion)),
         MetricResult("mce", float(mce_from_sums(sums)), params,
-                     title=f"Maximum calibration error ({notion})"),
+                     title=registry.title("mce", notion)),
         MetricResult("brier", brier, {"definition": "mean squared error of the probability vector"},
-                     title="Brier score (summed over classes)"),
+                     title=registry.title("brier")),
     ]
     if binary:
         metrics.append(MetricResult(
             "brier_binary", brier_binary,
             {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
-            title="Brier score (binary, scikit-learn convention)"))
+            title=registry.title("brier_binary")))
     with_ci = ci_level is not None
     squared = (residuals_of(y_true, y_proba) ** 2).sum(axis=1) if with_ci else None
     positive = (y_proba[:, 1] - (y_true == 1)) ** 2 if binary and with_ci else None
@@ -147,7 +136,7 @@ def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
         "log_loss": {"eps": EPS, "clipped_rows": clipped_rows(y_true, y_proba)},
     }
     metrics = [MetricResult(key, float(value), params[key],
-                            title=VARIANT_TITLES[key].format(notion=notion))
+                            title=registry.title(key, notion))
                for key, value in statistics(None).items()]
     return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng)
 
@@ -167,7 +156,7 @@ def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *
     metric = MetricResult("smece", curve.smece, {
         "notion": notion, "sigma": curve.sigma, "kernel": "reflected Gaussian",
         "bandwidth": "fixed point sigma = smECE_sigma (Blasiok & Nakkiran 2023)"},
-        title=f"Smooth ECE ({notion})")
+        title=registry.title("smece", notion))
     (metric,) = _with_intervals(
         [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes, weights)},
         y_true.size, ci_level, n_resamples, rng)

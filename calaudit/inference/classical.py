@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
@@ -139,7 +140,7 @@ def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64], executor: A
                   ) -> TestResult:
     """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
     a reduction run by ``executor``."""
-    method, title = "Spiegelhalter z, two-sided normal", "Spiegelhalter's z test"
+    method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
     result = spiegelhalter_test(y_true, p, executor)
     # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
     reason = rules.too_few_rows(y_true.size) or rules.too_few_expected(
@@ -158,7 +159,7 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: i
     """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
     group sums are reductions run by ``executor``."""
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
-    title = "Hosmer-Lemeshow test"
+    title = registry.title("hosmer_lemeshow")
     result = hosmer_lemeshow_test(y_true, p, groups, executor)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
@@ -186,8 +187,8 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
     resamples drawn with ``rng`` instead (the Wald interval kept in ``params.wald_ci``).
     NaN unless both outcomes occur. The fits' row sums are reductions run by
     ``executor``."""
-    titles = {"calibration_in_the_large": "Calibration-in-the-large (logistic intercept)",
-              "calibration_slope": "Calibration slope (logistic recalibration)"}
+    titles = {key: registry.title(key) for key in ("calibration_in_the_large",
+                                                   "calibration_slope")}
     if not 0 < int(y_true.sum()) < y_true.size:
         return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
                                   title=title) for key, title in titles.items())

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.metrics.binned import BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
@@ -136,7 +137,7 @@ def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
     method = "consistency resampling: outcomes redrawn from the predictions"
-    title = f"ECE consistency resampling test ({notion})"
+    title = registry.title("ece_consistency", notion)
     observed = float(ece_from_sums(binned.sums()))
     params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1"}
     reason = (rules.too_few_rows(binned.scores.size)

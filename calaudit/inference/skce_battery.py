@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
@@ -54,18 +55,6 @@ from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
 
-TITLES = {
-    "skce_b": "SKCE, biased estimator",
-    "skce_uq": "SKCE, unbiased quadratic estimator",
-    "skce_ul": "SKCE, unbiased linear estimator",
-    "skce_block": "SKCE, unbiased block estimator",
-    "skce_b_bound": "SKCE_b distribution-free bound",
-    "skce_uq_bound": "SKCE_uq distribution-free bound",
-    "skce_ul_bound": "SKCE_ul distribution-free bound",
-    "skce_ul_asymptotic": "SKCE_ul asymptotic normal test",
-    "skce_uq_asymptotic": "SKCE_uq asymptotic test (Arcones-Gine bootstrap)",
-    "skce_consistency": "SKCE_uq consistency resampling test",
-}
 #: The tests, in report order.
 SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
               "skce_uq_asymptotic", "skce_consistency")
@@ -227,7 +216,7 @@ def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
             metric_params = {**metric_params, **ci_params(ci_level, n_resamples)}
             ci = percentile_interval(replicates, ci_level) if replicates is not None else None
         out.append(MetricResult(metric_id, value, metric_params, ci=ci,
-                                title=TITLES[metric_id]))
+                                title=registry.title(metric_id)))
     return tuple(out)
 
 
@@ -262,7 +251,7 @@ def _decided(test_id: str, status: Status, message: str, estimate: float, params
              ) -> TestResult:
     """A test that set its own status (INCONCLUSIVE or SKIPPED) instead of a p-value."""
     return TestResult(test_id, math.nan, estimate, math.nan, METHODS[test_id], params=params,
-                      status=status, message=message, title=TITLES[test_id])
+                      status=status, message=message, title=registry.title(test_id))
 
 
 def _bound(estimates: _Estimates, estimator: str, alpha: float) -> TestResult:
@@ -278,7 +267,7 @@ def _bound(estimates: _Estimates, estimator: str, alpha: float) -> TestResult:
     p = (bound_pvalue_biased(estimate, n) if estimator == "b"
          else bound_pvalue_unbiased(estimate, n))
     return TestResult(test_id, estimate, estimate, p, METHODS[test_id], params=params,
-                      title=TITLES[test_id])
+                      title=registry.title(test_id))
 
 
 def _linear(estimates: _Estimates) -> TestResult:
@@ -291,7 +280,7 @@ def _linear(estimates: _Estimates) -> TestResult:
         if math.isfinite(result.z):
             return TestResult(test_id, result.z, estimate, result.p_value, METHODS[test_id],
                               params={**params, "pairs": result.n_terms,
-                                      "stderr": result.stderr}, title=TITLES[test_id])
+                                      "stderr": result.stderr}, title=registry.title(test_id))
         reason = "all pair terms are equal (zero variance): the z statistic is undefined"
     return _decided(test_id, Status.INCONCLUSIVE, reason, estimate, dict(params))
 
@@ -307,7 +296,7 @@ def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
     return TestResult(test_id, statistic, terms.unbiased, monte_carlo_pvalue(statistic, null),
                       METHODS[test_id], n_resamples=n_resamples,
                       params={**estimates.params, "statistic": "n/(n-1) SKCE_uq - SKCE_b"},
-                      null_distribution=null, title=TITLES[test_id])
+                      null_distribution=null, title=registry.title(test_id))
 
 
 def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator,
@@ -323,4 +312,4 @@ def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generat
                                        executor=executor)
     return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
                       METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
-                      null_distribution=result.null_distribution, title=TITLES[test_id])
+                      null_distribution=result.null_distribution, title=registry.title(test_id))

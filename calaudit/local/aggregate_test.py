@@ -36,7 +36,6 @@ from calaudit.numerics.row_blocks import stream_seed
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
 TEST_ID = "local_consistency"
-TITLE = "Local calibration test (aggregate of recalibration scores and KLCE)"
 METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
           "fixed; members: a recalibration score statistic per covariate and for all "
           "covariates together, and KLCE^2; statistic A = max_j log(w_j / q_j) with q_j "

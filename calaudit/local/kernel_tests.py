@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from calaudit import registry
 from calaudit.inference.feature_tests import (
     approximation_error,
     feature_bootstrap_test,
@@ -32,7 +33,7 @@ from calaudit.inference.feature_tests import (
 from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local import aggregate_test as aggregate
 from calaudit.local import groups as grp
-from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
+from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import feature_local_pass, product_features
 from calaudit.local.kernel import GaussianProductGram, kite_gram, product_gram
@@ -55,12 +56,6 @@ MAX_PER_CLASS = 20
 #: Rows of the subsample on which a features run compares its statistic with the exact one.
 APPROXIMATION_ROWS = 2000
 
-TITLES = {
-    "local_consistency": aggregate.TITLE,
-    "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
-    "klce_bootstrap": "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
-    "klce_permutation": "Local calibration test (KLCE, KiTE permutation null)",
-}
 METHODS = {
     "local_consistency": aggregate.METHOD,
     "klce_consistency": "consistency resampling: y*_i ~ Cat(p_i), predictions and "
@@ -169,7 +164,7 @@ class LocalTests:
                     id=test_id, statistic=found.statistic, estimate=res.statistic,
                     p_value=found.p_value, method=METHODS[test_id],
                     n_resamples=lc.n_resamples, params=params,
-                    null_distribution=found.null_distribution, title=TITLES[test_id],
+                    null_distribution=found.null_distribution, title=registry.title(test_id),
                     family="local"), res
         elif self.features is not None and test_id != "klce_permutation":
             res = self.feature_test(test_id, self.streams[test_id])
@@ -187,7 +182,7 @@ class LocalTests:
         return TestResult(
             id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
             method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
-            null_distribution=res.null_distribution, title=TITLES[test_id],
+            null_distribution=res.null_distribution, title=registry.title(test_id),
             family="local"), res
 
     def kernel_consistency(self, statistic: float | None, dtype: type) -> NullResult:
@@ -291,7 +286,7 @@ class LocalTests:
                 id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
                 method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
                 status=Status.INCONCLUSIVE, alpha=self.config.alpha,
-                message=f"too small to decide: {reason}", title=TITLES[test_id],
+                message=f"too small to decide: {reason}", title=registry.title(test_id),
                 family="local")
                 for test_id in self.local.tests], statistic
         out = []

@@ -33,7 +33,6 @@ EXACT_MAX_ROWS = 3000
 def _moments(p: NDArray[np.float64]) -> tuple[float, float, float]:
     """``sum p``, ``sum p (1 - p)`` and ``sum p (1 - p)(1 - 2p)`` (numpy's pairwise
     sums)."""
-    n = p.shape[0]
     variance = np.add.reduce(p * (1.0 - p))
     third = np.add.reduce(p * (1.0 - p) * (1.0 - 2.0 * p))
     return float(np.sum(p)), float(variance), float(third)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from calaudit import registry
 from calaudit.exceptions import ConfigError, InputError
 from calaudit.numerics.random import one_seed
 from calaudit.results import MetricResult
@@ -14,7 +15,7 @@ from calaudit.squared.fitting import Settings
 from calaudit.squared.grids import ESTIMATORS, paper_grid, thin
 from calaudit.squared.result import SquaredErrorResult
 from calaudit.squared.selection import make_split, minimum_rows, run_pipeline
-from calaudit.squared.targets import TARGETS, TITLES, problems_for
+from calaudit.squared.targets import TARGETS, problems_for
 
 
 def resolve_grids(estimators: Sequence[str], canonical: bool,
@@ -71,7 +72,7 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
         reason = f"{n} rows are too few for {n_folds}-fold cross-validation (at least {least})"
     if reason:
         return [MetricResult(t, float("nan"), {"squared": True, "skipped": reason},
-                             title=TITLES[t]) for t in targets]
+                             title=registry.title(t)) for t in targets]
     split_seed = int(rng.integers(2**63 - 1))
     metrics = []
     for target in targets:
@@ -80,7 +81,7 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
                             settings=settings or Settings(),
                             rng=np.random.default_rng(split_seed))
         metrics.append(MetricResult(target, result.estimate,
-                                    {**result.to_params(), "seed": seed}, title=TITLES[target]))
+                                    {**result.to_params(), "seed": seed}, title=registry.title(target)))
     return metrics
 
 

@@ -25,13 +25,6 @@ from numpy.typing import NDArray
 from calaudit.metrics.ece import scores_and_outcomes
 
 TARGETS = ("tce2", "cwce2", "cce2")
-TITLES = {
-    "tce2": "Squared top-label calibration error TCE_2^2 (Gruber & Bach)",
-    "cwce2": "Squared class-wise calibration error CWCE_2^2 (Gruber & Bach)",
-    "cce2": "Squared canonical calibration error CCE_2^2 (Gruber & Bach)",
-}
-
-
 @dataclass(frozen=True)
 class Problem:
     """Inputs and residuals of one bilinear regression problem.

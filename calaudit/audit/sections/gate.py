@@ -5,16 +5,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from calaudit.audit.directions import (
-    BETTER_CHOICES,
-    NO_DIRECTION,
-    Direction,
-    known_direction,
-    known_metric_ids,
-)
+from calaudit import registry
 from calaudit.audit.sections.common import check, check_limits, finite_or_none
+from calaudit.registry import Direction
 
 ON_MISMATCH = ("error", "warn")
+BETTER_CHOICES = ("auto", "lower", "higher")
 
 
 @dataclass(frozen=True)
@@ -42,7 +38,7 @@ class ThresholdConfig:
         check(isinstance(self.metric, str) and self.metric != "",
                f"threshold: metric id must be a non-empty string; got {self.metric!r}")
         where = f"thresholds.{self.metric}"
-        known = known_metric_ids()
+        known = registry.known_metric_ids()
         if self.metric not in known:
             # a custom metric (from a stage of the Python API) states its direction; an id
             # close to a known one is a typo even then
@@ -54,7 +50,8 @@ class ThresholdConfig:
                     "; metric ids: " + ", ".join(known))
                 check(False, f"{where}: unknown metric id '{self.metric}'{hint}; a custom "
                              "metric needs better = \"lower\"/\"higher\" or target")
-        check(self.metric not in NO_DIRECTION,
+        check(registry.metric(self.metric) is None
+              or registry.metric(self.metric).direction is not None,
                f"{where}: '{self.metric}' describes the labels, not the model (no better "
                "direction): it cannot be a threshold")
         for name in ("warn", "fail", "target", "tolerance"):
@@ -90,7 +87,8 @@ class ThresholdConfig:
             return Direction("target", self.target)
         if self.better != "auto":
             return Direction(self.better)
-        return known_direction(self.metric) or Direction("lower")
+        entry = registry.metric(self.metric)
+        return (entry.direction if entry else None) or Direction("lower")
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ class BaselineConfig:
 
     A metric regresses when it is worse than in the baseline by more than its tolerance:
     with ``tolerance`` unset (the default), the per-metric default on the metric's own
-    scale (:data:`calaudit.audit.directions.DEFAULT_TOLERANCES`: 0.01 for
+    scale (the registry's tolerances (:mod:`calaudit.registry`): 0.01 for
     probability-scale errors, 2 % for losses, 50 % -- and at least twice the sampling sd of
     the difference for unbiased estimators -- for squared kernel errors); with
     ``tolerance`` set, ``max(tolerance, relative_tolerance * |old|)`` for every metric. A

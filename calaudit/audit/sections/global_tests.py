@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from calaudit import registry
 from calaudit.audit.sections.common import check, check_limits
 
 KERNELS = ("exponential", "gaussian", "laplacian")
 CANONICAL_DISTANCES = ("tv", "l1", "l2")
-#: Global test ids (design notes 2.5); ``hosmer_lemeshow`` runs only when asked for.
-GLOBAL_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
-                "skce_uq_asymptotic", "skce_consistency", "ece_consistency", "spiegelhalter",
-                "hosmer_lemeshow")
+#: Global test ids, in report order (:mod:`calaudit.registry`); ``hosmer_lemeshow`` runs
+#: only when asked for.
+GLOBAL_TESTS = registry.tests_of("global_tests")
 #: The distribution-free bounds run only when asked for: they are valid at any n but could
 #: not reject in simulation below a few thousand rows (each reports the smallest p-value it
 #: can reach at this n in ``params.smallest_p_value``).

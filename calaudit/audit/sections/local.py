@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from calaudit import registry
 from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits, positive
 
-LOCAL_TESTS = ("local_consistency", "klce_consistency", "klce_bootstrap", "klce_permutation")
+LOCAL_TESTS = registry.tests_of("local")
 KITE_NULLS = ("centred", "uncentred")
 RESAMPLE_DTYPES = ("float32", "float64")
 
