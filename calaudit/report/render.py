@@ -123,8 +123,8 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
 
 def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                    md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
-                   pdf: str | Path | None = None, source: Mapping[str, str] | None = None
-                   ) -> list[tuple[Path, str | bytes]]:
+                   pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
+                   pdf_appendix: bool = False) -> list[tuple[Path, str | bytes]]:
     """Every requested document as ``(path, content)``, in writing order: a Markdown
     report's figures before the Markdown itself."""
     pending: list[tuple[Path, str | bytes]] = []
