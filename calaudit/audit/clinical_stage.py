@@ -19,7 +19,11 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
-from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
+from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
+from calaudit.metrics.clinical import (
+    logistic_recalibration,
+    recalibration_replicates,
+)
 from calaudit.numerics.blocked import pairwise_total
 from calaudit.numerics.row_blocks import executor_of
 from calaudit.results import MetricResult, Status, TestResult
@@ -73,7 +77,8 @@ class ClinicalStage:
             value = fit.citl if key == "citl" else fit.slope
             se = fit.citl_se if key == "citl" else fit.slope_se
             wald = fit.interval(key, level)
-            params = {"se": se, "ci_level": level, "clipped_rows": fit.clipped,
+            params = {"se": se, "ci_level": level, "logit_clip": LOGIT_CLIP,
+                      "clipped_rows": fit.clipped,
                       "model": ("logit P(y=1) = a + logit(p)" if key == "citl"
                                 else "logit P(y=1) = a + b logit(p)")}
             if key == "slope":

@@ -315,7 +315,8 @@ class SkceStage:
         if reason is None:
             result = linear_asymptotic_test(pairs)
             if math.isfinite(result.z):
-                params = {**common, "pairs": result.n_terms, "stderr": result.stderr}
+                params = {**common, "pairs": result.n_terms, "stderr": result.stderr,
+                          "statistic": "z = sqrt(pairs) SKCE_ul / sd"}
                 return TestResult(test_id, result.z, estimate, result.p_value, method,
                                   params=params, title=TITLES[test_id])
             reason = "all pair terms are equal (zero variance): the z statistic is undefined"

@@ -263,8 +263,22 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
 
 
 def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    """The ``k`` conclusive groups with the largest ``|bias|`` (ties: smaller p-value),
-    each with its ``rank`` (1 = most biased)."""
-    conclusive = [r for r in rows if r["status"] != "INCONCLUSIVE"]
-    ranked = sorted(conclusive, key=lambda r: (-abs(r["bias"]), r["p_value"], r["group"]))
+    """The groups a reader should see first: at most ``k`` conclusive groups whose bias
+    interval excludes 0, the strongest evidence first (adjusted p-value, then raw p-value,
+    then the larger ``|bias|``), each with its ``rank`` (1 = strongest). A small group
+    whose interval contains 0 is noise at this sample size, however large its bias: it is
+    left to the group table."""
+    shown = [r for r in rows if r["status"] != "INCONCLUSIVE" and excludes_zero(r)]
+    ranked = sorted(shown, key=lambda r: (_p(r["p_value_adjusted"]), _p(r["p_value"]),
+                                          -abs(r["bias"]), r["group"]))
     return [{"rank": i + 1, **r} for i, r in enumerate(ranked[:k])]
+
+
+def excludes_zero(row: dict[str, Any]) -> bool:
+    """Whether a group's bias interval lies on one side of 0."""
+    interval = row.get("bias_ci")
+    return bool(interval) and (interval[0] > 0 or interval[1] < 0)
+
+
+def _p(value: float | None) -> float:
+    return 1.0 if value is None else value

@@ -86,6 +86,20 @@ def fmt_signed(value: float | None, digits: int = 3) -> str:
     return f"{value:+.{digits}g}"
 
 
+def fmt_bias(value: float | None) -> str:
+    """A group's bias as every output prints it: signed, 3 decimals (``+0.055``)."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.3f}"
+
+
+def fmt_bias_ci(ci: list[float] | tuple[float, float] | None) -> str:
+    """A bias interval as every output prints it: ``[+0.019, +0.084]``; ``-`` if none."""
+    if not ci or None in ci:
+        return "-"
+    return f"[{fmt_bias(ci[0])}, {fmt_bias(ci[1])}]"
+
+
 def fmt_value(value: object, digits: int = 4) -> str:
     """Any JSON value as short text: numbers via :func:`fmt_number`, lists joined by
     commas, mappings as ``key=value``, ``None`` as ``-``."""
@@ -108,7 +122,7 @@ def check_facts(check: Any, p_label: str = "adjusted p") -> list[str]:
     """The value (or baseline delta) and adjusted p-value of a gate check, as phrases."""
     parts = []
     if check.value is not None:
-        label = "delta" if check.kind == "baseline" else "value"
+        label = "delta" if check.kind == "baseline" else "estimate"
         parts.append(f"{label} {fmt_number(check.value)}")
     if check.p_value is not None:
         parts.append(f"{p_label} {fmt_pvalue(check.p_value)}")

@@ -18,8 +18,9 @@ from calaudit.output.checklist import (
     counts_sentence,
     fail_on_of,
     failing_lines,
+    statistic_text,
 )
-from calaudit.output.formatting import fmt_number, fmt_pvalue
+from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
@@ -51,14 +52,18 @@ def explanations(result: Mapping[str, Any]) -> list[str]:
         text = "; ".join(f for f in facts if f)
         lines.append(f"  {metric['id']}: {meaning.text or metric.get('title', '')} ({text})")
     for test in result["tests"]:
-        lines.append(f"  {test['id']}: {test.get('title', '')}. {test_meaning(test)}")
+        statistic = statistic_text(test)
+        lines.append(f"  {test['id']}: {test.get('title', '')}. {test_meaning(test)}"
+                     + (f" The p-value comes from its {statistic}." if statistic else ""))
     if result["tests"]:
         lines.append(f"  {P_VALUES_TEXT}")
     return lines
 
 
 def tests_table(result: Mapping[str, Any]) -> Table | None:
-    """Every test: statistic, raw p-value, adjusted p-value (labelled with the method)."""
+    """Every test: estimate, raw p-value, adjusted p-value (labelled with the method). A
+    test statistic that is another number than the estimate is named on the test's line
+    under the tables (:func:`calaudit.output.checklist.statistic_text`)."""
     if not result["tests"]:
         return None
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
@@ -66,13 +71,13 @@ def tests_table(result: Mapping[str, Any]) -> Table | None:
                   show_edge=False, pad_edge=False)
     roles = any(test.get("role") for test in result["tests"])
     columns = [("test", "left"), *([("role", "left")] if roles else []),
-               ("statistic", "right"), ("p (raw)", "right"),
+               ("estimate", "right"), ("p (raw)", "right"),
                (f"p ({method}-adjusted)", "right"), ("status", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for test in result["tests"]:
         role = [test.get("role") or "primary"] if roles else []
-        table.add_row(escape(test["id"]), *role, fmt_number(test.get("statistic")),
+        table.add_row(escape(test["id"]), *role, fmt_number(test.get("estimate")),
                       fmt_pvalue(test.get("p_value")), fmt_pvalue(test.get("p_value_adjusted")),
                       _styled(test.get("status") or ""))
     return table
@@ -106,12 +111,11 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
         table.add_column(name, justify=justify)
     notes = group_messages(result)
     for row in top:
-        low, high = row["bias_ci"] or (None, None)
-        interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
         marker = " †" if notes.get(str(row["group"])) else ""
         table.add_row(str(row["rank"]), escape(str(row["group"])), str(row["n"]),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
-                      f"{row['bias']:+.3f}{interval}", fmt_pvalue(row["p_value_adjusted"]),
+                      f"{fmt_bias(row['bias'])} {fmt_bias_ci(row['bias_ci'])}",
+                      fmt_pvalue(row["p_value_adjusted"]),
                       _styled(row["status"] or "") + marker)
     if any(notes.get(str(row["group"])) for row in top):
         table.caption = ("† " + "; ".join(sorted({notes[str(r["group"])] for r in top

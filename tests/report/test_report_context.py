@@ -136,15 +136,24 @@ def test_klce_per_class(multiclass_synth):
     assert klce.per_class[3].value == "statistic 0.0008, p < 0.001"
 
 
-def test_bias_plot_keeps_the_largest_biases(binary_synth):
-    template = binary_synth["groups"][0]
-    binary_synth["groups"] = [dict(template, group=f"g{i}", bias=i / 1000)
+def test_bias_plot_keeps_the_strongest_evidence_and_leaves_out_noise(binary_synth):
+    """Intersections whose interval contains 0 are left out; of the rest, the strongest
+    evidence (smallest adjusted p-value) is kept."""
+    template = dict(binary_synth["groups"][0], kind="single")
+    binary_synth["groups"] = [dict(template, group=f"g{i}", bias=i / 1000,
+                                   p_value=1 - i / 100, p_value_adjusted=1 - i / 100)
                               for i in range(MAX_BIAS_ROWS + 5)]
     binary_synth["groups"].append(dict(template, group="no data", bias=None))
+    binary_synth["groups"].append(dict(template, group="a & b", kind="intersection",
+                                       bias=0.5, bias_ci=[-0.1, 1.1], p_value=0.001,
+                                       p_value_adjusted=0.001))
     figure = build_context(binary_synth).local.bias_figure
     shown = {row["group"] for row in figure.data["rows"]}
-    assert len(shown) == MAX_BIAS_ROWS and "g0" not in shown and "g64" in shown
-    assert figure.caption.startswith(f"{MAX_BIAS_ROWS} of {MAX_BIAS_ROWS + 6} groups")
+    assert len(shown) == MAX_BIAS_ROWS and "g0" not in shown and "g28" in shown
+    assert "a & b" not in shown
+    assert figure.caption.startswith(f"{MAX_BIAS_ROWS} of {MAX_BIAS_ROWS + 7} groups: each "
+                                     "covariate's groups and the intersections whose "
+                                     "interval excludes 0")
 
 
 def test_figure_names_are_unique_and_safe(binary_synth):
