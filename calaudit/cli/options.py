@@ -138,7 +138,8 @@ FLAGS = _flags(
     Flag("junit", ("--junit",), "Write JUnit XML: one testcase per check.",
          OUT, "outputs.junit", metavar="PATH"),
     # Local calibration
-    Flag("local_tests", ("--local-tests",), "Comma list of local tests, or none.", LOCAL, "local.tests", str,
+    Flag("local_tests", ("--local-tests",), "Comma list of local tests, or none.",
+         LOCAL, "local.tests", str,
          "klce_consistency", "LIST"),
     Flag("local_resamples", ("--local-resamples",), "Resamples of each local test.", LOCAL,
          "local.n_resamples", int, 500, "N", "local.n_resamples"),
@@ -153,11 +154,14 @@ FLAGS = _flags(
     Flag("min_group_events", ("--min-group-events",), "Groups with fewer (non-)events are "
          "INCONCLUSIVE.", LOCAL, "local.min_group_events", int, 5, "N",
          "local.min_group_events"),
-    Flag("group_adjust", ("--group-adjust",), "Adjustment of the group tests.", LOCAL, "local.group_adjust", str, "holm", "METHOD"),
-    Flag("n_bands", ("--n-bands",), "Quantile bands of a numeric covariate in the groups.", LOCAL, "local.n_bands", int, 4, "N", "local.n_bands"),
+    Flag("group_adjust", ("--group-adjust",), "Adjustment of the group tests.",
+         LOCAL, "local.group_adjust", str, "holm", "METHOD"),
+    Flag("n_bands", ("--n-bands",), "Quantile bands of a numeric covariate in the groups.",
+         LOCAL, "local.n_bands", int, 4, "N", "local.n_bands"),
     Flag("top_k", ("--top-k",), "Groups listed first, by strength of evidence.",
          LOCAL, "local.top_k", int, 5, "N", "local.top_k"),
-    Flag("kite_width", ("--kite-width",), "klce_permutation: KiTE prob_kernel_width.", LOCAL, "local.kite_prob_kernel_width", float, 0.1, "W"),
+    Flag("kite_width", ("--kite-width",), "klce_permutation: KiTE prob_kernel_width.",
+         LOCAL, "local.kite_prob_kernel_width", float, 0.1, "W"),
     Flag("kite_gamma", ("--kite-gamma",), "klce_permutation: KiTE covariate gamma "
          "(default: 1/columns).", LOCAL, "local.kite_cov_gamma", float,
          metavar="G"),
@@ -166,7 +170,8 @@ FLAGS = _flags(
          "binning.n_bins", int, 15, "N", "binning.n_bins"),
     Flag("binning", ("--binning",), "uniform (equal width) or quantile bins.",
          BINS, "binning.strategy", str, "uniform", "KIND"),
-    Flag("kernel", ("--kernel",), "SKCE kernel: also gaussian or laplacian.", BINS, "skce.kernel", str, "exponential", "NAME"),
+    Flag("kernel", ("--kernel",), "SKCE kernel: also gaussian or laplacian.",
+         BINS, "skce.kernel", str, "exponential", "NAME"),
     Flag("bandwidth", ("--bandwidth",), "SKCE kernel scale (default: median distance of "
          "all pairs).", BINS, "skce.bandwidth", float, metavar="X"),
     Flag("blocksize", ("--blocksize",), "Block size of the skce_block estimator.", BINS,
@@ -178,14 +183,19 @@ FLAGS = _flags(
          "ukkr (default all).", BINS,
          "squared.estimators", metavar="LIST"),
     # Large data and Dask
-    Flag("method", ("--method",), "Kernel tests: exact, features (Fourier) or auto.", LARGE, "method", str, "auto", "NAME"),
-    Flag("n_features", ("--n-features",), "Random Fourier features of --method features.", LARGE, "n_features", int, metavar="D",
+    Flag("method", ("--method",), "Kernel tests: exact, features (Fourier) or auto.",
+         LARGE, "method", str, "auto", "NAME"),
+    Flag("n_features", ("--n-features",), "Random Fourier features of --method features.",
+         LARGE, "n_features", int, metavar="D",
          counts="n_features"),
     Flag("spill", ("--spill",), "Columns in memory-mapped files: always, never "
          "or auto (default).", LARGE, "data.spill", metavar="MODE"),
-    Flag("spill_dir", ("--spill-dir",), "Directory of the spill files (default: temp).", LARGE, "data.spill_dir", metavar="DIR"),
-    Flag("dask", ("--dask",), "Run the row reductions on this Dask scheduler.", DASK, "dask.scheduler", metavar="ADDRESS"),
-    Flag("workers", ("--workers",), "Start a local Dask cluster of N worker processes.", DASK, "dask.workers", int, metavar="N", counts="dask.workers"),
+    Flag("spill_dir", ("--spill-dir",), "Directory of the spill files (default: temp).",
+         LARGE, "data.spill_dir", metavar="DIR"),
+    Flag("dask", ("--dask",), "Run the row reductions on this Dask scheduler.",
+         DASK, "dask.scheduler", metavar="ADDRESS"),
+    Flag("workers", ("--workers",), "Start a local Dask cluster of N worker processes.",
+         DASK, "dask.workers", int, metavar="N", counts="dask.workers"),
     Flag("memory_limit", ("--memory-limit",), "Memory limit of each --workers process "
          "(default 2GB).", DASK, "dask.memory_limit", metavar="SIZE"),
     Flag("threads", ("--threads",), "Threads of the row reductions (default: the CPU "
@@ -198,7 +208,8 @@ FLAGS = _flags(
          "outputs.signoff_role", metavar="TEXT"),
     Flag("signoff_date", ("--signoff-date",), "Date in the report's sign-off block (free "
          "text).", SIGNOFF, "outputs.signoff_date", metavar="TEXT"),
-    Flag("signoff_decision", ("--signoff-decision",), "Decision, e.g. 'approved for release'.", SIGNOFF, "outputs.signoff_decision", metavar="TEXT"),
+    Flag("signoff_decision", ("--signoff-decision",), "Decision, e.g. 'approved for release'.",
+         SIGNOFF, "outputs.signoff_decision", metavar="TEXT"),
     # Terminal and configuration
     Flag("config", ("--config",), "Settings file (default: calaudit.toml, searched "
          "upwards).", CONF, kind=Path, metavar="FILE"),
@@ -208,7 +219,8 @@ FLAGS = _flags(
          "means.", CONF, kind=bool, default=False),
     Flag("quiet", ("--quiet", "-q"), "Print nothing but errors (outputs are still written).",
          CONF, kind=bool, default=False),
-    Flag("verbose", ("--verbose", "-v"), "Log each step on stderr (config, rows, timings).", CONF, kind=bool, default=False),
+    Flag("verbose", ("--verbose", "-v"), "Log each step on stderr (config, rows, timings).",
+         CONF, kind=bool, default=False),
     Flag("color", ("--color",), "auto (the terminal and NO_COLOR decide), always, "
          "never.", CONF, "outputs.color", metavar="WHEN"),
     # config show / config init / sample-data

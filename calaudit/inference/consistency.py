@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import progress
 from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
 from calaudit.metrics.ece_variants import CanonicalBins
 from calaudit.numerics.kernels import Gram
@@ -68,9 +69,16 @@ class ResamplingTest:
 
 
 def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_rows: int,
-         n_resamples: int, max_entries: int, atol: float = 0.0) -> ResamplingTest:
-    null = np.concatenate([batch_null(q) for q in batch_sizes(n_resamples, n_rows,
-                                                             max_entries)])
+         n_resamples: int, max_entries: int, atol: float = 0.0,
+         name: str = "label redraws") -> ResamplingTest:
+    """The null distribution batch by batch (a progress task ``name``: one step per
+    batch, ``n_resamples`` units) and the Monte-Carlo p-value."""
+    batches = []
+    with progress.task(name, total=n_resamples) as advance:
+        for q in batch_sizes(n_resamples, n_rows, max_entries):
+            batches.append(batch_null(q))
+            advance(q)
+    null = np.concatenate(batches)
     return ResamplingTest(observed, null, monte_carlo_pvalue(observed, null, atol=atol))
 
 
@@ -117,7 +125,8 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
                                                              executor=executor)[0])
         return forms * scale
 
-    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie)
+    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie,
+                name="label redraws (SKCE)")
 
 
 def ece_consistency_test(binned: BinnedOutcomes, event_proba: NDArray[np.float64],
@@ -146,4 +155,5 @@ def canonical_ece_consistency_test(bins: CanonicalBins, observed: float,
     def batch(q: int) -> NDArray[np.float64]:
         return bins.ece_for_labels(categorical_draws(rng, bins.y_proba, q), distance)
 
-    return _run(observed, batch, n * m, n_resamples, max_entries)
+    return _run(observed, batch, n * m, n_resamples, max_entries,
+                name="label redraws (canonical ECE)")

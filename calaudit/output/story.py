@@ -122,13 +122,21 @@ def _role(test: Mapping[str, Any]) -> str:
     return str(test.get("role") or "primary")
 
 
-def _local(test: Mapping[str, Any]) -> bool:
-    return test.get("family") == "local"
+def is_local(test: Mapping[str, Any]) -> bool:
+    """Whether a test of :func:`primary_tests` is a local one."""
+    return test.get("family") == "local" or bool(test.get("_listed_local"))
+
+
+def _with_family(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tests, each marked local when its ``family`` says so or ``local.klce.tests``
+    lists it (results written before tests carried a family)."""
+    listed = set(((result.get("local") or {}).get("klce") or {}).get("tests") or ())
+    return [{**t, "_listed_local": t.get("id") in listed} for t in result.get("tests") or ()]
 
 
 def primary_tests(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The tests that decide the verdict (``role`` primary)."""
-    return [t for t in result.get("tests") or () if _role(t) != "diagnostic"]
+    return [t for t in _with_family(result) if _role(t) != "diagnostic"]
 
 
 def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
@@ -140,8 +148,8 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
     fail_on = fail_on_of(result)
     primaries = primary_tests(result)
     rejecting = [t for t in primaries if t.get("status") in fail_on]
-    global_fail = [t for t in rejecting if not _local(t)]
-    local_fail = [t for t in rejecting if _local(t)]
+    global_fail = [t for t in rejecting if not is_local(t)]
+    local_fail = [t for t in rejecting if is_local(t)]
     sentences = [decision(result, primaries, global_fail, local_fail, lines, fail_on)]
     for family, failed in (("global", global_fail), ("local", local_fail)):
         if failed:
@@ -150,7 +158,7 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
         sentences += _how(result)
     if local_fail:
         sentences += _where(result)
-        sentences += _who(result)
+    sentences += _who(result)
     sentences += _not_rejecting(primaries, rejecting)
     sentences += [_s(f"{line.title} ({line.id}): {line.message or line.detail}.")
                   for line in failing_lines(lines, fail_on) if line.kind != "test"]
@@ -163,7 +171,7 @@ def decision(result: Mapping[str, Any], primaries: Sequence[Mapping[str, Any]],
              lines: Sequence[CheckLine], fail_on: Sequence[str]) -> Sentence:
     """The verdict in one plain sentence."""
     verdict = str(result.get("verdict", "-"))
-    local_ran = any(_local(t) for t in primaries)
+    local_ran = any(is_local(t) for t in primaries)
     if global_fail and local_fail:
         return _s("The predicted probabilities do not match the observed outcomes, "
                   "overall and within groups of similar rows.")
@@ -194,7 +202,7 @@ def _rejects(family: str, failed: Sequence[Mapping[str, Any]],
              primaries: Sequence[Mapping[str, Any]]) -> Sentence:
     """``2 of 2 global tests reject (ece_consistency and skce_consistency: adjusted p
     0.003 and 0.003 <= alpha 0.05; raw p 0.001 and 0.001).``"""
-    total = sum(1 for t in primaries if _local(t) == (family == "local"))
+    total = sum(1 for t in primaries if is_local(t) == (family == "local"))
     term = "local-test" if family == "local" else "global-test"
     count = (f"The {family} test rejects" if total == 1 else
              f"{len(failed)} of {total} {family} tests reject")
@@ -266,7 +274,7 @@ def _not_rejecting(primaries: Sequence[Mapping[str, Any]],
     """The primary tests that do not reject, by family, with their adjusted p-values."""
     out = []
     for family in ("global", "local"):
-        quiet = [t for t in primaries if t not in rejecting and _local(t) == (family == "local")
+        quiet = [t for t in primaries if t not in rejecting and is_local(t) == (family == "local")
                  and t.get("status") == "PASS"]
         if not quiet:
             continue

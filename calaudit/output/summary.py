@@ -22,6 +22,7 @@ from calaudit.output.checklist import (
 )
 from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
+from calaudit.output.story import plain, story
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
@@ -98,12 +99,13 @@ def other_checks_table(lines: list[CheckLine]) -> Table | None:
 
 
 def top_groups_table(result: dict[str, Any]) -> Table | None:
-    """The most biased groups of the local-calibration diagnostics (``local.lcb.top_groups``),
-    or ``None`` when there are none."""
+    """The groups listed first (``local.lcb.top_groups``: intervals that exclude 0, the
+    strongest evidence first), or ``None`` when there are none."""
     top = (result.get("local") or {}).get("lcb", {}).get("top_groups") or []
     if not top:
         return None
-    table = Table(title="most biased groups (bias = observed - predicted)", show_edge=False,
+    table = Table(title="groups with the clearest bias, strongest evidence first "
+                        "(bias = observed - predicted)", show_edge=False,
                   pad_edge=False, title_justify="left")
     for name, justify in (("#", "right"), ("group", "left"), ("n", "right"),
                           ("obs / pred", "right"), ("bias [interval]", "right"),
@@ -170,10 +172,6 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     if explain:
         for line in explanations(result):
             console.print(line, markup=False, soft_wrap=True)
-    sentence = (result.get("attribution") or {}).get("summary")
-    if sentence:
-        console.print(f"who is miscalibrated (diagnostic): {sentence}", markup=False,
-                      soft_wrap=True)
     if result.get("baseline"):
         print_baseline(result["baseline"], file=file, color=color, console=console)
     for check in lines:
@@ -184,6 +182,8 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     verdict = result["verdict"]
     console.print(f"verdict: {_styled(verdict)} ({counts_sentence(lines)}; "
                   f"{n_failing} in fail-on)")
+    for sentence in story(result, lines):  # the words every report leads with
+        console.print(f"  {plain(sentence)}", markup=False, soft_wrap=True)
     if not explain:
         console.print("  (--explain prints what each row means)", style="dim")
 

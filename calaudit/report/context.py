@@ -24,7 +24,7 @@ from calaudit.output.formatting import (
     fmt_value,
 )
 from calaudit.output.meanings import clipped_note, metric_meaning
-from calaudit.output.story import GLOSSARY, primary_tests
+from calaudit.output.story import GLOSSARY, is_local, primary_tests
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
 from calaudit.report.diagnosis_context import build_diagnosis
@@ -181,7 +181,7 @@ def lead_figure(result: Mapping[str, Any], reliability: ReliabilityView,
     the bias by group)."""
     fail_on = set(fail_on_of(result))
     failing = [t for t in primary_tests(result) if t.get("status") in fail_on]
-    local_only = bool(failing) and all(t.get("family") == "local" for t in failing)
+    local_only = bool(failing) and all(is_local(t) for t in failing)
     panels = lead_panels(result) if local_only else []
     if panels:
         names = ", ".join(str(p.get("group")) for p in panels)

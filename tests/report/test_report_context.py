@@ -15,6 +15,7 @@ from calaudit.output.formatting import (
     fmt_value,
     md_cell,
 )
+from calaudit.output.story import plain
 from calaudit.report.context import build_context
 from calaudit.report.local_context import MAX_BIAS_ROWS
 from tests.report.synthetic import SCRIPT
@@ -24,35 +25,45 @@ def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):
     verdict = build_context(binary_synth).verdict
     assert verdict.status == "FAIL"
     assert [c.id for c in verdict.deciding] == ["klce_consistency", "klce_bootstrap"]
-    assert verdict.deciding[0].detail == ("statistic 0.00092, p 0.005, adjusted p 0.020 (holm), "
+    assert verdict.deciding[0].detail == ("estimate 0.00092, p 0.005, adjusted p 0.020 (holm), "
                                           "alpha 0.05")
-    assert verdict.story[0].endswith("within covariate neighbourhoods: adjusted p = 0.020 <= "
-                                     "alpha 0.05 (raw p = 0.005).")
+    assert plain(verdict.headline) == ("The predicted probabilities are right on average but "
+                                       "off for some groups of similar rows.")
+    assert plain(verdict.story[0]) == (
+        "2 of 3 local tests reject (klce_consistency and klce_bootstrap: adjusted p 0.020 and "
+        "0.020 <= alpha 0.05; raw p 0.005 and 0.005).")
     assert {(c.id, c.status) for c in verdict.attention} == {
         ("klce_permutation", "INCONCLUSIVE"), ("tce2", "WARN")}
-    assert verdict.gate[0] == "Fails on: FAIL, ERROR."
-    assert "adjusted by Holm's step-down method within each family of tests" in verdict.gate[1]
-    assert verdict.gate[1].startswith("Tests (5) are graded")
+    assert plain(verdict.gate) == (
+        "The verdict rests on 5 primary test(s) at alpha = 0.05, their p-values adjusted for "
+        "testing several at once (the gate's rule); a check with a status in FAIL, ERROR "
+        "fails the audit.")
+    assert {span.term for span in verdict.gate} >= {"primary-test", "adjusted-p", "gate-rule"}
     counts = {c.key: c.value for c in verdict.counts}
-    assert counts == {"checks": "6 (2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE)",
+    assert counts == {"checks": "6 checks: 2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE",
                       "groups (diagnostics)": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}
 
 
-def test_verdict_story_names_the_groups_and_covariates_that_explain_it(binary_synth):
+def test_verdict_story_says_where_from_the_groups_shown_first(binary_synth):
+    verdict = build_context(binary_synth).verdict
+    where = [plain(s) for s in verdict.story if plain(s).startswith("Where")]
+    assert len(where) == 1 and "race=A +0.055 [+0.017, +0.093] (472 rows, under-predicted)" \
+        in where[0]
     for test in binary_synth["tests"]:
         if test["status"] == "FAIL":
             test["status"] = "PASS"
     verdict = build_context(binary_synth).verdict
     assert verdict.deciding == ()
-    groups = [s for s in verdict.story if s.startswith("The groups that explain it")]
-    assert len(groups) == 1 and "defined by" in groups[0]
+    assert not any(plain(s).startswith("Where") for s in verdict.story)
 
 
 def test_pass_without_tests(minimal_synth):
     context = build_context(minimal_synth)
     assert context.verdict.status == "PASS" and not context.verdict.deciding
-    assert context.verdict.gate[1] == "This result contains no hypothesis tests."
-    assert context.tests_note == context.verdict.gate[1] and context.local_note == ""
+    assert plain(context.verdict.gate).startswith("This result contains no hypothesis tests.")
+    assert plain(context.verdict.headline) == "No hypothesis test ran: nothing below was tested."
+    assert context.tests_note == "This result contains no hypothesis tests."
+    assert context.local_note == ""
     assert context.local is None and context.nulls == () and context.figures() == ()
     assert context.reliability.figure is None
     assert context.title == "Calibration audit"
@@ -215,9 +226,9 @@ def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
         "klce_bootstrap")]["role"] = "diagnostic"
     verdict = build_verdict(binary_synth, check_lines(binary_synth, checks))
     assert [c.id for c in verdict.deciding] == ["klce_consistency"]
-    assert ("diagnostic test", "klce_bootstrap", "FAIL") in {
-        (c.kind, c.id, c.status) for c in verdict.attention}
+    assert "klce_bootstrap" not in {c.id for c in verdict.attention}  # told in the story
     counts = {c.key: c.value for c in verdict.counts}
-    assert counts["diagnostic tests (do not gate)"] == "1 (1 FAIL)"
-    assert any(s.startswith("1 diagnostic test(s), reported but never deciding")
-               for s in verdict.story)
+    assert counts["checks"].endswith("; 1 diagnostic test(s) (do not gate): 1 FAIL")
+    assert "1 diagnostic test(s) are reported but do not decide: 1 FAIL." in {
+        plain(s) for s in verdict.story}
+    assert "klce_bootstrap" not in plain(verdict.story[0])
