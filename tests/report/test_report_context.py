@@ -232,3 +232,29 @@ def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
     assert "1 diagnostic test(s) are reported but do not decide: 1 FAIL." in {
         plain(s) for s in verdict.story}
     assert "klce_bootstrap" not in plain(verdict.story[0])
+
+
+def test_small_multiples_are_carried_by_the_bins_with_the_rows():
+    """In a per-class or per-group panel the bin that holds the rows carries the eye: its
+    dot is the largest, and the whiskers and bands of bins of a few rows are faint (they
+    span most of [0, 1] and would dominate otherwise)."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    from calaudit.report.plots import plot_reliability
+
+    bins = {"mean_score": [0.05, 0.35, 0.62, 0.91], "observed_rate": [0.04, 0.5, 0.0, 1.0],
+            "rate_low": [0.03, 0.09, 0.0, 0.34], "rate_high": [0.06, 0.91, 0.71, 1.0],
+            "lower": [0.0, 0.3, 0.6, 0.9], "upper": [0.1, 0.4, 0.7, 1.0],
+            "count": [864, 2, 3, 10]}
+    band = {"low": [0.03, 0.0, 0.0, 0.6], "high": [0.07, 1.0, 1.0, 1.0], "level": 0.95}
+    ax = plot_reliability(bins, band, weighted=True, legend=False)
+    dots = next(c for c in ax.collections if isinstance(c, PathCollection))
+    sizes = dots.get_sizes()
+    assert sizes.argmax() == 0 and sizes[0] > 4 * sizes[1:].max()
+    whiskers = next(c for c in ax.collections if isinstance(c, LineCollection))
+    alphas = whiskers.get_colors()[:, 3]
+    assert alphas[0] == pytest.approx(1.0) and alphas[1:3].max() < 0.3
+    bars = [patch.get_facecolor()[3] for patch in ax.patches]
+    assert bars[0] > 2 * max(bars[1:3])
+    plain = plot_reliability(bins, band, legend=False)  # the main diagram: as before
+    assert not any(isinstance(c, PathCollection) for c in plain.collections)
