@@ -31,7 +31,7 @@ Under ``opposite`` at ``n >= 20,000`` the SKCE pair is not run (CPU; it is a nul
 SKCE there). CPU seconds of this process per test (the kernel choice, shared by both, is not timed;
 the machine is shared, so CPU time is the figure to read, not wall time). The script also
 prints what ``method = "auto"`` picks at each ``n`` for the audit's default resamples
-(:func:`calaudit.audit.method.choose_method`).
+(:func:`calaudit.inference.method.choose_method`).
 
 Resumable and splittable: data set ``i`` of a cell ``(n, alternative, delta)`` comes from the
 seed ``(n, alternative, delta index, i)``; results are appended to
@@ -56,7 +56,7 @@ from types import SimpleNamespace
 import numpy as np
 from scipy import stats
 
-from calaudit.audit.method import MethodChoice, choose_method
+from calaudit.inference.method import MethodChoice, choose_method
 from calaudit.audit.skce_stage import SkceFeatures
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.consistency import skce_consistency_test

@@ -33,7 +33,7 @@ def test_load_and_audit_from_python():
     # the sample's built-in truth: globally calibrated, biased by group
     assert all(t.status is calaudit.Status.PASS for t in result.tests
                if not t.id.startswith("klce"))
-    assert result.test("klce_consistency").status is calaudit.Status.FAIL
+    assert result.test("local_consistency").status is calaudit.Status.FAIL
     assert result.verdict is calaudit.Status.FAIL
     assert result.to_dict()["config"]["seed"] == 3
 

@@ -81,7 +81,7 @@ def audited(binary):
 def test_lookups_raise_key_errors_listing_the_ids(audited):
     with pytest.raises(KeyError, match="valid ids: ece, mce, brier"):
         audited.metric("ECE")
-    with pytest.raises(KeyError, match="klce_consistency"):
+    with pytest.raises(KeyError, match="local_consistency"):
         audited.test("klce")
     data = calaudit.CalibrationData.from_arrays([0, 1], [0.2, 0.7], covariates={"a": [1, 2]})
     with pytest.raises(KeyError, match="covariates: a"):
@@ -132,9 +132,9 @@ def test_statuses_print_as_their_name(audited, capsys):
 def test_frames_and_html_for_notebooks(audited):
     frame = audited.to_frame()
     assert frame.loc[("metric", "ece"), "value"] == audited.metric("ece").value
-    test = audited.test("klce_consistency")
-    assert frame.loc[("test", "klce_consistency"), "p_value"] == test.p_value
-    assert frame.loc[("test", "klce_consistency"), "status"] == test.status.value
+    test = audited.test("local_consistency")
+    assert frame.loc[("test", "local_consistency"), "p_value"] == test.p_value
+    assert frame.loc[("test", "local_consistency"), "status"] == test.status.value
     groups = audited.groups_frame()
     assert len(groups) == len(audited.groups)
     assert {"group", "bias", "bias_ci_low", "bias_ci_high", "status"} <= set(groups.columns)
@@ -142,7 +142,7 @@ def test_frames_and_html_for_notebooks(audited):
     assert repr(audited).startswith(f"AuditResult(verdict={audited.verdict.value}, n=300, ")
     page = audited._repr_html_()
     assert f">{audited.verdict.value}</span>" in page
-    assert "klce_consistency" in page
+    assert "local_consistency" in page
     for top in audited.local["lcb"]["top_groups"]:
         assert "Groups with the clearest bias" in page
         assert top["group"].replace("&", "&amp;") in page

@@ -18,7 +18,6 @@ from calaudit.metrics.consistency import resampled_bin_rates
 from calaudit.metrics.ece import notion_outcomes
 from calaudit.metrics.log_loss import clipped_rows, log_loss
 from calaudit.numerics.binning import grid_cell_index, uniform_bin_index
-from calaudit.numerics.blocked import count_total, dense_codes, pairwise_total
 from calaudit.numerics.poisson_binomial import pmf, sample
 from calaudit.numerics.poisson_binomial import cell_counts
 from calaudit.numerics.tabulate import Cells
@@ -33,25 +32,6 @@ def probabilities(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     y = np.array([rng.choice(m, p=row) for row in probs[:50]] +
                  list(rng.integers(0, m, max(n - 50, 0))))[:n]
     return y.astype(np.int64), probs
-
-
-@pytest.mark.parametrize("n", SIZES)
-def test_pairwise_total_is_numpy_sum(n):
-    rng = np.random.default_rng(n)
-    values = rng.standard_cauchy(n) * 1e3
-    for block in (8, 128, 1000, 65_536):
-        total = pairwise_total(lambda a, b: values[a:b], n, block)
-        assert total == np.add.reduce(values)
-        assert total / n == values.mean()
-    assert count_total(lambda a, b: values[a:b] > 0, n, 1000) == np.count_nonzero(values > 0)
-
-
-@pytest.mark.parametrize("n", SIZES)
-def test_dense_codes_are_the_unique_inverse(n):
-    codes = np.random.default_rng(n).integers(-5, 40, n) * 7
-    expected = np.unique(codes, return_inverse=True)[1].reshape(-1)
-    got = dense_codes(lambda a, b: codes[a:b], n, block=1000)
-    assert got.dtype == np.int64 and np.array_equal(got, expected)
 
 
 @pytest.mark.parametrize("n", (1, 1000, 200_003))

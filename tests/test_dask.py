@@ -255,44 +255,6 @@ def parquet_rows(tmp_path_factory):
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
-def test_tasks_read_their_own_rows_and_give_the_in_memory_bytes(workers, request,
-                                                                parquet_rows, monkeypatch):
-    """ECE per-bin sums and exact quantile edges on Dask tasks that read their own row
-    groups (``shared`` holds the file list, not the rows) equal the in-memory ECE and
-    ``np.quantile``, with 1 and 2 workers and 1, 3 and 7 files."""
-    from calaudit.metrics.binned import ece_from_sums
-    from calaudit.metrics.binned_rows import ScoreRows, bin_sums
-    from calaudit.metrics.ece import expected_calibration_error
-    from calaudit.numerics.order_statistics import quantiles
-
-    sources, columns = parquet_rows
-    client = request.getfixturevalue(workers)
-    sent = []
-    original = DaskExecutor.keep
-
-    def keep(self, value):
-        sent.append(len(cloudpickle.dumps(value)))
-        return original(self, value)
-
-    monkeypatch.setattr(DaskExecutor, "keep", keep)
-    executor = DaskExecutor(client)
-    before = set(client.who_has())  # keys earlier tests may have left
-    y = columns["label"].astype(np.int64)
-    proba = np.column_stack([1 - columns["prob"], columns["prob"]])
-    for source in sources:
-        for strategy in ("uniform", "quantile"):
-            sums, _ = bin_sums(ScoreRows(source, "label", ["prob"], "binary"), n_bins=12,
-                               strategy=strategy, executor=executor)
-            assert float(ece_from_sums(sums)) == expected_calibration_error(
-                y, proba, n_bins=12, strategy=strategy)
-    q = np.linspace(0, 1, 5)
-    assert quantiles(sources[-1], "age", q, executor=executor).tobytes() == np.quantile(
-        columns["age"], q).tobytes()
-    assert sent and max(sent) < 4_000  # the sources sent to the workers hold no rows
-    assert eventually(lambda: set(client.who_has()) <= before)  # kept sources released
-
-
-@pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
     from calaudit.attribution.irls import fit_logistic
 

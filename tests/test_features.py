@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.method import choose_method
+from calaudit.inference.method import choose_method
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.feature_passes import psi_exponent
@@ -428,8 +428,8 @@ def test_features_run_records_the_computation(classes):
                                                            n_features=64)).to_dict()
     assert result["config"]["method"] == "features"
     kernel_tests = [t for t in result["tests"]
-                    if t["id"].startswith(("skce_b", "skce_uq", "skce_consistency", "klce"))]
-    assert {t["id"] for t in kernel_tests} >= {"skce_consistency", "klce_consistency",
+                    if t["id"].startswith(("skce_b", "skce_uq", "skce_consistency", "local"))]
+    assert {t["id"] for t in kernel_tests} >= {"skce_consistency", "local_consistency",
                                               "skce_uq_asymptotic"}
     for t in kernel_tests:
         comp = t["params"]["computation"]

@@ -148,7 +148,7 @@ def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
         # the moments are reductions (group_moments): numpy's pairwise mean and std to
         # their last digits
         assert row["bias_ci"] == pytest.approx(list(grp.normal_mean_interval(
-            y[spec.rows] - p[spec.rows], settings.level)), rel=1e-12)
+            y[spec.rows] - p[spec.rows], row["bias_ci_level"])), rel=1e-12)
     monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
     old = grp.group_table(specs, y, p, None, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in old] == ["percentile bootstrap"] * 2

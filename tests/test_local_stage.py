@@ -18,7 +18,7 @@ from calaudit.output.json_result import to_json
 from calaudit.results import Status
 
 SAMPLE = Path(__file__).parent.parent / "sample_data"
-ALL_TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
+ALL_TESTS = ("local_consistency", "klce_consistency", "klce_bootstrap", "klce_permutation")
 
 
 def run_audit(data, config):
@@ -46,7 +46,7 @@ def small_result():
 
 def test_local_test_flags_the_group_bias_that_global_calibration_hides():
     result = run_audit(credit(covariates=("race",)), config(n_resamples=99))
-    test = result.test("klce_consistency")
+    test = result.test("local_consistency")
     assert test.status == Status.FAIL and test.p_value == pytest.approx(0.01)
     assert result.verdict == Status.FAIL
     by = {g["group"]: g for g in result.groups}
@@ -107,11 +107,12 @@ def test_same_seed_same_numbers_and_streams_are_independent():
     assert np.array_equal(a.test("klce_consistency").null_distribution,
                           b.test("klce_consistency").null_distribution)
     assert a.groups == b.groups
-    c = run_audit(data, config(tests=("klce_consistency",)))
+    c = run_audit(data, config(tests=("local_consistency", "klce_consistency")))
     assert np.array_equal(a.test("klce_consistency").null_distribution,
                           c.test("klce_consistency").null_distribution)
     assert a.groups == c.groups
-    d = run_audit(data, AuditConfig(seed=1, local=LocalConfig(n_resamples=60)))
+    d = run_audit(data, AuditConfig(seed=1, local=LocalConfig(n_resamples=60,
+                                                               tests=ALL_TESTS)))
     assert not np.array_equal(a.test("klce_consistency").null_distribution,
                               d.test("klce_consistency").null_distribution)
 

@@ -16,6 +16,7 @@ from calaudit.tests import (
     ece_test,
     hosmer_lemeshow_test,
     klce_test,
+    local_test,
     skce_test,
     spiegelhalter_test,
 )
@@ -45,7 +46,7 @@ def cli_test(result, test_id):
 def test_same_numbers_as_the_cli(sample_rows, cli_result):
     y, p = sample_rows["label"].to_numpy(), sample_rows["prob"].to_numpy()
     cases = [
-        (klce_test(y, p, sample_rows[["age", "race"]], random_state=7), "klce_consistency"),
+        (local_test(y, p, sample_rows[["age", "race"]], random_state=7), "local_consistency"),
         (skce_test(y, p, rng=7), "skce_consistency"),
         (skce_test(y, p, method="uq_asymptotic", random_state=7), "skce_uq_asymptotic"),
         (skce_test(y, p, method="ul_asymptotic", random_state=7), "skce_ul_asymptotic"),

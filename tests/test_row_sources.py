@@ -1,6 +1,5 @@
 """Row sources and the statistics outside the kernel tests as reductions over fixed row
-ranges (issue 14): exact quantiles with np.quantile's bytes; per-bin sums folded by range;
-Parquet rows read by range give the in-memory results; the attribution fit runs on the
+ranges: Parquet rows read by range give the in-memory rows; the attribution fit runs on the
 executor it is given."""
 
 from __future__ import annotations
@@ -14,18 +13,7 @@ import pytest
 
 from calaudit.data.locations import locate
 from calaudit.data.row_source import ParquetRows
-from calaudit.metrics.binned import ece_from_sums
-from calaudit.metrics.binned_rows import ScoreRows, bin_sums
-from calaudit.metrics.ece import expected_calibration_error
-from calaudit.numerics.order_statistics import (
-    float_keys,
-    key_values,
-    order_statistics,
-    quantiles,
-)
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, fold, task_ranges
-from calaudit.numerics.row_sources import ArrayRows
-from calaudit.numerics.tabulate import range_bincount
+from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
 
 N_BIG = 2 * TASK_ROWS + 6_871  # three reduction ranges
 
@@ -52,85 +40,6 @@ def samples(seed: int):
                3: np.where(rng.uniform(size=n) < 0.5, 0.0, rng.normal(size=n) * 1e-300),
                4: rng.choice([1e300, -1e300, np.inf, -np.inf, 5.0], size=n),
                5: np.full(n, 0.25)}[kind], int(rng.integers(1, 600))
-
-
-@pytest.mark.filterwarnings("ignore:invalid value")
-@pytest.mark.parametrize("seed", range(8))
-def test_quantiles_are_np_quantile_bytes(seed):
-    for x, task_rows in samples(seed):
-        q = np.linspace(0.0, 1.0, 1 + (seed % 11) + 1)
-        ours = quantiles(ArrayRows({"x": x}), "x", q, task_rows=task_rows)
-        assert ours.tobytes() == np.quantile(x, q).tobytes()
-
-
-def test_many_quantiles_keep_the_partials_bounded():
-    """Thousands of wanted ranks: narrower digits, more passes, the same bytes."""
-    from calaudit.numerics.order_statistics import MAX_COUNTS, digit_bits
-
-    x = np.random.default_rng(12).lognormal(size=7_000)
-    q = np.linspace(0.0, 1.0, 3_001)
-    assert quantiles(ArrayRows({"x": x}), "x", q, task_rows=4096).tobytes() == \
-        np.quantile(x, q).tobytes()
-    for prefixes in (1, 28, 33, 6_000, 3_000_000):
-        bits = digit_bits(0, prefixes)
-        assert 1 <= bits <= 16 and (prefixes * 2**bits <= MAX_COUNTS or bits == 1)
-    assert digit_bits(60, 1) == 4
-
-
-@pytest.mark.filterwarnings("ignore:invalid value")
-def test_a_nan_gives_nan_quantiles_as_numpy():
-    x = np.array([0.3, np.nan, 0.1, -np.nan, 0.7])
-    q = np.linspace(0, 1, 4)
-    ours = quantiles(ArrayRows({"x": x}), "x", q)
-    assert np.isnan(ours).all() and np.isnan(np.quantile(x, q)).all()
-
-
-def test_order_statistics_are_the_sorted_values():
-    x = np.random.default_rng(3).standard_cauchy(5_000)
-    ranks = [0, 1, 17, 2_499, 2_500, 4_999]
-    got = order_statistics(ArrayRows({"x": x}), "x", ranks, task_rows=4096)
-    np.testing.assert_array_equal(got, np.sort(x)[ranks])
-    with pytest.raises(ValueError, match="ranks"):
-        order_statistics(ArrayRows({"x": x}), "x", [5_000])
-
-
-def test_float_keys_keep_the_order_and_invert():
-    x = np.array([-np.inf, -1e300, -1.0, -5e-324, 0.0, 5e-324, 0.5, 1.0, np.inf])
-    keys = float_keys(x)
-    assert np.all(np.diff(keys.astype(object)) > 0)
-    np.testing.assert_array_equal(key_values(keys), x)
-    assert float_keys(np.array([-0.0]))[0] == float_keys(np.array([0.0]))[0]
-
-
-def test_bins_and_bands_use_the_exact_quantiles():
-    from calaudit.local.groups import quantile_bands
-    from calaudit.numerics.binning import bin_edges
-
-    x = np.random.default_rng(4).beta(0.5, 3.0, 9_000)
-    inner = np.quantile(x, np.linspace(0, 1, 11)[1:-1])
-    assert bin_edges(x, 10, "quantile").tobytes() == np.unique(
-        np.concatenate(([0.0], inner, [1.0]))).tobytes()
-    codes, labels = quantile_bands(x, 4)
-    edges = np.unique(np.quantile(x, np.linspace(0, 1, 5)))
-    np.testing.assert_array_equal(codes, np.searchsorted(edges[1:-1], x, side="left"))
-    assert len(labels) == 4
-
-
-def test_cell_sums_are_folded_by_range():
-    rng = np.random.default_rng(5)
-    index, values = rng.integers(0, 12, N_BIG), rng.uniform(size=N_BIG)
-    by_range = fold({"s": np.bincount(index[a:b], values[a:b], minlength=14)}
-                    for a, b in task_ranges(N_BIG))["s"]
-    assert range_bincount(index, values, 14).tobytes() == by_range.tobytes()
-    # the check can fail: one bincount over all rows rounds differently
-    assert range_bincount(index, values, 14).tobytes() != np.bincount(
-        index, values, minlength=14).tobytes()
-    small = slice(0, TASK_ROWS)  # one range: exactly the former single bincount
-    assert range_bincount(index[small], values[small], 14).tobytes() == np.bincount(
-        index[small], values[small], minlength=14).astype(float).tobytes()
-    np.testing.assert_array_equal(range_bincount(index, None, 14),
-                                  np.bincount(index, minlength=14))
-    assert range_bincount(index[:0], None, 3).tolist() == [0.0, 0.0, 0.0]
 
 
 # ------------------------------------------------------------------ Parquet row source
@@ -217,36 +126,6 @@ def test_parquet_rows_refuse_text_columns_and_csv(tmp_path):
     (tmp_path / "b.csv").write_text("prob\n0.5\n")
     with pytest.raises(ValueError, match="Parquet"):
         ParquetRows.of(locate(str(tmp_path / "b.csv")))
-
-
-@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
-def test_ece_from_parquet_rows_is_the_in_memory_ece(dataset, columns, strategy):
-    """Whatever the number of files, the per-bin sums reduced over a Parquet row source
-    give the bytes of the ECE of the loaded arrays."""
-    y = columns["label"].astype(np.int64)
-    proba = np.column_stack([1 - columns["prob"], columns["prob"]])
-    expected = expected_calibration_error(y, proba, n_bins=12, strategy=strategy)
-    sums, edges = bin_sums(ScoreRows(ParquetRows.of(locate(str(dataset))), "label", ["prob"],
-                                     "binary"), n_bins=12, strategy=strategy)
-    assert float(ece_from_sums(sums)) == expected
-    assert edges[0] == 0.0 and edges[-1] == 1.0
-    age = quantiles(ParquetRows.of(locate(str(dataset))), "age", np.linspace(0, 1, 5))
-    assert age.tobytes() == np.quantile(columns["age"], np.linspace(0, 1, 5)).tobytes()
-
-
-def test_top_label_ece_from_rows_is_the_in_memory_ece():
-    rng = np.random.default_rng(7)
-    n = TASK_ROWS + 999
-    proba = rng.dirichlet([1.0, 2.0, 3.0], n)
-    y = np.array([rng.choice(3, p=row) for row in proba[:2_000]] * (n // 2_000 + 1))[:n]
-    source = ArrayRows({"y": y, "p0": proba[:, 0], "p1": proba[:, 1], "p2": proba[:, 2]})
-    for strategy in ("uniform", "quantile"):
-        sums, _ = bin_sums(ScoreRows(source, "y", ["p0", "p1", "p2"], "top-label"),
-                           strategy=strategy)
-        assert float(ece_from_sums(sums)) == expected_calibration_error(
-            y, proba, strategy=strategy)
-    with pytest.raises(ValueError, match="strategy"):
-        bin_sums(ScoreRows(source, "y", ["p0", "p1", "p2"], "top-label"), strategy="x")
 
 
 # ------------------------------------------------------- attribution on the executor

@@ -1,27 +1,33 @@
-"""Family-wise error and power of the gate's verdict (issue 10, "done when").
+"""Family-wise error and power of the gate's verdict.
 
 Simulates data sets under the complete null (labels drawn from the predictions, covariates
 independent of the labels given the predictions) and under two alternatives, runs
 ``calaudit.run_audit`` with the default gate and records whether the verdict is FAIL.
 Prints per scenario the FAIL rate with its 99 % Clopper-Pearson interval (the gate keeps
 its promise when the interval contains alpha = 0.05 or lies below it) and the power beside
-the old rule's (Holm within each family -- every global test, the local test -- and FAIL
-when either family rejects: the rule before issue 10).
+the previous rule's (Holm over skce_consistency, ece_consistency and klce_consistency, the
+KLCE alone as the local primary; klce_consistency is the aggregate local test's kernel
+member, from the same redraws, so both rules are read off the same runs).
 
 Scenarios: ``binary_cov`` (binary, n = 500, numeric + 4-level covariate), ``scorecard``
 (10 distinct predictions, 3-level covariate, n = 500), ``rare`` (p ~ Beta(0.5, 30),
 n = 2,000, 4-level covariate), ``multi3`` / ``multi10`` (3 / 10 classes, n = 400, 3-level
-covariate), ``small`` (binary, n = 60, 2-level covariate). Alternatives: ``opposite``
-(local bias that cancels globally: +delta in half the covariate levels, -delta in the
-other half) and ``overconfident`` (predictions sharper than the truth:
-p = softmax(1.5 log q)).
+covariate), ``small`` (binary, n = 60, 2-level covariate), ``imbalance`` (p ~ Beta(0.3,
+20), n = 3,000, 4-level covariate), ``correlated`` (n = 500; the covariates depend on the
+prediction: a 4-level covariate from the prediction's quartile, randomised for a third of
+the rows, and a numeric one equal to logit p plus noise), ``levels40`` (a 40-level
+covariate, n = 2,000), ``distinct5`` (5 distinct predictions, n = 500), ``n30000``
+(binary, n = 30,000, numeric + 4-level covariate: the kernel tests take the path ``auto``
+chooses). Alternatives: ``opposite`` (local bias that cancels globally: +delta in half the
+covariate levels, -delta in the other half) and ``overconfident`` (predictions sharper
+than the truth: p = softmax(1.5 log q)).
 
 Cost. Null runs use ``run_audit`` with the default configuration except for settings that
 cannot change the verdict: diagnostic tests off (only the primaries ``skce_consistency``,
-``ece_consistency`` and ``klce_consistency`` run; their random streams do not depend on
-which other tests run), no per-class local p-values, one resample for the group
-intervals, and the stages that only estimate (calibration errors, squared errors,
-diagrams) left out. The first
+``ece_consistency`` and ``local_consistency`` run; their random streams do not depend on
+which other tests run), no per-class local p-values, no local diagnostics (LCB, group
+table, attribution: ``local.diagnostics = false``), and the stages that only estimate
+(calibration errors, squared errors, diagrams) left out. The first
 data sets of every scenario are also run with the full default configuration and the two
 verdicts compared (``check`` column: must be all equal). Power runs use every global test
 (bounds included) so the old rule can be recomputed from the same run's raw p-values.
@@ -88,6 +94,8 @@ class Scenario:
     levels: int
     numeric: bool = False
     delta: float = 0.1
+    #: covariates that depend on the predictions (``correlated``)
+    correlated: bool = False
 
 
 def binary(p: np.ndarray) -> np.ndarray:
@@ -104,6 +112,14 @@ SCENARIOS = (
     Scenario("multi10", 400, 10, lambda r, n: r.dirichlet(np.full(10, 1.0), n), 3,
              delta=0.1),
     Scenario("small", 60, 2, lambda r, n: binary(r.beta(2, 2, n)), 2, delta=0.2),
+    Scenario("imbalance", 3000, 2, lambda r, n: binary(r.beta(0.3, 20, n)), 4, delta=0.01),
+    Scenario("correlated", 500, 2, lambda r, n: binary(r.beta(2, 3, n)), 4, numeric=True,
+             delta=0.08, correlated=True),
+    Scenario("levels40", 2000, 2, lambda r, n: binary(r.beta(2, 5, n)), 40, delta=0.08),
+    Scenario("distinct5", 500, 2,
+             lambda r, n: binary(r.choice(np.linspace(0.1, 0.7, 5), n)), 4, delta=0.08),
+    Scenario("n30000", 30000, 2, lambda r, n: binary(r.beta(2, 5, n)), 4, numeric=True,
+             delta=0.02),
 )
 
 
@@ -111,9 +127,14 @@ def make_data(sc: Scenario, rng: np.random.Generator, alternative: str) -> Calib
     """Predictions ``p`` (what the model outputs) and labels from the true ``q``."""
     p = sc.predictions(rng, sc.n)
     g = rng.integers(0, sc.levels, sc.n)
+    if sc.correlated:  # the prediction's quartile, randomised for a third of the rows
+        quartile = np.searchsorted(np.quantile(p[:, 1], [0.25, 0.5, 0.75]), p[:, 1])
+        g = np.where(rng.random(sc.n) < 1 / 3, g, quartile)
     covariates = {"g": g}
     if sc.numeric:
         covariates["x"] = rng.normal(size=sc.n)
+        if sc.correlated:
+            covariates["x"] = covariates["x"] + np.log(p[:, 1] / p[:, 0])
     if alternative == "null":
         q = p
     elif alternative == "opposite":
@@ -136,8 +157,7 @@ def fast_config(seed: int) -> AuditConfig:
     """Default gate; only what cannot change the verdict is switched off."""
     return AuditConfig(seed=seed, global_tests=GlobalTestsConfig(
         tests=("skce_consistency", "ece_consistency")),
-                       local=LocalConfig(per_class=False, group_ci_resamples=1,
-                                         attribution=False))
+                       local=LocalConfig(per_class=False, diagnostics=False))
 
 
 def full_config(seed: int, every_global_test: bool = False) -> AuditConfig:
@@ -146,14 +166,22 @@ def full_config(seed: int, every_global_test: bool = False) -> AuditConfig:
                        local=LocalConfig(per_class=False, group_ci_resamples=1))
 
 
+KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
+
+
 def old_rule_fails(result) -> bool:
-    """Before issue 10: pending tests Holm-adjusted within each family, FAIL if any
-    adjusted p-value <= alpha (raw p-values of this run)."""
-    families: dict[str, list[float]] = {}
-    for t in result.tests:
-        if math.isfinite(t.p_value):  # the old rule's pending tests: every finite p
-            families.setdefault(t.family, []).append(t.p_value)
-    return any((adjust_pvalues(ps, "holm") <= ALPHA).any() for ps in families.values())
+    """The previous rule: Holm over skce_consistency, ece_consistency and
+    klce_consistency (the local aggregate's kernel member), FAIL if any adjusted p-value
+    <= alpha (raw p-values of this run; a test that could not run counts as p = 1)."""
+    tests = {t.id: t for t in result.tests}
+    p = [tests[i].p_value if i in tests else 1.0
+         for i in ("skce_consistency", "ece_consistency")]
+    local = tests.get("local_consistency")
+    if local is not None and "members" in local.params:
+        p.append(next(m["p_value"] for m in local.params["members"]
+                      if m["name"] == KERNEL_MEMBER))
+    p = [v if math.isfinite(v) else 1.0 for v in p]
+    return bool((adjust_pvalues(p, "holm") <= ALPHA).any())
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
@@ -191,7 +219,7 @@ def power_run(sc: Scenario, alternative: str, rep: int, tally: Tally) -> None:
     rng = np.random.default_rng([rep, zlib_id(sc.name), 1 if alternative == "opposite" else 2])
     data = make_data(sc, rng, alternative)
     started = time.perf_counter()
-    result = run_audit(data, full_config(rep, every_global_test=True), stages=FAST_STAGES)
+    result = run_audit(data, fast_config(rep), stages=FAST_STAGES)
     tally.seconds += time.perf_counter() - started
     tally.runs += 1
     tally.fails += result.verdict is Status.FAIL
@@ -207,7 +235,8 @@ def zlib_id(name: str) -> int:
 def report(nulls: dict[str, Tally], power: dict[tuple[str, str], Tally], started: float,
            args: argparse.Namespace) -> str:
     lines = [f"gate_type1.py: alpha = {ALPHA}, default gate (primary tests skce_consistency, "
-             f"ece_consistency, klce_consistency, Holm), resamples 1000 global / 500 local",
+             f"ece_consistency, local_consistency, weighted Holm), resamples 1000 global / "
+             f"500 local",
              f"arguments: --nulls {args.nulls} --power {args.power} --minutes {args.minutes} "
              f"--start {args.start} --scenarios {args.scenarios or 'all'}; "
              f"wall time {time.time() - started:.0f} s", "",
@@ -224,8 +253,8 @@ def report(nulls: dict[str, Tally], power: dict[tuple[str, str], Tally], started
         lines.append(f"{sc.name:<12}{t.runs:>6}{t.fails:>6}{t.fails / t.runs:>8.3f}  "
                      f"[{low:.3f}, {high:.3f}]{'':<3}{ok:>4}{f'{t.agree}/{t.checked}':>8}"
                      f"{t.seconds / t.runs:>8.2f}")
-    lines += ["", "Power: verdict FAIL rate under the alternatives, new rule vs old rule "
-                  "(same runs)",
+    lines += ["", "Power: verdict FAIL rate under the alternatives, the rule vs the previous "
+                  "rule (same runs)",
               f"{'scenario':<12}{'alternative':<15}{'runs':>6}{'new':>8}{'old':>8}"]
     for sc in SCENARIOS:
         for alternative in ("opposite", "overconfident"):

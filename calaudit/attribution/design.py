@@ -18,7 +18,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.groups import Levels, rows_where
-from calaudit.numerics import scratch
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ def _ranked_blocks(terms: Sequence[Term], sizes: Sequence[int], rows: NDArray[np
     blocks' ``np.unique``, then each block's ranks (the rank table / ``searchsorted``):
     the same integers, int32."""
     ranges = [(a, min(rows.size, a + KEY_ROWS)) for a in range(0, rows.size, KEY_ROWS)]
-    cell = scratch.empty(rows.size, np.int32)
+    cell = np.empty(rows.size, np.int32)
     if size <= COUNT_KEYS:
         counts = np.zeros(int(size), dtype=np.int64)
         for a, b in ranges:

@@ -23,7 +23,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 
 
@@ -36,7 +35,7 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
               prediction: NDArray[np.float64], rng: np.random.Generator,
               n_resamples: int, level: float, resample: bool = True) -> list[dict[str, Any]]:
     """One entry per covariate with at least two conclusive levels (see module docstring)."""
-    d = scratch.filled(outcome.shape[0], lambda a, b: outcome[a:b] - prediction[a:b])
+    d = outcome - prediction
     out = []
     for name in covariates:
         members = [(row, spec) for row, spec in zip(table, specs, strict=True)
@@ -47,14 +46,14 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
         biases = np.array([row["bias"] for row, _ in members])
         top, bottom = members[int(biases.argmax())], members[int(biases.argmin())]
         if resample:
-            draws = np.stack([bootstrap_means(scratch.take(d, spec.rows), rng, n_resamples)
+            draws = np.stack([bootstrap_means(d[spec.rows], rng, n_resamples)
                               for _, spec in members])
             spread = draws.max(axis=0) - draws.min(axis=0)
             tail = (1.0 - level) / 2.0
             low, high = np.quantile(spread, [tail, 1.0 - tail])
         else:
             z = float(norm_ppf(0.5 + level / 2.0))
-            se = np.sqrt(sum(float(np.var(scratch.take(d, spec.rows), ddof=1)) / spec.rows.size
+            se = np.sqrt(sum(float(np.var(d[spec.rows], ddof=1)) / spec.rows.size
                              for _, spec in (top, bottom)))
             low, high = biases.max() - biases.min() - z * se, biases.max() - biases.min() + z * se
         top, bottom = top[0], bottom[0]

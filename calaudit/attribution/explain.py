@@ -39,7 +39,6 @@ from calaudit.attribution.model import (
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels, index_dtype
 from calaudit.local.poisson_binomial import group_test
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 
 #: What a failed GLM fit raises (no convergence, a singular information matrix).
@@ -194,8 +193,7 @@ def _fitted_everywhere(attribution: Attribution, model: ModelRows,
     ``model``, evaluated on every row)."""
     terms = [t for t in attribution.terms if t.name in names]
     fit = fit_glm(model, terms)
-    every = Cells.build(terms, scratch.filled(outcome.size, lambda a, b: np.arange(a, b),
-                                              index_dtype(outcome.size)))
+    every = Cells.build(terms, np.arange(outcome.size, dtype=index_dtype(outcome.size)))
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 

@@ -40,7 +40,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -213,7 +212,7 @@ def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float
 def fitted(offset: NDArray[np.float64], cell: NDArray[np.int32],
            cell_eta: NDArray[np.float64]) -> NDArray[np.float64]:
     """``expit(offset + eta of the row's cell)`` on every row, chunk by chunk."""
-    out = scratch.empty(offset.size)  # a working array (numerics.scratch)
+    out = np.empty(offset.size)
     for start, stop in part_ranges(offset.size):
         out[start:stop] = special.expit(offset[start:stop] + cell_eta[cell[start:stop]])
     return out

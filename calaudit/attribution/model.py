@@ -46,7 +46,6 @@ from calaudit.attribution.irls import (
     model_rows,
     ordered_sum,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import chi2_sf
 from calaudit.numerics.row_sources import resident
 
@@ -58,10 +57,7 @@ __all__ = ["CLIP", "Fit", "ModelRows", "covariate_tests", "drop", "fit_glm", "fi
 
 def logit_offset(prediction: NDArray[np.float64]) -> NDArray[np.float64]:
     """``logit(clip(p, 1e-6, 1 - 1e-6))``."""
-    if np.ndim(prediction) != 1:
-        return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
-    return scratch.filled(len(prediction), lambda a, b: special.logit(
-        np.clip(prediction[a:b], CLIP, 1.0 - CLIP)))  # a working array, block by block
+    return special.logit(np.clip(prediction, CLIP, 1.0 - CLIP))
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,7 @@ from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
-from calaudit.metrics.clinical import (
-    logistic_recalibration,
-    recalibration_replicates,
-)
-from calaudit.numerics.blocked import pairwise_total
+from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.row_blocks import executor_of
 from calaudit.results import MetricResult, Status, TestResult
 
@@ -101,7 +97,7 @@ def spiegelhalter(y, p, executor=None) -> TestResult:
     result = spiegelhalter_test(y, p, executor)
     # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
     reason = rules.too_few_rows(y.size) or rules.too_few_expected(
-        float(p.sum()), float(pairwise_total(lambda a, b: 1 - p[a:b], p.size)))
+        float(p.sum()), float(np.add.reduce(1 - p)))
     if reason is None and not math.isfinite(result.z):
         reason = "zero variance: every prediction is 0, 1/2 or 1"
     params = {"variance": result.variance}

@@ -48,16 +48,22 @@ from calaudit.results import Status, TestResult
 GATE_RULE = (
     "The verdict is decided by the primary tests: for global calibration skce_consistency "
     "and ece_consistency (exact consistency-resampling tests; with --method exact above "
-    "skce.max_quadratic_n rows skce_ul_asymptotic replaces the first) and, when covariates are given, for local "
-    "calibration klce_consistency (or, with --local-tests none, the Bonferroni combination "
-    "of the group tests). The primary p-values are Holm-adjusted together and a primary "
+    "skce.max_quadratic_n rows skce_ul_asymptotic replaces the first) and, when covariates "
+    "are given, for local calibration local_consistency (an exact consistency-resampling "
+    "test that aggregates, over the same label redraws, a recalibration score statistic per "
+    "covariate, one for all covariates together and the KLCE; with --local-tests none, the "
+    "Bonferroni combination of the group tests). The primary p-values are adjusted "
+    "together by weighted Holm, the local primary spending half of alpha and the global "
+    "primaries sharing the rest (without covariates they share all of it), and a primary "
     "test FAILs when its adjusted p-value is at most alpha; a primary that cannot run "
     "counts as p = 1. A resampling test whose smallest attainable p-value (1/(B+1)) could "
     "not reach its adjusted level is INCONCLUSIVE, never PASS. Every other test is a "
     "diagnostic: reported with its own adjusted p-value and status, never deciding. A "
-    "group FAILs only when the local primary test FAILs (gatekeeping), its Holm-adjusted "
-    "p-value among the groups is at most alpha and its bias interval, simultaneous over the "
-    "groups (Bonferroni), excludes 0. Thresholds and baseline comparisons configured by the "
+    "group FAILs only when the local primary test FAILs (gatekeeping), its p-value adjusted "
+    "among the groups (weighted Holm, the pairwise intersections spending a quarter of "
+    "alpha) is at most alpha and its bias interval, simultaneous over the groups with the "
+    "same weights (Bonferroni), excludes 0. Thresholds and baseline comparisons configured "
+    "by the "
     "user also gate. Under the complete null (the model calibrated given the predictions "
     "and covariates) the probability of a FAIL verdict from the tests is at most alpha; "
     "multiple_testing_scope = \"family\" (Holm within each family, every test gating) and "
@@ -70,8 +76,12 @@ PRIMARY_SLOTS = {
                 "spiegelhalter", "hosmer_lemeshow", "skce_uq_bound", "skce_b_bound",
                 "skce_ul_bound"),
                ("ece_consistency",)),
-    "local": (("klce_consistency", "klce_bootstrap", "klce_permutation", "groups_bonferroni"),),
+    "local": (("local_consistency", "klce_consistency", "klce_bootstrap", "klce_permutation",
+               "groups_bonferroni"),),
 }
+#: Share of alpha spent on the local question when it has a primary (weighted Holm); the
+#: global primaries share the rest equally.
+LOCAL_SHARE = 0.5
 GROUPS_TEST_ID = "groups_bonferroni"
 SCOPES = ("primary", "battery", "family")
 
@@ -110,8 +120,21 @@ def smallest_pvalue(test: TestResult) -> float | None:
     return None
 
 
+def primary_weights(tests: Sequence[TestResult], members: Sequence[int]) -> list[float]:
+    """Weights of the primaries ``members`` in the weighted Holm procedure: the local
+    primary gets :data:`LOCAL_SHARE` of alpha and the global primaries share the rest;
+    without a local primary every primary weighs the same."""
+    local = [i for i in members if tests[i].family == "local"]
+    others = [i for i in members if tests[i].family != "local"]
+    if not local or not others:
+        return [1.0] * len(members)
+    return [LOCAL_SHARE / len(local) if tests[i].family == "local"
+            else (1.0 - LOCAL_SHARE) / len(others) for i in members]
+
+
 def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, method: str,
-              role: str, count_undecided: bool = False) -> None:
+              role: str, count_undecided: bool = False,
+              weights: Sequence[float] | None = None) -> None:
     """Adjust ``members`` together (in place). Pending tests get ``FAIL``/``PASS``; tests
     that decided their own status take part as ``p = 1`` with ``count_undecided`` (the
     primaries: one that cannot run still counts, so whether it runs never changes the
@@ -120,7 +143,10 @@ def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, met
     pending = [i for i in members if tests[i].status is None and math.isfinite(tests[i].p_value)]
     counted = list(members) if count_undecided else pending
     p = np.array([tests[i].p_value if i in pending else 1.0 for i in counted], dtype=float)
-    adjusted = adjust_pvalues(p, method)
+    w = None
+    if weights is not None and method in ("holm", "bonferroni"):
+        w = [weights[list(members).index(i)] for i in counted]
+    adjusted = adjust_pvalues(p, method, w)
     for slot, i in enumerate(counted):
         test = tests[i]
         if i not in pending:
@@ -131,7 +157,7 @@ def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, met
         if status is Status.PASS and floor is not None:
             best = p.copy()
             best[slot] = min(floor, p[slot])
-            reachable = float(adjust_pvalues(best, method)[slot])
+            reachable = float(adjust_pvalues(best, method, w)[slot])
             if reachable > alpha:
                 status = Status.INCONCLUSIVE
                 message = (f"cannot reject: its smallest attainable p-value {floor:.3g} "
@@ -157,7 +183,8 @@ def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
     graded = list(tests)
     if scope == "primary":
         primaries = primary_indices(graded)
-        grade_set(graded, primaries, alpha, method, "primary", count_undecided=True)
+        grade_set(graded, primaries, alpha, method, "primary", count_undecided=True,
+                  weights=primary_weights(graded, primaries))
         families: dict[str, list[int]] = {}
         for i, t in enumerate(graded):
             if i not in primaries:

@@ -1,27 +1,22 @@
 """Stage: local calibration (runs only when the data has covariates).
 
-Vashistha & Farahi, *I-trustworthy models*: the KLCE^2 estimate (metric ``klce2``), the
-local tests chosen in ``config.local.tests`` (``klce_consistency`` by default;
-``klce_bootstrap`` = Algorithm 1; ``klce_permutation`` = KiTE ``ELCE2``), the Hoeffding
-acceptance region, the local calibration bias at every observation with its curves and
-plotting subsample, and the group table. Shapes: ``docs/result-schema.md`` (``local``,
-``groups``); conventions: ``docs/local-calibration.md``.
+Vashistha & Farahi, *I-trustworthy models*: the KLCE^2 estimate (metric ``klce2``) and
+the local tests (:class:`calaudit.local.kernel_tests.LocalTests`), then the diagnostics:
+the recalibration model's attribution (:mod:`calaudit.attribution`), the local
+calibration bias at every observation with its curves and plotted rows
+(:class:`calaudit.local.lcb_estimation.LcbEstimation`), the group table with its
+explained groups, the disparity between groups and the groups' reliability panels. With
+``local.diagnostics = false`` only the statistic and the tests, which alone decide the
+verdict. Shapes: ``docs/result-schema.md`` (``local``, ``groups``); conventions:
+``docs/local-calibration.md``.
 
 Random streams: the stage's generator is split (``Generator.spawn``) into one child per
 purpose, in a fixed order, so e.g. changing the number of resamples of one test never
 changes another test's draws or the group intervals.
-
-Kernel passes of the exact path (each evaluates the n^2 / 2 kernel entries once): the LCB's
-``K @ [r, 1]`` with the estimation bandwidths (its own kernel); the first consistency or
-bootstrap test, whose pass also gives the KLCE^2 estimate (the observed residuals as its
-lead column when the pass runs in double precision; a double-precision pass of their own
-first when single precision is cheaper, or when no such test runs); each further test adds
-one pass (the KiTE test uses its own kernel).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -29,88 +24,20 @@ import numpy as np
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.local_bias_estimation import LcbEstimation
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
-from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
-from calaudit.local.encoding import encode_covariates
 from calaudit.local.group_reliability import group_panels
-from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.klce import (
-    hoeffding_region,
-    klce2,
-    prediction_features,
-    residual_bound,
-    residuals,
-)
-from calaudit.local.lcb import (
-    CurveColumns,
-    curve_design,
-    plot_points,
-    row_products,
-    summarize,
-    top_label_residual,
-)
-from calaudit.local.lcb_bandwidth import CAT_GRID
-from calaudit.audit.method import choose_method
-from calaudit.local.lcb_features import (
-    CellKernel,
-    lcb_computation,
-    feature_row_products,
-)
-from calaudit.inference.feature_tests import (
-    approximation_error,
-    feature_bootstrap_test,
-    feature_consistency_test,
-    feature_statistic,
-)
+from calaudit.local.kernel_tests import LocalTests
+from calaudit.local.lcb import top_label_residual
+from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
 from calaudit.metrics.ece import indicator
-from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import executor_of
-from calaudit.local.features import feature_local_pass, product_features
-from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
-from calaudit.results import MetricResult, Status, TestResult
+from calaudit.results import MetricResult
 
-#: Curve standard errors use at least this many rows (the plotted rows, or more).
-MIN_SE_ROWS = 1000
-#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
-MAX_PER_CLASS = 20
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
            "per_class", "groups", "points", "features", "lcb", "disparity",
            "group_reliability")
-#: Rows of the subsample on which a features run compares its statistic with the exact one.
-APPROXIMATION_ROWS = 2000
-
-TITLES = {
-    "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
-    "klce_bootstrap": "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
-    "klce_permutation": "Local calibration test (KLCE, KiTE permutation null)",
-}
-METHODS = {
-    "klce_consistency": "consistency resampling: y*_i ~ Cat(p_i), predictions and "
-                        "covariates fixed; p = (1 + #{T* >= T}) / (1 + B)",
-    "klce_bootstrap": "residual bootstrap (Vashistha & Farahi, Algorithm 1); "
-                      "p = (1 + #{T* >= T}) / (1 + B)",
-    "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
-                        "p = max(1/B, #{T* > T}/B)",
-}
-
-
-CATEGORICAL_RULE = ("a categorical covariate is separated (bandwidth 0.25) when its terms "
-                    "lower the recalibration GLM's AIC given the other covariates (LR "
-                    "statistic > 2 df), else pooled (10); AIC ~ leave-one-out CV (Stone "
-                    "1977) on all rows; without attribution the CV decides")
-
-
-def categorical_separation(attribution) -> dict[str, float]:
-    """Bandwidths of the categorical covariates decided by the recalibration model's AIC
-    (empty when attribution is off or could not test them)."""
-    if attribution is None:
-        return {}
-    return {e["covariate"]: CAT_GRID[0] if e["lr_statistic"] > 2 * e["df"] else CAT_GRID[-1]
-            for e in attribution.section["covariates"]
-            if e["kind"] == "categorical" and e.get("lr_statistic") is not None}
 
 
 class LocalCalibrationStage:
@@ -123,353 +50,63 @@ class LocalCalibrationStage:
         if not data.covariates:
             return StageOutput()
         streams = dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True))
-        return LocalAudit(data, config, streams).output()
-
-
-class LocalAudit(LcbEstimation):
-    """One run of the stage: shared arrays, kernels and the pieces of the output."""
-
-    def __init__(self, data: CalibrationData, config: AuditConfig,
-                 streams: dict[str, np.random.Generator]) -> None:
-        self.data, self.config, self.local = data, config, config.local
-        self.streams = streams
-        self.n = data.n
-        self.r = residuals(data.y_true, data.y_proba)
-        self.proba = scratch.copy(data.y_proba[:, 1] if data.is_binary else data.y_proba)
-        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
-        self.proba.flags.writeable = False
-        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
-                              else prediction_features(data.y_proba))
-        # the encoded covariates are computed a block of rows or a column at a time
-        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
-        lc = self.local
-        self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
-                                        streams["bandwidth"], lc.median_max_rows)
-        self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
-                                       streams["bandwidth"], lc.median_max_rows,
-                                       self.encoded.blocks)
-        # the scaled rows z are built for the rows asked for (the feature passes read a
-        # range at a time); the exact path stores them (its kernel blocks reread them)
-        self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
-                                 self.encoded.features, self.cov_bw.gamma, lazy=True)
-        classes = 1 if data.is_binary else data.n_classes
-        self.choice = choose_method(config, self.n, classes * lc.n_resamples,
-                                    streams["features"])
-        if not self.choice.features:
-            self.gram = GaussianProductGram(np.asarray(self.gram.features))
-        self.features = None
-        self.fused_results: dict[str, NullResult] = {}
-        self.computation = self.choice.to_params()
-        self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
-        self.lcb_features = self.choice.n_features or 0
-        if self.choice.features:
-            self.features = product_features(self.gram.features, self.choice.n_features,
-                                             self.choice.frequency_seed)
-            self.computation["approximation"] = self.approximation()
-
-    def approximation(self) -> dict[str, Any]:
-        """Feature vs exact KLCE^2 on a seeded subsample of :data:`APPROXIMATION_ROWS`."""
-        rows = plot_points(self.n, APPROXIMATION_ROWS, self.streams["features"])
-        z = self.gram.features[rows]
-        return approximation_error(self.features, z, self.r[rows], GaussianProductGram(z))
-
-    # --- tests -----------------------------------------------------------------------
-
-    def kernel_params(self) -> dict[str, Any]:
-        return {"covariates": list(self.data.covariate_names),
-                "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
-                "residual": "y - p" if self.data.is_binary else "e_y - p",
-                "normalisation": "1 / (n (n - 1)), i != j",
-                "computation": self.computation}
-
-    def too_small(self) -> str:
-        """Why the sample is too small for a local test ('' if it is not)."""
-        lc, n = self.local, self.n
-        if n < lc.min_group_rows:
-            return f"{n} rows < min_group_rows {lc.min_group_rows}"
-        counts = np.bincount(self.data.y_true, minlength=self.data.n_classes)
-        if self.data.is_binary and counts.min() < lc.min_group_events:
-            return f"{int(counts.min())} events or non-events < min_group_events " \
-                   f"{lc.min_group_events}"
-        return ""
-
-    def run_test(self, test_id: str, statistic: float | None,
-                 products: np.ndarray | None = None) -> tuple[TestResult, NullResult]:
-        """Run one test against the observed ``statistic`` (double precision; ``None``: the
-        exact consistency or bootstrap test computes it in its own pass, see
-        :func:`~calaudit.local.resampling.batched_forms`); ``products`` (consistency and
-        bootstrap tests only) are multiplied by the kernel in the same pass
-        (``NullResult.products``)."""
-        lc, rng = self.local, self.streams[test_id]
-        dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
-        precision = {"resample_dtype": lc.resample_dtype}
-        if self.features is not None and test_id != "klce_permutation":
-            res = self.feature_test(test_id, rng)
-            params = self.kernel_params()
-        elif test_id == "klce_consistency":
-            res = consistency_test(self.gram, self.r, self.proba, rng, lc.n_resamples,
-                                   products=products, statistic=statistic, dtype=dtype,
-                                   executor=executor_of(self.config))
-            params = {**self.kernel_params(), **precision}
-        elif test_id == "klce_bootstrap":
-            res = bootstrap_test(self.gram, self.r, rng, lc.n_resamples, products=products,
-                                 statistic=statistic, dtype=dtype,
-                                 executor=executor_of(self.config))
-            params = {**self.kernel_params(), **precision, **res.extra}
+        setup = LocalTests(data, config, streams)
+        if data.is_binary:  # r = y - p_1 is the scalar view's residual
+            outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
+            scalar_r = setup.r
         else:
-            gram, params = self.kite_gram()
-            res = permutation_test(gram, self.r, rng, lc.n_resamples,
-                                   centred=lc.kite_null == "centred")
-            params.update(res.extra)
-        return TestResult(
-            id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
-            method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
-            null_distribution=res.null_distribution, title=TITLES[test_id],
-            family="local"), res
-
-    def feature_pass(self, scalar_r: np.ndarray) -> float:
-        """KLCE^2 and the first consistency/bootstrap test from the first pass of
-        :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
-        estimation bandwidths, :meth:`local_bias`)."""
-        fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
-        if not self.config.run_tests or self.too_small():
-            fused = None
-        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
-                                 self.proba, fused, self.streams[fused] if fused else None,
-                                 self.local.n_resamples, executor=executor_of(self.config),
-                                 bias=False)
-        if out.test is not None:
-            self.fused_results[fused] = NullResult(out.test.statistic,
-                                                   out.test.null_distribution,
-                                                   out.test.p_value)
-        return out.statistic
-
-    def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
-        """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
-        the fused pass when it ran there); draws from the row-block streams named after
-        the test."""
-        if test_id in self.fused_results:
-            return self.fused_results[test_id]
-        executor = executor_of(self.config)
-        if test_id == "klce_consistency":
-            res = feature_consistency_test(self.features, self.gram.features, self.r,
-                                           self.proba, rng, self.local.n_resamples,
-                                           stream=test_id, executor=executor)
-        else:
-            res = feature_bootstrap_test(self.features, self.gram.features, self.r, rng,
-                                         self.local.n_resamples, stream=test_id,
-                                         executor=executor)
-        return NullResult(res.statistic, res.null_distribution, res.p_value)
-
-    def kite_gram(self) -> tuple[GaussianProductGram, dict[str, Any]]:
-        """KiTE conventions: ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on
-        raw (or standardised) covariates, ``gamma`` default ``1 / covariates`` (sklearn's
-        ``1 / n_features`` on the table KiTE receives, where a two-level category is one 0/1
-        column: the one-hot code at distance 1 then gives KiTE's kernel exactly)."""
-        lc = self.local
-        encoded = encode_covariates(self.data.covariates, standardize=lc.kite_standardize)
-        cov_gamma = lc.kite_cov_gamma or 1.0 / len(self.data.covariates)
-        prob_gamma = 1.0 / lc.kite_prob_kernel_width ** 2
-        gram = product_gram(self.prob_features, prob_gamma, encoded.features, cov_gamma)
-        params = {"covariates": list(self.data.covariate_names),
-                  "prob_kernel": {**GaussianBandwidth.from_gamma(prob_gamma, "kite").to_dict(),
-                                  "kite_prob_kernel_width": lc.kite_prob_kernel_width},
-                  "cov_kernel": {**GaussianBandwidth.from_gamma(cov_gamma, "kite").to_dict(),
-                                 "kite_gamma": cov_gamma},
-                  "covariates_standardized": lc.kite_standardize,
-                  "null": lc.kite_null,
-                  "normalisation": "(n - 1) / n * sum_{i,j} K_ij"}
-        return gram, params
-
-    def tests_and_products(self, statistic: float | None, columns: np.ndarray
-                           ) -> tuple[list[TestResult], np.ndarray | None, float]:
-        """The requested tests (INCONCLUSIVE when the sample is too small), ``K @
-        columns``, fused into the first consistency or bootstrap test's pass (``None`` if
-        no such test ran), and the KLCE^2 estimate (``statistic``, or when ``None`` the
-        first exact test's, else :func:`klce2`)."""
-        if not self.config.run_tests:
-            return [], None, self.observed(statistic)
-        reason = self.too_small()
-        if reason:
-            statistic = self.observed(statistic)
-            return [TestResult(
-                id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
-                method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
-                status=Status.INCONCLUSIVE, alpha=self.config.alpha,
-                message=f"too small to decide: {reason}", title=TITLES[test_id],
-                family="local")
-                for test_id in self.local.tests], None, statistic
-        out, products = [], None
-        for test_id in self.local.tests:
-            fuse = products is None and test_id != "klce_permutation" and columns.shape[1] > 0
-            result, res = self.run_test(test_id, statistic if test_id != "klce_permutation"
-                                        else None, columns if fuse else None)
-            out.append(result)
-            if statistic is None and test_id != "klce_permutation":
-                statistic = res.statistic
-            if fuse:
-                products = res.products
-        return out, products, self.observed(statistic)
-
-    def observed(self, statistic: float | None) -> float:
-        """The KLCE^2 estimate: ``statistic`` when known, else its own exact pass."""
-        return klce2(self.gram, self.r) if statistic is None else statistic
-
-    def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: binary KLCE of each class one-vs-rest (kernel on ``p_c``), with a
-        consistency p-value (labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) when tests run."""
-        if (self.data.is_binary or not self.local.per_class
-                or self.data.n_classes > MAX_PER_CLASS):
-            return []
-        lc, rng = self.local, self.streams["per_class"]
-        rows = []
-        for c, name in enumerate(self.data.classes):
-            p_c = self.data.y_proba[:, c].copy()
-            r_c = (self.data.y_true == c).astype(np.float64) - p_c
-            bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
-            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
-                                lazy=self.features is not None)
-            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-            if self.features is not None:
-                features = product_features(gram.features, self.choice.n_features,
-                                            self.choice.frequency_seed)
-                if self.config.run_tests and not self.too_small():
-                    res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                                   lc.n_resamples, stream=f"per_class:{c}",
-                                                   executor=executor_of(self.config))
-                    row.update(statistic=res.statistic, p_value=res.p_value,
-                               method="consistency resampling, one-vs-rest, random features")
-                else:
-                    row["statistic"] = feature_statistic(features, gram.features, r_c)
-            elif self.config.run_tests and not self.too_small():
-                res = consistency_test(gram, r_c, p_c, rng, lc.n_resamples,
-                                       dtype=np.float64)
-                row.update(statistic=res.statistic, p_value=res.p_value,
-                           method="consistency resampling, one-vs-rest")
-            else:
-                row["statistic"] = klce2(gram, r_c)
-            rows.append(row)
-        return rows
-
-    def group_settings(self, groups: int = 1) -> grp.GroupSettings:
-        """Bias intervals are simultaneous over the ``groups`` groups (Bonferroni: each at
-        ``1 - (1 - confidence_level) / groups``), like the statuses, which are adjusted
-        across the groups."""
-        lc = self.local
-        level = 1.0 - (1.0 - lc.confidence_level) / max(groups, 1)
-        return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
-                                 adjust=lc.group_adjust, alpha=self.config.alpha,
-                                 ci_resamples=lc.group_ci_resamples, level=level,
-                                 resample=self.config.run_tests)
-
-    # --- assembly ----------------------------------------------------------------------
-
-    def output(self) -> StageOutput:
-        lc = self.local
-        outcome = prediction = None
-        if self.data.is_binary:  # r = y - p_1 is the scalar view's residual
-            scalar_r = self.r
-        else:
-            outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+            outcome, prediction = top_label_residual(data.y_true, data.y_proba)
             scalar_r = outcome - prediction
-        statistic = None  # exact path: from the first test's pass (tests_and_products)
-        if self.features is not None:  # statistic (and fused test) from the feature pass
-            statistic = self.feature_pass(scalar_r)
-        # every use of the test kernel first, then its (n, columns) rows are freed
-        tests, _, statistic = self.tests_and_products(statistic, np.zeros((self.n, 0)))
-        per_class = self.per_class()
-        self.gram = None
-        if outcome is None:  # binary: the outcome, and p_1 itself as the prediction
-            outcome, prediction = indicator(np.asarray(self.data.y_true), 1), self.proba
-        levels = [grp.covariate_levels(c, lc.n_bands) for c in self.data.covariates]
-        attribution = self.attribution(levels, outcome, prediction)
-        separation = categorical_separation(attribution)
-        bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
-        # V is never stored: built a row block at a time (CurveColumns; exact path in
-        # float64, the same bytes as the dense array)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=False, executor=executor_of(self.config))
-        plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
-                              self.streams["points"])
-        if self.lcb_kernel is not None:
-            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
-                                      CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed,
-                                      executor_of(self.config))
-        else:
-            at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                              CurveColumns(design, bias.weight_sums, np.float64),
-                              executor=executor_of(self.config))
-        # per-row state is dropped as soon as its last use is done: the curves' requests
-        # (rows and covariate values) here, the attribution's rows after the group check
-        curves = self.curves(design, bias, at, scalar_r)
-        # the residuals and the weight sums have no further use: only the LCB values stay
-        lcb = bias.values
-        del design, lcb_gram, bias, scalar_r
-        self.r = None
-        specs = grp.define_groups(levels, lc.intersections)
-        del levels
-        settings = self.group_settings(len(specs))
-        table = grp.group_table(specs, outcome, prediction, lcb, self.streams["groups"],
-                                settings, executor_of(self.config))
-        if attribution is not None:
-            mark_explained(table, specs, attribution, outcome, self.config.alpha)
-        attribution_section = {} if attribution is None else attribution.section
-        del attribution
-        for row in table:
-            row["bias_ci_level"] = settings.level
-        klce_section = {
-            **self.kernel_params(), "encoding": self.encoded.encoding,
-            "encoded_columns": list(self.encoded.columns), "statistic": statistic,
-            "tests": [t.id for t in tests],
-            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
-                                          residual_bound(self.data.n_classes))}
-        if per_class:
-            klce_section["per_class"] = per_class
-        lcb_section = {
-            "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
-                          "(eq. 7) at every observation, bandwidths chosen for estimation",
-            "view": "binary" if self.data.is_binary else "top-label",
-            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
-                                             ).to_dict(),
-            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
-                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
-                           "source": selection.source},
-            "bandwidth_selection": {**selection.to_dict(), "categorical": {
-                "rule": CATEGORICAL_RULE, "separated": separation}},
-            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
-            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
-            "summary": summarize(lcb),
-            "curves": curves,
-            "points": self.points(lcb, prediction, at),
-            "top_groups": grp.most_biased(table, lc.top_k),
-        }
-        binning = self.config.binning
-        panels = group_panels(table, specs, outcome, prediction, n_bins=binning.n_bins,
-                              strategy=binning.strategy,
-                              n_resamples=self.config.n_resamples if self.config.run_tests
-                              else None, level=0.95, rng=self.streams["group_reliability"])
-        metric = MetricResult("klce2", statistic, self.kernel_params(),
+        tests, statistic, per_class = setup.run(scalar_r)
+        metric = MetricResult("klce2", statistic, setup.kernel_params(),
                               title="Kernel local calibration error KLCE^2 (unbiased)")
-        return StageOutput(
-            metrics=(metric,), tests=tuple(tests),
-            local={"klce": klce_section, "lcb": lcb_section, "group_reliability": panels},
-            groups=tuple(table),
-            attribution=attribution_section,
-            disparity=tuple(disparity(table, specs, self.data.covariate_names, outcome,
-                                      prediction, self.streams["disparity"],
-                                      lc.group_ci_resamples, lc.confidence_level,
-                                      resample=self.config.run_tests)))
+        klce = setup.klce_section(statistic, tests, per_class)
+        if not config.local.diagnostics:
+            return StageOutput(metrics=(metric,), tests=tuple(tests), local={"klce": klce})
+        return StageOutput(metrics=(metric,), tests=tuple(tests),
+                           **diagnostics(setup, scalar_r, outcome, prediction, klce))
 
-    def attribution(self, levels: list[grp.Levels], outcome: np.ndarray,
-                    prediction: np.ndarray):
-        """The recalibration model's attribution (``None`` when switched off)."""
-        lc = self.local
-        if not lc.attribution:
-            return None
-        settings = AttributionSettings(alpha=self.config.alpha, level=lc.confidence_level,
-                                       min_rows=lc.min_group_rows,
-                                       min_events=lc.min_group_events,
-                                       executor=executor_of(self.config))
-        return attribute(levels, [c.kind for c in self.data.covariates], outcome, prediction,
-                         settings, "binary" if self.data.is_binary else "top-label")
+
+def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
+                prediction: np.ndarray, klce: dict[str, Any]) -> dict[str, Any]:
+    """Attribution, LCB, group table (explained groups marked), disparity and the groups'
+    reliability panels: the ``local``, ``groups``, ``attribution`` and ``disparity``
+    parts of the stage's output."""
+    data, config, lc, streams = setup.data, setup.config, setup.local, setup.streams
+    attribution = attribute_levels(setup, outcome, prediction)
+    section = None if attribution is None else attribution.section
+    lcb, lcb_section = LcbEstimation(setup).run(scalar_r, prediction,
+                                                categorical_separation(section))
+    specs = grp.define_groups(setup.levels, lc.intersections)
+    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
+                                 adjust=lc.group_adjust, alpha=config.alpha,
+                                 ci_resamples=lc.group_ci_resamples,
+                                 level=lc.confidence_level, resample=config.run_tests)
+    table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings,
+                            executor_of(config))
+    if attribution is not None:
+        mark_explained(table, specs, attribution, outcome, config.alpha)
+    lcb_section["top_groups"] = grp.most_biased(table, lc.top_k)
+    panels = group_panels(table, specs, outcome, prediction, n_bins=config.binning.n_bins,
+                          strategy=config.binning.strategy,
+                          n_resamples=config.n_resamples if config.run_tests else None,
+                          level=0.95, rng=streams["group_reliability"])
+    gaps = disparity(table, specs, data.covariate_names, outcome, prediction,
+                     streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
+                     resample=config.run_tests)
+    return {"local": {"klce": klce, "lcb": lcb_section, "group_reliability": panels},
+            "groups": tuple(table), "attribution": section or {}, "disparity": tuple(gaps)}
+
+
+def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndarray):
+    """The recalibration model's attribution on the group table's levels (``None`` when
+    switched off)."""
+    lc, config = setup.local, setup.config
+    if not lc.attribution:
+        return None
+    settings = AttributionSettings(alpha=config.alpha, level=lc.confidence_level,
+                                   min_rows=lc.min_group_rows,
+                                   min_events=lc.min_group_events,
+                                   executor=executor_of(config))
+    return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
+                     prediction, settings, "binary" if setup.data.is_binary else "top-label")

@@ -32,7 +32,6 @@ from calaudit.audit.gate import (
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import most_biased
-from calaudit.numerics import scratch
 from calaudit.numerics.random import stream
 from calaudit.results import AuditResult, Status, TestResult
 
@@ -193,9 +192,7 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
     if baseline is not None:
         loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
         check_comparable(loaded.payload, list(data.classes), loaded.path)
-    spill = getattr(data, "spill", None)  # spilled columns: spilled working arrays too
-    with scratch.spilling(spill.empty if spill is not None else None):
-        outputs = run_stages(data, config, stages if stages is not None else default_stages())
+    outputs = run_stages(data, config, stages if stages is not None else default_stages())
     raw_tests = [t for out in outputs for t in out.tests]
     groups = tuple(g for out in outputs for g in out.groups)
     if config.run_tests and not any(t.family == "local" for t in raw_tests):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.method import MethodChoice, choose_method
+from calaudit.inference.method import MethodChoice, choose_method
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference import applicability as rules
@@ -52,7 +52,6 @@ from calaudit.metrics.skce import (
     quadratic_terms,
     residual_gram,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.grams import cached
 from calaudit.numerics.row_blocks import executor_of
@@ -104,14 +103,14 @@ class SkceFeatures:
         full = np.asarray(data.y_proba, dtype=np.float64)
         distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, full
         if data.is_binary:
-            (distance, factor), x = cls.BINARY[distance], scratch.copy(full[:, 1:2])
+            (distance, factor), x = cls.BINARY[distance], full[:, 1:2].copy()
         features = FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1],
                                         computation.n_features, computation.frequency_seed)
         if data.is_binary:
             scale = math.sqrt(2.0)
             # scale * data.residuals[:, 1], a block of rows at a time
-            r = scratch.filled(data.n, lambda a, b: scale * data.residual_rows(a, b)[:, 1])
-            return cls(features, x, full, r, scratch.copy(full[:, 1]), scale)
+            r = scale * data.residual_rows(0, data.n)[:, 1]
+            return cls(features, x, full, r, full[:, 1].copy(), scale)
         return cls(features, x, full, data.residuals, full, 1.0)
 
     def one_pass(self, consistency_rng: np.random.Generator | None,

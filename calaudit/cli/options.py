@@ -139,8 +139,7 @@ FLAGS = _flags(
          OUT, "outputs.junit", metavar="PATH"),
     # Local calibration
     Flag("local_tests", ("--local-tests",), "Comma list of local tests, or none.",
-         LOCAL, "local.tests", str,
-         "klce_consistency", "LIST"),
+         LOCAL, "local.tests", str, "local_consistency", "LIST"),
     Flag("local_resamples", ("--local-resamples",), "Resamples of each local test.", LOCAL,
          "local.n_resamples", int, 500, "N", "local.n_resamples"),
     Flag("prob_bandwidth", ("--prob-bandwidth",), "Kernel bandwidth on the predictions "

@@ -11,7 +11,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.readers import SourceFile
-from calaudit.numerics import scratch
 
 CovariateKind = Literal["numeric", "categorical"]
 
@@ -83,8 +82,7 @@ class CalibrationData:
     covariates : covariate columns for local calibration and group diagnostics
     provenance : files, row counts and exclusions
     spill : the spill store (:class:`calaudit.data.spill.ColumnStore`) that holds the
-        columns when they were spilled to disk, else None; the audit then allocates its
-        stages' per-row working arrays there too (:mod:`calaudit.numerics.scratch`)
+        columns when they were spilled to disk, else None
     """
 
     y_proba: NDArray[np.float64]
@@ -119,9 +117,8 @@ class CalibrationData:
 
     @property
     def residuals(self) -> NDArray[np.float64]:
-        """``e_{y_i} - p_i``, shape (n, m): a working array
-        (:mod:`calaudit.numerics.scratch`), filled a block of rows at a time."""
-        return scratch.filled(self.n, self.residual_rows, np.float64, (self.n_classes,))
+        """``e_{y_i} - p_i``, shape (n, m)."""
+        return self.residual_rows(0, self.n)
 
     def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
         """Rows ``start:stop`` of :attr:`residuals` (the same operations, so the same bits)."""

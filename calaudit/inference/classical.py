@@ -26,8 +26,7 @@ the fixed row ranges of :func:`calaudit.numerics.row_blocks.task_ranges` by the 
 executor (in this process, on threads or on Dask workers; one code path): Spiegelhalter's
 partial is the two sums of its range (``np.sum`` of elementwise products: no BLAS dot,
 whose bits would depend on the BLAS thread count), Hosmer-Lemeshow's the per-group
-``bincount`` s of its range, with the group breaks from the exact order statistics of
-:func:`calaudit.numerics.order_statistics.array_quantiles` (``np.quantile``'s bytes). The
+``bincount`` s of its range, with the group breaks from ``np.quantile``. The
 partials are added in range order, so the bytes do not depend on the executor, the number of
 threads or workers; up to ``TASK_ROWS`` rows (one range) they are those of the former
 whole-array sums, above they differ in the last digits (a sum of range sums rounds
@@ -43,9 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import chi2_sf, norm_sf
-from calaudit.numerics.order_statistics import array_quantiles
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -98,7 +95,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     >>> round(r.z, 6), round(r.p_value, 6)
     (-1.005038, 0.314879)
     """
-    y = scratch.converted(y_true, np.float64)  # a working array (numerics.scratch)
+    y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     if p.size == 0:  # no range to reduce over; the variance of no rows is 0
         return Spiegelhalter(math.nan, math.nan, 0.0)
@@ -123,10 +120,9 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], grou
                          executor: Any = None) -> HosmerLemeshow:
     """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
     the group sums are reductions (module docstring) run by ``executor``."""
-    y = scratch.converted(y_true, np.float64)  # a working array (numerics.scratch)
+    y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    breaks = np.unique(array_quantiles(p, np.linspace(0.0, 1.0, groups + 1),
-                                       executor=executor))
+    breaks = np.unique(np.quantile(p, np.linspace(0.0, 1.0, groups + 1)))
     size = max(breaks.size - 1, 1)
     sums = _reduce(executor, hosmer_lemeshow_partial, y, p, inner=breaks[1:-1], size=size)
     events, count, expected_events = sums["events"], sums["count"], sums["expected"]

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.inference.skce_tests import CountForms
-from calaudit.local.klce import as_columns
 from calaudit.metrics.skce import SkceEstimators
 from calaudit.inference.feature_passes import (
     bootstrap_shared,
@@ -41,7 +40,6 @@ from calaudit.inference.feature_passes import (
     shared_labels,
     statistics,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
@@ -50,7 +48,7 @@ from calaudit.numerics.features import (
     u_statistic_sums,
 )
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.pairwise import as_columns, kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.row_blocks import (
     ROW_BLOCK,
@@ -113,7 +111,7 @@ def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: f
     rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1)
     if rr.shape != p.shape:
         raise ValueError("residuals are not label residuals e_y - p of the probabilities")
-    y = scratch.empty(p.shape, np.uint8)  # a working array (numerics.scratch)
+    y = np.empty(p.shape, np.uint8)
     for start in range(0, p.shape[0], LABEL_CHECK_ROWS):
         stop = start + LABEL_CHECK_ROWS
         part, pp = rr[start:stop] / scale, p[start:stop]

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
 
@@ -145,15 +144,14 @@ def spec_codes(specs: Sequence[Any], n: int) -> tuple[list[NDArray], list[int],
                                                       list[tuple[int, int]]]:
     """Per-row codes of the groupings of ``specs`` (each spec's ``key``: grouping, code;
     a spec without one is a grouping of its own), their sizes and every spec's (grouping,
-    code). Working arrays (:mod:`calaudit.numerics.scratch`), int32."""
+    code), int32."""
     keys: list[tuple[Any, int]] = []
     for index, spec in enumerate(specs):
         key = getattr(spec, "key", None)
         keys.append(key if key is not None else (("own", index), 0))
     groupings = list(dict.fromkeys(grouping for grouping, _ in keys))
     sizes = [1 + max(code for grouping, code in keys if grouping == g) for g in groupings]
-    codes = [scratch.filled(n, lambda a, b, s=size: np.full(b - a, s), np.int32)
-             for size in sizes]
+    codes = [np.full(n, size, np.int32) for size in sizes]
     where = {g: j for j, g in enumerate(groupings)}
     for spec, (grouping, code) in zip(specs, keys, strict=True):
         codes[where[grouping]][spec.rows] = code

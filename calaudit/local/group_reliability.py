@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 from calaudit.local.groups import GroupSpec
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.reliability import reliability_bins
-from calaudit.numerics import scratch
 
 #: Panels shown at most (the most biased groups first).
 MAX_PANELS = 12
@@ -42,7 +41,7 @@ def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
     panels = []
     for i in chosen:
         rows, row = specs[i].rows, table[i]
-        scores = scratch.take(prediction, rows)  # a working array (numerics.scratch)
+        scores = prediction[rows]
         band = None
         if n_resamples:
             band = consistency_band(scores, n_bins=bins, strategy=strategy,
@@ -52,7 +51,7 @@ def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
             "group": row["group"], "covariate": covariate, "level": level_label,
             "n": row["n"], "bias": row["bias"], "status": row["status"],
             "explained_by": row.get("explained_by"),
-            "bins": reliability_bins(scores, scratch.take(outcome, rows), n_bins=bins,
+            "bins": reliability_bins(scores, outcome[rows], n_bins=bins,
                                      strategy=strategy).to_dict(),
             "consistency_band": band})
     return panels

@@ -37,9 +37,7 @@ from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
 from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
 from calaudit.local.poisson_binomial import group_test
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.order_statistics import array_quantiles
 
 TEST_NAME = "poisson_binomial"
 
@@ -67,13 +65,11 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
     duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
     x = np.asarray(values, dtype=np.float64)
-    # np.quantile's bytes, as counting reductions over fixed row ranges (order_statistics)
-    edges = np.unique(array_quantiles(x, np.linspace(0.0, 1.0, n_bands + 1)))
+    edges = np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
     if edges.size == 1:
-        return scratch.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+        return np.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
     inner = edges[1:-1]
-    codes = scratch.filled(x.size, lambda a, b: np.searchsorted(inner, x[a:b], side="left"),
-                           np.int32)
+    codes = np.searchsorted(inner, x, side="left").astype(np.int32)
     labels = tuple(
         ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
         for b in range(edges.size - 1))
@@ -83,7 +79,7 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     """Categories of a categorical covariate, quantile bands of a numeric one."""
     if cov.kind == "categorical":
-        return Levels(cov.name, scratch.converted(cov.values, np.int32), tuple(cov.categories))
+        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
     codes, labels = quantile_bands(cov.values, n_bands)
     return Levels(cov.name, codes, labels)
 
@@ -107,15 +103,8 @@ def index_dtype(n: int) -> type:
 
 
 def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
-    """The rows where ``mask`` holds (:func:`index_dtype`): a working array
-    (:mod:`calaudit.numerics.scratch`) filled a block of rows at a time."""
-    out = scratch.empty(int(np.count_nonzero(mask)), index_dtype(mask.size))
-    at = 0
-    for start, stop in scratch.blocks(mask.size):
-        found = np.flatnonzero(mask[start:stop])
-        out[at:at + found.size] = found + start
-        at += found.size
-    return out
+    """The rows where ``mask`` holds (:func:`index_dtype`)."""
+    return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
 def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
@@ -190,9 +179,15 @@ def normal_interval(mean: float, sd: float, n: int, level: float) -> tuple[float
     return float(mean - half), float(mean + half)
 
 
+#: Share of alpha the pairwise intersections spend together when the table has them; the
+#: single-covariate groups share the rest (weighted Holm and weighted Bonferroni intervals).
+INTERSECTION_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class GroupSettings:
-    """Thresholds and sizes of the group table (from ``LocalConfig``)."""
+    """Thresholds and sizes of the group table (from ``LocalConfig``); ``level`` is the
+    confidence level of the intervals, which are simultaneous over the groups."""
 
     min_rows: int = 30
     min_events: int = 5
@@ -203,12 +198,29 @@ class GroupSettings:
     resample: bool = True
 
 
+def group_weights(specs: Sequence[GroupSpec]) -> NDArray[np.float64]:
+    """Each group's share of alpha: the single-covariate groups share
+    ``1 - INTERSECTION_SHARE`` equally and the intersections ``INTERSECTION_SHARE`` (all of
+    it to one kind when the table has only that kind), so the many intersections do not
+    dilute the groups of one covariate. Adjusted p-values (weighted Holm) and the
+    simultaneous intervals (weighted Bonferroni: group ``g`` at level
+    ``1 - (1 - level) w_g``) spend alpha in the same shares."""
+    kinds = [s.kind for s in specs]
+    singles, joint = kinds.count("single"), kinds.count("intersection")
+    share = {"single": 1.0 - INTERSECTION_SHARE, "intersection": INTERSECTION_SHARE}
+    if not singles or not joint:
+        share = {"single": 1.0, "intersection": 1.0}
+    counts = {"single": max(singles, 1), "intersection": max(joint, 1)}
+    return np.array([share[k] / counts[k] for k in kinds])
+
+
 def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float64],
               prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
-              settings: GroupSettings) -> dict[str, Any]:
-    """The statistics of one group (status still pending unless INCONCLUSIVE): its
-    moments from the reduction (:mod:`.group_moments`); its rows read only for the group
-    test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap interval."""
+              settings: GroupSettings, level: float) -> dict[str, Any]:
+    """The statistics of one group (status still pending unless INCONCLUSIVE), its bias
+    interval at ``level``: its moments from the reduction (:mod:`.group_moments`); its
+    rows read only for the group test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap
+    interval."""
     n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
@@ -217,7 +229,8 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         "bias_ci": None, "bias_ci_method": None,
         "mean_lcb": moments.mean_lcb if has_lcb else None,
         "expected_events": moments.expected_events, "test": TEST_NAME, "test_method": None,
-        "p_value": None, "p_value_adjusted": None, "status": None, "message": ""}
+        "p_value": None, "p_value_adjusted": None, "status": None, "message": "",
+        "bias_ci_level": level}
     problems = []
     if n < settings.min_rows:
         problems.append(f"{n} rows < {settings.min_rows}")
@@ -228,14 +241,13 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
-    p = scratch.take(prediction, spec.rows)  # a working array (numerics.scratch)
+    p = prediction[spec.rows]
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     if bootstrap:
-        d = scratch.take(outcome, spec.rows) - p
-        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples,
-                                                      settings.level))
+        d = outcome[spec.rows] - p
+        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, level))
     else:
-        row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, settings.level))
+        row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, level))
     row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
     row["p_value"], row["test_method"] = group_test(events, p)
     return row
@@ -247,14 +259,19 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
                 ) -> list[dict[str, Any]]:
     """Rows of ``groups``: statistics, adjusted p-values across groups, statuses; the
     groups' moments are two reductions over the rows run by ``executor``
-    (:mod:`.group_moments`)."""
+    (:mod:`.group_moments`). Intervals and adjusted p-values spend alpha by
+    :func:`group_weights`."""
     codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
     moments = group_moments(codes, sizes, outcome, prediction, lcb, executor)
     del codes
-    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings)
-            for s, (j, code) in zip(specs, keys, strict=True)]
+    weights = group_weights(specs)
+    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,
+                      1.0 - (1.0 - settings.level) * float(w))
+            for s, (j, code), w in zip(specs, keys, weights, strict=True)]
     pending = [i for i, r in enumerate(rows) if r["status"] is None]
-    adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust)
+    adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust,
+                              weights[pending] if settings.adjust in ("holm", "bonferroni")
+                              else None)
     for i, value in zip(pending, adjusted, strict=True):
         rows[i]["p_value_adjusted"] = float(value)
         rows[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"

@@ -7,17 +7,16 @@ on the encoded covariates. Their product is one Gaussian on the scaled concatena
 
     ``k * l = exp(-|z_i - z_j|^2)``,   ``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]``,
 
-which :class:`GaussianProductGram` evaluates block by block in one fused compiled pass
-(:func:`calaudit.numerics.gaussian_fill.gaussian_fill`: the squared distances with
-explicit differences, as ``scipy.spatial.distance.cdist`` sums them, no ``|a|^2 + |b|^2 -
-2ab`` cancellation, and a vectorised ``exp`` within about half an ulp). It equals
-``ProductGram((gaussian(gamma_p).on(P), gaussian(gamma_x).on(X)))`` to rounding (checked in
-the tests) at half the memory traffic, which matters because the pairwise engine evaluates
-``n^2 / 2`` kernel entries per pass. A block is filled in row chunks of about
-:data:`CHUNK_ENTRIES` entries, spread over a small thread pool (the compiled fill releases
-the GIL; every entry is computed on its own, so the bits do not depend on the chunks or
-the threads): kernel evaluation is the single-threaded part of a pass, the GEMM that
-follows already uses every core.
+which :class:`GaussianProductGram` evaluates block by block
+(:func:`calaudit.numerics.kernels.gaussian_fill`: the squared distances with explicit
+differences by ``scipy.spatial.distance.cdist``, no ``|a|^2 + |b|^2 - 2ab`` cancellation,
+then numpy's ``exp``). It equals ``ProductGram((gaussian(gamma_p).on(P),
+gaussian(gamma_x).on(X)))`` to rounding (checked in the tests) at half the memory traffic,
+which matters because the pairwise engine evaluates ``n^2 / 2`` kernel entries per pass.
+A block is filled in row chunks of about :data:`CHUNK_ENTRIES` entries, spread over a
+small thread pool (every entry is computed on its own, so the values do not depend on the
+chunks or the threads): kernel evaluation is the single-threaded part of a pass, the GEMM
+that follows already uses every core.
 """
 
 from __future__ import annotations
@@ -26,10 +25,16 @@ import math
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from calaudit.local.bandwidth import GaussianBandwidth
+from calaudit.local.encoding import encode_covariates
+from calaudit.numerics.kernels import gaussian_fill
 
 #: Entries per row chunk of a block (2 MB of float64): the unit of the thread pool.
 CHUNK_ENTRIES = 262_144
@@ -51,8 +56,6 @@ def _pool() -> ThreadPoolExecutor:
 def _fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
     """``out = exp(-|a_i - b_j|^2)`` (``out`` may be a strided view, float64 or float32:
     computed in double precision and rounded once)."""
-    from calaudit.numerics.gaussian_fill import gaussian_fill  # imports numba
-
     gaussian_fill(out, a, b)
 
 
@@ -172,3 +175,25 @@ def product_gram(prob_features: NDArray[np.float64], prob_gamma: float,
     # :class:`calaudit.local.encoding.EncodedRows`; the stored rows are written a row
     # block at a time (no (n, columns) temporaries)
     return GaussianProductGram(rows if lazy else rows[:])
+
+
+def kite_gram(prob_features: NDArray[np.float64], covariates: Sequence[Any], local: Any
+              ) -> tuple[GaussianProductGram, dict[str, Any]]:
+    """The KLCE kernel of KiTE's ``ELCE2`` (the ``kite_*`` settings of ``local``):
+    ``k = exp(-|p - q|^2 / w^2)``, ``l = exp(-gamma |x - y|^2)`` on raw (or standardised)
+    covariates, ``gamma`` default ``1 / covariates`` (sklearn's ``1 / n_features`` on the
+    table KiTE receives, where a two-level category is one 0/1 column: the one-hot code at
+    distance 1 then gives KiTE's kernel exactly); and its parameters for the result."""
+    encoded = encode_covariates(covariates, standardize=local.kite_standardize)
+    cov_gamma = local.kite_cov_gamma or 1.0 / len(covariates)
+    prob_gamma = 1.0 / local.kite_prob_kernel_width ** 2
+    gram = product_gram(prob_features, prob_gamma, encoded.features, cov_gamma)
+    params = {"covariates": [c.name for c in covariates],
+              "prob_kernel": {**GaussianBandwidth.from_gamma(prob_gamma, "kite").to_dict(),
+                              "kite_prob_kernel_width": local.kite_prob_kernel_width},
+              "cov_kernel": {**GaussianBandwidth.from_gamma(cov_gamma, "kite").to_dict(),
+                             "kite_gamma": cov_gamma},
+              "covariates_standardized": local.kite_standardize,
+              "null": local.kite_null,
+              "normalisation": "(n - 1) / n * sum_{i,j} K_ij"}
+    return gram, params

@@ -22,36 +22,25 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
 
 
 def residuals(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
     """``y - p`` (n,) for two classes (column 1 is positive), else ``e_y - p`` (n, m)."""
     y = np.asarray(y_true, dtype=np.int64)
     p = np.asarray(y_proba, dtype=np.float64)
-    if p.shape[1] == 2:  # working arrays (numerics.scratch), a block of rows at a time
-        return scratch.filled(y.shape[0], lambda a, b: (y[a:b] == 1).astype(np.float64)
-                              - p[a:b, 1])
-
-    def rows(start: int, stop: int) -> NDArray[np.float64]:
-        out = -p[start:stop]
-        out[np.arange(stop - start), y[start:stop]] += 1.0
-        return out
-
-    return scratch.filled(y.shape[0], rows, np.float64, p.shape[1:])
+    if p.shape[1] == 2:
+        return (y == 1).astype(np.float64) - p[:, 1]
+    out = -p
+    out[np.arange(y.shape[0]), y] += 1.0
+    return out
 
 
 def prediction_features(y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
     """What the prediction kernel sees: ``p_1`` (n, 1) for binary, the vector otherwise."""
     p = np.asarray(y_proba, dtype=np.float64)
-    return scratch.copy(p[:, 1:2] if p.shape[1] == 2 else p)
-
-
-def as_columns(r: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Residuals in the engine's layout: (n, 1) scalar or (n, m, 1) vector residuals."""
-    return r[:, None] if r.ndim == 1 else r[:, :, None]
+    return np.array(p[:, 1:2] if p.shape[1] == 2 else p)
 
 
 def klce2_sum(gram: Gram, r: NDArray[np.float64]) -> float:

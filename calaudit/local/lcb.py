@@ -26,11 +26,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.klce import as_columns
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul, kernel_matmul
+from calaudit.numerics.kernels import Gram, gaussian_block
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul, kernel_matmul
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
     SerialExecutor,
@@ -79,13 +77,11 @@ def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     """``(outcome, prediction)`` of the scalar view: binary ``(y == 1, p_1)``; multi-class
     top-label ``(y == argmax p, max p)``."""
     p = np.asarray(y_proba, dtype=np.float64)
-    y = np.asarray(y_true)  # working arrays (numerics.scratch), a block of rows at a time
+    y = np.asarray(y_true)
     if p.shape[1] == 2:
-        return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == 1).astype(np.float64)),
-                scratch.copy(p[:, 1]))
-    top = scratch.filled(y.shape[0], lambda a, b: p[a:b].argmax(axis=1), np.intp)
-    return (scratch.filled(y.shape[0], lambda a, b: (y[a:b] == top[a:b]).astype(np.float64)),
-            scratch.filled(y.shape[0], lambda a, b: p[a:b].max(axis=1)))
+        return (y == 1).astype(np.float64), p[:, 1].copy()
+    top = p.argmax(axis=1)
+    return (y == top).astype(np.float64), p.max(axis=1)
 
 
 def summarize(values: NDArray[np.float64]) -> dict:
@@ -459,8 +455,6 @@ def _row_products_partial(start: int, stop: int, *, rows: Any, here: NDArray[np.
     """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
     columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]`` (``rows``: a row
     source of ``z``, ``r2`` and ``columns``; on Dask placed as row blocks)."""
-    from calaudit.numerics.gaussian_fill import gaussian_block  # imports numba
-
     read = rows.read(start, stop, ("z", "r2", "columns"))
     columns = read["columns"]
     with one_blas_thread():

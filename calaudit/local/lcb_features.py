@@ -36,7 +36,6 @@ from numpy.typing import NDArray
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
-from calaudit.numerics import scratch
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.numerics.row_blocks import (
     TASK_ROWS,
@@ -94,22 +93,20 @@ def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]]
     cells, reps = None, np.zeros((1, 0))
     for j in columns:
         x = column(j)
-        if cells is None:  # a working array (numerics.scratch), updated block by block
-            cells = scratch.zeros(x.shape[0], np.intp)
+        if cells is None:
+            cells = np.zeros(x.shape[0], np.intp)
         values = distinct_values(x)
         if values.size > limit:
             return None
-        for start, stop in scratch.blocks(x.shape[0]):
-            cells[start:stop] *= values.size
-            cells[start:stop] += np.searchsorted(values, x[start:stop])
+        cells *= values.size
+        cells += np.searchsorted(values, x)
         del x
         present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
         if present.size > limit:
             return None
         rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
         rank[present] = np.arange(present.size)
-        for start, stop in scratch.blocks(cells.shape[0]):
-            cells[start:stop] = rank[cells[start:stop]]
+        cells = rank[cells]
         reps = np.column_stack([reps[present // values.size], values[present % values.size]])
     return reps, cells
 
@@ -145,7 +142,7 @@ def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
            ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
     """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
     d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-    return scratch.copy(cells, np.int16), np.exp(-d2)
+    return cells.astype(np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
@@ -368,8 +365,7 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
     features = _features(kernel, n_features, seed)
     out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
                       executor=executor)
-    return out[:, 0], scratch.filled(out.shape[0], lambda a, b: np.maximum(out[a:b, 1],
-                                                                           MIN_WEIGHT))
+    return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
@@ -381,7 +377,7 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
     with resident(executor, kernel_rows(kernel)) as placed:  # one copy for both products
-        r2 = scratch.filled(r.shape[0], lambda a, b: r[a:b] * r[a:b])  # r * r, by blocks
+        r2 = r * r
         squares = cell_matmul(kernel, features, r2[:, None], rows, executor,
                               squared=True, placed=placed)[:, 0]
         weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
@@ -399,7 +395,7 @@ def categorical_columns(offset: int, covariates: Sequence[Any],
 
 def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:
     """How the LCB's kernel sums ran (JSON ``local.lcb.computation``); ``choice`` is the
-    local stage's :class:`calaudit.audit.method.MethodChoice`."""
+    local stage's :class:`calaudit.inference.method.MethodChoice`."""
     out: dict[str, Any] = {"method": choice.method, "reason": choice.reason,
                            "cv_rows": "exact kernel sums on the seeded cross-validation "
                                       "subsample"}

@@ -25,20 +25,17 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.blocked import pairwise_total
 from calaudit.numerics.distributions import norm_cdf, norm_pdf
 
 EXACT_MAX_ROWS = 3000
 
 
 def _moments(p: NDArray[np.float64]) -> tuple[float, float, float]:
-    """``sum p``, ``sum p (1 - p)`` and ``sum p (1 - p)(1 - 2p)``: numpy's pairwise sums
-    (the same bits as ``np.sum`` of the products), with the products formed a block of
-    rows at a time (:func:`~calaudit.numerics.blocked.pairwise_total`), so a large group
-    (a spilled gather) needs no group-sized temporaries."""
+    """``sum p``, ``sum p (1 - p)`` and ``sum p (1 - p)(1 - 2p)`` (numpy's pairwise
+    sums)."""
     n = p.shape[0]
-    variance = pairwise_total(lambda a, b: p[a:b] * (1.0 - p[a:b]), n)
-    third = pairwise_total(lambda a, b: p[a:b] * (1.0 - p[a:b]) * (1.0 - 2.0 * p[a:b]), n)
+    variance = np.add.reduce(p * (1.0 - p))
+    third = np.add.reduce(p * (1.0 - p) * (1.0 - 2.0 * p))
     return float(np.sum(p)), float(variance), float(third)
 
 

@@ -32,9 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import progress
-from calaudit.local.klce import as_columns, kite_normaliser
+from calaudit.local.klce import kite_normaliser
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
 from calaudit.numerics.resampling import (
     PILOT_SEED,
     form_error_bound,
@@ -72,7 +72,8 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                   lead: NDArray[np.float64] | None, *,
                   products: NDArray[np.float64] | None = None,
                   max_entries: int = MAX_ENTRIES, dtype: type = np.float64,
-                  refine: tuple[float | None, float] | None = None, executor: Any = None
+                  refine: tuple[float | None, float] | None = None, executor: Any = None,
+                  observe: Callable[[NDArray[np.float64]], None] | None = None
                   ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
                              NDArray[np.float64] | None]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
@@ -95,7 +96,9 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     double-precision pass of its own before the single-precision one.
 
     ``executor`` runs the row tiles of every pass (:func:`kernel_forms_and_matmul`; the
-    same bytes whatever runs them).
+    same bytes whatever runs them). ``observe`` receives every batch of sampled columns
+    (float64, in order: the other statistics of the same redraws, e.g. the score members
+    of the local aggregate test).
     """
     n = gram.n
     layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
@@ -125,6 +128,8 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             if first and k:
                 block[..., :k] = lead
             sampler(rng, block[..., offset:])
+            if observe is not None:
+                observe(block[..., offset:])
             values, extra = kernel_forms_and_matmul(gram, block,
                                                     products if first else None,
                                                     dtype=dtype, executor=executor)
@@ -205,7 +210,8 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
 def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
                        rng: np.random.Generator, n_resamples: int,
                        products: NDArray[np.float64] | None, statistic: float | None,
-                       dtype: type, executor: Any = None
+                       dtype: type, executor: Any = None,
+                       observe: Callable[[NDArray[np.float64]], None] | None = None
                        ) -> tuple[float, NDArray[np.float64], NDArray[np.float64] | None]:
     """KLCE^2 (given, or from a double-precision lead column: in the resampling pass when
     it runs in double precision, else in a pass of its own first) and the null
@@ -216,7 +222,7 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
     refine = (observed_form, tie_tolerance(gram.n) / scale)
     lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
                                                products=products, dtype=dtype, refine=refine,
-                                               executor=executor)
+                                               executor=executor, observe=observe)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
     return observed, null * scale, weighted
 
@@ -232,17 +238,20 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
                      rng: np.random.Generator, n_resamples: int, *,
                      products: NDArray[np.float64] | None = None,
                      statistic: float | None = None,
-                     dtype: type = np.float64, executor: Any = None) -> NullResult:
+                     dtype: type = np.float64, executor: Any = None,
+                     observe: Callable[[NDArray[np.float64]], None] | None = None
+                     ) -> NullResult:
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
 
     ``statistic``: the observed KLCE^2 when already computed (in double precision);
     otherwise it comes from the lead column (see :func:`batched_forms`). ``dtype=np.float32``
     lets the pass run in single precision where that is cheaper (ties still decided in
-    double precision). ``executor`` runs the row tiles of the kernel passes.
+    double precision). ``executor`` runs the row tiles of the kernel passes; ``observe``
+    sees every batch of redrawn residual columns (:func:`batched_forms`).
     """
     observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
                                                   n_resamples, products, statistic, dtype,
-                                                  executor)
+                                                  executor, observe)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),
                       products=weighted)

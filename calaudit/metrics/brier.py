@@ -13,8 +13,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.inputs import accepts_1d
-from calaudit.numerics import scratch
-from calaudit.numerics.blocked import BLOCK_ROWS
 
 
 @accepts_1d
@@ -25,15 +23,13 @@ def brier_score(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> floa
     >>> brier_score(np.array([1, 0]), np.array([[0.2, 0.8], [0.6, 0.4]]))
     0.2
     """
-    residual = scratch.copy(y_proba)  # a working array (numerics.scratch)
-    for start in range(0, y_true.size, BLOCK_ROWS):  # no n-row index arrays
-        part = residual[start:start + BLOCK_ROWS]
-        part[np.arange(part.shape[0]), y_true[start:start + BLOCK_ROWS]] -= 1.0
+    residual = np.array(y_proba, dtype=np.float64)
+    residual[np.arange(y_true.size), y_true] -= 1.0
     return float(np.einsum("ij,ij->", residual, residual) / y_true.size)
 
 
 @accepts_1d
 def brier_score_binary(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]) -> float:
     """scikit-learn's binary Brier score ``(1/n) sum_i (p_i - y_i)^2`` (two classes only)."""
-    diff = scratch.filled(y_true.size, lambda a, b: y_proba[a:b, 1] - (y_true[a:b] == 1))
+    diff = y_proba[:, 1] - (y_true == 1)
     return float(np.dot(diff, diff) / y_true.size)

@@ -30,8 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from calaudit.numerics import scratch
-from calaudit.numerics.blocked import BLOCK_ROWS
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
@@ -215,15 +213,9 @@ class Recalibration:
 
 
 def logit_of(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
-    """``logit(clip(p))`` and the number of clipped probabilities (computed a block of
-    rows at a time into the result: 8 bytes a row, the same values)."""
-    out = scratch.empty(p.shape[0])  # a working array (numerics.scratch)
-    clipped = 0
-    for start in range(0, p.shape[0], BLOCK_ROWS):
-        part = p[start:start + BLOCK_ROWS]
-        clipped += int(np.count_nonzero((part < CLIP) | (part > 1.0 - CLIP)))
-        special.logit(np.clip(part, CLIP, 1.0 - CLIP), out=out[start:start + BLOCK_ROWS])
-    return out, clipped
+    """``logit(clip(p))`` and the number of clipped probabilities."""
+    clipped = int(np.count_nonzero((p < CLIP) | (p > 1.0 - CLIP)))
+    return special.logit(np.clip(p, CLIP, 1.0 - CLIP)), clipped
 
 
 @dataclass(frozen=True)

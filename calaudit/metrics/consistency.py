@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.poisson_binomial import cell_counts
 
@@ -62,8 +61,7 @@ def resampled_bin_rates(
     present = np.flatnonzero(every)
     rank = np.cumsum(every > 0) - 1
     counts = every[present]
-    cells = bin_index if present.size == every.size else scratch.filled(
-        bin_index.shape[0], lambda a, b: rank[bin_index[a:b]], rank.dtype)
+    cells = bin_index if present.size == every.size else rank[bin_index]
     events = cell_counts(scores, cells, present.size, n_resamples, rng)
     return events / counts[:, None].astype(np.float64)
 

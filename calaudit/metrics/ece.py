@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 from calaudit.metrics.binned import BinnedOutcomes, ece_from_sums, mce_from_sums
 from calaudit.metrics.inputs import accepts_1d
 from calaudit.metrics.reliability import ReliabilityBins, bins_table
-from calaudit.numerics import scratch
 from calaudit.numerics.binning import Strategy
 
 Notion = Literal["binary", "top-label"]
@@ -38,20 +37,16 @@ def scores_and_outcomes(
         if y_proba.shape[1] != 2:
             raise ValueError("the binary notion needs exactly two classes")
         return y_proba[:, 1], indicator(y_true, 1)
-    if notion == "top-label":  # a block of rows at a time (working arrays: numerics.scratch)
-        n = y_proba.shape[0]
-        predicted = scratch.filled(n, lambda a, b: np.argmax(y_proba[a:b], axis=1), np.intp)
-        confidence = scratch.filled(
-            n, lambda a, b: y_proba[a:b][np.arange(b - a), predicted[a:b]])
-        outcomes = scratch.filled(
-            n, lambda a, b: (predicted[a:b] == y_true[a:b]).astype(np.float64))
-        return confidence, outcomes
+    if notion == "top-label":
+        predicted = np.argmax(y_proba, axis=1)
+        confidence = y_proba[np.arange(y_proba.shape[0]), predicted]
+        return confidence, (predicted == y_true).astype(np.float64)
     raise ValueError(f"unknown calibration notion {notion!r}")
 
 
 def indicator(y_true: NDArray[np.int64], k: int) -> NDArray[np.float64]:
-    """``1{y_i = k}`` as float64 (a working array filled a block of rows at a time)."""
-    return scratch.filled(y_true.shape[0], lambda a, b: (y_true[a:b] == k).astype(np.float64))
+    """``1{y_i = k}`` as float64."""
+    return (np.asarray(y_true) == k).astype(np.float64)
 
 
 def default_notion(n_classes: int) -> Notion:

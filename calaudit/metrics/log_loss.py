@@ -13,7 +13,6 @@ from numpy.typing import NDArray
 
 from calaudit.metrics.binned import finish
 from calaudit.metrics.inputs import accepts_1d
-from calaudit.numerics.blocked import count_total, pairwise_total
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -33,17 +32,13 @@ def log_loss(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, eps: fl
     >>> round(log_loss(np.array([1, 0]), np.array([[0.2, 0.8], [0.6, 0.4]])), 6)
     0.366985
     """
-    def losses(start: int, stop: int) -> NDArray[np.float64]:
-        return -np.log(np.clip(true_class_proba(y_true[start:stop], y_proba[start:stop]),
-                               eps, 1.0))
-
-    if weights is None:  # losses.mean(), a block of rows at a time (the same bytes)
-        return finish(pairwise_total(losses, y_true.size) / y_true.size, None)
-    return finish(losses(0, y_true.size) @ weights / weights.sum(axis=0), weights)
+    losses = -np.log(np.clip(true_class_proba(y_true, y_proba), eps, 1.0))
+    if weights is None:
+        return finish(losses.mean(), None)
+    return finish(losses @ weights / weights.sum(axis=0), weights)
 
 
 def clipped_rows(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], eps: float = EPS
                  ) -> int:
     """Rows whose true-class probability is below ``eps``."""
-    return count_total(lambda a, b: true_class_proba(y_true[a:b], y_proba[a:b]) < eps,
-                       y_true.size)
+    return int(np.count_nonzero(true_class_proba(y_true, y_proba) < eps))

@@ -30,7 +30,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.inputs import accepts_1d
-from calaudit.numerics import scratch
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
 from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
@@ -177,7 +176,7 @@ def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
     if blocksize < 2:
         raise ValueError("blocksize must be at least 2")
     n_blocks = y_proba.shape[0] // blocksize
-    out = scratch.empty(n_blocks)  # a working array (numerics.scratch)
+    out = np.empty(n_blocks)
     chunk = max(1, max_entries // (blocksize * blocksize))
     for first in range(0, n_blocks, chunk):
         stop = min(first + chunk, n_blocks)

@@ -14,9 +14,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
-from calaudit.numerics.blocked import BLOCK_ROWS, dense_codes
-from calaudit.numerics.order_statistics import array_quantiles
 
 Strategy = Literal["uniform", "quantile"]
 
@@ -33,7 +30,7 @@ def bin_edges(scores: NDArray[np.float64], n_bins: int, strategy: Strategy) -> N
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy == "quantile":
         # np.quantile's bytes, as counting reductions over fixed row ranges
-        return quantile_edges(array_quantiles(scores, inner_levels(n_bins)))
+        return quantile_edges(np.quantile(scores, inner_levels(n_bins)))
     raise ValueError(f"unknown binning strategy {strategy!r}")
 
 
@@ -48,16 +45,9 @@ def quantile_edges(inner: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def uniform_bin_index(scores: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0
-    (computed a block of rows at a time into the result: no n-row temporaries)."""
+    """0-based equal-width bin: ``ceil(n_bins * s) - 1``, with ``s = 0`` in bin 0."""
     scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim == 0:
-        return np.clip(np.ceil(scores * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
-    out = scratch.empty(scores.shape, np.intp)
-    for start in range(0, scores.shape[0], BLOCK_ROWS):
-        part = np.ceil(scores[start:start + BLOCK_ROWS] * n_bins).astype(np.intp) - 1
-        np.clip(part, 0, n_bins - 1, out=out[start:start + BLOCK_ROWS])
-    return out
+    return np.clip(np.ceil(scores * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
 
 
 def assign_bins(scores: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -90,11 +80,8 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     if m * np.log2(max(n_bins, 2)) < 62:
         powers = n_bins ** np.arange(m, dtype=np.int64)
 
-        def packed(start: int, stop: int) -> NDArray[np.int64]:
-            return uniform_bin_index(probs[start:stop], n_bins).astype(np.int64) @ powers
-
-        # np.unique(packed, return_inverse=True), a block of rows at a time (8 bytes a row)
-        return dense_codes(packed, probs.shape[0])
+        packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ powers
+        return np.unique(packed, return_inverse=True)[1].reshape(-1).astype(np.int64)
     # too many cells for one int64: compare rows instead (slower sort)
     per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
     _, dense = np.unique(per_dim, axis=0, return_inverse=True)

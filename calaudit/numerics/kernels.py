@@ -166,3 +166,31 @@ class ProductGram:
         for factor in self.factors[1:]:
             out *= factor.diagonal()
         return out
+
+
+def gaussian_fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
+    """``out[i, j] = exp(-sum_k (a[i, k] - b[j, k])^2)`` for ``a`` (n, d) and ``b`` (m, d).
+
+    The squared distances are summed from explicit differences by scipy's compiled
+    ``cdist(..., "sqeuclidean")`` (no ``|a|^2 + |b|^2 - 2 a.b`` cancellation; exactly
+    symmetric, zero on identical rows), then numpy's ``exp``, in double precision;
+    ``out`` (any strides) may be float32, the double result rounded once.
+    """
+    if out.size == 0:
+        return
+    left = np.asarray(a, dtype=np.float64)
+    right = np.asarray(b, dtype=np.float64)
+    direct = out.dtype == np.float64 and out.flags.c_contiguous
+    distances = cdist(left, right, "sqeuclidean", out=out if direct else None)
+    np.negative(distances, out=distances)
+    np.exp(distances, out=distances)
+    if not direct:
+        out[...] = distances
+
+
+def gaussian_block(a: NDArray[np.float64], b: NDArray[np.float64],
+                   dtype: type = np.float64) -> NDArray:
+    """A new ``(len(a), len(b))`` array ``exp(-|a_i - b_j|^2)`` (:func:`gaussian_fill`)."""
+    out = np.empty((a.shape[0], b.shape[0]), dtype=dtype)
+    gaussian_fill(out, a, b)
+    return out

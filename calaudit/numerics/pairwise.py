@@ -34,6 +34,11 @@ from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread
 BLOCK_ENTRIES = 4_000_000
 
 
+def as_columns(r: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Residuals in the engine's layout: (n, 1) scalar or (n, m, 1) vector residuals."""
+    return r[:, None] if r.ndim == 1 else r[:, :, None]
+
+
 def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     """Rows per tile so that one ``tile x n`` block holds about ``block_entries`` values."""
     return int(min(max(n, 1), max(16, block_entries // max(n, 1))))

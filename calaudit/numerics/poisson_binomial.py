@@ -39,7 +39,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
 
-from calaudit.numerics import scratch
 
 #: Rows per group of the exact recursion before the FFT products.
 GROUP = 32
@@ -168,15 +167,15 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
                  ) -> list[NDArray[np.float64]]:
     """The ``p_i`` of every cell in row order: the values of
     ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
-    rows at a time into one working array (:mod:`calaudit.numerics.scratch`; 8 bytes a
-    row, no n-row permutation), one view per cell."""
+    rows at a time into one array (8 bytes a row, no n-row permutation), one view per
+    cell."""
     counts = np.zeros(n_cells, dtype=np.int64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
     ends = np.cumsum(counts)
     at = ends - counts
     first = at.copy()
-    out = scratch.empty(cells.shape[0], np.float64)
+    out = np.empty(cells.shape[0], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
         order = np.argsort(block, kind="stable")

@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics import scratch
 
 #: Rows per random-stream block (a constant; never derived from partitions, workers or
 #: chunk sizes). A power of two, so a uniform row index within a full block is 12 random
@@ -332,9 +331,9 @@ def fold(partials) -> dict[str, NDArray]:
 def stack_rows(partials, rows: int | None = None) -> dict[str, NDArray]:
     """The partials' arrays (rows of their ranges) concatenated along the rows, in the
     given order: a per-row map computed range by range (``map_rows``). With ``rows`` (the
-    ranges' total) each array is written into a working array of that many rows as its
-    partial arrives (:mod:`calaudit.numerics.scratch`: spilled to disk with ``--spill``),
-    so the parts are never all held at once; the values are the concatenation's."""
+    ranges' total) each array is written into an array of that many rows as its partial
+    arrives, so the parts are never all held at once; the values are the
+    concatenation's."""
     if rows is not None:
         return _stacked_into(partials, rows)
     parts: dict[str, list[NDArray]] | None = None
@@ -354,7 +353,7 @@ def _stacked_into(partials, rows: int) -> dict[str, NDArray]:
     at: dict[str, int] = {}
     for part in partials:
         if out is None:
-            out = {k: scratch.empty((rows, *np.shape(v)[1:]), np.asarray(v).dtype)
+            out = {k: np.empty((rows, *np.shape(v)[1:]), np.asarray(v).dtype)
                    for k, v in part.items()}
             at = dict.fromkeys(out, 0)
         for k, v in part.items():

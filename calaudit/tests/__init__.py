@@ -24,8 +24,8 @@ from calaudit.tests.global_tests import (
     skce_test,
     spiegelhalter_test,
 )
-from calaudit.tests.local import klce_test
+from calaudit.tests.local import klce_test, local_test
 from calaudit.tests.result import CalibrationTestResult
 
-__all__ = ["CalibrationTestResult", "klce_test", "skce_test", "ece_test",
+__all__ = ["CalibrationTestResult", "local_test", "klce_test", "skce_test", "ece_test",
            "spiegelhalter_test", "hosmer_lemeshow_test"]

@@ -1,6 +1,8 @@
-"""``klce_test``: the local calibration test (Vashistha & Farahi, *I-trustworthy models*).
+"""Local calibration tests: ``local_test`` (the audit's primary, an aggregate of
+recalibration scores and KLCE) and ``klce_test`` (the KLCE^2 tests of Vashistha & Farahi,
+*I-trustworthy models*).
 
-Runs :class:`~calaudit.audit.local_calibration.LocalCalibrationStage` with only the
+Each runs :class:`~calaudit.audit.local_calibration.LocalCalibrationStage` with only the
 requested test, so the statistic, p-value and null distribution are those of
 ``calaudit test --covariates ...`` with the same seed.
 """
@@ -57,3 +59,34 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
     config = AuditConfig(seed=seed_of(random_state, rng), local=local, method=computation,
                          n_features=n_features)
     return run_stage_test(LocalCalibrationStage(), test_id, data, config)
+
+
+def local_test(y_true, y_proba, covariates, *, n_resamples: int = 500, n_bands: int = 4,
+               prob_bandwidth: float | None = None, cov_bandwidth: float | None = None,
+               random_state: int | None = None, rng: int | None = None,
+               computation: str = "auto", n_features: int | None = None
+               ) -> CalibrationTestResult:
+    """Test "the model is calibrated for every sub-population of the covariates" with
+    the audit's local primary test (``local_consistency``): labels redrawn from the
+    predictions, and on the same redraws a recalibration score statistic per covariate
+    (its categories, or ``n_bands`` quantile bands of a numeric covariate), one for all
+    covariates together and the KLCE^2, aggregated into one exact p-value
+    (``docs/local-calibration.md``).
+
+    Returns
+    -------
+    CalibrationTestResult with ``statistic`` (the aggregate, the largest weighted
+    ``-log`` tail of the members), ``pvalue``, ``null_distribution`` and ``params``
+    (``members``: each member's statistic, degrees of freedom and own p-value).
+    Arguments as :func:`klce_test`.
+    """
+    data = as_data(y_true, y_proba, covariates)
+    if not data.covariates:
+        raise ValueError("local_test needs at least one covariate")
+    local = LocalConfig(tests=("local_consistency",), n_resamples=n_resamples,
+                        n_bands=n_bands, prob_bandwidth=prob_bandwidth,
+                        cov_bandwidth=cov_bandwidth, per_class=False, group_ci_resamples=1,
+                        intersections=False)
+    config = AuditConfig(seed=seed_of(random_state, rng), local=local, method=computation,
+                         n_features=n_features)
+    return run_stage_test(LocalCalibrationStage(), "local_consistency", data, config)

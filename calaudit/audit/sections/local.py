@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits, positive
 
-LOCAL_TESTS = ("klce_consistency", "klce_bootstrap", "klce_permutation")
+LOCAL_TESTS = ("local_consistency", "klce_consistency", "klce_bootstrap", "klce_permutation")
 KITE_NULLS = ("centred", "uncentred")
 RESAMPLE_DTYPES = ("float32", "float64")
 
@@ -23,9 +23,11 @@ class LocalConfig:
     """
 
     tests: tuple[str, ...] = field(
-        default=("klce_consistency",),
+        default=("local_consistency",),
         metadata={"help": "local tests to run: " + ", ".join(LOCAL_TESTS) + " (none: only "
-                          "the statistic and diagnostics)"})
+                          "the statistic and diagnostics); local_consistency aggregates "
+                          "recalibration scores and KLCE^2 (klce_consistency is its kernel "
+                          "member, from the same redraws)"})
     n_resamples: int = field(default=500, metadata={"help": "resamples of each local test"})
     resample_dtype: str = field(
         default="float32", metadata={"help": "precision of the resampled statistics of "
@@ -47,6 +49,10 @@ class LocalConfig:
     lcb_cv_max_rows: int = field(
         default=2000, metadata={"help": "rows used by the LCB bandwidth cross-validation; "
                                         "larger data are subsampled with the seed"})
+    diagnostics: bool = field(
+        default=True, metadata={"help": "compute the diagnostics (LCB, group table, "
+                                        "attribution); false: only the statistic and the "
+                                        "local tests, which alone decide the verdict"})
     attribution: bool = field(
         default=True, metadata={"help": "fit the recalibration model that attributes "
                                         "miscalibration to covariates (diagnostic)"})

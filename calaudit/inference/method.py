@@ -7,12 +7,16 @@ O(n D) per pass), the test's p-value still exact-conditional.
 take longer than ``exact_budget_seconds`` (or cannot run, e.g. the SKCE above
 ``skce.max_quadratic_n``), else exact. The estimate is
 
-    ``seconds = n^2 (columns + KERNEL_FLOPS) / NOMINAL_FLOPS``
+    ``seconds = n^2 (columns / NOMINAL_FLOPS + fixed)``
 
-(``n^2 / 2`` kernel entries, each evaluated once and multiplied by every resampled column
-in a GEMM, 2 flops per entry and column; ``columns`` = classes x resamples). Every test
-records the outcome in ``params.computation`` (method, requested, reason, ``D``, the
-frequencies' seed and the approximation error).
+(``n^2 / 2`` kernel entries, each multiplied by every resampled column in a GEMM, 2 flops
+per entry and column; ``columns`` = classes x resamples; ``fixed`` the seconds per entry
+of the passes whose cost does not grow with the resamples: :data:`KERNEL_SECONDS` for the
+SKCE's kernel, :data:`LOCAL_STAGE_SECONDS` for the local stage, whose exact path also
+evaluates the LCB's kernels and curves). The constants are conservative single-core
+figures of the benchmark machine (``benchmarks/auto_estimate.py`` prints the estimate
+beside the measured CPU time). Every test records the outcome in ``params.computation``
+(method, requested, reason, ``D``, the frequencies' seed and the approximation error).
 """
 
 from __future__ import annotations
@@ -32,15 +36,18 @@ DRAWS = ("per row block from (seed, stream, block index): labels by 32-bit integ
 PRECISION = ("feature map rounded to a grid; float32 block GEMMs exact (no rounding), "
              "so results do not depend on chunking, partitioning or workers")
 
-#: Nominal double-precision rate of the estimate (two cores of the benchmark machine).
+#: Rate of the resampling GEMMs in the estimate (flops per second).
 NOMINAL_FLOPS = 5e10
-#: Cost of one kernel evaluation (distance and ``exp``) in flop equivalents.
-KERNEL_FLOPS = 25
+#: Seconds per entry (of n^2) of the SKCE's kernel evaluation (distance and ``exp``).
+KERNEL_SECONDS = 25 / NOMINAL_FLOPS
+#: Seconds per entry (of n^2) of the local stage's passes that do not grow with the
+#: resamples: the test kernel's and the LCB's kernel evaluations, the curves and rows.
+LOCAL_STAGE_SECONDS = 4e-8
 
 
-def exact_seconds(n: int, columns: int) -> float:
-    """Estimated seconds of one exact resampling pass (module docstring)."""
-    return float(n) * float(n) * (columns + KERNEL_FLOPS) / NOMINAL_FLOPS
+def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS) -> float:
+    """Estimated seconds of the exact path (module docstring)."""
+    return float(n) * float(n) * (columns / NOMINAL_FLOPS + fixed)
 
 
 @dataclass(frozen=True)
@@ -73,16 +80,18 @@ class MethodChoice:
 
 
 def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
-                  exact_possible: bool = True, limit_note: str = "") -> MethodChoice:
+                  exact_possible: bool = True, limit_note: str = "",
+                  fixed: float = KERNEL_SECONDS) -> MethodChoice:
     """The path of one test with ``columns`` resampled columns (classes x resamples).
 
     ``rng`` gives the integer seed of the frequencies (drawn whatever the outcome, so the
     stage's other streams never depend on it); ``exact_possible=False`` (with
-    ``limit_note`` saying why) sends ``auto`` to the features.
+    ``limit_note`` saying why) sends ``auto`` to the features; ``fixed``: the estimate's
+    per-entry seconds of the passes that do not grow with the resamples.
     """
     seed = int(rng.integers(0, 2**62))
     requested = config.method
-    estimate = exact_seconds(n, columns)
+    estimate = exact_seconds(n, columns, fixed)
     timing = {"estimated_exact_seconds": estimate}
     if requested == "exact":
         return MethodChoice("exact", requested, "requested", extra=timing)

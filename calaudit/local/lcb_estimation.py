@@ -1,10 +1,9 @@
-"""The local calibration bias (LCB) as an estimate of the bias function (issue 12):
-its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``), the smoother's kernel
+"""The local calibration bias (LCB, Vashistha & Farahi eq. 7) as an estimate of the bias
+function: its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``; categorical
+covariates separated or pooled by the recalibration model's AIC), the smoother's kernel
 sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
 above the exact size rule), the plotted rows with pointwise intervals, and the per-group
-curves. A mixin of :class:`calaudit.audit.local_calibration.LocalAudit`, whose state
-(``data``, ``local``, ``encoded``, ``prob_features``, ``streams``, ``lcb_kernel``, ...) it
-reads; Vashistha & Farahi eq. 7.
+curves.
 """
 
 from __future__ import annotations
@@ -14,16 +13,24 @@ from typing import Any
 
 import numpy as np
 
+from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
+from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import (
+    CurveColumns,
     CurveDesign,
     CurveRequest,
     LocalBias,
     RowProducts,
+    curve_design,
     curves_from_products,
+    plot_points,
+    row_products,
+    summarize,
 )
 from calaudit.local.lcb_bandwidth import (
+    CAT_GRID,
     COV_GRID,
     PROB_GRID,
     BandwidthSelection,
@@ -34,26 +41,91 @@ from calaudit.local.lcb_bandwidth import (
 )
 from calaudit.local.lcb_features import (
     categorical_columns,
-    rows_cell_kernel,
     feature_kernel_sums,
+    feature_row_products,
+    lcb_computation,
+    rows_cell_kernel,
 )
-from calaudit.numerics import scratch
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.row_blocks import executor_of
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
+#: Curve standard errors use at least this many rows (the plotted rows, or more).
+MIN_SE_ROWS = 1000
+
+CATEGORICAL_RULE = ("a categorical covariate is separated (bandwidth 0.25) when its terms "
+                    "lower the recalibration GLM's AIC given the other covariates (LR "
+                    "statistic > 2 df), else pooled (10); AIC ~ leave-one-out CV (Stone "
+                    "1977) on all rows; without attribution the CV decides")
+
+
+def categorical_separation(section: dict[str, Any] | None) -> dict[str, float]:
+    """Bandwidths of the categorical covariates decided by the recalibration model's AIC
+    (from the attribution section; empty when attribution is off or could not test
+    them)."""
+    if not section:
+        return {}
+    return {e["covariate"]: CAT_GRID[0] if e["lr_statistic"] > 2 * e["df"] else CAT_GRID[-1]
+            for e in section["covariates"]
+            if e["kind"] == "categorical" and e.get("lr_statistic") is not None}
 
 
 def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
-    """``weighted / mass`` as a working array (:mod:`calaudit.numerics.scratch`), a block
-    of rows at a time."""
-    return scratch.filled(mass.shape[0], lambda a, b: weighted[a:b] / mass[a:b],
-                          np.result_type(weighted, mass), weighted.shape[1:])
+    """``weighted / mass``."""
+    return np.divide(weighted, mass)
 
 
 class LcbEstimation:
-    """LCB estimation steps of the local audit."""
+    """The LCB of one data set, from the setup its tests used (:class:`LocalTests`:
+    data, settings, encoded covariates, streams, exact or feature path)."""
+
+    def __init__(self, setup: LocalTests) -> None:
+        self.data, self.local, self.config = setup.data, setup.local, setup.config
+        self.n, self.streams, self.choice = setup.n, setup.streams, setup.choice
+        self.prob_features, self.encoded = setup.prob_features, setup.encoded
+        self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
+
+    def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
+            separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
+        """The LCB at every row and ``local.lcb`` without its top groups: bandwidths,
+        curves by group with their bands, the plotted rows with pointwise intervals."""
+        lc = self.local
+        bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
+        # V is never stored: built a row block at a time (CurveColumns)
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
+                              dense=False, executor=executor_of(self.config))
+        plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
+                              self.streams["points"])
+        if self.lcb_kernel is not None:
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
+                                      CurveColumns(design, bias.weight_sums, np.float32),
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      executor_of(self.config))
+        else:
+            at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
+                              CurveColumns(design, bias.weight_sums, np.float64),
+                              executor=executor_of(self.config))
+        curves = self.curves(design, bias, at, scalar_r)
+        lcb = bias.values
+        section = {
+            "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
+                          "(eq. 7) at every observation, bandwidths chosen for estimation",
+            "view": "binary" if self.data.is_binary else "top-label",
+            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
+                                             ).to_dict(),
+            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
+                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
+                           "source": selection.source},
+            "bandwidth_selection": {**selection.to_dict(), "categorical": {
+                "rule": CATEGORICAL_RULE, "separated": separation}},
+            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
+            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
+            "summary": summarize(lcb),
+            "curves": curves,
+            "points": self.points(lcb, prediction, at),
+        }
+        return lcb, section
 
     def curve_requests(self) -> list[CurveRequest]:
         covs = self.data.covariates
@@ -69,10 +141,8 @@ class LcbEstimation:
             for g in groupings:
                 for code, label in enumerate(g.categories):
                     rows = rows_where(g.values == code)
-                    if rows.size >= minimum:  # x[rows], a working array block by block
-                        requests.append(CurveRequest(cov.name, g.name, label, rows,
-                                                     scratch.filled(rows.size, lambda a, b, r=rows:
-                                                                    x[r[a:b]])))
+                    if rows.size >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
         return requests
 
     def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts

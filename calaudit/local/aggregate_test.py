@@ -1,0 +1,125 @@
+"""``local_consistency``: the local aggregate test on the exact and the random-feature path.
+
+Members (all on the labels redrawn for the KLCE consistency test, stream
+``klce_consistency``, so the KLCE member's p-value is ``klce_consistency``'s):
+
+* the KLCE^2 at the median-heuristic bandwidths (:mod:`calaudit.local.klce`): consistent
+  against every departure from local calibration, including biases that change with
+  the prediction within a group;
+* the recalibration score statistics (:mod:`calaudit.local.score_members`): one per
+  covariate (its levels alone) and one for all covariates together. A score statistic
+  is the limit of the KLCE family at a flat prediction kernel and a covariate kernel
+  that separates the levels, normalised by its variance: the member with the power of
+  the chi-square of the group residual sums against a bias by group, which the median
+  heuristic's wide covariate kernel (weight about 0.6 between two categories) dilutes.
+
+The members are combined by :func:`calaudit.local.aggregate.combine` with equal weights:
+exact level at every ``n``, power close to the best member's.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.aggregate import AggregateResult, MemberValues, combine
+from calaudit.local.resampling import NullResult, consistency_test
+from calaudit.local.score_draws import redraw_level_sums
+from calaudit.local.score_members import ScoreMembers
+from calaudit.numerics.pairwise import as_columns
+from calaudit.numerics.kernels import Gram
+from calaudit.numerics.row_blocks import stream_seed
+
+KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
+TEST_ID = "local_consistency"
+TITLE = "Local calibration test (aggregate of recalibration scores and KLCE)"
+METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
+          "fixed; members: a recalibration score statistic per covariate and for all "
+          "covariates together, and KLCE^2; statistic A = max_j log(w_j / q_j) with q_j "
+          "a member's tail probability; p = (1 + #{A* >= A}) / (1 + B)")
+
+
+def level_codes(codes: Sequence[NDArray[np.integer]], sizes: Sequence[int]
+                ) -> tuple[NDArray[np.int32], int]:
+    """Per-row level columns of ``H`` ((n, d), covariate ``c``'s codes shifted by the
+    levels of the covariates before it) and the number of level columns."""
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out = np.empty((len(codes[0]), len(codes)), dtype=np.int32)
+    for k, column in enumerate(codes):
+        out[:, k] = np.asarray(column, dtype=np.int64) + offsets[k]
+    return out, int(offsets[-1])
+
+
+def _members(scores: ScoreMembers, sums: NDArray[np.float64],
+             top: NDArray[np.float64] | None, kernel: NDArray[np.float64],
+             kernel_p: float) -> list[MemberValues]:
+    values = scores.statistics(sums, top)
+    out = [MemberValues(name, "score", values[k], float(df))
+           for k, (name, df) in enumerate(zip(scores.names, scores.degrees_of_freedom(),
+                                              strict=True))]
+    return out + [MemberValues(KERNEL_MEMBER, "kernel", kernel, p_value=kernel_p)]
+
+
+def _observed_sums(scores: ScoreMembers, r: NDArray[np.float64]
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+    columns = as_columns(np.asarray(r, dtype=np.float64))
+    return scores.level_sums(columns), scores.top_sums(columns) if columns.ndim == 3 else None
+
+
+def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
+                    scores: ScoreMembers, rng: np.random.Generator, n_resamples: int, *,
+                    products: NDArray[np.float64] | None = None,
+                    statistic: float | None = None, dtype: type = np.float64,
+                    executor: Any = None) -> tuple[AggregateResult, NullResult]:
+    """The aggregate test and the KLCE consistency test it contains, from one exact
+    kernel pass (:func:`calaudit.local.resampling.consistency_test`); the score members'
+    level sums are taken from every batch of redrawn residuals as it is drawn."""
+    batches: list[tuple[NDArray[np.float64], NDArray[np.float64] | None]] = []
+
+    def observe(columns: NDArray[np.float64]) -> None:
+        batches.append((scores.level_sums(columns),
+                        scores.top_sums(columns) if columns.ndim == 3 else None))
+
+    kernel = consistency_test(gram, r, proba, rng, n_resamples, products=products,
+                              statistic=statistic, dtype=dtype, executor=executor,
+                              observe=observe)
+    sums0, top0 = _observed_sums(scores, r)
+    sums = np.concatenate([sums0] + [b[0] for b in batches], axis=-1)
+    top = None if top0 is None else np.concatenate([top0] + [b[1] for b in batches], axis=-1)
+    values = np.concatenate([[kernel.statistic], kernel.null_distribution])
+    return combine(_members(scores, sums, top, values, kernel.p_value)), kernel
+
+
+def feature_aggregate(kernel_statistic: float, kernel_null: NDArray[np.float64],
+                      kernel_p: float, r: NDArray[np.float64], proba: NDArray[np.float64],
+                      scores: ScoreMembers, codes: NDArray[np.int32], n_levels: int,
+                      seed: int, n_resamples: int, executor: Any = None,
+                      stream: str = "klce_consistency") -> AggregateResult:
+    """The aggregate test on the random-feature path: the KLCE member from the feature
+    test (its redraws from the block streams ``(seed, stream, block)``), the score
+    members from the same redraws drawn again (:func:`redraw_level_sums`)."""
+    p = np.asarray(proba, dtype=np.float64)
+    total = redraw_level_sums(executor, p, codes, n_levels, seed, stream, n_resamples,
+                              top=scores.top)
+    expected = np.asarray(scores.levels.T @ p.reshape(p.shape[0], -1))  # (L, classes)
+    redrawn = total["sums"] - expected[:, :, None]
+    redrawn = redrawn[:, 0, :] if p.ndim == 1 else redrawn
+    top = None
+    if scores.top is not None:
+        confidence = p[np.arange(p.shape[0]), scores.top]
+        top_redrawn = total["top"] - np.asarray(scores.levels.T @ confidence)[:, None]
+    sums0, top0 = _observed_sums(scores, r)
+    sums = np.concatenate([sums0, redrawn], axis=-1)
+    if top0 is not None:
+        top = np.concatenate([top0, top_redrawn], axis=-1)
+    values = np.concatenate([[kernel_statistic], kernel_null])
+    return combine(_members(scores, sums, top, values, kernel_p))
+
+
+def feature_seed(rng: np.random.Generator) -> int:
+    """The block-stream seed a feature test draws from ``rng``, without consuming it."""
+    return stream_seed(copy.deepcopy(rng))

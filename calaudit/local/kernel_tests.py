@@ -1,0 +1,383 @@
+"""The local stage's kernels and tests (Vashistha & Farahi, *I-trustworthy models*).
+
+:class:`LocalTests` sets up what the tests and the LCB share (residuals, encoded
+covariates, median-heuristic bandwidths, the group table's levels, the exact or random
+feature path of :func:`calaudit.inference.method.choose_method`) and runs the tests of
+``config.local.tests``: ``local_consistency`` (the aggregate of recalibration scores and
+KLCE^2, :mod:`calaudit.local.aggregate_test`), ``klce_consistency`` (its kernel member,
+from the same redraws), ``klce_bootstrap`` (Algorithm 1) and ``klce_permutation`` (KiTE
+``ELCE2``), with the KLCE^2 estimate, the Hoeffding region and, for a multi-class model,
+each class one-vs-rest.
+
+Kernel passes of the exact path (each evaluates the n^2 / 2 kernel entries once): the first
+consistency or bootstrap test, whose pass also gives the KLCE^2 estimate (the observed
+residuals as its lead column when the pass runs in double precision; a double-precision
+pass of their own first when single precision is cheaper, or when no such test runs); each
+further test adds one pass (the KiTE test uses its own kernel).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from calaudit.inference.feature_tests import (
+    approximation_error,
+    feature_bootstrap_test,
+    feature_consistency_test,
+    feature_statistic,
+)
+from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
+from calaudit.local import aggregate_test as aggregate
+from calaudit.local import groups as grp
+from calaudit.local.bandwidth import GaussianBandwidth, choose_bandwidth
+from calaudit.local.encoding import encode_covariates
+from calaudit.local.features import feature_local_pass, product_features
+from calaudit.local.kernel import GaussianProductGram, kite_gram, product_gram
+from calaudit.local.klce import (
+    hoeffding_region,
+    klce2,
+    prediction_features,
+    residual_bound,
+    residuals,
+)
+from calaudit.local.lcb import plot_points
+from calaudit.local.lcb_features import CellKernel
+from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
+from calaudit.local.score_members import ScoreMembers
+from calaudit.numerics.row_blocks import executor_of
+from calaudit.results import Status, TestResult
+
+#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
+MAX_PER_CLASS = 20
+#: Rows of the subsample on which a features run compares its statistic with the exact one.
+APPROXIMATION_ROWS = 2000
+
+TITLES = {
+    "local_consistency": aggregate.TITLE,
+    "klce_consistency": "Local calibration test (KLCE, labels resampled from predictions)",
+    "klce_bootstrap": "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
+    "klce_permutation": "Local calibration test (KLCE, KiTE permutation null)",
+}
+METHODS = {
+    "local_consistency": aggregate.METHOD,
+    "klce_consistency": "consistency resampling: y*_i ~ Cat(p_i), predictions and "
+                        "covariates fixed; p = (1 + #{T* >= T}) / (1 + B)",
+    "klce_bootstrap": "residual bootstrap (Vashistha & Farahi, Algorithm 1); "
+                      "p = (1 + #{T* >= T}) / (1 + B)",
+    "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
+                        "p = max(1/B, #{T* > T}/B)",
+}
+
+
+class LocalTests:
+    """The local stage's kernels and tests on one data set: the setup shared by the tests
+    and the LCB (residuals, encoded covariates, bandwidths, the group table's levels, the
+    exact or feature path), then the tests run on it (:meth:`run`)."""
+
+    def __init__(self, data: Any, config: Any, streams: dict[str, np.random.Generator]
+                 ) -> None:
+        """``data``: a :class:`calaudit.data.dataset.CalibrationData` with covariates;
+        ``config``: the audit's configuration (its ``local`` section, ``alpha``,
+        ``method``); ``streams``: the stage's random streams by purpose."""
+        self.data, self.config, self.local = data, config, config.local
+        self.streams = streams
+        self.n = data.n
+        self.r = residuals(data.y_true, data.y_proba)
+        self.proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
+        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
+        self.proba.flags.writeable = False
+        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
+                              else prediction_features(data.y_proba))
+        # the encoded covariates are computed a block of rows or a column at a time
+        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
+        lc = self.local
+        self.levels = [grp.covariate_levels(c, lc.n_bands) for c in data.covariates]
+        self.kernel_runs: dict[str, NullResult] = {}
+        self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
+                                        streams["bandwidth"], lc.median_max_rows)
+        self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
+                                       streams["bandwidth"], lc.median_max_rows,
+                                       self.encoded.blocks)
+        # the scaled rows z are built for the rows asked for (the feature passes read a
+        # range at a time); the exact path stores them (its kernel blocks reread them)
+        self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
+                                 self.encoded.features, self.cov_bw.gamma, lazy=True)
+        classes = 1 if data.is_binary else data.n_classes
+        self.choice = choose_method(config, self.n, classes * lc.n_resamples,
+                                    streams["features"], fixed=LOCAL_STAGE_SECONDS)
+        if not self.choice.features:
+            self.gram = GaussianProductGram(np.asarray(self.gram.features))
+        self.features = None
+        self.fused_results: dict[str, NullResult] = {}
+        self.computation = self.choice.to_params()
+        self.lcb_kernel: CellKernel | bool | None = True if self.choice.features else None
+        self.lcb_features = self.choice.n_features or 0
+        if self.choice.features:
+            self.features = product_features(self.gram.features, self.choice.n_features,
+                                             self.choice.frequency_seed)
+            self.computation["approximation"] = self.approximation()
+
+    def approximation(self) -> dict[str, Any]:
+        """Feature vs exact KLCE^2 on a seeded subsample of :data:`APPROXIMATION_ROWS`."""
+        rows = plot_points(self.n, APPROXIMATION_ROWS, self.streams["features"])
+        z = self.gram.features[rows]
+        return approximation_error(self.features, z, self.r[rows], GaussianProductGram(z))
+
+    # --- tests -----------------------------------------------------------------------
+
+    def kernel_params(self) -> dict[str, Any]:
+        return {"covariates": list(self.data.covariate_names),
+                "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
+                "residual": "y - p" if self.data.is_binary else "e_y - p",
+                "normalisation": "1 / (n (n - 1)), i != j",
+                "computation": self.computation}
+
+    def too_small(self) -> str:
+        """Why the sample is too small for a local test ('' if it is not)."""
+        lc, n = self.local, self.n
+        if n < lc.min_group_rows:
+            return f"{n} rows < min_group_rows {lc.min_group_rows}"
+        counts = np.bincount(self.data.y_true, minlength=self.data.n_classes)
+        if self.data.is_binary and counts.min() < lc.min_group_events:
+            return f"{int(counts.min())} events or non-events < min_group_events " \
+                   f"{lc.min_group_events}"
+        return ""
+
+    def run_test(self, test_id: str, statistic: float | None
+                 ) -> tuple[TestResult, NullResult]:
+        """Run one test against the observed ``statistic`` (double precision; ``None``: the
+        exact consistency or bootstrap test computes it in its own pass, see
+        :func:`~calaudit.local.resampling.batched_forms`). ``local_consistency`` and
+        ``klce_consistency`` share one set of redraws (stream ``klce_consistency``) and
+        one kernel pass."""
+        lc = self.local
+        dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
+        precision = {"resample_dtype": lc.resample_dtype}
+        if test_id in ("local_consistency", "klce_consistency"):
+            res = self.kernel_consistency(statistic, dtype)
+            params = {**self.kernel_params(),
+                      **({} if self.features is not None else precision)}
+            if test_id == "local_consistency":
+                found = self.aggregate_result()
+                params["members"] = list(found.members)
+                params["deciding_member"] = found.deciding
+                params["klce2"] = res.statistic
+                return TestResult(
+                    id=test_id, statistic=found.statistic, estimate=res.statistic,
+                    p_value=found.p_value, method=METHODS[test_id],
+                    n_resamples=lc.n_resamples, params=params,
+                    null_distribution=found.null_distribution, title=TITLES[test_id],
+                    family="local"), res
+        elif self.features is not None and test_id != "klce_permutation":
+            res = self.feature_test(test_id, self.streams[test_id])
+            params = self.kernel_params()
+        elif test_id == "klce_bootstrap":
+            res = bootstrap_test(self.gram, self.r, self.streams[test_id], lc.n_resamples,
+                                 statistic=statistic, dtype=dtype,
+                                 executor=executor_of(self.config))
+            params = {**self.kernel_params(), **precision, **res.extra}
+        else:
+            gram, params = kite_gram(self.prob_features, self.data.covariates, lc)
+            res = permutation_test(gram, self.r, self.streams[test_id], lc.n_resamples,
+                                   centred=lc.kite_null == "centred")
+            params.update(res.extra)
+        return TestResult(
+            id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
+            method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
+            null_distribution=res.null_distribution, title=TITLES[test_id],
+            family="local"), res
+
+    def kernel_consistency(self, statistic: float | None, dtype: type) -> NullResult:
+        """The KLCE consistency test (run once: the aggregate's kernel member and
+        ``klce_consistency``), and on the exact path the aggregate found in the same pass."""
+        if "klce_consistency" in self.kernel_runs:
+            return self.kernel_runs["klce_consistency"]
+        rng = self.streams["klce_consistency"]
+        if self.features is not None:
+            self.feature_seed = aggregate.feature_seed(rng)
+            res = self.feature_test("klce_consistency", rng)
+        elif "local_consistency" in self.local.tests:
+            self.aggregate, res = aggregate.exact_aggregate(
+                self.gram, self.r, self.proba, self.score_members(), rng,
+                self.local.n_resamples, statistic=statistic, dtype=dtype,
+                executor=executor_of(self.config))
+        else:
+            res = consistency_test(self.gram, self.r, self.proba, rng, self.local.n_resamples,
+                                   statistic=statistic, dtype=dtype,
+                                   executor=executor_of(self.config))
+        self.kernel_runs["klce_consistency"] = res
+        return res
+
+    def score_members(self, proba: np.ndarray | None = None) -> ScoreMembers:
+        """The recalibration score members on the group table's levels (``proba``: the
+        probabilities of the view, default the test's: ``p_1`` or the (n, m) rows)."""
+        p = (self.proba if self.data.is_binary else np.asarray(self.data.y_proba)) \
+            if proba is None else proba
+        return ScoreMembers.build([lv.name for lv in self.levels],
+                                  [lv.codes for lv in self.levels],
+                                  [len(lv.labels) for lv in self.levels], p)
+
+    def aggregate_result(self):
+        """The aggregate test (exact path: found in the kernel pass; feature path: the
+        kernel member's null and the score members from the same block streams)."""
+        found = getattr(self, "aggregate", None)
+        if found is not None:
+            return found
+        kernel = self.kernel_runs["klce_consistency"]
+        codes, n_levels = aggregate.level_codes([lv.codes for lv in self.levels],
+                                                [len(lv.labels) for lv in self.levels])
+        proba = self.proba if self.data.is_binary else np.asarray(self.data.y_proba)
+        self.aggregate = aggregate.feature_aggregate(
+            kernel.statistic, kernel.null_distribution, kernel.p_value, self.r, proba,
+            self.score_members(),
+            codes, n_levels, self.feature_seed, self.local.n_resamples,
+            executor_of(self.config))
+        return self.aggregate
+
+    def feature_pass(self, scalar_r: np.ndarray) -> float:
+        """KLCE^2 and the first consistency/bootstrap test from the first pass of
+        :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
+        estimation bandwidths, :meth:`local_bias`); ``local_consistency`` fuses its kernel
+        member, ``klce_consistency``."""
+        fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
+        if fused == "local_consistency":
+            fused = "klce_consistency"
+        if not self.config.run_tests or self.too_small():
+            fused = None
+        if fused == "klce_consistency":
+            self.feature_seed = aggregate.feature_seed(self.streams[fused])
+        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
+                                 self.proba, fused, self.streams[fused] if fused else None,
+                                 self.local.n_resamples, executor=executor_of(self.config),
+                                 bias=False)
+        if out.test is not None:
+            result = NullResult(out.test.statistic, out.test.null_distribution,
+                                out.test.p_value)
+            self.fused_results[fused] = result
+            if fused == "klce_consistency":
+                self.kernel_runs[fused] = result
+        return out.statistic
+
+    def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
+        """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
+        the fused pass when it ran there); draws from the row-block streams named after
+        the test."""
+        if test_id in self.fused_results:
+            return self.fused_results[test_id]
+        executor = executor_of(self.config)
+        if test_id == "klce_consistency":
+            res = feature_consistency_test(self.features, self.gram.features, self.r,
+                                           self.proba, rng, self.local.n_resamples,
+                                           stream=test_id, executor=executor)
+        else:
+            res = feature_bootstrap_test(self.features, self.gram.features, self.r, rng,
+                                         self.local.n_resamples, stream=test_id,
+                                         executor=executor)
+        return NullResult(res.statistic, res.null_distribution, res.p_value)
+
+    def tests(self, statistic: float | None) -> tuple[list[TestResult], float]:
+        """The requested tests (INCONCLUSIVE when the sample is too small) and the KLCE^2
+        estimate (``statistic``, or when ``None`` the first exact test's, else
+        :func:`klce2`)."""
+        if not self.config.run_tests:
+            return [], self.observed(statistic)
+        reason = self.too_small()
+        if reason:
+            statistic = self.observed(statistic)
+            return [TestResult(
+                id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
+                method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
+                status=Status.INCONCLUSIVE, alpha=self.config.alpha,
+                message=f"too small to decide: {reason}", title=TITLES[test_id],
+                family="local")
+                for test_id in self.local.tests], statistic
+        out = []
+        for test_id in self.local.tests:
+            result, res = self.run_test(test_id, statistic if test_id != "klce_permutation"
+                                        else None)
+            out.append(result)
+            if statistic is None and test_id != "klce_permutation":
+                statistic = res.statistic
+        return out, self.observed(statistic)
+
+    def observed(self, statistic: float | None) -> float:
+        """The KLCE^2 estimate: ``statistic`` when known, else its own exact pass."""
+        return klce2(self.gram, self.r) if statistic is None else statistic
+
+    def per_class(self) -> list[dict[str, Any]]:
+        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} -
+        p_c``): the KLCE^2 and, when tests run, the local aggregate test of that view
+        (``p_value``; labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) with its kernel member's
+        own p-value (``klce_p_value``)."""
+        if (self.data.is_binary or not self.local.per_class
+                or self.data.n_classes > MAX_PER_CLASS):
+            return []
+        lc, rng = self.local, self.streams["per_class"]
+        testing = self.config.run_tests and not self.too_small()
+        codes = aggregate.level_codes([lv.codes for lv in self.levels],
+                                      [len(lv.labels) for lv in self.levels])
+        rows = []
+        for c, name in enumerate(self.data.classes):
+            p_c = self.data.y_proba[:, c].copy()
+            r_c = (self.data.y_true == c).astype(np.float64) - p_c
+            bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
+            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
+                                lazy=self.features is not None)
+            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+            if not testing:
+                row["statistic"] = (klce2(gram, r_c) if self.features is None else
+                                    feature_statistic(product_features(
+                                        gram.features, self.choice.n_features,
+                                        self.choice.frequency_seed), gram.features, r_c))
+                rows.append(row)
+                continue
+            scores = self.score_members(p_c)
+            if self.features is not None:
+                features = product_features(gram.features, self.choice.n_features,
+                                            self.choice.frequency_seed)
+                seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
+                res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                               lc.n_resamples, stream=stream,
+                                               executor=executor_of(self.config))
+                found = aggregate.feature_aggregate(
+                    res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
+                    *codes, seed,
+                    lc.n_resamples, executor_of(self.config), stream=stream)
+                method = "local aggregate test, one-vs-rest, random features"
+            else:
+                found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
+                                                       lc.n_resamples, dtype=np.float64)
+                method = "local aggregate test, one-vs-rest"
+            row.update(statistic=res.statistic, p_value=found.p_value,
+                       klce_p_value=res.p_value, deciding_member=found.deciding,
+                       method=method)
+            rows.append(row)
+        return rows
+
+    def run(self, scalar_r: np.ndarray) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
+        """The requested tests, the KLCE^2 estimate and the per-class views; afterwards
+        the test kernel's rows are freed."""
+        statistic = None  # exact path: from the first test's pass (:meth:`tests`)
+        if self.features is not None:  # statistic (and fused test) from the feature pass
+            statistic = self.feature_pass(scalar_r)
+        tests, statistic = self.tests(statistic)
+        per_class = self.per_class()
+        self.gram = None
+        return tests, statistic, per_class
+
+    def klce_section(self, statistic: float, tests: list[TestResult],
+                     per_class: list[dict[str, Any]]) -> dict[str, Any]:
+        """``local.klce``: the kernels, the statistic, the tests run and the Hoeffding
+        region (and the per-class views of a multi-class model)."""
+        section = {
+            **self.kernel_params(), "encoding": self.encoded.encoding,
+            "encoded_columns": list(self.encoded.columns), "statistic": statistic,
+            "tests": [t.id for t in tests],
+            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
+                                          residual_bound(self.data.n_classes))}
+        if per_class:
+            section["per_class"] = per_class
+        return section
