@@ -154,6 +154,19 @@ def test_sentence_names_covariates_that_carry_the_same_signal():
     assert "no covariate explains" not in sentence
 
 
+def test_sentence_quotes_the_group_table_only_when_it_tells_the_same():
+    """A group interval through 0 (simultaneous over many groups) beside an attribution
+    that finds the level biased: the sentence quotes the adjusted bias, labelled."""
+    section = {"alpha": 0.05, "covariates": [
+        _entry("sex", "FAIL", [("Male", 0.025, [0.012, 0.038]),
+                               ("Female", -0.023, [-0.04, -0.006])], 1e-3, 1e-3)]}
+    groups = [{"group": "sex=Male", "bias": 0.023, "bias_ci": [-0.005, 0.050]},
+              {"group": "sex=Female", "bias": -0.030, "bias_ci": [-0.050, -0.010]}]
+    sentence = summary_sentence(section, groups)
+    assert "Male adjusted +0.025 [+0.012, +0.038]" in sentence
+    assert "Female -0.030 [-0.050, -0.010]" in sentence
+
+
 def test_sentence_does_not_call_an_overall_shift_explained():
     """Every level biased the same way: an overall miscalibration, not explained by the
     covariate."""

@@ -9,8 +9,8 @@ each with ``calaudit test`` (JSON, HTML, PDF, Markdown):
 * ``group_failure``: a logistic regression of home ownership on the 2019 American Housing
   Survey without the ``BLACK`` indicator, audited with ``--covariates BLACK,HHAGE``: right
   on average, wrong for Black households (the local test fails);
-* ``pass``: a logistic regression on the heart-failure data, audited with
-  ``--covariates Age,Sex`` (nothing to find).
+* ``pass``: a logistic regression of the same outcome that has ``BLACK`` and age bands
+  among its features, audited with ``--covariates BLACK,HHAGE`` (nothing to find).
 
 Then it measures what a reviewer sees: the HTML's height with its sections collapsed at
 1,280 px (headless Chromium), the PDF's pages without and with ``--pdf-appendix``, and
@@ -70,15 +70,21 @@ def group_failure() -> tuple[pd.DataFrame, list[str]]:
 
 
 def passing() -> tuple[pd.DataFrame, list[str]]:
-    data = pd.read_csv(DATASETS / "heart_failure.csv")
-    x = pd.get_dummies(data.drop(columns="HeartDisease"), drop_first=True).astype(float)
-    train, test = train_test_split(np.arange(len(data)), test_size=0.5, random_state=0)
-    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, C=0.5))
-    model.fit(x.to_numpy()[train], data["HeartDisease"].to_numpy()[train])
-    frame = data.iloc[test][["Age", "Sex"]].reset_index(drop=True)
-    frame["label"] = data["HeartDisease"].to_numpy()[test]
-    frame["prob"] = model.predict_proba(x.to_numpy()[test])[:, 1]
-    return frame, ["Age", "Sex"]
+    """A logistic regression that has what the audit asks about: ``BLACK`` and eight age
+    bands among its features (with income, household and region)."""
+    data = pd.read_csv(DATASETS / "ahs2019_homeownership.csv", index_col=0)
+    bands = pd.get_dummies(pd.qcut(data["HHAGE"], 8, labels=False), prefix="age")
+    regions = pd.get_dummies(data["DIVISION"], prefix="division")
+    features = pd.concat([data[["HINCP", "NUMPEOPLE", "METRO", "HHGRAD", "HHMAR", "HHSEX",
+                                "BLACK", "HHCITSHP"]], bands, regions], axis=1).to_numpy(float)
+    train, test = train_test_split(np.arange(len(data)), test_size=5000, random_state=1)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit(features[train], data["OWNER"].to_numpy()[train])
+    frame = pd.DataFrame({"BLACK": np.where(data["BLACK"].to_numpy()[test] > 0, "yes", "no"),
+                          "HHAGE": data["HHAGE"].to_numpy()[test]})
+    frame["label"] = data["OWNER"].to_numpy()[test].astype(int)
+    frame["prob"] = model.predict_proba(features[test])[:, 1]
+    return frame, ["BLACK", "HHAGE"]
 
 
 CASES = {"global_failure": global_failure, "group_failure": group_failure, "pass": passing}

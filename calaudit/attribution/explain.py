@@ -205,10 +205,13 @@ def _signed(value: float) -> str:
 def _level_text(covariate: str, level: dict[str, Any],
                 groups: Mapping[str, Mapping[str, Any]]) -> str:
     """``South +0.112 [+0.090, +0.130]``: the group table's bias and interval of
-    ``covariate=level`` (the numbers a reader compares), else the standardised bias
-    labelled ``adjusted``."""
+    ``covariate=level`` (the numbers a reader compares) when they tell what the
+    attribution tells (both intervals exclude 0, or both contain it), else the
+    standardised bias labelled ``adjusted`` (a level without a group row, or whose group
+    interval, simultaneous over many groups, contains 0 where the model's does not)."""
     row = groups.get(f"{covariate}={level['level']}")
-    if row is not None and row.get("bias") is not None and row.get("bias_ci"):
+    if row is not None and row.get("bias") is not None and row.get("bias_ci") \
+            and _clear({"ci": row["bias_ci"]}) == _clear(level):
         bias, (low, high), label = row["bias"], row["bias_ci"], ""
     else:
         bias, (low, high), label = level["bias"], level["ci"], " adjusted"

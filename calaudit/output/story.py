@@ -158,8 +158,9 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
         sentences += _how(result)
     if local_fail:
         sentences += _where(result)
-    sentences += _who(result)
-    sentences += _not_rejecting(primaries, rejecting)
+    quiet = _not_rejecting(primaries, rejecting)
+    # what explains a rejection comes with it; without one, the quiet tests come first
+    sentences += _who(result) + quiet if rejecting else quiet + _who(result)
     sentences += [_s(f"{line.title} ({line.id}): {line.message or line.detail}.")
                   for line in failing_lines(lines, fail_on) if line.kind != "test"]
     sentences += _diagnostics(lines)

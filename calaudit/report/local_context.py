@@ -229,7 +229,7 @@ def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
     adjusted = group.get("p_value_adjusted")
     if adjusted is not None and adjusted > alpha:
         return "not a finding: adjusted p above alpha"
-    return "not a finding: the local test did not reject (gatekeeping)"
+    return "not a finding: the local test did not reject"
 
 
 def group_row(group: Mapping[str, Any], note: str = "") -> GroupRow:

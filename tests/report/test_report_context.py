@@ -258,3 +258,58 @@ def test_small_multiples_are_carried_by_the_bins_with_the_rows():
     assert bars[0] > 2 * max(bars[1:3])
     plain = plot_reliability(bins, band, legend=False)  # the main diagram: as before
     assert not any(isinstance(c, PathCollection) for c in plain.collections)
+
+
+def _fail_only(result, family):
+    """``result`` with the tests of one family failing the gate and the others passing."""
+    listed = set(result["local"]["klce"]["tests"])
+    for test in result["tests"]:
+        local = test.get("family") == "local" or test["id"] in listed
+        test["status"] = "FAIL" if local == (family == "local") else "PASS"
+        test["family"] = "local" if local else "global"
+        test["role"] = "primary"
+    return result
+
+
+def test_the_first_screen_leads_with_the_picture_of_what_failed(binary_synth):
+    """A global failure leads with the reliability diagram; a local failure with the
+    reliability diagrams of the groups shown first (else the bias by group)."""
+    global_fail = build_context(_fail_only(copy.deepcopy(binary_synth), "global"))
+    assert global_fail.lead.kind == "reliability" and global_fail.lead_section == "reliability"
+    assert "How: " in plain(global_fail.verdict.story[1])
+    local = _fail_only(copy.deepcopy(binary_synth), "local")
+    assert build_context(local).lead.kind == "bias_by_group"
+    panel = {"group": "race=A", "bins": local["diagrams"]["reliability"]["bins"],
+             "bias": 0.055, "status": "FAIL"}
+    local["local"]["group_reliability"] = [panel, {**panel, "group": "age=(56, 75]"}]
+    context = build_context(local)
+    assert context.lead.kind == "reliability_by_group" and context.lead_section == "diagnosis"
+    assert [p["group"] for p in context.lead.data["panels"]] == ["race=A"]
+
+
+def test_the_verdict_box_speaks_plainly_and_links_its_terms(credit_result):
+    """The first screen keeps the jargon out of its words: no method names, and the terms
+    it needs link to the glossary, whose entries exist (with the gate's own rule)."""
+    from calaudit.report.render import render_html
+
+    html = render_html(credit_result).text
+    box = html.split('<section id="verdict"', 1)[1].split("</section>", 1)[0]
+    words = re.sub(r'<a class="term"[^>]*>.*?</a>', " ", box)
+    for jargon in ("Holm", "step-down", "simultaneous", "gatekeeping", "KLCE",
+                   "neighbourhood", "resampled from predictions"):
+        assert jargon not in words, jargon
+    terms = set(re.findall(r'<a class="term" href="#term-([a-z-]+)"', box))
+    assert {"local-test", "adjusted-p", "gate-rule", "bias", "interval"} <= terms
+    for term in terms:
+        assert f'id="term-{term}"' in html, term
+    rule = credit_result["gate"]["rule"]
+    assert html.count(rule.replace("'", "&#39;").replace('"', "&#34;")[:60]) >= 1
+
+
+def test_a_test_statistic_other_than_its_estimate_is_named_in_the_tests_table(credit_result):
+    rows = {t.id: t for t in build_context(credit_result).tests}
+    uq = rows["skce_uq_asymptotic"]
+    assert uq.estimate == fmt_value(next(t["estimate"] for t in credit_result["tests"]
+                                         if t["id"] == "skce_uq_asymptotic"))
+    assert uq.statistic and uq.statistic_definition == "n/(n-1) SKCE_uq - SKCE_b"
+    assert rows["skce_consistency"].statistic == ""  # its statistic is its estimate
