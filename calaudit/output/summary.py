@@ -120,8 +120,9 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
                       fmt_pvalue(row["p_value_adjusted"]),
                       _styled(row["status"] or "") + marker)
     if any(notes.get(str(row["group"])) for row in top):
-        table.caption = ("† " + "; ".join(sorted({notes[str(r["group"])] for r in top
-                                                  if notes.get(str(r["group"]))})))
+        reasons = {part for r in top for part in notes.get(str(r["group"]), "").split("; ")
+                   if part}
+        table.caption = "† " + "; ".join(sorted(reasons))
         table.caption_justify = "left"
     return table
 
