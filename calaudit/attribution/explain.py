@@ -37,7 +37,7 @@ from calaudit.attribution.model import (
     standardised_biases,
 )
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.local.groups import GroupSpec, Levels, index_dtype
+from calaudit.local.groups import GroupSpec, Levels, format_bias, format_interval, index_dtype
 from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics.distributions import norm_ppf
 
@@ -197,11 +197,6 @@ def _fitted_everywhere(attribution: Attribution, model: ModelRows,
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 
-def _signed(value: float) -> str:
-    """Signed, 3 decimals: as every output prints a bias."""
-    return f"{value:+.3f}"
-
-
 def _level_text(covariate: str, level: dict[str, Any],
                 groups: Mapping[str, Mapping[str, Any]]) -> str:
     """``South +0.112 [+0.090, +0.130]``: the group table's bias and interval of
@@ -215,7 +210,7 @@ def _level_text(covariate: str, level: dict[str, Any],
         bias, (low, high), label = row["bias"], row["bias_ci"], ""
     else:
         bias, (low, high), label = level["bias"], level["ci"], " adjusted"
-    return f"{level['level']}{label} {_signed(bias)} [{_signed(low)}, {_signed(high)}]"
+    return f"{level['level']}{label} {format_bias(bias)} {format_interval([low, high])}"
 
 
 def _join(names: Sequence[str], word: str = "and") -> str:
@@ -259,7 +254,7 @@ def _shared_signal(entry: dict[str, Any], alpha: float) -> bool:
 def _shift_text(entry: dict[str, Any]) -> str:
     biases = sorted(lv["bias"] for lv in _estimable(entry))
     return (f"the model is biased the same way in every level of {entry['covariate']} "
-            f"({_signed(biases[0])} to {_signed(biases[-1])}): an overall "
+            f"({format_bias(biases[0])} to {format_bias(biases[-1])}): an overall "
             f"shift that no covariate explains; {entry['covariate']} changes only its size")
 
 

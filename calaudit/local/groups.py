@@ -25,6 +25,7 @@ the ``tests`` list only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -277,6 +278,29 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
         rows[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"
         rows[i]["adjustment"] = settings.adjust
     return rows
+
+
+def format_bias(value: float | None) -> str:
+    """A group's bias as every output writes it: signed, 3 decimals (``+0.055``)."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.3f}"
+
+
+def format_interval(ci: Sequence[float | None] | None) -> str:
+    """A bias interval as every output writes it: ``[+0.019, +0.084]``; ``-`` if none. A
+    bound that is not 0 but would be written 0.000 gets the digits that show its side
+    (``[+0.0004, +0.127]``): whether the interval excludes 0 is what it tells."""
+    if not ci or None in ci:
+        return "-"
+    return f"[{_bound(ci[0])}, {_bound(ci[1])}]"
+
+
+def _bound(value: float) -> str:
+    text = format_bias(value)
+    if value != 0 and math.isfinite(value) and float(text) == 0:
+        return f"{value:+.1g}" if abs(value) < 1e-4 else f"{value:+.4f}"
+    return text
 
 
 def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:

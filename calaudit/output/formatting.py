@@ -6,6 +6,10 @@ import math
 import os
 from typing import Any
 
+# a group's bias and interval, written as the group table writes them
+from calaudit.local.groups import format_bias as fmt_bias  # noqa: F401
+from calaudit.local.groups import format_interval as fmt_bias_ci  # noqa: F401
+
 
 def reproducible() -> bool:
     """Whether ``SOURCE_DATE_EPOCH`` asks for reproducible outputs: no timings then."""
@@ -84,20 +88,6 @@ def fmt_signed(value: float | None, digits: int = 3) -> str:
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:+.{digits}g}"
-
-
-def fmt_bias(value: float | None) -> str:
-    """A group's bias as every output prints it: signed, 3 decimals (``+0.055``)."""
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:+.3f}"
-
-
-def fmt_bias_ci(ci: list[float] | tuple[float, float] | None) -> str:
-    """A bias interval as every output prints it: ``[+0.019, +0.084]``; ``-`` if none."""
-    if not ci or None in ci:
-        return "-"
-    return f"[{fmt_bias(ci[0])}, {fmt_bias(ci[1])}]"
 
 
 def fmt_value(value: object, digits: int = 4) -> str:

@@ -52,6 +52,7 @@ from calaudit.report.views import (
     SignOffView,
     Term,
     TestRow,
+    VerdictView,
 )
 
 MAX_PER_CLASS_PANELS = 40
@@ -97,12 +98,14 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
                      if (section := builder(result, namer)) is not None)
     diagnosis = build_diagnosis(result, namer)
     lead, lead_section = lead_figure(result, reliability, local, namer)
+    verdict = build_verdict(result, lines)
+    glossary = build_glossary(result, verdict)
     return ReportContext(
         title=f"Calibration audit: {PurePath(path).name}" if path else "Calibration audit",
         subtitle=f"{path or 'in-memory arrays'}, audited {result.get('created_at', '-')}",
         created_at=str(result.get("created_at", "-")),
         calaudit_version=str(result.get("calaudit_version", "-")),
-        verdict=build_verdict(result, lines),
+        verdict=verdict,
         data=build_data(result),
         metrics=tuple(metric_row(m) for m in result.get("metrics") or ()),
         tests=tests,
@@ -118,7 +121,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         diagnosis=diagnosis,
         lead=lead, lead_section=lead_section,
         lead_section_title=dict(SECTION_TITLES).get(lead_section, ""),
-        glossary=build_glossary(result),
+        glossary=glossary,
         appendix_sections=_appendix_sections(bool(nulls), local is not None),
         checks=check_rows(lines),
         check_counts=counts_sentence(lines),
@@ -127,7 +130,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         provenance=_provenance(source),
         top_groups=local.top_groups if local is not None else (),
         sections=_sections(result, bool(nulls), local is not None or bool(_local_note(result)),
-                           evidence),
+                           evidence, bool(glossary)),
         test_summary=_test_summary(result),
         data_summary=_data_summary(result),
         local_summary=_local_summary(result),
@@ -145,10 +148,12 @@ SECTION_TITLES = (("checks", "Checks"), ("baseline", "Baseline"),
 
 
 def _sections(result: Mapping[str, Any], nulls: bool, local: bool,
-              evidence: Sequence[EvidenceSection]) -> tuple[tuple[str, str], ...]:
+              evidence: Sequence[EvidenceSection], terms: bool
+              ) -> tuple[tuple[str, str], ...]:
     """``(anchor, title)`` of every section of the evidence (before the appendix), in page
     order."""
-    shown = {"checks", "reliability", "metrics", "data", "terms", "signoff"}
+    shown = {"checks", "reliability", "metrics", "data", "signoff"} | (
+        {"terms"} if terms else set())
     if result.get("baseline"):
         shown.add("baseline")
     if local:
@@ -213,9 +218,14 @@ def lead_panels(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return chosen
 
 
-def build_glossary(result: Mapping[str, Any]) -> tuple[Term, ...]:
-    """The terms the first screen links to, and the gate's own rule (``gate.rule``)."""
-    terms = [Term(key, term, text) for key, (term, text) in GLOSSARY.items()]
+def build_glossary(result: Mapping[str, Any], verdict: VerdictView) -> tuple[Term, ...]:
+    """The terms the first screen links to (and, with groups, the words of the group
+    tables), and the gate's own rule (``gate.rule``)."""
+    used = {span.term for sentence in (verdict.headline, verdict.gate, *verdict.story)
+            for span in sentence if span.term}
+    if result.get("groups"):
+        used |= {"bias", "interval", "gatekeeping"}  # the group tables use them
+    terms = [Term(key, term, text) for key, (term, text) in GLOSSARY.items() if key in used]
     rule = (result.get("gate") or {}).get("rule")
     if rule:
         terms.append(Term("gate-rule", "the gate's rule", str(rule)))
