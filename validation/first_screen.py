@@ -16,6 +16,7 @@ Then it measures what a reviewer sees: the HTML's height with its sections colla
 1,280 px (headless Chromium), the PDF's pages without and with ``--pdf-appendix``, and
 writes PNGs of the first screen and of page 1 into the output directory. Needs the shared
 datasets, scikit-learn, Chromium and poppler; the sample data's audit is measured too.
+The table is saved as ``validation/first_screen.txt``.
 
     python validation/first_screen.py OUT_DIR
 """
@@ -131,8 +132,9 @@ def main(out: Path) -> None:
         csv = out / f"{name}.csv"
         frame.to_csv(csv, index=False)
         rows.append(audit(name, csv, covariates, out))
-    table = pd.DataFrame(rows)
-    print(table.to_string(index=False))
+    text = pd.DataFrame(rows).to_string(index=False) + "\n"
+    print(text, end="")
+    Path(__file__).with_name("first_screen.txt").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
