@@ -1,4 +1,4 @@
-"""Power and CPU time of the exact vs random-feature consistency tests (issue 13).
+"""Power and CPU time of the exact vs random-feature consistency tests.
 
 Binary model, covariates ``age`` (numeric, U(20, 80)) and ``region`` (categorical A/B/C/D
 with shares 37.5/37.5/20/5 %); predictions ``p = sigmoid(-1 + 0.03 (age - 50) + N(0, 1))``.
@@ -24,7 +24,7 @@ both ways of computing it (median-heuristic bandwidths as the stages choose them
   default_n_features`);
 * ``skce_consistency`` exact (exponential-TV kernel): the ``SKCE_uq`` statistic and
   :func:`calaudit.inference.consistency.skce_consistency_test`;
-* ``skce_consistency`` features: :class:`calaudit.audit.skce_stage.SkceFeatures` one pass
+* ``skce_consistency`` features: :class:`calaudit.inference.feature_tests.SkceFeatures` one pass
   (``D`` by the size rule).
 
 Under ``opposite`` at ``n >= 20,000`` the SKCE pair is not run (CPU; it is a null for the
@@ -57,10 +57,9 @@ import numpy as np
 from scipy import stats
 
 from calaudit.inference.method import MethodChoice, choose_method
-from calaudit.audit.skce_stage import SkceFeatures
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.consistency import skce_consistency_test
-from calaudit.inference.feature_tests import feature_consistency_test
+from calaudit.inference.feature_tests import SkceFeatures, feature_consistency_test
 from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
@@ -144,7 +143,7 @@ def four_tests(data: CalibrationData, rng: np.random.Generator, b: int,
 
     def skce_features():
         comp = MethodChoice("features", "features", "benchmark", d, seed)
-        feats = SkceFeatures.build(choice, comp, data)
+        feats = SkceFeatures.build(choice, comp, data.y_proba, data.residuals)
         return feats.one_pass(np.random.default_rng(draw_seed), None, b).consistency.p_value
 
     out: dict[str, float] = {"n_features": d}

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calaudit.audit.battery import SkceStage
 from calaudit.audit.config import AuditConfig, GlobalTestsConfig
-from calaudit.audit.skce_stage import SkceStage
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.skce_tests import count_forms
 from calaudit.metrics.skce import choose_kernel, quadratic_terms, residual_gram

@@ -20,10 +20,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from calaudit.audit.battery import SmoothEceStage
 from calaudit.audit.config import AuditConfig, BinningConfig, LocalConfig
 from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
-from calaudit.audit.smooth_ece_stage import SmoothEceStage
 from calaudit.data.dataset import CalibrationData
 from calaudit.numerics.random import one_seed, stream
 from calaudit.report import plots

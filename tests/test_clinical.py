@@ -99,7 +99,7 @@ def test_hosmer_lemeshow_realised_groups_with_ties():
 
 
 def test_classical_tests_inconclusive_rules():
-    from calaudit.audit.clinical_stage import hosmer_lemeshow, spiegelhalter
+    from calaudit.inference.classical import hosmer_lemeshow, spiegelhalter
     from calaudit.results import Status
 
     rng = np.random.default_rng(0)
@@ -117,18 +117,14 @@ def test_the_logit_clip_is_in_the_metrics_params_and_decides_extreme_rows():
     """calibration_in_the_large and calibration_slope state the clip applied before the
     logit (1e-12) and how many rows it moved; predictions of exactly 0 and 1 are kept and
     clipped, so the slope is the fit on clipped logits (a 1e-7 clip gives another)."""
-    from calaudit.audit.clinical_stage import ClinicalStage
-    from calaudit.audit.config import AuditConfig
-    from calaudit.data.dataset import CalibrationData
+    from calaudit.inference.classical import clinical_metrics
     from calaudit.metrics.clinical import CLIP
 
     rng = np.random.default_rng(5)
     p = np.concatenate([rng.uniform(0.05, 0.95, 400), np.zeros(20), np.ones(20),
                         np.full(20, 1e-14)])
     y = (rng.random(p.size) < np.clip(p, 0.02, 0.98)).astype(int)
-    data = CalibrationData.from_arrays(y, p)
-    out = ClinicalStage().run(data, AuditConfig(run_tests=False), np.random.default_rng(0))
-    metrics = {m.id: m for m in out.metrics}
+    metrics = {m.id: m for m in clinical_metrics(y, p)}
     for metric_id in ("calibration_in_the_large", "calibration_slope"):
         params = metrics[metric_id].params
         assert params["logit_clip"] == CLIP == 1e-12

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from calaudit.audit.config import AuditConfig, BinningConfig
-from calaudit.audit.diagrams import DiagramsStage, score_histogram
+from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.load import load
 from calaudit.metrics.consistency import consistency_band
+from calaudit.metrics.diagrams import score_histogram
 from calaudit.metrics.ece import binned_calibration
 from calaudit.numerics.random import stream
 from tests.reference_diagrams import band_loops, exact_rate_quantile, histogram_loops

@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 import calaudit
+from calaudit.audit.battery import SquaredErrorStage, squared_settings
 from calaudit.audit.config import (
     SQUARED_ESTIMATORS,
     SQUARED_TARGETS,
     AuditConfig,
     SquaredConfig,
 )
-from calaudit.audit.squared_errors import SquaredErrorStage, settings_from
 from calaudit.cli.app import app
 from calaudit.numerics.random import stream
 from calaudit.squared import ESTIMATORS, TARGETS
@@ -93,7 +93,7 @@ def test_stage_metrics_follow_the_pipeline_with_the_stage_stream():
     for metric in out.metrics:
         expected = run_target(metric.id, data.y_true, data.y_proba,
                               estimators=SQUARED_ESTIMATORS, n_folds=5, test_fraction=0.2,
-                              grid_sizes=squared.grid_sizes(), settings=settings_from(squared),
+                              grid_sizes=squared.grid_sizes(), settings=squared_settings(squared),
                               rng=np.random.default_rng(split_seed))
         assert metric.value == expected.estimate
         assert metric.params["estimator"] == expected.estimator

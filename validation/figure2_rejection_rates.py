@@ -33,9 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calaudit.audit.battery import EceFamilyStage, SkceStage
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.ece_family import EceFamilyStage
-from calaudit.audit.skce_stage import SkceStage
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.consistency import canonical_ece_consistency_test
 from calaudit.metrics.ece_variants import CanonicalBins

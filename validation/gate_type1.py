@@ -55,11 +55,9 @@ import numpy as np
 from scipy import stats
 
 from calaudit import run_audit
+from calaudit.audit.battery import ClinicalStage, EceFamilyStage, SkceStage
 from calaudit.audit.config import AuditConfig, GlobalTestsConfig, LocalConfig
-from calaudit.audit.ece_family import EceFamilyStage
-from calaudit.audit.clinical_stage import ClinicalStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
-from calaudit.audit.skce_stage import SkceStage
 from calaudit.audit.sections.global_tests import GLOBAL_TESTS
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.multitest import adjust_pvalues

@@ -1,4 +1,4 @@
-"""Level of the random-feature consistency tests under calibrated models (issue 13).
+"""Level of the random-feature consistency tests under calibrated models.
 
 Null scenarios (predictions calibrated given the covariates: labels drawn from the
 predictions), ``--datasets`` independent data sets each (default 500):
@@ -62,11 +62,9 @@ import numpy as np
 from scipy import stats
 
 from calaudit import run_audit
-from calaudit.audit.clinical_stage import ClinicalStage
+from calaudit.audit.battery import ClinicalStage, EceFamilyStage, SkceStage
 from calaudit.audit.config import AuditConfig, GlobalTestsConfig, LocalConfig, SkceConfig
-from calaudit.audit.ece_family import EceFamilyStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
-from calaudit.audit.skce_stage import SkceStage
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.feature_tests import feature_consistency_test
 from calaudit.local.bandwidth import choose_bandwidth

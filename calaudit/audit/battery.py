@@ -1,22 +1,145 @@
-"""The battery: the ordered list of stages an audit runs.
-
-A new family of checks is a new module with a stage class, added here.
+"""The battery: the stages an audit runs, in report order. Each global stage maps its
+configuration section to the parameters of a statistics core function and returns its
+results; a new family of checks is a core function and a stage here.
 """
 
 from __future__ import annotations
 
-from calaudit.audit.calibration_errors import CalibrationErrorStage
-from calaudit.audit.clinical_stage import ClinicalStage
+import numpy as np
+
+from calaudit.audit.config import AuditConfig, SquaredConfig
 from calaudit.audit.diagrams import DiagramsStage
-from calaudit.audit.ece_family import EceFamilyStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
-from calaudit.audit.skce_stage import SkceStage
-from calaudit.audit.smooth_ece_stage import SmoothEceStage
-from calaudit.audit.squared_errors import SquaredErrorStage
-from calaudit.audit.stages import Stage
+from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
+from calaudit.data.dataset import CalibrationData
+from calaudit.inference.calibration_errors import (
+    calibration_errors,
+    ece_variants,
+    smooth_ece_metric,
+)
+from calaudit.inference.classical import clinical_metrics, hosmer_lemeshow, spiegelhalter
+from calaudit.inference.consistency import ece_consistency
+from calaudit.inference.method import Computation
+from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.numerics.row_blocks import executor_of
 
 
 def stages() -> tuple[Stage, ...]:
     """Stages in report order."""
     return (CalibrationErrorStage(), EceFamilyStage(), SmoothEceStage(), ClinicalStage(),
             SkceStage(), SquaredErrorStage(), LocalCalibrationStage(), DiagramsStage())
+
+
+class CalibrationErrorStage:
+    """``ece``, ``mce``, ``brier`` and ``brier_binary`` (section ``binning``)."""
+
+    name = "calibration_errors"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        return StageOutput(metrics=calibration_errors(
+            data.y_true, data.y_proba, n_bins=config.binning.n_bins,
+            strategy=config.binning.strategy, ci_level=ci_level(config),
+            n_resamples=config.n_resamples, rng=rng))
+
+
+class EceFamilyStage:
+    """ECE variants, Brier decomposition, log loss; the ``ece_consistency`` test."""
+
+    name = "ece_family"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        ci_rng, test_rng = rng.spawn(2)
+        bins = {"n_bins": config.binning.n_bins, "strategy": config.binning.strategy}
+        metrics = ece_variants(data.y_true, data.y_proba, **bins,
+                               canonical_distance=config.ece.canonical_distance,
+                               classes=data.classes, ci_level=ci_level(config),
+                               n_resamples=config.n_resamples, rng=ci_rng)
+        tests = ()
+        if enabled_tests(config, ("ece_consistency",)):
+            tests = (ece_consistency(data.y_true, data.y_proba, **bins,
+                                     n_resamples=config.n_resamples, alpha=config.alpha,
+                                     rng=test_rng),)
+        return StageOutput(metrics=metrics, tests=tests)
+
+
+class SmoothEceStage:
+    """``smece`` and the smoothed reliability diagram."""
+
+    name = "smooth_ece"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        metric, diagram = smooth_ece_metric(data.y_true, data.y_proba,
+                                            ci_level=ci_level(config),
+                                            n_resamples=config.n_resamples, rng=rng)
+        return StageOutput(metrics=(metric,), diagrams={"smooth_reliability": diagram})
+
+
+class ClinicalStage:
+    """Calibration-in-the-large and slope, Spiegelhalter, Hosmer-Lemeshow (binary only)."""
+
+    name = "clinical"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        if not data.is_binary:
+            return StageOutput()
+        y, p, executor = data.y_true, data.positive_proba, executor_of(config)
+        metrics = clinical_metrics(
+            y, p, ci_level=config.ci_level, executor=executor, rng=rng,
+            ci_resamples=config.n_resamples if ci_level(config) is not None else None)
+        tests = {"spiegelhalter": lambda: spiegelhalter(y, p, executor),
+                 "hosmer_lemeshow": lambda: hosmer_lemeshow(
+                     y, p, config.global_tests.hosmer_lemeshow_groups, executor)}
+        return StageOutput(metrics=metrics, tests=tuple(
+            tests[t]() for t in enabled_tests(config, tuple(tests))))
+
+
+class SkceStage:
+    """SKCE estimates and tests (section ``skce``)."""
+
+    name = "skce"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        skce = config.skce
+        battery = skce_battery(
+            data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
+            blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
+            tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
+            alpha=config.alpha, ci_level=ci_level(config), executor=executor_of(config),
+            computation=Computation(config.method, config.n_features,
+                                    config.exact_budget_seconds), rng=rng)
+        return StageOutput(metrics=battery.metrics, tests=battery.tests)
+
+
+def squared_settings(config: SquaredConfig):
+    """The estimator settings of :mod:`calaudit.squared` for this configuration."""
+    from calaudit.squared.fitting import Settings
+
+    return Settings(kernel_gamma=config.kernel_gamma,
+                    kkr_lambda_exponent=config.kkr_lambda_exponent,
+                    ukkr_lambda_exponent=config.ukkr_lambda_exponent,
+                    spectrum=config.spectrum, rank_tolerance=config.rank_tolerance,
+                    max_rank=config.max_rank)
+
+
+class SquaredErrorStage:
+    """``tce2``, ``cwce2``, ``cce2`` by cross-validated estimator selection (off by default)."""
+
+    name = "squared_errors"
+
+    def run(self, data: CalibrationData, config: AuditConfig,
+            rng: np.random.Generator) -> StageOutput:
+        squared = config.squared
+        if not squared.enabled or not squared.targets:
+            return StageOutput()
+        from calaudit.squared.api import squared_metrics
+
+        return StageOutput(metrics=tuple(squared_metrics(
+            data.y_true, data.y_proba, targets=squared.targets, estimators=squared.estimators,
+            n_folds=squared.n_folds, test_fraction=squared.test_fraction,
+            grid_sizes=squared.grid_sizes(), settings=squared_settings(squared),
+            max_rows=squared.max_rows, seed=config.seed, rng=rng)))

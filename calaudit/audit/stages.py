@@ -38,3 +38,13 @@ class Stage(Protocol):
     ) -> StageOutput:
         """Compute this family's metrics, tests and diagnostics."""
         ...
+
+
+def enabled_tests(config: AuditConfig, test_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """The tests of ``test_ids`` this audit runs (none for ``calaudit metrics``)."""
+    return tuple(t for t in test_ids if config.run_tests and config.global_tests.enabled(t))
+
+
+def ci_level(config: AuditConfig) -> float | None:
+    """The level of the metrics' bootstrap intervals, ``None`` without intervals."""
+    return config.ci_level if config.ci and config.run_tests else None

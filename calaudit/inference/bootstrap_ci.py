@@ -50,3 +50,8 @@ def intervals(replicates: Mapping[str, NDArray[np.float64]], level: float
               ) -> dict[str, tuple[float, float] | None]:
     """:func:`percentile_interval` of every statistic."""
     return {key: percentile_interval(values, level) for key, values in replicates.items()}
+
+
+def ci_params(level: float, n_resamples: int) -> dict[str, object]:
+    """How an interval was made, recorded in a metric's ``params``."""
+    return {"ci_method": "percentile bootstrap", "ci_level": level, "ci_resamples": n_resamples}

@@ -1,4 +1,4 @@
-"""Classical calibration tests for binary outcomes.
+"""Clinical calibration measures and classical calibration tests of binary models.
 
 **Spiegelhalter's z** (Spiegelhalter 1986): under calibration the Brier score has mean
 ``sum p_i (1 - p_i)`` and variance ``sum (1 - 2 p_i)^2 p_i (1 - p_i)``; the standardised
@@ -21,16 +21,11 @@ expected counts of about 5 or more (INCONCLUSIVE otherwise, see
 development sample (external validation arguably uses ``G``). Prefer the SKCE tests, the
 calibration slope / intercept and Spiegelhalter's z.
 
-**As reductions** (issue 14): both tests are sums over the rows, computed as reductions over
-the fixed row ranges of :func:`calaudit.numerics.row_blocks.task_ranges` by the run's
-executor (in this process, on threads or on Dask workers; one code path): Spiegelhalter's
-partial is the two sums of its range (``np.sum`` of elementwise products: no BLAS dot,
-whose bits would depend on the BLAS thread count), Hosmer-Lemeshow's the per-group
-``bincount`` s of its range, with the group breaks from ``np.quantile``. The
-partials are added in range order, so the bytes do not depend on the executor, the number of
-threads or workers; up to ``TASK_ROWS`` rows (one range) they are those of the former
-whole-array sums, above they differ in the last digits (a sum of range sums rounds
-differently).
+**As reductions**: both tests are sums over the rows, reduced over the fixed row ranges of
+:func:`calaudit.numerics.row_blocks.task_ranges` by the run's executor and added in range
+order (``np.sum`` of elementwise products, no BLAS), so the bytes do not depend on the
+executor, threads or workers. The clinical metrics (:func:`clinical_metrics`) are the
+logistic recalibration of :mod:`calaudit.metrics.clinical`.
 """
 
 from __future__ import annotations
@@ -42,9 +37,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.inference import applicability as rules
+from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
+from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
+from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.results import MetricResult, Status, TestResult
 
 
 def _reduce(executor: Any, partial: Any, y: NDArray, p: NDArray, **shared: Any
@@ -134,3 +134,87 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], grou
     df = int(keep.sum()) - 2
     p_value = float(chi2_sf(statistic, df)) if df >= 1 else math.nan
     return HosmerLemeshow(statistic, df, p_value, observed, expected)
+
+
+def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64], executor: Any = None
+                  ) -> TestResult:
+    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
+    a reduction run by ``executor``."""
+    method, title = "Spiegelhalter z, two-sided normal", "Spiegelhalter's z test"
+    result = spiegelhalter_test(y_true, p, executor)
+    # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
+    reason = rules.too_few_rows(y_true.size) or rules.too_few_expected(
+        float(p.sum()), float(np.add.reduce(1 - p)))
+    if reason is None and not math.isfinite(result.z):
+        reason = "zero variance: every prediction is 0, 1/2 or 1"
+    return TestResult("spiegelhalter", result.z, result.z,
+                      math.nan if reason else result.p_value, method,
+                      params={"variance": result.variance},
+                      status=Status.INCONCLUSIVE if reason else None, message=reason or "",
+                      title=title)
+
+
+def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: int = 10,
+                    executor: Any = None) -> TestResult:
+    """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
+    group sums are reductions run by ``executor``."""
+    method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
+    title = "Hosmer-Lemeshow test"
+    result = hosmer_lemeshow_test(y_true, p, groups, executor)
+    expected = result.expected
+    params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
+              "caveat": "depends on the grouping; low power; see documentation"}
+    reason = rules.too_few_rows(y_true.size)
+    if reason is None and result.df < 1:
+        reason = f"only {expected.shape[0]} distinct groups: df = G - 2 < 1"
+    if reason is None and (expected.min() < 1 or np.mean(expected < 5) > 0.2):
+        reason = ("expected counts too small for the chi-square approximation "
+                  f"(min {expected.min():.3g}, {np.mean(expected < 5):.0%} of cells below 5)")
+    return TestResult("hosmer_lemeshow", result.statistic, result.statistic,
+                      math.nan if reason else result.p_value, method, params=params,
+                      status=Status.INCONCLUSIVE if reason else None, message=reason or "",
+                      title=title)
+
+
+def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
+                     ci_level: float = 0.95, ci_resamples: int | None = None,
+                     executor: Any = None, rng: np.random.Generator | None = None
+                     ) -> tuple[MetricResult, ...]:
+    """``calibration_in_the_large`` (``a`` in ``logit P(y=1) = a + logit(p)``) and
+    ``calibration_slope`` (``b`` in ``logit P(y=1) = a + b logit(p)``) of positive-class
+    probabilities ``p`` (:mod:`calaudit.metrics.clinical`), with Wald intervals at
+    ``ci_level``; with ``ci_resamples``, percentile bootstrap intervals from that many
+    resamples drawn with ``rng`` instead (the Wald interval kept in ``params.wald_ci``).
+    NaN unless both outcomes occur. The fits' row sums are reductions run by
+    ``executor``."""
+    titles = {"calibration_in_the_large": "Calibration-in-the-large (logistic intercept)",
+              "calibration_slope": "Calibration slope (logistic recalibration)"}
+    if not 0 < int(y_true.sum()) < y_true.size:
+        return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
+                                  title=title) for key, title in titles.items())
+    fit = logistic_recalibration(y_true, p, executor)
+    boot = {}
+    if ci_resamples is not None:
+        boot = intervals(bootstrap_replicates(
+            lambda weights: dict(zip(("citl", "slope"), recalibration_replicates(
+                y_true.astype(np.float64), p, weights, executor), strict=True)),
+            y_true.size, rng, ci_resamples, max_entries=4_000_000), ci_level)
+    out = []
+    for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):
+        params = {"se": fit.citl_se if key == "citl" else fit.slope_se, "ci_level": ci_level,
+                  "logit_clip": LOGIT_CLIP, "clipped_rows": fit.clipped,
+                  "model": ("logit P(y=1) = a + logit(p)" if key == "citl"
+                            else "logit P(y=1) = a + b logit(p)")}
+        if key == "slope":
+            params["intercept"] = fit.slope_intercept
+        wald = fit.interval(key, ci_level)
+        if boot:
+            params.update(ci_method="percentile bootstrap", wald_ci=wald,
+                          ci_resamples=ci_resamples)
+            ci = boot.get(key)
+        else:
+            params["ci_method"] = "wald"
+            ci = wald
+        out.append(MetricResult(metric_id, fit.citl if key == "citl" else fit.slope, params,
+                                ci=ci, title=title))
+    return tuple(out)

@@ -7,8 +7,8 @@ the **exact conditional null** of any statistic; the Monte-Carlo p-value is
 
 Difference from CalibrationTests.jl ``ConsistencyTest``: it also resamples the
 predictions with replacement before drawing labels (consistency resampling in the
-original sense); calaudit keeps the predictions as observed, which is the exact
-conditional test the design notes (sec. 3) ask for.
+original sense); calaudit keeps the predictions as observed: the exact conditional
+test.
 
 * SKCE: ``SKCE_uq*`` of each redraw is ``sum_{i != j} K_ij <Z_i, Z_j> / (n (n-1))`` with
   ``Z_i = e_{y*_i} - p_i``; batches of redraws go through the pairwise engine as the columns
@@ -27,6 +27,7 @@ conditional test the design notes (sec. 3) ask for.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import progress
-from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
+from calaudit.inference import applicability as rules
+from calaudit.metrics.binned import BinSums, ece_from_sums
+from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.metrics.ece_variants import CanonicalBins
+from calaudit.numerics.binning import Strategy
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.poisson_binomial import cell_counts
@@ -52,6 +56,7 @@ from calaudit.numerics.resampling import (
     pass_dtype,
     refine_near,
 )
+from calaudit.results import Status, TestResult
 
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
 #: :data:`calaudit.inference.skce_tests.BOOTSTRAP_GEMM_DTYPE`): the resampled statistics
@@ -129,20 +134,33 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
                 name="label redraws (SKCE)")
 
 
-def ece_consistency_test(binned: BinnedOutcomes, event_proba: NDArray[np.float64],
-                         observed: float, rng: np.random.Generator, n_resamples: int,
-                         norm: str = "l1", max_entries: int = BATCH_ENTRIES
-                         ) -> ResamplingTest:
-    """Consistency test of a binned ECE; ``event_proba[i]`` is ``P(outcome_i = 1)`` under
-    calibration (the score itself for the binary and top-label notions)."""
-
-    del max_entries
+def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                    n_bins: int = 15, strategy: Strategy = "uniform",
+                    n_resamples: int = 1000, alpha: float = 0.05,
+                    rng: np.random.Generator) -> TestResult:
+    """Consistency resampling test of the binned ECE (binary notion for two classes,
+    top-label otherwise; L1, count-weighted): the observed ECE against the ECEs of
+    outcomes redrawn as Bernoulli(score) with the bins fixed (module docstring);
+    INCONCLUSIVE under the rules of :mod:`calaudit.inference.applicability`."""
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
+    notion = default_notion(y_proba.shape[1])
+    method = "consistency resampling: outcomes redrawn from the predictions"
+    title = f"ECE consistency resampling test ({notion})"
+    observed = float(ece_from_sums(binned.sums()))
+    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1"}
+    reason = (rules.too_few_rows(binned.scores.size)
+              or rules.resampling_cannot_reject(n_resamples, alpha))
+    if reason:
+        return TestResult("ece_consistency", math.nan, observed, math.nan, method,
+                          params=params, status=Status.INCONCLUSIVE, message=reason,
+                          title=title)
     cells = binned.cells
-    events = cell_counts(event_proba, cells.index, cells.n_cells, n_resamples, rng)
-    sums = BinSums(cells.sums(None)[:, None], cells.sums(binned.scores)[:, None],
-                   events.astype(np.float64))
-    null = ece_from_sums(sums, norm)
-    return ResamplingTest(observed, null, monte_carlo_pvalue(observed, null))
+    events = cell_counts(binned.scores, cells.index, cells.n_cells, n_resamples, rng)
+    null = ece_from_sums(BinSums(cells.sums(None)[:, None],
+                                 cells.sums(binned.scores)[:, None], events.astype(np.float64)))
+    return TestResult("ece_consistency", observed, observed,
+                      monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
+                      params=params, null_distribution=null, title=title)
 
 
 def canonical_ece_consistency_test(bins: CanonicalBins, observed: float,

@@ -9,7 +9,7 @@ The statistic is the unbiased U-statistic of the *feature kernel*
 
 (``|phi_i| = 1``). Its null distribution comes from the same label redraws as the exact
 consistency tests: predictions and covariates fixed, ``y*_i ~ Cat(p_i)`` (Broecker & Smith
-2007; design notes 3). Given the frequencies, ``T_D`` is a fixed function of the labels, so
+2007). Given the frequencies, ``T_D`` is a fixed function of the labels, so
 the Monte-Carlo p-value ``(1 + #{T*_b >= T_D}) / (1 + B)`` is exact-conditional whatever
 ``D``: the level is exact and only the power depends on ``D``.
 
@@ -23,14 +23,16 @@ redraws of row block ``b`` come from the stream ``(seed, stream, b)``
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.inference.method import MethodChoice
 from calaudit.inference.skce_tests import CountForms
-from calaudit.metrics.skce import SkceEstimators
+from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice, SkceEstimators
 from calaudit.inference.feature_passes import (
     bootstrap_shared,
     label_partial,
@@ -47,7 +49,7 @@ from calaudit.numerics.features import (
     feature_products,
     u_statistic_sums,
 )
-from calaudit.numerics.kernels import Gram
+from calaudit.numerics.kernels import Gram, StationaryKernel
 from calaudit.numerics.pairwise import as_columns, kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.row_blocks import (
@@ -299,3 +301,62 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
         boot_terms = FeatureTerms(float(np.sum(ones * ones)),
                                   np.array([float(total["bd"][:, 0].sum())]), n)
     return FeaturePass(terms, forms, consistency, boot_terms)
+
+
+#: Rows of the subsample on which a features run compares its SKCE_uq with the exact one.
+APPROXIMATION_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class SkceFeatures:
+    """The SKCE through random Fourier features of the prediction kernel.
+
+    Two classes go through the scalar residual ``sqrt(2) (y - p_1)`` (``<e_y - p,
+    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each, and
+    through the kernel on ``p_1`` alone: for ``p = (1 - p_1, p_1)``, ``TV = |p_1 - q_1|``,
+    ``|p - q|^2 = 2 (p_1 - q_1)^2`` and ``|p - q|_1 = 2 |p_1 - q_1|`` (:data:`BINARY`).
+    """
+
+    features: FourierFeatures
+    x: np.ndarray
+    full: np.ndarray
+    r: np.ndarray
+    proba: np.ndarray
+    scale: float
+
+    #: Two classes: the kernel on ``p_1`` equal to ``kernel(gamma)`` on ``(1 - p_1, p_1)``,
+    #: as (distance, factor of gamma).
+    BINARY = {"tv": ("l1", 1.0), "sqeuclidean": ("sqeuclidean", 2.0), "l1": ("l1", 2.0)}
+
+    @classmethod
+    def build(cls, choice: KernelChoice, computation: MethodChoice,
+              y_proba: NDArray[np.float64], residuals: NDArray[np.float64]) -> SkceFeatures:
+        full = np.asarray(y_proba, dtype=np.float64)
+        binary = full.shape[1] == 2
+        distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, full
+        if binary:
+            (distance, factor), x = cls.BINARY[distance], full[:, 1:2].copy()
+        features = FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1],
+                                        computation.n_features, computation.frequency_seed)
+        if binary:
+            scale = math.sqrt(2.0)
+            return cls(features, x, full, scale * residuals[:, 1], full[:, 1].copy(), scale)
+        return cls(features, x, full, residuals, full, 1.0)
+
+    def one_pass(self, consistency_rng: np.random.Generator | None,
+                 boot_rng: np.random.Generator | None, n_resamples: int,
+                 executor: Any = None) -> FeaturePass:
+        """Terms, bootstrap forms and consistency null in one exact pass over the row
+        blocks (:func:`feature_skce_pass`)."""
+        return feature_skce_pass(self.features, self.x, self.r, self.proba,
+                                 consistency_rng, n_resamples, boot_rng, n_resamples,
+                                 residual_scale=self.scale, executor=executor)
+
+    def approximation(self, kernel: StationaryKernel, rng: np.random.Generator) -> dict:
+        """Feature vs exact ``SKCE_uq`` on a seeded subsample of
+        :data:`APPROXIMATION_ROWS` rows."""
+        n = self.x.shape[0]
+        rows = (np.arange(n) if n <= APPROXIMATION_ROWS
+                else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
+        return approximation_error(self.features, self.x[rows], self.r[rows],
+                                   kernel.on(self.full[rows]))

@@ -51,6 +51,21 @@ def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS) -> float:
 
 
 @dataclass(frozen=True)
+class Computation:
+    """The settings of the ``method`` rule: ``method`` (``auto``, ``exact`` or
+    ``features``), ``n_features`` (``D``; ``None``: the size rule) and
+    ``exact_budget_seconds`` (``auto``'s budget for the exact path)."""
+
+    method: str = "auto"
+    n_features: int | None = None
+    exact_budget_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.method not in ("auto", "exact", "features"):
+            raise ValueError(f"method must be auto, exact or features; got {self.method!r}")
+
+
+@dataclass(frozen=True)
 class MethodChoice:
     """Which path a test takes and why."""
 
@@ -83,6 +98,8 @@ def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
                   exact_possible: bool = True, limit_note: str = "",
                   fixed: float = KERNEL_SECONDS) -> MethodChoice:
     """The path of one test with ``columns`` resampled columns (classes x resamples).
+
+    ``config``: a :class:`Computation`, or any object with its three attributes.
 
     ``rng`` gives the integer seed of the frequencies (drawn whatever the outcome, so the
     stage's other streams never depend on it); ``exact_possible=False`` (with

@@ -11,7 +11,7 @@ CalibrationCurves ``val.prob.ci.2``):
 Maximum likelihood by Newton-Raphson with step halving (converged when a full Newton step
 is below 1e-10 within 100 iterations and the information matrix is positive definite),
 vectorised over weight columns so that bootstrap replicates (weights = counts) are fitted
-together; every sum over rows is a reduction over fixed row ranges (issue 14) run by the
+together; every sum over rows is a reduction over fixed row ranges run by the
 run's executor (this process, threads or Dask workers), its partials ``np.sum`` of
 elementwise products (no BLAS, whose bits depend on its thread count), so the bytes are the
 same on every executor and layout. Wald intervals

@@ -47,6 +47,14 @@ def class_indices(y_true, n_rows: int, n_classes: int) -> NDArray[np.int64]:
     return labels
 
 
+def residuals_of(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
+                 ) -> NDArray[np.float64]:
+    """``e_{y_i} - p_i``, shape (n, m)."""
+    residuals = -np.array(y_proba, dtype=np.float64)
+    residuals[np.arange(residuals.shape[0]), y_true] += 1.0
+    return residuals
+
+
 def accepts_1d(function: F) -> F:
     """Let ``function(y_true, y_proba, ...)`` take 1-D binary probabilities and array-likes."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.metrics.inputs import accepts_1d
+from calaudit.metrics.inputs import accepts_1d, residuals_of
 from calaudit.numerics.bandwidth import median_distance
 from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
 from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
@@ -190,9 +190,7 @@ def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
 
 def _prepare(y_true, y_proba):
     y_proba = np.asarray(y_proba, dtype=np.float64)
-    residuals = -y_proba.copy()
-    residuals[np.arange(y_proba.shape[0]), np.asarray(y_true)] += 1.0
-    return y_proba, residuals
+    return y_proba, residuals_of(np.asarray(y_true), y_proba)
 
 
 @accepts_1d

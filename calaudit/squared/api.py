@@ -1,4 +1,5 @@
-"""``estimate_squared_error``: the Python entry point of the squared-error pipeline."""
+"""The entry points of the squared-error pipeline: ``estimate_squared_error`` (Python)
+and ``squared_metrics`` (the audit's metrics)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import numpy as np
 
 from calaudit.exceptions import ConfigError, InputError
 from calaudit.numerics.random import one_seed
+from calaudit.results import MetricResult
 from calaudit.squared.fitting import Settings
 from calaudit.squared.grids import ESTIMATORS, paper_grid, thin
 from calaudit.squared.result import SquaredErrorResult
 from calaudit.squared.selection import make_split, minimum_rows, run_pipeline
-from calaudit.squared.targets import TARGETS, problems_for
+from calaudit.squared.targets import TARGETS, TITLES, problems_for
 
 
 def resolve_grids(estimators: Sequence[str], canonical: bool,
@@ -46,6 +48,40 @@ def run_target(target: str, y_true: np.ndarray, y_proba: np.ndarray, *,
     grids = resolve_grids(estimators, target == "cce2", grid_sizes)
     return run_pipeline(target, problems_for(target, y_true, y_proba), list(estimators),
                         grids, split, settings)
+
+
+def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequence[str],
+                    estimators: Sequence[str] = ESTIMATORS, n_folds: int = 5,
+                    test_fraction: float = 0.2,
+                    grid_sizes: Mapping[str, int | None] | None = None,
+                    settings: Settings | None = None, max_rows: int | None = None,
+                    seed: int | None = None, rng: np.random.Generator) -> list[MetricResult]:
+    """One metric per target (``CE_2^2``; ``params.root`` is ``CE_2``) with the estimator
+    and hyperparameter chosen by their cross-validated risk; ``params`` names the choice,
+    every candidate's validation risk with its standard error over folds, each
+    estimator's best candidate with its estimate, the split and cross-validation settings
+    and ``seed`` (recorded). All targets share one split, seeded by an integer drawn from
+    ``rng``. Data sets above ``max_rows`` or too small for the folds are skipped: value
+    NaN and ``params.skipped`` saying why."""
+    n, least = y_true.shape[0], minimum_rows(n_folds)
+    reason = None
+    if max_rows is not None and n > max_rows:
+        reason = f"{n} rows > squared.max_rows = {max_rows}"
+    elif n < least:
+        reason = f"{n} rows are too few for {n_folds}-fold cross-validation (at least {least})"
+    if reason:
+        return [MetricResult(t, float("nan"), {"squared": True, "skipped": reason},
+                             title=TITLES[t]) for t in targets]
+    split_seed = int(rng.integers(2**63 - 1))
+    metrics = []
+    for target in targets:
+        result = run_target(target, y_true, y_proba, estimators=estimators, n_folds=n_folds,
+                            test_fraction=test_fraction, grid_sizes=grid_sizes,
+                            settings=settings or Settings(),
+                            rng=np.random.default_rng(split_seed))
+        metrics.append(MetricResult(target, result.estimate,
+                                    {**result.to_params(), "seed": seed}, title=TITLES[target]))
+    return metrics
 
 
 def estimate_squared_error(

@@ -10,10 +10,10 @@
 >>> bool(pvalue > 0.05), result.null_distribution.shape
 (True, (200,))
 
-Every function runs the same code as the audit (the stage that owns the test, on the
-stage's random stream), so ``random_state=s`` gives the numbers of ``calaudit test
---seed s``. p-values are raw: the audit's multiple-testing adjustment and gate are not
-applied (``calaudit.run_audit`` does that).
+Every function runs the same code as the audit (the statistics core, or for the local
+tests the local stage, on the stage's random stream), so ``random_state=s`` gives the
+numbers of ``calaudit test --seed s``. p-values are raw: the audit's multiple-testing
+adjustment and gate are not applied (``calaudit.run_audit`` does that).
 """
 
 from __future__ import annotations

@@ -1,31 +1,19 @@
-"""Global calibration tests: "the model is calibrated" (no covariates).
-
-Each function runs the audit stage that owns the test with only that test enabled, so the
-numbers are those of ``calaudit test`` with the same seed and settings:
-
-* :func:`skce_test`: squared kernel calibration error tests (Widmann et al. 2019;
-  :class:`~calaudit.audit.skce_stage.SkceStage`);
-* :func:`ece_test`: consistency resampling test of the binned ECE (Broecker & Smith 2007;
-  :class:`~calaudit.audit.ece_family.EceFamilyStage`);
-* :func:`spiegelhalter_test`, :func:`hosmer_lemeshow_test`: classical tests of binary
-  models (:class:`~calaudit.audit.clinical_stage.ClinicalStage`).
-"""
+"""Global calibration tests: "the model is calibrated" (no covariates). Each function
+validates its arguments as the configuration does and calls the statistics core that the
+audit's stage calls (:mod:`calaudit.inference.skce_battery`,
+:mod:`calaudit.inference.consistency`, :mod:`calaudit.inference.classical`) on the stage's
+random stream, so the numbers are those of ``calaudit test`` with the same seed."""
 
 from __future__ import annotations
 
-from calaudit.audit.clinical_stage import ClinicalStage
 from calaudit.audit.config import AuditConfig, BinningConfig, GlobalTestsConfig, SkceConfig
-from calaudit.audit.ece_family import EceFamilyStage
-from calaudit.audit.skce_stage import SkceStage
-from calaudit.tests.result import CalibrationTestResult, as_data, run_stage_test, seed_of
-
-SKCE_METHODS = {"consistency": "skce_consistency", "uq_asymptotic": "skce_uq_asymptotic",
-                "ul_asymptotic": "skce_ul_asymptotic", "b_bound": "skce_b_bound",
-                "uq_bound": "skce_uq_bound", "ul_bound": "skce_ul_bound"}
-
-
-def _only(test_id: str, **changes) -> GlobalTestsConfig:
-    return GlobalTestsConfig(tests=(test_id,), **changes)
+from calaudit.inference import classical
+from calaudit.inference.consistency import ece_consistency
+from calaudit.inference.method import Computation
+from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.numerics.random import stream
+from calaudit.numerics.row_blocks import ThreadExecutor
+from calaudit.tests.result import CalibrationTestResult, as_data, seed_of
 
 
 def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "exponential",
@@ -45,14 +33,17 @@ def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "ex
     audit's ``--method`` (``auto``, ``exact`` or ``features``: random Fourier features,
     ``docs/scale.md``), ``n_features`` its ``--n-features``.
     """
-    if method not in SKCE_METHODS:
-        raise ValueError(f"method must be one of {', '.join(SKCE_METHODS)}; got {method!r}")
-    test_id = SKCE_METHODS[method]
-    config = AuditConfig(seed=seed_of(random_state, rng), n_resamples=n_resamples,
-                         alpha=alpha, skce=SkceConfig(kernel=kernel, bandwidth=bandwidth),
-                         global_tests=_only(test_id), method=computation,
-                         n_features=n_features)
-    return run_stage_test(SkceStage(), test_id, as_data(y_true, y_proba), config)
+    if f"skce_{method}" not in SKCE_TESTS:
+        raise ValueError(f"method must be one of {', '.join(t[5:] for t in SKCE_TESTS)}; "
+                         f"got {method!r}")
+    AuditConfig(n_resamples=n_resamples, alpha=alpha, method=computation,  # validation
+                n_features=n_features, skce=SkceConfig(kernel=kernel, bandwidth=bandwidth))
+    seed, data = seed_of(random_state, rng), as_data(y_true, y_proba)
+    battery = skce_battery(data.y_proba, data.residuals, kernel=kernel, bandwidth=bandwidth,
+                           tests=(f"skce_{method}",), n_resamples=n_resamples,
+                           alpha=alpha, computation=Computation(computation, n_features),
+                           executor=ThreadExecutor(), rng=stream(seed, "skce"))
+    return CalibrationTestResult.from_test(battery.tests[0])
 
 
 def ece_test(y_true, y_proba, *, n_bins: int = 15, strategy: str = "uniform",
@@ -61,30 +52,32 @@ def ece_test(y_true, y_proba, *, n_bins: int = 15, strategy: str = "uniform",
     """Consistency resampling test of the binned ECE: the observed ECE against the ECEs
     of labels redrawn from the predictions (binary notion for two classes, top-label
     otherwise). ``statistic`` is the ECE; ``null_distribution`` the redrawn ECEs."""
-    test_id = "ece_consistency"
-    config = AuditConfig(seed=seed_of(random_state, rng), n_resamples=n_resamples,
-                         binning=BinningConfig(n_bins=n_bins, strategy=strategy),
-                         global_tests=_only(test_id))
-    return run_stage_test(EceFamilyStage(), test_id, as_data(y_true, y_proba), config)
+    AuditConfig(n_resamples=n_resamples,  # validation
+                binning=BinningConfig(n_bins=n_bins, strategy=strategy))
+    seed, data = seed_of(random_state, rng), as_data(y_true, y_proba)
+    _, test_rng = stream(seed, "ece_family").spawn(2)  # the stage's (intervals, test)
+    return CalibrationTestResult.from_test(ece_consistency(
+        data.y_true, data.y_proba, n_bins=n_bins, strategy=strategy,
+        n_resamples=n_resamples, rng=test_rng))
 
 
 def spiegelhalter_test(y_true, y_proba) -> CalibrationTestResult:
     """Spiegelhalter's z test (binary models; two-sided normal p-value)."""
-    data = as_data(y_true, y_proba)
-    _binary_only(data, "spiegelhalter_test")
-    config = AuditConfig(global_tests=_only("spiegelhalter"))
-    return run_stage_test(ClinicalStage(), "spiegelhalter", data, config)
+    data = _binary(y_true, y_proba, "spiegelhalter_test")
+    return CalibrationTestResult.from_test(
+        classical.spiegelhalter(data.y_true, data.positive_proba))
 
 
 def hosmer_lemeshow_test(y_true, y_proba, *, n_groups: int = 10) -> CalibrationTestResult:
     """Hosmer-Lemeshow chi-square test on ``n_groups`` quantile groups (binary models)."""
+    GlobalTestsConfig(hosmer_lemeshow_groups=n_groups)  # validation
+    data = _binary(y_true, y_proba, "hosmer_lemeshow_test")
+    return CalibrationTestResult.from_test(
+        classical.hosmer_lemeshow(data.y_true, data.positive_proba, n_groups))
+
+
+def _binary(y_true, y_proba, name: str):
     data = as_data(y_true, y_proba)
-    _binary_only(data, "hosmer_lemeshow_test")
-    config = AuditConfig(global_tests=_only("hosmer_lemeshow", hosmer_lemeshow=True,
-                                            hosmer_lemeshow_groups=n_groups))
-    return run_stage_test(ClinicalStage(), "hosmer_lemeshow", data, config)
-
-
-def _binary_only(data, name: str) -> None:
     if not data.is_binary:
         raise ValueError(f"{name} is defined for binary models; got {data.n_classes} classes")
+    return data

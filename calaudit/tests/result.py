@@ -1,11 +1,7 @@
-"""The result object of the public test functions, and the one way they run a test.
-
-A public test function builds a :class:`~calaudit.data.dataset.CalibrationData` from the
-arrays (same validation as files), an :class:`~calaudit.audit.config.AuditConfig` that
-enables only the requested test, and runs the audit stage that owns the test on the
-stage's own random stream ``stream(seed, stage.name)``, exactly as ``run_audit`` and the
-command line do. The numbers are therefore the command line's for the same data and seed.
-"""
+"""The result object of the public test functions and what they share: validated data
+from arrays (as files), the seed, and for the local tests the local stage run with only
+that test enabled (:func:`run_stage_test`), on the stage's random stream as ``run_audit``
+and the command line do."""
 
 from __future__ import annotations
 

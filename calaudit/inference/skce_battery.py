@@ -1,0 +1,328 @@
+"""The SKCE battery: the estimates and calibration tests of the squared kernel calibration
+error of one data set (Widmann et al. 2019, sec. 5-7, app. G-H), with
+``h_ij = kappa(p_i, p_j) <e_{y_i} - p_i, e_{y_j} - p_j>``: metrics ``skce_b``, ``skce_uq``
+(:mod:`calaudit.metrics.skce`), ``skce_ul``, ``skce_block``; the distribution-free bounds,
+the z-test of ``SKCE_ul``, the Arcones-Gine bootstrap of ``n/(n-1) SKCE_uq - SKCE_b``
+(:mod:`calaudit.inference.skce_tests`) and the consistency test
+(:mod:`calaudit.inference.consistency`); INCONCLUSIVE rules in
+:mod:`calaudit.inference.applicability`. ``computation`` may send the resampling tests
+through random Fourier features (:class:`~calaudit.inference.feature_tests.SkceFeatures`);
+up to ``max_quadratic_n`` rows the reported estimates and the bounds stay exact.
+
+Random streams: ``rng`` is split (``Generator.spawn``) into independent children for the
+median subsample, the bootstrap counts (shared by ``skce_uq_asymptotic`` and the intervals
+of ``skce_b``/``skce_uq``: one engine pass serves both), the consistency redraws, the
+pair/block bootstrap and the random features, so enabling one part never changes
+another's numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.inference import applicability as rules
+from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
+from calaudit.inference.consistency import skce_consistency_test
+from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
+from calaudit.inference.method import Computation, choose_method
+from calaudit.inference.skce_tests import (
+    UNIFORM_BOUND,
+    CountForms,
+    bootstrap_pass,
+    bound_pvalue_biased,
+    bound_pvalue_unbiased,
+    count_forms,
+    linear_asymptotic_test,
+    quadratic_statistic,
+    smallest_bound_pvalue,
+)
+from calaudit.metrics.skce import (
+    QuadraticTerms,
+    SkceEstimators,
+    block_terms,
+    choose_kernel,
+    quadratic_terms,
+    residual_gram,
+)
+from calaudit.numerics.grams import cached
+from calaudit.numerics.kernels import StationaryKernel
+from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
+from calaudit.results import MetricResult, Status, TestResult
+
+TITLES = {
+    "skce_b": "SKCE, biased estimator",
+    "skce_uq": "SKCE, unbiased quadratic estimator",
+    "skce_ul": "SKCE, unbiased linear estimator",
+    "skce_block": "SKCE, unbiased block estimator",
+    "skce_b_bound": "SKCE_b distribution-free bound",
+    "skce_uq_bound": "SKCE_uq distribution-free bound",
+    "skce_ul_bound": "SKCE_ul distribution-free bound",
+    "skce_ul_asymptotic": "SKCE_ul asymptotic normal test",
+    "skce_uq_asymptotic": "SKCE_uq asymptotic test (Arcones-Gine bootstrap)",
+    "skce_consistency": "SKCE_uq consistency resampling test",
+}
+#: The tests, in report order.
+SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
+              "skce_uq_asymptotic", "skce_consistency")
+#: How each test computes its p-value (``method`` of the result).
+METHODS = {
+    **dict.fromkeys(SKCE_TESTS[:3], "distribution-free bound, B = 2"),
+    "skce_ul_asymptotic": "asymptotic normal (z-test), sd divides by pairs",
+    "skce_uq_asymptotic": "bootstrap of the degenerate U-statistic (Arcones-Gine)",
+    "skce_consistency": "consistency resampling: labels redrawn from the predictions",
+}
+#: Tests of the linear estimator (computed at every n, always exactly).
+LINEAR_TESTS = ("skce_ul_bound", "skce_ul_asymptotic")
+
+
+@dataclass(frozen=True)
+class SkceBattery:
+    """The SKCE metrics and the requested tests."""
+
+    metrics: tuple[MetricResult, ...]
+    tests: tuple[TestResult, ...]
+
+
+@dataclass(frozen=True)
+class _Estimates:
+    """What the metrics and tests share: ``terms`` of the resampling tests' kernel
+    (``None``: no quadratic estimator), ``reported`` terms and params of the quadratic
+    estimates (exact ones in a features run within ``max_quadratic_n``), the bootstrap
+    count ``forms``, ``params`` (kernel and computation)."""
+
+    y_proba: NDArray[np.float64]
+    kernel: StationaryKernel
+    params: dict
+    pairs: NDArray[np.float64]
+    blocks: NDArray[np.float64]
+    blocksize: int
+    limit: str
+    terms: SkceEstimators | None = None
+    forms: CountForms | None = None
+    feature_pass: FeaturePass | None = None
+    reported: tuple[SkceEstimators | None, dict] = (None, {})
+
+    @property
+    def n(self) -> int:
+        return self.y_proba.shape[0]
+
+    @property
+    def linear_params(self) -> dict:
+        """Params of a linear-time estimator or test: no ``computation`` entry (they are
+        always computed exactly, whatever ``method``)."""
+        return {k: v for k, v in self.params.items() if k != "computation"}
+
+    def value(self, estimator: str) -> float:
+        """The reported ``SKCE_b``, ``SKCE_uq`` or ``SKCE_ul`` (NaN if not computed)."""
+        terms, pairs = self.reported[0], self.pairs
+        if estimator == "ul":
+            return float(pairs.mean()) if pairs.size else math.nan
+        if terms is None:
+            return math.nan
+        return terms.biased if estimator == "b" else terms.unbiased
+
+
+def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *,
+                 kernel: str = "exponential", bandwidth: float | None = None,
+                 blocksize: int = 10, max_quadratic_n: int = 20_000,
+                 tests: tuple[str, ...] = SKCE_TESTS, n_resamples: int = 1000,
+                 alpha: float = 0.05, ci_level: float | None = None,
+                 computation: Computation | None = None, executor: Any = None,
+                 rng: np.random.Generator) -> SkceBattery:
+    """The SKCE estimates and the ``tests`` (ids of :data:`SKCE_TESTS`) of predictions
+    ``y_proba`` (n, m) with residuals ``e_{y_i} - p_i`` (n, m).
+
+    ``kernel`` and ``bandwidth`` choose ``kappa = exp(-d / bandwidth)`` (default: the
+    median heuristic); ``blocksize`` is the block estimator's; ``max_quadratic_n`` bounds
+    the quadratic estimators and the exact median; ``alpha`` only decides whether a test
+    can reject at all (else INCONCLUSIVE); ``ci_level`` adds percentile bootstrap
+    intervals of ``n_resamples`` resamples to the metrics; ``computation`` is the
+    ``method`` rule (default ``auto``); ``executor`` runs the row passes; ``rng``: module docstring.
+    """
+    median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
+    computation = computation or Computation()
+    (n, m), limit = y_proba.shape, f"n > skce.max_quadratic_n = {max_quadratic_n}"
+    choice = choose_kernel(y_proba, kernel, bandwidth, exact_max_n=max_quadratic_n,
+                           rng=median_rng)
+    method = choose_method(computation, n, n_resamples * (1 if m == 2 else m), feature_rng,
+                           exact_possible=n <= max_quadratic_n, limit_note=limit)
+    params, features = choice.to_params(), None
+    if method.features and n >= 2:
+        features = SkceFeatures.build(choice, method, y_proba, residuals)
+        params["computation"] = method.to_params(
+            approximation=features.approximation(choice.kernel, feature_rng))
+    elif n >= 2:
+        params["computation"] = method.to_params()
+    estimates = _Estimates(y_proba, choice.kernel, params,
+                           block_terms(choice.kernel, y_proba, residuals, 2),
+                           block_terms(choice.kernel, y_proba, residuals, blocksize),
+                           blocksize, limit, reported=(None, params))
+    bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
+    if features is not None:
+        feature_pass = features.one_pass(
+            consistency_rng if "skce_consistency" in tests else None,
+            boot_rng if bootstrap else None, n_resamples, executor)
+        estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
+                            feature_pass=feature_pass, reported=(feature_pass.terms, params))
+    elif 2 <= n <= max_quadratic_n:
+        gram = residual_gram(choice.kernel, y_proba, residuals)
+        terms, forms = (_bootstrap(gram, n_resamples, boot_rng) if bootstrap
+                        else (quadratic_terms(gram), None))
+        estimates = replace(estimates, terms=terms, forms=forms, reported=(terms, params))
+    if features is not None and n <= max_quadratic_n:
+        # the reported estimates (and the bounds on them) exact, comparable with
+        # CalibrationErrors.jl; only the resampling tests use the feature statistic (each
+        # test's own ``statistic``): one tiled engine pass, O(n^2 m), no n x n matrix
+        exact = quadratic_terms(residual_gram(choice.kernel, y_proba, residuals))
+        estimates = replace(estimates, reported=(exact, {**params, "computation": {
+            "method": "exact", "requested": computation.method,
+            "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
+                      "resampling tests ran on random features (see their params)"}}))
+    return SkceBattery(_metrics(estimates, ci_level, n_resamples, linear_rng),
+                       _tests(estimates, tests, n_resamples, alpha, consistency_rng, executor))
+
+
+def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
+               ) -> tuple[QuadraticTerms, CountForms]:
+    """Estimates and bootstrap count forms; the first batch shares its engine pass with
+    the estimate (``H 1``)."""
+    sizes = list(batch_sizes(n_resamples, gram.n))
+    terms, first = bootstrap_pass(gram, bootstrap_counts(rng, gram.n, sizes[0]))
+    parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, gram.n, q))
+                       for q in sizes[1:]]
+    return terms, CountForms(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ("quadratic", "diagonal", "linear", "squared",
+                                         "ties")), n=gram.n)
+
+
+def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
+             rng: np.random.Generator) -> tuple[MetricResult, ...]:
+    """``skce_b``, ``skce_uq``, ``skce_ul`` and ``skce_block``, with intervals when
+    ``ci_level`` is set (the quadratic ones from the bootstrap count forms, the linear
+    ones from a bootstrap of their terms on ``rng``)."""
+    terms, params = estimates.reported
+    forms = estimates.forms
+    params = dict(params) if terms else {**params, "note": f"skipped: {estimates.limit}"}
+    rows = [("skce_b", estimates.value("b"), forms.biased if forms else None, params),
+            ("skce_uq", estimates.value("uq"), forms.unbiased_untied if forms else None,
+             dict(params))]
+    for metric_id, values, extra in (
+            ("skce_ul", estimates.pairs, {"pairs": int(estimates.pairs.size)}),
+            ("skce_block", estimates.blocks, {"blocksize": estimates.blocksize,
+                                              "blocks": int(estimates.blocks.size)})):
+        replicates = None
+        if ci_level is not None and values.size >= 2:
+            replicates = values @ bootstrap_counts(rng, values.size, n_resamples) / values.size
+        rows.append((metric_id, float(values.mean()) if values.size else math.nan,
+                     replicates, {**estimates.linear_params, **extra}))
+    out = []
+    for metric_id, value, replicates, metric_params in rows:
+        ci = None
+        if ci_level is not None:
+            metric_params = {**metric_params, **ci_params(ci_level, n_resamples)}
+            ci = percentile_interval(replicates, ci_level) if replicates is not None else None
+        out.append(MetricResult(metric_id, value, metric_params, ci=ci,
+                                title=TITLES[metric_id]))
+    return tuple(out)
+
+
+def _tests(estimates: _Estimates, tests: tuple[str, ...], n_resamples: int, alpha: float,
+           rng: np.random.Generator, executor: Any) -> tuple[TestResult, ...]:
+    """The requested tests, in report order (``rng``: the consistency redraws)."""
+    out = []
+    for test_id in (t for t in SKCE_TESTS if t in tests):
+        if estimates.terms is None and test_id not in LINEAR_TESTS:
+            out.append(_decided(test_id, Status.SKIPPED, f"{estimates.limit}: the quadratic "
+                                "estimator is not computed (raise the limit to force it)",
+                                math.nan, dict(estimates.params)))
+        elif test_id.endswith("_bound"):
+            out.append(_bound(estimates, test_id.split("_")[1], alpha))
+        elif test_id == "skce_ul_asymptotic":
+            out.append(_linear(estimates))
+        else:
+            reason = ((rules.too_few_for_asymptotics if test_id == "skce_uq_asymptotic"
+                       else rules.too_few_rows)(estimates.n)
+                      or rules.resampling_cannot_reject(n_resamples, alpha))
+            if reason:
+                out.append(_decided(test_id, Status.INCONCLUSIVE, reason,
+                                    estimates.terms.unbiased, dict(estimates.params)))
+            elif test_id == "skce_uq_asymptotic":
+                out.append(_asymptotic(estimates, n_resamples))
+            else:
+                out.append(_consistency(estimates, n_resamples, rng, executor))
+    return tuple(out)
+
+
+def _decided(test_id: str, status: Status, message: str, estimate: float, params: dict
+             ) -> TestResult:
+    """A test that set its own status (INCONCLUSIVE or SKIPPED) instead of a p-value."""
+    return TestResult(test_id, math.nan, estimate, math.nan, METHODS[test_id], params=params,
+                      status=status, message=message, title=TITLES[test_id])
+
+
+def _bound(estimates: _Estimates, estimator: str, alpha: float) -> TestResult:
+    """Distribution-free bound of ``SKCE_b`` (McDiarmid), ``SKCE_uq`` or ``SKCE_ul``
+    (Hoeffding) with ``B = 2``."""
+    test_id, n, estimate = f"skce_{estimator}_bound", estimates.n, estimates.value(estimator)
+    smallest = smallest_bound_pvalue(n, estimator)
+    params = {**(estimates.linear_params if estimator == "ul" else estimates.reported[1]),
+              "bound": UNIFORM_BOUND, "smallest_p_value": smallest}
+    reason = rules.too_few_rows(n) or rules.bound_cannot_reject(smallest, alpha)
+    if reason:
+        return _decided(test_id, Status.INCONCLUSIVE, reason, estimate, params)
+    p = (bound_pvalue_biased(estimate, n) if estimator == "b"
+         else bound_pvalue_unbiased(estimate, n))
+    return TestResult(test_id, estimate, estimate, p, METHODS[test_id], params=params,
+                      title=TITLES[test_id])
+
+
+def _linear(estimates: _Estimates) -> TestResult:
+    """z-test of the mean of the pair terms (``SKCE_ul``)."""
+    test_id, pairs, params = "skce_ul_asymptotic", estimates.pairs, estimates.linear_params
+    estimate = estimates.value("ul")
+    reason = rules.too_few_pairs(int(pairs.size))
+    if reason is None:
+        result = linear_asymptotic_test(pairs)
+        if math.isfinite(result.z):
+            return TestResult(test_id, result.z, estimate, result.p_value, METHODS[test_id],
+                              params={**params, "pairs": result.n_terms,
+                                      "stderr": result.stderr,
+                                      "statistic": "z = sqrt(pairs) SKCE_ul / sd"},
+                              title=TITLES[test_id])
+        reason = "all pair terms are equal (zero variance): the z statistic is undefined"
+    return _decided(test_id, Status.INCONCLUSIVE, reason, estimate, dict(params))
+
+
+def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
+    """Arcones-Gine bootstrap test of ``n/(n-1) SKCE_uq - SKCE_b``. A features run's
+    statistic comes from the bootstrap's own kernel (the pass rounds ``psi_i = phi_i r_i``
+    to a grid), so the statistic and its replicates come from the same kernel."""
+    test_id, terms, feature_pass = "skce_uq_asymptotic", estimates.terms, estimates.feature_pass
+    boot_terms = feature_pass.boot_terms if feature_pass is not None else None
+    statistic = quadratic_statistic(boot_terms or terms)
+    null = estimates.forms.arcones_gine
+    return TestResult(test_id, statistic, terms.unbiased, monte_carlo_pvalue(statistic, null),
+                      METHODS[test_id], n_resamples=n_resamples,
+                      params={**estimates.params, "statistic": "n/(n-1) SKCE_uq - SKCE_b"},
+                      null_distribution=null, title=TITLES[test_id])
+
+
+def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator,
+                 executor: Any) -> TestResult:
+    """Consistency resampling test of ``SKCE_uq`` (a features run's null comes from its
+    pass)."""
+    test_id, terms = "skce_consistency", estimates.terms
+    if estimates.feature_pass is not None:
+        result = estimates.feature_pass.consistency
+    else:
+        result = skce_consistency_test(cached(estimates.kernel.on(estimates.y_proba)),
+                                       estimates.y_proba, terms.unbiased, rng, n_resamples,
+                                       executor=executor)
+    return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
+                      METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
+                      null_distribution=result.null_distribution, title=TITLES[test_id])
