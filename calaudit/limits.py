@@ -3,7 +3,7 @@ calaudit reads besides the data.
 
 One table, read by the configuration classes (``__post_init__``: config file,
 ``CALAUDIT_*`` variables, flags and the Python API alike) and by the command-line options
-(``--help`` shows each range). Standard library only: the CLI imports it at start-up.
+(a value out of range is an error that states it). Standard library only: the CLI imports it at start-up.
 The ranges are listed in ``docs/configuration.md`` (section "Ranges and limits").
 """
 

@@ -1,5 +1,6 @@
 """Notebook views of an :class:`~calaudit.results.AuditResult`: pandas DataFrames and the
-HTML that Jupyter shows for a result (verdict, checks, most biased groups).
+HTML that Jupyter shows for a result (the verdict and its story, checks, the groups with
+the clearest bias).
 
 Everything is read from the result's fields; nothing is recomputed. pandas is imported
 only when a frame is asked for.
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from calaudit.output.formatting import fmt_bias, fmt_bias_ci
 
 #: Columns of :func:`checks_frame`, in order.
 CHECK_COLUMNS = ("kind", "id", "title", "value", "ci_low", "ci_high", "statistic", "p_value",
@@ -98,29 +101,38 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def result_html(result, top: int = 5) -> str:
-    """The HTML Jupyter shows for a result: the verdict with the checks that decided it,
-    the graded checks (tests, and metrics with a threshold) and the most biased groups."""
-    gate: Mapping[str, Any] = result.gate or {}
-    verdict = _status(result.verdict)
-    counts = ", ".join(f"{n} {s}" for s, n in (gate.get("counts") or {}).items())
-    failing = ", ".join(f"{html.escape(str(f.get('id')))} ({html.escape(str(f.get('status')))})"
-                        for f in gate.get("failing") or [])
-    parts = [f"<div><h4>calaudit: {_badge(verdict)} on {result.data.get('n', '?')} rows, "
-             f"{result.data.get('n_classes', '?')} classes</h4>",
-             f"<p>Checks: {html.escape(counts) or 'none'}."
-             + (f" Failing the gate: {failing}." if failing else "") + "</p>"]
+    """The HTML Jupyter shows for a result: the verdict and the story every report leads
+    with (:func:`calaudit.output.story.story`: the decision, its evidence, which
+    covariates explain it), the checks (the diagnostic tests marked as not deciding) and
+    the groups with the clearest bias."""
+    from calaudit.output.checklist import check_lines, counts_sentence
+    from calaudit.output.story import plain, story
+
+    payload = result.to_dict()
+    lines = check_lines(payload)
+    sentences = [html.escape(plain(s)) for s in story(payload, lines)]
+    parts = [f"<div><h4>calaudit: {_badge(_status(result.verdict))} on "
+             f"{result.data.get('n', '?')} rows, {result.data.get('n_classes', '?')} classes"
+             f"</h4>", f"<p><strong>{sentences[0]}</strong></p>"]
+    if sentences[1:]:
+        parts.append("<ul>" + "".join(f"<li>{s}</li>" for s in sentences[1:]) + "</ul>")
+    parts.append(f"<p>Checks: {html.escape(counts_sentence(lines))}.</p>")
+    roles = {(c.kind, c.id): c.role for c in lines}
     graded = [r for r in check_rows(result) if r["kind"] == "test" or r["status"]]
     parts.append(_table(
-        ("check", "kind", "estimate", "p-value", "adjusted", "status"),
-        [(html.escape(r["id"]), r["kind"], _number(r["value"]), _number(r["p_value"]),
-          _number(r["p_value_adjusted"]), _badge(r["status"])) for r in graded]))
+        ("check", "kind", "decides", "estimate", "p-value", "adjusted", "status"),
+        [(html.escape(r["id"]), r["kind"],
+          "no (diagnostic)" if roles.get((r["kind"], r["id"])) == "diagnostic" else "yes",
+          _number(r["value"]), _number(r["p_value"]), _number(r["p_value_adjusted"]),
+          _badge(r["status"])) for r in graded]))
     groups = list((result.local.get("lcb") or {}).get("top_groups") or [])[:top]
     if groups:
-        parts.append("<p>Most biased groups (bias = observed rate - mean prediction):</p>")
+        parts.append("<p>Groups with the clearest bias, strongest evidence first (bias = "
+                     "observed rate - mean prediction):</p>")
         parts.append(_table(
             ("group", "rows", "bias", "interval", "adjusted p", "status"),
-            [(html.escape(str(g.get("group"))), _number(g.get("n")), _number(g.get("bias")),
-              " to ".join(_number(v) for v in (g.get("bias_ci") or [])),
+            [(html.escape(str(g.get("group"))), _number(g.get("n")),
+              html.escape(fmt_bias(g.get("bias"))), html.escape(fmt_bias_ci(g.get("bias_ci"))),
               _number(g.get("p_value_adjusted")), _badge(_status(g.get("status"))))
              for g in groups]))
     parts.append("<p><code>result.to_frame()</code>, <code>result.groups_frame()</code>: "

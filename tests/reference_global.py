@@ -151,7 +151,8 @@ def spiegelhalter_loops(y, p):
 
 
 def hosmer_lemeshow_loops(y, p, g):
-    """R ResourceSelection::hoslem.test, by loops (quantile type 7 via numpy)."""
+    """R ResourceSelection::hoslem.test (0.3-6 or later: df = the groups formed - 2), by
+    loops (quantile type 7 via numpy)."""
     breaks = sorted(set(np.quantile(p, [i / g for i in range(g + 1)]).tolist()))
     groups = {}
     for yi, pi in zip(y, p, strict=True):

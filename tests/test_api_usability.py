@@ -142,16 +142,34 @@ def test_frames_and_html_for_notebooks(audited):
     assert repr(audited).startswith(f"AuditResult(verdict={audited.verdict.value}, n=300, ")
     page = audited._repr_html_()
     assert f">{audited.verdict.value}</span>" in page
-    assert "local_consistency" in page and "Most biased groups" in page
-    top = audited.local["lcb"]["top_groups"][0]["group"]
-    assert top.replace("&", "&amp;") in page
+    assert "local_consistency" in page
+    for top in audited.local["lcb"]["top_groups"]:
+        assert "Groups with the clearest bias" in page
+        assert top["group"].replace("&", "&amp;") in page
+
+
+def test_notebook_view_tells_the_story_and_marks_diagnostics(audited):
+    """The notebook view leads with the reports' sentences, includes the attribution
+    sentence, and says that diagnostic tests do not decide the verdict."""
+    import html
+
+    from calaudit.output.story import plain, story
+
+    page = audited._repr_html_()
+    payload = audited.to_dict()
+    for sentence in story(payload):
+        assert html.escape(plain(sentence)) in page
+    assert html.escape(audited.attribution["summary"]) in page
+    assert "diagnostic test(s) (do not gate)" in page
+    diagnostics = [t.id for t in audited.tests if t.role == "diagnostic"]
+    assert diagnostics and page.count("no (diagnostic)") == len(diagnostics)
 
 
 def test_groups_frame_without_covariates(binary):
     data, config = small_audit(*binary, run_tests=False)
     result = calaudit.run_audit(data, config)
     assert result.groups_frame().empty and "bias" in result.groups_frame().columns
-    assert "Most biased" not in result._repr_html_()
+    assert "clearest bias" not in result._repr_html_()
 
 
 def test_progress_callback_and_lines(binary, capsys):
@@ -170,6 +188,23 @@ def test_progress_callback_and_lines(binary, capsys):
     assert isinstance(progress.current(), progress.NullReporter)  # nothing left installed
     with pytest.raises(TypeError, match="progress"):
         calaudit.run_audit(data, config, progress="yes")
+
+
+def test_progress_reports_steps_within_the_stages(binary):
+    """The resampling loops report their progress inside their stage: a callback sees the
+    label redraws of the global and local tests advance to their totals."""
+    y, p = binary
+    data, config = small_audit(y, p, pd.DataFrame({"g": np.arange(y.size) % 2 == 0}))
+    events = []
+    calaudit.run_audit(data, config, progress=events.append)
+    inner = [e for e in events if e.depth >= 2]
+    tasks = {e.task for e in inner}
+    assert {"label redraws (SKCE)", "local resamples"} <= tasks, tasks
+    for task in ("label redraws (SKCE)", "local resamples"):
+        steps = [e for e in inner if e.task == task]
+        assert steps[-1].done and steps[-1].completed == steps[-1].total == 50
+        assert [e.completed for e in steps] == sorted(e.completed for e in steps)
+    assert any(e.task == "skce" and e.depth == 1 for e in events)
 
 
 def test_progress_lines_to_a_stream():

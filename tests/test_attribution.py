@@ -95,7 +95,7 @@ def test_region_case_names_region_and_marks_spill_over_explained():
     assert by_name["region"]["status"] == "FAIL"
     assert by_name["gender"]["p_value_adjusted"] > 0.05
     assert by_name["age"]["p_value_adjusted"] > 0.05
-    assert out.attribution["summary"].startswith("region explains it: South +0.1")
+    assert out.attribution["summary"].startswith("region explains it: South ")
     assert out.attribution["role"] == "diagnostic"
     groups = {g["group"]: g for g in out.groups}
     assert abs(groups["region=South"]["mean_lcb"] - 0.11) <= 0.3 * 0.11
@@ -120,12 +120,83 @@ def test_sentence_wording():
         {"level": "North", "bias": 0.004, "ci": [-0.01, 0.02]}]}
     section = {"covariates": [entry, {"covariate": "gender", "status": "PASS", "levels": []},
                               {"covariate": "age", "status": "PASS", "levels": []}]}
-    assert summary_sentence(section) == ("region explains it: South +0.11 [+0.09, +0.13]; "
-                                         "after adjusting for region, gender and age show "
-                                         "no bias")
+    groups = [{"group": "region=South", "bias": 0.114, "bias_ci": [0.085, 0.141]}]
+    assert summary_sentence(section, groups) == (
+        "region explains it: South +0.114 [+0.085, +0.141]; after adjusting for region, gender "
+        "and age show no bias")
+    assert summary_sentence(section).startswith("region explains it: South adjusted +0.112 "
+                                                "[+0.090, +0.130]")
     for e in section["covariates"]:
         e["status"] = "PASS"
     assert summary_sentence(section).startswith("no covariate explains a bias")
+
+
+def _entry(name, status, levels, alone=0.5, given=0.5):
+    return {"covariate": name, "status": status, "p_value_adjusted": given,
+            "p_value_alone_adjusted": alone,
+            "levels": [{"level": lv, "bias": b, "ci": ci} for lv, b, ci in levels]}
+
+
+def test_sentence_names_covariates_that_carry_the_same_signal():
+    """Two covariates each biased alone but neither given the other (collinear): the
+    sentence says they carry the same signal instead of 'no covariate explains a bias'."""
+    section = {"alpha": 0.05, "covariates": [
+        _entry("student", "PASS", [("No", 0.004, [-0.002, 0.010]),
+                                   ("Yes", -0.012, [-0.020, -0.004])], alone=1e-4),
+        _entry("income", "PASS", [("[0, 20]", -0.010, [-0.018, -0.002]),
+                                  ("(20, 70]", 0.003, [-0.003, 0.009])], alone=0.003)]}
+    groups = [{"group": "student=Yes", "bias": -0.026, "bias_ci": [-0.038, -0.013]}]
+    sentence = summary_sentence(section, groups)
+    assert sentence.startswith("student or income: they carry the same signal")
+    assert "Yes -0.026 [-0.038, -0.013]" in sentence  # the group table's numbers
+    assert "income [0, 20] adjusted -0.010" not in sentence
+    assert "[0, 20] adjusted -0.010 [-0.018, -0.002]" in sentence  # no group row: labelled
+    assert "no covariate explains" not in sentence
+
+
+def test_sentence_quotes_the_group_table_only_when_it_tells_the_same():
+    """A group interval through 0 (simultaneous over many groups) beside an attribution
+    that finds the level biased: the sentence quotes the adjusted bias, labelled."""
+    section = {"alpha": 0.05, "covariates": [
+        _entry("sex", "FAIL", [("Male", 0.025, [0.012, 0.038]),
+                               ("Female", -0.023, [-0.04, -0.006])], 1e-3, 1e-3)]}
+    groups = [{"group": "sex=Male", "bias": 0.023, "bias_ci": [-0.005, 0.050]},
+              {"group": "sex=Female", "bias": -0.030, "bias_ci": [-0.050, -0.010]}]
+    sentence = summary_sentence(section, groups)
+    assert "Male adjusted +0.025 [+0.012, +0.038]" in sentence
+    assert "Female -0.030 [-0.050, -0.010]" in sentence
+
+
+def test_sentence_does_not_call_an_overall_shift_explained():
+    """Every level biased the same way: an overall miscalibration, not explained by the
+    covariate."""
+    bands = [(f"band {k}", b, [b - 0.02, b + 0.02]) for k, b in
+             enumerate((-0.20, -0.17, -0.15, -0.14))]
+    section = {"alpha": 0.05, "covariates": [_entry("ink", "FAIL", bands, 1e-6, 1e-6)]}
+    sentence = summary_sentence(section)
+    assert "ink explains" not in sentence
+    assert sentence.startswith("the model is biased the same way in every level of ink "
+                               "(-0.200 to -0.140): an overall shift")
+
+
+def test_sentence_after_a_local_test_that_did_not_reject_is_a_lead():
+    section = {"alpha": 0.05, "covariates": [
+        _entry("Age", "FAIL", [("[28, 46]", -0.063, [-0.126, -0.001])], 0.01, 0.011),
+        _entry("Sex", "PASS", [("F", -0.05, [-0.1, 0.01])])]}
+    sentence = summary_sentence(section, local_rejected=False)
+    assert sentence.startswith("the local test does not reject; the recalibration model "
+                               "points at Age (adjusted p Age 0.011)")
+    assert "a lead to check, not a finding" in sentence and "explains" not in sentence
+    assert summary_sentence(section, local_rejected=True).startswith("Age explains it")
+
+
+def test_sentence_names_a_covariate_whose_signal_another_carries():
+    section = {"alpha": 0.05, "covariates": [
+        _entry("region", "FAIL", [("South", 0.112, [0.09, 0.13])], 1e-9, 1e-9),
+        _entry("state", "PASS", [("TX", 0.1, [0.05, 0.15])], alone=1e-5)]}
+    assert summary_sentence(section).endswith(
+        "after adjusting for region, state shows no bias (state alone does: the same "
+        "signal as region)")
 
 
 def test_fit_failure_is_inconclusive():

@@ -115,7 +115,7 @@ def test_annotations_errors_warnings_and_roll_up():
     assert len(errors) == 10 and "6 more check(s)" in errors[-1]
     assert errors[0] == "::error title=calaudit FAIL%3A test%3At0::t0: x"
     assert len(warnings) == 3
-    assert warnings[0] == "::warning title=calaudit WARN%3A metric%3Am::m, value 0.1: close"
+    assert warnings[0] == "::warning title=calaudit WARN%3A metric%3Am::m, estimate 0.1: close"
     assert not any(":p" in line or ":s::" in line for line in lines)
     assert annotations([Check("test", "p", "PASS")], ("FAIL",)) == []
 
@@ -165,7 +165,7 @@ def failing_test_payload():
 def test_junit_failure_of_a_test_carries_statistic_p_adjusted_p_and_alpha():
     _, _, by_name = cases(junit_xml(failing_test_payload(), ("FAIL",)))
     failure = by_name[("calaudit.test", "klce_consistency")].find("failure")
-    assert failure.get("message") == ("FAIL: klce_consistency: statistic 0.000106, p 0.002, "
+    assert failure.get("message") == ("FAIL: klce_consistency: estimate 0.000106, p 0.002, "
                                       "adjusted p 0.004 (holm), alpha 0.05")
     assert "adjusted p 0.004 (holm)" in failure.text
 
@@ -174,7 +174,23 @@ def test_step_summary_detail_cell_is_filled_for_failing_tests():
     data = failing_test_payload()
     text = summary_markdown(data, result_checks(data), ("FAIL",))
     row = next(line for line in text.splitlines() if line.startswith("| klce\\_consistency"))
-    assert row.endswith("| statistic 0.000106, p 0.002, adjusted p 0.004 (holm), alpha 0.05 |")
+    assert row.endswith("| estimate 0.000106, p 0.002, adjusted p 0.004 (holm), alpha 0.05 |")
+
+
+def test_a_test_statistic_other_than_the_estimate_is_named_by_its_definition():
+    """One number per test everywhere (the estimate); the statistic the p-value comes from
+    is named, with its definition, where it is another number (the same words in JUnit,
+    the step summary and the reports' checks)."""
+    data = failing_test_payload()
+    data["tests"][0].update(id="skce_uq_asymptotic", statistic=-6.724e-05, estimate=0.002079,
+                            params={"statistic": "n/(n-1) SKCE_uq - SKCE_b"})
+    words = ("estimate 0.002079, test statistic -6.724e-05 (n/(n-1) SKCE_uq - SKCE_b), "
+             "p 0.002, adjusted p 0.004 (holm), alpha 0.05")
+    _, _, by_name = cases(junit_xml(data, ("FAIL",)))
+    failure = by_name[("calaudit.test", "skce_uq_asymptotic")].find("failure")
+    assert failure.get("message") == f"FAIL: skce_uq_asymptotic: {words}"
+    text = summary_markdown(data, result_checks(data), ("FAIL",))
+    assert "| **FAIL** | 0.002079 |" in text and words.replace("_", "\\_") in text
 
 
 def test_junit_has_no_timing_with_source_date_epoch(monkeypatch):

@@ -111,3 +111,37 @@ def test_classical_tests_inconclusive_rules():
     y = (rng.random(2000) < p).astype(int)
     assert spiegelhalter(y, p).status is None       # pending: graded by the gate
     assert hosmer_lemeshow(y, p, 10).status is None
+
+
+def test_the_logit_clip_is_in_the_metrics_params_and_decides_extreme_rows():
+    """calibration_in_the_large and calibration_slope state the clip applied before the
+    logit (1e-12) and how many rows it moved; predictions of exactly 0 and 1 are kept and
+    clipped, so the slope is the fit on clipped logits (a 1e-7 clip gives another)."""
+    from calaudit.inference.classical import clinical_metrics
+    from calaudit.metrics.clinical import CLIP
+
+    rng = np.random.default_rng(5)
+    p = np.concatenate([rng.uniform(0.05, 0.95, 400), np.zeros(20), np.ones(20),
+                        np.full(20, 1e-14)])
+    y = (rng.random(p.size) < np.clip(p, 0.02, 0.98)).astype(int)
+    metrics = {m.id: m for m in clinical_metrics(y, p)}
+    for metric_id in ("calibration_in_the_large", "calibration_slope"):
+        params = metrics[metric_id].params
+        assert params["logit_clip"] == CLIP == 1e-12
+        assert params["clipped_rows"] == 60
+    clipped = special.logit(np.clip(p, 1e-12, 1 - 1e-12))
+    loose = special.logit(np.clip(p, 1e-7, 1 - 1e-7))
+    fit = logistic_recalibration(y, p)
+    assert metrics["calibration_slope"].value == pytest.approx(fit.slope, rel=1e-12)
+    assert fit.slope == pytest.approx(_logistic_slope(y, clipped), rel=1e-6)
+    assert abs(_logistic_slope(y, loose) - fit.slope) > 1e-3  # the convention matters
+
+
+def _logistic_slope(y: np.ndarray, x: np.ndarray) -> float:
+    """Slope of a logistic regression of ``y`` on ``x`` with intercept (scipy optimiser)."""
+    def loss(beta):
+        eta = beta[0] + beta[1] * x
+        return float(np.sum(np.logaddexp(0.0, eta) - y * eta))
+
+    return float(optimize.minimize(loss, np.array([0.0, 1.0]), method="BFGS",
+                                   options={"gtol": 1e-10}).x[1])

@@ -98,9 +98,25 @@ def test_group_rows_statistics_status_and_adjustment():
     assert [r["p_value_adjusted"] for r in conclusive] == pytest.approx(list(adj))
     assert a["status"] == "FAIL" and by["race=C"]["status"] == "PASS"
     top = grp.most_biased(rows, 2)
-    assert [t["rank"] for t in top] == [1, 2] and top[0]["group"] == "race=A"
-    assert abs(top[0]["bias"]) >= abs(top[1]["bias"])
+    assert [t["rank"] for t in top][:1] == [1] and top[0]["group"] == "race=A"
     assert all(t["status"] != "INCONCLUSIVE" for t in grp.most_biased(rows, 10))
+    assert all(grp.excludes_zero(t) for t in grp.most_biased(rows, 10))
+
+
+def test_groups_shown_first_are_ranked_by_evidence_not_by_size_of_bias():
+    """A small group with a large bias but an interval containing 0 is noise: it is not
+    shown first; a large group with a smaller, certain bias leads."""
+    def row(group, bias, ci, p, status="PASS"):
+        return {"group": group, "bias": bias, "bias_ci": ci, "p_value": p,
+                "p_value_adjusted": None if p is None else min(1.0, 3 * p), "status": status}
+
+    rows = [row("age=[21, 34] & race=A", 0.066, [-0.004, 0.124], 0.003),
+            row("race=A", 0.055, [0.019, 0.084], 1e-8, "FAIL"),
+            row("race=B", -0.052, [-0.074, -0.030], 2e-9, "FAIL"),
+            row("tiny", 0.30, None, None, "INCONCLUSIVE")]
+    top = grp.most_biased(rows, 5)
+    assert [t["group"] for t in top] == ["race=B", "race=A"]
+    assert [t["rank"] for t in top] == [1, 2]
 
 
 def test_bootstrap_interval_is_seeded_and_covers_the_mean():

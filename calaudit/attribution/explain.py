@@ -13,13 +13,13 @@
   ``alpha`` (unadjusted: the cautious direction for calling bias explained) ->
   ``explained_by`` lists them, else ``[]``.
 * :func:`summary_sentence` -- the words every output prints ("region explains it: South
-  +0.11 [+0.09, +0.13]; after adjusting for region, gender and age show no bias").
+  +0.112 [+0.090, +0.130]; after adjusting for region, gender and age show no bias").
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from calaudit.attribution.model import (
     standardised_biases,
 )
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.local.groups import GroupSpec, Levels, index_dtype
+from calaudit.local.groups import GroupSpec, Levels, format_bias, format_interval, index_dtype
 from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics.distributions import norm_ppf
 
@@ -197,53 +197,153 @@ def _fitted_everywhere(attribution: Attribution, model: ModelRows,
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 
-def _level_text(level: dict[str, Any]) -> str:
-    """``South +0.11 [+0.09, +0.13]``: 2 decimals when ``|bias| >= 0.1``, else 3."""
-    digits = 2 if abs(level["bias"]) >= 0.1 else 3
-    low, high = level["ci"]
-    return f"{level['level']} {level['bias']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+def _level_text(covariate: str, level: dict[str, Any],
+                groups: Mapping[str, Mapping[str, Any]]) -> str:
+    """``South +0.112 [+0.090, +0.130]``: the group table's bias and interval of
+    ``covariate=level`` (the numbers a reader compares) when they tell what the
+    attribution tells (both intervals exclude 0, or both contain it), else the
+    standardised bias labelled ``adjusted`` (a level without a group row, or whose group
+    interval, simultaneous over many groups, contains 0 where the model's does not)."""
+    row = groups.get(f"{covariate}={level['level']}")
+    if row is not None and row.get("bias") is not None and row.get("bias_ci") \
+            and _clear({"ci": row["bias_ci"]}) == _clear(level):
+        bias, (low, high), label = row["bias"], row["bias_ci"], ""
+    else:
+        bias, (low, high), label = level["bias"], level["ci"], " adjusted"
+    return f"{level['level']}{label} {format_bias(bias)} {format_interval([low, high])}"
 
 
-def _join(names: Sequence[str]) -> str:
+def _join(names: Sequence[str], word: str = "and") -> str:
     names = list(names)
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {word} " + names[-1]
 
 
-def _biased_levels(entry: dict[str, Any], k: int = 2) -> list[str]:
+def _estimable(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    return [lv for lv in entry["levels"] if lv.get("bias") is not None]
+
+
+def _clear(level: dict[str, Any]) -> bool:
+    return level["ci"][0] > 0 or level["ci"][1] < 0
+
+
+def _biased_levels(entry: dict[str, Any], k: int = 2) -> list[dict[str, Any]]:
     """The covariate's most biased levels for the sentence: those whose interval excludes
     0 and whose ``|bias|`` is at least half the largest such, at most ``k`` (largest
     first); if no interval excludes 0, the single largest."""
-    levels = [lv for lv in entry["levels"] if lv.get("bias") is not None]
-    clear = sorted((lv for lv in levels if lv["ci"][0] > 0 or lv["ci"][1] < 0),
-                   key=lambda lv: -abs(lv["bias"]))
+    levels = _estimable(entry)
+    clear = sorted((lv for lv in levels if _clear(lv)), key=lambda lv: -abs(lv["bias"]))
     if clear:
-        ranked = [lv for lv in clear if abs(lv["bias"]) >= 0.5 * abs(clear[0]["bias"])][:k]
-    else:
-        ranked = sorted(levels, key=lambda lv: -abs(lv["bias"]))[:1]
-    return [_level_text(lv) for lv in ranked]
+        return [lv for lv in clear if abs(lv["bias"]) >= 0.5 * abs(clear[0]["bias"])][:k]
+    return sorted(levels, key=lambda lv: -abs(lv["bias"]))[:1]
 
 
-def summary_sentence(section: dict[str, Any]) -> str:
-    """One sentence naming the explaining covariates, their most biased levels and the
-    covariates that show no bias after adjusting (the words of every output)."""
+def is_overall_shift(entry: dict[str, Any]) -> bool:
+    """Every level of the covariate is biased the same way (each interval on the same side
+    of 0): the model is off everywhere, and the covariate changes only by how much."""
+    levels = _estimable(entry)
+    return len(levels) >= 2 and all(_clear(lv) for lv in levels) and \
+        len({lv["bias"] > 0 for lv in levels}) == 1
+
+
+def _shared_signal(entry: dict[str, Any], alpha: float) -> bool:
+    """A bias alone (adjusted p <= alpha) that the other covariates account for."""
+    alone = entry.get("p_value_alone_adjusted")
+    return entry["status"] == "PASS" and alone is not None and alone <= alpha
+
+
+def _shift_text(entry: dict[str, Any]) -> str:
+    biases = sorted(lv["bias"] for lv in _estimable(entry))
+    return (f"the model is biased the same way in every level of {entry['covariate']} "
+            f"({format_bias(biases[0])} to {format_bias(biases[-1])}): an overall "
+            f"shift that no covariate explains; {entry['covariate']} changes only its size")
+
+
+def _explained_text(failing: list[dict[str, Any]],
+                    groups: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What the explaining covariates explain, and the overall shifts among them."""
+    parts = [_shift_text(e) for e in failing if is_overall_shift(e)]
+    explaining = [e for e in failing if not is_overall_shift(e)]
+    if explaining:
+        verb = "explains" if len(explaining) == 1 else "explain"
+        levels = [_level_text(e["covariate"], lv, groups)
+                  for e in explaining for lv in _biased_levels(e)]
+        parts.insert(0, f"{_join([e['covariate'] for e in explaining])} {verb} it: "
+                     + ", ".join(levels))
+    return parts
+
+
+def _adjusted_text(failing: list[dict[str, Any]], passing: list[dict[str, Any]],
+                   alpha: float) -> str:
+    """``after adjusting for region, gender shows no bias`` (with the covariates that show
+    one alone: they carry the explaining covariates' signal)."""
+    names = [e["covariate"] for e in passing]
+    shared = [e["covariate"] for e in passing if _shared_signal(e, alpha)]
+    text = (f"after adjusting for {_join([e['covariate'] for e in failing])}, "
+            f"{_join(names)} show{'s' if len(names) == 1 else ''} no bias")
+    if shared:
+        text += (f" ({_join(shared)} alone do{'es' if len(shared) == 1 else ''}: the "
+                 f"same signal as {_join([e['covariate'] for e in failing])})")
+    return text
+
+
+def _unexplained_text(passing: list[dict[str, Any]], alpha: float,
+                      groups: Mapping[str, Mapping[str, Any]]) -> str:
+    """No covariate explains a bias given the others: say when some carry the same signal
+    (each shows a bias alone) instead of nothing."""
+    shared = [e for e in passing if _shared_signal(e, alpha)]
+    names = [e["covariate"] for e in shared]
+    if len(shared) >= 2:
+        levels = [_level_text(e["covariate"], lv, groups)
+                  for e in shared for lv in _biased_levels(e, 1)]
+        return (f"{_join(names, 'or')}: they carry the same signal (each shows a bias "
+                f"alone, none once the others are known): {', '.join(levels)}")
+    others = [e["covariate"] for e in passing if e not in shared]
+    if shared and others:
+        return (f"{names[0]} shows a bias alone but none once {_join(others)} "
+                f"{'is' if len(others) == 1 else 'are'} known: they carry the same signal")
+    everything = [e["covariate"] for e in passing]
+    return (f"no covariate explains a bias: {_join(everything)} "
+            f"show{'s' if len(everything) == 1 else ''} no bias given the others")
+
+
+def summary_sentence(section: dict[str, Any],
+                     groups: Sequence[Mapping[str, Any]] = (),
+                     local_rejected: bool | None = None) -> str:
+    """One sentence naming the explaining covariates, their most biased levels (with the
+    group table's numbers, ``groups``) and the covariates that show no bias after
+    adjusting; covariates that carry the same signal and overall shifts are named as
+    such. ``local_rejected=False`` (the local primary test did not reject): the
+    covariates the model points at are a lead, not a finding (the words of every
+    output)."""
     entries = section.get("covariates", [])
     if not entries:
         return "attribution: no covariates"
+    alpha = float(section.get("alpha", 0.05))
+    by_group = {str(g.get("group")): g for g in groups}
     failing = [e for e in entries if e["status"] == "FAIL"]
-    passing = [e["covariate"] for e in entries if e["status"] == "PASS"]
+    passing = [e for e in entries if e["status"] == "PASS"]
     undecided = [e["covariate"] for e in entries if e["status"] == "INCONCLUSIVE"]
     parts = []
-    if failing:
-        verb = "explains" if len(failing) == 1 else "explain"
-        levels = [lv for e in failing for lv in _biased_levels(e)]
-        parts.append(f"{_join([e['covariate'] for e in failing])} {verb} it: "
-                     + ", ".join(levels))
+    if failing and local_rejected is False:
+        p_values = ", ".join(f"{e['covariate']} {e['p_value_adjusted']:.2g}" for e in failing)
+        parts.append(f"the local test does not reject; the recalibration model points at "
+                     f"{_join([e['covariate'] for e in failing])} (adjusted p {p_values}): "
+                     f"a lead to check, not a finding")
+    elif failing:
+        parts += _explained_text(failing, by_group)
         if passing:
-            parts.append(f"after adjusting for {_join([e['covariate'] for e in failing])}, "
-                         f"{_join(passing)} show{'s' if len(passing) == 1 else ''} no bias")
+            parts.append(_adjusted_text(failing, passing, alpha))
     elif passing:
-        parts.append(f"no covariate explains a bias: {_join(passing)} "
-                     f"show{'s' if len(passing) == 1 else ''} no bias given the others")
+        parts.append(_unexplained_text(passing, alpha, by_group))
     if undecided:
         parts.append(f"{_join(undecided)}: too few rows or events to attribute")
     return "; ".join(parts)
+
+
+def finish_summary(section: dict[str, Any], groups: Sequence[Mapping[str, Any]],
+                   local_rejected: bool | None) -> dict[str, Any]:
+    """The attribution section with its sentence in the gate's terms: the group table's
+    numbers and whether the local primary test rejected (known after grading)."""
+    if not section or not section.get("covariates"):
+        return section
+    return {**section, "summary": summary_sentence(section, groups, local_rejected)}

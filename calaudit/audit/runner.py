@@ -6,7 +6,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 from calaudit import progress
 from calaudit.progress import ProgressEvent, Reporter, reporter_for, reporting
 from calaudit._version import __version__
+from calaudit.attribution.explain import finish_summary
 from calaudit.audit.baseline import LoadedResult, check_comparable, compare_results
 from calaudit.audit.battery import stages as default_stages
 from calaudit.audit.checks import gating, result_checks
@@ -32,7 +33,7 @@ from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import most_biased
 from calaudit.numerics.random import stream
-from calaudit.results import AuditResult
+from calaudit.results import AuditResult, Status, TestResult
 
 
 def created_at() -> str:
@@ -177,6 +178,12 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
         return _run_audit(data, config, stages, baseline)
 
 
+def local_rejected(tests: Sequence[TestResult]) -> bool | None:
+    """Whether the local primary test rejected (``None``: none ran)."""
+    keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+    return None if keeper is None else keeper.status is Status.FAIL
+
+
 def _run_audit(data: CalibrationData, config: AuditConfig | None,
                stages: tuple[Stage, ...] | None,
                baseline: LoadedResult | dict[str, Any] | None) -> AuditResult:
@@ -219,7 +226,8 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
         local=local,
         groups=groups,
         diagrams={k: v for out in outputs for k, v in out.diagrams.items()},
-        attribution={k: v for out in outputs for k, v in out.attribution.items()},
+        attribution=finish_summary({k: v for out in outputs for k, v in out.attribution.items()},
+                                   groups, local_rejected(tests)),
         disparity=tuple(d for out in outputs for d in out.disparity),
         verdict=verdict((c.status for c in gating(checks)), config.fail_on),
         runtime_seconds=runtime(started),

@@ -100,7 +100,8 @@ def render_documents(payload: dict[str, Any], outputs: Any,
                    if value}
         documents += [(str(path), content) for path, content in
                       render_reports(payload, html=outputs.html, md=outputs.md,
-                                     pdf=outputs.pdf, signoff=signoff)]
+                                     pdf=outputs.pdf, signoff=signoff,
+                                     pdf_appendix=outputs.pdf_appendix)]
     return documents
 
 

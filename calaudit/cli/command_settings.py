@@ -9,15 +9,13 @@ from typing import Any
 from calaudit.cli.settings_flags import given_flags
 from calaudit.cli.ui import Ui
 from calaudit.settings import cli_roots
-from calaudit.settings.resolve import Resolved, combined_schema, resolve
+from calaudit.settings.resolve import Resolved, resolve
 
 
 def command_settings(ctx: Any, overrides: Mapping[str, tuple[Any, str]] | None = None
                      ) -> Resolved:
     """Resolve the settings for the command behind ``ctx`` (a click/Typer context)."""
-    roots = cli_roots()
-    flags = given_flags(ctx, combined_schema(roots))
-    return resolve(roots, config_path=ctx.params.get("config"), flags=flags,
+    return resolve(cli_roots(), config_path=ctx.params.get("config"), flags=given_flags(ctx),
                    overrides=overrides)
 
 

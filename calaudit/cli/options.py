@@ -1,257 +1,285 @@
-"""Option declarations shared by ``calaudit test`` and ``calaudit metrics``.
+"""Every command-line option, declared once: its flags, help line, help panel and the
+setting it sets.
 
-Module-level ``Annotated`` aliases keep each command's signature short and every option's
-name and help text defined once. Only typer and the standard library are imported here,
-so ``--help`` stays fast.
+A :class:`Flag` names its setting explicitly (``setting="binning.n_bins"``); ``None``
+marks an option that only steers the command (``--quiet``, ``--config``). The commands
+take tuples of flags (:data:`AUDIT` is shared by ``calaudit test`` and ``calaudit
+metrics``; :data:`TEST` adds the tests' options) through :func:`takes`, which writes the
+command's signature, so no command repeats an option. Only typer and the standard
+library are imported here, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from calaudit.limits import COUNTS
 
 DATA = "Data"
-BINS = "Estimators"
-SQUARED = "Squared calibration errors"
-TESTS = "Tests and gate"
-LOCAL = "Local calibration (with --covariates)"
+GATE = "Tests and gate"
 OUT = "Outputs"
+LOCAL = "Local calibration (with --covariates)"
+BINS = "Estimators"
+LARGE = "Large data"
+DASK = "Dask (the calaudit[dask] extra)"
+OTHER = "Options"
+SIGNOFF = "Report sign-off"
+CONF = "Terminal and configuration"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option: ``decls`` (``--n-bins``), ``help`` (one line, plain text: brackets are
+    not markup), the help ``panel``, the dotted ``setting`` it sets (``None``: it steers
+    the command), the value ``kind`` and its ``default`` as shown by ``--help`` (the
+    setting's own default; a test keeps the two equal), ``metavar`` and the ``COUNTS``
+    key of its range."""
+
+    name: str
+    decls: tuple[str, ...]
+    help: str
+    panel: str
+    setting: str | None = None
+    kind: type = str
+    default: Any = None
+    metavar: str | None = None
+    counts: str | None = None
+
+    @property
+    def is_flag(self) -> bool:
+        return self.kind is bool
+
+    def parameter(self) -> inspect.Parameter:
+        """The keyword parameter typer reads (``Annotated[type, typer.Option(...)]``)."""
+        low, high = COUNTS[self.counts] if self.counts else (None, None)
+        option = typer.Option(*self.decls, help=self.help, rich_help_panel=self.panel,
+                              metavar=None if self.is_flag else self.metavar,
+                              min=low, max=high,
+                              show_default=self.default is not None
+                              and self.default is not False)
+        kind = self.kind if self.default is not None else Optional[self.kind]
+        return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY,
+                                 default=self.default, annotation=Annotated[kind, option])
+
+
+def _flags(*flags: Flag) -> dict[str, Flag]:
+    return {f.name: f for f in flags}
+
+
+FLAGS = _flags(
+    # Data
+    Flag("label_col", ("--label-col",), "Label column (default: found by name: label, y, "
+         "target, ...).", DATA, "data.label_col", metavar="COL"),
+    Flag("prob_cols", ("--prob-cols",), "Probability column(s): one, a glob ('p_*') or a "
+         "comma list.", DATA, "data.prob_cols", metavar="COLS"),
+    Flag("logit_cols", ("--logit-cols",), "Logit column(s), made probabilities by a softmax "
+         "(one: sigmoid).", DATA, "data.logit_cols", metavar="COLS"),
+    Flag("id_col", ("--id-col",), "Row id column that joins --labels and --covariates-file.",
+         DATA, "data.id_col", metavar="COL"),
+    Flag("labels", ("--labels",), "Read the labels from this file (or dataset).", DATA,
+         "data.labels", metavar="FILE"),
+    Flag("covariates_file", ("--covariates-file",), "Read the covariates from this file (or "
+         "dataset).", DATA, "data.covariates_file", metavar="FILE"),
+    Flag("covariates", ("--covariates",), "Covariates for local calibration and groups, e.g. "
+         "age,race.", DATA, "data.covariates", metavar="COLS"),
+    Flag("categorical", ("--categorical",), "Integer-coded covariates to treat as categories.",
+         DATA, "data.categorical", metavar="COLS"),
+    Flag("positive_label", ("--positive-label",), "The positive class when a binary model's "
+         "labels are strings.", DATA, "data.positive_label", metavar="LABEL"),
+    Flag("renormalize", ("--renormalize",), "Rescale multi-class rows that do not sum to 1.",
+         DATA, "data.renormalize", bool, False),
+    Flag("drop_invalid", ("--drop-invalid",), "Drop invalid rows (counted by reason) instead "
+         "of stopping.", DATA, "data.drop_invalid", bool, False),
+    # Tests and gate
+    Flag("alpha", ("--alpha",), "Level of every test, after adjustment.", GATE, "alpha",
+         float, 0.05, "X"),
+    Flag("seed", ("--seed",), "Seed of every random draw.", GATE, "seed", int, 0, "N", "seed"),
+    Flag("n_resamples", ("--n-resamples",), "Resamples of each resampling test and of --ci.",
+         GATE, "n_resamples", int, 1000, "N", "n_resamples"),
+    Flag("fail_on", ("--fail-on",), "Statuses that fail the gate (exit code 1).", GATE,
+         "fail_on", str, "FAIL,ERROR", "LIST"),
+    Flag("exit_zero", ("--exit-zero",), "Report without gating: exit 0 whatever the statuses.",
+         GATE, "exit_zero", bool, False),
+    Flag("baseline", ("--baseline",), "Compare with an earlier JSON result; regressions fail "
+         "the gate.", GATE, "baseline.path", Path, metavar="FILE"),
+    Flag("regression_tolerance", ("--regression-tolerance",), "Allowed worsening against the "
+         "baseline (default 0.01).", GATE,
+         "baseline.tolerance", float, metavar="X"),
+    Flag("multiple_testing", ("--multiple-testing",), "Adjustment: holm, bonferroni, fdr_bh or "
+         "none.", GATE, "multiple_testing", str, "holm", "METHOD"),
+    Flag("multiple_testing_scope", ("--multiple-testing-scope",), "Tests that decide: primary, "
+         "battery, family.", GATE, "multiple_testing_scope", str,
+         "primary", "SCOPE"),
+    Flag("ci", ("--ci",), "Bootstrap percentile confidence intervals for every metric.", GATE,
+         "ci", bool, False),
+    Flag("ci_level", ("--ci-level",), "Confidence level of intervals.", GATE, "ci_level",
+         float, 0.95, "X"),
+    Flag("hosmer_lemeshow", ("--hosmer-lemeshow",), "Also run the Hosmer-Lemeshow test "
+         "(binary; low power).", GATE,
+         "global_tests.hosmer_lemeshow", bool, False),
+    # Outputs
+    Flag("json", ("--json",), "Write the JSON result ('-': stdout, then nothing else "
+         "there).", OUT, "outputs.json", metavar="PATH"),
+    Flag("html", ("--html",), "Write a single-file HTML report (no scripts, nothing fetched).",
+         OUT, "outputs.html", metavar="PATH"),
+    Flag("pdf", ("--pdf",), "Write the report as PDF (needs the calaudit[pdf] "
+         "extra).", OUT, "outputs.pdf", metavar="PATH"),
+    Flag("pdf_appendix", ("--pdf-appendix",), "Add the appendix to the PDF (methods, "
+         "all groups, nulls).", OUT, "outputs.pdf_appendix", bool,
+         False),
+    Flag("md", ("--md",), "Write a Markdown report (figures in <stem>_files/).",
+         OUT, "outputs.md", metavar="PATH"),
+    Flag("junit", ("--junit",), "Write JUnit XML: one testcase per check.",
+         OUT, "outputs.junit", metavar="PATH"),
+    # Local calibration
+    Flag("local_tests", ("--local-tests",), "Comma list of local tests, or none.",
+         LOCAL, "local.tests", str, "local_consistency", "LIST"),
+    Flag("local_resamples", ("--local-resamples",), "Resamples of each local test.", LOCAL,
+         "local.n_resamples", int, 500, "N", "local.n_resamples"),
+    Flag("prob_bandwidth", ("--prob-bandwidth",), "Kernel bandwidth on the predictions "
+         "(default: median heuristic).", LOCAL, "local.prob_bandwidth", float,
+         metavar="S"),
+    Flag("cov_bandwidth", ("--cov-bandwidth",), "Kernel bandwidth on the covariates "
+         "(default: median heuristic).", LOCAL, "local.cov_bandwidth", float,
+         metavar="S"),
+    Flag("min_group_rows", ("--min-group-rows",), "Groups with fewer rows are INCONCLUSIVE.",
+         LOCAL, "local.min_group_rows", int, 30, "N", "local.min_group_rows"),
+    Flag("min_group_events", ("--min-group-events",), "Groups with fewer (non-)events are "
+         "INCONCLUSIVE.", LOCAL, "local.min_group_events", int, 5, "N",
+         "local.min_group_events"),
+    Flag("group_adjust", ("--group-adjust",), "Adjustment of the group tests.",
+         LOCAL, "local.group_adjust", str, "holm", "METHOD"),
+    Flag("n_bands", ("--n-bands",), "Quantile bands of a numeric covariate in the groups.",
+         LOCAL, "local.n_bands", int, 4, "N", "local.n_bands"),
+    Flag("top_k", ("--top-k",), "Groups listed first, by strength of evidence.",
+         LOCAL, "local.top_k", int, 5, "N", "local.top_k"),
+    Flag("kite_width", ("--kite-width",), "klce_permutation: KiTE prob_kernel_width.",
+         LOCAL, "local.kite_prob_kernel_width", float, 0.1, "W"),
+    Flag("kite_gamma", ("--kite-gamma",), "klce_permutation: KiTE covariate gamma "
+         "(default: 1/columns).", LOCAL, "local.kite_cov_gamma", float,
+         metavar="G"),
+    # Estimators
+    Flag("n_bins", ("--n-bins",), "Bins of the binned estimators: ECE, MCE.", BINS,
+         "binning.n_bins", int, 15, "N", "binning.n_bins"),
+    Flag("binning", ("--binning",), "uniform (equal width) or quantile bins.",
+         BINS, "binning.strategy", str, "uniform", "KIND"),
+    Flag("kernel", ("--kernel",), "SKCE kernel: also gaussian or laplacian.",
+         BINS, "skce.kernel", str, "exponential", "NAME"),
+    Flag("bandwidth", ("--bandwidth",), "SKCE kernel scale (default: median distance of "
+         "all pairs).", BINS, "skce.bandwidth", float, metavar="X"),
+    Flag("blocksize", ("--blocksize",), "Block size of the skce_block estimator.", BINS,
+         "skce.blocksize", int, 10, "N", "skce.blocksize"),
+    Flag("squared", ("--squared",), "Squared errors: tce2, cwce2, cce2 or all (slow; "
+         "off by default).", BINS, "squared.enabled",
+         metavar="LIST"),
+    Flag("squared_estimators", ("--squared-estimators",), "Their estimators: bin, kde, kkr, "
+         "ukkr (default all).", BINS,
+         "squared.estimators", metavar="LIST"),
+    # Large data and Dask
+    Flag("method", ("--method",), "Kernel tests: exact, features (Fourier) or auto.",
+         LARGE, "method", str, "auto", "NAME"),
+    Flag("n_features", ("--n-features",), "Random Fourier features of --method features.",
+         LARGE, "n_features", int, metavar="D",
+         counts="n_features"),
+    Flag("spill", ("--spill",), "Columns in memory-mapped files: always, never "
+         "or auto (default).", LARGE, "data.spill", metavar="MODE"),
+    Flag("spill_dir", ("--spill-dir",), "Directory of the spill files (default: temp).",
+         LARGE, "data.spill_dir", metavar="DIR"),
+    Flag("dask", ("--dask",), "Run the row reductions on this Dask scheduler.",
+         DASK, "dask.scheduler", metavar="ADDRESS"),
+    Flag("workers", ("--workers",), "Start a local Dask cluster of N worker processes.",
+         DASK, "dask.workers", int, metavar="N", counts="dask.workers"),
+    Flag("memory_limit", ("--memory-limit",), "Memory limit of each --workers process "
+         "(default 2GB).", DASK, "dask.memory_limit", metavar="SIZE"),
+    Flag("threads", ("--threads",), "Threads of the row reductions (default: the CPU "
+         "cores).", DASK, "dask.threads", int, metavar="N",
+         counts="dask.threads"),
+    # Report sign-off
+    Flag("signoff_name", ("--signoff-name",), "Name in the report's sign-off block (blank "
+         "if absent).", SIGNOFF, "outputs.signoff_name", metavar="TEXT"),
+    Flag("signoff_role", ("--signoff-role",), "Role in the report's sign-off block.", SIGNOFF,
+         "outputs.signoff_role", metavar="TEXT"),
+    Flag("signoff_date", ("--signoff-date",), "Date in the report's sign-off block (free "
+         "text).", SIGNOFF, "outputs.signoff_date", metavar="TEXT"),
+    Flag("signoff_decision", ("--signoff-decision",), "Decision, e.g. 'approved for release'.",
+         SIGNOFF, "outputs.signoff_decision", metavar="TEXT"),
+    # Terminal and configuration
+    Flag("config", ("--config",), "Settings file (default: calaudit.toml, searched "
+         "upwards).", CONF, kind=Path, metavar="FILE"),
+    Flag("show_config", ("--show-config",), "Print every resolved setting and its source, "
+         "then exit.", CONF, kind=bool, default=False),
+    Flag("explain", ("--explain",), "Say what each row of the terminal summary "
+         "means.", CONF, kind=bool, default=False),
+    Flag("quiet", ("--quiet", "-q"), "Print nothing but errors (outputs are still written).",
+         CONF, kind=bool, default=False),
+    Flag("verbose", ("--verbose", "-v"), "Log each step on stderr (config, rows, timings).",
+         CONF, kind=bool, default=False),
+    Flag("color", ("--color",), "auto (the terminal and NO_COLOR decide), always, "
+         "never.", CONF, "outputs.color", metavar="WHEN"),
+    # config show / config init / sample-data
+    Flag("show_json", ("--json",), "Print JSON instead of text.", OTHER, kind=bool,
+         default=False),
+    Flag("pyproject", ("--pyproject",), "Write a [tool.calaudit] table to paste into "
+         "pyproject.toml.", OTHER, kind=bool, default=False),
+    Flag("force", ("--force",), "Overwrite existing files.", OTHER, kind=bool, default=False),
+)
+
+#: Declaration order: the order of ``--help`` within each panel.
+ORDER = list(FLAGS)
+_SIGNOFF = ("signoff_name", "signoff_role", "signoff_date", "signoff_decision")
+_TERMINAL = ("config", "show_config", "explain", "quiet", "verbose", "color")
+#: Options of ``calaudit test`` and ``calaudit metrics`` alike.
+AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates_file",
+         "covariates", "categorical", "positive_label", "renormalize", "drop_invalid",
+         "seed", "fail_on", "exit_zero", "baseline", "regression_tolerance",
+         "json", "html", "pdf", "pdf_appendix", "md", "junit",
+         "prob_bandwidth", "cov_bandwidth", "min_group_rows", "min_group_events", "n_bands",
+         "top_k", "n_bins", "binning", "kernel", "bandwidth", "blocksize", "squared",
+         "squared_estimators", "method", "n_features", "spill", "spill_dir",
+         *_SIGNOFF, *_TERMINAL)
+#: ``calaudit test``: the audit's options and those of the tests.
+TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_scope", "ci",
+        "ci_level", "hosmer_lemeshow", "local_tests", "local_resamples", "group_adjust",
+        "kite_width", "kite_gamma", "dask", "workers", "memory_limit", "threads")
+COMPARE = ("regression_tolerance", "fail_on", "exit_zero", "json", "junit", "config", "quiet",
+           "color")
+REPORT = ("html", "pdf", "pdf_appendix", "md", *_SIGNOFF)
+#: Options that set several settings at once (``calaudit.cli.settings_flags``).
+COMPOSITE = frozenset({"squared", "squared_estimators"})
 
 DataArg = Annotated[str, typer.Argument(
-    help="Predictions: a .csv, .tsv (optionally .gz), .parquet or .npz file; a dataset "
-    "directory (hive key=value/ directories become columns); a quoted glob such as "
-    "'preds/*.parquet'; or a URL (s3://, gs://, abfs://, memory://, file://).",
+    help="Predictions: a .csv/.tsv (.gz), .parquet or .npz file, a dataset directory, a "
+    "quoted glob ('preds/*.parquet') or a URL (s3://, gs://, abfs://, memory://).",
     show_default=False, metavar="PATH")]
-LabelCol = Annotated[Optional[str], typer.Option(
-    "--label-col", help="Label column (default: autodetect label, y, target, ...).",
-    rich_help_panel=DATA)]
-ProbCols = Annotated[Optional[str], typer.Option(
-    "--prob-cols", help="Probability column(s): one column (binary), a glob such as 'p_*' "
-    "or a comma list (multi-class; class names from the suffixes).", rich_help_panel=DATA)]
-LogitCols = Annotated[Optional[str], typer.Option(
-    "--logit-cols", help="Logit column(s), turned into probabilities by a softmax "
-    "(one column: a sigmoid).", rich_help_panel=DATA)]
-IdCol = Annotated[Optional[str], typer.Option(
-    "--id-col", help="Row id column used to join --labels / --covariates-file.",
-    rich_help_panel=DATA)]
-LabelsFile = Annotated[Optional[str], typer.Option(
-    "--labels", help="Read the labels from this file (or dataset) instead.",
-    rich_help_panel=DATA)]
-CovariatesFile = Annotated[Optional[str], typer.Option(
-    "--covariates-file", help="Read the covariates from this file (or dataset) instead.",
-    rich_help_panel=DATA)]
-Covariates = Annotated[Optional[str], typer.Option(
-    "--covariates", help="Comma list of covariate columns, e.g. age,race.",
-    rich_help_panel=DATA)]
-Categorical = Annotated[Optional[str], typer.Option(
-    "--categorical", help="Comma list of integer-coded covariates to treat as categories.",
-    rich_help_panel=DATA)]
-PositiveLabel = Annotated[Optional[str], typer.Option(
-    "--positive-label", help="The label of the positive class when one probability column "
-    "is given and labels are strings.", rich_help_panel=DATA)]
-Renormalize = Annotated[bool, typer.Option(
-    "--renormalize", help="Rescale multi-class rows that do not sum to 1.",
-    rich_help_panel=DATA)]
-DropInvalid = Annotated[bool, typer.Option(
-    "--drop-invalid", help="Drop invalid rows (counted by reason) instead of stopping.",
-    rich_help_panel=DATA)]
-Spill = Annotated[Optional[str], typer.Option(
-    "--spill", metavar="auto|always|never", help="Keep the loaded columns in memory-mapped "
-    "files that the system pages to disk (always), in memory (never), or on disk when they "
-    "would take over a quarter of the available memory (auto, the default).",
-    rich_help_panel=DATA, show_default=False)]
-SpillDir = Annotated[Optional[str], typer.Option(
-    "--spill-dir", metavar="DIR", help="Directory of the spill files (default: the system "
-    "temporary directory). They are deleted as soon as they are mapped.",
-    rich_help_panel=DATA, show_default=False)]
-NBins = Annotated[int, typer.Option(
-    "--n-bins", min=COUNTS["binning.n_bins"][0],
-    max=COUNTS["binning.n_bins"][1],
-    help="Bins of the binned estimators (ECE, MCE).", rich_help_panel=BINS)]
-Binning = Annotated[str, typer.Option(
-    "--binning", help="uniform (equal width) or quantile (equal mass).", rich_help_panel=BINS)]
-NResamples = Annotated[int, typer.Option(
-    "--n-resamples", min=COUNTS["n_resamples"][0],
-    max=COUNTS["n_resamples"][1],
-    help="Resamples of the resampling tests and of --ci intervals.",
-    rich_help_panel=TESTS)]
-Kernel = Annotated[str, typer.Option(
-    "--kernel", help="SKCE prediction kernel: exponential (on total variation), gaussian or "
-    "laplacian.", rich_help_panel=BINS)]
-Bandwidth = Annotated[Optional[float], typer.Option(
-    "--bandwidth", help="Distance scale (1/gamma) of the SKCE kernel; "
-    "default: median distance over all pairs.", rich_help_panel=BINS, show_default=False)]
-Blocksize = Annotated[int, typer.Option(
-    "--blocksize", min=COUNTS["skce.blocksize"][0],
-    max=COUNTS["skce.blocksize"][1],
-    help="Block size of the skce_block estimator.", rich_help_panel=BINS)]
-Method = Annotated[str, typer.Option(
-    "--method", help="Kernel statistics (SKCE, KLCE): exact (pairwise, O(n^2)), features "
-    "(random Fourier features, O(n D), exact-conditional p-values) or auto (features when "
-    "the exact path would take longer than exact_budget_seconds).", rich_help_panel=TESTS)]
-NFeatures = Annotated[Optional[int], typer.Option(
-    "--n-features", min=COUNTS["n_features"][0], max=COUNTS["n_features"][1], help="Random Fourier features D of --method features "
-    "(default: the size rule in docs/scale.md).", rich_help_panel=TESTS, show_default=False)]
-Ci = Annotated[bool, typer.Option(
-    "--ci", help="Bootstrap percentile confidence intervals for every metric.",
-    rich_help_panel=TESTS)]
-CiLevel = Annotated[float, typer.Option(
-    "--ci-level", help="Confidence level of intervals.", rich_help_panel=TESTS)]
-HosmerLemeshow = Annotated[bool, typer.Option(
-    "--hosmer-lemeshow", help="Also run the Hosmer-Lemeshow test (binary; off by default: "
-    "grouping-dependent, low power).", rich_help_panel=TESTS)]
-Squared = Annotated[Optional[str], typer.Option(
-    "--squared", help="Squared calibration errors with the estimator chosen by cross-validated "
-    "risk (Gruber & Bach): comma list of tce2, cwce2, cce2, or 'all'. Off by default (about "
-    "a minute of CPU for cce2 at 10,000 rows).", rich_help_panel=SQUARED)]
-SquaredEstimators = Annotated[Optional[str], typer.Option(
-    "--squared-estimators", help="Estimators compared by their cross-validated risk: comma "
-    "list of bin, kde, kkr, ukkr (default: all); alone it means --squared all.",
-    rich_help_panel=SQUARED)]
-Alpha = Annotated[float, typer.Option(
-    "--alpha", help="Level of every test, after adjustment.", rich_help_panel=TESTS)]
-Seed = Annotated[int, typer.Option(
-    "--seed", min=COUNTS["seed"][0],
-    max=COUNTS["seed"][1],
-    help="Seed of every random choice; the same seed gives the same numbers.",
-    rich_help_panel=TESTS)]
-MultipleTesting = Annotated[str, typer.Option(
-    "--multiple-testing", help="P-value adjustment: holm, bonferroni, fdr_bh, none.",
-    rich_help_panel=TESTS)]
-MultipleTestingScope = Annotated[str, typer.Option(
-    "--multiple-testing-scope", help="primary: one primary test per question decides (Holm), "
-    "the others are diagnostics; battery: every test gates, all adjusted together; family: "
-    "every test gates, adjusted per family (gives up the alpha guarantee).",
-    rich_help_panel=TESTS)]
-FailOn = Annotated[str, typer.Option(
-    "--fail-on", help="Comma list of statuses that fail the gate (exit code 1).",
-    rich_help_panel=TESTS)]
-ExitZero = Annotated[bool, typer.Option(
-    "--exit-zero", help="Report without gating: exit 0 whatever the statuses.",
-    rich_help_panel=TESTS)]
-JsonOut = Annotated[Optional[str], typer.Option(
-    "--json", help="Write the JSON result here ('-' for stdout, which then carries only JSON).",
-    rich_help_panel=OUT)]
-MdOut = Annotated[Optional[str], typer.Option(
-    "--md", help="Write a Markdown report here (figures go to <stem>_files/ next to it).",
-    rich_help_panel=OUT)]
-
-CONF = "Configuration and terminal"
-DASK = "Dask (needs the calaudit\\[dask] extra)"
-
-DaskScheduler = Annotated[Optional[str], typer.Option(
-    "--dask", metavar="ADDRESS", help="Run the row reductions on the running Dask cluster "
-    "whose scheduler is at ADDRESS (host:port or tcp://host:port). The result is the same "
-    "bytes as without Dask.", rich_help_panel=DASK, show_default=False)]
-DaskWorkers = Annotated[Optional[int], typer.Option(
-    "--workers", min=COUNTS["dask.workers"][0], max=COUNTS["dask.workers"][1],
-    help="Start a local Dask cluster of N single-threaded worker processes for the run "
-    "(closed at the end).", rich_help_panel=DASK, show_default=False)]
-DaskMemoryLimit = Annotated[Optional[str], typer.Option(
-    "--memory-limit", help="Memory limit of each --workers process, e.g. 2GB "
-    "(default: dask.memory_limit, 2GB).", rich_help_panel=DASK, show_default=False)]
-Threads = Annotated[Optional[int], typer.Option(
-    "--threads", min=COUNTS["dask.threads"][0], max=COUNTS["dask.threads"][1],
-    help="Threads of the row reductions in this process (default: dask.threads, the usable "
-    "CPU cores). The result is the same bytes whatever the number.",
-    rich_help_panel=DASK, show_default=False)]
-
-ConfigFile = Annotated[Optional[Path], typer.Option(
-    "--config", help="Read settings from this TOML file (calaudit.toml layout, or a "
-    "pyproject.toml's \\[tool.calaudit]) instead of searching from the working directory "
-    "upwards. Also CALAUDIT_CONFIG.", rich_help_panel=CONF, show_default=False)]
-Quiet = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="Print nothing but errors (outputs are still written).",
-    rich_help_panel=CONF)]
-Verbose = Annotated[bool, typer.Option(
-    "--verbose", "-v", help="Explain each step on stderr (config file, rows, stage timings).",
-    rich_help_panel=CONF)]
-Color = Annotated[Optional[str], typer.Option(
-    "--color", help="Colour on the terminal: auto (NO_COLOR and the terminal decide), always "
-    "or never.", rich_help_panel=CONF, show_default=False)]
-JunitOut = Annotated[Optional[str], typer.Option(
-    "--junit", help="Write JUnit XML here: one testcase per check, for CI test reports.",
-    rich_help_panel=OUT)]
-BaselineFile = Annotated[Optional[Path], typer.Option(
-    "--baseline", help="Compare with this earlier JSON result; regressions fail the gate.",
-    rich_help_panel=TESTS)]
-RegressionTolerance = Annotated[Optional[float], typer.Option(
-    "--regression-tolerance", min=0, help="Allowed worsening of a metric against the "
-    "baseline (default 0.01; per metric: \\[thresholds.<id>] tolerance).",
-    rich_help_panel=TESTS, show_default=False)]
-ShowConfig = Annotated[bool, typer.Option(
-    "--show-config", help="Print every resolved setting with its source (flag, CALAUDIT_* "
-    "variable, config file, default) and exit without auditing.", rich_help_panel=CONF)]
-HtmlOut = Annotated[Optional[str], typer.Option(
-    "--html", help="Write a single-file HTML report here (no scripts, nothing fetched).",
-    rich_help_panel=OUT)]
-SIGNOFF = "Report sign-off"
-SignoffName = Annotated[Optional[str], typer.Option(
-    "--signoff-name", help="Name in the report's sign-off block (blank line if absent).",
-    rich_help_panel=SIGNOFF)]
-SignoffRole = Annotated[Optional[str], typer.Option(
-    "--signoff-role", help="Role in the report's sign-off block.", rich_help_panel=SIGNOFF)]
-SignoffDate = Annotated[Optional[str], typer.Option(
-    "--signoff-date", help="Date in the report's sign-off block (free text, e.g. 2026-11-21).",
-    rich_help_panel=SIGNOFF)]
-SignoffDecision = Annotated[Optional[str], typer.Option(
-    "--signoff-decision", help="Decision in the report's sign-off block (free text, e.g. "
-    "'approved for release').", rich_help_panel=SIGNOFF)]
-PdfOut = Annotated[Optional[str], typer.Option(
-    "--pdf", help="Write a PDF of the HTML report here (needs the calaudit[pdf] extra: "
-    "WeasyPrint).", rich_help_panel=OUT)]
-Explain = Annotated[bool, typer.Option(
-    "--explain", help="Add what each metric and test row means to the terminal summary.",
-    rich_help_panel=CONF)]
 ResultsArg = Annotated[Path, typer.Argument(
     help="A JSON result written by 'calaudit test --json'.", show_default=False)]
-ProbBandwidth = Annotated[Optional[float], typer.Option(
-    "--prob-bandwidth",
-    help="Bandwidth s of the Gaussian kernel on predictions, exp(-|p - q|^2 / (2 s^2)) "
-    "(default: median heuristic).", rich_help_panel=LOCAL)]
-CovBandwidth = Annotated[Optional[float], typer.Option(
-    "--cov-bandwidth",
-    help="Bandwidth s of the Gaussian kernel on the encoded covariates (numeric z-scored, "
-    "categories at distance 1; default: median heuristic per covariate).",
-    rich_help_panel=LOCAL)]
-LocalTests = Annotated[str, typer.Option(
-    "--local-tests", help="Comma list of local tests: local_consistency (recalibration "
-    "scores and KLCE aggregated, labels resampled from the predictions), klce_consistency "
-    "(KLCE alone), klce_bootstrap (the paper's Algorithm 1), klce_permutation "
-    "(KiTE ELCE2), or 'none'.", rich_help_panel=LOCAL)]
-LocalResamples = Annotated[int, typer.Option(
-    "--local-resamples", min=COUNTS["local.n_resamples"][0],
-    max=COUNTS["local.n_resamples"][1],
-    help="Resamples of each local test.", rich_help_panel=LOCAL)]
-MinGroupRows = Annotated[int, typer.Option(
-    "--min-group-rows", min=COUNTS["local.min_group_rows"][0],
-    max=COUNTS["local.min_group_rows"][1],
-    help="Groups with fewer rows are INCONCLUSIVE.",
-    rich_help_panel=LOCAL)]
-MinGroupEvents = Annotated[int, typer.Option(
-    "--min-group-events", min=COUNTS["local.min_group_events"][0],
-    max=COUNTS["local.min_group_events"][1],
-    help="Groups with fewer events or non-events are "
-    "INCONCLUSIVE.", rich_help_panel=LOCAL)]
-GroupAdjust = Annotated[str, typer.Option(
-    "--group-adjust", help="Adjustment of the group tests: holm, fdr_bh, bonferroni, none.",
-    rich_help_panel=LOCAL)]
-NBands = Annotated[int, typer.Option(
-    "--n-bands", min=COUNTS["local.n_bands"][0],
-    max=COUNTS["local.n_bands"][1],
-    help="Quantile bands of each numeric covariate in the group table.",
-    rich_help_panel=LOCAL)]
-TopK = Annotated[int, typer.Option(
-    "--top-k", min=COUNTS["local.top_k"][0],
-    max=COUNTS["local.top_k"][1],
-    help="Number of most biased groups listed.", rich_help_panel=LOCAL)]
-KiteWidth = Annotated[float, typer.Option(
-    "--kite-width", help="klce_permutation: KiTE prob_kernel_width w, "
-    "k = exp(-(p - q)^2 / w^2).", rich_help_panel=LOCAL)]
-KiteGamma = Annotated[Optional[float], typer.Option(
-    "--kite-gamma", help="klce_permutation: KiTE covariate RBF gamma "
-    "on raw covariates (default: 1 / number of encoded columns).", rich_help_panel=LOCAL)]
+
+
+def argument(name: str, annotation: Any, default: Any = inspect.Parameter.empty
+             ) -> inspect.Parameter:
+    """A positional parameter of a command (``annotation``: ``Annotated[type,
+    typer.Argument(...)]``)."""
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                             annotation=annotation)
+
+
+def takes(arguments: Sequence[inspect.Parameter], names: Sequence[str]
+          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command ``ctx``, its ``arguments`` and the options ``names`` (of
+    :data:`FLAGS`), in that order: the signature typer reads. The command itself takes
+    ``(ctx, **params)`` and reads them from ``ctx.params``."""
+    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
+        context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    annotation=typer.Context)
+        params = [context, *arguments]
+        params += [FLAGS[name].parameter() for name in sorted(names, key=ORDER.index)]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command
+    return wrap

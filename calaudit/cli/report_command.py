@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from calaudit.data.result_file import read_json_result
 from calaudit.exceptions import ConfigError, InputError
@@ -16,9 +18,19 @@ from calaudit.report.load import read_result
 from calaudit.report.render import render_reports
 
 
+def run_from_options(params: Mapping[str, Any]) -> list[Path]:
+    """``calaudit report``: :func:`run` with the command's options."""
+    signoff = {key: params[f"signoff_{key}"] for key in ("name", "role", "date", "decision")
+               if params.get(f"signoff_{key}")}
+    return run(params["results"], params.get("html"), params.get("md"), signoff,
+               pdf=params.get("pdf"), pdf_appendix=bool(params.get("pdf_appendix")))
+
+
 def run(results: Path, html: str | Path | None, md: str | Path | None,
-        signoff: dict[str, str], pdf: str | Path | None = None) -> list[Path]:
-    """Render ``results`` to ``html``, ``md`` and/or ``pdf``; returns the paths written."""
+        signoff: dict[str, str], pdf: str | Path | None = None,
+        pdf_appendix: bool = False) -> list[Path]:
+    """Render ``results`` to ``html``, ``md`` and/or ``pdf`` (with the appendix when
+    ``pdf_appendix``); returns the paths written."""
     if html is None and md is None and pdf is None:
         raise ConfigError("nothing to write: give --html PATH, --md PATH and/or --pdf PATH")
     check_targets([("--md", md), ("--html", html), ("--pdf", pdf)])
@@ -28,7 +40,7 @@ def run(results: Path, html: str | Path | None, md: str | Path | None,
     source = {"path": str(results), "sha256": hashlib.sha256(raw).hexdigest()}
     try:
         documents = render_reports(result, html=html, md=md, pdf=pdf, signoff=signoff,
-                                   source=source)
+                                   source=source, pdf_appendix=pdf_appendix)
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         raise InputError(f"malformed result ({type(exc).__name__}: {exc})",
                          source=str(results), rule="result_schema",

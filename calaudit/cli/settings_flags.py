@@ -1,10 +1,8 @@
-"""Which command-line options are settings, and which the user actually gave.
+"""The settings the user gave on the command line.
 
-An option is a setting when its parameter name is (in this order) in ``EXPLICIT``, a
-top-level field of ``AuditConfig``, a field of ``[data]`` or ``[outputs]``, or the name of
-exactly one setting anywhere (so ``--bandwidth`` finds ``skce.bandwidth`` once that
-section exists). Options in ``NOT_SETTINGS`` only steer the command. Only options given
-on the command line count (``ctx.get_parameter_source``): Typer defaults never override
+Each option names its setting in its declaration (:class:`calaudit.cli.options.Flag`,
+``setting``); options without one only steer the command. Only options given on the
+command line count (``ctx.get_parameter_source``): an option's default never overrides
 the config file.
 """
 
@@ -13,64 +11,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from calaudit.settings.schema import Leaf, Section, iter_leaves
-
-EXPLICIT = {
-    "n_bins": "binning.n_bins",
-    "binning": "binning.strategy",
-    "baseline": "baseline.path",
-    "regression_tolerance": "baseline.tolerance",
-    "local_tests": "local.tests",
-    "local_resamples": "local.n_resamples",
-    "kite_width": "local.kite_prob_kernel_width",
-    "kite_gamma": "local.kite_cov_gamma",
-    "squared": "squared.enabled",  # composite: see _squared_flags
-    "squared_estimators": "squared.estimators",
-    "dask": "dask.scheduler",
-    "workers": "dask.workers",
-    "memory_limit": "dask.memory_limit",
-    "threads": "dask.threads",
-}
-NOT_SETTINGS = frozenset({"data", "config", "quiet", "verbose", "old", "new", "show_json",
-                          "show_config", "pyproject", "force", "path", "directory",
-                          "results", "explain"})
-ROOT_SECTIONS = ("", "data", "outputs")
-#: Options that set several settings at once (their meaning lives in the config class).
-COMPOSITE = frozenset({"squared", "squared_estimators"})
+from calaudit.cli.options import COMPOSITE, FLAGS
 
 
-def setting_key(name: str, schema: Section) -> str | None:
-    """The dotted setting an option parameter ``name`` sets, or ``None``."""
-    if name in EXPLICIT:
-        return EXPLICIT[name]
-    for section in ROOT_SECTIONS:
-        key = f"{section}.{name}" if section else name
-        node = schema.children.get(section) if section else schema
-        if isinstance(node, Section) and isinstance(node.children.get(name), Leaf):
-            return key
-    matches = [leaf.key for leaf in iter_leaves(schema)
-               if leaf.path[-1] == name and "<" not in leaf.key]
-    return matches[0] if len(matches) == 1 else None
-
-
-def given_flags(ctx: Any, schema: Section) -> dict[str, tuple[Any, str]]:
+def given_flags(ctx: Any) -> dict[str, tuple[Any, str]]:
     """``{dotted key: (value, "--option")}`` for the setting options given on the command
-    line. Raises ``LookupError`` for an option that maps to no setting (a bug)."""
+    line."""
     flags = {}
     for param in ctx.command.params:
-        name = param.name
-        if name in NOT_SETTINGS or not _given(ctx, name):
+        flag = FLAGS.get(param.name)
+        if flag is None or flag.setting is None or param.name in COMPOSITE \
+                or not _given(ctx, param.name):
             continue
-        if name in COMPOSITE:
-            continue
-        key = setting_key(name, schema)
-        if key is None:
-            raise LookupError(f"option {param.opts[0]} maps to no setting; add it to "
-                              "calaudit.cli.settings_flags.EXPLICIT or NOT_SETTINGS")
-        value = ctx.params[name]
+        value = ctx.params[param.name]
         if isinstance(value, os.PathLike):
             value = os.fspath(value)
-        flags[key] = (value, max(param.opts, key=len))
+        flags[flag.setting] = (value, max(param.opts, key=len))
     flags.update(_squared_flags(ctx))
     return flags
 

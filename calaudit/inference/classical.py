@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
+from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
@@ -202,7 +203,7 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
     out = []
     for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):
         params = {"se": fit.citl_se if key == "citl" else fit.slope_se, "ci_level": ci_level,
-                  "clipped_rows": fit.clipped,
+                  "logit_clip": LOGIT_CLIP, "clipped_rows": fit.clipped,
                   "model": ("logit P(y=1) = a + logit(p)" if key == "citl"
                             else "logit P(y=1) = a + b logit(p)")}
         if key == "slope":

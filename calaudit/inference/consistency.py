@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit import registry
+from calaudit import progress, registry
 from calaudit.inference import applicability as rules
 from calaudit.metrics.binned import BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
@@ -74,9 +74,16 @@ class ResamplingTest:
 
 
 def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_rows: int,
-         n_resamples: int, max_entries: int, atol: float = 0.0) -> ResamplingTest:
-    null = np.concatenate([batch_null(q) for q in batch_sizes(n_resamples, n_rows,
-                                                             max_entries)])
+         n_resamples: int, max_entries: int, atol: float = 0.0,
+         name: str = "label redraws") -> ResamplingTest:
+    """The null distribution batch by batch (a progress task ``name``: one step per
+    batch, ``n_resamples`` units) and the Monte-Carlo p-value."""
+    batches = []
+    with progress.task(name, total=n_resamples) as advance:
+        for q in batch_sizes(n_resamples, n_rows, max_entries):
+            batches.append(batch_null(q))
+            advance(q)
+    null = np.concatenate(batches)
     return ResamplingTest(observed, null, monte_carlo_pvalue(observed, null, atol=atol))
 
 
@@ -123,7 +130,8 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
                                                              executor=executor)[0])
         return forms * scale
 
-    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie)
+    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie,
+                name="label redraws (SKCE)")
 
 
 def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
@@ -165,4 +173,5 @@ def canonical_ece_consistency_test(bins: CanonicalBins, observed: float,
     def batch(q: int) -> NDArray[np.float64]:
         return bins.ece_for_labels(categorical_draws(rng, bins.y_proba, q), distance)
 
-    return _run(observed, batch, n * m, n_resamples, max_entries)
+    return _run(observed, batch, n * m, n_resamples, max_entries,
+                name="label redraws (canonical ECE)")

@@ -280,7 +280,9 @@ def _linear(estimates: _Estimates) -> TestResult:
         if math.isfinite(result.z):
             return TestResult(test_id, result.z, estimate, result.p_value, METHODS[test_id],
                               params={**params, "pairs": result.n_terms,
-                                      "stderr": result.stderr}, title=registry.title(test_id))
+                                      "stderr": result.stderr,
+                                      "statistic": "z = sqrt(pairs) SKCE_ul / sd"},
+                              title=registry.title(test_id))
         reason = "all pair terms are equal (zero variance): the z statistic is undefined"
     return _decided(test_id, Status.INCONCLUSIVE, reason, estimate, dict(params))
 

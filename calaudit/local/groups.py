@@ -25,6 +25,7 @@ the ``tests`` list only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -279,9 +280,46 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
     return rows
 
 
+def format_bias(value: float | None) -> str:
+    """A group's bias as every output writes it: signed, 3 decimals (``+0.055``)."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.3f}"
+
+
+def format_interval(ci: Sequence[float | None] | None) -> str:
+    """A bias interval as every output writes it: ``[+0.019, +0.084]``; ``-`` if none. A
+    bound that is not 0 but would be written 0.000 gets the digits that show its side
+    (``[+0.0004, +0.127]``): whether the interval excludes 0 is what it tells."""
+    if not ci or None in ci:
+        return "-"
+    return f"[{_bound(ci[0])}, {_bound(ci[1])}]"
+
+
+def _bound(value: float) -> str:
+    text = format_bias(value)
+    if value != 0 and math.isfinite(value) and float(text) == 0:
+        return f"{value:+.1g}" if abs(value) < 1e-4 else f"{value:+.4f}"
+    return text
+
+
 def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    """The ``k`` conclusive groups with the largest ``|bias|`` (ties: smaller p-value),
-    each with its ``rank`` (1 = most biased)."""
-    conclusive = [r for r in rows if r["status"] != "INCONCLUSIVE"]
-    ranked = sorted(conclusive, key=lambda r: (-abs(r["bias"]), r["p_value"], r["group"]))
+    """The groups a reader should see first: at most ``k`` conclusive groups whose bias
+    interval excludes 0, the strongest evidence first (adjusted p-value, then raw p-value,
+    then the larger ``|bias|``), each with its ``rank`` (1 = strongest). A small group
+    whose interval contains 0 is noise at this sample size, however large its bias: it is
+    left to the group table."""
+    shown = [r for r in rows if r["status"] != "INCONCLUSIVE" and excludes_zero(r)]
+    ranked = sorted(shown, key=lambda r: (_p(r["p_value_adjusted"]), _p(r["p_value"]),
+                                          -abs(r["bias"]), r["group"]))
     return [{"rank": i + 1, **r} for i, r in enumerate(ranked[:k])]
+
+
+def excludes_zero(row: dict[str, Any]) -> bool:
+    """Whether a group's bias interval lies on one side of 0."""
+    interval = row.get("bias_ci")
+    return bool(interval) and (interval[0] > 0 or interval[1] < 0)
+
+
+def _p(value: float | None) -> float:
+    return 1.0 if value is None else value

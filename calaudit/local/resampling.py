@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import progress
 from calaudit.local.klce import kite_normaliser
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
@@ -117,31 +118,34 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
     done, first = 0, True
-    while first or done < n_resamples:
-        count = min(max(1, batch - (k if first else 0)), n_resamples - done)
-        offset = k if first else 0
-        # columns are drawn in float64 (the GEMMs round them to ``dtype``), so the
-        # replicates refined below are recomputed from the exact columns
-        block = np.empty(layout + (offset + count,), dtype=np.float64)
-        if first and k:
-            block[..., :k] = lead
-        sampler(rng, block[..., offset:])
-        if observe is not None:
-            observe(block[..., offset:])
-        values, extra = kernel_forms_and_matmul(gram, block, products if first else None,
-                                                dtype=dtype, executor=executor)
-        if first:
-            lead_forms = values[:k] if k else lead_forms
-            values = values[k:]
-            weighted = extra if products is not None else None
-        if refine is not None and dtype != np.float64:
-            refine_near(values, block[..., offset:], refine[0], form_error_factor(n, dtype),
-                        refine[1],
-                        lambda z: kernel_forms_and_matmul(gram, z, executor=executor)[0])
-        forms.append(values)
-        done += count
-        first = False
-        del block
+    with progress.task("local resamples", total=n_resamples) as advance:
+        while first or done < n_resamples:
+            count = min(max(1, batch - (k if first else 0)), n_resamples - done)
+            offset = k if first else 0
+            # columns are drawn in float64 (the GEMMs round them to ``dtype``), so the
+            # replicates refined below are recomputed from the exact columns
+            block = np.empty(layout + (offset + count,), dtype=np.float64)
+            if first and k:
+                block[..., :k] = lead
+            sampler(rng, block[..., offset:])
+            if observe is not None:
+                observe(block[..., offset:])
+            values, extra = kernel_forms_and_matmul(gram, block,
+                                                    products if first else None,
+                                                    dtype=dtype, executor=executor)
+            if first:
+                lead_forms = values[:k] if k else lead_forms
+                values = values[k:]
+                weighted = extra if products is not None else None
+            if refine is not None and dtype != np.float64:
+                refine_near(values, block[..., offset:], refine[0],
+                            form_error_factor(n, dtype), refine[1],
+                            lambda z: kernel_forms_and_matmul(gram, z, executor=executor)[0])
+            forms.append(values)
+            done += count
+            advance(count)
+            first = False
+            del block
     return lead_forms, np.concatenate(forms), weighted
 
 

@@ -4,7 +4,8 @@
 list the verdict and the exit code are computed from) and adds, for each, the facts a
 reader needs to see why it has its status, looked up in the result payload:
 
-- test: statistic, raw p-value, adjusted p-value (and the method), alpha;
+- test: its estimate (and its test statistic when that is another number, named by its
+  definition), raw p-value, adjusted p-value (and the method), alpha;
 - metric with a threshold: value and the warn/fail levels with the direction;
 - baseline comparison: old, new, delta and tolerance;
 - unmatched threshold: the reason it was skipped.
@@ -130,10 +131,13 @@ def _queues(entries: Iterable[Mapping[str, Any]] | None, key: str
 
 
 def test_facts(test: Mapping[str, Any], method: str = "") -> list[str]:
-    """``statistic``, raw and adjusted p-values and alpha of a test entry."""
+    """The estimate, the test statistic when it is another number
+    (:func:`statistic_text`), raw and adjusted p-values and alpha of a test entry."""
     facts = []
-    if test.get("statistic") is not None:
-        facts.append(f"statistic {fmt_number(test['statistic'])}")
+    if test.get("estimate") is not None:
+        facts.append(f"estimate {fmt_number(test['estimate'])}")
+    if statistic_text(test):
+        facts.append(statistic_text(test))
     if test.get("p_value") is not None:
         facts.append(f"p {fmt_pvalue(test['p_value'])}")
     if test.get("p_value_adjusted") is not None:
@@ -142,6 +146,19 @@ def test_facts(test: Mapping[str, Any], method: str = "") -> list[str]:
     if test.get("alpha") is not None:
         facts.append(f"alpha {test['alpha']:g}")
     return facts
+
+
+def statistic_text(test: Mapping[str, Any]) -> str:
+    """``test statistic -6.724e-05 (n/(n-1) SKCE_uq - SKCE_b)``: the number the p-value
+    is computed from, named by its definition (``params.statistic``), when it is not the
+    test's estimate; ``""`` when it is (every output shows one number per test, the
+    estimate, and this phrase where the statistic differs)."""
+    statistic, estimate = test.get("statistic"), test.get("estimate")
+    if statistic is None or statistic == estimate:
+        return ""
+    definition = (test.get("params") or {}).get("statistic")
+    return f"test statistic {fmt_number(statistic)}" + (f" ({definition})" if definition
+                                                          else "")
 
 
 def metric_facts(metric: Mapping[str, Any]) -> list[str]:

@@ -6,6 +6,10 @@ import math
 import os
 from typing import Any
 
+# a group's bias and interval, written as the group table writes them
+from calaudit.local.groups import format_bias as fmt_bias  # noqa: F401
+from calaudit.local.groups import format_interval as fmt_bias_ci  # noqa: F401
+
 
 def reproducible() -> bool:
     """Whether ``SOURCE_DATE_EPOCH`` asks for reproducible outputs: no timings then."""
@@ -108,7 +112,7 @@ def check_facts(check: Any, p_label: str = "adjusted p") -> list[str]:
     """The value (or baseline delta) and adjusted p-value of a gate check, as phrases."""
     parts = []
     if check.value is not None:
-        label = "delta" if check.kind == "baseline" else "value"
+        label = "delta" if check.kind == "baseline" else "estimate"
         parts.append(f"{label} {fmt_number(check.value)}")
     if check.p_value is not None:
         parts.append(f"{p_label} {fmt_pvalue(check.p_value)}")

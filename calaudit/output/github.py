@@ -124,7 +124,7 @@ def _check_row(check: CheckLine) -> str:
             f"{fmt_pvalue(check.p_adjusted)} | {md_cell(check.detail)} |")
 
 
-CHECK_HEADER = ["| check | kind | status | value | p (raw) | p (adjusted) | detail |",
+CHECK_HEADER = ["| check | kind | status | estimate or delta | p (raw) | p (adjusted) | detail |",
                 "|---|---|---|---:|---:|---:|---|"]
 
 

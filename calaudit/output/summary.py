@@ -18,9 +18,11 @@ from calaudit.output.checklist import (
     counts_sentence,
     fail_on_of,
     failing_lines,
+    statistic_text,
 )
-from calaudit.output.formatting import fmt_number, fmt_pvalue
+from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
+from calaudit.output.story import plain, story
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
@@ -51,14 +53,18 @@ def explanations(result: Mapping[str, Any]) -> list[str]:
         text = "; ".join(f for f in facts if f)
         lines.append(f"  {metric['id']}: {meaning.text or metric.get('title', '')} ({text})")
     for test in result["tests"]:
-        lines.append(f"  {test['id']}: {test.get('title', '')}. {test_meaning(test)}")
+        statistic = statistic_text(test)
+        lines.append(f"  {test['id']}: {test.get('title', '')}. {test_meaning(test)}"
+                     + (f" The p-value comes from its {statistic}." if statistic else ""))
     if result["tests"]:
         lines.append(f"  {P_VALUES_TEXT}")
     return lines
 
 
 def tests_table(result: Mapping[str, Any]) -> Table | None:
-    """Every test: statistic, raw p-value, adjusted p-value (labelled with the method)."""
+    """Every test: estimate, raw p-value, adjusted p-value (labelled with the method). A
+    test statistic that is another number than the estimate is named on the test's line
+    under the tables (:func:`calaudit.output.checklist.statistic_text`)."""
     if not result["tests"]:
         return None
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
@@ -66,13 +72,13 @@ def tests_table(result: Mapping[str, Any]) -> Table | None:
                   show_edge=False, pad_edge=False)
     roles = any(test.get("role") for test in result["tests"])
     columns = [("test", "left"), *([("role", "left")] if roles else []),
-               ("statistic", "right"), ("p (raw)", "right"),
+               ("estimate", "right"), ("p (raw)", "right"),
                (f"p ({method}-adjusted)", "right"), ("status", "left")]
     for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for test in result["tests"]:
         role = [test.get("role") or "primary"] if roles else []
-        table.add_row(escape(test["id"]), *role, fmt_number(test.get("statistic")),
+        table.add_row(escape(test["id"]), *role, fmt_number(test.get("estimate")),
                       fmt_pvalue(test.get("p_value")), fmt_pvalue(test.get("p_value_adjusted")),
                       _styled(test.get("status") or ""))
     return table
@@ -93,12 +99,13 @@ def other_checks_table(lines: list[CheckLine]) -> Table | None:
 
 
 def top_groups_table(result: dict[str, Any]) -> Table | None:
-    """The most biased groups of the local-calibration diagnostics (``local.lcb.top_groups``),
-    or ``None`` when there are none."""
+    """The groups listed first (``local.lcb.top_groups``: intervals that exclude 0, the
+    strongest evidence first), or ``None`` when there are none."""
     top = (result.get("local") or {}).get("lcb", {}).get("top_groups") or []
     if not top:
         return None
-    table = Table(title="most biased groups (bias = observed - predicted)", show_edge=False,
+    table = Table(title="groups with the clearest bias, strongest evidence first "
+                        "(bias = observed - predicted)", show_edge=False,
                   pad_edge=False, title_justify="left")
     for name, justify in (("#", "right"), ("group", "left"), ("n", "right"),
                           ("obs / pred", "right"), ("bias [interval]", "right"),
@@ -106,16 +113,16 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
         table.add_column(name, justify=justify)
     notes = group_messages(result)
     for row in top:
-        low, high = row["bias_ci"] or (None, None)
-        interval = "" if low is None else f" [{low:+.3f}, {high:+.3f}]"
         marker = " †" if notes.get(str(row["group"])) else ""
         table.add_row(str(row["rank"]), escape(str(row["group"])), str(row["n"]),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
-                      f"{row['bias']:+.3f}{interval}", fmt_pvalue(row["p_value_adjusted"]),
+                      f"{fmt_bias(row['bias'])} {fmt_bias_ci(row['bias_ci'])}",
+                      fmt_pvalue(row["p_value_adjusted"]),
                       _styled(row["status"] or "") + marker)
     if any(notes.get(str(row["group"])) for row in top):
-        table.caption = ("† " + "; ".join(sorted({notes[str(r["group"])] for r in top
-                                                  if notes.get(str(r["group"]))})))
+        reasons = {part for r in top for part in notes.get(str(r["group"]), "").split("; ")
+                   if part}
+        table.caption = "† " + "; ".join(sorted(reasons))
         table.caption_justify = "left"
     return table
 
@@ -166,10 +173,6 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     if explain:
         for line in explanations(result):
             console.print(line, markup=False, soft_wrap=True)
-    sentence = (result.get("attribution") or {}).get("summary")
-    if sentence:
-        console.print(f"who is miscalibrated (diagnostic): {sentence}", markup=False,
-                      soft_wrap=True)
     if result.get("baseline"):
         print_baseline(result["baseline"], file=file, color=color, console=console)
     for check in lines:
@@ -180,6 +183,8 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     verdict = result["verdict"]
     console.print(f"verdict: {_styled(verdict)} ({counts_sentence(lines)}; "
                   f"{n_failing} in fail-on)")
+    for sentence in story(result, lines):  # the words every report leads with
+        console.print(f"  {plain(sentence)}", markup=False, soft_wrap=True)
     if not explain:
         console.print("  (--explain prints what each row means)", style="dim")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from calaudit.output import formatting
+from calaudit.output.story import plain
 from calaudit.resources import resource_dirs
 
 
@@ -39,5 +40,6 @@ def environment(override: str | Path | None = None):
         percent=formatting.fmt_percent,
         signed=formatting.fmt_signed,
         value=formatting.fmt_value,
+        plain=plain,
     )
     return env

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from calaudit.output.checklist import check_lines, counts_sentence
+from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.report import notes
 from calaudit.report.gate_context import build_baseline, build_verdict, check_rows
 from calaudit.report.views import BaselineView, CheckRow, KeyValue, SignOffView, VerdictView
@@ -27,6 +27,7 @@ class ComparisonContext:
     provenance: tuple[KeyValue, ...]
     signoff: SignOffView
     how_to_read: Mapping[str, str]
+    fail_on: str = "FAIL, ERROR"
 
 
 def is_comparison(result: Mapping[str, Any]) -> bool:
@@ -58,4 +59,5 @@ def build_comparison(result: Mapping[str, Any], signoff: Mapping[str, str] | Non
         checks=check_rows(lines), check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")), provenance=provenance,
         signoff=build_signoff(signoff or {}),
-        how_to_read=notes.how_to_read(result.get("config") or {}))
+        how_to_read=notes.how_to_read(result.get("config") or {}),
+        fail_on=", ".join(fail_on_of(result)))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from calaudit.output.checklist import check_lines, counts_sentence
+from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of, statistic_text
 from calaudit.output.formatting import (
     fmt_ci,
     fmt_count,
@@ -24,6 +24,7 @@ from calaudit.output.formatting import (
     fmt_value,
 )
 from calaudit.output.meanings import clipped_note, metric_meaning
+from calaudit.output.story import GLOSSARY, is_local, primary_tests
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
 from calaudit.report.diagnosis_context import build_diagnosis
@@ -43,12 +44,15 @@ from calaudit.report.views import (
     FigureView,
     FileRow,
     KeyValue,
+    LocalView,
     MetricRow,
     NullView,
     ReliabilityView,
     ReportContext,
     SignOffView,
+    Term,
     TestRow,
+    VerdictView,
 )
 
 MAX_PER_CLASS_PANELS = 40
@@ -92,12 +96,16 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
     local = build_local(result, tests, namer)
     evidence = tuple(section for builder in EVIDENCE_BUILDERS
                      if (section := builder(result, namer)) is not None)
+    diagnosis = build_diagnosis(result, namer)
+    lead, lead_section = lead_figure(result, reliability, local, namer)
+    verdict = build_verdict(result, lines)
+    glossary = build_glossary(result, verdict)
     return ReportContext(
         title=f"Calibration audit: {PurePath(path).name}" if path else "Calibration audit",
         subtitle=f"{path or 'in-memory arrays'}, audited {result.get('created_at', '-')}",
         created_at=str(result.get("created_at", "-")),
         calaudit_version=str(result.get("calaudit_version", "-")),
-        verdict=build_verdict(result, lines),
+        verdict=verdict,
         data=build_data(result),
         metrics=tuple(metric_row(m) for m in result.get("metrics") or ()),
         tests=tests,
@@ -110,7 +118,11 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         notes=notes.general_notes(config, len(tests)),
         appendix=build_appendix(result),
         signoff=build_signoff(signoff or {}),
-        diagnosis=build_diagnosis(result, namer),
+        diagnosis=diagnosis,
+        lead=lead, lead_section=lead_section,
+        lead_section_title=dict(SECTION_TITLES).get(lead_section, ""),
+        glossary=glossary,
+        appendix_sections=_appendix_sections(bool(nulls), local is not None),
         checks=check_rows(lines),
         check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")),
@@ -118,30 +130,106 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         provenance=_provenance(source),
         top_groups=local.top_groups if local is not None else (),
         sections=_sections(result, bool(nulls), local is not None or bool(_local_note(result)),
-                           evidence),
+                           evidence, bool(glossary)),
         test_summary=_test_summary(result),
         data_summary=_data_summary(result),
         local_summary=_local_summary(result),
     )
 
 
+#: Anchors and titles of the sections, as the contents line names them.
+SECTION_TITLES = (("checks", "Checks"), ("baseline", "Baseline"),
+                  ("reliability", "Reliability"), ("local", "Local calibration"),
+                  ("diagnosis", "Who is miscalibrated"), ("metrics", "Estimates"),
+                  ("data", "Data"), ("terms", "Terms"), ("tests", "Tests"),
+                  ("nulls", "Null distributions"), ("groups", "Group table"),
+                  ("notes", "Reading this report"), ("appendix", "Methods"),
+                  ("signoff", "Sign-off"))
+
+
 def _sections(result: Mapping[str, Any], nulls: bool, local: bool,
-              evidence: Sequence[EvidenceSection]) -> tuple[tuple[str, str], ...]:
-    """``(anchor, title)`` of every section after the verdict, in page order."""
-    found = [("checks", "Checks")]
+              evidence: Sequence[EvidenceSection], terms: bool
+              ) -> tuple[tuple[str, str], ...]:
+    """``(anchor, title)`` of every section of the evidence (before the appendix), in page
+    order."""
+    shown = {"checks", "reliability", "metrics", "data", "signoff"} | (
+        {"terms"} if terms else set())
     if result.get("baseline"):
-        found.append(("baseline", "Baseline"))
-    found += [("metrics", "Estimates"), ("tests", "Tests"), ("reliability", "Reliability")]
-    if nulls:
-        found.append(("nulls", "Null distributions"))
+        shown.add("baseline")
     if local:
-        found.append(("local", "Local calibration"))
-    if result.get("attribution"):
-        found.append(("diagnosis", "Who is miscalibrated"))
+        shown.add("local")
+    if result.get("attribution") or result.get("disparity"):
+        shown.add("diagnosis")
+    found = [(key, title) for key, title in SECTION_TITLES[:5] if key in shown]
     found += [(section.id, section.title) for section in evidence]
-    found += [("data", "Data"), ("notes", "Reading this report"),
-              ("appendix", "Methods"), ("signoff", "Sign-off")]
+    found += [(key, title) for key, title in SECTION_TITLES[5:] if key in shown]
     return tuple(found)
+
+
+def _appendix_sections(nulls: bool, local: bool) -> tuple[tuple[str, str], ...]:
+    """The appendix's sections (in the HTML after the evidence; in the PDF only with
+    ``--pdf-appendix``)."""
+    shown = {"tests", "notes", "appendix"} | ({"nulls"} if nulls else set()) | \
+        ({"groups"} if local else set())
+    return tuple((key, title) for key, title in SECTION_TITLES if key in shown)
+
+
+#: Groups whose reliability diagrams lead a local failure (one row of panels).
+LEAD_PANELS = 4
+
+
+def lead_figure(result: Mapping[str, Any], reliability: ReliabilityView,
+                local: LocalView | None, namer: FigureNamer) -> tuple[FigureView | None, str]:
+    """The picture the verdict rests on and the section it belongs to: the reliability
+    diagram when a global primary test fails the gate (or nothing fails); when only a
+    local one does, the reliability diagrams of the groups with the clearest bias (else
+    the bias by group)."""
+    fail_on = set(fail_on_of(result))
+    failing = [t for t in primary_tests(result) if t.get("status") in fail_on]
+    local_only = bool(failing) and all(is_local(t) for t in failing)
+    panels = lead_panels(result) if local_only else []
+    if panels:
+        names = ", ".join(str(p.get("group")) for p in panels)
+        return namer.view(
+            "reliability_by_group", "Reliability of the groups with the clearest bias",
+            f"Reliability diagrams of {names}.",
+            "One panel per group: observed frequency against predicted probability per "
+            "bin (dot area: rows), where a calibrated model's frequencies fall (grey) and "
+            "the diagonal of perfect calibration.", {"panels": panels},
+            slug="lead-groups"), "diagnosis"
+    if local_only and local is not None and local.bias_figure is not None:
+        return local.bias_figure, "local"
+    if reliability.figure is not None:
+        return reliability.figure, "reliability"
+    return None, ""
+
+
+def lead_panels(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The per-group reliability panels (``local.group_reliability``) of the groups listed
+    first (``local.lcb.top_groups``), at most :data:`LEAD_PANELS`, in their order."""
+    local = result.get("local") or {}
+    panels = {str(p.get("group")): p for p in local.get("group_reliability") or ()}
+    top = [str(g.get("group")) for g in (local.get("lcb") or {}).get("top_groups") or ()]
+    chosen = [panels[name] for name in top if name in panels][:LEAD_PANELS]
+    if len(chosen) == 1:  # with the other levels of its covariate, to compare with
+        covariate = str(chosen[0].get("group")).split("=")[0]
+        chosen += [p for name, p in panels.items() if name.split("=")[0] == covariate
+                   and "&" not in name and p is not chosen[0]][:LEAD_PANELS - 1]
+    return chosen
+
+
+def build_glossary(result: Mapping[str, Any], verdict: VerdictView) -> tuple[Term, ...]:
+    """The terms the first screen links to (and, with groups, the words of the group
+    tables), and the gate's own rule (``gate.rule``)."""
+    used = {span.term for sentence in (verdict.headline, verdict.gate, *verdict.story)
+            for span in sentence if span.term}
+    if result.get("groups"):
+        used |= {"bias", "interval", "gatekeeping"}  # the group tables use them
+    terms = [Term(key, term, text) for key, (term, text) in GLOSSARY.items() if key in used]
+    rule = (result.get("gate") or {}).get("rule")
+    if rule:
+        terms.append(Term("gate-rule", "the gate's rule", str(rule)))
+    return tuple(terms)
 
 
 def _counts(statuses: Sequence[str]) -> str:
@@ -278,7 +366,9 @@ def test_row(test: Mapping[str, Any], result: Mapping[str, Any]) -> TestRow:
     return TestRow(
         id=str(test["id"]), title=str(test.get("title") or test["id"]),
         scope=test_scope(test, result),
-        statistic=fmt_number(test.get("statistic")), estimate=fmt_number(test.get("estimate")),
+        statistic=fmt_number(test["statistic"]) if statistic_text(test) else "",
+        estimate=fmt_number(test.get("estimate")),
+        statistic_definition=str((test.get("params") or {}).get("statistic") or ""),
         p_value=fmt_pvalue(test.get("p_value")),
         p_adjusted=fmt_pvalue(test.get("p_value_adjusted")),
         alpha=fmt_value(test.get("alpha")), status=status_of(test),
@@ -401,13 +491,17 @@ def build_nulls(result: Mapping[str, Any], rows: Sequence[TestRow], namer: Figur
         null = test.get("null_distribution")
         if not null:
             continue
-        summary = (f"Observed statistic {row.statistic}; raw p-value {row.p_value} from "
+        observed = (f"Observed test statistic {row.statistic}"
+                    + (f" ({row.statistic_definition})" if row.statistic_definition else "")
+                    + f", estimate {row.estimate}" if row.statistic
+                    else f"Observed estimate {row.estimate}")
+        summary = (f"{observed}; raw p-value {row.p_value} from "
                    f"{fmt_count(len(null))} resamples; adjusted p-value {row.p_adjusted}; "
                    f"status {row.status or '-'}.")
         figure = namer.view(
             "null", f"Null distribution: {row.title}",
             alt=f"Histogram of {len(null)} resampled statistics of {row.title} with the "
-                f"observed statistic {row.statistic} marked. {summary}",
+                f"observed one marked. {summary}",
             caption=summary,
             data={"null": null, "statistic": test.get("statistic"), "status": row.status},
             slug=f"null-{row.id}")

@@ -19,11 +19,12 @@ def group_reliability_figure(data: Mapping[str, Any]) -> Figure:
     panels = data["panels"]
     ncols = min(4, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    figure = Figure(figsize=(WIDTH, 0.5 + 1.75 * nrows), layout="constrained")
+    figure = Figure(figsize=(min(WIDTH, 0.5 + 1.7 * ncols), 0.5 + 1.75 * nrows),
+                    layout="constrained")
     axes = figure.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     for ax, panel in zip(axes.flat, panels, strict=False):
         plots.plot_reliability(panel["bins"], panel.get("consistency_band"), ax, xlabel="",
-                               ylabel="", legend=False, markersize=2.5)
+                               ylabel="", legend=False, markersize=2.5, weighted=True)
         bias = panel.get("bias")
         title = plots.plain(panel.get("group"), 24)
         if isinstance(bias, (int, float)) and math.isfinite(bias):

@@ -45,7 +45,7 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
     axes = figure.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     for ax, panel in zip(axes.flat, panels, strict=False):
         plots.plot_reliability(panel["bins"], panel.get("consistency_band"), ax, xlabel="",
-                               ylabel="", legend=False, markersize=2.5)
+                               ylabel="", legend=False, markersize=2.5, weighted=True)
         ax.set_title(plots.plain(panel.get("class"), 18), fontsize=8.5)
         ax.set_xticks([0, 0.5, 1], labels=["0", "0.5", "1"])
         ax.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"])

@@ -15,14 +15,12 @@ from typing import Any
 from calaudit.output.checklist import (
     CheckLine,
     check_lines,
-    counts_text,
-    diagnostic_lines,
+    counts_sentence,
     fail_on_of,
     failing_lines,
-    gating_lines,
 )
-from calaudit.output.formatting import fmt_number, fmt_p_clause, fmt_pvalue, fmt_value
-from calaudit.report import notes
+from calaudit.output.formatting import fmt_number, fmt_pvalue, fmt_value
+from calaudit.output.story import HEADLINES, Span, primary_tests, story
 from calaudit.report.local_context import count_text
 from calaudit.report.views import (
     BaselineRow,
@@ -33,13 +31,9 @@ from calaudit.report.views import (
     VerdictView,
 )
 
-HEADLINES = {
-    "PASS": "No check has a status that fails the gate.",
-    "FAIL": "At least one check has a status that fails the gate.",
-    "ERROR": "At least one check could not run.",
-    "WARN": "No check failed the gate, but some checks warn.",
-    "INCONCLUSIVE": "No check failed the gate, but some checks could not decide.",
-    "NO CHECKS": "Nothing was gated: this audit has no tests and no thresholds.",
+COMPARISON_HEADLINES = {
+    "PASS": "No metric regressed and no check newly fails against the baseline.",
+    "FAIL": "The candidate regressed against the baseline.",
 }
 #: Statuses shown under "needs attention" when they do not fail the gate.
 ATTENTION = ("WARN", "INCONCLUSIVE", "ERROR", "SKIPPED")
@@ -55,43 +49,43 @@ def check_rows(lines: Sequence[CheckLine]) -> tuple[CheckRow, ...]:
 
 def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
                   ) -> VerdictView:
-    """Verdict, the gate that decided it, the checks behind it and the story in words."""
-    config = result.get("config") or {}
+    """Verdict, the decision and its evidence in plain words (:func:`calaudit.output.story.
+    story`, the sentences every output leads with), the gate, the checks behind it."""
     lines = check_lines(result) if lines is None else lines
     fail_on = fail_on_of(result)
     deciding = [_ref(c) for c in failing_lines(lines, fail_on)]
     attention = [_ref(c) for c in lines
-                 if (c.gates and c.status not in fail_on and c.status in ATTENTION)
-                 or (not c.gates and c.status not in ("PASS", ""))]
+                 if c.gates and c.status not in fail_on and c.status in ATTENTION]
     groups = list(result.get("groups") or ())
-    n_tests = len(result.get("tests") or ())
-    grading = (f"Tests ({n_tests}) are graded on p-values "
-               f"{notes.adjustment_summary(config)}, at alpha = {config.get('alpha', '-')}."
-               if n_tests else
-               no_tests_note(config))
-    gate = (f"Fails on: {', '.join(fail_on)}.", grading)
-    gating = gating_lines(lines)
-    counts = [KeyValue("checks", f"{len(gating)} ({counts_text(gating)})")]
-    diagnostics = diagnostic_lines(lines)
-    if diagnostics:
-        counts.append(KeyValue("diagnostic tests (do not gate)",
-                               f"{len(diagnostics)} ({counts_text(diagnostics)})"))
+    counts = [KeyValue("checks", counts_sentence(lines))]
     if groups:
         counts.append(KeyValue("groups (diagnostics)",
                                count_text(Counter(str(g.get("status")) for g in groups
                                                   if g.get("status")))))
     verdict = str(result.get("verdict", "-"))
-    headline = HEADLINES.get(verdict, "")
     if result.get("kind") == "comparison":
-        headline = {"PASS": "No metric regressed and no check newly fails against the baseline.",
-                    "FAIL": "The candidate regressed against the baseline."}.get(verdict,
-                                                                                 headline)
-    elif verdict == "PASS" and not n_tests:
-        headline = ("No check failed the gate, but no hypothesis test ran: nothing below was "
-                    "tested.")
-    return VerdictView(status=verdict, headline=headline, gate=gate,
+        sentences = [(Span(COMPARISON_HEADLINES.get(verdict, HEADLINES.get(verdict, ""))),),
+                     *((Span(f"Against the baseline, {c.id}: {c.detail}."),)
+                       for c in failing_lines(lines, fail_on))]
+    else:
+        sentences = story(result, lines)
+    return VerdictView(status=verdict, headline=sentences[0], gate=gate_sentence(result),
                        deciding=tuple(deciding), attention=tuple(attention),
-                       counts=tuple(counts), story=tuple(story(result, lines, fail_on)))
+                       counts=tuple(counts), story=tuple(sentences[1:]))
+
+
+def gate_sentence(result: Mapping[str, Any]) -> tuple[Span, ...]:
+    """How the gate decides, in plain words, linked to its rule (``gate.rule``)."""
+    config = result.get("config") or {}
+    fail_on = ", ".join(fail_on_of(result))
+    primaries = primary_tests(result)
+    if not result.get("tests"):
+        return (Span(f"{no_tests_note(config)} The audit fails on {fail_on}."),)
+    return (Span(f"The verdict rests on {len(primaries)} "), Span("primary", "primary-test"),
+            Span(f" test(s) at alpha = {config.get('alpha', '-')}, their p-values "),
+            Span("adjusted", "adjusted-p"), Span(" for testing several at once ("),
+            Span("the gate's rule", "gate-rule"),
+            Span(f"); a check with a status in {fail_on} fails the audit."))
 
 
 def no_tests_note(config: Mapping[str, Any]) -> str:
@@ -103,67 +97,6 @@ def no_tests_note(config: Mapping[str, Any]) -> str:
 def _ref(line: CheckLine) -> CheckRef:
     kind = line.kind if line.gates else f"diagnostic {line.kind}"
     return CheckRef(kind, line.id, line.title, line.status, line.detail)
-
-
-def story(result: Mapping[str, Any], lines: Sequence[CheckLine], fail_on: Sequence[str]
-          ) -> list[str]:
-    """What decided the verdict, in plain sentences, most important first."""
-    sentences = []
-    tests = {t.get("id"): t for t in result.get("tests") or ()}
-    for line in failing_lines(lines, fail_on):
-        if line.kind == "test":
-            test = tests.get(line.id) or {}
-            scope = ("within covariate neighbourhoods"
-                     if test.get("family") == "local" or line.id.startswith("klce")
-                     else "overall")
-            sentences.append(
-                f"{line.title} finds the model miscalibrated {scope}: "
-                f"adjusted {fmt_p_clause(line.p_adjusted)} <= alpha {fmt_value(test.get('alpha'))}"
-                f" ({fmt_p_clause(line.p_value, 'raw p')}).")
-        elif line.kind == "baseline":
-            sentences.append(f"Against the baseline, {line.id}: {line.detail}.")
-        else:
-            sentences.append(f"{line.title} ({line.id}): {line.message or line.detail}.")
-    sentences += _groups_sentence(result)
-    attribution = (result.get("attribution") or {}).get("summary")
-    if attribution:
-        sentences.append(f"Who is miscalibrated (a diagnostic, not part of the gate): "
-                         f"{attribution}.")
-    passing = [t for t in result.get("tests") or () if t.get("status") == "PASS"
-               and t.get("role") != "diagnostic"]
-    if passing:
-        smallest = min(t.get("p_value_adjusted") or 1.0 for t in passing)
-        sentences.append(f"{len(passing)} other test(s) do not reject calibration (smallest "
-                         f"adjusted p {fmt_pvalue(smallest)}); not rejecting is not proof of "
-                         f"calibration.")
-    diagnostics = [t for t in result.get("tests") or () if t.get("role") == "diagnostic"]
-    if diagnostics:
-        statuses = Counter(str(t.get("status") or "") for t in diagnostics)
-        sentences.append(f"{len(diagnostics)} diagnostic test(s), reported but never deciding "
-                         f"the verdict: {count_text(statuses)}.")
-    return sentences
-
-
-def _groups_sentence(result: Mapping[str, Any], limit: int = 3) -> list[str]:
-    """The most biased failing groups and the covariates that define them."""
-    top = ((result.get("local") or {}).get("lcb") or {}).get("top_groups") or []
-    failing = [g for g in top if g.get("status") == "FAIL"]
-    if not failing:
-        failing = sorted((g for g in result.get("groups") or () if g.get("status") == "FAIL"),
-                         key=lambda g: -abs(g.get("bias") or 0.0))
-    if not failing:
-        return []
-    shown = "; ".join(f"{g.get('group')} ({_bias(g.get('bias'))})" for g in failing[:limit])
-    covariates = sorted({part.split("=")[0].strip() for g in failing
-                         for part in str(g.get("group")).split("&") if "=" in part})
-    more = f" and {len(failing) - limit} more" if len(failing) > limit else ""
-    by = f", defined by {', '.join(covariates)}" if covariates else ""
-    return [f"The groups that explain it{by}: {shown}{more} "
-            f"(bias = observed rate - mean prediction)."]
-
-
-def _bias(value: Any) -> str:
-    return f"{value:+.3f}" if isinstance(value, (int, float)) else "-"
 
 
 def build_baseline(section: Mapping[str, Any] | None) -> BaselineView | None:

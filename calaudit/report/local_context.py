@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from calaudit.output.formatting import (
-    fmt_ci,
+    fmt_bias,
+    fmt_bias_ci,
     fmt_count,
     fmt_number,
     fmt_p_clause,
@@ -23,8 +24,8 @@ from calaudit.report.views import FigureView, GroupRow, KeyValue, KlceView, Loca
 if TYPE_CHECKING:
     from calaudit.report.context import FigureNamer
 
-#: The bias-by-group plot shows at most this many groups (the largest |bias|).
-MAX_BIAS_ROWS = 60
+#: The bias-by-group plot shows at most this many groups (the strongest evidence).
+MAX_BIAS_ROWS = 24
 STATUS_ORDER = ("FAIL", "ERROR", "WARN", "INCONCLUSIVE", "SKIPPED", "PASS")
 
 
@@ -50,12 +51,14 @@ def build_local(result: Mapping[str, Any], tests: Sequence[TestRow], namer: Figu
         return None
     lcb = local.get("lcb") or {}
     klce = local.get("klce")
+    alpha = float((result.get("config") or {}).get("alpha", 0.05))
     return LocalView(
         klce=build_klce(klce, tests) if klce else None,
         lcb_summary=_lcb_summary(lcb.get("summary") or {}) + _lcb_kernels(lcb),
         lcb_figures=tuple(_lcb_figure(curve, lcb.get("points"), namer)
                           for curve in lcb.get("curves") or ()),
-        top_groups=tuple(group_row(g) for g in lcb.get("top_groups") or ()),
+        top_groups=tuple(group_row(g, first_screen_note(g, alpha))
+                         for g in lcb.get("top_groups") or ()),
         bias_figure=_bias_figure(groups, namer),
         groups=tuple(group_row(g) for g in groups),
         group_counts=_group_counts(groups),
@@ -171,15 +174,33 @@ def _finite(value: Any) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
+def _excludes_zero(group: Mapping[str, Any]) -> bool:
+    interval = group.get("bias_ci") or ()
+    return len(interval) == 2 and None not in interval and (interval[0] > 0 or interval[1] < 0)
+
+
+def _evidence(group: Mapping[str, Any]) -> tuple[float, float]:
+    adjusted, raw = group.get("p_value_adjusted"), group.get("p_value")
+    return (1.0 if adjusted is None else adjusted, 1.0 if raw is None else raw)
+
+
 def _bias_figure(groups: Sequence[Mapping[str, Any]], namer: FigureNamer
                  ) -> FigureView | None:
-    plotted = [g for g in groups if _finite(g.get("bias"))]
+    """Every group of one covariate and the intersections whose interval excludes 0 (an
+    intersection of a few dozen rows whose interval contains 0 is noise), at most
+    :data:`MAX_BIAS_ROWS`, the strongest evidence kept."""
+    plotted = [g for g in groups if _finite(g.get("bias"))
+               and (g.get("kind") != "intersection" or _excludes_zero(g))]
     if not plotted:
         return None
-    shown = sorted(plotted, key=lambda g: -abs(float(g["bias"])))[:MAX_BIAS_ROWS]
+    shown = sorted(plotted, key=_evidence)[:MAX_BIAS_ROWS]
+    left = len(groups) - len(shown)
     caption = (f"{len(shown)} of {len(groups)} groups"
-               + (" (the largest |bias|)" if len(shown) < len(plotted) else "")
-               + "; bars: interval of the bias; hollow markers: INCONCLUSIVE.")
+               + (": each covariate's groups and the intersections whose interval excludes "
+                  "0" if left else "")
+               + (", the strongest evidence first" if len(shown) < len(plotted) else "")
+               + "; bars: interval of the bias; hollow markers: INCONCLUSIVE. Every group is "
+                 "in the group table.")
     return namer.view(
         "bias_by_group", "Bias by group",
         alt=f"Dot plot of observed rate minus mean prediction per group, sorted by bias, "
@@ -200,14 +221,26 @@ def _group_counts(groups: Sequence[Mapping[str, Any]]) -> str:
     return f"{len(groups)} groups: {count_text(counts)}."
 
 
-def group_row(group: Mapping[str, Any]) -> GroupRow:
+def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
+    """Why a group whose interval excludes 0 is not a FAIL, in plain words (``""`` for a
+    FAIL): its adjusted p-value is above alpha, or the local test did not reject."""
+    if group.get("status") != "PASS":
+        return ""
+    adjusted = group.get("p_value_adjusted")
+    if adjusted is not None and adjusted > alpha:
+        return "not a finding: adjusted p above alpha"
+    return "not a finding: the local test did not reject"
+
+
+def group_row(group: Mapping[str, Any], note: str = "") -> GroupRow:
     return GroupRow(
         group=str(group.get("group")), kind=str(group.get("kind") or "-"),
         n=fmt_count(group.get("n")), events=fmt_count(group.get("events")),
         mean_prediction=fmt_number(group.get("mean_prediction"), 3),
         observed_rate=fmt_number(group.get("observed_rate"), 3),
-        bias=fmt_signed(group.get("bias")), bias_ci=fmt_ci(group.get("bias_ci"), 3),
+        bias=fmt_bias(group.get("bias")), bias_ci=fmt_bias_ci(group.get("bias_ci")),
         mean_lcb=fmt_signed(group.get("mean_lcb")), test=str(group.get("test") or "-"),
         p_value=fmt_pvalue(group.get("p_value")),
         p_adjusted=fmt_pvalue(group.get("p_value_adjusted")),
-        status=str(group.get("status") or "-"), message=str(group.get("message") or ""))
+        status=str(group.get("status") or "-"), message=str(group.get("message") or ""),
+        note=note)

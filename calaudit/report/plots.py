@@ -99,31 +99,64 @@ def plot_reliability(bins: Mapping[str, Sequence[float]],
                      band: Mapping[str, Any] | None = None, ax: Axes | None = None, *,
                      xlabel: str = "predicted probability",
                      ylabel: str = "observed frequency", legend: bool = True,
-                     markersize: float = 4.0) -> Axes:
+                     markersize: float = 4.0, weighted: bool = False) -> Axes:
     """Binned reliability diagram: observed rate against mean score per bin, with
     Wilson intervals (whiskers), the consistency band of a calibrated model (grey bars
-    spanning 60% of each bin's width) and the diagonal of perfect calibration."""
+    spanning 60% of each bin's width) and the diagonal of perfect calibration.
+
+    ``weighted`` (small multiples, which have no histogram of the scores): each bin's dot
+    has an area in proportion to its rows and its whisker and band are the fainter the
+    fewer rows it holds, so that the bin that carries the rows carries the eye, not the
+    full-height whiskers of bins of a few rows."""
     ax = new_axes(ax)
     mean, rate = floats(bins["mean_score"]), floats(bins["observed_rate"])
     lower, upper = floats(bins["lower"]), floats(bins["upper"])
+    weight = bin_weights(bins) if weighted else np.ones_like(mean)
     ax.plot([0, 1], [0, 1], linestyle="--", color=NEUTRAL, linewidth=0.8,
             label="perfect calibration")
     if band:
         low, high = floats(band["low"]), floats(band["high"])
         level = band.get("level", 0.95)
-        ax.bar(mean, high - low, bottom=low, width=0.6 * (upper - lower), color=BAND_COLOUR,
-               alpha=0.45, linewidth=0,
+        ax.bar(mean, high - low, bottom=low, width=0.6 * (upper - lower),
+               color=_faded(BAND_COLOUR, 0.45 * (0.25 + 0.75 * weight)), linewidth=0,
                label=f"{level:.0%} consistency band (calibrated model)")
-    yerr = np.vstack([rate - floats(bins["rate_low"]), floats(bins["rate_high"]) - rate])
-    ax.errorbar(mean, rate, yerr=np.clip(yerr, 0.0, None), fmt="o", markersize=markersize,
-                color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0],
-                elinewidth=min(1.0, markersize / 4), capsize=min(2.0, markersize / 2),
-                label="observed (95% Wilson interval)")
+    low, high = floats(bins["rate_low"]), floats(bins["rate_high"])
+    label = "observed (95% Wilson interval)" + ("; dot area: rows" if weighted else "")
+    if weighted:
+        ax.vlines(mean, np.minimum(low, rate), np.maximum(high, rate), linewidth=0.8,
+                  colors=_faded(GROUP_COLOURS[0], 0.15 + 0.85 * weight))
+        ax.scatter(mean, rate, s=(markersize * (0.5 + 2.0 * weight)) ** 2,
+                   color=GROUP_COLOURS[0], linewidths=0, zorder=3, label=label)
+    else:
+        yerr = np.vstack([rate - low, high - rate])
+        ax.errorbar(mean, rate, yerr=np.clip(yerr, 0.0, None), fmt="o",
+                    markersize=markersize, color=GROUP_COLOURS[0], ecolor=GROUP_COLOURS[0],
+                    elinewidth=min(1.0, markersize / 4), capsize=min(2.0, markersize / 2),
+                    label=label)
     ax.set(xlim=PROBABILITY_LIMITS, ylim=PROBABILITY_LIMITS, xlabel=xlabel, ylabel=ylabel)
     ax.set_aspect("auto")
     if legend:
         legend_above(ax, ncols=2)
     return ax
+
+
+def bin_weights(bins: Mapping[str, Sequence[float]]) -> np.ndarray:
+    """Each bin's rows relative to the panel's largest bin, square-rooted (a bin of a
+    quarter of the rows gets half the weight): in ``(0, 1]``; 1 for every bin when the
+    counts are missing."""
+    counts = floats(bins.get("count"))
+    if counts.size != len(bins["mean_score"]) or not np.nanmax(counts, initial=0) > 0:
+        return np.ones(len(bins["mean_score"]))
+    return np.sqrt(np.nan_to_num(counts) / np.nanmax(counts))
+
+
+def _faded(colour: str, alpha: np.ndarray) -> np.ndarray:
+    """``colour`` as one RGBA row per alpha."""
+    from matplotlib.colors import to_rgba
+
+    rgba = np.tile(to_rgba(colour), (len(alpha), 1))
+    rgba[:, 3] = np.clip(alpha, 0.0, 1.0)
+    return rgba
 
 
 def legend_above(ax: Axes, **kwargs: Any) -> None:

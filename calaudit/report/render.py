@@ -4,7 +4,8 @@
   tag that forbids scripts and every network fetch), figures as ``data:image/svg+xml``
   URIs, no JavaScript.
 * Markdown: the same sections; figures are SVG files in ``<stem>_files/`` next to it.
-* PDF: the HTML printed by WeasyPrint (``calaudit[pdf]``) with every section expanded.
+* PDF: the HTML printed by WeasyPrint (``calaudit[pdf]``) with every section expanded,
+  without the appendix unless asked for (``--pdf-appendix``).
 * A comparison result (``calaudit compare --json``) renders as a comparison report.
 
 Rendering is a pure function of the result (and the sign-off fields): the same result
@@ -59,10 +60,13 @@ def _svgs(context: ReportContext) -> dict[str, str]:
 
 
 def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
-                source: Mapping[str, str] | None = None) -> RenderedReport:
+                source: Mapping[str, str] | None = None, *, appendix: bool = True
+                ) -> RenderedReport:
     """The single-file HTML report (a comparison result renders as a comparison report).
     ``source`` (``path``, ``sha256``) names the saved JSON a re-rendered report comes
-    from."""
+    from. ``appendix=False`` leaves out the appendix (the PDF without
+    ``--pdf-appendix``): null distributions, the group table, KLCE and LCB details, the
+    smoothed diagram, the reading notes, methods and configuration."""
     from markupsafe import Markup
 
     env = environment()
@@ -75,13 +79,19 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
     context = build_context(result, signoff, source)
     images = {key: svg_data_uri(svg) for key, svg in _svgs(context).items()}
     text = env.get_template("report.html").render(
-        ctx=context, images=images, css=Markup(css), csp=content_security_policy(css))
+        ctx=context, images=images, css=Markup(css), csp=content_security_policy(css),
+        appendix=appendix)
     return RenderedReport(text)
 
 
-def expand_sections(html: str) -> str:
-    """The HTML with every collapsible section open (print and PDF show everything)."""
-    return re.sub(r"<details(?![^>]*\bopen\b)", "<details open", html)
+def printable(html: str) -> str:
+    """The HTML as the PDF lays it out: every collapsible section a plain block (its
+    heading a ``section-head``), so that WeasyPrint can break a long table or list inside
+    a section across pages (it keeps a ``<details>`` element's content in one piece)."""
+    html = re.sub(r"<details\b([^>]*?)(?: open)?>", r"<div\1>", html)
+    html = html.replace("</details>", "</div>")
+    return html.replace("<summary>", '<div class="section-head">').replace("</summary>",
+                                                                           "</div>")
 
 
 def render_pdf(html: str) -> bytes:
@@ -96,7 +106,7 @@ def render_pdf(html: str) -> bytes:
 
     logging.getLogger("weasyprint").setLevel(logging.ERROR)
     logging.getLogger("fontTools").setLevel(logging.ERROR)
-    return weasyprint.HTML(string=expand_sections(html)).write_pdf()
+    return weasyprint.HTML(string=printable(html)).write_pdf()
 
 
 def markdown_files_dir(md_path: str | Path) -> str:
@@ -123,8 +133,8 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
 
 def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                    md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
-                   pdf: str | Path | None = None, source: Mapping[str, str] | None = None
-                   ) -> list[tuple[Path, str | bytes]]:
+                   pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
+                   pdf_appendix: bool = False) -> list[tuple[Path, str | bytes]]:
     """Every requested document as ``(path, content)``, in writing order: a Markdown
     report's figures before the Markdown itself."""
     pending: list[tuple[Path, str | bytes]] = []
@@ -132,22 +142,21 @@ def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
         report = render_markdown(result, md, signoff, source)
         pending += [(Path(md).parent / name, svg) for name, svg in report.files.items()]
         pending.append((Path(md), report.text))
-    if html is not None or pdf is not None:
-        text = render_html(result, signoff, source).text
-        if html is not None:
-            pending.append((Path(html), text))
-        if pdf is not None:
-            pending.append((Path(pdf), render_pdf(text)))
+    if html is not None:
+        pending.append((Path(html), render_html(result, signoff, source).text))
+    if pdf is not None:
+        printed = render_html(result, signoff, source, appendix=pdf_appendix).text
+        pending.append((Path(pdf), render_pdf(printed)))
     return pending
 
 
 def write_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                   md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
-                  pdf: str | Path | None = None, source: Mapping[str, str] | None = None
-                  ) -> list[Path]:
-    """Render every requested report in memory, then write each file atomically.
-    Returns the paths written."""
+                  pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
+                  pdf_appendix: bool = False) -> list[Path]:
+    """Render every requested report in memory, then write each file atomically
+    (the PDF with its appendix when ``pdf_appendix``). Returns the paths written."""
     pending = render_reports(result, html=html, md=md, signoff=signoff, pdf=pdf,
-                             source=source)
+                             source=source, pdf_appendix=pdf_appendix)
     write_all(pending)
     return [path for path, _ in pending]

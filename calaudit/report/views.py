@@ -48,15 +48,17 @@ class CheckRef:
 
 @dataclass(frozen=True)
 class VerdictView:
-    """``story``: what decided the verdict, in sentences (tests, groups, covariates)."""
+    """The decision in plain words (``headline``) and its evidence (``story``), as
+    sentences of :class:`calaudit.output.story.Span` (text, some of it linked to a term
+    of the glossary); ``gate``: how the gate decides, in the same form."""
 
     status: str
-    headline: str
-    gate: tuple[str, ...]
+    headline: tuple[Any, ...]
+    gate: tuple[Any, ...]
     deciding: tuple[CheckRef, ...]
     attention: tuple[CheckRef, ...]
     counts: tuple[KeyValue, ...]
-    story: tuple[str, ...] = ()
+    story: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,9 @@ class MetricRow:
 
 @dataclass(frozen=True)
 class TestRow:
+    """``statistic``: the test statistic when it is another number than the estimate
+    (``""`` otherwise), ``statistic_definition`` its formula."""
+
     id: str
     title: str
     scope: str
@@ -185,6 +190,7 @@ class TestRow:
     method: str
     resamples: str
     message: str
+    statistic_definition: str = ""
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,8 @@ class GroupRow:
     p_adjusted: str
     status: str
     message: str
+    #: the first screen's plain note (why a group with a clear bias is not a FAIL)
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -254,6 +262,15 @@ class LocalView:
     bias_figure: FigureView | None
     groups: tuple[GroupRow, ...]
     group_counts: str
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary entry the first screen links to (``#term-<key>``)."""
+
+    key: str
+    term: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -340,10 +357,17 @@ class ReportContext:
     data_summary: str = ""
     local_summary: str = ""
     diagnosis: Any = None  # calaudit.report.diagnosis_context.DiagnosisView (diagnosis helper)
+    #: the picture the verdict rests on, shown under the verdict (and not again in its
+    #: section, ``lead_section``)
+    lead: FigureView | None = None
+    lead_section: str = ""
+    lead_section_title: str = ""
+    glossary: tuple[Term, ...] = ()
+    appendix_sections: tuple[tuple[str, str], ...] = ()
 
     def figures(self) -> tuple[FigureView, ...]:
         """Every figure of the report, in order of appearance."""
-        found: list[FigureView | None] = [self.reliability.figure,
+        found: list[FigureView | None] = [self.lead, self.reliability.figure,
                                           self.reliability.per_class_figure,
                                           self.reliability.smooth_figure]
         found += [null.figure for null in self.nulls]
@@ -353,4 +377,5 @@ class ReportContext:
             found += list(self.diagnosis.figures())
         for section in self.evidence:
             found += list(section.figures)
-        return tuple(f for f in found if f is not None)
+        unique = {f.key: f for f in found if f is not None}
+        return tuple(unique.values())

@@ -67,6 +67,9 @@ class OutputConfig:
         "help": "single-file HTML report path", "path": True})
     pdf: str | None = field(default=None, metadata={
         "help": "PDF report path (needs the calaudit[pdf] extra: WeasyPrint)", "path": True})
+    pdf_appendix: bool = field(default=False, metadata={
+        "help": "add the appendix to the PDF (methods, settings, every group, null "
+                "distributions)"})
     junit: str | None = field(default=None, metadata={
         "help": "JUnit XML path (one testcase per check)", "path": True})
     signoff_name: str | None = field(default=None, metadata={

@@ -177,6 +177,8 @@ def test_report_renders_a_comparison_and_the_signoff_decision(audited, tmp_path)
     for text in (html, markdown):
         assert "Calibration audit comparison" in text and "Baseline comparison" in text
         assert str(audited / "r.json") in text.replace("\\", "")
+        assert "No metric regressed and no check newly fails against the baseline." in text
+        assert "Span(" not in text
     again = invoke("report", audited / "r.json", "--html", tmp_path / "s.html",
                    "--signoff-decision", "approved for release")
     assert again.exit_code == 0

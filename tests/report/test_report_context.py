@@ -15,6 +15,7 @@ from calaudit.output.formatting import (
     fmt_value,
     md_cell,
 )
+from calaudit.output.story import plain
 from calaudit.report.context import build_context
 from calaudit.report.local_context import MAX_BIAS_ROWS
 from tests.report.synthetic import SCRIPT
@@ -24,35 +25,45 @@ def test_verdict_names_the_deciding_checks_and_the_gate(binary_synth):
     verdict = build_context(binary_synth).verdict
     assert verdict.status == "FAIL"
     assert [c.id for c in verdict.deciding] == ["klce_consistency", "klce_bootstrap"]
-    assert verdict.deciding[0].detail == ("statistic 0.00092, p 0.005, adjusted p 0.020 (holm), "
+    assert verdict.deciding[0].detail == ("estimate 0.00092, p 0.005, adjusted p 0.020 (holm), "
                                           "alpha 0.05")
-    assert verdict.story[0].endswith("within covariate neighbourhoods: adjusted p = 0.020 <= "
-                                     "alpha 0.05 (raw p = 0.005).")
+    assert plain(verdict.headline) == ("The predicted probabilities are right on average but "
+                                       "off for some groups of similar rows.")
+    assert plain(verdict.story[0]) == (
+        "2 of 3 local tests reject (klce_consistency and klce_bootstrap: adjusted p 0.020 and "
+        "0.020 <= alpha 0.05; raw p 0.005 and 0.005).")
     assert {(c.id, c.status) for c in verdict.attention} == {
         ("klce_permutation", "INCONCLUSIVE"), ("tce2", "WARN")}
-    assert verdict.gate[0] == "Fails on: FAIL, ERROR."
-    assert "adjusted by Holm's step-down method within each family of tests" in verdict.gate[1]
-    assert verdict.gate[1].startswith("Tests (5) are graded")
+    assert plain(verdict.gate) == (
+        "The verdict rests on 5 primary test(s) at alpha = 0.05, their p-values adjusted for "
+        "testing several at once (the gate's rule); a check with a status in FAIL, ERROR "
+        "fails the audit.")
+    assert {span.term for span in verdict.gate} >= {"primary-test", "adjusted-p", "gate-rule"}
     counts = {c.key: c.value for c in verdict.counts}
-    assert counts == {"checks": "6 (2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE)",
+    assert counts == {"checks": "6 checks: 2 PASS, 1 WARN, 2 FAIL, 1 INCONCLUSIVE",
                       "groups (diagnostics)": "2 FAIL, 2 INCONCLUSIVE, 4 PASS"}
 
 
-def test_verdict_story_names_the_groups_and_covariates_that_explain_it(binary_synth):
+def test_verdict_story_says_where_from_the_groups_shown_first(binary_synth):
+    verdict = build_context(binary_synth).verdict
+    where = [plain(s) for s in verdict.story if plain(s).startswith("Where")]
+    assert len(where) == 1 and "race=A +0.055 [+0.017, +0.093] (472 rows, under-predicted)" \
+        in where[0]
     for test in binary_synth["tests"]:
         if test["status"] == "FAIL":
             test["status"] = "PASS"
     verdict = build_context(binary_synth).verdict
     assert verdict.deciding == ()
-    groups = [s for s in verdict.story if s.startswith("The groups that explain it")]
-    assert len(groups) == 1 and "defined by" in groups[0]
+    assert not any(plain(s).startswith("Where") for s in verdict.story)
 
 
 def test_pass_without_tests(minimal_synth):
     context = build_context(minimal_synth)
     assert context.verdict.status == "PASS" and not context.verdict.deciding
-    assert context.verdict.gate[1] == "This result contains no hypothesis tests."
-    assert context.tests_note == context.verdict.gate[1] and context.local_note == ""
+    assert plain(context.verdict.gate).startswith("This result contains no hypothesis tests.")
+    assert plain(context.verdict.headline) == "No hypothesis test ran: nothing below was tested."
+    assert context.tests_note == "This result contains no hypothesis tests."
+    assert context.local_note == ""
     assert context.local is None and context.nulls == () and context.figures() == ()
     assert context.reliability.figure is None
     assert context.title == "Calibration audit"
@@ -136,15 +147,24 @@ def test_klce_per_class(multiclass_synth):
     assert klce.per_class[3].value == "statistic 0.0008, p < 0.001"
 
 
-def test_bias_plot_keeps_the_largest_biases(binary_synth):
-    template = binary_synth["groups"][0]
-    binary_synth["groups"] = [dict(template, group=f"g{i}", bias=i / 1000)
+def test_bias_plot_keeps_the_strongest_evidence_and_leaves_out_noise(binary_synth):
+    """Intersections whose interval contains 0 are left out; of the rest, the strongest
+    evidence (smallest adjusted p-value) is kept."""
+    template = dict(binary_synth["groups"][0], kind="single")
+    binary_synth["groups"] = [dict(template, group=f"g{i}", bias=i / 1000,
+                                   p_value=1 - i / 100, p_value_adjusted=1 - i / 100)
                               for i in range(MAX_BIAS_ROWS + 5)]
     binary_synth["groups"].append(dict(template, group="no data", bias=None))
+    binary_synth["groups"].append(dict(template, group="a & b", kind="intersection",
+                                       bias=0.5, bias_ci=[-0.1, 1.1], p_value=0.001,
+                                       p_value_adjusted=0.001))
     figure = build_context(binary_synth).local.bias_figure
     shown = {row["group"] for row in figure.data["rows"]}
-    assert len(shown) == MAX_BIAS_ROWS and "g0" not in shown and "g64" in shown
-    assert figure.caption.startswith(f"{MAX_BIAS_ROWS} of {MAX_BIAS_ROWS + 6} groups")
+    assert len(shown) == MAX_BIAS_ROWS and "g0" not in shown and "g28" in shown
+    assert "a & b" not in shown
+    assert figure.caption.startswith(f"{MAX_BIAS_ROWS} of {MAX_BIAS_ROWS + 7} groups: each "
+                                     "covariate's groups and the intersections whose "
+                                     "interval excludes 0")
 
 
 def test_figure_names_are_unique_and_safe(binary_synth):
@@ -206,9 +226,90 @@ def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
         "klce_bootstrap")]["role"] = "diagnostic"
     verdict = build_verdict(binary_synth, check_lines(binary_synth, checks))
     assert [c.id for c in verdict.deciding] == ["klce_consistency"]
-    assert ("diagnostic test", "klce_bootstrap", "FAIL") in {
-        (c.kind, c.id, c.status) for c in verdict.attention}
+    assert "klce_bootstrap" not in {c.id for c in verdict.attention}  # told in the story
     counts = {c.key: c.value for c in verdict.counts}
-    assert counts["diagnostic tests (do not gate)"] == "1 (1 FAIL)"
-    assert any(s.startswith("1 diagnostic test(s), reported but never deciding")
-               for s in verdict.story)
+    assert counts["checks"].endswith("; 1 diagnostic test(s) (do not gate): 1 FAIL")
+    assert "1 diagnostic test(s) are reported but do not decide: 1 FAIL." in {
+        plain(s) for s in verdict.story}
+    assert "klce_bootstrap" not in plain(verdict.story[0])
+
+
+def test_small_multiples_are_carried_by_the_bins_with_the_rows():
+    """In a per-class or per-group panel the bin that holds the rows carries the eye: its
+    dot is the largest, and the whiskers and bands of bins of a few rows are faint (they
+    span most of [0, 1] and would dominate otherwise)."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    from calaudit.report.plots import plot_reliability
+
+    bins = {"mean_score": [0.05, 0.35, 0.62, 0.91], "observed_rate": [0.04, 0.5, 0.0, 1.0],
+            "rate_low": [0.03, 0.09, 0.0, 0.34], "rate_high": [0.06, 0.91, 0.71, 1.0],
+            "lower": [0.0, 0.3, 0.6, 0.9], "upper": [0.1, 0.4, 0.7, 1.0],
+            "count": [864, 2, 3, 10]}
+    band = {"low": [0.03, 0.0, 0.0, 0.6], "high": [0.07, 1.0, 1.0, 1.0], "level": 0.95}
+    ax = plot_reliability(bins, band, weighted=True, legend=False)
+    dots = next(c for c in ax.collections if isinstance(c, PathCollection))
+    sizes = dots.get_sizes()
+    assert sizes.argmax() == 0 and sizes[0] > 4 * sizes[1:].max()
+    whiskers = next(c for c in ax.collections if isinstance(c, LineCollection))
+    alphas = whiskers.get_colors()[:, 3]
+    assert alphas[0] == pytest.approx(1.0) and alphas[1:3].max() < 0.3
+    bars = [patch.get_facecolor()[3] for patch in ax.patches]
+    assert bars[0] > 2 * max(bars[1:3])
+    plain = plot_reliability(bins, band, legend=False)  # the main diagram: as before
+    assert not any(isinstance(c, PathCollection) for c in plain.collections)
+
+
+def _fail_only(result, family):
+    """``result`` with the tests of one family failing the gate and the others passing."""
+    listed = set(result["local"]["klce"]["tests"])
+    for test in result["tests"]:
+        local = test.get("family") == "local" or test["id"] in listed
+        test["status"] = "FAIL" if local == (family == "local") else "PASS"
+        test["family"] = "local" if local else "global"
+        test["role"] = "primary"
+    return result
+
+
+def test_the_first_screen_leads_with_the_picture_of_what_failed(binary_synth):
+    """A global failure leads with the reliability diagram; a local failure with the
+    reliability diagrams of the groups shown first (else the bias by group)."""
+    global_fail = build_context(_fail_only(copy.deepcopy(binary_synth), "global"))
+    assert global_fail.lead.kind == "reliability" and global_fail.lead_section == "reliability"
+    assert "How: " in plain(global_fail.verdict.story[1])
+    local = _fail_only(copy.deepcopy(binary_synth), "local")
+    assert build_context(local).lead.kind == "bias_by_group"
+    panel = {"group": "race=A", "bins": local["diagrams"]["reliability"]["bins"],
+             "bias": 0.055, "status": "FAIL"}
+    local["local"]["group_reliability"] = [panel, {**panel, "group": "age=(56, 75]"}]
+    context = build_context(local)
+    assert context.lead.kind == "reliability_by_group" and context.lead_section == "diagnosis"
+    assert [p["group"] for p in context.lead.data["panels"]] == ["race=A"]
+
+
+def test_the_verdict_box_speaks_plainly_and_links_its_terms(credit_result):
+    """The first screen keeps the jargon out of its words: no method names, and the terms
+    it needs link to the glossary, whose entries exist (with the gate's own rule)."""
+    from calaudit.report.render import render_html
+
+    html = render_html(credit_result).text
+    box = html.split('<section id="verdict"', 1)[1].split("</section>", 1)[0]
+    words = re.sub(r'<a class="term"[^>]*>.*?</a>', " ", box)
+    for jargon in ("Holm", "step-down", "simultaneous", "gatekeeping", "KLCE",
+                   "neighbourhood", "resampled from predictions"):
+        assert jargon not in words, jargon
+    terms = set(re.findall(r'<a class="term" href="#term-([a-z-]+)"', box))
+    assert {"local-test", "adjusted-p", "gate-rule", "bias", "interval"} <= terms
+    for term in terms:
+        assert f'id="term-{term}"' in html, term
+    rule = credit_result["gate"]["rule"]
+    assert html.count(rule.replace("'", "&#39;").replace('"', "&#34;")[:60]) >= 1
+
+
+def test_a_test_statistic_other_than_its_estimate_is_named_in_the_tests_table(credit_result):
+    rows = {t.id: t for t in build_context(credit_result).tests}
+    uq = rows["skce_uq_asymptotic"]
+    assert uq.estimate == fmt_value(next(t["estimate"] for t in credit_result["tests"]
+                                         if t["id"] == "skce_uq_asymptotic"))
+    assert uq.statistic and uq.statistic_definition == "n/(n-1) SKCE_uq - SKCE_b"
+    assert rows["skce_consistency"].statistic == ""  # its statistic is its estimate

@@ -12,6 +12,10 @@ from tests.report.test_report_browser import browser  # noqa: F401  (fixture)
 def test_diagnosis_section_in_chromium(browser, artifacts, tmp_path, credit_result):  # noqa: F811
     page = tmp_path / "credit.html"
     write_reports(credit_result, html=page)
+    html = page.read_text(encoding="utf-8")  # the section opened, as a reader's click does
+    page.write_text(html.replace('<details class="section" id="diagnosis">',
+                                 '<details class="section" id="diagnosis" open>'),
+                    encoding="utf-8")
     report = inspect_page(browser, page)
     (artifacts / "report-diagnosis.png").write_bytes(report.screenshot)
     assert report.console_errors == []

@@ -14,8 +14,9 @@ from calaudit.report.context import build_context
 from calaudit.report.render import render_html, write_reports
 from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
-SECTIONS = ["verdict", "checks", "metrics", "tests", "reliability", "nulls", "local", "data",
-            "notes", "appendix", "signoff"]
+#: The verdict, the evidence, the appendix (in the PDF only with --pdf-appendix), sign-off.
+SECTIONS = ["verdict", "checks", "reliability", "local", "metrics", "data", "terms", "tests",
+            "nulls", "groups", "notes", "appendix", "signoff"]
 
 
 class Inventory(HTMLParser):
@@ -74,7 +75,7 @@ def test_no_scripts_no_network_and_a_strict_csp(binary_html):
     assert f"style-src 'sha256-{digest}'" in csp[0]
 
 
-def test_sections_in_the_issue_order(binary_html):
+def test_sections_in_reading_order(binary_html):
     ids = [a["id"] for t, a in inventory(binary_html).tags
            if t in ("section", "details") and "id" in a]
     assert ids == SECTIONS

@@ -1,7 +1,8 @@
 """The PDF report (``--pdf``, WeasyPrint from the ``calaudit[pdf]`` extra), checked with
-poppler: it opens, has a page per section, its text holds the verdict and every check,
-and its figures are drawn (pages rasterised with ``pdftoppm``). Page images are left in
-``test-artifacts/`` for people to look at."""
+poppler: at most 8 pages without the appendix, page 1 the decision and its evidence, the
+appendix only with ``--pdf-appendix``, no page ending on a heading, its figures drawn
+(page 1 rasterised with ``pdftoppm``). Page images are left in ``test-artifacts/`` for
+people to look at."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 
 import pytest
 
 from calaudit.audit.checks import result_checks
 from calaudit.exceptions import ConfigError
-from calaudit.report.render import expand_sections, render_pdf, write_reports
+from calaudit.report.render import printable, render_pdf, write_reports
 
 pytest.importorskip("weasyprint")
 POPPLER = all(shutil.which(tool) for tool in ("pdftotext", "pdftoppm", "pdfinfo"))
@@ -28,59 +30,104 @@ def pdf_pages(path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def credit_pdf(credit_result, tmp_path_factory):
+def credit_pdfs(credit_result, tmp_path_factory):
+    """The sample's PDF without and with the appendix, and the HTML each was printed
+    from (for its headings)."""
+    from calaudit.report.render import render_html
+
     folder = tmp_path_factory.mktemp("pdf")
     write_reports(credit_result, pdf=folder / "r.pdf", html=folder / "r.html")
-    return folder / "r.pdf"
+    write_reports(credit_result, pdf=folder / "a.pdf", pdf_appendix=True)
+    return {"main": (folder / "r.pdf", render_html(credit_result, appendix=False).text),
+            "appendix": (folder / "a.pdf", render_html(credit_result).text)}
 
 
-def test_the_pdf_opens_with_a_page_per_section(credit_pdf):
-    info = subprocess.run(["pdfinfo", str(credit_pdf)], capture_output=True, text=True,
+def page_count(path) -> int:
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True,
                           check=True).stdout
-    pages = int(next(line for line in info.splitlines() if line.startswith("Pages:"))
-                .split()[1])
-    assert 10 <= pages <= 40, pages
     assert re.search(r"Page size: +595.276 x 841.89 pts \(A4\)", info)
-    texts = pdf_pages(credit_pdf)
-    assert len(texts) == pages
-    starts = [t.strip().splitlines()[0].strip() for t in texts if t.strip()]
-    for title in ("Calibration error estimates", "Calibration tests", "Reliability diagrams",
-                  "Local calibration", "Data", "Reading this report",
-                  "Methods and configuration"):
-        assert any(start.startswith(title) for start in starts), (title, starts)
+    return int(next(line for line in info.splitlines() if line.startswith("Pages:"))
+               .split()[1])
 
 
-def test_the_pdf_text_has_the_verdict_and_every_check(credit_pdf, credit_result):
-    texts = pdf_pages(credit_pdf)
-    assert f"{credit_result['verdict']} At least one check" in " ".join(texts[0].split())
-    everything = "\n".join(texts)
+def test_the_pdf_is_at_most_8_pages_and_the_appendix_is_on_request(credit_pdfs):
+    main, appendix = credit_pdfs["main"][0], credit_pdfs["appendix"][0]
+    pages = page_count(main)
+    assert 3 <= pages <= 8, pages
+    assert page_count(appendix) > pages
+    text, full = "\n".join(pdf_pages(main)), "\n".join(pdf_pages(appendix))
+    for appendix_only in ("Null distributions", "Group table", "Resolved configuration",
+                          "The bins in numbers", "What a p-value means here"):
+        assert appendix_only not in text and appendix_only in full, appendix_only
+    for evidence in ("Checks", "Reliability diagrams", "Local calibration",
+                     "Who is miscalibrated", "Calibration error estimates", "Data",
+                     "Terms used above", "Sign-off"):
+        assert evidence in text, evidence
+
+
+def test_the_pdf_lists_every_check(credit_pdfs, credit_result):
+    text = "\n".join(pdf_pages(credit_pdfs["main"][0]))
     for check in result_checks(credit_result):
-        assert check.id in everything, check.id
-    assert "The bins in numbers" in everything  # expanded, not hidden in a closed section
-    assert "Resolved configuration" in everything
+        assert check.id in text, check.id
 
 
-def test_the_pdf_figures_are_drawn(credit_pdf, artifacts, tmp_path):
+def test_page_one_states_the_decision_and_its_evidence(credit_pdfs, credit_result):
+    first = " ".join(pdf_pages(credit_pdfs["main"][0])[0].split())
+    assert first.startswith("Calibration audit: credit_default.csv")
+    assert (f"{credit_result['verdict']} The predicted probabilities are right on average "
+            "but off for some groups of similar rows.") in first
+    for evidence in ("The local test rejects", "Where (bias = observed rate - mean "
+                     "prediction", "Groups with the clearest bias", "race=B -0.05",
+                     "Reliability of the groups with the clearest bias"):
+        assert evidence in first, evidence
+
+
+def last_lines(path) -> list[str]:
+    """The last line of text of every page, page numbers left out."""
+    out = []
+    for text in pdf_pages(path):
+        lines = [line.strip() for line in text.splitlines() if line.strip()
+                 and not re.fullmatch(r"\d+ ?/ ?\d+", line.strip())]
+        out.append(lines[-1] if lines else "")
+    return out
+
+
+def headings(html: str) -> set[str]:
+    found = re.findall(r"<h[23][^>]*>(.*?)</h[23]>", html, flags=re.S)
+    return {unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in found} - {"", "Verdict"}
+
+
+@pytest.mark.parametrize("document", ["main", "appendix"])
+def test_no_page_ends_with_a_heading(credit_pdfs, document):
+    pdf, html = credit_pdfs[document]
+    titles = headings(html)
+    assert {"Checks", "Sign-off"} <= titles
+    for number, line in enumerate(last_lines(pdf), 1):
+        assert not any(line.startswith(title) for title in titles), (number, line)
+
+
+def test_page_one_is_drawn(credit_pdfs, artifacts, tmp_path):
+    """The picture under the verdict is on page 1, drawn (rasterised with poppler)."""
     from PIL import Image
-
-    texts = pdf_pages(credit_pdf)
-    page = next(i for i, t in enumerate(texts) if "Reliability diagram (binary)" in t) + 1
-    prefix = tmp_path / "page"
-    subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", str(page), "-l", str(page),
-                    str(credit_pdf), str(prefix)], check=True)
-    png = next(tmp_path.glob("page*.png"))
-    shutil.copy(png, artifacts / "report-pdf-reliability-page.png")
     import numpy as np
 
+    prefix = tmp_path / "page"
+    subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", "1", "-l", "1",
+                    str(credit_pdfs["main"][0]), str(prefix)], check=True)
+    png = next(tmp_path.glob("page*.png"))
+    shutil.copy(png, artifacts / "report-pdf-page-1.png")
     pixels = np.asarray(Image.open(png).convert("RGB")).astype(int)
     saturation = pixels.max(axis=2) - pixels.min(axis=2)
-    assert (saturation > 60).mean() > 0.005  # the blue histogram and markers are drawn
+    lower = saturation[saturation.shape[0] // 2:]  # the figure sits under the verdict box
+    assert (lower > 60).mean() > 0.002  # blue dots and whiskers are drawn
 
 
-def test_sections_are_expanded_for_print():
-    html = '<details class="section" id="a"><summary>x</summary></details><details open>'
-    assert expand_sections(html) == ('<details open class="section" id="a"><summary>x'
-                                     '</summary></details><details open>')
+def test_sections_become_plain_blocks_for_print():
+    html = ('<details class="section" id="a"><summary><h2>x</h2></summary>'
+            '<div class="section-body">y</div></details><details open>z</details>')
+    assert printable(html) == ('<div class="section" id="a"><div class="section-head">'
+                               '<h2>x</h2></div><div class="section-body">y</div></div>'
+                               '<div>z</div>')
 
 
 def test_without_weasyprint_pdf_is_a_configuration_error(monkeypatch):
