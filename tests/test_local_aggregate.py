@@ -193,3 +193,23 @@ def test_feature_path_redraws_the_labels_of_the_feature_test(monkeypatch):
     mine = found.members[0]
     assert mine["p_value"] == pytest.approx(
         (1 + np.sum(expected >= mine["statistic"] * (1 - 1e-12))) / 21)
+
+
+def test_member_tails_are_scipys_laws_and_do_not_underflow():
+    from scipy import stats
+
+    from calaudit.local.aggregate import chi_square_log_tail, moment_log_tail
+
+    x = np.array([0.0, 0.5, 3.0, 10.0, 50.0, 300.0, 1000.0])
+    for df in (1, 4, 9, 36):
+        assert np.allclose(chi_square_log_tail(x, df), stats.chi2.logsf(x, df),
+                           rtol=1e-12, atol=1e-14)
+    deep = chi_square_log_tail(np.array([4000.0, 5000.0]), 4)
+    assert np.all(np.isfinite(deep)) and deep[1] < deep[0]  # scipy's logsf is -inf here
+    v = np.random.default_rng(0).gamma(2.0, size=300)
+    mean, sd = v.mean(), v.std()
+    skew = np.mean(((v - mean) / sd) ** 3)
+    shape, scale = 4 / skew**2, sd * skew / 2
+    assert np.allclose(moment_log_tail(v),
+                       stats.gamma.logsf(v - (mean - shape * scale), shape, scale=scale),
+                       rtol=1e-12, atol=1e-14)
