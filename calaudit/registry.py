@@ -4,8 +4,9 @@ Each :class:`Entry` gives an id's title (``{notion}`` is filled with the view: b
 top-label), which way is better (``lower``, ``higher``, ``target`` with its value, or
 ``none`` for a descriptive number), the value of a perfectly calibrated model, its unit,
 a one-line reading, why it may be absent from a result, its default tolerance against a
-baseline and the configuration section that governs it. A threshold may be set on every
-metric with a better side; tests are graded by the gate.
+baseline, the configuration section that governs it and, for a test, whether it runs by
+default. A threshold may be set on every metric with a better side; tests are graded by the
+gate.
 
 A new statistic adds one entry here; the core computes it and one stage reports it.
 """
@@ -58,6 +59,8 @@ class Entry:
     tolerance: Tolerance = PROBABILITY_SCALE
     section: str = ""
     family: str = "global"
+    #: a test that runs unless the configuration leaves it out
+    default: bool = False
 
     @property
     def direction(self) -> Direction | None:
@@ -177,14 +180,14 @@ TESTS: dict[str, Entry] = {e.id: e for e in (
     _test("skce_b_bound", "SKCE_b distribution-free bound"),
     _test("skce_uq_bound", "SKCE_uq distribution-free bound"),
     _test("skce_ul_bound", "SKCE_ul distribution-free bound"),
-    _test("skce_ul_asymptotic", "SKCE_ul asymptotic normal test"),
-    _test("skce_uq_asymptotic", "SKCE_uq asymptotic test (Arcones-Gine bootstrap)"),
-    _test("skce_consistency", "SKCE_uq consistency resampling test"),
-    _test("ece_consistency", "ECE consistency resampling test ({notion})"),
-    _test("spiegelhalter", "Spiegelhalter's z test", condition=_BINARY_ONLY),
+    _test("skce_ul_asymptotic", "SKCE_ul asymptotic normal test", default=True),
+    _test("skce_uq_asymptotic", "SKCE_uq asymptotic test (Arcones-Gine bootstrap)", default=True),
+    _test("skce_consistency", "SKCE_uq consistency resampling test", default=True),
+    _test("ece_consistency", "ECE consistency resampling test ({notion})", default=True),
+    _test("spiegelhalter", "Spiegelhalter's z test", default=True, condition=_BINARY_ONLY),
     _test("hosmer_lemeshow", "Hosmer-Lemeshow test", condition=_BINARY_ONLY),
     _test("local_consistency", "Local calibration test (aggregate of recalibration scores "
-          "and KLCE)", section="local", family="local"),
+          "and KLCE)", section="local", family="local", default=True),
     _test("klce_consistency", "Local calibration test (KLCE, labels resampled from "
           "predictions)", section="local", family="local"),
     _test("klce_bootstrap", "Local calibration test (KLCE, residual bootstrap, Algorithm 1)",
@@ -224,6 +227,8 @@ def known_metric_ids() -> tuple[str, ...]:
     return tuple(sorted(METRICS))
 
 
-def tests_of(section: str) -> tuple[str, ...]:
-    """The test ids governed by a configuration section, in registry order."""
-    return tuple(e.id for e in TESTS.values() if e.section == section)
+def tests_of(section: str, default: bool | None = None) -> tuple[str, ...]:
+    """The test ids governed by a configuration section, in registry order (``default``:
+    only those that run, or do not run, by default)."""
+    return tuple(e.id for e in TESTS.values()
+                 if e.section == section and default in (None, e.default))

@@ -15,8 +15,8 @@ GLOBAL_TESTS = registry.tests_of("global_tests")
 #: The distribution-free bounds run only when asked for: they are valid at any n but could
 #: not reject in simulation below a few thousand rows (each reports the smallest p-value it
 #: can reach at this n in ``params.smallest_p_value``).
-BOUND_TESTS = GLOBAL_TESTS[:3]
-DEFAULT_GLOBAL_TESTS = GLOBAL_TESTS[3:-1]
+BOUND_TESTS = tuple(t for t in GLOBAL_TESTS if t.endswith("_bound"))
+DEFAULT_GLOBAL_TESTS = registry.tests_of("global_tests", default=True)
 
 
 @dataclass(frozen=True)

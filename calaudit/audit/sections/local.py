@@ -24,7 +24,7 @@ class LocalConfig:
     """
 
     tests: tuple[str, ...] = field(
-        default=("local_consistency",),
+        default=registry.tests_of("local", default=True),
         metadata={"help": "local tests to run: " + ", ".join(LOCAL_TESTS) + " (none: only "
                           "the statistic and diagnostics); local_consistency aggregates "
                           "recalibration scores and KLCE^2 (klce_consistency is its kernel "
