@@ -186,6 +186,7 @@ TESTS: dict[str, Entry] = {e.id: e for e in (
     _test("ece_consistency", "ECE consistency resampling test ({notion})", default=True),
     _test("spiegelhalter", "Spiegelhalter's z test", default=True, condition=_BINARY_ONLY),
     _test("hosmer_lemeshow", "Hosmer-Lemeshow test", condition=_BINARY_ONLY),
+    _test("kuiper", "Kuiper's test of the cumulative residuals ({notion})"),
     _test("local_consistency", "Local calibration test (aggregate of recalibration scores "
           "and KLCE)", section="local", family="local", default=True),
     _test("klce_consistency", "Local calibration test (KLCE, labels resampled from "

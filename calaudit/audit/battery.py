@@ -19,6 +19,7 @@ from calaudit.inference.calibration_errors import (
 )
 from calaudit.inference.classical import clinical_metrics, hosmer_lemeshow, spiegelhalter
 from calaudit.inference.consistency import ece_consistency
+from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
 from calaudit.numerics.row_blocks import executor_of
@@ -44,13 +45,14 @@ class CalibrationErrorStage:
 
 
 class EceFamilyStage:
-    """ECE variants, Brier decomposition, log loss; the ``ece_consistency`` test."""
+    """ECE variants, Brier decomposition, log loss; the ``ece_consistency`` and ``kuiper``
+    tests."""
 
     name = "ece_family"
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        ci_rng, test_rng = rng.spawn(2)
+        ci_rng, test_rng, kuiper_rng = rng.spawn(3)
         bins = {"n_bins": config.binning.n_bins, "strategy": config.binning.strategy}
         metrics = ece_variants(data.y_true, data.y_proba, **bins,
                                canonical_distance=config.ece.canonical_distance,
@@ -61,6 +63,9 @@ class EceFamilyStage:
             tests = (ece_consistency(data.y_true, data.y_proba, **bins,
                                      n_resamples=config.n_resamples, alpha=config.alpha,
                                      rng=test_rng),)
+        if enabled_tests(config, ("kuiper",)):
+            tests += (kuiper_test(data.y_true, data.y_proba, n_resamples=config.n_resamples,
+                                  rng=kuiper_rng),)
         return StageOutput(metrics=metrics, tests=tests)
 
 

@@ -1,0 +1,70 @@
+"""Kuiper's test of calibration against loops from its definition and the closed form of
+its null (the range of a Brownian motion)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calaudit.inference.kuiper import kuiper_test
+
+
+def kuiper_loop(y: np.ndarray, s: np.ndarray) -> float:
+    """max_k C_k - min_k C_k with C_0 = 0, C_k = (1/n) sum_{j <= k} (y_j - s_j), scores
+    ascending (ties in row order), by an explicit loop."""
+    order = sorted(range(len(s)), key=lambda i: (s[i], i))
+    c, high, low = 0.0, 0.0, 0.0
+    for i in order:
+        c += (y[i] - s[i]) / len(s)
+        high, low = max(high, c), min(low, c)
+    return high - low
+
+
+def binary(y, p):
+    return np.asarray(y), np.column_stack([1 - np.asarray(p), np.asarray(p)])
+
+
+def test_statistic_is_the_range_of_the_cumulative_residuals():
+    rng = np.random.default_rng(1)
+    p = np.round(rng.uniform(0.05, 0.95, 300), 2)  # ties in the scores
+    y = (rng.random(300) < p).astype(int)
+    result = kuiper_test(*binary(y, p), n_resamples=99, rng=np.random.default_rng(2))
+    assert result.estimate == pytest.approx(kuiper_loop(y, p), rel=1e-12)
+    sigma = math.sqrt(float(np.sum(p * (1 - p)))) / p.size
+    assert result.statistic == pytest.approx(result.estimate / sigma, rel=1e-12)
+    assert result.null_distribution.shape == (99,) and 1 / 100 <= result.p_value <= 1
+
+
+def test_top_label_view_for_several_classes():
+    rng = np.random.default_rng(3)
+    proba = rng.dirichlet(np.ones(4), 200)
+    y = np.array([rng.choice(4, p=row) for row in proba])
+    result = kuiper_test(y, proba, n_resamples=49, rng=np.random.default_rng(4))
+    top = proba.argmax(axis=1)
+    assert result.params["notion"] == "top-label"
+    assert result.estimate == pytest.approx(
+        kuiper_loop((y == top).astype(float), proba.max(axis=1)), rel=1e-12)
+
+
+def test_null_is_the_range_of_a_brownian_motion():
+    """Under calibration K / sigma tends to the range of a standard Brownian motion on
+    [0, 1], whose mean is 2 sqrt(2 / pi) (Feller 1951)."""
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.05, 0.95, 4000)
+    y = (rng.random(p.size) < p).astype(int)
+    result = kuiper_test(*binary(y, p), n_resamples=400, rng=np.random.default_rng(6))
+    null = result.null_distribution / result.params["sigma"]
+    assert null.mean() == pytest.approx(2 * math.sqrt(2 / math.pi), rel=0.06)
+
+
+def test_rejects_an_overconfident_model_and_not_a_calibrated_one():
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.05, 0.95, 3000)
+    truth = 0.5 + 0.6 * (p - 0.5)  # the model is too sure of itself
+    bad = kuiper_test(*binary((rng.random(p.size) < truth).astype(int), p),
+                      n_resamples=199, rng=np.random.default_rng(8))
+    good = kuiper_test(*binary((rng.random(p.size) < p).astype(int), p),
+                       n_resamples=199, rng=np.random.default_rng(8))
+    assert bad.p_value == pytest.approx(1 / 200) and good.p_value > 0.05
