@@ -8,7 +8,7 @@ line's ``--help``) stays fast::
     result = calaudit.run_audit(data, calaudit.AuditConfig(seed=1))
     result.metric("ece").value
 
-Subpackages: ``calaudit.tests`` (one function per calibration test, scipy-like results),
+Subpackages: ``calaudit.stats`` (one function per calibration test, scipy-like results),
 ``calaudit.plot`` (scikit-learn-like ``Display`` objects), ``calaudit.metrics`` (every
 estimator as a plain function). Guide: ``docs/api.md``.
 """

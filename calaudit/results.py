@@ -114,7 +114,8 @@ class TestResult:
     it, ``p_value`` the raw p-value. ``status`` is ``None`` until the gate grades it
     (then ``alpha`` and ``p_value_adjusted`` are set too), unless the test itself decided
     ``INCONCLUSIVE``, ``ERROR`` or ``SKIPPED`` (``message`` says why).
-    ``null_distribution`` holds the resampled statistics of resampling tests. ``family``
+    ``null_distribution`` holds the resampled statistics of resampling tests (scipy's result
+    model: ``statistic, p_value = result``; ``pvalue`` is an alias). ``family``
     names the null hypothesis the test is about (``global``: the model is calibrated;
     ``local``: it is calibrated in every sub-population): p-values are adjusted within a
     family by default (``multiple_testing_scope``).
@@ -137,6 +138,22 @@ class TestResult:
     title: str = ""
     family: str = "global"
     role: str = "diagnostic"
+
+    @property
+    def pvalue(self) -> float:
+        """Alias of ``p_value`` (scipy's spelling)."""
+        return self.p_value
+
+    def __iter__(self):
+        """``statistic, p_value = result``, as scipy's results unpack."""
+        return iter((self.statistic, self.p_value))
+
+    def __repr__(self) -> str:
+        null = ("None" if self.null_distribution is None
+                else f"<{np.size(self.null_distribution)} resampled statistics>")
+        note = f", message={self.message!r}" if self.message else ""
+        return (f"TestResult(id={self.id!r}, statistic={self.statistic:.6g}, "
+                f"p_value={self.p_value:.6g}, null_distribution={null}{note})")
 
     def to_dict(self) -> dict[str, Any]:
         return {

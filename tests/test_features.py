@@ -481,8 +481,8 @@ def test_cli_method_flag_reaches_the_json(tmp_path):
 
 
 def test_public_test_functions_take_the_computation():
-    from calaudit.tests.global_tests import skce_test
-    from calaudit.tests.local import klce_test
+    from calaudit.stats.global_tests import skce_test
+    from calaudit.stats.local import klce_test
 
     data = _data(n=300)
     p = data.y_proba[:, 1]

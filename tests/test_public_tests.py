@@ -1,4 +1,4 @@
-"""calaudit.tests: one function per test, the numbers of the command line."""
+"""calaudit.stats: one function per test, the numbers of the command line."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from calaudit.cli.app import app
-from calaudit.tests import (
-    CalibrationTestResult,
+from calaudit.stats import (
+    TestResult,
     ece_test,
     hosmer_lemeshow_test,
     klce_test,
@@ -55,7 +55,7 @@ def test_same_numbers_as_the_cli(sample_rows, cli_result):
     ]
     for ours, test_id in cases:
         theirs = cli_test(cli_result, test_id)
-        assert ours.test_id == test_id
+        assert ours.id == test_id
         assert ours.statistic == pytest.approx(theirs["statistic"], rel=1e-12, abs=1e-15)
         assert ours.pvalue == pytest.approx(theirs["p_value"], rel=1e-12)
         if theirs["null_distribution"] is not None:
@@ -81,7 +81,7 @@ def test_result_object_is_scipy_like():
     p = rng.dirichlet(np.ones(3), 200)
     y = np.array([rng.choice(3, p=row) for row in p])
     result = skce_test(y, p, n_resamples=50, random_state=0)
-    assert isinstance(result, CalibrationTestResult)
+    assert isinstance(result, TestResult)
     statistic, pvalue = result
     assert (statistic, pvalue) == (result.statistic, result.p_value)
     assert 0 < pvalue <= 1 and result.null_distribution.shape == (50,)
@@ -92,7 +92,7 @@ def test_local_test_methods_and_bad_input(sample_rows):
     y, p = sample_rows["label"], sample_rows["prob"]
     result = klce_test(y, p, {"age": sample_rows["age"], "race": sample_rows["race"]},
                        method="bootstrap", n_resamples=100, random_state=0)
-    assert result.test_id == "klce_bootstrap" and 0 < result.pvalue <= 1
+    assert result.id == "klce_bootstrap" and 0 < result.pvalue <= 1
     assert result.null_distribution.shape == (100,) and "Algorithm 1" in result.method
     with pytest.raises(ValueError, match="method"):
         klce_test(y, p, sample_rows[["age"]], method="exact")

@@ -19,8 +19,8 @@ predictions), ``--datasets`` independent data sets each (default 500):
   leaving them out does not change the verdict).
 
 The SKCE scenarios and the gate run through the audit stages as ``calaudit test --method
-features`` runs them (``calaudit.tests.result.run_stage_test`` / ``calaudit.run_audit``
-with ``method="features"``; the path of ``calaudit.tests.skce_test(computation=
+features`` runs them (``calaudit.stats.result.run_stage_test`` / ``calaudit.run_audit``
+with ``method="features"``; the path of ``calaudit.stats.skce_test(computation=
 "features")``), with the stage's exact estimates skipped for CPU (``skce.max_quadratic_n``
 = 5,000, so the median heuristic uses the stage's 5,000-row subsample); the test draws
 from its own spawned stream, so this does not change its p-value. The KLCE scenarios call
@@ -73,7 +73,7 @@ from calaudit.local.features import product_features
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import prediction_features, residuals
 from calaudit.results import Status
-from calaudit.tests.result import run_stage_test
+from calaudit.stats.result import run_stage_test
 
 ALPHA, B = 0.05, 199
 OUT = Path(__file__).parent / "results" / "scale_level"

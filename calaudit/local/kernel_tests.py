@@ -44,7 +44,7 @@ from calaudit.local.klce import (
     residual_bound,
     residuals,
 )
-from calaudit.local.lcb import plot_points
+from calaudit.local.lcb import plot_points, top_label_residual
 from calaudit.local.lcb_features import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.score_members import ScoreMembers
@@ -351,6 +351,14 @@ class LocalTests:
                        method=method)
             rows.append(row)
         return rows
+
+    def scalar_residual(self) -> np.ndarray:
+        """The residual of the scalar view (LCB, feature pass): ``y - p_1`` (binary), else
+        the top-label ``1{y = argmax p} - max p``."""
+        if self.data.is_binary:
+            return self.r
+        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
+        return outcome - prediction
 
     def run(self, scalar_r: np.ndarray) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
         """The requested tests, the KLCE^2 estimate and the per-class views; afterwards

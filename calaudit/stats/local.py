@@ -2,16 +2,19 @@
 recalibration scores and KLCE) and ``klce_test`` (the KLCE^2 tests of Vashistha & Farahi,
 *I-trustworthy models*).
 
-Each runs :class:`~calaudit.audit.local_calibration.LocalCalibrationStage` with only the
-requested test, so the statistic, p-value and null distribution are those of
-``calaudit test --covariates ...`` with the same seed.
+Each runs the local stage's tests (:class:`calaudit.local.kernel_tests.LocalTests`) on the
+stage's random streams with only the requested test, so the statistic, p-value and null
+distribution are those of ``calaudit test --covariates ...`` with the same seed.
 """
 
 from __future__ import annotations
 
 from calaudit.audit.config import AuditConfig, LocalConfig
-from calaudit.audit.local_calibration import LocalCalibrationStage
-from calaudit.tests.result import CalibrationTestResult, as_data, run_stage_test, seed_of
+from calaudit.audit.local_calibration import LocalCalibrationStage, STREAMS
+from calaudit.local.kernel_tests import LocalTests
+from calaudit.numerics.random import stream
+from calaudit.results import TestResult, lookup
+from calaudit.stats.result import as_data, seed_of
 
 METHODS = {"consistency": "klce_consistency", "bootstrap": "klce_bootstrap",
            "permutation": "klce_permutation"}
@@ -22,7 +25,7 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
               cov_bandwidth: float | None = None, resample_dtype: str = "float32",
               random_state: int | None = None, rng: int | None = None,
               computation: str = "auto", n_features: int | None = None
-              ) -> CalibrationTestResult:
+              ) -> TestResult:
     """Test "the model is calibrated in every neighbourhood of the covariates" (KLCE^2).
 
     Parameters
@@ -42,7 +45,7 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
 
     Returns
     -------
-    CalibrationTestResult with ``statistic`` (the unbiased KLCE^2 estimate), ``pvalue``,
+    TestResult with ``statistic`` (the unbiased KLCE^2 estimate), ``pvalue``,
     ``null_distribution`` and ``method``. Too small a sample (fewer than 30 rows, or
     fewer than 5 events for a binary model) gives ``pvalue`` NaN and a ``message``.
     """
@@ -58,14 +61,14 @@ def klce_test(y_true, y_proba, covariates, *, method: str = "consistency",
                         group_ci_resamples=1, intersections=False)
     config = AuditConfig(seed=seed_of(random_state, rng), local=local, method=computation,
                          n_features=n_features)
-    return run_stage_test(LocalCalibrationStage(), test_id, data, config)
+    return _run(test_id, data, config)
 
 
 def local_test(y_true, y_proba, covariates, *, n_resamples: int = 500, n_bands: int = 4,
                prob_bandwidth: float | None = None, cov_bandwidth: float | None = None,
                random_state: int | None = None, rng: int | None = None,
                computation: str = "auto", n_features: int | None = None
-               ) -> CalibrationTestResult:
+               ) -> TestResult:
     """Test "the model is calibrated for every sub-population of the covariates" with
     the audit's local primary test (``local_consistency``): labels redrawn from the
     predictions, and on the same redraws a recalibration score statistic per covariate
@@ -75,7 +78,7 @@ def local_test(y_true, y_proba, covariates, *, n_resamples: int = 500, n_bands: 
 
     Returns
     -------
-    CalibrationTestResult with ``statistic`` (the aggregate, the largest weighted
+    TestResult with ``statistic`` (the aggregate, the largest weighted
     ``-log`` tail of the members), ``pvalue``, ``null_distribution`` and ``params``
     (``members``: each member's statistic, degrees of freedom and own p-value).
     Arguments as :func:`klce_test`.
@@ -89,4 +92,12 @@ def local_test(y_true, y_proba, covariates, *, n_resamples: int = 500, n_bands: 
                         intersections=False)
     config = AuditConfig(seed=seed_of(random_state, rng), local=local, method=computation,
                          n_features=n_features)
-    return run_stage_test(LocalCalibrationStage(), "local_consistency", data, config)
+    return _run("local_consistency", data, config)
+
+
+def _run(test_id: str, data, config: AuditConfig) -> TestResult:
+    """The local stage's tests on its own random streams, as the audit runs them."""
+    rng = stream(config.seed, LocalCalibrationStage.name)
+    setup = LocalTests(data, config, dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True)))
+    tests, _, _ = setup.run(setup.scalar_residual())
+    return lookup(tests, test_id, "test")

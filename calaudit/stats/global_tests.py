@@ -13,14 +13,15 @@ from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
 from calaudit.numerics.random import stream
 from calaudit.numerics.row_blocks import ThreadExecutor
-from calaudit.tests.result import CalibrationTestResult, as_data, seed_of
+from calaudit.results import TestResult
+from calaudit.stats.result import as_data, seed_of
 
 
 def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "exponential",
               bandwidth: float | None = None, n_resamples: int = 1000, alpha: float = 0.05,
               random_state: int | None = None, rng: int | None = None,
               computation: str = "auto", n_features: int | None = None
-              ) -> CalibrationTestResult:
+              ) -> TestResult:
     """Test "the model is calibrated" with the squared kernel calibration error.
 
     ``method``: ``consistency`` (SKCE_uq against labels redrawn from the predictions;
@@ -43,12 +44,12 @@ def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "ex
                            tests=(f"skce_{method}",), n_resamples=n_resamples,
                            alpha=alpha, computation=Computation(computation, n_features),
                            executor=ThreadExecutor(), rng=stream(seed, "skce"))
-    return CalibrationTestResult.from_test(battery.tests[0])
+    return battery.tests[0]
 
 
 def ece_test(y_true, y_proba, *, n_bins: int = 15, strategy: str = "uniform",
              n_resamples: int = 1000, random_state: int | None = None,
-             rng: int | None = None) -> CalibrationTestResult:
+             rng: int | None = None) -> TestResult:
     """Consistency resampling test of the binned ECE: the observed ECE against the ECEs
     of labels redrawn from the predictions (binary notion for two classes, top-label
     otherwise). ``statistic`` is the ECE; ``null_distribution`` the redrawn ECEs."""
@@ -56,24 +57,22 @@ def ece_test(y_true, y_proba, *, n_bins: int = 15, strategy: str = "uniform",
                 binning=BinningConfig(n_bins=n_bins, strategy=strategy))
     seed, data = seed_of(random_state, rng), as_data(y_true, y_proba)
     _, test_rng = stream(seed, "ece_family").spawn(2)  # the stage's (intervals, test)
-    return CalibrationTestResult.from_test(ece_consistency(
+    return (ece_consistency(
         data.y_true, data.y_proba, n_bins=n_bins, strategy=strategy,
         n_resamples=n_resamples, rng=test_rng))
 
 
-def spiegelhalter_test(y_true, y_proba) -> CalibrationTestResult:
+def spiegelhalter_test(y_true, y_proba) -> TestResult:
     """Spiegelhalter's z test (binary models; two-sided normal p-value)."""
     data = _binary(y_true, y_proba, "spiegelhalter_test")
-    return CalibrationTestResult.from_test(
-        classical.spiegelhalter(data.y_true, data.positive_proba))
+    return (classical.spiegelhalter(data.y_true, data.positive_proba))
 
 
-def hosmer_lemeshow_test(y_true, y_proba, *, n_groups: int = 10) -> CalibrationTestResult:
+def hosmer_lemeshow_test(y_true, y_proba, *, n_groups: int = 10) -> TestResult:
     """Hosmer-Lemeshow chi-square test on ``n_groups`` quantile groups (binary models)."""
     GlobalTestsConfig(hosmer_lemeshow_groups=n_groups)  # validation
     data = _binary(y_true, y_proba, "hosmer_lemeshow_test")
-    return CalibrationTestResult.from_test(
-        classical.hosmer_lemeshow(data.y_true, data.positive_proba, n_groups))
+    return (classical.hosmer_lemeshow(data.y_true, data.positive_proba, n_groups))
 
 
 def _binary(y_true, y_proba, name: str):

@@ -1,7 +1,7 @@
 """Public calibration tests, one function per test, returning scipy-like result objects.
 
 >>> import numpy as np
->>> from calaudit.tests import ece_test
+>>> from calaudit.stats import ece_test
 >>> rng = np.random.default_rng(0)
 >>> p = rng.uniform(size=500)
 >>> y = (rng.uniform(size=500) < p).astype(int)
@@ -18,14 +18,14 @@ adjustment and gate are not applied (``calaudit.run_audit`` does that).
 
 from __future__ import annotations
 
-from calaudit.tests.global_tests import (
+from calaudit.stats.global_tests import (
     ece_test,
     hosmer_lemeshow_test,
     skce_test,
     spiegelhalter_test,
 )
-from calaudit.tests.local import klce_test, local_test
-from calaudit.tests.result import CalibrationTestResult
+from calaudit.stats.local import klce_test, local_test
+from calaudit.results import TestResult
 
-__all__ = ["CalibrationTestResult", "local_test", "klce_test", "skce_test", "ece_test",
+__all__ = ["TestResult", "local_test", "klce_test", "skce_test", "ece_test",
            "spiegelhalter_test", "hosmer_lemeshow_test"]
