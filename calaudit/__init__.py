@@ -44,7 +44,7 @@ _EXPORTS = {
     "ConfigError": "calaudit.exceptions",
 }
 
-_SUBPACKAGES = ("tests", "plot", "metrics")
+_SUBPACKAGES = ("stats", "plot", "metrics")
 
 __all__ = ["__version__", *_EXPORTS, *_SUBPACKAGES]
 

@@ -39,7 +39,7 @@ class Flag:
     not markup), the help ``panel``, the dotted ``setting`` it sets (``None``: it steers
     the command), the value ``kind`` and its ``default`` as shown by ``--help`` (the
     setting's own default; a test keeps the two equal), ``metavar`` and the ``COUNTS``
-    key of its range."""
+    key of its range (or the ``minimum`` of a real value)."""
 
     name: str
     decls: tuple[str, ...]
@@ -50,6 +50,7 @@ class Flag:
     default: Any = None
     metavar: str | None = None
     counts: str | None = None
+    minimum: float | None = None
 
     @property
     def is_flag(self) -> bool:
@@ -57,7 +58,7 @@ class Flag:
 
     def parameter(self) -> inspect.Parameter:
         """The keyword parameter typer reads (``Annotated[type, typer.Option(...)]``)."""
-        low, high = COUNTS[self.counts] if self.counts else (None, None)
+        low, high = COUNTS[self.counts] if self.counts else (self.minimum, None)
         option = typer.Option(*self.decls, help=self.help, rich_help_panel=self.panel,
                               metavar=None if self.is_flag else self.metavar,
                               min=low, max=high,
@@ -110,7 +111,7 @@ FLAGS = _flags(
          "the gate.", GATE, "baseline.path", Path, metavar="FILE"),
     Flag("regression_tolerance", ("--regression-tolerance",), "Allowed worsening against the "
          "baseline (default 0.01).", GATE,
-         "baseline.tolerance", float, metavar="X"),
+         "baseline.tolerance", float, metavar="X", minimum=0.0),
     Flag("multiple_testing", ("--multiple-testing",), "Adjustment: holm, bonferroni, fdr_bh or "
          "none.", GATE, "multiple_testing", str, "holm", "METHOD"),
     Flag("multiple_testing_scope", ("--multiple-testing-scope",), "Tests that decide: primary, "
