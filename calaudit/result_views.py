@@ -103,13 +103,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def result_html(result, top: int = 5) -> str:
     """The HTML Jupyter shows for a result: the verdict and the story every report leads
     with (:func:`calaudit.output.story.story`: the decision, its evidence, which
-    covariates explain it), the checks (the diagnostic tests marked as not deciding) and
-    the groups with the clearest bias."""
+    covariates explain it), the checks (``result.checks``, the gate's list, the diagnostic
+    tests marked as not deciding) and the groups with the clearest bias."""
     from calaudit.output.checklist import check_lines, counts_sentence
     from calaudit.output.story import plain, story
 
     payload = result.to_dict()
-    lines = check_lines(payload)
+    lines = check_lines(payload, result.checks or None)
     sentences = [html.escape(plain(s)) for s in story(payload, lines)]
     parts = [f"<div><h4>calaudit: {_badge(_status(result.verdict))} on "
              f"{result.data.get('n', '?')} rows, {result.data.get('n_classes', '?')} classes"
@@ -117,14 +117,11 @@ def result_html(result, top: int = 5) -> str:
     if sentences[1:]:
         parts.append("<ul>" + "".join(f"<li>{s}</li>" for s in sentences[1:]) + "</ul>")
     parts.append(f"<p>Checks: {html.escape(counts_sentence(lines))}.</p>")
-    roles = {(c.kind, c.id): c.role for c in lines}
-    graded = [r for r in check_rows(result) if r["kind"] == "test" or r["status"]]
     parts.append(_table(
         ("check", "kind", "decides", "estimate", "p-value", "adjusted", "status"),
-        [(html.escape(r["id"]), r["kind"],
-          "no (diagnostic)" if roles.get((r["kind"], r["id"])) == "diagnostic" else "yes",
-          _number(r["value"]), _number(r["p_value"]), _number(r["p_value_adjusted"]),
-          _badge(r["status"])) for r in graded]))
+        [(html.escape(c.id), c.kind, "yes" if c.gates else "no (diagnostic)",
+          _number(c.value), _number(c.p_value), _number(c.p_value_adjusted),
+          _badge(c.status)) for c in lines]))
     groups = list((result.local.get("lcb") or {}).get("top_groups") or [])[:top]
     if groups:
         parts.append("<p>Groups with the clearest bias, strongest evidence first (bias = "

@@ -1,8 +1,9 @@
-"""Result objects: pure data, serialisable to the JSON result (design notes 2.5).
+"""Result objects: pure data, serialisable to the JSON result.
 
 ``MetricResult`` is one estimate, ``TestResult`` one hypothesis test (the scipy result
 object model: ``statistic``, ``p_value``, ``null_distribution``), ``AuditResult`` the
 whole audit. ``to_dict`` produces only JSON builtins; non-finite floats become ``null``.
+:func:`fmt_number` and :func:`fmt_pvalue` write a result's numbers as every output does.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ SCHEMA_VERSION = 1
 
 
 class Status(str, Enum):
-    """Status of one check (design notes 2.4)."""
+    """Status of one check."""
 
     PASS = "PASS"
     WARN = "WARN"
@@ -70,6 +71,22 @@ def jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     return value
+
+
+def fmt_number(value: float | None, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; ``-`` for missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.{digits}g}"
+
+
+def fmt_pvalue(value: float | None) -> str:
+    """A p-value that never prints as 0: ``< 0.001`` below 0.001."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if value < 0.001:
+        return "< 0.001"
+    return f"{value:.3f}"
 
 
 @dataclass(frozen=True)
@@ -197,6 +214,10 @@ class AuditResult:
     baseline: Mapping[str, Any] | None = None
     attribution: Mapping[str, Any] = field(default_factory=dict)
     disparity: tuple[Any, ...] = ()
+    #: The checks (:class:`calaudit.audit.gate.Check`) the gate built once for this audit,
+    #: which the verdict, the exit code and every output read. Not in the JSON, which
+    #: records the statuses they are built from (:func:`calaudit.audit.gate.result_checks`).
+    checks: tuple[Any, ...] = ()
 
     def metric(self, metric_id: str) -> MetricResult:
         """The first metric with this id (``KeyError`` listing the valid ids if none)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from calaudit.audit.checks import Check, result_checks
+from calaudit.audit.gate import Check, result_checks
 from calaudit.output.github import (
     GITHUB_LIMIT,
     annotations,
@@ -215,11 +215,8 @@ def test_errors_under_github_actions_give_an_annotation_and_a_summary_line(tmp_p
 
 def diagnostic(status: str):
     """A check as the gate records a diagnostic test (``role``)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(kind="test", id="skce_ul_asymptotic", status=status, title="SKCE_ul",
-                           value=0.1, p_value=0.001, message="", role="diagnostic",
-                           name="test:skce_ul_asymptotic")
+    return Check(kind="test", id="skce_ul_asymptotic", status=status, title="SKCE_ul",
+                 value=0.1, p_value=0.001, message="", role="diagnostic")
 
 
 def test_a_failing_diagnostic_never_fails_junit_or_the_annotations():

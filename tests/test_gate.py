@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from calaudit.audit.checks import result_checks
 from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
 from calaudit.audit.gate import (
     ExitCode,
@@ -15,6 +14,7 @@ from calaudit.audit.gate import (
     data_rule,
     exit_code,
     grade_metrics,
+    result_checks,
     threshold_status,
     verdict,
 )

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from calaudit.audit.baseline import compare_results
-from calaudit.audit.checks import gating, result_checks
+from calaudit.audit.gate.baseline import compare_results
+from calaudit.audit.gate import gating, result_checks
 from calaudit.audit.config import AuditConfig, GlobalTestsConfig, LocalConfig, ThresholdConfig
-from calaudit.audit.decision import GATE_RULE, gate_groups, grade_tests
+from calaudit.audit.gate.decision import GATE_RULE, gate_groups, grade_tests
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit
 from calaudit.audit.stages import StageOutput

@@ -13,26 +13,17 @@ from typing import Any
 import numpy as np
 
 from calaudit import progress
-from calaudit.progress import ProgressEvent, Reporter, reporter_for, reporting
 from calaudit._version import __version__
 from calaudit.attribution.explain import finish_summary
-from calaudit.audit.baseline import LoadedResult, check_comparable, compare_results
 from calaudit.audit.battery import stages as default_stages
-from calaudit.audit.checks import gating, result_checks
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.decision import gate_groups, groups_test
-from calaudit.audit.gate import (
-    apply_data_rule,
-    data_rule,
-    describe_gate,
-    grade_metrics,
-    grade_tests,
-    verdict,
-)
+from calaudit.audit.gate import decide
+from calaudit.audit.gate.baseline import LoadedResult, check_comparable
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import most_biased
 from calaudit.numerics.random import stream
+from calaudit.progress import ProgressEvent, Reporter, reporter_for, reporting
 from calaudit.results import AuditResult, Status, TestResult
 
 
@@ -147,7 +138,8 @@ def run_stages(data: CalibrationData, config: AuditConfig,
             with progress.task(stage.name):
                 outputs.append(stage.run(data, config, stream(config.seed, stage.name)))
             rss = peak_rss_mib()
-            traffic = getattr(getattr(config, "executor", None), "traffic", None)  # Dask: data moved so far
+            # Dask: the data moved so far
+            traffic = getattr(getattr(config, "executor", None), "traffic", None)
             progress.note(f"stage {stage.name}: {time.perf_counter() - started:.2f} s "
                           f"(cpu {time.process_time() - cpu:.2f} s"
                           + ("" if rss is None else f", peak RSS so far {rss:.0f} MiB")
@@ -165,7 +157,7 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
 
     Each stage draws from its own stream, ``stream(config.seed, stage.name)``, so the same
     seed gives the same numbers whatever else runs. ``baseline`` (a result read with
-    :func:`calaudit.audit.baseline.read_result`, or its payload) adds the ``baseline``
+    :func:`calaudit.audit.gate.baseline.read_result`, or its payload) adds the ``baseline``
     comparison, whose regressions count in the verdict. ``progress=True`` prints a line
     per finished stage on stderr; ``progress=callback`` calls ``callback(event)`` with a
     :class:`calaudit.progress.ProgressEvent` at the start, each step and the end of the
@@ -193,45 +185,33 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
         loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
         check_comparable(loaded.payload, list(data.classes), loaded.path)
     outputs = run_stages(data, config, stages if stages is not None else default_stages())
-    raw_tests = [t for out in outputs for t in out.tests]
-    groups = tuple(g for out in outputs for g in out.groups)
-    if config.run_tests and not any(t.family == "local" for t in raw_tests):
-        substitute = groups_test(groups)
-        if substitute is not None:
-            raw_tests.append(substitute)
-    tests = grade_tests(raw_tests, config.alpha, config.multiple_testing,
-                        config.multiple_testing_scope)
-    groups = gate_groups(groups, tests, config.alpha)
+    sections = {"config": config.to_dict(), "data": describe_data(data)}
+    decided = decide((m for out in outputs for m in out.metrics),
+                     (t for out in outputs for t in out.tests),
+                     tuple(g for out in outputs for g in out.groups), config, sections,
+                     count_events(data), baseline)
     local = {k: v for out in outputs for k, v in out.local.items()}
     if "lcb" in local and "top_groups" in local["lcb"]:  # the gated statuses, re-ranked
-        local["lcb"] = {**local["lcb"], "top_groups": most_biased(groups, config.local.top_k)}
-    metrics, unmatched = grade_metrics((m for out in outputs for m in out.metrics),
-                                       config.thresholds)
-    rule = data_rule(data.n, count_events(data), config.gate)
-    metrics, tests = apply_data_rule(metrics, tests, rule)
-    graded = {"config": config.to_dict(), "data": describe_data(data),
-              "metrics": [m.to_dict() for m in metrics], "tests": [t.to_dict() for t in tests],
-              "gate": {"unmatched_thresholds": list(unmatched)}}
-    if baseline is not None:
-        graded["baseline"] = compare_results(baseline, graded, config)
-    checks = result_checks(graded)
+        local["lcb"] = {**local["lcb"],
+                        "top_groups": most_biased(decided.groups, config.local.top_k)}
     return AuditResult(
         calaudit_version=__version__,
         created_at=created_at(),
         inputs=describe_inputs(data),
-        data=graded["data"],
-        config=graded["config"],
-        metrics=metrics,
-        tests=tests,
+        data=sections["data"],
+        config=sections["config"],
+        metrics=decided.metrics,
+        tests=decided.tests,
         local=local,
-        groups=groups,
+        groups=decided.groups,
         diagrams={k: v for out in outputs for k, v in out.diagrams.items()},
         attribution=finish_summary({k: v for out in outputs for k, v in out.attribution.items()},
-                                   groups, local_rejected(tests)),
+                                   decided.groups, local_rejected(decided.tests)),
         disparity=tuple(d for out in outputs for d in out.disparity),
-        verdict=verdict((c.status for c in gating(checks)), config.fail_on),
+        verdict=decided.verdict,
         runtime_seconds=runtime(started),
         environment=environment(),
-        gate=describe_gate(checks, config, rule, unmatched, tests),
-        baseline=graded.get("baseline"),
+        gate=decided.gate,
+        baseline=decided.baseline,
+        checks=decided.checks,
     )

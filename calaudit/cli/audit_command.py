@@ -11,8 +11,7 @@ import sys
 from typing import Any
 
 from calaudit import progress
-from calaudit.audit.checks import gating, result_checks
-from calaudit.audit.gate import ExitCode, exit_code
+from calaudit.audit.gate import Check, ExitCode, exit_code, gating
 from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
 from calaudit.cli.ui import Ui
@@ -23,7 +22,6 @@ from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_summary
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
-
 
 #: The output options, in the order their documents are rendered.
 OUTPUTS = ("json", "junit", "md", "html", "pdf")
@@ -43,7 +41,7 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
 def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     """Run one audit from the command line and return the exit code. Progress is shown
     while loading and auditing only, so nothing else draws over the summary."""
-    from calaudit.audit.baseline import read_result
+    from calaudit.audit.gate.baseline import read_result
     from calaudit.audit.runner import run_audit
     from calaudit.execution import open_executor
     from calaudit.numerics.row_blocks import ThreadExecutor
@@ -66,11 +64,11 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
-    checks = result_checks(payload)
-    write_documents(render_documents(payload, outputs, config.fail_on), ui)
+    checks = list(result.checks)
+    write_documents(render_documents(payload, outputs, config.fail_on, checks), ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
-        print_summary(payload, color=ui.color_flag(), explain=ui.explain)
+        print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
 
 
@@ -82,14 +80,15 @@ def recorded_sources(settings: Resolved) -> dict[str, str]:
             if not key.startswith(("dask.", "data.spill"))}
 
 
-def render_documents(payload: dict[str, Any], outputs: Any,
-                     fail_on: tuple[str, ...]) -> list[tuple[str, str | bytes]]:
-    """Every requested output, rendered in memory (nothing is written if one fails)."""
+def render_documents(payload: dict[str, Any], outputs: Any, fail_on: tuple[str, ...],
+                     checks: list[Check] | None = None) -> list[tuple[str, str | bytes]]:
+    """Every requested output, rendered in memory (nothing is written if one fails);
+    ``checks``: the result's, when the caller holds them."""
     documents: list[tuple[str, str | bytes]] = []
     if outputs.json:
         documents.append((outputs.json, to_json(payload)))
     if outputs.junit:
-        documents.append((outputs.junit, junit_xml(payload, fail_on)))
+        documents.append((outputs.junit, junit_xml(payload, fail_on, checks)))
     if outputs.md or outputs.html or outputs.pdf:
         from calaudit.report.render import render_reports
 
@@ -101,7 +100,7 @@ def render_documents(payload: dict[str, Any], outputs: Any,
         documents += [(str(path), content) for path, content in
                       render_reports(payload, html=outputs.html, md=outputs.md,
                                      pdf=outputs.pdf, signoff=signoff,
-                                     pdf_appendix=outputs.pdf_appendix)]
+                                     pdf_appendix=outputs.pdf_appendix, checks=checks)]
     return documents
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from calaudit.audit.checks import Check
+from calaudit.audit.gate import Check
 from calaudit.cli.ui import Ui
 from calaudit.output.checklist import check_lines
 from calaudit.output.github import (

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from calaudit._version import __version__
-from calaudit.audit.baseline import LoadedResult, compare_results, read_result
-from calaudit.audit.checks import failing, result_checks, status_counts
-from calaudit.audit.gate import ExitCode, exit_code, verdict
+from calaudit.audit.gate import Check, ExitCode, baseline_checks, exit_code, gate_counts, verdict
+from calaudit.audit.gate.baseline import LoadedResult, compare_results, read_result
 from calaudit.cli.audit_command import write_documents
-from calaudit.output.files import check_targets
 from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.output.files import check_targets
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_baseline
@@ -36,13 +35,13 @@ def run_compare(ctx: Any) -> ExitCode:
     check_targets([("--json", json_path), ("--junit", junit_path)])
     old, new = read_result(Path(ctx.params["old"])), read_result(Path(ctx.params["new"]))
     section = compare_results(old, new.payload, config)
-    payload = comparison_payload(old, new, section, config, created_at())
-    checks = result_checks(payload)
+    checks = baseline_checks(section)
+    payload = comparison_payload(old, new, section, config, created_at(), checks)
     documents = []
     if json_path:
         documents.append((str(json_path), to_json(payload)))
     if junit_path:
-        documents.append((str(junit_path), junit_xml(payload, config.fail_on)))
+        documents.append((str(junit_path), junit_xml(payload, config.fail_on, checks)))
     write_documents(documents, ui)
     emit_github(payload, checks, config.fail_on, settings["outputs"], ui)
     if ui.show_summary:
@@ -51,10 +50,10 @@ def run_compare(ctx: Any) -> ExitCode:
 
 
 def comparison_payload(old: LoadedResult, new: LoadedResult, section: dict[str, Any],
-                       config: Any, now: str) -> dict[str, Any]:
+                       config: Any, now: str, checks: list[Check]) -> dict[str, Any]:
     """The JSON written by ``calaudit compare --json``: ``kind = "comparison"``, the two
-    files, the ``baseline`` section, the gate and the verdict."""
-    checks = result_checks({"baseline": section})
+    files, the ``baseline`` section, the gate over ``checks`` (the section's) and the
+    verdict."""
     return {
         "schema_version": 1,
         "kind": "comparison",
@@ -67,9 +66,7 @@ def comparison_payload(old: LoadedResult, new: LoadedResult, section: dict[str, 
         "config": config.to_dict(),
         "baseline": section,
         "gate": {"fail_on": list(config.fail_on), "exit_zero": config.exit_zero,
-                 "counts": status_counts(checks),
-                 "failing": [{"kind": c.kind, "id": c.id, "status": c.status}
-                             for c in failing(checks, config.fail_on)]},
+                 **gate_counts(checks, config.fail_on)},
         "verdict": verdict([c.status for c in checks], config.fail_on).value,
     }
 

@@ -4,32 +4,18 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
 
 # a group's bias and interval, written as the group table writes them
 from calaudit.local.groups import format_bias as fmt_bias  # noqa: F401
 from calaudit.local.groups import format_interval as fmt_bias_ci  # noqa: F401
 
+# a number and a p-value, written as the gate's checks write them
+from calaudit.results import fmt_number, fmt_pvalue  # noqa: F401
+
 
 def reproducible() -> bool:
     """Whether ``SOURCE_DATE_EPOCH`` asks for reproducible outputs: no timings then."""
     return bool(os.environ.get("SOURCE_DATE_EPOCH", "").strip())
-
-
-def fmt_number(value: float | None, digits: int = 4) -> str:
-    """A number with ``digits`` significant digits; ``-`` for missing."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def fmt_pvalue(value: float | None) -> str:
-    """A p-value that never prints as 0: ``< 0.001`` below 0.001."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if value < 0.001:
-        return "< 0.001"
-    return f"{value:.3f}"
 
 
 def fmt_p_clause(value: float | None, name: str = "p") -> str:
@@ -106,14 +92,3 @@ def fmt_value(value: object, digits: int = 4) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={fmt_value(v, digits)}" for k, v in value.items()) or "-"
     return str(value)
-
-
-def check_facts(check: Any, p_label: str = "adjusted p") -> list[str]:
-    """The value (or baseline delta) and adjusted p-value of a gate check, as phrases."""
-    parts = []
-    if check.value is not None:
-        label = "delta" if check.kind == "baseline" else "estimate"
-        parts.append(f"{label} {fmt_number(check.value)}")
-    if check.p_value is not None:
-        parts.append(f"{p_label} {fmt_pvalue(check.p_value)}")
-    return parts

@@ -17,15 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from calaudit.audit.checks import Check
-from calaudit.output.checklist import (
-    CheckLine,
-    check_lines,
-    counts_sentence,
-    failing_lines,
-    gating_lines,
-)
-from calaudit.output.formatting import check_facts, fmt_number, fmt_pvalue, md_cell
+from calaudit.audit.gate import Check, failing, gating
+from calaudit.output.checklist import check_lines, counts_sentence
+from calaudit.output.formatting import fmt_number, fmt_pvalue, md_cell
 
 GITHUB_LIMIT = 1024 * 1024
 SUMMARY_CAP = 512 * 1024
@@ -42,12 +36,12 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotations(checks: Iterable[Check | CheckLine], fail_on: Iterable[str],
+def annotations(checks: Iterable[Check], fail_on: Iterable[str],
                 per_kind: int = ANNOTATIONS_PER_KIND) -> list[str]:
     """Workflow-command lines for the checks worth a reviewer's attention."""
     gate = set(fail_on)
     checks = list(checks)
-    errors = [c for c in checks if c.status in gate and _gates(c)]
+    errors = [c for c in checks if c.status in gate and c.gates]
     warnings = [c for c in checks if c not in errors
                 and c.status in ("WARN", "INCONCLUSIVE", "ERROR", *gate)]
     lines = []
@@ -65,15 +59,21 @@ def annotations(checks: Iterable[Check | CheckLine], fail_on: Iterable[str],
     return lines
 
 
-def _gates(check: Check | CheckLine) -> bool:
-    return (getattr(check, "role", None) or "primary") != "diagnostic"
+def _annotation_text(check: Check) -> str:
+    """The title and the detail; a check without facts (made by hand) names its value and
+    adjusted p-value after its title."""
+    head = ", ".join([check.title or check.id, *([] if check.facts else _value_facts(check))])
+    return f"{head}: {check.detail}" if check.detail else head
 
 
-def _annotation_text(check: Check | CheckLine) -> str:
-    if isinstance(check, CheckLine):
-        return f"{check.title or check.id}: {check.detail}" if check.detail else check.id
-    text = ", ".join([check.title or check.id, *check_facts(check)])
-    return f"{text}: {check.message}" if check.message else text
+def _value_facts(check: Check) -> list[str]:
+    parts = []
+    if check.value is not None:
+        label = "delta" if check.kind == "baseline" else "estimate"
+        parts.append(f"{label} {fmt_number(check.value)}")
+    if check.p_adjusted is not None:
+        parts.append(f"adjusted p {fmt_pvalue(check.p_adjusted)}")
+    return parts
 
 
 def error_annotation(message: str) -> str:
@@ -117,7 +117,7 @@ def report_error(message: str, environ: Mapping[str, str] | None = None,
 # ------------------------------------------------------------------------ step summary
 
 
-def _check_row(check: CheckLine) -> str:
+def _check_row(check: Check) -> str:
     kind = check.kind if check.gates else f"{check.kind} (diagnostic)"
     return (f"| {md_cell(check.id)} | {kind} | **{check.status}** | "
             f"{fmt_number(check.value)} | {fmt_pvalue(check.p_value)} | "
@@ -128,21 +128,22 @@ CHECK_HEADER = ["| check | kind | status | estimate or delta | p (raw) | p (adju
                 "|---|---|---|---:|---:|---:|---|"]
 
 
-def summary_markdown(payload: Mapping[str, Any], checks: list[Check], fail_on: Iterable[str],
+def summary_markdown(payload: Mapping[str, Any], checks: list[Check] | None,
+                     fail_on: Iterable[str],
                      budget: int = SUMMARY_CAP) -> str:
     """The step summary, at most ``budget`` bytes (UTF-8)."""
     gate = list(fail_on)
     lines = check_lines(payload, checks)
-    failing = failing_lines(lines, gate)
+    failed = failing(lines, gate)
     verdict = payload.get("verdict", "?")
     head = [f"### calaudit: {verdict}", "",
-            f"**Verdict: {verdict}**: {len(failing)} of {len(gating_lines(lines))} checks have "
+            f"**Verdict: {verdict}**: {len(failed)} of {len(gating(lines))} checks have "
             f"a status in fail-on ({', '.join(gate) or 'none'}). {counts_sentence(lines)}.",
             "", _context_line(payload), ""]
     blocks: list[tuple[list[str], list[str], list[str]]] = []
-    if failing:
+    if failed:
         blocks.append((["#### Checks that fail the gate", "", *CHECK_HEADER],
-                       [_check_row(c) for c in failing], [""]))
+                       [_check_row(c) for c in failed], [""]))
     baseline = payload.get("baseline")
     if baseline:
         blocks.append(_baseline_block(baseline))

@@ -1,7 +1,7 @@
-"""JUnit XML for CI systems (design notes 2.3): one ``<testcase>`` per check.
+"""JUnit XML for CI systems: one ``<testcase>`` per check.
 
-Checks are those of :func:`calaudit.audit.checks.result_checks` (graded metrics, tests,
-unmatched thresholds, baseline comparisons). Status mapping:
+Checks are the result's own (:func:`calaudit.output.checklist.check_lines`: graded metrics,
+tests, unmatched thresholds, baseline comparisons). Status mapping:
 
 | status | JUnit |
 |---|---|
@@ -29,8 +29,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from calaudit.audit.checks import Check
-from calaudit.output.checklist import CheckLine, check_lines
+from calaudit.audit.gate import Check
+from calaudit.output.checklist import check_lines
 from calaudit.output.formatting import reproducible
 
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -95,13 +95,13 @@ def _outcome(status: str, gate: set[str]) -> str | None:
     return None
 
 
-def _message(check: CheckLine) -> str:
+def _message(check: Check) -> str:
     """``FAIL: klce_consistency: statistic 0.0001, p 0.001, adjusted p 0.002 (holm), ..."""
     detail = check.detail
     return f"{check.status}: {check.id}: {detail}" if detail else f"{check.status}: {check.id}"
 
 
-def _details(check: CheckLine) -> str:
+def _details(check: Check) -> str:
     head = f"status {check.status}" + ("" if check.gates else " (diagnostic: does not gate)")
     return f"{head}, {check.detail}" if check.detail else head
 

@@ -17,14 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calaudit.output.checklist import (
-    CheckLine,
-    check_lines,
-    counts_text,
-    diagnostic_lines,
-    fail_on_of,
-    failing_lines,
-)
+from calaudit.audit.gate import Check, diagnostics, failing
+from calaudit.output.checklist import check_lines, counts_text, fail_on_of
 from calaudit.output.formatting import (
     fmt_bias,
     fmt_bias_ci,
@@ -139,7 +133,7 @@ def primary_tests(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [t for t in _with_family(result) if _role(t) != "diagnostic"]
 
 
-def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
+def story(result: Mapping[str, Any], lines: Sequence[Check] | None = None
           ) -> list[Sentence]:
     """The decision first, then its evidence: the primary tests that reject, how (global)
     and where (local) the model is off, which covariates explain it, the tests that do
@@ -162,14 +156,14 @@ def story(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
     # what explains a rejection comes with it; without one, the quiet tests come first
     sentences += _who(result) + quiet if rejecting else quiet + _who(result)
     sentences += [_s(f"{line.title} ({line.id}): {line.message or line.detail}.")
-                  for line in failing_lines(lines, fail_on) if line.kind != "test"]
+                  for line in failing(lines, fail_on) if line.kind != "test"]
     sentences += _diagnostics(lines)
     return [s for s in sentences if s]
 
 
 def decision(result: Mapping[str, Any], primaries: Sequence[Mapping[str, Any]],
              global_fail: Sequence[Mapping[str, Any]], local_fail: Sequence[Mapping[str, Any]],
-             lines: Sequence[CheckLine], fail_on: Sequence[str]) -> Sentence:
+             lines: Sequence[Check], fail_on: Sequence[str]) -> Sentence:
     """The verdict in one plain sentence."""
     verdict = str(result.get("verdict", "-"))
     local_ran = any(is_local(t) for t in primaries)
@@ -181,7 +175,7 @@ def decision(result: Mapping[str, Any], primaries: Sequence[Mapping[str, Any]],
     if local_fail:
         return _s("The predicted probabilities are right on average but off for some "
                   "groups of similar rows.")
-    if verdict in ("FAIL", "ERROR") and failing_lines(lines, fail_on):
+    if verdict in ("FAIL", "ERROR") and failing(lines, fail_on):
         return _s("A check fails the gate; no calibration test rejects.")
     if not result.get("tests") and verdict in ("PASS", "NO CHECKS"):
         return _s("No hypothesis test ran: nothing below was tested.")
@@ -290,9 +284,9 @@ def _not_rejecting(primaries: Sequence[Mapping[str, Any]],
     return out
 
 
-def _diagnostics(lines: Sequence[CheckLine]) -> list[Sentence]:
-    diagnostics = diagnostic_lines(lines)
-    if not diagnostics:
+def _diagnostics(lines: Sequence[Check]) -> list[Sentence]:
+    shown = diagnostics(lines)
+    if not shown:
         return []
-    return [_s(f"{len(diagnostics)} ", Span("diagnostic", "diagnostic"),
-               f" test(s) are reported but do not decide: {counts_text(diagnostics)}.")]
+    return [_s(f"{len(shown)} ", Span("diagnostic", "diagnostic"),
+               f" test(s) are reported but do not decide: {counts_text(shown)}.")]

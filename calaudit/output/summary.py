@@ -5,21 +5,15 @@ deltas, then the verdict with the counts of the one check list every output shar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from calaudit.output.checklist import (
-    CheckLine,
-    check_lines,
-    counts_sentence,
-    fail_on_of,
-    failing_lines,
-    statistic_text,
-)
+from calaudit.audit.gate import Check, failing, statistic_text
+from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 from calaudit.output.story import plain, story
@@ -64,7 +58,7 @@ def explanations(result: Mapping[str, Any]) -> list[str]:
 def tests_table(result: Mapping[str, Any]) -> Table | None:
     """Every test: estimate, raw p-value, adjusted p-value (labelled with the method). A
     test statistic that is another number than the estimate is named on the test's line
-    under the tables (:func:`calaudit.output.checklist.statistic_text`)."""
+    under the tables (:func:`calaudit.audit.gate.statistic_text`)."""
     if not result["tests"]:
         return None
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
@@ -84,7 +78,7 @@ def tests_table(result: Mapping[str, Any]) -> Table | None:
     return table
 
 
-def other_checks_table(lines: list[CheckLine]) -> Table | None:
+def other_checks_table(lines: list[Check]) -> Table | None:
     """Checks that are neither a metric nor a test row (e.g. thresholds that were SKIPPED),
     with their reason. Baseline comparisons have their own table."""
     rows = [c for c in lines if c.kind not in ("metric", "test", "baseline")]
@@ -147,10 +141,12 @@ def make_console(file: TextIO | None = None, color: bool | None = None) -> Conso
 
 
 def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
-                  color: bool | None = None, explain: bool = False) -> None:
+                  color: bool | None = None, explain: bool = False,
+                  checks: Sequence[Check] | None = None) -> None:
     """Print the data line, the metrics and tests tables, the other checks, the most biased
     groups, the baseline comparison, the notes of non-passing checks and the verdict with
-    the counts of the one check list (:func:`calaudit.output.checklist.check_lines`)."""
+    the counts of the one check list (``checks``, the gate's, or
+    :func:`calaudit.output.checklist.check_lines` of ``result``)."""
     console = make_console(file, color)
     data, inputs = result["data"], result["inputs"]
     reasons = ", ".join(f"{rule}: {count}" for rule, count in inputs["rows_excluded"].items())
@@ -162,7 +158,7 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         f"{', '.join(c['name'] for c in data['covariates']) or 'none'}",
         markup=False,
     )
-    lines = check_lines(result)
+    lines = check_lines(result, checks)
     tables = [metrics_table(result), tests_table(result),
               other_checks_table(lines), top_groups_table(result)]
     for table in tables:
@@ -179,7 +175,7 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         if check.status != "PASS" and check.kind != "baseline" and check.detail:
             console.print(f"  {check.name}: {check.status}: {check.detail}", markup=False,
                           soft_wrap=True)
-    n_failing = len(failing_lines(lines, fail_on_of(result)))
+    n_failing = len(failing(lines, fail_on_of(result)))
     verdict = result["verdict"]
     console.print(f"verdict: {_styled(verdict)} ({counts_sentence(lines)}; "
                   f"{n_failing} in fail-on)")

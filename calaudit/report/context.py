@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of, statistic_text
+from calaudit.audit.gate import Check, statistic_text
+from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import (
     fmt_ci,
     fmt_count,
@@ -81,16 +82,18 @@ EVIDENCE_BUILDERS: list[Callable[[Mapping[str, Any], FigureNamer], EvidenceSecti
 
 
 def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
-                  source: Mapping[str, str] | None = None) -> ReportContext:
+                  source: Mapping[str, str] | None = None,
+                  checks: Sequence[Check] | None = None) -> ReportContext:
     """The view model of one result. ``signoff`` may hold ``name``, ``role``, ``date``,
     ``decision``; missing fields are left blank for a hand signature. ``source``
-    (``path``, ``sha256``) names the saved JSON a re-rendered report comes from."""
+    (``path``, ``sha256``) names the saved JSON a re-rendered report comes from.
+    ``checks``: the gate's list for this result (else built from it)."""
     config = result.get("config") or {}
     tests = tuple(test_row(t, result) for t in result.get("tests") or ())
     namer = FigureNamer()
     inputs = result.get("inputs") or {}
     path = inputs.get("path")
-    lines = check_lines(result)
+    lines = check_lines(result, checks)
     reliability = build_reliability(result, namer)
     nulls = build_nulls(result, tests, namer)
     local = build_local(result, tests, namer)

@@ -1,9 +1,10 @@
 """View model of what the gate decided: the verdict in words, the one check list and the
 baseline comparison.
 
-Every check comes from :func:`calaudit.output.checklist.check_lines`, the list the exit
-code, the terminal summary, JUnit and the step summary use, so the report's ids, statuses
-and counts are those of every other output. Nothing here re-runs the gate.
+Every check comes from :func:`calaudit.output.checklist.check_lines`: the checks the gate
+recorded in the result, the list the exit code, the terminal summary, JUnit and the step
+summary use, so the report's ids, statuses and counts are those of every other output.
+Nothing here re-runs the gate.
 """
 
 from __future__ import annotations
@@ -12,13 +13,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from calaudit.output.checklist import (
-    CheckLine,
-    check_lines,
-    counts_sentence,
-    fail_on_of,
-    failing_lines,
-)
+from calaudit.audit.gate import Check, failing
+from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import fmt_number, fmt_pvalue, fmt_value
 from calaudit.output.story import HEADLINES, Span, primary_tests, story
 from calaudit.report.local_context import count_text
@@ -39,7 +35,7 @@ COMPARISON_HEADLINES = {
 ATTENTION = ("WARN", "INCONCLUSIVE", "ERROR", "SKIPPED")
 
 
-def check_rows(lines: Sequence[CheckLine]) -> tuple[CheckRow, ...]:
+def check_rows(lines: Sequence[Check]) -> tuple[CheckRow, ...]:
     return tuple(CheckRow(kind=c.kind, id=c.id, name=c.name, title=c.title, status=c.status,
                           value=fmt_number(c.value), p_value=fmt_pvalue(c.p_value),
                           p_adjusted=fmt_pvalue(c.p_adjusted), detail=c.detail,
@@ -47,13 +43,13 @@ def check_rows(lines: Sequence[CheckLine]) -> tuple[CheckRow, ...]:
                  for c in lines)
 
 
-def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None = None
+def build_verdict(result: Mapping[str, Any], lines: Sequence[Check] | None = None
                   ) -> VerdictView:
     """Verdict, the decision and its evidence in plain words (:func:`calaudit.output.story.
     story`, the sentences every output leads with), the gate, the checks behind it."""
     lines = check_lines(result) if lines is None else lines
     fail_on = fail_on_of(result)
-    deciding = [_ref(c) for c in failing_lines(lines, fail_on)]
+    deciding = [_ref(c) for c in failing(lines, fail_on)]
     attention = [_ref(c) for c in lines
                  if c.gates and c.status not in fail_on and c.status in ATTENTION]
     groups = list(result.get("groups") or ())
@@ -66,7 +62,7 @@ def build_verdict(result: Mapping[str, Any], lines: Sequence[CheckLine] | None =
     if result.get("kind") == "comparison":
         sentences = [(Span(COMPARISON_HEADLINES.get(verdict, HEADLINES.get(verdict, ""))),),
                      *((Span(f"Against the baseline, {c.id}: {c.detail}."),)
-                       for c in failing_lines(lines, fail_on))]
+                       for c in failing(lines, fail_on))]
     else:
         sentences = story(result, lines)
     return VerdictView(status=verdict, headline=sentences[0], gate=gate_sentence(result),
@@ -94,7 +90,7 @@ def no_tests_note(config: Mapping[str, Any]) -> str:
     return "This result contains no hypothesis tests."
 
 
-def _ref(line: CheckLine) -> CheckRef:
+def _ref(line: Check) -> CheckRef:
     kind = line.kind if line.gates else f"diagnostic {line.kind}"
     return CheckRef(kind, line.id, line.title, line.status, line.detail)
 

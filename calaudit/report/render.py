@@ -18,12 +18,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from calaudit.audit.gate import Check
 from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_all
 from calaudit.output.templates import environment
@@ -60,13 +61,14 @@ def _svgs(context: ReportContext) -> dict[str, str]:
 
 
 def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
-                source: Mapping[str, str] | None = None, *, appendix: bool = True
-                ) -> RenderedReport:
+                source: Mapping[str, str] | None = None, *, appendix: bool = True,
+                checks: Sequence[Check] | None = None) -> RenderedReport:
     """The single-file HTML report (a comparison result renders as a comparison report).
     ``source`` (``path``, ``sha256``) names the saved JSON a re-rendered report comes
     from. ``appendix=False`` leaves out the appendix (the PDF without
     ``--pdf-appendix``): null distributions, the group table, KLCE and LCB details, the
-    smoothed diagram, the reading notes, methods and configuration."""
+    smoothed diagram, the reading notes, methods and configuration. ``checks``: the gate's
+    list for this result (else built from it)."""
     from markupsafe import Markup
 
     env = environment()
@@ -76,7 +78,7 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
         text = env.get_template("comparison.html").render(
             ctx=context, css=Markup(css), csp=content_security_policy(css))
         return RenderedReport(text)
-    context = build_context(result, signoff, source)
+    context = build_context(result, signoff, source, checks)
     images = {key: svg_data_uri(svg) for key, svg in _svgs(context).items()}
     text = env.get_template("report.html").render(
         ctx=context, images=images, css=Markup(css), csp=content_security_policy(css),
@@ -116,13 +118,14 @@ def markdown_files_dir(md_path: str | Path) -> str:
 
 def render_markdown(result: Mapping[str, Any], md_path: str | Path,
                     signoff: Mapping[str, str] | None = None,
-                    source: Mapping[str, str] | None = None) -> RenderedReport:
+                    source: Mapping[str, str] | None = None,
+                    checks: Sequence[Check] | None = None) -> RenderedReport:
     """The Markdown report for ``md_path``; ``files`` holds its figures, keyed by path
-    relative to the Markdown file's directory."""
+    relative to the Markdown file's directory. ``checks`` as for :func:`render_html`."""
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
         return RenderedReport(environment().get_template("comparison.md").render(ctx=context))
-    context = build_context(result, signoff, source)
+    context = build_context(result, signoff, source, checks)
     folder = markdown_files_dir(md_path)
     files = {f"{folder}/{view.filename}": svg
              for view, svg in zip(context.figures(), _svgs(context).values(), strict=True)}
@@ -134,18 +137,22 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
 def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                    md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
                    pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
-                   pdf_appendix: bool = False) -> list[tuple[Path, str | bytes]]:
+                   pdf_appendix: bool = False, checks: Sequence[Check] | None = None
+                   ) -> list[tuple[Path, str | bytes]]:
     """Every requested document as ``(path, content)``, in writing order: a Markdown
-    report's figures before the Markdown itself."""
+    report's figures before the Markdown itself. ``checks``: the gate's list for this
+    result (else each report builds it from ``result``)."""
     pending: list[tuple[Path, str | bytes]] = []
     if md is not None:
-        report = render_markdown(result, md, signoff, source)
+        report = render_markdown(result, md, signoff, source, checks)
         pending += [(Path(md).parent / name, svg) for name, svg in report.files.items()]
         pending.append((Path(md), report.text))
     if html is not None:
-        pending.append((Path(html), render_html(result, signoff, source).text))
+        pending.append((Path(html), render_html(result, signoff, source,
+                                                checks=checks).text))
     if pdf is not None:
-        printed = render_html(result, signoff, source, appendix=pdf_appendix).text
+        printed = render_html(result, signoff, source, appendix=pdf_appendix,
+                              checks=checks).text
         pending.append((Path(pdf), render_pdf(printed)))
     return pending
 

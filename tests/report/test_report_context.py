@@ -213,15 +213,14 @@ def test_formatters():
 
 
 def test_diagnostic_tests_never_decide_the_verdict(binary_synth):
-    from types import SimpleNamespace
-
+    from calaudit.audit.gate import Check
     from calaudit.output.checklist import check_lines
     from calaudit.report.gate_context import build_verdict
 
-    checks = [SimpleNamespace(kind="test", id=t["id"], status=t["status"], title=t["title"],
-                              value=None, p_value=t.get("p_value_adjusted"), message="",
-                              role="diagnostic" if t["id"] == "klce_bootstrap" else "primary",
-                              name=f"test:{t['id']}") for t in binary_synth["tests"]]
+    checks = [Check(kind="test", id=t["id"], status=t["status"], title=t["title"],
+                    value=None, p_value=t.get("p_value_adjusted"), message="",
+                    role="diagnostic" if t["id"] == "klce_bootstrap" else "primary")
+              for t in binary_synth["tests"]]
     binary_synth["tests"][[t["id"] for t in binary_synth["tests"]].index(
         "klce_bootstrap")]["role"] = "diagnostic"
     verdict = build_verdict(binary_synth, check_lines(binary_synth, checks))

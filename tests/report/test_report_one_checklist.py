@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from calaudit.audit.checks import result_checks
+from calaudit.audit.gate import result_checks
 from tests.report.conftest import REPO, SAMPLES
 
 CONFIG = """

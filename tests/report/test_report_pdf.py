@@ -14,7 +14,7 @@ from html import unescape
 
 import pytest
 
-from calaudit.audit.checks import result_checks
+from calaudit.audit.gate import result_checks
 from calaudit.exceptions import ConfigError
 from calaudit.report.render import printable, render_pdf, write_reports
 

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calaudit.audit.checks import gating, result_checks
-from calaudit.audit.config import AuditConfig, BaselineConfig
 from calaudit import registry
-from calaudit.registry import Direction
+from calaudit.audit.config import AuditConfig, BaselineConfig
+from calaudit.audit.gate.checks import Check, gating, result_checks
 from calaudit.data.result_file import read_result_file
 from calaudit.exceptions import InputError
+from calaudit.registry import Direction
 from calaudit.results import jsonable
 
 # Settings that decide the gate, not the numbers: differences are not worth a note.
@@ -73,8 +73,11 @@ def check_comparable(before: Mapping[str, Any], classes: Sequence[Any] | None,
 
 
 def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any],
-                    config: AuditConfig) -> dict[str, Any]:
-    """The ``baseline`` section: per-metric deltas, check transitions, config differences."""
+                    config: AuditConfig, checks: Sequence[Check] | None = None
+                    ) -> dict[str, Any]:
+    """The ``baseline`` section: per-metric deltas, check transitions, config differences.
+    ``checks``: the new result's checks when the caller has built them (else built from
+    ``new`` by :func:`~calaudit.audit.gate.result_checks`)."""
     loaded = old if isinstance(old, LoadedResult) else LoadedResult(old)
     before, rules = loaded.payload, config.baseline
     check_comparable(before, (new.get("data") or {}).get("classes"), loaded.path)
@@ -88,8 +91,10 @@ def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any
                                   "new": b.get("value") if b else None})
             continue
         compared.append(_compare_metric(label, a, b, config, before, new))
-    checks = check_transitions(before, new, config.fail_on)
-    statuses = [e["status"] for e in compared + checks]
+    transitions = check_transitions(result_checks(before),
+                                    result_checks(new) if checks is None else checks,
+                                    config.fail_on)
+    statuses = [e["status"] for e in compared + transitions]
     return {
         "path": loaded.path,
         "sha256": loaded.sha256,
@@ -101,7 +106,7 @@ def compare_results(old: LoadedResult | Mapping[str, Any], new: Mapping[str, Any
         "on_mismatch": rules.on_mismatch,
         "metrics": compared,
         "informational": informational,
-        "checks": checks,
+        "checks": transitions,
         "config_differences": config_differences(before.get("config") or {},
                                                  new.get("config") or {}),
         "regressions": sum(1 for s in statuses if s == "FAIL"),
@@ -278,15 +283,14 @@ def _param_differences(old: Mapping[str, Any], new: Mapping[str, Any],
         f"{k} {a.get(k, '(absent)')!r} -> {b.get(k, '(absent)')!r}" for k in keys) if keys else ""
 
 
-def check_transitions(before: Mapping[str, Any], after: Mapping[str, Any],
+def check_transitions(before: Sequence[Check], after: Sequence[Check],
                       fail_on: Sequence[str]) -> list[dict[str, Any]]:
-    """Gating checks (diagnostic tests left out) that newly have a status in ``fail_on``
-    (``FAIL``) or no longer do (``PASS``)."""
+    """Gating metric and test checks (diagnostic tests left out) that newly have a status
+    in ``fail_on`` (``FAIL``) or no longer do (``PASS``)."""
     gate = set(fail_on)
-    old = {c.name: c.status for c in gating(result_checks({**before, "baseline": None}))
-           if c.kind in ("metric", "test")}
+    old = {c.name: c.status for c in gating(before) if c.kind in ("metric", "test")}
     out = []
-    for check in gating(result_checks({**after, "baseline": None})):
+    for check in gating(after):
         if check.kind not in ("metric", "test"):
             continue
         was = old.get(check.name)

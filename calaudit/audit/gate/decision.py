@@ -5,11 +5,14 @@ are given, is it calibrated in every sub-population they describe (``local``). E
 question has its **primary tests**, chosen before the labels are looked at (from the
 configuration and ``n`` only): one per slot of :data:`PRIMARY_SLOTS`, the first candidate
 of the slot that ran or decided its own status (``SKIPPED`` tests, e.g. quadratic tests
-above ``skce.max_quadratic_n``, are passed over). All primaries are adjusted together
-(Holm by default); every other test is a **diagnostic**: adjusted among the diagnostics of
-its family, reported, never gating. Groups gate through the local primary (gatekeeping):
-a group can ``FAIL`` only when the local primary test rejected; then Holm among the
-groups. Without a local test (``--local-tests none``) the local primary is
+above ``skce.max_quadratic_n``, are passed over). All primaries are adjusted together by
+weighted Holm (``multiple_testing = "holm"``, the default): the local primary spends
+:data:`LOCAL_SHARE` of alpha and the global primaries share the rest (all of it without
+covariates). Every other test is a **diagnostic**: adjusted among the diagnostics of its
+family, reported, never gating. Groups gate through the local primary (gatekeeping):
+a group can ``FAIL`` only when the local primary test rejected, its p-value adjusted
+among the groups (weighted Holm) is at most alpha and its simultaneous bias interval
+excludes 0 (:func:`gate_groups`). Without a local test (``--local-tests none``) the local primary is
 :data:`GROUPS_TEST_ID`, the Bonferroni combination of the group tests.
 
 Why the global question has two primaries, ``skce_consistency`` and ``ece_consistency``:
@@ -18,18 +21,17 @@ the statistic given the predictions (labels redrawn from them), so their level i
 every ``n`` and for every prediction distribution (scorecards, rare events), unlike the
 asymptotic tests (``spiegelhalter``, ``skce_*_asymptotic``). They are complementary: the
 SKCE (kernel on the whole probability vector) is consistent against every miscalibration,
-multi-class included, but with the median-heuristic kernel it had little power against
-over-confidence of a 10-class model (rejection 0.12 at level 0.025, 16 data sets of 400
-rows), where the top-label ECE rejected 0.81; the ECE depends on its bins and sees only
-the top label. Holm over the three primaries keeps the family-wise error at most
-``alpha``. Cost: the SKCE test is O(n^2 B) in one GEMM per batch (the previous default
-battery paid it already), the ECE test O(n B). Above ``skce.max_quadratic_n`` the SKCE
-slot falls to ``skce_ul_asymptotic`` (linear cost, normal approximation valid at that n).
+multi-class included, but with the median-heuristic kernel it has little power against
+over-confidence of a many-class model, which the top-label ECE detects; the ECE depends on
+its bins and sees only the top label. Weighted Holm over the primaries keeps the
+family-wise error at most ``alpha``. Cost: the SKCE test is O(n^2 B) in one GEMM per
+batch, the ECE test O(n B). Above ``skce.max_quadratic_n`` the SKCE slot falls to
+``skce_ul_asymptotic`` (linear cost, normal approximation valid at that n).
 
 Under the complete null (labels drawn from the predictions, independently of the
-covariates given the predictions) every primary p-value is valid, so Holm keeps the
-probability of a FAIL verdict at most ``alpha``; groups add nothing, as no group can fail
-unless the local primary falsely rejected. ``validation/gate_type1.py`` measures it.
+covariates given the predictions) every primary p-value is valid, so weighted Holm keeps
+the probability of a FAIL verdict at most ``alpha``; groups add nothing, as no group can
+fail unless the local primary falsely rejected. ``validation/gate_type1.py`` measures it.
 """
 
 from __future__ import annotations

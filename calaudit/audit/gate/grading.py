@@ -1,19 +1,11 @@
-"""Statuses, the verdict and the exit code (design notes 2.4).
+"""Thresholds and the data rule: the statuses of metrics, and when a PASS needs more data.
 
-- Tests: the primary tests decide (two for global calibration, one for local), Holm-
-  adjusted together; the other tests are diagnostics that never gate
-  (:mod:`calaudit.audit.decision`, whose ``GATE_RULE`` states the rule). Tests that
-  decided their own status (``INCONCLUSIVE``, ``ERROR``, ``SKIPPED``) keep it.
 - Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
   ``FAIL`` from its levels; a non-finite value gets ``ERROR``. A threshold whose metric the
-  audit did not compute is reported as a ``SKIPPED`` check (with a "did you mean").
+  audit did not compute is reported as a ``SKIPPED`` check (with the reason).
 - INCONCLUSIVE rule: with fewer than ``gate.min_rows`` rows or ``gate.min_events`` events
   nothing is reported as ``PASS``: ``PASS`` becomes ``INCONCLUSIVE``. ``FAIL`` stays
   (a test keeps its level at any n; a threshold breach is still a breach).
-- Verdict, over the gating checks (diagnostic tests left out): ``FAIL`` if any has a
-  status in ``fail_on``; else the most serious of ``ERROR``, ``WARN``, ``INCONCLUSIVE``;
-  else ``PASS``; ``NO CHECKS`` when nothing was graded (``calaudit metrics``). Exit code 1
-  in the first case (unless ``exit_zero``), else 0.
 """
 
 from __future__ import annotations
@@ -21,27 +13,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from enum import IntEnum
 from typing import Any
 
-from calaudit.audit.checks import Check, failing, gating, status_counts
-from calaudit.audit.config import AuditConfig, GateConfig, ThresholdConfig
-from calaudit.audit.decision import GATE_RULE, grade_tests
 from calaudit import registry
+from calaudit.audit.config import GateConfig, ThresholdConfig
 from calaudit.results import MetricResult, Status, TestResult
-
-__all__ = ["ExitCode", "grade_tests", "grade_metrics", "threshold_status", "data_rule",
-           "apply_data_rule", "describe_gate", "verdict", "exit_code", "GATE_RULE"]
-
-
-class ExitCode(IntEnum):
-    """Process exit codes (design notes 2.4)."""
-
-    OK = 0
-    GATE_FAILED = 1
-    USAGE_ERROR = 2
-    INTERNAL_ERROR = 3
-    INTERRUPTED = 130
 
 
 def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[Status, str]:
@@ -133,50 +109,3 @@ def apply_data_rule(metrics: tuple[MetricResult, ...], tests: tuple[TestResult, 
         return dataclasses.replace(item, status=Status.INCONCLUSIVE, message=message)
 
     return tuple(demote(m) for m in metrics), tuple(demote(t) for t in tests)
-
-
-def describe_gate(checks: Sequence[Check], config: AuditConfig, rule: dict[str, Any],
-                  unmatched: Sequence[dict[str, Any]],
-                  tests: Sequence[TestResult] = ()) -> dict[str, Any]:
-    """The ``gate`` section of the JSON result: ``counts`` and ``failing`` over the gating
-    checks, ``diagnostic_counts`` over the diagnostic tests, the rule in words."""
-    deciding = gating(checks)
-    return {
-        "fail_on": list(config.fail_on),
-        "exit_zero": config.exit_zero,
-        "counts": status_counts(deciding),
-        "diagnostic_counts": status_counts(c for c in checks if c.role == "diagnostic"),
-        "failing": [{"kind": c.kind, "id": c.id, "status": c.status}
-                    for c in failing(deciding, config.fail_on)],
-        "primary_tests": [t.id for t in tests if t.role == "primary"],
-        "scope": config.multiple_testing_scope,
-        "rule": GATE_RULE,
-        "data_rule": rule,
-        "unmatched_thresholds": list(unmatched),
-    }
-
-
-def verdict(statuses: Iterable[Status | str], fail_on: Iterable[str]) -> Status:
-    """``FAIL`` if any status is in ``fail_on``; else the most serious of ``ERROR``,
-    ``WARN``, ``INCONCLUSIVE``; else ``PASS``; ``NO CHECKS`` when there is no status.
-    Pass the statuses of the gating checks only (:func:`calaudit.audit.checks.gating`)."""
-    seen = {Status(s) for s in statuses}
-    failing_statuses = {Status(s) for s in fail_on}
-    if not seen:
-        return Status.NO_CHECKS
-    if seen & failing_statuses:
-        return Status.FAIL
-    for status in (Status.ERROR, Status.WARN, Status.INCONCLUSIVE):
-        if status in seen:
-            return status
-    return Status.PASS
-
-
-def exit_code(statuses: Iterable[Status | str], fail_on: Iterable[str],
-              exit_zero: bool = False) -> ExitCode:
-    """0 when no status is in ``fail_on`` (or ``exit_zero``), 1 otherwise."""
-    if exit_zero:
-        return ExitCode.OK
-    failing_statuses = {Status(s) for s in fail_on}
-    seen = {Status(s) for s in statuses}
-    return ExitCode.GATE_FAILED if seen & failing_statuses else ExitCode.OK
