@@ -1,6 +1,6 @@
 """Check: the audit's JSON is the same bytes in one process and on ``--workers 1`` and
 ``--workers 2``, and on 1, 3 and 7 Parquet partitions, at a size with several reduction
-ranges (the clinical fits and their bootstrap replicates, the group moments; issue 14).
+ranges (the clinical fits and their bootstrap replicates, the group moments).
 
     python benchmarks/client_reductions_json.py [ROWS]
 

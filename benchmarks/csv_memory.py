@@ -1,5 +1,5 @@
 """Peak memory of loading one large CSV file and one NPZ archive, with and without spill
-(issue 14: CSV and NPZ read out of core).
+(CSV and NPZ read out of core).
 
     python benchmarks/csv_memory.py OUT_DIR [--rows 1e7] [--main /path/to/main/checkout]
 

@@ -1,4 +1,4 @@
-"""Benchmark: memory and CPU of the diagnosis steps at large n (issue 13).
+"""Benchmark: memory and CPU of the diagnosis steps at large n.
 
 The steps of the local stage outside the kernel passes, on the data of
 ``benchmarks/scale_rows.py`` (binary, ``age`` numeric + ``region`` 4 categories, calibrated

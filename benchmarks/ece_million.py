@@ -3,7 +3,7 @@ and relplot's ECE timed on the same data in the same process.
 
 Command (from the repository root, with the ``bench`` extra installed):
 
-    nice -n 10 python benchmarks/ece_million.py > benchmarks/ece_million.txt
+    nice -n 10 python benchmarks/ece_million.py > benchmarks/results/ece_million.txt
 
 Data: p ~ Beta(2, 5), y ~ Bernoulli(p^1.1) (slightly miscalibrated), seed 0. Each call is
 timed as the best of 5 repetitions (``time.perf_counter``). calaudit: ``ece`` with 15

@@ -1,6 +1,6 @@
 """Benchmark: the exact local test (``--method exact``) in one process and on ``--workers
 2``: CPU seconds and peak RSS per process (client, each worker), and whether the JSON is
-identical (issue 14: the exact passes as block-pair tasks, workers holding blocks).
+identical (the exact passes as block-pair tasks, workers holding blocks).
 
     python benchmarks/exact_dask.py --rows 40000 --files 3 [--compare /path/to/other/tree]
 

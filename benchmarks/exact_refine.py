@@ -1,4 +1,4 @@
-"""CPU cost of the exact tie rule (issue 10) in the exact consistency tests (issue 13).
+"""CPU cost of the exact tie rule in the exact consistency tests.
 
 Command (saved output: benchmarks/results/exact_refine.txt)::
 
@@ -13,8 +13,8 @@ product kernel on the prediction and two covariates, B = 500) on a binary data s
 ways, on the same label redraws:
 
 * ``before``: the single-precision pass, then a double-precision pass over every replicate
-  within the rounding bound (:func:`calaudit.numerics.resampling.refine_near`), as on main
-  before this change;
+  within the rounding bound (:func:`calaudit.numerics.resampling.refine_near`), whatever
+  the share of such replicates;
 * ``chosen``: the precision chosen by :func:`calaudit.numerics.resampling.pass_dtype`;
 * ``float64``: one double-precision pass.
 

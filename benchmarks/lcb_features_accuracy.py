@@ -1,6 +1,6 @@
 """Accuracy and CPU of the LCB kernel sums through features (categorical factor exact per
 cell, random Fourier features on the prediction and numeric covariates) against the exact
-engine pass, on the ``one_region`` case of ``tests/diagnosis_cases.py`` (South
+engine pass, on the ``one_region`` case of ``validation/diagnosis_cases.py`` (South
 under-predicted by 0.11; covariates age, gender, region) with fixed estimation bandwidths
 (age 1.0, gender pooled 10, region separated 0.25; s_p = 0.2 and 0.05).
 
@@ -21,12 +21,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "validation"))
 
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local.encoding import encode_covariates  # noqa: E402
 from calaudit.local.lcb_bandwidth import _columns, estimation_gram, kernel_sums  # noqa: E402
 from calaudit.local.lcb_features import cell_kernel, feature_kernel_sums  # noqa: E402
-from tests.diagnosis_cases import one_region  # noqa: E402
+from diagnosis_cases import one_region  # noqa: E402
 
 
 def main() -> int:

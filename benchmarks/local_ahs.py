@@ -71,19 +71,21 @@ def run_cli(preds: Path, out: Path) -> tuple[float, float, float, int]:
 def passes(preds: Path) -> None:
     """CPU and wall time of the exact local stage's kernel passes, as the CLI runs them."""
     from calaudit.audit.config import AuditConfig
-    from calaudit.audit.local_calibration import STREAMS, LocalAudit
+    from calaudit.audit.local_calibration import STREAMS
     from calaudit.data.load import load
+    from calaudit.local.kernel_tests import LocalTests
+    from calaudit.local.lcb_estimation import LcbEstimation
     from calaudit.local.lcb import top_label_residual
     from calaudit.local.resampling import consistency_test
 
     data = load(preds, covariates="HINCP,BLACK", categorical="BLACK")
     streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS)), strict=True))
     t = time.perf_counter()
-    audit = LocalAudit(data, AuditConfig(method="exact"), streams)
+    audit = LocalTests(data, AuditConfig(method="exact"), streams)
     print(f"in-process: setup (encoding, median bandwidths) {time.perf_counter() - t:.1f} s")
     outcome, prediction = top_label_residual(data.y_true, data.y_proba)
     t, c = time.perf_counter(), time.process_time()
-    audit.local_bias(outcome - prediction)
+    LcbEstimation(audit).local_bias(outcome - prediction)
     print(f"in-process: LCB, bandwidths by CV on subsamples + the float64 pass K @ [r, 1] "
           f"(estimation kernel): wall {time.perf_counter() - t:.1f} s, "
           f"cpu {time.process_time() - c:.1f} s")

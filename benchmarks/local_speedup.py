@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from calaudit.audit.config import AuditConfig
-from calaudit.audit.local_calibration import STREAMS, LocalAudit
+from calaudit.audit.local_calibration import STREAMS
 from calaudit.data.load import load
+from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.resampling import bootstrap_test, consistency_test
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,14 +61,14 @@ def straightforward(p, x, gamma_p, gamma_x, e, indices):
 def main() -> None:
     data = load(REPO / "sample_data" / "credit_default.csv", covariates="age,race,income")
     streams = dict(zip(STREAMS, np.random.default_rng(0).spawn(len(STREAMS)), strict=True))
-    audit = LocalAudit(data, AuditConfig(), streams)
+    audit = LocalTests(data, AuditConfig(method="exact"), streams)
     n, e = data.n, audit.r
     print(f"# n={n}, B={B}, load average at start {os.getloadavg()}")
     print(f"# prob bandwidth {audit.prob_bw.bandwidth:.4f}, covariate bandwidth "
           f"{audit.cov_bw.bandwidth:.4f}")
     indices = np.random.default_rng(5).integers(0, n, size=(n, B))
     naive, t_naive, c_naive = clock(lambda: straightforward(
-        audit.prob_features, audit.encoded.features, audit.prob_bw.gamma, audit.cov_bw.gamma,
+        audit.prob_features, np.asarray(audit.encoded.features), audit.prob_bw.gamma, audit.cov_bw.gamma,
         e, indices))
     fast, t_fast, c_fast = clock(lambda: bootstrap_test(audit.gram, e,
                                                         np.random.default_rng(5), B))

@@ -1,4 +1,4 @@
-"""Write a seeded, partitioned predictions dataset for the scaling benchmarks (issue 14).
+"""Write a seeded, partitioned predictions dataset for the scaling benchmarks.
 
     python benchmarks/make_partitioned.py OUT_DIR --rows 1e7 --files 20
     python benchmarks/make_partitioned.py OUT_DIR --rows 1e6 --files 7 --format csv

@@ -1,4 +1,4 @@
-"""Benchmark: peak memory of reading a partitioned Parquet dataset (issue 14, inputs).
+"""Benchmark: peak memory of reading a partitioned Parquet dataset.
 
     python benchmarks/read_partitioned.py [--rows 1e7] [--files 20] [--dir DIR]
         > benchmarks/results/read_partitioned_1e7.txt

@@ -1,6 +1,6 @@
 """Benchmark: ``calaudit test`` on CIFAR-10 (densenet121, 10,000 x 10) at the defaults
 (``--method auto``: the SKCE goes through random features, est. exact time 20 s >
-``exact_budget_seconds``) and with ``--method exact``. Target (issue 13): <= 8 s wall on a
+``exact_budget_seconds``) and with ``--method exact``. Target: <= 8 s wall on a
 quiet 2-core machine. Prints wall, CPU and peak RSS per run and the SKCE stage time.
 
 Command: ``python benchmarks/scale_cifar10.py > benchmarks/results/scale_cifar10.txt``

@@ -1,6 +1,6 @@
 """Benchmark: a 10^7-row partitioned dataset (20 Parquet files, a numeric and a categorical
 covariate), in one process and on ``--workers 2`` (2 GB per worker): wall time, CPU and
-peak memory per process, and whether the results are identical (issue 14).
+peak memory per process, and whether the results are identical.
 
     python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what reduction
     python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what audit
@@ -27,15 +27,6 @@ every 0.25 s), whether any process went above the memory limit, and whether the 
 results are identical apart from the timings (else the first differing paths). The
 ``--verbose`` stage lines show each stage's CPU and client peak, and on Dask the data placed
 on the workers and the partials fetched so far.
-
-``--what stats``: the binned statistics outside the kernel tests as reductions over a row
-source (``calaudit.data.row_source.ParquetRows``: each task reads its own row groups):
-ECE per-bin sums (uniform and quantile bins, ``calaudit.metrics.binned_rows``) and the
-exact quantile bands of ``age`` (``calaudit.numerics.order_statistics``), in one process
-(``stats-serial``), on ``--workers`` (``stats-dask``), and, as the reference, the same
-statistics after loading every row into memory (``calaudit.load``, then
-``expected_calibration_error`` and ``np.quantile``; ``stats-memory``). The three digests
-must match; the peaks show that the client of the row-source runs holds no column.
 
 The machine may be shared: the load average before and after is printed, and CPU seconds
 are the figure that does not depend on other jobs.
@@ -218,71 +209,6 @@ def run_overhead(args: argparse.Namespace) -> dict:
 def _worker_figures() -> dict:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"peak_mib": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}
-
-
-# ----------------------------------------------------------------------------- stats
-
-def run_stats(args: argparse.Namespace) -> dict:
-    """ECE (uniform and quantile bins) and the age quartiles, by mode (see ``--what
-    stats``), in this (child) process."""
-    from calaudit.metrics.binned import ece_from_sums
-
-    q = np.linspace(0.0, 1.0, 5)
-    started, cpu, workers = time.perf_counter(), time.process_time(), {}
-    if args.run == "stats-memory":
-        import calaudit
-        from calaudit.metrics.ece import expected_calibration_error
-
-        data = calaudit.load(str(args.data), covariates="age")
-        values = [expected_calibration_error(data.y_true, data.y_proba, n_bins=N_BINS,
-                                             strategy=s) for s in ("uniform", "quantile")]
-        values.extend(np.quantile(data.covariates[0].values, q))
-    else:
-        from calaudit.data.locations import locate
-        from calaudit.data.row_source import ParquetRows
-        from calaudit.metrics.binned_rows import ScoreRows, bin_sums
-        from calaudit.numerics.order_statistics import quantiles
-
-        source = ParquetRows.of(locate(str(args.data)))
-
-        def compute(executor) -> list[float]:
-            scores = ScoreRows(source, "label", ["prob"], "binary")
-            out = [float(ece_from_sums(bin_sums(scores, n_bins=N_BINS, strategy=s,
-                                                executor=executor)[0]))
-                   for s in ("uniform", "quantile")]
-            return out + list(quantiles(source, "age", q, executor=executor))
-
-        if args.run == "stats-serial":
-            values = compute(None)
-        else:
-            from calaudit.execution import open_executor
-            from calaudit.settings.sections import DaskConfig
-
-            config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit,
-                                timeout=60)
-            with open_executor(config) as executor:
-                values = compute(executor)
-                workers = executor.client.run(_worker_figures)
-    values = [float(v) for v in values]
-    return {"mode": args.run, "wall": time.perf_counter() - started,
-            "client_cpu": time.process_time() - cpu, "client_peak_mib": peak_mib(),
-            "workers": workers, "values": values,
-            "digest": digest({"values": np.array(values)})}
-
-
-def report_stats(args: argparse.Namespace, data: Path) -> None:
-    print("\n## ECE (uniform, quantile bins) and age quartiles: row-source reductions vs "
-          "loading every row")
-    results = [child(args, data, mode) for mode in ("stats-memory", "stats-serial",
-                                                    "stats-dask")]
-    for r in results:
-        print(f"{r['mode']:>13}: wall {r['wall']:6.1f} s, client CPU {r['client_cpu']:6.1f} s, "
-              f"client peak {r['client_peak_mib']:6.0f} MiB")
-        for name, w in r["workers"].items():
-            print(f"        {name}: CPU {w['cpu']:.1f} s, peak {w['peak_mib']:.0f} MiB")
-    print(f"values (stats-memory): {results[0]['values']}")
-    print("identical: " + str(len({r["digest"] for r in results}) == 1)
-          + f" ({', '.join(r['digest'] for r in results)})")
 
 
 # ----------------------------------------------------------------------------- audit
@@ -490,7 +416,7 @@ def main() -> None:
     parser.add_argument("--memory-limit", default="2GB")
     parser.add_argument("--features", type=int, default=256)
     parser.add_argument("--resamples", type=int, default=100)
-    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead", "stats"),
+    parser.add_argument("--what", choices=("reduction", "audit", "both", "overhead"),
                         default="both")
     parser.add_argument("--modes", default="single,dask",
                         help="--what audit: the runs to make (single, dask or both)")
@@ -499,12 +425,8 @@ def main() -> None:
                              "client's columns and per-row arrays in memory-mapped files)")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
-    parser.add_argument("--run", choices=("serial", "dask", "stats-memory", "stats-serial",
-                                          "stats-dask"), help=argparse.SUPPRESS)
+    parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.run and args.run.startswith("stats"):
-        print(json.dumps(run_stats(args)))
-        return
     if args.run:
         print(json.dumps(run_reduction(args)))
         return
@@ -523,8 +445,6 @@ def main() -> None:
             report_reduction(args, data)
         if args.what in ("audit", "both"):
             report_audit(args, data, scratch)
-        if args.what == "stats":
-            report_stats(args, data)
     print(f"\nload average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} cores)")
 

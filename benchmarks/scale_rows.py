@@ -1,7 +1,7 @@
 """Benchmark: ``calaudit test`` at 10^6 (or 10^7) binary rows with a numeric and a
 categorical covariate, default battery, JSON + HTML report.
 
-Targets (issue 13, quiet 2-core machine): 10^6 rows <= 60 s wall and 2 GB peak RSS;
+Targets (quiet 2-core machine): 10^6 rows <= 60 s wall and 2 GB peak RSS;
 10^7 rows <= 10 min and 6 GB.
 
 Command (from the repository root):

@@ -4,7 +4,7 @@ CIFAR-10 network (n = 10,000, m = 10). Targets: at most 5 s wall, at most 1 GB p
 Command (from the repository root; a short run, not niced so that the wall time is not
 dominated by other jobs' priority):
 
-    python benchmarks/skce_cifar10.py densenet121 > benchmarks/skce_cifar10.txt
+    python benchmarks/skce_cifar10.py densenet121 > benchmarks/results/skce_cifar10.txt
 
 Data: ``../shared/datasets/cifar10`` (skipped cleanly when absent). Timed: the production
 stage (``SkceStage`` with only ``skce_uq_asymptotic`` enabled: exact median bandwidth over

@@ -1,5 +1,5 @@
 """Peak memory of the load alone and of the default battery, with and without spill
-(issue 14, out of core on one machine).
+(out of core on one machine).
 
     python benchmarks/spill_memory.py DATASET [--what load|audit|both] [--spill never,always]
         [--main /path/to/main/checkout] [--covariates age,region] [--data-limit MiB]

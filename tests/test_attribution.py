@@ -22,7 +22,7 @@ from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import covariate_levels
-from tests.diagnosis_cases import one_region
+from validation.diagnosis_cases import one_region
 
 
 def _newton(y, offset, x, steps=50):

@@ -13,7 +13,7 @@ from calaudit.local.lcb_bandwidth import (
     loo_fit,
     select_bandwidths,
 )
-from tests.diagnosis_cases import opposite_groups
+from validation.diagnosis_cases import opposite_groups
 
 
 def _slow_kernel(p, x, sp, sx):
@@ -131,7 +131,7 @@ def _region_run(method):
     from calaudit.audit.config import AuditConfig, LocalConfig
     from calaudit.audit.local_calibration import LocalCalibrationStage
     from calaudit.data.dataset import CalibrationData
-    from tests.diagnosis_cases import one_region
+    from validation.diagnosis_cases import one_region
 
     y, p, covs, _ = one_region(3000, 5)
     data = CalibrationData.from_arrays(y, p, covariates={k: covs[k] for k in ("age", "region")},

@@ -5,20 +5,20 @@ Commands (saved outputs: validation/results/attribution_level.txt, lcb_recovery.
     PYTHONPATH=. python validation/attribution_level.py level > validation/results/attribution_level.txt
     PYTHONPATH=. python validation/attribution_level.py recovery > validation/results/lcb_recovery.txt
 
-Part 1 (level): calibrated data (five regions, gender, age; ``tests/diagnosis_cases.py``,
+Part 1 (level): calibrated data (five regions, gender, age; ``validation/diagnosis_cases.py``,
 ``calibrated``), ``DATASETS`` data sets per sample size. For each covariate the
 likelihood-ratio test given the other covariates and alone, Holm-adjusted
 (:func:`calaudit.attribution.explain.attribute`); rejection rate at 0.05 with a 99%
 Clopper-Pearson interval, per covariate and family-wise (any covariate rejected). The
 promise: each interval contains 0.05 or lies below it.
 
-Part 2 (recovery): the two cases of issue 12, run through the local-calibration stage
+Part 2 (recovery): two cases with known group biases, run through the local-calibration stage
 (no resampling test): opposite-bias groups A/B at +/-0.12 and one of five regions under-
 predicted by 0.11 (gender and age unbiased). Per sample size and seed: the mean LCB of
 every truly biased group against its true bias (relative error), the largest |mean LCB|
 of the unbiased groups, the attribution's adjusted p-values, and whether every failing
 spill-over group is marked explained. The promise: the relative error shrinks as n grows,
-and at the issue's sizes it is within 30 % (unbiased groups within 0.02).
+and at the sizes run here it is within 30 % (unbiased groups within 0.02).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from calaudit.audit.config import AuditConfig, LocalConfig  # noqa: E402
 from calaudit.audit.local_calibration import LocalCalibrationStage  # noqa: E402
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local.groups import covariate_levels  # noqa: E402
-from tests.diagnosis_cases import calibrated, one_region, opposite_groups  # noqa: E402
+from diagnosis_cases import calibrated, one_region, opposite_groups  # noqa: E402
 
 DATASETS = 500
 LEVEL_SIZES = (500, 3000)
@@ -112,7 +112,7 @@ def recovery_row(name: str, n: int, seed: int, key: str, y, p, covs, bias) -> di
 
 
 def recovery_part() -> None:
-    print("\n## Part 2: LCB group means and attribution on the issue's two cases")
+    print("\n## Part 2: LCB group means and attribution on the two biased cases")
     cases = (("opposite A/B +/-0.12", opposite_groups, "group", (1000, 3000, 10000)),
              ("South +0.11 of 5 regions", one_region, "region", (2000, 5000, 20000)))
     for name, make, key, sizes in cases:

@@ -38,8 +38,7 @@ from sklearn.preprocessing import StandardScaler
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = Path("/work/shared/datasets")
-sys.path.insert(0, str(ROOT))
-from tests.report.cdp_browser import Chromium, find_chromium, inspect_page  # noqa: E402
+from cdp_browser import Chromium, find_chromium, inspect_page  # noqa: E402
 
 
 def global_failure() -> tuple[pd.DataFrame, list[str]]:

@@ -1,4 +1,4 @@
-"""Coverage of the group table's bias intervals at the normal switch (issue 13).
+"""Coverage of the group table's bias intervals at the normal switch.
 
 A group of ``n`` rows gets the percentile bootstrap interval of ``mean(y - p)`` below
 ``NORMAL_MIN_ROWS`` (10,000) rows and the normal interval ``mean -/+ z sd / sqrt(n)`` from

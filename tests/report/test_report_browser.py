@@ -15,7 +15,7 @@ import pytest
 
 from calaudit.report.context import build_context
 from calaudit.report.render import write_reports
-from tests.report.cdp_browser import Chromium, find_chromium, inspect_page, print_page
+from validation.cdp_browser import Chromium, find_chromium, inspect_page, print_page
 from tests.report.synthetic import SCRIPT
 
 CHROMIUM = find_chromium()

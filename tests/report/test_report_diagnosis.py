@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from calaudit.report.context import build_context
 from calaudit.report.render import write_reports
-from tests.report.cdp_browser import inspect_page
+from validation.cdp_browser import inspect_page
 from tests.report.test_report_browser import browser  # noqa: F401  (fixture)
 
 

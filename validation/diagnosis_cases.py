@@ -1,4 +1,5 @@
-"""Simulated data with a known bias function, for the diagnosis tests and validation.
+"""Simulated data with a known bias function, for the diagnosis tests, the validation
+scripts and the benchmarks.
 
 * :func:`opposite_groups`: groups A and B, the model under-predicts A by ``delta`` and
   over-predicts B by ``delta`` (probability scale), calibrated on average;

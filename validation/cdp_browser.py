@@ -1,4 +1,5 @@
-"""A minimal headless-Chromium driver for the report tests (standard library only).
+"""A minimal headless-Chromium driver for the report tests and `first_screen.py` (standard
+library only).
 
 Chromium's DevTools protocol over ``--remote-debugging-pipe``: the browser reads
 commands from file descriptor 3 and writes replies and events to descriptor 4, each
