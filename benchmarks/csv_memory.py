@@ -6,8 +6,9 @@
 Writes ``OUT_DIR/preds.csv`` and ``OUT_DIR/preds.npz`` (the rows of
 ``benchmarks/make_partitioned.py``: label, prob, age, region; the NPZ without the text
 column) unless they exist, then loads each in a child process (``calaudit.load`` with the
-covariates, nothing else) with ``--spill never`` and ``always`` (and main's reader with
-``--main``), sampling ``VmHWM`` and ``RssAnon`` every 20 ms (``spill_memory.sample``).
+covariates, nothing else) with ``--spill never`` and ``always`` (and, with ``--main``,
+the reader of that checkout), sampling ``VmHWM`` and ``RssAnon`` every 20 ms
+(``spill_memory.sample``).
 Run one at a time under ``nice``: the figures are memory, not speed.
 """
 

@@ -4,7 +4,7 @@ Command (saved output: benchmarks/results/diagnosis_cost.txt):
 
     PYTHONPATH=. python benchmarks/diagnosis_cost.py > benchmarks/results/diagnosis_cost.txt
 
-Data: ``validation/diagnosis_cases.one_region`` (five regions, gender, age; South under-
+Data: ``one_region`` of ``validation/diagnosis_cases.py`` (five regions, gender, age; South under-
 predicted by 0.11); ``DIAG_N`` rows (default 50,000). Timed separately, in one process,
 with the default settings (``--method auto``):
 

@@ -12,8 +12,8 @@ numeric ``age`` and a categorical ``region``), written to a temporary directory 
 process's peak RSS and CPU; the CPU of the whole tree comes from ``RUSAGE_CHILDREN``).
 
 Runs: this tree in one process; this tree with ``--workers 2 --memory-limit 2GB``; and,
-with ``--compare ROOT``, another source tree (e.g. ``git archive main``) on ``--workers
-2``, to set the workers' memory beside the former broadcast placement. The machine may be
+with ``--compare ROOT``, another source tree (e.g. a ``git archive`` of another commit) on
+``--workers 2``, to compare the workers' memory with that tree's. The machine may be
 shared: the load average at the start of each run is printed, and CPU seconds, not wall
 time, are the figure to compare.
 """

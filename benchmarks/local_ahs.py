@@ -74,8 +74,8 @@ def passes(preds: Path) -> None:
     from calaudit.audit.local_calibration import STREAMS
     from calaudit.data.load import load
     from calaudit.local.kernel_tests import LocalTests
-    from calaudit.local.lcb_estimation import LcbEstimation
     from calaudit.local.lcb import top_label_residual
+    from calaudit.local.lcb_estimation import LcbEstimation
     from calaudit.local.resampling import consistency_test
 
     data = load(preds, covariates="HINCP,BLACK", categorical="BLACK")

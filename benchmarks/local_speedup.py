@@ -68,7 +68,8 @@ def main() -> None:
           f"{audit.cov_bw.bandwidth:.4f}")
     indices = np.random.default_rng(5).integers(0, n, size=(n, B))
     naive, t_naive, c_naive = clock(lambda: straightforward(
-        audit.prob_features, np.asarray(audit.encoded.features), audit.prob_bw.gamma, audit.cov_bw.gamma,
+        audit.prob_features, np.asarray(audit.encoded.features), audit.prob_bw.gamma,
+        audit.cov_bw.gamma,
         e, indices))
     fast, t_fast, c_fast = clock(lambda: bootstrap_test(audit.gram, e,
                                                         np.random.default_rng(5), B))

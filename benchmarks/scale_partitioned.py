@@ -422,7 +422,7 @@ def main() -> None:
                         help="--what audit: the runs to make (single, dask or both)")
     parser.add_argument("--spill", choices=("auto", "always", "never"), default="auto",
                         help="--what audit: calaudit's --spill in both runs (always: the "
-                             "client's columns and per-row arrays in memory-mapped files)")
+                             "client's loaded columns in memory-mapped files)")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)

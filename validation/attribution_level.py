@@ -32,12 +32,13 @@ from scipy import stats
 
 sys.path.insert(0, str(REPO))
 
+from diagnosis_cases import calibrated, one_region, opposite_groups  # noqa: E402
+
 from calaudit.attribution.explain import AttributionSettings, attribute  # noqa: E402
 from calaudit.audit.config import AuditConfig, LocalConfig  # noqa: E402
 from calaudit.audit.local_calibration import LocalCalibrationStage  # noqa: E402
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local.groups import covariate_levels  # noqa: E402
-from diagnosis_cases import calibrated, one_region, opposite_groups  # noqa: E402
 
 DATASETS = 500
 LEVEL_SIZES = (500, 3000)

@@ -1,5 +1,5 @@
 """Power of the verdict against local miscalibration, beside the simple tests a
-statistician would run instead, and beside the verdict's previous rule.
+statistician would run instead, and beside a rule with the KLCE as the local primary.
 
 Each cell simulates data sets whose model is calibrated on average but biased for
 sub-populations, runs ``calaudit.run_audit`` with the default gate and records whether
@@ -18,11 +18,11 @@ on its own (no adjustment for the global questions the verdict also answers):
   ``logit p`` as offset (statsmodels GLM); multi-class: the multinomial model with
   ``log p`` as offset (fitted here by Newton's method).
 
-``old`` is the rule before the aggregate local test: Holm over skce_consistency,
-ece_consistency and klce_consistency (the aggregate's kernel member: the same redraws,
-so the same p-value). ``agree`` is the share of data sets in which the attribution test
-names a covariate at adjusted p <= 0.01 and the verdict FAILs (with the count of such
-data sets).
+``old`` is the rule with the KLCE as the local primary instead of the aggregate local
+test: Holm over skce_consistency, ece_consistency and klce_consistency (the aggregate's
+kernel member: the same redraws, so the same p-value). ``agree`` is the share of data
+sets in which the attribution test names a covariate at adjusted p <= 0.01 and the
+verdict FAILs (with the count of such data sets).
 
 Cells (alpha = 0.05; the default gate and resamples: 1,000 global, 500 local): the six
 of the group-bias table (n, levels of the biased categorical covariate, delta, numeric
@@ -277,7 +277,7 @@ def report(tallies: dict[str, Tally], args, started: float) -> str:
             f"{ratio:>7.2f}{'yes' if ratio >= 0.85 else 'NO':>4}  {agree:<12}"
             f"{t.seconds / t.runs:>7.2f}")
     lines += ["", "verdict: FAIL rate of the default gate; old: Holm over skce_consistency, "
-              "ece_consistency, klce_consistency (the rule before local_consistency); "
+              "ece_consistency, klce_consistency (the KLCE as the local primary); "
               "best: the best baseline; ratio: verdict / best (ok: >= 0.85); agree: data "
               "sets whose attribution names a covariate at adjusted p <= 0.01 and whose "
               "verdict FAILs / such data sets."]

@@ -19,7 +19,7 @@ predictions), ``--datasets`` independent data sets each (default 500):
   leaving them out does not change the verdict).
 
 The SKCE scenarios and the gate run through the audit stages as ``calaudit test --method
-features`` runs them (``calaudit.stats.result.run_stage_test`` / ``calaudit.run_audit``
+features`` runs them (:func:`run_stage_test` / ``calaudit.run_audit``
 with ``method="features"``; the path of ``calaudit.stats.skce_test(computation=
 "features")``), with the stage's exact estimates skipped for CPU (``skce.max_quadratic_n``
 = 5,000, so the median heuristic uses the stage's 5,000-row subsample); the test draws
@@ -72,11 +72,17 @@ from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import prediction_features, residuals
-from calaudit.results import Status
-from calaudit.stats.result import run_stage_test
+from calaudit.numerics.random import stream
+from calaudit.results import Status, lookup
 
 ALPHA, B = 0.05, 199
 OUT = Path(__file__).parent / "results" / "scale_level"
+
+
+def run_stage_test(stage, test_id: str, data: CalibrationData, config: AuditConfig):
+    """Run ``stage`` as the audit does and return its test ``test_id``."""
+    output = stage.run(data, config, stream(config.seed, stage.name))
+    return lookup(output.tests, test_id, "test")
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:

@@ -1,15 +1,15 @@
 """CSV / TSV files read a batch of rows at a time into growing columns (out of core).
 
 pandas' C parser reads each file in chunks of :data:`BATCH_ROWS` rows, with the options of
-the former whole-file read (:func:`calaudit.data.readers.read_table`: the same tokenizer,
-the same float converter, the same missing-value strings), so every cell is parsed to the
-same bits. Each chunk is encoded at once as compact numpy (float64 / int64 / uint64 numbers,
+a whole-file ``pd.read_csv`` (the same tokenizer, the same float converter, the same
+missing-value strings), so every cell is parsed to the same bits as if the file were read
+whole. Each chunk is encoded at once as compact numpy (float64 / int64 / uint64 numbers,
 int32 codes into the column's text levels, int8 booleans) and appended to a
 :class:`~calaudit.data.growing.GrowingColumn` (anonymous memory, or a spill file): the
 rows are not counted in advance, the columns grow (a first pass would parse every file
 twice; the number of rows is known for free at the end).
 
-pandas infers a dtype per chunk, but the former read inferred one per file; the two agree
+pandas infers a dtype per chunk, but a whole-file read infers one per file; the two agree
 except where a column changes kind within a file. A file's column is therefore reconciled
 at the end of the file (:func:`reconcile`):
 
@@ -20,10 +20,10 @@ at the end of the file (:func:`reconcile`):
   (a chunk of text, or booleans beside numbers: the cells' own strings), with
   ``dtype=float64`` for integers beyond 2**53 beside floats, and otherwise (booleans with
   missing cells; any chunk that may hold an integer beyond int64, whose pandas dtype
-  depends on the cells around it) as that one column of the whole file, exactly as
-  before (the only case whose memory grows with the file's rows; tests cover each).
+  depends on the cells around it) as that one column of the whole file (the only case
+  whose memory grows with the file's rows; tests cover each).
 
-Errors are the former read's, in its order: the parser's (encoding, malformed quoting) while
+Errors are a whole-file read's, in its order: the parser's (encoding, malformed quoting) while
 the file streams, then the field counts (:func:`calaudit.data.text_files.check_field_counts`),
 then each column's kind against the other files'.
 """
@@ -65,7 +65,7 @@ def delimiter(fmt: str) -> str:
 def chunks(path: Path, fmt: str, columns: list[str], dtype: dict | None = None,
            rows: int | None = None) -> Iterator[pd.DataFrame]:
     """The requested columns of a CSV / TSV file, ``rows`` (default :data:`BATCH_ROWS`) at
-    a time, parsed as the former whole-file read parsed them; errors as it gave them."""
+    a time, parsed as a whole-file read parses them; errors as it gives them."""
     with read_errors(path, fmt):
         reader = pd.read_csv(path, sep=delimiter(fmt), usecols=columns, na_values=NA_STRINGS,
                              keep_default_na=False, low_memory=False, dtype=dtype,
@@ -101,7 +101,7 @@ def chunk_class(values: pd.Series) -> tuple[str, int]:
 
 
 def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str | None]:
-    """The dtype the former whole-file read gave a file's column whose chunks were
+    """The dtype a whole-file read gives a file's column whose chunks were
     ``classes`` (``missing``: some cell was missing; ``largest``: the largest integer
     magnitude), and how to get it: ``None`` (the chunks as written), or read again as
     ``str``, ``float`` or ``whole`` (see the module docstring)."""
@@ -161,8 +161,8 @@ class CsvColumn:
         self.grown: GrowingColumn | None = None
         self.storage: str | None = None
         self.segments: list[tuple[int, np.dtype]] = []
-        #: a file with no value came while the column was numeric or had no kind yet: the
-        #: former concatenation of per-file arrays then made the numbers float64
+        #: a file with no value came while the column was numeric or had no kind yet:
+        #: concatenating the files' columns makes the numbers float64
         self.promoted = False
 
     @property
@@ -211,7 +211,7 @@ class CsvColumn:
         self._write_missing(start)
 
     def _encode(self, values: pd.Series, kind: str) -> np.ndarray:
-        """A chunk as the former ``append_pandas`` stored it."""
+        """A chunk encoded as a whole file's column is (:func:`_pandas_kind`)."""
         if kind == "numeric":
             if values.dtype.kind in "iu":
                 return values.to_numpy()
@@ -323,7 +323,7 @@ def _filled(store: ColumnStore, rows: int, sink: ColumnSink) -> np.ndarray:
 
 
 def _pandas_kind(values: pd.Series) -> str | None:
-    """The kind the former ``append_pandas`` gave a whole file's column."""
+    """The kind of a whole file's column as pandas read it (``None``: every cell missing)."""
     if values.isna().all():
         return None
     if pd.api.types.is_bool_dtype(values):
@@ -334,7 +334,7 @@ def _pandas_kind(values: pd.Series) -> str | None:
 
 
 def _whole_column(path: Path, fmt: str, name: str) -> pd.Series:
-    """One column of the whole file, read as the former reader read every column."""
+    """One column of the whole file, read whole."""
     with read_errors(path, fmt):
         return pd.read_csv(path, sep=delimiter(fmt), usecols=[name], na_values=NA_STRINGS,
                            keep_default_na=False, low_memory=False)[name]
@@ -342,8 +342,8 @@ def _whole_column(path: Path, fmt: str, name: str) -> pd.Series:
 
 def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColumn],
               source: str) -> int:
-    """Stream one CSV / TSV file into ``columns``; its rows. Errors in the former order:
-    parsing, field counts, then each column's kind."""
+    """Stream one CSV / TSV file into ``columns``; its rows. Errors in a whole-file
+    read's order: parsing, field counts, then each column's kind."""
     states = {name: columns[name].begin() for name in names}
     rows = 0
     for chunk in chunks(path, fmt, names):

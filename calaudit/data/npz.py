@@ -14,7 +14,7 @@ one pass. For each member in the archive's order:
    decompression, whose CRC check at the end of the member is kept.
 
 Then the members are laid out as named columns (``probs`` or ``probs_<class>``, ``labels``,
-one column per covariate; :func:`layout`), with the former reader's checks and messages.
+one column per covariate; :func:`layout`), each with its checks and messages.
 Anonymous memory is one chunk, whatever the archive's size (string arrays excepted: pandas
 turns them into its own strings when the frame is built).
 """

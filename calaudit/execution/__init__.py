@@ -1,4 +1,4 @@
-"""Where row reductions run (issue 14).
+"""Where row reductions run.
 
 A row reduction is ``partial(start, stop, **shared) -> dict[str, ndarray]`` summed over
 the fixed task ranges of :func:`calaudit.numerics.row_blocks.task_ranges`, in range order

@@ -11,7 +11,7 @@
 
 Covariates are duck-typed: anything with ``name``, ``kind`` (``numeric`` or
 ``categorical``), ``values`` (floats, or integer codes into ``categories``) and
-``categories`` (``calaudit.data.Covariate`` fits).
+``categories`` (``calaudit.data.dataset.Covariate`` fits).
 """
 
 from __future__ import annotations

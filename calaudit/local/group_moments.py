@@ -1,4 +1,4 @@
-"""The group table's per-group moments as reductions over the fixed row ranges (issue 14).
+"""The group table's per-group moments as reductions over the fixed row ranges.
 
 For every group ``g`` of the table (rows ``i in g``; ``y`` the outcome, ``p`` the
 prediction, ``l`` the LCB value, ``d = y - p``): ``n_g``, ``sum y``, ``sum p``, ``sum l``,
@@ -24,7 +24,7 @@ The same partials over the same ranges, folded in the same order, give the same 
 every executor and layout. Against numpy's per-group pairwise ``mean`` / ``std`` the
 values differ in their last digits (a fold of range ``bincount`` s rounds otherwise);
 ``tests/test_client_reductions.py`` checks them against ``math.fsum`` of the rows. The
-outcome is 0/1, so ``sum y`` (the events) and the observed rate are exact, as before.
+outcome is 0/1, so ``sum y`` (the events) and the observed rate are exact.
 """
 
 from __future__ import annotations

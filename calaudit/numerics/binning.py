@@ -29,7 +29,6 @@ def bin_edges(scores: NDArray[np.float64], n_bins: int, strategy: Strategy) -> N
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy == "quantile":
-        # np.quantile's bytes, as counting reductions over fixed row ranges
         return quantile_edges(np.quantile(scores, inner_levels(n_bins)))
     raise ValueError(f"unknown binning strategy {strategy!r}")
 

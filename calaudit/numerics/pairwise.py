@@ -12,8 +12,7 @@ diagonal are computed (half the kernel evaluations and half the flops).
 blocks of the global row index and makes each pair of blocks ``I <= J`` one task that
 reads those two blocks only (:func:`pair_partial`), combined in pair order
 (:func:`fold_pairs`): the same bytes on one thread, on threads, or on Dask workers that
-each hold some of the blocks (issue 14), whatever the files or partitions the rows came
-from.
+each hold some of the blocks, whatever the files or partitions the rows came from.
 
 (Design notes, sec. 5: "one pairwise engine".)
 """
@@ -122,7 +121,8 @@ FUSED_TILE_ROWS = 1024
 
 def pair_blocks(n: int, block_rows: int = FUSED_TILE_ROWS) -> list[tuple[int, int]]:
     """The fixed row blocks ``[k b, min((k + 1) b, n))``, k = 0, 1, ...: keyed by the
-    global row index only (the reproducibility rule of issue 14)."""
+    global row index only (the reproducibility rule of
+    :mod:`calaudit.numerics.row_blocks`)."""
     return list(_tiles(n, max(1, int(block_rows))))
 
 

@@ -1,7 +1,7 @@
 """Fixed row blocks: random streams keyed by global row position, and ordered reductions.
 
 Two rules make a result independent of how the rows are chunked, partitioned or
-distributed (issues 13 and 14):
+distributed:
 
 * **Draws.** Every per-row random draw (label redraws ``y* ~ Cat(p)``, bootstrap counts or
   indices, subsamples) of the rows ``[b ROW_BLOCK, (b + 1) ROW_BLOCK)`` comes from

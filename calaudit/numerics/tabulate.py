@@ -8,9 +8,8 @@ replicates thus share one code path.
 
 The estimates (no weights) are reductions over the fixed row ranges of
 :func:`calaudit.numerics.row_blocks.task_ranges`: one ``bincount`` per range, the partial
-sums added in range order (:func:`range_bincount`). A run that computes the same partials
-elsewhere (Dask tasks reading their own rows, see :mod:`calaudit.metrics.binned_rows`)
-therefore gets the same bytes. Up to ``TASK_ROWS`` rows this is one ``bincount``, as before.
+sums added in range order (:func:`range_bincount`), so the sums are the same bytes whoever
+computes the partials. Up to ``TASK_ROWS`` rows this is one ``bincount``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Build the report's view model from a JSON result (``docs/result-schema.md``).
 
 :func:`build_context` turns the result dictionary into :class:`ReportContext`: every
-number formatted, every section in the issue's order, every figure named. It reads only
+number formatted, every section in the report's order, every figure named. It reads only
 the result: nothing here recomputes a statistic (the diagrams' data come from the audit's
 ``diagrams`` stage). Optional sections that a result does not carry are ``None`` or empty.
 """

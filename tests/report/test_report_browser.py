@@ -15,8 +15,8 @@ import pytest
 
 from calaudit.report.context import build_context
 from calaudit.report.render import write_reports
-from validation.cdp_browser import Chromium, find_chromium, inspect_page, print_page
 from tests.report.synthetic import SCRIPT
+from validation.cdp_browser import Chromium, find_chromium, inspect_page, print_page
 
 CHROMIUM = find_chromium()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from calaudit.report.context import build_context
 from calaudit.report.render import write_reports
-from validation.cdp_browser import inspect_page
 from tests.report.test_report_browser import browser  # noqa: F401  (fixture)
+from validation.cdp_browser import inspect_page
 
 
 def test_diagnosis_section_in_chromium(browser, artifacts, tmp_path, credit_result):  # noqa: F811
