@@ -69,11 +69,6 @@ DATASET_MAX_FILES = 100_000
 DATASET_MAX_DEPTH = 32
 
 
-def count_range(key: str) -> tuple[int, int]:
-    """The inclusive range of the integer setting ``key``."""
-    return COUNTS[key]
-
-
 def count_problem(key: str, value: object) -> str | None:
     """Why ``value`` is not a valid ``key`` (``None`` is allowed where the setting is
     optional and is not checked here), or ``None`` when it is valid."""

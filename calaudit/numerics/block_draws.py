@@ -128,9 +128,3 @@ def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
         out[j] = np.bincount(cells[start:stop], minlength=rows)
         start = stop
     return out
-
-
-def bootstrap_indices(rng: np.random.Generator, rows: int, n: int, columns: int
-                      ) -> NDArray[np.int64]:
-    """(rows, columns) indices drawn uniformly from ``[0, n)`` (residual bootstrap)."""
-    return rng.integers(0, n, size=(rows, columns), dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Row sources: where the partials of a row reduction read their rows (issue 14).
+"""Row sources: where the partials of a row reduction read their rows.
 
 A reduction (:mod:`calaudit.numerics.row_blocks`) evaluates ``partial(start, stop,
 **shared)`` on fixed row ranges. A partial that takes a *row source* in ``shared`` reads
@@ -25,20 +25,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-
-
-class RowSource(Protocol):
-    """Rows ``[start, stop)`` of named columns (global row numbers, ``0 <= start <=
-    stop <= n``)."""
-
-    n: int
-
-    def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
-        ...
 
 
 def column_of(values: Any) -> Any:

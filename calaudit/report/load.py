@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calaudit.data.result_file import check_result, read_result_file
+from calaudit.data.result_file import read_result_file
 
 #: Sections the templates expect, filled with empty values when a result lacks them.
 FILLED = {"local": dict, "groups": list, "diagrams": dict, "environment": dict}
@@ -20,11 +20,6 @@ def read_result(path: str | Path) -> dict[str, Any]:
     """The result stored at ``path``, validated, optional sections filled."""
     result, _ = read_result_file(path)
     return _filled(result)
-
-
-def validate_result(result: Any, source: str = "result") -> dict[str, Any]:
-    """Check a result dictionary (see :func:`~calaudit.data.result_file.check_result`)."""
-    return _filled(check_result(result, source))
 
 
 def _filled(result: dict[str, Any]) -> dict[str, Any]:

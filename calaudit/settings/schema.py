@@ -71,10 +71,6 @@ class Table:
         return ".".join(self.path)
 
 
-def placeholder(table: Table) -> str:
-    return f"<{table.key_field}>"
-
-
 def build_schema(cls: type, path: Path_ = ()) -> Section:
     """The schema of dataclass ``cls`` (recursively)."""
     hints = typing.get_type_hints(cls)
