@@ -6,7 +6,7 @@ compares with ``exact_budget_seconds`` (``calaudit.inference.method.exact_second
 ``LOCAL_STAGE_SECONDS``) beside the stage's CPU and wall seconds. The estimate should not be
 below the CPU seconds: ``auto`` must not choose an exact path it underestimates.
 
-    python benchmarks/auto_estimate.py
+    python benchmarks/auto_estimate.py > benchmarks/results/auto_estimate.txt
 """
 
 from __future__ import annotations
