@@ -89,7 +89,8 @@ def error_boundary() -> Iterator[None]:
     except MemoryError:
         print_error("out of memory: the input or a setting asks for more memory than this "
                     "machine has (hint: check the sizes and counts given; --spill always "
-                    "keeps the columns and the stages' per-row arrays on disk) [memory]")
+                    "keeps the loaded columns on disk; --dask spreads the rows over "
+                    "workers) [memory]")
         raise typer.Exit(int(ExitCode.USAGE_ERROR)) from None
     except Exception as exc:  # noqa: BLE001 - the boundary for bugs
         if os.environ.get("CALAUDIT_DEBUG"):
