@@ -69,7 +69,7 @@ class BinningConfig:
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """Settings of one audit (design notes 2.1 and 2.4).
+    """Settings of one audit.
 
     The seed is ``random_state`` in Python (``AuditConfig(random_state=1)``, as
     scikit-learn); ``seed`` (its name in configuration files and ``--seed``) and ``rng``

@@ -70,7 +70,7 @@ def usage_message(exc: Exception) -> str:
 
 @contextmanager
 def error_boundary() -> Iterator[None]:
-    """Map exceptions raised inside a command to exit codes (design notes 2.4)."""
+    """Map exceptions raised inside a command to exit codes (README, 'Exit codes')."""
     from calaudit.audit.gate import ExitCode
     from calaudit.exceptions import CalauditError
 

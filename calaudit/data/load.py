@@ -36,7 +36,7 @@ from calaudit.numerics.row_blocks import release_free_memory
 
 @dataclass(frozen=True)
 class ColumnOptions:
-    """Where things are: the command-line options of design notes 2.1."""
+    """Where things are: the command-line options of docs/inputs.md."""
 
     label_col: str | None = None
     prob_cols: str | None = None

@@ -1,4 +1,4 @@
-"""Per-row validation rules (design notes 2.2).
+"""Per-row validation rules (docs/inputs.md).
 
 Each rule finds the rows that break it. Without ``--drop-invalid`` the first broken rule
 stops the load with one message naming file, column, rule, count and the first row; with

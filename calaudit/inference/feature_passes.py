@@ -227,7 +227,7 @@ def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
 
 
 def lead_bounds_of(lead: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``lead_bounds`` of :func:`label_partial` for the lead columns ``lead`` (n, q)
+    """``lead_bounds`` of :func:`label_partial` for the observed (lead) columns ``lead`` (n, q)
     (which go in the row source): the columns' largest magnitudes."""
     if not lead.shape[0]:
         return np.ones(lead.shape[1])

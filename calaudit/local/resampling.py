@@ -80,7 +80,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
 
     ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
     sampler fills the resample columns, (n, B) or (n, m, B), in float64 (the GEMMs run in
-    ``dtype``). The lead columns go into the first batch. With ``products`` (n, r),
+    ``dtype``). The observed (lead) columns go into the first batch. With ``products`` (n, r),
     ``K @ products`` is computed in the first batch's pass too
     (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms,
     K @ products or None)``.
@@ -91,7 +91,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     float64. When most replicates would be recomputed (large ``n``: the rounding bound
     grows with ``n``), the whole pass runs in double precision instead (:func:`pass_dtype`;
     the p-value is the same, only the CPU time differs). ``F = None``: the observed form
-    is the lead column's (one column, ``k = 1``), not computed yet; it rides along in the
+    is that of the observed (lead) column (``k = 1``), not computed yet; it rides along in the
     double-precision pass when that is chosen (one kernel pass in all), else it gets a
     double-precision pass of its own before the single-precision one.
 
@@ -244,7 +244,7 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
 
     ``statistic``: the observed KLCE^2 when already computed (in double precision);
-    otherwise it comes from the lead column (see :func:`batched_forms`). ``dtype=np.float32``
+    otherwise from the observed (lead) column (:func:`batched_forms`). ``dtype=np.float32``
     lets the pass run in single precision where that is cheaper (ties still decided in
     double precision). ``executor`` runs the row tiles of the kernel passes; ``observe``
     sees every batch of redrawn residual columns (:func:`batched_forms`).

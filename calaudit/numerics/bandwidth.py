@@ -1,6 +1,6 @@
 """The median heuristic: the exact median of a pairwise distance matrix, without storing it.
 
-Reference convention (CalibrationPaper ``median_TV_kernel``, design notes sec. 3): the
+Reference convention (CalibrationPaper ``median_TV_kernel``): the
 median of the **full** n x n matrix ``D_ij = d(x_i, x_j)``, diagonal zeros included, as
 Julia's ``median(pairwise(TotalVariation(), X))``. With ``N = n^2`` entries the median is
 the ``N/2``-th and ``(N/2 + 1)``-th order statistics averaged when ``N`` is even, the

@@ -70,7 +70,7 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     Each coordinate ``p`` gets the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1):
     exactly CalibrationErrors.jl ``binindex`` (:func:`uniform_bin_index`), the product
     ``n_bins * p`` rounded as in floating point, so results match that reference bit for
-    bit. This differs from ``min(floor(k p), k - 1)`` (design notes 3) only for a
+    bit. This differs from ``min(floor(k p), k - 1)`` only for a
     probability lying exactly on a grid point. The tuple of per-coordinate indices is
     packed into one integer per row and then relabelled densely, so the grid is never
     materialised.

@@ -13,8 +13,6 @@ blocks of the global row index and makes each pair of blocks ``I <= J`` one task
 reads those two blocks only (:func:`pair_partial`), combined in pair order
 (:func:`fold_pairs`): the same bytes on one thread, on threads, or on Dask workers that
 each hold some of the blocks, whatever the files or partitions the rows came from.
-
-(Design notes, sec. 5: "one pairwise engine".)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The JSON result (design notes 2.5): sorted, indented, stable bytes for a given result."""
+"""The JSON result (docs/result-schema.md): sorted, indented, stable bytes for a given result."""
 
 from __future__ import annotations
 

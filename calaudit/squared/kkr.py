@@ -13,7 +13,7 @@ as 0, :mod:`calaudit.numerics.spectral`) the same formula splits exactly into
     h(x, x') = a^T C a' + (a^T G w' + w^T G^T a' + w^T w') / c,
 
 with ``a = U^T k(x)`` (r), ``G = U^T R`` (r x q), ``C = G G^T ⊙ [1 / (s_i s_j + c)]`` and
-``w = R^T k(x) - G^T a`` (q), the part of ``k(x)`` outside the leading eigenspace. Every
+``w = R^T k(x) - G^T a`` (q), the part of ``k(x)`` outside the top eigenspace. Every
 term is bounded, so there is no cancellation between large numbers. In the factorised
 form of :mod:`calaudit.squared.risk`: features ``(a, w)``, metric
 ``S = [[C, G / c], [G^T / c, I / c]]``. With the full spectrum ``w = 0`` and this is
