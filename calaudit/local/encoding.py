@@ -1,4 +1,4 @@
-"""Covariates -> the numeric matrix the covariate kernel works on (design notes 3).
+"""Covariates -> the numeric matrix the covariate kernel works on (docs/local-calibration.md).
 
 * numeric covariate: z-score ``(x - mean) / sd`` (population sd, ``ddof = 0``); a constant
   column (``sd = 0``) becomes zeros, it cannot separate anyone;

@@ -1,6 +1,6 @@
 """The KLCE product kernel ``k(p_i, p_j) * l(x_i, x_j)`` as a lazy Gram matrix.
 
-Both factors are Gaussian (design notes 3; paper appendix A.5 "RBF kernel for both"):
+Both factors are Gaussian (paper appendix A.5 "RBF kernel for both"):
 ``k = exp(-gamma_p |p_i - p_j|^2)`` on the prediction (binary: the positive-class
 probability; multi-class: the probability vector) and ``l = exp(-gamma_x |x_i - x_j|^2)``
 on the encoded covariates. Their product is one Gaussian on the scaled concatenation

@@ -2,7 +2,7 @@
 
 ``KLCE^2 = 1 / (n (n - 1)) * sum_{i != j} k(p_i, p_j) l(x_i, x_j) <r_i, r_j>``
 
-Residuals (design notes 3):
+Residuals:
 
 * binary: the scalar ``r_i = y_i - p_i`` with ``p_i`` the positive-class probability and
   ``k`` on ``p_i`` -- exactly the paper's eq. 4 and KiTE's ``ELCE2``. The two-class vector
