@@ -67,6 +67,14 @@ RESULT_MAX_INT_DIGITS = 100
 #: and once for its fingerprint; the bound keeps a wrong root (``/``) from running on.
 DATASET_MAX_FILES = 100_000
 DATASET_MAX_DEPTH = 32
+#: Most directory entries (files and folders) a local glob or directory walk looks at.
+DATASET_MAX_ENTRIES = 1_000_000
+#: Seconds a request to an object store (s3://, gs://, abfs://) may wait to connect and
+#: for each answer; the first contact with the store (opening it and one look at the path)
+#: must also complete within it, and listing a dataset's files within
+#: ``REMOTE_LIST_TIMEOUT``, whatever the filesystem package's retries.
+REMOTE_TIMEOUT = 30.0
+REMOTE_LIST_TIMEOUT = 90.0
 
 
 def count_problem(key: str, value: object) -> str | None:

@@ -159,8 +159,11 @@ class EtagMemory(MemoryFileSystem):
         return entry
 
 
-def test_etag_is_the_fingerprint_when_the_store_gives_one(frame):
+def test_etag_is_the_fingerprint_when_the_store_gives_one(frame, monkeypatch):
+    from calaudit.data import remote
+
     fsspec.register_implementation("etagmem", EtagMemory, clobber=True)
+    monkeypatch.setitem(remote.PROTOCOLS, "etagmem", None)
     fs = EtagMemory()
     with fs.open("/b/p.parquet", "wb") as handle:
         frame.to_parquet(handle, index=False)

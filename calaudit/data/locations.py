@@ -8,8 +8,10 @@ fsspec URL).
   below it; hive directories ``key=value/`` become columns;
 - a glob (``'preds/*.parquet'``, ``'part-*.csv'``, ``'preds/**/*.parquet'``): the files it
   matches; the directories below its fixed prefix may be hive partitions;
-- an fsspec URL (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...): the same, on that
-  filesystem; ``file://`` URLs are local paths.
+- a URL of a supported protocol (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...,
+  :data:`calaudit.data.remote.PROTOCOLS`): the same, on that fsspec filesystem, every wait
+  bounded and every failure one line (:mod:`calaudit.data.remote`); ``file://`` URLs are
+  local paths.
 
 Files are sorted by path, so global row numbers never depend on listing order. Names
 starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``) are skipped, as Spark and pyarrow do.
@@ -19,7 +21,8 @@ files and the depth of the directory walk are bounded (:mod:`calaudit.limits`).
 
 from __future__ import annotations
 
-import glob
+import contextlib
+import fnmatch
 import os
 import re
 from dataclasses import dataclass
@@ -27,16 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from calaudit.data.readers import SUFFIXES, sha256_stream
-from calaudit.exceptions import InputError
+from calaudit.data.remote import (
+    PROTOCOLS,
+    bounded_options,
+    check_supported,
+    protocol_of,
+    remote_errors,
+    within,
+)
+from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
+from calaudit import limits
 from calaudit.limits import DATASET_MAX_DEPTH, DATASET_MAX_FILES
 
-#: fsspec protocols that need an extra package, with the calaudit extra that installs it.
-EXTRAS = {
-    "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"),
-    "gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"),
-    "abfs": ("adlfs", "azure"), "abfss": ("adlfs", "azure"), "az": ("adlfs", "azure"),
-}
 #: Keys of an fsspec ``info()`` entry that hold the object store's entity tag.
 ETAG_KEYS = ("ETag", "etag", "Etag")
 _WILDCARD = re.compile(r"[*?\[]")
@@ -82,11 +88,12 @@ def locate(spec: str | os.PathLike[str]) -> Location:
 
 def _local(path: str, spec: str) -> Location:
     if _WILDCARD.search(path) and not os.path.lexists(path):
-        matched = sorted(glob.glob(path, recursive=True))
-        files = [_local_file(name) for name in matched if not _skipped(name)]
+        files = [_local_file(name) for name in _walk(*_glob_root(path))
+                 if not _skipped(name)]
         return _dataset(spec, "glob", files, _fixed_prefix(path), "matches no data file")
     if os.path.isdir(path):
-        return _dataset(spec, "directory", _walk(path), path, "holds no data file")
+        return _dataset(spec, "directory", [_local_file(name) for name in _walk(path)],
+                        path, "holds no data file")
     return Location(path, "file", "")
 
 
@@ -102,59 +109,136 @@ def _local_file(name: str) -> DataFile:
     return DataFile(name, name, int(info.st_size))
 
 
-def _walk(root: str) -> list[DataFile]:
-    """Data files below ``root``, following directory links once (a loop is an error)."""
-    found: list[DataFile] = []
-    seen: set[str] = set()
-    stack = [(root, 0)]
+def _glob_root(pattern: str) -> tuple[str, tuple[str, ...], str]:
+    """``(directory to walk, the pattern's segments below it, the pattern)``."""
+    parts = pattern.split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not _WILDCARD.search(parts[fixed]):
+        fixed += 1
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else "")
+    return root, tuple(p for p in parts[fixed:] if p), pattern
+
+
+def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = None
+          ) -> list[str]:
+    """Paths below ``root`` (``""``: the current directory) of every file, or of every
+    entry a glob's ``pattern`` segments match (``*``, ``?``, ``[...]`` within a segment,
+    ``**`` any number of directories, wildcards skip names starting with ``.``). Directory
+    links are followed once (a loop is an error); the walk stops with one line past
+    ``DATASET_MAX_DEPTH`` levels or ``DATASET_MAX_ENTRIES`` entries, so no tree, however
+    deep or linked, is walked for long. A directory dataset skips ``.``/``_`` folders."""
+    found: list[str] = []
+    seen: dict[str, str] = {}
+    stack: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [(root, (), ())]
+    entries = 0
     while stack:
-        folder, depth = stack.pop()
-        real = os.path.realpath(folder)
-        if real in seen:
-            raise InputError("symbolic link loop in the dataset directory", source=folder,
-                             rule="symlink_loop", hint="fix the link")
-        seen.add(real)
-        if depth > DATASET_MAX_DEPTH:
-            raise InputError(f"directories nested deeper than {DATASET_MAX_DEPTH} levels",
-                             source=root, rule="dataset_too_deep",
-                             hint="see 'Ranges and limits' in docs/configuration.md")
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            problem = describe_os_error(exc)
-            raise InputError(problem.message, source=folder, rule=problem.rule,
-                             hint=problem.hint) from None
-        for entry in entries:
-            if _skipped(entry.name):
+        folder, below, above = stack.pop()
+        real = _check_walk(folder, below, above, seen, spec or root)
+        for entry in _entries(folder or "."):
+            entries += 1
+            if entries > limits.DATASET_MAX_ENTRIES:
+                raise InputError(f"more than {limits.DATASET_MAX_ENTRIES:,} files and folders "
+                                 "to look at", source=spec or root, rule="dataset_too_large",
+                                 hint="narrow the glob or the directory; see 'Ranges and "
+                                      "limits' in docs/configuration.md")
+            name = entry.name if not folder else f"{folder.rstrip('/')}/{entry.name}"
+            parts = (*below, entry.name)
+            is_dir = entry.is_dir()
+            if pattern is None:
+                if is_dir and not _skipped(entry.name):
+                    stack.append((name, parts, (*above, real)))
+                elif not is_dir and not _skipped(entry.name):
+                    found.append(name)
+                    _check_count(len(found), root)
                 continue
-            if entry.is_dir():
-                stack.append((entry.path, depth + 1))
+            if _matches(parts, pattern):
+                found.append(name)
+                _check_count(len(found), spec or root)
+            if is_dir and _may_match(parts, pattern):
+                stack.append((name, parts, (*above, real)))
+    return sorted(found)
+
+
+def _check_walk(folder: str, below: tuple[str, ...], above: tuple[str, ...],
+                seen: dict[str, str], spec: str) -> str:
+    """The real path of ``folder``, a directory of the walk; a link back to one of the
+    directories ``above`` it (a loop), a directory reached a second time through a link
+    (its files would be read twice) and a walk too deep are one line each."""
+    real = os.path.realpath(folder or ".")
+    if real in above:
+        raise InputError("symbolic link loop in the dataset directory", source=folder,
+                         rule="symlink_loop", hint="fix the link")
+    if real in seen:
+        raise InputError(f"the same directory as {clip(seen[real], 120)} (a symbolic link): "
+                         "its files would be read twice", source=folder, rule="symlink_loop",
+                         hint="remove the link, or select the files with a narrower glob")
+    seen[real] = folder
+    if len(below) > DATASET_MAX_DEPTH:
+        raise InputError(f"directories nested deeper than {DATASET_MAX_DEPTH} levels",
+                         source=spec, rule="dataset_too_deep",
+                         hint="see 'Ranges and limits' in docs/configuration.md")
+    return real
+
+
+def _entries(folder: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as listing:
+            return sorted(listing, key=lambda e: e.name)
+    except OSError as exc:
+        problem = describe_os_error(exc)
+        raise InputError(problem.message, source=folder, rule=problem.rule,
+                         hint=problem.hint) from None
+
+
+def _segment(name: str, pattern: str) -> bool:
+    """Whether one path segment matches one glob segment (wildcards skip hidden names)."""
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether the segments ``parts`` match the glob segments ``pattern`` exactly."""
+    return _reachable(parts, pattern)[len(pattern)]
+
+
+def _may_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether some path below the directory ``parts`` could match ``pattern``: some
+    prefix of the pattern matches ``parts`` and leaves segments for what is below."""
+    reach = _reachable(parts, pattern)
+    return any(reach[j] and (j < len(pattern) or pattern[j - 1] == "**")
+               for j in range(len(pattern) + 1))
+
+
+def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
+    """``reach[j]``: the first ``j`` glob segments match all of ``parts`` (a table over
+    segments, so many ``**`` cost no more than one)."""
+    reach = [True] + [False] * len(pattern)
+    for j in range(len(pattern)):  # before any part: only leading ``**`` match nothing
+        reach[j + 1] = reach[j] and pattern[j] == "**"
+    for name in parts:
+        step = [False] * (len(pattern) + 1)
+        for j, head in enumerate(pattern):
+            if head == "**":
+                # ``**`` takes this part (staying on it) or has taken nothing (from j)
+                step[j + 1] = (not name.startswith(".")) and (reach[j + 1] or reach[j]) \
+                    or step[j]
             else:
-                found.append(_local_file(entry.path))
-                _check_count(len(found), root)
-    return sorted(found, key=lambda file: file.name)
+                step[j + 1] = reach[j] and _segment(name, head)
+        reach = step
+    return reach
 
 
 def _remote(url: str) -> Location:
-    filesystem, path = _filesystem(url)
-    try:
-        if _WILDCARD.search(path):
-            entries = [filesystem.info(p) for p in filesystem.glob(path)]
-            kind, base, empty = "glob", _fixed_prefix(path), "matches no data file"
-        elif filesystem.isdir(path):
-            listing = filesystem.find(path, maxdepth=DATASET_MAX_DEPTH, detail=True)
-            entries = list(listing.values())
-            kind, base, empty = "url", path, "holds no data file"
-        else:
-            entries = [filesystem.info(path)]
-            kind, base, empty = "url", None, "is not a data file"
-    except FileNotFoundError:
-        raise InputError("file not found", source=url, rule="file_not_found",
-                         hint="check the URL") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot list the files ({_first_line(exc)})", source=url,
-                         rule="unreadable_file", hint="check the URL and the credentials"
-                         ) from None
+    """The files of a URL: the protocol checked before any I/O (:mod:`.remote`), then the
+    filesystem opened and the path looked at within ``REMOTE_TIMEOUT`` seconds and the
+    files listed within ``REMOTE_LIST_TIMEOUT``; every failure is one line."""
+    check_supported(url)
+    with remote_errors(url, "list the files"):
+        filesystem, path = within(limits.REMOTE_TIMEOUT, lambda: _filesystem(url))
+        within(limits.REMOTE_TIMEOUT, lambda: _probe(filesystem, path))
+        kind, base, empty, entries = within(limits.REMOTE_LIST_TIMEOUT,
+                                            lambda: _listing(filesystem, path, url))
     files = []
     for entry in sorted(entries, key=lambda e: str(e.get("name"))):
         name = str(entry.get("name"))
@@ -165,6 +249,33 @@ def _remote(url: str) -> Location:
                               int(entry.get("size") or 0), etag))
         _check_count(len(files), url)
     return _dataset(url, kind, files, base, empty, filesystem)
+
+
+def _probe(filesystem: Any, path: str) -> None:
+    """One request to the store (the bucket or the path's first part): a store that does
+    not answer fails here, within ``REMOTE_TIMEOUT``."""
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.info(path.lstrip("/").split("/", 1)[0] or path)
+
+
+def _listing(filesystem: Any, path: str, url: str
+             ) -> tuple[str, str | None, str, list[dict]]:
+    """``(kind, base, what an empty result means, entries)`` of a remote path."""
+    try:
+        if _WILDCARD.search(path):
+            found = filesystem.glob(path, maxdepth=DATASET_MAX_DEPTH, detail=True)
+            return "glob", _fixed_prefix(path), "matches no data file", list(found.values())
+        if filesystem.isdir(path):
+            listing = filesystem.find(path, maxdepth=DATASET_MAX_DEPTH, detail=True)
+            return "url", path, "holds no data file", list(listing.values())
+        return "url", None, "is not a data file", [filesystem.info(path)]
+    except FileNotFoundError:
+        raise InputError("file not found", source=url, rule="file_not_found",
+                         hint="check the URL") from None
+    except ValueError as exc:  # the filesystem package's own complaint about the path
+        raise InputError(f"cannot list the files ({_first_line(exc)})", source=url,
+                         rule="unreadable_file",
+                         hint="check the URL and the credentials") from None
 
 
 def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) -> str:
@@ -179,38 +290,27 @@ def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) ->
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
-    """The fsspec filesystem and path of ``url``; a missing filesystem package is one line
-    naming the calaudit extra that installs it."""
-    protocol = url.split("://", 1)[0].lower()
+    """The fsspec filesystem and path of ``url`` (a supported protocol), opened with the
+    options that bound its waits; a missing filesystem package is one line naming the
+    calaudit extra that installs it."""
+    protocol = protocol_of(url)
     try:
         import fsspec.core
     except ImportError:
         raise InputError("reading URLs needs the fsspec package", source=url,
                          rule="missing_extra", hint="pip install fsspec") from None
     try:
-        return fsspec.core.url_to_fs(url)
+        return fsspec.core.url_to_fs(url, **bounded_options(protocol))
     except ImportError:
-        package, extra = EXTRAS.get(protocol, (f"the {protocol}:// filesystem", None))
-        hint = f"pip install 'calaudit[{extra}]'" if extra else "install its fsspec package"
+        package, extra = PROTOCOLS.get(protocol) or ("fsspec", "")
         raise InputError(f"reading {protocol}:// URLs needs {package}", source=url,
-                         rule="missing_extra", hint=hint) from None
-    except ValueError as exc:
-        if _known_protocol(protocol):  # the package is there: its settings are not
-            raise InputError(f"cannot open the {protocol}:// filesystem ({_first_line(exc)})",
-                             source=url, rule="unreadable_file",
-                             hint="check the URL and the credentials (see 'Remote "
-                                  "filesystems' in docs/inputs.md)") from None
-        raise InputError(f"unknown URL protocol '{protocol}' ({_first_line(exc)})", source=url,
-                         rule="unsupported_url",
-                         hint="use a local path or an fsspec URL such as s3://, gs://, "
-                              "abfs://, memory://") from None
-
-
-def _known_protocol(protocol: str) -> bool:
-    """Whether fsspec knows ``protocol`` (registered, or a known implementation)."""
-    from fsspec.registry import known_implementations, registry
-
-    return protocol in registry or protocol in known_implementations
+                         rule="missing_extra", hint=f"pip install 'calaudit[{extra}]'"
+                         ) from None
+    except (ValueError, TypeError) as exc:  # the package is there: its settings are not
+        raise InputError(f"cannot open the {protocol}:// filesystem ({_first_line(exc)})",
+                         source=url, rule="unreadable_file",
+                         hint="check the URL and the credentials (see 'Remote "
+                              "filesystems' in docs/inputs.md)") from None
 
 
 def _dataset(spec: str, kind: str, files: list[DataFile], base: str | None, empty: str,
@@ -277,9 +377,12 @@ def fingerprint(file: DataFile, filesystem: Any = None) -> tuple[str, str]:
     the bytes (read in 1 MiB chunks)."""
     if file.etag:
         return "etag", file.etag
-    opener = filesystem.open if filesystem is not None else open
+    if filesystem is not None:
+        with remote_errors(file.name):
+            with filesystem.open(file.path, "rb") as handle:
+                return "sha256", sha256_stream(handle)
     try:
-        with opener(file.path, "rb") as handle:
+        with open(file.path, "rb") as handle:
             return "sha256", sha256_stream(handle)
     except OSError as exc:
         raise InputError(f"cannot read the file ({_first_line(exc)})", source=file.name,

@@ -36,6 +36,7 @@ import pandas as pd
 from calaudit.data.column_sink import ColumnSink, append_arrow
 from calaudit.data.csv_stream import CsvColumn, estimated_rows, read_file
 from calaudit.data.locations import DataFile, Location, fingerprint
+from calaudit.data.remote import remote_errors
 from calaudit.data.spill import ColumnStore
 from calaudit.data.readers import SourceFile, read_columns, refuse_nested
 from calaudit.data.text_files import check_header
@@ -248,10 +249,15 @@ class Dataset:
         return rows
 
     def _guard(self, file: DataFile, step):
+        """``step()``; a file that cannot be read as Parquet, or a remote filesystem's
+        failure (:func:`~calaudit.data.remote.remote_errors`), is one line."""
         import pyarrow as pa
 
         try:
-            return step()
+            if self.location.filesystem is None:
+                return step()
+            with remote_errors(file.name):
+                return step()
         except InputError:
             raise
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
@@ -279,13 +285,9 @@ class Dataset:
         suffix = "".join(Path(file.path).suffixes[-2:])
         with tempfile.TemporaryDirectory(prefix="calaudit-") as folder:
             local = Path(folder) / f"part{suffix}"
-            try:
-                with self.location.filesystem.open(file.path, "rb") as src, \
-                        open(local, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-            except OSError as exc:
-                raise InputError(f"cannot read the file ({exc})", source=file.name,
-                                 rule="unreadable_file", hint="check the URL") from None
+            with remote_errors(file.name), self.location.filesystem.open(
+                    file.path, "rb") as src, open(local, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
             try:
                 return action(local)
             except InputError as exc:

@@ -1,0 +1,195 @@
+"""URLs: the protocols calaudit reads, the options that bound every wait of their
+filesystems, and one error line for every failure of a remote filesystem.
+
+- :data:`PROTOCOLS` is the documented list (``docs/inputs.md``, "Remote filesystems").
+  Any other protocol, and a chained URL (``simplecache::s3://...``,
+  ``zip://x.csv::archive.zip``), is refused before anything is imported or opened.
+- Every request of an object store waits at most :data:`~calaudit.limits.REMOTE_TIMEOUT`
+  seconds to connect and for each answer (the filesystem packages' own timeout options).
+  The first contact with the store (opening the filesystem and one look at the path) must
+  complete within ``REMOTE_TIMEOUT`` and the listing of a dataset within
+  :data:`~calaudit.limits.REMOTE_LIST_TIMEOUT`, whatever the package's retries: a store
+  that accepts connections and never answers is one ``[remote_timeout]`` line.
+- :func:`remote_errors` turns whatever the filesystem's libraries raise (botocore,
+  aiohttp, google-auth, azure-core, socket and SSL errors ...) into one
+  :class:`~calaudit.exceptions.InputError` naming the URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from calaudit import limits
+from calaudit.exceptions import InputError, clip
+
+#: Supported URL protocols -> ``(fsspec package, calaudit extra)``; ``None``: built into
+#: fsspec. ``file://`` URLs are local paths and never reach a filesystem package.
+PROTOCOLS: dict[str, tuple[str, str] | None] = {
+    "memory": None,
+    "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"),
+    "gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"),
+    "abfs": ("adlfs", "azure"), "abfss": ("adlfs", "azure"), "az": ("adlfs", "azure"),
+}
+#: Top-level modules whose exceptions are a remote filesystem's failures (the store, the
+#: network, the credentials), not calaudit's.
+REMOTE_MODULES = frozenset({
+    "fsspec", "s3fs", "aiobotocore", "botocore", "boto3", "gcsfs", "google", "adlfs",
+    "azure", "aiohttp", "aiohappyeyeballs", "requests", "urllib3", "yarl", "multidict",
+    "ssl", "socket", "asyncio", "concurrent",
+})
+#: Loggers of those libraries: held back while a URL is read (an error is one line).
+REMOTE_LOGGERS = ("fsspec", "s3fs", "aiobotocore", "botocore", "gcsfs", "google", "adlfs",
+                  "azure", "aiohttp", "urllib3", "asyncio")
+SUPPORTED_TEXT = "file://, " + ", ".join(f"{p}://" for p in PROTOCOLS)
+
+T = TypeVar("T")
+
+
+class RemoteTimeout(Exception):
+    """A remote call that did not complete within its deadline."""
+
+
+def protocol_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def check_supported(url: str) -> str:
+    """The protocol of ``url`` when calaudit reads it; else one ``[unsupported_url]``
+    error, before any I/O."""
+    protocol = protocol_of(url)
+    if "::" in url:
+        raise InputError("chained URLs ('::', e.g. zip://, simplecache::) are not supported",
+                         source=url, rule="unsupported_url",
+                         hint=f"extract or copy the files first; calaudit reads local paths "
+                              f"and {SUPPORTED_TEXT} URLs")
+    if protocol not in PROTOCOLS:
+        raise InputError(f"the {clip(protocol, 20)}:// protocol is not supported", source=url,
+                         rule="unsupported_url",
+                         hint=f"copy the data to a local path, or use a supported URL: {SUPPORTED_TEXT}")
+    return protocol
+
+
+def bounded_options(protocol: str) -> dict[str, Any]:
+    """The filesystem options that bound each request's waits to ``REMOTE_TIMEOUT``
+    seconds, merged under the user's own fsspec configuration (``fsspec.config.conf``:
+    what the user set there wins)."""
+    import fsspec.config
+
+    seconds = limits.REMOTE_TIMEOUT
+    family = (PROTOCOLS.get(protocol) or ("", ""))[0]
+    if family == "s3fs":
+        ours: dict[str, Any] = {"config_kwargs": {
+            "connect_timeout": seconds, "read_timeout": seconds,
+            "retries": {"max_attempts": 3, "mode": "standard"}}}
+    elif family == "gcsfs":
+        import aiohttp
+
+        ours = {"requests_timeout": aiohttp.ClientTimeout(sock_connect=seconds,
+                                                          sock_read=seconds)}
+    elif family == "adlfs":
+        ours = {"connection_timeout": int(seconds), "read_timeout": int(seconds)}
+    else:
+        ours = {}
+    user = fsspec.config.conf.get(protocol, {})
+    merged = dict(ours)
+    for key, value in ours.items():
+        if isinstance(value, dict) and isinstance(user.get(key), dict):
+            merged[key] = {**value, **user[key]}
+        elif key in user:
+            merged.pop(key)
+    return merged
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """``call()`` run in a daemon thread and waited for at most ``seconds``
+    (:class:`RemoteTimeout` after that; the abandoned call ends with the process or at
+    its own library's timeout). Its exception, if any, is raised here."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="calaudit-remote", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise RemoteTimeout(f"no answer within {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def is_remote_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a remote filesystem, the network or the credentials
+    (rather than from a bug): an ``OSError`` (sockets, SSL, timeouts, missing objects) or
+    an exception of one of :data:`REMOTE_MODULES`."""
+    if isinstance(exc, (OSError, RemoteTimeout)):
+        return True
+    return any(cls.__module__.split(".")[0] in REMOTE_MODULES for cls in type(exc).__mro__
+               if cls.__module__ not in ("builtins",))
+
+
+def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
+    """One line for the failure ``exc`` of the remote filesystem of ``url``."""
+    protocol = protocol_of(url)
+    if isinstance(exc, RemoteTimeout) or _is_timeout(exc):
+        detail = str(exc) if isinstance(exc, RemoteTimeout) else f"({_reason(exc)})"
+        return InputError(f"no answer from the {protocol}:// store {detail}",
+                          source=url, rule="remote_timeout",
+                          hint="check the endpoint and the network; each request waits "
+                               f"{limits.REMOTE_TIMEOUT:g} s (see 'Ranges and limits' in "
+                               "docs/configuration.md)")
+    if isinstance(exc, FileNotFoundError):
+        return InputError("file not found", source=url, rule="file_not_found",
+                          hint="check the URL")
+    return InputError(f"cannot {action} ({_reason(exc)})", source=url, rule="unreadable_file",
+                      hint="check the URL, the endpoint and the credentials (see 'Remote "
+                           "filesystems' in docs/inputs.md)")
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    names = " ".join(cls.__name__ for cls in type(exc).__mro__).lower()
+    return isinstance(exc, TimeoutError) or "timeout" in names
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    name = type(exc).__name__
+    return clip(f"{name}: {text}" if text else name, 200)
+
+
+@contextlib.contextmanager
+def remote_errors(url: str, action: str = "read") -> Iterator[None]:
+    """Inside the block, a remote filesystem's failure is one :class:`InputError` naming
+    ``url``; an :class:`InputError` passes unchanged, anything else is a bug."""
+    try:
+        with quiet_loggers():
+            yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - sorted by is_remote_failure
+        if not is_remote_failure(exc):
+            raise
+        raise failure(url, exc, action) from None
+
+
+@contextlib.contextmanager
+def quiet_loggers() -> Iterator[None]:
+    """The remote libraries' loggers silenced for the block (retries log tracebacks)."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in REMOTE_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
