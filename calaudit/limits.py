@@ -75,6 +75,9 @@ DATASET_MAX_ENTRIES = 1_000_000
 #: ``REMOTE_LIST_TIMEOUT``, whatever the filesystem package's retries.
 REMOTE_TIMEOUT = 30.0
 REMOTE_LIST_TIMEOUT = 90.0
+#: Smallest ``dask.memory_limit`` (bytes): a worker process holds about 200 MiB once
+#: Python, NumPy, Dask and calaudit are imported; below this it is stopped as it starts.
+WORKER_MIN_MEMORY = 256 * 2**20
 
 
 def count_problem(key: str, value: object) -> str | None:
@@ -84,7 +87,7 @@ def count_problem(key: str, value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        return f"{key} must be an integer in [{low}, {high}]; got {_short(value)}"
+        return f"{key} must be an integer in [{low}, {high}]; got {short(value)}"
     return None
 
 
@@ -95,10 +98,10 @@ def scale_problem(key: str, value: object) -> str | None:
         return None
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or not low <= value <= high):
-        return f"{key} must be a number in [{low:g}, {high:g}]; got {_short(value)}"
+        return f"{key} must be a number in [{low:g}, {high:g}]; got {short(value)}"
     return None
 
 
-def _short(value: object) -> str:
+def short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:18] + "..." + text[-18:]

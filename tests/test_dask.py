@@ -128,6 +128,9 @@ class FakeFuture:
     def result(self):
         return self.fn(*self.args)
 
+    def exception(self, timeout=None):  # the task has ended: the executor then fetches it
+        return None
+
     def release(self):
         self.released = True
         self.client.live.discard(self)

@@ -25,7 +25,13 @@ except ImportError:  # pragma: no cover - typer versions that depend on click
 
 from calaudit._version import __version__
 from calaudit.cli import options as opt
-from calaudit.cli.errors import error_boundary, print_error, usage_message
+from calaudit.cli.errors import (
+    error_boundary,
+    interrupted,
+    print_error,
+    terminate_as_interrupt,
+    usage_message,
+)
 from calaudit.cli.help import HelpCommand, HelpGroup
 
 
@@ -54,12 +60,11 @@ def run_group(main, **kwargs) -> int:
         if type(exc).__name__ != "NoArgsIsHelpError":
             print_error(usage_message(exc))
         return 2
-    except (Abort, KeyboardInterrupt):
-        print_error("interrupted")
-        return 130
+    except (Abort, KeyboardInterrupt) as exc:
+        return interrupted(exc)
     code = value if isinstance(value, int) and not isinstance(value, bool) else 0
-    if code == 130 and errors.printed[0] == before:
-        print_error("interrupted")
+    if code in (130, 143) and errors.printed[0] == before:
+        print_error("interrupted" if code == 130 else "terminated")
     return code
 
 
@@ -68,7 +73,8 @@ app = typer.Typer(
     name="calaudit",
     help="Audit whether a classifier's predicted probabilities can be trusted.\n\n"
          "Exit codes: 0 no check in fail-on; 1 a check in fail-on (or a regression); "
-         "2 usage, config or input error; 3 internal error; 130 interrupted.",
+         "2 usage, config or input error; 3 internal error; 130 interrupted; 143 "
+         "terminated (SIGTERM).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
@@ -220,11 +226,16 @@ def run(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     try:
         return int(command.main(args=argv, prog_name="calaudit", standalone_mode=False))
-    except KeyboardInterrupt:
-        print_error("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        return interrupted(exc)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    raise SystemExit(run())
+    """Console-script entry point: SIGTERM and SIGHUP end the command as Ctrl-C does
+    (its cluster and temporary files are closed and removed), exit code 143."""
+    try:
+        with terminate_as_interrupt():
+            code = run()
+    except KeyboardInterrupt as exc:  # a signal between the command's end and here
+        code = interrupted(exc)
+    raise SystemExit(code)

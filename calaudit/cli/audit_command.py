@@ -44,16 +44,18 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     from calaudit.audit.gate.baseline import read_result
     from calaudit.audit.runner import run_audit
     from calaudit.execution import open_executor
+    from calaudit.execution.cluster import capped
     from calaudit.numerics.row_blocks import ThreadExecutor
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
     check_targets(output_targets(outputs))
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
-    with open_executor(settings["dask"]) as executor, ui.progress():
+    with open_executor(settings["dask"], warn=ui.warn) as executor, ui.progress():
         # no cluster: the reductions run on threads of this process (dask.threads)
-        executor = executor or ThreadExecutor(getattr(settings["dask"], "threads", None),
-                                              one_arena=True)
+        threads = getattr(settings["dask"], "threads", None)
+        executor = executor or ThreadExecutor(
+            threads and capped("--threads", threads, ui.warn), one_arena=True)
         config = dataclasses.replace(config, executor=executor)
         ui.log(f"row reductions on {executor.describe()}")
         with progress.task("load"):

@@ -1,5 +1,7 @@
 """The error boundary: expected errors print one line and exit 2, unexpected ones exit 3
-with a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130.
+with a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130 and
+SIGTERM (or SIGHUP) 143: both unwind the command as an exception, so every ``with`` block
+closes what it opened (a local Dask cluster and its worker processes, temporary files).
 
 Every error line goes through :func:`print_error`: control characters (ANSI escapes in a
 column name, say) are shown escaped, and an over-long line is shortened in the middle so
@@ -34,6 +36,48 @@ def clean_line(message: str, limit: int = MAX_LINE) -> str:
         keep = (limit - 5) // 2
         text = f"{text[:keep]} ... {text[-keep:]}"
     return text
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's ``KeyboardInterrupt``
+    so that the same cleanup runs (:func:`terminate_as_interrupt`)."""
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside the block (main thread only), SIGTERM and SIGHUP raise :class:`Terminated`;
+    after the first, further ones are ignored so the cleanup they started can finish."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        for number in numbers:
+            signal.signal(number, signal.SIG_IGN)
+        raise Terminated(signal.Signals(signum).name)
+
+    numbers = [n for n in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if n is not None]
+    previous = {n: signal.signal(n, handler) for n in numbers}
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+def interrupted(exc: BaseException) -> int:
+    """Print the line of an interrupt (Ctrl-C, or :class:`Terminated`) and return its exit
+    code: 130, or 143 for SIGTERM/SIGHUP."""
+    from calaudit.audit.gate import ExitCode
+
+    if isinstance(exc, Terminated):
+        print_error(f"terminated ({exc.args[0] if exc.args else 'SIGTERM'})")
+        return int(ExitCode.TERMINATED)
+    print_error("interrupted")
+    return int(ExitCode.INTERRUPTED)
 
 
 #: Error lines printed by this process (lets the entry point tell whether an interrupt
@@ -83,9 +127,8 @@ def error_boundary() -> Iterator[None]:
     except CalauditError as exc:
         print_error(exc.one_line())
         raise typer.Exit(int(ExitCode.USAGE_ERROR)) from None
-    except KeyboardInterrupt:
-        print_error("interrupted")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    except KeyboardInterrupt as exc:
+        raise typer.Exit(interrupted(exc)) from None
     except MemoryError:
         print_error("out of memory: the input or a setting asks for more memory than this "
                     "machine has (hint: check the sizes and counts given; --spill always "

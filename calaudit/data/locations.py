@@ -36,8 +36,8 @@ from calaudit.data.remote import (
     check_supported,
     protocol_of,
     remote_errors,
-    within,
 )
+from calaudit.deadlines import within
 from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
 from calaudit import limits

@@ -18,11 +18,11 @@ filesystems, and one error line for every failure of a remote filesystem.
 from __future__ import annotations
 
 import contextlib
-import threading
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 from calaudit import limits
+from calaudit.deadlines import DeadlineExceeded
 from calaudit.exceptions import InputError, clip
 
 #: Supported URL protocols -> ``(fsspec package, calaudit extra)``; ``None``: built into
@@ -44,12 +44,6 @@ REMOTE_MODULES = frozenset({
 REMOTE_LOGGERS = ("fsspec", "s3fs", "aiobotocore", "botocore", "gcsfs", "google", "adlfs",
                   "azure", "aiohttp", "urllib3", "asyncio")
 SUPPORTED_TEXT = "file://, " + ", ".join(f"{p}://" for p in PROTOCOLS)
-
-T = TypeVar("T")
-
-
-class RemoteTimeout(Exception):
-    """A remote call that did not complete within its deadline."""
 
 
 def protocol_of(url: str) -> str:
@@ -103,33 +97,11 @@ def bounded_options(protocol: str) -> dict[str, Any]:
     return merged
 
 
-def within(seconds: float, call: Callable[[], T]) -> T:
-    """``call()`` run in a daemon thread and waited for at most ``seconds``
-    (:class:`RemoteTimeout` after that; the abandoned call ends with the process or at
-    its own library's timeout). Its exception, if any, is raised here."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, name="calaudit-remote", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise RemoteTimeout(f"no answer within {seconds:g} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
 def is_remote_failure(exc: BaseException) -> bool:
     """Whether ``exc`` comes from a remote filesystem, the network or the credentials
     (rather than from a bug): an ``OSError`` (sockets, SSL, timeouts, missing objects) or
     an exception of one of :data:`REMOTE_MODULES`."""
-    if isinstance(exc, (OSError, RemoteTimeout)):
+    if isinstance(exc, (OSError, DeadlineExceeded)):
         return True
     return any(cls.__module__.split(".")[0] in REMOTE_MODULES for cls in type(exc).__mro__
                if cls.__module__ not in ("builtins",))
@@ -138,8 +110,8 @@ def is_remote_failure(exc: BaseException) -> bool:
 def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
     """One line for the failure ``exc`` of the remote filesystem of ``url``."""
     protocol = protocol_of(url)
-    if isinstance(exc, RemoteTimeout) or _is_timeout(exc):
-        detail = str(exc) if isinstance(exc, RemoteTimeout) else f"({_reason(exc)})"
+    if isinstance(exc, DeadlineExceeded) or _is_timeout(exc):
+        detail = str(exc) if isinstance(exc, DeadlineExceeded) else f"({_reason(exc)})"
         return InputError(f"no answer from the {protocol}:// store {detail}",
                           source=url, rule="remote_timeout",
                           hint="check the endpoint and the network; each request waits "

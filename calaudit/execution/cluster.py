@@ -1,28 +1,40 @@
 """The executor chosen by the ``[dask]`` settings, and its clean shutdown.
 
 - nothing set: ``None`` (the audit runs its reductions in this process);
-- ``scheduler`` (``--dask ADDRESS``): a client of that running cluster; a scheduler that
-  does not answer within ``timeout`` seconds is one :class:`ClusterError` line (exit 2)
-  before anything is read or written;
+- ``scheduler`` (``--dask ADDRESS``): a client of that running cluster;
 - ``workers`` (``--workers N``): a ``distributed.LocalCluster`` of N single-threaded
-  worker processes, each with ``memory_limit``, bound to 127.0.0.1, no dashboard.
+  worker processes (at most the usable cores: more are capped, with a warning), each with
+  ``memory_limit``, bound to 127.0.0.1, no dashboard, their scratch files in a temporary
+  directory of the run that is removed with the cluster.
+
+Before anything is read or written, every wait is bounded by ``timeout`` seconds and each
+failure is one :class:`ClusterError` line (exit 2): a scheduler that does not answer (even
+one that accepts the connection and stays silent), local workers that do not start, a
+cluster with no worker, and workers that cannot import calaudit or run another version
+than this process. During the audit, a failure of the cluster (a worker lost for good, the
+scheduler gone, a timeout) is one line too (:func:`cluster_errors`).
 
 The client, and the local cluster with its worker processes, are closed when the
-``with`` block exits, whether it ends normally, by an error or by Ctrl-C. While the
-block runs, Dask's own log lines are held back (an error must stay one line on stderr).
+``with`` block exits, whether it ends normally, by an error, by Ctrl-C or by SIGTERM. While
+the block runs, Dask's own log lines are held back (an error must stay one line on stderr).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from calaudit.exceptions import ClusterError
+from calaudit._version import __version__
+from calaudit.deadlines import within
+from calaudit.exceptions import CalauditError, ClusterError
 from calaudit.execution.dask_executor import DaskExecutor
+from calaudit.numerics.row_blocks import usable_cores
 
 #: Run by each local worker process as it starts (a Dask "preload" script): Ctrl-C in a
 #: terminal reaches the whole process group, and the workers leave it to this process,
@@ -31,12 +43,16 @@ IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
 #: Loggers (and their children) whose lines would break the one-line error rule: Dask's
 #: and those of the event loop it runs on.
 DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
+#: Top-level modules whose exceptions are failures of the cluster, not of calaudit.
+CLUSTER_MODULES = frozenset({"distributed", "dask", "tornado", "msgpack"})
 
 
 @contextlib.contextmanager
-def open_executor(settings: Any) -> Iterator[DaskExecutor | None]:
+def open_executor(settings: Any, warn: Callable[[str], None] | None = None
+                  ) -> Iterator[DaskExecutor | None]:
     """The executor of the ``[dask]`` settings (a
-    :class:`~calaudit.settings.sections.DaskConfig`, or ``None``) for the block."""
+    :class:`~calaudit.settings.sections.DaskConfig`, or ``None``) for the block;
+    ``warn`` receives the one-line warnings (more workers asked for than cores)."""
     if settings is None or (settings.scheduler is None and settings.workers is None):
         yield None
         return
@@ -45,13 +61,39 @@ def open_executor(settings: Any) -> Iterator[DaskExecutor | None]:
     distributed = _import_distributed(label)
     with _quiet_dask(), contextlib.ExitStack() as stack:
         if settings.scheduler is not None:
+            _probe(distributed, settings.scheduler, settings.timeout, label)
             client = _connect(distributed, settings.scheduler, settings.timeout, label)
         else:
-            cluster = _local_cluster(distributed, settings, label)
+            folder = stack.enter_context(tempfile.TemporaryDirectory(
+                prefix="calaudit-dask-", ignore_cleanup_errors=True))
+            # the scheduler's and the workers' scratch space: removed with the folder
+            stack.enter_context(_dask_config({"temporary-directory": folder}))
+            workers = capped("--workers", settings.workers, warn)
+            cluster = _local_cluster(distributed, settings, workers, folder, label)
             stack.callback(_close, cluster)
             client = _connect(distributed, cluster, settings.timeout, label)
         stack.callback(_close, client)
-        yield DaskExecutor(client)
+        check_workers(client, settings.timeout, label)
+        with cluster_errors(label):
+            yield DaskExecutor(client)
+
+
+def capped(option: str, asked: int, warn: Callable[[str], None] | None = None) -> int:
+    """``asked`` processes or threads (``option`` names the setting), at most one per
+    usable core: more would only compete for the same cores, hold as many tasks' memory at
+    once, and start slower than the timeout allows."""
+    cores = usable_cores()
+    if asked <= cores:
+        return asked
+    if warn is not None:
+        warn(f"{option} {asked}: this machine has {cores} usable core(s); using {cores}")
+    return cores
+
+
+def _dask_config(values: dict[str, Any]) -> Any:
+    import dask
+
+    return dask.config.set(values)
 
 
 def _import_distributed(label: str) -> Any:
@@ -63,6 +105,43 @@ def _import_distributed(label: str) -> Any:
     return distributed
 
 
+def _probe(distributed: Any, address: str, timeout: float, label: str) -> None:
+    """Connect to ``address`` and wait for the scheduler's handshake, all within
+    ``timeout`` seconds (Dask's own connect waits for the handshake without a bound, so a
+    port that accepts and never answers would hang the client)."""
+    async def handshake() -> None:
+        from distributed.comm import connect
+        from distributed.security import Security
+
+        comm = await connect(address, timeout=timeout,
+                             **Security().get_connection_args("client"))
+        await comm.close()
+
+    try:
+        # Dask's connect gives up after ``timeout`` with its reason (refused, unknown
+        # host); the extra second only catches a handshake that never comes
+        asyncio.run(asyncio.wait_for(handshake(), timeout + 1.0))
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the user's setup
+        reason = (f"no answer within {timeout:g} s" if _timed_out(exc) else _reason(exc))
+    else:
+        return
+    _collect_quietly()
+    raise _unreachable(label, reason)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or "Timeout" in type(
+        exc).__name__
+
+
+def _unreachable(label: str, reason: str) -> ClusterError:
+    return ClusterError(
+        f"{label}: cannot reach the scheduler ({reason})",
+        hint="check the address (as 'dask scheduler' prints it, e.g. tcp://10.0.0.5:8786) "
+             "and that the scheduler runs and is reachable from here; dask.timeout sets "
+             "the wait")
+
+
 def _connect(distributed: Any, address: Any, timeout: float, label: str) -> Any:
     """A client of ``address`` (a scheduler address or a local cluster)."""
     try:
@@ -71,11 +150,75 @@ def _connect(distributed: Any, address: Any, timeout: float, label: str) -> Any:
         reason = _reason(exc)
     # the half-built client is freed here (its __del__ may complain): quietly
     _collect_quietly()
-    raise ClusterError(
-        f"{label}: cannot reach the scheduler ({reason})",
-        hint="check the address (as 'dask scheduler' prints it, e.g. tcp://10.0.0.5:8786) "
-             "and that the scheduler runs and is reachable from here; dask.timeout sets "
-             "the wait")
+    raise _unreachable(label, reason)
+
+
+def check_workers(client: Any, timeout: float, label: str) -> None:
+    """At least one worker within ``timeout`` seconds, and every worker running this
+    calaudit version (checked on the workers, within ``timeout`` too)."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - no worker came: the cluster's setup
+        raise ClusterError(
+            f"{label}: no Dask worker within {timeout:g} s ({_reason(exc, 120)})",
+            hint="start workers for this scheduler ('dask worker ADDRESS'), check that "
+                 "they fit in their memory limit (dask.memory_limit), or raise "
+                 "dask.timeout") from None
+    try:
+        versions = within(timeout, lambda: client.run(_worker_version, on_error="return"))
+    except Exception as exc:  # noqa: BLE001 - the workers do not answer
+        raise ClusterError(f"{label}: the workers did not answer within {timeout:g} s "
+                           f"({_reason(exc, 120)})",
+                           hint="check that the workers run and are not overloaded; "
+                                "dask.timeout sets the wait") from None
+    for worker, version in sorted(versions.items()):
+        if version != __version__:
+            found = (f"cannot import calaudit ({_reason(version, 120)})"
+                     if isinstance(version, BaseException) else f"runs calaudit {version}")
+            raise ClusterError(
+                f"{label}: worker {worker} {found}; this process runs calaudit "
+                f"{__version__}",
+                hint=f"install calaudit {__version__} with its dask extra on every worker "
+                     f"(pip install 'calaudit[dask]=={__version__}')")
+
+
+def _worker_version() -> str:
+    """Run on each worker: the calaudit version it imports."""
+    import calaudit
+
+    return str(calaudit.__version__)
+
+
+@contextlib.contextmanager
+def cluster_errors(label: str) -> Iterator[None]:
+    """Inside the block, a failure of the cluster (an exception of Dask's modules, or an
+    ``OSError``/timeout raised in Dask's code: a worker lost for good, the scheduler gone)
+    is one :class:`ClusterError` line; errors of the input and bugs pass unchanged."""
+    try:
+        yield
+    except CalauditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - sorted by cluster_failure
+        if not cluster_failure(exc):
+            raise
+        raise ClusterError(f"{label}: the Dask cluster failed during the audit "
+                           f"({_reason(exc)})",
+                           hint="check that the scheduler and the workers keep running and "
+                                "fit in their memory (dask.memory_limit)") from None
+
+
+def cluster_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the cluster rather than of calaudit's code."""
+    if any(cls.__module__.split(".")[0] in CLUSTER_MODULES for cls in type(exc).__mro__):
+        return True
+    if not isinstance(exc, (OSError, TimeoutError, ImportError)):
+        return False
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_globals.get("__name__", ""))
+        tb = tb.tb_next
+    return any(name.split(".")[0] in CLUSTER_MODULES for name in frames)
 
 
 def _reason(exc: BaseException, limit: int = 200) -> str:
@@ -93,12 +236,14 @@ def _collect_quietly() -> None:
         sys.unraisablehook = hook
 
 
-def _local_cluster(distributed: Any, settings: Any, label: str) -> Any:
-    """``workers`` single-threaded worker processes with ``memory_limit`` each."""
+def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
+                   label: str) -> Any:
+    """``workers`` single-threaded worker processes with ``memory_limit`` each, their
+    scratch files in ``folder``."""
     try:
         return distributed.LocalCluster(
-            n_workers=settings.workers, threads_per_worker=1, processes=True,
-            memory_limit=settings.memory_limit, host="127.0.0.1",
+            n_workers=workers, threads_per_worker=1, processes=True,
+            memory_limit=settings.memory_limit, host="127.0.0.1", local_directory=folder,
             # no dashboard; the scheduler's HTTP endpoint (health) on a free port
             dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             preload=[IGNORE_INTERRUPTS], silence_logs=logging.CRITICAL,

@@ -37,6 +37,7 @@ copy and resubmits the pairs that need it (:class:`calaudit.execution.pair_block
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -66,6 +67,8 @@ PAIR_GROUP = 2
 PAIR_WINDOW_PER_THREAD = 2
 #: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
 LOST_BLOCK_ROUNDS = 10
+#: Seconds between two looks at the cluster while a task's result is awaited.
+POLL_SECONDS = 1.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
@@ -85,6 +88,33 @@ def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: An
     """One task of a block-pair pass: ``partial`` on blocks ``i`` and ``j`` (Dask replaces
     the blocks' handles by the values, copied to this worker if placed elsewhere)."""
     return partial(i, j, left, right, **shared)
+
+
+def await_result(client: Any, future: Any) -> Any:
+    """``future.result()``, but a cluster that has had no worker at all for
+    ``shards.WAIT_SECONDS`` (every worker lost for good: tasks would wait forever) is one
+    :class:`ClusterError`."""
+    alone_since: float | None = None
+    while not _finished(future):
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > shards.WAIT_SECONDS:
+            raise ClusterError(f"the Dask cluster has had no worker for "
+                               f"{shards.WAIT_SECONDS} s: every worker was lost",
+                               hint="check that the workers keep running and fit in their "
+                                    "memory (dask.memory_limit)")
+    return future.result()
+
+
+def _finished(future: Any) -> bool:
+    """Whether the task ended within ``POLL_SECONDS`` (its result is not fetched)."""
+    try:
+        future.exception(timeout=POLL_SECONDS)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _cancelled(exc: Exception) -> bool:
@@ -229,7 +259,7 @@ class DaskExecutor:
                 rounds = max(self.retries, LOST_BLOCK_ROUNDS)
                 for attempt in range(rounds + 1):
                     try:
-                        part = entry[1].result()
+                        part = await_result(self.client, entry[1])
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
                         cancelled = _cancelled(exc)
@@ -342,7 +372,7 @@ class DaskExecutor:
         attempt = 0
         while True:
             try:
-                part = future.result()
+                part = await_result(self.client, future)
                 future.release()
                 return part
             except Exception as exc:  # noqa: BLE001 - cluster failures become one line

@@ -103,6 +103,20 @@ SCHEDULER_ADDRESS = re.compile(r"^([a-z][a-z0-9+.-]*://)?(\[[0-9a-fA-F:.]+\]|[A-
 MEMORY_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?)\s*([kKmMgGtT]i?[bB]|[bB])?$")
 
 
+#: Bytes per unit of a memory size, as Dask reads them (kB = 1000, KiB = 1024).
+UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+         "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def memory_bytes(text: object) -> float | None:
+    """Bytes of a memory size such as ``2GB``, ``512MiB`` or ``1000`` (None: not a size)."""
+    size = MEMORY_SIZE.match(str(text).strip())
+    if size is None:
+        return None
+    unit = (size.group(2) or "b").lower()
+    return float(size.group(1)) * UNITS.get(unit if unit.endswith("b") else unit + "b", 1)
+
+
 @dataclass(frozen=True)
 class DaskConfig:
     """Where the row reductions run: in this process (the default, on ``threads``
@@ -140,10 +154,16 @@ class DaskConfig:
         if self.scheduler is not None and self.workers is not None:
             raise ConfigError("dask.scheduler and dask.workers are both set: use an existing "
                               "cluster (--dask) or start a local one (--workers), not both")
-        size = MEMORY_SIZE.match(str(self.memory_limit))
-        if size is None or float(size.group(1)) <= 0:
+        size = memory_bytes(self.memory_limit)
+        if size is None or size <= 0:
             raise ConfigError(f"dask.memory_limit must be a positive size such as 2GB or "
-                              f"512MiB; got {self.memory_limit!r}")
+                              f"512MiB; got {limits.short(self.memory_limit)}")
+        if size < limits.WORKER_MIN_MEMORY:
+            raise ConfigError(
+                f"dask.memory_limit {limits.short(self.memory_limit)} is below the "
+                f"{limits.WORKER_MIN_MEMORY >> 20} MiB a worker needs to start (Python, "
+                "NumPy and calaudit)",
+                hint="give each worker at least 256MiB, e.g. --memory-limit 1GB")
         timeout = self.timeout
         if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                 or not math.isfinite(timeout) or not 0 < timeout <= 3600):

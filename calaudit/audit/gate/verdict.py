@@ -37,6 +37,7 @@ class ExitCode(IntEnum):
     USAGE_ERROR = 2
     INTERNAL_ERROR = 3
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 @dataclass(frozen=True)
