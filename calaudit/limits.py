@@ -78,6 +78,13 @@ REMOTE_LIST_TIMEOUT = 90.0
 #: Smallest ``dask.memory_limit`` (bytes): a worker process holds about 200 MiB once
 #: Python, NumPy, Dask and calaudit are imported; below this it is stopped as it starts.
 WORKER_MIN_MEMORY = 256 * 2**20
+#: Reports (HTML, Markdown, PDF) list at most this many rows per table (groups, classes,
+#: bins, files ...; which ones are left out is said under the table: the JSON has all),
+#: and show at most ``REPORT_MAX_TEXT`` characters of any one text (a longer name or
+#: message loses its middle): a PDF's layout time grows with the rows and faster than
+#: linearly with a text's length.
+REPORT_MAX_ROWS = 200
+REPORT_MAX_TEXT = 2_000
 
 
 def count_problem(key: str, value: object) -> str | None:

@@ -49,6 +49,10 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
     check_targets(output_targets(outputs))
+    if outputs.pdf:  # WeasyPrint and its system libraries, before the audit
+        from calaudit.report.render import pdf_engine
+
+        pdf_engine()
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
     with open_executor(settings["dask"], warn=ui.warn) as executor, ui.progress():

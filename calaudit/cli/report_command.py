@@ -15,7 +15,7 @@ from calaudit.exceptions import ConfigError, InputError
 from calaudit.output.files import check_targets, write_all
 from calaudit.report.comparison import is_comparison
 from calaudit.report.load import read_result
-from calaudit.report.render import render_reports
+from calaudit.report.render import pdf_engine, render_reports
 
 
 def run_from_options(params: Mapping[str, Any]) -> list[Path]:
@@ -34,6 +34,8 @@ def run(results: Path, html: str | Path | None, md: str | Path | None,
     if html is None and md is None and pdf is None:
         raise ConfigError("nothing to write: give --html PATH, --md PATH and/or --pdf PATH")
     check_targets([("--md", md), ("--html", html), ("--pdf", pdf)])
+    if pdf is not None:
+        pdf_engine()
     payload, raw = read_json_result(results)
     result = payload if isinstance(payload, dict) and is_comparison(payload) \
         else read_result(results)

@@ -3,8 +3,10 @@
 A command's outputs (``--json``, ``--junit``, ``--md`` with its ``<stem>_files/``
 figures, ``--html``) are written together by :func:`write_all`:
 
-1. **check** every target: not empty, not a directory, no part of its parent a regular
-   file, no two outputs on the same path, only ``--json`` on stdout (``-``);
+1. **check** every target: not empty, names within the file system's limits, not a
+   directory, no part of its parent a regular file, a file can be created in the nearest
+   existing folder above it, no two outputs on the same path, only ``--json`` on stdout
+   (``-``);
 2. **stage**: create missing parent directories (remembering which), write each file to
    a temporary file next to its target;
 3. **commit**: rename every temporary file onto its target (an existing target is kept
@@ -45,7 +47,7 @@ def check_targets(targets: Iterable[tuple[str, str | os.PathLike[str] | None]]) 
                              f"give {option} a file name")
             key = STDOUT
         else:
-            _check_path(Path(text), option)
+            _check_path(Path(text), option, probe=True)
             key = os.path.normcase(os.path.abspath(text))
         if key in seen:
             raise _error(f"{option} {text}", f"the same path as {seen[key]}",
@@ -53,18 +55,59 @@ def check_targets(targets: Iterable[tuple[str, str | os.PathLike[str] | None]]) 
         seen[key] = option
 
 
-def _check_path(target: Path, option: str | None = None) -> None:
+def _check_path(target: Path, option: str | None = None, probe: bool = False) -> None:
+    """``target`` can be a file: names the file system accepts, not a directory, no part
+    of its parent a regular file; ``probe``: a file can be created in the nearest existing
+    folder above it (checked by creating and removing one; before the audit, so an
+    unwritable place is reported before any work)."""
     where = f"{option} {target}" if option else str(target)
-    if target.is_dir():
-        raise _error(where, "cannot write output: it is a directory",
-                     "give a file name inside it")
+    try:
+        _check_names(target, where)
+        if target.is_dir():
+            raise _error(where, "cannot write output: it is a directory",
+                         "give a file name inside it")
+        folder = _existing_folder(target, where)
+        if probe:
+            os.unlink(tempfile.mkstemp(dir=folder, prefix=".calaudit-probe-")[1])
+    except OSError as exc:
+        raise _error(where, f"cannot write output: {exc.strerror or exc}",
+                     "check the folder exists and is writable") from None
+
+
+def _existing_folder(target: Path, where: str) -> Path:
+    """The nearest existing folder above ``target`` (a regular file there is an error)."""
     for parent in target.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise _error(where, f"cannot write output: '{parent}' is a file, not a "
-                             "directory",
-                             "choose another folder")
-            break
+                             "directory", "choose another folder")
+            return parent
+    return Path(".")
+
+
+def _check_names(target: Path, where: str) -> None:
+    """Every part of ``target`` (and of a Markdown report's ``<stem>_files`` folder)
+    within the file system's longest name, the whole path within its longest path."""
+    folder = _existing_folder(target, where)
+    longest_name = _pathconf(folder, "PC_NAME_MAX", 255)
+    longest_path = _pathconf(folder, "PC_PATH_MAX", 4096)
+    names = [*target.parts, f"{target.stem}_files"] if target.suffix == ".md" \
+        else list(target.parts)
+    for name in names:
+        if len(os.fsencode(name)) > longest_name:
+            raise _error(where, f"cannot write output: a name in the path is longer than "
+                         f"the {longest_name} bytes the file system allows",
+                         "choose a shorter name")
+    if len(os.fsencode(os.path.abspath(target))) >= longest_path:
+        raise _error(where, f"cannot write output: the path is longer than the "
+                     f"{longest_path} bytes the file system allows", "choose a shorter path")
+
+
+def _pathconf(folder: Path, name: str, default: int) -> int:
+    try:
+        return int(os.pathconf(folder, name))
+    except (OSError, ValueError, AttributeError):
+        return default
 
 
 def write_atomic(path: str | os.PathLike[str], content: str | bytes) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
+from calaudit import limits
 from calaudit.audit.gate import Check, statistic_text
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import (
@@ -318,7 +319,8 @@ def build_data(result: Mapping[str, Any]) -> DataView:
         files=tuple(_file_row(f) for f in files[:MAX_FILES]) if len(files) > 1 else (),
         files_more=max(len(files) - MAX_FILES, 0) if len(files) > 1 else 0,
         classes=tuple(ClassRow(str(name), fmt_count(count), fmt_percent(count / total))
-                      for name, count in counts.items()),
+                      for name, count in list(counts.items())[:limits.REPORT_MAX_ROWS]),
+        classes_more=max(len(counts) - limits.REPORT_MAX_ROWS, 0),
         covariates=tuple(CovariateRow(str(c.get("name")), str(c.get("type", "-")),
                                       _categories(c.get("categories")))
                          for c in data.get("covariates") or ()),
@@ -448,7 +450,9 @@ def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> Reliabil
             alt=f"Small multiples: one reliability diagram per class for "
                 f"{len(shown)} classes. {per_class_summary}",
             caption=per_class_summary, data={"panels": shown})
-    return ReliabilityView(notion=notion, summary=summary, figure=figure, bins=rows,
+    return ReliabilityView(notion=notion, summary=summary, figure=figure,
+                           bins=tuple(rows[:limits.REPORT_MAX_ROWS]),
+                           bins_more=max(len(rows) - limits.REPORT_MAX_ROWS, 0),
                            per_class_figure=per_class_figure,
                            per_class_summary=per_class_summary,
                            smooth_figure=smooth_reliability_figure(result, namer))

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from calaudit import limits
 from calaudit.output.formatting import (
     fmt_bias,
     fmt_bias_ci,
@@ -57,10 +58,10 @@ def build_local(result: Mapping[str, Any], tests: Sequence[TestRow], namer: Figu
         lcb_summary=_lcb_summary(lcb.get("summary") or {}) + _lcb_kernels(lcb),
         lcb_figures=tuple(_lcb_figure(curve, lcb.get("points"), namer)
                           for curve in lcb.get("curves") or ()),
-        top_groups=tuple(group_row(g, first_screen_note(g, alpha))
-                         for g in lcb.get("top_groups") or ()),
+        top_groups=tuple(group_row(g, first_screen_note(g, alpha)) for g in
+                         (lcb.get("top_groups") or ())[:limits.REPORT_MAX_ROWS]),
         bias_figure=_bias_figure(groups, namer),
-        groups=tuple(group_row(g) for g in groups),
+        groups=tuple(group_row(g) for g in listed_groups(groups)),
         group_counts=_group_counts(groups),
     )
 
@@ -214,11 +215,26 @@ def count_text(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[s]} {s}" for s in order) or "none graded"
 
 
+def listed_groups(groups: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The groups a report's table lists: all of them, or the ``REPORT_MAX_ROWS`` most
+    serious (by status, then in the result's order)."""
+    if len(groups) <= limits.REPORT_MAX_ROWS:
+        return list(groups)
+    rank = {status: k for k, status in enumerate(STATUS_ORDER)}
+    order = sorted(range(len(groups)),
+                   key=lambda k: (rank.get(str(groups[k].get("status")), len(rank)), k))
+    return [groups[k] for k in sorted(order[:limits.REPORT_MAX_ROWS])]
+
+
 def _group_counts(groups: Sequence[Mapping[str, Any]]) -> str:
     if not groups:
         return "No group diagnostics in this result."
     counts = Counter(str(g.get("status") or "-") for g in groups)
-    return f"{len(groups)} groups: {count_text(counts)}."
+    text = f"{len(groups)} groups: {count_text(counts)}."
+    if len(groups) > limits.REPORT_MAX_ROWS:
+        text += (f" The table lists the {limits.REPORT_MAX_ROWS} most serious; every group "
+                 "is in the JSON result (groups).")
+    return text
 
 
 def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from calaudit import limits
 from calaudit.audit.gate import Check
 from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_all
@@ -60,6 +61,20 @@ def _svgs(context: ReportContext) -> dict[str, str]:
     return {view.key: draw_svg(view) for view in context.figures()}
 
 
+def shown(value: Any, limit: int | None = None) -> Any:
+    """``value`` (a result, sign-off fields) with every text and key longer than
+    ``REPORT_MAX_TEXT`` characters shortened in the middle, for the reports only."""
+    limit = limits.REPORT_MAX_TEXT if limit is None else limit
+    if isinstance(value, str):
+        return value if len(value) <= limit else \
+            f"{value[:limit // 2 - 2]} … {value[-(limit // 2 - 2):]}"
+    if isinstance(value, Mapping):
+        return {shown(key, limit): shown(item, limit) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shown(item, limit) for item in value]
+    return value
+
+
 def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
                 source: Mapping[str, str] | None = None, *, appendix: bool = True,
                 checks: Sequence[Check] | None = None) -> RenderedReport:
@@ -68,9 +83,10 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
     from. ``appendix=False`` leaves out the appendix (the PDF without
     ``--pdf-appendix``): null distributions, the group table, KLCE and LCB details, the
     smoothed diagram, the reading notes, methods and configuration. ``checks``: the gate's
-    list for this result (else built from it)."""
+    list for this result (else built from it). Long texts are shortened (:func:`shown`)."""
     from markupsafe import Markup
 
+    result, signoff, source = shown(result), shown(signoff), shown(source)
     env = environment()
     css = env.loader.get_source(env, CSS_TEMPLATE)[0]  # type: ignore[union-attr]
     if is_comparison(result):
@@ -96,19 +112,41 @@ def printable(html: str) -> str:
                                                                            "</div>")
 
 
-def render_pdf(html: str) -> bytes:
-    """The HTML report printed to PDF by WeasyPrint (the ``calaudit[pdf]`` extra), every
-    section expanded. Raises :class:`~calaudit.exceptions.ConfigError` when WeasyPrint is
-    not installed."""
+def pdf_engine() -> Any:
+    """WeasyPrint (the ``calaudit[pdf]`` extra), imported; its absence, or its system
+    libraries' (Pango, HarfBuzz: ``OSError: cannot load library``), is a
+    :class:`~calaudit.exceptions.ConfigError`. The commands call it before the audit."""
     try:
         import weasyprint
     except ImportError:
         raise ConfigError("--pdf needs WeasyPrint: pip install 'calaudit[pdf]'") from None
+    except OSError as exc:
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"--pdf: WeasyPrint cannot load its system libraries "
+                          f"({reason[:160]})",
+                          hint="install Pango (e.g. apt install libpango-1.0-0 "
+                               "libpangoft2-1.0-0, or brew install pango); see WeasyPrint's "
+                               "installation notes") from None
     import logging
 
     logging.getLogger("weasyprint").setLevel(logging.ERROR)
     logging.getLogger("fontTools").setLevel(logging.ERROR)
-    return weasyprint.HTML(string=printable(html)).write_pdf()
+    return weasyprint
+
+
+#: The PDF's own rule over the report's stylesheet: ``overflow-wrap: anywhere`` makes
+#: WeasyPrint measure a table cell's narrowest width at every character, a cost that grows
+#: with the cube of a word's length (a 2,000-character name took 49 s, a 100,000-character
+#: one did not finish); ``break-word`` wraps the same text in linear time (0.4 s at 20,000).
+PDF_CSS = "* { overflow-wrap: break-word !important; }"
+
+
+def render_pdf(html: str) -> bytes:
+    """The HTML report printed to PDF by WeasyPrint (:func:`pdf_engine`), laid out as
+    :func:`printable` says, with :data:`PDF_CSS` over the report's stylesheet."""
+    engine = pdf_engine()
+    return engine.HTML(string=printable(html)).write_pdf(
+        stylesheets=[engine.CSS(string=PDF_CSS)])
 
 
 def markdown_files_dir(md_path: str | Path) -> str:
@@ -121,7 +159,9 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
                     source: Mapping[str, str] | None = None,
                     checks: Sequence[Check] | None = None) -> RenderedReport:
     """The Markdown report for ``md_path``; ``files`` holds its figures, keyed by path
-    relative to the Markdown file's directory. ``checks`` as for :func:`render_html`."""
+    relative to the Markdown file's directory. ``checks`` as for :func:`render_html`. Long
+    texts are shortened (:func:`shown`)."""
+    result, signoff, source = shown(result), shown(signoff), shown(source)
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
         return RenderedReport(environment().get_template("comparison.md").render(ctx=context))

@@ -156,6 +156,8 @@ class DataView:
     covariates: tuple[CovariateRow, ...]
     #: files read but not listed (the report lists at most MAX_FILES; the JSON has all)
     files_more: int = 0
+    #: classes not listed (at most ``limits.REPORT_MAX_ROWS``; the JSON has all)
+    classes_more: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ class ReliabilityView:
     per_class_figure: FigureView | None
     per_class_summary: str
     smooth_figure: FigureView | None = None
+    #: bins not listed in the table (at most ``limits.REPORT_MAX_ROWS``; the JSON has all)
+    bins_more: int = 0
 
 
 @dataclass(frozen=True)
