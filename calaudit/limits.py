@@ -69,6 +69,15 @@ DATASET_MAX_FILES = 100_000
 DATASET_MAX_DEPTH = 32
 #: Most directory entries (files and folders) a local glob or directory walk looks at.
 DATASET_MAX_ENTRIES = 1_000_000
+#: Covariates of one audit, categories of one categorical covariate, and encoded kernel
+#: columns in all (one per numeric covariate, one per category). The group table holds
+#: every covariate's groups and every pair's (d (d + 1) / 2 groupings, 4 bytes a row
+#: each), the attribution model fits 2 d + 2 models, and each kernel entry costs time in
+#: proportion to the encoded columns: the bounds keep the memory and the time of an audit
+#: in proportion to its rows.
+MAX_COVARIATES = 20
+MAX_CATEGORIES = 256
+MAX_KERNEL_COLUMNS = 512
 #: Seconds a request to an object store (s3://, gs://, abfs://) may wait to connect and
 #: for each answer; the first contact with the store (opening it and one look at the path)
 #: must also complete within it, and listing a dataset's files within

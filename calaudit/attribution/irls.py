@@ -136,22 +136,30 @@ def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
 
 
-def fit_many(n: int, designs: list[NDArray[np.float64]], rows: Any,
+Design = NDArray[np.float64] | Callable[[], NDArray[np.float64]]
+
+
+def fit_many(n: int, designs: list[Design], rows: Any,
              executor: Any = None) -> list[Fit | Exception]:
-    """Several models on the same rows (``designs``: each cells x its columns) fitted in
-    lockstep: each round, one reduction (:func:`glm_partial` with one ``C beta`` row per
-    model still iterating) gives every model the sums its Newton step asks for. Each
-    model's steps are those of a fit alone (the same sums, the same bytes); the number of
-    passes over the rows is the largest model's step count, not the sum. A model that
-    fails gives its exception in place of the fit."""
-    steps = [_newton(design) for design in designs]
+    """Several models on the same rows (``designs``: each cells x its columns, or a
+    function that builds it) fitted in lockstep: each round, one reduction
+    (:func:`glm_partial` with one ``C beta`` row per model still iterating) gives every
+    model the sums its Newton step asks for. Each model's steps are those of a fit alone
+    (the same sums, the same bytes); the number of passes over the rows is the largest
+    model's step count, not the sum. A design given as a function is built when it is
+    used and dropped after, so the models' designs are never all in memory at once (a
+    model of many covariates has as many cells as rows). A model that fails gives its
+    exception in place of the fit."""
+    builders = [design if callable(design) else (lambda design=design: design)
+                for design in designs]
+    steps = [_newton(build) for build in builders]
     results: list[Fit | Exception | None] = [None] * len(designs)
     wanted = {}
     for k, step in enumerate(steps):
         wanted[k] = next(step)
     while wanted:
         order = sorted(wanted)
-        etas = np.stack([designs[k] @ wanted[k] for k in order])
+        etas = np.stack([builders[k]() @ wanted[k] for k in order])
         out = ordered_sum(glm_partial, n, {"rows": rows, "cell_eta": etas}, executor)
         for j, k in enumerate(order):
             try:
@@ -165,15 +173,18 @@ def fit_many(n: int, designs: list[NDArray[np.float64]], rows: Any,
     return results  # type: ignore[return-value]
 
 
-def _newton(design: NDArray[np.float64]) -> Generator[NDArray[np.float64], dict, Fit]:
+def _newton(build: Callable[[], NDArray[np.float64]]
+            ) -> Generator[NDArray[np.float64], dict, Fit]:
     """Newton-Raphson with step halving from ``beta = 0``, as a generator: it yields each
     ``beta`` whose per-cell ``weight``, ``residual`` and ``deviance`` it needs and is sent
-    them (:func:`fit_many` drives several at once); returns the :class:`Fit`."""
+    them (:func:`fit_many` drives several at once); returns the :class:`Fit`. ``build()``
+    gives the design (cells x columns) each time it is needed."""
     def sums(out: dict[str, NDArray]) -> dict[str, NDArray]:
+        design = build()
         return {"hessian": design.T @ (design * out["weight"][:, None]),
                 "score": design.T @ out["residual"], "deviance": out["deviance"][0]}
 
-    beta = np.zeros(design.shape[1])
+    beta = np.zeros(build().shape[1])
     current = sums((yield beta))
     for _ in range(MAX_ITER):
         step = np.linalg.solve(current["hessian"], current["score"])

@@ -29,6 +29,7 @@ does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -111,8 +112,8 @@ def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
     round for all of them); a model that cannot be fitted raises its error (the first in
     the order given)."""
     with placed(data) as rows:
-        fits = fit_many(data.y.size, [data.cells.design(terms) for terms in models],
-                        rows.source, data.executor)
+        fits = fit_many(data.y.size, [functools.partial(data.cells.design, terms)
+                                      for terms in models], rows.source, data.executor)
     for fit in fits:
         if isinstance(fit, Exception):
             raise fit
@@ -158,18 +159,18 @@ def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
                         levels: Sequence[tuple[str, int]], z: float
                         ) -> list[tuple[float, float, float]]:
     """:func:`standardised_bias` of every ``(covariate, level)`` of ``levels``, from one
-    reduction over the rows (one ``C beta`` row per level; each level's sums as alone)."""
+    reduction over the rows (one ``C beta`` row per level; each level's sums as alone).
+    Each level's design (cells x columns) is built when used and dropped after."""
     if not levels:
         return []
-    designs = [data.cells.design(terms, level) for level in levels]
+    etas = np.stack([data.cells.design(terms, level) @ full.params for level in levels])
     with placed(data) as rows:
-        sums = ordered_sum(mean_partial, data.y.size, {
-            "rows": rows.source, "cell_eta": np.stack([d @ full.params for d in designs])},
-            data.executor)
+        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas},
+                           data.executor)
     out = []
-    for k, design in enumerate(designs):
+    for k, level in enumerate(levels):
         bias = float(sums["total"][k].sum() / data.y.size - data.mean_prediction)
-        grad = sums["slope"][k] @ design / data.y.size
+        grad = sums["slope"][k] @ data.cells.design(terms, level) / data.y.size
         se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
         out.append((bias, bias - z * se, bias + z * se))
     return out

@@ -8,6 +8,7 @@ bad rows.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from calaudit import limits
 from calaudit.data import rows as rules
 from calaudit.data.dataset import CalibrationData, Covariate, Provenance
 from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multiclass
@@ -230,6 +232,37 @@ def encode_covariate(name: str, values: pd.Series, categorical: bool,
     return Covariate(name, "categorical", codes.reshape(-1), tuple(str(v) for v in levels))
 
 
+def check_count(names: Sequence[str], source: str | None = None) -> None:
+    """At most ``MAX_COVARIATES`` covariates (checked before any file is read)."""
+    if len(names) > limits.MAX_COVARIATES:
+        raise InputError(f"{len(names):,} covariates given; an audit takes at most "
+                         f"{limits.MAX_COVARIATES}", source=source, rule="too_many_covariates",
+                         hint="audit the covariates that matter, or several audits of a few "
+                              "each; see 'Ranges and limits' in docs/configuration.md")
+
+
+def check_shape(covariates: Sequence[Covariate], sources: Sequence[str]) -> None:
+    """The covariates within ``MAX_COVARIATES``, each categorical one within
+    ``MAX_CATEGORIES`` categories, and all within ``MAX_KERNEL_COLUMNS`` encoded columns
+    (one per numeric covariate, one per category)."""
+    check_count([c.name for c in covariates])
+    for cov, source in zip(covariates, sources, strict=True):
+        if cov.kind == "categorical" and len(cov.categories) > limits.MAX_CATEGORIES:
+            raise InputError(f"{len(cov.categories):,} categories; a categorical covariate "
+                             f"has at most {limits.MAX_CATEGORIES}", source=source,
+                             column=cov.name, rule="too_many_categories",
+                             hint="group rare categories into 'other', bin the values, or "
+                                  "drop --categorical if it is a number; see 'Ranges and "
+                                  "limits' in docs/configuration.md")
+    columns = sum(len(c.categories) if c.kind == "categorical" else 1 for c in covariates)
+    if columns > limits.MAX_KERNEL_COLUMNS:
+        raise InputError(f"the covariates have {columns:,} categories and numeric columns in "
+                         f"all; an audit takes at most {limits.MAX_KERNEL_COLUMNS}",
+                         source=sources[0] if sources else None, rule="too_many_categories",
+                         hint="fewer covariates or fewer categories; see 'Ranges and "
+                              "limits' in docs/configuration.md")
+
+
 def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
     if name in options.categorical:
         return True
@@ -302,6 +335,7 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
                          is_categorical(values, name, options), store)
         for name, values, _ in raw.covariates
     )
+    check_shape(covariates, [source for _, _, source in raw.covariates])
     provenance = Provenance(
         files=raw.files, rows_read=n, rows_used=used,
         rows_excluded=first_reason_counts(problems, n), label_column=raw.label_column,

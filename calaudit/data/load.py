@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.data.build import LoadOptions, RawInputs, build
+from calaudit.data.build import LoadOptions, RawInputs, build, check_count
 from calaudit.data.columns import (
     detect_label,
     require_column,
@@ -88,6 +88,7 @@ def load(
     )
     options = LoadOptions(tuple(_names(categorical)), positive_label, renormalize,
                           drop_invalid, require_two_classes)
+    check_count(columns.covariates, os.fspath(path))
     for name in options.categorical:
         if name not in columns.covariates:
             raise InputError(f"--categorical names '{name}', which is not a covariate",

@@ -47,6 +47,8 @@ from calaudit.limits import DATASET_MAX_DEPTH, DATASET_MAX_FILES
 ETAG_KEYS = ("ETag", "etag", "Etag")
 _WILDCARD = re.compile(r"[*?\[]")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: An fsspec chain such as ``simplecache::s3://...`` (refused as a URL, not a file name).
+_CHAINED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::.*://")
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class Location:
 def locate(spec: str | os.PathLike[str]) -> Location:
     """Resolve ``spec`` (see the module docstring)."""
     text = os.fspath(spec)
-    if _URL.match(text):
+    if _URL.match(text) or _CHAINED.match(text):
         if text.lower().startswith("file://"):
             return _local(text[len("file://"):], text)
         return _remote(text)
@@ -127,6 +129,8 @@ def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = 
     links are followed once (a loop is an error); the walk stops with one line past
     ``DATASET_MAX_DEPTH`` levels or ``DATASET_MAX_ENTRIES`` entries, so no tree, however
     deep or linked, is walked for long. A directory dataset skips ``.``/``_`` folders."""
+    if pattern is not None and not os.path.isdir(root or "."):
+        return []  # the glob's fixed part is not a directory: nothing matches
     found: list[str] = []
     seen: dict[str, str] = {}
     stack: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [(root, (), ())]

@@ -7,16 +7,19 @@ O(n D) per pass), the test's p-value still exact-conditional.
 take longer than ``exact_budget_seconds`` (or cannot run, e.g. the SKCE above
 ``skce.max_quadratic_n``), else exact. The estimate is
 
-    ``seconds = n^2 (columns / NOMINAL_FLOPS + fixed)``
+    ``seconds = n^2 (columns / NOMINAL_FLOPS + fixed + DIM_SECONDS max(0, dims - BASE_DIMS))``
 
 (``n^2 / 2`` kernel entries, each multiplied by every resampled column in a GEMM, 2 flops
 per entry and column; ``columns`` = classes x resamples; ``fixed`` the seconds per entry
 of the passes whose cost does not grow with the resamples: :data:`KERNEL_SECONDS` for the
 SKCE's kernel, :data:`LOCAL_STAGE_SECONDS` for the local stage, whose exact path also
-evaluates the LCB's kernels and curves). The constants are conservative single-core
-figures of the benchmark machine (``benchmarks/auto_estimate.py`` prints the estimate
-beside the measured CPU time). Every test records the outcome in ``params.computation``
-(method, requested, reason, ``D``, the frequencies' seed and the approximation error).
+evaluates the LCB's kernels and curves; ``dims`` the kernel's input columns, whose
+distance each entry computes: a categorical covariate adds one per category, so a wide
+kernel goes to the features, whose cost is linear in n). The constants are conservative
+single-core figures of the benchmark machine (``benchmarks/auto_estimate.py`` prints the
+estimate beside the measured CPU time). Every test records the outcome in
+``params.computation`` (method, requested, reason, ``D``, the frequencies' seed and the
+approximation error).
 """
 
 from __future__ import annotations
@@ -43,11 +46,17 @@ KERNEL_SECONDS = 25 / NOMINAL_FLOPS
 #: Seconds per entry (of n^2) of the local stage's passes that do not grow with the
 #: resamples: the test kernel's and the LCB's kernel evaluations, the curves and rows.
 LOCAL_STAGE_SECONDS = 4e-8
+#: Seconds per entry (of n^2) of each kernel input column past ``BASE_DIMS`` (the
+#: distance's share of the kernel evaluation, which ``fixed`` covers up to ``BASE_DIMS``).
+BASE_DIMS = 16
+DIM_SECONDS = 25 / NOMINAL_FLOPS
 
 
-def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS) -> float:
+def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS, dims: int = 0
+                  ) -> float:
     """Estimated seconds of the exact path (module docstring)."""
-    return float(n) * float(n) * (columns / NOMINAL_FLOPS + fixed)
+    per_entry = columns / NOMINAL_FLOPS + fixed + DIM_SECONDS * max(0, dims - BASE_DIMS)
+    return float(n) * float(n) * per_entry
 
 
 @dataclass(frozen=True)
@@ -96,8 +105,9 @@ class MethodChoice:
 
 def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
                   exact_possible: bool = True, limit_note: str = "",
-                  fixed: float = KERNEL_SECONDS) -> MethodChoice:
-    """The path of one test with ``columns`` resampled columns (classes x resamples).
+                  fixed: float = KERNEL_SECONDS, dims: int = 0) -> MethodChoice:
+    """The path of one test with ``columns`` resampled columns (classes x resamples) and
+    a kernel on ``dims`` input columns.
 
     ``config``: a :class:`Computation`, or any object with its three attributes.
 
@@ -108,7 +118,7 @@ def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
     """
     seed = int(rng.integers(0, 2**62))
     requested = config.method
-    estimate = exact_seconds(n, columns, fixed)
+    estimate = exact_seconds(n, columns, fixed, dims)
     timing = {"estimated_exact_seconds": estimate}
     if requested == "exact":
         return MethodChoice("exact", requested, "requested", extra=timing)

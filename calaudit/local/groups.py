@@ -113,21 +113,34 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
     skipped."""
     specs: list[GroupSpec] = []
     for index, lv in enumerate(levels):
-        for code, label in enumerate(lv.labels):
-            rows = rows_where(lv.codes == code)
-            if rows.size:
-                specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows,
-                                       (index, code)))
+        for code, rows in rows_by_code(lv.codes):
+            label = lv.labels[code]
+            specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows,
+                                   (index, code)))
     if intersections:
         for index, (a, b) in enumerate(combinations(levels, 2), start=len(levels)):
-            joint = a.codes * len(b.labels) + b.codes
-            for key in np.unique(joint):
-                ca, cb = divmod(int(key), len(b.labels))
-                rows = rows_where(joint == key)
+            joint = a.codes.astype(np.int64) * len(b.labels) + b.codes
+            for key, rows in rows_by_code(joint):
+                ca, cb = divmod(key, len(b.labels))
                 la, lb = a.labels[ca], b.labels[cb]
                 specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
-                                       {a.name: la, b.name: lb}, rows, (index, int(key))))
+                                       {a.name: la, b.name: lb}, rows, (index, key)))
     return specs
+
+
+def rows_by_code(codes: NDArray[np.integer]) -> list[tuple[int, NDArray[np.int32]]]:
+    """``(code, rows)`` of every code present, in code order, each ``rows`` ascending
+    (``rows_where(codes == code)``, from one stable sort: O(n log n) for any number of
+    codes instead of one pass over the rows per code)."""
+    order = np.argsort(codes, kind="stable")
+    present, starts = np.unique(codes[order], return_index=True)
+    bounds = [*starts.tolist(), codes.size]
+    out = []
+    for k, code in enumerate(present.tolist()):
+        # a copy (not a view of ``order``), in the group table's index type
+        rows = order[bounds[k]:bounds[k + 1]].astype(index_dtype(codes.size))
+        out.append((int(code), rows))
+    return out
 
 
 #: From this many rows on, a group's mean gets the normal interval and normal draws instead

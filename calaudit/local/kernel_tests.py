@@ -102,7 +102,8 @@ class LocalTests:
                                  self.encoded.features, self.cov_bw.gamma, lazy=True)
         classes = 1 if data.is_binary else data.n_classes
         self.choice = choose_method(config, self.n, classes * lc.n_resamples,
-                                    streams["features"], fixed=LOCAL_STAGE_SECONDS)
+                                    streams["features"], fixed=LOCAL_STAGE_SECONDS,
+                                    dims=self.gram.features.shape[1])
         if not self.choice.features:
             self.gram = GaussianProductGram(np.asarray(self.gram.features))
         self.features = None
