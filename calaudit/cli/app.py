@@ -230,9 +230,23 @@ def run(argv: list[str] | None = None) -> int:
         return interrupted(exc)
 
 
+def quiet_libraries() -> None:
+    """For the command-line process: libraries' log records (Dask, asyncio, the object
+    stores' clients) and exceptions they leave to be printed at exit go nowhere, so that
+    stderr holds only calaudit's own lines (``CALAUDIT_DEBUG=1`` keeps them)."""
+    import logging
+    import os
+
+    if os.environ.get("CALAUDIT_DEBUG"):
+        return
+    logging.getLogger().addHandler(logging.NullHandler())
+    sys.unraisablehook = lambda unraisable: None
+
+
 def main() -> None:
     """Console-script entry point: SIGTERM and SIGHUP end the command as Ctrl-C does
     (its cluster and temporary files are closed and removed), exit code 143."""
+    quiet_libraries()
     try:
         with terminate_as_interrupt():
             code = run()

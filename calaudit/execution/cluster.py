@@ -239,7 +239,8 @@ def _collect_quietly() -> None:
 def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
                    label: str) -> Any:
     """``workers`` single-threaded worker processes with ``memory_limit`` each, their
-    scratch files in ``folder``."""
+    scratch files in ``folder``. Interrupted or failed while it starts, the part that
+    started is closed (no worker process outlives the run)."""
     try:
         return distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True,
@@ -248,12 +249,25 @@ def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
             dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             preload=[IGNORE_INTERRUPTS], silence_logs=logging.CRITICAL,
             timeout=f"{settings.timeout}s")
-    except Exception as exc:  # noqa: BLE001 - the machine's limits, not a bug
+    except BaseException as exc:  # noqa: BLE001 - the machine's limits, Ctrl-C, SIGTERM
+        _close_started(distributed)
+        if not isinstance(exc, Exception):
+            raise
         reason = _reason(exc)
     _collect_quietly()
     raise ClusterError(f"{label}: cannot start a local Dask cluster ({reason})",
                        hint="fewer --workers, a smaller dask.memory_limit, or a longer "
                             "dask.timeout")
+
+
+def _close_started(distributed: Any) -> None:
+    """Close every local cluster of this process that is not closed yet (one whose start
+    was interrupted: the constructor never returned it)."""
+    from distributed.deploy.spec import SpecCluster
+
+    for started in list(getattr(SpecCluster, "_instances", ())):
+        if str(getattr(started, "status", "")).rsplit(".", 1)[-1] != "closed":
+            _close(started)
 
 
 def _close(resource: Any) -> None:
