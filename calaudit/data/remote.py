@@ -111,8 +111,9 @@ def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
     """One line for the failure ``exc`` of the remote filesystem of ``url``."""
     protocol = protocol_of(url)
     if isinstance(exc, DeadlineExceeded) or _is_timeout(exc):
-        detail = str(exc) if isinstance(exc, DeadlineExceeded) else f"({_reason(exc)})"
-        return InputError(f"no answer from the {protocol}:// store {detail}",
+        message = (f"the {protocol}:// store gave {exc}" if isinstance(exc, DeadlineExceeded)
+                   else f"no answer from the {protocol}:// store ({_reason(exc)})")
+        return InputError(message,
                           source=url, rule="remote_timeout",
                           hint="check the endpoint and the network; each request waits "
                                f"{limits.REMOTE_TIMEOUT:g} s (see 'Ranges and limits' in "

@@ -26,6 +26,7 @@ allowed (Windows), the file is removed when the store is closed or at exit.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import weakref
 from pathlib import Path
@@ -134,9 +135,17 @@ class ColumnStore:
     def _check_directory(self) -> None:
         if self.directory is None:
             return
-        if not self.directory.is_dir():
-            raise InputError("the spill directory does not exist", source=str(self.directory),
-                             rule="spill_failed", hint="create it or give another --spill-dir")
+        try:
+            mode = os.stat(self.directory).st_mode
+        except FileNotFoundError:
+            problem = "the spill directory does not exist"
+        except OSError as exc:  # a name too long, a file in the path, no permission
+            problem = f"cannot use the spill directory ({exc.strerror or exc})"
+        else:
+            problem = "" if stat.S_ISDIR(mode) else "the spill directory is not a directory"
+        if problem:
+            raise InputError(problem, source=str(self.directory), rule="spill_failed",
+                             hint="create it or give another --spill-dir")
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise InputError("the spill directory is not writable", source=str(self.directory),
                              rule="spill_failed", hint="give another --spill-dir")

@@ -4,7 +4,8 @@ A command's outputs (``--json``, ``--junit``, ``--md`` with its ``<stem>_files/`
 figures, ``--html``) are written together by :func:`write_all`:
 
 1. **check** every target: not empty, names within the file system's limits, not a
-   directory, no part of its parent a regular file, a file can be created in the nearest
+   directory, device, FIFO or socket (a rename would replace it with a regular file),
+   no part of its parent a regular file, a file can be created in the nearest
    existing folder above it, no two outputs on the same path, only ``--json`` on stdout
    (``-``);
 2. **stage**: create missing parent directories (remembering which), write each file to
@@ -20,7 +21,9 @@ any work, so a bad path is reported before a minute of resampling.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -63,15 +66,32 @@ def _check_path(target: Path, option: str | None = None, probe: bool = False) ->
     where = f"{option} {target}" if option else str(target)
     try:
         _check_names(target, where)
-        if target.is_dir():
-            raise _error(where, "cannot write output: it is a directory",
-                         "give a file name inside it")
+        _check_kind(target, where)
         folder = _existing_folder(target, where)
         if probe:
             os.unlink(tempfile.mkstemp(dir=folder, prefix=".calaudit-probe-")[1])
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise _error(where, "cannot write output: the path or a name in it is longer "
+                         "than the file system allows", "choose a shorter name") from None
         raise _error(where, f"cannot write output: {exc.strerror or exc}",
                      "check the folder exists and is writable") from None
+
+
+def _check_kind(target: Path, where: str) -> None:
+    """An existing ``target`` (links followed) is a regular file: a directory, device,
+    FIFO or socket is refused (the rename that commits the output would put a regular
+    file in its place)."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise _error(where, "cannot write output: it is a directory",
+                     "give a file name inside it")
+    if not stat.S_ISREG(mode):
+        raise _error(where, "cannot write output: it is a device, FIFO or socket, not a "
+                     "regular file", "give a file name (--json - writes to stdout)")
 
 
 def _existing_folder(target: Path, where: str) -> Path:
