@@ -407,6 +407,12 @@ def test_method_rule():
     assert limit.method == "features" and limit.reason == "n > limit"
     given = choose_method(_Config("features", n_features=101), 100, 10, rng)
     assert given.n_features == 102 and given.to_params()["n_features_rule"] == "given"
+    # a kernel on many input columns (one per category) costs more per entry: features
+    assert choose_method(_Config("auto"), 10_000, 500, rng, dims=16).method == "exact"
+    wide = choose_method(_Config("auto"), 10_000, 500, rng, dims=512)
+    assert wide.method == "features"
+    assert wide.extra["estimated_exact_seconds"] > 10 * choose_method(
+        _Config("auto"), 10_000, 500, rng).extra["estimated_exact_seconds"]
 
 
 def _data(n=400, seed=0, classes=2):

@@ -64,15 +64,16 @@ def listing(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def check_case(kind: str, folder: Path, *args: object) -> int:
-    """Run ``calaudit ARGS`` in ``folder`` and assert the invariants of the module
-    docstring; returns the exit code."""
+def check_case(kind: str, folder: Path, *args: object, env: dict[str, str] | None = None
+               ) -> int:
+    """Run ``calaudit ARGS`` in ``folder`` (with ``env`` added to the environment) and
+    assert the invariants of the module docstring; returns the exit code."""
     before = listing(folder)
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(BUDGET)
     started = time.perf_counter()
     try:
-        outcome = run_cli(*args, cwd=folder)
+        outcome = run_cli(*args, cwd=folder, env=env)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
@@ -473,6 +474,44 @@ def test_fuzz_flags(pairs, command, outputs, extra):
         binary_frame(60).to_csv(folder / "d.csv", index=False)
         fast = FAST if command == "test" else ()
         check_case("flags", folder, command, "d.csv", *fast, *extra, *args, *outputs)
+
+
+# ------------------------------------------------------------ cluster, spill and PDF flags
+
+#: Values of the options that start or reach a Dask cluster, spill to disk or write a PDF.
+#: Valid ones are drawn too, but a cluster is never started: every --workers value is out
+#: of range, and the --dask addresses are malformed or have no scheduler (1 s timeout).
+RUN_FLAG_VALUES = {
+    "--dask": ["tcp://127.0.0.1:1", "ucx://127.0.0.1:1", "inproc://x", "localhost:notaport",
+               "tls://127.0.0.1:1", "[::1]:1", "", "tcp://", "a" * 5000, "tcp://256.0.0.1:1",
+               "\x1b[2J", "tcp://127.0.0.1:99999"],
+    "--workers": ["0", "-1", "1025", "100000", "abc", "", "1.5"],
+    "--memory-limit": ["1B", "20MB", "0", "-5GB", "1e400B", "abc", "", "255MiB", "2GB",
+                       "1 TB", "9" * 400],
+    "--threads": ["0", "1", "2", "64", "1024", "1025", "-1", "abc"],
+    "--spill": ["auto", "always", "never", "sometimes", ""],
+    "--spill-dir": ["missing", "d.csv", "d.csv/sub", "s" * 300, ".", "sub", "fifo"],
+    "--pdf": ["", ".", "-", "sub", "d.csv/x.pdf", "p" * 300 + ".pdf", "fifo", "sub/",
+              "q/" * 2100 + "x.pdf"],
+}
+RUN_FLAG_PAIR = st.sampled_from(sorted(RUN_FLAG_VALUES)).flatmap(
+    lambda flag: st.tuples(st.just(flag), st.sampled_from(RUN_FLAG_VALUES[flag])
+                           if flag == "--workers"
+                           else st.sampled_from(RUN_FLAG_VALUES[flag]) | FLAG_VALUE))
+
+
+@FUZZ
+@given(st.lists(RUN_FLAG_PAIR, min_size=1, max_size=3, unique_by=lambda pair: pair[0]),
+       OUTPUT_ARGS)
+def test_fuzz_cluster_spill_and_pdf_flags(pairs, outputs):
+    args = [x for pair in pairs for x in pair]
+    with workdir() as folder:
+        folder = Path(folder)
+        binary_frame(60).to_csv(folder / "d.csv", index=False)
+        (folder / "sub").mkdir()
+        os.mkfifo(folder / "fifo")
+        check_case("run flags", folder, "test", "d.csv", *FAST, *args, *outputs,
+                   env={"CALAUDIT_DASK__TIMEOUT": "1"})
 
 
 # ------------------------------------------------------------------------------ corpus

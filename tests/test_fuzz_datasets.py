@@ -7,6 +7,12 @@ truncated file, a random table in place of a part (other columns, other types, n
 timestamp columns), a column dropped or turned into text, NaN or out-of-range values, hive
 directories that only some files sit below, hidden and stray files, CSV parts from the CSV
 strategy. Each is read as a directory, a glob or a ``memory://`` URL.
+
+The locations themselves are fuzzed too: URLs of protocols calaudit does not read, chained
+URLs (``zip://x::y``, ``simplecache::...``), ``memory://`` and ``file://`` URLs where
+nothing is, and local trees with links back up, links that reach a folder twice, hive
+nesting past the depth bound, FIFOs, hidden and dangling files, read as a directory or
+through globs with many ``**``.
 ``CALAUDIT_FUZZ_EXAMPLES=N`` runs a longer campaign and ``CALAUDIT_FUZZ_REPORT=FILE`` appends
 the outcome counts, as for tests/test_fuzz.py.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 from pathlib import Path
 
 import fsspec
@@ -27,6 +34,7 @@ from tests.test_fuzz import (  # noqa: F401 (_report: the outcome counts fixture
     DATA_FLAGS,
     FUZZ,
     OUTPUT_ARGS,
+    TEXT,
     _report,
     check_case,
     csv_inputs,
@@ -163,3 +171,103 @@ def test_fuzz_parquet_datasets(files, target, flags, outputs):
 @given(csv_datasets(), TARGETS, DATA_FLAGS, OUTPUT_ARGS)
 def test_fuzz_csv_datasets(files, target, flags, outputs):
     run_dataset("csv dataset", files, target, flags, outputs, "csv")
+
+
+# ----------------------------------------------------------- URLs and hostile local trees
+
+def _unsupported_protocols() -> list[str]:
+    """Protocols fsspec knows that calaudit does not read (no object store: they would
+    reach the network), plus some it does not know."""
+    from fsspec.registry import known_implementations
+
+    from calaudit.data.remote import PROTOCOLS
+
+    stores = {p for p, package in PROTOCOLS.items() if package is not None}
+    known = sorted(set(known_implementations) - stores - {"memory", "file", "local"})
+    return [*known, "nosuch", "HTTP", "s3+x", "z" * 300]
+
+
+URL_PATH = st.sampled_from(["x.csv", "b/preds/", "b/*.parquet", "", "::", "a::b",
+                            "127.0.0.1:1/x.csv", "../../etc/passwd", "b/**/*.csv", "%00",
+                            "d.csv"]) | TEXT
+
+
+@st.composite
+def hostile_urls(draw):
+    """A URL calaudit refuses before any I/O, or reads from memory:// (where nothing is)."""
+    how = draw(st.sampled_from(["unsupported", "chained", "chained", "memory", "file"]))
+    path = draw(URL_PATH)
+    if how == "unsupported":
+        return f"{draw(st.sampled_from(_unsupported_protocols()))}://{path}"
+    if how == "chained":
+        inner = draw(st.sampled_from(["zip", "tar", "simplecache", "filecache", "memory",
+                                      "blockcache", "s3", "file"]))
+        outer = draw(st.sampled_from(["d.csv", "memory://d.csv", "s3://b/d.zip",
+                                      "missing.zip", "file://d.csv", ""]))
+        return f"{inner}://{path}::{outer}" if draw(st.booleans()) else f"{inner}::{outer}"
+    if how == "memory":
+        return f"memory://nothing-{next(_COUNTER)}/{path}"
+    return f"file://{draw(st.sampled_from(['d.csv', 'missing/', 't/**/*.csv', '']))}"
+
+
+@FUZZ
+@given(hostile_urls(), st.sampled_from(["metrics", "test"]), OUTPUT_ARGS)
+def test_fuzz_urls(url, command, outputs):
+    with workdir() as folder:
+        folder = Path(folder)
+        base_table(40, 0).to_csv(folder / "d.csv", index=False)
+        check_case("url", folder, command, url, *outputs)
+
+
+@st.composite
+def hostile_trees(draw):
+    """Instructions for a local dataset tree with links back up, links to a folder twice,
+    deep (hive) nesting, FIFOs and hidden files, and a spec to read it by."""
+    steps = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["loop_up", "loop_self", "twice", "deep", "fifo",
+                                     "hidden", "dangling", "file_link"]))
+        steps.append((kind, draw(st.integers(0, 3)), draw(st.integers(30, 40))))
+    spec = draw(st.sampled_from(["t", "t/", "t/**/*.csv", "t/**", "t/*/*.csv",
+                                 "t/" + "**/" * draw(st.integers(2, 40)) + "*.csv",
+                                 "t/a/**/k0=0/*.csv", "file://t/**/*.csv"]))
+    return steps, spec
+
+
+def _build_tree(root: Path, steps) -> None:
+    part = base_table(30, 1).to_csv(index=False)
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "p.csv").write_text(part)
+    for kind, where, depth in steps:
+        folder = root / "a" if where % 2 else root
+        name = f"{kind}{where}"
+        if any(p.name.startswith((name, f".{name}")) for p in folder.iterdir()):
+            continue  # made already
+        if kind == "loop_up":
+            (folder / name).symlink_to("..")
+        elif kind == "loop_self":
+            (folder / name).symlink_to(".")
+        elif kind == "twice":
+            (folder / name).symlink_to(root / "a")
+        elif kind == "deep":
+            deep = folder / name / "/".join(f"k{i}=0" for i in range(depth))
+            deep.mkdir(parents=True)
+            (deep / "p.csv").write_text(part)
+        elif kind == "fifo":
+            os.mkfifo(folder / f"{name}.csv")
+        elif kind == "hidden":
+            (folder / f".{name}.csv").write_text("not, a, table\x00")
+        elif kind == "dangling":
+            (folder / f"{name}.csv").symlink_to(root / "nowhere.csv")
+        else:
+            (folder / f"{name}.csv").symlink_to(root / "a" / "p.csv")
+
+
+@FUZZ
+@given(hostile_trees(), OUTPUT_ARGS)
+def test_fuzz_hostile_trees(tree, outputs):
+    steps, spec = tree
+    with workdir() as folder:
+        folder = Path(folder)
+        _build_tree(folder / "t", steps)
+        check_case("tree", folder, "metrics", spec, *outputs)

@@ -69,6 +69,36 @@ def test_every_count_range_is_documented():
         assert f"`{key}`" in text, key
 
 
+def test_every_shape_limit_and_wait_is_documented_with_its_value():
+    """docs/configuration.md names each bound of limits.py with its value; the README's
+    input and Dask sections and docs/inputs.md list the URL protocols and the waits."""
+    from calaudit.data.remote import PROTOCOLS
+    from calaudit.execution.shards import WAIT_SECONDS
+    from calaudit.settings.sections import DaskConfig
+
+    config = (ROOT / "docs" / "configuration.md").read_text()
+    table = [line for line in config.splitlines() if line.startswith("|")]
+    for name, shown in (("MAX_COVARIATES", "20"), ("MAX_CATEGORIES", "256"),
+                        ("MAX_KERNEL_COLUMNS", "512"), ("DATASET_MAX_FILES", "100,000"),
+                        ("DATASET_MAX_DEPTH", "32"), ("DATASET_MAX_ENTRIES", "1,000,000"),
+                        ("REPORT_MAX_ROWS", "200"), ("REPORT_MAX_TEXT", "2,000"),
+                        ("REMOTE_TIMEOUT", "30 s"), ("REMOTE_LIST_TIMEOUT", "90 s")):
+        assert float(shown.replace(",", "").replace(" s", "")) == getattr(limits, name), name
+        assert any(f"(`{name}`)" in row and f"| {shown} |" in row for row in table), name
+    assert any("(`WAIT_SECONDS`" in row and f"| {WAIT_SECONDS} s |" in row for row in table)
+    assert limits.WORKER_MIN_MEMORY == 256 * 2**20 and "256 MiB (`WORKER_MIN_MEMORY`)" in config
+    timeout = DaskConfig.__dataclass_fields__["timeout"].default
+    readme = (ROOT / "README.md").read_text()
+    inputs = (ROOT / "docs" / "inputs.md").read_text()
+    for protocol in [*PROTOCOLS, "file"]:
+        assert f"`{protocol}://`" in readme and f"`{protocol}://`" in inputs, protocol
+    for text in (readme, inputs):
+        assert f"{limits.REMOTE_TIMEOUT:g} s" in text
+        assert f"{limits.REMOTE_LIST_TIMEOUT:g} s" in text
+    assert " ".join(readme.split()).count(f"`dask.timeout` ({timeout:g} s)") >= 1
+    assert f"{WAIT_SECONDS} s" in readme
+
+
 def test_error_line_escapes_control_characters_and_is_bounded():
     line = clean_line("column '\x1b[31mred\x1b[0m': " + "x" * 5000 + " [rule] (hint: h)")
     assert "\x1b" not in line and "\\x1b" in line

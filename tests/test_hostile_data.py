@@ -236,3 +236,16 @@ def test_corrupt_gzip_is_unreadable(tmp_path):
     data = gzip.compress(("label,prob\n" + ROWS * 50).encode())
     path = csv(tmp_path, data[: len(data) // 2], "d.csv.gz")
     assert_one_line_error(run_cli("metrics", path), "[unreadable_file]")
+
+
+@pytest.mark.parametrize("folder, fragment", [
+    ("missing", "the spill directory does not exist"),
+    ("d.csv", "the spill directory is not a directory"),
+    ("d.csv/sub", "cannot use the spill directory"),
+    ("s" * 300, "cannot use the spill directory"),
+])
+def test_a_spill_directory_that_cannot_be_used_is_one_line(tmp_path, folder, fragment):
+    write_frame(binary_frame(60), tmp_path / "d.csv")
+    assert_one_line_error(run_cli("metrics", "d.csv", "--spill", "always", "--spill-dir",
+                                  folder, cwd=tmp_path), fragment, "[spill_failed]")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]

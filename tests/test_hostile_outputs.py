@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from calaudit.cli.errors import MAX_LINE
 from calaudit.exceptions import ConfigError
 from calaudit.output import files
 from calaudit.output.files import write_all
@@ -142,3 +143,65 @@ def test_step_summary_that_is_a_fifo_is_skipped(tmp_path, data):
     os.mkfifo(fifo)
     outcome = run_cli("metrics", data, env={"GITHUB_STEP_SUMMARY": str(fifo)})
     assert outcome.code in (0, 1) and "not a regular file" in outcome.stderr
+
+
+def test_a_fifo_as_output_is_refused_and_left_in_place(tmp_path, data):
+    import stat
+
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    for option in ("--json", "--junit", "--html"):
+        assert_one_line_error(run_cli("metrics", data, option, fifo),
+                              f"{option} {fifo}", "device, FIFO or socket", "[output]")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    link = tmp_path / "link.json"
+    link.symlink_to(fifo)
+    assert_one_line_error(run_cli("metrics", data, "--json", link), "device, FIFO or socket")
+    assert link.is_symlink() and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("option, name", [
+    ("--pdf", f"{LONG}.pdf"), ("--html", f"{LONG}/r.html"), ("--md", f"{'m' * 250}.md"),
+    ("--json", f"{'j' * 40}/" * 120 + "r.json"),
+])
+def test_over_long_output_paths_are_one_line_before_the_audit(tmp_path, data, monkeypatch,
+                                                             option, name):
+    from calaudit.audit import runner
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the audit ran")
+
+    monkeypatch.setattr(runner, "run_audit", refuse)
+    before = listing(tmp_path)
+    line = assert_one_line_error(run_cli("test", data, option, name, cwd=tmp_path),
+                                 f"{option} ", "cannot write output", "longer than",
+                                 "(hint: choose a shorter")
+    assert listing(tmp_path) == before and len(line) <= MAX_LINE + len("calaudit: error: ")
+
+
+def test_pdf_without_its_system_libraries_is_one_line_before_the_audit(tmp_path, data,
+                                                                       monkeypatch):
+    import builtins
+    import sys
+
+    from calaudit.audit import runner
+
+    real_import = builtins.__import__
+
+    def no_pango(name, *args, **kwargs):
+        if name == "weasyprint":
+            raise OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open "
+                          "shared object file: No such file or directory")
+        return real_import(name, *args, **kwargs)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the audit ran")
+
+    monkeypatch.delitem(sys.modules, "weasyprint", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_pango)
+    monkeypatch.setattr(runner, "run_audit", refuse)
+    for args in (("test", data), ("report", tmp_path / "missing.json")):
+        assert_one_line_error(run_cli(*args, "--pdf", tmp_path / "r.pdf"),
+                              "--pdf: WeasyPrint cannot load its system libraries",
+                              "libpango", "(hint: install Pango")
+    assert listing(tmp_path) == ["d.csv"]

@@ -62,7 +62,8 @@ def check_supported(url: str) -> str:
     if protocol not in PROTOCOLS:
         raise InputError(f"the {clip(protocol, 20)}:// protocol is not supported", source=url,
                          rule="unsupported_url",
-                         hint=f"copy the data to a local path, or use a supported URL: {SUPPORTED_TEXT}")
+                         hint="copy the data to a local path, or use a supported URL: "
+                              f"{SUPPORTED_TEXT}")
     return protocol
 
 
