@@ -136,7 +136,7 @@ def test_verdict_and_exit_code(statuses, fail_on, expected_verdict, expected_cod
 
 
 def test_exit_code_values_are_the_contract():
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 130, 143]
 
 
 # ------------------------------------------------------------------ through the runner
