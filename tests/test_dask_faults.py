@@ -211,3 +211,16 @@ def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum,
     assert not [pid for pid in seen if _alive(pid)]
     assert list(temp.iterdir()) == []
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_client_that_cannot_connect_says_which_cluster():
+    class NoClient:
+        @staticmethod
+        def Client(address, **kwargs):  # noqa: N802 - distributed's name
+            raise OSError(f"Timed out trying to connect to {address} after 0.001 s")
+
+    with pytest.raises(ClusterError, match="cannot connect to the local Dask cluster"):
+        cluster_module._connect(NoClient, object(), 0.001, "--workers 1")
+    with pytest.raises(ClusterError, match="cannot reach the scheduler") as caught:
+        cluster_module._connect(NoClient, "tcp://10.0.0.5:8786", 0.001, "--dask x")
+    assert "dask.timeout" in caught.value.one_line()

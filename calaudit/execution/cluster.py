@@ -150,6 +150,10 @@ def _connect(distributed: Any, address: Any, timeout: float, label: str) -> Any:
         reason = _reason(exc)
     # the half-built client is freed here (its __del__ may complain): quietly
     _collect_quietly()
+    if not isinstance(address, str):  # the local cluster this run started
+        raise ClusterError(f"{label}: cannot connect to the local Dask cluster ({reason})",
+                           hint="raise dask.timeout (seconds), or use fewer --workers on a "
+                                "busy machine")
     raise _unreachable(label, reason)
 
 
