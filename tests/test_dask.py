@@ -787,7 +787,7 @@ class RecordingClient:
     """A ``distributed.Client`` whose ``scatter`` and ``submit`` calls are recorded."""
 
     def __init__(self, client) -> None:
-        self.client, self.scattered, self.submitted = client, [], []
+        self.client, self.scattered, self.submitted, self.options = client, [], [], []
 
     def scatter(self, value, **kwargs):
         future = self.client.scatter(value, **kwargs)
@@ -796,6 +796,7 @@ class RecordingClient:
 
     def submit(self, *args, **kwargs):
         self.submitted.append(args)
+        self.options.append(kwargs)
         return self.client.submit(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -806,8 +807,8 @@ class RecordingClient:
 def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, group):
     """Each placed block (a group of ``group`` row blocks of 32 rows) is placed once (not
     a broadcast) as its own rows only; each task's arguments hold the handles of its two
-    blocks and nothing else of size; on the scheduler a task depends on at most two
-    keys; the bytes are the serial ones."""
+    blocks and nothing else of size (its other dependencies are the pass's broadcast
+    scalars); the bytes are the serial ones."""
     from calaudit.numerics.pairwise import RowBlock, kernel_forms_and_matmul, pair_blocks
 
     gram, z, w = _exact_case()
@@ -833,10 +834,16 @@ def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, gr
     for _, _, i, j, left, right, shared in tasks:
         assert (handles[left.key], handles[right.key]) == (i, j)
         assert all(np.ndim(value) == 0 for value in shared.values())
-    dependencies = two_workers.run_on_scheduler(
-        lambda dask_scheduler: [len(ts.dependencies) for key, ts in
-                                dask_scheduler.tasks.items() if "_partial" in str(key)])
-    assert all(d <= 2 for d in dependencies)
+    # on the scheduler a task depends on the futures among its arguments: its two blocks
+    # and the pass's broadcast scalars (placed once for all tasks), no other rows
+    futures = type(left)
+    for args, options in zip(client.submitted, client.options):
+        if args[0].__name__ == "_call_pair":
+            found = [v for v in (*args, *args[-1].values(), *options.values())
+                     if isinstance(v, futures)]
+            assert [f.key for f in found if f.type is RowBlock] == [args[4].key, args[5].key]
+            assert all(issubclass(f.type, (bool, int, float, str, np.generic))
+                       for f in found if f.type is not RowBlock)
 
 
 def killing_pair(i: int, j: int, left, right, *, flag: str, victim: tuple, **shared):
