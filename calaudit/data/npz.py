@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.data.readers import _READ_ERRORS, _unreadable, check_readable
+from calaudit.data.file_errors import READ_ERRORS, check_readable, unreadable
 from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
 
@@ -60,8 +60,8 @@ class NpzArchive:
                 self._columns = layout(read_members(self.path, self.store), self.path)
             except InputError:
                 raise
-            except _READ_ERRORS as exc:
-                raise _unreadable(self.path, "npz", exc) from None
+            except READ_ERRORS as exc:
+                raise unreadable(self.path, "npz", exc) from None
         return self._columns
 
     def frame(self, names: list[str]) -> pd.DataFrame:

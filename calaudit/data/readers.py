@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from calaudit.data.file_errors import READ_ERRORS as _READ_ERRORS
+from calaudit.data.file_errors import check_readable
+from calaudit.data.file_errors import unreadable as _unreadable
 from calaudit.data.text_files import check_header, encoding_error
 from calaudit.exceptions import InputError
-from calaudit.files import FileProblem, check_regular
 
 SUFFIXES = {
     ".csv": "csv",
@@ -92,36 +93,6 @@ def sha256_stream(handle) -> str:
     for chunk in iter(lambda: handle.read(1 << 20), b""):
         digest.update(chunk)
     return digest.hexdigest()
-
-
-def check_readable(path: Path) -> None:
-    """Raise a clear error unless ``path`` is a readable regular file (a FIFO, device or
-    directory is refused before it is opened, so nothing blocks)."""
-    try:
-        check_regular(path)
-    except FileProblem as exc:
-        raise InputError(exc.message, source=str(path), rule=exc.rule, hint=exc.hint) from None
-
-
-def _unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(
-        f"cannot read this {fmt} file ({detail})",
-        source=str(path),
-        rule="unreadable_file",
-        hint="the file may be truncated or not in the format its suffix says",
-    )
-
-
-_READ_ERRORS = (
-    OSError,
-    EOFError,
-    ValueError,
-    UnicodeDecodeError,
-    zipfile.BadZipFile,
-    pd.errors.ParserError,
-    pd.errors.EmptyDataError,
-)
 
 
 def _arrow_errors() -> tuple[type[BaseException], ...]:

@@ -8,7 +8,6 @@ the result: nothing here recomputes a statistic (the diagrams' data come from th
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
@@ -43,6 +42,7 @@ from calaudit.report.views import (
     CovariateRow,
     DataView,
     EvidenceSection,
+    FigureNamer,
     FigureView,
     FileRow,
     KeyValue,
@@ -58,22 +58,6 @@ from calaudit.report.views import (
 )
 
 MAX_PER_CLASS_PANELS = 40
-
-
-class FigureNamer:
-    """Unique, file-system-safe figure names in order of appearance:
-    ``figure-01-reliability.svg`` (names from the data never reach the file system)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def view(self, kind: str, title: str, alt: str, caption: str, data: Mapping[str, Any],
-             slug: str = "") -> FigureView:
-        self.count += 1
-        clean = re.sub(r"[^a-z0-9]+", "-", (slug or kind).lower()).strip("-")[:40]
-        name = f"figure-{self.count:02d}-{clean or kind}"
-        return FigureView(key=name, kind=kind, title=title, alt=alt, caption=caption,
-                          filename=f"{name}.svg", data=data)
 
 
 #: Builders of extra evidence sections, called in order with ``(result, namer)``; each
