@@ -666,8 +666,10 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path):
     frame = binary_frame(3000)
     frame.to_csv(tmp_path / "d.csv", index=False)
     before = listing(tmp_path)
+    # minutes of resampling, so that the interrupt lands mid-audit however fast the machine
     process = _subprocess(["test", "d.csv", "--covariates", "age,race", "--n-resamples",
-                           "100000", "--json", "out/r.json", "--md", "out/r.md"], tmp_path)
+                           "100000", "--local-resamples", "100000", "--json", "out/r.json",
+                           "--md", "out/r.md"], tmp_path)
     time.sleep(6)
     process.send_signal(signal.SIGINT)
     try:
