@@ -3,6 +3,7 @@ local Dask clusters of the executor tests."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,34 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_data"
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook (absent under -p no:xdist)
+def pytest_xdist_auto_num_workers(config) -> int | None:
+    """``-n auto``: one worker per core this process may run on (its affinity mask, as
+    ``calaudit.numerics.row_blocks.usable_cores``), not psutil's physical cores (one on a
+    2-vCPU VM whose vCPUs are hyperthreads of one core). ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks (macOS, Windows): every core
+        return os.cpu_count() or 1
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In a parallel run (pytest-xdist's workers, ``--dist loadfile``, see pyproject.toml):
+    the files holding a test marked ``slow`` first, then the others by their number of
+    tests (each order otherwise kept), so that the long files start early instead of
+    ending the run on one worker while the others wait. A serial run keeps the file order."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    counts: dict[Path, int] = {}
+    for item in items:
+        counts[item.path] = counts.get(item.path, 0) + 1
+    items.sort(key=lambda item: (item.path not in slow, -counts[item.path]))
+
+
 def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
     """Calibrated binary predictions with a numeric and a categorical covariate."""
     rng = np.random.default_rng(seed)
@@ -29,9 +58,10 @@ def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
 
 
 def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
-               local_resamples: int, random_state: int) -> str:
+               local_resamples: int, random_state: int, n_features: int | None = None) -> str:
     """The JSON of ``run_audit`` on :func:`binary_frame` (age, race) with ``executor``,
-    timings removed: what the executor tests compare byte for byte."""
+    timings removed: what the executor tests compare byte for byte. ``n_features``: ``D``
+    of the features method (``None``: the size rule)."""
     import json
 
     import calaudit
@@ -41,7 +71,7 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
     data = calaudit.CalibrationData.from_arrays(
         frame["label"].to_numpy(), frame["prob"].to_numpy(),
         covariates=frame[["age", "race"]])
-    config = calaudit.AuditConfig(method=method, n_resamples=resamples,
+    config = calaudit.AuditConfig(method=method, n_features=n_features, n_resamples=resamples,
                                   random_state=random_state,
                                   local=LocalConfig(n_resamples=local_resamples),
                                   executor=executor)
@@ -125,9 +155,10 @@ def local_cluster(workers: int, processes: bool = True) -> Iterator[Any]:
     when it is sent): worker processes (1 GB each, killable) or, with ``processes=False``,
     threads of this process. Skips the test without ``distributed``."""
     distributed = pytest.importorskip("distributed")
-    options = ({"memory_limit": "1GB", "host": "127.0.0.1",
-                "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
-               if processes else {})
+    # the scheduler's HTTP server on a free port, not the default 8787 (taken by another
+    # cluster of a parallel run: a warning and another port)
+    options = ({"memory_limit": "1GB", "host": "127.0.0.1"} if processes else {})
+    options["scheduler_kwargs"] = {"dashboard_address": "127.0.0.1:0"}
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
                                   processes=processes, dashboard_address=None,
                                   **options) as cluster, \

@@ -895,9 +895,16 @@ def _killed_pair_pass(executor, n: int, flag, victim: tuple) -> tuple[list, bool
     return blocks, same
 
 
+@pytest.fixture(scope="module")
+def serial_exact_json() -> dict[int, str]:
+    """The serial JSON of the exact audit per block size, computed once for both worker
+    counts (filled by the test as it needs them)."""
+    return {}
+
+
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_the_exact_audit_on_dask_gives_the_serial_json_for_any_block_size(
-        workers, request, monkeypatch):
+        workers, request, monkeypatch, serial_exact_json):
     """``--method exact`` (the local consistency test, the LCB's kernel pass and the SKCE
     consistency test) through block pairs of 256 and 700 rows on 1 and 2 workers: the
     serial JSON, and the pairs did run on Dask."""
@@ -911,7 +918,9 @@ def test_the_exact_audit_on_dask_gives_the_serial_json_for_any_block_size(
 
     for block_rows in (256, 700):
         monkeypatch.setattr(pairwise, "FUSED_TILE_ROWS", block_rows)
-        expected = exact(SerialExecutor())
+        if block_rows not in serial_exact_json:
+            serial_exact_json[block_rows] = exact(SerialExecutor())
+        expected = serial_exact_json[block_rows]
         calls = dask_partials(monkeypatch)
         assert exact(DaskExecutor(client)) == expected
         assert calls.count("group_partial") >= 2  # the test's pass and the LCB's

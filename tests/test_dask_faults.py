@@ -33,6 +33,7 @@ from calaudit.execution import dask_executor, shards
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import ROOT, binary_frame
+from tests.test_fuzz import _sigint_as_in_a_terminal
 from tests.test_remote_inputs import silent_server
 
 
@@ -185,7 +186,7 @@ def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum,
         [sys.executable, "-m", "calaudit", "test", "d.csv", "--covariates", "age,race",
          "--workers", "1", "--spill", "always", "--n-resamples", "100000", "--json", "r.json"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=_sigint_as_in_a_terminal)
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 90

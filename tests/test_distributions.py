@@ -52,6 +52,7 @@ def test_convolve_rows_valid_is_fftconvolve(size, rows):
     assert got.shape == expected.shape and np.array_equal(got, expected)
 
 
+@pytest.mark.slow
 def test_default_audit_does_not_import_scipy_stats(tmp_path):
     probe = ("import runpy, sys\n"
              "sys.argv = ['calaudit', 'test', sys.argv[1], '--covariates', 'age,race',"

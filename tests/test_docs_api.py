@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # the documented audits, as written
 PAGE = ROOT / "docs" / "api.md"
 README = ROOT / "README.md"
 

@@ -643,6 +643,7 @@ def _subprocess(args, cwd, **kwargs):
                             **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["config", "show", "--config", "f"], ["report", "f", "--html", "o.html"],
     ["compare", "f", "f"], ["metrics", "f.csv"], ["metrics", "d.csv", "--labels", "f.csv"],
@@ -662,6 +663,14 @@ def test_fifos_never_block(tmp_path, args):
     assert len(lines) == 1 and "FIFO" in lines[0], err
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """In the child before ``exec``: SIGINT's default action, as a terminal's Ctrl-C finds
+    it. A shell's background job (``pytest ... &``, nohup) ignores SIGINT, the child would
+    inherit that, and Python installs no KeyboardInterrupt handler for an ignored signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow
 def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path):
     frame = binary_frame(3000)
     frame.to_csv(tmp_path / "d.csv", index=False)
@@ -669,7 +678,7 @@ def test_ctrl_c_exits_130_and_leaves_nothing(tmp_path):
     # minutes of resampling, so that the interrupt lands mid-audit however fast the machine
     process = _subprocess(["test", "d.csv", "--covariates", "age,race", "--n-resamples",
                            "100000", "--local-resamples", "100000", "--json", "out/r.json",
-                           "--md", "out/r.md"], tmp_path)
+                           "--md", "out/r.md"], tmp_path, preexec_fn=_sigint_as_in_a_terminal)
     time.sleep(6)
     process.send_signal(signal.SIGINT)
     try:

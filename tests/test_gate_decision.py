@@ -304,6 +304,7 @@ def test_metrics_command_gates_nothing(cli, tmp_path):
     assert "NO CHECKS" in result.output
 
 
+@pytest.mark.slow
 def test_source_date_epoch_gives_byte_identical_json(tmp_path):
     env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000", "PYTHONPATH": str(ROOT)}
     outputs = []

@@ -19,6 +19,7 @@ from tests.report.synthetic import SCRIPT
 from validation.cdp_browser import Chromium, find_chromium, inspect_page, print_page
 
 CHROMIUM = find_chromium()
+pytestmark = pytest.mark.slow  # a Chromium process
 
 
 @pytest.fixture(scope="module")

@@ -185,6 +185,7 @@ def test_markdown_tables_fit_100_columns(gated_run):
     assert wide == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("epoch", ["1767225600"])
 def test_documents_are_byte_identical_across_processes(tmp_path, epoch):
     sample = SAMPLES / "credit_default.csv"

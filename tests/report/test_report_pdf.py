@@ -21,6 +21,8 @@ from calaudit.report.render import printable, render_pdf, write_reports
 pytest.importorskip("weasyprint")
 POPPLER = all(shutil.which(tool) for tool in ("pdftotext", "pdftoppm", "pdfinfo"))
 pytestmark = pytest.mark.skipif(not POPPLER, reason="poppler-utils is not installed")
+#: the tests of the sample's PDFs (WeasyPrint prints two, poppler reads them)
+slow_pdf = pytest.mark.slow
 
 
 def pdf_pages(path) -> list[str]:
@@ -32,14 +34,23 @@ def pdf_pages(path) -> list[str]:
 @pytest.fixture(scope="module")
 def credit_pdfs(credit_result, tmp_path_factory):
     """The sample's PDF without and with the appendix, and the HTML each was printed
-    from (for its headings)."""
-    from calaudit.report.render import render_html
+    from (for its headings): what ``write_reports`` handed to ``render_pdf``, recorded
+    (not rendered a second time)."""
+    from calaudit.report import render
 
     folder = tmp_path_factory.mktemp("pdf")
-    write_reports(credit_result, pdf=folder / "r.pdf", html=folder / "r.html")
-    write_reports(credit_result, pdf=folder / "a.pdf", pdf_appendix=True)
-    return {"main": (folder / "r.pdf", render_html(credit_result, appendix=False).text),
-            "appendix": (folder / "a.pdf", render_html(credit_result).text)}
+    printed: list[str] = []
+
+    def recorded(html: str) -> bytes:
+        printed.append(html)
+        return render_pdf(html)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "render_pdf", recorded)
+        write_reports(credit_result, pdf=folder / "r.pdf", html=folder / "r.html")
+        write_reports(credit_result, pdf=folder / "a.pdf", pdf_appendix=True)
+    main, appendix = printed
+    return {"main": (folder / "r.pdf", main), "appendix": (folder / "a.pdf", appendix)}
 
 
 def page_count(path) -> int:
@@ -50,6 +61,7 @@ def page_count(path) -> int:
                .split()[1])
 
 
+@slow_pdf
 def test_the_pdf_is_at_most_8_pages_and_the_appendix_is_on_request(credit_pdfs):
     main, appendix = credit_pdfs["main"][0], credit_pdfs["appendix"][0]
     pages = page_count(main)
@@ -65,12 +77,14 @@ def test_the_pdf_is_at_most_8_pages_and_the_appendix_is_on_request(credit_pdfs):
         assert evidence in text, evidence
 
 
+@slow_pdf
 def test_the_pdf_lists_every_check(credit_pdfs, credit_result):
     text = "\n".join(pdf_pages(credit_pdfs["main"][0]))
     for check in result_checks(credit_result):
         assert check.id in text, check.id
 
 
+@slow_pdf
 def test_page_one_states_the_decision_and_its_evidence(credit_pdfs, credit_result):
     first = " ".join(pdf_pages(credit_pdfs["main"][0])[0].split())
     assert first.startswith("Calibration audit: credit_default.csv")
@@ -97,6 +111,7 @@ def headings(html: str) -> set[str]:
     return {unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in found} - {"", "Verdict"}
 
 
+@slow_pdf
 @pytest.mark.parametrize("document", ["main", "appendix"])
 def test_no_page_ends_with_a_heading(credit_pdfs, document):
     pdf, html = credit_pdfs[document]
@@ -106,6 +121,7 @@ def test_no_page_ends_with_a_heading(credit_pdfs, document):
         assert not any(line.startswith(title) for title in titles), (number, line)
 
 
+@slow_pdf
 def test_page_one_is_drawn(credit_pdfs, artifacts, tmp_path):
     """The picture under the verdict is on page 1, drawn (rasterised with poppler)."""
     from PIL import Image
