@@ -10,7 +10,7 @@ same rows whatever the number of files), written to a temporary directory unless
 ``--data DIR`` names one already written.
 
 ``--what reduction``: one feature pass of the kind the kernel tests run, as a row reduction
-over the fixed task ranges (``calaudit.numerics.row_blocks``): each task reads its own rows
+over the fixed task ranges (``calaudit.scale``): each task reads its own rows
 from the Parquet files (only the row groups it needs), maps ``z = (p, age, region)`` to
 ``D`` random Fourier features, redraws ``B`` label sets ``y* ~ Bernoulli(p)`` from the
 row-block streams and returns ``Phi^T [r, r*_1 .. r*_B]`` (D x (B + 1)) and the ECE bin
@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from calaudit.numerics.row_blocks import ROW_BLOCK, TASK_ROWS, block_rng, task_ranges  # noqa: E402
+from calaudit.scale import ROW_BLOCK, TASK_ROWS, block_rng, task_ranges  # noqa: E402
 
 REGIONS = ("north", "south", "east", "west")
 N_BINS = 15
@@ -150,12 +150,12 @@ def run_reduction(args: argparse.Namespace) -> dict:
     started, cpu = time.perf_counter(), time.process_time()
     workers = {}
     if args.run == "serial":
-        from calaudit.execution import fold_in_order
+        from calaudit.scale import fold_in_order
 
         with threadpool_limits(1):
             total = fold_in_order(feature_partial(a, b, **shared) for a, b in ranges)
     else:
-        from calaudit.execution import DaskExecutor, open_executor
+        from calaudit.scale import open_executor
         from calaudit.settings.sections import DaskConfig
 
         config = DaskConfig(workers=args.workers, memory_limit=args.memory_limit, timeout=60)
@@ -169,7 +169,7 @@ def run_reduction(args: argparse.Namespace) -> dict:
         # client + scheduler (LocalCluster: same process) CPU per task: submit, fetch, fold
         workers["client CPU per task (ms)"] = round(1e3 * (done_cpu - ready_cpu) / len(ranges), 2)
         part = {k: np.asarray(v) for k, v in total.items()}
-        from calaudit.execution import fold_in_order
+        from calaudit.scale import fold_in_order
 
         t0 = time.perf_counter()
         fold_in_order([part] * len(ranges))
@@ -190,7 +190,7 @@ def sized_partial(start: int, stop: int, *, shape: tuple[int, int]) -> dict:
 def run_overhead(args: argparse.Namespace) -> dict:
     """``--tasks`` empty tasks with feature-pass-sized partials on ``--workers``: wall and
     client (+ scheduler) CPU per task."""
-    from calaudit.execution import DaskExecutor, open_executor
+    from calaudit.scale import DaskExecutor, open_executor
     from calaudit.settings.sections import DaskConfig
 
     ranges = [(k * TASK_ROWS, (k + 1) * TASK_ROWS) for k in range(args.tasks)]

@@ -56,10 +56,10 @@ from types import SimpleNamespace
 import numpy as np
 from scipy import stats
 
-from calaudit.inference.method import MethodChoice, choose_method
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import SkceFeatures, feature_consistency_test
+from calaudit.inference.method import MethodChoice, choose_method
 from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
@@ -167,7 +167,7 @@ def run_cell(n: int, kind: str, k: int, start: int, count: int, b: int) -> None:
         if path.exists() else set()
     if not path.exists():
         OUT.mkdir(parents=True, exist_ok=True)
-        path.write_text(",".join(columns) + f",resamples\n")
+        path.write_text(",".join(columns) + ",resamples\n")
     for i in range(start, start + count):
         if i in done:
             continue

@@ -10,7 +10,9 @@ line's ``--help``) stays fast::
 
 Subpackages: ``calaudit.stats`` (one function per calibration test, scipy-like results),
 ``calaudit.plot`` (scikit-learn-like ``Display`` objects), ``calaudit.metrics`` (every
-estimator as a plain function). Guide: ``docs/api.md``.
+estimator as a plain function), ``calaudit.scale`` (where row reductions run:
+``calaudit.scale.using(executor)`` chooses threads, one process or a Dask cluster for a
+block of calls). Guide: ``docs/api.md``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ _EXPORTS = {
     "ConfigError": "calaudit.exceptions",
 }
 
-_SUBPACKAGES = ("stats", "plot", "metrics")
+_SUBPACKAGES = ("stats", "plot", "metrics", "scale")
 
 __all__ = ["__version__", *_EXPORTS, *_SUBPACKAGES]
 

@@ -4,7 +4,7 @@
 seconds: past that, :class:`DeadlineExceeded` is raised in the caller, and the abandoned
 call ends with the process (or at its own library's timeout). Used for the first contact
 with an object store and its listing (:mod:`calaudit.data.remote`) and for the checks of a
-Dask cluster's workers (:mod:`calaudit.execution.cluster`). Standard library only.
+Dask cluster's workers (:mod:`calaudit.scale.cluster`). Standard library only.
 """
 
 from __future__ import annotations

@@ -65,4 +65,4 @@ class ConfigError(CalauditError, ValueError):
 class ClusterError(CalauditError):
     """A Dask cluster that cannot be used: the scheduler cannot be reached, the
     ``calaudit[dask]`` extra is missing, or the cluster keeps losing the workers that run
-    a task (:mod:`calaudit.execution`)."""
+    a task (:mod:`calaudit.scale`)."""

@@ -21,7 +21,7 @@ SAMPLE = ROOT / "sample_data"
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook (absent under -p no:xdist)
 def pytest_xdist_auto_num_workers(config) -> int | None:
     """``-n auto``: one worker per core this process may run on (its affinity mask, as
-    ``calaudit.numerics.row_blocks.usable_cores``), not psutil's physical cores (one on a
+    ``calaudit.scale.usable_cores``), not psutil's physical cores (one on a
     2-vCPU VM whose vCPUs are hyperthreads of one core). ``PYTEST_XDIST_AUTO_NUM_WORKERS``
     still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
@@ -85,7 +85,7 @@ def dask_partials(monkeypatch) -> list[str]:
     """The names of the partials that go through ``DaskExecutor.map_sum`` (and
     ``map_pairs``, the exact passes' block pairs) from now on (the list fills as the
     reductions run): which reductions a test's run sent to Dask."""
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
 
     calls: list[str] = []
     original, pairs = DaskExecutor.map_sum, DaskExecutor.map_pairs

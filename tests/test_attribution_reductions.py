@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from calaudit import scale
 from calaudit.attribution import irls
 from calaudit.attribution.design import build_terms
 from calaudit.attribution.irls import fit_many, glm_partial, mean_partial, model_rows
@@ -20,7 +21,7 @@ from calaudit.attribution.model import (
     standardised_biases,
 )
 from calaudit.local.groups import Levels
-from calaudit.numerics.row_blocks import SerialExecutor, ThreadExecutor, task_ranges
+from calaudit.scale import SerialExecutor, ThreadExecutor, task_ranges
 
 TASK = 4096
 
@@ -88,12 +89,13 @@ def _models(terms):
     return out
 
 
-@pytest.mark.parametrize("executor", [None, ThreadExecutor(1), ThreadExecutor(3)])
+@pytest.mark.parametrize("executor", [SerialExecutor(), ThreadExecutor(1), ThreadExecutor(3)])
 def test_fits_in_lockstep_give_the_former_bytes(model, executor):
     data, terms = model
     designs = [data.cells.design(t) for t in _models(terms)]
-    fits = fit_many(data.y.size, designs, model_rows(data.y, data.offset, data.cells.cell),
-                    executor)
+    with scale.using(executor):
+        fits = fit_many(data.y.size, designs,
+                        model_rows(data.y, data.offset, data.cells.cell))
     for fit, design in zip(fits, designs, strict=True):
         deviance, params, cov = _former_fit(data.y, data.offset, data.cells.cell, design)
         assert fit.deviance == deviance

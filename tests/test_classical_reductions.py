@@ -11,14 +11,14 @@ import pytest
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
+from calaudit import scale
 from calaudit.inference.classical import (
     hosmer_lemeshow_partial,
     hosmer_lemeshow_test,
     spiegelhalter_partial,
     spiegelhalter_test,
 )
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, ThreadExecutor
-from calaudit.numerics.row_sources import ArrayRows
+from calaudit.scale import TASK_ROWS, ArrayRows, SerialExecutor, ThreadExecutor
 
 
 def former_spiegelhalter(y, p):
@@ -85,10 +85,10 @@ def test_several_ranges_agree_with_exact_sums():
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
 def test_the_bytes_do_not_depend_on_the_thread_count(threads):
     y, p = data(2 * TASK_ROWS + 5, 6, ties=True)
-    serial = (spiegelhalter_test(y, p, SerialExecutor()),
-              hosmer_lemeshow_test(y, p, 8, SerialExecutor()))
-    threaded = (spiegelhalter_test(y, p, ThreadExecutor(threads)),
-                hosmer_lemeshow_test(y, p, 8, ThreadExecutor(threads)))
+    with scale.using(SerialExecutor()):
+        serial = spiegelhalter_test(y, p), hosmer_lemeshow_test(y, p, 8)
+    with scale.using(ThreadExecutor(threads)):
+        threaded = spiegelhalter_test(y, p), hosmer_lemeshow_test(y, p, 8)
     assert repr(serial[0]) == repr(threaded[0])
     assert serial[1].statistic == threaded[1].statistic
     assert serial[1].expected.tobytes() == threaded[1].expected.tobytes()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from calaudit import scale
 from calaudit.metrics.clinical import (
     RecalibrationRows,
     logistic_recalibration,
@@ -24,8 +25,7 @@ from calaudit.metrics.clinical import (
     recalibration_replicates,
 )
 from calaudit.numerics.resampling import bootstrap_counts
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, ThreadExecutor
-from calaudit.numerics.row_sources import ArrayRows
+from calaudit.scale import TASK_ROWS, ArrayRows, SerialExecutor, ThreadExecutor
 from tests.conftest import eventually
 
 N = 2 * TASK_ROWS + 4_321  # three reduction ranges
@@ -47,8 +47,9 @@ def clinical_data():
 
 
 def _clinical_bytes(y, p, weights, executor) -> bytes:
-    fit = logistic_recalibration(y, p, executor)
-    citl, slope = recalibration_replicates(y.astype(np.float64), p, weights, executor)
+    with scale.using(executor):
+        fit = logistic_recalibration(y, p)
+        citl, slope = recalibration_replicates(y.astype(np.float64), p, weights)
     return repr(fit).encode() + citl.tobytes() + slope.tobytes()
 
 
@@ -136,8 +137,9 @@ def _table_bytes(executor) -> bytes:
     from calaudit.local import groups as grp
 
     specs, y, p, lcb = group_inputs()
-    table = grp.group_table(specs, y, p, lcb, np.random.default_rng(2),
-                            grp.GroupSettings(ci_resamples=200), executor)
+    with scale.using(executor):
+        table = grp.group_table(specs, y, p, lcb, np.random.default_rng(2),
+                                grp.GroupSettings(ci_resamples=200))
     return json.dumps(table, sort_keys=True).encode()
 
 
@@ -201,7 +203,7 @@ def test_clinical_fits_on_dask_give_the_serial_bytes(workers, request, monkeypat
     """The fits and the bootstrap replicates on 1 and 2 workers: the in-process bytes;
     every sum is a ``newton_partial`` on the workers; the rows placed once per fit pair
     (``y`` and ``logit(p)``, then with the batch's weights); everything released."""
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
     from tests.conftest import dask_partials
 
     client = request.getfixturevalue(workers)
@@ -224,7 +226,7 @@ def test_the_group_table_on_dask_gives_the_serial_bytes(workers, request, monkey
                                                         table_serial):
     """The group table's moments on 1 and 2 workers: the in-process bytes; two
     ``moments_partial`` passes over rows placed once; everything released."""
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
     from tests.conftest import dask_partials
 
     client = request.getfixturevalue(workers)
@@ -245,7 +247,7 @@ def _audit(executor) -> str:
 def test_the_audit_sends_the_fits_and_the_group_moments_to_dask(one_worker, monkeypatch):
     """The stages pass the run's executor: the clinical fits and the group table's moments
     run on the worker, and the JSON is the in-process bytes."""
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
     from tests.conftest import dask_partials
 
     expected = _audit(None)

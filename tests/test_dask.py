@@ -1,4 +1,4 @@
-"""Row reductions on Dask (``calaudit.execution``): the same bytes as in one process with
+"""Row reductions on Dask (``calaudit.scale``): the same bytes as in one process with
 1 and 2 workers, a worker killed mid-run survived, an unreachable scheduler is one line,
 and everything works as before without Dask installed.
 
@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calaudit import scale
 from calaudit.exceptions import ClusterError, ConfigError
-from calaudit.execution import DaskExecutor, fold_in_order, open_executor
+from calaudit.scale import DaskExecutor, fold_in_order, open_executor
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import audit_json, binary_frame, dask_partials, eventually, local_cluster
@@ -27,7 +28,7 @@ from tests.conftest import audit_json, binary_frame, dask_partials, eventually, 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
+from calaudit.scale import SerialExecutor, task_ranges
 
 # the partials below travel to the worker processes by value, not by module name
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -273,8 +274,10 @@ def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
     before = set(client.who_has())  # keys earlier tests may have left
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
-        serial_fit = fit_logistic(y, offset, cell, design)
-        dask_fit = fit_logistic(y, offset, cell, design, DaskExecutor(client))
+        with scale.using(SerialExecutor()):
+            serial_fit = fit_logistic(y, offset, cell, design)
+        with scale.using(DaskExecutor(client)):
+            dask_fit = fit_logistic(y, offset, cell, design)
     assert dask_fit.params.tobytes() == serial_fit.params.tobytes()
     assert dask_fit.cov.tobytes() == serial_fit.cov.tobytes()
     assert dask_fit.deviance == serial_fit.deviance
@@ -297,7 +300,7 @@ def audit_in_process() -> str:
 def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatch,
                                                     audit_in_process):
     """The default battery with the feature tests, in-process and on 1 and 2 workers.
-    Once the feature passes take an executor (calaudit.numerics.row_blocks), their
+    Once the feature passes take an executor (calaudit.scale), their
     reductions must have gone through Dask."""
     client = request.getfixturevalue(workers)
     calls = dask_partials(monkeypatch)
@@ -460,7 +463,7 @@ def test_without_dask_everything_works_as_before(tmp_path):
 def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
     """The pickled sizes of what ``DaskExecutor.keep`` places and of what each reduction
     scatters besides (lists that fill as the reductions run)."""
-    from calaudit.execution import broadcasts
+    from calaudit.scale import broadcasts
 
     kept: list[int] = []
     scattered: list[int] = []
@@ -506,7 +509,12 @@ def _feature_inputs(classes: int) -> dict:
 
 def _feature_stages(inputs: dict, executor) -> list[bytes]:
     """The SKCE stage's pass and the local stage's first pass (with each fused test) and
-    a separate consistency test, as bytes."""
+    a separate consistency test on ``executor``, as bytes."""
+    with scale.using(executor):
+        return _feature_passes(inputs)
+
+
+def _feature_passes(inputs: dict) -> list[bytes]:
     from calaudit.inference.feature_tests import feature_consistency_test, feature_skce_pass
     from calaudit.local.features import feature_local_pass
 
@@ -514,20 +522,18 @@ def _feature_stages(inputs: dict, executor) -> list[bytes]:
     rng = np.random.default_rng
     skce = feature_skce_pass(inputs["skce_features"], inputs["x"], inputs["r"],
                              inputs["proba"], rng(1), 19, rng(2), 19,
-                             residual_scale=inputs["scale"], executor=executor,
-                             task_rows=TASK)
+                             residual_scale=inputs["scale"], task_rows=TASK)
     out += [np.array([skce.terms.total, *skce.terms.diagonal]).tobytes(),
             skce.consistency.null_distribution.tobytes(), skce.forms.quadratic.tobytes(),
             skce.forms.linear.tobytes(), skce.forms.ties.tobytes()]
     for test in ("klce_consistency", "klce_bootstrap"):
         local = feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
                                    inputs["klce"], inputs["proba"], test, rng(4), 19,
-                                   executor=executor, task_rows=TASK)
+                                   task_rows=TASK)
         out += [local.bias.values.tobytes(), local.bias.weight_sums.tobytes(),
                 local.test.null_distribution.tobytes(), np.float64(local.statistic).tobytes()]
     single = feature_consistency_test(inputs["local_features"], inputs["z"], inputs["klce"],
-                                      inputs["proba"], rng(8), 19, executor=executor,
-                                      task_rows=TASK)
+                                      inputs["proba"], rng(8), 19, task_rows=TASK)
     return out + [single.null_distribution.tobytes()]
 
 
@@ -541,7 +547,7 @@ def feature_case(request) -> tuple[dict, list[bytes]]:
                                       "one_worker", "two_workers"])
 def test_the_feature_passes_give_the_serial_bytes_on_threads_and_dask(executor, request,
                                                                        feature_case):
-    from calaudit.numerics.row_blocks import ThreadExecutor
+    from calaudit.scale import ThreadExecutor
 
     inputs, expected = feature_case
     if executor.startswith("threads"):
@@ -572,9 +578,10 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     monkeypatch.setattr(DaskExecutor, "map_sum", map_sum)
     before = set(client.who_has())
     executor = DaskExecutor(client)
-    feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
-                       inputs["klce"], inputs["proba"], "klce_bootstrap",
-                       np.random.default_rng(4), 19, executor=executor, task_rows=TASK)
+    with scale.using(executor):
+        feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
+                           inputs["klce"], inputs["proba"], "klce_bootstrap",
+                           np.random.default_rng(4), 19, task_rows=TASK)
     assert passes == ["label_partial", "resample_partial"]
     # z (3 columns), p, y, lead (2 columns): 8 n + 3 x 8 n + n + 16 n bytes, once;
     # then the residuals (8 n) for the bootstrap
@@ -594,7 +601,7 @@ def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
     """Spiegelhalter's and Hosmer-Lemeshow's reductions over several ranges (3 ranges of
     ``TASK_ROWS``) on 1 and 2 workers give the in-process bytes."""
     from calaudit.inference.classical import hosmer_lemeshow_test, spiegelhalter_test
-    from calaudit.numerics.row_blocks import TASK_ROWS
+    from calaudit.scale import TASK_ROWS
 
     client = request.getfixturevalue(workers)
     rng = np.random.default_rng(12)
@@ -602,8 +609,10 @@ def test_classical_tests_on_dask_give_the_serial_bytes(workers, request):
     y = (rng.uniform(size=p.size) < p).astype(np.int64)
     executor = DaskExecutor(client)
     before = set(client.who_has())
-    assert repr(spiegelhalter_test(y, p, executor)) == repr(spiegelhalter_test(y, p))
-    serial, dask = hosmer_lemeshow_test(y, p, 10), hosmer_lemeshow_test(y, p, 10, executor)
+    with scale.using(executor):
+        on_dask = spiegelhalter_test(y, p), hosmer_lemeshow_test(y, p, 10)
+    assert repr(on_dask[0]) == repr(spiegelhalter_test(y, p))
+    serial, dask = hosmer_lemeshow_test(y, p, 10), on_dask[1]
     assert (dask.statistic, dask.df, dask.p_value) == (serial.statistic, serial.df,
                                                        serial.p_value)
     assert dask.expected.tobytes() == serial.expected.tobytes()
@@ -631,8 +640,8 @@ def _attribution_json(executor) -> str:
     from calaudit.attribution.explain import AttributionSettings, attribute
 
     levels, y, p = _attribution_inputs()
-    out = attribute(levels, ["numeric", "categorical"], y, p,
-                    AttributionSettings(executor=executor))
+    with scale.using(executor):
+        out = attribute(levels, ["numeric", "categorical"], y, p, AttributionSettings())
     return json.dumps(out.section, sort_keys=True)
 
 
@@ -647,7 +656,7 @@ def test_the_attribution_places_its_rows_once_for_all_its_fits(workers, request,
     client = request.getfixturevalue(workers)
     n = 3 * TASK + 77
     monkeypatch.setattr(irls, "PART_ROWS", TASK)  # several tasks at this size
-    expected = _attribution_json(None)
+    expected = _attribution_json(SerialExecutor())
     kept, scattered = record_placements(monkeypatch)
     calls = dask_partials(monkeypatch)
     before = set(client.who_has())
@@ -673,10 +682,11 @@ def _lcb_products(executor) -> list[bytes]:
     scaled = np.column_stack([rng.normal(size=n), rng.integers(0, 3, n) / np.sqrt(2.0)])
     kernel = cell_kernel(scaled, [1])
     r = rng.normal(size=n)
-    weighted, mass = feature_kernel_sums(kernel, r, 64, 3, executor)
     rows = np.sort(rng.choice(n, 500, replace=False))
-    at = feature_row_products(kernel, rows, r, mass, rng.normal(size=(n, 3)), 64, 3,
-                              executor)
+    curves = rng.normal(size=(n, 3))
+    with scale.using(executor):
+        weighted, mass = feature_kernel_sums(kernel, r, 64, 3)
+        at = feature_row_products(kernel, rows, r, mass, curves, 64, 3)
     return [weighted.tobytes(), mass.tobytes(), at.se.tobytes(),
             at.curve_weights.tobytes()]
 
@@ -685,9 +695,8 @@ def _lcb_products(executor) -> list[bytes]:
                                       "two_workers"])
 def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, request,
                                                                      monkeypatch):
-    from calaudit.numerics.row_blocks import ThreadExecutor
-
     from calaudit.local import lcb_features
+    from calaudit.scale import ThreadExecutor
 
     monkeypatch.setattr(lcb_features, "PASS_ROWS", TASK)  # several tasks at this size
     calls = dask_partials(monkeypatch)
@@ -698,7 +707,7 @@ def test_the_lcb_row_passes_give_the_serial_bytes_on_threads_and_dask(executor, 
     original_keep = DaskExecutor.keep
     monkeypatch.setattr(DaskExecutor, "keep", lambda self, value: kept.append(value) or
                         original_keep(self, value))
-    expected = _lcb_products(None)
+    expected = _lcb_products(SerialExecutor())
     if executor.startswith("threads"):
         runner = ThreadExecutor(int(executor[len("threads"):]))
     else:
@@ -719,16 +728,17 @@ def rows_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> d
 
 @pytest.mark.parametrize("executor", ["serial", "threads3", "one_worker", "two_workers"])
 def test_a_row_map_gives_the_ranges_rows_in_order(executor, request):
-    from calaudit.numerics.row_blocks import ThreadExecutor, map_rows
+    from calaudit.scale import ThreadExecutor
 
     ranges = task_ranges(N_ROWS, TASK)
     runner = (SerialExecutor() if executor == "serial" else ThreadExecutor(3)
               if executor == "threads3" else DaskExecutor(request.getfixturevalue(executor)))
-    out = map_rows(runner, rows_partial, ranges, SHARED)
+    with scale.using(runner):
+        out = scale.map_rows(rows_partial, ranges, SHARED)
     assert np.array_equal(out["index"], np.arange(N_ROWS))
     want = np.concatenate([rows_partial(a, b, **SHARED)["values"] for a, b in ranges])
     assert out["values"].tobytes() == want.tobytes()
-    assert map_rows(None, rows_partial, ranges, SHARED)["values"].tobytes() == want.tobytes()
+    assert runner.map_rows(rows_partial, ranges, SHARED)["values"].tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
@@ -742,14 +752,16 @@ def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monk
     rng = np.random.default_rng(8)
     n = 3 * TASK + 17
     requests, values, sums = _requests(rng, n), rng.normal(size=n), rng.uniform(0.5, 2, n)
-    serial = lcb.curve_design(requests, sums, 12, dense=False)
+    with scale.using(SerialExecutor()):
+        serial = lcb.curve_design(requests, sums, 12, dense=False)
+        serial_centres = serial.centres(values)
     calls = dask_partials(monkeypatch)
-    executor = DaskExecutor(request.getfixturevalue(workers))
-    design = lcb.curve_design(requests, sums, 12, dense=False, executor=executor)
+    with scale.using(DaskExecutor(request.getfixturevalue(workers))):
+        design = lcb.curve_design(requests, sums, 12, dense=False)
+        centres = design.centres(values)
     assert [a.tobytes() for a in design.normalisers] == [
         b.tobytes() for b in serial.normalisers]
-    assert [a.tobytes() for a in design.centres(values, executor)] == [
-        b.tobytes() for b in serial.centres(values)]
+    assert [a.tobytes() for a in centres] == [b.tobytes() for b in serial_centres]
     assert calls == ["curve_sums_partial"] * 2
 
 
@@ -775,10 +787,10 @@ def test_the_exact_pass_on_dask_gives_the_serial_bytes(workers, block_rows, requ
     client = request.getfixturevalue(workers)
     for args, kwargs in (((z, w), {}), ((z, w), {"dtype": np.float32}),
                          ((z, None), {}), ((np.zeros((gram.n, 0)), w), {})):
-        expected = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows,
-                                           executor=SerialExecutor(), **kwargs)
-        got = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows,
-                                      executor=DaskExecutor(client), **kwargs)
+        with scale.using(SerialExecutor()):
+            expected = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows, **kwargs)
+        with scale.using(DaskExecutor(client)):
+            got = kernel_forms_and_matmul(gram, *args, tile_rows=block_rows, **kwargs)
         assert got[0].tobytes() == expected[0].tobytes()
         assert got[1].tobytes() == expected[1].tobytes()
 
@@ -813,9 +825,10 @@ def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, gr
 
     gram, z, w = _exact_case()
     client = RecordingClient(two_workers)
-    got = kernel_forms_and_matmul(gram, z, w, tile_rows=32,
-                                  executor=DaskExecutor(client, pair_group=group))
-    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, executor=SerialExecutor())
+    with scale.using(DaskExecutor(client, pair_group=group)):
+        got = kernel_forms_and_matmul(gram, z, w, tile_rows=32)
+    with scale.using(SerialExecutor()):
+        expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32)
     assert got[0].tobytes() == expected[0].tobytes()
     assert got[1].tobytes() == expected[1].tobytes()
     ranges = pair_blocks(gram.n, 32 * group)
@@ -877,12 +890,17 @@ def _killed_pair_pass(executor, n: int, flag, victim: tuple) -> tuple[list, bool
     """A block-pair pass (blocks of 32 rows) of :func:`_exact_case` on ``executor`` whose
     pair ``victim`` kills its worker once: ``(the blocks, forms and products equal the
     serial bytes)``."""
-    from calaudit.numerics.pairwise import (RowBlock, block_pairs, kernel_forms_and_matmul,
-                                            pair_blocks, partial_fold)
+    from calaudit.numerics.pairwise import (
+        RowBlock,
+        block_pairs,
+        kernel_forms_and_matmul,
+        pair_blocks,
+        partial_fold,
+    )
 
     gram, z, w = _exact_case(n)
-    expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False,
-                                       executor=SerialExecutor())
+    with scale.using(SerialExecutor()):
+        expected = kernel_forms_and_matmul(gram, z, w, tile_rows=32, exclude_diagonal=False)
     ranges = pair_blocks(gram.n, 32)
     flat = z.reshape(gram.n, -1)
     blocks = [RowBlock(a, b, gram, a, flat[a:b], w[a:b]) for a, b in ranges]

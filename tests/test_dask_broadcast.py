@@ -1,7 +1,7 @@
 """What a whole audit broadcasts to every Dask worker does not grow with the rows: every
 per-row value (the rows of the LCB's kernel, the columns it multiplies, the curves' rows
 and values, the SKCE bootstrap's per-block draws, the exact path's row products) is
-placed as row blocks, each held by one worker (``calaudit.execution.shards``); only small
+placed as row blocks, each held by one worker (``calaudit.scale.shards``); only small
 values (frequencies, grids, cell matrices) go to every worker. The row-blocked values
 (``row_block`` / ``joined``) survive a killed worker like the row sources.
 """
@@ -16,15 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calaudit.execution import DaskExecutor
 from calaudit.local.lcb import CurveRequest, CurveRows
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import BlockTable
+from calaudit.scale import BlockTable, DaskExecutor, SerialExecutor, task_ranges
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-from calaudit.execution import shards  # noqa: E402
+from calaudit.scale import shards  # noqa: E402
 from tests.test_dask import same_bytes  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -28,8 +28,8 @@ import pytest
 
 from calaudit._version import __version__
 from calaudit.exceptions import ClusterError, ConfigError
-from calaudit.execution import cluster as cluster_module
-from calaudit.execution import dask_executor, shards
+from calaudit.scale import cluster as cluster_module
+from calaudit.scale import dask_executor, shards
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import ROOT, binary_frame

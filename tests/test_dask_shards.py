@@ -1,4 +1,4 @@
-"""Row sources placed as row blocks on Dask (``calaudit.execution.shards``): the serial
+"""Row sources placed as row blocks on Dask (``calaudit.scale.shards``): the serial
 bytes with 1 and 2 workers and several block sizes (ranges inside one block and spanning
 two), each block on one worker only (a broadcast would give every worker every row),
 and a worker killed mid-reduction survived by sending its blocks again.
@@ -14,15 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from calaudit import scale
 from calaudit.exceptions import ClusterError
-from calaudit.execution import DaskExecutor
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import ArrayRows, DaskExecutor, SerialExecutor, task_ranges
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-from calaudit.execution import shards  # noqa: E402
+from calaudit.scale import shards  # noqa: E402
 from tests.conftest import eventually, local_cluster  # noqa: E402
 from tests.test_dask import same_bytes  # noqa: E402
 
@@ -111,7 +110,7 @@ def test_sharded_reductions_give_the_serial_bytes(workers, block, request, expec
     executor.block_rows = block
     ranges = task_ranges(N_ROWS, TASK)
     before = set(client.who_has())
-    with resident(executor, ArrayRows(columns())) as rows:
+    with scale.using(executor), scale.resident(ArrayRows(columns())) as rows:
         assert isinstance(rows, shards.Shards) and len(rows.futures) == -(-N_ROWS // block)
         shared = {**WEIGHTS, "rows": rows}
         assert same_bytes(executor.map_sum(rows_sum_partial, ranges, shared), expected[0])
@@ -148,7 +147,7 @@ def test_row_built_columns_are_built_per_block(one_worker, expected):
     source = ArrayRows({**data, "a": Built(data["a"])})
     executor = DaskExecutor(one_worker)
     executor.block_rows = 3000
-    with resident(executor, source) as rows:
+    with scale.using(executor), scale.resident(source) as rows:
         got = executor.map_sum(rows_sum_partial, task_ranges(N_ROWS, TASK),
                                {**WEIGHTS, "rows": rows})
     assert same_bytes(got, expected[0])
@@ -214,7 +213,7 @@ def test_each_block_is_on_one_worker_and_no_worker_holds_every_row(two_workers):
     executor.block_rows = TASK
     data = columns()
     total = sum(v.nbytes for v in data.values())
-    with resident(executor, ArrayRows(data)) as rows:
+    with scale.using(executor), scale.resident(ArrayRows(data)) as rows:
         handles = rows.futures if isinstance(rows, shards.Shards) else [rows]
         holders = client.who_has(handles)
         assert all(len(holders[f.key]) == 1 for f in handles)  # one copy of each
@@ -251,7 +250,7 @@ def test_a_worker_killed_mid_reduction_loses_blocks_that_are_sent_again(
     victim = ranges[3][0]
     flag = tmp_path / "killed"
     before = set(client.run(os.getpid).values())
-    with resident(executor, ArrayRows(columns())) as rows:
+    with scale.using(executor), scale.resident(ArrayRows(columns())) as rows:
         placed = executor.placed_bytes
         result = executor.map_sum(killing_partial, ranges, {
             **WEIGHTS, "rows": rows, "flag": str(flag), "victim": victim})
@@ -272,7 +271,7 @@ def test_a_task_that_keeps_killing_its_worker_is_one_cluster_error():
         executor = DaskExecutor(client, retries=0)
         executor.block_rows = TASK
         ranges = task_ranges(N_ROWS, TASK)
-        with resident(executor, ArrayRows(columns())) as rows, \
+        with scale.using(executor), scale.resident(ArrayRows(columns())) as rows, \
                 pytest.raises(ClusterError) as error:
             executor.map_sum(always_killing_partial, ranges,
                              {**WEIGHTS, "rows": rows, "victim": ranges[0][0]})

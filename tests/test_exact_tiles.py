@@ -9,13 +9,13 @@ checked against double loops.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
+from calaudit import scale
 from calaudit.local.kernel import product_gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
-from calaudit.numerics.row_blocks import SerialExecutor, ThreadExecutor
+from calaudit.scale import SerialExecutor, ThreadExecutor
 
 EXECUTORS = [SerialExecutor(), ThreadExecutor(1), ThreadExecutor(2), ThreadExecutor(3),
              ThreadExecutor(8)]
@@ -35,8 +35,8 @@ def case():
 
 def _run(gram, z, w, executor, **kwargs):
     # blocks of 32 rows: ten blocks, 55 pairs
-    return kernel_forms_and_matmul(gram, z, w, tile_rows=32,
-                                   executor=executor, **kwargs)
+    with scale.using(executor):
+        return kernel_forms_and_matmul(gram, z, w, tile_rows=32, **kwargs)
 
 
 def test_forms_and_products_match_double_loops(case):
@@ -119,7 +119,7 @@ def test_exact_audit_json_is_the_same_on_any_number_of_threads(exact_json, threa
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_pairs_on_dask_give_the_same_bytes(case, workers, request):
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
 
     gram, z, w = case
     client = request.getfixturevalue(workers)
@@ -132,7 +132,7 @@ def test_pairs_on_dask_give_the_same_bytes(case, workers, request):
 def test_exact_audit_on_dask_gives_the_same_json(exact_json, one_worker, monkeypatch):
     """``--method exact`` with an executor: the kernel passes' block pairs run on the
     workers."""
-    from calaudit.execution import DaskExecutor
+    from calaudit.scale import DaskExecutor
     from tests.conftest import dask_partials
 
     calls = dask_partials(monkeypatch)

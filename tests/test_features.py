@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from calaudit import scale
 from calaudit.audit.config import AuditConfig
-from calaudit.inference.method import choose_method
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.feature_passes import psi_exponent
@@ -19,6 +19,7 @@ from calaudit.inference.feature_tests import (
     feature_skce_pass,
     feature_statistic,
 )
+from calaudit.inference.method import choose_method
 from calaudit.local.features import feature_local_pass, feature_smoother
 from calaudit.local.poisson_binomial import poisson_binomial_pmf
 from calaudit.numerics import poisson_binomial as pb
@@ -38,8 +39,10 @@ from calaudit.numerics.features import (
     exact_products,
     to_grid,
 )
-from calaudit.numerics.row_blocks import (
+from calaudit.numerics.kernels import exponential_tv, gaussian, laplacian
+from calaudit.scale import (
     ROW_BLOCK,
+    SerialExecutor,
     ThreadExecutor,
     block_rng,
     blocks,
@@ -47,7 +50,6 @@ from calaudit.numerics.row_blocks import (
     n_blocks,
     stream_seed,
 )
-from calaudit.numerics.kernels import exponential_tv, gaussian, laplacian
 
 
 def phi_loops(features: FourierFeatures, x):
@@ -221,12 +223,13 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     proba, r = label_case(rng, n, classes)
     features = FourierFeatures.draw("tv", 2.0, 2, 32, 4)
     runs = []
-    for rows, executor in ((ROW_BLOCK, None), (2 * ROW_BLOCK, None), (16 * ROW_BLOCK, None),
+    serial = SerialExecutor()
+    for rows, executor in ((ROW_BLOCK, serial), (2 * ROW_BLOCK, serial), (16 * ROW_BLOCK, serial),
                            (ROW_BLOCK, ReversedExecutor()), (ROW_BLOCK, ThreadExecutor(2)),
                            (2 * ROW_BLOCK, ThreadExecutor(3))):
-        out = feature_skce_pass(features, x, r, proba, np.random.default_rng(1), b,
-                                np.random.default_rng(2), b, executor=executor,
-                                task_rows=rows)
+        with scale.using(executor):
+            out = feature_skce_pass(features, x, r, proba, np.random.default_rng(1), b,
+                                    np.random.default_rng(2), b, task_rows=rows)
         runs.append((out.terms.total, out.terms.diagonal[0],
                      out.consistency.null_distribution.tobytes(),
                      *(getattr(out.forms, f).tobytes()
@@ -234,11 +237,12 @@ def test_feature_passes_do_not_depend_on_task_grouping(classes):
     assert all(run == runs[0] for run in runs[1:])
     if classes == 1:
         z = rng.normal(size=(n, 2))
-        local = [feature_local_pass(features, z, r, r, proba, "klce_consistency",
-                                    np.random.default_rng(3), b, task_rows=rows,
-                                    executor=executor)
-                 for rows, executor in ((ROW_BLOCK, None), (16 * ROW_BLOCK, None),
-                                        (ROW_BLOCK, ThreadExecutor(2)))]
+        local = []
+        for rows, executor in ((ROW_BLOCK, serial), (16 * ROW_BLOCK, serial),
+                               (ROW_BLOCK, ThreadExecutor(2))):
+            with scale.using(executor):
+                local.append(feature_local_pass(features, z, r, r, proba, "klce_consistency",
+                                                np.random.default_rng(3), b, task_rows=rows))
         for other in local[1:]:
             assert local[0].statistic == other.statistic
             assert np.array_equal(local[0].test.null_distribution,

@@ -6,8 +6,8 @@ import pytest
 
 from calaudit import limits
 from calaudit.cli.errors import clean_line
-from tests.conftest import ROOT
 from tests.cli_inprocess import assert_one_line_error, run_cli
+from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_every_shape_limit_and_wait_is_documented_with_its_value():
     """docs/configuration.md names each bound of limits.py with its value; the README's
     input and Dask sections and docs/inputs.md list the URL protocols and the waits."""
     from calaudit.data.remote import PROTOCOLS
-    from calaudit.execution.shards import WAIT_SECONDS
+    from calaudit.scale.shards import WAIT_SECONDS
     from calaudit.settings.sections import DaskConfig
 
     config = (ROOT / "docs" / "configuration.md").read_text()

@@ -6,7 +6,7 @@ import numpy as np
 
 from calaudit.local import lcb
 from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_kernel, cell_matmul
-from calaudit.numerics.row_blocks import ROW_BLOCK
+from calaudit.scale import ROW_BLOCK
 
 
 def _dense_columns(requests, weight_sums, points, dtype):

@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from calaudit import scale
 from calaudit.local import lcb
-from calaudit.numerics.row_blocks import ROW_BLOCK, ThreadExecutor
+from calaudit.scale import ROW_BLOCK, SerialExecutor, ThreadExecutor
 from tests.test_lcb_columns import _requests
 
 
@@ -41,13 +42,16 @@ def test_several_ranges_give_the_serial_bytes_on_threads(threads, monkeypatch):
     requests = _requests(rng, n)
     values = rng.normal(size=n)
     sums = rng.uniform(0.5, 2, n)
-    serial = lcb.curve_design(requests, sums, 12, dense=False)
-    threaded = lcb.curve_design(requests, sums, 12, dense=False,
-                                executor=ThreadExecutor(threads))
+    with scale.using(SerialExecutor()):
+        serial = lcb.curve_design(requests, sums, 12, dense=False)
+        serial_centres = serial.centres(values)
+    with scale.using(ThreadExecutor(threads)):
+        threaded = lcb.curve_design(requests, sums, 12, dense=False)
+        threaded_centres = threaded.centres(values)
     assert [a.tobytes() for a in serial.normalisers] == [
         b.tobytes() for b in threaded.normalisers]
-    assert [a.tobytes() for a in serial.centres(values)] == [
-        b.tobytes() for b in threaded.centres(values, ThreadExecutor(threads))]
+    assert [a.tobytes() for a in serial_centres] == [
+        b.tobytes() for b in threaded_centres]
 
 
 def test_several_ranges_are_the_exact_sums_to_rounding(monkeypatch):

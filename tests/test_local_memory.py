@@ -141,13 +141,13 @@ def test_group_rows_and_codes_are_int32_and_the_same_rows():
 def test_kernel_sums_read_residual_columns_by_blocks():
     """``feature_kernel_sums`` builds ``[r, 1]`` a row block at a time: the same products
     as the stacked (n, 2) array, bit for bit."""
+    from calaudit.local.features import MIN_WEIGHT
     from calaudit.local.lcb_features import (
         ResidualColumns,
         _features,
         cell_matmul,
         feature_kernel_sums,
     )
-    from calaudit.local.features import MIN_WEIGHT
 
     rng = np.random.default_rng(12)
     n = 9000
@@ -257,7 +257,9 @@ def test_feature_pass_holds_no_scaled_rows():
     now only the observed labels (1 B/row) grow with n."""
     import tracemalloc
 
+    from calaudit import scale
     from calaudit.local.features import feature_local_pass
+    from calaudit.scale import SerialExecutor
 
     peaks = []
     sizes = (60_000, 180_000)
@@ -265,8 +267,9 @@ def test_feature_pass_holds_no_scaled_rows():
         z, r, p, features = _feature_pass_inputs(n)
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        feature_local_pass(features, z, r, r, p, "klce_consistency", np.random.default_rng(3),
-                           9, bias=False)
+        with scale.using(SerialExecutor()):  # one range at a time: its temporaries only
+            feature_local_pass(features, z, r, r, p, "klce_consistency",
+                               np.random.default_rng(3), 9, bias=False)
         peaks.append(tracemalloc.get_traced_memory()[1] - base)
         tracemalloc.stop()
     per_row = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])

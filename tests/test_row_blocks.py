@@ -1,17 +1,17 @@
 """The row-block contract: block streams keyed by global block index, fixed task ranges and
-ordered reductions (calaudit.numerics.row_blocks)."""
+ordered reductions (calaudit.scale)."""
 
 import numpy as np
 import pytest
 
-from calaudit.numerics.row_blocks import (
+from calaudit import scale
+from calaudit.scale import (
     ROW_BLOCK,
     TASK_ROWS,
     SerialExecutor,
     ThreadExecutor,
     block_rng,
     blocks,
-    executor_of,
     fold,
     n_blocks,
     task_ranges,
@@ -98,7 +98,7 @@ def test_thread_map_sum_is_the_serial_fold(threads):
 
 
 def test_default_executor_uses_the_usable_cores():
-    assert executor_of(None).threads == usable_cores() >= 1
+    assert scale.current().threads == usable_cores() >= 1
     assert ThreadExecutor(1).threads == 1
     with pytest.raises(ValueError):
         ThreadExecutor(0)

@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from calaudit import scale
 from calaudit.data.locations import locate
 from calaudit.data.row_source import ParquetRows
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
+from calaudit.scale import TASK_ROWS, SerialExecutor, task_ranges
 
 N_BIG = 2 * TASK_ROWS + 6_871  # three reduction ranges
 
@@ -142,7 +143,8 @@ def test_the_attribution_fit_runs_on_the_executor_given():
     levels = [Levels("region", region.astype(np.intp), ("a", "b", "c"))]
     plain = attribute(levels, ["categorical"], y, p, AttributionSettings())
     recording = Recording()
-    ran = attribute(levels, ["categorical"], y, p, AttributionSettings(executor=recording))
+    with scale.using(recording):
+        ran = attribute(levels, ["categorical"], y, p, AttributionSettings())
     assert ran.section == plain.section
     assert ran.section["explaining"] == ["region"]
     assert {"glm_partial", "mean_partial"} <= set(recording.partials)
@@ -225,6 +227,7 @@ def test_clinical_fits_are_range_reductions_close_to_the_former_fit():
         info = (design * (pi * (1 - pi))[:, None]).T @ design
         np.testing.assert_allclose(fit.cov[0], np.linalg.inv(info), rtol=1e-8)
         recording = Recording()
-        again = clinical.fit_logistic(design, np.zeros(n), y, np.ones((n, 1)), recording)
+        with scale.using(recording):
+            again = clinical.fit_logistic(design, np.zeros(n), y, np.ones((n, 1)))
         assert again.coef.tobytes() == fit.coef.tobytes()
         assert set(recording.partials) == {"newton_partial"}

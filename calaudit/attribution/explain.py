@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,6 @@ class AttributionSettings:
     adjust: str = "holm"
     min_rows: int = 30
     min_events: int = 5
-    #: runs the model's row reductions (the audit's executor); None: this process
-    executor: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
     """Fit the recalibration model and test every covariate (see the module docstring)."""
     offset = logit_offset(prediction)
     terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events)
-    model = ModelRows.build(outcome, offset, prediction, terms, rows, settings.executor)
+    model = ModelRows.build(outcome, offset, prediction, terms, rows)
     section: dict[str, Any] = {
         "role": "diagnostic", "model": MODEL, "view": view, "rows_used": int(rows.size),
         "test": "likelihood ratio (chi^2), given the other covariates; Holm across covariates",

@@ -19,11 +19,11 @@ converge", e.g. separation). ``Cov(beta) = H^{-1}`` at the estimate (dispersion 
 
 The per-cell sums are a *reduction*: ``partial(start, stop, **shared)`` returns the sums
 over rows ``start:stop`` (arrays of one entry per cell), the partials of the fixed ranges
-:func:`part_ranges` (a function of ``n`` only) are added in range order by the run's
-executor (``executor.map_sum``: in this process, or on Dask workers), so the fit is the
-same bytes whoever computes the partials. The rows (``y``, ``offset``, ``cell``) are a
-row source (:mod:`calaudit.numerics.row_sources`) placed on the executor once per fit
-(:func:`~calaudit.numerics.row_sources.resident`); each Newton step sends only the cells'
+:func:`part_ranges` (a function of ``n`` only) are added in range order by the scale
+layer (:func:`calaudit.scale.map_sum`: in this process, or on Dask workers), so the fit is
+the same bytes whoever computes the partials. The rows (``y``, ``offset``, ``cell``) are
+a row source placed where the partials run once per fit
+(:func:`~calaudit.scale.resident`); each Newton step sends only the cells'
 ``C beta``; memory is O(``PART_ROWS`` + cells x columns) beyond
 the 4-byte cell index per row, and one Newton step costs a few passes of O(n) elementwise
 work (no n x k matrix, no n k^2 products). Checked against
@@ -40,9 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
-
+from calaudit import scale
+from calaudit.scale import TASK_ROWS, ArrayRows, task_ranges
 
 #: Rows per partial sum (a constant: the ranges depend on n only).
 PART_ROWS = TASK_ROWS
@@ -66,16 +65,15 @@ class Fit:
 
 
 def part_ranges(n: int) -> list[tuple[int, int]]:
-    """The fixed row ranges of the fit's reductions (:func:`calaudit.numerics.row_blocks.
+    """The fixed row ranges of the fit's reductions (:func:`calaudit.scale.
     task_ranges` with ``PART_ROWS`` rows each)."""
     return task_ranges(n, PART_ROWS)
 
 
-def ordered_sum(partial: Partial, n: int, shared: dict[str, Any],
-                executor: Any = None) -> dict[str, NDArray]:
+def ordered_sum(partial: Partial, n: int, shared: dict[str, Any]) -> dict[str, NDArray]:
     """The partials of :func:`part_ranges` added in range order (a left fold) by
-    ``executor.map_sum`` (default :class:`calaudit.numerics.row_blocks.SerialExecutor`)."""
-    return (executor or SerialExecutor()).map_sum(partial, part_ranges(n), shared)
+    :func:`calaudit.scale.map_sum`."""
+    return scale.map_sum(partial, part_ranges(n), shared)
 
 
 def model_rows(y: NDArray[np.float64] | None, offset: NDArray[np.float64],
@@ -117,16 +115,15 @@ def _stacked(sums: list[dict[str, NDArray]], many: bool) -> dict[str, NDArray]:
 
 
 def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
-                 cell: NDArray[np.int32], design: NDArray[np.float64],
-                 executor: Any = None, rows: Any = None) -> Fit:
+                 cell: NDArray[np.int32], design: NDArray[np.float64], rows: Any = None) -> Fit:
     """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
-    cells' design ``C``; the per-cell sums reduced by ``executor``. ``rows``: the rows as
-    the executor's reductions receive them (already placed, :func:`model_rows`); None:
+    cells' design ``C``; the per-cell sums reduced through :mod:`calaudit.scale`. ``rows``:
+    the rows as the reductions receive them (already placed, :func:`model_rows`); None:
     placed for this fit."""
-    result = fit_many(y.size, [design], rows, executor) if rows is not None else None
+    result = fit_many(y.size, [design], rows) if rows is not None else None
     if result is None:
-        with resident(executor, model_rows(y, offset, cell)) as placed:
-            result = fit_many(y.size, [design], placed, executor)
+        with scale.resident(model_rows(y, offset, cell)) as placed:
+            result = fit_many(y.size, [design], placed)
     if isinstance(result[0], Exception):
         raise result[0]
     return result[0]
@@ -139,8 +136,7 @@ FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
 Design = NDArray[np.float64] | Callable[[], NDArray[np.float64]]
 
 
-def fit_many(n: int, designs: list[Design], rows: Any,
-             executor: Any = None) -> list[Fit | Exception]:
+def fit_many(n: int, designs: list[Design], rows: Any) -> list[Fit | Exception]:
     """Several models on the same rows (``designs``: each cells x its columns, or a
     function that builds it) fitted in lockstep: each round, one reduction
     (:func:`glm_partial` with one ``C beta`` row per model still iterating) gives every
@@ -160,7 +156,7 @@ def fit_many(n: int, designs: list[Design], rows: Any,
     while wanted:
         order = sorted(wanted)
         etas = np.stack([builders[k]() @ wanted[k] for k in order])
-        out = ordered_sum(glm_partial, n, {"rows": rows, "cell_eta": etas}, executor)
+        out = ordered_sum(glm_partial, n, {"rows": rows, "cell_eta": etas})
         for j, k in enumerate(order):
             try:
                 wanted[k] = steps[k].send({name: out[name][j] for name in out})

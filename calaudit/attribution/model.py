@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from calaudit import scale
 from calaudit.attribution.design import Cells, Term
 from calaudit.attribution.irls import (
     Fit,
@@ -48,7 +49,6 @@ from calaudit.attribution.irls import (
     ordered_sum,
 )
 from calaudit.numerics.distributions import chi2_sf
-from calaudit.numerics.row_sources import resident
 
 CLIP = 1e-6
 
@@ -70,32 +70,31 @@ class ModelRows:
     offset: NDArray[np.float64]
     cells: Cells
     mean_prediction: float
-    #: runs the fits' row reductions (``map_sum``); None: this process
-    executor: Any = field(default=None, compare=False, repr=False)
-    #: the rows (``y``, ``offset``, ``cell``) as the executor's reductions receive them,
+    #: the rows (``y``, ``offset``, ``cell``) as the run's reductions receive them,
     #: placed once for a block of fits (:func:`placed`); None: placed per fit
     source: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
               prediction: NDArray[np.float64], terms: Sequence[Term],
-              rows: NDArray[np.intp], executor: Any = None) -> ModelRows:
+              rows: NDArray[np.intp]) -> ModelRows:
         every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
         return cls(y if every else y[rows], offset if every else offset[rows],
                    Cells.build(terms, rows),
                    float((prediction if every else prediction[rows]).mean())
-                   if rows.size else float("nan"), executor)
+                   if rows.size else float("nan"))
 
 
 @contextlib.contextmanager
 def placed(data: ModelRows) -> Iterator[ModelRows]:
-    """``data`` with its rows placed on its executor once (``resident``: one copy per Dask
+    """``data`` with its rows placed where the run's reductions run, once (``resident``: one
+    copy per Dask
     worker) for every fit and standardised bias of the block, released when it exits;
     already placed: as it is."""
     if data.source is not None:
         yield data
         return
-    with resident(data.executor, model_rows(data.y, data.offset, data.cells.cell)) as rows:
+    with scale.resident(model_rows(data.y, data.offset, data.cells.cell)) as rows:
         yield replace(data, source=rows)
 
 
@@ -103,7 +102,7 @@ def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
     """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
     ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
     return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms),
-                        data.executor, data.source)
+                        data.source)
 
 
 def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
@@ -113,7 +112,7 @@ def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
     the order given)."""
     with placed(data) as rows:
         fits = fit_many(data.y.size, [functools.partial(data.cells.design, terms)
-                                      for terms in models], rows.source, data.executor)
+                                      for terms in models], rows.source)
     for fit in fits:
         if isinstance(fit, Exception):
             raise fit
@@ -165,8 +164,7 @@ def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
         return []
     etas = np.stack([data.cells.design(terms, level) @ full.params for level in levels])
     with placed(data) as rows:
-        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas},
-                           data.executor)
+        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas})
     out = []
     for k, level in enumerate(levels):
         bias = float(sums["total"][k].sum() / data.y.size - data.mean_prediction)

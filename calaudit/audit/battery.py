@@ -22,7 +22,6 @@ from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
-from calaudit.numerics.row_blocks import executor_of
 
 
 def stages() -> tuple[Stage, ...]:
@@ -91,13 +90,13 @@ class ClinicalStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.is_binary:
             return StageOutput()
-        y, p, executor = data.y_true, data.positive_proba, executor_of(config)
+        y, p = data.y_true, data.positive_proba
         metrics = clinical_metrics(
-            y, p, ci_level=config.ci_level, executor=executor, rng=rng,
+            y, p, ci_level=config.ci_level, rng=rng,
             ci_resamples=config.n_resamples if ci_level(config) is not None else None)
-        tests = {"spiegelhalter": lambda: spiegelhalter(y, p, executor),
+        tests = {"spiegelhalter": lambda: spiegelhalter(y, p),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
-                     y, p, config.global_tests.hosmer_lemeshow_groups, executor)}
+                     y, p, config.global_tests.hosmer_lemeshow_groups)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -114,7 +113,7 @@ class SkceStage:
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
             blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
             tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
-            alpha=config.alpha, ci_level=ci_level(config), executor=executor_of(config),
+            alpha=config.alpha, ci_level=ci_level(config),
             computation=Computation(config.method, config.n_features,
                                     config.exact_budget_seconds), rng=rng)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)

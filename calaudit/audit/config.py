@@ -122,7 +122,7 @@ class AuditConfig:
     executor: Any = field(default=None, compare=False, repr=False, metadata={
         "setting": False,
         "help": "where row reductions run: an object with map_sum(partial, ranges, shared) "
-                "(calaudit.execution.DaskExecutor); None runs them in this process. Not a "
+                "(calaudit.scale.DaskExecutor); None runs them in this process. Not a "
                 "setting and not recorded: the result is the same bytes either way"})
 
     def __post_init__(self) -> None:

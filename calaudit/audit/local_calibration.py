@@ -33,7 +33,6 @@ from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
 from calaudit.metrics.ece import indicator
-from calaudit.numerics.row_blocks import executor_of
 from calaudit.results import MetricResult
 
 STREAMS = ("bandwidth", "klce_consistency", "klce_bootstrap", "klce_permutation",
@@ -83,8 +82,7 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
                                  adjust=lc.group_adjust, alpha=config.alpha,
                                  ci_resamples=lc.group_ci_resamples,
                                  level=lc.confidence_level, resample=config.run_tests)
-    table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings,
-                            executor_of(config))
+    table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings)
     if attribution is not None:
         mark_explained(table, specs, attribution, outcome, config.alpha)
     lcb_section["top_groups"] = grp.most_biased(table, lc.top_k)
@@ -107,7 +105,6 @@ def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndar
         return None
     settings = AttributionSettings(alpha=config.alpha, level=lc.confidence_level,
                                    min_rows=lc.min_group_rows,
-                                   min_events=lc.min_group_events,
-                                   executor=executor_of(config))
+                                   min_events=lc.min_group_events)
     return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
                      prediction, settings, "binary" if setup.data.is_binary else "top-label")

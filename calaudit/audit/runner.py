@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from calaudit import progress
+from calaudit import progress, scale
 from calaudit._version import __version__
 from calaudit.attribution.explain import finish_summary
 from calaudit.audit.battery import stages as default_stages
@@ -184,7 +184,8 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
     if baseline is not None:
         loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
         check_comparable(loaded.payload, list(data.classes), loaded.path)
-    outputs = run_stages(data, config, stages if stages is not None else default_stages())
+    with scale.using(config.executor):  # None: the caller's choice, else threads
+        outputs = run_stages(data, config, stages if stages is not None else default_stages())
     sections = {"config": config.to_dict(), "data": describe_data(data)}
     decided = decide((m for out in outputs for m in out.metrics),
                      (t for out in outputs for t in out.tests),

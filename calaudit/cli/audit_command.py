@@ -43,9 +43,8 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     while loading and auditing only, so nothing else draws over the summary."""
     from calaudit.audit.gate.baseline import read_result
     from calaudit.audit.runner import run_audit
-    from calaudit.execution import open_executor
-    from calaudit.execution.cluster import capped
-    from calaudit.numerics.row_blocks import ThreadExecutor
+    from calaudit.scale import ThreadExecutor, open_executor
+    from calaudit.scale.cluster import capped
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
     check_targets(output_targets(outputs))

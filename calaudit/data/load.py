@@ -31,7 +31,7 @@ from calaudit.data.readers import (
 from calaudit.data.rows import located, shown_value
 from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
-from calaudit.numerics.row_blocks import release_free_memory
+from calaudit.scale import release_free_memory
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,12 @@ import pandas as pd
 from calaudit.data.column_sink import ColumnSink, append_arrow
 from calaudit.data.csv_stream import CsvColumn, estimated_rows, read_file
 from calaudit.data.locations import DataFile, Location, fingerprint
+from calaudit.data.readers import SourceFile, read_columns, refuse_nested
 from calaudit.data.remote import remote_errors
 from calaudit.data.spill import ColumnStore
-from calaudit.data.readers import SourceFile, read_columns, refuse_nested
 from calaudit.data.text_files import check_header
 from calaudit.exceptions import InputError, clip
-from calaudit.numerics.row_blocks import release_free_memory
+from calaudit.scale import release_free_memory
 
 #: Rows per record batch read from a Parquet file (a constant: memory per batch is
 #: BATCH_ROWS x requested columns).

@@ -1,7 +1,7 @@
 """Rows of a Parquet dataset read by global row range: a row source that stays small.
 
 :class:`ParquetRows` implements the row-source protocol of
-:mod:`calaudit.numerics.row_sources` (``read(start, stop, names)``) for the files of a
+:mod:`calaudit.scale` (``read(start, stop, names)``) for the files of a
 dataset (:class:`~calaudit.data.locations.Location`), in the dataset's row order (files
 sorted by path, rows in file order; :mod:`calaudit.data.partitioned`). It holds only the
 files and their row counts, taken from the Parquet footers when the source is built, so a

@@ -22,9 +22,9 @@ development sample (external validation arguably uses ``G``). Prefer the SKCE te
 calibration slope / intercept and Spiegelhalter's z.
 
 **As reductions**: both tests are sums over the rows, reduced over the fixed row ranges of
-:func:`calaudit.numerics.row_blocks.task_ranges` by the run's executor and added in range
-order (``np.sum`` of elementwise products, no BLAS), so the bytes do not depend on the
-executor, threads or workers. The clinical metrics (:func:`clinical_metrics`) are the
+:func:`calaudit.scale.task_ranges` through :mod:`calaudit.scale` and added in range order
+(``np.sum`` of elementwise products, no BLAS), so the bytes do not depend on the executor,
+threads or workers. The clinical metrics (:func:`clinical_metrics`) are the
 logistic recalibration of :mod:`calaudit.metrics.clinical`.
 """
 
@@ -37,24 +37,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit import registry
+from calaudit import registry, scale
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
 from calaudit.numerics.distributions import chi2_sf, norm_sf
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
 from calaudit.results import MetricResult, Status, TestResult
+from calaudit.scale import ArrayRows, task_ranges
 
 
-def _reduce(executor: Any, partial: Any, y: NDArray, p: NDArray, **shared: Any
+def _reduce(partial: Any, y: NDArray, p: NDArray, **shared: Any
             ) -> dict[str, NDArray]:
     """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (placed once on
-    the executor's workers), added in range order."""
-    executor = executor or SerialExecutor()
-    with resident(executor, ArrayRows({"y": y, "p": p})) as rows:
-        return executor.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
+    the workers (:func:`calaudit.scale.resident`)), added in range order."""
+    with scale.resident(ArrayRows({"y": y, "p": p})) as rows:
+        return scale.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
 
 
 def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDArray]:
@@ -86,10 +84,9 @@ class Spiegelhalter:
     variance: float
 
 
-def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
-                       executor: Any = None) -> Spiegelhalter:
+def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spiegelhalter:
     """Spiegelhalter's z and its two-sided p-value (NaN when the variance is 0); the sums
-    are a reduction (module docstring) run by ``executor`` (default: this process).
+    are a reduction (module docstring) run through :mod:`calaudit.scale`.
 
     >>> import numpy as np
     >>> r = spiegelhalter_test(np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4]))
@@ -100,7 +97,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     p = np.asarray(p, dtype=np.float64)
     if p.size == 0:  # no range to reduce over; the variance of no rows is 0
         return Spiegelhalter(math.nan, math.nan, 0.0)
-    variance, score = _reduce(executor, spiegelhalter_partial, y, p)["sums"]
+    variance, score = _reduce(spiegelhalter_partial, y, p)["sums"]
     variance = float(variance)
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
@@ -117,15 +114,15 @@ class HosmerLemeshow:
     expected: NDArray[np.float64]   # (G, 2)
 
 
-def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: int = 10,
-                         executor: Any = None) -> HosmerLemeshow:
+def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                         groups: int = 10) -> HosmerLemeshow:
     """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
-    the group sums are reductions (module docstring) run by ``executor``."""
+    the group sums are reductions (module docstring) run through :mod:`calaudit.scale`."""
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     breaks = np.unique(np.quantile(p, np.linspace(0.0, 1.0, groups + 1)))
     size = max(breaks.size - 1, 1)
-    sums = _reduce(executor, hosmer_lemeshow_partial, y, p, inner=breaks[1:-1], size=size)
+    sums = _reduce(hosmer_lemeshow_partial, y, p, inner=breaks[1:-1], size=size)
     events, count, expected_events = sums["events"], sums["count"], sums["expected"]
     keep = count > 0
     observed = np.column_stack([count - events, events])[keep]
@@ -137,12 +134,12 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64], grou
     return HosmerLemeshow(statistic, df, p_value, observed, expected)
 
 
-def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64], executor: Any = None
+def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
                   ) -> TestResult:
     """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
-    a reduction run by ``executor``."""
+    a reduction run through :mod:`calaudit.scale`."""
     method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
-    result = spiegelhalter_test(y_true, p, executor)
+    result = spiegelhalter_test(y_true, p)
     # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
     reason = rules.too_few_rows(y_true.size) or rules.too_few_expected(
         float(p.sum()), float(np.add.reduce(1 - p)))
@@ -155,13 +152,13 @@ def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64], executor: A
                       title=title)
 
 
-def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: int = 10,
-                    executor: Any = None) -> TestResult:
+def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                    groups: int = 10) -> TestResult:
     """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
-    group sums are reductions run by ``executor``."""
+    group sums are reductions run through :mod:`calaudit.scale`."""
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
     title = registry.title("hosmer_lemeshow")
-    result = hosmer_lemeshow_test(y_true, p, groups, executor)
+    result = hosmer_lemeshow_test(y_true, p, groups)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
               "caveat": "depends on the grouping; low power; see documentation"}
@@ -179,26 +176,26 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64], groups: i
 
 def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
                      ci_level: float = 0.95, ci_resamples: int | None = None,
-                     executor: Any = None, rng: np.random.Generator | None = None
+                         rng: np.random.Generator | None = None
                      ) -> tuple[MetricResult, ...]:
     """``calibration_in_the_large`` (``a`` in ``logit P(y=1) = a + logit(p)``) and
     ``calibration_slope`` (``b`` in ``logit P(y=1) = a + b logit(p)``) of positive-class
     probabilities ``p`` (:mod:`calaudit.metrics.clinical`), with Wald intervals at
     ``ci_level``; with ``ci_resamples``, percentile bootstrap intervals from that many
     resamples drawn with ``rng`` instead (the Wald interval kept in ``params.wald_ci``).
-    NaN unless both outcomes occur. The fits' row sums are reductions run by
-    ``executor``."""
+    NaN unless both outcomes occur. The fits' row sums are reductions run through
+    :mod:`calaudit.scale`."""
     titles = {key: registry.title(key) for key in ("calibration_in_the_large",
                                                    "calibration_slope")}
     if not 0 < int(y_true.sum()) < y_true.size:
         return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
                                   title=title) for key, title in titles.items())
-    fit = logistic_recalibration(y_true, p, executor)
+    fit = logistic_recalibration(y_true, p)
     boot = {}
     if ci_resamples is not None:
         boot = intervals(bootstrap_replicates(
             lambda weights: dict(zip(("citl", "slope"), recalibration_replicates(
-                y_true.astype(np.float64), p, weights, executor), strict=True)),
+                y_true.astype(np.float64), p, weights), strict=True)),
             y_true.size, rng, ci_resamples, max_entries=4_000_000), ci_level)
     out = []
     for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):

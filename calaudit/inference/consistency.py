@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,8 +44,8 @@ from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
 from calaudit.numerics.poisson_binomial import cell_counts
 from calaudit.numerics.resampling import (
-    PILOT_SEED,
     BATCH_ENTRIES,
+    PILOT_SEED,
     batch_sizes,
     categorical_draws,
     form_error_bound,
@@ -90,8 +89,7 @@ def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_ro
 def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], observed: float,
                           rng: np.random.Generator, n_resamples: int,
                           max_entries: int = BATCH_ENTRIES,
-                          dtype: type = CONSISTENCY_GEMM_DTYPE,
-                          executor: Any = None) -> ResamplingTest:
+                          dtype: type = CONSISTENCY_GEMM_DTYPE) -> ResamplingTest:
     """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
 
     Ties: the products ``K Z`` run in ``dtype`` (float32 by default); replicates whose
@@ -99,9 +97,9 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
     recomputed in float64, and replicates within twice the float64 bound below
     ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
     p-value does not depend on ``dtype``. When most replicates would be recomputed (large
-    ``n``), the pass runs in double precision instead (:func:`pass_dtype`). ``executor``
-    runs the passes' row tiles (:func:`kernel_forms_and_matmul`: the same bytes whatever
-    runs them).
+    ``n``), the pass runs in double precision instead (:func:`pass_dtype`). The passes' row
+    tiles run through :mod:`calaudit.scale` (:func:`kernel_forms_and_matmul`: the same
+    bytes wherever they run).
     """
     n, m = y_proba.shape
     scale = 1.0 / (n * (n - 1))
@@ -123,11 +121,10 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
 
     def batch(q: int) -> NDArray[np.float64]:
         z = columns(rng, q)
-        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype, executor=executor)
+        forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
         if dtype != np.float64:
             refine_near(forms, z, observed / scale, factor, tie / scale,
-                        lambda near: kernel_forms_and_matmul(kernel_gram, near,
-                                                             executor=executor)[0])
+                        lambda near: kernel_forms_and_matmul(kernel_gram, near)[0])
         return forms * scale
 
     return _run(observed, batch, rows, n_resamples, max_entries, atol=tie,

@@ -27,7 +27,7 @@ statistic is the same function of its labels as the observed one (the consistenc
 p-value is exact-conditional). The parts are added (one rounding) only at assembly.
 
 Rows: a partial reads the per-row columns of its range from a row source
-(:mod:`calaudit.numerics.row_sources`, ``shared["rows"]``) and prepares the label
+(:mod:`calaudit.scale`, ``shared["rows"]``) and prepares the label
 thresholds itself, so ``shared`` holds nothing per row; the callers place the columns on the
 executor's workers once for all the passes of a stage (``resident``).
 
@@ -58,7 +58,7 @@ from calaudit.numerics.features import (
     grid_exponent,
     to_grid,
 )
-from calaudit.numerics.row_blocks import blocks, block_rng
+from calaudit.scale import block_rng, blocks
 
 #: Parts of each real-valued weight (:func:`exact_parts`): 47 bits below its bound.
 PARTS = 4
@@ -98,7 +98,7 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any
                   ) -> dict[str, NDArray]:
     """The exact partial sums of the rows ``[start, stop)`` (module docstring).
 
-    ``rows`` is a row source (:mod:`calaudit.numerics.row_sources`, columns of
+    ``rows`` is a row source (:mod:`calaudit.scale`, columns of
     :func:`label_rows`): ``x``, ``proba`` (n, k) and ``observed`` (n, k), the probability
     and label-indicator columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``),
     ``lead`` (n, q) when ``lead_bounds`` is given and ``residuals`` (n, k) with the

@@ -17,7 +17,7 @@ All resamples go through one GEMM per row block, ``Phi_b^T [Y_b | Y*_b]`` (D x (
 class), exact in single precision (:mod:`calaudit.inference.feature_passes`): time
 O(n D m B), memory O(ROW_BLOCK (D + m B) + D m B), never n x n and never n x B. The label
 redraws of row block ``b`` come from the stream ``(seed, stream, b)``
-(:mod:`calaudit.numerics.row_blocks`), so they do not depend on chunking or partitioning.
+(:mod:`calaudit.scale`), so they do not depend on chunking or partitioning.
 """
 
 from __future__ import annotations
@@ -30,9 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.inference.method import MethodChoice
-from calaudit.inference.skce_tests import CountForms
-from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice, SkceEstimators
+from calaudit import scale
 from calaudit.inference.feature_passes import (
     bootstrap_shared,
     label_partial,
@@ -42,6 +40,9 @@ from calaudit.inference.feature_passes import (
     shared_labels,
     statistics,
 )
+from calaudit.inference.method import MethodChoice
+from calaudit.inference.skce_tests import CountForms
+from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice, SkceEstimators
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import (
     CHUNK_ENTRIES,
@@ -52,14 +53,15 @@ from calaudit.numerics.features import (
 from calaudit.numerics.kernels import Gram, StationaryKernel
 from calaudit.numerics.pairwise import as_columns, kernel_quadratic_forms
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.row_blocks import (
+from calaudit.scale import (
     ROW_BLOCK,
     TASK_ROWS,
-    SerialExecutor,
+    ArrayRows,
+    BlockTable,
+    column_of,
     stream_seed,
     task_ranges,
 )
-from calaudit.numerics.row_sources import ArrayRows, BlockTable, column_of, resident
 
 
 @dataclass(frozen=True)
@@ -135,29 +137,29 @@ def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[n
     return rows, shared_labels(features, labels, seed, stream, n_resamples)
 
 
-def reduce_rows(executor: Any, partial: Any, n: int, task_rows: int, rows: Any,
+def reduce_rows(partial: Any, n: int, task_rows: int, rows: Any,
                 shared: dict[str, Any]) -> dict[str, NDArray]:
-    """``executor.map_sum(partial, task_ranges(n, task_rows), shared)`` with the row source
-    ``rows`` (a :class:`calaudit.numerics.row_sources.ArrayRows` or a handle of
-    :func:`calaudit.numerics.row_sources.resident`) as ``shared["rows"]``."""
-    return (executor or SerialExecutor()).map_sum(partial, task_ranges(n, task_rows),
+    """``scale.map_sum(partial, task_ranges(n, task_rows), shared)`` with the row source
+    ``rows`` (a :class:`calaudit.scale.ArrayRows` or a handle of
+    :func:`calaudit.scale.resident`) as ``shared["rows"]``."""
+    return scale.map_sum(partial, task_ranges(n, task_rows),
                                                   {**shared, "rows": rows})
 
 
-def reduce_columns(executor: Any, partial: Any, n: int, task_rows: int,
+def reduce_columns(partial: Any, n: int, task_rows: int,
                    columns: dict[str, NDArray], shared: dict[str, Any]) -> dict[str, NDArray]:
-    """:func:`reduce_rows` of the in-memory ``columns``, placed on the executor's workers
-    for this one reduction (:func:`calaudit.numerics.row_sources.resident`)."""
-    executor = executor or SerialExecutor()
-    with resident(executor, ArrayRows(columns)) as rows:
-        return reduce_rows(executor, partial, n, task_rows, rows, shared)
+    """:func:`reduce_rows` of the in-memory ``columns``, placed on the workers
+    (:func:`calaudit.scale.resident`)
+    for this one reduction (:func:`calaudit.scale.resident`)."""
+    with scale.resident(ArrayRows(columns)) as rows:
+        return reduce_rows(partial, n, task_rows, rows, shared)
 
 
 def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
                              r: NDArray[np.float64], proba: NDArray[np.float64],
                              rng: np.random.Generator, n_resamples: int, *,
                              residual_scale: float = 1.0, stream: str = "consistency",
-                             executor: Any = None, task_rows: int = TASK_ROWS
+                                 task_rows: int = TASK_ROWS
                              ) -> FeatureTestResult:
     """Consistency test of ``T_D``: labels redrawn from ``proba`` ((n,) positive-class
     probabilities or (n, m) rows), predictions and covariates fixed. ``r`` are the
@@ -165,12 +167,12 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
     SKCE is computed through the scalar ``y - p_1``, since ``<e_y - p, e_y' - p'> =
     2 (y - p_1)(y' - p'_1)``). The redraws come from the row-block streams
     ``(seed, stream, block)`` with ``seed`` drawn from ``rng``; the pass is an exact
-    reduction over :func:`calaudit.numerics.row_blocks.task_ranges`
-    (:mod:`calaudit.inference.feature_passes`), run by ``executor`` (default serial)."""
+    reduction over :func:`calaudit.scale.task_ranges`
+    (:mod:`calaudit.inference.feature_passes`), run through :mod:`calaudit.scale`."""
     n = np.asarray(r).shape[0]
     columns, shared = label_inputs(features, x, r, proba, residual_scale, stream_seed(rng),
                                    stream, n_resamples)
-    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
+    total = reduce_columns(label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     statistic, null = float(values[0]), values[1:]
     return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
@@ -180,25 +182,23 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
 def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
                            r: NDArray[np.float64], rng: np.random.Generator,
                            n_resamples: int, *, stream: str = "bootstrap",
-                           executor: Any = None, task_rows: int = TASK_ROWS,
+                               task_rows: int = TASK_ROWS,
                            rows: Any = None) -> FeatureTestResult:
     """Residual bootstrap test of ``T_D`` (KLCE Algorithm 1): residuals drawn with
     replacement from all ``n`` observed residuals, indices from the row-block streams
     (:func:`calaudit.inference.feature_passes.resample_partial`). ``rows``: a row source
     already holding ``x`` as column ``"x"`` (placed on the workers by the caller's
-    :func:`calaudit.numerics.row_sources.resident` block), else ``x`` is placed here. The
+    :func:`calaudit.scale.resident` block), else ``x`` is placed here. The
     residuals go to every worker (any row can be drawn)."""
     rr = np.asarray(r, dtype=np.float64)
     n = rr.shape[0]
     shared = {"features": features, "seed": stream_seed(rng), "stream": stream,
               "n_resamples": int(n_resamples)}
-    executor = executor or SerialExecutor()
     with contextlib.ExitStack() as stack:
         if rows is None:
-            rows = stack.enter_context(resident(
-                executor, ArrayRows({"x": _rows_of(x)})))
-        shared["r"] = stack.enter_context(resident(executor, rr.reshape(n, -1)))
-        total = reduce_rows(executor, resample_partial, n, task_rows, rows, shared)
+            rows = stack.enter_context(scale.resident(ArrayRows({"x": _rows_of(x)})))
+        shared["r"] = stack.enter_context(scale.resident(rr.reshape(n, -1)))
+        total = reduce_rows(resample_partial, n, task_rows, rows, shared)
     values = resample_statistics(total, n)
     statistic, null = float(values[0]), values[1:]
     return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
@@ -255,7 +255,7 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
                       r: NDArray[np.float64], proba: NDArray[np.float64],
                       consistency_rng: np.random.Generator | None, n_consistency: int,
                       boot_rng: np.random.Generator | None, n_boot: int, *,
-                      residual_scale: float = 1.0, executor: Any = None,
+                      residual_scale: float = 1.0,
                       task_rows: int = TASK_ROWS) -> FeaturePass:
     """SKCE terms, bootstrap count forms and consistency null of the feature kernel from
     **one** exact pass (:func:`calaudit.inference.feature_passes.label_partial`):
@@ -281,7 +281,7 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
                             ROW_BLOCK, n)  # on Dask each row block's entries only
         shared.update(bootstrap_shared(features, columns["residuals"], totals, boot_seed,
                                        "skce_bootstrap"))
-    total = reduce_columns(executor, label_partial, n, task_rows, columns, shared)
+    total = reduce_columns(label_partial, n, task_rows, columns, shared)
     values = statistics(total, n, residual_scale)
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
     diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())
@@ -344,13 +344,12 @@ class SkceFeatures:
         return cls(features, x, full, residuals, full, 1.0)
 
     def one_pass(self, consistency_rng: np.random.Generator | None,
-                 boot_rng: np.random.Generator | None, n_resamples: int,
-                 executor: Any = None) -> FeaturePass:
+                 boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
         """Terms, bootstrap forms and consistency null in one exact pass over the row
         blocks (:func:`feature_skce_pass`)."""
         return feature_skce_pass(self.features, self.x, self.r, self.proba,
                                  consistency_rng, n_resamples, boot_rng, n_resamples,
-                                 residual_scale=self.scale, executor=executor)
+                                 residual_scale=self.scale)
 
     def approximation(self, kernel: StationaryKernel, rng: np.random.Generator) -> dict:
         """Feature vs exact ``SKCE_uq`` on a seeded subsample of

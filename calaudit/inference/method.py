@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.numerics.features import default_n_features
-from calaudit.numerics.row_blocks import ROW_BLOCK
+from calaudit.scale import ROW_BLOCK
 
 #: How a features run draws (``params.computation.draws``, docs/scale.md).
 DRAWS = ("per row block from (seed, stream, block index): labels by 32-bit integer "

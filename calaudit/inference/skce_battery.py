@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -121,7 +120,7 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
                  blocksize: int = 10, max_quadratic_n: int = 20_000,
                  tests: tuple[str, ...] = SKCE_TESTS, n_resamples: int = 1000,
                  alpha: float = 0.05, ci_level: float | None = None,
-                 computation: Computation | None = None, executor: Any = None,
+                 computation: Computation | None = None,
                  rng: np.random.Generator) -> SkceBattery:
     """The SKCE estimates and the ``tests`` (ids of :data:`SKCE_TESTS`) of predictions
     ``y_proba`` (n, m) with residuals ``e_{y_i} - p_i`` (n, m).
@@ -131,7 +130,8 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
     the quadratic estimators and the exact median; ``alpha`` only decides whether a test
     can reject at all (else INCONCLUSIVE); ``ci_level`` adds percentile bootstrap
     intervals of ``n_resamples`` resamples to the metrics; ``computation`` is the
-    ``method`` rule (default ``auto``); ``executor`` runs the row passes; ``rng``: module docstring.
+    ``method`` rule (default ``auto``); the scale layer runs the row passes; ``rng``: module
+    docstring.
     """
     median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
     computation = computation or Computation()
@@ -155,7 +155,7 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
     if features is not None:
         feature_pass = features.one_pass(
             consistency_rng if "skce_consistency" in tests else None,
-            boot_rng if bootstrap else None, n_resamples, executor)
+            boot_rng if bootstrap else None, n_resamples)
         estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
                             feature_pass=feature_pass, reported=(feature_pass.terms, params))
     elif 2 <= n <= max_quadratic_n:
@@ -173,7 +173,7 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
             "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
                       "resampling tests ran on random features (see their params)"}}))
     return SkceBattery(_metrics(estimates, ci_level, n_resamples, linear_rng),
-                       _tests(estimates, tests, n_resamples, alpha, consistency_rng, executor))
+                       _tests(estimates, tests, n_resamples, alpha, consistency_rng))
 
 
 def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
@@ -221,7 +221,7 @@ def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
 
 
 def _tests(estimates: _Estimates, tests: tuple[str, ...], n_resamples: int, alpha: float,
-           rng: np.random.Generator, executor: Any) -> tuple[TestResult, ...]:
+           rng: np.random.Generator) -> tuple[TestResult, ...]:
     """The requested tests, in report order (``rng``: the consistency redraws)."""
     out = []
     for test_id in (t for t in SKCE_TESTS if t in tests):
@@ -243,7 +243,7 @@ def _tests(estimates: _Estimates, tests: tuple[str, ...], n_resamples: int, alph
             elif test_id == "skce_uq_asymptotic":
                 out.append(_asymptotic(estimates, n_resamples))
             else:
-                out.append(_consistency(estimates, n_resamples, rng, executor))
+                out.append(_consistency(estimates, n_resamples, rng))
     return tuple(out)
 
 
@@ -301,8 +301,7 @@ def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
                       null_distribution=null, title=registry.title(test_id))
 
 
-def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator,
-                 executor: Any) -> TestResult:
+def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator) -> TestResult:
     """Consistency resampling test of ``SKCE_uq`` (a features run's null comes from its
     pass)."""
     test_id, terms = "skce_consistency", estimates.terms
@@ -310,8 +309,7 @@ def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generat
         result = estimates.feature_pass.consistency
     else:
         result = skce_consistency_test(cached(estimates.kernel.on(estimates.y_proba)),
-                                       estimates.y_proba, terms.unbiased, rng, n_resamples,
-                                       executor=executor)
+                                       estimates.y_proba, terms.unbiased, rng, n_resamples)
     return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
                       METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
                       null_distribution=result.null_distribution, title=registry.title(test_id))

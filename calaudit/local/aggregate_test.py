@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,9 +29,9 @@ from calaudit.local.aggregate import AggregateResult, MemberValues, combine
 from calaudit.local.resampling import NullResult, consistency_test
 from calaudit.local.score_draws import redraw_level_sums
 from calaudit.local.score_members import ScoreMembers
-from calaudit.numerics.pairwise import as_columns
 from calaudit.numerics.kernels import Gram
-from calaudit.numerics.row_blocks import stream_seed
+from calaudit.numerics.pairwise import as_columns
+from calaudit.scale import stream_seed
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
 TEST_ID = "local_consistency"
@@ -72,8 +71,8 @@ def _observed_sums(scores: ScoreMembers, r: NDArray[np.float64]
 def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
                     scores: ScoreMembers, rng: np.random.Generator, n_resamples: int, *,
                     products: NDArray[np.float64] | None = None,
-                    statistic: float | None = None, dtype: type = np.float64,
-                    executor: Any = None) -> tuple[AggregateResult, NullResult]:
+                    statistic: float | None = None,
+                        dtype: type = np.float64) -> tuple[AggregateResult, NullResult]:
     """The aggregate test and the KLCE consistency test it contains, from one exact
     kernel pass (:func:`calaudit.local.resampling.consistency_test`); the score members'
     level sums are taken from every batch of redrawn residuals as it is drawn."""
@@ -84,7 +83,7 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
                         scores.top_sums(columns) if columns.ndim == 3 else None))
 
     kernel = consistency_test(gram, r, proba, rng, n_resamples, products=products,
-                              statistic=statistic, dtype=dtype, executor=executor,
+                              statistic=statistic, dtype=dtype,
                               observe=observe)
     sums0, top0 = _observed_sums(scores, r)
     sums = np.concatenate([sums0] + [b[0] for b in batches], axis=-1)
@@ -96,13 +95,13 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
 def feature_aggregate(kernel_statistic: float, kernel_null: NDArray[np.float64],
                       kernel_p: float, r: NDArray[np.float64], proba: NDArray[np.float64],
                       scores: ScoreMembers, codes: NDArray[np.int32], n_levels: int,
-                      seed: int, n_resamples: int, executor: Any = None,
+                      seed: int, n_resamples: int,
                       stream: str = "klce_consistency") -> AggregateResult:
     """The aggregate test on the random-feature path: the KLCE member from the feature
     test (its redraws from the block streams ``(seed, stream, block)``), the score
     members from the same redraws drawn again (:func:`redraw_level_sums`)."""
     p = np.asarray(proba, dtype=np.float64)
-    total = redraw_level_sums(executor, p, codes, n_levels, seed, stream, n_resamples,
+    total = redraw_level_sums(p, codes, n_levels, seed, stream, n_resamples,
                               top=scores.top)
     expected = np.asarray(scores.levels.T @ p.reshape(p.shape[0], -1))  # (L, classes)
     redrawn = total["sums"] - expected[:, :, None]

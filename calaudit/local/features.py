@@ -19,11 +19,11 @@ the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weigh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import scale
 from calaudit.inference.feature_passes import label_partial, lead_bounds_of, statistics
 from calaudit.inference.feature_tests import (
     FeatureTestResult,
@@ -38,8 +38,7 @@ from calaudit.numerics.features import (
     row_chunks,
 )
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.row_blocks import TASK_ROWS, SerialExecutor, stream_seed
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import TASK_ROWS, ArrayRows, stream_seed
 
 #: Smallest approximate kernel weight sum for which the LCB is reported.
 MIN_WEIGHT = 0.1
@@ -75,7 +74,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                        r: NDArray[np.float64], klce_residuals: NDArray[np.float64],
                        proba: NDArray[np.float64], test: str | None,
                        rng: np.random.Generator | None, n_resamples: int, design=None,
-                       executor: Any = None, task_rows: int = TASK_ROWS, bias: bool = True
+                           task_rows: int = TASK_ROWS, bias: bool = True
                        ) -> LocalFeaturePass:
     """LCB, ``KLCE^2_D``, one resampling test and the LCB curves' standard errors.
 
@@ -99,10 +98,9 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     if bias:  # Phi^T [r, 1], the LCB's lead columns (not needed without the LCB passes)
         columns["lead"] = np.column_stack([r, np.ones(n)])
         shared["lead_bounds"] = lead_bounds_of(columns["lead"])
-    executor = executor or SerialExecutor()
     # the rows go to the workers once for the stage's passes (pass 1 and the bootstrap)
-    with resident(executor, ArrayRows(columns)) as rows:
-        total = reduce_rows(executor, label_partial, n, task_rows, rows, shared)
+    with scale.resident(ArrayRows(columns)) as rows:
+        total = reduce_rows(label_partial, n, task_rows, rows, shared)
         values = statistics(total, n, 1.0)
         statistic = float(values[0])
         result = None
@@ -112,7 +110,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                                        features.n_features)
         elif test == "klce_bootstrap" and rng is not None:
             result = feature_bootstrap_test(features, z, klce_residuals, rng, n_resamples,
-                                            stream="klce_bootstrap", executor=executor,
+                                            stream="klce_bootstrap",
                                             task_rows=task_rows, rows=rows)
     if not bias:
         return LocalFeaturePass(None, statistic, result, None)

@@ -8,8 +8,8 @@ table's ``events``, ``observed_rate``, ``mean_prediction``, ``expected_events``,
 
 The groups of one *grouping* (a covariate's levels; the non-empty pairs of two covariates'
 levels) are disjoint, so a grouping is a per-row code and its sums are ``bincount`` s of the
-code. Two passes, each a reduction (:mod:`calaudit.numerics.row_blocks`: a partial per
-fixed range of ``task_ranges(n)``, added in range order by the run's executor, on threads
+code. Two passes, each a reduction (:mod:`calaudit.scale`: a partial per
+fixed range of ``task_ranges(n)``, added in range order through :mod:`calaudit.scale`, on threads
 or Dask workers; the rows placed once for both, ``resident``):
 
 1. per range, ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d``:
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit import scale
+from calaudit.scale import ArrayRows, task_ranges
 
 #: The weighted sums of each pass, in the order of their columns.
 FIRST = ("n", "y", "p", "l", "d")
@@ -92,24 +92,23 @@ def moments_partial(start: int, stop: int, *, rows: Any, groupings: Sequence[tup
 
 
 def group_moments(codes: Sequence[NDArray], sizes: Sequence[int], outcome: NDArray,
-                  prediction: NDArray, lcb: NDArray | None, executor: Any = None
+                  prediction: NDArray, lcb: NDArray | None
                   ) -> list[list[GroupMoments]]:
     """The moments of every group of every grouping (``codes[j]``: the per-row code of
     grouping ``j``, in ``[0, sizes[j]]``, ``sizes[j]`` for rows in none of its groups),
-    ``[j][code]``; two reductions run by ``executor`` (module docstring)."""
-    executor = executor or SerialExecutor()
+    ``[j][code]``; two reductions run through :mod:`calaudit.scale` (module docstring)."""
     columns = {"y": outcome, "p": prediction, **({} if lcb is None else {"l": lcb})}
     columns.update({f"g{j}": values for j, values in enumerate(codes)})
     groupings = [(f"g{j}", int(size)) for j, size in enumerate(sizes)]
     shared = {"groupings": groupings, "lcb": lcb is not None}
     n = int(np.shape(prediction)[0])
-    with resident(executor, ArrayRows(columns)) as rows:
-        first = executor.map_sum(moments_partial, task_ranges(n), {**shared, "rows": rows})
+    with scale.resident(ArrayRows(columns)) as rows:
+        first = scale.map_sum(moments_partial, task_ranges(n), {**shared, "rows": rows})
         count = first["sums"][:, 0]
         with np.errstate(invalid="ignore", divide="ignore"):
             means = first["sums"][:, 2:5] / count[:, None]
         means = np.where(count[:, None] > 0, means, 0.0)
-        second = executor.map_sum(moments_partial, task_ranges(n),
+        second = scale.map_sum(moments_partial, task_ranges(n),
                                   {**shared, "rows": rows, "means": means})
     return _split(first["sums"], second["sums"], groupings, lcb is not None)
 

@@ -9,7 +9,8 @@ every non-empty combination of levels of two different covariates (``race=A & ag
 Per group (binary: events are positives and the prediction is ``p_1``; multi-class: the
 top-label view, events are correct predictions and the prediction is the confidence):
 ``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)`` (these
-moments are reductions over the rows on the run's executor, :mod:`.group_moments`) with an
+moments are reductions over the rows through :mod:`calaudit.scale`, :mod:`.group_moments`)
+with an
 interval (``bias_ci_method``): a percentile bootstrap (rows
 resampled within the group, seeded) below ``NORMAL_MIN_ROWS`` rows, the normal interval
 ``bias -/+ z sd(y - p) / sqrt(n)`` from ``NORMAL_MIN_ROWS`` rows on (the bootstrap
@@ -269,14 +270,14 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
 
 def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
                 prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
-                rng: np.random.Generator, settings: GroupSettings, executor: Any = None
+                rng: np.random.Generator, settings: GroupSettings
                 ) -> list[dict[str, Any]]:
     """Rows of ``groups``: statistics, adjusted p-values across groups, statuses; the
-    groups' moments are two reductions over the rows run by ``executor``
+    groups' moments are two reductions over the rows run through :mod:`calaudit.scale`
     (:mod:`.group_moments`). Intervals and adjusted p-values spend alpha by
     :func:`group_weights`."""
     codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
-    moments = group_moments(codes, sizes, outcome, prediction, lcb, executor)
+    moments = group_moments(codes, sizes, outcome, prediction, lcb)
     del codes
     weights = group_weights(specs)
     rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,

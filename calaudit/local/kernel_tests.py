@@ -48,7 +48,6 @@ from calaudit.local.lcb import plot_points, top_label_residual
 from calaudit.local.lcb_features import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.score_members import ScoreMembers
-from calaudit.numerics.row_blocks import executor_of
 from calaudit.results import Status, TestResult
 
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
@@ -172,8 +171,7 @@ class LocalTests:
             params = self.kernel_params()
         elif test_id == "klce_bootstrap":
             res = bootstrap_test(self.gram, self.r, self.streams[test_id], lc.n_resamples,
-                                 statistic=statistic, dtype=dtype,
-                                 executor=executor_of(self.config))
+                                 statistic=statistic, dtype=dtype)
             params = {**self.kernel_params(), **precision, **res.extra}
         else:
             gram, params = kite_gram(self.prob_features, self.data.covariates, lc)
@@ -198,12 +196,10 @@ class LocalTests:
         elif "local_consistency" in self.local.tests:
             self.aggregate, res = aggregate.exact_aggregate(
                 self.gram, self.r, self.proba, self.score_members(), rng,
-                self.local.n_resamples, statistic=statistic, dtype=dtype,
-                executor=executor_of(self.config))
+                self.local.n_resamples, statistic=statistic, dtype=dtype)
         else:
             res = consistency_test(self.gram, self.r, self.proba, rng, self.local.n_resamples,
-                                   statistic=statistic, dtype=dtype,
-                                   executor=executor_of(self.config))
+                                   statistic=statistic, dtype=dtype)
         self.kernel_runs["klce_consistency"] = res
         return res
 
@@ -229,8 +225,7 @@ class LocalTests:
         self.aggregate = aggregate.feature_aggregate(
             kernel.statistic, kernel.null_distribution, kernel.p_value, self.r, proba,
             self.score_members(),
-            codes, n_levels, self.feature_seed, self.local.n_resamples,
-            executor_of(self.config))
+            codes, n_levels, self.feature_seed, self.local.n_resamples)
         return self.aggregate
 
     def feature_pass(self, scalar_r: np.ndarray) -> float:
@@ -247,7 +242,7 @@ class LocalTests:
             self.feature_seed = aggregate.feature_seed(self.streams[fused])
         out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
                                  self.proba, fused, self.streams[fused] if fused else None,
-                                 self.local.n_resamples, executor=executor_of(self.config),
+                                 self.local.n_resamples,
                                  bias=False)
         if out.test is not None:
             result = NullResult(out.test.statistic, out.test.null_distribution,
@@ -263,15 +258,13 @@ class LocalTests:
         the test."""
         if test_id in self.fused_results:
             return self.fused_results[test_id]
-        executor = executor_of(self.config)
         if test_id == "klce_consistency":
             res = feature_consistency_test(self.features, self.gram.features, self.r,
                                            self.proba, rng, self.local.n_resamples,
-                                           stream=test_id, executor=executor)
+                                           stream=test_id)
         else:
             res = feature_bootstrap_test(self.features, self.gram.features, self.r, rng,
-                                         self.local.n_resamples, stream=test_id,
-                                         executor=executor)
+                                         self.local.n_resamples, stream=test_id)
         return NullResult(res.statistic, res.null_distribution, res.p_value)
 
     def tests(self, statistic: float | None) -> tuple[list[TestResult], float]:
@@ -336,12 +329,11 @@ class LocalTests:
                                             self.choice.frequency_seed)
                 seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
                 res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                               lc.n_resamples, stream=stream,
-                                               executor=executor_of(self.config))
+                                               lc.n_resamples, stream=stream)
                 found = aggregate.feature_aggregate(
                     res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
                     *codes, seed,
-                    lc.n_resamples, executor_of(self.config), stream=stream)
+                    lc.n_resamples, stream=stream)
                 method = "local aggregate test, one-vs-rest, random features"
             else:
                 found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,

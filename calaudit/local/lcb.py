@@ -26,17 +26,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import scale
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.numerics.kernels import Gram, gaussian_block
 from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul, kernel_matmul
-from calaudit.numerics.row_blocks import (
-    TASK_ROWS,
-    SerialExecutor,
-    ThreadExecutor,
-    one_blas_thread,
-    task_ranges,
-)
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import TASK_ROWS, ArrayRows, one_blas_thread, task_ranges
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
@@ -183,13 +177,13 @@ class CurveDesign:
         w /= self.normalisers[k][t0:t1, None]
         return w
 
-    def centres(self, values: NDArray[np.float64], executor: Any = None
+    def centres(self, values: NDArray[np.float64]
                 ) -> list[NDArray[np.float64]]:
         """:meth:`centre` of every request, as a reduction over the fixed row ranges
         (:func:`curve_sums`; the same bytes as :meth:`centre` when the rows fit one range,
         and on every executor)."""
         sums = curve_sums(self.requests, self.grids, self.bandwidths, values.size,
-                          executor, normalisers=self.normalisers, values=values)
+                          normalisers=self.normalisers, values=values)
         return [sums[str(k)] for k in range(len(self.requests))]
 
     def centre(self, k: int, values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -269,7 +263,7 @@ CURVE_ROWS = TASK_ROWS
 
 
 def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.float64]],
-               bandwidths: Sequence[float], n: int, executor: Any = None, *,
+               bandwidths: Sequence[float], n: int, *,
                normalisers: Sequence[NDArray[np.float64]] | None = None,
                values: NDArray[np.float64] | None = None) -> dict[str, NDArray[np.float64]]:
     """Per request ``k`` (key ``str(k)``), summed over its rows: without ``normalisers``
@@ -280,8 +274,8 @@ def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.floa
     shared = {"grids": tuple(grids), "bandwidths": tuple(bandwidths),
               "normalisers": None if normalisers is None else tuple(normalisers),
               "values": None if values is None else ArrayRows({"values": values})}
-    with resident(executor, CurveRows(tuple(requests), int(n))) as placed:
-        return (executor or SerialExecutor()).map_sum(
+    with scale.resident(CurveRows(tuple(requests), int(n))) as placed:
+        return scale.map_sum(
             curve_sums_partial, task_ranges(n, CURVE_ROWS), {**shared, "requests": placed})
 
 
@@ -289,7 +283,7 @@ def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.floa
 class CurveRows:
     """The requests' rows and covariate values (``n``: the rows of the reduction) as one
     value to place on the executor (a tuple would be scattered item by item). On Dask it
-    is placed as row blocks (``calaudit.execution.shards``): block ``[lo, hi)`` holds each
+    is placed as row blocks (``calaudit.scale.shards``): block ``[lo, hi)`` holds each
     request's rows in it (:meth:`row_block`), a task the blocks of its range
     (:meth:`joined`)."""
 
@@ -343,8 +337,7 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
-                 points: int, dense: bool = True, dtype: type = np.float64,
-                 executor: Any = None) -> CurveDesign:
+                 points: int, dense: bool = True, dtype: type = np.float64) -> CurveDesign:
     """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
     w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
     (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
@@ -354,7 +347,7 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
         grid, h = curve_grid(req.x, points)
         grids.append(grid)
         bandwidths.append(h)
-    sums = curve_sums(requests, grids, bandwidths, weight_sums.size, executor) \
+    sums = curve_sums(requests, grids, bandwidths, weight_sums.size) \
         if requests else {}
     norms = [np.maximum(sums[str(k)], np.finfo(float).tiny) for k in range(len(requests))]
     design = CurveDesign(tuple(requests), tuple(grids), tuple(bandwidths), tuple(norms),
@@ -367,8 +360,7 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
 def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
                          bias: LocalBias, r: NDArray[np.float64], level: float,
                          scale: float = 1.0,
-                         se_all: NDArray[np.float64] | None = None,
-                         executor: Any = None) -> list[dict]:
+                         se_all: NDArray[np.float64] | None = None) -> list[dict]:
     """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
     ``(covariate, group_by)`` with the groups' grid, curve, standard error and band
     (``se_all``: the standard errors ``sqrt(sum_i A_it^2 r_i^2)`` when already computed,
@@ -382,7 +374,7 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
     z = float(norm_ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
-    centres = design.centres(bias.values, executor) if design.requests else []
+    centres = design.centres(bias.values) if design.requests else []
     for k, (req, grid, h) in enumerate(zip(design.requests, design.grids,
                                            design.bandwidths, strict=True)):
         centre = centres[k]
@@ -430,8 +422,7 @@ class RowProducts:
 
 def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
                  r: NDArray[np.float64], weight_sums: NDArray[np.float64],
-                 columns: NDArray[np.float64], chunk: int = 2048,
-                 executor: Any = None) -> RowProducts:
+                 columns: NDArray[np.float64], chunk: int = 2048) -> RowProducts:
     """One rectangular pass over ``K[S, :]`` (``len(S) x n`` kernel entries, column chunks).
 
     ``LCB_j`` is linear in the residuals, so (HC0, as the curves)
@@ -445,7 +436,7 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
     shared = {"rows": ArrayRows({"z": z, "r2": r * r, "columns": columns}), "here": z[rows]}
-    total = (executor or ThreadExecutor()).map_sum(
+    total = scale.map_sum(
         _row_products_partial, task_ranges(z.shape[0], chunk), shared)
     return RowProducts(rows, np.sqrt(total["se2"]) / weight_sums[rows], total["weights"])
 

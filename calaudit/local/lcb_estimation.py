@@ -47,7 +47,6 @@ from calaudit.local.lcb_features import (
     rows_cell_kernel,
 )
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.row_blocks import executor_of
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -94,18 +93,16 @@ class LcbEstimation:
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
         # V is never stored: built a row block at a time (CurveColumns)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=False, executor=executor_of(self.config))
+                              dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
             at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
                                       CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed,
-                                      executor_of(self.config))
+                                      self.lcb_features, self.choice.frequency_seed)
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
-                              CurveColumns(design, bias.weight_sums, np.float64),
-                              executor=executor_of(self.config))
+                              CurveColumns(design, bias.weight_sums, np.float64))
         curves = self.curves(design, bias, at, scalar_r)
         lcb = bias.values
         section = {
@@ -199,8 +196,7 @@ class LcbEstimation:
                 categorical_columns(self.prob_features.shape[1], self.data.covariates,
                                     self.encoded.blocks))
             weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
-                                                 self.lcb_features, self.choice.frequency_seed,
-                                                 executor_of(self.config))
+                                                 self.lcb_features, self.choice.frequency_seed)
             return LocalBias(ratio(weighted, mass), mass), selection, None
         cov = np.asarray(self.encoded.features)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
@@ -216,5 +212,4 @@ class LcbEstimation:
             return []
         return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
                                     self.local.confidence_level,
-                                    scale=self.n / max(at.rows.size, 1),
-                                    executor=executor_of(self.config))
+                                    scale=self.n / max(at.rows.size, 1))

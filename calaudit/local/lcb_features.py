@@ -33,19 +33,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import scale
 from calaudit.local.features import MIN_WEIGHT, product_features
 from calaudit.local.lcb import CurveColumns, RowProducts
 from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.numerics.features import FourierFeatures, row_chunks
-from calaudit.numerics.row_blocks import (
-    TASK_ROWS,
-    SerialExecutor,
-    blocks,
-    map_rows,
-    one_blas_thread,
-    task_ranges,
-)
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import TASK_ROWS, ArrayRows, blocks, one_blas_thread, task_ranges
 
 #: Largest number of categorical cells handled exactly.
 MAX_CELLS = 512
@@ -167,7 +160,7 @@ MAX_SORTED_CELLS = 64
 
 def kernel_rows(kernel: CellKernel) -> ArrayRows:
     """The kernel's per-row columns ``z`` and ``cells`` as one row source: what is placed
-    on the executor (on Dask as row blocks, ``calaudit.execution.shards``; the small
+    on the executor (on Dask as row blocks, ``calaudit.scale.shards``; the small
     ``cell_matrix`` travels with each reduction)."""
     return ArrayRows({"z": kernel.z, "cells": kernel.cells})
 
@@ -204,7 +197,7 @@ def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.
     not test statistics; relative error about ``1e-6``). ``kernel`` and ``w`` are row
     sources (:func:`kernel_rows`; column ``w``: an (n, q) array or a row-built
     :class:`calaudit.local.lcb.CurveColumns`), read a block of rows at a time. The GEMMs
-    run on one BLAS thread (:func:`calaudit.numerics.row_blocks.one_blas_thread`), so
+    run on one BLAS thread (:func:`calaudit.scale.one_blas_thread`), so
     their bits do not depend on the BLAS thread count of the process or worker that runs
     the task. ``squared``: the sums of the squared kernel (:func:`placed_kernel`; the
     same placed kernel serves both)."""
@@ -292,7 +285,7 @@ def rows_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.
 
 
 def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
-                targets: NDArray[np.intp] | None = None, executor: Any = None, *,
+                targets: NDArray[np.intp] | None = None, *,
                 squared: bool = False, placed: Any = None) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
@@ -303,16 +296,16 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     BLAS thread, so the bytes are the same on every executor. The second pass over
     ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
     (:meth:`CellKernel.squared`); ``placed``: the kernel's rows already placed on the
-    executor (``resident(executor, kernel_rows(kernel))``) for several products; None:
+    executor (``scale.resident(kernel_rows(kernel))``) for several products; None:
     placed for this one. On Dask the kernel's rows and ``w`` are placed as row blocks."""
     with contextlib.ExitStack() as stack:
         if placed is None:
-            placed = stack.enter_context(resident(executor, kernel_rows(kernel)))
-        return _cell_matmul(kernel, features, w, targets, executor, squared, placed)
+            placed = stack.enter_context(scale.resident(kernel_rows(kernel)))
+        return _cell_matmul(kernel, features, w, targets, squared, placed)
 
 
 def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.float64],
-                 targets: NDArray[np.intp] | None, executor: Any, squared: bool,
+                 targets: NDArray[np.intp] | None, squared: bool,
                  placed: Any) -> NDArray[np.float64]:
     """:func:`cell_matmul` with the (unsquared) kernel's rows placed (``placed``)."""
     shared = {"kernel": placed, "cell_matrix": kernel.cell_matrix, "features": features,
@@ -324,13 +317,13 @@ def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.fl
         # float32 columns stay float32: the block products below are single precision
         w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
     ranges = task_ranges(n, PASS_ROWS)
-    acc = (executor or SerialExecutor()).map_sum(
+    acc = scale.map_sum(
         cell_partial, ranges, {**shared, "w": ArrayRows({"w": w}), "q": q})["acc"]
     mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
     mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
         mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
     if targets is None:
-        return map_rows(executor, rows_partial, ranges, {**shared, "mix": mix})["out"]
+        return scale.map_rows(rows_partial, ranges, {**shared, "mix": mix})["out"]
     rows = np.asarray(targets, dtype=np.intp)
     out = np.empty((rows.size, q))
     with one_blas_thread():
@@ -357,30 +350,29 @@ class ResidualColumns:
 
 
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
-                        seed: int, executor: Any = None
+                        seed: int
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
     :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero); the row
     pass of :func:`cell_matmul` run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)),
-                      executor=executor)
+    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
                          weight_sums: NDArray[np.float64],
                          columns: NDArray[np.float64] | CurveColumns,
-                         n_features: int, seed: int, executor: Any = None) -> RowProducts:
+                         n_features: int, seed: int) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
     ``K[S, :] @ columns``; the row passes run by ``executor``."""
     features = _features(kernel, n_features, seed)
-    with resident(executor, kernel_rows(kernel)) as placed:  # one copy for both products
+    with scale.resident(kernel_rows(kernel)) as placed:  # one copy for both products
         r2 = r * r
-        squares = cell_matmul(kernel, features, r2[:, None], rows, executor,
+        squares = cell_matmul(kernel, features, r2[:, None], rows,
                               squared=True, placed=placed)[:, 0]
-        weights = (cell_matmul(kernel, features, columns, rows, executor, placed=placed)
+        weights = (cell_matmul(kernel, features, columns, rows, placed=placed)
                    if columns.shape[1] else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -72,7 +71,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                   lead: NDArray[np.float64] | None, *,
                   products: NDArray[np.float64] | None = None,
                   max_entries: int = MAX_ENTRIES, dtype: type = np.float64,
-                  refine: tuple[float | None, float] | None = None, executor: Any = None,
+                  refine: tuple[float | None, float] | None = None,
                   observe: Callable[[NDArray[np.float64]], None] | None = None
                   ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
                              NDArray[np.float64] | None]:
@@ -95,7 +94,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     double-precision pass when that is chosen (one kernel pass in all), else it gets a
     double-precision pass of its own before the single-precision one.
 
-    ``executor`` runs the row tiles of every pass (:func:`kernel_forms_and_matmul`; the
+    the scale layer runs the row tiles of every pass (:func:`kernel_forms_and_matmul`; the
     same bytes whatever runs them). ``observe`` receives every batch of sampled columns
     (float64, in order: the other statistics of the same redraws, e.g. the score members
     of the local aggregate test).
@@ -113,7 +112,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                            form_error_factor(n, dtype), refine[1], lead)
     lead_forms: NDArray[np.float64] | None = None
     if refine is not None and refine[0] is None and dtype != np.float64:
-        lead_forms, _ = kernel_forms_and_matmul(gram, lead, executor=executor)
+        lead_forms, _ = kernel_forms_and_matmul(gram, lead)
         refine, lead, k = (float(lead_forms[0]), refine[1]), lead[..., :0], 0
     weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
@@ -132,7 +131,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
                 observe(block[..., offset:])
             values, extra = kernel_forms_and_matmul(gram, block,
                                                     products if first else None,
-                                                    dtype=dtype, executor=executor)
+                                                    dtype=dtype)
             if first:
                 lead_forms = values[:k] if k else lead_forms
                 values = values[k:]
@@ -140,7 +139,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             if refine is not None and dtype != np.float64:
                 refine_near(values, block[..., offset:], refine[0],
                             form_error_factor(n, dtype), refine[1],
-                            lambda z: kernel_forms_and_matmul(gram, z, executor=executor)[0])
+                            lambda z: kernel_forms_and_matmul(gram, z)[0])
             forms.append(values)
             done += count
             advance(count)
@@ -210,7 +209,7 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
 def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
                        rng: np.random.Generator, n_resamples: int,
                        products: NDArray[np.float64] | None, statistic: float | None,
-                       dtype: type, executor: Any = None,
+                       dtype: type,
                        observe: Callable[[NDArray[np.float64]], None] | None = None
                        ) -> tuple[float, NDArray[np.float64], NDArray[np.float64] | None]:
     """KLCE^2 (given, or from a double-precision lead column: in the resampling pass when
@@ -222,7 +221,7 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
     refine = (observed_form, tie_tolerance(gram.n) / scale)
     lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
                                                products=products, dtype=dtype, refine=refine,
-                                               executor=executor, observe=observe)
+                                               observe=observe)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
     return observed, null * scale, weighted
 
@@ -238,7 +237,7 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
                      rng: np.random.Generator, n_resamples: int, *,
                      products: NDArray[np.float64] | None = None,
                      statistic: float | None = None,
-                     dtype: type = np.float64, executor: Any = None,
+                     dtype: type = np.float64,
                      observe: Callable[[NDArray[np.float64]], None] | None = None
                      ) -> NullResult:
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
@@ -246,12 +245,11 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     ``statistic``: the observed KLCE^2 when already computed (in double precision);
     otherwise from the observed (lead) column (:func:`batched_forms`). ``dtype=np.float32``
     lets the pass run in single precision where that is cheaper (ties still decided in
-    double precision). ``executor`` runs the row tiles of the kernel passes; ``observe``
+    double precision). the scale layer runs the row tiles of the kernel passes; ``observe``
     sees every batch of redrawn residual columns (:func:`batched_forms`).
     """
     observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
-                                                  n_resamples, products, statistic, dtype,
-                                                  executor, observe)
+                                                  n_resamples, products, statistic, dtype, observe)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),
                       products=weighted)
@@ -259,16 +257,14 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
                    n_resamples: int, *, products: NDArray[np.float64] | None = None,
-                   statistic: float | None = None, dtype: type = np.float64,
-                   executor: Any = None) -> NullResult:
+                   statistic: float | None = None, dtype: type = np.float64) -> NullResult:
     """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
     :func:`consistency_test`.
 
     ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
     """
     observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
-                                                  n_resamples, products, statistic, dtype,
-                                                  executor)
+                                                  n_resamples, products, statistic, dtype)
     paper = float(np.count_nonzero(null > observed) / null.size)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),

@@ -17,9 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from calaudit import scale
 from calaudit.numerics.block_draws import binary_labels_into, label_indicators, label_thresholds
-from calaudit.numerics.row_blocks import TASK_ROWS, block_rng, blocks
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import TASK_ROWS, ArrayRows, block_rng, blocks
 
 
 def _one_hot(codes: NDArray[np.integer], n_levels: int) -> sparse.csr_matrix:
@@ -66,11 +66,12 @@ def level_sums_partial(start: int, stop: int, *, rows: Any, seed: int, stream: s
     return out
 
 
-def redraw_level_sums(executor: Any, proba: NDArray[np.float64], codes: NDArray[np.integer],
+def redraw_level_sums(proba: NDArray[np.float64], codes: NDArray[np.integer],
                       n_levels: int, seed: int, stream: str, n_resamples: int,
                       top: NDArray[np.intp] | None = None, task_rows: int = TASK_ROWS
                       ) -> dict[str, NDArray]:
-    """:func:`level_sums_partial` over every row, on ``executor`` (``proba`` (n,) binary
+    """:func:`level_sums_partial` over every row, through :mod:`calaudit.scale` (``proba`` (n,)
+    binary
     ``p_1`` or (n, m)); the redraws are those of the feature test with the same ``seed``
     and ``stream``."""
     from calaudit.inference.feature_tests import reduce_rows
@@ -82,5 +83,5 @@ def redraw_level_sums(executor: Any, proba: NDArray[np.float64], codes: NDArray[
         columns["top"] = np.asarray(top)
     shared = {"seed": int(seed), "stream": stream, "n_resamples": int(n_resamples),
               "labels": labels, "n_levels": int(n_levels), "top": top is not None}
-    with resident(executor, ArrayRows(columns)) as rows:
-        return reduce_rows(executor, level_sums_partial, p.shape[0], task_rows, rows, shared)
+    with scale.resident(ArrayRows(columns)) as rows:
+        return reduce_rows(level_sums_partial, p.shape[0], task_rows, rows, shared)

@@ -30,9 +30,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from calaudit import scale
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
-from calaudit.numerics.row_sources import ArrayRows, resident
+from calaudit.scale import ArrayRows, task_ranges
 
 CLIP = 1e-12
 MAX_ITER = 100
@@ -54,21 +54,18 @@ def _loglik(eta: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.floa
 
 
 def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
-                 y: NDArray[np.float64], weights: NDArray[np.float64],
-                 executor: Any = None) -> LogisticFit:
+                 y: NDArray[np.float64], weights: NDArray[np.float64]) -> LogisticFit:
     """Weighted ML logistic regression ``logit P(y=1) = offset + design @ beta`` for every
     column of ``weights`` (n, q) at once. Every sum over rows (log-likelihood, score,
     information) is a reduction over the fixed ranges of ``task_ranges(n)``
-    (:func:`newton_partial`, added in range order by ``executor``)."""
+    (:func:`newton_partial`, added in range order through :mod:`calaudit.scale`)."""
     source = ArrayRows({"design": design, "offset": offset, "y": y, "weights": weights})
-    executor = executor or SerialExecutor()
-    with resident(executor, source) as rows:
-        return fit_placed_many(rows, source.n, [(design.shape[1], None)], weights.shape[1],
-                               executor)[0]
+    with scale.resident(source) as rows:
+        return fit_placed_many(rows, source.n, [(design.shape[1], None)], weights.shape[1])[0]
 
 
-def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]], q: int,
-                    executor: Any) -> list[LogisticFit]:
+def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]],
+                    q: int) -> list[LogisticFit]:
     """Several fits (``(k, view)`` each: ``k`` design columns, read from the placed rows
     themselves when ``view`` is None, else made by a :class:`RecalibrationRows` from
     them) on the same rows placed by ``resident``, in lockstep: one
@@ -79,7 +76,7 @@ def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]], q: int
         active = [j for j, fit in enumerate(fits) if not fit.done]
         if not active:
             return [fit.result() for fit in fits]
-        sums = executor.map_sum(newton_partial, task_ranges(n), {
+        sums = scale.map_sum(newton_partial, task_ranges(n), {
             "rows": rows, "betas": tuple(fits[j].trial for j in active),
             "views": tuple(models[j][1] for j in active)})
         for slot, j in enumerate(active):
@@ -246,35 +243,34 @@ class RecalibrationRows:
         return columns
 
 
-def _both_fits(source: ArrayRows, q: int, executor: Any, weighted: bool
+def _both_fits(source: ArrayRows, q: int, weighted: bool
                ) -> tuple[LogisticFit, LogisticFit]:
     """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``, with
-    ``weighted`` also ``weights``), placed once on the executor's workers for both, fitted
+    ``weighted`` also ``weights``), placed once on the workers
+    (:func:`calaudit.scale.resident`) for both, fitted
     in lockstep (one pass per round for both)."""
-    executor = executor or SerialExecutor()
-    with resident(executor, source) as rows:
+    with scale.resident(source) as rows:
         large, slope = fit_placed_many(rows, source.n, [
             (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
-            q, executor)
+            q)
     return large, slope
 
 
 def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
-                             weights: NDArray[np.float64], executor: Any = None
+                             weights: NDArray[np.float64]
                              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """CITL and slope for every weight column (bootstrap replicates); the rows and the
-    weights placed once for both fits of the batch, the fits' sums reduced by
-    ``executor``."""
+    weights placed once for both fits of the batch, the fits' sums reduced through
+    :mod:`calaudit.scale`."""
     logit, _ = logit_of(p)
     source = ArrayRows({"y": y, "logit": logit, "weights": weights})
-    large, slope = _both_fits(source, weights.shape[1], executor, weighted=True)
+    large, slope = _both_fits(source, weights.shape[1], weighted=True)
     return large.coef[0], slope.coef[1]
 
 
-def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
-                           executor: Any = None) -> Recalibration:
+def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Recalibration:
     """Calibration-in-the-large and calibration slope of positive-class probabilities
-    (the fits' row sums reduced by ``executor``, default in this process; ``y`` and
+    (the fits' row sums reduced through :mod:`calaudit.scale`, default in this process; ``y`` and
     ``logit(p)`` placed once for both fits).
 
     >>> import numpy as np
@@ -285,7 +281,7 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
     """
     y = np.asarray(y_true)
     logit, clipped = logit_of(np.asarray(p, dtype=np.float64))
-    large, slope = _both_fits(ArrayRows({"y": y, "logit": logit}), 1, executor,
+    large, slope = _both_fits(ArrayRows({"y": y, "logit": logit}), 1,
                               weighted=False)
     return Recalibration(
         citl=float(large.coef[0, 0]), citl_se=float(np.sqrt(large.cov[0, 0, 0])),

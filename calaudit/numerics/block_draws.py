@@ -1,6 +1,6 @@
 """Per-row random draws of one row block (label redraws, bootstrap counts and indices).
 
-Each function draws the rows of **one** block (:mod:`calaudit.numerics.row_blocks`) from
+Each function draws the rows of **one** block (:mod:`calaudit.scale`) from
 that block's generator, so the draws of a row depend only on ``(seed, stream, block)``.
 
 * Labels ``y* ~ Cat(p)`` by integer thresholds: ``u`` uniform 32-bit integers,
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.row_blocks import ROW_BLOCK, block_rng, n_blocks
+from calaudit.scale import ROW_BLOCK, block_rng, n_blocks
 
 #: Largest 32-bit threshold (thresholds saturate here; see the module docstring).
 _TOP = 2**32 - 1

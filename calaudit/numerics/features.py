@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.row_blocks import ROW_BLOCK
+from calaudit.scale import ROW_BLOCK
 
 #: Kernel families with a frequency law here (``distance`` names of
 #: :class:`calaudit.numerics.kernels.StationaryKernel`).

@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import scale
 from calaudit.numerics.kernels import Gram, ProductGram
-from calaudit.numerics.row_blocks import ThreadExecutor, one_blas_thread
+from calaudit.scale import one_blas_thread
 
 #: Target size, in float64 entries, of one kernel block (about 32 MB).
 BLOCK_ENTRIES = 4_000_000
@@ -120,7 +121,7 @@ FUSED_TILE_ROWS = 1024
 def pair_blocks(n: int, block_rows: int = FUSED_TILE_ROWS) -> list[tuple[int, int]]:
     """The fixed row blocks ``[k b, min((k + 1) b, n))``, k = 0, 1, ...: keyed by the
     global row index only (the reproducibility rule of
-    :mod:`calaudit.numerics.row_blocks`)."""
+    :mod:`calaudit.scale`)."""
     return list(_tiles(n, max(1, int(block_rows))))
 
 
@@ -232,7 +233,6 @@ def kernel_forms_and_matmul(
     tile_rows: int | None = None,
     dtype: type = np.float64,
     matmul_dtype: type | None = None,
-    executor: Any = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
     **one** pass over the kernel (each kernel entry is evaluated once for both).
@@ -254,8 +254,7 @@ def kernel_forms_and_matmul(
     ``K_IJ^T W_I`` into those of ``J``. The bits are fixed by ``b`` and this order alone:
     the same whatever runs the pairs (``executor.map_pairs``: one thread, threads with
     BLAS at one thread each, or Dask workers holding one placed value per block) and
-    however the rows were stored. ``executor=None``: a
-    :class:`~calaudit.numerics.row_blocks.ThreadExecutor` on the usable cores.
+    however the rows were stored (the executor in force, :func:`calaudit.scale.current`).
 
     ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel
     evaluation) in single precision -- about twice as fast -- with the forms accumulated
@@ -277,12 +276,12 @@ def kernel_forms_and_matmul(
     wm = np.zeros((n, 0), wdtype) if w is None else np.asarray(w, dtype=wdtype).reshape(n, -1)
     ranges = pair_blocks(n, min(n, tile_rows or FUSED_TILE_ROWS))
     blocks = [RowBlock(a, b, gram, a, flat[a:b], wm[a:b]) for a, b in ranges]
-    threaded = getattr(executor, "threads", 1) > 1
+    runner = scale.current()
+    threaded = getattr(runner, "threads", 1) > 1
     precision = np.dtype(dtype)
     shared = {"dtype": precision.name,
               "native": bool(getattr(gram, "supports_dtype", False) and wm.dtype == precision),
               "pooled": not threaded}
-    runner = executor or ThreadExecutor()
     combine = partial_fold(n, m * q, wm.shape[1], ranges)
     pairs = block_pairs(len(ranges))
     group = max(1, int(getattr(runner, "pair_group", 1)))

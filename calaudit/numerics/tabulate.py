@@ -7,7 +7,7 @@ they are ``q`` bootstrap replicates at once, computed as one sparse product
 replicates thus share one code path.
 
 The estimates (no weights) are reductions over the fixed row ranges of
-:func:`calaudit.numerics.row_blocks.task_ranges`: one ``bincount`` per range, the partial
+:func:`calaudit.scale.task_ranges`: one ``bincount`` per range, the partial
 sums added in range order (:func:`range_bincount`), so the sums are the same bytes whoever
 computes the partials. Up to ``TASK_ROWS`` rows this is one ``bincount``.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from calaudit.numerics.row_blocks import fold, task_ranges
+from calaudit.scale import fold, task_ranges
 
 
 @dataclass(frozen=True)

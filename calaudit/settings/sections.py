@@ -123,7 +123,7 @@ class DaskConfig:
     threads), on an existing Dask cluster (``scheduler``, ``--dask``) or on a local
     cluster started for the run (``workers``, ``--workers``). Both need the
     ``calaudit[dask]`` extra; the result is the same bytes either way
-    (``calaudit.execution``, :class:`calaudit.numerics.row_blocks.ThreadExecutor`)."""
+    (``calaudit.scale``, :class:`calaudit.scale.ThreadExecutor`)."""
 
     scheduler: str | None = field(default=None, metadata={
         "help": "address of a running Dask scheduler, host:port or protocol://host:port "

@@ -12,7 +12,6 @@ from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
 from calaudit.numerics.random import stream
-from calaudit.numerics.row_blocks import ThreadExecutor
 from calaudit.results import TestResult
 from calaudit.stats.result import as_data, seed_of
 
@@ -43,7 +42,7 @@ def skce_test(y_true, y_proba, *, method: str = "consistency", kernel: str = "ex
     battery = skce_battery(data.y_proba, data.residuals, kernel=kernel, bandwidth=bandwidth,
                            tests=(f"skce_{method}",), n_resamples=n_resamples,
                            alpha=alpha, computation=Computation(computation, n_features),
-                           executor=ThreadExecutor(), rng=stream(seed, "skce"))
+                           rng=stream(seed, "skce"))
     return battery.tests[0]
 
 

@@ -2,7 +2,7 @@
 
 A broadcast (``client.scatter(..., broadcast=True)``) gives every worker the whole row
 source, so a worker's memory grows with ``n`` whatever the number of workers. Here an
-in-memory row source (:class:`calaudit.numerics.row_sources.ArrayRows`, including
+in-memory row source (:class:`calaudit.scale.ArrayRows`, including
 row-built columns such as ``calaudit.local.kernel.ScaledRows``) is cut into fixed row
 blocks keyed by global row index,
 
@@ -23,7 +23,7 @@ Faults. A block lives on one worker, and scattered data cannot be recomputed by 
 when that worker dies, the scheduler forgets the block and cancels the tasks that need it
 (``FutureCancelledError`` naming lost dependencies). A broadcast value can be lost the
 same way when every worker holding it dies (a restarted worker holds no copy:
-:mod:`calaudit.execution.broadcasts`). :func:`recover` then checks which of the values
+:mod:`calaudit.scale.broadcasts`). :func:`recover` then checks which of the values
 the failed task read are gone (``client.who_has``), scatters them again from the
 client's copy (every lost block of the source and every lost broadcast value at once)
 and the executor resubmits the task, at most :data:`RESCATTER_RETRIES` times per task;
@@ -31,7 +31,7 @@ after that the failure is the executor's one line.
 
 Row-blocked values. A per-row value that is not columns of equal length (the LCB
 curves' requests, :class:`calaudit.local.lcb.CurveRows`; a table with one entry per
-fixed row block, :class:`calaudit.numerics.row_sources.BlockTable`) is placed the same
+fixed row block, :class:`calaudit.scale.BlockTable`) is placed the same
 way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
 hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
 the value a partial reads for its range (:func:`row_blocked`). A column of an
@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.row_blocks import TASK_ROWS
-from calaudit.numerics.row_sources import ArrayRows
+from calaudit.scale.blocks import TASK_ROWS
+from calaudit.scale.sources import ArrayRows
 
 #: Rows per placed block (the reductions' task ranges, so a task reads one block).
 BLOCK_ROWS = TASK_ROWS
@@ -269,7 +269,7 @@ def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
             exc: BaseException, broadcasts: Any = None) -> int | None:
     """After a task failed with ``exc``: if a value it read (``used``: the futures of its
     blocks and of the reduction's broadcast values, ``broadcasts``, a
-    :class:`calaudit.execution.broadcasts.Broadcasts`) was lost or has since been placed
+    :class:`calaudit.scale.broadcasts.Broadcasts`) was lost or has since been placed
     again, every lost block of the sources in ``arguments`` and every lost broadcast value
     is sent again from the client's copy, and the task can be resubmitted (:func:`task`
     then gives it the current handles): the bytes of blocks sent again (0 when an earlier

@@ -1,6 +1,6 @@
 """Row sources: where the partials of a row reduction read their rows.
 
-A reduction (:mod:`calaudit.numerics.row_blocks`) evaluates ``partial(start, stop,
+A reduction (:mod:`calaudit.scale`) evaluates ``partial(start, stop,
 **shared)`` on fixed row ranges. A partial that takes a *row source* in ``shared`` reads
 the columns of its own range through
 
@@ -12,19 +12,18 @@ slices of arrays) or on rows that stay in their files until a task reads them
 a few hundred bytes however many rows, so a Dask task loads its range on the worker
 instead of receiving the whole column). A source is picklable and read-only.
 
-:func:`resident` places a source on the executor's workers once for a block of several
-reductions (an iterative fit runs one reduction per Newton step): a no-op in one process;
-on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as row blocks, each held by
-one worker (``calaudit.execution.shards``; a task receives its range's blocks), as is a
-row-blocked value (``row_block`` / ``joined``, e.g. :class:`BlockTable`, a table with one
-entry per fixed row block); any other value as one broadcast, released when the block
-exits.
+:func:`calaudit.scale.resident` places a source on the executor's workers once for a
+block of several reductions (an iterative fit runs one reduction per Newton step): a no-
+op in one process; on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as
+row blocks, each held by one worker (``calaudit.scale.shards``; a task receives its
+range's blocks), as is a row-blocked value (``row_block`` / ``joined``, e.g.
+:class:`BlockTable`, a table with one entry per fixed row block); any other value as one
+broadcast, released when the block exits.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -60,28 +59,12 @@ class ArrayRows:
         return f"ArrayRows({sorted(self.columns)}, n={self.n})"
 
 
-@contextlib.contextmanager
-def resident(executor: Any, source: Any) -> Iterator[Any]:
-    """``source`` as the executor's reductions should receive it for the block: the
-    source itself in one process; a handle to one copy per worker on an executor that
-    has ``keep`` / ``release`` (Dask), dropped when the block exits."""
-    keep = getattr(executor, "keep", None)
-    if keep is None:
-        yield source
-        return
-    handle = keep(source)
-    try:
-        yield handle
-    finally:
-        executor.release(handle)
-
-
 class BlockTable:
     """A table with one entry per fixed block of ``block`` rows (entry ``k`` for rows
     ``[k block, (k + 1) block)`` of ``n``; e.g. the bootstrap's draws per row block,
     :func:`calaudit.numerics.block_draws.block_totals`), read as ``table[k]`` with the
     global entry number and ``shape`` of the whole table. Row-blocked
-    (``calaudit.execution.shards``): on Dask block ``[lo, hi)`` holds only the entries of
+    (``calaudit.scale.shards``): on Dask block ``[lo, hi)`` holds only the entries of
     the rows ``[lo, hi)`` (:meth:`row_block`), a task the entries of its range
     (:meth:`joined`), so no worker holds the whole table."""
 

@@ -11,7 +11,7 @@ reads it ("lost dependencies"), and resubmitting such a task with the same handl
 again. :class:`Broadcasts` keeps the client's copies, so :meth:`Broadcasts.restore` sends
 the lost values again (fresh keys) and the reduction resubmits its tasks with the new
 handles; which values are lost follows the one rule of
-:func:`calaudit.execution.shards.lost_keys`.
+:func:`calaudit.scale.shards.lost_keys`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from calaudit.execution import shards
+from calaudit.scale import shards
 
 
 def scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:

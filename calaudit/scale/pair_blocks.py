@@ -1,11 +1,11 @@
 """The blocks of a block-pair pass placed on a Dask cluster (the pairwise engine's exact
-passes, :meth:`calaudit.execution.dask_executor.DaskExecutor.map_pairs`).
+passes, :meth:`calaudit.scale.dask_executor.DaskExecutor.map_pairs`).
 
 Block ``k`` goes to worker ``k mod N`` (one copy, not a broadcast) and is released once
 the last pair that reads it has been folded. Scattered data cannot be recomputed by Dask,
 so the client keeps the blocks and places a block lost with its worker again
 (:meth:`PairBlocks.restore`); which blocks are lost follows the one rule of
-:func:`calaudit.execution.shards.lost_keys`.
+:func:`calaudit.scale.shards.lost_keys`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from calaudit.execution.shards import forget, lost_keys
+from calaudit.scale.shards import forget, lost_keys
 
 #: Times a lost block is placed again until the scheduler reports a worker holding it.
 PLACE_ATTEMPTS = 20

@@ -1,6 +1,6 @@
 """Row reductions on a Dask cluster, the same bytes as in one process.
 
-A reduction (the contract of ``calaudit.numerics.row_blocks``) is a pure function
+A reduction (the contract of ``calaudit.scale``) is a pure function
 ``partial(start, stop, **shared) -> dict[str, ndarray]`` evaluated on fixed row ranges
 ``(start_k, stop_k)``, k = 0 .. K - 1, and combined by the left fold
 
@@ -12,10 +12,10 @@ client and gives the serial executor's bytes whatever the number of workers.
 
 :class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
 (or of :meth:`keep`) as fixed row blocks, each on one worker, and gives each task only its
-range's blocks (:mod:`calaudit.execution.shards`: a lost block is sent again from the
+range's blocks (:mod:`calaudit.scale.shards`: a lost block is sent again from the
 client and its tasks resubmitted); it scatters the rest of ``shared`` (small values,
 recorded in ``broadcasts``) once to every worker (a broadcast: each task reads its
-worker's copy; :mod:`calaudit.execution.broadcasts` sends a value again when every worker
+worker's copy; :mod:`calaudit.scale.broadcasts` sends a value again when every worker
 holding it was lost), submits one task per range with ``retries`` (a partial is a pure
 function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
 error changes nothing), and fetches the partials one at a time in range order, so the
@@ -32,7 +32,7 @@ value placed on one worker (round robin), a task ``(I, J)`` depends on blocks ``
 ``J`` only (Dask copies a block to the worker that runs the task, and drops the copy
 after), and a block is released once its last pair is folded. A block is scattered data,
 which Dask cannot recompute: when its worker dies the client places it again from its own
-copy and resubmits the pairs that need it (:class:`calaudit.execution.pair_blocks.PairBlocks`).
+copy and resubmits the pairs that need it (:class:`calaudit.scale.pair_blocks.PairBlocks`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ from typing import Any
 import numpy as np
 
 from calaudit.exceptions import ClusterError
-from calaudit.execution import shards
-from calaudit.execution.broadcasts import Broadcasts, is_future
-from calaudit.execution.pair_blocks import PairBlocks
-from calaudit.numerics.row_blocks import fold, stack_rows
+from calaudit.scale import shards
+from calaudit.scale.blocks import fold, stack_rows
+from calaudit.scale.broadcasts import Broadcasts, is_future
+from calaudit.scale.context import in_task
+from calaudit.scale.pair_blocks import PairBlocks
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
 
@@ -72,7 +73,7 @@ POLL_SECONDS = 1.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
-#: same bytes as :class:`calaudit.numerics.row_blocks.SerialExecutor`.
+#: same bytes as :class:`calaudit.scale.SerialExecutor`.
 fold_in_order = fold
 
 
@@ -80,14 +81,14 @@ def _call(partial: Partial, start: int, stop: int, shared: Mapping[str, Any]
           ) -> Mapping[str, np.ndarray]:
     """One task: the partial on rows ``[start, stop)`` with the worker's copy of
     ``shared`` (Dask replaces the scattered handles by their values)."""
-    return partial(start, stop, **shared)
+    return in_task(partial, start, stop, **shared)
 
 
 def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: Any,
                shared: Mapping[str, Any]) -> Any:
     """One task of a block-pair pass: ``partial`` on blocks ``i`` and ``j`` (Dask replaces
     the blocks' handles by the values, copied to this worker if placed elsewhere)."""
-    return partial(i, j, left, right, **shared)
+    return in_task(partial, i, j, left, right, **shared)
 
 
 def await_result(client: Any, future: Any) -> Any:
@@ -309,9 +310,9 @@ class DaskExecutor:
     def keep(self, value: Any) -> Any:
         """``value`` placed once on the workers; the handle can be given in ``shared`` to
         any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
-        ``calaudit.numerics.row_sources.resident`` pairs the two. An in-memory row source
+        ``calaudit.scale.resident`` pairs the two. An in-memory row source
         or a row-blocked value is placed as row blocks, each on one worker
-        (:mod:`calaudit.execution.shards`); any other value is sent to every worker (a
+        (:mod:`calaudit.scale.shards`); any other value is sent to every worker (a
         broadcast, recorded in :attr:`broadcasts`)."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
@@ -433,7 +434,7 @@ def _register_sizes() -> None:
         from dask.sizeof import sizeof
     except ImportError:
         return
-    from calaudit.numerics.row_sources import ArrayRows, BlockTable
+    from calaudit.scale.sources import ArrayRows, BlockTable
 
     @sizeof.register(ArrayRows)
     def _rows(rows: ArrayRows) -> int:  # a compact piece (``row_block``) by its nbytes

@@ -33,8 +33,8 @@ from typing import Any
 from calaudit._version import __version__
 from calaudit.deadlines import within
 from calaudit.exceptions import CalauditError, ClusterError
-from calaudit.execution.dask_executor import DaskExecutor
-from calaudit.numerics.row_blocks import usable_cores
+from calaudit.scale.dask_executor import DaskExecutor
+from calaudit.scale.threads import usable_cores
 
 #: Run by each local worker process as it starts (a Dask "preload" script): Ctrl-C in a
 #: terminal reaches the whole process group, and the workers leave it to this process,

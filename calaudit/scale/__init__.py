@@ -1,0 +1,145 @@
+"""The scale layer: where row reductions run, behind one interface.
+
+A statistic that is a sum over rows is written as a *partial* over fixed row ranges (the
+contract of :mod:`calaudit.scale.blocks`: ranges and random streams keyed by global row
+position, partials added in range order) and run through the functions here, never
+through an executor of its own:
+
+- :func:`map_sum`: ``partial(start, stop, **shared)`` for every range, summed in range
+  order; :func:`map_rows`: per-row results, concatenated in range order;
+  :func:`map_pairs`: the partials of pairs of row blocks, handed in pair order to a
+  ``combine`` (the quadratic statistics' exact passes);
+- :func:`resident`: a row source (:mod:`calaudit.scale.sources`) placed once where the
+  partials run, for a block of several reductions (an iterative fit).
+
+*Which* executor runs them is chosen once, by whoever owns the run (the audit runner, the
+command line, a library caller), with :func:`using`:
+
+- :class:`ThreadExecutor` (:mod:`calaudit.scale.threads`): threads of this process, the
+  default when nothing is chosen;
+- :class:`SerialExecutor`: this process, one range after another;
+- :class:`~calaudit.scale.dask_executor.DaskExecutor`: a Dask cluster (the
+  ``calaudit[dask]`` extra), opened and closed by :func:`open_executor`.
+
+Every executor folds the partials in range order, so a result is the same bytes on every
+one. The choice is a context variable: a reduction started inside another reduction's
+task (a thread of the pool, a Dask worker's task) runs in that task, one range after
+another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from numpy.typing import NDArray
+
+from calaudit.scale.blocks import (
+    ROW_BLOCK,
+    TASK_ROWS,
+    Partial,
+    block_rng,
+    blocks,
+    fold,
+    n_blocks,
+    stack_rows,
+    stream_key,
+    stream_seed,
+    task_ranges,
+)
+from calaudit.scale.context import CHOSEN, IN_TASK, in_task
+from calaudit.scale.dask_executor import DaskExecutor, fold_in_order
+from calaudit.scale.sources import ArrayRows, BlockTable, column_of
+from calaudit.scale.threads import (
+    SerialExecutor,
+    ThreadExecutor,
+    one_blas_thread,
+    release_free_memory,
+    usable_cores,
+)
+
+__all__ = [
+    "ArrayRows", "BlockTable", "DaskExecutor", "Partial", "ROW_BLOCK", "SerialExecutor",
+    "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of", "current",
+    "fold", "fold_in_order", "in_task", "map_pairs", "map_rows", "map_sum", "n_blocks",
+    "one_blas_thread", "open_executor", "release_free_memory", "resident", "stack_rows",
+    "stream_key", "stream_seed", "task_ranges", "usable_cores", "using",
+]
+
+def current() -> Any:
+    """The executor reductions run on here: the one chosen by the innermost
+    :func:`using`, else a :class:`ThreadExecutor` on the usable cores (inside a task of a
+    reduction: :class:`SerialExecutor`)."""
+    chosen = CHOSEN.get()
+    if chosen is None:
+        return ThreadExecutor()
+    return _SERIAL if chosen is IN_TASK else chosen
+
+
+@contextlib.contextmanager
+def using(executor: Any) -> Iterator[Any]:
+    """Run the reductions of the block on ``executor`` (an object with ``map_sum``,
+    ``map_rows`` and ``map_pairs``; ``None``: keep the one in force)."""
+    if executor is None:
+        yield current()
+        return
+    if not callable(getattr(executor, "map_sum", None)):
+        raise TypeError(f"an executor needs a map_sum(partial, ranges, shared) method; "
+                        f"got {type(executor).__name__}")
+    token = CHOSEN.set(executor)
+    try:
+        yield executor
+    finally:
+        CHOSEN.reset(token)
+
+
+def map_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
+            shared: Mapping[str, Any]) -> dict[str, NDArray]:
+    """``partial(start, stop, **shared)`` for every range, summed in range order, on the
+    executor in force (:func:`current`)."""
+    return current().map_sum(partial, ranges, shared)
+
+
+def map_rows(partial: Partial, ranges: Sequence[tuple[int, int]],
+             shared: Mapping[str, Any]) -> dict[str, NDArray]:
+    """``partial(start, stop, **shared)`` for every range, each giving arrays of
+    ``stop - start`` rows: their rows in range order, on the executor in force."""
+    return current().map_rows(partial, ranges, shared)
+
+
+def map_pairs(partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
+              blocks: Sequence[Any], shared: Mapping[str, Any],
+              combine: Callable[[Iterator[Any]], Any]) -> Any:
+    """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` for every pair,
+    in the given order, on the executor in force (a task sees its two blocks only)."""
+    return current().map_pairs(partial, pairs, blocks, shared, combine)
+
+
+@contextlib.contextmanager
+def resident(source: Any) -> Iterator[Any]:
+    """``source`` as the reductions of the block should receive it: the source itself in
+    this process; on an executor with ``keep`` / ``release`` (Dask) a handle to its copy on
+    the workers, dropped when the block exits."""
+    executor = current()
+    keep = getattr(executor, "keep", None)
+    if keep is None:
+        yield source
+        return
+    handle = keep(source)
+    try:
+        yield handle
+    finally:
+        executor.release(handle)
+
+
+def open_executor(settings: Any, warn: Callable[[str], None] | None = None) -> Any:
+    """The executor the ``[dask]`` settings ask for (:func:`calaudit.scale.cluster.
+    open_executor`): a context manager giving a Dask executor, or ``None`` for this
+    process."""
+    from calaudit.scale.cluster import open_executor as open_cluster
+
+    return open_cluster(settings, warn=warn)
+
+
+_SERIAL = SerialExecutor()
