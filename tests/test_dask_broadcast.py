@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from calaudit.execution import DaskExecutor
-from calaudit.local.lcb import CurveRequest, CurveRows
+from calaudit.local.lcb_curves import CurveRequest, CurveRows
 from calaudit.numerics.row_blocks import SerialExecutor, task_ranges
 from calaudit.numerics.row_sources import BlockTable
 
