@@ -28,7 +28,8 @@ from diagnosis_cases import one_region  # noqa: E402
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local.encoding import encode_covariates  # noqa: E402
 from calaudit.local.lcb_bandwidth import _columns, estimation_gram, kernel_sums  # noqa: E402
-from calaudit.local.lcb_features import cell_kernel, feature_kernel_sums  # noqa: E402
+from calaudit.local.lcb_cells import cell_kernel  # noqa: E402
+from calaudit.local.lcb_features import feature_kernel_sums  # noqa: E402
 
 
 def main() -> int:

@@ -20,12 +20,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from calaudit import display
 from calaudit._version import __version__
 
 _EXPORTS = {
     "load": "calaudit.data.load",
     "CalibrationData": "calaudit.data.dataset",
-    "Covariate": "calaudit.data.dataset",
+    "Covariate": "calaudit.data.parts",
     "AuditConfig": "calaudit.audit.config",
     "BinningConfig": "calaudit.audit.config",
     "run_audit": "calaudit.audit.runner",
@@ -63,3 +64,14 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+def _result_html(result: Any) -> str:
+    """A result's notebook HTML (:mod:`calaudit.output.notebook`, imported when a result
+    is first shown)."""
+    from calaudit.output.notebook import result_html
+
+    return result_html(result)
+
+
+display.install_result_html(_result_html)

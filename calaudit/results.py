@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from calaudit import display
+
 SCHEMA_VERSION = 1
 
 
@@ -247,10 +249,9 @@ class AuditResult:
                 f"groups={len(self.groups)})")
 
     def _repr_html_(self) -> str:
-        """Jupyter's view: verdict, graded checks, most biased groups."""
-        from calaudit.result_views import result_html
-
-        return result_html(self)
+        """Jupyter's view: verdict, graded checks, most biased groups
+        (:func:`calaudit.output.notebook.result_html`)."""
+        return display.result_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

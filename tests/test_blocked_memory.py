@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from scipy import special
 
-from calaudit.data.build import LoadOptions, RawInputs, encode_covariate, to_probabilities
+from calaudit.data.build import LoadOptions, RawInputs, to_probabilities
+from calaudit.data.covariates import encode_covariate
 from calaudit.data.labels import binary_classes
 from calaudit.metrics import smooth_ece as smooth
 from calaudit.metrics.brier import brier_score

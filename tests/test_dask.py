@@ -671,11 +671,8 @@ def test_the_attribution_places_its_rows_once_for_all_its_fits(workers, request,
 def _lcb_products(executor) -> list[bytes]:
     """The LCB's kernel sums at every row and its plotted rows' products through the
     cell kernel (``local/lcb_features.py``), as bytes."""
-    from calaudit.local.lcb_features import (
-        cell_kernel,
-        feature_kernel_sums,
-        feature_row_products,
-    )
+    from calaudit.local.lcb_cells import cell_kernel
+    from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products
 
     rng = np.random.default_rng(41)
     n = 3 * TASK + 77
@@ -745,19 +742,19 @@ def test_a_row_map_gives_the_ranges_rows_in_order(executor, request):
 def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monkeypatch):
     """The curves' normalisers and centres (``curve_sums_partial``) over several ranges;
     the requests (rows and covariate values) placed once per pass."""
-    from calaudit.local import lcb
+    from calaudit.local import lcb_curves
     from tests.test_lcb_columns import _requests
 
-    monkeypatch.setattr(lcb, "CURVE_ROWS", TASK)
+    monkeypatch.setattr(lcb_curves, "CURVE_ROWS", TASK)
     rng = np.random.default_rng(8)
     n = 3 * TASK + 17
     requests, values, sums = _requests(rng, n), rng.normal(size=n), rng.uniform(0.5, 2, n)
     with scale.using(SerialExecutor()):
-        serial = lcb.curve_design(requests, sums, 12, dense=False)
+        serial = lcb_curves.curve_design(requests, sums, 12, dense=False)
         serial_centres = serial.centres(values)
     calls = dask_partials(monkeypatch)
     with scale.using(DaskExecutor(request.getfixturevalue(workers))):
-        design = lcb.curve_design(requests, sums, 12, dense=False)
+        design = lcb_curves.curve_design(requests, sums, 12, dense=False)
         centres = design.centres(values)
     assert [a.tobytes() for a in design.normalisers] == [
         b.tobytes() for b in serial.normalisers]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calaudit.local.lcb import CurveRequest, CurveRows
+from calaudit.local.lcb_curves import CurveRequest, CurveRows
 from calaudit.scale import BlockTable, DaskExecutor, SerialExecutor, task_ranges
 
 distributed = pytest.importorskip("distributed")

@@ -382,7 +382,7 @@ def test_row_layout_locates_rows():
 
 
 def test_report_lists_files_with_fingerprints_up_to_a_limit():
-    from calaudit.report.context import MAX_FILES, build_data
+    from calaudit.report.data_context import MAX_FILES, build_data
 
     files = [{"role": "predictions", "path": f"s3://b/p/part-{k}.parquet", "format": "parquet",
               "sha256": None, "rows": 10, "size": 1234, "fingerprint_kind": "etag",

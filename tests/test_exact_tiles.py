@@ -74,9 +74,9 @@ def test_same_bytes_on_any_number_of_threads(case, dtype, wide):
 def test_products_only_pass(case, monkeypatch):
     """``K @ W`` without forms (the LCB's pass): filled and multiplied in row groups; the
     double loops' values and the same bytes on any number of threads."""
-    import calaudit.numerics.pairwise as pairwise
+    import calaudit.numerics.pair_tasks as pair_tasks
 
-    monkeypatch.setattr(pairwise, "GROUP_ENTRIES", 200)  # groups of 3 rows here
+    monkeypatch.setattr(pair_tasks, "GROUP_ENTRIES", 200)  # groups of 3 rows here
     gram, _, w = case
     n = gram.n
     dense = np.array([[float(np.exp(-np.sum((gram.features[i] - gram.features[j]) ** 2)))

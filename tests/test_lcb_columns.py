@@ -4,19 +4,20 @@ arrays they replace: the same bytes."""
 
 import numpy as np
 
-from calaudit.local import lcb
-from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_kernel, cell_matmul
+from calaudit.local import lcb_curves
+from calaudit.local.lcb_cells import cell_kernel
+from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_matmul
 from calaudit.scale import ROW_BLOCK
 
 
 def _dense_columns(requests, weight_sums, points, dtype):
     """The pre-streaming construction: every request's (points, rows) weights, divided by
     ``D_j``, placed in an (n, points x requests) array."""
-    width = sum(lcb.grid_weights(req.x, points)[0].size for req in requests)
+    width = sum(lcb_curves.grid_weights(req.x, points)[0].size for req in requests)
     columns = np.zeros((weight_sums.size, width), dtype=dtype)
     start = 0
     for req in requests:
-        grid, w, _ = lcb.grid_weights(req.x, points)
+        grid, w, _ = lcb_curves.grid_weights(req.x, points)
         columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
         start += grid.size
     return columns
@@ -26,12 +27,12 @@ def _requests(rng, n):
     """Overlapping requests (two covariates x groups), one constant (a one-point grid)."""
     x0, x1 = rng.normal(size=n), rng.uniform(0, 5, n)
     group = rng.integers(0, 3, n)
-    out = [lcb.CurveRequest("x0", None, "all", np.arange(n), x0)]
+    out = [lcb_curves.CurveRequest("x0", None, "all", np.arange(n), x0)]
     for g in range(3):
         rows = np.flatnonzero(group == g)
-        out.append(lcb.CurveRequest("x1", "g", str(g), rows, x1[rows]))
+        out.append(lcb_curves.CurveRequest("x1", "g", str(g), rows, x1[rows]))
     rows = np.flatnonzero(group == 0)
-    out.append(lcb.CurveRequest("flat", "g", "0", rows, np.full(rows.size, 2.0)))
+    out.append(lcb_curves.CurveRequest("flat", "g", "0", rows, np.full(rows.size, 2.0)))
     return out
 
 
@@ -41,10 +42,10 @@ def test_design_weights_and_centres_are_the_dense_ones():
     requests = _requests(rng, n)
     values = rng.normal(size=n)
     for points in (7, 12, 40):
-        design = lcb.curve_design(requests, rng.uniform(0.5, 2, n), points, dense=False)
+        design = lcb_curves.curve_design(requests, rng.uniform(0.5, 2, n), points, dense=False)
         assert design.columns.shape == (n, 0)
         for k, req in enumerate(requests):
-            grid, w, h = lcb.grid_weights(req.x, points)
+            grid, w, h = lcb_curves.grid_weights(req.x, points)
             assert np.array_equal(design.grids[k], grid) and design.bandwidths[k] == h
             assert np.array_equal(design.weights(k), w)
             assert np.array_equal(design.weights(k, 5, 300, 2, 6), w[2:6, 5:300])
@@ -58,9 +59,10 @@ def test_curve_columns_are_the_dense_columns_block_by_block():
     sums = rng.uniform(0.5, 2.0, n)
     for dtype in (np.float32, np.float64):
         dense = _dense_columns(requests, sums, 9, dtype)
-        design = lcb.curve_design(requests, sums, 9, dtype=dtype)
+        design = lcb_curves.curve_design(requests, sums, 9, dtype=dtype)
         assert design.columns.dtype == dtype and np.array_equal(design.columns, dense)
-        lazy = lcb.CurveColumns(lcb.curve_design(requests, sums, 9, dense=False), sums, dtype)
+        lazy = lcb_curves.CurveColumns(
+            lcb_curves.curve_design(requests, sums, 9, dense=False), sums, dtype)
         assert lazy.shape == dense.shape
         for lo, hi in ((0, ROW_BLOCK), (ROW_BLOCK, 2 * ROW_BLOCK), (2 * ROW_BLOCK, n),
                        (10, 11), (n - 5, n + 50)):
@@ -79,10 +81,11 @@ def test_cell_matmul_of_curve_columns_equals_the_dense_product_bit_for_bit():
     sums = rng.uniform(0.5, 2.0, n)
     targets = np.sort(rng.choice(n, 200, replace=False))
     for points in (3, DENSE_OUTPUT // kernel.n_cells):  # n_cells * width <= / > DENSE_OUTPUT
-        requests = [lcb.CurveRequest("x", "g", str(g), rows, z[rows, 0]) for g in range(3)
+        requests = [lcb_curves.CurveRequest("x", "g", str(g), rows, z[rows, 0]) for g in range(3)
                     if (rows := np.flatnonzero(z[:, 1] == 2.0 * g)).size]
         dense = _dense_columns(requests, sums, points, np.float32)
-        lazy = lcb.CurveColumns(lcb.curve_design(requests, sums, points, dense=False), sums)
+        lazy = lcb_curves.CurveColumns(
+            lcb_curves.curve_design(requests, sums, points, dense=False), sums)
         assert np.array_equal(cell_matmul(kernel, feats, lazy, targets),
                               cell_matmul(kernel, feats, dense, targets))
 
@@ -90,7 +93,7 @@ def test_cell_matmul_of_curve_columns_equals_the_dense_product_bit_for_bit():
 def test_cell_index_is_numpy_unique_of_the_rows():
     """The O(n) cell index against ``np.unique(axis=0, return_inverse=True)``: the same
     distinct rows in the same (lexicographic) order and the same index per row."""
-    from calaudit.local.lcb_features import cell_index
+    from calaudit.local.lcb_cells import cell_index
 
     rng = np.random.default_rng(8)
     n = 5000
@@ -109,7 +112,7 @@ def test_cell_index_is_numpy_unique_of_the_rows():
 
 def test_feature_pass_curve_products_read_the_design_weights():
     """``Phi^T V`` of the feature pass (``V`` from the design's per-block weights) against
-    the dense weights of :func:`lcb.grid_weights`."""
+    the dense weights of :func:`lcb_curves.grid_weights`."""
     from calaudit.local.features import _bias_pass, product_features
 
     rng = np.random.default_rng(9)
@@ -118,12 +121,12 @@ def test_feature_pass_curve_products_read_the_design_weights():
     features = product_features(z, 64, 3)
     lead = rng.normal(size=(features.n_features, 2)) + np.array([0.0, 40.0])
     requests = _requests(rng, n)
-    design = lcb.curve_design(requests, np.ones(n), 6, dense=False)
+    design = lcb_curves.curve_design(requests, np.ones(n), 6, dense=False)
     bias, products = _bias_pass(features, z, lead, design)
     phi = features.quantised(z).astype(np.float64)
     start = 0
     for req in requests:
-        grid, w, _ = lcb.grid_weights(req.x, 6)
+        grid, w, _ = lcb_curves.grid_weights(req.x, 6)
         want = phi[req.rows].T @ (w / bias.weight_sums[req.rows][None, :]).T
         got = products[:, start:start + grid.size]
         assert np.allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calaudit.local import lcb
+from calaudit.local import lcb, lcb_curves
 from calaudit.local.kernel import product_gram
 from tests.reference_local import lcb_loops, product_kernel_matrix
 
@@ -49,10 +49,10 @@ def test_curve_is_the_smoothed_lcb_and_its_band_the_linear_standard_error():
     bias = lcb.local_calibration_bias(gram, r)
     rows = np.flatnonzero(x[:, 1] > -0.5)
     cov = x[rows, 0]
-    req = lcb.CurveRequest("x0", "g", "high", rows, cov)
-    (curve,) = lcb.lcb_curves(gram, bias, r, [req], points=7, level=0.9)
+    req = lcb_curves.CurveRequest("x0", "g", "high", rows, cov)
+    (curve,) = lcb_curves.lcb_curves(gram, bias, r, [req], points=7, level=0.9)
     (group,) = curve["groups"]
-    grid, w, h = lcb.grid_weights(cov, 7)
+    grid, w, h = lcb_curves.grid_weights(cov, 7)
     assert np.allclose(group["x"], grid) and group["bandwidth"] == h
     assert np.allclose(group["lcb"], w @ bias.values[rows], rtol=1e-12)
     # explicit linear weights a_i(t) = sum_{j in g} w_j(t) K_ij / D_j
@@ -71,8 +71,8 @@ def test_silverman_bandwidth_and_points():
     x = np.random.default_rng(0).normal(size=1000)
     iqr = np.subtract(*np.percentile(x, [75, 25]))
     expected = 0.9 * min(x.std(ddof=1), iqr / 1.34) * 1000 ** -0.2
-    assert lcb.silverman_bandwidth(x) == pytest.approx(expected)
-    assert lcb.silverman_bandwidth(np.ones(5)) == 1.0
+    assert lcb_curves.silverman_bandwidth(x) == pytest.approx(expected)
+    assert lcb_curves.silverman_bandwidth(np.ones(5)) == 1.0
     assert np.array_equal(lcb.plot_points(10, 20, None), np.arange(10))
     a = lcb.plot_points(5000, 100, np.random.default_rng(1))
     assert a.size == 100 and np.all(np.diff(a) > 0)

@@ -11,7 +11,7 @@ from calaudit.local.bandwidth import subsample_rows
 from calaudit.local.encoding import EncodedRows, encode_covariates
 from calaudit.local.kernel import FILL_ROWS, ScaledRows, product_gram
 from calaudit.local.lcb_bandwidth import EstimationRows, estimation_gram
-from calaudit.local.lcb_features import (
+from calaudit.local.lcb_cells import (
     MAX_CELLS,
     categorical_columns,
     cell_kernel,

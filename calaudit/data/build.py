@@ -1,30 +1,29 @@
-"""Raw columns -> :class:`~calaudit.data.dataset.CalibrationData`.
+"""Raw columns -> the validated fields of a :class:`~calaudit.data.dataset.CalibrationData`.
 
 Shared by the file loader and ``CalibrationData.from_arrays``: convert logits, apply the
 row rules, infer the classes, map the labels, encode the covariates, and drop or refuse
-bad rows.
+bad rows. :func:`build` returns the fields (:class:`Validated`); the data object is
+``CalibrationData(*validated)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import special
 
-from calaudit import limits
 from calaudit.data import rows as rules
-from calaudit.data.dataset import CalibrationData, Covariate, Provenance
-from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multiclass
-from calaudit.data.readers import SourceFile
 from calaudit.data import spill
-from calaudit.data.spill import ColumnStore, in_blocks
+from calaudit.data.covariates import check_shape, encode_covariate
+from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multiclass
+from calaudit.data.parts import Covariate, Provenance
+from calaudit.data.readers import SourceFile
+from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
-
 
 #: Bytes per row of one kept column (float64 / int64), for the spill estimate.
 KEPT_BYTES_PER_ROW = 8
@@ -63,6 +62,18 @@ class RawInputs:
     layouts: dict[str, Any] = field(default_factory=dict)
     #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
     dataset: dict[str, Any] | None = None
+
+
+class Validated(NamedTuple):
+    """The fields of a :class:`~calaudit.data.dataset.CalibrationData`, in its order:
+    ``CalibrationData(*validated)`` is the data object."""
+
+    y_proba: np.ndarray
+    y_true: np.ndarray
+    classes: tuple[str, ...]
+    covariates: tuple[Covariate, ...]
+    provenance: Provenance
+    spill: ColumnStore | None
 
 
 def to_probabilities(raw: RawInputs, options: LoadOptions,
@@ -193,76 +204,6 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
     return found
 
 
-def encode_covariate(name: str, values: pd.Series, categorical: bool,
-                     store: ColumnStore | None = None) -> Covariate:
-    """A numeric covariate as float64, or a categorical one as codes into sorted names.
-    A float64 column is kept as read; other numeric columns and a dataset's text codes
-    are written a block of rows at a time into ``store``."""
-    store = store if store is not None else ColumnStore()
-    if not categorical:
-        if values.dtype == np.float64:
-            return Covariate(name, "numeric", values.to_numpy())
-        return Covariate(name, "numeric", in_blocks(
-            store, len(values), np.float64,
-            lambda a, b: values.iloc[a:b].to_numpy(dtype=np.float64)))
-    if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
-        names = np.array([str(v) for v in values.cat.categories], dtype=object)
-        levels, remap = np.unique(names, return_inverse=True)
-        remap = remap.reshape(-1)
-        stored = values.array.codes  # a view (values.cat.codes copies)
-        # the levels in use, from per-category counts (O(categories) memory, no sort of n
-        # codes); every row's code is then one lookup: its level's rank among those used
-        counts = np.zeros(len(names) + 1, dtype=np.int64)
-        for start in range(0, stored.size, spill.BLOCK):
-            counts += np.bincount(stored[start:start + spill.BLOCK].astype(np.intp) + 1,
-                                  minlength=counts.size)
-        present = np.flatnonzero(counts) - 1  # -1: a missing value (only if not refused)
-        used = np.unique(remap[present])
-        rank = np.searchsorted(used, remap)
-        codes = in_blocks(store, stored.size, rank.dtype, lambda a, b: rank[stored[a:b]])
-        return Covariate(name, "categorical", codes, tuple(str(v) for v in levels[used]))
-    if pd.api.types.is_float_dtype(values) and bool((values == values.round()).all()):
-        values = values.astype(np.int64)
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        levels = np.unique(values.to_numpy())
-        codes = np.searchsorted(levels, values.to_numpy())
-        return Covariate(name, "categorical", codes, tuple(str(v) for v in levels))
-    text = np.array([str(v) for v in values.to_numpy()], dtype=object)
-    levels, codes = np.unique(text, return_inverse=True)
-    return Covariate(name, "categorical", codes.reshape(-1), tuple(str(v) for v in levels))
-
-
-def check_count(names: Sequence[str], source: str | None = None) -> None:
-    """At most ``MAX_COVARIATES`` covariates (checked before any file is read)."""
-    if len(names) > limits.MAX_COVARIATES:
-        raise InputError(f"{len(names):,} covariates given; an audit takes at most "
-                         f"{limits.MAX_COVARIATES}", source=source, rule="too_many_covariates",
-                         hint="audit the covariates that matter, or several audits of a few "
-                              "each; see 'Ranges and limits' in docs/configuration.md")
-
-
-def check_shape(covariates: Sequence[Covariate], sources: Sequence[str]) -> None:
-    """The covariates within ``MAX_COVARIATES``, each categorical one within
-    ``MAX_CATEGORIES`` categories, and all within ``MAX_KERNEL_COLUMNS`` encoded columns
-    (one per numeric covariate, one per category)."""
-    check_count([c.name for c in covariates])
-    for cov, source in zip(covariates, sources, strict=True):
-        if cov.kind == "categorical" and len(cov.categories) > limits.MAX_CATEGORIES:
-            raise InputError(f"{len(cov.categories):,} categories; a categorical covariate "
-                             f"has at most {limits.MAX_CATEGORIES}", source=source,
-                             column=cov.name, rule="too_many_categories",
-                             hint="group rare categories into 'other', bin the values, or "
-                                  "drop --categorical if it is a number; see 'Ranges and "
-                                  "limits' in docs/configuration.md")
-    columns = sum(len(c.categories) if c.kind == "categorical" else 1 for c in covariates)
-    if columns > limits.MAX_KERNEL_COLUMNS:
-        raise InputError(f"the covariates have {columns:,} categories and numeric columns in "
-                         f"all; an audit takes at most {limits.MAX_KERNEL_COLUMNS}",
-                         source=sources[0] if sources else None, rule="too_many_categories",
-                         hint="fewer covariates or fewer categories; see 'Ranges and "
-                              "limits' in docs/configuration.md")
-
-
 def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
     if name in options.categorical:
         return True
@@ -287,9 +228,10 @@ def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, i
 
 
 def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
-          ) -> CalibrationData:
-    """Validate ``raw`` and return the immutable data object. The kept columns are
-    allocated in ``store`` (anonymous, or spilled to disk: :mod:`calaudit.data.spill`)."""
+          ) -> Validated:
+    """Validate ``raw`` and return the fields of the immutable data object. The kept
+    columns are allocated in ``store`` (anonymous, or spilled to disk:
+    :mod:`calaudit.data.spill`), which is the data object's ``spill`` when it spilled."""
     n = int(raw.scores.shape[0])
     if store is None:
         store = ColumnStore()
@@ -342,8 +284,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
         renormalized_rows=renormalized, dataset=raw.dataset,
     )
-    return CalibrationData(probs, codes, classes, covariates, provenance,
-                           spill=store if store.spilling else None)
+    return Validated(probs, codes, classes, covariates, provenance,
+                     spill=store if store.spilling else None)
 
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
@@ -399,8 +341,9 @@ def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray
 
 
 def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
-                      renormalize, drop_invalid) -> CalibrationData:
-    """``CalibrationData.from_arrays``: arrays through the same rules as files."""
+                      renormalize, drop_invalid) -> Validated:
+    """The fields of ``CalibrationData.from_arrays``: arrays through the same rules as
+    files."""
     scores = np.asarray(y_proba, dtype=np.float64)
     scores = scores[:, None] if scores.ndim == 1 else scores
     labels = pd.Series(np.asarray(y_true))

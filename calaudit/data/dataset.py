@@ -1,72 +1,16 @@
-"""The validated, immutable data object that every later stage consumes."""
+"""The validated, immutable data object that every later stage consumes:
+:class:`CalibrationData`, made of the parts in :mod:`calaudit.data.parts` (its covariates,
+its provenance) and built by :mod:`calaudit.data.build` from files or in-memory arrays."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.data.readers import SourceFile
-
-CovariateKind = Literal["numeric", "categorical"]
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array = np.ascontiguousarray(array)
-    array.setflags(write=False)
-    return array
-
-
-@dataclass(frozen=True)
-class Covariate:
-    """One covariate column.
-
-    ``numeric``: ``values`` are float64. ``categorical``: ``values`` are int64 codes into
-    ``categories`` (sorted; integer-coded categories sort numerically).
-    """
-
-    name: str
-    kind: CovariateKind
-    values: NDArray
-    categories: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "values", _frozen(self.values))
-
-    def labels(self) -> NDArray[np.object_]:
-        """Category name of each row (categorical covariates only)."""
-        return np.asarray(self.categories, dtype=object)[self.values]
-
-    def take(self, rows: NDArray[np.intp]) -> Covariate:
-        return Covariate(self.name, self.kind, self.values[rows], self.categories)
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where the data came from and what was excluded.
-
-    ``rows_excluded`` counts dropped rows by rule (only with ``--drop-invalid``).
-    """
-
-    files: tuple[SourceFile, ...] = ()
-    rows_read: int = 0
-    rows_used: int = 0
-    rows_excluded: Mapping[str, int] = field(default_factory=dict)
-    label_column: str | None = None
-    score_columns: tuple[str, ...] = ()
-    score_kind: str = "probability"
-    id_column: str | None = None
-    renormalized_rows: int = 0
-    #: The predictions input when it is a dataset: ``{"path": as given, "kind":
-    #: "directory" | "glob" | "url", "format", "files", "partition_columns"}``.
-    dataset: Mapping[str, object] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rows_excluded", MappingProxyType(dict(self.rows_excluded)))
+from calaudit.data.parts import Covariate, Provenance, read_only
 
 
 @dataclass(frozen=True)
@@ -93,8 +37,8 @@ class CalibrationData:
     spill: object | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "y_proba", _frozen(np.asarray(self.y_proba, np.float64)))
-        object.__setattr__(self, "y_true", _frozen(np.asarray(self.y_true, np.int64)))
+        object.__setattr__(self, "y_proba", read_only(np.asarray(self.y_proba, np.float64)))
+        object.__setattr__(self, "y_true", read_only(np.asarray(self.y_true, np.int64)))
 
     @property
     def n(self) -> int:
@@ -171,13 +115,13 @@ class CalibrationData:
         """
         from calaudit.data.build import build_from_arrays
 
-        return build_from_arrays(
+        return cls(*build_from_arrays(
             y_true, y_proba, covariates=covariate_columns(covariates),
             categorical=tuple(categorical),
             classes=None if classes is None else tuple(classes),
             positive_label=positive_label, renormalize=renormalize,
             drop_invalid=drop_invalid,
-        )
+        ))
 
 
 def covariate_columns(covariates: object) -> dict[str, object]:

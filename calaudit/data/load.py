@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.data.build import LoadOptions, RawInputs, build, check_count
+from calaudit.data.build import LoadOptions, RawInputs, build
 from calaudit.data.columns import (
     detect_label,
     require_column,
     resolve_scores,
     split_list,
 )
+from calaudit.data.covariates import check_count
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.locations import DataFile, Location, locate
 from calaudit.data.npz import NpzArchive
@@ -95,7 +96,7 @@ def load(
                              column=name, rule="conflicting_options",
                              hint="list it in --covariates too")
     store = ColumnStore(spill, spill_dir)
-    data = build(gather(os.fspath(path), columns, store), options, store)
+    data = CalibrationData(*build(gather(os.fspath(path), columns, store), options, store))
     release_free_memory()  # the readers' freed chunks and masks leave the RSS
     return data
 

@@ -85,9 +85,9 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     ``klce_consistency``); ``klce_bootstrap`` runs its own pass
     (:func:`calaudit.inference.feature_tests.feature_bootstrap_test`). Pass 2 gives the
     LCB ``Phi (Phi^T r) / Phi (Phi^T 1)`` chunk by chunk and accumulates ``Phi^T V`` of the
-    curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb`); pass 3 gives
+    curves (``V_jt = w_j(t) / D_j``, :mod:`calaudit.local.lcb_curves`); pass 3 gives
     ``se_t^2 = sum_i (Phi (Phi^T V))_it^2 r_i^2``. ``design``: a
-    :class:`calaudit.local.lcb.CurveDesign` (its requests' rows sorted) or ``None``.
+    :class:`calaudit.local.lcb_curves.CurveDesign` (its requests' rows sorted) or ``None``.
     ``bias=False`` skips passes 2 and 3 (``bias`` and ``curve_se`` are then ``None``).
     """
     n = z.shape[0]

@@ -45,7 +45,7 @@ from calaudit.local.klce import (
     residuals,
 )
 from calaudit.local.lcb import plot_points, top_label_residual
-from calaudit.local.lcb_features import CellKernel
+from calaudit.local.lcb_cells import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.score_members import ScoreMembers
 from calaudit.results import Status, TestResult

@@ -17,18 +17,7 @@ from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.kernel_tests import LocalTests
-from calaudit.local.lcb import (
-    CurveColumns,
-    CurveDesign,
-    CurveRequest,
-    LocalBias,
-    RowProducts,
-    curve_design,
-    curves_from_products,
-    plot_points,
-    row_products,
-    summarize,
-)
+from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
     COV_GRID,
@@ -39,13 +28,15 @@ from calaudit.local.lcb_bandwidth import (
     kernel_sums,
     select_bandwidths,
 )
-from calaudit.local.lcb_features import (
-    categorical_columns,
-    feature_kernel_sums,
-    feature_row_products,
-    lcb_computation,
-    rows_cell_kernel,
+from calaudit.local.lcb_cells import categorical_columns, rows_cell_kernel
+from calaudit.local.lcb_curves import (
+    CurveColumns,
+    CurveDesign,
+    CurveRequest,
+    curve_design,
+    curves_from_products,
 )
+from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products, lcb_computation
 from calaudit.numerics.distributions import norm_ppf
 
 #: Categorical covariates with more categories are not used to split LCB curves.

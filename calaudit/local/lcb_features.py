@@ -15,8 +15,9 @@ exact, so a "separated" category (other cells weigh ``3e-4``) gets no leakage fr
 features: random features of a narrow kernel on a few discrete points do not average out
 (the empirical characteristic function of discrete data does not decay), the continuous
 part's does. Squared kernels (the pointwise interval, ``sum_i K_ij^2 r_i^2``) are the same
-form with ``z -> sqrt(2) z`` and ``C -> C^2``. More than :data:`MAX_CELLS` cells: every
-column goes through the features (``L = 1``).
+form with ``z -> sqrt(2) z`` and ``C -> C^2``. The cells and ``C`` come from
+:mod:`calaudit.local.lcb_cells`; more than its ``MAX_CELLS`` cells: every column goes
+through the features (``L = 1``).
 
 The passes read the kernel's rows (``z``, ``cells``: :func:`kernel_rows`) and the
 multiplied columns ``w`` as row sources, so on Dask both are placed as row blocks, each
@@ -26,7 +27,6 @@ on one worker; only ``C`` and the features go to every worker.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,107 +35,15 @@ from numpy.typing import NDArray
 
 from calaudit import scale
 from calaudit.local.features import MIN_WEIGHT, product_features
-from calaudit.local.lcb import CurveColumns, RowProducts
-from calaudit.local.lcb_bandwidth import EstimationRows
+from calaudit.local.lcb import RowProducts
+from calaudit.local.lcb_cells import CellKernel
+from calaudit.local.lcb_curves import CurveColumns
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.scale import TASK_ROWS, ArrayRows, blocks, one_blas_thread, task_ranges
 
-#: Largest number of categorical cells handled exactly.
-MAX_CELLS = 512
 #: Rows per task of :func:`cell_matmul`'s row pass (a constant: the ranges depend on n
 #: only, so the sums are the same bytes on every executor).
 PASS_ROWS = TASK_ROWS
-
-
-@dataclass(frozen=True)
-class CellKernel:
-    """``K_ij = cell_matrix[cells_i, cells_j] exp(-|z_i - z_j|^2)``."""
-
-    #: an (n, columns) array, or an array-like that builds the rows asked for
-    #: (:class:`calaudit.local.lcb_bandwidth.EstimationRows`)
-    z: NDArray[np.float64]
-    #: int16 (at most :data:`MAX_CELLS` cells) or any integer type
-    cells: NDArray[np.integer]
-    cell_matrix: NDArray[np.float64]
-
-    def squared(self) -> CellKernel:
-        z = self.z.scaled(np.sqrt(2.0)) if hasattr(self.z, "scaled") else np.sqrt(2.0) * self.z
-        return CellKernel(z, self.cells, self.cell_matrix ** 2)
-
-    @property
-    def n_cells(self) -> int:
-        return self.cell_matrix.shape[0]
-
-
-def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Sorted distinct values of a column, a row chunk at a time (no n-row sort)."""
-    parts = [np.unique(column[lo:hi]) for lo, hi in row_chunks(column.shape[0], 8)]
-    return np.unique(np.concatenate(parts)) if parts else np.empty(0)
-
-
-def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]],
-               columns: Sequence[int], limit: int = MAX_CELLS
-               ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
-    """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
-    lexicographic order and each row's index) in O(n) time and one integer per row, or
-    ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
-    time: a row's index so far and its rank among the column's distinct values give a
-    code below ``cells x values``, whose present values are ranked by a bincount (the
-    lexicographic order of the pairs). ``table`` may be a function giving column ``j``."""
-    column = table if callable(table) else (lambda j: table[:, j])
-    cells, reps = None, np.zeros((1, 0))
-    for j in columns:
-        x = column(j)
-        if cells is None:
-            cells = np.zeros(x.shape[0], np.intp)
-        values = distinct_values(x)
-        if values.size > limit:
-            return None
-        cells *= values.size
-        cells += np.searchsorted(values, x)
-        del x
-        present = np.flatnonzero(np.bincount(cells, minlength=reps.shape[0] * values.size))
-        if present.size > limit:
-            return None
-        rank = np.zeros(reps.shape[0] * values.size, dtype=np.intp)
-        rank[present] = np.arange(present.size)
-        cells = rank[cells]
-        reps = np.column_stack([reps[present // values.size], values[present % values.size]])
-    return reps, cells
-
-
-def cell_kernel(scaled: NDArray[np.float64], categorical: Sequence[int]) -> CellKernel:
-    """Split the Gram's scaled rows (``K = exp(-|z_i - z_j|^2)``) into the categorical
-    columns ``categorical`` (one cell per distinct combination, :func:`cell_index`) and
-    the rest."""
-    scaled = np.asarray(scaled, dtype=np.float64)
-    cat = np.asarray(sorted(categorical), dtype=np.intp)
-    found = cell_index(scaled, cat) if cat.size else None
-    if found is not None:
-        rest = np.setdiff1d(np.arange(scaled.shape[1]), cat)
-        return CellKernel(np.ascontiguousarray(scaled[:, rest]), *_cells(*found))
-    return CellKernel(scaled, np.zeros(scaled.shape[0], dtype=np.int16), np.ones((1, 1)))
-
-
-def rows_cell_kernel(rows: EstimationRows, categorical: Sequence[int]) -> CellKernel:
-    """:func:`cell_kernel` of scaled rows that are never stored whole
-    (:class:`calaudit.local.lcb_bandwidth.EstimationRows`): the cells come from one column
-    at a time and ``z`` is the continuous columns' on-demand view; only the cells (int16)
-    are stored per row."""
-    cat = np.asarray(sorted(categorical), dtype=np.intp)
-    found = cell_index(rows.column, cat) if cat.size else None
-    if found is not None:
-        return CellKernel(rows.select(np.setdiff1d(np.arange(rows.width), cat)),
-                          *_cells(*found))
-    return CellKernel(rows.select(range(rows.width)),
-                      np.zeros(rows.shape[0], dtype=np.int16), np.ones((1, 1)))
-
-
-def _cells(reps: NDArray[np.float64], cells: NDArray[np.intp]
-           ) -> tuple[NDArray[np.int16], NDArray[np.float64]]:
-    """The rows' cells as int16 (at most :data:`MAX_CELLS`) and the cell matrix ``C``."""
-    d2 = ((reps[:, None, :] - reps[None, :, :]) ** 2).sum(axis=2)
-    return cells.astype(np.int16), np.exp(-d2)
 
 
 def _features(kernel: CellKernel, n_features: int, seed: int) -> FourierFeatures:
@@ -196,7 +104,7 @@ def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
     not test statistics; relative error about ``1e-6``). ``kernel`` and ``w`` are row
     sources (:func:`kernel_rows`; column ``w``: an (n, q) array or a row-built
-    :class:`calaudit.local.lcb.CurveColumns`), read a block of rows at a time. The GEMMs
+    :class:`calaudit.local.lcb_curves.CurveColumns`), read a block of rows at a time. The GEMMs
     run on one BLAS thread (:func:`calaudit.scale.one_blas_thread`), so
     their bits do not depend on the BLAS thread count of the process or worker that runs
     the task. ``squared``: the sums of the squared kernel (:func:`placed_kernel`; the
@@ -289,14 +197,15 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
                 squared: bool = False, placed: Any = None) -> NDArray[np.float64]:
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
-    :class:`calaudit.local.lcb.CurveColumns` (the curves' columns, never materialised).
+    :class:`calaudit.local.lcb_curves.CurveColumns` (the curves' columns, never materialised).
     The first pass is a reduction over the fixed row ranges (:func:`cell_partial`); over
     every row, the second is a per-row map over the same ranges (:func:`rows_partial`);
-    both run by ``executor`` (this process, threads or Dask workers), their GEMMs on one
+    both run through :mod:`calaudit.scale` (this process, threads or Dask workers), their
+    GEMMs on one
     BLAS thread, so the bytes are the same on every executor. The second pass over
     ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
-    (:meth:`CellKernel.squared`); ``placed``: the kernel's rows already placed on the
-    executor (``scale.resident(kernel_rows(kernel))``) for several products; None:
+    (:meth:`CellKernel.squared`); ``placed``: the kernel's rows already placed where the
+    reductions run (``scale.resident(kernel_rows(kernel))``) for several products; None:
     placed for this one. On Dask the kernel's rows and ``w`` are placed as row blocks."""
     with contextlib.ExitStack() as stack:
         if placed is None:
@@ -354,7 +263,7 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
     :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero); the row
-    pass of :func:`cell_matmul` run by ``executor``."""
+    pass of :func:`cell_matmul` run through :mod:`calaudit.scale`."""
     features = _features(kernel, n_features, seed)
     out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
     return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
@@ -366,7 +275,7 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
                          n_features: int, seed: int) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
-    ``K[S, :] @ columns``; the row passes run by ``executor``."""
+    ``K[S, :] @ columns``; the row passes run through :mod:`calaudit.scale`."""
     features = _features(kernel, n_features, seed)
     with scale.resident(kernel_rows(kernel)) as placed:  # one copy for both products
         r2 = r * r
@@ -375,14 +284,6 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
         weights = (cell_matmul(kernel, features, columns, rows, placed=placed)
                    if columns.shape[1] else np.zeros((rows.size, 0)))
     return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
-
-
-def categorical_columns(offset: int, covariates: Sequence[Any],
-                        blocks: Sequence[slice]) -> list[int]:
-    """Columns of the Gram's scaled rows (prediction columns first, ``offset`` of them)
-    that encode categorical covariates."""
-    return [offset + k for c, block in zip(covariates, blocks, strict=True)
-            if c.kind == "categorical" for k in range(block.start, block.stop)]
 
 
 def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:

@@ -17,16 +17,23 @@ each hold some of the blocks, whatever the files or partitions the rows came fro
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.numerics.kernels import Gram, ProductGram
-from calaudit.scale import one_blas_thread
+from calaudit.numerics.kernels import Gram
+from calaudit.numerics.pair_tasks import (
+    FUSED_TILE_ROWS,
+    RowBlock,
+    block_pairs,
+    fold_pairs,
+    group_partial,
+    in_pair_order,
+    pair_blocks,
+    pair_partial,
+    partial_fold,
+    tiles,
+)
 
 #: Target size, in float64 entries, of one kernel block (about 32 MB).
 BLOCK_ENTRIES = 4_000_000
@@ -42,9 +49,6 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     return int(min(max(n, 1), max(16, block_entries // max(n, 1))))
 
 
-def _tiles(n: int, tile_rows: int):
-    for start in range(0, n, tile_rows):
-        yield start, min(start + tile_rows, n)
 
 
 def kernel_matmul(
@@ -61,7 +65,7 @@ def kernel_matmul(
     flat = matrix.reshape(n, -1)
     out = np.zeros_like(flat)
     step = tile_rows or tile_rows_for(n)
-    for start, stop in _tiles(n, step):
+    for start, stop in tiles(n, step):
         block = gram.block(slice(start, stop), slice(start, n))
         out[start:stop] += block @ flat[start:]
         if stop < n:
@@ -99,7 +103,7 @@ def kernel_quadratic_forms(
     flat = matrix.reshape(n, m * q)
     totals = np.zeros(m * q)
     step = tile_rows or tile_rows_for(n)
-    for start, stop in _tiles(n, step):
+    for start, stop in tiles(n, step):
         block = gram.block(slice(start, stop), slice(start, n))
         here = flat[start:stop]
         upper = block @ flat[start:]
@@ -109,119 +113,6 @@ def kernel_quadratic_forms(
     if exclude_diagonal:
         totals -= gram.diagonal() @ (flat * flat)
     return totals.reshape(m, q).sum(axis=0)
-
-
-#: Rows per fixed row block of :func:`kernel_forms_and_matmul` (blocks ``[k b, (k + 1) b)``
-#: of the global row index, whatever the files, partitions or workers). A task is a pair
-#: of blocks: one ``b x b`` kernel block (8 MB of float64 at 1024) and its GEMMs, whose
-#: throughput grows with the block (the resample matrix is packed once per block).
-FUSED_TILE_ROWS = 1024
-
-
-def pair_blocks(n: int, block_rows: int = FUSED_TILE_ROWS) -> list[tuple[int, int]]:
-    """The fixed row blocks ``[k b, min((k + 1) b, n))``, k = 0, 1, ...: keyed by the
-    global row index only (the reproducibility rule of
-    :mod:`calaudit.scale`)."""
-    return list(_tiles(n, max(1, int(block_rows))))
-
-
-def block_pairs(k: int) -> list[tuple[int, int]]:
-    """The pairs ``(I, J)``, ``I <= J``, of ``k`` blocks in the pass's fixed order
-    (``I``-major): the upper triangle of the kernel matrix, block by block."""
-    return [(i, j) for i in range(k) for j in range(i, k)]
-
-
-@dataclass(frozen=True)
-class RowBlock:
-    """The inputs of one row block ``[start, stop)`` of a pass: the kernel's rows, the
-    block's rows of ``Z`` (flattened over classes) and of ``W``.
-
-    In process ``gram`` is the whole Gram and ``offset = start`` (views, no copy);
-    :meth:`detached` gives the block alone (``gram`` restricted to the block's rows,
-    ``offset = 0``, contiguous copies): what an executor that places data on other
-    processes (Dask) sends, one value per block."""
-
-    start: int
-    stop: int
-    gram: Any
-    offset: int
-    z: NDArray
-    w: NDArray
-
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
-
-    @property
-    def rows(self) -> slice:
-        """This block's rows in :attr:`gram`."""
-        return slice(self.offset, self.offset + self.size)
-
-    def detached(self) -> RowBlock:
-        """The block on its own (nothing of the other rows): the restricted Gram
-        (:func:`gram_rows`) and copies of its rows of ``Z`` and ``W``."""
-        if self.offset == 0 and getattr(self.gram, "n", None) == self.size:
-            return self
-        try:
-            gram = gram_rows(self.gram, self.rows)
-        except TypeError:  # a Gram calaudit cannot cut: the whole Gram goes along
-            return RowBlock(self.start, self.stop, self.gram, self.offset,
-                            np.ascontiguousarray(self.z), np.ascontiguousarray(self.w))
-        return RowBlock(self.start, self.stop, gram, 0, np.ascontiguousarray(self.z),
-                        np.ascontiguousarray(self.w))
-
-    def __sizeof__(self) -> int:
-        features = getattr(self.gram, "features", None)
-        extra = int(getattr(features, "nbytes", 0)) if self.offset == 0 else 0
-        return int(self.z.nbytes + self.w.nbytes) + extra
-
-
-def gram_rows(gram: Any, rows: slice) -> Any:
-    """The Gram of the rows ``rows`` alone: same kernel, the rows' features only (a
-    :class:`~calaudit.numerics.kernels.BoundKernel`, a ``GaussianProductGram`` or a
-    :class:`~calaudit.numerics.kernels.ProductGram` of those). Entries are computed from
-    the same two rows, so they are the bits of ``gram.block``. ``TypeError`` for another
-    kind of Gram."""
-    if isinstance(gram, ProductGram):
-        return ProductGram(tuple(gram_rows(factor, rows) for factor in gram.factors))
-    if dataclasses.is_dataclass(gram) and hasattr(gram, "features"):
-        return dataclasses.replace(gram, features=np.asarray(gram.features[rows]))
-    raise TypeError(f"cannot take the rows of a {type(gram).__name__}")
-
-
-def _cuttable(gram: Any) -> bool:
-    """Whether :func:`gram_rows` can cut ``gram`` (else blocks carry it whole)."""
-    if isinstance(gram, ProductGram):
-        return all(_cuttable(factor) for factor in gram.factors)
-    return dataclasses.is_dataclass(gram) and hasattr(gram, "features")
-
-
-def _joined(a: Any, b: Any) -> Any:
-    """One Gram on the rows of ``a`` then those of ``b`` (two :func:`gram_rows`)."""
-    if isinstance(a, ProductGram):
-        return ProductGram(tuple(_joined(x, y) for x, y in zip(a.factors, b.factors)))
-    return dataclasses.replace(a, features=np.concatenate([a.features, b.features]))
-
-
-def _pair_frame(left: RowBlock, right: RowBlock) -> tuple[Any, int]:
-    """A Gram holding both blocks' rows and the offset of ``right``'s rows in it
-    relative to its own Gram: the block itself in process (same Gram), else the two
-    placed blocks' features joined once per pair. A Gram that cannot be cut
-    (:func:`gram_rows`, e.g. a dense one) travels whole with each block, at the blocks'
-    global offsets: either copy serves."""
-    if left.gram is right.gram or not _cuttable(left.gram):
-        return left.gram, 0
-    return _joined(left.gram, right.gram), int(left.gram.n)
-
-
-def _kernel_rows(gram: Any, shift: int, left: RowBlock, right: RowBlock,
-                 dtype: type | None, pooled: bool) -> NDArray:
-    """``K[left rows, right rows]`` from :func:`_pair_frame`'s Gram (``dtype``: a Gram
-    that ``supports_dtype``; ``None``: its float64 ``block``)."""
-    cols = slice(shift + right.offset, shift + right.offset + right.size)
-    if dtype is None:
-        return gram.block(left.rows, cols)
-    return gram.block(left.rows, cols, dtype=dtype, pooled=pooled)
 
 
 def kernel_forms_and_matmul(
@@ -307,138 +198,8 @@ def kernel_forms_and_matmul(
     return totals.reshape(m, q).sum(axis=0), products
 
 
-def partial_fold(n: int, q: int, r: int, ranges: list[tuple[int, int]]):
-    """The combination of :func:`kernel_forms_and_matmul`: a function of the pairs'
-    partials, in pair order, returning ``(forms, K @ W)`` (:func:`fold_pairs`)."""
-    def combine(partials):
-        return fold_pairs(partials, n, q, r, ranges)
-    return combine
-
-
-def fold_pairs(partials, n: int, q: int, r: int, ranges: list[tuple[int, int]]
-               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Left fold, in the given (pair) order, of :func:`pair_partial` results: ``forms +=
-    f`` (``I = J``) or ``forms += 2 f`` (``I < J``), and ``products[I] += left``,
-    ``products[J] += right`` (float64)."""
-    forms = np.zeros(q)
-    products = np.zeros((n, r))
-    for part in partials:
-        i, j = int(part["pair"][0]), int(part["pair"][1])
-        forms += part["forms"] if i == j else 2.0 * part["forms"]
-        if r:
-            a, b = ranges[i]
-            products[a:b] += part["left"]
-            if i != j:
-                c, d = ranges[j]
-                products[c:d] += part["right"]
-    return forms, products
-
-
-def group_partial(a: int, b: int, left: RowBlock, right: RowBlock, *, block_rows: int,
-                  **shared: Any) -> dict[str, list]:
-    """The pairs ``(i, j)``, ``i <= j``, of the blocks of ``block_rows`` rows inside two
-    groups of consecutive blocks (``left``, ``right``; group ``a <= b``), each computed by
-    :func:`pair_partial` from views of the groups: a coarser task (fewer tasks, fewer
-    transfers per kernel entry on a cluster) with the very same pairs, hence the same bits
-    once :func:`in_pair_order` puts them back in pair order."""
-    parts = []
-    for lo in range(0, left.size, block_rows):
-        i = (left.start + lo) // block_rows
-        sub_left = _sub_block(left, lo, block_rows)
-        for co in range(0, right.size, block_rows):
-            j = (right.start + co) // block_rows
-            if j >= i:
-                parts.append(pair_partial(i, j, sub_left, _sub_block(right, co, block_rows),
-                                          **shared))
-    return {"parts": parts}
-
-
-def _sub_block(block: RowBlock, lo: int, rows: int) -> RowBlock:
-    hi = min(block.size, lo + rows)
-    return RowBlock(block.start + lo, block.start + hi, block.gram, block.offset + lo,
-                    block.z[lo:hi], block.w[lo:hi])
-
-
-def in_pair_order(results, pairs: list[tuple[int, int]]):
-    """The pair partials inside :func:`group_partial` results, in the order ``pairs``
-    (each yielded as soon as every pair before it has arrived)."""
-    ready: dict[tuple[int, int], Any] = {}
-    position = 0
-    for result in results:
-        for part in result["parts"]:
-            ready[(int(part["pair"][0]), int(part["pair"][1]))] = part
-        while position < len(pairs) and pairs[position] in ready:
-            yield ready.pop(pairs[position])
-            position += 1
-    if position != len(pairs):
-        raise ValueError(f"{len(pairs) - position} block pairs are missing")
-
-
-#: Entries of the row groups of a products-only pass (1 MB of float64, cache resident).
-GROUP_ENTRIES = 131_072
-
-
-def pair_partial(i: int, j: int, left: RowBlock, right: RowBlock, *, dtype: str,
-                 native: bool, pooled: bool) -> dict[str, NDArray]:
-    """The pair of blocks ``(I, J) = (i, j)``, ``I <= J``, of :func:`kernel_forms_and_matmul`
-    from those two blocks alone:
-
-    * ``forms``: ``f_IJ = sum_{a in I, b in J} K_ab <Z_a, Z_b>`` (diagonal included when
-      ``I = J``), float64 from one GEMM ``K_IJ Z_J``;
-    * ``left``: ``K_IJ W_J`` (rows of ``I``); ``right``: ``K_IJ^T W_I`` (rows of ``J``,
-      ``I < J`` only).
-
-    ``native``: the Gram fills the block in ``dtype`` (else float64, then cast);
-    ``pooled``: fill it on the kernel's thread pool (else in the calling thread). BLAS
-    runs one thread inside the task, so the bits do not depend on where it runs.
-    """
-    precision = np.dtype(dtype).type
-    q, r, f8 = left.z.shape[1], left.w.shape[1], np.float64
-    out: dict[str, NDArray] = {"pair": np.array([i, j])}
-    with one_blas_thread():  # the GEMMs' bits must not depend on where the task runs
-        frame = _pair_frame(left, right)
-        if q == 0 and r and native:
-            out["left"], right = _products_only(frame, left, right, precision, pooled,
-                                                i == j)
-            out["forms"] = np.zeros(0)
-            if i != j:
-                out["right"] = right
-            return out
-        if native:
-            block = _kernel_rows(*frame, left, right, precision, pooled)
-            wblock = block
-        else:
-            exact = _kernel_rows(*frame, left, right, None, pooled)
-            block = exact.astype(precision, copy=False)
-            wblock = exact.astype(left.w.dtype, copy=False)
-        if r and q + r <= 64 and left.w.dtype == precision:  # one GEMM with [Z | W]
-            both = block @ np.hstack([right.z, right.w])
-            upper, out["left"] = both[:, :q], both[:, q:].astype(f8)
-        else:
-            upper = block @ right.z
-            if r:
-                out["left"] = (wblock @ right.w).astype(f8, copy=False)
-        if r and i != j:
-            out["right"] = (wblock.T @ left.w).astype(f8, copy=False)
-    out["forms"] = np.einsum("ij,ij->j", left.z, upper, dtype=f8)
-    return out
-
-
-def _products_only(frame: tuple[Any, int], left: RowBlock, right: RowBlock,
-                   precision: type, pooled: bool, diagonal: bool) -> tuple[NDArray, NDArray | None]:
-    """``K_IJ W_J`` and ``K_IJ^T W_I`` alone (e.g. the LCB's ``K @ [r, 1]``): the block is
-    filled and multiplied a group of rows at a time, so both narrow GEMMs read it from the
-    cache instead of from memory (a GEMM with two columns is bound by memory)."""
-    r, f8 = left.w.shape[1], np.float64
-    group = max(1, GROUP_ENTRIES // right.size)
-    own = np.zeros((left.size, r))
-    other = None if diagonal else np.zeros((right.size, r))
-    for a0 in range(0, left.size, group):
-        a1 = min(left.size, a0 + group)
-        rows = RowBlock(left.start + a0, left.start + a1, left.gram, left.offset + a0,
-                        left.z[a0:a1], left.w[a0:a1])
-        part = _kernel_rows(*frame, rows, right, precision, pooled)
-        own[a0:a1] += part @ right.w
-        if other is not None:
-            other += (part.T @ left.w[a0:a1]).astype(f8, copy=False)
-    return own, other
+__all__ = [
+    "BLOCK_ENTRIES", "FUSED_TILE_ROWS", "RowBlock", "as_columns", "block_pairs", "fold_pairs",
+    "kernel_forms_and_matmul", "kernel_matmul", "kernel_quadratic_forms", "pair_blocks",
+    "pair_partial", "partial_fold", "tile_rows_for",
+]

@@ -4,6 +4,8 @@
 number formatted, every section in the report's order, every figure named. It reads only
 the result: nothing here recomputes a statistic (the diagrams' data come from the audit's
 ``diagrams`` stage). Optional sections that a result does not carry are ``None`` or empty.
+Here: the page's order and head, the estimates and tests, the null distributions and the
+sign-off; the other sections come from their own ``*_context`` modules.
 """
 
 from __future__ import annotations
@@ -13,14 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from calaudit import limits
 from calaudit.audit.gate import Check, statistic_text
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import (
     fmt_ci,
     fmt_count,
     fmt_number,
-    fmt_percent,
     fmt_pvalue,
     fmt_value,
 )
@@ -28,7 +28,9 @@ from calaudit.output.meanings import clipped_note, metric_meaning
 from calaudit.output.story import GLOSSARY, is_local, primary_tests
 from calaudit.report import notes
 from calaudit.report.appendix import build_appendix
+from calaudit.report.data_context import build_data
 from calaudit.report.diagnosis_context import build_diagnosis
+from calaudit.report.figures import FigureNamer
 from calaudit.report.gate_context import (
     build_baseline,
     build_verdict,
@@ -36,15 +38,10 @@ from calaudit.report.gate_context import (
     no_tests_note,
 )
 from calaudit.report.local_context import build_local, count_text, test_scope
+from calaudit.report.reliability_context import build_reliability
 from calaudit.report.views import (
-    BinRow,
-    ClassRow,
-    CovariateRow,
-    DataView,
     EvidenceSection,
-    FigureNamer,
     FigureView,
-    FileRow,
     KeyValue,
     LocalView,
     MetricRow,
@@ -56,9 +53,6 @@ from calaudit.report.views import (
     TestRow,
     VerdictView,
 )
-
-MAX_PER_CLASS_PANELS = 40
-
 
 #: Builders of extra evidence sections, called in order with ``(result, namer)``; each
 #: returns an :class:`EvidenceSection` or ``None``. New report sections (attribution,
@@ -270,69 +264,6 @@ def status_of(item: Mapping[str, Any]) -> str:
     return str(item.get("status") or "")
 
 
-def build_data(result: Mapping[str, Any]) -> DataView:
-    """File, fingerprint, rows, classes with prevalence, covariates."""
-    inputs, data = result.get("inputs") or {}, result.get("data") or {}
-    excluded = inputs.get("rows_excluded") or {}
-    columns = inputs.get("columns") or {}
-    dataset = inputs.get("dataset") or {}
-    total = inputs.get("total") or {}
-    facts = [
-        KeyValue("dataset" if dataset else "file",
-                 str(inputs.get("path") or "in-memory arrays")),
-        KeyValue("format", str(inputs.get("format") or "-")),
-        *((KeyValue("files", f"{fmt_count(total.get('files'))} "
-                             f"({fmt_count(total.get('bytes'))} bytes)"),) if dataset else
-          (KeyValue("sha256", str(inputs.get("sha256") or "-")),)),
-        KeyValue("rows read", fmt_count(inputs.get("rows_read"))),
-        KeyValue("rows used", fmt_count(inputs.get("rows_used", data.get("n")))),
-        KeyValue("rows excluded", fmt_count(sum(excluded.values()))),
-    ]
-    if inputs.get("rows_renormalized"):
-        facts.append(KeyValue("rows renormalised", fmt_count(inputs["rows_renormalized"])))
-    for key in ("label", "scores", "score_kind", "id"):
-        if columns.get(key) not in (None, "", []):
-            facts.append(KeyValue(f"column: {key.replace('_', ' ')}",
-                                  fmt_value(columns[key])))
-    counts = data.get("class_counts") or {}
-    total = sum(counts.values()) or 1
-    files = inputs.get("files") or []
-    return DataView(
-        facts=tuple(facts),
-        excluded=tuple(KeyValue(str(k), fmt_count(v)) for k, v in excluded.items()),
-        files=tuple(_file_row(f) for f in files[:MAX_FILES]) if len(files) > 1 else (),
-        files_more=max(len(files) - MAX_FILES, 0) if len(files) > 1 else 0,
-        classes=tuple(ClassRow(str(name), fmt_count(count), fmt_percent(count / total))
-                      for name, count in list(counts.items())[:limits.REPORT_MAX_ROWS]),
-        classes_more=max(len(counts) - limits.REPORT_MAX_ROWS, 0),
-        covariates=tuple(CovariateRow(str(c.get("name")), str(c.get("type", "-")),
-                                      _categories(c.get("categories")))
-                         for c in data.get("covariates") or ()),
-    )
-
-
-#: Files listed in a report's data section (a dataset may have thousands; the JSON lists all).
-MAX_FILES = 50
-
-
-def _file_row(entry: Mapping[str, Any]) -> FileRow:
-    kind = entry.get("fingerprint_kind") or "sha256"
-    value = entry.get("fingerprint") or entry.get("sha256")
-    return FileRow(str(entry.get("role", "-")), str(entry.get("path", "-")),
-                   str(entry.get("format", "-")), str(entry.get("sha256") or "-"),
-                   fmt_count(entry.get("rows")),
-                   fmt_count(entry.get("size")) if entry.get("size") is not None else "-",
-                   f"{kind} {value}" if value else "-")
-
-
-def _categories(categories: Sequence[Any] | None, limit: int = 12) -> str:
-    if not categories:
-        return "-"
-    shown = ", ".join(str(c) for c in categories[:limit])
-    more = len(categories) - limit
-    return f"{shown} (+{more} more)" if more > 0 else shown
-
-
 def metric_row(metric: Mapping[str, Any]) -> MetricRow:
     meaning = metric_meaning(str(metric["id"]))
     return MetricRow(
@@ -363,115 +294,6 @@ def test_row(test: Mapping[str, Any], result: Mapping[str, Any]) -> TestRow:
         alpha=fmt_value(test.get("alpha")), status=status_of(test),
         method=str(test.get("method") or "-"),
         resamples=fmt_count(test.get("n_resamples")), message=str(test.get("message") or ""))
-
-
-def _outside(rate: float | None, low: float | None, high: float | None) -> bool:
-    if rate is None or low is None or high is None:
-        return False
-    return rate < low or rate > high
-
-
-def bin_rows(bins: Mapping[str, Sequence[Any]], band: Mapping[str, Any] | None
-             ) -> tuple[BinRow, ...]:
-    """The reliability bins as a table (the figure's numbers, for readers and print)."""
-    rows = []
-    for i, count in enumerate(bins.get("count") or ()):
-        low = band["low"][i] if band else None
-        high = band["high"][i] if band else None
-        rate = bins["observed_rate"][i]
-        rows.append(BinRow(
-            range=f"({fmt_number(bins['lower'][i], 3)}, {fmt_number(bins['upper'][i], 3)}]",
-            count=fmt_count(count), mean_score=fmt_number(bins["mean_score"][i], 3),
-            observed=fmt_number(rate, 3),
-            interval=fmt_ci([bins["rate_low"][i], bins["rate_high"][i]], 3),
-            band=fmt_ci([low, high], 3) if band else "-",
-            outside=_outside(rate, low, high)))
-    return tuple(rows)
-
-
-def _axis_labels(result: Mapping[str, Any], notion: str) -> tuple[str, str]:
-    classes = (result.get("data") or {}).get("classes") or []
-    if notion == "binary" and len(classes) == 2:
-        return (f"predicted probability of class {classes[1]}",
-                f"observed frequency of class {classes[1]}")
-    if notion == "top-label":
-        return "confidence (probability of the predicted class)", "accuracy"
-    return "predicted probability", "observed frequency"
-
-
-def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> ReliabilityView:
-    """The reliability diagrams: top-level (binary or top-label) and per class."""
-    diagrams = result.get("diagrams") or {}
-    main = diagrams.get("reliability")
-    figure, rows, summary, notion = None, (), "No reliability data in this result.", "-"
-    if main and main.get("bins"):
-        notion = str(main.get("notion", "-"))
-        band = main.get("consistency_band")
-        rows = bin_rows(main["bins"], band)
-        xlabel, ylabel = _axis_labels(result, notion)
-        summary = _reliability_summary(rows, band, main)
-        figure = namer.view(
-            "reliability", f"Reliability diagram ({notion})",
-            alt=f"Reliability diagram ({notion}): observed frequency against mean predicted "
-                f"probability in {len(rows)} bins. {summary}",
-            caption=summary,
-            data={"bins": main["bins"], "band": band, "histogram": main.get("histogram"),
-                  "xlabel": xlabel, "ylabel": ylabel})
-    per_class = diagrams.get("reliability_per_class") or []
-    per_class_figure, per_class_summary = None, ""
-    if per_class:
-        shown = per_class[:MAX_PER_CLASS_PANELS]
-        per_class_summary = (f"{len(shown)} of {len(per_class)} classes shown."
-                             if len(shown) < len(per_class) else
-                             f"All {len(per_class)} classes, one-vs-rest.")
-        outside = sum(r.outside for p in per_class
-                      for r in bin_rows(p.get("bins") or {}, p.get("consistency_band")))
-        if any(p.get("consistency_band") for p in per_class):
-            per_class_summary += (f" {outside} bin(s) over all classes fall outside their "
-                                  f"consistency band.")
-        per_class_figure = namer.view(
-            "reliability_per_class", "Reliability per class (one-vs-rest)",
-            alt=f"Small multiples: one reliability diagram per class for "
-                f"{len(shown)} classes. {per_class_summary}",
-            caption=per_class_summary, data={"panels": shown})
-    return ReliabilityView(notion=notion, summary=summary, figure=figure,
-                           bins=tuple(rows[:limits.REPORT_MAX_ROWS]),
-                           bins_more=max(len(rows) - limits.REPORT_MAX_ROWS, 0),
-                           per_class_figure=per_class_figure,
-                           per_class_summary=per_class_summary,
-                           smooth_figure=smooth_reliability_figure(result, namer))
-
-
-def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
-                              ) -> FigureView | None:
-    """The smoothed reliability diagram of the smooth ECE (``diagrams.smooth_reliability``)."""
-    curve = (result.get("diagrams") or {}).get("smooth_reliability")
-    if not curve or not curve.get("t"):
-        return None
-    notion = str(curve.get("notion", "-"))
-    xlabel, ylabel = _axis_labels(result, notion)
-    caption = (f"Smooth ECE {fmt_number(curve.get('smece'))} at bandwidth "
-               f"{fmt_number(curve.get('sigma'))} (the fixed point sigma = smECE_sigma): the "
-               f"observed frequency smoothed by a Gaussian kernel of that width, drawn "
-               f"thicker where predictions are dense (Blasiok and Nakkiran 2023).")
-    return namer.view(
-        "smooth_reliability", f"Smoothed reliability diagram ({notion})",
-        alt=f"Smoothed reliability diagram ({notion}): kernel-smoothed observed frequency "
-            f"against predicted probability, with the density of predictions. {caption}",
-        caption=caption, data={**curve, "xlabel": xlabel, "ylabel": f"{ylabel} (smoothed)"})
-
-
-def _reliability_summary(rows: Sequence[BinRow], band: Mapping[str, Any] | None,
-                         main: Mapping[str, Any]) -> str:
-    text = f"{len(rows)} non-empty {main.get('binning', '')} bins (of {main.get('n_bins', '-')})."
-    if band:
-        outside = sum(r.outside for r in rows)
-        text += (f" {outside} of {len(rows)} bins fall outside the "
-                 f"{fmt_percent(band.get('level', 0.95), 0)} consistency band "
-                 f"({fmt_count(band.get('n_resamples'))} label redraws).")
-    else:
-        text += " No consistency band (computed only when tests run)."
-    return text
 
 
 def build_nulls(result: Mapping[str, Any], rows: Sequence[TestRow], namer: FigureNamer

@@ -15,7 +15,7 @@ from calaudit.output.formatting import fmt_ci, fmt_pvalue, fmt_signed
 from calaudit.report.views import FigureView
 
 if TYPE_CHECKING:
-    from calaudit.report.views import FigureNamer
+    from calaudit.report.figures import FigureNamer
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,15 @@
-"""Whole report figures, composed from the panels of :mod:`calaudit.report.plots`.
+"""Report figures: named as the context is built, drawn when the report is written.
 
-:func:`draw_svg` takes a :class:`~calaudit.report.views.FigureView` (its ``kind`` and
-``data``) and returns deterministic SVG text.
+:class:`FigureNamer` makes each :class:`~calaudit.report.views.FigureView` (a unique
+file name, in order of appearance); :func:`draw_svg` takes one (its ``kind`` and ``data``)
+and returns deterministic SVG text, a whole figure composed from the panels of
+:mod:`calaudit.report.plots`.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +18,23 @@ from matplotlib.figure import Figure
 from calaudit.report import plots
 from calaudit.report.diagnosis_figures import group_reliability_figure
 from calaudit.report.views import FigureView
+
+
+class FigureNamer:
+    """Unique, file-system-safe figure names in order of appearance:
+    ``figure-01-reliability.svg`` (names from the data never reach the file system)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def view(self, kind: str, title: str, alt: str, caption: str, data: Mapping[str, Any],
+             slug: str = "") -> FigureView:
+        self.count += 1
+        clean = re.sub(r"[^a-z0-9]+", "-", (slug or kind).lower()).strip("-")[:40]
+        name = f"figure-{self.count:02d}-{clean or kind}"
+        return FigureView(key=name, kind=kind, title=title, alt=alt, caption=caption,
+                          filename=f"{name}.svg", data=data)
+
 
 WIDTH = 6.8
 

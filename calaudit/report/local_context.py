@@ -23,7 +23,7 @@ from calaudit.output.formatting import (
 from calaudit.report.views import FigureView, GroupRow, KeyValue, KlceView, LocalView, TestRow
 
 if TYPE_CHECKING:
-    from calaudit.report.views import FigureNamer
+    from calaudit.report.figures import FigureNamer
 
 #: The bias-by-group plot shows at most this many groups (the strongest evidence).
 MAX_BIAS_ROWS = 24

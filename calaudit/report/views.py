@@ -4,12 +4,12 @@ Built from a JSON result by :mod:`calaudit.report.context`; the templates only l
 these and branch on them (coverage.py's ``IndexPage``/``FileData`` pattern). Strings are
 raw text: the HTML template autoescapes them and the Markdown template passes them
 through the ``md`` filter. ``FigureView.data`` is the one non-string field: the slice of
-the result a figure is drawn from, used by :mod:`calaudit.report.figures` only.
+the result a figure is drawn from, used by :mod:`calaudit.report.figures` only (which also
+names the figures: :class:`~calaudit.report.figures.FigureNamer`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -384,19 +384,3 @@ class ReportContext:
             found += list(section.figures)
         unique = {f.key: f for f in found if f is not None}
         return tuple(unique.values())
-
-
-class FigureNamer:
-    """Unique, file-system-safe figure names in order of appearance:
-    ``figure-01-reliability.svg`` (names from the data never reach the file system)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def view(self, kind: str, title: str, alt: str, caption: str, data: Mapping[str, Any],
-             slug: str = "") -> FigureView:
-        self.count += 1
-        clean = re.sub(r"[^a-z0-9]+", "-", (slug or kind).lower()).strip("-")[:40]
-        name = f"figure-{self.count:02d}-{clean or kind}"
-        return FigureView(key=name, kind=kind, title=title, alt=alt, caption=caption,
-                          filename=f"{name}.svg", data=data)

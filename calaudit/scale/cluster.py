@@ -188,9 +188,9 @@ def check_workers(client: Any, timeout: float, label: str) -> None:
 
 def _worker_version() -> str:
     """Run on each worker: the calaudit version it imports."""
-    import calaudit
+    from calaudit import _version
 
-    return str(calaudit.__version__)
+    return str(_version.__version__)
 
 
 @contextlib.contextmanager

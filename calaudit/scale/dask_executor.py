@@ -37,7 +37,6 @@ copy and resubmits the pairs that need it (:class:`calaudit.scale.pair_blocks.Pa
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,11 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from calaudit.exceptions import ClusterError
 from calaudit.scale import shards
 from calaudit.scale.blocks import fold, stack_rows
 from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
+from calaudit.scale.dask_sizes import register_sizes, size_of
+from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
 from calaudit.scale.pair_blocks import PairBlocks
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
@@ -68,8 +68,6 @@ PAIR_GROUP = 2
 PAIR_WINDOW_PER_THREAD = 2
 #: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
 LOST_BLOCK_ROUNDS = 10
-#: Seconds between two looks at the cluster while a task's result is awaited.
-POLL_SECONDS = 1.0
 
 
 #: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
@@ -89,38 +87,6 @@ def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: An
     """One task of a block-pair pass: ``partial`` on blocks ``i`` and ``j`` (Dask replaces
     the blocks' handles by the values, copied to this worker if placed elsewhere)."""
     return in_task(partial, i, j, left, right, **shared)
-
-
-def await_result(client: Any, future: Any) -> Any:
-    """``future.result()``, but a cluster that has had no worker at all for
-    ``shards.WAIT_SECONDS`` (every worker lost for good: tasks would wait forever) is one
-    :class:`ClusterError`."""
-    alone_since: float | None = None
-    while not _finished(future):
-        if client.nthreads():
-            alone_since = None
-        elif alone_since is None:
-            alone_since = time.monotonic()
-        elif time.monotonic() - alone_since > shards.WAIT_SECONDS:
-            raise ClusterError(f"the Dask cluster has had no worker for "
-                               f"{shards.WAIT_SECONDS} s: every worker was lost",
-                               hint="check that the workers keep running and fit in their "
-                                    "memory (dask.memory_limit)")
-    return future.result()
-
-
-def _finished(future: Any) -> bool:
-    """Whether the task ended within ``POLL_SECONDS`` (its result is not fetched)."""
-    try:
-        future.exception(timeout=POLL_SECONDS)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _cancelled(exc: Exception) -> bool:
-    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
-    return "Cancelled" in type(exc).__name__
 
 
 def _restore(broadcasts: Broadcasts, shared: dict[str, Any]) -> list[str]:
@@ -171,7 +137,7 @@ class DaskExecutor:
         #: Every broadcast so far, ``(partial or "keep", name in shared, bytes)``: what
         #: each worker receives a copy of (``placed_bytes - block_bytes`` in all).
         self.broadcasts: list[tuple[str, str, int]] = []
-        _register_sizes()
+        register_sizes()
 
     def traffic(self) -> str:
         """``placed X MiB on the workers, fetched Y MiB of partials, Z MiB of the placed as
@@ -263,14 +229,14 @@ class DaskExecutor:
                         part = await_result(self.client, entry[1])
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
-                        cancelled = _cancelled(exc)
+                        cancelled = was_cancelled(exc)
                         resent = _restore(broadcasts, shared)
                         lost = placement.restore(wait=cancelled and not resent)
                         if cancelled and not resent:  # "lost dependencies": place anew
                             lost |= placement.restore(force={i, j} - lost)
                         if not (lost or resent or entry[2] != generations()) or \
                                 attempt == rounds:
-                            failure = _cluster_failure(exc, name, i, j, pair=True)
+                            failure = cluster_failure(exc, name, i, j, pair=True)
                             if failure is exc:
                                 raise
                             raise failure from exc
@@ -279,7 +245,7 @@ class DaskExecutor:
                                 shards.forget(self.client, [waiting[1]])
                                 waiting[:] = submit(waiting[0])
                 entry[1].release()
-                self.fetched_bytes += _size(part)
+                self.fetched_bytes += size_of(part)
                 placement.done(i, j)
                 yield part
         finally:
@@ -339,14 +305,14 @@ class DaskExecutor:
 
     def _count_broadcast(self, name: str, key: str, value: Any) -> None:
         """Count ``value`` (``shared[key]`` of ``name``) sent to every worker."""
-        size = _size(value)
+        size = size_of(value)
         self.placed_bytes += size
         self.broadcasts.append((name, key, size))
 
     def _count_placed(self, value: Any) -> None:
         """Count ``value`` (a block of :meth:`map_pairs` just placed, on one worker) in
         :meth:`traffic`."""
-        self._count_blocks(_size(value))
+        self._count_blocks(size_of(value))
 
     def _count_blocks(self, nbytes: int) -> None:
         self.placed_bytes += nbytes
@@ -368,7 +334,8 @@ class DaskExecutor:
         """The task's partial; a task that failed because a row block or a broadcast value
         it reads was lost with its worker is resubmitted after the lost values are placed
         again (``arguments`` then holds the new handles; at most
-        ``shards.RESCATTER_RETRIES`` times); other failures as :func:`_cluster_failure`."""
+        ``shards.RESCATTER_RETRIES`` times); other failures as
+        :func:`calaudit.scale.dask_waits.cluster_failure`."""
         future, used = submitted
         attempt = 0
         while True:
@@ -382,9 +349,9 @@ class DaskExecutor:
                     if broadcasts is not None:
                         arguments.update(broadcasts.futures)
                 except shards.LostBlocks as lost:
-                    resent, failure = None, _cluster_failure(lost, _name(partial), start, stop)
+                    resent, failure = None, cluster_failure(lost, _name(partial), start, stop)
                 else:
-                    failure = _cluster_failure(exc, _name(partial), start, stop)
+                    failure = cluster_failure(exc, _name(partial), start, stop)
                 if resent is None:
                     if failure is exc:
                         raise
@@ -420,84 +387,9 @@ class DaskExecutor:
                 done = submitted - len(pending)
                 part = self._result(pending.popleft(), partial, start, stop, handles,
                                     f"calaudit-{name}-{token}-{done}", broadcasts)
-                self.fetched_bytes += _size(part)
+                self.fetched_bytes += size_of(part)
                 yield part
         finally:
             shards.forget(self.client, [future for future, _ in pending])
 
 
-def _register_sizes() -> None:
-    """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns)
-    and of a block table, for :meth:`DaskExecutor.traffic` and for the workers' memory
-    accounting."""
-    try:
-        from dask.sizeof import sizeof
-    except ImportError:
-        return
-    from calaudit.scale.sources import ArrayRows, BlockTable
-
-    @sizeof.register(ArrayRows)
-    def _rows(rows: ArrayRows) -> int:  # a compact piece (``row_block``) by its nbytes
-        return int(sum(int(getattr(column, "nbytes", 0)) or sizeof(column)
-                       for column in rows.columns.values()))
-
-    @sizeof.register(BlockTable)
-    def _table(table: BlockTable) -> int:
-        return table.nbytes
-
-
-def _size(value: Any) -> int:
-    """Bytes of ``value`` as Dask counts them (``dask.sizeof``; 0 if it cannot say). An
-    object Dask knows nothing about (a kernel's rows, curve requests) counts the arrays it
-    holds (:func:`_held_bytes`), not the few bytes of its own header."""
-    try:
-        from dask.sizeof import sizeof
-    except ImportError:
-        return 0
-    try:
-        return _held_bytes(value, sizeof, sizeof.dispatch(object), set(), 0)
-    except Exception:  # noqa: BLE001 - an estimate for the progress lines only
-        return 0
-
-
-def _held_bytes(value: Any, sizeof: Any, default: Any, seen: set[int], depth: int) -> int:
-    """``dask.sizeof`` of ``value`` where Dask has a rule for its type; else the sum over
-    the items or attributes it holds (each object once, a few levels deep)."""
-    if id(value) in seen:
-        return 0
-    seen.add(id(value))
-    if sizeof.dispatch(type(value)) is not default or depth > 6:
-        if isinstance(value, (list, tuple, dict)) and depth <= 6:
-            items = value.values() if isinstance(value, dict) else value
-            return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in items)
-        return int(sizeof(value))
-    attributes = getattr(value, "__dict__", None)
-    if attributes is None or isinstance(value, type):
-        return int(sizeof(value))
-    return sum(_held_bytes(v, sizeof, default, seen, depth + 1) for v in attributes.values())
-
-
-def _cluster_failure(exc: Exception, name: str, start: int, stop: int,
-                     pair: bool = False) -> Exception:
-    """A :class:`ClusterError` for failures of the cluster (workers that keep dying,
-    workers without calaudit, a lost scheduler); any other exception (a bug in the
-    partial) is returned as it is. ``pair``: ``start, stop`` are the blocks of a pair."""
-    kind = type(exc).__name__
-    where = (f"the {name} task on row blocks {start:,} and {stop:,}" if pair
-             else f"the {name} task on rows {start:,}-{stop:,}")
-    if isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc):
-        return ClusterError(f"{where} lost the data it reads with their worker(s) "
-                            f"({kind}: {exc})", hint="the workers may run out of memory: "
-                            "raise dask.memory_limit or give them more memory")
-    if kind == "KilledWorker":
-        return ClusterError(f"{where} was lost with its worker too many times ({exc})",
-                            hint="the workers may run out of memory: raise "
-                                 "dask.memory_limit or give them more memory")
-    if isinstance(exc, ImportError):
-        return ClusterError(f"{where} failed: a worker cannot import calaudit ({exc})",
-                            hint="install the same calaudit version on every worker")
-    if kind in ("CancelledError", "FutureCancelledError", "CommClosedError") or isinstance(
-            exc, OSError):
-        return ClusterError(f"{where}: lost the connection to the Dask scheduler ({kind}: "
-                            f"{exc})", hint="check that the scheduler is still running")
-    return exc

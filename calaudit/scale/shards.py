@@ -30,13 +30,13 @@ and the executor resubmits the task, at most :data:`RESCATTER_RETRIES` times per
 after that the failure is the executor's one line.
 
 Row-blocked values. A per-row value that is not columns of equal length (the LCB
-curves' requests, :class:`calaudit.local.lcb.CurveRows`; a table with one entry per
+curves' requests, :class:`calaudit.local.lcb_curves.CurveRows`; a table with one entry per
 fixed row block, :class:`calaudit.scale.BlockTable`) is placed the same
 way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
 hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
 the value a partial reads for its range (:func:`row_blocked`). A column of an
 :class:`ArrayRows` may also have ``row_block`` (a compact piece read with local row
-numbers, e.g. :class:`calaudit.local.lcb.CurveColumns`, whose rows would be far larger
+numbers, e.g. :class:`calaudit.local.lcb_curves.CurveColumns`, whose rows would be far larger
 built).
 
 Small shared values (frequencies, coefficients, cell matrices, anything else) stay
@@ -81,7 +81,7 @@ def row_blocked(value: Any) -> bool:
     worker: ``value.row_block(lo, hi)`` (rows ``[lo, hi)`` only, picklable) and
     ``type(block).joined(n, [[lo, hi, block], ...])`` (a value that the partial uses as it
     would use ``value``, for global rows within the blocks), e.g.
-    :class:`calaudit.local.lcb.CurveRows`."""
+    :class:`calaudit.local.lcb_curves.CurveRows`."""
     return hasattr(value, "row_block") and hasattr(value, "joined") and hasattr(value, "n")
 
 
@@ -97,7 +97,7 @@ def _block_of(column: Any, lo: int, hi: int) -> Any:
     """Rows ``[lo, hi)`` of a column: a view of an array (pickled, it is only these rows'
     bytes); a row-built column's ``row_block(lo, hi)`` when it has one (a compact
     array-like of those rows, read with local row numbers, e.g.
-    :class:`calaudit.local.lcb.CurveColumns`), else the rows it builds."""
+    :class:`calaudit.local.lcb_curves.CurveColumns`), else the rows it builds."""
     if hasattr(column, "row_block"):
         return column.row_block(lo, hi)
     return np.asarray(column[lo:hi])

@@ -1,0 +1,72 @@
+"""Waiting for a Dask task and reading how it failed: a cluster that lost every worker
+is one error instead of a wait for ever; a failure of the cluster (workers that keep
+dying or cannot import calaudit, a lost scheduler) is a :class:`ClusterError` naming the
+task, any other exception (a bug in the partial) stays what it is."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from calaudit.exceptions import ClusterError
+from calaudit.scale import shards
+
+#: Seconds between two looks at the cluster while a task's result is awaited.
+POLL_SECONDS = 1.0
+
+def await_result(client: Any, future: Any) -> Any:
+    """``future.result()``, but a cluster that has had no worker at all for
+    ``shards.WAIT_SECONDS`` (every worker lost for good: tasks would wait forever) is one
+    :class:`ClusterError`."""
+    alone_since: float | None = None
+    while not finished(future):
+        if client.nthreads():
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > shards.WAIT_SECONDS:
+            raise ClusterError(f"the Dask cluster has had no worker for "
+                               f"{shards.WAIT_SECONDS} s: every worker was lost",
+                               hint="check that the workers keep running and fit in their "
+                                    "memory (dask.memory_limit)")
+    return future.result()
+
+
+def finished(future: Any) -> bool:
+    """Whether the task ended within ``POLL_SECONDS`` (its result is not fetched)."""
+    try:
+        future.exception(timeout=POLL_SECONDS)
+    except TimeoutError:
+        return False
+    return True
+
+
+def was_cancelled(exc: Exception) -> bool:
+    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
+    return "Cancelled" in type(exc).__name__
+
+
+def cluster_failure(exc: Exception, name: str, start: int, stop: int,
+                     pair: bool = False) -> Exception:
+    """A :class:`ClusterError` for failures of the cluster (workers that keep dying,
+    workers without calaudit, a lost scheduler); any other exception (a bug in the
+    partial) is returned as it is. ``pair``: ``start, stop`` are the blocks of a pair."""
+    kind = type(exc).__name__
+    where = (f"the {name} task on row blocks {start:,} and {stop:,}" if pair
+             else f"the {name} task on rows {start:,}-{stop:,}")
+    if isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc):
+        return ClusterError(f"{where} lost the data it reads with their worker(s) "
+                            f"({kind}: {exc})", hint="the workers may run out of memory: "
+                            "raise dask.memory_limit or give them more memory")
+    if kind == "KilledWorker":
+        return ClusterError(f"{where} was lost with its worker too many times ({exc})",
+                            hint="the workers may run out of memory: raise "
+                                 "dask.memory_limit or give them more memory")
+    if isinstance(exc, ImportError):
+        return ClusterError(f"{where} failed: a worker cannot import calaudit ({exc})",
+                            hint="install the same calaudit version on every worker")
+    if kind in ("CancelledError", "FutureCancelledError", "CommClosedError") or isinstance(
+            exc, OSError):
+        return ClusterError(f"{where}: lost the connection to the Dask scheduler ({kind}: "
+                            f"{exc})", hint="check that the scheduler is still running")
+    return exc
