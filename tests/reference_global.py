@@ -1,4 +1,4 @@
-"""Slow, obvious references for the global battery (issue 3), written from the formulas
+"""Slow, obvious references for the global battery, written from the formulas
 with Python loops. Only for small inputs."""
 
 from __future__ import annotations

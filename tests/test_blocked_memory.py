@@ -1,4 +1,4 @@
-"""Block-at-a-time computations (issue 14, memory O(block)) give the bytes of the former
+"""Block-at-a-time computations (memory O(block)) give the bytes of the former
 whole-array code, which is copied here as the reference."""
 
 from __future__ import annotations

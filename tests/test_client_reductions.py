@@ -1,5 +1,5 @@
 """Statistics that used to run whole in the client, now reductions through the run's
-executor (issue 14): the clinical recalibration fits and their bootstrap replicates, the
+executor: the clinical recalibration fits and their bootstrap replicates, the
 group table's per-group moments. The same bytes in one process (serially, on 1, 2 and 3
 threads, whatever BLAS's thread count) and on 1 and 2 Dask workers, over several fixed row
 ranges; the values checked against slow obvious references (``math.fsum``, loops).

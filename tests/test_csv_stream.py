@@ -1,4 +1,4 @@
-"""Out-of-core CSV / TSV and NPZ reading (issue 14): CSV files are parsed in chunks into
+"""Out-of-core CSV / TSV and NPZ reading: CSV files are parsed in chunks into
 growing columns, NPZ members are read in chunks into the column store. The columns are
 the former whole-file read's (same dtypes, same bits, same text levels), the first error
 is the same, the load's traced memory per row is bounded by the batch with spill, and

@@ -762,7 +762,7 @@ def test_the_lcb_curve_sums_on_dask_give_the_serial_bytes(workers, request, monk
     assert calls == ["curve_sums_partial"] * 2
 
 
-# ------------------------------------------------ exact passes: block pairs (issue 14)
+# ------------------------------------------------ exact passes: block pairs
 
 def _exact_case(n: int = 301):
     from calaudit.local.kernel import product_gram

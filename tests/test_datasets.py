@@ -1,4 +1,4 @@
-"""Datasets of files (issue 14): directories, globs, hive partitions and fsspec URLs give
+"""Datasets of files: directories, globs, hive partitions and fsspec URLs give
 the same data as one file; provenance lists every file; a bad file is one line naming the
 file, its row and the global row; nothing is written."""
 

@@ -1,5 +1,5 @@
-"""The exact tie rule of the Monte-Carlo p-values (issue 10) and the precision of the
-resampling pass (issue 13).
+"""The exact tie rule of the Monte-Carlo p-values and the precision of the
+resampling pass.
 
 Replicates whose single-precision form lies within the rounding bound of the observed
 statistic are decided in double precision (:func:`calaudit.numerics.resampling.refine_near`);

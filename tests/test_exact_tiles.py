@@ -1,4 +1,4 @@
-"""Block pairs of the pairwise engine as tasks of an executor (issues 13 and 14).
+"""Block pairs of the pairwise engine as tasks of an executor.
 
 :func:`kernel_forms_and_matmul` computes each pair of fixed row blocks ``I <= J`` as one
 task (:func:`pair_partial`) and adds the pairs' partials in pair order, so the forms and the

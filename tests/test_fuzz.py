@@ -1,4 +1,4 @@
-"""Fuzzing the command line with broken and hostile inputs (issue 11).
+"""Fuzzing the command line with broken and hostile inputs.
 
 For every input, whatever it is:
 
@@ -8,7 +8,7 @@ For every input, whatever it is:
 - the case finishes within ``BUDGET`` seconds (a hang fails the test).
 
 Inputs come from hypothesis strategies for CSV, Parquet and NPZ data, config files, saved
-results and flag values, plus a corpus of the cases of issue 11. The command line runs
+results and flag values, plus a corpus of known hostile cases. The command line runs
 in-process (``calaudit.cli.app.run`` with captured streams); a few cases that need a real
 process (FIFOs, Ctrl-C) run as subprocesses.
 
@@ -541,7 +541,7 @@ def _result_with(change) -> bytes:
 
 
 GOOD_CSV = "label,prob\n" + "".join(f"{i % 2},0.{i % 9 + 1}\n" for i in range(40))
-#: The cases of issue 11: (name, files, arguments). Every one must end in 0, 1 or 2
+#: Known hostile cases: (name, files, arguments). Every one must end in 0, 1 or 2
 #: under the invariants; most must be exit 2 (see the targeted tests).
 CORPUS = [
     ("deep json report", {"r.json": "[" * 100000 + "]" * 100000}, ["report", "r.json",

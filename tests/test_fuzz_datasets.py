@@ -1,4 +1,4 @@
-"""Fuzzing the dataset readers (issue 14) with the invariants of tests/test_fuzz.py: exit
+"""Fuzzing the dataset readers with the invariants of tests/test_fuzz.py: exit
 code 0, 1 or 2; exit 2 is exactly one ``calaudit: error:`` line; nothing left behind after
 a failure; each case within the time budget.
 

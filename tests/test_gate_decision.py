@@ -1,4 +1,4 @@
-"""The gate's decision rule (issue 10): one primary test per question, Holm-adjusted
+"""The gate's decision rule: one primary test per question, Holm-adjusted
 together; diagnostics never gate; one INCONCLUSIVE rule; exact ties; gated groups;
 thresholds, baselines, NO CHECKS, reproducible bytes, incomparable results."""
 

@@ -175,7 +175,7 @@ def test_special_files_as_data(tmp_path):
                           "[not_a_file]")
     folder = tmp_path / "dir.csv"
     folder.mkdir()
-    # a directory is a dataset since issue 14: an empty one is one line
+    # a directory is a dataset: an empty one is one line
     assert_one_line_error(run_cli("metrics", folder), "directory holds no data file",
                           "[empty_dataset]")
     data = write_frame(binary_frame(40), tmp_path / "ok.csv")

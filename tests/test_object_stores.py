@@ -1,4 +1,4 @@
-"""Datasets on object storage over the stores' real protocols (issue 14): S3 (a moto
+"""Datasets on object storage over the stores' real protocols: S3 (a moto
 server), Google Cloud Storage (gcp-storage-emulator) and Azure Blob Storage (Azurite), read
 through s3fs, gcsfs and adlfs exactly as a bucket in the cloud would be
 (``tests/object_stores/servers.py``).

@@ -1,4 +1,4 @@
-"""The windowed Poisson-binomial law of large cells (issue 14, memory not growing with the
+"""The windowed Poisson-binomial law of large cells (memory not growing with the
 rows of a cell): against the O(n^2) recursion, the Bernstein windows against the binomial's
 exact tails, the draws against the whole-array pmf's, and its memory."""
 

@@ -1,4 +1,4 @@
-"""Out-of-core loading (issue 14): a Parquet dataset's columns are preallocated from the
+"""Out-of-core loading: a Parquet dataset's columns are preallocated from the
 footers and filled batch by batch, and with spill the kept columns are memory-mapped files
 that are gone from the spill directory as soon as they are mapped. The arrays are the same
 as without spill and as a single CSV file; a bad partition is still one line naming file

@@ -1,4 +1,4 @@
-"""One list of checks everywhere, and reproducible documents (issue 10, items 8, 9, 11).
+"""One list of checks everywhere, and reproducible documents.
 
 One ``calaudit test`` run on the sample with a baseline and thresholds writes every output;
 the check ids, statuses and counts read back from the terminal, JSON, JUnit, the GitHub
