@@ -67,6 +67,7 @@ __all__ = [
     "stream_key", "stream_seed", "task_ranges", "usable_cores", "using",
 ]
 
+
 def current() -> Any:
     """The executor reductions run on here: the one chosen by the innermost
     :func:`using`, else a :class:`ThreadExecutor` on the usable cores (inside a task of a
