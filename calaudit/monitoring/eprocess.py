@@ -82,7 +82,7 @@ def log_tail_weight(j: int) -> float:
 def slope_direction(p: NDArray[np.float64], center: float | NDArray[np.float64]
                     ) -> NDArray[np.float64]:
     """``tanh((logit p - center) / 2)`` (for ``center = 0`` this is ``2p - 1``); an array
-    ``center`` holds one centre per stream (the leading axes of ``p``)."""
+    ``center`` holds one centre per stream (all axes of ``p`` but the last)."""
     return np.tanh((logit(p) - np.asarray(center)[..., None]) / 2.0)
 
 
