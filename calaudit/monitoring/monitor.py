@@ -137,7 +137,7 @@ def update(state: MonitorState, probs: NDArray[np.float64], labels: NDArray,
     config = state.config
     p, y = _binary(probs, labels, source)
     codes = group_codes(config.groups, covariates or {}, p.size, source)
-    windows = _windows(state, p.size, times, batch, source)
+    windows = batch_windows(state, p.size, times, batch, source)
     records = list(state.history)
     eprocess = state.eprocess
     for w in range(windows.count):
@@ -194,8 +194,10 @@ def group_codes(groups: Sequence[tuple[str, Sequence[str]]], covariates: Mapping
     return out
 
 
-def _windows(state: MonitorState, n: int, times: Sequence | None,
+def batch_windows(state: MonitorState, n: int, times: Sequence | None,
              batch: Sequence | None, source: str) -> Windows:
+    """The windows of a batch of ``n`` rows appended to ``state`` (a window the state
+    already holds is refused)."""
     rule = parse_window(state.config.window)
     last = state.history[-1].summary.key if state.history else None
     first_key = int(last) + 1 if rule.kind == "rows" and last is not None else 0
