@@ -23,9 +23,11 @@ by ``repr`` (exact round trip); NaN is ``null``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -33,12 +35,11 @@ import numpy as np
 
 from calaudit._version import __version__
 from calaudit.exceptions import CalauditError, InputError
-from calaudit.files import FileProblem, read_limited
+from calaudit.files import FileProblem, describe_os_error, read_limited
 from calaudit.monitoring.eprocess import LAMBDAS, EProcess
 from calaudit.monitoring.fits import Estimate
 from calaudit.monitoring.monitor import MonitorConfig, MonitorState, WindowRecord
 from calaudit.monitoring.summaries import GroupSummary, WindowSummary
-from calaudit.output.files import write_atomic
 
 KIND = "calaudit-monitor-state"
 SCHEMA_VERSION = 1
@@ -61,8 +62,22 @@ def state_to_json(state: MonitorState) -> str:
 
 
 def save_state(path: str | os.PathLike[str], state: MonitorState) -> None:
-    """Write the state file atomically (a temporary file, then a rename)."""
-    write_atomic(path, state_to_json(state))
+    """Write the state file atomically (a temporary file in its folder, then a rename)."""
+    text = state_to_json(state)
+    folder = os.path.dirname(os.path.abspath(path))
+    temporary = None
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".calaudit-state-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        problem = describe_os_error(exc)
+        raise InputError(f"cannot write the monitoring state: {problem.message}",
+                         source=str(path), rule=RULE, hint=problem.hint) from None
 
 
 def checksum(payload: dict[str, Any]) -> str:
