@@ -193,3 +193,20 @@ def test_calibrated_stream_passes_and_every_output_lists_the_check(tmp_path):
     assert "calibration\\_eprocess" in (tmp_path / "r.md").read_text()
     assert "calibration_eprocess" in out.stdout
     assert "calibration_eprocess" in result["gate"]["rule"]
+
+
+def test_reports_show_calibration_over_time(drift, tmp_path):
+    folder, _ = drift
+    out = run_cli("test", folder / "all.csv", "--batch-col", "batch", "--covariates", "grp",
+                  "--html", tmp_path / "r.html", "--md", tmp_path / "r.md", "--quiet", *FAST)
+    assert out.code == 0, out.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert 'id="over-time"' in html and "Calibration over time" in html
+    for kind in ("drift", "drift-groups", "drift-reliability"):
+        assert f'class="figure-{kind}"' in html
+    md = (tmp_path / "r.md").read_text()
+    assert "## Calibration over time" in md and "What to do about it" in md
+    figures = sorted((tmp_path / "r_files").glob("*drift*.svg"))
+    assert len(figures) == 3
+    for svg in figures:  # drawn lines, not empty axes
+        assert svg.read_text().count("<path") > 20

@@ -71,10 +71,12 @@ def advice_line(section: Mapping[str, Any]) -> str | None:
     a = section.get("advice")
     if not a:
         return None
-    params = f"intercept {fmt_number(a['intercept'])}, slope {fmt_number(a['slope'])}"
+    params = f"slope {fmt_number(a['slope'])}, "
     if a.get("group_intercepts"):
-        params += f", intercepts by {a['covariate']}: " + ", ".join(
+        params += f"intercepts by {a['covariate']}: " + ", ".join(
             f"{k} {fmt_number(v)}" for k, v in a["group_intercepts"].items())
+    else:
+        params += f"intercept {fmt_number(a['intercept'])}"
     return (f"  advice after the alarm: {a['verdict']} (fitted on windows "
             f"{a['fit_windows']}, checked on {a['check_windows']}; {params}): {a['reason']}")
 

@@ -175,9 +175,13 @@ def over_time(result: Mapping[str, Any], fail_on: Sequence[str]) -> Sentence | N
         advice = section.get("advice") or {}
         tail = ""
         if advice.get("verdict") == "recalibrate":
-            tail = (f" A logistic recalibration is enough: intercept "
-                    f"{fmt_number(advice.get('intercept'))}, slope "
-                    f"{fmt_number(advice.get('slope'))}.")
+            tail = (f" A logistic recalibration is enough (slope "
+                    f"{fmt_number(advice.get('slope'))}; " + (
+                        f"intercepts by {advice.get('covariate')}: " + ", ".join(
+                            f"{k} {fmt_number(v)}"
+                            for k, v in advice["group_intercepts"].items())
+                        if advice.get("group_intercepts") else
+                        f"intercept {fmt_number(advice.get('intercept'))}") + ").")
         elif advice.get("verdict"):
             tail = f" Advice: {advice['verdict']}: {advice.get('reason', '')}"
         return _s(f"Calibration drifted over time: the e-process (calibration_eprocess) "
