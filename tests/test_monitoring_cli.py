@@ -210,3 +210,25 @@ def test_reports_show_calibration_over_time(drift, tmp_path):
     assert len(figures) == 3
     for svg in figures:  # drawn lines, not empty axes
         assert svg.read_text().count("<path") > 20
+
+
+def test_calendar_windows_from_a_parquet_timestamp_column(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 3000
+    z = rng.normal(-1.0, 1.0, n)
+    frame = pd.DataFrame({
+        "label": (rng.uniform(size=n) < special.expit(z)).astype(int),
+        "prob": special.expit(z),
+        "scored_at": pd.Timestamp("2026-01-01") + pd.to_timedelta(
+            rng.uniform(0, 90 * 86400, n), unit="s")})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    frame.assign(scored_at=frame["scored_at"].astype(str)).to_csv(tmp_path / "t.csv",
+                                                                   index=False)
+    for name in ("t.parquet", "t.csv"):
+        out = run_cli("test", tmp_path / name, "--time-col", "scored_at", "--window", "1M",
+                      "--json", tmp_path / f"{name}.json", "--quiet", *FAST)
+        assert out.code == 0, out.stderr
+    a, b = (monitoring(tmp_path / f"{name}.json") for name in ("t.parquet", "t.csv"))
+    assert [w["label"] for w in a["windows"]] == ["2026-01", "2026-02", "2026-03"]
+    assert a["windows"] == b["windows"]
+    assert sum(w["n"] for w in a["windows"]) == 3000

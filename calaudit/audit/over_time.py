@@ -65,13 +65,31 @@ def order_columns(path: str, monitoring: MonitoringConfig | MonitorConfig, n: in
         if name not in present:
             raise InputError(f"column not found; columns: {', '.join(map(str, present))}",
                              source=path, column=name, rule="monitoring_columns")
-    frame = reader.read(names)
+    frame = _read_parquet(path, names) if _is_parquet_file(path) else reader.read(names)
     if len(frame) != n:
         raise InputError(f"{len(frame)} rows read but {n} used: windows need every row",
                          source=path, column=names[0], rule="monitoring_rows",
                          hint="fix the invalid rows instead of --drop-invalid")
     return tuple(frame[c].to_numpy() if c else None for c in
                  (monitoring.time_col, monitoring.batch_col))  # type: ignore[return-value]
+
+
+def _is_parquet_file(path: str) -> bool:
+    import os
+
+    return path.lower().endswith((".parquet", ".pq")) and os.path.isfile(path)
+
+
+def _read_parquet(path: str, names: list[str]) -> pd.DataFrame:
+    """The order columns of a Parquet file as they are stored (timestamps stay
+    timestamps, which the audit's own reader refuses as covariates)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path, columns=names).to_pandas()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the column ({str(exc).splitlines()[0][:80]})",
+                         source=path, column=names[0], rule="monitoring_columns") from None
 
 
 def batch_of(data: CalibrationData, path: str,
