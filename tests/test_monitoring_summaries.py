@@ -93,3 +93,19 @@ def test_window_summary_fields(rows):
     assert s.slope.value == pytest.approx(fits.slope_fit(p, y).coef[1])
     count, sum_p, sum_y = s.bins
     assert sum(count) == p.size and sum(sum_y) == pytest.approx(y.sum())
+
+
+def test_large_bins_bootstrap_agrees_with_the_exact_poisson_bootstrap(monkeypatch):
+    from calaudit.monitoring import summaries
+
+    rng = np.random.default_rng(8)
+    z = rng.normal(-1.0, 1.0, 30_000)
+    p = 1.0 / (1.0 + np.exp(-z))
+    y = (rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-z - 0.1))).astype(float)
+    fast = ece_estimate(p, y, 15, 0.9, np.random.default_rng(1), 1000)
+    monkeypatch.setattr(summaries, "LARGE_BIN", 10**9)  # every row drawn
+    exact = ece_estimate(p, y, 15, 0.9, np.random.default_rng(1), 1000)
+    assert fast.value == exact.value
+    width = exact.high - exact.low
+    assert abs(fast.low - exact.low) < 0.1 * width
+    assert abs(fast.high - exact.high) < 0.1 * width

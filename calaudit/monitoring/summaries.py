@@ -8,7 +8,9 @@ sums), enough for the drift plots and the per-window table:
 * ``ece``: binned top-label ECE ``sum_b (n_b / n) |ybar_b - pbar_b|`` over ``n_bins``
   equal-width bins of the confidence (bin ``min(floor(B p), B - 1)``; Guo et al. 2017,
   eq. 3; Naeini et al. 2015) with a percentile interval from the Poisson bootstrap (each
-  row weighted by an independent Poisson(1) count; Hanley & MacGibbon 2006), seeded by
+  row weighted by an independent Poisson(1) count; Hanley & MacGibbon 2006; a bin of at
+  least :data:`LARGE_BIN` rows draws its bootstrap sums from the normal law with the same
+  mean and covariance, which keeps the cost O(n) for any number of replicates), seeded by
   ``(seed, window number)`` so a window's interval does not depend on which batch
   brought it;
 * per group: ``n``, ``events``, mean prediction, observed rate and the bias
@@ -32,6 +34,9 @@ from calaudit.monitoring.fits import Estimate, citl_fit, slope_fit
 #: Bootstrap replicates of a window's ECE interval, rows per bootstrap chunk.
 N_BOOT = 200
 _CHUNK = 65_536
+#: Bins with at least this many rows draw their bootstrap sums from the normal law with
+#: the Poisson bootstrap's mean and covariance (:func:`_normal_bin_sums`).
+LARGE_BIN = 2_000
 
 
 @dataclass(frozen=True)
@@ -123,14 +128,18 @@ def ece_estimate(p: NDArray[np.float64], y: NDArray[np.float64], n_bins: int, le
                  rng: np.random.Generator, n_boot: int = N_BOOT) -> Estimate:
     """Binned ECE with its Poisson-bootstrap percentile interval (module docstring)."""
     bins = bin_index(p, n_bins)
-    value = float(ece_from_bins(*(np.bincount(bins, w, minlength=n_bins)
-                                  for w in (None, p, y))))
+    totals = np.stack([np.bincount(bins, w, minlength=n_bins) for w in (None, p, y)])
+    value = float(ece_from_bins(*totals))
+    large = totals[0] >= LARGE_BIN
     sums = np.zeros((3, n_boot, n_bins))
-    for start in range(0, p.size, _CHUNK):
-        part = slice(start, start + _CHUNK)
-        counts = rng.poisson(1.0, size=(n_boot, bins[part].size)).astype(np.float64)
-        slot = (bins[part] + n_bins * np.arange(n_boot)[:, None]).ravel()
-        for row, weight in enumerate((counts, counts * p[part], counts * y[part])):
+    if large.any():
+        sums[:, :, large] = _normal_bin_sums(p, y, bins, large, totals, n_boot, rng)
+    small_rows = np.flatnonzero(~large[bins])
+    for start in range(0, small_rows.size, _CHUNK):
+        rows = small_rows[start:start + _CHUNK]
+        counts = rng.poisson(1.0, size=(n_boot, rows.size)).astype(np.float64)
+        slot = (bins[rows] + n_bins * np.arange(n_boot)[:, None]).ravel()
+        for row, weight in enumerate((counts, counts * p[rows], counts * y[rows])):
             sums[row] += np.bincount(slot, weight.ravel(),
                                      minlength=n_boot * n_bins).reshape(n_boot, n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -140,6 +149,31 @@ def ece_estimate(p: NDArray[np.float64], y: NDArray[np.float64], n_bins: int, le
         return Estimate(value, float("nan"), float("nan"))
     low, high = np.quantile(replicates, [0.5 - level / 2.0, 0.5 + level / 2.0])
     return Estimate(value, float(low), float(high))
+
+
+def _normal_bin_sums(p: NDArray[np.float64], y: NDArray[np.float64],
+                     bins: NDArray[np.int64], large: NDArray[np.bool_],
+                     totals: NDArray[np.float64], n_boot: int,
+                     rng: np.random.Generator) -> NDArray[np.float64]:
+    """Bootstrap sums ``(count, sum p, sum y)`` of the bins ``large`` (3 x n_boot x bins):
+    under the Poisson bootstrap a bin's sums are ``sum_i c_i (1, p_i, y_i)`` with
+    independent ``c_i ~ Poisson(1)``, of mean ``(n_b, sum p, sum y)`` and covariance
+    ``sum_i (1, p_i, y_i)^T (1, p_i, y_i)``; with at least :data:`LARGE_BIN` terms the
+    normal law with these two moments stands in for it (central limit theorem), at
+    O(1) cost per bin and replicate instead of O(n_b)."""
+    n_bins = totals.shape[1]
+    second = {(a, b): np.bincount(bins, wa * wb, minlength=n_bins)
+              for (a, wa), (b, wb) in ((("p", p), ("p", p)), (("p", p), ("y", y)),
+                                       (("y", y), ("y", y)))}
+    out = []
+    for b in np.flatnonzero(large):
+        n, sp, sy = totals[:, b]
+        cov = np.array([[n, sp, sy], [sp, second["p", "p"][b], second["p", "y"][b]],
+                        [sy, second["p", "y"][b], second["y", "y"][b]]])
+        values, vectors = np.linalg.eigh(cov)
+        root = vectors * np.sqrt(np.clip(values, 0.0, None))
+        out.append(totals[:, b] + rng.standard_normal((n_boot, 3)) @ root.T)
+    return np.stack(out, axis=-1).transpose(1, 0, 2)
 
 
 def group_summaries(p: NDArray[np.float64], y: NDArray[np.float64], covariate: str,
