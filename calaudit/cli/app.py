@@ -139,7 +139,9 @@ def metrics(ctx: typer.Context, **params: Any) -> None:
 @opt.takes([opt.argument("state", Annotated[Path, typer.Argument(
                 help="Monitoring state written by 'calaudit test --save-state' (replaced "
                      "by the continued state).", show_default=False)]),
-            opt.argument("batch", opt.DataArg)], opt.MONITOR)
+            opt.argument("batch", Annotated[str, typer.Argument(
+                help="The new batch: a file or dataset with the state's columns (as for "
+                     "calaudit test).", show_default=False, metavar="BATCH")])], opt.MONITOR)
 def monitor(ctx: typer.Context, **params: Any) -> None:
     """Append one batch to a monitoring state: the e-process continues; exit code is its gate.
 

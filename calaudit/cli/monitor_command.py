@@ -32,6 +32,11 @@ def run_monitor(ctx: Any) -> ExitCode:
 
     state_path, batch_path = str(ctx.params["state"]), str(ctx.params["batch"])
     settings = command_settings(ctx)
+    if ctx.params.get("show_config"):
+        from calaudit.settings.show import show_text
+
+        sys.stdout.write(show_text(settings))
+        return ExitCode.OK
     outputs = settings["outputs"]
     check_targets(output_targets(outputs) + [("STATE", state_path)])
     if outputs.pdf:

@@ -177,19 +177,20 @@ def group_codes(groups: Sequence[tuple[str, Sequence[str]]], covariates: Mapping
         if name not in covariates:
             raise InputError("covariate missing", source=source, column=name,
                              rule="groups", hint="give every covariate of the run")
-        values = pd.Series(covariates[name]).reset_index(drop=True)
-        if len(values) != n or values.isna().any():
+        values = np.asarray(covariates[name], dtype=object)
+        if len(values) != n or pd.isna(values).any():
             raise InputError(f"needs {n} values without missing ones", source=source,
                              column=name, rule="groups")
         lookup = {level: code for code, level in enumerate(levels)}
-        text = values.astype(str)
-        unknown = sorted(set(text) - set(lookup))
+        found, inverse = np.unique(values.astype(str), return_inverse=True)
+        unknown = sorted(set(found.tolist()) - set(lookup))
         if unknown:
             raise InputError(f"level '{unknown[0]}' is not among the run's levels "
                              f"{list(levels)}", source=source, column=name,
                              rule="groups", hint="start a new monitoring state to add "
                                                  "levels")
-        out.append(text.map(lookup).to_numpy(np.int64) + offset)
+        codes = np.array([lookup[level] for level in found.tolist()], dtype=np.int64)
+        out.append(codes[inverse.reshape(-1)] + offset)
         offset += len(levels)
     return out
 
