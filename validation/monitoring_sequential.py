@@ -197,7 +197,7 @@ def main() -> None:
         k_n = int(np.sum((null["naive"] > 0) & (null["naive"] <= looks)))
         lo, hi = clopper_pearson(k_e, args.nulls)
         out.append(f"{looks:>5}  {k_e / args.nulls:>9.4f}  [{lo:.4f}, {hi:.4f}]"
-                   f"    {k_n / args.nulls:.4f}   (1 - 0.95^{looks} = "
+                   f"    {k_n / args.nulls:.4f}   (1 - {1 - args.alpha:g}^{looks} = "
                    f"{1 - (1 - args.alpha) ** looks:.3f})")
     k_e = int(np.sum(null["e"] > 0))
     lo, hi = clopper_pearson(k_e, args.nulls)
