@@ -50,7 +50,7 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     from calaudit.scale.cluster import capped
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
-    check_targets(output_targets(outputs))
+    check_targets(output_targets(outputs) + [("--save-state", outputs.state)])
     if outputs.state and not config.monitoring.enabled:
         raise ConfigError("--save-state needs windows: give --window (or --batch-col)")
     if outputs.state and os.path.exists(outputs.state):
