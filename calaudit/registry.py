@@ -197,6 +197,13 @@ TESTS: dict[str, Entry] = {e.id: e for e in (
           section="local", family="local"),
     _test("groups_bonferroni", "Local calibration: groups, Bonferroni minimum p-value",
           section="", family="local"),
+    _test("calibration_eprocess", "Calibration over time (e-process over the windows)",
+          section="monitoring", family="monitoring", better="lower", unit="e-value",
+          meaning="evidence against calibration accumulated window by window (mean-one "
+                  "under calibration); an alarm when it reaches 1/level, valid however "
+                  "often it is looked at",
+          condition="computed only with windows: --time-col/--window, --batch-col, or "
+                    "calaudit monitor"),
 )}
 
 #: Estimates that are clipped to their range: (the param holding the raw value, bound).

@@ -216,6 +216,8 @@ class AuditResult:
     baseline: Mapping[str, Any] | None = None
     attribution: Mapping[str, Any] = field(default_factory=dict)
     disparity: tuple[Any, ...] = ()
+    #: Calibration over time (``--time-col``/``--window``, ``calaudit monitor``).
+    monitoring: Mapping[str, Any] | None = None
     #: The checks (:class:`calaudit.audit.gate.Check`) the gate built once for this audit,
     #: which the verdict, the exit code and every output read. Not in the JSON, which
     #: records the statuses they are built from (:func:`calaudit.audit.gate.result_checks`).
@@ -271,6 +273,7 @@ class AuditResult:
             "verdict": self.verdict.value,
             "gate": jsonable(self.gate),
             **({"baseline": jsonable(self.baseline)} if self.baseline is not None else {}),
+            **({"monitoring": jsonable(self.monitoring)} if self.monitoring else {}),
             "environment": jsonable(self.environment),
             "runtime_seconds": round(self.runtime_seconds, 3),
         }

@@ -28,6 +28,7 @@ from calaudit.audit.sections.global_tests import (
     SkceConfig,
 )
 from calaudit.audit.sections.local import KITE_NULLS, LOCAL_TESTS, RESAMPLE_DTYPES, LocalConfig
+from calaudit.audit.sections.monitoring import MonitoringConfig
 from calaudit.audit.sections.squared import (
     SPECTRUM_METHODS,
     SQUARED_ESTIMATORS,
@@ -40,6 +41,7 @@ from calaudit.results import Status
 __all__ = [
     "AuditConfig", "BinningConfig", "ThresholdConfig", "GateConfig", "BaselineConfig",
     "EceConfig", "SkceConfig", "GlobalTestsConfig", "LocalConfig", "SquaredConfig",
+    "MonitoringConfig",
     "MULTIPLE_TESTING", "MULTIPLE_TESTING_SCOPES", "STRATEGIES", "ON_MISMATCH", "KERNELS",
     "CANONICAL_DISTANCES", "GLOBAL_TESTS", "DEFAULT_GLOBAL_TESTS", "LOCAL_TESTS",
     "KITE_NULLS", "RESAMPLE_DTYPES", "SQUARED_TARGETS", "SQUARED_ESTIMATORS",
@@ -119,6 +121,7 @@ class AuditConfig:
     global_tests: GlobalTestsConfig = field(default_factory=GlobalTestsConfig)
     local: LocalConfig = field(default_factory=LocalConfig)
     squared: SquaredConfig = field(default_factory=SquaredConfig)
+    monitoring: MonitoringConfig = field(default_factory=MonitoringConfig)
     executor: Any = field(default=None, compare=False, repr=False, metadata={
         "setting": False,
         "help": "where row reductions run: an object with map_sum(partial, ranges, shared) "

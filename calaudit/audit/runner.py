@@ -195,6 +195,10 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
     if "lcb" in local and "top_groups" in local["lcb"]:  # the gated statuses, re-ranked
         local["lcb"] = {**local["lcb"],
                         "top_groups": most_biased(decided.groups, config.local.top_k)}
+    monitoring = next((dict(out.monitoring) for out in outputs if out.monitoring), None)
+    if monitoring is not None:  # the alarm shows the graded check's status
+        graded = next(t for t in decided.tests if t.id == monitoring["eprocess"]["id"])
+        monitoring["eprocess"] = {**monitoring["eprocess"], "status": graded.status.value}
     return AuditResult(
         calaudit_version=__version__,
         created_at=created_at(),
@@ -215,4 +219,5 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
         gate=decided.gate,
         baseline=decided.baseline,
         checks=decided.checks,
+        monitoring=monitoring,
     )

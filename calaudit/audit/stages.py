@@ -26,6 +26,8 @@ class StageOutput:
     diagrams: Mapping[str, Any] = field(default_factory=dict)
     attribution: Mapping[str, Any] = field(default_factory=dict)
     disparity: tuple[Any, ...] = ()
+    #: calibration over time (the ``monitoring`` section; empty without windows)
+    monitoring: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Stage(Protocol):

@@ -136,6 +136,28 @@ def metrics(ctx: typer.Context, **params: Any) -> None:
 
 
 @app.command(cls=HelpCommand)
+@opt.takes([opt.argument("state", Annotated[Path, typer.Argument(
+                help="Monitoring state written by 'calaudit test --save-state' (replaced "
+                     "by the continued state).", show_default=False)]),
+            opt.argument("batch", Annotated[str, typer.Argument(
+                help="The new batch: a file or dataset with the state's columns (as for "
+                     "calaudit test).", show_default=False, metavar="BATCH")])], opt.MONITOR)
+def monitor(ctx: typer.Context, **params: Any) -> None:
+    """Append one batch to a monitoring state: the e-process continues; exit code is its gate.
+
+    The state fixes the columns, windows, groups and level; the outputs and the new state
+    are written together or not at all.
+
+    Example: calaudit monitor state.json batch_2024_07.parquet --html drift.html
+    """
+    with error_boundary():
+        from calaudit.cli.monitor_command import run_monitor
+
+        code = run_monitor(ctx)
+    raise typer.Exit(int(code))
+
+
+@app.command(cls=HelpCommand)
 @opt.takes([opt.argument("old", Annotated[Path, typer.Argument(
                 help="Baseline JSON result (the released model).", show_default=False)]),
             opt.argument("new", Annotated[Path, typer.Argument(

@@ -7,6 +7,7 @@ imported here, not at CLI start-up."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from typing import Any
 
@@ -16,6 +17,7 @@ from calaudit.cli.ci_outputs import emit_github
 from calaudit.cli.command_settings import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
+from calaudit.exceptions import ConfigError
 from calaudit.output.files import check_targets, write_all
 from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
@@ -41,13 +43,20 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
 def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     """Run one audit from the command line and return the exit code. Progress is shown
     while loading and auditing only, so nothing else draws over the summary."""
+    from calaudit.audit.battery import stages as default_stages
     from calaudit.audit.gate.baseline import read_result
     from calaudit.audit.runner import run_audit
     from calaudit.scale import ThreadExecutor, open_executor
     from calaudit.scale.cluster import capped
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
-    check_targets(output_targets(outputs))
+    check_targets(output_targets(outputs) + [("--save-state", outputs.state)])
+    if outputs.state and not config.monitoring.enabled:
+        raise ConfigError("--save-state needs windows: give --window (or --batch-col)")
+    if outputs.state and os.path.exists(outputs.state):
+        raise ConfigError(f"--save-state {outputs.state}: the file exists; a monitoring "
+                          "state is never overwritten",
+                          hint="continue it with 'calaudit monitor', or remove it first")
     if outputs.pdf:  # WeasyPrint and its system libraries, before the audit
         from calaudit.report.render import pdf_engine
 
@@ -65,16 +74,44 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
             data = load(data_path, require_two_classes=config.run_tests,
                         **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__})
         ui.log(f"{data_path}: {data.n} rows used, {data.n_classes} classes")
-        result = run_audit(data, config, baseline=baseline)
+        over_time, state_doc = (over_time_stage(data_path, data, config, outputs.state)
+                                if config.monitoring.enabled else ((), []))
+        result = run_audit(data, config, stages=default_stages() + over_time,
+                           baseline=baseline)
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
     checks = list(result.checks)
-    write_documents(render_documents(payload, outputs, config.fail_on, checks), ui)
+    write_documents(render_documents(payload, outputs, config.fail_on, checks) + state_doc,
+                    ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
+
+
+def over_time_stage(data_path: str, data: Any, config: Any, state_path: str | None
+                    ) -> tuple[tuple[Any, ...], list[tuple[str, str | bytes]]]:
+    """The stage of calibration over time for the loaded rows, and the state file to
+    write with the other outputs (none without ``--save-state``)."""
+    import hashlib
+
+    from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch, start_config
+    from calaudit.monitoring import start
+    from calaudit.monitoring.state import state_to_json
+
+    with progress.task("over_time"):
+        first = start(start_config(data, config.monitoring, config))
+        state, advice = run_batch(first, batch_of(data, data_path, config.monitoring),
+                                  data_path)
+    documents: list[tuple[str, str | bytes]] = []
+    state_file = None
+    if state_path:
+        text = state_to_json(state)
+        documents.append((state_path, text))
+        state_file = {"path": state_path,
+                      "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    return (OverTimeStage(state, advice, state_file),), documents
 
 
 def recorded_sources(settings: Resolved) -> dict[str, str]:

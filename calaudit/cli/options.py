@@ -25,6 +25,7 @@ DATA = "Data"
 GATE = "Tests and gate"
 OUT = "Outputs"
 LOCAL = "Local calibration (with --covariates)"
+TIME = "Calibration over time"
 BINS = "Estimators"
 LARGE = "Large data"
 DASK = "Dask (the calaudit[dask] extra)"
@@ -138,6 +139,15 @@ FLAGS = _flags(
          OUT, "outputs.md", metavar="PATH"),
     Flag("junit", ("--junit",), "Write JUnit XML: one testcase per check.",
          OUT, "outputs.junit", metavar="PATH"),
+    # Calibration over time
+    Flag("time_col", ("--time-col",), "Column of the rows' times: windows in time order.",
+         TIME, "monitoring.time_col", metavar="COL"),
+    Flag("window", ("--window",), "Window rule: 1M, 7D, 1D, 12H, W, Q, Y, or a row count "
+         "(5000).", TIME, "monitoring.window", metavar="RULE"),
+    Flag("batch_col", ("--batch-col",), "Categorical column naming each row's batch: one "
+         "window per batch.", TIME, "monitoring.batch_col", metavar="COL"),
+    Flag("save_state", ("--save-state",), "Write the monitoring state that calaudit monitor "
+         "continues.", TIME, "outputs.state", metavar="PATH"),
     # Local calibration
     Flag("local_tests", ("--local-tests",), "Comma list of local tests, or none.",
          LOCAL, "local.tests", str, "local_consistency", "LIST"),
@@ -247,7 +257,11 @@ AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates
 #: ``calaudit test``: the audit's options and those of the tests.
 TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_scope", "ci",
         "ci_level", "hosmer_lemeshow", "local_tests", "local_resamples", "group_adjust",
-        "kite_width", "kite_gamma", "dask", "workers", "memory_limit", "threads")
+        "kite_width", "kite_gamma", "dask", "workers", "memory_limit", "threads",
+        "time_col", "window", "batch_col", "save_state")
+#: ``calaudit monitor``: the outputs, the gate's statuses and the terminal.
+MONITOR = ("fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix", "md", "junit",
+           *_SIGNOFF, *_TERMINAL)
 COMPARE = ("regression_tolerance", "fail_on", "exit_zero", "json", "junit", "config", "quiet",
            "color")
 REPORT = ("html", "pdf", "pdf_appendix", "md", *_SIGNOFF)

@@ -47,6 +47,7 @@ def test_meaning(test: Mapping[str, Any]) -> str:
     """One line: the null hypothesis, the method and how to read the p-values."""
     family = test.get("family") or "global"
     h0 = ("the model is calibrated within every covariate neighbourhood" if family == "local"
+          else "the model is calibrated in every window, in time order" if family == "monitoring"
           else "the model is calibrated")
     method = test.get("method") or "-"
     return f"H0: {h0}; {method}."

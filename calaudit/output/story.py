@@ -140,11 +140,13 @@ def story(result: Mapping[str, Any], lines: Sequence[Check] | None = None
     not reject, other failing checks and the diagnostics."""
     lines = check_lines(result) if lines is None else lines
     fail_on = fail_on_of(result)
-    primaries = primary_tests(result)
+    primaries = [t for t in primary_tests(result) if t.get("family") != "monitoring"]
     rejecting = [t for t in primaries if t.get("status") in fail_on]
     global_fail = [t for t in rejecting if not is_local(t)]
     local_fail = [t for t in rejecting if is_local(t)]
-    sentences = [decision(result, primaries, global_fail, local_fail, lines, fail_on)]
+    drift = over_time(result, fail_on)
+    sentences = [decision(result, primaries, global_fail, local_fail, lines, fail_on)
+                 if primaries or not drift else None, drift]
     for family, failed in (("global", global_fail), ("local", local_fail)):
         if failed:
             sentences.append(_rejects(family, failed, primaries))
@@ -159,6 +161,37 @@ def story(result: Mapping[str, Any], lines: Sequence[Check] | None = None
                   for line in failing(lines, fail_on) if line.kind != "test"]
     sentences += _diagnostics(lines)
     return [s for s in sentences if s]
+
+
+def over_time(result: Mapping[str, Any], fail_on: Sequence[str]) -> Sentence | None:
+    """The e-process of calibration over time: its alarm (the check's status) or its
+    value, and the advice after an alarm."""
+    section = result.get("monitoring") or {}
+    e = section.get("eprocess")
+    if not e:
+        return None
+    windows = len(section.get("windows") or ())
+    if e.get("status") in fail_on:
+        advice = section.get("advice") or {}
+        tail = ""
+        if advice.get("verdict") == "recalibrate":
+            tail = (f" A logistic recalibration is enough (slope "
+                    f"{fmt_number(advice.get('slope'))}; " + (
+                        f"intercepts by {advice.get('covariate')}: " + ", ".join(
+                            f"{k} {fmt_number(v)}"
+                            for k, v in advice["group_intercepts"].items())
+                        if advice.get("group_intercepts") else
+                        f"intercept {fmt_number(advice.get('intercept'))}") + ").")
+        elif advice.get("verdict"):
+            tail = f" Advice: {advice['verdict']}: {advice.get('reason', '')}"
+        return _s(f"Calibration drifted over time: the e-process (calibration_eprocess) "
+                  f"reached {fmt_number(e.get('threshold'))} in window "
+                  f"{e.get('alarm_label')} of {windows}, an alarm whose false-alarm "
+                  f"probability over every look is at most 1/{fmt_number(e.get('threshold'))}."
+                  + tail)
+    return _s(f"Over {windows} windows the e-process of calibration (calibration_eprocess) "
+              f"reached at most {fmt_number(e.get('max_value'))}, below its alarm at "
+              f"{fmt_number(e.get('threshold'))}: no drift detected.")
 
 
 def decision(result: Mapping[str, Any], primaries: Sequence[Mapping[str, Any]],

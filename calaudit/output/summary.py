@@ -16,6 +16,7 @@ from calaudit.audit.gate import Check, failing, statistic_text
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
+from calaudit.output.over_time_table import over_time_tables
 from calaudit.output.story import plain, story
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
@@ -164,6 +165,9 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
     for table in tables:
         if table is not None:
             console.print(table)
+    for item in over_time_tables(result):
+        console.print(item, markup=False, soft_wrap=True) if isinstance(item, str) \
+            else console.print(item)
     if any(clipped_note(m) for m in result["metrics"]) and not explain:
         console.print("  * clipped at 0; --explain shows the unclipped estimate", markup=False)
     if explain:

@@ -38,6 +38,7 @@ from calaudit.report.gate_context import (
     no_tests_note,
 )
 from calaudit.report.local_context import build_local, count_text, test_scope
+from calaudit.report.over_time_context import build_over_time
 from calaudit.report.reliability_context import build_reliability
 from calaudit.report.views import (
     EvidenceSection,
@@ -57,7 +58,8 @@ from calaudit.report.views import (
 #: Builders of extra evidence sections, called in order with ``(result, namer)``; each
 #: returns an :class:`EvidenceSection` or ``None``. New report sections (attribution,
 #: per-group reliability, disparity) register here and ship their own template partials.
-EVIDENCE_BUILDERS: list[Callable[[Mapping[str, Any], FigureNamer], EvidenceSection | None]] = []
+EVIDENCE_BUILDERS: list[Callable[[Mapping[str, Any], FigureNamer], EvidenceSection | None]] = [
+    build_over_time]
 
 
 def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from calaudit.report import plots
+from calaudit.report import over_time_figures, plots
 from calaudit.report.diagnosis_figures import group_reliability_figure
 from calaudit.report.views import FigureView
 
@@ -114,6 +114,9 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
     "lcb": lcb_figure,
     "bias_by_group": bias_figure,
     "reliability_by_group": group_reliability_figure,
+    "drift": over_time_figures.drift_figure,
+    "drift_groups": over_time_figures.groups_figure,
+    "drift_reliability": over_time_figures.first_last_figure,
 }
 
 

@@ -37,8 +37,10 @@ def local_test_ids(result: Mapping[str, Any]) -> set[str]:
 
 def test_scope(test: Mapping[str, Any], result: Mapping[str, Any]) -> str:
     """``local`` for covariate-local tests (listed in ``local.klce.tests`` or with a
-    ``klce`` id), ``global`` otherwise."""
+    ``klce`` id), ``monitoring`` for the e-process over time, ``global`` otherwise."""
     test_id = str(test.get("id"))
+    if test.get("family") == "monitoring":
+        return "monitoring"
     return "local" if test_id in local_test_ids(result) or test_id.startswith("klce") \
         else "global"
 

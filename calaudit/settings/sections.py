@@ -72,6 +72,9 @@ class OutputConfig:
                 "distributions)"})
     junit: str | None = field(default=None, metadata={
         "help": "JUnit XML path (one testcase per check)", "path": True})
+    state: str | None = field(default=None, metadata={
+        "help": "monitoring state to start (with monitoring.window): calaudit monitor "
+                "continues it", "path": True})
     signoff_name: str | None = field(default=None, metadata={
         "help": "name in the reports' sign-off block"})
     signoff_role: str | None = field(default=None, metadata={

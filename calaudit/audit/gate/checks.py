@@ -152,6 +152,8 @@ def test_facts(test: Mapping[str, Any], method: str = "") -> tuple[str, ...]:
         facts.append(f"p {fmt_pvalue(test['p_value'])}")
     if test.get("p_value_adjusted") is not None:
         how = f" ({method})" if method else ""
+        if test.get("family") == "monitoring":  # its own share of alpha (decision.py)
+            how = f" (p x alpha/level, level {test['params']['level']:g})"
         facts.append(f"adjusted p {fmt_pvalue(test['p_value_adjusted'])}{how}")
     if test.get("alpha") is not None:
         facts.append(f"alpha {test['alpha']:g}")

@@ -65,7 +65,15 @@ GATE_RULE = (
     "group FAILs only when the local primary test FAILs (gatekeeping), its p-value adjusted "
     "among the groups (weighted Holm, the pairwise intersections spending a quarter of "
     "alpha) is at most alpha and its bias interval, simultaneous over the groups with the "
-    "same weights (Bonferroni), excludes 0. Thresholds and baseline comparisons configured "
+    "same weights (Bonferroni), excludes 0. With windows (--time-col/--window, or calaudit "
+    "monitor) the e-process of calibration over time, calibration_eprocess, is one more "
+    "primary that spends its own share of alpha, half of it, fixed when the monitoring run "
+    "starts: it FAILs exactly when the e-process reaches 2/alpha in some window (the "
+    "alarm), its p-value min(1, 1/max E) being valid however often it is looked at "
+    "(Ville's inequality), and the other primaries share the other half by weighted Holm "
+    "(Bonferroni between the two); calaudit monitor runs no fixed-sample test, so its "
+    "verdict is the e-process alone and every continuation of a state together stays "
+    "within that half. Thresholds and baseline comparisons configured "
     "by the "
     "user also gate. Under the complete null (the model calibrated given the predictions "
     "and covariates) the probability of a FAIL verdict from the tests is at most alpha; "
@@ -86,6 +94,11 @@ PRIMARY_SLOTS = {
 #: global primaries share the rest equally.
 LOCAL_SHARE = 0.5
 GROUPS_TEST_ID = "groups_bonferroni"
+#: The e-process of calibration over time: it decides its own status (the alarm) at the
+#: level ``MONITOR_SHARE * alpha``, recorded in ``params["level"]``; the other tests are
+#: graded at ``alpha`` less that level (Bonferroni between the two).
+MONITOR_ID = "calibration_eprocess"
+MONITOR_SHARE = 0.5
 SCOPES = ("primary", "battery", "family")
 
 
@@ -183,10 +196,12 @@ def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
     ``alpha``, less power). ``"family"``: every test gates, adjusted within its family
     (the family-wise error of the verdict can reach ``alpha`` per family).
     """
-    graded = list(tests)
+    over_time = [t for t in tests if t.id == MONITOR_ID]
+    graded = [t for t in tests if t.id != MONITOR_ID]
+    gate_alpha = alpha - sum(float(t.params.get("level", 0.0)) for t in over_time)
     if scope == "primary":
         primaries = primary_indices(graded)
-        grade_set(graded, primaries, alpha, method, "primary", count_undecided=True,
+        grade_set(graded, primaries, gate_alpha, method, "primary", count_undecided=True,
                   weights=primary_weights(graded, primaries))
         families: dict[str, list[int]] = {}
         for i, t in enumerate(graded):
@@ -199,12 +214,12 @@ def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
         for i, t in enumerate(graded):
             families.setdefault(t.family if scope == "family" else "battery", []).append(i)
         for members in families.values():
-            grade_set(graded, members, alpha, method, "primary")
+            grade_set(graded, members, gate_alpha, method, "primary")
     for i, test in enumerate(graded):
         if test.status is None:
             graded[i] = dataclasses.replace(test, alpha=alpha, status=Status.ERROR,
                                             message=test.message or "p-value is not finite")
-    return tuple(graded)
+    return tuple(graded) + tuple(over_time)
 
 
 def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:

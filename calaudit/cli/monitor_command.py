@@ -1,0 +1,73 @@
+"""What ``calaudit monitor STATE BATCH`` does: load and check the monitoring state, read
+the batch with the state's columns, append it (the e-process continues), audit the batch's
+estimates (no fixed-sample test: the verdict is the e-process's), then write every output
+and the new state together (all or nothing) and exit with the gate."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+from typing import Any
+
+from calaudit import progress
+from calaudit.audit.gate import ExitCode, exit_code, gating
+from calaudit.cli.audit_command import output_targets, render_documents, write_documents
+from calaudit.cli.ci_outputs import emit_github
+from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.output.files import check_targets
+from calaudit.output.summary import print_summary
+
+
+def run_monitor(ctx: Any) -> ExitCode:
+    """Continue the state ``ctx.params["state"]`` with the batch ``ctx.params["batch"]``."""
+    from calaudit.audit.battery import stages as default_stages
+    from calaudit.audit.gate.decision import MONITOR_SHARE
+    from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch
+    from calaudit.audit.runner import run_audit
+    from calaudit.audit.sections.monitoring import MonitoringConfig
+    from calaudit.data.load import load
+    from calaudit.monitoring import load_state
+    from calaudit.monitoring.state import state_to_json
+
+    state_path, batch_path = str(ctx.params["state"]), str(ctx.params["batch"])
+    settings = command_settings(ctx)
+    if ctx.params.get("show_config"):
+        from calaudit.settings.show import show_text
+
+        sys.stdout.write(show_text(settings))
+        return ExitCode.OK
+    outputs = settings["outputs"]
+    check_targets(output_targets(outputs) + [("STATE", state_path)])
+    if outputs.pdf:
+        from calaudit.report.render import pdf_engine
+
+        pdf_engine()
+    ui = make_ui(ctx, settings)
+    state = load_state(state_path)
+    mon = state.config
+    config = dataclasses.replace(
+        settings[""], alpha=mon.alpha / MONITOR_SHARE, seed=mon.seed, run_tests=False,
+        binning=dataclasses.replace(settings[""].binning, n_bins=mon.n_bins),
+        monitoring=MonitoringConfig(window=mon.window, time_col=mon.time_col,
+                                    batch_col=mon.batch_col))
+    names = [name for name, _ in mon.groups]
+    with ui.progress():
+        with progress.task("load"):
+            data = load(batch_path, label_col=mon.label_col, prob_cols=",".join(mon.prob_cols),
+                        covariates=names, categorical=names, require_two_classes=False)
+        ui.log(f"{batch_path}: {data.n} rows used")
+        new, advice = run_batch(state, batch_of(data, batch_path, mon), batch_path)
+        text = state_to_json(new)
+        stage = OverTimeStage(new, advice, {
+            "path": state_path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
+        result = run_audit(data, config, stages=default_stages() + (stage,))
+    payload = result.to_dict()
+    checks = list(result.checks)
+    documents = render_documents(payload, outputs, config.fail_on, checks)
+    write_documents(documents + [(state_path, text)], ui)
+    emit_github(payload, checks, config.fail_on, outputs, ui)
+    if ui.show_summary:
+        print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
+    sys.stdout.flush()
+    return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
