@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
 from scipy.special import logsumexp
 
 from calaudit.monitoring.eprocess import (
@@ -39,6 +39,7 @@ from calaudit.monitoring.eprocess import (
     psi,
 )
 from calaudit.monitoring.fits import Estimate, citl_fit, fit_logistic, logit, slope_fit
+from calaudit.numerics.distributions import chi2_sf
 
 MIN_EVENTS = 10
 
@@ -147,7 +148,7 @@ def _recalibration(p: NDArray[np.float64], y: NDArray[np.float64],
         return a, b, ()
     statistic = 2.0 * (_loglik(design @ grouped.coef, y) -
                        _loglik(a + b * logit(p), y))
-    if stats.chi2.sf(statistic, len(levels) - 1) >= alpha:
+    if chi2_sf(float(statistic), len(levels) - 1) >= alpha:
         return a, b, ()
     intercepts = tuple((str(name), float(grouped.coef[g])) for g, name in enumerate(levels))
     return float("nan"), float(grouped.coef[-1]), intercepts

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
+from scipy import special
+
+from calaudit.numerics.distributions import norm_ppf
 
 CLIP = 1e-12
 MAX_ITER = 50
@@ -61,7 +63,7 @@ class LogisticFit:
         """Coefficient ``k`` with its Wald interval at ``level``."""
         if not self.converged:
             return Estimate.missing()
-        half = stats.norm.ppf(0.5 + level / 2.0) * np.sqrt(self.cov[k, k])
+        half = norm_ppf(0.5 + level / 2.0) * np.sqrt(self.cov[k, k])
         return Estimate(float(self.coef[k]), float(self.coef[k] - half),
                         float(self.coef[k] + half))
 

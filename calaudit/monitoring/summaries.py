@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import stats
 
 from calaudit.monitoring.fits import Estimate, citl_fit, slope_fit
+from calaudit.numerics.distributions import norm_ppf
 
 #: Bootstrap replicates of a window's ECE interval, rows per bootstrap chunk.
 N_BOOT = 200
@@ -180,7 +180,7 @@ def group_summaries(p: NDArray[np.float64], y: NDArray[np.float64], covariate: s
                     levels: Sequence[str], codes: NDArray[np.int64],
                     level: float) -> list[GroupSummary]:
     """One :class:`GroupSummary` per level of ``covariate``."""
-    z = float(stats.norm.ppf(0.5 + level / 2.0))
+    z = float(norm_ppf(0.5 + level / 2.0))
     out = []
     for code, name in enumerate(levels):
         mask = codes == code
