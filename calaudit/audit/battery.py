@@ -11,6 +11,12 @@ from calaudit.audit.config import AuditConfig, SquaredConfig
 from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
+from calaudit.audit.weighting import (
+    HOSMER_LEMESHOW_REASON,
+    KERNEL_REASON,
+    debiased_defined,
+    information_scale,
+)
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
     calibration_errors,
@@ -22,6 +28,11 @@ from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.inference.weighted_tests import (
+    not_weighted,
+    weighted_ece_consistency,
+    weighted_spiegelhalter,
+)
 
 
 def stages() -> tuple[Stage, ...]:
@@ -40,7 +51,7 @@ class CalibrationErrorStage:
         return StageOutput(metrics=calibration_errors(
             data.y_true, data.y_proba, n_bins=config.binning.n_bins,
             strategy=config.binning.strategy, ci_level=ci_level(config),
-            n_resamples=config.n_resamples, rng=rng))
+            n_resamples=config.n_resamples, rng=rng, sample_weight=data.sample_weight))
 
 
 class EceFamilyStage:
@@ -56,9 +67,15 @@ class EceFamilyStage:
         metrics = ece_variants(data.y_true, data.y_proba, **bins,
                                canonical_distance=config.ece.canonical_distance,
                                classes=data.classes, ci_level=ci_level(config),
-                               n_resamples=config.n_resamples, rng=ci_rng)
+                               n_resamples=config.n_resamples, rng=ci_rng,
+                               sample_weight=data.sample_weight,
+                               debiased=debiased_defined(data))
         tests = ()
-        if enabled_tests(config, ("ece_consistency",)):
+        if enabled_tests(config, ("ece_consistency",)) and data.weights is not None:
+            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights,
+                                              **bins, n_resamples=config.n_resamples,
+                                              alpha=config.alpha, rng=test_rng),)
+        elif enabled_tests(config, ("ece_consistency",)):
             tests = (ece_consistency(data.y_true, data.y_proba, **bins,
                                      n_resamples=config.n_resamples, alpha=config.alpha,
                                      rng=test_rng),)
@@ -77,8 +94,10 @@ class SmoothEceStage:
             rng: np.random.Generator) -> StageOutput:
         metric, diagram = smooth_ece_metric(data.y_true, data.y_proba,
                                             ci_level=ci_level(config),
-                                            n_resamples=config.n_resamples, rng=rng)
-        return StageOutput(metrics=(metric,), diagrams={"smooth_reliability": diagram})
+                                            n_resamples=config.n_resamples, rng=rng,
+                                            sample_weight=data.sample_weight)
+        return StageOutput(metrics=(metric,), diagrams={} if diagram is None
+                           else {"smooth_reliability": diagram})
 
 
 class ClinicalStage:
@@ -90,13 +109,18 @@ class ClinicalStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.is_binary:
             return StageOutput()
-        y, p = data.y_true, data.positive_proba
+        y, p, weights = data.y_true, data.positive_proba, data.weights
         metrics = clinical_metrics(
             y, p, ci_level=config.ci_level, rng=rng,
-            ci_resamples=config.n_resamples if ci_level(config) is not None else None)
+            ci_resamples=config.n_resamples if ci_level(config) is not None else None,
+            sample_weight=data.sample_weight, information_scale=information_scale(data))
         tests = {"spiegelhalter": lambda: spiegelhalter(y, p),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
+        if weights is not None:
+            tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
+                     "hosmer_lemeshow": lambda: not_weighted("hosmer_lemeshow",
+                                                             HOSMER_LEMESHOW_REASON)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -109,6 +133,10 @@ class SkceStage:
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
         skce = config.skce
+        if data.weights is not None:
+            notion = "binary" if data.is_binary else "top-label"
+            return StageOutput(tests=tuple(not_weighted(t, KERNEL_REASON, notion)
+                                           for t in enabled_tests(config, SKCE_TESTS)))
         battery = skce_battery(
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
             blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,

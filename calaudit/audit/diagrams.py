@@ -19,6 +19,8 @@ class DiagramsStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
+        if data.weights is not None:  # not weighted yet: left out (data.weights.not_weighted)
+            return StageOutput()
         return StageOutput(diagrams=reliability_diagrams(
             data.y_true, data.y_proba, n_bins=config.binning.n_bins,
             strategy=config.binning.strategy, classes=data.classes,

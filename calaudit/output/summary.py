@@ -17,6 +17,7 @@ from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 from calaudit.output.story import plain, story
+from calaudit.output.weights_note import weights_line
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
@@ -158,6 +159,9 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         f"{', '.join(c['name'] for c in data['covariates']) or 'none'}",
         markup=False,
     )
+    weighted = weights_line(data)
+    if weighted:
+        console.print(weighted, markup=False, soft_wrap=True)
     lines = check_lines(result, checks)
     tables = [metrics_table(result), tests_table(result),
               other_checks_table(lines), top_groups_table(result)]

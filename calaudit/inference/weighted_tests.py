@@ -1,0 +1,180 @@
+"""Tests of "the model is calibrated" on weighted rows (docs/weights.md).
+
+The null law of a sampled label depends on how the rows were sampled
+(:class:`~calaudit.data.weights.SampleWeights`): ``q_i = p_i`` when the weights do not
+depend on the label, ``q_i = p_i / (p_i + r_i (1 - p_i))`` when the negatives were kept at
+rate ``r_i``. Each test redraws (or integrates over) labels from that law and recomputes
+the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
+``1 / r_i`` for a negative).
+
+* ``ece_consistency``: the weighted binned ECE (bins weighted by their weight, bins fixed)
+  against the weighted ECEs of labels redrawn from ``q``; Monte-Carlo p-value
+  ``(1 + #{T* >= T}) / (1 + B)``, exact for any weights fixed given the sampled rows.
+* ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
+  under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
+  variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
+  ``a = d`` for frequency weights (``d`` independent units) and ``a = d^2`` otherwise;
+  ``z = T / sqrt(V)``, two-sided normal p-value. With ``d = 1`` and no sampling this is
+  Spiegelhalter's z (1986).
+
+Every sum over rows is a reduction over the fixed row ranges of :mod:`calaudit.scale`; the
+redraws come from block streams keyed by the global row block, so the p-values are the
+same bytes on every executor.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import registry, scale
+from calaudit.data.weights import SampleWeights
+from calaudit.inference import applicability as rules
+from calaudit.metrics.binned import BinSums, ece_from_sums
+from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.numerics.binning import Strategy
+from calaudit.numerics.distributions import norm_sf
+from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.results import Status, TestResult
+from calaudit.scale import ArrayRows, blocks, task_ranges
+
+STREAM = "ece_consistency_weighted"
+
+
+def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool
+                 ) -> dict[str, NDArray[np.float64]]:
+    """Per-row columns of the null: ``q`` (law of a sampled positive outcome), ``d`` and
+    ``r`` (kept rate of negatives, 1 without label-dependent sampling)."""
+    rate = weights.negative_rate if binary and weights.negative_rate is not None else None
+    q = weights.null_positive_rate(scores) if rate is not None else scores
+    return {"q": np.asarray(q, dtype=np.float64), "d": weights.design,
+            "r": np.ones(scores.size) if rate is None else rate}
+
+
+def cell_sums(index: NDArray[np.intp], n_cells: int, scores: NDArray[np.float64],
+              outcomes: NDArray[np.float64], weights: NDArray[np.float64]
+              ) -> dict[str, NDArray[np.float64]]:
+    """(n_cells, q) sums of ``w``, ``w s`` and ``w o`` per cell for outcome and weight
+    columns (n, q): one ``bincount`` over the flattened (cell, column) pairs."""
+    q = outcomes.shape[1]
+    flat = (index[:, None] * q + np.arange(q)[None, :]).ravel()
+    size = n_cells * q
+
+    def tally(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.bincount(flat, weights=values.ravel(), minlength=size).reshape(n_cells, q)
+
+    return {"count": tally(weights), "score": tally(weights * scores[:, None]),
+            "event": tally(weights * outcomes)}
+
+
+def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
+                     n_resamples: int, observed: bool) -> dict[str, NDArray]:
+    """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
+    (``observed``), else of ``n_resamples`` outcome columns redrawn from ``q`` (block
+    streams), each row weighted by ``d`` and ``1 / r`` for a redrawn negative."""
+    read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
+    total = {k: np.zeros((n_cells, 1 if observed else n_resamples))
+             for k in ("count", "score", "event")}
+    for block, lo, hi in blocks(start, stop):
+        part = slice(lo - start, hi - start)
+        index, s, d, r = (read[k][part] for k in ("index", "score", "d", "r"))
+        if observed:
+            outcome = read["outcome"][part][:, None]
+        else:
+            u = scale.block_rng(seed, STREAM, block).random((hi - lo, n_resamples))
+            outcome = (u < read["q"][part][:, None]).astype(np.float64)
+        weight = np.where(outcome > 0, d[:, None], (d / r)[:, None])
+        for key, value in cell_sums(index, n_cells, s, outcome, weight).items():
+            total[key] += value
+    return total
+
+
+def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
+    sums = scale.map_sum(ece_null_partial, task_ranges(n), {"rows": rows, **shared})
+    return BinSums(sums["count"], sums["score"], sums["event"])
+
+
+def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                             weights: SampleWeights, *, n_bins: int = 15,
+                             strategy: Strategy = "uniform", n_resamples: int = 1000,
+                             alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
+    """``ece_consistency`` on weighted rows (module docstring); INCONCLUSIVE under the
+    rules of :mod:`calaudit.inference.applicability`."""
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
+    notion = default_notion(y_proba.shape[1])
+    null = null_columns(weights, binned.scores, y_proba.shape[1] == 2)
+    method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
+              "sample, statistics weighted")
+    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
+              "weights": weights.kind, "label_dependent": weights.label_dependent}
+    title = registry.title("ece_consistency", notion)
+    source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
+                        "outcome": binned.outcomes, **null})
+    n = binned.scores.size
+    with scale.resident(source) as rows:
+        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells}
+        observed = float(ece_from_sums(_sums(rows, n, n_resamples=1, observed=True,
+                                             **shared))[0])
+        reason = rules.too_few_rows(n) or rules.resampling_cannot_reject(n_resamples, alpha)
+        if reason:
+            return TestResult("ece_consistency", math.nan, observed, math.nan, method,
+                              params=params, status=Status.INCONCLUSIVE, message=reason,
+                              title=title)
+        replicates = ece_from_sums(_sums(rows, n, n_resamples=n_resamples, observed=False,
+                                         **shared))
+    return TestResult("ece_consistency", observed, observed,
+                      monte_carlo_pvalue(observed, replicates), method,
+                      n_resamples=n_resamples, params=params, null_distribution=replicates,
+                      title=title)
+
+
+def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
+                                   ) -> dict[str, NDArray]:
+    """``[V, T, expected events, expected non-events]`` of rows ``[start, stop)`` (module
+    docstring; ``u`` the rows' weights in sample-size units)."""
+    read = rows.read(start, stop, ["y", "p", "q", "d", "r", "a", "u"])
+    y, p, q, d, r, a, u = (np.asarray(read[k], dtype=np.float64)
+                           for k in ("y", "p", "q", "d", "r", "a", "u"))
+    centred = 1.0 - 2.0 * p
+    w = np.where(y > 0, d, d / r)
+    second = q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r)
+    return {"sums": np.array([np.sum(a * centred * centred * second),
+                              np.sum(w * (y - p) * centred),
+                              np.sum(u * q), np.sum(u * (1.0 - q))])}
+
+
+def weighted_spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                           weights: SampleWeights) -> TestResult:
+    """Spiegelhalter's z on weighted rows (module docstring); INCONCLUSIVE when the
+    expected events or non-events in sample-size units are too few."""
+    y = np.asarray(y_true, dtype=np.float64)
+    null = null_columns(weights, p, True)
+    d = weights.design
+    units = weights.units(d)
+    a = d if weights.kind == "frequency" else d * d
+    with scale.resident(ArrayRows({"y": y, "p": p, **null, "a": a, "u": units})) as rows:
+        variance, score, events, non_events = scale.map_sum(
+            spiegelhalter_weighted_partial, task_ranges(p.size), {"rows": rows})["sums"]
+    reason = rules.too_few_rows(y.size) or rules.too_few_expected(float(events),
+                                                                  float(non_events))
+    if reason is None and not variance > 0:
+        reason = "zero variance: every prediction is 0, 1/2 or 1"
+    z = float(score / math.sqrt(variance)) if variance > 0 else math.nan
+    return TestResult("spiegelhalter", z, z,
+                      math.nan if reason else float(2.0 * norm_sf(abs(z))),
+                      "Spiegelhalter z on weighted rows, two-sided normal",
+                      params={"variance": float(variance), "weights": weights.kind,
+                              "label_dependent": weights.label_dependent},
+                      status=Status.INCONCLUSIVE if reason else None, message=reason or "",
+                      title=registry.title("spiegelhalter"))
+
+
+def not_weighted(test_id: str, reason: str, notion: str = "binary") -> TestResult:
+    """A test with no weighted version: SKIPPED with the reason, never computed
+    unweighted."""
+    return TestResult(test_id, math.nan, math.nan, math.nan, "not run on weighted rows",
+                      status=Status.SKIPPED, message=reason,
+                      title=registry.title(test_id, notion))
