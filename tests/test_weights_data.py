@@ -103,6 +103,16 @@ def test_from_arrays_sample_weight_validation() -> None:
             CalibrationData.from_arrays(y, p, sample_weight=weights)
 
 
+def test_frequency_weights_are_whole_numbers() -> None:
+    y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4])
+    with pytest.raises(InputError, match="fractional_frequency_weight") as error:
+        CalibrationData.from_arrays(y, p, sample_weight=[1, 2.5, 1, 1])
+    assert "weight_kind='design'" in error.value.one_line()
+    data = CalibrationData.from_arrays(y, p, sample_weight=[1, 2.5, 1, 1],
+                                       weight_kind="design")
+    assert data.weights.kind == "design"
+
+
 def test_negative_rate_weights_negatives_back() -> None:
     y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4])
     data = CalibrationData.from_arrays(y, p, negative_rate=0.25)

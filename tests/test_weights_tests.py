@@ -58,6 +58,42 @@ def test_design_weights_keep_the_level() -> None:
     assert max(rates.values()) <= bound(0.1, 200), rates
 
 
+def test_frequency_weights_keep_the_level() -> None:
+    def make(rng):  # 200 predictions, each shared by 1-5 units; rows aggregate the units
+        p = rng.uniform(0.05, 0.95, 200)
+        units = rng.integers(1, 6, 200)
+        events = rng.binomial(units, p)
+        y = np.repeat([1, 0], 200)
+        counts = np.concatenate([events, units - events]).astype(float)
+        keep = counts > 0
+        return y[keep], np.tile(p, 2)[keep], SampleWeights(counts[keep], "frequency")
+
+    rates = rejections(make, 300, 0.1, seed=7)
+    assert max(rates.values()) <= bound(0.1, 300), rates
+
+
+@pytest.mark.parametrize(("kind", "limit"), [("frequency", "MAX_UNITS"),
+                                             ("design", "MAX_LEVELS")])
+def test_cell_count_draws_and_row_draws_share_the_statistic_and_the_null(monkeypatch, kind,
+                                                                         limit) -> None:
+    from calaudit.inference import weighted_tests
+
+    rng = np.random.default_rng(9)
+    p = rng.uniform(0.05, 0.95, 2000)
+    y = (rng.random(2000) < p).astype(np.int64)
+    weights = SampleWeights(rng.integers(0, 4, 2000).astype(float), kind)
+    probs = np.column_stack([1 - p, p])
+    cells = weighted_ece_consistency(y, probs, weights, n_resamples=400,
+                                     rng=np.random.default_rng(1))
+    monkeypatch.setattr(weighted_tests, limit, 0)
+    rows = weighted_ece_consistency(y, probs, weights, n_resamples=400,
+                                    rng=np.random.default_rng(1))
+    assert cells.statistic == pytest.approx(rows.statistic, rel=1e-12)
+    a, b = cells.null_distribution, rows.null_distribution
+    assert abs(a.mean() - b.mean()) < 4 * np.hypot(a.std(), b.std()) / np.sqrt(400)
+    assert 0.8 < a.std() / b.std() < 1.25
+
+
 def test_negative_sampling_keeps_the_level_and_the_unweighted_test_does_not() -> None:
     def make(rng):
         y, p = sampled(3000, 0.1, rng)
@@ -93,7 +129,7 @@ def test_the_null_law_of_a_sampled_label() -> None:
 
 def frame_path(tmp_path: Path) -> Path:
     frame = binary_frame(300, seed=2)
-    frame["w"] = np.random.default_rng(0).uniform(0.5, 2.0, len(frame))
+    frame["w"] = np.random.default_rng(0).integers(1, 4, len(frame))
     return write_frame(frame, tmp_path / "preds.csv")
 
 
@@ -155,7 +191,7 @@ def weighted_audit_bytes(executor) -> str:
     p = rng.uniform(0.02, 0.98, n)
     y = (rng.random(n) < p).astype(np.int64)
     data = CalibrationData.from_arrays(y, p, sample_weight=rng.exponential(1.0, n),
-                                       negative_rate=0.3)
+                                       weight_kind="design", negative_rate=0.3)
     config = calaudit.AuditConfig(n_resamples=49, random_state=6, ci=True,
                                   executor=executor)
     payload = calaudit.run_audit(data, config).to_dict()

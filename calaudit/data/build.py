@@ -269,7 +269,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
                                "check --prob-cols order and names, or --positive-label",
                                joined))
     found += covariate_problems(raw, joined, store)
-    design, rates, weight_found = read_columns(raw, options.negative_rate, n)
+    design, rates, weight_found = read_columns(raw, options.negative_rate, n,
+                                               options.weight_kind)
     found += weight_found
     problems = [p for p in found if p is not None]
     if problems and not options.drop_invalid:

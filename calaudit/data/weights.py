@@ -3,9 +3,9 @@ their summary.
 
 Three kinds of weights, each with its own null law of a sampled label:
 
-* ``frequency``: row ``i`` stands for ``d_i`` identical units (``d_i`` need not be an
-  integer). Every estimate equals the one of the data with each row repeated ``d_i``
-  times; sample sizes are ``sum d``.
+* ``frequency``: row ``i`` stands for ``d_i`` identical units (a whole number). Every
+  estimate and test equals the one of the data with each row repeated ``d_i`` times;
+  sample sizes are ``sum d``.
 * ``design``: survey, importance or covariate weights that do not depend on the label.
   Under "calibrated" a sampled label is still Bernoulli(p); sample sizes are Kish's
   effective size ``(sum d)^2 / sum d^2``.
@@ -124,9 +124,18 @@ def numeric_column(values: pd.Series, source: str, column: str, rule: str) -> np
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def weight_problems(values: np.ndarray, source: str, column: str) -> list:
-    """Row rules of a weight column: finite and >= 0."""
-    return [
+def weight_problems(values: np.ndarray, source: str, column: str,
+                    kind: str = "frequency") -> list:
+    """Row rules of a weight column: finite and >= 0; frequency weights are whole numbers
+    (counts of units)."""
+    finite = np.isfinite(values)
+    whole = [] if kind != "frequency" else [rules.problem(
+        "fractional_frequency_weight", source, column,
+        finite & (values >= 0) & (values != np.floor(np.where(finite, values, 0.0))),
+        "frequency weight is not a whole number",
+        "frequency weights count units; use --weight-kind design (weight_kind='design') "
+        "for survey, importance or other real-valued weights")]
+    return whole + [
         rules.problem("nonfinite_weight", source, column, ~np.isfinite(values),
                       "weight is missing or infinite", "give every row a finite weight"),
         rules.problem("negative_weight", source, column,
@@ -175,7 +184,7 @@ def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
     return weights
 
 
-def read_columns(raw: Any, negative_rate: float | None, n: int
+def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "frequency"
                  ) -> tuple[np.ndarray | None, np.ndarray | None, list]:
     """The weight and sampling-rate columns of ``raw`` (a ``RawInputs``) as float64, with
     their row problems; a ``negative_rate`` gives every row that rate."""
@@ -184,7 +193,7 @@ def read_columns(raw: Any, negative_rate: float | None, n: int
     if raw.weights is not None:
         design = numeric_column(raw.weights, raw.score_source, raw.weight_column,
                                 "non_numeric_weight")
-        found += weight_problems(design, raw.score_source, raw.weight_column)
+        found += weight_problems(design, raw.score_source, raw.weight_column, kind)
     if raw.rates is not None:
         if negative_rate is not None:
             raise InputError("--negative-rate and --sampling-rate-col both give the kept "

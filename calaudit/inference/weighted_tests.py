@@ -10,6 +10,15 @@ the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
 * ``ece_consistency``: the weighted binned ECE (bins weighted by their weight, bins fixed)
   against the weighted ECEs of labels redrawn from ``q``; Monte-Carlo p-value
   ``(1 + #{T* >= T}) / (1 + B)``, exact for any weights fixed given the sampled rows.
+  Frequency weights are whole numbers of units and every unit is redrawn (a row of
+  weight ``d`` holds ``Binomial(d, q)`` events): the null of the data with each row
+  repeated ``d`` times. Design weights are one draw per row. When the weights do not
+  depend on the label, a bin's statistic depends on the redrawn labels only through event
+  counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
+  for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
+  directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
+  very draws of the repeated data). Otherwise (label-dependent sampling, many distinct
+  design weights) every row is redrawn from its block stream (O(n x B)).
 * ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
   under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
   variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
@@ -37,11 +46,16 @@ from calaudit.metrics.binned import BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy
 from calaudit.numerics.distributions import norm_sf
+from calaudit.numerics.poisson_binomial import cell_counts
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import Status, TestResult
 from calaudit.scale import ArrayRows, blocks, task_ranges
 
 STREAM = "ece_consistency_weighted"
+#: Most distinct weight values for which the counts of (bin, weight value) cells are drawn.
+MAX_LEVELS = 64
+#: Most units (sum of frequency weights) whose counts are drawn per bin.
+MAX_UNITS = 50_000_000
 
 
 def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool
@@ -55,39 +69,49 @@ def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bo
 
 
 def cell_sums(index: NDArray[np.intp], n_cells: int, scores: NDArray[np.float64],
-              outcomes: NDArray[np.float64], weights: NDArray[np.float64]
+              weight: NDArray[np.float64], event: NDArray[np.float64]
               ) -> dict[str, NDArray[np.float64]]:
-    """(n_cells, q) sums of ``w``, ``w s`` and ``w o`` per cell for outcome and weight
-    columns (n, q): one ``bincount`` over the flattened (cell, column) pairs."""
-    q = outcomes.shape[1]
+    """(n_cells, q) sums of the row weights ``weight``, of ``weight * s`` and of the
+    weighted events ``event`` ((n, q) each) per cell: one ``bincount`` each over the
+    flattened (cell, column) pairs."""
+    q = weight.shape[1]
     flat = (index[:, None] * q + np.arange(q)[None, :]).ravel()
     size = n_cells * q
 
     def tally(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.bincount(flat, weights=values.ravel(), minlength=size).reshape(n_cells, q)
 
-    return {"count": tally(weights), "score": tally(weights * scores[:, None]),
-            "event": tally(weights * outcomes)}
+    return {"count": tally(weight), "score": tally(weight * scores[:, None]),
+            "event": tally(event)}
 
 
 def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
-                     n_resamples: int, observed: bool) -> dict[str, NDArray]:
+                     n_resamples: int, observed: bool, units: bool) -> dict[str, NDArray]:
     """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
-    (``observed``), else of ``n_resamples`` outcome columns redrawn from ``q`` (block
-    streams), each row weighted by ``d`` and ``1 / r`` for a redrawn negative."""
+    (``observed``), else of ``n_resamples`` redraws from ``q`` (block streams).
+
+    ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, its redrawn events
+    ``K ~ Binomial(t_i, q_i)`` weigh 1 and its negatives ``1 / r_i``; otherwise one unit of
+    weight ``d_i`` (times ``1 / r_i`` when negative), ``K ~ Bernoulli(q_i)``."""
     read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
     total = {k: np.zeros((n_cells, 1 if observed else n_resamples))
              for k in ("count", "score", "event")}
     for block, lo, hi in blocks(start, stop):
         part = slice(lo - start, hi - start)
-        index, s, d, r = (read[k][part] for k in ("index", "score", "d", "r"))
+        index, s, d, r, q = (read[k][part] for k in ("index", "score", "d", "r", "q"))
+        trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
         if observed:
-            outcome = read["outcome"][part][:, None]
+            events = (trials * read["outcome"][part])[:, None]
+        elif units:
+            draw = scale.block_rng(seed, STREAM, block)
+            events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
+                                   size=(hi - lo, n_resamples)).astype(np.float64)
         else:
             u = scale.block_rng(seed, STREAM, block).random((hi - lo, n_resamples))
-            outcome = (u < read["q"][part][:, None]).astype(np.float64)
-        weight = np.where(outcome > 0, d[:, None], (d / r)[:, None])
-        for key, value in cell_sums(index, n_cells, s, outcome, weight).items():
+            events = (u < q[:, None]).astype(np.float64)
+        weight = factor[:, None] * (events + (trials[:, None] - events) / r[:, None])
+        sums = cell_sums(index, n_cells, s, weight, factor[:, None] * events)
+        for key, value in sums.items():
             total[key] += value
     return total
 
@@ -106,19 +130,30 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
     null = null_columns(weights, binned.scores, y_proba.shape[1] == 2)
+    units = weights.kind == "frequency"
     method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
-              "sample, statistics weighted")
+              "sample" + (" for every unit of a frequency weight" if units else "")
+              + ", statistics weighted")
     params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
               "weights": weights.kind, "label_dependent": weights.label_dependent}
     title = registry.title("ece_consistency", notion)
+    n = binned.scores.size
+    reason = rules.too_few_rows(n) or rules.resampling_cannot_reject(n_resamples, alpha)
+    drawn = None if reason or weights.label_dependent else cell_draws(
+        binned, weights, n_resamples, rng)
+    if drawn is not None:
+        observed, replicates = drawn
+        return TestResult("ece_consistency", observed, observed,
+                          monte_carlo_pvalue(observed, replicates), method,
+                          n_resamples=n_resamples, params=params,
+                          null_distribution=replicates, title=title)
     source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
                         "outcome": binned.outcomes, **null})
-    n = binned.scores.size
     with scale.resident(source) as rows:
-        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells}
+        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
+                  "units": units}
         observed = float(ece_from_sums(_sums(rows, n, n_resamples=1, observed=True,
                                              **shared))[0])
-        reason = rules.too_few_rows(n) or rules.resampling_cannot_reject(n_resamples, alpha)
         if reason:
             return TestResult("ece_consistency", math.nan, observed, math.nan, method,
                               params=params, status=Status.INCONCLUSIVE, message=reason,
@@ -129,6 +164,40 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
                       monte_carlo_pvalue(observed, replicates), method,
                       n_resamples=n_resamples, params=params, null_distribution=replicates,
                       title=title)
+
+
+def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
+               rng: np.random.Generator) -> tuple[float, NDArray[np.float64]] | None:
+    """Observed weighted ECE and its replicates from Poisson-binomial cell counts, for
+    label-independent weights: frequency weights as units (each row repeated ``d_i``
+    times, up to :data:`MAX_UNITS` units: the draws of the data with its rows repeated),
+    design weights with at most :data:`MAX_LEVELS` distinct values as (bin, weight value)
+    cells. None when neither applies (the rows are then redrawn one by one)."""
+    design, cells = weights.design, binned.cells
+    if weights.kind == "frequency":
+        if design.sum() > MAX_UNITS:
+            return None
+        repeat = design.astype(np.int64)
+        levels, refined = np.ones(1), np.repeat(cells.index, repeat)
+        scores = np.repeat(binned.scores, repeat)
+        seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
+    else:
+        levels = np.unique(design)
+        if levels.size > MAX_LEVELS:
+            return None
+        refined = cells.index * levels.size + np.searchsorted(levels, design)
+        scores = binned.scores
+        seen = np.bincount(refined, binned.outcomes, minlength=cells.n_cells * levels.size)
+    count = np.bincount(cells.index, design, minlength=cells.n_cells)[:, None]
+    score = np.bincount(cells.index, design * binned.scores, minlength=cells.n_cells)[:, None]
+
+    def events(counts: NDArray) -> NDArray[np.float64]:
+        per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
+        return np.einsum("cld,l->cd", per_level, levels)
+
+    observed = float(ece_from_sums(BinSums(count, score, events(seen[:, None])))[0])
+    drawn = cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng)
+    return observed, ece_from_sums(BinSums(count, score, events(drawn)))
 
 
 def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
