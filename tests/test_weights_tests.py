@@ -166,9 +166,11 @@ def test_hosmer_lemeshow_and_the_kernel_tests_are_skipped_with_the_reason(tmp_pa
     for test_id in ("skce_consistency", "skce_ul_asymptotic", "skce_uq_asymptotic"):
         assert tests[test_id]["status"] == "SKIPPED" and tests[test_id]["p_value"] is None
     assert tests["ece_consistency"]["status"] in ("PASS", "FAIL")
-    assert not {"skce_b", "skce_uq", "skce_ul"} & {m["id"] for m in result["metrics"]}
+    metric_ids = {m["id"] for m in result["metrics"]}
+    assert {"skce_b", "skce_uq"} <= metric_ids and not {"skce_ul", "skce_block"} & metric_ids
     left_out = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
     assert "hosmer_lemeshow" in left_out and "reliability diagrams" in left_out
+    assert "skce_ul, skce_block" in left_out
     assert "reliability" not in result.get("diagrams", {})
 
 
@@ -216,3 +218,20 @@ def test_weighted_audit_gives_the_same_bytes_on_dask(serial_bytes, one_worker, m
     assert weighted_audit_bytes(DaskExecutor(one_worker)) == serial_bytes
     for partial in ("ece_null_partial", "spiegelhalter_weighted_partial", "newton_partial"):
         assert partial in calls, f"{partial} did not run on the executor"
+
+
+def test_weighted_skce_needs_a_bandwidth_above_the_exact_median_rows() -> None:
+    from calaudit.audit.sections.global_tests import SkceConfig
+    from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+
+    rng = np.random.default_rng(13)
+    n = MAX_MEDIAN_ROWS + 10
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    data = CalibrationData.from_arrays(y, p, sample_weight=rng.integers(1, 3, n))
+    for bandwidth, present in ((None, False), (0.3, True)):
+        config = calaudit.AuditConfig(run_tests=False, skce=SkceConfig(bandwidth=bandwidth))
+        result = calaudit.run_audit(data, config).to_dict()
+        assert ("skce_b" in {m["id"] for m in result["metrics"]}) is present
+        notes = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
+        assert ("skce_b, skce_uq" in notes) is not present

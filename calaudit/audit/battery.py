@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calaudit import registry
 from calaudit.audit.config import AuditConfig, SquaredConfig
 from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
@@ -16,6 +17,7 @@ from calaudit.audit.weighting import (
     KERNEL_REASON,
     debiased_defined,
     information_scale,
+    skce_weighted,
 )
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
@@ -33,6 +35,8 @@ from calaudit.inference.weighted_tests import (
     weighted_ece_consistency,
     weighted_spiegelhalter,
 )
+from calaudit.metrics.weighted_skce import weighted_kernel, weighted_skce
+from calaudit.results import MetricResult
 
 
 def stages() -> tuple[Stage, ...]:
@@ -135,7 +139,8 @@ class SkceStage:
         skce = config.skce
         if data.weights is not None:
             notion = "binary" if data.is_binary else "top-label"
-            return StageOutput(tests=tuple(not_weighted(t, KERNEL_REASON, notion)
+            return StageOutput(metrics=weighted_skce_metrics(data, skce),
+                               tests=tuple(not_weighted(t, KERNEL_REASON, notion)
                                            for t in enabled_tests(config, SKCE_TESTS)))
         battery = skce_battery(
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
@@ -145,6 +150,20 @@ class SkceStage:
             computation=Computation(config.method, config.n_features,
                                     config.exact_budget_seconds), rng=rng)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)
+
+
+def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[MetricResult, ...]:
+    """``skce_b`` and ``skce_uq`` of weighted rows (:mod:`calaudit.metrics.weighted_skce`),
+    none when :func:`calaudit.audit.weighting.skce_weighted` says they cannot run."""
+    if not skce_weighted(data, skce):
+        return ()
+    frequency = data.weights.kind == "frequency"
+    weights = data.sample_weight
+    choice = weighted_kernel(data.y_proba, weights, skce.kernel, skce.bandwidth, frequency)
+    values = weighted_skce(data.y_proba, data.residuals, weights, choice, frequency)
+    params = {**choice.to_params(), "weights": data.weights.kind}
+    return tuple(MetricResult(key, value, params, title=registry.title(key))
+                 for key, value in values.items())
 
 
 def squared_settings(config: SquaredConfig):

@@ -17,11 +17,12 @@ from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
+from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`).
 WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter")
-#: Why the kernel statistics are not weighted.
-KERNEL_REASON = "no weighted SKCE estimator or test yet"
+#: Why the kernel tests are not weighted.
+KERNEL_REASON = "no weighted SKCE test yet (the weighted skce_b and skce_uq are reported)"
 HOSMER_LEMESHOW_REASON = ("Hosmer-Lemeshow has no valid weighted chi-square law: its "
                           "statistic assumes unweighted binomial counts per group")
 
@@ -53,6 +54,14 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
                               + " on weighted rows, or " + hint)
 
 
+def skce_weighted(data: CalibrationData, skce: Any) -> bool:
+    """Whether ``skce_b`` and ``skce_uq`` run on these weighted rows: at most
+    ``skce.max_quadratic_n`` rows, and at most ``MAX_MEDIAN_ROWS`` without
+    ``--bandwidth`` (the exact weighted median)."""
+    return data.n <= skce.max_quadratic_n and (skce.bandwidth is not None
+                                               or data.n <= MAX_MEDIAN_ROWS)
+
+
 def debiased_defined(data: CalibrationData) -> bool:
     """``ece_debiased`` subtracts ``acc (1 - acc) / (n_b - 1)``: defined for frequency
     weights (``n_b`` the bin's weight), not for design or sampling weights."""
@@ -62,9 +71,15 @@ def debiased_defined(data: CalibrationData) -> bool:
 
 def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
-    out = [{"id": "skce_b, skce_uq, skce_ul, skce_block", "reason": KERNEL_REASON},
+    out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
+                                                   "weighted version"},
            {"id": "reliability diagrams", "reason": "the reports' diagrams are not weighted "
                                                     "yet"}]
+    if not skce_weighted(data, config.skce):
+        out.append({"id": "skce_b, skce_uq", "reason": (
+            f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
+            f"rows, and above {MAX_MEDIAN_ROWS} rows only with --bandwidth (the weighted "
+            "median heuristic is exact up to there)")})
     if not debiased_defined(data):
         out.append({"id": "ece_debiased", "reason": "its bias term needs frequency weights"})
     if config.run_tests and config.global_tests.hosmer_lemeshow:
