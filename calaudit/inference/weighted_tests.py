@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
@@ -68,23 +69,6 @@ def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bo
             "r": np.ones(scores.size) if rate is None else rate}
 
 
-def cell_sums(index: NDArray[np.intp], n_cells: int, scores: NDArray[np.float64],
-              weight: NDArray[np.float64], event: NDArray[np.float64]
-              ) -> dict[str, NDArray[np.float64]]:
-    """(n_cells, q) sums of the row weights ``weight``, of ``weight * s`` and of the
-    weighted events ``event`` ((n, q) each) per cell: one ``bincount`` each over the
-    flattened (cell, column) pairs."""
-    q = weight.shape[1]
-    flat = (index[:, None] * q + np.arange(q)[None, :]).ravel()
-    size = n_cells * q
-
-    def tally(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.bincount(flat, weights=values.ravel(), minlength=size).reshape(n_cells, q)
-
-    return {"count": tally(weight), "score": tally(weight * scores[:, None]),
-            "event": tally(event)}
-
-
 def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
                      n_resamples: int, observed: bool, units: bool) -> dict[str, NDArray]:
     """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
@@ -92,28 +76,40 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
 
     ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, its redrawn events
     ``K ~ Binomial(t_i, q_i)`` weigh 1 and its negatives ``1 / r_i``; otherwise one unit of
-    weight ``d_i`` (times ``1 / r_i`` when negative), ``K ~ Bernoulli(q_i)``."""
+    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K ~ Bernoulli(q_i)`` (also
+    for a block of single units: ``u < q``). The
+    sums are linear in ``K``: a cell's weight is ``sum f t / r + sum K f (1 - 1/r)``, its
+    score sum the same with ``s`` inside, its event weight ``sum K f``; the ``K`` terms are
+    one sparse product per block."""
     read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
-    total = {k: np.zeros((n_cells, 1 if observed else n_resamples))
-             for k in ("count", "score", "event")}
+    width = 1 if observed else n_resamples
+    total = np.zeros((3 * n_cells, width))
+    fixed = np.zeros((3 * n_cells, 1))
     for block, lo, hi in blocks(start, stop):
         part = slice(lo - start, hi - start)
         index, s, d, r, q = (read[k][part] for k in ("index", "score", "d", "r", "q"))
         trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
         if observed:
             events = (trials * read["outcome"][part])[:, None]
-        elif units:
+        elif units and (trials != 1).any():
             draw = scale.block_rng(seed, STREAM, block)
             events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
                                    size=(hi - lo, n_resamples)).astype(np.float64)
         else:
             u = scale.block_rng(seed, STREAM, block).random((hi - lo, n_resamples))
             events = (u < q[:, None]).astype(np.float64)
-        weight = factor[:, None] * (events + (trials[:, None] - events) / r[:, None])
-        sums = cell_sums(index, n_cells, s, weight, factor[:, None] * events)
-        for key, value in sums.items():
-            total[key] += value
-    return total
+        slope = factor * (1.0 - 1.0 / r)
+        coefficients = sparse.csr_matrix(
+            (np.concatenate([slope, slope * s, factor]),
+             (np.concatenate([index, index + n_cells, index + 2 * n_cells]),
+              np.tile(np.arange(hi - lo), 3))), shape=(3 * n_cells, hi - lo))
+        total += np.asarray(coefficients @ events)
+        base = factor * trials / r
+        fixed[:n_cells, 0] += np.bincount(index, base, minlength=n_cells)
+        fixed[n_cells:2 * n_cells, 0] += np.bincount(index, base * s, minlength=n_cells)
+    total += fixed
+    return {"count": total[:n_cells], "score": total[n_cells:2 * n_cells],
+            "event": total[2 * n_cells:]}
 
 
 def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
