@@ -163,9 +163,10 @@ def test_hosmer_lemeshow_and_the_kernel_tests_are_skipped_with_the_reason(tmp_pa
     tests = {t["id"]: t for t in result["tests"]}
     assert tests["hosmer_lemeshow"]["status"] == "SKIPPED"
     assert "no valid weighted" in tests["hosmer_lemeshow"]["message"]
-    for test_id in ("skce_consistency", "skce_ul_asymptotic", "skce_uq_asymptotic"):
+    for test_id in ("skce_ul_asymptotic", "skce_uq_asymptotic"):
         assert tests[test_id]["status"] == "SKIPPED" and tests[test_id]["p_value"] is None
-    assert tests["ece_consistency"]["status"] in ("PASS", "FAIL")
+    for test_id in ("ece_consistency", "skce_consistency"):
+        assert tests[test_id]["status"] in ("PASS", "FAIL")
     metric_ids = {m["id"] for m in result["metrics"]}
     assert {"skce_b", "skce_uq"} <= metric_ids and not {"skce_ul", "skce_block"} & metric_ids
     left_out = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
@@ -235,3 +236,34 @@ def test_weighted_skce_needs_a_bandwidth_above_the_exact_median_rows() -> None:
         assert ("skce_b" in {m["id"] for m in result["metrics"]}) is present
         notes = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
         assert ("skce_b, skce_uq" in notes) is not present
+
+
+@pytest.mark.parametrize("case", ["design", "frequency", "negative_rate"])
+def test_weighted_skce_consistency_keeps_the_level(case) -> None:
+    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
+    from calaudit.metrics.skce import KernelChoice
+
+    rng = np.random.default_rng(17)
+    kernel = KernelChoice("exponential", 0.3, "option").kernel
+    rejected, n_sets = 0, 120
+    for _ in range(n_sets):
+        if case == "negative_rate":
+            y, p = sampled(400, 0.2, rng)
+            weights = SampleWeights(np.ones(y.size), negative_rate=np.full(y.size, 0.2))
+        elif case == "frequency":  # rows aggregate the units of a prediction by label
+            p0 = rng.uniform(0.05, 0.95, 100)
+            units = rng.integers(1, 4, 100)
+            events = rng.binomial(units, p0)
+            counts = np.concatenate([events, units - events]).astype(float)
+            keep = counts > 0
+            y, p = np.repeat([1, 0], 100)[keep], np.tile(p0, 2)[keep]
+            weights = SampleWeights(counts[keep], "frequency")
+        else:
+            p = rng.uniform(0.05, 0.95, 150)
+            y = (rng.random(150) < p).astype(np.int64)
+            weights = SampleWeights(rng.exponential(1.0, 150), "design")
+        probs = np.column_stack([1 - p, p])
+        result = weighted_skce_consistency(kernel.on(probs), y, probs, weights,
+                                           n_resamples=49, alpha=0.1, rng=rng, params={})
+        rejected += result.p_value <= 0.1
+    assert rejected / n_sets <= bound(0.1, n_sets), rejected

@@ -5,6 +5,8 @@ results; a new family of checks is a core function and a stage here.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calaudit import registry
@@ -30,13 +32,17 @@ from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.inference.weighted_skce_test import (
+    weighted_skce_consistency,
+    weighted_skce_values,
+)
 from calaudit.inference.weighted_tests import (
     not_weighted,
     weighted_ece_consistency,
     weighted_spiegelhalter,
 )
-from calaudit.metrics.weighted_skce import weighted_kernel, weighted_skce
-from calaudit.results import MetricResult
+from calaudit.metrics.weighted_skce import weighted_kernel
+from calaudit.results import MetricResult, TestResult
 
 
 def stages() -> tuple[Stage, ...]:
@@ -138,10 +144,10 @@ class SkceStage:
             rng: np.random.Generator) -> StageOutput:
         skce = config.skce
         if data.weights is not None:
-            notion = "binary" if data.is_binary else "top-label"
-            return StageOutput(metrics=weighted_skce_metrics(data, skce),
-                               tests=tuple(not_weighted(t, KERNEL_REASON, notion)
-                                           for t in enabled_tests(config, SKCE_TESTS)))
+            choice, metrics = weighted_skce_metrics(data, skce)
+            return StageOutput(metrics=metrics, tests=tuple(
+                weighted_skce_test(data, config, choice, test_id, rng)
+                for test_id in enabled_tests(config, SKCE_TESTS)))
         battery = skce_battery(
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
             blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
@@ -152,18 +158,32 @@ class SkceStage:
         return StageOutput(metrics=battery.metrics, tests=battery.tests)
 
 
-def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[MetricResult, ...]:
-    """``skce_b`` and ``skce_uq`` of weighted rows (:mod:`calaudit.metrics.weighted_skce`),
-    none when :func:`calaudit.audit.weighting.skce_weighted` says they cannot run."""
+def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[Any, tuple[MetricResult, ...]]:
+    """The kernel and ``skce_b``, ``skce_uq`` of weighted rows
+    (:mod:`calaudit.inference.weighted_skce_test`); none when
+    :func:`calaudit.audit.weighting.skce_weighted` says they cannot run."""
     if not skce_weighted(data, skce):
-        return ()
-    frequency = data.weights.kind == "frequency"
-    weights = data.sample_weight
-    choice = weighted_kernel(data.y_proba, weights, skce.kernel, skce.bandwidth, frequency)
-    values = weighted_skce(data.y_proba, data.residuals, weights, choice, frequency)
+        return None, ()
+    choice = weighted_kernel(data.y_proba, data.sample_weight, skce.kernel, skce.bandwidth,
+                             data.weights.kind == "frequency")
+    values = weighted_skce_values(choice.kernel.on(data.y_proba), data.y_true, data.y_proba,
+                                  data.weights)
     params = {**choice.to_params(), "weights": data.weights.kind}
-    return tuple(MetricResult(key, value, params, title=registry.title(key))
-                 for key, value in values.items())
+    return choice, tuple(MetricResult(key, value, params, title=registry.title(key))
+                         for key, value in zip(("skce_b", "skce_uq"), values, strict=True))
+
+
+def weighted_skce_test(data: CalibrationData, config: AuditConfig, choice: Any,
+                       test_id: str, rng: np.random.Generator) -> TestResult:
+    """``skce_consistency`` on weighted rows when the weighted SKCE runs; every other SKCE
+    test (and this one without the estimates) SKIPPED with the reason."""
+    if test_id != "skce_consistency" or choice is None:
+        notion = "binary" if data.is_binary else "top-label"
+        return not_weighted(test_id, KERNEL_REASON, notion)
+    return weighted_skce_consistency(
+        choice.kernel.on(data.y_proba), data.y_true, data.y_proba, data.weights,
+        n_resamples=config.n_resamples, alpha=config.alpha, rng=rng,
+        params={**choice.to_params(), "weights": data.weights.kind})
 
 
 def squared_settings(config: SquaredConfig):

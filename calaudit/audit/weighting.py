@@ -19,10 +19,12 @@ from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
-#: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`).
-WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter")
-#: Why the kernel tests are not weighted.
-KERNEL_REASON = "no weighted SKCE test yet (the weighted skce_b and skce_uq are reported)"
+#: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
+#: :mod:`calaudit.inference.weighted_skce_test`).
+WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency")
+#: Why the other kernel tests are not weighted.
+KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
+                 "tests the weighted skce_uq (up to skce.max_quadratic_n rows)")
 HOSMER_LEMESHOW_REASON = ("Hosmer-Lemeshow has no valid weighted chi-square law: its "
                           "statistic assumes unweighted binomial counts per group")
 

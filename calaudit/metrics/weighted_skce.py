@@ -1,21 +1,9 @@
-"""SKCE estimates on weighted rows (docs/weights.md).
-
-With ``h_ij = kappa(p_i, p_j) <r_i, r_j>`` and row weights ``w`` (``W = sum w``):
-
-* ``SKCE_b = sum_{i,j} w_i w_j h_ij / W^2`` (the V-statistic of the weighted empirical
-  law);
-* ``SKCE_uq``: frequency weights, the U-statistic of the rows repeated ``w_i`` times,
-  ``(sum_{i,j} w_i w_j h_ij - sum_i w_i h_ii) / (W (W - 1))``; other weights, the weighted
-  U-statistic ``sum_{i != j} w_i w_j h_ij / (W^2 - sum_i w_i^2)``.
-
-``sum_{i,j} w_i w_j h_ij = sum_{i,j} kappa_ij <w_i r_i, w_j r_j>`` is one quadratic form of
-the kernel matrix with the weighted residuals (:func:`calaudit.numerics.pairwise.
-kernel_quadratic_forms`, tiled). The default bandwidth is the median heuristic of the
+"""The kernel of the SKCE on weighted rows (docs/weights.md; the estimates themselves:
+:mod:`calaudit.inference.weighted_skce_test`). The default bandwidth is the median heuristic of the
 weighted empirical law: the median of ``d(p_i, p_j)`` over all ordered pairs, diagonal
 included, pair ``(i, j)`` counted ``w_i w_j`` times (for frequency weights the median of
 the repeated rows' full matrix, as the unweighted convention); computed exactly up to
-:data:`MAX_MEDIAN_ROWS` rows. The linear and block estimators pair rows in file order and
-have no weighted counterpart here.
+:data:`MAX_MEDIAN_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -25,7 +13,6 @@ from numpy.typing import NDArray
 
 from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
 from calaudit.numerics.kernels import pairwise_distance
-from calaudit.numerics.pairwise import kernel_quadratic_forms
 
 #: Most rows for the exact weighted median of the pairwise distances (n^2 sorted values).
 MAX_MEDIAN_ROWS = 4096
@@ -79,20 +66,3 @@ def weighted_kernel(y_proba: NDArray[np.float64], weights: NDArray[np.float64], 
     nonzero = weighted_nonzero_median(y_proba, weights, distance)
     return KernelChoice(name, nonzero if nonzero else 1.0,
                         "weighted_median_nonzero" if nonzero else "degenerate")
-
-
-def weighted_skce(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
-                  weights: NDArray[np.float64], choice: KernelChoice, frequency: bool
-                  ) -> dict[str, float]:
-    """``skce_b`` and ``skce_uq`` of weighted rows (module docstring)."""
-    gram = choice.kernel.on(y_proba)
-    weighted = residuals * weights[:, None]
-    total = float(kernel_quadratic_forms(gram, weighted[:, :, None], exclude_diagonal=False)[0])
-    own = (residuals * residuals).sum(axis=1)  # h_ii: kappa(p, p) = 1 for every kernel here
-    w_sum = float(weights.sum())
-    if frequency:
-        unbiased = (total - float(weights @ own)) / (w_sum * (w_sum - 1.0))
-    else:
-        unbiased = (total - float((weights * weights) @ own)) / (
-            w_sum * w_sum - float(weights @ weights))
-    return {"skce_b": total / (w_sum * w_sum), "skce_uq": unbiased}
