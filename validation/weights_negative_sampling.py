@@ -10,13 +10,14 @@ audit of the same sample should FAIL (its labels are not Bernoulli(p)). Power: t
 ``p = sigmoid(0.1 + 1.1 z)`` (over-predicts and is over-confident on the population) on
 the same design.
 
-Usage: python validation/weights_negative_sampling.py [--reps 500] [--power-reps 200]
+Usage: python validation/weights_negative_sampling.py [--reps 600] [--power-reps 200]
 Output: validation/results/weights_negative_sampling.txt
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -89,7 +90,7 @@ def run(reps: int, power_reps: int, seed: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--reps", type=int, default=500)
+    parser.add_argument("--reps", type=int, default=600)
     parser.add_argument("--power-reps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=20251128)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"
@@ -97,7 +98,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     lines = run(args.reps, args.power_reps, args.seed)
-    lines.append(f"\nruntime {time.perf_counter() - started:.0f} s")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent, check=False).stdout.strip()
+    lines.append(f"\nruntime {time.perf_counter() - started:.0f} s, calaudit at commit "
+                 f"{commit or 'unknown'}")
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text, end="")
