@@ -67,6 +67,14 @@ def test_integer_weights_equal_row_duplication(case) -> None:
         # every unit, from the very draws of the repeated rows (the SKCE redraws differ)
         if test["id"] != "skce_consistency":
             assert close(test["p_value"], other["p_value"]), test["id"]
+    panel, other_panel = (weighted["diagrams"]["reliability"],
+                          duplicated["diagrams"]["reliability"])
+    for key, values in other_panel["bins"].items():  # the diagram and its histogram (the
+        assert close(panel["bins"][key], values), key  # band is Monte-Carlo)
+    assert close(panel["histogram"]["counts"], other_panel["histogram"]["counts"])
+    band = panel["consistency_band"]
+    assert len(band["low"]) == len(panel["bins"]["count"])
+    assert all(lo <= hi for lo, hi in zip(band["low"], band["high"]))
     rule, other_rule = weighted["gate"]["data_rule"], duplicated["gate"]["data_rule"]
     assert close(rule["events"], other_rule["events"]) and close(rule["n"], other_rule["n"])
 

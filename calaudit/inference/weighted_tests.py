@@ -117,6 +117,28 @@ def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
     return BinSums(sums["count"], sums["score"], sums["event"])
 
 
+def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: int,
+              rng: np.random.Generator) -> tuple[BinSums, BinSums | None]:
+    """Per-bin weighted sums of the observed outcomes ((bins, 1)) and of ``n_resamples``
+    redraws from the null ((bins, B); None for ``n_resamples = 0``): Poisson-binomial cell
+    counts where they apply (:func:`cell_draws`), else every row redrawn."""
+    drawn = (None if weights.label_dependent or not n_resamples
+             else cell_draws(binned, weights, n_resamples, rng))
+    if drawn is not None:
+        return drawn
+    source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
+                        "outcome": binned.outcomes,
+                        **null_columns(weights, binned.scores, binary)})
+    n = binned.scores.size
+    with scale.resident(source) as rows:
+        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
+                  "units": weights.kind == "frequency"}
+        observed = _sums(rows, n, n_resamples=1, observed=True, **shared)
+        replicates = (_sums(rows, n, n_resamples=n_resamples, observed=False, **shared)
+                      if n_resamples else None)
+    return observed, replicates
+
+
 def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                              weights: SampleWeights, *, n_bins: int = 15,
                              strategy: Strategy = "uniform", n_resamples: int = 1000,
@@ -125,37 +147,23 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
     rules of :mod:`calaudit.inference.applicability`."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
-    null = null_columns(weights, binned.scores, y_proba.shape[1] == 2)
-    units = weights.kind == "frequency"
     method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
-              "sample" + (" for every unit of a frequency weight" if units else "")
+              "sample" + (" for every unit of a frequency weight"
+                          if weights.kind == "frequency" else "")
               + ", statistics weighted")
     params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
               "weights": weights.kind, "label_dependent": weights.label_dependent}
     title = registry.title("ece_consistency", notion)
-    n = binned.scores.size
-    reason = rules.too_few_rows(n) or rules.resampling_cannot_reject(n_resamples, alpha)
-    drawn = None if reason or weights.label_dependent else cell_draws(
-        binned, weights, n_resamples, rng)
-    if drawn is not None:
-        observed, replicates = drawn
-        return TestResult("ece_consistency", observed, observed,
-                          monte_carlo_pvalue(observed, replicates), method,
-                          n_resamples=n_resamples, params=params,
-                          null_distribution=replicates, title=title)
-    source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
-                        "outcome": binned.outcomes, **null})
-    with scale.resident(source) as rows:
-        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
-                  "units": units}
-        observed = float(ece_from_sums(_sums(rows, n, n_resamples=1, observed=True,
-                                             **shared))[0])
-        if reason:
-            return TestResult("ece_consistency", math.nan, observed, math.nan, method,
-                              params=params, status=Status.INCONCLUSIVE, message=reason,
-                              title=title)
-        replicates = ece_from_sums(_sums(rows, n, n_resamples=n_resamples, observed=False,
-                                         **shared))
+    reason = (rules.too_few_rows(binned.scores.size)
+              or rules.resampling_cannot_reject(n_resamples, alpha))
+    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
+                            0 if reason else n_resamples, rng)
+    observed = float(ece_from_sums(seen)[0])
+    if reason:
+        return TestResult("ece_consistency", math.nan, observed, math.nan, method,
+                          params=params, status=Status.INCONCLUSIVE, message=reason,
+                          title=title)
+    replicates = ece_from_sums(drawn)
     return TestResult("ece_consistency", observed, observed,
                       monte_carlo_pvalue(observed, replicates), method,
                       n_resamples=n_resamples, params=params, null_distribution=replicates,
@@ -163,12 +171,13 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
 
 
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
-               rng: np.random.Generator) -> tuple[float, NDArray[np.float64]] | None:
-    """Observed weighted ECE and its replicates from Poisson-binomial cell counts, for
-    label-independent weights: frequency weights as units (each row repeated ``d_i``
-    times, up to :data:`MAX_UNITS` units: the draws of the data with its rows repeated),
-    design weights with at most :data:`MAX_LEVELS` distinct values as (bin, weight value)
-    cells. None when neither applies (the rows are then redrawn one by one)."""
+               rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
+    """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
+    counts, for label-independent weights: frequency weights as units (each row repeated
+    ``d_i`` times, up to :data:`MAX_UNITS` units: the draws of the data with its rows
+    repeated), design weights with at most :data:`MAX_LEVELS` distinct values as (bin,
+    weight value) cells. None when neither applies (the rows are then redrawn one by
+    one)."""
     design, cells = weights.design, binned.cells
     if weights.kind == "frequency":
         if design.sum() > MAX_UNITS:
@@ -191,9 +200,10 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
         per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
         return np.einsum("cld,l->cd", per_level, levels)
 
-    observed = float(ece_from_sums(BinSums(count, score, events(seen[:, None])))[0])
     drawn = cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng)
-    return observed, ece_from_sums(BinSums(count, score, events(drawn)))
+    return (BinSums(count, score, events(seen[:, None])),
+            BinSums(np.repeat(count, n_resamples, axis=1),
+                    np.repeat(score, n_resamples, axis=1), events(drawn)))
 
 
 def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
