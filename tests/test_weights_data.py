@@ -96,6 +96,8 @@ def test_from_arrays_sample_weight_validation() -> None:
     y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4])
     data = CalibrationData.from_arrays(y, p, sample_weight=[1, 2, 0, 3])
     np.testing.assert_array_equal(data.sample_weight, [1, 2, 0, 3])
+    with pytest.raises(InputError, match="'x' at index 2 is not a number"):
+        CalibrationData.from_arrays(y, p, sample_weight=np.array(["1", "2", "x", "1"]))
     for weights, rule in (([1, -1, 1, 1], "negative_weight"), ([0, 0, 0, 0], "zero_weights"),
                           ([1, np.nan, 1, 1], "nonfinite_weight"),
                           ([1, 2, 3], "length_mismatch")):
