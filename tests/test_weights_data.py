@@ -166,3 +166,18 @@ def test_reports_say_the_audit_is_weighted(tmp_path: Path) -> None:
     for name in ("r.md", "r.html"):
         text = (tmp_path / name).read_text()
         assert "weighted audit (design weights" in text and "effective sample size" in text
+
+
+def test_weights_from_the_configuration_file(tmp_path: Path) -> None:
+    path = write_frame(weighted_frame(), tmp_path / "preds.csv")
+    config = tmp_path / "calaudit.toml"
+    config.write_text('[data]\nweight_col = "w"\nweight_kind = "design"\n')
+    out = run_cli("metrics", path, "--label-col", "label", "--prob-cols", "prob",
+                  "--config", config, "--json", tmp_path / "r.json")
+    assert out.code == 0, out.stderr
+    weights = json.loads((tmp_path / "r.json").read_text())["data"]["weights"]
+    assert weights["kind"] == "design" and weights["column"] == "w"
+    config.write_text('[data]\nweight_col = "w"\nnegative_rate = 0\n')
+    out = run_cli("metrics", path, "--label-col", "label", "--prob-cols", "prob",
+                  "--config", config)
+    assert_one_line_error(out, "negative_rate")
