@@ -5,12 +5,22 @@ results; a new family of checks is a core function and a stage here.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from calaudit import registry
 from calaudit.audit.config import AuditConfig, SquaredConfig
 from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
+from calaudit.audit.weighting import (
+    HOSMER_LEMESHOW_REASON,
+    KERNEL_REASON,
+    debiased_defined,
+    information_scale,
+    skce_weighted,
+)
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
     calibration_errors,
@@ -22,6 +32,17 @@ from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.inference.weighted_skce_test import (
+    weighted_skce_consistency,
+    weighted_skce_values,
+)
+from calaudit.inference.weighted_tests import (
+    not_weighted,
+    weighted_ece_consistency,
+    weighted_spiegelhalter,
+)
+from calaudit.metrics.weighted_skce import weighted_kernel
+from calaudit.results import MetricResult, TestResult
 
 
 def stages() -> tuple[Stage, ...]:
@@ -40,7 +61,7 @@ class CalibrationErrorStage:
         return StageOutput(metrics=calibration_errors(
             data.y_true, data.y_proba, n_bins=config.binning.n_bins,
             strategy=config.binning.strategy, ci_level=ci_level(config),
-            n_resamples=config.n_resamples, rng=rng))
+            n_resamples=config.n_resamples, rng=rng, sample_weight=data.sample_weight))
 
 
 class EceFamilyStage:
@@ -56,9 +77,15 @@ class EceFamilyStage:
         metrics = ece_variants(data.y_true, data.y_proba, **bins,
                                canonical_distance=config.ece.canonical_distance,
                                classes=data.classes, ci_level=ci_level(config),
-                               n_resamples=config.n_resamples, rng=ci_rng)
+                               n_resamples=config.n_resamples, rng=ci_rng,
+                               sample_weight=data.sample_weight,
+                               debiased=debiased_defined(data))
         tests = ()
-        if enabled_tests(config, ("ece_consistency",)):
+        if enabled_tests(config, ("ece_consistency",)) and data.weights is not None:
+            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights,
+                                              **bins, n_resamples=config.n_resamples,
+                                              alpha=config.alpha, rng=test_rng),)
+        elif enabled_tests(config, ("ece_consistency",)):
             tests = (ece_consistency(data.y_true, data.y_proba, **bins,
                                      n_resamples=config.n_resamples, alpha=config.alpha,
                                      rng=test_rng),)
@@ -77,8 +104,10 @@ class SmoothEceStage:
             rng: np.random.Generator) -> StageOutput:
         metric, diagram = smooth_ece_metric(data.y_true, data.y_proba,
                                             ci_level=ci_level(config),
-                                            n_resamples=config.n_resamples, rng=rng)
-        return StageOutput(metrics=(metric,), diagrams={"smooth_reliability": diagram})
+                                            n_resamples=config.n_resamples, rng=rng,
+                                            sample_weight=data.sample_weight)
+        return StageOutput(metrics=(metric,), diagrams={} if diagram is None
+                           else {"smooth_reliability": diagram})
 
 
 class ClinicalStage:
@@ -90,13 +119,18 @@ class ClinicalStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.is_binary:
             return StageOutput()
-        y, p = data.y_true, data.positive_proba
+        y, p, weights = data.y_true, data.positive_proba, data.weights
         metrics = clinical_metrics(
             y, p, ci_level=config.ci_level, rng=rng,
-            ci_resamples=config.n_resamples if ci_level(config) is not None else None)
+            ci_resamples=config.n_resamples if ci_level(config) is not None else None,
+            sample_weight=data.sample_weight, information_scale=information_scale(data))
         tests = {"spiegelhalter": lambda: spiegelhalter(y, p),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
+        if weights is not None:
+            tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
+                     "hosmer_lemeshow": lambda: not_weighted("hosmer_lemeshow",
+                                                             HOSMER_LEMESHOW_REASON)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -109,6 +143,11 @@ class SkceStage:
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
         skce = config.skce
+        if data.weights is not None:
+            choice, metrics = weighted_skce_metrics(data, skce)
+            return StageOutput(metrics=metrics, tests=tuple(
+                weighted_skce_test(data, config, choice, test_id, rng)
+                for test_id in enabled_tests(config, SKCE_TESTS)))
         battery = skce_battery(
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
             blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
@@ -117,6 +156,34 @@ class SkceStage:
             computation=Computation(config.method, config.n_features,
                                     config.exact_budget_seconds), rng=rng)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)
+
+
+def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[Any, tuple[MetricResult, ...]]:
+    """The kernel and ``skce_b``, ``skce_uq`` of weighted rows
+    (:mod:`calaudit.inference.weighted_skce_test`); none when
+    :func:`calaudit.audit.weighting.skce_weighted` says they cannot run."""
+    if not skce_weighted(data, skce):
+        return None, ()
+    choice = weighted_kernel(data.y_proba, data.sample_weight, skce.kernel, skce.bandwidth,
+                             data.weights.kind == "frequency")
+    values = weighted_skce_values(choice.kernel.on(data.y_proba), data.y_true, data.y_proba,
+                                  data.weights)
+    params = {**choice.to_params(), "weights": data.weights.kind}
+    return choice, tuple(MetricResult(key, value, params, title=registry.title(key))
+                         for key, value in zip(("skce_b", "skce_uq"), values, strict=True))
+
+
+def weighted_skce_test(data: CalibrationData, config: AuditConfig, choice: Any,
+                       test_id: str, rng: np.random.Generator) -> TestResult:
+    """``skce_consistency`` on weighted rows when the weighted SKCE runs; every other SKCE
+    test (and this one without the estimates) SKIPPED with the reason."""
+    if test_id != "skce_consistency" or choice is None:
+        notion = "binary" if data.is_binary else "top-label"
+        return not_weighted(test_id, KERNEL_REASON, notion)
+    return weighted_skce_consistency(
+        choice.kernel.on(data.y_proba), data.y_true, data.y_proba, data.weights,
+        n_resamples=config.n_resamples, alpha=config.alpha, rng=rng,
+        params={**choice.to_params(), "weights": data.weights.kind})
 
 
 def squared_settings(config: SquaredConfig):

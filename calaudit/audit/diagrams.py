@@ -9,6 +9,7 @@ import numpy as np
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData
+from calaudit.inference.weighted_diagrams import weighted_reliability
 from calaudit.metrics.diagrams import reliability_diagrams
 
 
@@ -19,6 +20,11 @@ class DiagramsStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
+        if data.weights is not None:  # the binary / top-label panel, weighted
+            return StageOutput(diagrams=weighted_reliability(
+                data.y_true, data.y_proba, data.weights, data.sample_weight,
+                n_bins=config.binning.n_bins, strategy=config.binning.strategy,
+                band_resamples=config.n_resamples if config.run_tests else None, rng=rng))
         return StageOutput(diagrams=reliability_diagrams(
             data.y_true, data.y_proba, n_bins=config.binning.n_bins,
             strategy=config.binning.strategy, classes=data.classes,

@@ -20,6 +20,8 @@ from calaudit.audit.config import AuditConfig
 from calaudit.audit.gate import decide
 from calaudit.audit.gate.baseline import LoadedResult, check_comparable
 from calaudit.audit.stages import Stage, StageOutput
+from calaudit.audit.weighting import describe as describe_weights
+from calaudit.audit.weighting import effective_events, refuse
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import most_biased
 from calaudit.numerics.random import stream
@@ -68,9 +70,11 @@ def describe_inputs(data: CalibrationData) -> dict[str, Any]:
     return section
 
 
-def describe_data(data: CalibrationData) -> dict[str, Any]:
-    """The ``data`` section: n, classes, class counts, covariates."""
-    return {
+def describe_data(data: CalibrationData, config: AuditConfig | None = None
+                  ) -> dict[str, Any]:
+    """The ``data`` section: n, classes, class counts, covariates; for weighted rows,
+    ``weights`` (:func:`calaudit.audit.weighting.describe`)."""
+    section = {
         "n": data.n,
         "n_classes": data.n_classes,
         "classes": list(data.classes),
@@ -79,6 +83,10 @@ def describe_data(data: CalibrationData) -> dict[str, Any]:
                         **({"categories": list(c.categories)} if c.categories else {})}
                        for c in data.covariates],
     }
+    weights = describe_weights(data, config or AuditConfig())
+    if weights is not None:
+        section["weights"] = weights
+    return section
 
 
 def environment() -> dict[str, Any]:
@@ -106,11 +114,15 @@ def blas_libraries() -> list[dict[str, Any]]:
     return sorted(libraries, key=lambda lib: tuple(str(lib[key]) for key in BLAS_FIELDS))
 
 
-def count_events(data: CalibrationData) -> int:
+def count_events(data: CalibrationData) -> float:
     """Events for the INCONCLUSIVE rule: binary, rows of the rarer class; multi-class, the
-    rarer of top-label hits and misses (the top-label view of the group diagnostics)."""
+    rarer of top-label hits and misses (the top-label view of the group diagnostics);
+    weighted rows: the effective number of events
+    (:func:`calaudit.audit.weighting.effective_events`)."""
     if data.n == 0:
         return 0
+    if data.weights is not None:
+        return effective_events(data)
     if data.is_binary:
         return int(min(data.class_counts().values()))
     hits = int(np.count_nonzero(np.argmax(data.y_proba, axis=1) == data.y_true))
@@ -180,13 +192,14 @@ def _run_audit(data: CalibrationData, config: AuditConfig | None,
                stages: tuple[Stage, ...] | None,
                baseline: LoadedResult | dict[str, Any] | None) -> AuditResult:
     config = config or AuditConfig()
+    refuse(data, config)
     started = time.perf_counter()
     if baseline is not None:
         loaded = baseline if isinstance(baseline, LoadedResult) else LoadedResult(baseline)
         check_comparable(loaded.payload, list(data.classes), loaded.path)
     with scale.using(config.executor):  # None: the caller's choice, else threads
         outputs = run_stages(data, config, stages if stages is not None else default_stages())
-    sections = {"config": config.to_dict(), "data": describe_data(data)}
+    sections = {"config": config.to_dict(), "data": describe_data(data, config)}
     decided = decide((m for out in outputs for m in out.metrics),
                      (t for out in outputs for t in out.tests),
                      tuple(g for out in outputs for g in out.groups), config, sections,

@@ -98,6 +98,17 @@ FLAGS = _flags(
          DATA, "data.renormalize", bool, False),
     Flag("drop_invalid", ("--drop-invalid",), "Drop invalid rows (counted by reason) instead "
          "of stopping.", DATA, "data.drop_invalid", bool, False),
+    Flag("weight_col", ("--weight-col",), "Row weight column (NPZ: the member 'weights'); "
+         "see docs/weights.md.", DATA, "data.weight_col", metavar="COL"),
+    Flag("weight_kind", ("--weight-kind",), "What the weights mean: frequency (a row stands "
+         "for w units) or design (survey/importance).", DATA, "data.weight_kind",
+         default="frequency", metavar="KIND"),
+    Flag("negative_rate", ("--negative-rate",), "Negatives were kept at this rate (0 < r <= "
+         "1): weighted back by 1/r, tests redraw the sampled law.", DATA,
+         "data.negative_rate", float, metavar="R"),
+    Flag("sampling_rate_col", ("--sampling-rate-col",), "Column of the rate at which each "
+         "row's negatives were kept (as --negative-rate, per row).", DATA,
+         "data.sampling_rate_col", metavar="COL"),
     # Tests and gate
     Flag("alpha", ("--alpha",), "Level of every test, after adjustment.", GATE, "alpha",
          float, 0.05, "X"),
@@ -248,7 +259,8 @@ _TERMINAL = ("config", "show_config", "explain", "quiet", "verbose", "color")
 #: Options of ``calaudit test`` and ``calaudit metrics`` alike.
 AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates_file",
          "covariates", "categorical", "positive_label", "renormalize", "drop_invalid",
-         "seed", "fail_on", "exit_zero", "baseline", "regression_tolerance",
+         "weight_col", "weight_kind", "negative_rate", "sampling_rate_col", "seed",
+         "fail_on", "exit_zero", "baseline", "regression_tolerance",
          "json", "html", "pdf", "pdf_appendix", "md", "junit",
          "prob_bandwidth", "cov_bandwidth", "min_group_rows", "min_group_events", "n_bands",
          "top_k", "n_bins", "binning", "kernel", "bandwidth", "blocksize", "squared",

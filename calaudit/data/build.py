@@ -23,6 +23,8 @@ from calaudit.data.labels import UNKNOWN, _is_numeric, binary_classes, map_multi
 from calaudit.data.parts import Covariate, Provenance
 from calaudit.data.readers import SourceFile
 from calaudit.data.spill import ColumnStore
+from calaudit.data.weights import SampleWeights, read_columns
+from calaudit.data.weights import finish as finish_weights
 from calaudit.exceptions import InputError
 
 #: Bytes per row of one kept column (float64 / int64), for the spill estimate.
@@ -38,6 +40,8 @@ class LoadOptions:
     renormalize: bool = False
     drop_invalid: bool = False
     require_two_classes: bool = True
+    weight_kind: str = "frequency"
+    negative_rate: float | None = None
 
 
 @dataclass
@@ -62,6 +66,11 @@ class RawInputs:
     layouts: dict[str, Any] = field(default_factory=dict)
     #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
     dataset: dict[str, Any] | None = None
+    #: Row weights and the kept rate of negatives (docs/weights.md), with their columns.
+    weights: pd.Series | None = None
+    weight_column: str | None = None
+    rates: pd.Series | None = None
+    rate_column: str | None = None
 
 
 class Validated(NamedTuple):
@@ -74,6 +83,7 @@ class Validated(NamedTuple):
     covariates: tuple[Covariate, ...]
     provenance: Provenance
     spill: ColumnStore | None
+    weights: SampleWeights | None = None
 
 
 def to_probabilities(raw: RawInputs, options: LoadOptions,
@@ -259,6 +269,9 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
                                "check --prob-cols order and names, or --positive-label",
                                joined))
     found += covariate_problems(raw, joined, store)
+    design, rates, weight_found = read_columns(raw, options.negative_rate, n,
+                                               options.weight_kind)
+    found += weight_found
     problems = [p for p in found if p is not None]
     if problems and not options.drop_invalid:
         raise _first_error(problems[0], raw)
@@ -271,6 +284,7 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
     used = n if isinstance(keep, slice) else len(keep)
     if not isinstance(keep, slice):
         probs, codes = take(store, probs, keep), take(store, codes, keep)
+        design, rates = (None if a is None else a[keep] for a in (design, rates))
     check_enough(used, codes, classes, raw, options)
     covariates = tuple(
         encode_covariate(name, values if isinstance(keep, slice) else values.iloc[keep],
@@ -284,8 +298,13 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
         score_columns=raw.score_columns, score_kind=raw.kind, id_column=raw.id_column,
         renormalized_rows=renormalized, dataset=raw.dataset,
     )
+    weights = finish_weights(design, rates, kind=options.weight_kind,
+                             column=raw.weight_column,
+                             rate_from=raw.rate_column or (None if rates is None else
+                                                           f"rate {options.negative_rate:g}"),
+                             source=raw.score_source, n_classes=len(classes), codes=codes)
     return Validated(probs, codes, classes, covariates, provenance,
-                     spill=store if store.spilling else None)
+                     spill=store if store.spilling else None, weights=weights)
 
 
 def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
@@ -294,6 +313,9 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
         values = raw.ids
     elif prob.column == raw.label_column:
         values = raw.labels.to_numpy()
+    elif prob.column in (raw.weight_column, raw.rate_column):
+        series = raw.weights if prob.column == raw.weight_column else raw.rates
+        values = series.to_numpy()
     elif prob.column in raw.score_columns:
         values = raw.scores[:, raw.score_columns.index(prob.column)]
     else:
@@ -341,7 +363,8 @@ def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray
 
 
 def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
-                      renormalize, drop_invalid) -> Validated:
+                      renormalize, drop_invalid, sample_weight=None, weight_kind="frequency",
+                      negative_rate=None) -> Validated:
     """The fields of ``CalibrationData.from_arrays``: arrays through the same rules as
     files."""
     scores = np.asarray(y_proba, dtype=np.float64)
@@ -363,6 +386,12 @@ def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, posi
         covs.append((name, series, "<arrays>"))
     raw = RawInputs(scores, names, tuple(classes), "probability", "<arrays>", labels,
                     "y_true", "<arrays>", covs)
+    if sample_weight is not None:
+        raw.weights, raw.weight_column = pd.Series(np.asarray(sample_weight)), "sample_weight"
+        if len(raw.weights) != len(labels):
+            raise InputError(f"sample_weight has {len(raw.weights)} rows, expected "
+                             f"{len(labels)}", source="<arrays>", rule="length_mismatch")
     options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
-                          require_two_classes=False)
+                          require_two_classes=False, weight_kind=weight_kind,
+                          negative_rate=negative_rate)
     return build(raw, options)

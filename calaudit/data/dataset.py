@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.parts import Covariate, Provenance, read_only
+from calaudit.data.weights import SampleWeights
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class CalibrationData:
     provenance : files, row counts and exclusions
     spill : the spill store (:class:`calaudit.data.spill.ColumnStore`) that holds the
         columns when they were spilled to disk, else None
+    weights : row weights and their meaning (:mod:`calaudit.data.weights`), None when the
+        rows are unweighted
     """
 
     y_proba: NDArray[np.float64]
@@ -35,6 +38,7 @@ class CalibrationData:
     covariates: tuple[Covariate, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
     spill: object | None = field(default=None, repr=False, compare=False)
+    weights: SampleWeights | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "y_proba", read_only(np.asarray(self.y_proba, np.float64)))
@@ -70,6 +74,15 @@ class CalibrationData:
         out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
         return out
 
+    @property
+    def sample_weight(self) -> NDArray[np.float64] | None:
+        """The weight of every row (None: unweighted): the design weight, times ``1 / r``
+        for the negatives of label-dependent sampling (docs/weights.md)."""
+        if self.weights is None:
+            return None
+        return self.weights.of_labels(self.y_true == 1) if self.is_binary else \
+            self.weights.of_labels(np.ones(self.n))
+
     def class_counts(self) -> dict[str, int]:
         counts = np.bincount(self.y_true, minlength=self.n_classes)
         return {name: int(c) for name, c in zip(self.classes, counts)}
@@ -97,6 +110,9 @@ class CalibrationData:
         positive_label: str | None = None,
         renormalize: bool = False,
         drop_invalid: bool = False,
+        sample_weight: object = None,
+        weight_kind: str = "frequency",
+        negative_rate: float | None = None,
     ) -> CalibrationData:
         """Validate in-memory arrays with the same rules as files.
 
@@ -105,7 +121,9 @@ class CalibrationData:
         ``DataFrame`` (one covariate per column), a named ``Series``, or a mapping of names
         to 1-D arrays. Messages about bad values name the array (``y_proba``,
         ``y_proba[:, k]``, ``y_true``, the covariate) and the 0-based index of the first
-        bad entry.
+        bad entry. ``sample_weight`` (n,) weights the rows (``weight_kind`` ``frequency``
+        or ``design``) and ``negative_rate`` says that negatives were kept at that rate
+        (docs/weights.md).
 
         >>> import pandas as pd
         >>> frame = pd.DataFrame({"age": [30, 41, 52], "region": ["n", "s", "n"]})
@@ -120,7 +138,8 @@ class CalibrationData:
             categorical=tuple(categorical),
             classes=None if classes is None else tuple(classes),
             positive_label=positive_label, renormalize=renormalize,
-            drop_invalid=drop_invalid,
+            drop_invalid=drop_invalid, sample_weight=sample_weight,
+            weight_kind=weight_kind, negative_rate=negative_rate,
         ))
 
 

@@ -46,6 +46,8 @@ class ColumnOptions:
     labels_file: str | None = None
     covariates_file: str | None = None
     covariates: tuple[str, ...] = ()
+    weight_col: str | None = None
+    sampling_rate_col: str | None = None
 
 
 def load(
@@ -65,6 +67,10 @@ def load(
     require_two_classes: bool = True,
     spill: str = "auto",
     spill_dir: str | os.PathLike[str] | None = None,
+    weight_col: str | None = None,
+    weight_kind: str = "frequency",
+    negative_rate: float | None = None,
+    sampling_rate_col: str | None = None,
 ) -> CalibrationData:
     """Read, join and validate predictions, labels and covariates.
 
@@ -77,7 +83,9 @@ def load(
     ``categorical`` a comma list or a sequence. ``spill`` (``auto``, ``always``,
     ``never``) and ``spill_dir`` say whether the kept columns are memory-mapped files
     instead of anonymous memory (:mod:`calaudit.data.spill`; docs/scale.md). Raises
-    :class:`~calaudit.exceptions.InputError` for any bad input.
+    :class:`~calaudit.exceptions.InputError` for any bad input. ``weight_col`` (in the
+    predictions input; the NPZ member ``weights``), ``weight_kind``, ``negative_rate`` and
+    ``sampling_rate_col`` weight the rows (docs/weights.md).
 
     >>> data = load("sample_data/credit_default.csv", covariates="age,race")  # doctest: +SKIP
     """
@@ -85,10 +93,10 @@ def load(
         label_col, prob_cols, logit_cols, id_col,
         None if labels is None else str(labels),
         None if covariates_file is None else str(covariates_file),
-        tuple(_names(covariates)),
+        tuple(_names(covariates)), weight_col, sampling_rate_col,
     )
     options = LoadOptions(tuple(_names(categorical)), positive_label, renormalize,
-                          drop_invalid, require_two_classes)
+                          drop_invalid, require_two_classes, weight_kind, negative_rate)
     check_count(columns.covariates, os.fspath(path))
     for name in options.categorical:
         if name not in columns.covariates:
@@ -179,11 +187,17 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
                  if opts.label_col else detect_label(label_part.available, label_part.name))
     for name in opts.covariates:
         require_column(name, cov_part.available, cov_part.name, "--covariates")
-    reserved = {label_col, *opts.covariates} | ({opts.id_col} if opts.id_col else set())
+    weighting = [c for c in (opts.weight_col, opts.sampling_rate_col) if c]
+    for name, flag in ((opts.weight_col, "--weight-col"),
+                       (opts.sampling_rate_col, "--sampling-rate-col")):
+        if name:
+            require_column(name, main.available, main.name, flag)
+    reserved = ({label_col, *opts.covariates, *weighting}
+                | ({opts.id_col} if opts.id_col else set()))
     scores = resolve_scores(opts.prob_cols, opts.logit_cols, main.available, main.name,
                             exclude=reserved)
     _check_roles(scores.columns, label_col, opts)
-    main.wanted += list(scores.columns)
+    main.wanted += list(scores.columns) + [c for c in weighting if c not in main.wanted]
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
     parts = _distinct([main, label_part, cov_part])
@@ -203,6 +217,8 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
         files=tuple(f for part in parts for f in part.source.provenance(part.role)), ids=ids,
         layouts=layouts,
         dataset=main.source.describe() if isinstance(main.source, Dataset) else None,
+        weights=merged.get(opts.weight_col), weight_column=opts.weight_col,
+        rates=merged.get(opts.sampling_rate_col), rate_column=opts.sampling_rate_col,
     )
 
 
@@ -221,14 +237,17 @@ def _distinct(parts: list[_Part]) -> list[_Part]:
 
 
 def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOptions) -> None:
-    clash = set(score_cols) & ({label_col, *opts.covariates})
+    weighting = {c for c in (opts.weight_col, opts.sampling_rate_col) if c}
+    clash = set(score_cols) & ({label_col, *opts.covariates} | weighting)
+    clash |= weighting & {label_col, *opts.covariates}
     if label_col in opts.covariates:
         clash.add(label_col)
     if clash:
         name = sorted(clash)[0]
         raise InputError("the same column is used for two roles", column=name,
                          rule="conflicting_options",
-                         hint="a column is either the label, a prediction or a covariate")
+                         hint="a column is either the label, a prediction, a covariate or "
+                              "a weight")
 
 
 def _score_matrix(columns: list[pd.Series], names: tuple[str, ...], path: str,

@@ -176,26 +176,32 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
 
 def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
                      ci_level: float = 0.95, ci_resamples: int | None = None,
-                         rng: np.random.Generator | None = None
-                     ) -> tuple[MetricResult, ...]:
+                     rng: np.random.Generator | None = None,
+                     sample_weight: NDArray[np.float64] | None = None,
+                     information_scale: float = 1.0) -> tuple[MetricResult, ...]:
     """``calibration_in_the_large`` (``a`` in ``logit P(y=1) = a + logit(p)``) and
     ``calibration_slope`` (``b`` in ``logit P(y=1) = a + b logit(p)``) of positive-class
     probabilities ``p`` (:mod:`calaudit.metrics.clinical`), with Wald intervals at
     ``ci_level``; with ``ci_resamples``, percentile bootstrap intervals from that many
     resamples drawn with ``rng`` instead (the Wald interval kept in ``params.wald_ci``).
     NaN unless both outcomes occur. The fits' row sums are reductions run through
-    :mod:`calaudit.scale`."""
+    :mod:`calaudit.scale`. ``sample_weight``: weighted fits (``information_scale``: see
+    :func:`~calaudit.metrics.clinical.logistic_recalibration`), bootstrap resamples
+    weighted by ``counts * w``."""
     titles = {key: registry.title(key) for key in ("calibration_in_the_large",
                                                    "calibration_slope")}
-    if not 0 < int(y_true.sum()) < y_true.size:
+    present = y_true if sample_weight is None else y_true[sample_weight > 0]
+    if not 0 < int(present.sum()) < present.size:
         return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
                                   title=title) for key, title in titles.items())
-    fit = logistic_recalibration(y_true, p)
+    fit = logistic_recalibration(y_true, p, sample_weight, information_scale)
     boot = {}
+    w = np.ones(y_true.size) if sample_weight is None else sample_weight
     if ci_resamples is not None:
         boot = intervals(bootstrap_replicates(
             lambda weights: dict(zip(("citl", "slope"), recalibration_replicates(
-                y_true.astype(np.float64), p, weights), strict=True)),
+                y_true.astype(np.float64), p,
+                weights if sample_weight is None else weights * w[:, None]), strict=True)),
             y_true.size, rng, ci_resamples, max_entries=4_000_000), ci_level)
     out = []
     for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):

@@ -268,10 +268,17 @@ def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
     return large.coef[0], slope.coef[1]
 
 
-def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Recalibration:
+def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                           sample_weight: NDArray[np.float64] | None = None,
+                           information_scale: float = 1.0) -> Recalibration:
     """Calibration-in-the-large and calibration slope of positive-class probabilities
     (the fits' row sums reduced through :mod:`calaudit.scale`, default in this process; ``y`` and
     ``logit(p)`` placed once for both fits).
+
+    ``sample_weight``: the weighted likelihood ``sum_i w_i log L_i`` (a GLM with
+    ``freq_weights``); the standard errors come from the information of the weights
+    ``information_scale * w`` (1: frequency weights; ``n_eff / sum w``: the weights
+    rescaled to Kish's effective sample size, a GLM with those ``var_weights``).
 
     >>> import numpy as np
     >>> p = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9])
@@ -281,9 +288,13 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64]) ->
     """
     y = np.asarray(y_true)
     logit, clipped = logit_of(np.asarray(p, dtype=np.float64))
-    large, slope = _both_fits(ArrayRows({"y": y, "logit": logit}), 1,
-                              weighted=False)
+    columns = {"y": y, "logit": logit}
+    if sample_weight is not None:
+        columns["weights"] = np.asarray(sample_weight, dtype=np.float64)[:, None]
+    large, slope = _both_fits(ArrayRows(columns), 1, weighted=sample_weight is not None)
     return Recalibration(
-        citl=float(large.coef[0, 0]), citl_se=float(np.sqrt(large.cov[0, 0, 0])),
-        slope=float(slope.coef[1, 0]), slope_se=float(np.sqrt(slope.cov[0, 1, 1])),
+        citl=float(large.coef[0, 0]),
+        citl_se=float(np.sqrt(large.cov[0, 0, 0] / information_scale)),
+        slope=float(slope.coef[1, 0]),
+        slope_se=float(np.sqrt(slope.cov[0, 1, 1] / information_scale)),
         slope_intercept=float(slope.coef[0, 0]), clipped=clipped)

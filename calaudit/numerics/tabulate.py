@@ -48,10 +48,15 @@ class Cells:
              weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         """``sum_{i in c} w_i x_i`` per cell; ``values=None`` means ``x = 1`` (counts).
 
-        ``weights`` None gives shape (n_cells,); (n, q) weights give (n_cells, q).
+        ``weights`` None gives shape (n_cells,); (n, q) weights give (n_cells, q) (one
+        column, row weights: a reduction over the fixed row ranges, as the estimates).
         """
         if weights is None:
             return range_bincount(self.index, values, self.n_cells)
+        if weights.ndim == 2 and weights.shape[1] == 1:  # one weighting (row weights)
+            column = weights[:, 0]
+            product = column if values is None else values * column
+            return range_bincount(self.index, product, self.n_cells)[:, None]
         weighted = weights if values is None else values[:, None] * weights
         return np.asarray(self.membership @ weighted)
 

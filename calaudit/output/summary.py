@@ -18,6 +18,7 @@ from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pv
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 from calaudit.output.over_time_table import over_time_tables
 from calaudit.output.story import plain, story
+from calaudit.output.weights_note import weights_line
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
@@ -159,6 +160,9 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
         f"{', '.join(c['name'] for c in data['covariates']) or 'none'}",
         markup=False,
     )
+    weighted = weights_line(data)
+    if weighted:
+        console.print(weighted, markup=False, soft_wrap=True)
     lines = check_lines(result, checks)
     tables = [metrics_table(result), tests_table(result),
               other_checks_table(lines), top_groups_table(result)]

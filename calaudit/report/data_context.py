@@ -11,6 +11,7 @@ from typing import Any
 
 from calaudit import limits
 from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
+from calaudit.output.weights_note import weights_line
 from calaudit.report.views import ClassRow, CovariateRow, DataView, FileRow, KeyValue
 
 
@@ -32,6 +33,9 @@ def build_data(result: Mapping[str, Any]) -> DataView:
         KeyValue("rows used", fmt_count(inputs.get("rows_used", data.get("n")))),
         KeyValue("rows excluded", fmt_count(sum(excluded.values()))),
     ]
+    weighted = weights_line(data)
+    if weighted:
+        facts.append(KeyValue("weights", weighted))
     if inputs.get("rows_renormalized"):
         facts.append(KeyValue("rows renormalised", fmt_count(inputs["rows_renormalized"])))
     for key in ("label", "scores", "score_kind", "id"):

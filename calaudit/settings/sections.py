@@ -41,6 +41,15 @@ class DataConfig:
         "help": "rescale multi-class rows that do not sum to 1"})
     drop_invalid: bool = field(default=False, metadata={
         "help": "drop invalid rows (counted by reason) instead of stopping"})
+    weight_col: str | None = field(default=None, metadata={
+        "help": "row weight column (docs/weights.md)"})
+    weight_kind: str = field(default="frequency", metadata={
+        "help": "what the weights mean: frequency (a row stands for w identical units) or "
+                "design (survey or importance weights, effective sample size)"})
+    negative_rate: float | None = field(default=None, metadata={
+        "help": "negatives were kept at this rate (0 < r <= 1); weighted back by 1/r"})
+    sampling_rate_col: str | None = field(default=None, metadata={
+        "help": "column of the rate at which each row's negatives were kept"})
     spill: str = field(default="auto", metadata={
         "help": "keep the loaded columns in memory-mapped files (always), in memory (never), "
                 "or on disk when they would take over a quarter of the available memory "
@@ -53,6 +62,13 @@ class DataConfig:
         if self.spill not in SPILL_MODES:
             raise ConfigError(f"data.spill must be one of {', '.join(SPILL_MODES)}; "
                               f"got {self.spill!r}")
+        if self.weight_kind not in ("frequency", "design"):
+            raise ConfigError("data.weight_kind must be frequency or design; "
+                              f"got {self.weight_kind!r}")
+        if self.negative_rate is not None and not (
+                isinstance(self.negative_rate, (int, float)) and 0 < self.negative_rate <= 1):
+            raise ConfigError("data.negative_rate must be in (0, 1]; "
+                              f"got {self.negative_rate!r}")
 
 
 @dataclass(frozen=True)

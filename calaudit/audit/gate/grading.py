@@ -82,13 +82,14 @@ def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def data_rule(n: int, events: int, rule: GateConfig) -> dict[str, Any]:
-    """Whether there is enough data to report a PASS, with the reason when there is not."""
+def data_rule(n: float, events: float, rule: GateConfig) -> dict[str, Any]:
+    """Whether there is enough data to report a PASS, with the reason when there is not
+    (weighted rows: ``n`` and ``events`` are effective sizes, docs/weights.md)."""
     reasons = []
     if n < rule.min_rows:
-        reasons.append(f"{n} rows < gate.min_rows = {rule.min_rows}")
+        reasons.append(f"{n:.4g} rows < gate.min_rows = {rule.min_rows}")
     if events < rule.min_events:
-        reasons.append(f"{events} events < gate.min_events = {rule.min_events}")
+        reasons.append(f"{events:.4g} events < gate.min_events = {rule.min_events}")
     return {"min_rows": rule.min_rows, "min_events": rule.min_events, "n": n,
             "events": events, "enough_data": not reasons,
             "message": "; ".join(reasons) + ": too little data to report PASS"

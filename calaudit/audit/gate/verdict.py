@@ -56,7 +56,7 @@ class Decision:
 
 def decide(metrics: Iterable[MetricResult], tests: Iterable[TestResult],
            groups: Sequence[dict[str, Any]], config: AuditConfig,
-           sections: Mapping[str, Any], events: int,
+           sections: Mapping[str, Any], events: float,
            baseline: LoadedResult | Mapping[str, Any] | None = None) -> Decision:
     """Grade one audit and build its checks, once.
 
@@ -75,7 +75,9 @@ def decide(metrics: Iterable[MetricResult], tests: Iterable[TestResult],
                                config.multiple_testing_scope)
     gated_groups = gate_groups(groups, graded_tests, config.alpha)
     graded_metrics, unmatched = grade_metrics(metrics, config.thresholds)
-    rule = data_rule(sections["data"]["n"], events, config.gate)
+    data = sections["data"]
+    rule = data_rule(data["weights"]["sample_size"] if "weights" in data else data["n"],
+                     events, config.gate)
     graded_metrics, graded_tests = apply_data_rule(graded_metrics, graded_tests, rule)
     graded = {**sections, "metrics": [m.to_dict() for m in graded_metrics],
               "tests": [t.to_dict() for t in graded_tests],

@@ -1,0 +1,90 @@
+"""Cost of weights: each stage of the default battery, unweighted and weighted, side by side.
+
+Data: ``n`` binary rows, ``p ~ U(0.02, 0.98)``, labels drawn from ``p``; weights: frequency
+weights ``1 + Poisson(1)`` and, separately, negatives kept at rate 0.1 (``negative_rate``).
+Each stage runs on the same data and seed (``stage.run``, wall seconds, threads of this
+process); the ``total`` row sums the stages both audits run (the weighted audit skips the
+SKCE stage, which is reported unweighted only) and the ``audit`` row is the whole
+``run_audit``.
+
+Usage: python benchmarks/weights_cost.py [n] [--resamples 1000] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import calaudit  # noqa: E402
+from calaudit import CalibrationData  # noqa: E402
+from calaudit.audit.battery import stages  # noqa: E402
+from calaudit.numerics.random import stream  # noqa: E402
+
+
+def timed(function) -> float:
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def stage_times(data: CalibrationData, config: calaudit.AuditConfig) -> dict[str, float]:
+    out = {}
+    for stage in stages():
+        out[stage.name] = timed(lambda s=stage: s.run(data, config, stream(config.seed, s.name)))
+    out["audit"] = timed(lambda: calaudit.run_audit(data, config))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("n", nargs="?", type=float, default=1e6)
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    n = int(args.n)
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    config = calaudit.AuditConfig(n_resamples=args.resamples, random_state=1)
+    runs = {
+        "unweighted": CalibrationData.from_arrays(y, p),
+        "frequency": CalibrationData.from_arrays(y, p, sample_weight=1 + rng.poisson(1.0, n)),
+        "negative_rate": CalibrationData.from_arrays(y, p, negative_rate=0.1),
+    }
+    load = os.getloadavg()[0]
+    times = {name: stage_times(data, config) for name, data in runs.items()}
+    common = [s.name for s in stages() if s.name != "skce"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent, check=False).stdout.strip()
+    lines = [f"n = {n}, {args.resamples} resamples, wall seconds (threads of this process), "
+             f"commit {commit or 'unknown'}, load {load:.1f} -> {os.getloadavg()[0]:.1f} "
+             f"({os.cpu_count()} cores)",
+             f"{'stage':<20}" + "".join(f"{name:>15}" for name in runs)
+             + "".join(f"{'x ' + name:>17}" for name in list(runs)[1:])]
+    rows = [*common, "skce", "audit"]
+    for row in rows:
+        base = times["unweighted"][row]
+        line = f"{row:<20}" + "".join(f"{times[name][row]:>15.2f}" for name in runs)
+        if row != "skce":
+            line += "".join(f"{times[name][row] / base:>17.2f}" for name in list(runs)[1:])
+        lines.append(line)
+    totals = {name: sum(times[name][s] for s in common) for name in runs}
+    lines.append(f"{'total (both run)':<20}" + "".join(f"{totals[name]:>15.2f}" for name in runs)
+                 + "".join(f"{totals[name] / totals['unweighted']:>17.2f}"
+                           for name in list(runs)[1:]))
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

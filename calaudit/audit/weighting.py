@@ -1,0 +1,134 @@
+"""What a weighted audit computes, refuses and leaves out (docs/weights.md).
+
+Every estimate and test either takes the row weights or does not run: a check asked for
+by name that has no weighted version stops the audit (:func:`refuse`, one line, exit 2);
+a default test with no weighted version is reported ``SKIPPED`` with the reason; a
+diagnostic that is not gated is left out and listed in ``data.weights.not_weighted``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calaudit.audit.config import AuditConfig
+from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
+from calaudit.data.dataset import CalibrationData
+from calaudit.data.weights import kish, summary
+from calaudit.exceptions import ConfigError
+from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+
+#: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
+#: :mod:`calaudit.inference.weighted_skce_test`).
+WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency")
+#: Why the other kernel tests are not weighted.
+KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
+                 "tests the weighted skce_uq (up to skce.max_quadratic_n rows)")
+HOSMER_LEMESHOW_REASON = ("Hosmer-Lemeshow has no valid weighted chi-square law: its "
+                          "statistic assumes unweighted binomial counts per group")
+
+
+def is_weighted(data: CalibrationData) -> bool:
+    return data.weights is not None
+
+
+def refuse(data: CalibrationData, config: AuditConfig) -> None:
+    """Stop a weighted audit that asks for a check with no weighted version."""
+    if not is_weighted(data):
+        return
+    hint = "drop the weights (--weight-col, --negative-rate, --sampling-rate-col) to run it"
+    if data.covariates:
+        raise ConfigError("local calibration (--covariates: KLCE, LCB, groups, attribution) "
+                          "is not available on weighted rows", hint=hint)
+    if config.squared.enabled and config.squared.targets:
+        raise ConfigError("the squared calibration errors ([squared]) are not available on "
+                          "weighted rows", hint=hint)
+    if config.binning.strategy != "uniform":
+        raise ConfigError("quantile bins are not available on weighted rows: their edges "
+                          "would ignore the weights", hint="use --binning uniform")
+    asked = tuple(config.global_tests.tests)
+    if config.run_tests and asked != DEFAULT_GLOBAL_TESTS:
+        unweighted = [t for t in asked if t not in WEIGHTED_TESTS]
+        if unweighted:
+            raise ConfigError(f"test(s) {', '.join(unweighted)} have no weighted version",
+                              hint="run only " + ", ".join(WEIGHTED_TESTS)
+                              + " on weighted rows, or " + hint)
+
+
+def skce_weighted(data: CalibrationData, skce: Any) -> bool:
+    """Whether ``skce_b`` and ``skce_uq`` run on these weighted rows: at most
+    ``skce.max_quadratic_n`` rows, and at most ``MAX_MEDIAN_ROWS`` without
+    ``--bandwidth`` (the exact weighted median)."""
+    return data.n <= skce.max_quadratic_n and (skce.bandwidth is not None
+                                               or data.n <= MAX_MEDIAN_ROWS)
+
+
+def debiased_defined(data: CalibrationData) -> bool:
+    """``ece_debiased`` subtracts ``acc (1 - acc) / (n_b - 1)``: defined for frequency
+    weights (``n_b`` the bin's weight), not for design or sampling weights."""
+    weights = data.weights
+    return weights is None or (weights.kind == "frequency" and not weights.label_dependent)
+
+
+def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
+    """The diagnostics and estimates left out of a weighted audit, with the reason."""
+    out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
+                                                   "weighted version"},
+           {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
+                                                          "(smece is)"}]
+    if not data.is_binary:
+        out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
+                                                             "weighted yet"})
+    if not skce_weighted(data, config.skce):
+        out.append({"id": "skce_b, skce_uq", "reason": (
+            f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
+            f"rows, and above {MAX_MEDIAN_ROWS} rows only with --bandwidth (the weighted "
+            "median heuristic is exact up to there)")})
+    if not debiased_defined(data):
+        out.append({"id": "ece_debiased", "reason": "its bias term needs frequency weights"})
+    if config.run_tests and config.global_tests.hosmer_lemeshow:
+        out.append({"id": "hosmer_lemeshow", "reason": HOSMER_LEMESHOW_REASON})
+    return out
+
+
+def sample_size(data: CalibrationData) -> float:
+    """The sample size of asymptotic rules: ``sum w`` for frequency weights, Kish's
+    effective size otherwise (``n`` unweighted)."""
+    w = data.sample_weight
+    if w is None:
+        return float(data.n)
+    return float(w.sum()) if data.weights.kind == "frequency" else kish(w)
+
+
+def information_scale(data: CalibrationData) -> float:
+    """The factor that puts the weights on the scale of :func:`sample_size`."""
+    w = data.sample_weight
+    if w is None or data.weights.kind == "frequency":
+        return 1.0
+    return kish(w) / float(w.sum())
+
+
+def effective_events(data: CalibrationData) -> float:
+    """Events for the INCONCLUSIVE rule on weighted rows: per outcome class (binary: the
+    two classes; multi-class: top-label hits and misses), the weight of its rows
+    (frequency) or their Kish effective size; the smaller one."""
+    w = data.sample_weight
+    if data.is_binary:
+        groups = [data.y_true == 1, data.y_true != 1]
+    else:
+        hit = np.argmax(data.y_proba, axis=1) == data.y_true
+        groups = [hit, ~hit]
+    sizes = [float(w[g].sum()) if data.weights.kind == "frequency" else kish(w[g])
+             for g in groups]
+    return min(sizes)
+
+
+def describe(data: CalibrationData, config: AuditConfig) -> dict[str, Any] | None:
+    """The ``data.weights`` section (None when unweighted)."""
+    if not is_weighted(data):
+        return None
+    section = summary(data.weights, data.sample_weight, sample_size(data))
+    section["effective_events"] = effective_events(data)
+    section["not_weighted"] = not_weighted(data, config)
+    return section

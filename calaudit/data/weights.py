@@ -1,0 +1,209 @@
+"""Row weights of a weighted audit (docs/weights.md): what they mean, their validation and
+their summary.
+
+Three kinds of weights, each with its own null law of a sampled label:
+
+* ``frequency``: row ``i`` stands for ``d_i`` identical units (a whole number). Every
+  estimate and test equals the one of the data with each row repeated ``d_i`` times;
+  sample sizes are ``sum d``.
+* ``design``: survey, importance or covariate weights that do not depend on the label.
+  Under "calibrated" a sampled label is still Bernoulli(p); sample sizes are Kish's
+  effective size ``(sum d)^2 / sum d^2``.
+* label-dependent sampling (``negative_rate``): the negatives of row ``i`` were kept with
+  probability ``r_i`` (positives always). A sampled label is Bernoulli(p / (p + r (1 - p)))
+  under "calibrated", and the statistics weight each negative back by ``1 / r_i``. Combined
+  with a ``frequency`` or ``design`` column ``d``, the weight of a row is
+  ``d_i * (1 if y_i = 1 else 1 / r_i)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calaudit.data import rows as rules
+from calaudit.data.parts import read_only
+from calaudit.exceptions import InputError
+
+KINDS = ("frequency", "design")
+
+
+@dataclass(frozen=True)
+class SampleWeights:
+    """The label-independent weight ``design`` of every row (ones when only a negative
+    rate was given), its ``kind`` and the kept rate of negatives ``negative_rate`` (None:
+    the sampling did not depend on the label)."""
+
+    design: NDArray[np.float64]
+    kind: str = "frequency"
+    negative_rate: NDArray[np.float64] | None = None
+    column: str | None = None
+    rate_from: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "design", read_only(np.asarray(self.design, np.float64)))
+        if self.negative_rate is not None:
+            object.__setattr__(self, "negative_rate",
+                               read_only(np.asarray(self.negative_rate, np.float64)))
+
+    @property
+    def label_dependent(self) -> bool:
+        return self.negative_rate is not None
+
+    def of_labels(self, positive: NDArray) -> NDArray[np.float64]:
+        """The weight of each row for outcomes ``positive`` ((n,) or (n, q), 0/1): ``d``,
+        times ``1 / r`` where the outcome is a negative under label-dependent sampling."""
+        d = self.design if np.ndim(positive) == 1 else self.design[:, None]
+        if self.negative_rate is None:
+            return np.broadcast_to(d, np.shape(positive)).astype(np.float64)
+        r = self.negative_rate if np.ndim(positive) == 1 else self.negative_rate[:, None]
+        return np.where(np.asarray(positive) > 0, d, d / r)
+
+    def null_positive_rate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The law of a sampled positive under "calibrated": ``p`` without label-dependent
+        sampling, else ``p / (p + r (1 - p))``."""
+        if self.negative_rate is None:
+            return p
+        denominator = p + self.negative_rate * (1.0 - p)
+        return np.where(denominator > 0, p / np.where(denominator > 0, denominator, 1.0), 0.0)
+
+    def units(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``weights`` on the scale of sample sizes: as given for frequency weights,
+        rescaled to sum to Kish's effective size otherwise (used by asymptotic intervals
+        and the INCONCLUSIVE rules)."""
+        if self.kind == "frequency":
+            return weights
+        return weights * (kish(weights) / float(weights.sum()))
+
+    def null_statement(self) -> str:
+        """What "calibrated" means for the sampled labels."""
+        if self.label_dependent:
+            return ("negatives kept at rate r: a sampled label is Bernoulli(p / (p + r (1 - p)))"
+                    " when the model is calibrated on the population; statistics weight "
+                    "negatives by 1 / r")
+        return ("weights do not depend on the label: a sampled label is Bernoulli(p) when "
+                "the model is calibrated")
+
+
+def kish(weights: NDArray[np.float64]) -> float:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight)."""
+    total, squares = float(weights.sum()), float(np.dot(weights, weights))
+    return total * total / squares if squares > 0 else 0.0
+
+
+def summary(weights: SampleWeights, values: NDArray[np.float64],
+            sample_size: float) -> dict[str, Any]:
+    """The ``data.weights`` section of the JSON result."""
+    out: dict[str, Any] = {
+        "kind": weights.kind, "column": weights.column,
+        "label_dependent": weights.label_dependent,
+        "sum": float(values.sum()), "effective_sample_size": kish(values),
+        "min": float(values.min()), "max": float(values.max()),
+        "sample_size": sample_size, "null": weights.null_statement(),
+    }
+    if weights.negative_rate is not None:
+        out["negative_rate"] = {"from": weights.rate_from,
+                                "min": float(weights.negative_rate.min()),
+                                "max": float(weights.negative_rate.max())}
+    return out
+
+
+def numeric_column(values: pd.Series, source: str, column: str, rule: str) -> np.ndarray:
+    """A weight or rate column as float64; a value that is not a number is refused."""
+    converted = pd.to_numeric(values, errors="coerce")
+    bad = converted.isna() & values.notna()
+    if bad.any() or getattr(converted.dtype, "kind", "O") == "c":
+        first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+        where = f"index {first}" if source == rules.ARRAYS else f"data row {first + 1}"
+        raise InputError(f"value {rules.shown_value(values.iloc[first])} at {where} is not a "
+                         "number", source=source, column=column, rule=rule,
+                         hint="weights and rates must be numbers")
+    return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def weight_problems(values: np.ndarray, source: str, column: str,
+                    kind: str = "frequency") -> list:
+    """Row rules of a weight column: finite and >= 0; frequency weights are whole numbers
+    (counts of units)."""
+    finite = np.isfinite(values)
+    whole = [] if kind != "frequency" else [rules.problem(
+        "fractional_frequency_weight", source, column,
+        finite & (values >= 0) & (values != np.floor(np.where(finite, values, 0.0))),
+        "frequency weight is not a whole number",
+        "frequency weights count units; use --weight-kind design (weight_kind='design') "
+        "for survey, importance or other real-valued weights")]
+    return whole + [
+        rules.problem("nonfinite_weight", source, column, ~np.isfinite(values),
+                      "weight is missing or infinite", "give every row a finite weight"),
+        rules.problem("negative_weight", source, column,
+                      np.isfinite(values) & (values < 0), "weight is negative",
+                      "weights must be >= 0"),
+    ]
+
+
+def rate_problems(values: np.ndarray, source: str, column: str) -> list:
+    """Row rules of a sampling-rate column: in (0, 1]."""
+    return [rules.problem("sampling_rate_range", source, column,
+                          ~(np.isfinite(values) & (values > 0) & (values <= 1)),
+                          "sampling rate is not in (0, 1]",
+                          "give the kept fraction of negatives, 0 < r <= 1")]
+
+
+def check_rate(rate: float | None) -> None:
+    """A ``--negative-rate`` must lie in (0, 1]."""
+    if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate <= 1):
+        raise InputError(f"--negative-rate must be in (0, 1]; got {rate!r}",
+                         rule="sampling_rate_range",
+                         hint="give the kept fraction of negatives, e.g. 0.1")
+
+
+def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
+           column: str | None, rate_from: str | None, source: str, n_classes: int,
+           codes: np.ndarray) -> SampleWeights | None:
+    """The weights of the kept rows, after the row rules: refused when every weight is 0,
+    or when label-dependent sampling meets more than two classes."""
+    if design is None and rates is None:
+        return None
+    if kind not in KINDS:
+        raise InputError(f"weight kind must be one of {', '.join(KINDS)}; got {kind!r}",
+                         rule="weight_kind", hint="--weight-kind frequency or design")
+    if rates is not None and n_classes != 2:
+        raise InputError("label-dependent sampling (--negative-rate, --sampling-rate-col) "
+                         "is defined for binary models only", source=source,
+                         rule="sampling_needs_binary",
+                         hint="weight a multi-class audit with --weight-col")
+    if design is None:
+        design = np.ones(codes.shape[0])
+    weights = SampleWeights(design, kind, rates, column, rate_from)
+    if not (weights.of_labels(codes == 1) > 0).any():
+        raise InputError("every weight is 0", source=source, column=column,
+                         rule="zero_weights", hint="give at least one row a positive weight")
+    return weights
+
+
+def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "frequency"
+                 ) -> tuple[np.ndarray | None, np.ndarray | None, list]:
+    """The weight and sampling-rate columns of ``raw`` (a ``RawInputs``) as float64, with
+    their row problems; a ``negative_rate`` gives every row that rate."""
+    design = rates = None
+    found: list = []
+    if raw.weights is not None:
+        design = numeric_column(raw.weights, raw.score_source, raw.weight_column,
+                                "non_numeric_weight")
+        found += weight_problems(design, raw.score_source, raw.weight_column, kind)
+    if raw.rates is not None:
+        if negative_rate is not None:
+            raise InputError("--negative-rate and --sampling-rate-col both give the kept "
+                             "rate of negatives", rule="conflicting_options",
+                             hint="give one of them")
+        rates = numeric_column(raw.rates, raw.score_source, raw.rate_column,
+                               "non_numeric_sampling_rate")
+        found += rate_problems(rates, raw.score_source, raw.rate_column)
+    elif negative_rate is not None:
+        check_rate(negative_rate)
+        rates = np.full(n, float(negative_rate))
+    return design, rates, found

@@ -1,0 +1,145 @@
+"""The SKCE on weighted rows as a statistic of unit counts, and its consistency test
+(docs/weights.md).
+
+Row ``i`` holds units: ``d_i`` of them for frequency weights (multiplier ``f_i = 1``),
+one for design weights (``f_i = d_i``). ``C_ik`` counts the units of row ``i`` with label
+``k``; a unit with label ``k`` weighs ``f_i a_ik`` (``a_i0 = 1 / r_i`` for the negatives of
+label-dependent sampling, else 1). With ``R_i = f_i sum_k C_ik a_ik (e_k - p_i)``, the
+total weight ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
+
+* ``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2``,
+* ``SKCE_uq = (sum_{i,j} kappa_ij <R_i, R_j> - sum_units (weight^2) ||e_y - p||^2)
+  / (A^2 - S2)``: the weighted U-statistic over pairs of distinct units (for frequency
+  weights without sampling, the U-statistic of the repeated rows; for design weights,
+  ``sum_{i != j} w_i w_j h_ij / (W^2 - sum w^2)``).
+
+The consistency test redraws the counts from the null law of the sampled labels
+(``Cat(p_i)``, or ``Bernoulli(p / (p + r (1 - p)))`` under label-dependent sampling; every
+unit of a frequency weight on its own) and recomputes ``SKCE_uq``; Monte-Carlo p-value
+``(1 + #{T* >= T}) / (1 + B)``. The quadratic forms are one tiled engine pass per batch of
+redraws (:func:`calaudit.numerics.pairwise.kernel_quadratic_forms`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import registry
+from calaudit.data.weights import SampleWeights
+from calaudit.inference import applicability as rules
+from calaudit.numerics.pairwise import kernel_quadratic_forms
+from calaudit.numerics.resampling import categorical_draws, monte_carlo_pvalue
+from calaudit.results import Status, TestResult
+
+#: Redraws per engine pass.
+BATCH = 100
+
+
+def unit_weights(weights: SampleWeights, m: int) -> tuple[NDArray, NDArray]:
+    """``f`` (n,) and ``a`` (n, m) of the module docstring."""
+    n = weights.design.size
+    frequency = weights.kind == "frequency"
+    factor = np.ones(n) if frequency else weights.design
+    per_class = np.ones((n, m))
+    if weights.negative_rate is not None:
+        per_class[:, 0] = 1.0 / weights.negative_rate
+    return factor, per_class
+
+
+def null_law(weights: SampleWeights, y_proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n, m) class probabilities of a sampled unit under the null."""
+    if weights.negative_rate is None:
+        return y_proba
+    q = weights.null_positive_rate(y_proba[:, 1])
+    return np.column_stack([1.0 - q, q])
+
+
+def statistics(kernel_gram, y_proba: NDArray[np.float64], counts: NDArray[np.float64],
+               factor: NDArray, per_class: NDArray) -> tuple[NDArray, NDArray]:
+    """``(SKCE_b, SKCE_uq)`` for count arrays ``counts`` (n, m, q)."""
+    weighted = counts * per_class[:, :, None]                         # C a
+    mass = weighted.sum(axis=1)                                        # (n, q)
+    residual = factor[:, None, None] * (weighted - mass[:, None, :] * y_proba[:, :, None])
+    off = kernel_quadratic_forms(kernel_gram, residual, exclude_diagonal=True)
+    own = (residual * residual).sum(axis=1).sum(axis=0)                # sum_i ||R_i||^2
+    norms = 1.0 - 2.0 * y_proba + (y_proba * y_proba).sum(axis=1, keepdims=True)
+    squares = (factor[:, None, None] ** 2 * counts * per_class[:, :, None] ** 2)
+    units = (squares * norms[:, :, None]).sum(axis=(0, 1))
+    total_weight = (factor[:, None] * mass).sum(axis=0)
+    square_sum = squares.sum(axis=(0, 1))
+    full = off + own
+    return full / total_weight ** 2, (full - units) / (total_weight ** 2 - square_sum)
+
+
+def observed_counts(y_true: NDArray[np.int64], weights: SampleWeights, m: int
+                    ) -> NDArray[np.float64]:
+    """(n, m, 1) counts of the observed labels: ``d_i`` units (frequency) or one."""
+    counts = np.zeros((y_true.size, m, 1))
+    units = weights.design if weights.kind == "frequency" else np.ones(y_true.size)
+    counts[np.arange(y_true.size), y_true, 0] = units
+    return counts
+
+
+def redrawn_counts(rng: np.random.Generator, law: NDArray[np.float64],
+                   weights: SampleWeights, q: int) -> NDArray[np.float64]:
+    """(n, m, q) counts redrawn from ``law``: one unit per row (design weights), else
+    ``Multinomial(d_i, law_i)`` (frequency weights)."""
+    n, m = law.shape
+    counts = np.zeros((n, m, q))
+    if weights.kind != "frequency":
+        labels = categorical_draws(rng, law, q)
+        counts[np.arange(n)[:, None], labels, np.arange(q)[None, :]] = 1.0
+        return counts
+    units = weights.design.astype(np.int64)
+    if m == 2:
+        events = rng.binomial(units[:, None], law[:, 1, None], size=(n, q))
+        counts[:, 1] = events
+        counts[:, 0] = units[:, None] - events
+        return counts
+    for i in range(n):
+        counts[i] = rng.multinomial(units[i], law[i], size=q).T
+    return counts
+
+
+def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
+                         y_proba: NDArray[np.float64], weights: SampleWeights
+                         ) -> tuple[float, float]:
+    """``(SKCE_b, SKCE_uq)`` of the observed weighted rows."""
+    factor, per_class = unit_weights(weights, y_proba.shape[1])
+    biased, unbiased = statistics(kernel_gram, y_proba,
+                                  observed_counts(y_true, weights, y_proba.shape[1]),
+                                  factor, per_class)
+    return float(biased[0]), float(unbiased[0])
+
+
+def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
+                              y_proba: NDArray[np.float64], weights: SampleWeights, *,
+                              n_resamples: int, alpha: float, rng: np.random.Generator,
+                              params: dict) -> TestResult:
+    """``skce_consistency`` on weighted rows (module docstring)."""
+    m = y_proba.shape[1]
+    factor, per_class = unit_weights(weights, m)
+    observed = float(statistics(kernel_gram, y_proba, observed_counts(y_true, weights, m),
+                                factor, per_class)[1][0])
+    method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
+              "sample, weighted SKCE_uq")
+    title = registry.title("skce_consistency")
+    reason = (rules.too_few_rows(y_true.size)
+              or rules.resampling_cannot_reject(n_resamples, alpha))
+    if reason:
+        return TestResult("skce_consistency", math.nan, observed, math.nan, method,
+                          params=params, status=Status.INCONCLUSIVE, message=reason,
+                          title=title)
+    law = null_law(weights, y_proba)
+    parts = []
+    for start in range(0, n_resamples, BATCH):
+        q = min(BATCH, n_resamples - start)
+        parts.append(statistics(kernel_gram, y_proba, redrawn_counts(rng, law, weights, q),
+                                factor, per_class)[1])
+    null = np.concatenate(parts)
+    return TestResult("skce_consistency", observed, observed,
+                      monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
+                      params=params, null_distribution=null, title=title)

@@ -1,0 +1,255 @@
+"""Tests of "the model is calibrated" on weighted rows (docs/weights.md).
+
+The null law of a sampled label depends on how the rows were sampled
+(:class:`~calaudit.data.weights.SampleWeights`): ``q_i = p_i`` when the weights do not
+depend on the label, ``q_i = p_i / (p_i + r_i (1 - p_i))`` when the negatives were kept at
+rate ``r_i``. Each test redraws (or integrates over) labels from that law and recomputes
+the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
+``1 / r_i`` for a negative).
+
+* ``ece_consistency``: the weighted binned ECE (bins weighted by their weight, bins fixed)
+  against the weighted ECEs of labels redrawn from ``q``; Monte-Carlo p-value
+  ``(1 + #{T* >= T}) / (1 + B)``, exact for any weights fixed given the sampled rows.
+  Frequency weights are whole numbers of units and every unit is redrawn (a row of
+  weight ``d`` holds ``Binomial(d, q)`` events): the null of the data with each row
+  repeated ``d`` times. Design weights are one draw per row. When the weights do not
+  depend on the label, a bin's statistic depends on the redrawn labels only through event
+  counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
+  for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
+  directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
+  very draws of the repeated data). Otherwise (label-dependent sampling, many distinct
+  design weights) every row is redrawn from its block stream (O(n x B)).
+* ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
+  under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
+  variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
+  ``a = d`` for frequency weights (``d`` independent units) and ``a = d^2`` otherwise;
+  ``z = T / sqrt(V)``, two-sided normal p-value. With ``d = 1`` and no sampling this is
+  Spiegelhalter's z (1986).
+
+Every sum over rows is a reduction over the fixed row ranges of :mod:`calaudit.scale`; the
+redraws come from block streams keyed by the global row block, so the p-values are the
+same bytes on every executor.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+
+from calaudit import registry, scale
+from calaudit.data.weights import SampleWeights
+from calaudit.inference import applicability as rules
+from calaudit.metrics.binned import BinSums, ece_from_sums
+from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.numerics.binning import Strategy
+from calaudit.numerics.distributions import norm_sf
+from calaudit.numerics.poisson_binomial import cell_counts
+from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.results import Status, TestResult
+from calaudit.scale import ArrayRows, blocks, task_ranges
+
+STREAM = "ece_consistency_weighted"
+#: Most distinct weight values for which the counts of (bin, weight value) cells are drawn.
+MAX_LEVELS = 64
+#: Most units (sum of frequency weights) whose counts are drawn per bin.
+MAX_UNITS = 50_000_000
+
+
+def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool
+                 ) -> dict[str, NDArray[np.float64]]:
+    """Per-row columns of the null: ``q`` (law of a sampled positive outcome), ``d`` and
+    ``r`` (kept rate of negatives, 1 without label-dependent sampling)."""
+    rate = weights.negative_rate if binary and weights.negative_rate is not None else None
+    q = weights.null_positive_rate(scores) if rate is not None else scores
+    return {"q": np.asarray(q, dtype=np.float64), "d": weights.design,
+            "r": np.ones(scores.size) if rate is None else rate}
+
+
+def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
+                     n_resamples: int, observed: bool, units: bool) -> dict[str, NDArray]:
+    """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
+    (``observed``), else of ``n_resamples`` redraws from ``q`` (block streams).
+
+    ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, its redrawn events
+    ``K ~ Binomial(t_i, q_i)`` weigh 1 and its negatives ``1 / r_i``; otherwise one unit of
+    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K ~ Bernoulli(q_i)`` (also
+    for a block of single units: ``u < q``). The
+    sums are linear in ``K``: a cell's weight is ``sum f t / r + sum K f (1 - 1/r)``, its
+    score sum the same with ``s`` inside, its event weight ``sum K f``; the ``K`` terms are
+    one sparse product per block."""
+    read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
+    width = 1 if observed else n_resamples
+    total = np.zeros((3 * n_cells, width))
+    fixed = np.zeros((3 * n_cells, 1))
+    for block, lo, hi in blocks(start, stop):
+        part = slice(lo - start, hi - start)
+        index, s, d, r, q = (read[k][part] for k in ("index", "score", "d", "r", "q"))
+        trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
+        if observed:
+            events = (trials * read["outcome"][part])[:, None]
+        elif units and (trials != 1).any():
+            draw = scale.block_rng(seed, STREAM, block)
+            events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
+                                   size=(hi - lo, n_resamples)).astype(np.float64)
+        else:
+            u = scale.block_rng(seed, STREAM, block).random((hi - lo, n_resamples))
+            events = (u < q[:, None]).astype(np.float64)
+        slope = factor * (1.0 - 1.0 / r)
+        coefficients = sparse.csr_matrix(
+            (np.concatenate([slope, slope * s, factor]),
+             (np.concatenate([index, index + n_cells, index + 2 * n_cells]),
+              np.tile(np.arange(hi - lo), 3))), shape=(3 * n_cells, hi - lo))
+        total += np.asarray(coefficients @ events)
+        base = factor * trials / r
+        fixed[:n_cells, 0] += np.bincount(index, base, minlength=n_cells)
+        fixed[n_cells:2 * n_cells, 0] += np.bincount(index, base * s, minlength=n_cells)
+    total += fixed
+    return {"count": total[:n_cells], "score": total[n_cells:2 * n_cells],
+            "event": total[2 * n_cells:]}
+
+
+def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
+    sums = scale.map_sum(ece_null_partial, task_ranges(n), {"rows": rows, **shared})
+    return BinSums(sums["count"], sums["score"], sums["event"])
+
+
+def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: int,
+              rng: np.random.Generator) -> tuple[BinSums, BinSums | None]:
+    """Per-bin weighted sums of the observed outcomes ((bins, 1)) and of ``n_resamples``
+    redraws from the null ((bins, B); None for ``n_resamples = 0``): Poisson-binomial cell
+    counts where they apply (:func:`cell_draws`), else every row redrawn."""
+    drawn = (None if weights.label_dependent or not n_resamples
+             else cell_draws(binned, weights, n_resamples, rng))
+    if drawn is not None:
+        return drawn
+    source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
+                        "outcome": binned.outcomes,
+                        **null_columns(weights, binned.scores, binary)})
+    n = binned.scores.size
+    with scale.resident(source) as rows:
+        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
+                  "units": weights.kind == "frequency"}
+        observed = _sums(rows, n, n_resamples=1, observed=True, **shared)
+        replicates = (_sums(rows, n, n_resamples=n_resamples, observed=False, **shared)
+                      if n_resamples else None)
+    return observed, replicates
+
+
+def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                             weights: SampleWeights, *, n_bins: int = 15,
+                             strategy: Strategy = "uniform", n_resamples: int = 1000,
+                             alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
+    """``ece_consistency`` on weighted rows (module docstring); INCONCLUSIVE under the
+    rules of :mod:`calaudit.inference.applicability`."""
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
+    notion = default_notion(y_proba.shape[1])
+    method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
+              "sample" + (" for every unit of a frequency weight"
+                          if weights.kind == "frequency" else "")
+              + ", statistics weighted")
+    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
+              "weights": weights.kind, "label_dependent": weights.label_dependent}
+    title = registry.title("ece_consistency", notion)
+    reason = (rules.too_few_rows(binned.scores.size)
+              or rules.resampling_cannot_reject(n_resamples, alpha))
+    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
+                            0 if reason else n_resamples, rng)
+    observed = float(ece_from_sums(seen)[0])
+    if reason:
+        return TestResult("ece_consistency", math.nan, observed, math.nan, method,
+                          params=params, status=Status.INCONCLUSIVE, message=reason,
+                          title=title)
+    replicates = ece_from_sums(drawn)
+    return TestResult("ece_consistency", observed, observed,
+                      monte_carlo_pvalue(observed, replicates), method,
+                      n_resamples=n_resamples, params=params, null_distribution=replicates,
+                      title=title)
+
+
+def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
+               rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
+    """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
+    counts, for label-independent weights: frequency weights as units (each row repeated
+    ``d_i`` times, up to :data:`MAX_UNITS` units: the draws of the data with its rows
+    repeated), design weights with at most :data:`MAX_LEVELS` distinct values as (bin,
+    weight value) cells. None when neither applies (the rows are then redrawn one by
+    one)."""
+    design, cells = weights.design, binned.cells
+    if weights.kind == "frequency":
+        if design.sum() > MAX_UNITS:
+            return None
+        repeat = design.astype(np.int64)
+        levels, refined = np.ones(1), np.repeat(cells.index, repeat)
+        scores = np.repeat(binned.scores, repeat)
+        seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
+    else:
+        levels = np.unique(design)
+        if levels.size > MAX_LEVELS:
+            return None
+        refined = cells.index * levels.size + np.searchsorted(levels, design)
+        scores = binned.scores
+        seen = np.bincount(refined, binned.outcomes, minlength=cells.n_cells * levels.size)
+    count = np.bincount(cells.index, design, minlength=cells.n_cells)[:, None]
+    score = np.bincount(cells.index, design * binned.scores, minlength=cells.n_cells)[:, None]
+
+    def events(counts: NDArray) -> NDArray[np.float64]:
+        per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
+        return np.einsum("cld,l->cd", per_level, levels)
+
+    drawn = cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng)
+    return (BinSums(count, score, events(seen[:, None])),
+            BinSums(np.repeat(count, n_resamples, axis=1),
+                    np.repeat(score, n_resamples, axis=1), events(drawn)))
+
+
+def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
+                                   ) -> dict[str, NDArray]:
+    """``[V, T, expected events, expected non-events]`` of rows ``[start, stop)`` (module
+    docstring; ``u`` the rows' weights in sample-size units)."""
+    read = rows.read(start, stop, ["y", "p", "q", "d", "r", "a", "u"])
+    y, p, q, d, r, a, u = (np.asarray(read[k], dtype=np.float64)
+                           for k in ("y", "p", "q", "d", "r", "a", "u"))
+    centred = 1.0 - 2.0 * p
+    w = np.where(y > 0, d, d / r)
+    second = q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r)
+    return {"sums": np.array([np.sum(a * centred * centred * second),
+                              np.sum(w * (y - p) * centred),
+                              np.sum(u * q), np.sum(u * (1.0 - q))])}
+
+
+def weighted_spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                           weights: SampleWeights) -> TestResult:
+    """Spiegelhalter's z on weighted rows (module docstring); INCONCLUSIVE when the
+    expected events or non-events in sample-size units are too few."""
+    y = np.asarray(y_true, dtype=np.float64)
+    null = null_columns(weights, p, True)
+    d = weights.design
+    units = weights.units(d)
+    a = d if weights.kind == "frequency" else d * d
+    with scale.resident(ArrayRows({"y": y, "p": p, **null, "a": a, "u": units})) as rows:
+        variance, score, events, non_events = scale.map_sum(
+            spiegelhalter_weighted_partial, task_ranges(p.size), {"rows": rows})["sums"]
+    reason = rules.too_few_rows(y.size) or rules.too_few_expected(float(events),
+                                                                  float(non_events))
+    if reason is None and not variance > 0:
+        reason = "zero variance: every prediction is 0, 1/2 or 1"
+    z = float(score / math.sqrt(variance)) if variance > 0 else math.nan
+    return TestResult("spiegelhalter", z, z,
+                      math.nan if reason else float(2.0 * norm_sf(abs(z))),
+                      "Spiegelhalter z on weighted rows, two-sided normal",
+                      params={"variance": float(variance), "weights": weights.kind,
+                              "label_dependent": weights.label_dependent},
+                      status=Status.INCONCLUSIVE if reason else None, message=reason or "",
+                      title=registry.title("spiegelhalter"))
+
+
+def not_weighted(test_id: str, reason: str, notion: str = "binary") -> TestResult:
+    """A test with no weighted version: SKIPPED with the reason, never computed
+    unweighted."""
+    return TestResult(test_id, math.nan, math.nan, math.nan, "not run on weighted rows",
+                      status=Status.SKIPPED, message=reason,
+                      title=registry.title(test_id, notion))
