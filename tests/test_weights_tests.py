@@ -137,6 +137,7 @@ def frame_path(tmp_path: Path) -> Path:
     (("--covariates", "age"), "local calibration"),
     (("--squared", "tce2"), "squared calibration errors"),
     (("--binning", "quantile"), "quantile bins"),
+    (("--window", "100"), "calibration over time"),
 ])
 def test_checks_without_a_weighted_version_are_refused(tmp_path: Path, extra, fragment
                                                         ) -> None:

@@ -41,6 +41,10 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
     if data.covariates:
         raise ConfigError("local calibration (--covariates: KLCE, LCB, groups, attribution) "
                           "is not available on weighted rows", hint=hint)
+    if config.monitoring.enabled:
+        raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
+                          "available on weighted rows: its e-process bets on unweighted rows",
+                          hint=hint)
     if config.squared.enabled and config.squared.targets:
         raise ConfigError("the squared calibration errors ([squared]) are not available on "
                           "weighted rows", hint=hint)
