@@ -159,8 +159,24 @@ def story(result: Mapping[str, Any], lines: Sequence[Check] | None = None
     sentences += _who(result) + quiet if rejecting else quiet + _who(result)
     sentences += [_s(f"{line.title} ({line.id}): {line.message or line.detail}.")
                   for line in failing(lines, fail_on) if line.kind != "test"]
-    sentences += _diagnostics(lines)
+    sentences += _weighted(result) + _diagnostics(lines)
     return [s for s in sentences if s]
+
+
+def _weighted(result: Mapping[str, Any]) -> list[Sentence]:
+    """``Weighted audit: ...`` (the kind of weights and the effective sample size), so
+    that the first screen says what the numbers are of."""
+    data = result.get("data") or {}
+    weights = data.get("weights")
+    if not weights:
+        return []
+    kind = ("negatives kept at a rate, weighted back by 1/r" if weights.get("label_dependent")
+            else f"{weights.get('kind')} weights")
+    column = f" from '{weights['column']}'" if weights.get("column") else ""
+    return [_s(f"Weighted audit ({kind}{column}): effective sample size "
+               f"{weights['effective_sample_size']:,.0f} of {data.get('n', 0):,} rows; "
+               "every estimate and test shown is weighted (what is left out is listed with "
+               "the data).")]
 
 
 def over_time(result: Mapping[str, Any], fail_on: Sequence[str]) -> Sentence | None:
@@ -308,6 +324,14 @@ def _not_rejecting(primaries: Sequence[Mapping[str, Any]],
             continue
         name = f"{family} test" + ("s" if len(quiet) > 1 else "")
         verb = "does" if len(quiet) == 1 else "do"
+        if any(is_local(t) == (family == "local") for t in rejecting):
+            # another test of the family rejects: no "all is well" reading of this one
+            ids = " and ".join(str(t.get("id")) for t in quiet)
+            out.append(_s("The other ", Span(name, f"{family}-test"), f" ({ids}) {verb} "
+                          "not reject (", Span("adjusted p", "adjusted-p"),
+                          f" {_p_list(quiet, 'p_value_adjusted')}): one test finding the "
+                          "gap is enough."))
+            continue
         meaning = ("on average the probabilities match the outcomes as far as "
                    f"{'it' if len(quiet) == 1 else 'they'} can tell" if family == "global"
                    else "no group of similar rows stands out")

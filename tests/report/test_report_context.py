@@ -312,3 +312,41 @@ def test_a_test_statistic_other_than_its_estimate_is_named_in_the_tests_table(cr
                                          if t["id"] == "skce_uq_asymptotic"))
     assert uq.statistic and uq.statistic_definition == "n/(n-1) SKCE_uq - SKCE_b"
     assert rows["skce_consistency"].statistic == ""  # its statistic is its estimate
+
+
+def _payload(statuses: dict[str, str], weights: dict | None = None) -> dict:
+    tests = [{"id": test_id, "family": "global", "role": "primary", "status": status,
+              "p_value": 0.01 if status == "FAIL" else 0.6,
+              "p_value_adjusted": 0.02 if status == "FAIL" else 0.7, "alpha": 0.05}
+             for test_id, status in statuses.items()]
+    data = {"n": 1000, **({"weights": weights} if weights else {})}
+    return {"tests": tests, "metrics": [], "groups": [], "data": data,
+            "verdict": {"status": "FAIL" if "FAIL" in statuses.values() else "PASS",
+                        "fail_on": ["FAIL", "ERROR"]},
+            "gate": {"fail_on": ["FAIL", "ERROR"], "alpha": 0.05}}
+
+
+def test_a_quiet_test_beside_a_rejecting_one_does_not_say_all_is_well():
+    from calaudit.output.story import story
+
+    text = [plain(s) for s in story(_payload({"ece_consistency": "FAIL",
+                                              "spiegelhalter": "PASS"}))]
+    quiet = [s for s in text if "does not reject" in s]
+    assert quiet == [s for s in text if s.startswith("The other global test (spiegelhalter)")]
+    assert quiet and not any("match the outcomes" in s for s in text)
+    calm = [plain(s) for s in story(_payload({"ece_consistency": "PASS",
+                                              "spiegelhalter": "PASS"}))]
+    assert any(s.startswith("The global tests do not reject") and "match the outcomes" in s
+               for s in calm)
+
+
+def test_a_weighted_audit_says_so_with_its_effective_size():
+    from calaudit.output.story import story
+
+    weights = {"kind": "design", "column": "w", "effective_sample_size": 812.4,
+               "label_dependent": False}
+    text = [plain(s) for s in story(_payload({"ece_consistency": "PASS"}, weights))]
+    assert ("Weighted audit (design weights from 'w'): effective sample size 812 of 1,000 "
+            "rows") in " ".join(text)
+    assert not any("Weighted" in s for s in
+                   map(plain, story(_payload({"ece_consistency": "PASS"}))))
