@@ -8,10 +8,10 @@ Steyerberg, *Clinical Prediction Models*, 2nd ed. 2019, sec. 15.2):
 * calibration slope: ``b`` in ``logit P(y=1) = a' + b l_i``; ideal 1, below 1: predictions
   too extreme.
 
-Maximum likelihood by Newton-Raphson (the canonical link makes it IRLS; McCullagh & Nelder
-1989, sec. 2.5) from ``beta = 0`` with step halving, converged when a step moves no
-coefficient by more than 1e-10 (1 + |beta|); Wald intervals ``beta +- z se`` from the
-inverse information. A fit that does not converge (separation, one class only) gives NaN.
+Maximum likelihood by the audit's own Newton-Raphson with step halving
+(:func:`calaudit.metrics.clinical.fit_logistic`: the canonical link makes it IRLS;
+McCullagh & Nelder 1989, sec. 2.5); Wald intervals ``beta +- z se`` from the inverse
+information. A fit that does not converge (separation, one class only) gives NaN.
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
+from calaudit.metrics import clinical
+from calaudit.metrics.clinical import logit_of
 from calaudit.numerics.distributions import norm_ppf
-
-CLIP = 1e-12
-MAX_ITER = 50
-STEP_TOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -69,54 +66,22 @@ class LogisticFit:
 
 
 def logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``logit(clip(p, 1e-12, 1 - 1e-12))``."""
-    return special.logit(np.clip(p, CLIP, 1.0 - CLIP))
+    """``logit(clip(p, 1e-12, 1 - 1e-12))`` (:func:`calaudit.metrics.clinical.logit_of`)."""
+    return logit_of(p)[0]
 
 
 def fit_logistic(design: NDArray[np.float64], y: NDArray[np.float64],
                  offset: NDArray[np.float64] | None = None) -> LogisticFit:
     """ML logistic regression ``logit P(y=1) = offset + design @ beta`` (module
-    docstring)."""
-    offset = np.zeros(y.size) if offset is None else offset
-    beta = np.zeros(design.shape[1])
-    loglik, score, info = _pieces(design, y, offset, beta)
-    for _ in range(MAX_ITER):
-        try:
-            step = np.linalg.solve(info, score)
-        except np.linalg.LinAlgError:
-            break
-        if not np.all(np.isfinite(step)):
-            break
-        for _ in range(40):
-            trial = _pieces(design, y, offset, beta + step)
-            if trial[0] >= loglik - 1e-12 * abs(loglik):
-                break
-            step = step / 2.0
-        beta = beta + step
-        loglik, score, info = trial
-        if np.max(np.abs(step)) <= STEP_TOL * (1.0 + np.max(np.abs(beta))):
-            return _finished(beta, info)
-    return LogisticFit(np.full(design.shape[1], np.nan),
-                       np.full((design.shape[1],) * 2, np.nan), False)
-
-
-def _pieces(design: NDArray[np.float64], y: NDArray[np.float64],
-            offset: NDArray[np.float64], beta: NDArray[np.float64]
-            ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
-    eta = offset + design @ beta
-    q = special.expit(eta)
-    loglik = float(np.sum(y * eta - np.logaddexp(0.0, eta)))
-    return loglik, design.T @ (y - q), design.T @ (design * (q * (1.0 - q))[:, None])
-
-
-def _finished(beta: NDArray[np.float64], info: NDArray[np.float64]) -> LogisticFit:
-    try:
-        cov = np.linalg.inv(info)
-    except np.linalg.LinAlgError:
-        return LogisticFit(beta * np.nan, info * np.nan, False)
-    ok = bool(np.all(np.isfinite(beta)) and np.all(np.isfinite(cov))
-              and np.all(np.diag(cov) > 0))
-    return LogisticFit(beta, cov, ok)
+    docstring), with unit weights."""
+    n, k = design.shape
+    fit = clinical.fit_logistic(design, np.zeros(n) if offset is None else offset,
+                                np.asarray(y, dtype=np.float64), np.ones((n, 1)))
+    beta, cov = fit.coef[:, 0], fit.cov[0]
+    if not (fit.converged[0] and np.all(np.isfinite(beta)) and np.all(np.isfinite(cov))
+            and np.all(np.diag(cov) > 0)):
+        return LogisticFit(np.full(k, np.nan), np.full((k, k), np.nan), False)
+    return LogisticFit(beta, cov, True)
 
 
 def citl_fit(p: NDArray[np.float64], y: NDArray[np.float64]) -> LogisticFit:
