@@ -109,3 +109,14 @@ def test_large_bins_bootstrap_agrees_with_the_exact_poisson_bootstrap(monkeypatc
     width = exact.high - exact.low
     assert abs(fast.low - exact.low) < 0.1 * width
     assert abs(fast.high - exact.high) < 0.1 * width
+
+
+def test_window_ece_is_the_audits_ece_also_on_bin_edges():
+    import calaudit
+
+    rng = np.random.default_rng(5)
+    p = np.concatenate([np.arange(16) / 15.0, rng.uniform(size=400)])  # every bin edge
+    y = (rng.uniform(size=p.size) < p).astype(float)
+    got = ece_estimate(p, y, 15, 0.9, np.random.default_rng(1), 50).value
+    assert got == pytest.approx(calaudit.expected_calibration_error(y.astype(int), p),
+                                rel=1e-12)

@@ -29,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from calaudit.monitoring.fits import Estimate, citl_fit, slope_fit
+from calaudit.numerics.binning import uniform_bin_index
 from calaudit.numerics.distributions import norm_ppf
 
 #: Bootstrap replicates of a window's ECE interval, rows per bootstrap chunk.
@@ -112,9 +113,11 @@ def summarize_window(p: NDArray[np.float64], y: NDArray[np.float64], *, number: 
         bins=sums)
 
 
-def bin_index(p: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
-    """``min(floor(n_bins p), n_bins - 1)``."""
-    return np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+def bin_index(p: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
+    """The audit's equal-width bins (right-closed, ``p = 0`` in the first:
+    :func:`calaudit.numerics.binning.uniform_bin_index`), so a window's ECE is the audit's
+    ECE of its rows."""
+    return uniform_bin_index(p, n_bins)
 
 
 def ece_from_bins(count: NDArray[np.float64], sum_p: NDArray[np.float64],
