@@ -241,12 +241,15 @@ def _group_counts(groups: Sequence[Mapping[str, Any]]) -> str:
 
 def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
     """Why a group whose interval excludes 0 is not a FAIL, in plain words (``""`` for a
-    FAIL): its adjusted p-value is above alpha, or the local test did not reject."""
+    FAIL): its adjusted p-value is above alpha, no local test ran, or the local test did
+    not reject (the gate's ``gatekeeper``: the local primary's id, None when none ran)."""
     if group.get("status") != "PASS":
         return ""
     adjusted = group.get("p_value_adjusted")
     if adjusted is not None and adjusted > alpha:
         return "not a finding: adjusted p above alpha"
+    if "gatekeeper" in group and group["gatekeeper"] is None:
+        return "not gated: no local test ran"
     return "not a finding: the local test did not reject"
 
 

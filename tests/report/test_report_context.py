@@ -350,3 +350,15 @@ def test_a_weighted_audit_says_so_with_its_effective_size():
             "rows") in " ".join(text)
     assert not any("Weighted" in s for s in
                    map(plain, story(_payload({"ece_consistency": "PASS"}))))
+
+
+def test_a_group_note_says_when_no_local_test_ran():
+    from calaudit.report.local_context import first_screen_note
+
+    group = {"status": "PASS", "p_value_adjusted": 0.0001, "bias_ci": [0.02, 0.05]}
+    assert first_screen_note({**group, "gatekeeper": None}, 0.05) == (
+        "not gated: no local test ran")
+    assert first_screen_note({**group, "gatekeeper": "local_consistency"}, 0.05) == (
+        "not a finding: the local test did not reject")
+    assert first_screen_note({**group, "p_value_adjusted": 0.2}, 0.05) == (
+        "not a finding: adjusted p above alpha")
