@@ -22,7 +22,9 @@ def test_parse_window(spec, kind, size, unit):
     assert win.parse_window(rule.text()) == rule
 
 
-@pytest.mark.parametrize("spec", ["1min", "0D", "M1", "", 0, "-5"])
+@pytest.mark.parametrize("spec", ["1min", "0D", "M1", "", 0, "-5", 10**20,
+                                  "99999999999999999999", "99999999999D", "1001Y",
+                                  "12001M", "365001D"])
 def test_bad_window_rules_are_config_errors(spec):
     with pytest.raises(ConfigError, match="window"):
         win.parse_window(spec)
@@ -63,6 +65,14 @@ def test_time_zones_are_converted_to_utc():
 def test_bad_times_are_one_input_error(times, match):
     with pytest.raises(InputError, match=match):
         win.assign_windows(win.parse_window("1D"), 2, times=times, source="f.csv")
+
+
+@pytest.mark.parametrize("rule, when", [("1Y", "9999-12-25"), ("1M", "9999-12-25"),
+                                        ("1000Y", "0001-01-03"), ("7D", "0001-01-03")])
+def test_windows_beyond_the_representable_years_are_one_input_error(rule, when):
+    times = pd.Series([pd.Timestamp(when).to_pydatetime()] * 3, dtype=object)
+    with pytest.raises(InputError, match="years 1-9999"):
+        win.assign_windows(win.parse_window(rule), 3, times=times, source="f.csv")
 
 
 def test_too_many_windows_is_refused():

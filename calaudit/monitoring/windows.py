@@ -37,8 +37,14 @@ from calaudit.exceptions import ConfigError, InputError, clip
 #: per-window table and state history grow with the count (10,000 daily windows are 27
 #: years). More windows is an input error asking for a longer window.
 MAX_WINDOWS = 10_000
+#: The largest row count or period count a window rule may give (beyond it a window would
+#: span more rows or time than any data set holds).
+MAX_WINDOW_SIZE = 10**15
 
 _CALENDAR = re.compile(r"^\s*(\d*)\s*([HhDWMQY])\s*$")
+#: The most periods of each unit in one window: 1,000 years.
+_MAX_PERIODS = {"H": 8_760_000, "D": 365_000, "W": 52_000, "M": 12_000, "Q": 4_000,
+                "Y": 1_000}
 _ROWS = re.compile(r"^\s*(\d+)\s*(rows?)?\s*$")
 _MONTHS = {"M": 1, "Q": 3, "Y": 12}
 _HOURS = {"H": 1, "D": 24, "W": 24 * 7}
@@ -79,16 +85,23 @@ def parse_window(spec: str | int) -> WindowRule:
                           hint="use a period such as 1M, 7D, 12H, W, Q, Y, a row count "
                                "such as 5000, or 'batch' with a batch column")
     size = int(match.group(1) or 1)
+    unit = match.group(2).upper()
+    if size > _MAX_PERIODS[unit]:
+        raise ConfigError(f"--window '{text}': a window longer than 1,000 years [window]",
+                          hint="for example 1M or 7D")
     if size < 1:
         raise ConfigError(f"--window '{text}': the period count must be at least 1 "
                           "[window]", hint="for example 1M or 7D")
-    return WindowRule("calendar", size, match.group(2).upper())
+    return WindowRule("calendar", size, unit)
 
 
 def _rows_rule(size: int, text: str) -> WindowRule:
     if size < 1:
         raise ConfigError(f"--window '{text}': a window needs at least 1 row [window]",
                           hint="give a positive row count")
+    if size > MAX_WINDOW_SIZE:
+        raise ConfigError(f"--window '{text}': a window of more than {MAX_WINDOW_SIZE:.0e} "
+                          "rows [window]", hint="give a row count such as 5000")
     return WindowRule("rows", size)
 
 
@@ -217,13 +230,18 @@ def _calendar(rule: WindowRule, stamps: pd.Series, source: str) -> Windows:
     unique, first = np.unique(sorted_keys, return_index=True)
     _check_count(unique.size, source, rule.text())
     bounds = np.append(first, order.size).astype(np.int64)
-    starts = tuple(_period_start(rule, int(k)) for k in unique)
-    ends = tuple(_period_start(rule, int(k) + 1) for k in unique)
-    labels = tuple(_label(rule, s) for s in starts)
+    try:
+        starts = tuple(_period_start(rule, int(k)) for k in unique)
+        ends = tuple(_period_start(rule, int(k) + 1) for k in unique)
+        labels = tuple(_label(rule, s) for s in starts)
+        iso = tuple(s.isoformat() for s in starts), tuple(e.isoformat() for e in ends)
+    except (ValueError, OverflowError, NotImplementedError):
+        # pandas' OutOfBounds* are ValueErrors; strftime before year 1 is NotImplemented
+        raise InputError(f"the windows of {rule.text()} reach beyond the years 1-9999 "
+                         "that window bounds can have", source=source, rule="window",
+                         hint="use a shorter window") from None
     empty = int(unique[-1] - unique[0] + 1 - unique.size)
-    return Windows(order, bounds, tuple(int(k) for k in unique), labels,
-                   tuple(s.isoformat() for s in starts), tuple(e.isoformat() for e in ends),
-                   empty)
+    return Windows(order, bounds, tuple(int(k) for k in unique), labels, *iso, empty)
 
 
 def _period_numbers(rule: WindowRule, stamps: pd.Series) -> NDArray[np.int64]:
