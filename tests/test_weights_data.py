@@ -181,3 +181,23 @@ def test_weights_from_the_configuration_file(tmp_path: Path) -> None:
     out = run_cli("metrics", path, "--label-col", "label", "--prob-cols", "prob",
                   "--config", config)
     assert_one_line_error(out, "negative_rate")
+
+
+@pytest.mark.parametrize("weights, kind, rule", [
+    ([1e308, 1, 1, 1], "design", "weight_range"), ([1e-300, 1, 1, 1], "design", "weight_range"),
+    ([1e101, 1, 1, 1], "frequency", "weight_range"),
+    ([2.0 ** 52, 2.0 ** 52, 2.0 ** 52, 1], "frequency", "frequency_weight_total")])
+def test_weights_beyond_what_float64_sums_hold_are_refused(weights, kind, rule) -> None:
+    y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4])
+    with pytest.raises(InputError, match=rule):
+        CalibrationData.from_arrays(y, p, sample_weight=weights, weight_kind=kind)
+
+
+def test_effective_sample_size_does_not_depend_on_the_scale_of_the_weights() -> None:
+    from calaudit.data.weights import kish
+
+    w = np.random.default_rng(0).uniform(0.5, 2.0, 1000)
+    reference = w.sum() ** 2 / (w ** 2).sum()
+    for scale_factor in (1e-99, 1.0, 1e99):
+        assert kish(w * scale_factor) == pytest.approx(reference, rel=1e-12)
+    assert kish(np.zeros(3)) == 0.0

@@ -269,3 +269,27 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
                                            n_resamples=49, alpha=0.1, rng=rng, params={})
         rejected += result.p_value <= 0.1
     assert rejected / n_sets <= bound(0.1, n_sets), rejected
+
+
+def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -> None:
+    """One unit of weight leaves SKCE_uq undefined: the test cannot decide (it used to
+    report the smallest Monte-Carlo p-value for an undefined statistic)."""
+    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
+    from calaudit.metrics.skce import KernelChoice
+    from calaudit.numerics.resampling import monte_carlo_pvalue
+
+    kernel = KernelChoice("exponential", 0.3, "option").kernel
+    rng = np.random.default_rng(1)
+    n = 200
+    p = rng.uniform(0.1, 0.9, n)
+    y = (rng.uniform(size=n) < p).astype(np.int64)
+    design = np.zeros(n)
+    design[5] = 1.0
+    for kind in ("frequency", "design"):
+        probs = np.column_stack([1 - p, p])
+        result = weighted_skce_consistency(
+            kernel.on(probs), y, probs, SampleWeights(design, kind), n_resamples=99,
+            alpha=0.05, rng=np.random.default_rng(2), params={})
+        assert result.status is calaudit.Status.INCONCLUSIVE
+        assert "units of positive weight" in result.message
+    assert np.isnan(monte_carlo_pvalue(float("nan"), np.zeros(10)))

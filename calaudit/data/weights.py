@@ -30,6 +30,11 @@ from calaudit.data.parts import read_only
 from calaudit.exceptions import InputError
 
 KINDS = ("frequency", "design")
+#: Positive weights lie in [1 / WEIGHT_RANGE, WEIGHT_RANGE], so that their sums and sums of
+#: squares stay finite and normal floats at any row count.
+WEIGHT_RANGE = 1e100
+#: Frequency weights count units exactly in float64 up to 2^53 units in all.
+MAX_UNITS = 2.0 ** 53
 
 
 @dataclass(frozen=True)
@@ -90,9 +95,14 @@ class SampleWeights:
 
 
 def kish(weights: NDArray[np.float64]) -> float:
-    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight)."""
-    total, squares = float(weights.sum()), float(np.dot(weights, weights))
-    return total * total / squares if squares > 0 else 0.0
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight), computed
+    on ``w / max w`` (the same value, free of overflow and underflow)."""
+    largest = float(np.max(weights, initial=0.0))
+    if not largest > 0:
+        return 0.0
+    scaled = weights / largest
+    total, squares = float(scaled.sum()), float(np.dot(scaled, scaled))
+    return total * total / squares
 
 
 def summary(weights: SampleWeights, values: NDArray[np.float64],
@@ -142,6 +152,11 @@ def weight_problems(values: np.ndarray, source: str, column: str,
         rules.problem("negative_weight", source, column,
                       np.isfinite(values) & (values < 0), "weight is negative",
                       "weights must be >= 0"),
+        rules.problem("weight_range", source, column,
+                      np.isfinite(values) & (values > 0)
+                      & ((values > WEIGHT_RANGE) | (values < 1.0 / WEIGHT_RANGE)),
+                      f"weight is outside [{1 / WEIGHT_RANGE:g}, {WEIGHT_RANGE:g}]",
+                      "only the ratios of weights matter: divide them by a common factor"),
     ]
 
 
@@ -178,6 +193,11 @@ def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
                          hint="weight a multi-class audit with --weight-col")
     if design is None:
         design = np.ones(codes.shape[0])
+    if kind == "frequency" and float(design.sum()) > MAX_UNITS:
+        raise InputError(f"frequency weights sum to {float(design.sum()):.3g} units, more "
+                         f"than the {MAX_UNITS:.3g} that float64 counts exactly",
+                         source=source, column=column, rule="frequency_weight_total",
+                         hint="use --weight-kind design if the weights are not counts")
     weights = SampleWeights(design, kind, rates, column, rate_from)
     if not (weights.of_labels(codes == 1) > 0).any():
         raise InputError("every weight is 0", source=source, column=column,

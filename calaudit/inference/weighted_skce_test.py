@@ -71,7 +71,8 @@ def statistics(kernel_gram, y_proba: NDArray[np.float64], counts: NDArray[np.flo
     total_weight = (factor[:, None] * mass).sum(axis=0)
     square_sum = squares.sum(axis=(0, 1))
     full = off + own
-    return full / total_weight ** 2, (full - units) / (total_weight ** 2 - square_sum)
+    with np.errstate(invalid="ignore", divide="ignore"):  # fewer than two units: NaN
+        return full / total_weight ** 2, (full - units) / (total_weight ** 2 - square_sum)
 
 
 def observed_counts(y_true: NDArray[np.int64], weights: SampleWeights, m: int
@@ -115,6 +116,15 @@ def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
     return float(biased[0]), float(unbiased[0])
 
 
+def too_few_units(units: float) -> str | None:
+    """The weighted rows' units (frequency weights) or rows of positive weight (design
+    weights) are fewer than a global test needs."""
+    if units < rules.MIN_ROWS:
+        return (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
+                "needed for any global test")
+    return None
+
+
 def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
                               y_proba: NDArray[np.float64], weights: SampleWeights, *,
                               n_resamples: int, alpha: float, rng: np.random.Generator,
@@ -127,7 +137,11 @@ def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
     method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
               "sample, weighted SKCE_uq")
     title = registry.title("skce_consistency")
-    reason = (rules.too_few_rows(y_true.size)
+    units = (float(weights.design.sum()) if weights.kind == "frequency"
+             else int(np.count_nonzero(weights.design)))
+    reason = (rules.too_few_rows(y_true.size) or too_few_units(units)
+              or (None if math.isfinite(observed) else
+                  "the weighted SKCE_uq is undefined on these weights")
               or rules.resampling_cannot_reject(n_resamples, alpha))
     if reason:
         return TestResult("skce_consistency", math.nan, observed, math.nan, method,

@@ -10,6 +10,7 @@ Every function takes the caller's ``numpy.random.Generator``; nothing here seeds
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -86,7 +87,10 @@ def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float =
     count as ties (>=), so that rounding in a different summation order never lowers the
     p-value. ``atol`` is the caller's bound on the rounding error of ``T* - T`` (e.g.
     :func:`form_error_bound` for kernel quadratic forms): with it, every replicate equal to
-    ``T`` in exact arithmetic counts, whatever the order of summation."""
+    ``T`` in exact arithmetic counts, whatever the order of summation. An undefined
+    statistic (NaN) has no p-value (NaN), never the smallest one."""
+    if np.isnan(observed):
+        return math.nan
     tolerance = max(rtol * max(abs(observed), np.finfo(np.float64).tiny), atol)
     extreme = int(np.count_nonzero(np.asarray(null) >= observed - tolerance))
     return (1.0 + extreme) / (1.0 + np.asarray(null).size)
