@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import special
 
+from calaudit.results import fmt_pvalue
 from tests.cli_inprocess import assert_one_line_error, run_cli
 
 DAYS, ROWS = 4, 250
@@ -100,7 +101,7 @@ def test_every_output_shows_the_battery_as_diagnostics(days, tmp_path):
     # diagnostics: no per-window test is a check of the gate
     assert {t["id"] for t in result["tests"]} >= {"calibration_eprocess", "local_consistency"}
     assert len([t for t in result["tests"] if t["id"] == "local_consistency"]) == 1
-    p = f"{local['p_value']:.3g}"
+    p = fmt_pvalue(local["p_value"])
     assert "battery per window" in out.stdout and "do not gate" in out.stdout
     md = (tmp_path / "r.md").read_text()
     html = (tmp_path / "r.html").read_text()
