@@ -90,6 +90,35 @@ def main() -> None:
         c = statistics.median(battery)
         print(f"| calaudit test --time-col scored_at --window {window} --window-battery | "
               f"{count} | {c:.1f} | {c / a:.2f} |")
+        print()
+        print(f"Where one window's battery spends its time ({window} rows, in-process):")
+        print()
+        print("| stage | seconds |")
+        print("|---|---:|")
+        for name, seconds in stage_seconds(int(window)):
+            print(f"| {name} | {seconds:.2f} |")
+
+
+def stage_seconds(rows: int) -> list[tuple[str, float]]:
+    """Seconds of each battery stage on ``rows`` rows of the same law (the first window's
+    configuration)."""
+    from calaudit import AuditConfig, CalibrationData
+    from calaudit.audit.window_battery import battery_stages, window_config
+    from calaudit.numerics.random import stream
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as folder:
+        path = Path(folder) / "rows.parquet"
+        write_data(path, rows)
+        frame = pd.read_parquet(path)
+    data = CalibrationData.from_arrays(frame["label"], frame["prob"],
+                                       covariates={"grp": frame["grp"]}, categorical=["grp"])
+    config = window_config(AuditConfig(), 1)
+    out = []
+    for stage in battery_stages():
+        started = time.perf_counter()
+        stage.run(data, config, stream(config.seed, stage.name))
+        out.append((stage.name, time.perf_counter() - started))
+    return out
 
 
 if __name__ == "__main__":

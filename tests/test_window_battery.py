@@ -124,8 +124,11 @@ def test_settings_round_trip_through_the_state(run):
     assert state_to_json(again) == state_to_json(state) and again.config == state.config
     assert [r.battery for r in again.history] == [r.battery for r in state.history]
     assert again.config.battery == battery_settings(cfg)
-    with pytest.raises(ConfigError, match="unknown setting"):
+    with pytest.raises(ConfigError, match="unknown setting not_a_setting"):
         battery_config({**battery_settings(cfg), "not_a_setting": 1})
+    settings = battery_settings(cfg)
+    with pytest.raises(ConfigError, match="unknown setting local.nope"):
+        battery_config({**settings, "local": {**settings["local"], "nope": 1}})
 
 
 def test_a_state_written_before_the_battery_still_loads(run):

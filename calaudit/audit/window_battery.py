@@ -84,13 +84,20 @@ def battery_config(settings: Mapping[str, Any], executor: Any = None) -> AuditCo
             continue
         default, value = getattr(base, item.name), settings[item.name]
         if dataclasses.is_dataclass(default):
+            known = {f.name for f in dataclasses.fields(default)}
+            _known(item.name + ".", set(value) - known)
             kwargs[item.name] = type(default)(**{k: _tuples(v) for k, v in value.items()})
         else:
             kwargs[item.name] = _tuples(value)
-    unknown = sorted(set(settings) - {f.name for f in dataclasses.fields(AuditConfig)})
-    if unknown:
-        raise ConfigError(f"unknown setting {unknown[0]} of the window battery")
+    _known("", set(settings) - {f.name for f in dataclasses.fields(AuditConfig)})
     return dataclasses.replace(AuditConfig(**kwargs), executor=executor)
+
+
+def _known(prefix: str, unknown: set[str]) -> None:
+    if unknown:
+        raise ConfigError(f"unknown setting {prefix}{sorted(unknown)[0]} of the window "
+                          "battery", hint="continue the state with the calaudit version "
+                                          "that started it")
 
 
 def _tuples(value: Any) -> Any:

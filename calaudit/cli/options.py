@@ -273,9 +273,10 @@ TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_sc
         "ci_level", "hosmer_lemeshow", "local_tests", "local_resamples", "group_adjust",
         "kite_width", "kite_gamma", "dask", "workers", "memory_limit", "threads",
         "time_col", "window", "batch_col", "window_battery", "save_state")
-#: ``calaudit monitor``: the outputs, the gate's statuses and the terminal.
-MONITOR = ("window_battery", "fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix", "md", "junit",
-           *_SIGNOFF, *_TERMINAL)
+#: ``calaudit monitor``: the battery per window (on from this batch), the outputs, the
+#: gate's statuses and the terminal.
+MONITOR = ("window_battery", "fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix",
+           "md", "junit", *_SIGNOFF, *_TERMINAL)
 COMPARE = ("regression_tolerance", "fail_on", "exit_zero", "json", "junit", "config", "quiet",
            "color")
 REPORT = ("html", "pdf", "pdf_appendix", "md", *_SIGNOFF)

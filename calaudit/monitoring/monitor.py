@@ -87,7 +87,7 @@ class WindowRecord:
     s: tuple[float, ...]
     v: tuple[float, ...]
     alarm: bool
-    battery: Mapping[str, Any] | None = field(default=None, hash=False, compare=True)
+    battery: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
