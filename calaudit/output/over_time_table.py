@@ -134,8 +134,10 @@ def battery_table(section: Mapping[str, Any]) -> Table | None:
     table = Table(title="battery per window: ECE and raw p-values (diagnostics, alpha "
                         f"{fmt_number(battery_alpha(section))}: they do not gate)",
                   title_justify="left", show_edge=False, pad_edge=False)
-    for name in header:
-        table.add_column(name, justify="left" if name in ("window", header[-1]) else "right")
+    for name in header:  # a long test id breaks after its first underscore
+        shown = name.replace("_", "_\n", 1) if len(name) > 10 and name != header[-1] else name
+        table.add_column(shown, justify="left" if name in ("window", header[-1]) else "right",
+                         overflow="fold")
     for row in rows:
         table.add_row(*(escape(cell) for cell in row))
     return table
