@@ -75,7 +75,7 @@ def test_round_trip_keeps_every_value(tmp_path):
     pd.testing.assert_frame_equal(back.group_table(), state.group_table())
     np.testing.assert_array_equal(back.eprocess.log_a, state.eprocess.log_a)
     payload = json.loads((tmp_path / "s.json").read_text())
-    assert payload["schema_version"] == 1 and payload["kind"] == "calaudit-monitor-state"
+    assert payload["schema_version"] == 2 and payload["kind"] == "calaudit-monitor-state"
     assert payload["config"]["window"] == "1D" and len(payload["windows"]) == 5
 
 
@@ -118,10 +118,10 @@ def test_other_files_are_refused(saved):
 
 def test_newer_schema_is_refused(saved):
     payload = json.loads(saved.read_text())
-    payload["schema_version"] = 2
+    payload["schema_version"] = 3
     payload["checksum"] = checksum(payload)
     saved.write_text(json.dumps(payload))
-    refused(saved, "schema_version 2")
+    refused(saved, "schema_version 3")
 
 
 def test_malformed_state_with_a_valid_checksum_is_refused(saved):

@@ -13,6 +13,7 @@ exactly on an alarm.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,14 +22,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calaudit import registry
+from calaudit import progress, registry
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.gate.decision import MONITOR_ID, MONITOR_SHARE
 from calaudit.audit.sections.monitoring import MonitoringConfig
 from calaudit.audit.stages import StageOutput
+from calaudit.audit.window_battery import (
+    battery_config,
+    battery_settings,
+    run_window_battery,
+    window_data,
+)
 from calaudit.data.dataset import CalibrationData
-from calaudit.exceptions import InputError
-from calaudit.monitoring import Advice, MonitorConfig, MonitorState, advise, drift_start, update
+from calaudit.exceptions import ConfigError, InputError
+from calaudit.monitoring import (
+    Advice,
+    MonitorConfig,
+    MonitorState,
+    advise,
+    drift_start,
+    start,
+    update,
+)
 from calaudit.monitoring.monitor import batch_windows
 from calaudit.monitoring.summaries import top_label
 from calaudit.results import Status, TestResult
@@ -96,9 +111,31 @@ def batch_of(data: CalibrationData, path: str,
              monitoring: MonitoringConfig | MonitorConfig) -> Batch:
     """The monitoring rows of loaded ``data`` read from ``path``."""
     times, batch = order_columns(path, monitoring, data.n)
+    return batch_from(data, times, batch)
+
+
+def batch_from(data: CalibrationData, times: Any = None, batch: Any = None) -> Batch:
+    """The monitoring rows of ``data`` with its time and batch columns."""
     probs = data.positive_proba if data.is_binary else np.asarray(data.y_proba)
     covariates = {c.name: c.labels() for c in data.covariates if c.kind == "categorical"}
     return Batch(probs, np.asarray(data.y_true), times, batch, covariates)
+
+
+def run_over_time(data: CalibrationData, config: AuditConfig, *, times: Any = None,
+                  batch: Any = None, state: MonitorState | None = None,
+                  source: str = "data") -> tuple[MonitorState, Advice | None]:
+    """The Python API of ``calaudit test --time-col/--window/--batch-col`` (and, given the
+    ``state`` of an earlier call, of ``calaudit monitor``): ``data`` cut into windows by
+    ``config.monitoring`` (``times``, ``batch``: the rows' time and batch columns) and
+    appended to ``state`` (None: a new run), with the per-window battery when
+    ``config.monitoring.window_battery`` (or the state's run) asks for it; the new state
+    and the advice after an alarm. ``state.table()``, ``state.group_table()`` and
+    :func:`calaudit.audit.window_battery.battery_frame` are its tables."""
+    if state is None:
+        if not config.monitoring.enabled:
+            raise ConfigError("no windows: set config.monitoring.window (or batch_col)")
+        state = start(start_config(data, config.monitoring, config))
+    return run_batch(state, batch_from(data, times, batch), source, data, config.executor)
 
 
 def start_config(data: CalibrationData, monitoring: MonitoringConfig,
@@ -117,18 +154,43 @@ def start_config(data: CalibrationData, monitoring: MonitoringConfig,
                          time_col=monitoring.time_col, batch_col=monitoring.batch_col,
                          label_col=str(prov.label_column or "label"),
                          prob_cols=tuple(prov.score_columns) or ("prob",), groups=groups,
-                         n_bins=config.binning.n_bins, seed=config.seed)
+                         n_bins=config.binning.n_bins, seed=config.seed,
+                         battery=battery_settings(config) if monitoring.window_battery
+                         else None)
 
 
-def run_batch(state: MonitorState, batch: Batch, source: str
+def run_batch(state: MonitorState, batch: Batch, source: str,
+              data: CalibrationData | None = None, executor: Any = None
               ) -> tuple[MonitorState, Advice | None]:
     """``state`` with ``batch`` appended, and the advice when the alarm has fired (fitted
-    on the batch's rows of the windows since the drift started)."""
+    on the batch's rows of the windows since the drift started). When the run has a
+    window battery (``state.config.battery``), it runs on each new window's rows of
+    ``data`` (the loaded rows of ``batch``) on ``executor``."""
     new = update(state, batch.probs, batch.labels, times=batch.times, batch=batch.batch,
                  covariates=batch.covariates, source=source)
+    if new.config.battery is not None and data is not None:
+        new = with_batteries(state, new, batch, data, source, executor)
     if not new.eprocess.alarm_window:
         return new, None
     return new, advice_for(state, new, batch, source)
+
+
+def with_batteries(before: MonitorState, after: MonitorState, batch: Batch,
+                   data: CalibrationData, source: str, executor: Any = None) -> MonitorState:
+    """``after`` with the battery (:mod:`calaudit.audit.window_battery`) of every window
+    the batch brought, run on its rows in time order with the window's seed."""
+    windows = batch_windows(before, len(batch.labels), batch.times, batch.batch, source)
+    config = battery_config(after.config.battery, executor)
+    names = [name for name, _ in after.config.groups]
+    records = list(after.history)
+    first = len(before.history)
+    for w in range(windows.count):
+        number = first + w + 1
+        with progress.task(f"window battery {number}"):
+            result = run_window_battery(window_data(data, windows.rows(w), names), config,
+                                        number)
+        records[first + w] = dataclasses.replace(records[first + w], battery=result)
+    return dataclasses.replace(after, history=tuple(records))
 
 
 def advice_for(before: MonitorState, after: MonitorState, batch: Batch,

@@ -1,6 +1,7 @@
 """The ``monitoring`` section of the JSON result: the run's settings, the e-process with
 its alarm (the status of the check ``calibration_eprocess``), the per-window table, the
-group table per window and the advice after an alarm."""
+group table per window, the advice after an alarm and, with the per-window battery,
+each window's metrics, tests and groups (diagnostics: ``window_battery.note``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from calaudit.audit.window_battery import NOTE
 from calaudit.monitoring import Advice, MonitorState
 from calaudit.results import TestResult
 
@@ -40,6 +42,8 @@ def monitoring_section(state: MonitorState, test: TestResult, advice: Advice | N
         "groups": [_group(r.summary.number, g, d) for r in state.history
                    for g, d in zip(r.summary.groups, r.directions[2:])],
         "advice": _advice(advice) if advice is not None else None,
+        "window_battery": ({"gating": False, "note": NOTE}
+                           if any(r.battery is not None for r in state.history) else None),
     }
 
 
@@ -54,6 +58,7 @@ def _window(r: Any) -> dict[str, Any]:
     row["alarm"] = r.alarm
     row["bins"] = {"count": list(s.bins[0]), "sum_prediction": list(s.bins[1]),
                    "sum_label": list(s.bins[2])}
+    row["battery"] = None if r.battery is None else dict(r.battery)
     return row
 
 

@@ -53,6 +53,9 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     check_targets(output_targets(outputs) + [("--save-state", outputs.state)])
     if outputs.state and not config.monitoring.enabled:
         raise ConfigError("--save-state needs windows: give --window (or --batch-col)")
+    if config.monitoring.window_battery and not config.monitoring.enabled:
+        raise ConfigError("--window-battery ([monitoring] window_battery) needs windows: "
+                          "give --window (or --batch-col)")
     if outputs.state and os.path.exists(outputs.state):
         raise ConfigError(f"--save-state {outputs.state}: the file exists; a monitoring "
                           "state is never overwritten",
@@ -97,13 +100,15 @@ def over_time_stage(data_path: str, data: Any, config: Any, state_path: str | No
     import hashlib
 
     from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch, start_config
+    from calaudit.audit.weighting import refuse
     from calaudit.monitoring import start
     from calaudit.monitoring.state import state_to_json
 
+    refuse(data, config)  # before the windows' work
     with progress.task("over_time"):
         first = start(start_config(data, config.monitoring, config))
         state, advice = run_batch(first, batch_of(data, data_path, config.monitoring),
-                                  data_path)
+                                  data_path, data, config.executor)
     documents: list[tuple[str, str | bytes]] = []
     state_file = None
     if state_path:

@@ -26,6 +26,7 @@ def run_monitor(ctx: Any) -> ExitCode:
     from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch
     from calaudit.audit.runner import run_audit
     from calaudit.audit.sections.monitoring import MonitoringConfig
+    from calaudit.audit.window_battery import battery_settings
     from calaudit.data.load import load
     from calaudit.monitoring import load_state
     from calaudit.monitoring.state import state_to_json
@@ -51,13 +52,18 @@ def run_monitor(ctx: Any) -> ExitCode:
         binning=dataclasses.replace(settings[""].binning, n_bins=mon.n_bins),
         monitoring=MonitoringConfig(window=mon.window, time_col=mon.time_col,
                                     batch_col=mon.batch_col))
+    if settings[""].monitoring.window_battery and mon.battery is None:
+        # on from this batch's windows, with these settings (then fixed by the state)
+        mon = dataclasses.replace(mon, battery=battery_settings(config))
+        state = dataclasses.replace(state, config=mon)
     names = [name for name, _ in mon.groups]
     with ui.progress():
         with progress.task("load"):
             data = load(batch_path, label_col=mon.label_col, prob_cols=",".join(mon.prob_cols),
                         covariates=names, categorical=names, require_two_classes=False)
         ui.log(f"{batch_path}: {data.n} rows used")
-        new, advice = run_batch(state, batch_of(data, batch_path, mon), batch_path)
+        new, advice = run_batch(state, batch_of(data, batch_path, mon), batch_path, data,
+                                config.executor)
         text = state_to_json(new)
         stage = OverTimeStage(new, advice, {
             "path": state_path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})

@@ -157,6 +157,8 @@ FLAGS = _flags(
          "(5000).", TIME, "monitoring.window", metavar="RULE"),
     Flag("batch_col", ("--batch-col",), "Categorical column naming each row's batch: one "
          "window per batch.", TIME, "monitoring.batch_col", metavar="COL"),
+    Flag("window_battery", ("--window-battery",), "Also run the battery on each window "
+         "(diagnostics; slower).", TIME, "monitoring.window_battery", bool, False),
     Flag("save_state", ("--save-state",), "Write the monitoring state that calaudit monitor "
          "continues.", TIME, "outputs.state", metavar="PATH"),
     # Local calibration
@@ -270,10 +272,11 @@ AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates
 TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_scope", "ci",
         "ci_level", "hosmer_lemeshow", "local_tests", "local_resamples", "group_adjust",
         "kite_width", "kite_gamma", "dask", "workers", "memory_limit", "threads",
-        "time_col", "window", "batch_col", "save_state")
-#: ``calaudit monitor``: the outputs, the gate's statuses and the terminal.
-MONITOR = ("fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix", "md", "junit",
-           *_SIGNOFF, *_TERMINAL)
+        "time_col", "window", "batch_col", "window_battery", "save_state")
+#: ``calaudit monitor``: the battery per window (on from this batch), the outputs, the
+#: gate's statuses and the terminal.
+MONITOR = ("window_battery", "fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix",
+           "md", "junit", *_SIGNOFF, *_TERMINAL)
 COMPARE = ("regression_tolerance", "fail_on", "exit_zero", "json", "junit", "config", "quiet",
            "color")
 REPORT = ("html", "pdf", "pdf_appendix", "md", *_SIGNOFF)

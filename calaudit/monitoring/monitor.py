@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,8 @@ class MonitorConfig:
     """What must stay the same for the whole run (stored in the state and compared on
     every continuation): the level ``alpha``, the window rule, the columns, the covariate
     groups (each covariate with its levels, fixed at the start), and the summaries'
-    settings (bins, interval level, bootstrap replicates, seed)."""
+    settings (bins, interval level, bootstrap replicates, seed); ``battery``: the settings of
+    the audit's battery run on each window (JSON values; None: off), opaque here."""
 
     alpha: float = 0.05
     window: str = "1M"
@@ -48,6 +50,7 @@ class MonitorConfig:
     level: float = 0.95
     n_boot: int = 200
     seed: int = 0
+    battery: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -56,6 +59,9 @@ class MonitorConfig:
             raise ConfigError(f"level {self.level}: must be between 0 and 1 [level]")
         if self.n_bins < 1 or self.n_boot < 2:
             raise ConfigError("n_bins must be at least 1 and n_boot at least 2 [monitor]")
+        if self.battery is not None and not isinstance(self.battery, Mapping):
+            raise ConfigError("battery: the window battery's settings must be a mapping "
+                              "[monitor]")
         parse_window(self.window)
         for name, levels in self.groups:
             if len(set(levels)) != len(levels) or not levels:
@@ -71,7 +77,8 @@ class MonitorConfig:
 class WindowRecord:
     """One window of the run: its summaries and the e-process after it (``log_e``:
     combined; ``families``; ``directions``: ``citl``, ``slope``, then each group), the
-    window's bet sums ``s`` and ``v`` (same order), and whether the alarm had fired."""
+    window's bet sums ``s`` and ``v`` (same order), whether the alarm had fired, and the
+    battery run on the window's rows (JSON values; None when not run)."""
 
     summary: WindowSummary
     log_e: float
@@ -80,6 +87,7 @@ class WindowRecord:
     s: tuple[float, ...]
     v: tuple[float, ...]
     alarm: bool
+    battery: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,21 @@
 """The monitoring state file: versioned JSON, checksummed, written atomically.
 
-Layout (``schema_version`` 1)::
+Layout (``schema_version`` 2)::
 
-    {"kind": "calaudit-monitor-state", "schema_version": 1, "calaudit_version": "...",
+    {"kind": "calaudit-monitor-state", "schema_version": 2, "calaudit_version": "...",
      "config":   {alpha, window, time_col, batch_col, label_col, prob_cols, groups,
-                  n_bins, level, n_boot, seed},
+                  n_bins, level, n_boot, seed, battery},
      "bets":     {"lambdas": [...], "start_weights": "1/(j(j+1))"},
      "eprocess": {windows, n_groups, log_a (directions x bets), logit_sum, rows,
                   max_log_value, alarm_window},
      "windows":  [{number, key, label, start, end, n, events, mean_prediction,
                    citl, slope, ece ([value, low, high]), groups, bins, log_e, families,
-                   directions, s, v, alarm}, ...],
+                   directions, s, v, alarm, battery}, ...],
      "checksum": "sha256:<hex>"}
+
+``battery`` (config: the per-window battery's settings; window: its results) is a JSON
+object or null. Version 1 files (written before the per-window battery, without the two
+keys) are read as runs without it, and written back as version 2.
 
 The checksum is the SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of
 everything else: an edited, truncated or corrupted file is refused, so is one of another
@@ -42,7 +46,9 @@ from calaudit.monitoring.monitor import MonitorConfig, MonitorState, WindowRecor
 from calaudit.monitoring.summaries import GroupSummary, WindowSummary
 
 KIND = "calaudit-monitor-state"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions read: 1 has no ``battery`` keys.
+READABLE_VERSIONS = (1, 2)
 START_WEIGHTS = "1/(j(j+1))"
 #: Largest state file read (about 100 KB per 1,000 windows without groups).
 STATE_MAX_BYTES = 256 * 1024 * 1024
@@ -113,10 +119,10 @@ def state_from_text(raw: bytes | str, source: str = "state") -> MonitorState:
                      f"{str(exc).splitlines()[0][:80]})") from None
     if not isinstance(payload, dict) or payload.get("kind") != KIND:
         raise _error(source, "not a calaudit monitoring state")
-    if payload.get("schema_version") != SCHEMA_VERSION:
+    if payload.get("schema_version") not in READABLE_VERSIONS:
         raise _error(source, f"monitoring state schema_version "
                      f"{payload.get('schema_version')!r}; this calaudit reads "
-                     f"{SCHEMA_VERSION}")
+                     f"{' and '.join(map(str, READABLE_VERSIONS))}")
     if payload.get("checksum") != checksum(payload):
         raise _error(source, "the monitoring state's checksum does not match its "
                      "content (edited or corrupted)")
@@ -159,6 +165,7 @@ def _config_json(config: MonitorConfig) -> dict[str, Any]:
     out = asdict(config)
     out["prob_cols"] = list(config.prob_cols)
     out["groups"] = [[name, list(levels)] for name, levels in config.groups]
+    out["battery"] = None if config.battery is None else dict(config.battery)
     return out
 
 
@@ -181,7 +188,8 @@ def _record_json(r: WindowRecord) -> dict[str, Any]:
                         "bias": g.bias.as_list()} for g in s.groups],
             "bins": [list(b) for b in s.bins], "log_e": r.log_e, "families": r.families,
             "directions": list(r.directions),
-            "s": list(r.s), "v": list(r.v), "alarm": r.alarm}
+            "s": list(r.s), "v": list(r.v), "alarm": r.alarm,
+            "battery": None if r.battery is None else dict(r.battery)}
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -196,7 +204,8 @@ def _build(payload: dict[str, Any], source: str) -> MonitorState:
                      "this calaudit uses", hint="continue it with the calaudit version "
                                                 f"{payload.get('calaudit_version')}")
     c = payload["config"]
-    config = MonitorConfig(**{**c, "prob_cols": tuple(c["prob_cols"]),
+    config = MonitorConfig(**{**c, "battery": _mapping(c.get("battery")),
+                              "prob_cols": tuple(c["prob_cols"]),
                               "groups": tuple((str(n), tuple(str(x) for x in levels))
                                               for n, levels in c["groups"])})
     e = payload["eprocess"]
@@ -224,7 +233,13 @@ def _record(r: dict[str, Any]) -> WindowRecord:
                         {str(k): float(v) for k, v in r["families"].items()},
                         tuple(float(x) for x in r["directions"]),
                         tuple(float(x) for x in r["s"]), tuple(float(x) for x in r["v"]),
-                        bool(r["alarm"]))
+                        bool(r["alarm"]), _mapping(r.get("battery")))
+
+
+def _mapping(value: Any) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise TypeError("a battery must be a JSON object or null")
+    return value
 
 
 def _check_consistent(config: MonitorConfig, e: EProcess,

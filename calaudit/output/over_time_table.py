@@ -1,7 +1,8 @@
 """The terminal's calibration-over-time tables: one row per window (n, observed rate and
 mean prediction, ECE, calibration-in-the-large and slope with intervals, the e-process;
 the JSON and the reports hold every column with its interval), the most biased groups of
-the latest window, and the advice after an alarm."""
+the latest window, the advice after an alarm and, with the per-window battery, its key
+p-values per window (:func:`battery_rows`, which the reports' table reads too)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from calaudit.output.formatting import fmt_number
+from calaudit.output.formatting import fmt_number, fmt_pvalue
 
 #: Windows shown: the first, then the latest ones (the JSON holds every window).
 SHOWN = 24
@@ -81,10 +82,79 @@ def advice_line(section: Mapping[str, Any]) -> str | None:
             f"{a['fit_windows']}, checked on {a['check_windows']}; {params}): {a['reason']}")
 
 
+def battery_columns(section: Mapping[str, Any]) -> list[str]:
+    """The tests shown per window: those the gate would take as primaries in some
+    window, in their order."""
+    ids: dict[str, None] = {}
+    for w in section["windows"]:
+        for t in (w.get("battery") or {}).get("tests", ()):
+            if t["role"] == "primary":
+                ids.setdefault(t["id"], None)
+    return list(ids)
+
+
+def battery_rows(section: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The per-window battery as one header and one row per window with a battery:
+    window, n, ECE (with its interval when the audit gives one), the raw p-value of each
+    test of :func:`battery_columns`, and the groups whose within-window adjusted p-value
+    is at most alpha (of those tested). Every output writes these cells."""
+    tests = battery_columns(section)
+    header = ["window", "n", "ECE", *tests, "groups adj. p <= alpha"]
+    rows = []
+    for w in section["windows"]:
+        b = w.get("battery")
+        if not b:
+            continue
+        label = f"{w['window']}. {w['label']}"
+        if b.get("skipped"):
+            rows.append([label, str(b["n"]), f"skipped: {b['skipped']}",
+                         *("-" for _ in tests), "-"])
+            continue
+        ece = next((m for m in b["metrics"] if m["id"] == "ece"), None)
+        p = {t["id"]: t["p_value"] for t in b["tests"]}
+        tested = [g for g in b["groups"] if g["p_value_adjusted"] is not None]
+        flagged = [g["group"] for g in tested if g["p_value_adjusted"] <= b["alpha"]]
+        rows.append([label, str(b["n"]),
+                     "-" if ece is None else _interval([ece["value"], *(ece["ci"] or [])]),
+                     *(fmt_pvalue(p.get(t)) for t in tests),
+                     (", ".join(flagged) if flagged else "none") + f" (of {len(tested)})"
+                     if tested else "-"])
+    return header, rows
+
+
+def battery_table(section: Mapping[str, Any]) -> Table | None:
+    """The per-window battery's key p-values (the first and the latest windows when there
+    are more than :data:`SHOWN`); ``None`` without it."""
+    note = section.get("window_battery")
+    if not note:
+        return None
+    header, rows = battery_rows(section)
+    if len(rows) > SHOWN:
+        rows = rows[:1] + rows[-(SHOWN - 1):]
+    table = Table(title="battery per window: ECE and raw p-values (diagnostics, alpha "
+                        f"{fmt_number(battery_alpha(section))}: they do not gate)",
+                  title_justify="left", show_edge=False, pad_edge=False)
+    for name in header:  # a long test id breaks after its first underscore
+        shown = name.replace("_", "_\n", 1) if len(name) > 10 and name != header[-1] else name
+        table.add_column(shown, justify="left" if name in ("window", header[-1]) else "right",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def battery_alpha(section: Mapping[str, Any]) -> float | None:
+    """The level the per-window tests are read at (the audit's alpha)."""
+    return next((w["battery"]["alpha"] for w in section["windows"] if w.get("battery")),
+                None)
+
+
 def over_time_tables(result: Mapping[str, Any]) -> list[Any]:
     """The tables and the advice line of ``result``'s monitoring section (none without)."""
     section = result.get("monitoring")
     if not section:
         return []
-    out: list[Any] = [windows_table(section), groups_table(section), advice_line(section)]
+    note = section.get("window_battery")
+    out: list[Any] = [windows_table(section), groups_table(section), battery_table(section),
+                      f"  note: {note['note']}." if note else None, advice_line(section)]
     return [x for x in out if x is not None]

@@ -117,6 +117,7 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
     "drift": over_time_figures.drift_figure,
     "drift_groups": over_time_figures.groups_figure,
     "drift_reliability": over_time_figures.first_last_figure,
+    "drift_battery": over_time_figures.battery_figure,
 }
 
 

@@ -1,6 +1,7 @@
 """The report's "Calibration over time" section, from the result's ``monitoring``
 section: the e-process and its alarm (the status of the check ``calibration_eprocess``),
-the drift figures, the per-window table and the recalibrate-or-refit advice."""
+the drift figures, the per-window table, the recalibrate-or-refit advice and, with the
+per-window battery, its table of key p-values (diagnostics)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calaudit.output.formatting import fmt_number
+from calaudit.output.over_time_table import battery_alpha, battery_columns, battery_rows
 from calaudit.report.figures import FigureNamer
 from calaudit.report.views import EvidenceSection, KeyValue
 
@@ -115,9 +117,24 @@ def build_over_time(result: Mapping[str, Any], namer: FigureNamer) -> EvidenceSe
              KeyValue("p-value min(1, 1/max E)", fmt_number(e["p_value"])),
              KeyValue("alarm", f"window {alarm}: {e['alarm_label']}" if alarm else "none"),
              KeyValue("status of calibration_eprocess", status))
+    header, battery = battery_rows(section)
+    shown = battery_columns(section)
+    p_figure = namer.view(
+        "drift_battery", "Per-window p-values (diagnostics)",
+        "Raw p-value per window of " + ", ".join(shown) + ", on a log scale, with the "
+        "line alpha.", f"Raw p-values of each window's own audit, on a log scale; dashed: "
+        f"alpha = {fmt_number(battery_alpha(section))}. Not adjusted over the windows: "
+        "they do not gate.", {"windows": windows, "tests": shown,
+                              "alpha": battery_alpha(section), "alarm_window": alarm}) \
+        if section.get("window_battery") and shown else None
     data = {"facts": facts, "advice": _advice(section), "figures": tuple(figures),
             "rows": tuple(_row(w, alarm) for w in windows), "alarm": bool(alarm),
-            "state": section.get("state")}
+            "state": section.get("state"),
+            "battery": {"header": tuple(header), "rows": tuple(map(tuple, battery)),
+                        "note": section["window_battery"]["note"],
+                        "alpha": fmt_number(battery_alpha(section)), "figure": p_figure}
+            if section.get("window_battery") else None}
     return EvidenceSection("over-time", "Calibration over time", summary,
-                           "html/over_time.html", "md/over_time.md", data, tuple(figures),
+                           "html/over_time.html", "md/over_time.md", data,
+                           tuple(figures) + ((p_figure,) if p_figure else ()),
                            open=bool(alarm))

@@ -104,3 +104,32 @@ def first_last_figure(data: Mapping[str, Any]) -> Figure:
     ax.set_ylabel("observed rate (bin)")
     ax.legend(fontsize="small", loc="upper left")
     return figure
+
+
+def battery_figure(data: Mapping[str, Any]) -> Figure:
+    """The per-window battery's raw p-values of ``data["tests"]`` on a log scale, with
+    the line ``alpha`` (diagnostics: not adjusted over the windows)."""
+    windows, alpha = data["windows"], data["alpha"]
+    figure = Figure(figsize=(WIDTH, 3.4), layout="constrained")
+    ax = figure.subplots()
+    floor = 1.0
+    for k, test in enumerate(data["tests"]):
+        x, p = [], []
+        for w in windows:
+            found = [t["p_value"] for t in (w.get("battery") or {}).get("tests", ())
+                     if t["id"] == test and t["p_value"] is not None]
+            if found:
+                x.append(w["window"])
+                p.append(max(found[0], 1e-4))
+        if p:
+            floor = min(floor, min(p))
+            ax.semilogy(x, p, marker=".", color=f"C{k}", label=plots.plain(test, 30))
+    ax.axhline(alpha, color="#cf222e", lw=0.9, ls="--", label=f"alpha = {alpha:g}")
+    ax.set_ylim(min(floor, alpha) / 3, 1.5)
+    ax.set_ylabel("raw p-value (log)", fontsize="small")
+    ax.legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
+              frameon=False)
+    _mark_alarm([ax], data.get("alarm_window"))
+    _ticks(ax, windows)
+    ax.set_xlabel("window")
+    return figure

@@ -148,3 +148,41 @@ def test_chromium_print_expands_every_section(browser, tmp_path, credit_result):
     for hidden_on_screen in ("The bins in numbers", "Resolved configuration", "Group table",
                              "What a p-value means here"):
         assert hidden_on_screen in text
+
+
+def test_battery_per_window_in_chromium(browser, artifacts, tmp_path):
+    """Calibration over time with the battery per window: the section (open: an alarm)
+    shows its p-value figure and table under the note that they do not gate."""
+    import numpy as np
+    from scipy import special
+
+    from calaudit import AuditConfig, CalibrationData
+    from calaudit.audit.config import LocalConfig, MonitoringConfig
+    from calaudit.audit.over_time import OverTimeStage, run_over_time
+    from calaudit.audit.runner import run_audit
+
+    rng = np.random.default_rng(3)
+    n = 2400
+    z = rng.normal(-0.7, 1.0, n)
+    grp = np.array(list("ABC"))[rng.integers(0, 3, n)]
+    late = np.arange(n) >= 1200
+    y = (rng.uniform(size=n) < special.expit(z + 1.2 * (late & (grp == "A")))).astype(int)
+    data = CalibrationData.from_arrays(y, special.expit(z), covariates={"grp": grp},
+                                       categorical=["grp"])
+    config = AuditConfig(n_resamples=49, local=LocalConfig(n_resamples=49),
+                         monitoring=MonitoringConfig(window="300", window_battery=True))
+    state, advice = run_over_time(data, config)
+    from calaudit.audit.battery import stages
+
+    result = run_audit(data, config, stages=stages() + (OverTimeStage(state, advice),))
+    page = tmp_path / "battery.html"
+    write_reports(result.to_dict(), html=page)
+    report = inspect_page(browser, page)
+    (artifacts / "report-window-battery.png").write_bytes(report.screenshot)
+    assert report.console_errors == [] and report.script_elements == 0
+    assert all(i["complete"] and i["width"] > 0 for i in report.images)
+    assert any(i["alt"].startswith("Raw p-value per window") for i in report.images)
+    text = report.text
+    assert "Battery per window (diagnostics)" in text and "These p-values do not gate" in text
+    assert text.index("Battery per window: ECE and raw p-values") > \
+        text.index("One row per window")

@@ -1,5 +1,5 @@
 """Calibration over time: the ``[monitoring]`` section (``--time-col``, ``--window``,
-``--batch-col``)."""
+``--batch-col``, ``--window-battery``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ class MonitoringConfig:
         "help": "column of the rows' times (orders the rows; needed by period windows)"})
     batch_col: str | None = field(default=None, metadata={
         "help": "categorical column naming each row's batch (window = batch)"})
+    window_battery: bool = field(default=False, metadata={
+        "help": "also run the audit's battery (metrics, global and local tests, group "
+                "table) on each window's rows: diagnostics that do not gate"})
 
     def __post_init__(self) -> None:
         from calaudit.monitoring.windows import parse_window
