@@ -102,16 +102,20 @@ class ScoreMembers:
 
     @classmethod
     def build(cls, names: Sequence[str], codes: Sequence[NDArray[np.integer]],
-              sizes: Sequence[int], proba: NDArray[np.float64]) -> ScoreMembers:
+              sizes: Sequence[int], proba: NDArray[np.float64],
+              variance: NDArray[np.float64] | None = None) -> ScoreMembers:
         """Members of covariates ``names`` with per-row level ``codes`` (``sizes`` levels
-        each); ``proba`` is ``p_1`` (n,) for a binary model or the (n, m) probabilities."""
+        each); ``proba`` is ``p_1`` (n,) for a binary model or the (n, m) probabilities.
+        ``variance`` (binary): the null variance of each row's residual when it is not
+        ``p (1 - p)`` (weighted rows: the variance of the weighted residual sum ``R_i``,
+        :mod:`calaudit.local.weighted_local`)."""
         h = level_matrix(codes, sizes)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         members: list[Member] = []
         top = None
         first = np.arange(offsets[0], offsets[1]) if len(names) else np.arange(0)
         if proba.ndim == 1:
-            weight = proba * (1.0 - proba)
+            weight = proba * (1.0 - proba) if variance is None else variance
             info = (h.T @ sparse.diags(weight) @ h).toarray()
             overall = _scalar_inverse(float(weight.sum()))
             for k, name in enumerate(names):

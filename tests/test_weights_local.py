@@ -1,0 +1,173 @@
+"""Local calibration on weighted rows: KLCE^2_w against a double loop over weighted units
+written from its definition, frequency weights against row duplication, the level of the
+weighted local test (design weights, frequency weights, negatives kept at a rate) and the
+refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import calaudit
+from calaudit import CalibrationData
+from calaudit.audit.config import LocalConfig
+from calaudit.data.weights import SampleWeights
+from calaudit.exceptions import ConfigError
+from calaudit.local.kernel import GaussianProductGram
+from calaudit.local.weighted_klce import WeightedUnits, weighted_klce2
+from calaudit.local.weighted_local import weighted_levels, weighted_median
+
+
+def loop_klce(p, x, y, t, f, r, gamma_p: float, gamma_x: float) -> float:
+    """sum over pairs of distinct units a != b of w_a w_b k(a, b) (y_a - p_a)(y_b - p_b),
+    over sum_{a != b} w_a w_b: row i expanded into t_i units that share its label; a
+    positive unit weighs f_i, a negative f_i / r_i."""
+    units = []
+    for i in range(p.size):
+        weight = f[i] if y[i] == 1 else f[i] / r[i]
+        units += [(p[i], x[i], y[i], weight)] * int(t[i])
+    top = bottom = 0.0
+    for a, (pa, xa, ya, wa) in enumerate(units):
+        for b, (pb, xb, yb, wb) in enumerate(units):
+            if a == b:
+                continue
+            k = np.exp(-gamma_p * (pa - pb) ** 2 - gamma_x * np.sum((xa - xb) ** 2))
+            top += wa * wb * k * (ya - pa) * (yb - pb)
+            bottom += wa * wb
+    return top / bottom
+
+
+def small_case(seed: int = 3, n: int = 40):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.05, 0.95, n)
+    x = rng.normal(size=(n, 2))
+    y = (rng.random(n) < p).astype(np.int64)
+    return p, x, y, rng
+
+
+@pytest.mark.parametrize("kind, rate", [("design", None), ("frequency", None),
+                                        ("design", 0.3), ("frequency", 0.25)])
+def test_weighted_klce_matches_the_double_loop_over_units(kind, rate) -> None:
+    p, x, y, rng = small_case()
+    d = rng.integers(0, 4, p.size).astype(float) if kind == "frequency" \
+        else rng.exponential(1.0, p.size)
+    rates = None if rate is None else rng.uniform(rate, 1.0, p.size)
+    weights = SampleWeights(d, kind, rates)
+    gamma_p, gamma_x = 3.0, 0.4
+    gram = GaussianProductGram(np.column_stack([p * np.sqrt(gamma_p), x * np.sqrt(gamma_x)]))
+    units = WeightedUnits.of(weights, p)
+    got = weighted_klce2(gram, y, units)
+    t = d if kind == "frequency" else np.ones(p.size)
+    f = np.ones(p.size) if kind == "frequency" else d
+    want = loop_klce(p, x, y, t, f, np.ones(p.size) if rates is None else rates,
+                     gamma_p, gamma_x)
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_weighted_median_and_bands_of_whole_weights_are_those_of_the_repeated_rows() -> None:
+    rng = np.random.default_rng(8)
+    values = rng.normal(size=31)
+    counts = rng.integers(0, 4, 31)
+    repeated = np.repeat(values, counts)
+    assert weighted_median(values, counts.astype(float), True) == np.median(repeated)
+    cov = type("Cov", (), {"name": "v", "kind": "numeric", "values": values,
+                           "categories": ()})()
+    levels = weighted_levels(cov, 4, counts.astype(float), True)
+    from calaudit.local.groups import quantile_bands
+    codes, labels = quantile_bands(repeated, 4)
+    assert levels.labels == labels
+    np.testing.assert_array_equal(np.repeat(levels.codes, counts), codes)
+
+
+def local_frame(n: int, seed: int, bias: float = 0.0):
+    rng = np.random.default_rng(seed)
+    age = rng.normal(40.0, 10.0, n)
+    group = rng.choice(["a", "b", "c"], n)
+    p = rng.uniform(0.05, 0.7, n)
+    truth = np.clip(p + bias * (group == "a"), 0.0, 1.0)
+    y = (rng.random(n) < truth).astype(np.int64)
+    return y, p, pd.DataFrame({"age": age, "group": group})
+
+
+def run(y, p, frame, resamples: int = 99, **weights) -> dict:
+    data = CalibrationData.from_arrays(y, p, covariates=frame, categorical=["group"],
+                                       **weights)
+    config = calaudit.AuditConfig(n_resamples=resamples, random_state=4,
+                                  local=LocalConfig(n_resamples=resamples,
+                                                          resample_dtype="float64"))
+    return calaudit.run_audit(data, config).to_dict()
+
+
+def test_frequency_weights_equal_row_duplication_for_the_local_statistics() -> None:
+    y, p, frame = local_frame(150, 2)
+    w = np.random.default_rng(5).integers(0, 4, y.size)
+    repeat = np.repeat(np.arange(y.size), w)
+    weighted = run(y, p, frame, sample_weight=w)
+    duplicated = run(y[repeat], p[repeat], frame.iloc[repeat].reset_index(drop=True))
+    a, b = weighted["local"]["klce"], duplicated["local"]["klce"]
+    assert a["statistic"] == pytest.approx(b["statistic"], rel=1e-12, abs=1e-15)
+    for key in ("prob_kernel", "cov_kernel"):
+        assert a[key]["bandwidth"] == pytest.approx(b[key]["bandwidth"], rel=1e-12)
+    assert a["encoding"]["age"]["mean"] == pytest.approx(b["encoding"]["age"]["mean"],
+                                                         rel=1e-12)
+    assert a["encoding"]["age"]["sd"] == pytest.approx(b["encoding"]["age"]["sd"], rel=1e-12)
+    members = {t["id"]: t for t in weighted["tests"]}["local_consistency"]["params"]["members"]
+    dup = {t["id"]: t for t in duplicated["tests"]}["local_consistency"]["params"]["members"]
+    for mine, theirs in zip(members, dup, strict=True):  # deterministic: the observed scores
+        assert mine["name"] == theirs["name"] and mine["df"] == theirs["df"]
+        assert mine["statistic"] == pytest.approx(theirs["statistic"], rel=1e-10, abs=1e-15)
+
+
+def test_unit_weights_give_the_unweighted_statistic() -> None:
+    y, p, frame = local_frame(120, 6)
+    weighted = run(y, p, frame, sample_weight=np.ones(y.size))
+    plain = run(y, p, frame)
+    assert weighted["local"]["klce"]["statistic"] == pytest.approx(
+        plain["local"]["klce"]["statistic"], rel=1e-12)
+
+
+def level_rejections(make, n_sets: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for _ in range(n_sets):
+        y, p, frame, weights = make(rng)
+        data = CalibrationData.from_arrays(y, p, covariates=frame, **weights)
+        config = calaudit.AuditConfig(n_resamples=19, random_state=int(rng.integers(1 << 30)),
+                                      local=LocalConfig(n_resamples=99, diagnostics=False))
+        tests = {t["id"]: t for t in calaudit.run_audit(data, config).to_dict()["tests"]}
+        rejected += tests["local_consistency"]["p_value"] <= 0.05
+    return rejected / n_sets
+
+
+@pytest.mark.parametrize("case", ["design", "negative_rate"])
+def test_the_weighted_local_test_keeps_its_level(case) -> None:
+    def make(rng):
+        n = 400
+        p = rng.uniform(0.05, 0.6, n)
+        x = rng.normal(size=n)
+        y = (rng.random(n) < p).astype(np.int64)
+        if case == "design":
+            return y, p, pd.DataFrame({"x": x}), {"sample_weight": np.exp(x),
+                                                  "weight_kind": "design"}
+        keep = (y == 1) | (rng.random(n) < 0.3)
+        return y[keep], p[keep], pd.DataFrame({"x": x[keep]}), {"negative_rate": 0.3}
+    # 40 data sets: the rejection count is Binomial(40, <= 0.05); P(>= 7) < 0.01
+    assert level_rejections(make, 40, 11) < 7 / 40
+
+
+def test_weighted_local_refusals() -> None:
+    y, p, frame = local_frame(100, 1)
+    data = CalibrationData.from_arrays(y, p, covariates=frame, sample_weight=np.ones(100))
+    for local, message in ((({"tests": ("klce_bootstrap",)}), "no weighted version"),):
+        config = calaudit.AuditConfig(local=LocalConfig(**local))
+        with pytest.raises(ConfigError, match=message):
+            calaudit.run_audit(data, config)
+    with pytest.raises(ConfigError, match="exact kernel"):
+        calaudit.run_audit(data, calaudit.AuditConfig(method="features"))
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 100)
+    multi = CalibrationData.from_arrays(rng.integers(0, 3, 100), probs, covariates=frame,
+                                        sample_weight=np.ones(100))
+    with pytest.raises(ConfigError, match="binary models only"):
+        calaudit.run_audit(multi, calaudit.AuditConfig())
