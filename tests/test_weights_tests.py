@@ -270,3 +270,14 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
                                            n_resamples=49, alpha=0.1, rng=rng, params={})
         rejected += result.p_value <= 0.1
     assert rejected / n_sets <= bound(0.1, n_sets), rejected
+
+
+def test_real_valued_weights_read_as_frequency_weights_stop_even_with_drop_invalid(
+        tmp_path: Path) -> None:
+    frame = binary_frame(100, seed=3)
+    frame["w"] = np.random.default_rng(1).uniform(0.5, 2.0, len(frame))
+    path = write_frame(frame, tmp_path / "preds.csv")
+    out = run_cli("test", path, "--label-col", "label", "--prob-cols", "prob",
+                  "--weight-col", "w", "--drop-invalid")
+    assert_one_line_error(out, "fractional_frequency_weight", "--weight-kind design")
+    assert "--drop-invalid" not in out.stderr
