@@ -33,7 +33,7 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
     seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            band_resamples or 0, rng)
+                            band_resamples or 0, rng, scores=False)
     count = seen.count[:, 0]
     keep = count > 0
     rate = seen.event[keep, 0] / count[keep]

@@ -186,3 +186,66 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
             out[at[c]:at[c] + size] = values[bounds[c]:bounds[c + 1]]
             at[c] += size
     return [out[first[c]:ends[c]] for c in range(n_cells)]
+
+
+def convolution_power(offset: int, distribution: NDArray[np.float64], power: int,
+                      mean: float, variance: float, rows: int
+                      ) -> tuple[int, NDArray[np.float64]]:
+    """The law of the sum of ``power`` independent copies of ``offset + K``,
+    ``K ~ distribution`` (a Poisson-binomial law of ``rows`` rows with ``sum p = mean`` and
+    ``sum p (1 - p) = variance``): the ``power``-th power of its spectrum (one real FFT
+    pair), cut to the Bernstein window of the ``power x rows`` Bernoulli units
+    (:func:`window`)."""
+    if power == 1:
+        return offset, distribution
+    length = power * (distribution.size - 1) + 1
+    size = fft.next_fast_len(length, real=True)
+    out = fft.irfft(fft.rfft(distribution, size) ** power, size)[:length]
+    np.maximum(out, 0.0, out=out)
+    start = power * offset
+    lo, hi = window(power * mean, power * variance, power * rows)
+    lo, hi = max(lo, start), min(hi, start + length - 1)
+    return lo, out[lo - start:hi - start + 1]
+
+
+def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
+             ) -> tuple[int, NDArray[np.float64]]:
+    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)`` (whole
+    ``units``): the units of row ``i`` are ``units_i`` Bernoulli(``p_i``), so the rows that
+    share a unit count ``d`` contribute ``d`` independent copies of their one-unit
+    Poisson-binomial sum (:func:`law`, then :func:`convolution_power`); the counts' laws
+    are multiplied (one real FFT product each) and cut to the running Bernstein window.
+    The law of the rows repeated ``units_i`` times, in O(rows) instead of O(units)."""
+    offset, out = 0, np.ones(1)
+    mean = variance = 0.0
+    total = 0
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    for count in np.unique(units[units > 0]):
+        q = p[units == count]
+        d = int(count)
+        q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
+        lo, part = convolution_power(*law(q), d, q_mean, q_variance, q.size)
+        out = _product(out, part)
+        offset += lo
+        mean, variance, total = mean + d * q_mean, variance + d * q_variance, total + d * q.size
+        lo, hi = window(mean, variance, total)
+        lo, hi = max(lo, offset), min(hi, offset + out.size - 1)
+        out, offset = out[lo - offset:hi - offset + 1], lo
+    return offset, out / out.sum()
+
+
+def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
+                     cells: NDArray[np.intp], n_cells: int, n_resamples: int,
+                     rng: np.random.Generator) -> NDArray[np.int64]:
+    """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
+    ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
+    and each cell's law :func:`unit_law`), without repeating them."""
+    members = cell_members(p, cells, n_cells)
+    counts = cell_members(np.asarray(units, dtype=np.float64), cells, n_cells)
+    u = rng.random((n_cells, n_resamples))
+    out = np.zeros((n_cells, n_resamples), dtype=np.int64)
+    for c in range(n_cells):
+        if counts[c].sum() > 0:
+            offset, distribution = unit_law(members[c], counts[c])
+            out[c] = sample(distribution, u[c], offset)
+    return out
