@@ -17,8 +17,11 @@ the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
   counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
   for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
   directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
-  very draws of the repeated data). Otherwise (label-dependent sampling, many distinct
-  design weights) every row is redrawn from its block stream (O(n x B)).
+  very draws of the repeated data; frequency weights with few distinct values from
+  per-weight laws, :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`, in
+  O(rows)). Otherwise (label-dependent sampling, many distinct design weights) every row
+  is redrawn from its block stream (O(n x B)): under label-dependent sampling a bin's
+  weighted mean score depends on which rows are redrawn positive, not only on how many.
 * ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
   under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
   variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
