@@ -171,3 +171,23 @@ def test_weighted_local_refusals() -> None:
                                         sample_weight=np.ones(100))
     with pytest.raises(ConfigError, match="binary models only"):
         calaudit.run_audit(multi, calaudit.AuditConfig())
+
+
+def test_a_small_weighted_sample_is_inconclusive_and_metrics_give_the_same_statistic() -> None:
+    y, p, frame = local_frame(150, 9)
+    design = CalibrationData.from_arrays(y, p, covariates=frame, categorical=["group"],
+                                         sample_weight=np.full(150, 7.0),
+                                         weight_kind="design")
+    small = calaudit.run_audit(design, calaudit.AuditConfig(
+        n_resamples=19, local=LocalConfig(n_resamples=19, min_group_rows=151))).to_dict()
+    local = {t["id"]: t for t in small["tests"]}["local_consistency"]
+    assert local["status"] == "INCONCLUSIVE"
+    assert "sample size 150 < min_group_rows 151" in local["message"]
+    data = CalibrationData.from_arrays(y, p, covariates=frame, categorical=["group"],
+                                       negative_rate=0.5)
+    tested = calaudit.run_audit(data, calaudit.AuditConfig(
+        n_resamples=19, local=LocalConfig(n_resamples=19))).to_dict()
+    estimated = calaudit.run_audit(data, calaudit.AuditConfig(run_tests=False)).to_dict()
+    assert tested["local"]["klce"]["statistic"] == pytest.approx(
+        estimated["local"]["klce"]["statistic"], rel=1e-12)
+    assert "hoeffding" not in tested["local"]["klce"] and not tested.get("groups")
