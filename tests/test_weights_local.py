@@ -12,6 +12,7 @@ import pytest
 import calaudit
 from calaudit import CalibrationData
 from calaudit.audit.config import LocalConfig
+from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.data.weights import SampleWeights
 from calaudit.exceptions import ConfigError
 from calaudit.local.kernel import GaussianProductGram
@@ -133,10 +134,9 @@ def level_rejections(make, n_sets: int, seed: int) -> float:
     for _ in range(n_sets):
         y, p, frame, weights = make(rng)
         data = CalibrationData.from_arrays(y, p, covariates=frame, **weights)
-        config = calaudit.AuditConfig(n_resamples=19, random_state=int(rng.integers(1 << 30)),
-                                      local=LocalConfig(n_resamples=99, diagnostics=False))
-        tests = {t["id"]: t for t in calaudit.run_audit(data, config).to_dict()["tests"]}
-        rejected += tests["local_consistency"]["p_value"] <= 0.05
+        config = calaudit.AuditConfig(local=LocalConfig(n_resamples=99, diagnostics=False))
+        out = LocalCalibrationStage().run(data, config, rng)  # the local stage alone
+        rejected += {t.id: t for t in out.tests}["local_consistency"].p_value <= 0.05
     return rejected / n_sets
 
 
@@ -165,12 +165,6 @@ def test_weighted_local_refusals() -> None:
             calaudit.run_audit(data, config)
     with pytest.raises(ConfigError, match="exact kernel"):
         calaudit.run_audit(data, calaudit.AuditConfig(method="features"))
-    rng = np.random.default_rng(0)
-    probs = rng.dirichlet(np.ones(3), 100)
-    multi = CalibrationData.from_arrays(rng.integers(0, 3, 100), probs, covariates=frame,
-                                        sample_weight=np.ones(100))
-    with pytest.raises(ConfigError, match="binary models only"):
-        calaudit.run_audit(multi, calaudit.AuditConfig())
 
 
 def test_a_small_weighted_sample_is_inconclusive_and_metrics_give_the_same_statistic() -> None:
@@ -191,3 +185,67 @@ def test_a_small_weighted_sample_is_inconclusive_and_metrics_give_the_same_stati
     assert tested["local"]["klce"]["statistic"] == pytest.approx(
         estimated["local"]["klce"]["statistic"], rel=1e-12)
     assert "hoeffding" not in tested["local"]["klce"] and not tested.get("groups")
+
+
+def loop_vector_klce(probs, x, y, t, f, gamma_p: float, gamma_x: float) -> float:
+    """Multi-class: sum over pairs of distinct units of w_a w_b k(a, b) <e_ya - p_a,
+    e_yb - p_b> over sum_{a != b} w_a w_b (units as in :func:`loop_klce`)."""
+    m = probs.shape[1]
+    units = []
+    for i in range(probs.shape[0]):
+        units += [(probs[i], x[i], np.eye(m)[y[i]] - probs[i], f[i])] * int(t[i])
+    top = bottom = 0.0
+    for a, (pa, xa, ra, wa) in enumerate(units):
+        for b, (pb, xb, rb, wb) in enumerate(units):
+            if a != b:
+                k = np.exp(-gamma_p * np.sum((pa - pb) ** 2) - gamma_x * np.sum((xa - xb) ** 2))
+                top += wa * wb * k * float(ra @ rb)
+                bottom += wa * wb
+    return top / bottom
+
+
+@pytest.mark.parametrize("kind", ["design", "frequency"])
+def test_multiclass_weighted_klce_matches_the_double_loop_over_units(kind) -> None:
+    from calaudit.local.weighted_klce import VectorUnits
+
+    rng = np.random.default_rng(12)
+    probs = rng.dirichlet(np.ones(3), 30)
+    x = rng.normal(size=(30, 2))
+    y = np.array([rng.choice(3, p=row) for row in probs])
+    d = rng.integers(0, 4, 30).astype(float) if kind == "frequency" \
+        else rng.exponential(1.0, 30)
+    units = VectorUnits.of(SampleWeights(d, kind), probs)
+    gamma_p, gamma_x = 2.0, 0.3
+    gram = GaussianProductGram(np.column_stack([probs * np.sqrt(gamma_p),
+                                                x * np.sqrt(gamma_x)]))
+    t = d if kind == "frequency" else np.ones(30)
+    f = np.ones(30) if kind == "frequency" else d
+    want = loop_vector_klce(probs, x, y, t, f, gamma_p, gamma_x)
+    assert weighted_klce2(gram, y, units) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_multiclass_frequency_weights_equal_row_duplication_and_design_keeps_the_level() -> None:
+    rng = np.random.default_rng(21)
+    n = 150
+    probs = rng.dirichlet(np.full(3, 2.0), n)
+    y = np.array([rng.choice(3, p=row) for row in probs])
+    frame = pd.DataFrame({"age": rng.normal(40, 10, n), "group": rng.choice(["a", "b"], n)})
+    w = rng.integers(0, 4, n)
+    repeat = np.repeat(np.arange(n), w)
+    weighted = run(y, probs, frame, sample_weight=w)
+    duplicated = run(y[repeat], probs[repeat], frame.iloc[repeat].reset_index(drop=True))
+    a, b = weighted["local"]["klce"], duplicated["local"]["klce"]
+    assert a["statistic"] == pytest.approx(b["statistic"], rel=1e-12, abs=1e-15)
+    members = {t["id"]: t for t in weighted["tests"]}["local_consistency"]["params"]["members"]
+    dup = {t["id"]: t for t in duplicated["tests"]}["local_consistency"]["params"]["members"]
+    for mine, theirs in zip(members, dup, strict=True):
+        assert mine["name"] == theirs["name"] and mine["df"] == theirs["df"]
+        assert mine["statistic"] == pytest.approx(theirs["statistic"], rel=1e-10, abs=1e-15)
+
+    def make(rng):
+        probs = rng.dirichlet(np.full(3, 2.0), 300)
+        y = np.array([rng.choice(3, p=row) for row in probs])
+        x = rng.normal(size=300)
+        return y, probs, pd.DataFrame({"x": x}), {"sample_weight": np.exp(x),
+                                                  "weight_kind": "design"}
+    assert level_rejections(make, 30, 5) < 6 / 30  # Binomial(30, 0.05): P(>= 6) < 0.01

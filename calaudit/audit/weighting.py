@@ -63,11 +63,8 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
 
 def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
     """Stop a weighted audit with covariates whose local tests have no weighted version:
-    a multi-class model, a named test other than :data:`WEIGHTED_LOCAL_TESTS`, the random
-    feature path (weighted local tests run on the exact kernel)."""
-    if not data.is_binary:
-        raise ConfigError("local calibration (--covariates) on weighted rows is available "
-                          "for binary models only", hint=hint)
+    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, the random feature path
+    (weighted local tests run on the exact kernel)."""
     unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
     if config.run_tests and unweighted:
         raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
@@ -116,6 +113,10 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
                           "group reliability)",
                     "reason": "their smoothers, intervals and fits are not weighted yet; the "
                               "weighted local tests and KLCE^2 run"})
+        if not data.is_binary and config.local.per_class:
+            out.append({"id": "local per-class views (one-vs-rest KLCE^2 and tests)",
+                        "reason": "not weighted yet; the weighted multi-class local test "
+                                  "runs on the vector residuals"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

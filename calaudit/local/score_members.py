@@ -106,9 +106,9 @@ class ScoreMembers:
               variance: NDArray[np.float64] | None = None) -> ScoreMembers:
         """Members of covariates ``names`` with per-row level ``codes`` (``sizes`` levels
         each); ``proba`` is ``p_1`` (n,) for a binary model or the (n, m) probabilities.
-        ``variance`` (binary): the null variance of each row's residual when it is not
-        ``p (1 - p)`` (weighted rows: the variance of the weighted residual sum ``R_i``,
-        :mod:`calaudit.local.weighted_local`)."""
+        ``variance`` (weighted rows, :mod:`calaudit.local.weighted_local`): binary, the null
+        variance of each row's weighted residual sum ``R_i`` (instead of ``p (1 - p)``);
+        multi-class, the factor ``a_i`` of its covariance ``a_i (diag p_i - p_i p_i^T)``."""
         h = level_matrix(codes, sizes)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         members: list[Member] = []
@@ -125,17 +125,19 @@ class ScoreMembers:
                 members.append(_joint_member(info, overall, first, "binary"))
             return cls(h, tuple(members), None)
         m = proba.shape[1]
-        total = np.diag(proba.sum(axis=0)) - _outer_sums(sparse.csr_matrix(
-            np.ones((proba.shape[0], 1))), proba, m)[0]
+        scale = np.ones(proba.shape[0]) if variance is None else variance
+        total = np.diag((scale[:, None] * proba).sum(axis=0)) - _outer_sums(
+            sparse.csr_matrix(scale[:, None]), proba, m)[0]
         overall, total_rank = pseudo_inverse(total)
+        scaled = h if variance is None else sparse.csr_matrix(sparse.diags(scale) @ h)
         for k, name in enumerate(names):
             cols = np.arange(offsets[k], offsets[k + 1])
-            members.append(_vector_member(name, cols, h[:, cols], proba, m, overall,
+            members.append(_vector_member(name, cols, scaled[:, cols], proba, m, overall,
                                           total_rank))
         if len(names) > 1:
             top = np.argmax(proba, axis=1)
             confidence = proba[np.arange(proba.shape[0]), top]
-            weight = confidence * (1.0 - confidence)
+            weight = scale * confidence * (1.0 - confidence)
             info = (h.T @ sparse.diags(weight) @ h).toarray()
             members.append(_joint_member(info, _scalar_inverse(float(weight.sum())), first,
                                          "top-label"))

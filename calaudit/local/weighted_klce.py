@@ -28,6 +28,7 @@ quadratic forms are the pairwise engine's passes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -114,18 +115,18 @@ def klce2_value(forms: NDArray[np.float64], sums: NDArray[np.float64]) -> NDArra
         return np.where(denominator > 0, (forms + inner) / denominator, np.nan)
 
 
-def unit_sampler(units: WeightedUnits, diagonal: NDArray[np.float64],
+def unit_sampler(units: WeightedUnits | VectorUnits, diagonal: NDArray[np.float64],
                  found: list[NDArray[np.float64]]) -> Callable:
     """A sampler for :func:`calaudit.local.resampling.batched_forms`: fills the columns
     with redrawn ``R`` and appends each batch's :meth:`~WeightedUnits.sums` to ``found``."""
     def draw(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
-        events = units.draw(rng, out.shape[1])
+        events = units.draw(rng, out.shape[-1])
         out[:] = units.residuals(events)
         found.append(units.sums(events, out, diagonal))
     return draw
 
 
-def tie_tolerance(units: WeightedUnits, n: int, denominator: float) -> float:
+def tie_tolerance(units: WeightedUnits | VectorUnits, n: int, denominator: float) -> float:
     """Replicates this close below the observed statistic count as ties: twice the
     float64 rounding bound of a form (:func:`calaudit.numerics.resampling.form_error_factor`
     times ``(sum |R|)^2``) over the observed denominator."""
@@ -134,9 +135,71 @@ def tie_tolerance(units: WeightedUnits, n: int, denominator: float) -> float:
     return 2.0 * form_error_factor(n, np.float64) * units.mass() ** 2 / denominator
 
 
-def weighted_klce2(gram: Gram, y: NDArray[np.integer], units: WeightedUnits) -> float:
+def weighted_klce2(gram: Gram, y: NDArray[np.integer],
+                   units: WeightedUnits | VectorUnits) -> float:
     """``KLCE^2_w`` of the observed labels (module docstring), one engine pass."""
     events = units.observed_events(y)
     residual = units.residuals(events)
     forms = kernel_forms_and_matmul(gram, residual)[0]
     return float(klce2_value(forms, units.sums(events, residual, gram.diagonal()))[0])
+
+
+@dataclass(frozen=True)
+class VectorUnits:
+    """Multi-class rows with label-independent weights (module docstring with vector
+    residuals ``e_y - p_i`` and ``r = 1``): ``C_ik`` of the ``t_i`` units of row ``i``
+    have label ``k``; ``R_i = f_i (C_i - t_i p_i)``, ``A = sum f t``, ``S2 = sum f^2 t`` and
+    ``U = sum_i k_ii f_i^2 sum_k C_ik |e_k - p_i|^2``. Null: ``C_i ~ Multinomial(t_i,
+    p_i)``."""
+
+    proba: NDArray[np.float64]
+    t: NDArray[np.float64]
+    f: NDArray[np.float64]
+    frequency: bool
+
+    @classmethod
+    def of(cls, weights, proba: NDArray[np.float64]) -> VectorUnits:
+        proba = np.asarray(proba, dtype=np.float64)
+        frequency = weights.kind == "frequency"
+        d = np.asarray(weights.design, dtype=np.float64)
+        ones = np.ones(d.size)
+        return cls(proba, d if frequency else ones, ones if frequency else d, frequency)
+
+    def observed_events(self, y: NDArray[np.integer]) -> NDArray[np.float64]:
+        """``C`` (n, m, 1) of the observed labels."""
+        counts = np.zeros(self.proba.shape + (1,))
+        counts[np.arange(self.t.size), np.asarray(y), 0] = self.t
+        return counts
+
+    def residuals(self, counts: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``R`` (n, m, B) of counts ``C`` (n, m, B)."""
+        return self.f[:, None, None] * (counts - self.t[:, None, None] * self.proba[:, :, None])
+
+    def sums(self, counts: NDArray[np.float64], residual: NDArray[np.float64],
+             diagonal: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``(A, S2, sum_i k_ii |R_i|^2 - U)`` of every column, (3, B)."""
+        b = counts.shape[2]
+        norms = 1.0 - 2.0 * self.proba + (self.proba ** 2).sum(axis=1, keepdims=True)
+        own = (self.f ** 2)[:, None] * np.einsum("imb,im->ib", counts, norms)
+        inner = (diagonal[:, None] * ((residual * residual).sum(axis=1) - own)).sum(axis=0)
+        return np.vstack([np.full(b, float((self.f * self.t).sum())),
+                          np.full(b, float((self.f * self.f * self.t).sum())), inner])
+
+    def draw(self, rng: np.random.Generator, count: int) -> NDArray[np.float64]:
+        """``C`` (n, m, count): multinomial counts by sequential binomials (class ``k`` of
+        the units left, with probability ``p_k / (1 - sum_{j<k} p_j)``)."""
+        n, m = self.proba.shape
+        out = np.zeros((n, m, count))
+        left = np.repeat(self.t.astype(np.int64)[:, None], count, axis=1)
+        mass = np.ones(n)
+        for k in range(m - 1):
+            share = np.clip(self.proba[:, k] / np.where(mass > 0, mass, 1.0), 0.0, 1.0)
+            drawn = rng.binomial(left, share[:, None])
+            out[:, k] = drawn
+            left = left - drawn
+            mass = mass - self.proba[:, k]
+        out[:, m - 1] = left
+        return out
+
+    def mass(self) -> float:
+        return float((self.f * self.t).sum()) * math.sqrt(2.0)

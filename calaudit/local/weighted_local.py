@@ -37,6 +37,7 @@ from calaudit.local.kernel import GaussianProductGram, product_gram
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.weighted_klce import (
+    VectorUnits,
     WeightedUnits,
     klce2_value,
     tie_tolerance,
@@ -134,10 +135,14 @@ def weighted_levels(cov: Any, n_bands: int, weights: NDArray[np.float64],
     return Levels(cov.name, codes, labels)
 
 
-def null_variance(units: WeightedUnits) -> NDArray[np.float64]:
-    """Null variance of each row's weighted residual sum ``R_i`` (module docstring)."""
-    p, q, r = units.p, units.q, units.r
+def null_variance(units: WeightedUnits | VectorUnits) -> NDArray[np.float64]:
+    """Binary: the null variance of each row's weighted residual sum ``R_i`` (module
+    docstring); multi-class: the factor ``a_i = t_i f_i^2`` of its covariance
+    ``a_i (diag p_i - p_i p_i^T)``."""
     a = units.t * units.f * units.f
+    if isinstance(units, VectorUnits):
+        return a
+    p, q, r = units.p, units.q, units.r
     return a * (q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r))
 
 
@@ -153,8 +158,10 @@ class WeightedLocalTests:
         weights = data.weights
         frequency = weights.kind == "frequency"
         d = np.asarray(weights.design, dtype=np.float64)
-        self.proba = np.array(data.y_proba[:, 1])
-        self.units = WeightedUnits.of(weights, self.proba)
+        binary = data.is_binary
+        self.proba = np.array(data.y_proba[:, 1] if binary else data.y_proba)
+        self.units = (WeightedUnits.of(weights, self.proba) if binary
+                      else VectorUnits.of(weights, self.proba))
         lc = self.local
         self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True,
                                          weights=d)
@@ -165,7 +172,7 @@ class WeightedLocalTests:
         self.cov_bw = weighted_bandwidth(self.encoded.features, lc.cov_bandwidth,
                                          streams["bandwidth"], lc.median_max_rows, d,
                                          frequency, self.encoded.blocks)
-        lazy = product_gram(self.proba.reshape(-1, 1), self.prob_bw.gamma,
+        lazy = product_gram(self.proba.reshape(self.proba.shape[0], -1), self.prob_bw.gamma,
                             self.encoded.features, self.cov_bw.gamma, lazy=True)
         self.gram = GaussianProductGram(np.asarray(lazy.features))
 
@@ -173,7 +180,8 @@ class WeightedLocalTests:
         weights = self.data.weights
         return {"covariates": list(self.data.covariate_names),
                 "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
-                "residual": "weighted y - p", "normalisation":
+                "residual": "weighted y - p" if self.data.is_binary else "weighted e_y - p",
+                "normalisation":
                     "1 / (A^2 - S2): pairs of distinct weighted units",
                 "weights": weights.kind, "label_dependent": weights.label_dependent,
                 "computation": {"method": "exact", "reason": "weighted rows"}}
@@ -209,18 +217,27 @@ class WeightedLocalTests:
         found: list[NDArray[np.float64]] = []
         scores = self.scores()
         level_sums: list[NDArray[np.float64]] = []
+        top_sums: list[NDArray[np.float64] | None] = []
+
+        def observe(z: NDArray[np.float64]) -> None:
+            level_sums.append(scores.level_sums(z))
+            top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
+
         forms, null_forms, _ = batched_forms(
             self.gram, unit_sampler(self.units, self.gram.diagonal(), found),
             self.local.n_resamples, self.streams["klce_consistency"], residual,
-            observe=lambda z: level_sums.append(scores.level_sums(z)))
+            observe=observe)
         observed = float(klce2_value(forms, sums)[0])
         null = klce2_value(null_forms, np.concatenate(found, axis=1))
         total, squares = float(sums[0, 0]), float(sums[1, 0])
         atol = tie_tolerance(self.units, self.gram.n, total * total - squares)
         p_value = monte_carlo_pvalue(observed, null, atol=atol)
         values = np.concatenate([[observed], null])
+        top = None
+        if residual.ndim == 3 and scores.top is not None:
+            top = np.concatenate([scores.top_sums(residual)] + top_sums, axis=-1)
         members = aggregate.member_values(scores, np.concatenate(
-            [scores.level_sums(residual)] + level_sums, axis=-1), None, values, p_value)
+            [scores.level_sums(residual)] + level_sums, axis=-1), top, values, p_value)
         return observed, null, p_value, combine(members)
 
     def run(self) -> tuple[list[TestResult], float]:
