@@ -1,4 +1,5 @@
-"""KLCE^2 on weighted rows and its consistency test (docs/weights.md; binary models).
+"""KLCE^2 on weighted rows and its consistency test (docs/weights.md; binary models here,
+multi-class in :class:`VectorUnits`).
 
 Row ``i`` holds ``t_i`` units: ``t_i = d_i`` for frequency weights (each unit weighs
 ``f_i = 1``), one unit of weight ``f_i = d_i`` for design weights. ``K_i`` of its units are

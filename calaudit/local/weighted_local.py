@@ -1,4 +1,4 @@
-"""The local tests on weighted rows (docs/weights.md; binary models, exact kernel).
+"""The local tests on weighted rows (docs/weights.md; exact kernel).
 
 What a weighted audit with covariates computes:
 
@@ -15,7 +15,8 @@ What a weighted audit with covariates computes:
   ``KLCE^2_w`` and the recalibration score statistics of the weighted residual sums ``R``
   (their information uses the null variance of ``R_i``:
   ``a_i (q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2)`` with ``a = d`` for frequency weights,
-  ``d^2`` otherwise), all from the same redraws.
+  ``d^2`` otherwise; multi-class: class covariances ``a_i (diag p_i - p_i p_i^T)``),
+  all from the same redraws.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ WEIGHTED_LOCAL_TESTS = ("local_consistency", "klce_consistency")
 METHOD = ("consistency resampling, weighted: labels redrawn from their law in the sample "
           "(every unit of a frequency weight), weights following the redrawn labels; "
           "p = (1 + #{T* >= T}) / (1 + B)")
-
-
 AGGREGATE_METHOD = (METHOD + "; members: a recalibration score statistic of the weighted "
                     "residual sums per covariate and for all covariates together, and "
                     "KLCE^2_w; statistic A = max_j log(w_j / q_j)")
