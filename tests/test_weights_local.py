@@ -249,3 +249,32 @@ def test_multiclass_frequency_weights_equal_row_duplication_and_design_keeps_the
         return y, probs, pd.DataFrame({"x": x}), {"sample_weight": np.exp(x),
                                                   "weight_kind": "design"}
     assert level_rejections(make, 30, 5) < 6 / 30  # Binomial(30, 0.05): P(>= 6) < 0.01
+
+
+def test_a_weighted_local_failure_reads_the_same_in_every_output(tmp_path) -> None:
+    import json
+    import xml.etree.ElementTree as ET
+
+    from tests.cli_inprocess import run_cli
+    from tests.conftest import write_frame
+
+    rng = np.random.default_rng(2)
+    n = 600
+    frame = pd.DataFrame({"prob": rng.uniform(0.05, 0.6, n), "race": rng.choice(["A", "B"], n)})
+    truth = np.clip(frame["prob"] + 0.25 * (frame["race"] == "A"), 0, 1)
+    frame["label"] = (rng.random(n) < truth).astype(int)
+    frame["w"] = rng.integers(1, 4, n)
+    path = write_frame(frame, tmp_path / "preds.csv")
+    out = run_cli("test", path, "--label-col", "label", "--prob-cols", "prob", "--weight-col",
+                  "w", "--covariates", "race", "--n-resamples", "99", "--local-resamples",
+                  "99", "--json", tmp_path / "r.json", "--junit", tmp_path / "r.xml",
+                  "--md", tmp_path / "r.md")
+    assert out.code == 1, out.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    local = {t["id"]: t for t in result["tests"]}["local_consistency"]
+    assert local["status"] == "FAIL" and local["params"]["weights"] == "frequency"
+    case = [c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase")
+            if c.get("name") == "local_consistency"][0]
+    assert case.find("failure") is not None
+    assert "| test:local\\_consistency | FAIL |" in (tmp_path / "r.md").read_text()
+    assert "local_consistency" in out.stdout and "FAIL" in out.stdout
