@@ -213,7 +213,8 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
     """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)`` (whole
     ``units``): the units of row ``i`` are ``units_i`` Bernoulli(``p_i``), so the rows that
     share a unit count ``d`` contribute ``d`` independent copies of their one-unit
-    Poisson-binomial sum (:func:`law`, then :func:`convolution_power`); the counts' laws
+    Poisson-binomial sum (:func:`pmf`, or :func:`windowed_pmf` above :data:`CHUNK_ROWS`
+    rows; then :func:`convolution_power`); the counts' laws
     are multiplied (one real FFT product each) and cut to the running Bernstein window.
     The law of the rows repeated ``units_i`` times, in O(rows) instead of O(units)."""
     offset, out = 0, np.ones(1)
@@ -224,7 +225,8 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
         q = p[units == count]
         d = int(count)
         q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
-        lo, part = convolution_power(*law(q), d, q_mean, q_variance, q.size)
+        single = windowed_pmf(q) if q.size > CHUNK_ROWS else (0, pmf(q))
+        lo, part = convolution_power(*single, d, q_mean, q_variance, q.size)
         out = _product(out, part)
         offset += lo
         mean, variance, total = mean + d * q_mean, variance + d * q_variance, total + d * q.size
