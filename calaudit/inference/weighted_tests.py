@@ -240,16 +240,21 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     if frequency and np.unique(design).size > MAX_LEVELS:
         return None
     factor = np.ones(design.size) if frequency else design
-    pairs, level = np.unique(np.column_stack([factor, rate]), axis=0, return_inverse=True)
-    if pairs.shape[0] > MAX_LEVELS:
+    factors, factor_code = np.unique(factor, return_inverse=True)
+    rates, rate_code = np.unique(rate, return_inverse=True)
+    used, level = np.unique(factor_code * rates.size + rate_code, return_inverse=True)
+    if used.size > MAX_LEVELS:
         return None
+    pairs = np.column_stack([factors[used // rates.size], rates[used % rates.size]])
     units = design if frequency else np.ones(design.size)
     refined = cells.index * pairs.shape[0] + level.ravel()
     q = weights.null_positive_rate(binned.scores)
     n_fine = cells.n_cells * pairs.shape[0]
     size = np.bincount(refined, units, minlength=n_fine).reshape(cells.n_cells, -1, 1)
     f, r = pairs[:, 0][None, :, None], pairs[:, 1][None, :, None]
-    drawn = unit_cell_counts(q, units, refined, n_fine, n_resamples, rng).astype(np.float64)
+    drawn = (unit_cell_counts(q, units, refined, n_fine, n_resamples, rng)
+             if (units != 1).any() else cell_counts(q, refined, n_fine, n_resamples, rng))
+    drawn = drawn.astype(np.float64)
     drawn = drawn.reshape(cells.n_cells, pairs.shape[0], n_resamples)
     row_weights = weights.of_labels(binned.outcomes > 0)
     seen = BinSums(np.bincount(cells.index, row_weights, minlength=cells.n_cells)[:, None],
