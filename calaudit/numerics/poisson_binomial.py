@@ -168,14 +168,14 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
     """The ``p_i`` of every cell in row order: the values of
     ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
     rows at a time into one array (8 bytes a row, no n-row permutation), one view per
-    cell."""
+    cell (``p`` (n,) or (n, k): the rows of ``k`` columns together)."""
     counts = np.zeros(n_cells, dtype=np.int64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
     ends = np.cumsum(counts)
     at = ends - counts
     first = at.copy()
-    out = np.empty(cells.shape[0], np.float64)
+    out = np.empty(cells.shape[:1] + np.shape(p)[1:], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
         order = np.argsort(block, kind="stable")
@@ -242,12 +242,11 @@ def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
     """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
     ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
     and each cell's law :func:`unit_law`), without repeating them."""
-    members = cell_members(p, cells, n_cells)
-    counts = cell_members(np.asarray(units, dtype=np.float64), cells, n_cells)
+    members = cell_members(np.column_stack([p, units]), cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
     for c in range(n_cells):
-        if counts[c].sum() > 0:
-            offset, distribution = unit_law(members[c], counts[c])
+        if members[c][:, 1].sum() > 0:
+            offset, distribution = unit_law(members[c][:, 0], members[c][:, 1])
             out[c] = sample(distribution, u[c], offset)
     return out
