@@ -241,6 +241,12 @@ def test_multiclass_frequency_weights_equal_row_duplication_and_design_keeps_the
     for mine, theirs in zip(members, dup, strict=True):
         assert mine["name"] == theirs["name"] and mine["df"] == theirs["df"]
         assert mine["statistic"] == pytest.approx(theirs["statistic"], rel=1e-10, abs=1e-15)
+    assert len(a["per_class"]) == 3  # the one-vs-rest views
+    for mine, theirs in zip(a["per_class"], b["per_class"], strict=True):
+        assert mine["class"] == theirs["class"] and 0 < mine["p_value"] <= 1
+        assert mine["statistic"] == pytest.approx(theirs["statistic"], rel=1e-12, abs=1e-15)
+        assert mine["prob_kernel"]["bandwidth"] == pytest.approx(
+            theirs["prob_kernel"]["bandwidth"], rel=1e-12)
 
     def make(rng):
         probs = rng.dirichlet(np.full(3, 2.0), 300)

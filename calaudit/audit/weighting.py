@@ -119,10 +119,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
                           "group reliability)",
                     "reason": "their smoothers, intervals and fits are not weighted yet; the "
                               "weighted local tests and KLCE^2 run"})
-        if not data.is_binary and config.local.per_class:
-            out.append({"id": "local per-class views (one-vs-rest KLCE^2 and tests)",
-                        "reason": "not weighted yet; the weighted multi-class local test "
-                                  "runs on the vector residuals"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

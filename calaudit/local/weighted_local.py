@@ -34,6 +34,7 @@ from calaudit.local.aggregate import combine
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
+from calaudit.local.kernel_tests import MAX_PER_CLASS
 from calaudit.local.kernel import GaussianProductGram, product_gram
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
@@ -145,6 +146,39 @@ def null_variance(units: WeightedUnits | VectorUnits) -> NDArray[np.float64]:
     return a * (q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r))
 
 
+def resampled(gram: GaussianProductGram, units: WeightedUnits | VectorUnits,
+              y: NDArray[np.integer], scores: ScoreMembers, rng: np.random.Generator,
+              n_resamples: int) -> tuple[float, NDArray, float, Any]:
+    """``KLCE^2_w`` of labels ``y``, its null from ``n_resamples`` unit redraws, its
+    Monte-Carlo p-value and the aggregate test of it and the score members on the same
+    redraws, from one kernel pass (:func:`calaudit.local.resampling.batched_forms`)."""
+    events = units.observed_events(y)
+    residual = units.residuals(events)
+    sums = units.sums(events, residual, gram.diagonal())
+    found: list[NDArray[np.float64]] = []
+    level_sums: list[NDArray[np.float64]] = []
+    top_sums: list[NDArray[np.float64] | None] = []
+
+    def observe(z: NDArray[np.float64]) -> None:
+        level_sums.append(scores.level_sums(z))
+        top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
+
+    forms, null_forms, _ = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
+                                         n_resamples, rng, residual, observe=observe)
+    observed = float(klce2_value(forms, sums)[0])
+    null = klce2_value(null_forms, np.concatenate(found, axis=1))
+    total, squares = float(sums[0, 0]), float(sums[1, 0])
+    p_value = monte_carlo_pvalue(observed, null, atol=tie_tolerance(
+        units, gram.n, total * total - squares))
+    top = None
+    if residual.ndim == 3 and scores.top is not None:
+        top = np.concatenate([scores.top_sums(residual)] + top_sums, axis=-1)
+    members = aggregate.member_values(scores, np.concatenate(
+        [scores.level_sums(residual)] + level_sums, axis=-1), top,
+        np.concatenate([[observed], null]), p_value)
+    return observed, null, p_value, combine(members)
+
+
 class WeightedLocalTests:
     """The local stage's kernels and tests on weighted rows (module docstring): the
     setup, then :meth:`run`. ``sample_size`` and ``events`` are the audit's weighted sample
@@ -201,43 +235,50 @@ class WeightedLocalTests:
                                   [len(lv.labels) for lv in self.levels], self.proba,
                                   variance=null_variance(self.units))
 
-    def observed(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The observed residual column ``R`` (n, 1) and its sums (3, 1)."""
-        events = self.units.observed_events(self.data.y_true)
-        residual = self.units.residuals(events)
-        return residual, self.units.sums(events, residual, self.gram.diagonal())
-
     def statistic_only(self) -> float:
         return weighted_klce2(self.gram, self.data.y_true, self.units)
 
     def resampled(self) -> tuple[float, NDArray, float, Any]:
         """``KLCE^2_w``, its null, its p-value and the aggregate test, from one pass."""
-        residual, sums = self.observed()
-        found: list[NDArray[np.float64]] = []
-        scores = self.scores()
-        level_sums: list[NDArray[np.float64]] = []
-        top_sums: list[NDArray[np.float64] | None] = []
+        return resampled(self.gram, self.units, self.data.y_true, self.scores(),
+                         self.streams["klce_consistency"], self.local.n_resamples)
 
-        def observe(z: NDArray[np.float64]) -> None:
-            level_sums.append(scores.level_sums(z))
-            top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
-
-        forms, null_forms, _ = batched_forms(
-            self.gram, unit_sampler(self.units, self.gram.diagonal(), found),
-            self.local.n_resamples, self.streams["klce_consistency"], residual,
-            observe=observe)
-        observed = float(klce2_value(forms, sums)[0])
-        null = klce2_value(null_forms, np.concatenate(found, axis=1))
-        total, squares = float(sums[0, 0]), float(sums[1, 0])
-        atol = tie_tolerance(self.units, self.gram.n, total * total - squares)
-        p_value = monte_carlo_pvalue(observed, null, atol=atol)
-        values = np.concatenate([[observed], null])
-        top = None
-        if residual.ndim == 3 and scores.top is not None:
-            top = np.concatenate([scores.top_sums(residual)] + top_sums, axis=-1)
-        members = aggregate.member_values(scores, np.concatenate(
-            [scores.level_sums(residual)] + level_sums, axis=-1), top, values, p_value)
-        return observed, null, p_value, combine(members)
+    def per_class(self) -> list[dict[str, Any]]:
+        """Multi-class: each class one-vs-rest (units labelled ``1{y = c}``, kernel on
+        ``p_c``): ``KLCE^2_w`` and, when tests run, the weighted local aggregate test of
+        that view (``p_value``) with its kernel member's p-value (``klce_p_value``)."""
+        lc = self.local
+        if self.data.is_binary or not lc.per_class or self.data.n_classes > MAX_PER_CLASS:
+            return []
+        weights, rng = self.data.weights, self.streams["per_class"]
+        frequency = weights.kind == "frequency"
+        testing = self.config.run_tests and not self.too_small()
+        rows = []
+        for c, name in enumerate(self.data.classes):
+            p_c = np.array(self.data.y_proba[:, c])
+            y_c = (self.data.y_true == c).astype(np.int64)
+            units = WeightedUnits.of(weights, p_c)
+            bw = weighted_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows,
+                                    np.asarray(weights.design, np.float64), frequency)
+            lazy = product_gram(p_c.reshape(-1, 1), bw.gamma, self.encoded.features,
+                                self.cov_bw.gamma, lazy=True)
+            gram = GaussianProductGram(np.asarray(lazy.features))
+            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+            if not testing:
+                row["statistic"] = weighted_klce2(gram, y_c, units)
+                rows.append(row)
+                continue
+            scores = ScoreMembers.build([lv.name for lv in self.levels],
+                                        [lv.codes for lv in self.levels],
+                                        [len(lv.labels) for lv in self.levels], p_c,
+                                        variance=null_variance(units))
+            statistic, _, p_value, found = resampled(gram, units, y_c, scores, rng,
+                                                     lc.n_resamples)
+            row.update(statistic=statistic, p_value=found.p_value, klce_p_value=p_value,
+                       deciding_member=found.deciding,
+                       method="weighted local aggregate test, one-vs-rest")
+            rows.append(row)
+        return rows
 
     def run(self) -> tuple[list[TestResult], float]:
         """The requested tests (INCONCLUSIVE when the sample is too small) and
@@ -276,7 +317,11 @@ class WeightedLocalTests:
 
     def klce_section(self, statistic: float, tests: list[TestResult]) -> dict[str, Any]:
         """``local.klce`` of a weighted audit (no Hoeffding region: its bound is for
-        unweighted rows)."""
-        return {**self.kernel_params(), "encoding": self.encoded.encoding,
-                "encoded_columns": list(self.encoded.columns), "statistic": statistic,
-                "tests": [t.id for t in tests]}
+        unweighted rows), with the one-vs-rest views of a multi-class model."""
+        section = {**self.kernel_params(), "encoding": self.encoded.encoding,
+                   "encoded_columns": list(self.encoded.columns), "statistic": statistic,
+                   "tests": [t.id for t in tests]}
+        per_class = self.per_class()
+        if per_class:
+            section["per_class"] = per_class
+        return section
