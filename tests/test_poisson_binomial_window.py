@@ -120,3 +120,31 @@ def test_group_test_moments_are_the_whole_array_sums(n):
     mean = int(p.sum())
     for k in (mean - 3 * int(np.sqrt(n)), mean, mean + 40):
         assert groups_pb._rna_cdf(k, p) == pytest.approx(former_rna_cdf(k, p), abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [40, 3000])
+def test_the_law_of_units_is_the_law_of_the_repeated_rows(n):
+    """unit_law(p, d) against the exact pmf of every row repeated d_i times."""
+    from calaudit.numerics.poisson_binomial import unit_law
+
+    rng = np.random.default_rng(n)
+    p = rng.uniform(0.0, 1.0, n)
+    units = rng.integers(0, 5, n).astype(float)
+    offset, law = unit_law(p, units)
+    exact = pb.pmf(np.repeat(p, units.astype(int)))
+    full = np.zeros(exact.size)
+    full[offset:offset + law.size] = law
+    assert np.abs(full - exact).max() < 1e-13
+
+
+def test_unit_cell_counts_are_the_draws_of_the_repeated_rows():
+    from calaudit.numerics.poisson_binomial import unit_cell_counts
+
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.0, 1.0, 5000)
+    units = rng.integers(0, 4, 5000)
+    cells = rng.integers(0, 7, 5000)
+    mine = unit_cell_counts(p, units.astype(float), cells, 8, 300, np.random.default_rng(1))
+    repeated = pb.cell_counts(np.repeat(p, units), np.repeat(cells, units), 8, 300,
+                              np.random.default_rng(1))
+    np.testing.assert_array_equal(mine, repeated)

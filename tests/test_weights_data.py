@@ -115,6 +115,19 @@ def test_frequency_weights_are_whole_numbers() -> None:
     assert data.weights.kind == "design"
 
 
+def test_fractional_frequency_weights_are_not_dropped_by_drop_invalid() -> None:
+    """A fractional weight says the column holds real-valued weights: dropping its rows
+    would bias the audit, so drop_invalid does not apply; other bad rows still drop."""
+    y, p = np.array([0, 1, 1, 0, 1]), np.array([0.2, 0.7, 0.9, 0.4, 0.5])
+    with pytest.raises(InputError, match="fractional_frequency_weight") as error:
+        CalibrationData.from_arrays(y, p, sample_weight=[1, -1, 2.5, 1, 1],
+                                    drop_invalid=True)
+    assert "drop_invalid" not in error.value.one_line()
+    assert "weight_kind='design'" in error.value.one_line()
+    kept = CalibrationData.from_arrays(y, p, sample_weight=[1, -1, 2, 1, 1], drop_invalid=True)
+    assert kept.n == 4
+
+
 def test_negative_rate_weights_negatives_back() -> None:
     y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4])
     data = CalibrationData.from_arrays(y, p, negative_rate=0.25)

@@ -86,6 +86,7 @@ def test_cell_count_draws_and_row_draws_share_the_statistic_and_the_null(monkeyp
     cells = weighted_ece_consistency(y, probs, weights, n_resamples=400,
                                      rng=np.random.default_rng(1))
     monkeypatch.setattr(weighted_tests, limit, 0)
+    monkeypatch.setattr(weighted_tests, "MAX_LEVELS", 0)
     rows = weighted_ece_consistency(y, probs, weights, n_resamples=400,
                                     rng=np.random.default_rng(1))
     assert cells.statistic == pytest.approx(rows.statistic, rel=1e-12)
@@ -134,7 +135,9 @@ def frame_path(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("extra", "fragment"), [
-    (("--covariates", "age"), "local calibration"),
+    (("--covariates", "age", "--local-tests", "klce_permutation"), "no weighted version"),
+    (("--covariates", "age", "--method", "features"), "exact kernel"),
+    (("--covariates", "age", "--local-tests", "none"), "group tests"),
     (("--squared", "tce2"), "squared calibration errors"),
     (("--binning", "quantile"), "quantile bins"),
     (("--window", "100"), "calibration over time"),
@@ -293,3 +296,44 @@ def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -
         assert result.status is calaudit.Status.INCONCLUSIVE
         assert "units of positive weight" in result.message
     assert np.isnan(monte_carlo_pvalue(float("nan"), np.zeros(10)))
+
+
+def test_real_valued_weights_read_as_frequency_weights_stop_even_with_drop_invalid(
+        tmp_path: Path) -> None:
+    frame = binary_frame(100, seed=3)
+    frame["w"] = np.random.default_rng(1).uniform(0.5, 2.0, len(frame))
+    path = write_frame(frame, tmp_path / "preds.csv")
+    out = run_cli("test", path, "--label-col", "label", "--prob-cols", "prob",
+                  "--weight-col", "w", "--drop-invalid")
+    assert_one_line_error(out, "fractional_frequency_weight", "--weight-kind design")
+    assert "--drop-invalid" not in out.stderr
+
+
+@pytest.mark.parametrize("kind", ["frequency", "design"])
+def test_label_dependent_cell_draws_share_the_band_sums_with_the_row_draws(kind) -> None:
+    """Under label-dependent sampling the band's weights and event weights per bin drawn
+    from (bin, weight level) counts have the law of the row redraws."""
+    from calaudit.inference.weighted_tests import null_sums
+    from calaudit.metrics.ece import notion_outcomes
+
+    rng = np.random.default_rng(4)
+    n = 3000
+    p = rng.uniform(0.02, 0.9, n)
+    y = (rng.random(n) < p / (p + 0.2 * (1 - p))).astype(np.int64)
+    design = rng.integers(1, 3, n).astype(float)
+    weights = SampleWeights(design, kind, np.where(rng.random(n) < 0.5, 0.2, 0.5))
+    binned = notion_outcomes(y, np.column_stack([1 - p, p]), n_bins=10, strategy="uniform")
+    seen_c, cells = null_sums(binned, weights, True, 2000, np.random.default_rng(1),
+                              scores=False)
+    seen_r, rows = null_sums(binned, weights, True, 2000, np.random.default_rng(2))
+    for field in ("count", "score", "event"):
+        np.testing.assert_allclose(getattr(seen_c, field), getattr(seen_r, field),
+                                   rtol=1e-12)
+    assert np.isnan(cells.score).all()
+    keep = seen_r.count[:, 0] > 0
+    cells, rows = (type(c)(c.count[keep], c.score[keep], c.event[keep]) for c in (cells, rows))
+    for a, b in ((cells.count, rows.count), (cells.event, rows.event),
+                 (cells.event / cells.count, rows.event / rows.count)):
+        spread = np.hypot(a.std(axis=1), b.std(axis=1)) / np.sqrt(2000)
+        assert (np.abs(a.mean(axis=1) - b.mean(axis=1)) < 5 * spread + 1e-12).all()
+        assert (np.abs(a.std(axis=1) / b.std(axis=1) - 1) < 0.12).all()

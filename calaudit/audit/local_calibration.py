@@ -26,12 +26,14 @@ from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
+from calaudit.audit.weighting import effective_events, sample_size
 from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
+from calaudit.local.weighted_local import WeightedLocalTests
 from calaudit.metrics.ece import indicator
 from calaudit.results import MetricResult
 
@@ -50,6 +52,8 @@ class LocalCalibrationStage:
         if not data.covariates:
             return StageOutput()
         streams = dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True))
+        if data.weights is not None:
+            return weighted_stage(data, config, streams)
         setup = LocalTests(data, config, streams)
         if data.is_binary:  # r = y - p_1 is the scalar view's residual
             outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
@@ -65,6 +69,20 @@ class LocalCalibrationStage:
             return StageOutput(metrics=(metric,), tests=tuple(tests), local={"klce": klce})
         return StageOutput(metrics=(metric,), tests=tuple(tests),
                            **diagnostics(setup, scalar_r, outcome, prediction, klce))
+
+
+def weighted_stage(data: CalibrationData, config: AuditConfig,
+                   streams: dict[str, np.random.Generator]) -> StageOutput:
+    """The local stage on weighted rows: ``KLCE^2_w`` and the weighted local tests
+    (:mod:`calaudit.local.weighted_local`); the diagnostics are listed in
+    ``data.weights.not_weighted``."""
+    setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
+                               events=effective_events(data))
+    tests, statistic = setup.run()
+    metric = MetricResult("klce2", statistic, setup.kernel_params(),
+                          title=registry.title("klce2"))
+    return StageOutput(metrics=(metric,), tests=tuple(tests),
+                       local={"klce": setup.klce_section(statistic, tests)})
 
 
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,

@@ -17,6 +17,8 @@ from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
+from calaudit.inference.method import LOCAL_STAGE_SECONDS, exact_seconds
+from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
@@ -39,8 +41,7 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
         return
     hint = "drop the weights (--weight-col, --negative-rate, --sampling-rate-col) to run it"
     if data.covariates:
-        raise ConfigError("local calibration (--covariates: KLCE, LCB, groups, attribution) "
-                          "is not available on weighted rows", hint=hint)
+        refuse_local(data, config, hint)
     if config.monitoring.enabled:
         raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
                           "available on weighted rows: its e-process bets on unweighted rows",
@@ -58,6 +59,38 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
             raise ConfigError(f"test(s) {', '.join(unweighted)} have no weighted version",
                               hint="run only " + ", ".join(WEIGHTED_TESTS)
                               + " on weighted rows, or " + hint)
+
+
+def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
+    """Stop a weighted audit with covariates whose local tests have no weighted version:
+    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, no local test (the group tests
+    would decide), the random feature path (weighted local tests run on the exact
+    kernel)."""
+    unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
+    if config.run_tests and unweighted:
+        raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
+                          hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
+                          + " on weighted rows, or " + hint)
+    if not config.run_tests:
+        return
+    if not config.local.tests:
+        raise ConfigError("--local-tests none on weighted rows: the group tests that then "
+                          "decide locally are not weighted yet",
+                          hint="run local_consistency (the default) on weighted rows, or "
+                               "calaudit metrics for the weighted KLCE^2 alone")
+    if config.method == "features":
+        raise ConfigError("the weighted local tests run on the exact kernel; method = "
+                          "features is not available on weighted rows",
+                          hint="set method = exact or auto")
+    dims = 1 + sum(len(c.categories) if c.kind == "categorical" else 1
+                   for c in data.covariates)
+    estimate = exact_seconds(data.n, config.local.n_resamples, LOCAL_STAGE_SECONDS, dims)
+    if config.method == "auto" and estimate > config.exact_budget_seconds:
+        raise ConfigError(f"the weighted local tests run on the exact kernel, estimated "
+                          f"{estimate:.0f} s > exact_budget_seconds "
+                          f"{config.exact_budget_seconds:g} for {data.n} rows",
+                          hint="set method = exact (or raise exact_budget_seconds) to run "
+                               "them, lower [local] n_resamples, or drop --covariates")
 
 
 def skce_weighted(data: CalibrationData, skce: Any) -> bool:
@@ -81,6 +114,11 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
                                                    "weighted version"},
            {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
                                                           "(smece is)"}]
+    if data.covariates and config.local.diagnostics:
+        out.append({"id": "local diagnostics (LCB, group table, attribution, disparity, "
+                          "group reliability)",
+                    "reason": "their smoothers, intervals and fits are not weighted yet; the "
+                              "weighted local tests and KLCE^2 run"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

@@ -273,8 +273,9 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
                                                options.weight_kind)
     found += weight_found
     problems = [p for p in found if p is not None]
-    if problems and not options.drop_invalid:
-        raise _first_error(problems[0], raw)
+    fatal = [p for p in problems if p.rule in rules.NOT_DROPPABLE]
+    if problems and (fatal or not options.drop_invalid):
+        raise _first_error((fatal or problems)[0], raw)
     # every row kept: views, not copies (at 10^7 rows a copy of y_proba is 160 MB)
     keep: slice | np.ndarray = slice(None)
     if problems:

@@ -20,6 +20,10 @@ from calaudit.exceptions import InputError
 SUM_TOLERANCE = 1e-6
 #: The ``source`` of rows that come from in-memory arrays (``CalibrationData.from_arrays``).
 ARRAYS = "<arrays>"
+#: Rules that stop the audit even with ``drop_invalid``: they say the column means
+#: something else (real-valued weights read as frequency weights), not that a row is bad;
+#: dropping the rows would bias the audit silently.
+NOT_DROPPABLE = ("fractional_frequency_weight",)
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,8 @@ class RowProblem:
             source=source,
             column=self.column,
             rule=self.rule,
-            hint=self.hint + ("; or pass drop_invalid=True to drop such rows"
+            hint=self.hint + ("" if self.rule in NOT_DROPPABLE
+                              else "; or pass drop_invalid=True to drop such rows"
                               if self.source == ARRAYS
                               else "; or pass --drop-invalid to drop such rows"),
         )

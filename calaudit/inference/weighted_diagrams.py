@@ -6,7 +6,9 @@ calibrated model drawn from the null law of the sampled labels
 Per bin with weight ``W_b``: ``count`` is ``W_b``, ``mean_score`` and ``observed_rate`` the
 weighted means; the Wilson interval uses ``n_b = W_b`` units (frequency weights) or Kish's
 ``(sum w)^2 / sum w^2`` of the bin (otherwise). The band is the central ``level`` range of
-the redrawn weighted rates ``event*_b / W*_b``.
+the redrawn weighted rates ``event*_b / W*_b``, which depend on the redraws only through
+event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also under
+label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
     seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            band_resamples or 0, rng)
+                            band_resamples or 0, rng, scores=False)
     count = seen.count[:, 0]
     keep = count > 0
     rate = seen.event[keep, 0] / count[keep]

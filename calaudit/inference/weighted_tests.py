@@ -17,8 +17,11 @@ the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
   counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
   for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
   directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
-  very draws of the repeated data). Otherwise (label-dependent sampling, many distinct
-  design weights) every row is redrawn from its block stream (O(n x B)).
+  very draws of the repeated data; frequency weights with few distinct values from
+  per-weight laws, :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`, in
+  O(rows)). Otherwise (label-dependent sampling, many distinct design weights) every row
+  is redrawn from its block stream (O(n x B)): under label-dependent sampling a bin's
+  weighted mean score depends on which rows are redrawn positive, not only on how many.
 * ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
   under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
   variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
@@ -47,10 +50,10 @@ from calaudit.metrics.binned import BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy
 from calaudit.numerics.distributions import norm_sf
-from calaudit.numerics.poisson_binomial import cell_counts
+from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import Status, TestResult
-from calaudit.scale import ArrayRows, blocks, task_ranges
+from calaudit.scale import ROW_BLOCK, ArrayRows, blocks, task_ranges
 
 STREAM = "ece_consistency_weighted"
 #: Most distinct weight values for which the counts of (bin, weight value) cells are drawn.
@@ -85,6 +88,7 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
     width = 1 if observed else n_resamples
     total = np.zeros((3 * n_cells, width))
     fixed = np.zeros((3 * n_cells, 1))
+    buffer = None if observed else np.empty((min(ROW_BLOCK, stop - start), n_resamples))
     for block, lo, hi in blocks(start, stop):
         part = slice(lo - start, hi - start)
         index, s, d, r, q = (read[k][part] for k in ("index", "score", "d", "r", "q"))
@@ -95,9 +99,10 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
             draw = scale.block_rng(seed, STREAM, block)
             events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
                                    size=(hi - lo, n_resamples)).astype(np.float64)
-        else:
-            u = scale.block_rng(seed, STREAM, block).random((hi - lo, n_resamples))
-            events = (u < q[:, None]).astype(np.float64)
+        else:  # the uniforms of the block stream, replaced in place by 1{u < q}
+            events = buffer[:hi - lo]
+            scale.block_rng(seed, STREAM, block).random(out=events)
+            np.less(events, q[:, None], out=events)
         slope = factor * (1.0 - 1.0 / r)
         coefficients = sparse.csr_matrix(
             (np.concatenate([slope, slope * s, factor]),
@@ -118,12 +123,20 @@ def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
 
 
 def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: int,
-              rng: np.random.Generator) -> tuple[BinSums, BinSums | None]:
+              rng: np.random.Generator, scores: bool = True
+              ) -> tuple[BinSums, BinSums | None]:
     """Per-bin weighted sums of the observed outcomes ((bins, 1)) and of ``n_resamples``
     redraws from the null ((bins, B); None for ``n_resamples = 0``): Poisson-binomial cell
-    counts where they apply (:func:`cell_draws`), else every row redrawn."""
-    drawn = (None if weights.label_dependent or not n_resamples
-             else cell_draws(binned, weights, n_resamples, rng))
+    counts where they apply (:func:`cell_draws`; under label-dependent sampling only when
+    the redraws' score sums are not needed, ``scores=False``: :func:`label_cell_draws`),
+    else every row redrawn."""
+    if not n_resamples:
+        drawn = None
+    elif weights.label_dependent:
+        drawn = None if scores or not binary else label_cell_draws(binned, weights,
+                                                                   n_resamples, rng)
+    else:
+        drawn = cell_draws(binned, weights, n_resamples, rng)
     if drawn is not None:
         return drawn
     source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
@@ -173,18 +186,21 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
     """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
-    counts, for label-independent weights: frequency weights as units (each row repeated
-    ``d_i`` times, up to :data:`MAX_UNITS` units: the draws of the data with its rows
-    repeated), design weights with at most :data:`MAX_LEVELS` distinct values as (bin,
-    weight value) cells. None when neither applies (the rows are then redrawn one by
-    one)."""
+    counts, for label-independent weights: frequency weights as units (the draws of the
+    data with each row repeated ``d_i`` times: with at most :data:`MAX_LEVELS` distinct
+    weights from the laws of :func:`~calaudit.numerics.poisson_binomial.unit_law`, O(rows),
+    else with the rows repeated, up to :data:`MAX_UNITS` units), design weights with at
+    most :data:`MAX_LEVELS` distinct values as (bin, weight value) cells. None when
+    neither applies (the rows are then redrawn one by one)."""
     design, cells = weights.design, binned.cells
+    few = np.unique(design).size <= MAX_LEVELS
     if weights.kind == "frequency":
-        if design.sum() > MAX_UNITS:
+        if design.sum() > MAX_UNITS and not few:
             return None
         repeat = design.astype(np.int64)
-        levels, refined = np.ones(1), np.repeat(cells.index, repeat)
-        scores = np.repeat(binned.scores, repeat)
+        levels = np.ones(1)
+        refined, scores = ((cells.index, binned.scores) if few else
+                           (np.repeat(cells.index, repeat), np.repeat(binned.scores, repeat)))
         seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
     else:
         levels = np.unique(design)
@@ -200,10 +216,54 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
         per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
         return np.einsum("cld,l->cd", per_level, levels)
 
-    drawn = cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng)
+    drawn = (unit_cell_counts(scores, design, refined, cells.n_cells, n_resamples, rng)
+             if weights.kind == "frequency" and few else
+             cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng))
     return (BinSums(count, score, events(seen[:, None])),
             BinSums(np.repeat(count, n_resamples, axis=1),
                     np.repeat(score, n_resamples, axis=1), events(drawn)))
+
+
+def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
+                     rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
+    """Per-bin weights and event weights of the observed outcomes and of redraws under
+    label-dependent sampling (binary), the redraws' score sums left NaN: a unit of
+    weight factor ``f`` and rate ``r`` weighs ``f`` when positive and ``f / r`` when
+    negative, so with ``K_cl`` events among the ``n_cl`` units of the cell of bin ``c``
+    and weight level ``l = (f, r)``, the bin's weight is ``sum_l f_l (n_cl / r_l + K_cl (1 -
+    1 / r_l))`` and its event weight ``sum_l f_l K_cl``: the Poisson-binomial counts
+    ``K_cl`` (units redrawn from ``q``,
+    :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`) have the law of the row
+    redraws. None with more than :data:`MAX_LEVELS` weight levels."""
+    design, cells, rate = weights.design, binned.cells, weights.negative_rate
+    frequency = weights.kind == "frequency"
+    if frequency and np.unique(design).size > MAX_LEVELS:
+        return None
+    factor = np.ones(design.size) if frequency else design
+    factors, factor_code = np.unique(factor, return_inverse=True)
+    rates, rate_code = np.unique(rate, return_inverse=True)
+    used, level = np.unique(factor_code * rates.size + rate_code, return_inverse=True)
+    if used.size > MAX_LEVELS:
+        return None
+    pairs = np.column_stack([factors[used // rates.size], rates[used % rates.size]])
+    units = design if frequency else np.ones(design.size)
+    refined = cells.index * pairs.shape[0] + level.ravel()
+    q = weights.null_positive_rate(binned.scores)
+    n_fine = cells.n_cells * pairs.shape[0]
+    size = np.bincount(refined, units, minlength=n_fine).reshape(cells.n_cells, -1, 1)
+    f, r = pairs[:, 0][None, :, None], pairs[:, 1][None, :, None]
+    drawn = (unit_cell_counts(q, units, refined, n_fine, n_resamples, rng)
+             if (units != 1).any() else cell_counts(q, refined, n_fine, n_resamples, rng))
+    drawn = drawn.astype(np.float64)
+    drawn = drawn.reshape(cells.n_cells, pairs.shape[0], n_resamples)
+    row_weights = weights.of_labels(binned.outcomes > 0)
+    seen = BinSums(np.bincount(cells.index, row_weights, minlength=cells.n_cells)[:, None],
+                   np.bincount(cells.index, row_weights * binned.scores,
+                               minlength=cells.n_cells)[:, None],
+                   np.bincount(cells.index, np.where(binned.outcomes > 0, row_weights, 0.0),
+                               minlength=cells.n_cells)[:, None])
+    count = (f * (size / r + drawn * (1.0 - 1.0 / r))).sum(axis=1)
+    return seen, BinSums(count, np.full(count.shape, np.nan), (f * drawn).sum(axis=1))
 
 
 def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any

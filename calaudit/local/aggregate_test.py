@@ -52,7 +52,7 @@ def level_codes(codes: Sequence[NDArray[np.integer]], sizes: Sequence[int]
     return out, int(offsets[-1])
 
 
-def _members(scores: ScoreMembers, sums: NDArray[np.float64],
+def member_values(scores: ScoreMembers, sums: NDArray[np.float64],
              top: NDArray[np.float64] | None, kernel: NDArray[np.float64],
              kernel_p: float) -> list[MemberValues]:
     values = scores.statistics(sums, top)
@@ -89,7 +89,7 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
     sums = np.concatenate([sums0] + [b[0] for b in batches], axis=-1)
     top = None if top0 is None else np.concatenate([top0] + [b[1] for b in batches], axis=-1)
     values = np.concatenate([[kernel.statistic], kernel.null_distribution])
-    return combine(_members(scores, sums, top, values, kernel.p_value)), kernel
+    return combine(member_values(scores, sums, top, values, kernel.p_value)), kernel
 
 
 def feature_aggregate(kernel_statistic: float, kernel_null: NDArray[np.float64],
@@ -115,7 +115,7 @@ def feature_aggregate(kernel_statistic: float, kernel_null: NDArray[np.float64],
     if top0 is not None:
         top = np.concatenate([top0, top_redrawn], axis=-1)
     values = np.concatenate([[kernel_statistic], kernel_null])
-    return combine(_members(scores, sums, top, values, kernel_p))
+    return combine(member_values(scores, sums, top, values, kernel_p))
 
 
 def feature_seed(rng: np.random.Generator) -> int:

@@ -139,10 +139,25 @@ def _categorical(codes: NDArray, categories: Sequence[str]) -> tuple[NDArray[np.
     return block, _categorical_info(categories)
 
 
+def weighted_moments(x: NDArray[np.float64], weights: NDArray[np.float64] | None
+                     ) -> tuple[float, float]:
+    """Mean and population sd of ``x``; with ``weights``, of the weighted law
+    (``sum w x / sum w``; for whole-number weights those of the repeated rows)."""
+    if weights is None:
+        return float(x.mean()), float(x.std())
+    mean = float(np.average(x, weights=weights))
+    return mean, float(np.sqrt(np.average((x - mean) ** 2, weights=weights)))
+
+
 def encode_covariates(covariates: Sequence[CovariateLike], *,
-                      standardize: bool = True, lazy: bool = False) -> EncodedCovariates:
+                      standardize: bool = True, lazy: bool = False,
+                      weights: NDArray[np.float64] | None = None) -> EncodedCovariates:
     """Encode every covariate and concatenate the columns in the given order (``lazy``:
-    ``features`` is an :class:`EncodedRows`, which computes rows or columns on demand)."""
+    ``features`` is an :class:`EncodedRows`, which computes rows or columns on demand;
+    ``weights``: numeric covariates standardised by their weighted mean and sd, lazy
+    path only)."""
+    if weights is not None and not lazy:
+        raise ValueError("weighted encoding is computed on the lazy path")
     if lazy and covariates:
         covariates = tuple(covariates)
         encoding, names, slices, start = {}, [], [], 0
@@ -153,7 +168,7 @@ def encode_covariates(covariates: Sequence[CovariateLike], *,
                 width = len(cov.categories)
             else:
                 x = np.asarray(cov.values, dtype=np.float64)
-                encoding[cov.name] = _numeric_info(float(x.mean()), float(x.std()),
+                encoding[cov.name] = _numeric_info(*weighted_moments(x, weights),
                                                    standardize)
                 names.append(cov.name)
                 width = 1

@@ -67,7 +67,13 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
     duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
     x = np.asarray(values, dtype=np.float64)
-    edges = np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
+    return edge_bands(x, np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1))))
+
+
+def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
+               ) -> tuple[NDArray[np.int32], tuple[str, ...]]:
+    """Codes and labels of the bands between sorted unique ``edges`` (as
+    :func:`quantile_bands`)."""
     if edges.size == 1:
         return np.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
     inner = edges[1:-1]

@@ -102,16 +102,20 @@ class ScoreMembers:
 
     @classmethod
     def build(cls, names: Sequence[str], codes: Sequence[NDArray[np.integer]],
-              sizes: Sequence[int], proba: NDArray[np.float64]) -> ScoreMembers:
+              sizes: Sequence[int], proba: NDArray[np.float64],
+              variance: NDArray[np.float64] | None = None) -> ScoreMembers:
         """Members of covariates ``names`` with per-row level ``codes`` (``sizes`` levels
-        each); ``proba`` is ``p_1`` (n,) for a binary model or the (n, m) probabilities."""
+        each); ``proba`` is ``p_1`` (n,) for a binary model or the (n, m) probabilities.
+        ``variance`` (weighted rows, :mod:`calaudit.local.weighted_local`): binary, the null
+        variance of each row's weighted residual sum ``R_i`` (instead of ``p (1 - p)``);
+        multi-class, the factor ``a_i`` of its covariance ``a_i (diag p_i - p_i p_i^T)``."""
         h = level_matrix(codes, sizes)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
         members: list[Member] = []
         top = None
         first = np.arange(offsets[0], offsets[1]) if len(names) else np.arange(0)
         if proba.ndim == 1:
-            weight = proba * (1.0 - proba)
+            weight = proba * (1.0 - proba) if variance is None else variance
             info = (h.T @ sparse.diags(weight) @ h).toarray()
             overall = _scalar_inverse(float(weight.sum()))
             for k, name in enumerate(names):
@@ -121,17 +125,19 @@ class ScoreMembers:
                 members.append(_joint_member(info, overall, first, "binary"))
             return cls(h, tuple(members), None)
         m = proba.shape[1]
-        total = np.diag(proba.sum(axis=0)) - _outer_sums(sparse.csr_matrix(
-            np.ones((proba.shape[0], 1))), proba, m)[0]
+        scale = np.ones(proba.shape[0]) if variance is None else variance
+        total = np.diag((scale[:, None] * proba).sum(axis=0)) - _outer_sums(
+            sparse.csr_matrix(scale[:, None]), proba, m)[0]
         overall, total_rank = pseudo_inverse(total)
+        scaled = h if variance is None else sparse.csr_matrix(sparse.diags(scale) @ h)
         for k, name in enumerate(names):
             cols = np.arange(offsets[k], offsets[k + 1])
-            members.append(_vector_member(name, cols, h[:, cols], proba, m, overall,
+            members.append(_vector_member(name, cols, scaled[:, cols], proba, m, overall,
                                           total_rank))
         if len(names) > 1:
             top = np.argmax(proba, axis=1)
             confidence = proba[np.arange(proba.shape[0]), top]
-            weight = confidence * (1.0 - confidence)
+            weight = scale * confidence * (1.0 - confidence)
             info = (h.T @ sparse.diags(weight) @ h).toarray()
             members.append(_joint_member(info, _scalar_inverse(float(weight.sum())), first,
                                          "top-label"))

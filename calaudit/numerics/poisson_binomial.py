@@ -168,14 +168,14 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
     """The ``p_i`` of every cell in row order: the values of
     ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
     rows at a time into one array (8 bytes a row, no n-row permutation), one view per
-    cell."""
+    cell (``p`` (n,) or (n, k): the rows of ``k`` columns together)."""
     counts = np.zeros(n_cells, dtype=np.int64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
     ends = np.cumsum(counts)
     at = ends - counts
     first = at.copy()
-    out = np.empty(cells.shape[0], np.float64)
+    out = np.empty(cells.shape[:1] + np.shape(p)[1:], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
         order = np.argsort(block, kind="stable")
@@ -186,3 +186,67 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
             out[at[c]:at[c] + size] = values[bounds[c]:bounds[c + 1]]
             at[c] += size
     return [out[first[c]:ends[c]] for c in range(n_cells)]
+
+
+def convolution_power(offset: int, distribution: NDArray[np.float64], power: int,
+                      mean: float, variance: float, rows: int
+                      ) -> tuple[int, NDArray[np.float64]]:
+    """The law of the sum of ``power`` independent copies of ``offset + K``,
+    ``K ~ distribution`` (a Poisson-binomial law of ``rows`` rows with ``sum p = mean`` and
+    ``sum p (1 - p) = variance``): the ``power``-th power of its spectrum (one real FFT
+    pair), cut to the Bernstein window of the ``power x rows`` Bernoulli units
+    (:func:`window`)."""
+    if power == 1:
+        return offset, distribution
+    length = power * (distribution.size - 1) + 1
+    size = fft.next_fast_len(length, real=True)
+    out = fft.irfft(fft.rfft(distribution, size) ** power, size)[:length]
+    np.maximum(out, 0.0, out=out)
+    start = power * offset
+    lo, hi = window(power * mean, power * variance, power * rows)
+    lo, hi = max(lo, start), min(hi, start + length - 1)
+    return lo, out[lo - start:hi - start + 1]
+
+
+def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
+             ) -> tuple[int, NDArray[np.float64]]:
+    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)`` (whole
+    ``units``): the units of row ``i`` are ``units_i`` Bernoulli(``p_i``), so the rows that
+    share a unit count ``d`` contribute ``d`` independent copies of their one-unit
+    Poisson-binomial sum (:func:`pmf`, or :func:`windowed_pmf` above :data:`CHUNK_ROWS`
+    rows; then :func:`convolution_power`); the counts' laws
+    are multiplied (one real FFT product each) and cut to the running Bernstein window.
+    The law of the rows repeated ``units_i`` times, in O(rows) instead of O(units)."""
+    offset, out = 0, np.ones(1)
+    mean = variance = 0.0
+    total = 0
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    for count in np.unique(units[units > 0]):
+        q = p[units == count]
+        d = int(count)
+        q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
+        single = windowed_pmf(q) if q.size > CHUNK_ROWS else (0, pmf(q))
+        lo, part = convolution_power(*single, d, q_mean, q_variance, q.size)
+        out = _product(out, part)
+        offset += lo
+        mean, variance, total = mean + d * q_mean, variance + d * q_variance, total + d * q.size
+        lo, hi = window(mean, variance, total)
+        lo, hi = max(lo, offset), min(hi, offset + out.size - 1)
+        out, offset = out[lo - offset:hi - offset + 1], lo
+    return offset, out / out.sum()
+
+
+def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
+                     cells: NDArray[np.intp], n_cells: int, n_resamples: int,
+                     rng: np.random.Generator) -> NDArray[np.int64]:
+    """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
+    ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
+    and each cell's law :func:`unit_law`), without repeating them."""
+    members = cell_members(np.column_stack([p, units]), cells, n_cells)
+    u = rng.random((n_cells, n_resamples))
+    out = np.zeros((n_cells, n_resamples), dtype=np.int64)
+    for c in range(n_cells):
+        if members[c][:, 1].sum() > 0:
+            offset, distribution = unit_law(members[c][:, 0], members[c][:, 1])
+            out[c] = sample(distribution, u[c], offset)
+    return out

@@ -1,0 +1,327 @@
+"""The local tests on weighted rows (docs/weights.md; exact kernel).
+
+What a weighted audit with covariates computes:
+
+* the kernels: numeric covariates standardised by their weighted mean and sd, the
+  bandwidths by the median heuristic of the weighted law (pairs ``i < j`` of rows counted
+  ``d_i d_j`` times: for frequency weights the median of the repeated rows, the middle two
+  averaged; otherwise the smallest value whose cumulative weight reaches half), the
+  numeric covariates' bands at the weighted quantiles (frequency weights: ``np.quantile``
+  of the repeated rows). All of them use the label-independent weights ``d``, so the
+  kernel and the levels are fixed given the sampled rows and the redraws stay exact.
+* ``KLCE^2_w`` (:mod:`calaudit.local.weighted_klce`) and ``klce_consistency``, its
+  Monte-Carlo test with labels redrawn from their law in the sample;
+* ``local_consistency``: the aggregate test (:mod:`calaudit.local.aggregate`) of
+  ``KLCE^2_w`` and the recalibration score statistics of the weighted residual sums ``R``
+  (their information uses the null variance of ``R_i``:
+  ``a_i (q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2)`` with ``a = d`` for frequency weights,
+  ``d^2`` otherwise; multi-class: class covariances ``a_i (diag p_i - p_i p_i^T)``),
+  all from the same redraws.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.distance import pdist
+
+from calaudit import registry
+from calaudit.local import aggregate_test as aggregate
+from calaudit.local.aggregate import combine
+from calaudit.local.bandwidth import GaussianBandwidth
+from calaudit.local.encoding import encode_covariates
+from calaudit.local.groups import Levels, covariate_levels, edge_bands
+from calaudit.local.kernel_tests import MAX_PER_CLASS
+from calaudit.local.kernel import GaussianProductGram, product_gram
+from calaudit.local.resampling import batched_forms
+from calaudit.local.score_members import ScoreMembers
+from calaudit.local.weighted_klce import (
+    VectorUnits,
+    WeightedUnits,
+    klce2_value,
+    tie_tolerance,
+    unit_sampler,
+    weighted_klce2,
+)
+from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.results import Status, TestResult
+
+#: Local tests with a weighted version.
+WEIGHTED_LOCAL_TESTS = ("local_consistency", "klce_consistency")
+METHOD = ("consistency resampling, weighted: labels redrawn from their law in the sample "
+          "(every unit of a frequency weight), weights following the redrawn labels; "
+          "p = (1 + #{T* >= T}) / (1 + B)")
+AGGREGATE_METHOD = (METHOD + "; members: a recalibration score statistic of the weighted "
+                    "residual sums per covariate and for all covariates together, and "
+                    "KLCE^2_w; statistic A = max_j log(w_j / q_j)")
+
+
+def weighted_median(values: NDArray[np.float64], weights: NDArray[np.float64],
+                    frequency: bool) -> float:
+    """Median of ``values`` counted ``weights`` times: for whole-number weights the
+    ``np.median`` of the repeated values, else the smallest value whose cumulative weight
+    reaches half."""
+    order = np.argsort(values, kind="stable")
+    sorted_values, cumulative = values[order], np.cumsum(weights[order])
+    if not frequency:
+        return float(sorted_values[np.searchsorted(cumulative, cumulative[-1] / 2.0)])
+    total = int(round(float(cumulative[-1])))
+    ranks = (total // 2,) if total % 2 else (total // 2 - 1, total // 2)
+    picked = [sorted_values[np.searchsorted(cumulative, rank, side="right")] for rank in ranks]
+    return float(np.mean(picked))
+
+
+def median_nonzero_squared(x: NDArray[np.float64], weights: NDArray[np.float64],
+                           frequency: bool) -> float:
+    """The weighted median of the non-zero squared distances over pairs ``i < j`` (pair
+    weight ``w_i w_j``); 0 if none."""
+    squared = pdist(x, "sqeuclidean")
+    i, j = np.triu_indices(x.shape[0], 1)
+    pair = weights[i] * weights[j]
+    keep = (squared > 0) & (pair > 0)
+    return weighted_median(squared[keep], pair[keep], frequency) if keep.any() else 0.0
+
+
+def weighted_bandwidth(features: Any, option: float | None, rng: np.random.Generator,
+                       max_rows: int, weights: NDArray[np.float64], frequency: bool,
+                       blocks: Any = None) -> GaussianBandwidth:
+    """:func:`calaudit.local.bandwidth.choose_bandwidth` on the weighted law: the given
+    bandwidth, else the weighted median heuristic (per covariate block, pooled by the
+    median), on ``max_rows`` rows drawn without replacement when there are more."""
+    if option is not None:
+        return GaussianBandwidth(float(option), "option")
+    n = weights.size
+    rows = np.arange(n) if n <= max_rows else np.sort(rng.choice(n, max_rows, replace=False))
+    x = np.asarray(features[rows], dtype=np.float64).reshape(rows.size, -1)
+    w = weights[rows]
+    parts = [slice(0, x.shape[1])] if blocks is None else list(blocks)
+    medians = [m for m in (median_nonzero_squared(x[:, b], w, frequency) for b in parts)
+               if m > 0]
+    median = float(np.median(medians)) if medians else 0.0
+    if median <= 0:
+        return GaussianBandwidth(1.0, "default", int(rows.size))
+    source = "weighted median" if len(parts) == 1 else "weighted median per covariate"
+    return GaussianBandwidth(math.sqrt(median), source, int(rows.size))
+
+
+def weighted_levels(cov: Any, n_bands: int, weights: NDArray[np.float64],
+                    frequency: bool) -> Levels:
+    """A covariate's levels on the weighted law: categories, or bands between weighted
+    quantiles (labels and codes as :func:`calaudit.local.groups.quantile_bands`)."""
+    if cov.kind == "categorical":
+        return covariate_levels(cov, n_bands)
+    x = np.asarray(cov.values, dtype=np.float64)
+    order = np.argsort(x, kind="stable")
+    sorted_x, cumulative = x[order], np.cumsum(weights[order])
+    probabilities = np.linspace(0.0, 1.0, n_bands + 1)
+    if frequency:
+        total = int(round(float(cumulative[-1])))
+        position = (total - 1) * probabilities
+        low = np.floor(position)
+
+        def stat(rank: float) -> float:
+            return float(sorted_x[np.searchsorted(cumulative, rank, side="right")])
+
+        edges = np.array([np.quantile([stat(lo), stat(min(lo + 1, total - 1))], h - lo)
+                          for h, lo in zip(position, low, strict=True)])
+    else:
+        at = np.searchsorted(cumulative, probabilities * cumulative[-1], side="left")
+        edges = sorted_x[np.clip(at, 0, x.size - 1)]
+        edges[0] = sorted_x[0]
+    codes, labels = edge_bands(x, np.unique(edges))
+    return Levels(cov.name, codes, labels)
+
+
+def null_variance(units: WeightedUnits | VectorUnits) -> NDArray[np.float64]:
+    """Binary: the null variance of each row's weighted residual sum ``R_i`` (module
+    docstring); multi-class: the factor ``a_i = t_i f_i^2`` of its covariance
+    ``a_i (diag p_i - p_i p_i^T)``."""
+    a = units.t * units.f * units.f
+    if isinstance(units, VectorUnits):
+        return a
+    p, q, r = units.p, units.q, units.r
+    return a * (q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r))
+
+
+def resampled(gram: GaussianProductGram, units: WeightedUnits | VectorUnits,
+              y: NDArray[np.integer], scores: ScoreMembers, rng: np.random.Generator,
+              n_resamples: int) -> tuple[float, NDArray, float, Any]:
+    """``KLCE^2_w`` of labels ``y``, its null from ``n_resamples`` unit redraws, its
+    Monte-Carlo p-value and the aggregate test of it and the score members on the same
+    redraws, from one kernel pass (:func:`calaudit.local.resampling.batched_forms`)."""
+    events = units.observed_events(y)
+    residual = units.residuals(events)
+    sums = units.sums(events, residual, gram.diagonal())
+    found: list[NDArray[np.float64]] = []
+    level_sums: list[NDArray[np.float64]] = []
+    top_sums: list[NDArray[np.float64] | None] = []
+
+    def observe(z: NDArray[np.float64]) -> None:
+        level_sums.append(scores.level_sums(z))
+        top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
+
+    forms, null_forms, _ = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
+                                         n_resamples, rng, residual, observe=observe)
+    observed = float(klce2_value(forms, sums)[0])
+    null = klce2_value(null_forms, np.concatenate(found, axis=1))
+    total, squares = float(sums[0, 0]), float(sums[1, 0])
+    p_value = monte_carlo_pvalue(observed, null, atol=tie_tolerance(
+        units, gram.n, total * total - squares))
+    top = None
+    if residual.ndim == 3 and scores.top is not None:
+        top = np.concatenate([scores.top_sums(residual)] + top_sums, axis=-1)
+    members = aggregate.member_values(scores, np.concatenate(
+        [scores.level_sums(residual)] + level_sums, axis=-1), top,
+        np.concatenate([[observed], null]), p_value)
+    return observed, null, p_value, combine(members)
+
+
+class WeightedLocalTests:
+    """The local stage's kernels and tests on weighted rows (module docstring): the
+    setup, then :meth:`run`. ``sample_size`` and ``events`` are the audit's weighted sample
+    size and effective events (the INCONCLUSIVE rule)."""
+
+    def __init__(self, data: Any, config: Any, streams: dict[str, np.random.Generator], *,
+                 sample_size: float, events: float) -> None:
+        self.data, self.config, self.local, self.streams = data, config, config.local, streams
+        self.sample_size, self.events = sample_size, events
+        weights = data.weights
+        frequency = weights.kind == "frequency"
+        d = np.asarray(weights.design, dtype=np.float64)
+        binary = data.is_binary
+        self.proba = np.array(data.y_proba[:, 1] if binary else data.y_proba)
+        self.units = (WeightedUnits.of(weights, self.proba) if binary
+                      else VectorUnits.of(weights, self.proba))
+        lc = self.local
+        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True,
+                                         weights=d)
+        self.levels = [weighted_levels(c, lc.n_bands, d, frequency) for c in data.covariates]
+        self.prob_bw = weighted_bandwidth(self.proba, lc.prob_bandwidth,
+                                          streams["bandwidth"], lc.median_max_rows, d,
+                                          frequency)
+        self.cov_bw = weighted_bandwidth(self.encoded.features, lc.cov_bandwidth,
+                                         streams["bandwidth"], lc.median_max_rows, d,
+                                         frequency, self.encoded.blocks)
+        lazy = product_gram(self.proba.reshape(self.proba.shape[0], -1), self.prob_bw.gamma,
+                            self.encoded.features, self.cov_bw.gamma, lazy=True)
+        self.gram = GaussianProductGram(np.asarray(lazy.features))
+
+    def kernel_params(self) -> dict[str, Any]:
+        weights = self.data.weights
+        return {"covariates": list(self.data.covariate_names),
+                "prob_kernel": self.prob_bw.to_dict(), "cov_kernel": self.cov_bw.to_dict(),
+                "residual": "weighted y - p" if self.data.is_binary else "weighted e_y - p",
+                "normalisation":
+                    "1 / (A^2 - S2): pairs of distinct weighted units",
+                "weights": weights.kind, "label_dependent": weights.label_dependent,
+                "computation": {"method": "exact", "reason": "weighted rows"}}
+
+    def too_small(self) -> str:
+        """Why the weighted sample is too small for a local test ('' if it is not)."""
+        lc = self.local
+        if self.sample_size < lc.min_group_rows:
+            return f"sample size {self.sample_size:.4g} < min_group_rows {lc.min_group_rows}"
+        if self.events < lc.min_group_events:
+            return (f"{self.events:.4g} effective events or non-events < min_group_events "
+                    f"{lc.min_group_events}")
+        return ""
+
+    def scores(self) -> ScoreMembers:
+        return ScoreMembers.build([lv.name for lv in self.levels],
+                                  [lv.codes for lv in self.levels],
+                                  [len(lv.labels) for lv in self.levels], self.proba,
+                                  variance=null_variance(self.units))
+
+    def statistic_only(self) -> float:
+        return weighted_klce2(self.gram, self.data.y_true, self.units)
+
+    def resampled(self) -> tuple[float, NDArray, float, Any]:
+        """``KLCE^2_w``, its null, its p-value and the aggregate test, from one pass."""
+        return resampled(self.gram, self.units, self.data.y_true, self.scores(),
+                         self.streams["klce_consistency"], self.local.n_resamples)
+
+    def per_class(self) -> list[dict[str, Any]]:
+        """Multi-class: each class one-vs-rest (units labelled ``1{y = c}``, kernel on
+        ``p_c``): ``KLCE^2_w`` and, when tests run, the weighted local aggregate test of
+        that view (``p_value``) with its kernel member's p-value (``klce_p_value``)."""
+        lc = self.local
+        if self.data.is_binary or not lc.per_class or self.data.n_classes > MAX_PER_CLASS:
+            return []
+        weights, rng = self.data.weights, self.streams["per_class"]
+        frequency = weights.kind == "frequency"
+        testing = self.config.run_tests and not self.too_small()
+        rows = []
+        for c, name in enumerate(self.data.classes):
+            p_c = np.array(self.data.y_proba[:, c])
+            y_c = (self.data.y_true == c).astype(np.int64)
+            units = WeightedUnits.of(weights, p_c)
+            bw = weighted_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows,
+                                    np.asarray(weights.design, np.float64), frequency)
+            lazy = product_gram(p_c.reshape(-1, 1), bw.gamma, self.encoded.features,
+                                self.cov_bw.gamma, lazy=True)
+            gram = GaussianProductGram(np.asarray(lazy.features))
+            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+            if not testing:
+                row["statistic"] = weighted_klce2(gram, y_c, units)
+                rows.append(row)
+                continue
+            scores = ScoreMembers.build([lv.name for lv in self.levels],
+                                        [lv.codes for lv in self.levels],
+                                        [len(lv.labels) for lv in self.levels], p_c,
+                                        variance=null_variance(units))
+            statistic, _, p_value, found = resampled(gram, units, y_c, scores, rng,
+                                                     lc.n_resamples)
+            row.update(statistic=statistic, p_value=found.p_value, klce_p_value=p_value,
+                       deciding_member=found.deciding,
+                       method="weighted local aggregate test, one-vs-rest")
+            rows.append(row)
+        return rows
+
+    def run(self) -> tuple[list[TestResult], float]:
+        """The requested tests (INCONCLUSIVE when the sample is too small) and
+        ``KLCE^2_w``."""
+        tests = [t for t in self.local.tests if t in WEIGHTED_LOCAL_TESTS]
+        if not self.config.run_tests or not tests:
+            return [], self.statistic_only()
+        reason = self.too_small()
+        params = self.kernel_params()
+        if reason:
+            statistic = self.statistic_only()
+            return [TestResult(id=t, statistic=statistic, estimate=statistic,
+                               p_value=math.nan, method=METHOD, n_resamples=0, params=params,
+                               status=Status.INCONCLUSIVE, alpha=self.config.alpha,
+                               message=f"too small to decide: {reason}",
+                               title=registry.title(t), family="local")
+                    for t in tests], statistic
+        statistic, null, p_value, found = self.resampled()
+        out = []
+        for test_id in tests:
+            if test_id == "local_consistency":
+                out.append(TestResult(
+                    id=test_id, statistic=found.statistic, estimate=statistic,
+                    p_value=found.p_value, method=AGGREGATE_METHOD,
+                    n_resamples=self.local.n_resamples,
+                    params={**params, "members": list(found.members),
+                            "deciding_member": found.deciding, "klce2": statistic},
+                    null_distribution=found.null_distribution,
+                    title=registry.title(test_id), family="local"))
+            else:
+                out.append(TestResult(
+                    id=test_id, statistic=statistic, estimate=statistic, p_value=p_value,
+                    method=METHOD, n_resamples=self.local.n_resamples, params=params,
+                    null_distribution=null, title=registry.title(test_id), family="local"))
+        return out, statistic
+
+    def klce_section(self, statistic: float, tests: list[TestResult]) -> dict[str, Any]:
+        """``local.klce`` of a weighted audit (no Hoeffding region: its bound is for
+        unweighted rows), with the one-vs-rest views of a multi-class model."""
+        section = {**self.kernel_params(), "encoding": self.encoded.encoding,
+                   "encoded_columns": list(self.encoded.columns), "statistic": statistic,
+                   "tests": [t.id for t in tests]}
+        per_class = self.per_class()
+        if per_class:
+            section["per_class"] = per_class
+        return section
