@@ -110,8 +110,11 @@ class RowsData:
 
     @cached_property
     def _loaded(self) -> dict[str, NDArray]:
-        progress.note(f"{self.rows.source}: a stage needs the rows in memory: reading "
-                      f"{self.n} rows into this process")
+        progress.note(f"{self.rows.source}: a stage not yet computed from the tasks' own "
+                      "rows (the calibration errors, ECE family, smooth ECE and diagrams "
+                      "stages, Hosmer-Lemeshow, the clinical bootstrap intervals) needs the "
+                      f"rows in memory: reading {self.n} rows into this process, range by "
+                      "range through the executor")
         return scale.map_rows(read_partial, scale.task_ranges(self.n),
                               {"rows": self.rows, "names": ("y", "proba")})
 
