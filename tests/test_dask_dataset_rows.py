@@ -22,13 +22,14 @@ import pytest
 
 from calaudit import scale
 from calaudit.audit.battery import ClinicalStage
-from calaudit.audit.sections.global_tests import SkceConfig
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.runner import run_audit
+from calaudit.audit.sections.global_tests import SkceConfig
 from calaudit.data.dataset_rows import DatasetRows
 from calaudit.data.load import load
 from calaudit.data.planned import plan, why_not
 from calaudit.exceptions import InputError
+from calaudit.metrics.clinical import logit_of
 from calaudit.scale import DaskExecutor, SerialExecutor
 
 #: Three reduction ranges (the last one short), in three files of unequal size.
@@ -85,8 +86,10 @@ def test_the_tasks_read_the_loaders_rows(dataset):
     assert planned.provenance == loaded.provenance
     assert planned.clipped == 3
     for start, stop in ((0, 10), (39_990, 40_010), (N - 7, N)):  # across files
-        rows = planned.rows.read(start, stop, ["y", "proba", "residuals"])
+        rows = planned.rows.read(start, stop, ["y", "proba", "residuals", "logit"])
         assert rows["y"].tobytes() == loaded.y_true[start:stop].tobytes()
+        logit = logit_of(loaded.positive_proba[start:stop])[0]
+        assert rows["logit"].tobytes() == logit.tobytes()
         assert rows["proba"].tobytes() == loaded.y_proba[start:stop].tobytes()
         assert rows["residuals"].tobytes() == loaded.residual_rows(start, stop).tobytes()
 

@@ -48,7 +48,6 @@ from calaudit.inference.method import Computation, choose_method
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import FourierFeatures, grid_exponent
-
 from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, stream_seed, task_ranges
 
 SCALE = math.sqrt(2.0)
@@ -78,24 +77,25 @@ class LabelRows:
 
 
 def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
-                 names: tuple[str, ...]) -> dict[str, NDArray]:
+                 names: dict[str, int]) -> dict[str, NDArray]:
     """The rows ``pick`` (sorted) that fall in ``[start, stop)``, in their places of
-    arrays of ``len(pick)`` rows (zeros elsewhere: the sum over the ranges is exact)."""
+    arrays of ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere: the sum
+    over the ranges is exact); a range without a picked row is not read."""
     lo, hi = np.searchsorted(pick, [start, stop])
-    read = rows.read(start, stop, names) if hi > lo else None
+    read = rows.read(start, stop, list(names)) if hi > lo else {}
     out = {}
-    for name in names:
-        shape = rows.read(0, 1, [name])[name].shape[1:] if read is None else \
-            read[name].shape[1:]
-        values = np.zeros((pick.size, *shape))
-        if read is not None:
-            values[lo:hi] = read[name][pick[lo:hi] - start]
+    for name, width in names.items():
+        values = np.zeros((pick.size, width))
+        if read:
+            values[lo:hi] = np.asarray(read[name]).reshape(stop - start, width)[
+                pick[lo:hi] - start]
         out[name] = values
     return out
 
 
-def gather(rows: Any, pick: NDArray[np.int64], names: tuple[str, ...]) -> dict[str, NDArray]:
-    """The rows ``pick`` (sorted) of ``rows``, read by the tasks of their ranges."""
+def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
+    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
+    read by the tasks of their ranges."""
     return scale.map_sum(pick_partial, task_ranges(rows.n),
                          {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
 
@@ -176,8 +176,8 @@ class RowFeatures:
         n = self.rows.n
         pick = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
-        got = gather(self.rows, pick, ("x", "residuals"))
-        proba = gather(self.rows.source, pick, ("proba",))["proba"]
+        got = gather(self.rows, pick, {"x": 1, "residuals": 1})
+        proba = gather(self.rows.source, pick, {"proba": 2})["proba"]
         return approximation_error(self.features, got["x"], got["residuals"][:, 0],
                                    kernel.on(proba))
 
@@ -196,7 +196,7 @@ def skce_battery_of_rows(source: Any, *, kernel: str = "exponential",
 
     n = source.n
     if n <= max_quadratic_n:  # at most max_quadratic_n rows, gathered
-        got = gather(source, np.arange(n), ("proba", "residuals"))
+        got = gather(source, np.arange(n), {"proba": 2, "residuals": 2})
         return battery.skce_battery(
             got["proba"], got["residuals"], kernel=kernel, bandwidth=bandwidth,
             blocksize=blocksize, max_quadratic_n=max_quadratic_n, tests=tests,
@@ -208,7 +208,7 @@ def skce_battery_of_rows(source: Any, *, kernel: str = "exponential",
     if bandwidth is None:  # the median heuristic's subsample (choose_kernel's draw)
         size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)
         pick = np.sort(median_rng.choice(n, size, replace=False))
-        choice = choose_kernel(gather(source, pick, ("proba",))["proba"], kernel, None,
+        choice = choose_kernel(gather(source, pick, {"proba": 2})["proba"], kernel, None,
                                exact_max_n=size)
         choice = replace(choice, source="median_subsample") \
             if choice.source == "median" else choice
