@@ -188,3 +188,24 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
     assert canonical(result) == single
     assert resent == [] and executor.block_bytes == 0
     two_workers.wait_for_workers(2, timeout=60)
+
+
+def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
+    """The same dataset through an fsspec URL (``memory://``, the in-process store): the
+    same rows, summaries and provenance as the loader's."""
+    import fsspec
+
+    store = fsspec.filesystem("memory")
+    for path in sorted(Path(dataset).glob("*.parquet")):
+        store.pipe(f"/planned/{path.name}", path.read_bytes())
+    url = "memory://planned/"
+    try:
+        loaded = load(url)
+        with scale.using(SerialExecutor()):
+            planned = plan(url)
+        assert planned.provenance == loaded.provenance
+        assert planned.class_counts() == loaded.class_counts()
+        rows = planned.rows.read(39_990, 40_010, ["proba"])
+        assert rows["proba"].tobytes() == loaded.y_proba[39_990:40_010].tobytes()
+    finally:
+        store.rm("/planned", recursive=True)
