@@ -209,3 +209,21 @@ def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
         assert rows["proba"].tobytes() == loaded.y_proba[39_990:40_010].tobytes()
     finally:
         store.rm("/planned", recursive=True)
+
+
+def test_a_multiclass_dataset_gives_the_loaders_audit(tmp_path):
+    """Three probability columns and integer labels: the same rows, and the same JSON
+    (its stages read the rows through the source's per-row map)."""
+    rng = np.random.default_rng(8)
+    n = 3_000
+    proba = rng.dirichlet([2.0, 3.0, 4.0], n)
+    table = {"label": np.array([rng.choice(3, p=row) for row in proba]),
+             **{f"p_{k}": proba[:, k] for k in range(3)}}
+    folder = str(write(tmp_path / "multi", table, (0, 1_000, 2_000, n)))
+    loaded = load(folder)
+    with scale.using(SerialExecutor()):
+        planned = plan(folder)
+        assert planned.classes == loaded.classes == ("0", "1", "2")
+        assert planned.y_proba.tobytes() == loaded.y_proba.tobytes()
+        config = AuditConfig(**CONFIG)
+        assert canonical(run_audit(planned, config)) == canonical(run_audit(loaded, config))
