@@ -20,7 +20,9 @@ processes with ``--memory-limit`` each; only the D x (B + 1) partials travel. Ea
 in a child process, so every peak is that process's own ``ru_maxrss`` (workers report theirs
 through ``client.run`` before the cluster closes). The folded arrays' SHA-256 must match.
 
-``--what audit``: ``calaudit test DATA --covariates age,region --json`` as a child process,
+``--what audit``: ``calaudit test DATA --covariates age,region --json`` as a child process
+(``--covariates ''``: the global battery, no covariates; on Dask the client then reads the
+footers and the tasks read their own rows, ``calaudit.data.planned``),
 alone and with ``--workers 2 --memory-limit 2GB``: wall, CPU of every process together,
 and per process (client, each worker) peak RSS and CPU (psutil samples of the process tree
 every 0.25 s), whether any process went above the memory limit, and whether the two JSON
@@ -262,7 +264,8 @@ def rss_anon(pid: int) -> float:
     return math.nan
 
 
-def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
+def run_audit_cli(data: Path, out: Path, extra: list[str], covariates: str = "age,region"
+                  ) -> dict:
     """``calaudit test`` on ``data`` as a child process: exit code, wall, CPU of the whole
     process tree (``RUSAGE_CHILDREN`` before and after: the client and the workers it
     reaped), and per process (client, each worker) its peak RSS and CPU (psutil samples
@@ -270,8 +273,9 @@ def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
     missed)."""
     import psutil  # noqa: F401 - fail early without it
 
-    cmd = [sys.executable, "-m", "calaudit", "test", str(data), "--covariates",
-           "age,region", "--json", str(out), "--exit-zero", "--verbose", *extra]
+    chosen = ["--covariates", covariates] if covariates else []
+    cmd = [sys.executable, "-m", "calaudit", "test", str(data), *chosen,
+           "--json", str(out), "--exit-zero", "--verbose", *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -289,7 +293,9 @@ def run_audit_cli(data: Path, out: Path, extra: list[str]) -> dict:
     return {"code": proc.returncode, "wall": wall,
             "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             "processes": processes,
-            "stages": [line for line in err.splitlines() if "stage " in line],
+            "stages": [line for line in err.splitlines()
+                       if "stage " in line or "rows read by the tasks" in line
+                       or "read into this process" in line or "needs the rows" in line],
             "error": err.strip().splitlines()[-1] if proc.returncode > 1 else ""}
 
 
@@ -364,7 +370,9 @@ def report_reduction(args: argparse.Namespace, data: Path) -> None:
 
 
 def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
-    print("\n## calaudit test DATA --covariates age,region --json (default battery)")
+    chosen = f" --covariates {args.covariates}" if args.covariates else ""
+    print(f"\n## calaudit test DATA{chosen} --json (default battery"
+          f"{'' if args.covariates else ': the global stages, no covariates'})")
     limit = memory_bytes(args.memory_limit) / 2**20
     runs = {}
     spill = ["--spill", args.spill]
@@ -374,7 +382,8 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
               ["--workers", str(args.workers), "--memory-limit", args.memory_limit, *spill]))
     for _, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
         load = os.getloadavg()[0]
-        r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra)
+        r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra,
+                                       args.covariates)
         print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
               f"(every process), load average {load:.1f} at the start")
         if r["error"]:
@@ -382,6 +391,9 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
         for proc, figures in r["processes"].items():
             print(f"  {proc}: peak RSS {figures['peak_mib']:,} MiB (anonymous "
                   f"{figures['anon_mib']:,} MiB), CPU {figures['cpu']} s")
+        client = next((f for p, f in r["processes"].items() if p.startswith("client")), None)
+        if client is not None:
+            print(f"  client CPU per row: {1e6 * client['cpu'] / args.rows:.2f} us/row")
         largest = max((f["peak_mib"] for f in r["processes"].values()), default=math.nan)
         print(f"  largest process peak {largest:,} MiB: "
               f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")
@@ -423,6 +435,10 @@ def main() -> None:
     parser.add_argument("--spill", choices=("auto", "always", "never"), default="auto",
                         help="--what audit: calaudit's --spill in both runs (always: the "
                              "client's loaded columns in memory-mapped files)")
+    parser.add_argument("--covariates", default="age,region",
+                        help="--what audit: --covariates of both runs ('' for none: the "
+                             "global battery, whose Parquet rows the Dask run's tasks read "
+                             "themselves)")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)

@@ -27,7 +27,14 @@ from calaudit.inference.calibration_errors import (
     ece_variants,
     smooth_ece_metric,
 )
-from calaudit.inference.classical import clinical_metrics, hosmer_lemeshow, spiegelhalter
+from calaudit.inference.classical import (
+    clinical_metrics,
+    clinical_metrics_of_rows,
+    hosmer_lemeshow,
+    spiegelhalter,
+    spiegelhalter_of_rows,
+    spiegelhalter_result,
+)
 from calaudit.inference.consistency import ece_consistency
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
@@ -119,6 +126,8 @@ class ClinicalStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.is_binary:
             return StageOutput()
+        if getattr(data, "rows", None) is not None and ci_level(config) is None:
+            return self.of_rows(data, config)
         y, p, weights = data.y_true, data.positive_proba, data.weights
         metrics = clinical_metrics(
             y, p, ci_level=config.ci_level, rng=rng,
@@ -131,6 +140,23 @@ class ClinicalStage:
             tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
                      "hosmer_lemeshow": lambda: not_weighted("hosmer_lemeshow",
                                                              HOSMER_LEMESHOW_REASON)}
+        return StageOutput(metrics=metrics, tests=tuple(
+            tests[t]() for t in enabled_tests(config, tuple(tests))))
+
+
+    @staticmethod
+    def of_rows(data: Any, config: AuditConfig) -> StageOutput:
+        """The stage on a dataset whose tasks read their own rows
+        (:class:`calaudit.data.planned.RowsData`): the same reductions over the source;
+        Hosmer-Lemeshow (its quantile breaks need every row) on the rows in memory."""
+        rows, n = data.rows, data.n
+        metrics = clinical_metrics_of_rows(rows, n, int(data.counts[1]), data.clipped,
+                                           ci_level=config.ci_level)
+        tests = {"spiegelhalter": lambda: spiegelhalter_result(
+                     spiegelhalter_of_rows(rows, n), n, data.expected),
+                 "hosmer_lemeshow": lambda: hosmer_lemeshow(
+                     data.y_true, data.positive_proba,
+                     config.global_tests.hosmer_lemeshow_groups)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -148,6 +174,17 @@ class SkceStage:
             return StageOutput(metrics=metrics, tests=tuple(
                 weighted_skce_test(data, config, choice, test_id, rng)
                 for test_id in enabled_tests(config, SKCE_TESTS)))
+        if getattr(data, "rows", None) is not None and data.is_binary:
+            from calaudit.inference.skce_rows import skce_battery_of_rows
+
+            battery = skce_battery_of_rows(
+                data.rows, kernel=skce.kernel, bandwidth=skce.bandwidth,
+                blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
+                tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
+                alpha=config.alpha, ci_level=ci_level(config),
+                computation=Computation(config.method, config.n_features,
+                                        config.exact_budget_seconds), rng=rng)
+            return StageOutput(metrics=battery.metrics, tests=battery.tests)
         battery = skce_battery(
             data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
             blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,

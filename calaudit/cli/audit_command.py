@@ -73,9 +73,12 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
             threads and capped("--threads", threads, ui.warn), one_arena=True)
         config = dataclasses.replace(config, executor=executor)
         ui.log(f"row reductions on {executor.describe()}")
+        options = {f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__}
         with progress.task("load"):
-            data = load(data_path, require_two_classes=config.run_tests,
-                        **{f: getattr(data_cfg, f) for f in data_cfg.__dataclass_fields__})
+            data = (read_by_tasks(data_path, options, config, ui)
+                    if getattr(executor, "name", None) == "dask" else None)
+            if data is None:
+                data = load(data_path, require_two_classes=config.run_tests, **options)
         ui.log(f"{data_path}: {data.n} rows used, {data.n_classes} classes")
         over_time, state_doc = (over_time_stage(data_path, data, config, outputs.state)
                                 if config.monitoring.enabled else ((), []))
@@ -91,6 +94,27 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
+
+
+def read_by_tasks(data_path: str, options: dict[str, Any], config: Any, ui: Ui) -> Any:
+    """The data object of a Parquet dataset whose rows the tasks read themselves
+    (:mod:`calaudit.data.planned`), or None when it is loaded into this process (the
+    reason logged)."""
+    from calaudit.data.planned import NotPlanned, plan, why_not
+
+    reason = why_not(data_path, options) or (
+        "time windows" if config.monitoring.enabled else None)
+    if reason is None:
+        try:
+            data = plan(data_path, require_two_classes=config.run_tests, **options)
+        except NotPlanned as exc:
+            reason = str(exc)
+        else:
+            ui.log(f"{data_path}: rows read by the tasks that reduce them (the client "
+                   "reads the footers and adds up)")
+            return data
+    ui.log(f"{data_path}: read into this process ({reason})")
+    return None
 
 
 def over_time_stage(data_path: str, data: Any, config: Any, state_path: str | None

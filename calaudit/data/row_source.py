@@ -18,7 +18,7 @@ are not served here: their codes depend on every file's levels (the dataset read
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,10 @@ from calaudit.data.locations import DataFile, Location
 class ParquetRows:
     """Global rows ``[start, stop)`` of a list of Parquet files (see the module
     docstring). ``rows[k]`` is file ``k``'s row count (its footer's)."""
+
+    #: Read by the task that reduces its range (not placed on the workers: a few hundred
+    #: bytes that travel inside each task, so Dask can rerun a lost task from its spec).
+    reads_own_rows = True
 
     def __init__(self, files: Sequence[str], rows: Sequence[int], filesystem: Any = None):
         if len(files) != len(rows):
@@ -66,9 +70,18 @@ class ParquetRows:
         """The columns ``names`` of rows ``[start, stop)``, reading only the row groups
         that hold them."""
         names = list(names)
+        pieces: dict[str, list[NDArray]] = {name: [] for name in names}
+        for table in self.tables(start, stop, names):
+            for name in names:
+                pieces[name].append(_numeric(table.column(name)))
+        return {name: (np.concatenate(parts) if parts else np.empty(0))
+                for name, parts in pieces.items()}
+
+    def tables(self, start: int, stop: int, names: Sequence[str]) -> Iterator[Any]:
+        """Rows ``[start, stop)`` as Arrow tables of the columns ``names``, one per file
+        they span, in row order."""
         if not 0 <= start <= stop <= self.n:
             raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
-        pieces: dict[str, list[NDArray]] = {name: [] for name in names}
         first = int(np.searchsorted(self.offsets, start, side="right")) - 1
         for k in range(max(first, 0), len(self.files)):
             low, high = int(self.offsets[k]), int(self.offsets[k + 1])
@@ -76,11 +89,7 @@ class ParquetRows:
                 break
             if high <= start:
                 continue
-            table = self._slice(k, max(start, low) - low, min(stop, high) - low, names)
-            for name in names:
-                pieces[name].append(_numeric(table.column(name)))
-        return {name: (np.concatenate(parts) if parts else np.empty(0))
-                for name, parts in pieces.items()}
+            yield self._slice(k, max(start, low) - low, min(stop, high) - low, list(names))
 
     def _slice(self, k: int, lo: int, hi: int, names: list[str]):
         """Rows ``[lo, hi)`` of file ``k``: its overlapping row groups, then a slice."""

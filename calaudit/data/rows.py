@@ -67,14 +67,22 @@ class RowProblem:
         :class:`~calaudit.data.partitioned.RowLayout`: the message then names the file of
         the row, the row in that file and the global row."""
         first = int(np.flatnonzero(self.rows)[0])
-        shown = "" if values is None else f" (value {shown_value(values[first])})"
+        return self.error_at(first, self.count,
+                             None if values is None else (values[first],), layouts)
+
+    def error_at(self, first: int, count: int, value: tuple[Any] | None = None,
+                 layouts: Mapping[str, Any] | None = None) -> InputError:
+        """:meth:`error` of a problem known by its first row, its count of rows and the
+        first row's value (``(value,)``, or None to show none): the same line, when the
+        rows were checked range by range on the workers."""
+        shown = "" if value is None else f" (value {shown_value(value[0])})"
         layout = None if self.joined is not None else (layouts or {}).get(self.source)
         source, position = ((self.source, self.position(first)) if layout is None
                             else located(self.source, first, layout))
         if self.joined is not None and self.joined[0] in (layouts or {}):
             position = f"global row {first + 1}"
         return InputError(
-            f"{self.message}: {self.count} row(s), first at {position}"
+            f"{self.message}: {count} row(s), first at {position}"
             f"{self.where(first, layouts)}{shown}",
             source=source,
             column=self.column,

@@ -41,7 +41,11 @@ from calaudit import registry, scale
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
-from calaudit.metrics.clinical import logistic_recalibration, recalibration_replicates
+from calaudit.metrics.clinical import (
+    logistic_recalibration,
+    recalibration_of_rows,
+    recalibration_replicates,
+)
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import ArrayRows, task_ranges
@@ -97,7 +101,20 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spi
     p = np.asarray(p, dtype=np.float64)
     if p.size == 0:  # no range to reduce over; the variance of no rows is 0
         return Spiegelhalter(math.nan, math.nan, 0.0)
-    variance, score = _reduce(spiegelhalter_partial, y, p)["sums"]
+    return _spiegelhalter_of(_reduce(spiegelhalter_partial, y, p)["sums"])
+
+
+def spiegelhalter_of_rows(rows: Any, n: int) -> Spiegelhalter:
+    """:func:`spiegelhalter_test` of the ``n`` rows of a row source with columns ``y``
+    and ``p`` (e.g. one whose tasks read their own rows): the same reduction."""
+    if n == 0:
+        return Spiegelhalter(math.nan, math.nan, 0.0)
+    return _spiegelhalter_of(scale.map_sum(spiegelhalter_partial, task_ranges(n),
+                                           {"rows": rows})["sums"])
+
+
+def _spiegelhalter_of(sums: NDArray) -> Spiegelhalter:
+    variance, score = sums
     variance = float(variance)
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
@@ -138,11 +155,17 @@ def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
                   ) -> TestResult:
     """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
     a reduction run through :mod:`calaudit.scale`."""
-    method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
-    result = spiegelhalter_test(y_true, p)
     # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
-    reason = rules.too_few_rows(y_true.size) or rules.too_few_expected(
-        float(p.sum()), float(np.add.reduce(1 - p)))
+    return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
+                                (float(p.sum()), float(np.add.reduce(1 - p))))
+
+
+def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float]
+                         ) -> TestResult:
+    """The test of :func:`spiegelhalter` from its statistic, the rows and the expected
+    events and non-events ``(sum p, sum 1 - p)``."""
+    method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
+    reason = rules.too_few_rows(n) or rules.too_few_expected(*expected)
     if reason is None and not math.isfinite(result.z):
         reason = "zero variance: every prediction is 0, 1/2 or 1"
     return TestResult("spiegelhalter", result.z, result.z,
@@ -195,7 +218,7 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
         return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
                                   title=title) for key, title in titles.items())
     fit = logistic_recalibration(y_true, p, sample_weight, information_scale)
-    boot = {}
+    boot: dict = {}
     w = np.ones(y_true.size) if sample_weight is None else sample_weight
     if ci_resamples is not None:
         boot = intervals(bootstrap_replicates(
@@ -203,6 +226,27 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
                 y_true.astype(np.float64), p,
                 weights if sample_weight is None else weights * w[:, None]), strict=True)),
             y_true.size, rng, ci_resamples, max_entries=4_000_000), ci_level)
+    return recalibration_metrics(fit, ci_level, boot, ci_resamples)
+
+
+def clinical_metrics_of_rows(rows: Any, n: int, events: int, clipped: int, *,
+                             ci_level: float = 0.95) -> tuple[MetricResult, ...]:
+    """:func:`clinical_metrics` (Wald intervals, unweighted) of the ``n`` rows of a row
+    source with columns ``y`` and ``logit`` (``logit(clip(p))``), ``events`` of them
+    positive and ``clipped`` probabilities clipped: the same fits, so the same bytes."""
+    if not 0 < events < n:
+        return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
+                                  title=registry.title(key))
+                     for key in ("calibration_in_the_large", "calibration_slope"))
+    return recalibration_metrics(recalibration_of_rows(rows, n, clipped), ci_level, {}, None)
+
+
+def recalibration_metrics(fit: Any, ci_level: float, boot: dict, ci_resamples: int | None
+                          ) -> tuple[MetricResult, ...]:
+    """The two metrics of a recalibration ``fit`` (with ``boot``, the bootstrap
+    intervals of ``ci_resamples`` resamples, else Wald's)."""
+    titles = {key: registry.title(key) for key in ("calibration_in_the_large",
+                                                   "calibration_slope")}
     out = []
     for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):
         params = {"se": fit.citl_se if key == "citl" else fit.slope_se, "ci_level": ci_level,

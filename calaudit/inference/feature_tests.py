@@ -282,6 +282,13 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
         shared.update(bootstrap_shared(features, columns["residuals"], totals, boot_seed,
                                        "skce_bootstrap"))
     total = reduce_columns(label_partial, n, task_rows, columns, shared)
+    return finish_pass(features, total, n, residual_scale, b_cons)
+
+
+def finish_pass(features: FourierFeatures, total: dict[str, NDArray], n: int,
+                residual_scale: float, b_cons: int) -> FeaturePass:
+    """The :class:`FeaturePass` of :func:`label_partial`'s summed partials over ``n``
+    rows (``b_cons`` consistency redraws)."""
     values = statistics(total, n, residual_scale)
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
     diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())

@@ -94,10 +94,12 @@ class _Estimates:
     forms: CountForms | None = None
     feature_pass: FeaturePass | None = None
     reported: tuple[SkceEstimators | None, dict] = (None, {})
+    #: The rows when ``y_proba`` is not held (a row source's battery: ``y_proba`` empty)
+    rows: int | None = None
 
     @property
     def n(self) -> int:
-        return self.y_proba.shape[0]
+        return self.y_proba.shape[0] if self.rows is None else self.rows
 
     @property
     def linear_params(self) -> dict:

@@ -243,14 +243,14 @@ class RecalibrationRows:
         return columns
 
 
-def _both_fits(source: ArrayRows, q: int, weighted: bool
+def _both_fits(source: Any, n: int, q: int, weighted: bool
                ) -> tuple[LogisticFit, LogisticFit]:
     """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``, with
     ``weighted`` also ``weights``), placed once on the workers
     (:func:`calaudit.scale.resident`) for both, fitted
     in lockstep (one pass per round for both)."""
     with scale.resident(source) as rows:
-        large, slope = fit_placed_many(rows, source.n, [
+        large, slope = fit_placed_many(rows, n, [
             (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
             q)
     return large, slope
@@ -264,7 +264,7 @@ def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
     :mod:`calaudit.scale`."""
     logit, _ = logit_of(p)
     source = ArrayRows({"y": y, "logit": logit, "weights": weights})
-    large, slope = _both_fits(source, weights.shape[1], weighted=True)
+    large, slope = _both_fits(source, source.n, weights.shape[1], weighted=True)
     return large.coef[0], slope.coef[1]
 
 
@@ -291,7 +291,19 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
     columns = {"y": y, "logit": logit}
     if sample_weight is not None:
         columns["weights"] = np.asarray(sample_weight, dtype=np.float64)[:, None]
-    large, slope = _both_fits(ArrayRows(columns), 1, weighted=sample_weight is not None)
+    source = ArrayRows(columns)
+    return _recalibration(*_both_fits(source, source.n, 1, sample_weight is not None),
+                          clipped, information_scale)
+
+
+def recalibration_of_rows(rows: Any, n: int, clipped: int) -> Recalibration:
+    """:func:`logistic_recalibration` (unweighted) of the ``n`` rows of a row source with
+    columns ``y`` and ``logit`` (``logit(clip(p))``; ``clipped`` of them clipped)."""
+    return _recalibration(*_both_fits(rows, n, 1, False), clipped, 1.0)
+
+
+def _recalibration(large: LogisticFit, slope: LogisticFit, clipped: int,
+                   information_scale: float) -> Recalibration:
     return Recalibration(
         citl=float(large.coef[0, 0]),
         citl_se=float(np.sqrt(large.cov[0, 0, 0] / information_scale)),

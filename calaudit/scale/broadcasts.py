@@ -24,12 +24,15 @@ from calaudit.scale import shards
 
 def scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
     """The values of ``shared`` not yet on the cluster (handles of ``DaskExecutor.keep``
-    and row blocks stay as they are) sent to every worker, as ``{name: future}``. The
+    and row blocks stay as they are, and a source whose tasks read their own rows,
+    ``reads_own_rows``, travels inside each task, so Dask can rerun a lost task from its
+    spec alone) sent to every worker, as ``{name: future}``. The
     values are scattered as a list, so their keys on the cluster are fresh ones: a dict
     would be stored under its own names, and two reductions sharing a name (``x``) would
     release each other's."""
     names = [name for name, value in shared.items()
-             if not (is_future(value) or isinstance(value, shards.Shards))]
+             if not (is_future(value) or isinstance(value, shards.Shards)
+                     or getattr(value, "reads_own_rows", False))]
     if not names:
         return {}
     futures = client.scatter([shared[name] for name in names], broadcast=True, hash=False)

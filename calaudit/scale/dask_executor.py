@@ -37,6 +37,7 @@ copy and resubmits the pairs that need it (:class:`calaudit.scale.pair_blocks.Pa
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.scale import shards
-from calaudit.scale.blocks import fold, stack_rows
+from calaudit.scale.blocks import _rows_of, fold, stack_rows
 from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import register_sizes, size_of
@@ -165,8 +166,10 @@ class DaskExecutor:
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """A per-row map (``SerialExecutor.map_rows``): each task gives its range's rows,
-        fetched and concatenated in range order on the client."""
-        return self._combine(stack_rows, partial, ranges, shared)
+        fetched in range order and written into the result as they arrive (the parts are
+        never all held at once)."""
+        return self._combine(functools.partial(stack_rows, rows=_rows_of(ranges)), partial,
+                             ranges, shared)
 
     def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
                   blocks: Sequence[Any], shared: Mapping[str, Any],

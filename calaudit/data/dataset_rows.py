@@ -1,0 +1,212 @@
+"""A Parquet dataset's rows as the loader's validated columns, read by the task that
+reduces them.
+
+:class:`DatasetRows` is a row source (``read(start, stop, names)``, :mod:`calaudit.scale`)
+over the files of a dataset (:class:`~calaudit.data.row_source.ParquetRows`: paths and
+footer row counts) plus what the loader does to the raw columns: the label's and the
+prediction columns' conversion (the same :class:`~calaudit.data.column_sink.ColumnSink`
+per range, with the dtypes the client fixed from every file's footer), the probabilities
+(:func:`calaudit.data.build.to_probabilities`) and the class codes
+(:func:`calaudit.data.build.label_codes`). Every step works row by row, so a range's
+values are the rows the loader would have produced: a partial that reads ``y``, ``p``
+or ``logit`` here computes the same bytes as on the loaded arrays. It holds a few hundred
+bytes per file, whatever the rows; on Dask it travels inside each task (``reads_own_rows``),
+so a task lost with its worker is rerun by Dask from its spec.
+
+:func:`check_partial` is the first reduction: the loader's row rules on each range
+(:func:`calaudit.data.build.score_problems` and the label rules), giving per range and rule
+the count of rows broken, the first one and its value, and the summaries the stages need
+(class counts, clipped probabilities, the expected events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from calaudit.data.build import LoadOptions, RawInputs, label_codes, score_problems
+from calaudit.data.column_sink import ColumnSink, append_arrow
+from calaudit.data.labels import UNKNOWN
+from calaudit.data.row_source import ParquetRows
+from calaudit.data.spill import ColumnStore
+
+#: The loader's options this source reproduces (the defaults: no renormalising, no
+#: dropped rows, no named positive label).
+OPTIONS = LoadOptions()
+#: The rules checked on the workers, in the loader's order.
+RULES = ("missing_label", "nonfinite_probability", "probability_out_of_range",
+         "probabilities_not_summing_to_one", "unknown_label")
+#: ``logit(clip(p))``'s clip (:data:`calaudit.metrics.clinical.CLIP`).
+CLIP = 1e-12
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How the loader builds one column: its kind (``numeric`` or ``bool``) and, for
+    numbers, each file's numpy dtype (:meth:`ColumnSink.final_dtype` decides)."""
+
+    name: str
+    kind: str
+    dtypes: tuple[Any, ...] = ()
+
+    def series(self, pieces: list[Any]) -> pd.Series:
+        """The column of Arrow ``pieces`` as the loader's Series."""
+        import pyarrow as pa
+
+        sink = ColumnSink(self.name, self.kind, dtypes=[np.dtype(d) for d in self.dtypes])
+        sink.allocate(sum(len(piece) for piece in pieces), ColumnStore())
+        for piece in pieces:
+            append_arrow(sink, piece, pa)
+        return sink.series()
+
+
+@dataclass(frozen=True)
+class DatasetRows:
+    """Rows of a Parquet dataset as ``y`` (class codes), ``proba`` (n, m), ``p`` (the
+    positive class's probability, binary), ``logit`` (``logit(clip(p))``) and
+    ``residuals`` (``e_y - p``); see the module docstring."""
+
+    files: ParquetRows
+    label: ColumnPlan
+    scores: tuple[ColumnPlan, ...]
+    class_names: tuple[str, ...]
+    kind: str
+    source: str
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return self.files.n
+
+    def raw(self, start: int, stop: int) -> RawInputs:
+        """Rows ``[start, stop)`` as the loader's raw inputs (labels and prediction
+        matrix)."""
+        from calaudit.data.load import _score_matrix as score_matrix
+
+        plans = (self.label, *self.scores)
+        pieces: dict[str, list[Any]] = {plan.name: [] for plan in plans}
+        for table in self.files.tables(start, stop, list(pieces)):
+            for name in pieces:
+                pieces[name].append(table.column(name))
+        columns = [plan.series(pieces[plan.name]) for plan in self.scores]
+        names = tuple(plan.name for plan in self.scores)
+        return RawInputs(score_matrix(columns, names, self.source, None, ColumnStore()),
+                         names, self.class_names, self.kind, self.source,
+                         self.label.series(pieces[self.label.name]), self.label.name,
+                         self.source)
+
+    def columns(self, start: int, stop: int) -> tuple[NDArray, NDArray]:
+        """``(class codes, probabilities)`` of rows ``[start, stop)``."""
+        codes, proba, _, _ = coded(self.raw(start, stop))
+        return codes, proba
+
+    def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
+        names = list(names)
+        codes, proba = self.columns(start, stop)
+        out: dict[str, NDArray] = {}
+        for name in names:
+            if name == "y":
+                out[name] = codes
+            elif name == "proba":
+                out[name] = proba
+            elif name == "p":
+                out[name] = proba[:, 1]
+            elif name == "logit":
+                out[name] = logit_column(proba[:, 1])
+            elif name == "residuals":
+                residuals = -np.array(proba)
+                residuals[np.arange(residuals.shape[0]), codes] += 1.0
+                out[name] = residuals
+            else:
+                raise KeyError(f"no column {name!r} in the dataset's rows")
+        return out
+
+    def __repr__(self) -> str:
+        return f"DatasetRows({self.source}, {len(self.files.files)} files, n={self.n})"
+
+
+def logit_column(p: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``logit(clip(p))``: the operations of :func:`calaudit.metrics.clinical.logit_of`."""
+    from scipy import special
+
+    return special.logit(np.clip(p, CLIP, 1.0 - CLIP))
+
+
+def read_partial(start: int, stop: int, *, rows: Any, names: tuple[str, ...]
+                 ) -> dict[str, NDArray]:
+    """The columns ``names`` of rows ``[start, stop)`` (a per-row map)."""
+    return rows.read(start, stop, names)
+
+
+def problems(rows: DatasetRows, start: int, stop: int
+             ) -> tuple[dict[str, Any], RawInputs, NDArray, NDArray]:
+    """The loader's row problems of rows ``[start, stop)`` by rule (rows numbered from
+    ``start``), the raw rows, their class codes and probabilities."""
+    from calaudit.data import rows as rules
+
+    raw = rows.raw(start, stop)
+    codes, proba, missing, classes = coded(raw)
+    found = {"missing_label": rules.problem(
+        "missing_label", raw.label_source, raw.label_column, missing, "label is missing",
+        "fill or drop these rows")}
+    for problem in score_problems(raw, proba, OPTIONS):
+        if problem is not None:
+            found[problem.rule] = problem
+    found["unknown_label"] = rules.problem(
+        "unknown_label", raw.label_source, raw.label_column,
+        (codes == UNKNOWN) & ~missing,
+        f"label is not one of the classes ({', '.join(classes[:10])})",
+        "check --prob-cols order and names, or --positive-label")
+    return {rule: p for rule, p in found.items() if p is not None}, raw, codes, proba
+
+
+def first_value(problem: Any, raw: RawInputs, local: int) -> tuple[Any] | None:
+    """The value the loader's error quotes for the broken row ``local`` (None: none)."""
+    if problem.column == raw.label_column:
+        return (raw.labels.to_numpy()[local],)
+    if problem.column in raw.score_columns:
+        return (raw.scores[local, raw.score_columns.index(problem.column)],)
+    return None
+
+
+def check_partial(start: int, stop: int, *, rows: DatasetRows, task_rows: int,
+                  tasks: int) -> dict[str, NDArray]:
+    """The loader's row rules on rows ``[start, stop)`` (range ``start // task_rows`` of
+    ``tasks``): per rule of :data:`RULES` the rows broken (``count``) and, in the range's
+    own row of ``first`` (tasks x rules), 1 + the first broken row (0: none); the class
+    counts (``classes``), the probabilities clipped by ``logit(clip(p))`` (``clipped``)
+    and ``[sum p, sum 1 - p]`` (``expected``, binary). Every entry is a sum over the
+    ranges."""
+    found, _, codes, proba = problems(rows, start, stop)
+    count = np.zeros(len(RULES), np.int64)
+    first = np.zeros((tasks, len(RULES)), np.int64)
+    for j, rule in enumerate(RULES):
+        if rule in found:
+            count[j] = found[rule].count
+            first[start // task_rows, j] = start + 1 + int(np.flatnonzero(found[rule].rows)[0])
+    m = proba.shape[1]
+    known = codes[codes >= 0]
+    out = {"count": count, "first": first,
+           "classes": np.bincount(known, minlength=m)[:m].astype(np.int64)}
+    if m == 2:
+        p = proba[:, 1]
+        out["clipped"] = np.array([np.count_nonzero((p < CLIP) | (p > 1.0 - CLIP))])
+        out["expected"] = np.array([float(p.sum()), float(np.add.reduce(1 - p))])
+    return out
+
+
+def coded(raw: RawInputs) -> tuple[NDArray, NDArray, NDArray, tuple[str, ...]]:
+    """``(class codes, probabilities, missing labels, classes)`` of raw rows, as the
+    loader makes them."""
+    from calaudit.data.build import to_probabilities
+
+    proba, _ = to_probabilities(raw, OPTIONS)
+    missing = raw.labels.isna().to_numpy()
+    classes, codes = label_codes(raw, missing, OPTIONS)
+    return codes, proba, missing, classes

@@ -1,0 +1,251 @@
+"""A Parquet dataset audited where its rows are: the client plans and adds up.
+
+:func:`plan` opens a dataset from its footers only (files, row counts, column types: the
+loader's own checks, :class:`~calaudit.data.partitioned.Dataset`), builds the small row
+source :class:`~calaudit.data.dataset_rows.DatasetRows` and runs the first reduction
+(:func:`~calaudit.data.dataset_rows.check_partial`) through :mod:`calaudit.scale`: the
+loader's row rules on every range, where the executor runs it (on Dask: each task reads
+its own range on a worker), with the same one-line errors, and the summaries the stages
+need. The result, :class:`RowsData`, is the data object of such a run: it keeps the
+source and the summaries, not the rows.
+
+A stage written for the source reads it through ``data.rows`` (its partials read their own
+ranges). A stage that still needs the rows in memory reads ``y_true`` / ``y_proba``:
+they are then read once, range by range through the executor, into this process
+(``--verbose`` says so).
+
+Only the default reading of a dataset takes this path (:func:`why_not`); any other input
+or option is loaded as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import progress, scale
+from calaudit.data.dataset_rows import (
+    RULES,
+    ColumnPlan,
+    DatasetRows,
+    check_partial,
+    first_value,
+    problems,
+    read_partial,
+)
+from calaudit.data.parts import Provenance, read_only
+from calaudit.exceptions import InputError
+
+#: The ``load`` arguments this path reproduces, with their defaults.
+DEFAULTS = {"labels": None, "covariates_file": None, "covariates": (), "categorical": (),
+            "positive_label": None, "renormalize": False, "drop_invalid": False,
+            "weight_col": None, "negative_rate": None, "sampling_rate_col": None,
+            "id_col": None}
+
+
+def why_not(path: str, options: dict[str, Any]) -> str | None:
+    """Why ``path`` with the ``load`` ``options`` is not read by tasks (None: it is): it
+    must be a Parquet dataset (a directory, glob or URL) read with the default options,
+    without covariates or weights."""
+    from calaudit.data.locations import locate
+
+    changed = sorted(k for k, v in DEFAULTS.items() if options.get(k, v) not in (v, None, ()))
+    if changed:
+        return "options " + ", ".join(changed)
+    try:
+        location = locate(path)
+    except Exception:  # noqa: BLE001 - the loader reports it
+        return "not a dataset"
+    if not location.is_dataset or location.format != "parquet":
+        return "not a Parquet dataset"
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class RowsData:
+    """The data object of a dataset read by tasks (module docstring): the attributes of
+    :class:`~calaudit.data.dataset.CalibrationData`, ``rows`` (the source) and the
+    summaries of the first reduction; ``y_true`` and ``y_proba`` are read into this
+    process only when a stage asks for them."""
+
+    rows: DatasetRows
+    classes: tuple[str, ...]
+    counts: NDArray[np.int64]
+    provenance: Provenance
+    clipped: int = 0
+    expected: tuple[float, float] = (0.0, 0.0)
+    covariates: tuple = ()
+    spill: object | None = field(default=None, repr=False)
+    weights: None = None
+
+    @property
+    def n(self) -> int:
+        return self.rows.n
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def is_binary(self) -> bool:
+        return self.n_classes == 2
+
+    def class_counts(self) -> dict[str, int]:
+        return {name: int(c) for name, c in zip(self.classes, self.counts)}
+
+    @property
+    def covariate_names(self) -> tuple[str, ...]:
+        return ()
+
+    def covariate(self, name: str) -> Any:
+        raise KeyError(f"no covariate {name!r}; covariates: none")
+
+    @property
+    def sample_weight(self) -> None:
+        return None
+
+    @cached_property
+    def _loaded(self) -> dict[str, NDArray]:
+        progress.note(f"{self.rows.source}: a stage not yet computed from the tasks' own "
+                      "rows (the calibration errors, ECE family, smooth ECE and diagrams "
+                      "stages, Hosmer-Lemeshow, the clinical bootstrap intervals) needs the "
+                      f"rows in memory: reading {self.n} rows into this process, range by "
+                      "range through the executor")
+        return scale.map_rows(read_partial, scale.task_ranges(self.n),
+                              {"rows": self.rows, "names": ("y", "proba")})
+
+    @property
+    def y_true(self) -> NDArray[np.int64]:
+        return read_only(self._loaded["y"])
+
+    @property
+    def y_proba(self) -> NDArray[np.float64]:
+        return read_only(self._loaded["proba"])
+
+    @property
+    def positive_proba(self) -> NDArray[np.float64]:
+        if not self.is_binary:
+            raise ValueError("positive_proba is defined for binary data only")
+        return self.y_proba[:, 1]
+
+    @property
+    def residuals(self) -> NDArray[np.float64]:
+        return self.residual_rows(0, self.n)
+
+    def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
+        out = -np.array(self.y_proba[start:stop])
+        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
+        return out
+
+
+def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = None,
+         logit_cols: str | None = None, require_two_classes: bool = True,
+         **ignored: Any) -> RowsData:
+    """The :class:`RowsData` of the Parquet dataset ``path`` (:func:`why_not` is None):
+    footers read here, the rows checked range by range through the executor in force."""
+    from calaudit.data.build import check_enough
+    from calaudit.data.columns import detect_label, require_column, resolve_scores
+    from calaudit.data.locations import locate
+    from calaudit.data.partitioned import Dataset
+    from calaudit.data.row_source import ParquetRows
+
+    dataset = Dataset(locate(path))
+    available = dataset.columns()
+    label = (require_column(label_col, available, path, "--label-col") if label_col
+             else detect_label(available, path))
+    scores = resolve_scores(prob_cols, logit_cols, available, path, exclude={label})
+    plans = _plans(dataset, [label, *scores.columns])
+    files = ParquetRows.of(dataset.location)
+    dataset.rows = [int(files.offsets[k + 1] - files.offsets[k])
+                    for k in range(len(files.files))]
+    source = DatasetRows(files, plans[0], tuple(plans[1:]), scores.class_names, scores.kind,
+                         path)
+    n = source.n
+    ranges = scale.task_ranges(n)
+    summary = (scale.map_sum(check_partial, ranges, {
+        "rows": source, "task_rows": scale.TASK_ROWS, "tasks": len(ranges)}) if n else None)
+    if summary is not None:
+        _raise_first(summary, source, ranges, {path: dataset.layout()})
+    classes = (("0", "1") if plans[0].kind == "numeric" else ("False", "True")) \
+        if len(scores.columns) == 1 else scores.class_names
+    counts = (summary["classes"] if summary is not None
+              else np.zeros(len(classes), np.int64))
+    counts = np.asarray(counts).astype(np.int64)
+    codes = np.repeat(np.arange(len(classes)), np.minimum(counts, 1))
+    raw = _Named(path, label)
+    check_enough(n, codes, classes, raw, _Require(require_two_classes))
+    provenance = Provenance(
+        files=tuple(dataset.provenance("predictions")), rows_read=n, rows_used=n,
+        rows_excluded={}, label_column=label, score_columns=scores.columns,
+        score_kind=scores.kind, id_column=None, renormalized_rows=0,
+        dataset=dataset.describe())
+    expected = (0.0, 0.0)
+    if len(classes) == 2 and summary is not None:
+        expected = (float(summary["expected"][0]), float(summary["expected"][1]))
+    clipped = int(summary["clipped"].sum()) if summary is not None and "clipped" in summary \
+        else 0
+    return RowsData(source, tuple(classes), counts.astype(np.int64), provenance,
+                    clipped, expected)
+
+
+def _plans(dataset: Any, names: list[str]) -> list[ColumnPlan]:
+    """How the loader would build each column (its kinds and per-file dtypes, from the
+    footers); a column the loader would refuse or read as text is refused here with the
+    loader's own error (or read by it)."""
+    from calaudit.data.column_sink import ColumnSink
+
+    if any(name in dataset.partitions for name in names):
+        raise NotPlanned("a partition key is a label or prediction column")
+    sinks = {name: ColumnSink(name) for name in names}
+    for file in dataset.location.files:
+        fragment = dataset._check_parquet(file, names, sinks)
+        dataset._declared_rows(file, fragment, names, sinks)
+    plans = []
+    for index, name in enumerate(names):
+        sink = sinks[name]
+        if sink.kind not in ("numeric", "bool") or (index and sink.kind != "numeric"):
+            raise NotPlanned(f"column {name} holds {sink.kind or 'no'} values")
+        plans.append(ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)))
+    return plans
+
+
+class NotPlanned(Exception):
+    """The dataset is read by the loader instead (the reason)."""
+
+
+@dataclass(frozen=True)
+class _Named:
+    score_source: str
+    label_column: str
+
+    @property
+    def label_source(self) -> str:
+        return self.score_source
+
+
+@dataclass(frozen=True)
+class _Require:
+    require_two_classes: bool
+
+
+def _raise_first(summary: dict[str, NDArray], source: DatasetRows,
+                 ranges: list[tuple[int, int]], layouts: dict[str, Any]) -> None:
+    """The loader's error for the first rule (in the loader's order) any row breaks: the
+    count over every range, the first row's range read again here (one range) for the
+    problem's column and value."""
+    for j, rule in enumerate(RULES):
+        if not summary["count"][j]:
+            continue
+        first = int(np.flatnonzero(np.asarray(summary["first"])[:, j])[0])
+        start, stop = ranges[first]
+        problem = problems(source, start, stop)[0][rule]
+        local = int(np.flatnonzero(problem.rows)[0])
+        raise problem.error_at(start + local, int(summary["count"][j]),
+                               first_value(problem, source.raw(start, stop), local), layouts)
+
+
+__all__ = ["InputError", "NotPlanned", "RowsData", "plan", "why_not"]

@@ -1,0 +1,242 @@
+"""The SKCE battery of a row source whose tasks read their own rows (a binary dataset
+audited where it is: :class:`calaudit.data.dataset_rows.DatasetRows`, columns ``y``,
+``proba``, ``residuals``), with the bytes of :func:`calaudit.inference.skce_battery.
+skce_battery` on the same rows held in memory.
+
+Above ``max_quadratic_n`` rows (below, the rows are gathered, at most that many, and the
+in-memory battery runs) every per-row input is made inside the tasks from the source:
+
+- the feature pass (:func:`calaudit.inference.feature_passes.label_partial`) reads
+  :class:`LabelRows`, the columns :func:`~calaudit.inference.feature_tests.label_inputs`
+  would build (``x = p_1``, ``p_1``, the observed labels, ``sqrt(2) (y - p_1)``), built per
+  range; the bootstrap's grids come from two max-reductions over the same rows (a maximum
+  is the same whatever the order);
+- the median heuristic's and the approximation check's seeded subsamples are gathered
+  by one reduction each (:func:`gather`: ``MEDIAN_SUBSAMPLE`` and ``APPROXIMATION_ROWS``
+  rows);
+- the linear estimators' terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) are a
+  per-term map whose tasks read their terms' rows (:func:`terms_partial`): ``n / 2 +
+  n / blocksize`` floats come back to the client (4.8 bytes per row at blocksize 10),
+  the one per-row output of the stage.
+
+The bootstrap's per-block draw totals (a sequential multinomial, ``B`` x 8 bytes per
+4,096 rows) are still drawn in the client and placed as row blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import scale
+from calaudit.inference.feature_passes import (
+    _bound_of_norm,
+    label_partial,
+    shared_labels,
+)
+from calaudit.inference.feature_tests import (
+    APPROXIMATION_ROWS,
+    FeaturePass,
+    approximation_error,
+    finish_pass,
+)
+from calaudit.inference.method import Computation, choose_method
+from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms
+from calaudit.numerics.block_draws import block_totals
+from calaudit.numerics.features import FourierFeatures, grid_exponent
+from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, stream_seed, task_ranges
+
+SCALE = math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class LabelRows:
+    """The feature pass's columns of a binary source (``y``, ``proba``), built per
+    range: ``x`` and ``proba`` (``p_1``, (n, 1)), ``observed`` (``y``, (n, 1) uint8) and
+    ``residuals`` (``sqrt(2) (y - p_1)``, (n, 1))."""
+
+    source: Any
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        part = self.source.read(start, stop, ["y", "proba", "residuals"])
+        full = part["proba"]
+        columns = {"x": full[:, 1:2].copy(), "proba": full[:, 1].copy()[:, None],
+                   "observed": (part["y"] == 1).astype(np.uint8)[:, None],
+                   "residuals": (SCALE * part["residuals"][:, 1]).reshape(-1, 1)}
+        return {name: columns[name] for name in names}
+
+
+def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
+                 names: dict[str, int]) -> dict[str, NDArray]:
+    """The rows ``pick`` (sorted) that fall in ``[start, stop)``, in their places of
+    arrays of ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere: the sum
+    over the ranges is exact); a range without a picked row is not read."""
+    lo, hi = np.searchsorted(pick, [start, stop])
+    read = rows.read(start, stop, list(names)) if hi > lo else {}
+    out = {}
+    for name, width in names.items():
+        values = np.zeros((pick.size, width))
+        if read:
+            values[lo:hi] = np.asarray(read[name]).reshape(stop - start, width)[
+                pick[lo:hi] - start]
+        out[name] = values
+    return out
+
+
+def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
+    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
+    read by the tasks of their ranges."""
+    return scale.map_sum(pick_partial, task_ranges(rows.n),
+                         {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
+
+
+def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0.0,
+                slack: float = 0.0) -> dict[str, NDArray]:
+    """In the range's own slot (``start // TASK_ROWS``): ``max |r|`` of the residual
+    column, or with ``root`` ``max_i sum_k (root |r_ik| + slack)^2``."""
+    r = rows.read(start, stop, ["residuals"])["residuals"]
+    out = np.zeros(tasks)
+    if root:
+        value = root * np.abs(r) + slack
+        out[start // TASK_ROWS] = np.max(np.sum(value * value, axis=1))
+    else:
+        out[start // TASK_ROWS] = np.max(np.abs(r))
+    return {"max": out}
+
+
+def _largest(rows: Any, **shared: float) -> float:
+    ranges = task_ranges(rows.n)
+    return float(np.max(scale.map_sum(max_partial, ranges,
+                                      {"rows": rows, "tasks": len(ranges), **shared})["max"]))
+
+
+def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int
+                  ) -> dict[str, NDArray]:
+    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows (a per-term
+    map), their rows read here."""
+    part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
+    return {"terms": block_terms(kernel, part["proba"], part["residuals"], blocksize)}
+
+
+def terms_of_rows(rows: Any, kernel: Any, blocksize: int) -> NDArray[np.float64]:
+    """:func:`calaudit.metrics.skce.block_terms` of every complete block of the source."""
+    count = rows.n // blocksize
+    if count == 0:
+        return np.empty(0)
+    return scale.map_rows(terms_partial, task_ranges(count, max(1, TASK_ROWS // blocksize)),
+                          {"rows": rows, "kernel": kernel, "blocksize": blocksize})["terms"]
+
+
+@dataclass(frozen=True)
+class RowFeatures:
+    """:class:`calaudit.inference.feature_tests.SkceFeatures` of a binary row source."""
+
+    features: FourierFeatures
+    rows: LabelRows
+
+    def one_pass(self, consistency_rng: np.random.Generator | None,
+                 boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
+        """:func:`calaudit.inference.feature_tests.feature_skce_pass` on the source."""
+        n, features = self.rows.n, self.features
+        b_cons = n_resamples if consistency_rng is not None else 0
+        seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
+        shared = shared_labels(features, 1, seed, "skce_consistency", b_cons)
+        if boot_rng is not None and n_resamples:
+            shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples))
+        total = scale.map_sum(label_partial, task_ranges(n), {**shared, "rows": self.rows})
+        return finish_pass(features, total, n, SCALE, b_cons)
+
+    def bootstrap_shared(self, seed: int, n_boot: int) -> dict[str, Any]:
+        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source: the
+        grids from two max-reductions over its residuals; the per-block totals drawn
+        here (row-blocked: on Dask each row block's entries only)."""
+        features, n = self.features, self.rows.n
+        totals = BlockTable(block_totals(seed, "skce_bootstrap", n, n_boot), ROW_BLOCK, n)
+        top = math.sqrt(1.0 / features.frequencies.shape[1]) + 2.0 ** -(features.grid + 1)
+        grid = grid_exponent(top * max(_largest(self.rows), 1e-12) * (1 + 1e-9))
+        slack = math.sqrt(features.n_features) * 2.0 ** -(grid + 1)
+        h_bound = _largest(self.rows, root=math.sqrt(_bound_of_norm(features)),
+                           slack=slack) * (1 + 1e-9) + 1e-300
+        return {"boot_totals": totals, "boot_seed": int(seed),
+                "boot_stream": "skce_bootstrap", "psi_grid": grid, "h_bound": h_bound}
+
+    def approximation(self, kernel: Any, rng: np.random.Generator) -> dict:
+        """Feature vs exact ``SKCE_uq`` on the seeded subsample of
+        :meth:`SkceFeatures.approximation`, its rows gathered."""
+        n = self.rows.n
+        pick = (np.arange(n) if n <= APPROXIMATION_ROWS
+                else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
+        got = gather(self.rows, pick, {"x": 1, "residuals": 1})
+        proba = gather(self.rows.source, pick, {"proba": 2})["proba"]
+        return approximation_error(self.features, got["x"], got["residuals"][:, 0],
+                                   kernel.on(proba))
+
+
+def skce_battery_of_rows(source: Any, *, kernel: str = "exponential",
+                         bandwidth: float | None = None, blocksize: int = 10,
+                         max_quadratic_n: int = 20_000, tests: tuple[str, ...] = (),
+                         n_resamples: int = 1000, alpha: float = 0.05,
+                         ci_level: float | None = None,
+                         computation: Computation | None = None,
+                         rng: np.random.Generator) -> Any:
+    """:func:`calaudit.inference.skce_battery.skce_battery` of a binary row source
+    (module docstring), the same results."""
+    from calaudit.inference import skce_battery as battery
+    from calaudit.metrics.skce import choose_kernel
+
+    n = source.n
+    if n <= max_quadratic_n:  # at most max_quadratic_n rows, gathered
+        got = gather(source, np.arange(n), {"proba": 2, "residuals": 2})
+        return battery.skce_battery(
+            got["proba"], got["residuals"], kernel=kernel, bandwidth=bandwidth,
+            blocksize=blocksize, max_quadratic_n=max_quadratic_n, tests=tests,
+            n_resamples=n_resamples, alpha=alpha, ci_level=ci_level,
+            computation=computation, rng=rng)
+    median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
+    computation = computation or Computation()
+    limit = f"n > skce.max_quadratic_n = {max_quadratic_n}"
+    if bandwidth is None:  # the median heuristic's subsample (choose_kernel's draw)
+        size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)
+        pick = np.sort(median_rng.choice(n, size, replace=False))
+        choice = choose_kernel(gather(source, pick, {"proba": 2})["proba"], kernel, None,
+                               exact_max_n=size)
+        choice = replace(choice, source="median_subsample") \
+            if choice.source == "median" else choice
+    else:
+        choice = choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
+    method = choose_method(computation, n, n_resamples, feature_rng, exact_possible=False,
+                           limit_note=limit)
+    params, features = choice.to_params(), None
+    if method.features:
+        distance, factor = battery.SkceFeatures.BINARY[KERNEL_DISTANCES[choice.name]]
+        features = RowFeatures(FourierFeatures.draw(
+            distance, factor * choice.gamma, 1, method.n_features, method.frequency_seed),
+            LabelRows(source))
+        params["computation"] = method.to_params(
+            approximation=features.approximation(choice.kernel, feature_rng))
+    else:
+        params["computation"] = method.to_params()
+    estimates = battery._Estimates(
+        np.empty((0, 2)), choice.kernel, params, terms_of_rows(source, choice.kernel, 2),
+        terms_of_rows(source, choice.kernel, blocksize), blocksize, limit,
+        reported=(None, params), rows=n)
+    if features is not None:
+        bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
+        feature_pass = features.one_pass(
+            consistency_rng if "skce_consistency" in tests else None,
+            boot_rng if bootstrap else None, n_resamples)
+        estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
+                            feature_pass=feature_pass, reported=(feature_pass.terms, params))
+    return battery.SkceBattery(battery._metrics(estimates, ci_level, n_resamples, linear_rng),
+                               battery._tests(estimates, tests, n_resamples, alpha,
+                                              consistency_rng))

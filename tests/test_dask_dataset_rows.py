@@ -1,0 +1,229 @@
+"""A Parquet dataset audited by tasks that read their own rows
+(:mod:`calaudit.data.planned`, :mod:`calaudit.data.dataset_rows`): the client reads the
+footers and adds up. The checks: the rows a task reads are the loader's rows; the
+loader's row rules give the loader's one-line errors; the audit's JSON is the
+single-process run's; a worker killed mid-run is survived by Dask alone (no calaudit code
+sends data again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from calaudit import scale
+from calaudit.audit.battery import ClinicalStage
+from calaudit.audit.config import AuditConfig
+from calaudit.audit.runner import run_audit
+from calaudit.audit.sections.global_tests import SkceConfig
+from calaudit.data.dataset_rows import DatasetRows
+from calaudit.data.load import load
+from calaudit.data.planned import plan, why_not
+from calaudit.exceptions import InputError
+from calaudit.metrics.clinical import logit_of
+from calaudit.scale import DaskExecutor, SerialExecutor
+
+#: Three reduction ranges (the last one short), in three files of unequal size.
+N = 2 * scale.TASK_ROWS + 5_001
+CUTS = (0, 40_000, 100_003, N)
+
+
+def columns(seed: int = 4) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2.0, 5.0, N)
+    p[:3] = (0.0, 1.0, 1e-13)  # clipped by logit(clip(p))
+    return {"label": (rng.uniform(size=N) < p).astype(np.int8), "prob": p,
+            "other": rng.normal(size=N)}
+
+
+def write(folder: Path, table: dict[str, np.ndarray], cuts: tuple[int, ...] = CUTS) -> Path:
+    folder.mkdir()
+    for k in range(len(cuts) - 1):
+        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in table.items()}
+        pq.write_table(pa.table(part), folder / f"part-{k}.parquet", row_group_size=20_000)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> str:
+    return str(write(tmp_path_factory.mktemp("rows") / "ds", columns()))
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> str:
+    """6,000 rows in three files (the whole battery, kept fast)."""
+    table = {name: values[:6_000] for name, values in columns().items()}
+    return str(write(tmp_path_factory.mktemp("small") / "ds", table, (0, 1_000, 3_500, 6_000)))
+
+
+def canonical(result) -> str:
+    payload = result.to_dict()
+    for volatile in ("created_at", "runtime_seconds", "environment"):
+        payload.pop(volatile, None)
+    return json.dumps(payload, sort_keys=True)
+
+
+#: The feature tests (the exact path is tested on its own in test_dask.py), and the SKCE
+#: stage's path for more rows than ``max_quadratic_n`` (its tasks read their own rows).
+CONFIG = {"n_resamples": 19, "random_state": 5, "method": "features",
+          "skce": SkceConfig(max_quadratic_n=2_000)}
+
+
+def test_the_tasks_read_the_loaders_rows(dataset):
+    loaded = load(dataset)
+    with scale.using(SerialExecutor()):
+        planned = plan(dataset)
+    assert planned.n == loaded.n and planned.class_counts() == loaded.class_counts()
+    assert planned.provenance == loaded.provenance
+    assert planned.clipped == 3
+    for start, stop in ((0, 10), (39_990, 40_010), (N - 7, N)):  # across files
+        rows = planned.rows.read(start, stop, ["y", "proba", "residuals", "logit"])
+        assert rows["y"].tobytes() == loaded.y_true[start:stop].tobytes()
+        logit = logit_of(loaded.positive_proba[start:stop])[0]
+        assert rows["logit"].tobytes() == logit.tobytes()
+        assert rows["proba"].tobytes() == loaded.y_proba[start:stop].tobytes()
+        assert rows["residuals"].tobytes() == loaded.residual_rows(start, stop).tobytes()
+
+
+def test_only_the_default_reading_of_a_parquet_dataset_is_planned(dataset, tmp_path):
+    assert why_not(dataset, {}) is None
+    assert "covariates" in why_not(dataset, {"covariates": ("age",)})
+    assert "drop_invalid" in why_not(dataset, {"drop_invalid": True})
+    single = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"label": [0, 1], "prob": [0.2, 0.7]}), single)
+    assert why_not(str(single), {}) == "not a Parquet dataset"
+
+
+@pytest.mark.parametrize(("column", "row", "value"), [
+    ("prob", 70_000, 1.5),         # out of [0, 1], second file, second range
+    ("prob", 100_003, np.nan),     # not finite, first row of the third file
+    ("label", 5, 2),               # not a class
+])
+def test_bad_rows_give_the_loaders_error(tmp_path, column, row, value):
+    table = columns()
+    table[column] = table[column].astype(np.float64)
+    table[column][row] = value
+    table[column][row + 70_000 if row + 70_000 < N else row - 3] = value  # a second one
+    folder = str(write(tmp_path / "bad", table))
+    with pytest.raises(InputError) as loaded:
+        load(folder)
+    with scale.using(SerialExecutor()), pytest.raises(InputError) as planned:
+        plan(folder)
+    assert str(planned.value) == str(loaded.value)
+    assert "2 row(s)" in str(planned.value)
+
+
+def test_the_audit_on_two_workers_is_the_single_process_json(small, two_workers,
+                                                             monkeypatch):
+    """The whole default battery: the data object keeps the source on Dask (the stages
+    not written for it read the rows through the executor), the JSON is the same."""
+    from tests.conftest import dask_partials
+
+    single = canonical(run_audit(load(small), AuditConfig(**CONFIG)))
+    calls = dask_partials(monkeypatch)
+    executor = DaskExecutor(two_workers)
+    with scale.using(executor):
+        data = plan(small)
+    assert canonical(run_audit(data, AuditConfig(**CONFIG, executor=executor))) == single
+    for partial in ("check_partial", "newton_partial", "spiegelhalter_partial",
+                    "label_partial", "pick_partial", "max_partial"):
+        assert partial in calls
+    # placed as row blocks: the bootstrap's per-block draw totals only (B x 8 bytes per
+    # 4,096 rows), never the dataset's rows
+    assert 0 < executor.block_bytes < 2 * 19 * 8 * (6_000 // 4_096 + 1) * 8
+
+
+@dataclasses.dataclass(frozen=True)
+class KillingRows(DatasetRows):
+    """:class:`DatasetRows` whose worker process reading rows ``victim`` kills itself
+    (SIGKILL) the first time (``flag`` records its pid)."""
+
+    flag: str = ""
+    victim: int = -1
+
+    def read(self, start, stop, names):
+        if start == self.victim and not os.path.exists(self.flag):
+            Path(self.flag).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().read(start, stop, names)
+
+
+def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, monkeypatch,
+                                                      tmp_path):
+    """A worker dies while a task of the clinical fits reads its rows: Dask reruns the
+    task from its spec (the source travels inside it), the result is the single-process
+    JSON, and the executor's own recovery of placed data never runs."""
+    import cloudpickle
+
+    from calaudit.scale import broadcasts, shards
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    resent: list[str] = []
+    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
+            resent.append(_n), _o(*a, **k))[1])
+    config = AuditConfig(**CONFIG)
+    stages = (ClinicalStage(),)
+    single = canonical(run_audit(load(dataset), config, stages=stages))
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(two_workers)
+    before = set(two_workers.run(os.getpid).values())
+    with scale.using(executor):
+        data = plan(dataset)
+    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
+    data = dataclasses.replace(data, rows=KillingRows(
+        **fields, flag=str(flag), victim=scale.TASK_ROWS))
+    result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert int(flag.read_text()) in before  # a task did kill one of the workers
+    assert canonical(result) == single
+    assert resent == [] and executor.block_bytes == 0
+    two_workers.wait_for_workers(2, timeout=60)
+
+
+def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
+    """The same dataset through an fsspec URL (``memory://``, the in-process store): the
+    same rows, summaries and provenance as the loader's."""
+    import fsspec
+
+    store = fsspec.filesystem("memory")
+    for path in sorted(Path(dataset).glob("*.parquet")):
+        store.pipe(f"/planned/{path.name}", path.read_bytes())
+    url = "memory://planned/"
+    try:
+        loaded = load(url)
+        with scale.using(SerialExecutor()):
+            planned = plan(url)
+        assert planned.provenance == loaded.provenance
+        assert planned.class_counts() == loaded.class_counts()
+        rows = planned.rows.read(39_990, 40_010, ["proba"])
+        assert rows["proba"].tobytes() == loaded.y_proba[39_990:40_010].tobytes()
+    finally:
+        store.rm("/planned", recursive=True)
+
+
+def test_a_multiclass_dataset_gives_the_loaders_audit(tmp_path):
+    """Three probability columns and integer labels: the same rows, and the same JSON
+    (its stages read the rows through the source's per-row map)."""
+    rng = np.random.default_rng(8)
+    n = 3_000
+    proba = rng.dirichlet([2.0, 3.0, 4.0], n)
+    table = {"label": np.array([rng.choice(3, p=row) for row in proba]),
+             **{f"p_{k}": proba[:, k] for k in range(3)}}
+    folder = str(write(tmp_path / "multi", table, (0, 1_000, 2_000, n)))
+    loaded = load(folder)
+    with scale.using(SerialExecutor()):
+        planned = plan(folder)
+        assert planned.classes == loaded.classes == ("0", "1", "2")
+        assert planned.y_proba.tobytes() == loaded.y_proba.tobytes()
+        config = AuditConfig(**CONFIG)
+        assert canonical(run_audit(planned, config)) == canonical(run_audit(loaded, config))
