@@ -14,8 +14,40 @@ from calaudit.data.parts import Covariate, Provenance, read_only
 from calaudit.data.weights import SampleWeights
 
 
+class LabelledRows:
+    """What a data object derives from its ``classes``, ``n``, ``y_true`` and ``y_proba``
+    (shared by :class:`CalibrationData` and the dataset read by tasks,
+    :class:`calaudit.data.planned.RowsData`)."""
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def is_binary(self) -> bool:
+        return self.n_classes == 2
+
+    @property
+    def positive_proba(self) -> NDArray[np.float64]:
+        """Probability of the positive class (binary data only)."""
+        if not self.is_binary:
+            raise ValueError("positive_proba is defined for binary data only")
+        return self.y_proba[:, 1]
+
+    @property
+    def residuals(self) -> NDArray[np.float64]:
+        """``e_{y_i} - p_i``, shape (n, m)."""
+        return self.residual_rows(0, self.n)
+
+    def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
+        """Rows ``start:stop`` of :attr:`residuals` (the same operations, so the same bits)."""
+        out = -np.array(self.y_proba[start:stop])
+        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
+        return out
+
+
 @dataclass(frozen=True)
-class CalibrationData:
+class CalibrationData(LabelledRows):
     """Predictions, labels and covariates, validated.
 
     Attributes
@@ -47,32 +79,6 @@ class CalibrationData:
     @property
     def n(self) -> int:
         return int(self.y_true.shape[0])
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def is_binary(self) -> bool:
-        return self.n_classes == 2
-
-    @property
-    def positive_proba(self) -> NDArray[np.float64]:
-        """Probability of the positive class (binary data only)."""
-        if not self.is_binary:
-            raise ValueError("positive_proba is defined for binary data only")
-        return self.y_proba[:, 1]
-
-    @property
-    def residuals(self) -> NDArray[np.float64]:
-        """``e_{y_i} - p_i``, shape (n, m)."""
-        return self.residual_rows(0, self.n)
-
-    def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
-        """Rows ``start:stop`` of :attr:`residuals` (the same operations, so the same bits)."""
-        out = -np.array(self.y_proba[start:stop])
-        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
-        return out
 
     @property
     def sample_weight(self) -> NDArray[np.float64] | None:

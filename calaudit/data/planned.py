@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import progress, scale
+from calaudit.data.dataset import LabelledRows
 from calaudit.data.dataset_rows import (
     RULES,
     ColumnPlan,
@@ -66,7 +67,7 @@ def why_not(path: str, options: dict[str, Any]) -> str | None:
 
 
 @dataclass(frozen=True, eq=False)
-class RowsData:
+class RowsData(LabelledRows):
     """The data object of a dataset read by tasks (module docstring): the attributes of
     :class:`~calaudit.data.dataset.CalibrationData`, ``rows`` (the source) and the
     summaries of the first reduction; ``y_true`` and ``y_proba`` are read into this
@@ -85,14 +86,6 @@ class RowsData:
     @property
     def n(self) -> int:
         return self.rows.n
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
-
-    @property
-    def is_binary(self) -> bool:
-        return self.n_classes == 2
 
     def class_counts(self) -> dict[str, int]:
         return {name: int(c) for name, c in zip(self.classes, self.counts)}
@@ -125,21 +118,6 @@ class RowsData:
     @property
     def y_proba(self) -> NDArray[np.float64]:
         return read_only(self._loaded["proba"])
-
-    @property
-    def positive_proba(self) -> NDArray[np.float64]:
-        if not self.is_binary:
-            raise ValueError("positive_proba is defined for binary data only")
-        return self.y_proba[:, 1]
-
-    @property
-    def residuals(self) -> NDArray[np.float64]:
-        return self.residual_rows(0, self.n)
-
-    def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
-        out = -np.array(self.y_proba[start:stop])
-        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
-        return out
 
 
 def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = None,
