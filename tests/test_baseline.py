@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from calaudit.audit.gate.baseline import compare_results, config_differences, read_result
-from calaudit.audit.gate import baseline_checks
 from calaudit.audit.config import AuditConfig, BaselineConfig, ThresholdConfig
+from calaudit.audit.gate import baseline_checks
+from calaudit.audit.gate.baseline import compare_results, config_differences, read_result
 from calaudit.audit.runner import run_audit
 from calaudit.audit.stages import StageOutput
 from calaudit.data.dataset import CalibrationData

@@ -19,8 +19,7 @@ from calaudit.metrics.consistency import resampled_bin_rates
 from calaudit.metrics.ece import notion_outcomes
 from calaudit.metrics.log_loss import clipped_rows, log_loss
 from calaudit.numerics.binning import grid_cell_index, uniform_bin_index
-from calaudit.numerics.poisson_binomial import pmf, sample
-from calaudit.numerics.poisson_binomial import cell_counts
+from calaudit.numerics.poisson_binomial import cell_counts, pmf, sample
 from calaudit.numerics.tabulate import Cells
 
 SIZES = (1, 7, 129, 1000, 65_536, 65_537, 200_003)

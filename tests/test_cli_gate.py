@@ -16,8 +16,6 @@ from typer.testing import CliRunner
 import calaudit.audit.runner as runner_module
 from calaudit.cli import app as app_module
 from calaudit.cli.app import app
-from calaudit.settings import cli_roots
-from calaudit.settings.resolve import combined_schema
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "credit_default.csv"
 CLEAN_ENV = {"GITHUB_ACTIONS": None, "GITHUB_STEP_SUMMARY": None, "NO_COLOR": None,

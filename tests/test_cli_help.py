@@ -4,11 +4,10 @@ enough to read (at most 120 lines at 100 columns)."""
 
 from __future__ import annotations
 
+import pytest
 import typer.main
 from rich.cells import cell_len
 from typer.testing import CliRunner
-
-import pytest
 
 from calaudit.cli import options as opt
 from calaudit.cli.app import app

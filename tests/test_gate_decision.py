@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from calaudit.audit.gate.baseline import compare_results
-from calaudit.audit.gate import gating, result_checks
 from calaudit.audit.config import AuditConfig, GlobalTestsConfig, LocalConfig, ThresholdConfig
+from calaudit.audit.gate import gating, result_checks
+from calaudit.audit.gate.baseline import compare_results
 from calaudit.audit.gate.decision import GATE_RULE, gate_groups, grade_tests
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit

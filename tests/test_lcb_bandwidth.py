@@ -105,7 +105,7 @@ def test_cell_matmul_matches_dense_product_kernel():
     """Categorical factor exact per cell, continuous factor by features: with many features
     ``K W`` (and the squared kernel) agree with the dense kernel to the features' error."""
     from calaudit.local.lcb_cells import cell_kernel
-    from calaudit.local.lcb_features import cell_matmul, _features
+    from calaudit.local.lcb_features import _features, cell_matmul
 
     rng = np.random.default_rng(4)
     n = 300
@@ -173,7 +173,7 @@ def test_cell_matmul_many_columns_matches_the_same_features_densely():
     """The per-cell GEMMs (many columns) and the placed-columns GEMM (few) give the
     feature kernel's product: ``C[a_i, a_j] phi_i . phi_j`` times ``W``."""
     from calaudit.local.lcb_cells import cell_kernel
-    from calaudit.local.lcb_features import DENSE_OUTPUT, cell_matmul, _features
+    from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_matmul
 
     rng = np.random.default_rng(5)
     n = 500
@@ -192,9 +192,9 @@ def test_cell_matmul_float32_columns_give_the_same_bytes():
     """The stage keeps the large-n curve columns in float32 (half the memory): the block
     products are single precision anyway, so the result is bit-identical to float64
     columns, in both the placed-columns and the per-cell GEMM branches."""
-    from calaudit.local.lcb_curves import CurveRequest, curve_design
     from calaudit.local.lcb_cells import cell_kernel
-    from calaudit.local.lcb_features import DENSE_OUTPUT, cell_matmul, _features
+    from calaudit.local.lcb_curves import CurveRequest, curve_design
+    from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_matmul
 
     rng = np.random.default_rng(6)
     n = 700

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from calaudit.inference import feature_passes
+from calaudit.inference.feature_tests import feature_consistency_test
 from calaudit.local import score_draws
 from calaudit.local.aggregate import MemberValues, combine
 from calaudit.local.aggregate_test import exact_aggregate, feature_aggregate, level_codes
+from calaudit.local.features import product_features
 from calaudit.local.kernel import product_gram
 from calaudit.local.resampling import consistency_test, label_sampler
 from calaudit.local.score_members import ScoreMembers
-from calaudit.inference.feature_tests import feature_consistency_test
-from calaudit.local.features import product_features
 
 
 def _design(codes, sizes):

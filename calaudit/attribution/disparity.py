@@ -25,7 +25,6 @@ from numpy.typing import NDArray
 from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
 from calaudit.numerics.distributions import norm_ppf
 
-
 BOOTSTRAP = (f"stratified percentile bootstrap (the means of levels of {NORMAL_MIN_ROWS:,}+ "
              "rows drawn from their normal limit)")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-
 from typer import Abort
 
 try:

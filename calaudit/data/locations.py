@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from calaudit import limits
 from calaudit.data.readers import SUFFIXES, sha256_stream
 from calaudit.data.remote import (
     PROTOCOLS,
@@ -40,7 +41,6 @@ from calaudit.data.remote import (
 from calaudit.deadlines import within
 from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
-from calaudit import limits
 from calaudit.limits import DATASET_MAX_DEPTH, DATASET_MAX_FILES
 
 #: Keys of an fsspec ``info()`` entry that hold the object store's entity tag.

@@ -34,8 +34,8 @@ from calaudit.local.aggregate import combine
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
-from calaudit.local.kernel_tests import MAX_PER_CLASS
 from calaudit.local.kernel import GaussianProductGram, product_gram
+from calaudit.local.kernel_tests import MAX_PER_CLASS
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.weighted_klce import (

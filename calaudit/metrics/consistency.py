@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.poisson_binomial import cell_counts
 
+
 @dataclass(frozen=True)
 class ConsistencyBand:
     """Per-bin central interval of the observed rate of a calibrated model.

@@ -14,7 +14,6 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-
 Strategy = Literal["uniform", "quantile"]
 
 

@@ -39,7 +39,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
 
-
 #: Rows per group of the exact recursion before the FFT products.
 GROUP = 32
 

@@ -10,7 +10,6 @@ from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
 from calaudit.report.notes import adjustment_summary
 from calaudit.report.views import AppendixView, ConfigGroup, KeyValue, SettingsRow, SettingsTable
 
-
 #: Settings that get their own column in the estimator/test tables (when any row has
 #: them); the others are listed in one "settings" cell. Kept short: many narrow columns
 #: squeeze the text cell in print.

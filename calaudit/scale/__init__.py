@@ -121,8 +121,8 @@ def map_pairs(partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
 def resident(source: Any) -> Iterator[Any]:
     """``source`` as the reductions of the block should receive it: the source itself in
     this process, and everywhere for a source whose tasks read their own rows
-    (``reads_own_rows``: files, not rows); on an executor with ``keep`` / ``release`` (Dask) a handle to its copy on
-    the workers, dropped when the block exits."""
+    (``reads_own_rows``: files, not rows); on an executor with ``keep`` / ``release``
+    (Dask) a handle to its copy on the workers, dropped when the block exits."""
     executor = current()
     keep = getattr(executor, "keep", None)
     if keep is None or getattr(source, "reads_own_rows", False):  # tasks read their rows

@@ -18,6 +18,7 @@ adjustment and gate are not applied (``calaudit.run_audit`` does that).
 
 from __future__ import annotations
 
+from calaudit.results import TestResult
 from calaudit.stats.global_tests import (
     ece_test,
     hosmer_lemeshow_test,
@@ -25,7 +26,6 @@ from calaudit.stats.global_tests import (
     spiegelhalter_test,
 )
 from calaudit.stats.local import klce_test, local_test
-from calaudit.results import TestResult
 
 __all__ = ["TestResult", "local_test", "klce_test", "skce_test", "ece_test",
            "spiegelhalter_test", "hosmer_lemeshow_test"]

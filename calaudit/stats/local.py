@@ -10,7 +10,7 @@ distribution are those of ``calaudit test --covariates ...`` with the same seed.
 from __future__ import annotations
 
 from calaudit.audit.config import AuditConfig, LocalConfig
-from calaudit.audit.local_calibration import LocalCalibrationStage, STREAMS
+from calaudit.audit.local_calibration import STREAMS, LocalCalibrationStage
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.numerics.random import stream
 from calaudit.results import TestResult, lookup

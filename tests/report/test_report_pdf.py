@@ -124,8 +124,8 @@ def test_no_page_ends_with_a_heading(credit_pdfs, document):
 @slow_pdf
 def test_page_one_is_drawn(credit_pdfs, artifacts, tmp_path):
     """The picture under the verdict is on page 1, drawn (rasterised with poppler)."""
-    from PIL import Image
     import numpy as np
+    from PIL import Image
 
     prefix = tmp_path / "page"
     subprocess.run(["pdftoppm", "-r", "60", "-png", "-f", "1", "-l", "1",
