@@ -25,9 +25,11 @@ positive class, ``p = p_1``; multi-class: the top-label view). Per group, with
   (``q = p``, or ``p / (p + r (1 - p))`` under label-dependent sampling) and the weights
   follow the redrawn labels: a redrawn positive adds ``d (1 - p)``, a negative
   ``-d p / r``, so ``E T* = 0``. Mirroring the unweighted test: up to ``EXACT_MAX_ROWS``
-  rows, Monte Carlo (``B`` redraws, two-sided ``min(1, 2 min((1 + #{T* <= T}),
-  (1 + #{T* >= T})) / (1 + B))``, exact at resolution ``2 / (1 + B)``); above, or without
-  resampling, the refined normal approximation with the null variance
+  rows, Monte Carlo (two-sided ``min(1, 2 min(1 + #{T* <= T}, 1 + #{T* >= T}) / (1 + B))``,
+  exact at resolution ``2 / (1 + B)``; ``B`` at least the local tests' ``n_resamples`` and
+  large enough that a group's smallest p-value is a tenth of its share of alpha,
+  :func:`redraws`); above, when the table's redraws would exceed ``MC_BUDGET``, or
+  without resampling, the refined normal approximation with the null variance
   ``V = sum d^2 (q (1 - p)^2 + (1 - q) p^2 / r^2)`` and third cumulant
   ``sum d^3 (q (1 - p)^3 - (1 - q) p^3 / r^3)`` (no continuity correction: ``T`` is not on
   a lattice).
@@ -38,6 +40,7 @@ positive class, ``p = p_1``; multi-class: the top-label view). Per group, with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +68,11 @@ WEIGHTED_TEST_NAME = "weighted_residual_sum"
 LINEARISED = "linearisation (ratio estimator)"
 #: Redrawn rows x redraws of one chunk (bounded temporaries).
 DRAW_ENTRIES = 4_000_000
+#: A group's smallest Monte-Carlo p-value is at most its share of alpha over this
+#: (:func:`redraws`).
+RESOLUTION = 10.0
+#: Rows x redraws of all the Monte-Carlo group tests of one table (about a second).
+MC_BUDGET = 100_000_000
 
 
 @dataclass(frozen=True)
@@ -188,21 +196,39 @@ def weighted_group_row(spec: GroupSpec, m: WeightedMoments, rows: WeightedRows,
     return row
 
 
+def redraws(specs: Sequence[GroupSpec], shares: NDArray[np.float64],
+            settings: GroupSettings, n_resamples: int | None) -> list[int | None]:
+    """Monte-Carlo redraws of each group's test (None: the approximation). A group of at
+    most ``EXACT_MAX_ROWS`` rows gets ``max(n_resamples, ceil(RESOLUTION / (alpha w_g)))``
+    redraws, ``w_g`` its share of alpha, so that its smallest p-value ``2 / (1 + B)``
+    adjusted lies well below alpha; when these redraws would exceed ``MC_BUDGET`` rows x
+    redraws in all, every group gets the approximation."""
+    if n_resamples is None:
+        return [None] * len(specs)
+    planned = [max(n_resamples, math.ceil(RESOLUTION / (settings.alpha * float(w))))
+               if s.rows.size <= EXACT_MAX_ROWS else None for s, w in zip(specs, shares,
+                                                                          strict=True)]
+    cost = sum(b * s.rows.size for s, b in zip(specs, planned, strict=True) if b)
+    return planned if cost <= MC_BUDGET else [None] * len(specs)
+
+
 def weighted_group_table(specs: Sequence[GroupSpec], rows: WeightedRows, frequency: bool,
                          rng: np.random.Generator, settings: GroupSettings,
                          n_resamples: int | None) -> list[dict[str, Any]]:
     """Rows of ``groups`` on weighted rows: statistics, adjusted p-values across groups
     (:func:`calaudit.local.groups.group_weights`), statuses; groups of weight 0 left out.
-    ``n_resamples``: redraws of the Monte-Carlo group test (None: its approximation)."""
+    ``n_resamples``: the least redraws of the Monte-Carlo group test (None: its
+    approximation; :func:`redraws`)."""
     codes, group_sizes, keys = spec_codes(specs, rows.p.size)
     moments = weighted_group_moments(codes, group_sizes, rows.y, rows.p, rows.w)
     del codes
     kept = [(s, moments[j][code]) for s, (j, code) in zip(specs, keys, strict=True)
             if moments[j][code].weight > 0]
     weights = group_weights([s for s, _ in kept])
+    draws = redraws([s for s, _ in kept], weights, settings, n_resamples)
     table = [weighted_group_row(s, m, rows, frequency, rng, settings,
-                                1.0 - (1.0 - settings.level) * float(w), n_resamples)
-             for (s, m), w in zip(kept, weights, strict=True)]
+                                1.0 - (1.0 - settings.level) * float(w), b)
+             for (s, m), w, b in zip(kept, weights, draws, strict=True)]
     pending = [i for i, r in enumerate(table) if r["status"] is None]
     adjusted = adjust_pvalues([table[i]["p_value"] for i in pending], settings.adjust,
                               weights[pending] if settings.adjust in ("holm", "bonferroni")
