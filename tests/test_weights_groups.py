@@ -220,3 +220,24 @@ def test_a_weighted_failing_group_reads_the_same_in_every_output(tmp_path) -> No
             if line.startswith("| race=B | ") and "[" in line] == ["PASS"]
     shown = [line for line in out.stdout.splitlines() if "race=A" in line and "│" in line]
     assert shown and shown[0].rstrip().endswith("FAIL")
+
+
+def test_without_a_local_test_the_weighted_group_tests_decide_as_the_repeated_rows() -> None:
+    y, p, frame, rng = frame_with_bias(400, 8)
+    w = rng.integers(0, 4, y.size)
+    repeat = np.repeat(np.arange(y.size), w)
+
+    def primary(y, p, frame, **weights) -> dict:
+        data = CalibrationData.from_arrays(y, p, covariates=frame, categorical=["race"],
+                                           **weights)
+        config = calaudit.AuditConfig(n_resamples=99, random_state=4,
+                                      local=LocalConfig(tests=(), min_group_rows=20))
+        tests = {t["id"]: t for t in calaudit.run_audit(data, config).to_dict()["tests"]}
+        return tests["groups_bonferroni"]
+
+    weighted = primary(y, p, frame, sample_weight=w)
+    duplicated = primary(y[repeat], p[repeat], frame.iloc[repeat].reset_index(drop=True))
+    assert weighted["status"] == duplicated["status"] == "FAIL"
+    assert weighted["p_value"] == pytest.approx(duplicated["p_value"], rel=1e-12, abs=1e-300)
+    design = primary(y, p, frame, sample_weight=w + 0.5, weight_kind="design")
+    assert design["status"] == "FAIL" and design["params"]["groups_tested"] > 5

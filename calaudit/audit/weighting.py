@@ -63,21 +63,15 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
 
 def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
     """Stop a weighted audit with covariates whose local tests have no weighted version:
-    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, no local test (the group tests
-    would decide), the random feature path (weighted local tests run on the exact
-    kernel)."""
+    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, the random feature path
+    (weighted local tests run on the exact kernel)."""
     unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
     if config.run_tests and unweighted:
         raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
                           hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
                           + " on weighted rows, or " + hint)
-    if not config.run_tests:
-        return
-    if not config.local.tests:
-        raise ConfigError("--local-tests none on weighted rows: the group tests that then "
-                          "decide locally are not weighted yet",
-                          hint="run local_consistency (the default) on weighted rows, or "
-                               "calaudit metrics for the weighted KLCE^2 alone")
+    if not config.run_tests or not config.local.tests:
+        return  # without a local test the weighted group tests decide (groups_bonferroni)
     if config.method == "features":
         raise ConfigError("the weighted local tests run on the exact kernel; method = "
                           "features is not available on weighted rows",
