@@ -14,8 +14,8 @@ positive class, ``p = p_1``; multi-class: the top-label view). Per group, with
   (:func:`calaudit.local.groups.group_row`: the percentile bootstrap of the repeated
   rows' residuals below ``NORMAL_MIN_ROWS`` units, else ``bias -/+ z sd / sqrt(W)`` with
   ``sd^2 = sum w (e - bias)^2 / (W - 1)``). Otherwise the linearisation of the ratio
-  estimator ``bias = sum w e / sum w`` (Woodruff; Särndal, Swensson & Wretman 1992,
-  sec. 5.6), with ``m`` rows of positive weight:
+  estimator ``bias = sum w e / sum w`` (with-replacement Taylor linearisation; Woodruff,
+  JASA 66, 1971), with ``m`` rows of positive weight:
   ``se^2 = m / (m - 1) sum w^2 (e - bias)^2 / W^2``, interval ``bias -/+ z se``. With equal
   weights it is the unweighted normal interval ``sd / sqrt(n)``; in general
   ``se ~ sd_w / sqrt(effective_size)`` when ``e`` does not vary with ``w``.
