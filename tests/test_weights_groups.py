@@ -241,3 +241,20 @@ def test_without_a_local_test_the_weighted_group_tests_decide_as_the_repeated_ro
     assert weighted["p_value"] == pytest.approx(duplicated["p_value"], rel=1e-12, abs=1e-300)
     design = primary(y, p, frame, sample_weight=w + 0.5, weight_kind="design")
     assert design["status"] == "FAIL" and design["params"]["groups_tested"] > 5
+
+
+def test_multiclass_frequency_weights_equal_row_duplication_in_the_top_label_table() -> None:
+    rng = np.random.default_rng(21)
+    n = 300
+    probs = rng.dirichlet(np.full(3, 2.0), n)
+    y = np.array([rng.choice(3, p=row) for row in probs])
+    frame = pd.DataFrame({"age": rng.normal(40, 10, n), "race": rng.choice(["a", "b"], n)})
+    w = rng.integers(0, 4, n)
+    repeat = np.repeat(np.arange(n), w)
+    weighted = audit(y, probs, frame, sample_weight=w)["groups"]
+    duplicated = audit(y[repeat], probs[repeat],
+                       frame.iloc[repeat].reset_index(drop=True))["groups"]
+    assert len(weighted) == len(duplicated) > 10
+    for mine, theirs in zip(weighted, duplicated, strict=True):
+        for key in FIELDS:
+            assert same(mine[key], theirs[key]), (mine["group"], key, mine[key], theirs[key])
