@@ -28,8 +28,8 @@ positive class, ``p = p_1``; multi-class: the top-label view). Per group, with
   rows, Monte Carlo (two-sided ``min(1, 2 min(1 + #{T* <= T}, 1 + #{T* >= T}) / (1 + B))``,
   exact at resolution ``2 / (1 + B)``; ``B`` at least the local tests' ``n_resamples`` and
   large enough that a group's smallest p-value is a tenth of its share of alpha,
-  :func:`redraws`); above, when the table's redraws would exceed ``MC_BUDGET``, or
-  without resampling, the refined normal approximation with the null variance
+  :func:`redraws`); above, past ``MC_BUDGET`` rows x redraws in the table (groups in
+  table order), or without resampling, the refined normal approximation with the null variance
   ``V = sum d^2 (q (1 - p)^2 + (1 - q) p^2 / r^2)`` and third cumulant
   ``sum d^3 (q (1 - p)^3 - (1 - q) p^3 / r^3)`` (no continuity correction: ``T`` is not on
   a lattice).
@@ -201,15 +201,20 @@ def redraws(specs: Sequence[GroupSpec], shares: NDArray[np.float64],
     """Monte-Carlo redraws of each group's test (None: the approximation). A group of at
     most ``EXACT_MAX_ROWS`` rows gets ``max(n_resamples, ceil(RESOLUTION / (alpha w_g)))``
     redraws, ``w_g`` its share of alpha, so that its smallest p-value ``2 / (1 + B)``
-    adjusted lies well below alpha; when these redraws would exceed ``MC_BUDGET`` rows x
-    redraws in all, every group gets the approximation."""
-    if n_resamples is None:
-        return [None] * len(specs)
-    planned = [max(n_resamples, math.ceil(RESOLUTION / (settings.alpha * float(w))))
-               if s.rows.size <= EXACT_MAX_ROWS else None for s, w in zip(specs, shares,
-                                                                          strict=True)]
-    cost = sum(b * s.rows.size for s, b in zip(specs, planned, strict=True) if b)
-    return planned if cost <= MC_BUDGET else [None] * len(specs)
+    adjusted lies well below alpha, while the rows x redraws of the groups so far, in
+    table order, stay within ``MC_BUDGET``; the others get the approximation."""
+    out: list[int | None] = []
+    spent = 0
+    for spec, share in zip(specs, shares, strict=True):
+        count = None
+        if n_resamples is not None and spec.rows.size <= EXACT_MAX_ROWS:
+            count = max(n_resamples, math.ceil(RESOLUTION / (settings.alpha * float(share))))
+            if spent + count * spec.rows.size > MC_BUDGET:
+                count = None
+            else:
+                spent += count * spec.rows.size
+        out.append(count)
+    return out
 
 
 def weighted_group_table(specs: Sequence[GroupSpec], rows: WeightedRows, frequency: bool,
