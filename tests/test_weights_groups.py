@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import calaudit
 from calaudit import CalibrationData
@@ -17,7 +18,6 @@ from calaudit.audit.config import LocalConfig
 from calaudit.data.weights import SampleWeights
 from calaudit.local.groups import GroupSettings, Levels, define_groups
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
-from calaudit.numerics.distributions import norm_ppf
 
 FIELDS = ("group", "kind", "covariates", "n", "events", "mean_prediction", "observed_rate",
           "bias", "bias_ci", "bias_ci_method", "expected_events", "test", "test_method",
@@ -87,18 +87,23 @@ def test_frequency_weights_equal_duplication_above_the_exact_and_bootstrap_sizes
 
 
 def loop_reference(y, p, w, level: float) -> tuple[float, float, float]:
-    """bias = sum w (y - p) / sum w and the linearised interval, one row at a time."""
-    total = top = 0.0
+    """bias = sum w (y - p) / sum w and its interval, one row at a time: Student's t on
+    Kish's size - 1 degrees of freedom times the larger of the linearised standard error
+    and the weighted sd over sqrt(Kish's size - 1)."""
+    total = top = squares_w = 0.0
     for yi, pi, wi in zip(y, p, w, strict=True):
         total += wi
         top += wi * (yi - pi)
+        squares_w += wi * wi
     bias = top / total
+    size = total * total / squares_w
     m = sum(1 for wi in w if wi > 0)
-    squares = 0.0
+    lin = spread = 0.0
     for yi, pi, wi in zip(y, p, w, strict=True):
-        squares += wi * wi * ((yi - pi) - bias) ** 2
-    se = math.sqrt(m / (m - 1) * squares) / total
-    half = float(norm_ppf(0.5 + level / 2)) * se
+        lin += wi * wi * ((yi - pi) - bias) ** 2
+        spread += wi * ((yi - pi) - bias) ** 2
+    se = max(math.sqrt(m / (m - 1) * lin) / total, math.sqrt(spread / total / (size - 1)))
+    half = float(stats.t.ppf(0.5 + level / 2, size - 1)) * se
     return bias, bias - half, bias + half
 
 
