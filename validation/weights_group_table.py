@@ -92,7 +92,7 @@ def main() -> None:
           "(99 % Clopper-Pearson)")
     for case in ("design mild", "design lognormal", "design spread rising with w",
                  "negatives kept at 0.3", "negatives kept at 0.1"):
-        for n in (60, 300):
+        for n in (60, 300, 1000):
             started = time.process_time()
             print(run(case, n, rng) + f"  {time.process_time() - started:.0f} CPU-s",
                   flush=True)
