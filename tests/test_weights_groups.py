@@ -263,3 +263,52 @@ def test_multiclass_frequency_weights_equal_row_duplication_in_the_top_label_tab
     for mine, theirs in zip(weighted, duplicated, strict=True):
         for key in FIELDS:
             assert same(mine[key], theirs[key]), (mine["group"], key, mine[key], theirs[key])
+
+
+def weighted_inputs():
+    from tests.test_client_reductions import group_inputs
+
+    specs, y, p, _ = group_inputs()
+    rng = np.random.default_rng(9)
+    weights = SampleWeights(rng.exponential(1.0, y.size), "design",
+                            rng.uniform(0.2, 1.0, y.size))
+    return specs, WeightedRows.of(weights, y, p)
+
+
+def test_weighted_group_moments_are_the_exact_sums() -> None:
+    """Each group's weighted sums against ``math.fsum`` of its rows."""
+    from calaudit.local.group_moments import spec_codes
+    from calaudit.local.weighted_group_moments import weighted_group_moments
+
+    specs, rows = weighted_inputs()
+    codes, sizes, keys = spec_codes(specs, rows.p.size)
+    moments = weighted_group_moments(codes, sizes, rows.y, rows.p, rows.w)
+    for spec, (j, code) in zip(specs, keys, strict=True):
+        got, index = moments[j][code], spec.rows
+        w, y, e = rows.w[index], rows.y[index], rows.y[index] - rows.p[index]
+        total = math.fsum(w)
+        bias = math.fsum(w * e) / total
+        assert got.weight == pytest.approx(total, rel=1e-14)
+        assert got.weight_sq == pytest.approx(math.fsum(w * w), rel=1e-14)
+        assert got.events == pytest.approx(math.fsum(w * y), rel=1e-14)
+        assert got.positive_weight_sq == pytest.approx(math.fsum(w * w * y), rel=1e-14)
+        assert got.bias == pytest.approx(bias, rel=1e-12)
+        assert got.m2 == pytest.approx(math.fsum(w * (e - bias) ** 2), rel=1e-12)
+        assert got.linearised == pytest.approx(math.fsum(w * w * (e - bias) ** 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_weighted_group_table_gives_the_same_bytes_on_any_threads(threads) -> None:
+    import json
+
+    from calaudit import scale
+    from calaudit.scale import SerialExecutor, ThreadExecutor
+
+    specs, rows = weighted_inputs()
+    out = []
+    for executor in (SerialExecutor(), ThreadExecutor(threads)):
+        with scale.using(executor):
+            table = weighted_group_table(specs, rows, False, np.random.default_rng(2),
+                                         GroupSettings(), 99)
+        out.append(json.dumps(table, sort_keys=True).encode())
+    assert out[0] == out[1]
