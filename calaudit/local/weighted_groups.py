@@ -181,7 +181,7 @@ def weighted_group_row(spec: GroupSpec, m: WeightedMoments, rows: WeightedRows,
     problems = []
     if size < settings.min_rows:
         problems.append(f"{row['n']} rows < {settings.min_rows}" if whole else
-                        f"effective size {size:.4g} < {settings.min_rows}")
+                        f"sample size {size:.4g} < {settings.min_rows}")
     if events_size < settings.min_events:
         problems.append(f"{int(round(events_size))} events or non-events < "
                         f"{settings.min_events}" if whole else
