@@ -192,6 +192,7 @@ def test_the_weighted_group_test_finds_a_biased_group_under_negative_sampling() 
 
 def test_a_weighted_failing_group_reads_the_same_in_every_output(tmp_path) -> None:
     import json
+    import re
     import xml.etree.ElementTree as ET
 
     from tests.cli_inprocess import run_cli
@@ -207,10 +208,17 @@ def test_a_weighted_failing_group_reads_the_same_in_every_output(tmp_path) -> No
     out = run_cli("test", path, "--label-col", "label", "--prob-cols", "prob", "--weight-col",
                   "w", "--weight-kind", "design", "--covariates", "race", "--n-resamples",
                   "99", "--local-resamples", "199", "--json", tmp_path / "r.json",
-                  "--junit", tmp_path / "r.xml", "--md", tmp_path / "r.md")
+                  "--junit", tmp_path / "r.xml", "--md", tmp_path / "r.md", "--html",
+                  tmp_path / "r.html")
     assert out.code == 1, out.stderr
     result = json.loads((tmp_path / "r.json").read_text())
     groups = {g["group"]: g for g in result["groups"]}
+    html = (tmp_path / "r.html").read_text()
+    for name, status in (("race=A", "fail"), ("race=B", "pass")):
+        pattern = r"<tr[^>]*>(?:(?!</tr>).)*?>" + name + r"(?:</td>|<br>)(?:(?!</tr>).)*</tr>"
+        rows = re.findall(pattern, html, re.S)  # the first screen's row and the table's
+        statuses = {s for row in rows for s in re.findall(r"status-(\w+)", row)}
+        assert statuses == {status}, (name, statuses)
     assert groups["race=A"]["status"] == "FAIL" and groups["race=B"]["status"] == "PASS"
     assert groups["race=A"]["test"] == "weighted_residual_sum"
     assert not any("group table" in item["id"]
