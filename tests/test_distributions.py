@@ -41,6 +41,12 @@ def test_chi2_sf_is_scipy_stats_bits(df):
     assert np.isnan(distributions.chi2_sf(float("nan"), df))
 
 
+@pytest.mark.parametrize("df", [1.0, 2.5, 29.3, 400.0])
+def test_t_ppf_is_scipy_stats_bits(df):
+    for q in (0.5, 0.9, 0.975, 0.99874, 0.9999):
+        assert distributions.t_ppf(q, df) == float(stats.t.ppf(q, df))
+
+
 @pytest.mark.parametrize("size", [2, 3, 64, 1000, 1001, 1537, 3001])
 @pytest.mark.parametrize("rows", [1, 5])
 def test_convolve_rows_valid_is_fftconvolve(size, rows):

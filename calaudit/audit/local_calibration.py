@@ -33,6 +33,7 @@ from calaudit.local.group_reliability import group_panels
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
+from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
 from calaudit.local.weighted_local import WeightedLocalTests
 from calaudit.metrics.ece import indicator
 from calaudit.results import MetricResult
@@ -74,15 +75,34 @@ class LocalCalibrationStage:
 def weighted_stage(data: CalibrationData, config: AuditConfig,
                    streams: dict[str, np.random.Generator]) -> StageOutput:
     """The local stage on weighted rows: ``KLCE^2_w`` and the weighted local tests
-    (:mod:`calaudit.local.weighted_local`); the diagnostics are listed in
-    ``data.weights.not_weighted``."""
+    (:mod:`calaudit.local.weighted_local`), then, with ``local.diagnostics``, the weighted
+    group table (:mod:`calaudit.local.weighted_groups`); the other diagnostics are listed
+    in ``data.weights.not_weighted``."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
     tests, statistic = setup.run()
     metric = MetricResult("klce2", statistic, setup.kernel_params(),
                           title=registry.title("klce2"))
-    return StageOutput(metrics=(metric,), tests=tuple(tests),
-                       local={"klce": setup.klce_section(statistic, tests)})
+    local = {"klce": setup.klce_section(statistic, tests)}
+    if not config.local.diagnostics:
+        return StageOutput(metrics=(metric,), tests=tuple(tests), local=local)
+    lc = config.local
+    if data.is_binary:
+        outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
+    else:
+        outcome, prediction = top_label_residual(data.y_true, data.y_proba)
+    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
+                                 adjust=lc.group_adjust, alpha=config.alpha,
+                                 ci_resamples=lc.group_ci_resamples,
+                                 level=lc.confidence_level, resample=config.run_tests)
+    table = weighted_group_table(
+        grp.define_groups(setup.levels, lc.intersections),
+        WeightedRows.of(data.weights, outcome, prediction),
+        data.weights.kind == "frequency", streams["groups"], settings,
+        lc.n_resamples if config.run_tests else None)
+    local["lcb"] = {"top_groups": grp.most_biased(table, lc.top_k)}
+    return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
+                       groups=tuple(table))
 
 
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,

@@ -63,21 +63,15 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
 
 def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
     """Stop a weighted audit with covariates whose local tests have no weighted version:
-    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, no local test (the group tests
-    would decide), the random feature path (weighted local tests run on the exact
-    kernel)."""
+    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, the random feature path
+    (weighted local tests run on the exact kernel)."""
     unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
     if config.run_tests and unweighted:
         raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
                           hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
                           + " on weighted rows, or " + hint)
-    if not config.run_tests:
-        return
-    if not config.local.tests:
-        raise ConfigError("--local-tests none on weighted rows: the group tests that then "
-                          "decide locally are not weighted yet",
-                          hint="run local_consistency (the default) on weighted rows, or "
-                               "calaudit metrics for the weighted KLCE^2 alone")
+    if not config.run_tests or not config.local.tests:
+        return  # without a local test the weighted group tests decide (groups_bonferroni)
     if config.method == "features":
         raise ConfigError("the weighted local tests run on the exact kernel; method = "
                           "features is not available on weighted rows",
@@ -115,10 +109,10 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
            {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
                                                           "(smece is)"}]
     if data.covariates and config.local.diagnostics:
-        out.append({"id": "local diagnostics (LCB, group table, attribution, disparity, "
-                          "group reliability)",
+        out.append({"id": "local diagnostics (LCB, attribution, disparity, group "
+                          "reliability)",
                     "reason": "their smoothers, intervals and fits are not weighted yet; the "
-                              "weighted local tests and KLCE^2 run"})
+                              "weighted local tests, KLCE^2 and the group table run"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

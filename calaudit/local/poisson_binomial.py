@@ -40,12 +40,19 @@ def _moments(p: NDArray[np.float64]) -> tuple[float, float, float]:
 
 def _rna_cdf(k: float, p: NDArray[np.float64]) -> float:
     """Refined normal approximation of ``P(S <= k)``."""
-    mean, variance, third = _moments(p)
+    return rna_cdf(k, *_moments(p))
+
+
+def rna_cdf(k: float, mean: float, variance: float, third: float,
+            correction: float = 0.5) -> float:
+    """The refined normal approximation ``G((k + correction - mean) / sigma)`` of
+    ``P(S <= k)`` for a sum ``S`` with this mean, variance and third cumulant
+    (``correction``: 0.5 for an integer sum, 0 for a sum that is not on a lattice)."""
     if variance <= 0:
         return 1.0 if k >= mean - 1e-9 else 0.0
     sigma = math.sqrt(variance)
     gamma = third / sigma ** 3
-    x = (k + 0.5 - mean) / sigma
+    x = (k + correction - mean) / sigma
     value = norm_cdf(x) + gamma * (1.0 - x * x) * norm_pdf(x) / 6.0
     return float(min(1.0, max(0.0, value)))
 
@@ -61,9 +68,20 @@ def poisson_binomial_pmf(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return pmf
 
 
-def tails(events: int, p: NDArray[np.float64]) -> tuple[float, float, str]:
-    """``(P(S <= events), P(S >= events), method)``."""
+def tails(events: int, p: NDArray[np.float64], counts: NDArray | None = None
+          ) -> tuple[float, float, str]:
+    """``(P(S <= events), P(S >= events), method)``; ``counts``: row ``i`` stands for
+    ``counts[i]`` rows with prediction ``p_i`` (the law of the repeated rows, exact up to
+    ``EXACT_MAX_ROWS`` of them, its moments weighted by the counts above)."""
     p = np.asarray(p, dtype=np.float64)
+    if counts is not None:
+        c = np.asarray(counts, dtype=np.float64)
+        if c.sum() <= EXACT_MAX_ROWS:
+            return tails(events, np.repeat(p, c.astype(np.int64)))
+        moments = (float(np.dot(c, p)), float(np.dot(c, p * (1.0 - p))),
+                   float(np.dot(c, p * (1.0 - p) * (1.0 - 2.0 * p))))
+        return (rna_cdf(events, *moments), 1.0 - rna_cdf(events - 1, *moments),
+                "refined normal approximation")
     if p.size <= EXACT_MAX_ROWS:
         pmf = poisson_binomial_pmf(p)
         return (float(min(1.0, pmf[:events + 1].sum())), float(min(1.0, pmf[events:].sum())),
@@ -71,7 +89,9 @@ def tails(events: int, p: NDArray[np.float64]) -> tuple[float, float, str]:
     return _rna_cdf(events, p), 1.0 - _rna_cdf(events - 1, p), "refined normal approximation"
 
 
-def group_test(events: int, p: NDArray[np.float64]) -> tuple[float, str]:
-    """Two-sided p-value of ``events`` under Poisson-binomial(``p``) and the method name."""
-    lower, upper, method = tails(events, p)
+def group_test(events: int, p: NDArray[np.float64], counts: NDArray | None = None
+               ) -> tuple[float, str]:
+    """Two-sided p-value of ``events`` under Poisson-binomial(``p``) (each row ``counts``
+    times, :func:`tails`) and the method name."""
+    lower, upper, method = tails(events, p, counts)
     return float(min(1.0, 2.0 * min(lower, upper))), method

@@ -1,8 +1,9 @@
-"""The normal and chi-square functions calaudit needs, from ``scipy.special``.
+"""The normal, Student t and chi-square functions calaudit needs, from ``scipy.special``.
 
-``scipy.stats.norm`` and ``scipy.stats.chi2`` evaluate exactly these special functions
-(``_norm_cdf = ndtr``, ``_norm_sf(x) = ndtr(-x)``, ``_norm_ppf = ndtri``,
-``_norm_pdf(x) = exp(-x^2 / 2) / sqrt(2 pi)``, ``chi2._sf(x, k) = chdtrc(k, x)``), so the
+``scipy.stats.norm``, ``scipy.stats.t`` and ``scipy.stats.chi2`` evaluate exactly these
+special functions (``_norm_cdf = ndtr``, ``_norm_sf(x) = ndtr(-x)``, ``_norm_ppf = ndtri``,
+``_norm_pdf(x) = exp(-x^2 / 2) / sqrt(2 pi)``, ``t._ppf(q, df) = stdtrit(df, q)``,
+``chi2._sf(x, k) = chdtrc(k, x)``), so the
 values are the same bits (``tests/test_distributions.py``). Calling them directly keeps
 ``scipy.stats``, whose import costs about 0.75 s, out of every ``calaudit test`` run.
 """
@@ -37,6 +38,11 @@ def norm_pdf(x: ArrayLike) -> NDArray[np.float64]:
     """``phi(x) = exp(-x^2 / 2) / sqrt(2 pi)``."""
     x = np.asarray(x, dtype=np.float64)
     return (np.exp(-x ** 2 / 2.0) / _SQRT_2PI)[()]
+
+
+def t_ppf(q: float, df: float) -> float:
+    """The quantile of Student's t with ``df`` (real, > 0) degrees of freedom."""
+    return float(special.stdtrit(df, q))
 
 
 def chi2_sf(x: float, df: float) -> float:

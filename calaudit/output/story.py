@@ -289,8 +289,11 @@ def _how(result: Mapping[str, Any]) -> list[Sentence]:
 
 def _group_phrase(group: Mapping[str, Any]) -> str:
     side = "under-predicted" if (group.get("bias") or 0.0) > 0 else "over-predicted"
+    effective = group.get("n") == group.get("effective_size") != group.get("weight")
+    size = f"effective size {group['n']:.4g}" if effective else \
+        f"{fmt_count(group.get('n'))} rows"
     return (f"{group.get('group')} {fmt_bias(group.get('bias'))} "
-            f"{fmt_bias_ci(group.get('bias_ci'))} ({fmt_count(group.get('n'))} rows, {side})")
+            f"{fmt_bias_ci(group.get('bias_ci'))} ({size}, {side})")
 
 
 def _where(result: Mapping[str, Any], limit: int = 2) -> list[Sentence]:

@@ -110,7 +110,8 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
     notes = group_messages(result)
     for row in top:
         marker = " †" if notes.get(str(row["group"])) else ""
-        table.add_row(str(row["rank"]), escape(str(row["group"])), str(row["n"]),
+        size = row["n"] if isinstance(row["n"], int) else f"{row['n']:.4g}"  # effective
+        table.add_row(str(row["rank"]), escape(str(row["group"])), str(size),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
                       f"{fmt_bias(row['bias'])} {fmt_bias_ci(row['bias_ci'])}",
                       fmt_pvalue(row["p_value_adjusted"]),
