@@ -148,3 +148,29 @@ def test_unit_cell_counts_are_the_draws_of_the_repeated_rows():
     repeated = pb.cell_counts(np.repeat(p, units), np.repeat(cells, units), 8, 300,
                               np.random.default_rng(1))
     np.testing.assert_array_equal(mine, repeated)
+
+
+@pytest.mark.parametrize("power", [2, 3, 17, 1000, 4097])
+def test_a_convolution_power_by_squaring_is_the_direct_power(power, monkeypatch):
+    """Above DIRECT_SUPPORT points the power is taken by repeated squaring, each product
+    cut to its window: the same law (to rounding) on the same window."""
+    q = np.random.default_rng(power).uniform(0.05, 0.95, 40)
+    mean, variance = float(q.sum()), float((q * (1 - q)).sum())
+    direct = pb.convolution_power(0, pb.pmf(q), power, mean, variance, q.size)
+    monkeypatch.setattr(pb, "DIRECT_SUPPORT", 1)
+    squared = pb.convolution_power(0, pb.pmf(q), power, mean, variance, q.size)
+    assert squared[0] == direct[0] and squared[1].size == direct[1].size
+    np.testing.assert_allclose(squared[1], direct[1] / direct[1].sum(), rtol=0, atol=1e-14)
+
+
+def test_a_huge_number_of_copies_keeps_to_its_window():
+    """10^9 copies of a 50-row law: the window (about sqrt of the units), not the support
+    (5 x 10^10 points), is computed."""
+    q = np.random.default_rng(0).uniform(0.1, 0.9, 50)
+    mean, variance = float(q.sum()), float((q * (1 - q)).sum())
+    tracemalloc.start()
+    offset, law = pb.convolution_power(0, pb.pmf(q), 10 ** 9, mean, variance, q.size)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert law.size < 10 ** 7 and peak < 2 ** 30
+    assert (np.arange(law.size) + offset) @ law == pytest.approx(10 ** 9 * mean, rel=1e-12)

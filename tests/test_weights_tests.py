@@ -336,3 +336,18 @@ def test_label_dependent_cell_draws_share_the_band_sums_with_the_row_draws(kind)
         spread = np.hypot(a.std(axis=1), b.std(axis=1)) / np.sqrt(2000)
         assert (np.abs(a.mean(axis=1) - b.mean(axis=1)) < 5 * spread + 1e-12).all()
         assert (np.abs(a.std(axis=1) / b.std(axis=1) - 1) < 0.12).all()
+
+
+def test_frequency_weights_of_billions_of_units_are_redrawn_row_by_row() -> None:
+    """Past MAX_UNITS units the ECE test redraws each row's events as Binomial(d_i, q_i)
+    (O(rows)), instead of laws whose support grows with the units."""
+    from calaudit.inference import weighted_tests
+
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0.05, 0.95, 300)
+    y = (rng.random(300) < p).astype(np.int64)
+    weights = SampleWeights(np.full(300, 1e7), "frequency")
+    assert weights.design.sum() > weighted_tests.MAX_UNITS
+    result = weighted_ece_consistency(y, np.column_stack([1 - p, p]), weights,
+                                      n_resamples=99, rng=np.random.default_rng(5))
+    assert np.isfinite(result.p_value) and result.null_distribution.size == 99

@@ -186,16 +186,17 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
     """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
-    counts, for label-independent weights: frequency weights as units (the draws of the
-    data with each row repeated ``d_i`` times: with at most :data:`MAX_LEVELS` distinct
-    weights from the laws of :func:`~calaudit.numerics.poisson_binomial.unit_law`, O(rows),
-    else with the rows repeated, up to :data:`MAX_UNITS` units), design weights with at
+    counts, for label-independent weights: frequency weights of at most :data:`MAX_UNITS`
+    units as units (the draws of the data with each row repeated ``d_i`` times: with at
+    most :data:`MAX_LEVELS` distinct weights from the laws of
+    :func:`~calaudit.numerics.poisson_binomial.unit_law`, O(rows), else with the rows
+    repeated), design weights with at
     most :data:`MAX_LEVELS` distinct values as (bin, weight value) cells. None when
     neither applies (the rows are then redrawn one by one)."""
     design, cells = weights.design, binned.cells
     few = np.unique(design).size <= MAX_LEVELS
     if weights.kind == "frequency":
-        if design.sum() > MAX_UNITS and not few:
+        if design.sum() > MAX_UNITS:  # rows redrawn as Binomial(d_i, q_i): O(rows)
             return None
         repeat = design.astype(np.int64)
         levels = np.ones(1)

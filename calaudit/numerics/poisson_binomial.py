@@ -79,6 +79,8 @@ def pmf(p: NDArray[np.float64]) -> NDArray[np.float64]:
 
 #: Cells of more rows than this take the windowed law (:func:`windowed_pmf`).
 WINDOW_ROWS = 1 << 16
+#: Largest support a convolution power is computed on in one FFT (:func:`convolution_power`).
+DIRECT_SUPPORT = 1 << 22
 #: Rows per chunk of the windowed law.
 CHUNK_ROWS = 1 << 14
 #: Mass a window may leave out on each side (Bernstein's bound, :func:`window`).
@@ -192,19 +194,54 @@ def convolution_power(offset: int, distribution: NDArray[np.float64], power: int
                       ) -> tuple[int, NDArray[np.float64]]:
     """The law of the sum of ``power`` independent copies of ``offset + K``,
     ``K ~ distribution`` (a Poisson-binomial law of ``rows`` rows with ``sum p = mean`` and
-    ``sum p (1 - p) = variance``): the ``power``-th power of its spectrum (one real FFT
-    pair), cut to the Bernstein window of the ``power x rows`` Bernoulli units
-    (:func:`window`)."""
+    ``sum p (1 - p) = variance``), cut to the Bernstein window of the ``power x rows``
+    Bernoulli units (:func:`window`): the ``power``-th power of its spectrum (one real FFT
+    pair) while the full support has at most :data:`DIRECT_SUPPORT` points; above, by
+    repeated squaring, each product cut to the window of its own number of copies, so the
+    memory is that of the window (``O(sqrt(power))`` points), not of the support
+    (``O(power)``)."""
     if power == 1:
         return offset, distribution
     length = power * (distribution.size - 1) + 1
+    if length > DIRECT_SUPPORT:
+        return _power_by_squaring(offset, distribution, power, mean, variance, rows)
     size = fft.next_fast_len(length, real=True)
     out = fft.irfft(fft.rfft(distribution, size) ** power, size)[:length]
     np.maximum(out, 0.0, out=out)
-    start = power * offset
-    lo, hi = window(power * mean, power * variance, power * rows)
-    lo, hi = max(lo, start), min(hi, start + length - 1)
-    return lo, out[lo - start:hi - start + 1]
+    return _cut(power * offset, out, power, mean, variance, rows)
+
+
+def _cut(start: int, law: NDArray[np.float64], copies: int, mean: float, variance: float,
+         rows: int) -> tuple[int, NDArray[np.float64]]:
+    """``law`` (of ``start + k``) cut to the Bernstein window of ``copies`` copies."""
+    lo, hi = window(copies * mean, copies * variance, copies * rows)
+    lo, hi = max(lo, start), min(hi, start + law.size - 1)
+    return lo, law[lo - start:hi - start + 1]
+
+
+def _power_by_squaring(offset: int, distribution: NDArray[np.float64], power: int,
+                       mean: float, variance: float, rows: int
+                       ) -> tuple[int, NDArray[np.float64]]:
+    """:func:`convolution_power` by binary exponentiation: squares of the law for 1, 2, 4,
+    ... copies and the product of those the binary digits of ``power`` select, each cut to
+    its window (mass left out: at most ``2 TAIL`` per cut, about ``4 log2(power)`` cuts)."""
+    result: tuple[int, NDArray[np.float64]] | None = None
+    result_copies, base, base_copies, left = 0, (offset, distribution), 1, power
+    while left:
+        if left & 1:
+            if result is None:
+                result, result_copies = base, base_copies
+            else:
+                result_copies += base_copies
+                result = _cut(result[0] + base[0], _product(result[1], base[1]),
+                              result_copies, mean, variance, rows)
+        left >>= 1
+        if left:
+            base_copies *= 2
+            base = _cut(2 * base[0], _product(base[1], base[1]), base_copies, mean,
+                        variance, rows)
+    law = result[1]
+    return result[0], law / law.sum()
 
 
 def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
