@@ -174,24 +174,19 @@ class SkceStage:
             return StageOutput(metrics=metrics, tests=tuple(
                 weighted_skce_test(data, config, choice, test_id, rng)
                 for test_id in enabled_tests(config, SKCE_TESTS)))
+        options = dict(kernel=skce.kernel, bandwidth=skce.bandwidth,
+                       blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
+                       tests=enabled_tests(config, SKCE_TESTS),
+                       n_resamples=config.n_resamples, alpha=config.alpha,
+                       ci_level=ci_level(config),
+                       computation=Computation(config.method, config.n_features,
+                                               config.exact_budget_seconds), rng=rng)
         if getattr(data, "rows", None) is not None and data.is_binary:
             from calaudit.inference.skce_rows import skce_battery_of_rows
 
-            battery = skce_battery_of_rows(
-                data.rows, kernel=skce.kernel, bandwidth=skce.bandwidth,
-                blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
-                tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
-                alpha=config.alpha, ci_level=ci_level(config),
-                computation=Computation(config.method, config.n_features,
-                                        config.exact_budget_seconds), rng=rng)
-            return StageOutput(metrics=battery.metrics, tests=battery.tests)
-        battery = skce_battery(
-            data.y_proba, data.residuals, kernel=skce.kernel, bandwidth=skce.bandwidth,
-            blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
-            tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
-            alpha=config.alpha, ci_level=ci_level(config),
-            computation=Computation(config.method, config.n_features,
-                                    config.exact_budget_seconds), rng=rng)
+            battery = skce_battery_of_rows(data.rows, **options)
+        else:
+            battery = skce_battery(data.y_proba, data.residuals, **options)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)
 
 

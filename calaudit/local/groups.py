@@ -289,6 +289,14 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
     rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,
                       1.0 - (1.0 - settings.level) * float(w))
             for s, (j, code), w in zip(specs, keys, weights, strict=True)]
+    return grade_groups(rows, weights, settings)
+
+
+def grade_groups(rows: list[dict[str, Any]], weights: NDArray[np.float64],
+                 settings: Any) -> list[dict[str, Any]]:
+    """The groups' p-values adjusted together (``settings.adjust``, weighted Holm or
+    Bonferroni with the groups' ``weights``) and their statuses ``FAIL`` / ``PASS`` at
+    ``settings.alpha``; a group that decided its own status keeps it."""
     pending = [i for i, r in enumerate(rows) if r["status"] is None]
     adjusted = adjust_pvalues([rows[i]["p_value"] for i in pending], settings.adjust,
                               weights[pending] if settings.adjust in ("holm", "bonferroni")

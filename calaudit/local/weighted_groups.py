@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.group_moments import spec_codes
 from calaudit.local.groups import (
     NORMAL_MIN_ROWS,
@@ -60,6 +59,7 @@ from calaudit.local.groups import (
     GroupSettings,
     GroupSpec,
     bootstrap_mean_interval,
+    grade_groups,
     group_weights,
     normal_interval,
 )
@@ -248,12 +248,4 @@ def weighted_group_table(specs: Sequence[GroupSpec], rows: WeightedRows, frequen
     table = [weighted_group_row(s, m, rows, frequency, rng, settings,
                                 1.0 - (1.0 - settings.level) * float(w), b)
              for (s, m), w, b in zip(kept, weights, draws, strict=True)]
-    pending = [i for i, r in enumerate(table) if r["status"] is None]
-    adjusted = adjust_pvalues([table[i]["p_value"] for i in pending], settings.adjust,
-                              weights[pending] if settings.adjust in ("holm", "bonferroni")
-                              else None)
-    for i, value in zip(pending, adjusted, strict=True):
-        table[i]["p_value_adjusted"] = float(value)
-        table[i]["status"] = "FAIL" if value <= settings.alpha else "PASS"
-        table[i]["adjustment"] = settings.adjust
-    return table
+    return grade_groups(table, weights, settings)
