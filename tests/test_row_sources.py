@@ -231,3 +231,26 @@ def test_clinical_fits_are_range_reductions_close_to_the_former_fit():
             again = clinical.fit_logistic(design, np.zeros(n), y, np.ones((n, 1)))
         assert again.coef.tobytes() == fit.coef.tobytes()
         assert set(recording.partials) == {"newton_partial"}
+
+
+def test_a_data_page_that_does_not_decode_is_the_loaders_one_line_error(tmp_path):
+    """The footer reads, a data page does not: the task reading it reports the file by
+    its dataset name, rule unreadable_file, as the loader does."""
+    from calaudit.exceptions import InputError
+
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    p = np.random.default_rng(0).uniform(size=5_000)
+    for i in range(2):
+        pq.write_table(pa.table({"prob": p, "label": (p > 0.5).astype(np.int64)}),
+                       folder / f"part-{i}.parquet")
+    source = ParquetRows.of(locate(str(folder)))
+    page = pq.ParquetFile(folder / "part-1.parquet").metadata.row_group(0).column(0)
+    with open(folder / "part-1.parquet", "r+b") as handle:  # the data page's header
+        handle.seek(page.data_page_offset)
+        handle.write(b"\xff" * 64)
+    assert source.read(0, 10, ["prob"])["prob"].size == 10
+    with pytest.raises(InputError, match="unreadable_file") as error:
+        source.read(4_990, 5_010, ["prob"])
+    assert error.value.one_line().startswith(source.names[1])
+    assert source.names == tuple(f.name for f in locate(str(folder)).files)

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.locations import DataFile, Location
+from calaudit.exceptions import InputError, clip
 
 
 class ParquetRows:
@@ -35,10 +36,13 @@ class ParquetRows:
     #: bytes that travel inside each task, so Dask can rerun a lost task from its spec).
     reads_own_rows = True
 
-    def __init__(self, files: Sequence[str], rows: Sequence[int], filesystem: Any = None):
+    def __init__(self, files: Sequence[str], rows: Sequence[int], filesystem: Any = None,
+                 names: Sequence[str] | None = None):
         if len(files) != len(rows):
             raise ValueError("one row count per file")
         self.files = tuple(str(f) for f in files)
+        #: The files as errors name them (the dataset's display names).
+        self.names = self.files if names is None else tuple(str(n) for n in names)
         self.offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))])
         self.filesystem = filesystem
         self.n = int(self.offsets[-1])
@@ -55,9 +59,11 @@ class ParquetRows:
         files = location.files or (DataFile(location.spec, location.spec, 0),)
         paths = [f.path if location.filesystem is not None else os.path.abspath(f.path)
                  for f in files]
-        source = cls(paths, [0] * len(paths), location.filesystem)
-        counts = [source._file(k).metadata.num_rows for k in range(len(paths))]
-        return cls(paths, counts, location.filesystem)
+        names = [f.name for f in files]
+        source = cls(paths, [0] * len(paths), location.filesystem, names)
+        counts = [source._guarded(k, lambda k=k: source._file(k).metadata.num_rows)
+                  for k in range(len(paths))]
+        return cls(paths, counts, location.filesystem, names)
 
     def _file(self, k: int):
         import pyarrow.parquet as pq
@@ -89,7 +95,23 @@ class ParquetRows:
                 break
             if high <= start:
                 continue
-            yield self._slice(k, max(start, low) - low, min(stop, high) - low, list(names))
+            lo, hi = max(start, low) - low, min(stop, high) - low
+            yield self._guarded(k, lambda k=k, lo=lo, hi=hi: self._slice(k, lo, hi,
+                                                                          list(names)))
+
+    def _guarded(self, k: int, step: Any) -> Any:
+        """``step()`` reading file ``k``; a file that cannot be read as Parquet (a data page
+        that does not decode, a truncated file) is the loader's one-line error."""
+        import pyarrow as pa
+
+        try:
+            return step()
+        except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot read this parquet file ({clip(detail, 200)})",
+                             source=self.names[k], rule="unreadable_file",
+                             hint="the file may be truncated or not in the format its "
+                                  "suffix says") from None
 
     def _slice(self, k: int, lo: int, hi: int, names: list[str]):
         """Rows ``[lo, hi)`` of file ``k``: its overlapping row groups, then a slice."""
