@@ -68,6 +68,13 @@ class SampleWeights:
         r = self.negative_rate if np.ndim(positive) == 1 else self.negative_rate[:, None]
         return np.where(np.asarray(positive) > 0, d, d / r)
 
+    def unit_split(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(t, f)``: the units of each row and the weight of each of its units, ``(d, 1)``
+        for frequency weights (``d`` identical units), ``(1, d)`` otherwise (one unit of
+        weight ``d``)."""
+        ones = np.ones(self.design.size)
+        return (self.design, ones) if self.kind == "frequency" else (ones, self.design)
+
     def null_positive_rate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
         """The law of a sampled positive under "calibrated": ``p`` without label-dependent
         sampling, else ``p / (p + r (1 - p))``."""

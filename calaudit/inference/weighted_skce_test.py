@@ -40,10 +40,8 @@ BATCH = 100
 
 def unit_weights(weights: SampleWeights, m: int) -> tuple[NDArray, NDArray]:
     """``f`` (n,) and ``a`` (n, m) of the module docstring."""
-    n = weights.design.size
-    frequency = weights.kind == "frequency"
-    factor = np.ones(n) if frequency else weights.design
-    per_class = np.ones((n, m))
+    factor = weights.unit_split()[1]
+    per_class = np.ones((factor.size, m))
     if weights.negative_rate is not None:
         per_class[:, 0] = 1.0 / weights.negative_rate
     return factor, per_class
@@ -79,7 +77,7 @@ def observed_counts(y_true: NDArray[np.int64], weights: SampleWeights, m: int
                     ) -> NDArray[np.float64]:
     """(n, m, 1) counts of the observed labels: ``d_i`` units (frequency) or one."""
     counts = np.zeros((y_true.size, m, 1))
-    units = weights.design if weights.kind == "frequency" else np.ones(y_true.size)
+    units = weights.unit_split()[0]
     counts[np.arange(y_true.size), y_true, 0] = units
     return counts
 

@@ -240,14 +240,13 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     frequency = weights.kind == "frequency"
     if frequency and np.unique(design).size > MAX_LEVELS:
         return None
-    factor = np.ones(design.size) if frequency else design
+    units, factor = weights.unit_split()
     factors, factor_code = np.unique(factor, return_inverse=True)
     rates, rate_code = np.unique(rate, return_inverse=True)
     used, level = np.unique(factor_code * rates.size + rate_code, return_inverse=True)
     if used.size > MAX_LEVELS:
         return None
     pairs = np.column_stack([factors[used // rates.size], rates[used % rates.size]])
-    units = design if frequency else np.ones(design.size)
     refined = cells.index * pairs.shape[0] + level.ravel()
     q = weights.null_positive_rate(binned.scores)
     n_fine = cells.n_cells * pairs.shape[0]

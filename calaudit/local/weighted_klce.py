@@ -61,13 +61,11 @@ class WeightedUnits:
     def of(cls, weights, p: NDArray[np.float64]) -> WeightedUnits:
         """From :class:`calaudit.data.weights.SampleWeights` and ``p_1``."""
         p = np.asarray(p, dtype=np.float64)
-        frequency = weights.kind == "frequency"
-        d = np.asarray(weights.design, dtype=np.float64)
         rate = weights.negative_rate
         return cls(p, np.asarray(weights.null_positive_rate(p), dtype=np.float64),
-                   d if frequency else np.ones(p.size), np.ones(p.size) if frequency else d,
+                   *weights.unit_split(),
                    np.ones(p.size) if rate is None else np.asarray(rate, np.float64),
-                   frequency)
+                   weights.kind == "frequency")
 
     def observed_events(self, y: NDArray[np.integer]) -> NDArray[np.float64]:
         """``K`` of the observed labels (n, 1): every unit of a row shares its label."""
@@ -161,10 +159,7 @@ class VectorUnits:
     @classmethod
     def of(cls, weights, proba: NDArray[np.float64]) -> VectorUnits:
         proba = np.asarray(proba, dtype=np.float64)
-        frequency = weights.kind == "frequency"
-        d = np.asarray(weights.design, dtype=np.float64)
-        ones = np.ones(d.size)
-        return cls(proba, d if frequency else ones, ones if frequency else d, frequency)
+        return cls(proba, *weights.unit_split(), weights.kind == "frequency")
 
     def observed_events(self, y: NDArray[np.integer]) -> NDArray[np.float64]:
         """``C`` (n, m, 1) of the observed labels."""
