@@ -83,16 +83,21 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
 
 def dask_partials(monkeypatch) -> list[str]:
     """The names of the partials that go through ``DaskExecutor.map_sum`` (and
-    ``map_pairs``, the exact passes' block pairs) from now on (the list fills as the
+    ``map_combine``, ``map_pairs``: the exact passes' block pairs) from now on (the list fills as the
     reductions run): which reductions a test's run sent to Dask."""
     from calaudit.scale import DaskExecutor
 
     calls: list[str] = []
     original, pairs = DaskExecutor.map_sum, DaskExecutor.map_pairs
+    combined = DaskExecutor.map_combine
 
     def counted(self, partial, ranges, shared):
         calls.append(getattr(partial, "__name__", ""))
         return original(self, partial, ranges, shared)
+
+    def counted_combine(self, partial, *args):
+        calls.append(getattr(partial, "__name__", ""))
+        return combined(self, partial, *args)
 
     def counted_pairs(self, partial, *args):
         calls.append(getattr(partial, "__name__", ""))
@@ -100,6 +105,7 @@ def dask_partials(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(DaskExecutor, "map_sum", counted)
     monkeypatch.setattr(DaskExecutor, "map_pairs", counted_pairs)
+    monkeypatch.setattr(DaskExecutor, "map_combine", counted_combine)
     return calls
 
 

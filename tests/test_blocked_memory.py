@@ -21,6 +21,7 @@ from calaudit.metrics.log_loss import clipped_rows, log_loss
 from calaudit.numerics.binning import grid_cell_index, uniform_bin_index
 from calaudit.numerics.poisson_binomial import cell_counts, pmf, sample
 from calaudit.numerics.tabulate import Cells
+from calaudit.scale import task_ranges
 
 SIZES = (1, 7, 129, 1000, 65_536, 65_537, 200_003)
 
@@ -36,6 +37,8 @@ def probabilities(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("n", (1, 1000, 200_003))
 def test_smooth_ece_spread_equals_the_sparse_product(n):
+    """Each fixed range's spread is its sparse product, bit for bit; the ranges are
+    added in range order (the whole product to 1e-12)."""
     rng = np.random.default_rng(n)
     scores = rng.random(n)
     scores[: n // 10] = 0.0
@@ -43,13 +46,20 @@ def test_smooth_ece_spread_equals_the_sparse_product(n):
     outcomes = (rng.random(n) < scores).astype(np.float64)
     weights = rng.poisson(1.0, (n, 3)).astype(np.float64)
     for size in (1001, 3334):
-        spread = smooth.spread_matrix(scores, size)
-        ones = np.ones((n, 1))
-        former = np.asarray(spread @ np.hstack([(scores - outcomes)[:, None] * ones, ones]))
-        assert np.array_equal(smooth.spread_rows(scores, outcomes, None, size), former)
-        former = np.asarray(spread @ np.hstack([(scores - outcomes)[:, None] * weights,
-                                                weights]))
-        assert np.array_equal(smooth.spread_rows(scores, outcomes, weights, size), former)
+        for w in (np.ones((n, 1)), weights):
+            parts = []
+            for a, b in task_ranges(n):
+                spread = smooth.spread_matrix(scores[a:b], size)
+                parts.append(np.asarray(spread @ np.hstack(
+                    [(scores[a:b] - outcomes[a:b])[:, None] * w[a:b], w[a:b]])))
+            former = parts[0].copy()
+            for part in parts[1:]:
+                former += part
+            got = smooth.spread_rows(scores, outcomes, None if w.shape[1] == 1 else w, size)
+            assert np.array_equal(got, former)
+            spread = smooth.spread_matrix(scores, size)
+            whole = np.asarray(spread @ np.hstack([(scores - outcomes)[:, None] * w, w]))
+            assert np.allclose(got, whole, rtol=1e-12, atol=1e-12 * np.abs(whole).max())
 
 
 @pytest.mark.parametrize("m", (2, 4))

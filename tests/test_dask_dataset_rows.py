@@ -124,8 +124,10 @@ def test_bad_rows_give_the_loaders_error(tmp_path, column, row, value):
 
 def test_the_audit_on_two_workers_is_the_single_process_json(small, two_workers,
                                                              monkeypatch):
-    """The whole default battery: the data object keeps the source on Dask (the stages
-    not written for it read the rows through the executor), the JSON is the same."""
+    """The whole default battery: every stage reduces the source in tasks that read their
+    own rows (none reads the rows into this process), the JSON is the one of the same
+    rows loaded and audited in one process."""
+    from calaudit.data.planned import RowsData
     from tests.conftest import dask_partials
 
     single = canonical(run_audit(load(small), AuditConfig(**CONFIG)))
@@ -133,9 +135,15 @@ def test_the_audit_on_two_workers_is_the_single_process_json(small, two_workers,
     executor = DaskExecutor(two_workers)
     with scale.using(executor):
         data = plan(small)
+
+    def refused(self):
+        raise AssertionError("a stage read the rows into the client")
+
+    monkeypatch.setattr(RowsData, "_loaded", property(refused))
     assert canonical(run_audit(data, AuditConfig(**CONFIG, executor=executor))) == single
     for partial in ("check_partial", "newton_partial", "spiegelhalter_partial",
-                    "label_partial", "pick_partial", "max_partial"):
+                    "label_partial", "pick_partial", "max_partial", "summary_partial",
+                    "laws_partial", "spread_partial"):
         assert partial in calls
     # placed as row blocks: the bootstrap's per-block draw totals only (B x 8 bytes per
     # 4,096 rows), never the dataset's rows
@@ -213,7 +221,8 @@ def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
 
 def test_a_multiclass_dataset_gives_the_loaders_audit(tmp_path):
     """Three probability columns and integer labels: the same rows, and the same JSON
-    (its stages read the rows through the source's per-row map)."""
+    (the SKCE stage, binary on a source, reads the rows through the source's per-row
+    map)."""
     rng = np.random.default_rng(8)
     n = 3_000
     proba = rng.dirichlet([2.0, 3.0, 4.0], n)

@@ -24,8 +24,11 @@ from calaudit.audit.weighting import (
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
     calibration_errors,
+    calibration_errors_of_rows,
     ece_variants,
+    ece_variants_of_rows,
     smooth_ece_metric,
+    smooth_ece_metric_of_rows,
 )
 from calaudit.inference.classical import (
     clinical_metrics,
@@ -35,7 +38,7 @@ from calaudit.inference.classical import (
     spiegelhalter_of_rows,
     spiegelhalter_result,
 )
-from calaudit.inference.consistency import ece_consistency
+from calaudit.inference.consistency import ece_consistency_of_rows
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
@@ -48,6 +51,7 @@ from calaudit.inference.weighted_tests import (
     weighted_ece_consistency,
     weighted_spiegelhalter,
 )
+from calaudit.metrics.row_summary import row_source
 from calaudit.metrics.weighted_skce import weighted_kernel
 from calaudit.results import MetricResult, TestResult
 
@@ -65,10 +69,18 @@ class CalibrationErrorStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        return StageOutput(metrics=calibration_errors(
-            data.y_true, data.y_proba, n_bins=config.binning.n_bins,
-            strategy=config.binning.strategy, ci_level=ci_level(config),
-            n_resamples=config.n_resamples, rng=rng, sample_weight=data.sample_weight))
+        options = dict(n_bins=config.binning.n_bins, strategy=config.binning.strategy,
+                       ci_level=ci_level(config), n_resamples=config.n_resamples, rng=rng)
+        if data.sample_weight is not None:
+            return StageOutput(metrics=calibration_errors(
+                data.y_true, data.y_proba, **options, sample_weight=data.sample_weight))
+        return StageOutput(metrics=calibration_errors_of_rows(_rows(data, config), **options))
+
+
+def _rows(data: CalibrationData, config: AuditConfig) -> Any:
+    """The row source of unweighted ``data`` (:func:`calaudit.metrics.row_summary.
+    row_source`: a dataset's tasks read their own rows)."""
+    return row_source(data, config.binning.strategy, ci_level(config) is not None)
 
 
 class EceFamilyStage:
@@ -81,21 +93,26 @@ class EceFamilyStage:
             rng: np.random.Generator) -> StageOutput:
         ci_rng, test_rng, kuiper_rng = rng.spawn(3)
         bins = {"n_bins": config.binning.n_bins, "strategy": config.binning.strategy}
-        metrics = ece_variants(data.y_true, data.y_proba, **bins,
-                               canonical_distance=config.ece.canonical_distance,
-                               classes=data.classes, ci_level=ci_level(config),
-                               n_resamples=config.n_resamples, rng=ci_rng,
-                               sample_weight=data.sample_weight,
-                               debiased=debiased_defined(data))
+        options = dict(**bins, canonical_distance=config.ece.canonical_distance,
+                       classes=data.classes, ci_level=ci_level(config),
+                       n_resamples=config.n_resamples, rng=ci_rng)
+        tested = enabled_tests(config, ("ece_consistency",))
         tests = ()
-        if enabled_tests(config, ("ece_consistency",)) and data.weights is not None:
-            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights,
-                                              **bins, n_resamples=config.n_resamples,
-                                              alpha=config.alpha, rng=test_rng),)
-        elif enabled_tests(config, ("ece_consistency",)):
-            tests = (ece_consistency(data.y_true, data.y_proba, **bins,
-                                     n_resamples=config.n_resamples, alpha=config.alpha,
-                                     rng=test_rng),)
+        if data.weights is not None:
+            metrics = ece_variants(data.y_true, data.y_proba, **options,
+                                   sample_weight=data.sample_weight,
+                                   debiased=debiased_defined(data))
+            if tested:
+                tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights,
+                                                  **bins, n_resamples=config.n_resamples,
+                                                  alpha=config.alpha, rng=test_rng),)
+        else:
+            rows = _rows(data, config)
+            metrics = ece_variants_of_rows(rows, **options, debiased=debiased_defined(data))
+            if tested:
+                tests = (ece_consistency_of_rows(
+                    row_source(data, config.binning.strategy), **bins,
+                    n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
         if enabled_tests(config, ("kuiper",)):
             tests += (kuiper_test(data.y_true, data.y_proba, n_resamples=config.n_resamples,
                                   rng=kuiper_rng),)
@@ -109,10 +126,13 @@ class SmoothEceStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        metric, diagram = smooth_ece_metric(data.y_true, data.y_proba,
-                                            ci_level=ci_level(config),
-                                            n_resamples=config.n_resamples, rng=rng,
-                                            sample_weight=data.sample_weight)
+        options = dict(ci_level=ci_level(config), n_resamples=config.n_resamples, rng=rng)
+        if data.sample_weight is not None:
+            metric, diagram = smooth_ece_metric(data.y_true, data.y_proba, **options,
+                                                sample_weight=data.sample_weight)
+        else:
+            metric, diagram = smooth_ece_metric_of_rows(_rows(data, config),
+                                                        len(data.classes), **options)
         return StageOutput(metrics=(metric,), diagrams={} if diagram is None
                            else {"smooth_reliability": diagram})
 

@@ -10,9 +10,10 @@ need. The result, :class:`RowsData`, is the data object of such a run: it keeps 
 source and the summaries, not the rows.
 
 A stage written for the source reads it through ``data.rows`` (its partials read their own
-ranges). A stage that still needs the rows in memory reads ``y_true`` / ``y_proba``:
-they are then read once, range by range through the executor, into this process
-(``--verbose`` says so).
+ranges): the default global battery does. A check that needs every row in memory
+(bootstrap intervals, quantile bins, Hosmer-Lemeshow's groups, Kuiper's ordered
+residuals) reads ``y_true`` / ``y_proba``: they are then read once, range by range
+through the executor, into this process (``--verbose`` says so).
 
 Only the default reading of a dataset takes this path (:func:`why_not`); any other input
 or option is loaded as before.
@@ -103,11 +104,10 @@ class RowsData(LabelledRows):
 
     @cached_property
     def _loaded(self) -> dict[str, NDArray]:
-        progress.note(f"{self.rows.source}: a stage not yet computed from the tasks' own "
-                      "rows (the calibration errors, ECE family, smooth ECE and diagrams "
-                      "stages, Hosmer-Lemeshow, the clinical bootstrap intervals) needs the "
-                      f"rows in memory: reading {self.n} rows into this process, range by "
-                      "range through the executor")
+        progress.note(f"{self.rows.source}: a check not computed from the tasks' own "
+                      "rows (bootstrap intervals, quantile bins, Hosmer-Lemeshow, Kuiper) "
+                      f"needs the rows in memory: reading {self.n} rows into this process, "
+                      "range by range through the executor")
         return scale.map_rows(read_partial, scale.task_ranges(self.n),
                               {"rows": self.rows, "names": ("y", "proba")})
 

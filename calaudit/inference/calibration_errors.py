@@ -18,15 +18,25 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.inference.bootstrap_ci import Statistics, bootstrap_replicates, ci_params, intervals
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
-from calaudit.metrics.brier import brier_score, brier_score_binary
-from calaudit.metrics.brier_decomposition import decompose_binned, sum_decompositions
+from calaudit.metrics.brier_decomposition import (
+    decompose_binned,
+    decomposition_from_sums,
+    sum_decompositions,
+)
 from calaudit.metrics.ece import default_notion, notion_outcomes, scores_and_outcomes
-from calaudit.metrics.ece_variants import CanonicalBins, classwise_from_outcomes, classwise_outcomes
+from calaudit.metrics.ece_variants import (
+    CanonicalBins,
+    canonical_from_sums,
+    classwise_from_outcomes,
+    classwise_outcomes,
+)
 from calaudit.metrics.inputs import residuals_of
 from calaudit.metrics.log_loss import EPS, clipped_rows, log_loss
-from calaudit.metrics.smooth_ece import Smoother, smooth_ece_replicates, smooth_reliability
+from calaudit.metrics.row_summary import Binning, binned_summary, class_panels
+from calaudit.metrics.smooth_ece import Smoother, reliability_of, smooth_ece_replicates
 from calaudit.numerics.binning import Strategy
 from calaudit.results import MetricResult
+from calaudit.scale import ArrayRows
 
 
 def weighted(statistics: Statistics, sample_weight: NDArray[np.float64] | None) -> Statistics:
@@ -71,20 +81,52 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
     |p_i - e_{y_i}|^2`` and, for two classes, ``brier_binary = (1/n) sum_i (p_i - y_i)^2``
     (Brier 1950). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
     ``rng``. ``sample_weight``: ``n_b`` is a bin's weight and the Brier scores are weighted
-    means (scikit-learn's ``brier_score_loss(sample_weight=)``)."""
+    means (scikit-learn's ``brier_score_loss(sample_weight=)``). Unweighted rows are
+    :func:`calibration_errors_of_rows` of the arrays."""
+    if sample_weight is None:
+        return calibration_errors_of_rows(
+            ArrayRows({"y": y_true, "proba": y_proba}), n_bins=n_bins, strategy=strategy,
+            ci_level=ci_level, n_resamples=n_resamples, rng=rng)
     notion = default_notion(y_proba.shape[1])
     binary = y_proba.shape[1] == 2
     w = sample_weight
-    # the Brier scores first: their (n, m) residual copy is freed before the bins
-    if w is None:
-        brier = brier_score(y_true, y_proba)
-        brier_binary = brier_score_binary(y_true, y_proba) if binary else None
-    else:
-        brier = float((residuals_of(y_true, y_proba) ** 2).sum(axis=1) @ w / w.sum())
-        brier_binary = (float((y_proba[:, 1] - (y_true == 1)) ** 2 @ w / w.sum())
-                        if binary else None)
+    brier = float((residuals_of(y_true, y_proba) ** 2).sum(axis=1) @ w / w.sum())
+    brier_binary = (float((y_proba[:, 1] - (y_true == 1)) ** 2 @ w / w.sum())
+                    if binary else None)
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
-    sums = binned.sums() if w is None else binned.sums(w[:, None])
+    metrics = _error_metrics(binned.sums(w[:, None]), notion, n_bins, strategy, brier,
+                             brier_binary)
+    return _with_intervals(metrics, _error_statistics(y_true, y_proba, binned), y_true.size,
+                           ci_level, n_resamples, rng, w)
+
+
+def calibration_errors_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
+                               ci_level: float | None = None, n_resamples: int = 1000,
+                               rng: np.random.Generator | None = None
+                               ) -> tuple[MetricResult, ...]:
+    """:func:`calibration_errors` of the rows of a row source (``y``, ``proba``): the
+    estimates from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`);
+    the intervals (``ci_level``) resample the rows in memory (an :class:`ArrayRows`)."""
+    summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
+    notion = default_notion(summary.m)
+    metrics = _error_metrics(summary.sums(0), notion, n_bins, strategy, summary.brier,
+                             summary.brier_binary if summary.m == 2 else None)
+    if ci_level is None:
+        return metrics
+    y_true, y_proba = _arrays(rows)
+    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
+    return _with_intervals(metrics, _error_statistics(y_true, y_proba, binned), y_true.size,
+                           ci_level, n_resamples, rng)
+
+
+def _arrays(rows: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The rows of an in-memory source (the bootstrap resamples every row)."""
+    columns = rows.read(0, rows.n, ["y", "proba"])
+    return columns["y"], columns["proba"]
+
+
+def _error_metrics(sums: Any, notion: str, n_bins: int, strategy: str, brier: float,
+                   brier_binary: float | None) -> tuple[MetricResult, ...]:
     params = {"notion": notion, "n_bins": n_bins, "binning": strategy, "distance": "L1",
               "bins_used": int((sums.count > 0).sum())}
     metrics = [
@@ -95,14 +137,19 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
         MetricResult("brier", brier, {"definition": "mean squared error of the probability vector"},
                      title=registry.title("brier")),
     ]
-    if binary:
+    if brier_binary is not None:
         metrics.append(MetricResult(
             "brier_binary", brier_binary,
             {"definition": "mean (p - y)^2 of the positive class (scikit-learn)"},
             title=registry.title("brier_binary")))
-    with_ci = ci_level is not None
-    squared = (residuals_of(y_true, y_proba) ** 2).sum(axis=1) if with_ci else None
-    positive = (y_proba[:, 1] - (y_true == 1)) ** 2 if binary and with_ci else None
+    return tuple(metrics)
+
+
+def _error_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                      binned: Any) -> Statistics:
+    """The bootstrap replicates' statistics of :func:`calibration_errors`."""
+    squared = (residuals_of(y_true, y_proba) ** 2).sum(axis=1)
+    positive = (y_proba[:, 1] - (y_true == 1)) ** 2 if y_proba.shape[1] == 2 else None
 
     def statistics(weights: NDArray[np.float64]) -> dict[str, Any]:
         sums = binned.sums(weights)
@@ -113,7 +160,7 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
             out["brier_binary"] = positive @ weights / total
         return out
 
-    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
+    return statistics
 
 
 def _one(value: Any) -> float:
@@ -132,11 +179,73 @@ def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
     ``classes`` names the classes in ``params.per_class`` of ``ece_classwise`` (default
     ``"0" .. "m-1"``). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
     ``rng``. ``sample_weight`` weights the rows (module docstring); ``debiased=False``
-    leaves ``ece_debiased`` out (its bias term needs frequency weights)."""
+    leaves ``ece_debiased`` out (its bias term needs frequency weights). Unweighted rows
+    are :func:`ece_variants_of_rows` of the arrays."""
+    options = {"n_bins": n_bins, "strategy": strategy,
+               "canonical_distance": canonical_distance, "classes": classes}
+    if sample_weight is None:
+        return ece_variants_of_rows(ArrayRows({"y": y_true, "proba": y_proba}), **options,
+                                    ci_level=ci_level, n_resamples=n_resamples, rng=rng,
+                                    debiased=debiased)
     m = y_proba.shape[1]
-    notion = default_notion(m)
     w = sample_weight
-    column = None if w is None else w[:, None]
+    column = w[:, None]
+    statistics, scalar, per_class, canonical, decomposed = _variant_statistics(
+        y_true, y_proba, n_bins, strategy, canonical_distance)
+    parts = sum_decompositions([decompose_binned(b, column) for b in decomposed])
+    params = _variant_params(
+        m, n_bins, strategy, canonical_distance, classes,
+        [_one(ece_from_sums(b.sums(column))) for b in per_class], parts,
+        canonical.cells.n_cells, _one(debiased_squared_from_sums(scalar.sums(column))),
+        clipped_rows(y_true, y_proba))
+    metrics = [MetricResult(key, float(value), params[key],
+                            title=registry.title(key, default_notion(m)))
+               for key, value in estimates(statistics, w).items()
+               if debiased or key != "ece_debiased"]
+    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
+
+
+def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
+                         canonical_distance: str = "tv", classes: Sequence[str] | None = None,
+                         ci_level: float | None = None, n_resamples: int = 1000,
+                         rng: np.random.Generator | None = None,
+                         debiased: bool = True) -> tuple[MetricResult, ...]:
+    """:func:`ece_variants` of the rows of a row source (``y``, ``proba``): the estimates
+    from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`); the
+    intervals (``ci_level``) resample the rows in memory (an :class:`ArrayRows`)."""
+    summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
+    m = summary.m
+    scalar = summary.sums(0)
+    per_class = [summary.sums(k) for k in class_panels(m)]
+    parts = sum_decompositions([decomposition_from_sums(*summary.moments(k))
+                                for k in ((0,) if m == 2 else class_panels(m))])
+    count, prob_sums, label_sums = summary.canonical_sums()
+    values = {
+        "ece_l2": ece_from_sums(scalar, "l2"),
+        "ece_classwise": np.stack([ece_from_sums(b) for b in per_class]).mean(axis=0),
+        "ece_canonical": canonical_from_sums(count, prob_sums, label_sums,
+                                             canonical_distance),
+        "ece_debiased": np.sqrt(np.maximum(debiased_squared_from_sums(scalar), 0.0)),
+        "brier_reliability": parts.reliability, "brier_resolution": parts.resolution,
+        "brier_uncertainty": parts.uncertainty, "log_loss": summary.log_loss}
+    params = _variant_params(m, n_bins, strategy, canonical_distance, classes,
+                             [_one(ece_from_sums(b)) for b in per_class], parts, count.size,
+                             _one(debiased_squared_from_sums(scalar)), summary.clipped_rows)
+    metrics = [MetricResult(key, float(value), params[key],
+                            title=registry.title(key, default_notion(m)))
+               for key, value in values.items() if debiased or key != "ece_debiased"]
+    if ci_level is None:
+        return tuple(metrics)
+    y_true, y_proba = _arrays(rows)
+    statistics = _variant_statistics(y_true, y_proba, n_bins, strategy, canonical_distance)[0]
+    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng)
+
+
+def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
+                        strategy: Strategy, canonical_distance: str) -> tuple[Any, ...]:
+    """The statistics of row-weight matrices of :func:`ece_variants` (weighted estimates,
+    bootstrap replicates) and the binned views they use."""
+    m = y_proba.shape[1]
     binning = {"n_bins": n_bins, "strategy": strategy}
     scalar = notion_outcomes(y_true, y_proba, **binning)
     # two classes: class 1 one-vs-rest is the binary notion's bins and outcomes (shared)
@@ -159,31 +268,32 @@ def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
             "log_loss": log_loss(y_true, y_proba, weights=weights),
         }
 
-    parts = sum_decompositions([decompose_binned(b, column) for b in decomposed])
-    per_class_ece = [_one(ece_from_sums(b.sums(column))) for b in per_class]
+    return statistics, scalar, per_class, canonical, decomposed
+
+
+def _variant_params(m: int, n_bins: int, strategy: str, canonical_distance: str,
+                    classes: Sequence[str] | None, per_class_ece: list[float], parts: Any,
+                    cells_used: int, debiased_squared: float, clipped: int
+                    ) -> dict[str, dict[str, Any]]:
+    """The ``params`` of each metric of :func:`ece_variants`."""
+    notion = default_notion(m)
     bins = {"n_bins": n_bins, "binning": strategy}
     decomposition = {**bins, "decomposes": "brier_binary" if m == 2 else "brier",
                      "within_bin_variance": _one(parts.within_variance),
                      "within_bin_covariance": _one(parts.within_covariance)}
-    params = {
+    return {
         "ece_l2": {**bins, "notion": notion, "distance": "L2"},
         "ece_classwise": {**bins, "notion": "class-wise", "distance": "L1", "per_class": dict(
             zip(classes or [str(k) for k in range(m)], per_class_ece, strict=True))},
         "ece_canonical": {"n_bins_per_class": n_bins, "binning": "uniform grid",
                           "distance": canonical_distance.upper(),
-                          "cells_used": canonical.cells.n_cells,
+                          "cells_used": int(cells_used),
                           "bin_rule": "ceil(n_bins * p), p = 0 in the first bin"},
-        "ece_debiased": {**bins, "notion": notion,
-                         "squared": _one(debiased_squared_from_sums(scalar.sums(column)))},
+        "ece_debiased": {**bins, "notion": notion, "squared": debiased_squared},
         "brier_reliability": decomposition, "brier_resolution": decomposition,
         "brier_uncertainty": decomposition,
-        "log_loss": {"eps": EPS, "clipped_rows": clipped_rows(y_true, y_proba)},
+        "log_loss": {"eps": EPS, "clipped_rows": int(clipped)},
     }
-    metrics = [MetricResult(key, float(value), params[key],
-                            title=registry.title(key, notion))
-               for key, value in estimates(statistics, w).items()
-               if debiased or key != "ece_debiased"]
-    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
 
 
 def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
@@ -210,12 +320,28 @@ def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *
                                                                       weights)},
             y_true.size, ci_level, n_resamples, rng, sample_weight)
         return metric, None
-    curve = smooth_reliability(scores, outcomes)
+    return smooth_ece_metric_of_rows(ArrayRows({"y": y_true, "proba": y_proba}),
+                                     y_proba.shape[1], ci_level=ci_level,
+                                     n_resamples=n_resamples, rng=rng)
+
+
+def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | None = None,
+                              n_resamples: int = 1000, rng: np.random.Generator | None = None
+                              ) -> tuple[MetricResult, dict[str, Any]]:
+    """:func:`smooth_ece_metric` of the rows of a row source (``y``, ``proba`` of
+    ``n_classes`` columns), unweighted:
+    each grid of the bandwidth search is one reduction (:meth:`Smoother.of_rows`); the
+    interval (``ci_level``) resamples the rows in memory (an :class:`ArrayRows`)."""
+    curve = reliability_of(Smoother.of_rows(rows))
+    notion = default_notion(n_classes)
     metric = MetricResult("smece", curve.smece, {
         "notion": notion, "sigma": curve.sigma, "kernel": "reflected Gaussian",
         "bandwidth": "fixed point sigma = smECE_sigma (Blasiok & Nakkiran 2023)"},
         title=registry.title("smece", notion))
-    (metric,) = _with_intervals(
-        [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes, weights)},
-        y_true.size, ci_level, n_resamples, rng)
+    if ci_level is not None:
+        scores, outcomes = scores_and_outcomes(*_arrays(rows), notion)
+        (metric,) = _with_intervals(
+            [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes,
+                                                                      weights)},
+            rows.n, ci_level, n_resamples, rng)
     return metric, {"notion": notion, **curve.to_dict()}

@@ -19,8 +19,9 @@ test.
   (binary) or the confidence ``max_k p_ik`` (top-label: ``P(y* = argmax p_i) = max p_i``).
   The ECE depends on the redrawn outcomes only through the events per bin, which are
   Poisson-binomial given the bin's scores: they are drawn directly from the exact law
-  (:func:`calaudit.numerics.poisson_binomial.cell_counts`), O(bins x B) per test after
-  one O(n log^2 n) pmf per bin, instead of n x B Bernoulli draws.
+  (each bin's law the product of its rows' laws in each fixed range,
+  :mod:`calaudit.metrics.row_laws`), O(bins x B) per test after one O(n log^2 n) pmf per
+  bin, instead of n x B Bernoulli draws.
 * canonical ECE: grid cells fixed, labels redrawn, per-cell class counts by one
   ``bincount``.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,12 +39,13 @@ from numpy.typing import NDArray
 from calaudit import progress, registry
 from calaudit.inference import applicability as rules
 from calaudit.metrics.binned import BinSums, ece_from_sums
-from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.metrics.ece import default_notion
 from calaudit.metrics.ece_variants import CanonicalBins
+from calaudit.metrics.row_laws import cell_laws, draw_events
+from calaudit.metrics.row_summary import Binning, binned_summary
 from calaudit.numerics.binning import Strategy
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
-from calaudit.numerics.poisson_binomial import cell_counts
 from calaudit.numerics.resampling import (
     BATCH_ENTRIES,
     PILOT_SEED,
@@ -56,6 +59,7 @@ from calaudit.numerics.resampling import (
     refine_near,
 )
 from calaudit.results import Status, TestResult
+from calaudit.scale import ArrayRows
 
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
 #: :data:`calaudit.inference.skce_tests.BOOTSTRAP_GEMM_DTYPE`): the resampled statistics
@@ -138,23 +142,39 @@ def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
     """Consistency resampling test of the binned ECE (binary notion for two classes,
     top-label otherwise; L1, count-weighted): the observed ECE against the ECEs of
     outcomes redrawn as Bernoulli(score) with the bins fixed (module docstring);
-    INCONCLUSIVE under the rules of :mod:`calaudit.inference.applicability`."""
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    notion = default_notion(y_proba.shape[1])
+    INCONCLUSIVE under the rules of :mod:`calaudit.inference.applicability`.
+    :func:`ece_consistency_of_rows` of the arrays."""
+    return ece_consistency_of_rows(ArrayRows({"y": y_true, "proba": y_proba}),
+                                   n_bins=n_bins, strategy=strategy,
+                                   n_resamples=n_resamples, alpha=alpha, rng=rng)
+
+
+def ece_consistency_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
+                            n_resamples: int = 1000, alpha: float = 0.05,
+                            rng: np.random.Generator) -> TestResult:
+    """:func:`ece_consistency` of a row source (``y``, ``proba``): the per-bin sums from
+    one reduction (:func:`calaudit.metrics.row_summary.binned_summary`), each bin's
+    Poisson-binomial law of events from another (:func:`calaudit.metrics.row_laws.
+    cell_laws`), then ``B`` draws per bin from ``rng.random((bins, B))`` in bin order."""
+    binning = Binning.build(rows, n_bins, strategy)
+    summary = binned_summary(rows, binning)
+    sums = summary.sums(0)
+    notion = default_notion(summary.m)
     method = "consistency resampling: outcomes redrawn from the predictions"
     title = registry.title("ece_consistency", notion)
-    observed = float(ece_from_sums(binned.sums()))
+    observed = float(ece_from_sums(sums))
     params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1"}
-    reason = (rules.too_few_rows(binned.scores.size)
+    reason = (rules.too_few_rows(rows.n)
               or rules.resampling_cannot_reject(n_resamples, alpha))
     if reason:
         return TestResult("ece_consistency", math.nan, observed, math.nan, method,
                           params=params, status=Status.INCONCLUSIVE, message=reason,
                           title=title)
-    cells = binned.cells
-    events = cell_counts(binned.scores, cells.index, cells.n_cells, n_resamples, rng)
-    null = ece_from_sums(BinSums(cells.sums(None)[:, None],
-                                 cells.sums(binned.scores)[:, None], events.astype(np.float64)))
+    cells = binning.cells(0)
+    laws = cell_laws(rows, binning, (0,))[0][:cells]
+    events = draw_events(laws, rng.random((cells, n_resamples)))
+    null = ece_from_sums(BinSums(sums.count[:, None], sums.score[:, None],
+                                 events.astype(np.float64)))
     return TestResult("ece_consistency", observed, observed,
                       monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
                       params=params, null_distribution=null, title=title)

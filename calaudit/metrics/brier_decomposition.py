@@ -60,6 +60,15 @@ def decompose_binned(binned: BinnedOutcomes, weights: NDArray[np.float64] | None
         op_sum = cells.sums_of(lambda a, b: o[a:b] * p[a:b])
     else:
         pp_sum, op_sum = cells.sums(p * p, weights), cells.sums(o * p, weights)
+    return decomposition_from_sums(count, p_sum, o_sum, pp_sum, op_sum, weights is None)
+
+
+def decomposition_from_sums(count: NDArray[np.float64], p_sum: NDArray[np.float64],
+                            o_sum: NDArray[np.float64], pp_sum: NDArray[np.float64],
+                            op_sum: NDArray[np.float64], floats: bool = True
+                            ) -> BrierDecomposition:
+    """The five terms from per-bin weights ``n_b``, ``sum p``, ``sum o``, ``sum p^2`` and
+    ``sum o p`` ((bins,) or (bins, q); ``floats``: the terms as floats)."""
     n = count.sum(axis=0)
     filled = count > 0
     safe = np.where(filled, count, 1.0)
@@ -70,7 +79,7 @@ def decompose_binned(binned: BinnedOutcomes, weights: NDArray[np.float64] | None
     wbv = (pp_sum - count * p_bar ** 2).sum(axis=0) / n
     wbc = 2.0 * (op_sum - count * o_bar * p_bar).sum(axis=0) / n
     unc = rate * (1.0 - rate)
-    if weights is None:
+    if floats:
         return BrierDecomposition(float(rel), float(res), float(unc), float(wbv), float(wbc))
     return BrierDecomposition(rel, res, unc, wbv, wbc)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.metrics.row_laws import draw_events
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.poisson_binomial import cell_counts
 
@@ -92,6 +93,20 @@ def consistency_band(
     """
     index, _ = bin_index(scores, n_bins, strategy)  # the reliability bins' own binning
     rates = resampled_bin_rates(scores, index, n_resamples, rng)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
+    return ConsistencyBand(level=level, n_resamples=n_resamples, low=low, high=high)
+
+
+def band_from_laws(laws: list, counts: NDArray[np.float64], n_resamples: int, level: float,
+                   rng: np.random.Generator) -> ConsistencyBand:
+    """:func:`consistency_band` from each bin's law of events (``(offset, pmf)``, ``None``
+    for an empty bin; :func:`calaudit.metrics.row_laws.cell_laws`) and row counts: the
+    uniforms ``rng.random((non-empty bins, B))`` in bin order, as
+    :func:`resampled_bin_rates` draws them."""
+    present = np.flatnonzero(counts > 0)
+    events = draw_events([laws[c] for c in present], rng.random((present.size, n_resamples)))
+    rates = events / counts[present][:, None]
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
     return ConsistencyBand(level=level, n_resamples=n_resamples, low=low, high=high)

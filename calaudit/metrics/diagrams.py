@@ -9,15 +9,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.metrics.consistency import consistency_band
-from calaudit.metrics.ece import default_notion, scores_and_outcomes
-from calaudit.metrics.reliability import reliability_bins
+from calaudit.metrics.consistency import band_from_laws
+from calaudit.metrics.ece import default_notion
+from calaudit.metrics.reliability import bins_from_sums
+from calaudit.metrics.row_laws import cell_laws
+from calaudit.metrics.row_summary import HISTOGRAM_BINS, Binning, binned_summary, class_panels
 from calaudit.numerics.binning import Strategy, bin_index
+from calaudit.scale import ArrayRows
 
 #: Level of the consistency bands (pointwise, per bin).
 BAND_LEVEL = 0.95
-#: Equal-width bins of the score histogram on [0, 1].
-HISTOGRAM_BINS = 50
 
 
 def score_histogram(scores: NDArray[np.float64], n_bins: int = HISTOGRAM_BINS
@@ -40,25 +41,45 @@ def reliability_diagrams(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     than two classes ``reliability_per_class``: the one-vs-rest bins of every class
     (score ``p_ik``, outcome ``1{y_i = k}``, named by ``classes``, default ``"0" ..
     "m-1"``), each with its band. ``band_resamples``: the bands from that many label
-    redraws drawn with ``rng`` (``None``: ``consistency_band`` is ``None``)."""
+    redraws drawn with ``rng`` (``None``: ``consistency_band`` is ``None``).
+    :func:`reliability_diagrams_of_rows` of the arrays."""
+    return reliability_diagrams_of_rows(
+        ArrayRows({"y": y_true, "proba": y_proba}), n_bins=n_bins, strategy=strategy,
+        classes=classes, band_resamples=band_resamples, rng=rng)
 
-    def panel(scores: NDArray[np.float64], outcomes: NDArray[np.float64]) -> dict[str, Any]:
-        bins = reliability_bins(scores, outcomes, n_bins=n_bins, strategy=strategy)
+
+def reliability_diagrams_of_rows(rows: Any, *, n_bins: int = 15,
+                                 strategy: Strategy = "uniform",
+                                 classes: Sequence[str] | None = None,
+                                 band_resamples: int | None = None,
+                                 rng: np.random.Generator | None = None) -> dict[str, Any]:
+    """:func:`reliability_diagrams` of a row source (``y``, ``proba``): the bins and the
+    histogram from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`),
+    the bands' laws of events per bin from another (:func:`calaudit.metrics.row_laws.
+    cell_laws`)."""
+    binning = Binning.build(rows, n_bins, strategy)
+    summary = binned_summary(rows, binning)
+    m = summary.m
+    panels = (0,) if m == 2 else (0, *class_panels(m))
+    laws = None if band_resamples is None else cell_laws(rows, binning, panels)
+
+    def panel(j: int) -> dict[str, Any]:
+        k = panels[j]
+        sums = summary.sums(k)
         band = None
-        if band_resamples is not None:
-            band = consistency_band(scores, n_bins=n_bins, strategy=strategy,
-                                    n_resamples=band_resamples, level=BAND_LEVEL,
-                                    rng=rng).to_dict()
-        return {"bins": bins.to_dict(), "consistency_band": band}
+        if laws is not None:
+            band = band_from_laws(laws[j], sums.count, band_resamples, BAND_LEVEL,
+                                  rng).to_dict()
+        return {"bins": bins_from_sums(sums, binning.panel_edges(k)).to_dict(),
+                "consistency_band": band}
 
-    m = y_proba.shape[1]
-    notion = default_notion(m)
-    scores, outcomes = scores_and_outcomes(y_true, y_proba, notion)
+    edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
     diagrams: dict[str, Any] = {"reliability": {
-        "notion": notion, "n_bins": n_bins, "binning": strategy, **panel(scores, outcomes),
-        "histogram": score_histogram(scores)}}
+        "notion": default_notion(m), "n_bins": n_bins, "binning": strategy, **panel(0),
+        "histogram": {"edges": edges.tolist(),
+                      "counts": summary.histogram.astype(np.int64).tolist()}}}
     if m != 2:
         diagrams["reliability_per_class"] = [
-            {"class": name, **panel(y_proba[:, k], (y_true == k).astype(np.float64))}
-            for k, name in enumerate(classes or [str(k) for k in range(m)])]
+            {"class": name, **panel(j + 1)}
+            for j, name in enumerate(classes or [str(k) for k in range(m)])]
     return diagrams

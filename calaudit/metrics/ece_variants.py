@@ -128,7 +128,7 @@ class CanonicalBins:
             label_sums = np.stack(
                 [self.cells.sums((y == k).astype(np.float64), weights) for k in range(m)],
                 axis=1)
-        return _canonical_from_sums(count, prob_sums, label_sums, distance)
+        return canonical_from_sums(count, prob_sums, label_sums, distance)
 
     def ece_for_labels(self, labels: NDArray[np.intp], distance: str = "tv"
                        ) -> NDArray[np.float64]:
@@ -140,11 +140,11 @@ class CanonicalBins:
         flat = (np.arange(q)[None, :] * self.cells.n_cells + self.cells.index[:, None]) * m
         tallies = np.bincount((flat + labels).ravel(), minlength=q * self.cells.n_cells * m)
         label_sums = tallies.reshape(q, self.cells.n_cells, m).transpose(1, 2, 0)
-        return _canonical_from_sums(count[:, None], prob_sums[:, :, None],
+        return canonical_from_sums(count[:, None], prob_sums[:, :, None],
                                     label_sums.astype(np.float64), distance)
 
 
-def _canonical_from_sums(count: NDArray[np.float64], prob_sums: NDArray[np.float64],
+def canonical_from_sums(count: NDArray[np.float64], prob_sums: NDArray[np.float64],
                          label_sums: NDArray[np.float64], distance: str
                          ) -> NDArray[np.float64]:
     """``sum_c n_c d(pbar_c, ybar_c) / sum_c n_c`` from sums of shape (cells, m[, q])."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.metrics.binned import BinnedOutcomes
+from calaudit.metrics.binned import BinnedOutcomes, BinSums
 from calaudit.numerics.binning import Strategy
 from calaudit.numerics.intervals import wilson_interval
 
@@ -69,13 +69,17 @@ def reliability_bins(
 
 def bins_table(binned: BinnedOutcomes) -> ReliabilityBins:
     """The non-empty bins of ``binned`` with their Wilson intervals."""
-    sums = binned.sums()
+    return bins_from_sums(binned.sums(), binned.edges)
+
+
+def bins_from_sums(sums: BinSums, edges: NDArray[np.float64]) -> ReliabilityBins:
+    """The non-empty bins of per-bin sums (bins of ``edges``), with Wilson intervals."""
     keep = sums.count > 0
     count = sums.count[keep]
     low, high = wilson_interval(sums.event[keep], count)
     return ReliabilityBins(
-        lower=binned.edges[:-1][keep],
-        upper=binned.edges[1:][keep],
+        lower=edges[:-1][keep],
+        upper=edges[1:][keep],
         count=count.astype(np.int64),
         mean_score=sums.score[keep] / count,
         observed_rate=sums.event[keep] / count,

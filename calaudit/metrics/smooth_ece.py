@@ -33,13 +33,17 @@ correctness ``1{argmax_k p_ik = y_i}`` (the paper's sec. 6 and relplot's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft, sparse
 
+from calaudit import scale
 from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
 from calaudit.metrics.inputs import accepts_1d
+from calaudit.metrics.row_summary import panel_columns, where_rows_are
+from calaudit.scale import fold, task_ranges
 
 #: Bandwidths below this are accepted by the fixed-point search without evaluation.
 MIN_SIGMA = 1e-3
@@ -118,36 +122,52 @@ def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.
     return smooth[:, left] * (1.0 - frac) + smooth[:, left + 1] * frac
 
 
-#: Rows per block when spreading onto the grid (memory O(block), not O(n)).
-SPREAD_ROWS = 65_536
-
-
 def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                 weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
     """``spread_matrix(scores, size) @ [r * W, W]`` ((size, 2q); ``r = f - y``, ``W`` the
-    (n, q) weights, one column of ones when ``None``) without the sparse matrix: rows are
-    spread :data:`SPREAD_ROWS` at a time by ``np.add.at`` into one accumulator. The
-    accumulator takes each grid point's terms in row order, as the (index-sorted) CSR
-    product does, so the bytes are the matrix product's; the memory is a block's."""
+    (n, q) weights, one column of ones when ``None``) without the sparse matrix: the rows
+    of each fixed range (:func:`calaudit.scale.task_ranges`) spread by :func:`spread_block`
+    and the ranges added in range order, so the memory is a range's and a row source's
+    spread (:func:`spread_partial`) is the same bytes."""
+    ranges = task_ranges(scores.shape[0])
+    if not ranges:
+        return np.zeros((size, 2 * (1 if weights is None else weights.shape[1])))
+    return fold({"grid": spread_block(scores[a:b], outcomes[a:b],
+                                      None if weights is None else weights[a:b], size)}
+                for a, b in ranges)["grid"]
+
+
+def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                 weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
+    """The spread of one block of rows onto the grid (``np.add.at``: each grid point's
+    terms in row order, as the index-sorted CSR product takes them)."""
     q = 1 if weights is None else weights.shape[1]
     out = np.zeros((size, 2 * q))
-    for lo in range(0, scores.shape[0], SPREAD_ROWS):
-        hi = min(lo + SPREAD_ROWS, scores.shape[0])
-        position = scores[lo:hi] * (size - 1)
-        left = np.clip(position.astype(np.int64), 0, size - 2)
-        weight = position - left
-        residual = scores[lo:hi] - outcomes[lo:hi]
-        if weights is None:
-            values = np.stack([residual, np.ones(hi - lo)], axis=1)
-        else:
-            block = weights[lo:hi]
-            values = np.hstack([residual[:, None] * block, block])
-        contribution = np.empty((hi - lo, 2, 2 * q))
-        np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
-        np.multiply(weight[:, None], values, out=contribution[:, 1])
-        points = np.stack([left, left + 1], axis=1).reshape(-1)
-        np.add.at(out, points, contribution.reshape(-1, 2 * q))
+    rows = scores.shape[0]
+    position = np.asarray(scores, dtype=np.float64) * (size - 1)
+    left = np.clip(position.astype(np.int64), 0, size - 2)
+    weight = position - left
+    residual = scores - outcomes
+    if weights is None:
+        values = np.stack([residual, np.ones(rows)], axis=1)
+    else:
+        values = np.hstack([residual[:, None] * weights, weights])
+    contribution = np.empty((rows, 2, 2 * q))
+    np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
+    np.multiply(weight[:, None], values, out=contribution[:, 1])
+    points = np.stack([left, left + 1], axis=1).reshape(-1)
+    np.add.at(out, points, contribution.reshape(-1, 2 * q))
     return out
+
+
+def spread_partial(start: int, stop: int, *, rows: Any, size: int) -> dict[str, NDArray]:
+    """:func:`spread_block` of the notion's scores and outcomes (binary or top-label,
+    :func:`calaudit.metrics.row_summary.panel_columns`) of the rows ``[start, stop)`` of
+    a row source."""
+    part = rows.read(start, stop, ["y", "proba"])
+    scores, outcomes = panel_columns(np.asarray(part["y"]),
+                                     np.ascontiguousarray(part["proba"], dtype=np.float64))[0]
+    return {"grid": spread_block(np.asarray(scores, np.float64), outcomes, None, size)}
 
 
 class Smoother:
@@ -156,12 +176,21 @@ class Smoother:
     residuals ``f - y`` and weights on each grid size cached (the grid has 1001 points for
     every ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
 
-    def __init__(self, scores: NDArray[np.float64], outcomes: NDArray[np.float64],
-                 weights: NDArray[np.float64] | None = None) -> None:
-        self.scores = np.asarray(scores, dtype=np.float64)
-        self.outcomes = np.asarray(outcomes, dtype=np.float64)
+    def __init__(self, scores: NDArray[np.float64] | None,
+                 outcomes: NDArray[np.float64] | None,
+                 weights: NDArray[np.float64] | None = None, rows: Any = None) -> None:
+        self.scores = None if scores is None else np.asarray(scores, dtype=np.float64)
+        self.outcomes = None if outcomes is None else np.asarray(outcomes, dtype=np.float64)
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        self.rows = rows
         self._grids: dict[int, NDArray[np.float64]] = {}
+
+    @classmethod
+    def of_rows(cls, rows: Any) -> Smoother:
+        """The unweighted smoother of a row source's notion scores and outcomes: each grid
+        is one reduction over the fixed ranges (:func:`spread_partial`), the same bytes
+        as :func:`spread_rows` of the arrays."""
+        return cls(None, None, rows=rows)
 
     @property
     def q(self) -> int:
@@ -169,7 +198,11 @@ class Smoother:
 
     def grid_values(self, size: int) -> NDArray[np.float64]:
         """(2q, size): the weighted residuals (rows ``:q``) and weights (rows ``q:``)."""
-        if size not in self._grids:
+        if size not in self._grids and self.rows is not None:
+            with where_rows_are(self.rows):
+                self._grids[size] = scale.map_sum(spread_partial, task_ranges(self.rows.n), {
+                    "rows": self.rows, "size": size})["grid"].T
+        elif size not in self._grids:
             self._grids[size] = spread_rows(self.scores, self.outcomes, self.weights, size).T
         return self._grids[size]
 
@@ -254,7 +287,11 @@ class SmoothReliability:
 def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64]
                        ) -> SmoothReliability:
     """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5)."""
-    smoother = Smoother(scores, outcomes)
+    return reliability_of(Smoother(scores, outcomes))
+
+
+def reliability_of(smoother: Smoother) -> SmoothReliability:
+    """:func:`smooth_reliability` of an unweighted :class:`Smoother`."""
     sigma = float(smoother.fixed_points()[0])
     t, residual, density = smoother.curves(sigma)
     residual, density = residual[0], density[0]

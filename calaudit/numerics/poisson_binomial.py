@@ -108,23 +108,48 @@ def _product(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float
     return np.maximum(out, 0.0, out=out)
 
 
+class RunningLaw:
+    """The law of a Poisson-binomial sum multiplied piece by piece (each piece the law of
+    some of its rows, :func:`piece`), cut after each product to the Bernstein window of
+    the rows so far (:func:`window`): memory of a window, not of the rows."""
+
+    def __init__(self) -> None:
+        self.offset, self.law, self.mean, self.variance, self.rows = 0, np.ones(1), 0.0, 0.0, 0
+
+    def times(self, offset: int, law: NDArray[np.float64], mean: float, variance: float,
+              rows: int) -> None:
+        """Multiply by the piece ``law`` (of ``offset + k``; ``rows`` rows with ``sum p =
+        mean`` and ``sum p (1 - p) = variance``)."""
+        self.law = _product(self.law, law)
+        self.offset += offset
+        self.mean, self.variance = self.mean + mean, self.variance + variance
+        self.rows += rows
+        lo, hi = window(self.mean, self.variance, self.rows)
+        lo, hi = max(lo, self.offset), min(hi, self.offset + self.law.size - 1)
+        self.law, self.offset = self.law[lo - self.offset:hi - self.offset + 1], lo
+
+    def result(self) -> tuple[int, NDArray[np.float64]]:
+        """``(offset, P(S = offset + k))`` normalised to sum 1."""
+        return self.offset, self.law / self.law.sum()
+
+
+def piece(q: NDArray[np.float64]) -> tuple[int, NDArray[np.float64], float, float, int]:
+    """The law of the rows ``q`` (:func:`pmf`) cut to its Bernstein window, as the
+    arguments of :meth:`RunningLaw.times`."""
+    q = np.clip(np.asarray(q, dtype=np.float64), 0.0, 1.0)
+    mean, variance = float(q.sum()), float((q * (1.0 - q)).sum())
+    lo, hi = window(mean, variance, q.size)
+    return lo, pmf(q)[lo:hi + 1], mean, variance, q.size
+
+
 def windowed_pmf(p: NDArray[np.float64]) -> tuple[int, NDArray[np.float64]]:
     """``(offset, w)`` with ``w[k] = P(S = offset + k)`` on the window of
     :func:`window` (normalised to sum 1), in memory of :data:`CHUNK_ROWS` rows and a
     window; ``p`` is read a chunk at a time (a view of spilled rows stays on disk)."""
-    rows = p.shape[0]
-    offset, law, mean, variance = 0, np.ones(1), 0.0, 0.0
-    for start in range(0, rows, CHUNK_ROWS):
-        q = np.clip(np.asarray(p[start:start + CHUNK_ROWS], dtype=np.float64), 0.0, 1.0)
-        chunk_mean, chunk_variance = float(q.sum()), float((q * (1.0 - q)).sum())
-        lo, hi = window(chunk_mean, chunk_variance, q.size)
-        law = _product(law, pmf(q)[lo:hi + 1])
-        offset += lo
-        mean, variance = mean + chunk_mean, variance + chunk_variance
-        lo, hi = window(mean, variance, min(start + CHUNK_ROWS, rows))
-        lo, hi = max(lo, offset), min(hi, offset + law.size - 1)
-        law, offset = law[lo - offset:hi - offset + 1], lo
-    return offset, law / law.sum()
+    running = RunningLaw()
+    for start in range(0, p.shape[0], CHUNK_ROWS):
+        running.times(*piece(p[start:start + CHUNK_ROWS]))
+    return running.result()
 
 
 def law(p: NDArray[np.float64]) -> tuple[int, NDArray[np.float64]]:

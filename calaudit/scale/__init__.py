@@ -6,7 +6,8 @@ position, partials added in range order) and run through the functions here, nev
 through an executor of its own:
 
 - :func:`map_sum`: ``partial(start, stop, **shared)`` for every range, summed in range
-  order; :func:`map_rows`: per-row results, concatenated in range order;
+  order; :func:`map_combine`: the partials handed in range order to a ``combine`` (laws
+  multiplied, sparse tables merged); :func:`map_rows`: per-row results, concatenated in range order;
   :func:`map_pairs`: the partials of pairs of row blocks, handed in pair order to a
   ``combine`` (the quadratic statistics' exact passes);
 - :func:`resident`: a row source (:mod:`calaudit.scale.sources`) placed once where the
@@ -62,9 +63,9 @@ from calaudit.scale.threads import (
 __all__ = [
     "ArrayRows", "BlockTable", "DaskExecutor", "Partial", "ROW_BLOCK", "SerialExecutor",
     "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of", "current",
-    "fold", "fold_in_order", "in_task", "map_pairs", "map_rows", "map_sum", "n_blocks",
-    "one_blas_thread", "open_executor", "release_free_memory", "resident", "stack_rows",
-    "stream_key", "stream_seed", "task_ranges", "usable_cores", "using",
+    "fold", "fold_in_order", "in_task", "map_combine", "map_pairs", "map_rows", "map_sum",
+    "n_blocks", "one_blas_thread", "open_executor", "release_free_memory", "resident",
+    "stack_rows", "stream_key", "stream_seed", "task_ranges", "usable_cores", "using",
 ]
 
 
@@ -100,6 +101,15 @@ def map_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
     """``partial(start, stop, **shared)`` for every range, summed in range order, on the
     executor in force (:func:`current`)."""
     return current().map_sum(partial, ranges, shared)
+
+
+def map_combine(partial: Partial, ranges: Sequence[tuple[int, int]],
+                shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
+    """``combine`` of ``partial(start, stop, **shared)`` for every range, handed over in
+    range order as they arrive, on the executor in force (a reduction whose partials are
+    not added: laws multiplied, sparse tables merged; the result is the same whoever
+    computes the partials)."""
+    return current().map_combine(partial, ranges, shared, combine)
 
 
 def map_rows(partial: Partial, ranges: Sequence[tuple[int, int]],

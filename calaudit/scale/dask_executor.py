@@ -111,9 +111,7 @@ class DaskExecutor:
     ``distributed.Client``); :meth:`map_sum` has the signature and the result of
     ``SerialExecutor.map_sum``.
 
-    >>> from distributed import Client, LocalCluster               # doctest: +SKIP
-    >>> with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, \\
-    ...         Client(cluster) as client:                          # doctest: +SKIP
+    >>> with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:  # doctest: +SKIP
     ...     config = AuditConfig(executor=DaskExecutor(client))
     """
 
@@ -163,11 +161,15 @@ class DaskExecutor:
         range. Pending tasks are cancelled if the fold stops (an error, Ctrl-C)."""
         return self._combine(fold_in_order, partial, ranges, shared)
 
+    def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                    shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """:meth:`map_sum` with ``combine`` in place of the fold (partials in range order)."""
+        return self._combine(combine, partial, ranges, shared)
+
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """A per-row map (``SerialExecutor.map_rows``): each task gives its range's rows,
-        fetched in range order and written into the result as they arrive (the parts are
-        never all held at once)."""
+        """A per-row map (``SerialExecutor.map_rows``), its parts written into the result
+        in range order as they arrive (never all held at once)."""
         return self._combine(functools.partial(stack_rows, rows=_rows_of(ranges)), partial,
                              ranges, shared)
 

@@ -29,6 +29,11 @@ class SerialExecutor:
         """``partial(start, stop, **shared)`` for every range, summed in range order."""
         return fold(in_task(partial, start, stop, **shared) for start, stop in ranges)
 
+    def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                    shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """``combine`` of the partials, handed over in range order."""
+        return combine(in_task(partial, start, stop, **shared) for start, stop in ranges)
+
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``partial(start, stop, **shared)`` for every range, each giving arrays of
@@ -111,6 +116,11 @@ class ThreadExecutor:
                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
         """``partial(start, stop, **shared)`` for every range, summed in range order."""
         return self._combine(fold, partial, ranges, shared)
+
+    def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                    shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
+        """:meth:`SerialExecutor.map_combine` with the partials computed on the threads."""
+        return self._combine(combine, partial, ranges, shared)
 
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:

@@ -1,0 +1,96 @@
+"""Poisson-binomial laws of the events per bin, from a row source read range by range.
+
+Under consistency resampling the events of a bin are a sum of independent
+Bernoulli(``s_i``) over its rows (:mod:`calaudit.numerics.poisson_binomial`). That law is
+the product of the laws of the bin's rows in each fixed range (:func:`calaudit.scale.
+task_ranges`): each task computes, for every bin of the panels asked for
+(:mod:`calaudit.metrics.row_summary`), the exact law of its rows in that bin cut to its
+Bernstein window (:func:`~calaudit.numerics.poisson_binomial.piece`; at most 65,536 rows,
+a few thousand probabilities), and the client multiplies the pieces in range order
+(:class:`~calaudit.numerics.poisson_binomial.RunningLaw`), cutting the running law to the
+window of the rows so far. The mass left out is at most ``2 TAIL = 2^-79`` per product,
+far below the FFT's rounding (about ``1e-16``); so the laws, and the inverse-CDF draws
+they drive, do not depend on who computes the pieces. Rows in memory take the same code
+(:class:`~calaudit.scale.ArrayRows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import scale
+from calaudit.metrics.row_summary import Binning, panel_columns, where_rows_are
+from calaudit.numerics.poisson_binomial import RunningLaw, piece, sample
+
+#: A cell's law: ``(offset, P(S = offset + k))``.
+Law = tuple[int, NDArray[np.float64]]
+
+
+def laws_partial(start: int, stop: int, *, rows: Any, binning: Binning,
+                 panels: tuple[int, ...]) -> dict[str, NDArray]:
+    """The law pieces of the rows ``[start, stop)`` per (panel, bin): ``offset``,
+    ``mean``, ``variance``, ``rows`` and ``size`` (length of the piece; 0: no row) of
+    shape (panels, n_bins), the pieces concatenated in ``law`` (panel, then bin order)."""
+    part = rows.read(start, stop, ["y", "proba"])
+    columns = panel_columns(np.asarray(part["y"]),
+                            np.ascontiguousarray(part["proba"], dtype=np.float64))
+    shape = (len(panels), binning.n_bins)
+    out = {name: np.zeros(shape) for name in ("offset", "mean", "variance", "rows", "size")}
+    laws = []
+    for j, panel in enumerate(panels):
+        scores = columns[panel][0]
+        index = binning.index(panel, scores)
+        order = np.argsort(index, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=shape[1]))])
+        ordered = scores[order]
+        for cell in np.flatnonzero(np.diff(bounds)):
+            offset, law, mean, variance, size = piece(ordered[bounds[cell]:bounds[cell + 1]])
+            for name, value in (("offset", offset), ("mean", mean), ("variance", variance),
+                                ("rows", size), ("size", law.size)):
+                out[name][j, cell] = value
+            laws.append(law)
+    out["law"] = np.concatenate(laws) if laws else np.zeros(0)
+    return out
+
+
+def _multiply(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | None]]:
+    """Every cell's running law, the pieces multiplied in range order."""
+    running: list[list[RunningLaw | None]] | None = None
+    for part in parts:
+        sizes = part["size"].astype(np.int64)
+        if running is None:
+            running = [[None] * sizes.shape[1] for _ in range(sizes.shape[0])]
+        at = 0
+        for j, cell in zip(*np.nonzero(sizes)):
+            law = part["law"][at:at + sizes[j, cell]]
+            at += sizes[j, cell]
+            if running[j][cell] is None:
+                running[j][cell] = RunningLaw()
+            running[j][cell].times(int(part["offset"][j, cell]), law,
+                                   float(part["mean"][j, cell]),
+                                   float(part["variance"][j, cell]),
+                                   int(part["rows"][j, cell]))
+    return running or []
+
+
+def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[Law | None]]:
+    """Per panel of ``panels`` and bin: the law of its events under redrawn outcomes
+    (``None``: an empty bin), from one reduction over the fixed ranges."""
+    with where_rows_are(rows):
+        running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
+            "rows": rows, "binning": binning, "panels": tuple(panels)}, _multiply)
+    return [[None if law is None else law.result() for law in cells] for cells in running]
+
+
+def draw_events(laws: Sequence[Law | None], u: NDArray[np.float64]) -> NDArray[np.int64]:
+    """(cells, B) inverse-CDF draws of each cell's events from the uniforms ``u``
+    (cells, B); an empty cell (``None``) draws 0."""
+    out = np.zeros(u.shape, dtype=np.int64)
+    for c, law in enumerate(laws):
+        if law is not None:
+            out[c] = sample(law[1], u[c], law[0])
+    return out

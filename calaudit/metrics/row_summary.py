@@ -1,0 +1,271 @@
+"""Binned sums of a row source: one reduction gives the sums of every binned statistic.
+
+A *row source* (``rows.read(start, stop, ["y", "proba"])``, :mod:`calaudit.scale.
+sources`) is read range by range over the fixed ranges of :func:`calaudit.scale.
+task_ranges` by :func:`summary_partial`, where the executor in force runs it (on Dask:
+each task reads its own rows, :class:`calaudit.data.dataset_rows.DatasetRows`). Rows held
+in memory are the source :class:`~calaudit.scale.ArrayRows` and take the same code.
+
+*Panels* are the (score, outcome) views the binned statistics bin (:func:`panel_columns`):
+panel 0 the notion's (binary: ``p_1`` against ``1{y = 1}``; top-label: ``max_k p_k``
+against ``1{argmax p = y}``), then the one-vs-rest views of the classes (``p_k`` against
+``1{y = k}``; two classes: class 0 only, class 1 being panel 0). Per panel and bin ``b``
+(:class:`Binning`) the partial gives the count, ``sum s``, ``sum o``, ``sum s^2`` and
+``sum o s`` (one ``bincount`` per range: the sums of :func:`calaudit.numerics.tabulate.
+range_bincount`, the same bytes); besides, the sums of the Brier scores, of the log loss
+and its clipped rows, a 50-bin score histogram and the canonical grid cells
+(:func:`calaudit.numerics.binning.grid_cell_index`'s cells, a sparse table merged in
+range order: only the cells present are held).
+
+The client adds the partials in range order (:func:`binned_summary`), so the sums are the
+same whoever computes them. The whole-array sums of the Brier scores and the log loss
+(one ``numpy`` sum over every row) differ from these range-by-range sums in the last bits
+(about ``1e-16`` relative).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit import scale
+from calaudit.metrics.binned import BinSums
+from calaudit.metrics.ece import scores_and_outcomes
+from calaudit.numerics.binning import assign_bins, bin_edges, uniform_bin_index
+
+#: Equal-width bins of the score histogram on [0, 1] (the diagrams').
+HISTOGRAM_BINS = 50
+#: Columns of a panel's per-bin table: count, ``sum s``, ``sum o``, ``sum s^2``, ``sum o s``.
+COUNT, SCORE, EVENT, SQUARES, PRODUCTS = range(5)
+#: ``log(clip(p_y, EPS, 1))``'s clip (:data:`calaudit.metrics.log_loss.EPS`).
+EPS = float(np.finfo(np.float64).eps)
+
+
+def panel_columns(y: NDArray[np.int64], proba: NDArray[np.float64]
+                  ) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """``(scores, outcomes)`` of every panel of the rows (module docstring)."""
+    m = proba.shape[1]
+    notion = "binary" if m == 2 else "top-label"
+    panels = [scores_and_outcomes(y, proba, notion)]
+    for k in range(1 if m == 2 else m):
+        panels.append((proba[:, k], (y == k).astype(np.float64)))
+    return panels
+
+
+def class_panels(m: int) -> tuple[int, ...]:
+    """The panel of each class's one-vs-rest view, in class order."""
+    return (1, 0) if m == 2 else tuple(range(1, m + 1))
+
+
+@dataclass(frozen=True)
+class Binning:
+    """``n_bins`` equal-width bins (``edges`` None: :func:`uniform_bin_index`) or, per
+    panel, the quantile edges of its scores (:func:`assign_bins`)."""
+
+    n_bins: int
+    edges: tuple[NDArray[np.float64], ...] | None = None
+
+    @classmethod
+    def build(cls, rows: Any, n_bins: int, strategy: str) -> Binning:
+        """The binning of ``strategy``; quantile edges need the rows in memory (an
+        :class:`~calaudit.scale.ArrayRows`)."""
+        if strategy == "uniform":
+            return cls(int(n_bins))
+        columns = rows.read(0, rows.n, ["y", "proba"])
+        return cls(int(n_bins), tuple(bin_edges(scores, n_bins, "quantile")
+                                      for scores, _ in panel_columns(columns["y"],
+                                                                     columns["proba"])))
+
+    @property
+    def strategy(self) -> str:
+        return "uniform" if self.edges is None else "quantile"
+
+    def index(self, panel: int, scores: NDArray[np.float64]) -> NDArray[np.intp]:
+        if self.edges is None:
+            return uniform_bin_index(scores, self.n_bins)
+        return assign_bins(scores, self.edges[panel])
+
+    def panel_edges(self, panel: int) -> NDArray[np.float64]:
+        if self.edges is None:
+            return np.linspace(0.0, 1.0, self.n_bins + 1)
+        return self.edges[panel]
+
+    def cells(self, panel: int) -> int:
+        return self.panel_edges(panel).size - 1
+
+
+def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
+    """The rows of ``data`` as a row source: a dataset's own (its tasks read their rows)
+    unless ``strategy`` needs every score in memory (quantile edges) or ``in_memory``
+    (bootstrap intervals resample every row), else the arrays."""
+    rows = getattr(data, "rows", None)
+    if rows is not None and strategy == "uniform" and not in_memory:
+        return rows
+    return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba})
+
+
+@contextlib.contextmanager
+def where_rows_are(rows: Any) -> Iterator[None]:
+    """The reductions of the block on the executor in force for a source whose tasks read
+    their own rows; rows already in this process are reduced here (threads): shipping
+    them to workers costs more than these linear passes."""
+    if getattr(rows, "reads_own_rows", False):
+        yield
+        return
+    with scale.using(scale.ThreadExecutor()):
+        yield
+
+
+def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
+                    grid_bins: int) -> dict[str, NDArray]:
+    """The sums of the rows ``[start, stop)`` (module docstring): ``table`` (panels, 5,
+    n_bins), ``brier`` (sum of squares of ``e_y - p``, of ``p_1 - y``), ``log_loss``
+    (sum of ``-log clip(p_y)``, rows clipped), ``histogram`` and the sparse canonical
+    cells ``cells`` / ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
+    part = rows.read(start, stop, ["y", "proba"])
+    y, proba = np.asarray(part["y"]), np.ascontiguousarray(part["proba"], dtype=np.float64)
+    panels = panel_columns(y, proba)
+    nb = binning.n_bins
+    table = np.zeros((len(panels), 5, nb))
+    for k, (s, o) in enumerate(panels):
+        index = binning.index(k, s)
+        table[k, COUNT] = np.bincount(index, minlength=nb)
+        table[k, SCORE] = np.bincount(index, s, nb)
+        table[k, EVENT] = np.bincount(index, o, nb)
+        table[k, SQUARES] = np.bincount(index, s * s, nb)
+        table[k, PRODUCTS] = np.bincount(index, o * s, nb)
+    rows_at = np.arange(y.size)
+    residual = np.array(proba)
+    residual[rows_at, y] -= 1.0
+    brier = [np.einsum("ij,ij->", residual, residual), 0.0]
+    if proba.shape[1] == 2:
+        diff = proba[:, 1] - (y == 1)
+        brier[1] = np.dot(diff, diff)
+    true = proba[rows_at, y]
+    losses = -np.log(np.clip(true, EPS, 1.0))
+    histogram = np.bincount(uniform_bin_index(panels[0][0], HISTOGRAM_BINS),
+                            minlength=HISTOGRAM_BINS)
+    cells, inverse = _grid_cells(proba, grid_bins)
+    canonical = np.column_stack(
+        [np.bincount(inverse, minlength=cells.shape[0])]
+        + [np.bincount(inverse, proba[:, k], cells.shape[0]) for k in range(proba.shape[1])]
+        + [np.bincount(inverse, (y == k).astype(np.float64), cells.shape[0])
+           for k in range(proba.shape[1])]).astype(np.float64)
+    return {"table": table, "brier": np.array(brier),
+            "log_loss": np.array([losses.sum(), np.count_nonzero(true < EPS)]),
+            "histogram": histogram, "cells": cells, "canonical": canonical}
+
+
+def _grid_cells(proba: NDArray[np.float64], n_bins: int
+                ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """The distinct grid cells of the rows (sorted as
+    :func:`~calaudit.numerics.binning.grid_cell_index` numbers them: packed integers, or
+    rows of per-class bins when they do not pack into 62 bits) and each row's cell."""
+    m = proba.shape[1]
+    per_dim = uniform_bin_index(proba, n_bins).astype(np.int64)
+    if m * np.log2(max(n_bins, 2)) < 62:
+        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
+        cells, inverse = np.unique(packed, return_inverse=True)
+    else:
+        cells, inverse = np.unique(per_dim, axis=0, return_inverse=True)
+    return cells, inverse.reshape(-1)
+
+
+class _Cells:
+    """The canonical cells seen so far and their sums, merged range by range: a cell's
+    sums are added in range order, as a dense table's would be."""
+
+    def __init__(self) -> None:
+        self.cells: NDArray[np.int64] | None = None
+        self.sums: NDArray[np.float64] | None = None
+
+    def take(self, part: dict[str, NDArray]) -> dict[str, NDArray]:
+        """``part`` without its cells (merged here)."""
+        part = dict(part)
+        cells, sums = part.pop("cells"), part.pop("canonical")
+        if self.cells is None:
+            self.cells, self.sums = cells, np.array(sums, dtype=np.float64)
+            return part
+        merged, inverse = np.unique(np.concatenate([self.cells, cells]), axis=0,
+                                    return_inverse=True)
+        inverse = inverse.reshape(-1)
+        total = np.zeros((merged.shape[0], sums.shape[1]))
+        total[inverse[:self.cells.shape[0]]] = self.sums
+        total[inverse[self.cells.shape[0]:]] += sums
+        self.cells, self.sums = merged, total
+        return part
+
+
+def _combine(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
+    cells = _Cells()
+    total = scale.fold(cells.take(part) for part in parts)
+    return {**total, "canonical": cells.sums}
+
+
+@dataclass(frozen=True)
+class BinnedSummary:
+    """The summed partials of :func:`summary_partial` over every row (module
+    docstring), with the statistics' inputs."""
+
+    n: int
+    m: int
+    binning: Binning
+    table: NDArray[np.float64]
+    brier_sums: NDArray[np.float64]
+    log_loss_sums: NDArray[np.float64]
+    histogram: NDArray[np.float64]
+    canonical: NDArray[np.float64]
+
+    def sums(self, panel: int) -> BinSums:
+        """The panel's per-bin count, score and event sums (its bins only)."""
+        cells = self.binning.cells(panel)
+        part = self.table[panel, :, :cells]
+        return BinSums(part[COUNT].copy(), part[SCORE].copy(), part[EVENT].copy())
+
+    def moments(self, panel: int) -> tuple[NDArray[np.float64], ...]:
+        """Per bin: count, ``sum s``, ``sum o``, ``sum s^2``, ``sum o s``."""
+        cells = self.binning.cells(panel)
+        return tuple(self.table[panel, j, :cells].copy() for j in range(5))
+
+    @property
+    def brier(self) -> float:
+        """``(1/n) sum_i |p_i - e_{y_i}|^2``."""
+        return float(self.brier_sums[0] / self.n)
+
+    @property
+    def brier_binary(self) -> float:
+        """``(1/n) sum_i (p_i1 - y_i)^2`` (two classes)."""
+        return float(self.brier_sums[1] / self.n)
+
+    @property
+    def log_loss(self) -> float:
+        return float(self.log_loss_sums[0] / self.n)
+
+    @property
+    def clipped_rows(self) -> int:
+        return int(self.log_loss_sums[1])
+
+    def canonical_sums(self) -> tuple[NDArray[np.float64], ...]:
+        """Per non-empty grid cell: count, ``sum p_k`` (cells, m), ``sum 1{y = k}``."""
+        m = self.m
+        return (self.canonical[:, 0], self.canonical[:, 1:1 + m],
+                self.canonical[:, 1 + m:1 + 2 * m])
+
+
+def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
+                   ) -> BinnedSummary:
+    """The :class:`BinnedSummary` of the row source ``rows`` (one reduction over the
+    fixed ranges; canonical cells of ``grid_bins`` bins per class, default
+    ``binning.n_bins``)."""
+    with where_rows_are(rows):
+        total = scale.map_combine(summary_partial, scale.task_ranges(rows.n), {
+            "rows": rows, "binning": binning,
+            "grid_bins": binning.n_bins if grid_bins is None else int(grid_bins)}, _combine)
+    m = (total["canonical"].shape[1] - 1) // 2
+    return BinnedSummary(int(rows.n), m, binning, total["table"], total["brier"],
+                         total["log_loss"], total["histogram"], total["canonical"])
