@@ -41,7 +41,7 @@ from calaudit.inference.classical import (
 from calaudit.inference.consistency import ece_consistency_of_rows
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
-from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery
+from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery, skce_battery_of_rows
 from calaudit.inference.weighted_skce_test import (
     weighted_skce_consistency,
     weighted_skce_values,
@@ -202,8 +202,6 @@ class SkceStage:
                        computation=Computation(config.method, config.n_features,
                                                config.exact_budget_seconds), rng=rng)
         if getattr(data, "rows", None) is not None and data.is_binary:
-            from calaudit.inference.skce_rows import skce_battery_of_rows
-
             battery = skce_battery_of_rows(data.rows, **options)
         else:
             battery = skce_battery(data.y_proba, data.residuals, **options)

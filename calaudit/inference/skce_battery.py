@@ -7,7 +7,9 @@ the z-test of ``SKCE_ul``, the Arcones-Gine bootstrap of ``n/(n-1) SKCE_uq - SKC
 (:mod:`calaudit.inference.consistency`); INCONCLUSIVE rules in
 :mod:`calaudit.inference.applicability`. ``computation`` may send the resampling tests
 through random Fourier features (:class:`~calaudit.inference.feature_tests.SkceFeatures`);
-up to ``max_quadratic_n`` rows the reported estimates and the bounds stay exact.
+up to ``max_quadratic_n`` rows the reported estimates and the bounds stay exact. One
+orchestration takes its inputs from arrays in memory (:func:`skce_battery`) or from a
+binary row source whose tasks read their own rows (:func:`skce_battery_of_rows`).
 
 Random streams: ``rng`` is split (``Generator.spawn``) into independent children for the
 median subsample, the bootstrap counts (shared by ``skce_uq_asymptotic`` and the intervals
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +33,7 @@ from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
 from calaudit.inference.method import Computation, choose_method
+from calaudit.inference.skce_rows import RowInputs, gather
 from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
@@ -83,7 +87,7 @@ class _Estimates:
     estimates (exact ones in a features run within ``max_quadratic_n``), the bootstrap
     count ``forms``, ``params`` (kernel and computation)."""
 
-    y_proba: NDArray[np.float64]
+    inputs: ArrayInputs | RowInputs
     kernel: StationaryKernel
     params: dict
     pairs: NDArray[np.float64]
@@ -94,12 +98,10 @@ class _Estimates:
     forms: CountForms | None = None
     feature_pass: FeaturePass | None = None
     reported: tuple[SkceEstimators | None, dict] = (None, {})
-    #: The rows when ``y_proba`` is not held (a row source's battery: ``y_proba`` empty)
-    rows: int | None = None
 
     @property
     def n(self) -> int:
-        return self.y_proba.shape[0] if self.rows is None else self.rows
+        return self.inputs.n
 
     @property
     def linear_params(self) -> dict:
@@ -115,6 +117,35 @@ class _Estimates:
         if terms is None:
             return math.nan
         return terms.biased if estimator == "b" else terms.unbiased
+
+
+@dataclass(frozen=True)
+class ArrayInputs:
+    """The battery's inputs held in memory: predictions ``y_proba`` (n, m) and residuals
+    ``e_{y_i} - p_i`` (n, m). :class:`~calaudit.inference.skce_rows.RowInputs` gives the
+    same of a binary row source above ``max_quadratic_n`` rows."""
+
+    y_proba: NDArray[np.float64]
+    residuals: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return self.y_proba.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.y_proba.shape[1]
+
+    def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
+                      rng: np.random.Generator) -> Any:
+        return choose_kernel(self.y_proba, kernel, bandwidth, exact_max_n=max_quadratic_n,
+                             rng=rng)
+
+    def features(self, choice: Any, method: Any) -> SkceFeatures:
+        return SkceFeatures.build(choice, method, self.y_proba, self.residuals)
+
+    def terms(self, kernel: StationaryKernel, blocksize: int) -> NDArray[np.float64]:
+        return block_terms(kernel, self.y_proba, self.residuals, blocksize)
 
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *,
@@ -135,24 +166,50 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
     ``method`` rule (default ``auto``); the scale layer runs the row passes; ``rng``: module
     docstring.
     """
+    return _battery(ArrayInputs(y_proba, residuals), kernel=kernel, bandwidth=bandwidth,
+                    blocksize=blocksize, max_quadratic_n=max_quadratic_n, tests=tests,
+                    n_resamples=n_resamples, alpha=alpha, ci_level=ci_level,
+                    computation=computation, rng=rng)
+
+
+def skce_battery_of_rows(source: Any, *, max_quadratic_n: int = 20_000,
+                         **options: Any) -> SkceBattery:
+    """:func:`skce_battery` of a binary row source (``proba``, ``residuals``, ``y``), the
+    same results: up to ``max_quadratic_n`` rows gathered (at most that many) into
+    :class:`ArrayInputs`; above, every per-row input made in the tasks that read the
+    rows (:class:`~calaudit.inference.skce_rows.RowInputs`)."""
+    if source.n <= max_quadratic_n:
+        got = gather(source, np.arange(source.n), {"proba": 2, "residuals": 2})
+        inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
+    else:
+        inputs = RowInputs(source)
+    return _battery(inputs, max_quadratic_n=max_quadratic_n, **options)
+
+
+def _battery(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
+             bandwidth: float | None = None, blocksize: int = 10,
+             max_quadratic_n: int = 20_000, tests: tuple[str, ...] = SKCE_TESTS,
+             n_resamples: int = 1000, alpha: float = 0.05, ci_level: float | None = None,
+             computation: Computation | None = None,
+             rng: np.random.Generator) -> SkceBattery:
+    """:func:`skce_battery` of ``inputs`` (the exact quadratic path, up to
+    ``max_quadratic_n`` rows, needs :class:`ArrayInputs`)."""
     median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
     computation = computation or Computation()
-    (n, m), limit = y_proba.shape, f"n > skce.max_quadratic_n = {max_quadratic_n}"
-    choice = choose_kernel(y_proba, kernel, bandwidth, exact_max_n=max_quadratic_n,
-                           rng=median_rng)
+    n, m, limit = inputs.n, inputs.m, f"n > skce.max_quadratic_n = {max_quadratic_n}"
+    choice = inputs.kernel_choice(kernel, bandwidth, max_quadratic_n, median_rng)
     method = choose_method(computation, n, n_resamples * (1 if m == 2 else m), feature_rng,
                            exact_possible=n <= max_quadratic_n, limit_note=limit)
     params, features = choice.to_params(), None
     if method.features and n >= 2:
-        features = SkceFeatures.build(choice, method, y_proba, residuals)
+        features = inputs.features(choice, method)
         params["computation"] = method.to_params(
             approximation=features.approximation(choice.kernel, feature_rng))
     elif n >= 2:
         params["computation"] = method.to_params()
-    estimates = _Estimates(y_proba, choice.kernel, params,
-                           block_terms(choice.kernel, y_proba, residuals, 2),
-                           block_terms(choice.kernel, y_proba, residuals, blocksize),
-                           blocksize, limit, reported=(None, params))
+    estimates = _Estimates(inputs, choice.kernel, params, inputs.terms(choice.kernel, 2),
+                           inputs.terms(choice.kernel, blocksize), blocksize, limit,
+                           reported=(None, params))
     bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
     if features is not None:
         feature_pass = features.one_pass(
@@ -161,7 +218,7 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
         estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
                             feature_pass=feature_pass, reported=(feature_pass.terms, params))
     elif 2 <= n <= max_quadratic_n:
-        gram = residual_gram(choice.kernel, y_proba, residuals)
+        gram = residual_gram(choice.kernel, inputs.y_proba, inputs.residuals)
         terms, forms = (_bootstrap(gram, n_resamples, boot_rng) if bootstrap
                         else (quadratic_terms(gram), None))
         estimates = replace(estimates, terms=terms, forms=forms, reported=(terms, params))
@@ -169,7 +226,8 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *
         # the reported estimates (and the bounds on them) exact, comparable with
         # CalibrationErrors.jl; only the resampling tests use the feature statistic (each
         # test's own ``statistic``): one tiled engine pass, O(n^2 m), no n x n matrix
-        exact = quadratic_terms(residual_gram(choice.kernel, y_proba, residuals))
+        exact = quadratic_terms(residual_gram(choice.kernel, inputs.y_proba,
+                                              inputs.residuals))
         estimates = replace(estimates, reported=(exact, {**params, "computation": {
             "method": "exact", "requested": computation.method,
             "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
@@ -310,8 +368,9 @@ def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generat
     if estimates.feature_pass is not None:
         result = estimates.feature_pass.consistency
     else:
-        result = skce_consistency_test(cached(estimates.kernel.on(estimates.y_proba)),
-                                       estimates.y_proba, terms.unbiased, rng, n_resamples)
+        y_proba = estimates.inputs.y_proba
+        result = skce_consistency_test(cached(estimates.kernel.on(y_proba)), y_proba,
+                                       terms.unbiased, rng, n_resamples)
     return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
                       METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
                       null_distribution=result.null_distribution, title=registry.title(test_id))

@@ -1,10 +1,12 @@
-"""The SKCE battery of a row source whose tasks read their own rows (a binary dataset
-audited where it is: :class:`calaudit.data.dataset_rows.DatasetRows`, columns ``y``,
-``proba``, ``residuals``), with the bytes of :func:`calaudit.inference.skce_battery.
-skce_battery` on the same rows held in memory.
+"""The SKCE battery's inputs from a row source whose tasks read their own rows (a binary
+dataset audited where it is: :class:`calaudit.data.dataset_rows.DatasetRows`, columns
+``y``, ``proba``, ``residuals``): :class:`RowInputs`, which
+:func:`calaudit.inference.skce_battery.skce_battery_of_rows` runs the battery on, with the
+bytes of the same rows held in memory.
 
 Above ``max_quadratic_n`` rows (below, the rows are gathered, at most that many, and the
-in-memory battery runs) every per-row input is made inside the tasks from the source:
+battery runs on them in memory) every per-row input is made inside the tasks from the
+source:
 
 - the feature pass (:func:`calaudit.inference.feature_passes.label_partial`) reads
   :class:`LabelRows`, the columns :func:`~calaudit.inference.feature_tests.label_inputs`
@@ -41,11 +43,11 @@ from calaudit.inference.feature_passes import (
 from calaudit.inference.feature_tests import (
     APPROXIMATION_ROWS,
     FeaturePass,
+    SkceFeatures,
     approximation_error,
     finish_pass,
 )
-from calaudit.inference.method import Computation, choose_method
-from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms
+from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import FourierFeatures, grid_exponent
 from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, stream_seed, task_ranges
@@ -182,61 +184,38 @@ class RowFeatures:
                                    kernel.on(proba))
 
 
-def skce_battery_of_rows(source: Any, *, kernel: str = "exponential",
-                         bandwidth: float | None = None, blocksize: int = 10,
-                         max_quadratic_n: int = 20_000, tests: tuple[str, ...] = (),
-                         n_resamples: int = 1000, alpha: float = 0.05,
-                         ci_level: float | None = None,
-                         computation: Computation | None = None,
-                         rng: np.random.Generator) -> Any:
-    """:func:`calaudit.inference.skce_battery.skce_battery` of a binary row source
-    (module docstring), the same results."""
-    from calaudit.inference import skce_battery as battery
-    from calaudit.metrics.skce import choose_kernel
+@dataclass(frozen=True)
+class RowInputs:
+    """The SKCE battery's inputs (:class:`calaudit.inference.skce_battery.ArrayInputs`)
+    of a binary row source above ``max_quadratic_n`` rows, made in the tasks that read
+    the rows (module docstring)."""
 
-    n = source.n
-    if n <= max_quadratic_n:  # at most max_quadratic_n rows, gathered
-        got = gather(source, np.arange(n), {"proba": 2, "residuals": 2})
-        return battery.skce_battery(
-            got["proba"], got["residuals"], kernel=kernel, bandwidth=bandwidth,
-            blocksize=blocksize, max_quadratic_n=max_quadratic_n, tests=tests,
-            n_resamples=n_resamples, alpha=alpha, ci_level=ci_level,
-            computation=computation, rng=rng)
-    median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
-    computation = computation or Computation()
-    limit = f"n > skce.max_quadratic_n = {max_quadratic_n}"
-    if bandwidth is None:  # the median heuristic's subsample (choose_kernel's draw)
+    source: Any
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    m = 2
+
+    def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
+                      rng: np.random.Generator) -> Any:
+        """``choose_kernel``'s choice: the median heuristic on its subsample (the rows
+        ``choose_kernel`` draws, gathered)."""
+        if bandwidth is not None:
+            return choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
         size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)
-        pick = np.sort(median_rng.choice(n, size, replace=False))
-        choice = choose_kernel(gather(source, pick, {"proba": 2})["proba"], kernel, None,
-                               exact_max_n=size)
-        choice = replace(choice, source="median_subsample") \
+        pick = np.sort(rng.choice(self.n, size, replace=False))
+        choice = choose_kernel(gather(self.source, pick, {"proba": 2})["proba"], kernel,
+                               None, exact_max_n=size)
+        return replace(choice, source="median_subsample") \
             if choice.source == "median" else choice
-    else:
-        choice = choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
-    method = choose_method(computation, n, n_resamples, feature_rng, exact_possible=False,
-                           limit_note=limit)
-    params, features = choice.to_params(), None
-    if method.features:
-        distance, factor = battery.SkceFeatures.BINARY[KERNEL_DISTANCES[choice.name]]
-        features = RowFeatures(FourierFeatures.draw(
+
+    def features(self, choice: Any, method: Any) -> RowFeatures:
+        distance, factor = SkceFeatures.BINARY[KERNEL_DISTANCES[choice.name]]
+        return RowFeatures(FourierFeatures.draw(
             distance, factor * choice.gamma, 1, method.n_features, method.frequency_seed),
-            LabelRows(source))
-        params["computation"] = method.to_params(
-            approximation=features.approximation(choice.kernel, feature_rng))
-    else:
-        params["computation"] = method.to_params()
-    estimates = battery._Estimates(
-        np.empty((0, 2)), choice.kernel, params, terms_of_rows(source, choice.kernel, 2),
-        terms_of_rows(source, choice.kernel, blocksize), blocksize, limit,
-        reported=(None, params), rows=n)
-    if features is not None:
-        bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
-        feature_pass = features.one_pass(
-            consistency_rng if "skce_consistency" in tests else None,
-            boot_rng if bootstrap else None, n_resamples)
-        estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
-                            feature_pass=feature_pass, reported=(feature_pass.terms, params))
-    return battery.SkceBattery(battery._metrics(estimates, ci_level, n_resamples, linear_rng),
-                               battery._tests(estimates, tests, n_resamples, alpha,
-                                              consistency_rng))
+            LabelRows(self.source))
+
+    def terms(self, kernel: Any, blocksize: int) -> NDArray[np.float64]:
+        return terms_of_rows(self.source, kernel, blocksize)
