@@ -23,7 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.metrics.row_summary import Binning, panel_columns, where_rows_are
+from calaudit.metrics.row_summary import (
+    Binning,
+    panel_columns,
+    shared_result,
+    where_rows_are,
+)
 from calaudit.numerics.poisson_binomial import RunningLaw, piece, sample
 
 #: A cell's law: ``(offset, P(S = offset + k))``.
@@ -80,10 +85,15 @@ def _multiply(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | Non
 def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[Law | None]]:
     """Per panel of ``panels`` and bin: the law of its events under redrawn outcomes
     (``None``: an empty bin), from one reduction over the fixed ranges."""
-    with where_rows_are(rows):
-        running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
-            "rows": rows, "binning": binning, "panels": tuple(panels)}, _multiply)
-    return [[None if law is None else law.result() for law in cells] for cells in running]
+    def compute() -> list[list[Law | None]]:
+        with where_rows_are(rows):
+            running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
+                "rows": rows, "binning": binning, "panels": tuple(panels)}, _multiply)
+        return [[None if law is None else law.result() for law in cells]
+                for cells in running]
+
+    return shared_result("laws", rows, (binning.n_bins, binning.edges is None,
+                                        tuple(panels)), compute)
 
 
 def draw_events(laws: Sequence[Law | None], u: NDArray[np.float64]) -> NDArray[np.int64]:

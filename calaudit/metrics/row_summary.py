@@ -26,6 +26,7 @@ same whoever computes them. The whole-array sums of the Brier scores and the log
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -119,6 +120,23 @@ def where_rows_are(rows: Any) -> Iterator[None]:
         return
     with scale.using(scale.ThreadExecutor()):
         yield
+
+
+_SHARED: dict[tuple, Any] = {}
+
+
+def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
+    """``compute()`` once per source whose tasks read their own rows and ``key``: the
+    stages that need the same reduction of a dataset (the binned summary, the laws of
+    events per bin) share one pass over its files; kept while the source lives. Rows in
+    this process are reduced again (a cheap local pass)."""
+    if not getattr(rows, "reads_own_rows", False):
+        return compute()
+    full = (kind, id(rows), key)
+    if full not in _SHARED:
+        _SHARED[full] = compute()
+        weakref.finalize(rows, _SHARED.pop, full, None)
+    return _SHARED[full]
 
 
 def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
@@ -262,10 +280,15 @@ def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
     """The :class:`BinnedSummary` of the row source ``rows`` (one reduction over the
     fixed ranges; canonical cells of ``grid_bins`` bins per class, default
     ``binning.n_bins``)."""
-    with where_rows_are(rows):
-        total = scale.map_combine(summary_partial, scale.task_ranges(rows.n), {
-            "rows": rows, "binning": binning,
-            "grid_bins": binning.n_bins if grid_bins is None else int(grid_bins)}, _combine)
+    grid_bins = binning.n_bins if grid_bins is None else int(grid_bins)
+
+    def compute() -> dict[str, NDArray]:
+        with where_rows_are(rows):
+            return scale.map_combine(summary_partial, scale.task_ranges(rows.n), {
+                "rows": rows, "binning": binning, "grid_bins": grid_bins}, _combine)
+
+    total = shared_result("summary", rows, (binning.n_bins, binning.edges is None,
+                                            grid_bins), compute)
     m = (total["canonical"].shape[1] - 1) // 2
     return BinnedSummary(int(rows.n), m, binning, total["table"], total["brier"],
                          total["log_loss"], total["histogram"], total["canonical"])

@@ -160,14 +160,24 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
     return out
 
 
-def spread_partial(start: int, stop: int, *, rows: Any, size: int) -> dict[str, NDArray]:
-    """:func:`spread_block` of the notion's scores and outcomes (binary or top-label,
-    :func:`calaudit.metrics.row_summary.panel_columns`) of the rows ``[start, stop)`` of
-    a row source."""
+def spread_partial(start: int, stop: int, *, rows: Any, sizes: tuple[int, ...]
+                   ) -> dict[str, NDArray]:
+    """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and
+    outcomes (binary or top-label, :func:`calaudit.metrics.row_summary.panel_columns`) of
+    the rows ``[start, stop)`` of a row source."""
     part = rows.read(start, stop, ["y", "proba"])
     scores, outcomes = panel_columns(np.asarray(part["y"]),
                                      np.ascontiguousarray(part["proba"], dtype=np.float64))[0]
-    return {"grid": spread_block(np.asarray(scores, np.float64), outcomes, None, size)}
+    scores = np.asarray(scores, np.float64)
+    return {str(size): spread_block(scores, outcomes, None, size) for size in sizes}
+
+
+def search_sizes() -> frozenset[int]:
+    """The grid sizes the fixed-point search can ask for (its trial bandwidths are
+    multiples of ``2^-SEARCH_STEPS`` from ``MIN_SIGMA`` to 1)."""
+    steps = 2 ** SEARCH_STEPS
+    return frozenset(grid_size(j / steps) for j in range(1, steps + 1)
+                     if j / steps >= MIN_SIGMA)
 
 
 class Smoother:
@@ -199,9 +209,16 @@ class Smoother:
     def grid_values(self, size: int) -> NDArray[np.float64]:
         """(2q, size): the weighted residuals (rows ``:q``) and weights (rows ``q:``)."""
         if size not in self._grids and self.rows is not None:
+            # tasks that read their own rows: one pass for the wide bandwidths' grid, one
+            # for all the narrow ones (each pass reads the files again)
+            wide, sizes = grid_size(1.0), {size}
+            own = getattr(self.rows, "reads_own_rows", False)
+            if own and size != wide and size in search_sizes():
+                sizes = set(search_sizes()) - {wide} - set(self._grids)
             with where_rows_are(self.rows):
-                self._grids[size] = scale.map_sum(spread_partial, task_ranges(self.rows.n), {
-                    "rows": self.rows, "size": size})["grid"].T
+                spread = scale.map_sum(spread_partial, task_ranges(self.rows.n), {
+                    "rows": self.rows, "sizes": tuple(sorted(sizes))})
+            self._grids.update({int(k): v.T for k, v in spread.items()})
         elif size not in self._grids:
             self._grids[size] = spread_rows(self.scores, self.outcomes, self.weights, size).T
         return self._grids[size]
