@@ -83,8 +83,8 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
 
 def dask_partials(monkeypatch) -> list[str]:
     """The names of the partials that go through ``DaskExecutor.map_sum`` (and
-    ``map_combine``, ``map_pairs``: the exact passes' block pairs) from now on (the list fills as the
-    reductions run): which reductions a test's run sent to Dask."""
+    ``map_combine``, ``map_pairs``: the exact passes' block pairs) from now on (the list
+    fills as the reductions run): which reductions a test's run sent to Dask."""
     from calaudit.scale import DaskExecutor
 
     calls: list[str] = []

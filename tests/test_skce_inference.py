@@ -11,6 +11,7 @@ from scipy import stats
 
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.skce_tests import (
+    LinearTerms,
     bound_pvalue_biased,
     bound_pvalue_unbiased,
     count_forms,
@@ -61,10 +62,24 @@ def test_linear_test_matches_loops():
     mean = sum(pairs) / 20
     sd = math.sqrt(sum((x - mean) ** 2 for x in pairs) / 20)
     z = mean / (sd / math.sqrt(20))
-    result = linear_asymptotic_test(pairs)
-    assert result.z == pytest.approx(z, rel=1e-12)
-    assert result.p_value == pytest.approx(stats.norm.sf(z), rel=1e-12)
-    assert math.isnan(linear_asymptotic_test(np.ones(5)).z)
+    for per_range in (20, 7, 1):  # one range, uneven ranges, one term per range
+        result = linear_asymptotic_test(LinearTerms.of(pairs, per_range))
+        assert result.z == pytest.approx(z, rel=1e-12)
+        assert result.p_value == pytest.approx(stats.norm.sf(z), rel=1e-12)
+    assert math.isnan(linear_asymptotic_test(LinearTerms.of(np.ones(5), 2)).z)
+
+
+def test_linear_terms_combined_range_by_range_are_the_whole_arrays():
+    """Chan's combination of the ranges' means and squared deviations: the mean and the
+    sum of squared deviations of all the terms (1e-12); one range: their bytes."""
+    terms = np.random.default_rng(2).standard_t(3, 100_003) * 1e-3 + 5e-4
+    combined = LinearTerms.of(terms, 32_768)
+    assert combined.count == terms.size and combined.values is None
+    assert combined.mean == pytest.approx(terms.mean(), rel=1e-12)
+    assert combined.m2 == pytest.approx(np.sum((terms - terms.mean()) ** 2), rel=1e-12)
+    one = LinearTerms.of(terms, terms.size, keep=True)
+    assert one.mean == float(terms.mean()) and one.values is terms
+    assert math.isnan(LinearTerms.of(np.empty(0), 10).mean)
 
 
 def test_quadratic_statistic_matches_definition():

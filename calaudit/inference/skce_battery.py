@@ -37,6 +37,7 @@ from calaudit.inference.skce_rows import RowInputs, gather
 from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
+    LinearTerms,
     bootstrap_pass,
     bound_pvalue_biased,
     bound_pvalue_unbiased,
@@ -57,6 +58,7 @@ from calaudit.numerics.grams import cached
 from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
+from calaudit.scale import TASK_ROWS
 
 #: The tests, in report order.
 SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
@@ -90,8 +92,8 @@ class _Estimates:
     inputs: ArrayInputs | RowInputs
     kernel: StationaryKernel
     params: dict
-    pairs: NDArray[np.float64]
-    blocks: NDArray[np.float64]
+    pairs: LinearTerms
+    blocks: LinearTerms
     blocksize: int
     limit: str
     terms: SkceEstimators | None = None
@@ -113,7 +115,7 @@ class _Estimates:
         """The reported ``SKCE_b``, ``SKCE_uq`` or ``SKCE_ul`` (NaN if not computed)."""
         terms, pairs = self.reported[0], self.pairs
         if estimator == "ul":
-            return float(pairs.mean()) if pairs.size else math.nan
+            return pairs.mean
         if terms is None:
             return math.nan
         return terms.biased if estimator == "b" else terms.unbiased
@@ -144,8 +146,11 @@ class ArrayInputs:
     def features(self, choice: Any, method: Any) -> SkceFeatures:
         return SkceFeatures.build(choice, method, self.y_proba, self.residuals)
 
-    def terms(self, kernel: StationaryKernel, blocksize: int) -> NDArray[np.float64]:
-        return block_terms(kernel, self.y_proba, self.residuals, blocksize)
+    def terms(self, kernel: StationaryKernel, blocksize: int, keep: bool) -> LinearTerms:
+        """The block estimator's terms of ``blocksize`` rows, summarised per fixed range
+        of :data:`~calaudit.scale.TASK_ROWS` rows (``keep``: with the terms)."""
+        return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
+                              max(1, TASK_ROWS // blocksize), keep)
 
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *,
@@ -207,8 +212,10 @@ def _battery(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
             approximation=features.approximation(choice.kernel, feature_rng))
     elif n >= 2:
         params["computation"] = method.to_params()
-    estimates = _Estimates(inputs, choice.kernel, params, inputs.terms(choice.kernel, 2),
-                           inputs.terms(choice.kernel, blocksize), blocksize, limit,
+    keep = ci_level is not None  # the intervals resample the terms
+    estimates = _Estimates(inputs, choice.kernel, params,
+                           inputs.terms(choice.kernel, 2, keep),
+                           inputs.terms(choice.kernel, blocksize, keep), blocksize, limit,
                            reported=(None, params))
     bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
     if features is not None:
@@ -260,15 +267,15 @@ def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
     rows = [("skce_b", estimates.value("b"), forms.biased if forms else None, params),
             ("skce_uq", estimates.value("uq"), forms.unbiased_untied if forms else None,
              dict(params))]
-    for metric_id, values, extra in (
-            ("skce_ul", estimates.pairs, {"pairs": int(estimates.pairs.size)}),
+    for metric_id, terms, extra in (
+            ("skce_ul", estimates.pairs, {"pairs": estimates.pairs.count}),
             ("skce_block", estimates.blocks, {"blocksize": estimates.blocksize,
-                                              "blocks": int(estimates.blocks.size)})):
+                                              "blocks": estimates.blocks.count})):
         replicates = None
-        if ci_level is not None and values.size >= 2:
+        if ci_level is not None and terms.count >= 2:
+            values = terms.values
             replicates = values @ bootstrap_counts(rng, values.size, n_resamples) / values.size
-        rows.append((metric_id, float(values.mean()) if values.size else math.nan,
-                     replicates, {**estimates.linear_params, **extra}))
+        rows.append((metric_id, terms.mean, replicates, {**estimates.linear_params, **extra}))
     out = []
     for metric_id, value, replicates, metric_params in rows:
         ci = None
@@ -334,7 +341,7 @@ def _linear(estimates: _Estimates) -> TestResult:
     """z-test of the mean of the pair terms (``SKCE_ul``)."""
     test_id, pairs, params = "skce_ul_asymptotic", estimates.pairs, estimates.linear_params
     estimate = estimates.value("ul")
-    reason = rules.too_few_pairs(int(pairs.size))
+    reason = rules.too_few_pairs(pairs.count)
     if reason is None:
         result = linear_asymptotic_test(pairs)
         if math.isfinite(result.z):

@@ -16,10 +16,10 @@ source:
 - the median heuristic's and the approximation check's seeded subsamples are gathered
   by one reduction each (:func:`gather`: ``MEDIAN_SUBSAMPLE`` and ``APPROXIMATION_ROWS``
   rows);
-- the linear estimators' terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) are a
-  per-term map whose tasks read their terms' rows (:func:`terms_partial`): ``n / 2 +
-  n / blocksize`` floats come back to the client (4.8 bytes per row at blocksize 10),
-  the one per-row output of the stage.
+- the linear estimators' terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) are made
+  by the tasks that read their rows (:func:`terms_partial`), each sending their count,
+  mean and sum of squared deviations (with bootstrap intervals: the terms, ``n / 2 +
+  n / blocksize`` floats, 4.8 bytes per row at blocksize 10).
 
 The bootstrap's per-block draw totals (a sequential multinomial, ``B`` x 8 bytes per
 4,096 rows) are still drawn in the client and placed as row blocks.
@@ -47,6 +47,7 @@ from calaudit.inference.feature_tests import (
     approximation_error,
     finish_pass,
 )
+from calaudit.inference.skce_tests import LinearTerms, combine_terms, range_terms
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import FourierFeatures, grid_exponent
@@ -122,21 +123,30 @@ def _largest(rows: Any, **shared: float) -> float:
                                       {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
-def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int
-                  ) -> dict[str, NDArray]:
-    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows (a per-term
-    map), their rows read here."""
+def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int,
+                  keep: bool = False) -> dict[str, NDArray]:
+    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows, their rows
+    read here: the terms (``keep``, a per-term map) or their summary
+    (:func:`calaudit.inference.skce_tests.range_terms`)."""
     part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
-    return {"terms": block_terms(kernel, part["proba"], part["residuals"], blocksize)}
+    terms = block_terms(kernel, part["proba"], part["residuals"], blocksize)
+    return {"terms": terms} if keep else range_terms(terms)
 
 
-def terms_of_rows(rows: Any, kernel: Any, blocksize: int) -> NDArray[np.float64]:
-    """:func:`calaudit.metrics.skce.block_terms` of every complete block of the source."""
-    count = rows.n // blocksize
+def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
+                  ) -> LinearTerms:
+    """The :class:`~calaudit.inference.skce_tests.LinearTerms` of
+    :func:`calaudit.metrics.skce.block_terms` of every complete block of the source: one
+    summary per task (``keep``: the terms gathered, for bootstrap intervals)."""
+    count, per_range = rows.n // blocksize, max(1, TASK_ROWS // blocksize)
     if count == 0:
-        return np.empty(0)
-    return scale.map_rows(terms_partial, task_ranges(count, max(1, TASK_ROWS // blocksize)),
-                          {"rows": rows, "kernel": kernel, "blocksize": blocksize})["terms"]
+        return LinearTerms.of(np.empty(0), per_range, keep)
+    ranges = task_ranges(count, per_range)
+    shared = {"rows": rows, "kernel": kernel, "blocksize": blocksize, "keep": keep}
+    if keep:
+        return LinearTerms.of(scale.map_rows(terms_partial, ranges, shared)["terms"],
+                              per_range, keep)
+    return scale.map_combine(terms_partial, ranges, shared, combine_terms)
 
 
 @dataclass(frozen=True)
@@ -217,5 +227,5 @@ class RowInputs:
             distance, factor * choice.gamma, 1, method.n_features, method.frequency_seed),
             LabelRows(self.source))
 
-    def terms(self, kernel: Any, blocksize: int) -> NDArray[np.float64]:
-        return terms_of_rows(self.source, kernel, blocksize)
+    def terms(self, kernel: Any, blocksize: int, keep: bool) -> LinearTerms:
+        return terms_of_rows(self.source, kernel, blocksize, keep)

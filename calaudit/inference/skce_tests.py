@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +32,7 @@ from calaudit.metrics.skce import QuadraticTerms
 from calaudit.numerics.distributions import norm_sf
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import kernel_forms_and_matmul
+from calaudit.scale import task_ranges
 
 #: ``B = 2 sup kappa`` for the bounded kernels of :mod:`calaudit.metrics.skce`.
 UNIFORM_BOUND = 2.0
@@ -76,12 +78,59 @@ class LinearTest:
     n_terms: int
 
 
-def linear_asymptotic_test(terms: NDArray[np.float64]) -> LinearTest:
+@dataclass(frozen=True)
+class LinearTerms:
+    """A linear estimator's terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) as their
+    count, mean and sum of squared deviations ``m2``: each fixed range's (``per_range``
+    terms, :func:`calaudit.scale.task_ranges`) from its terms, the ranges combined in
+    range order (Chan, Golub & LeVeque 1979: ``delta = mean_b - mean_a``, ``m2 = m2_a +
+    m2_b + delta^2 k_a k_b / k``), so a row source's tasks send three numbers, not their
+    terms. ``values``: the terms themselves when kept (bootstrap intervals)."""
+
+    count: int
+    mean: float
+    m2: float
+    values: NDArray[np.float64] | None = None
+
+    @classmethod
+    def of(cls, terms: NDArray[np.float64], per_range: int, keep: bool = False
+           ) -> LinearTerms:
+        """The summary of ``terms`` (all of them in memory)."""
+        parts = (range_terms(terms[a:b]) for a, b in task_ranges(terms.size, per_range))
+        return combine_terms(parts, terms if keep else None)
+
+
+def range_terms(terms: NDArray[np.float64]) -> dict[str, NDArray]:
+    """One range's count, mean and sum of squared deviations."""
+    k = terms.size
+    mean = float(terms.sum()) / k if k else 0.0
+    return {"summary": np.array([k, mean, float(np.sum((terms - mean) ** 2))])}
+
+
+def combine_terms(parts: Any, values: NDArray[np.float64] | None = None) -> LinearTerms:
+    """The :class:`LinearTerms` of the ranges' summaries, combined in range order."""
+    count, mean, m2 = 0, 0.0, 0.0
+    for part in parts:
+        k, part_mean, part_m2 = part["summary"]
+        if not k:
+            continue
+        if not count:
+            count, mean, m2 = int(k), float(part_mean), float(part_m2)
+            continue
+        total = count + int(k)
+        delta = float(part_mean) - mean
+        mean += delta * k / total
+        m2 += float(part_m2) + delta * delta * count * k / total
+        count = total
+    return LinearTerms(count, mean if count else math.nan, m2, values)
+
+
+def linear_asymptotic_test(terms: LinearTerms) -> LinearTest:
     """``z = mean / (sd / sqrt(k))`` with ``sd`` dividing by ``k`` (k = number of terms),
     ``p = 1 - Phi(z)``. ``z`` is NaN when all terms are equal (``sd = 0``)."""
-    k = int(terms.size)
-    estimate = float(terms.mean())
-    sd = float(np.sqrt(np.mean((terms - estimate) ** 2)))
+    k = terms.count
+    estimate = terms.mean
+    sd = math.sqrt(terms.m2 / k)
     stderr = sd / math.sqrt(k)
     if stderr == 0.0:
         return LinearTest(estimate, stderr, math.nan, math.nan, k)
