@@ -236,3 +236,20 @@ def test_a_multiclass_dataset_gives_the_loaders_audit(tmp_path):
         assert planned.y_proba.tobytes() == loaded.y_proba.tobytes()
         config = AuditConfig(**CONFIG)
         assert canonical(run_audit(planned, config)) == canonical(run_audit(loaded, config))
+
+
+def test_the_cli_checks_the_rows_on_the_workers(small, monkeypatch, tmp_path):
+    """``calaudit test DATASET --workers 1``: the first reduction (the loader's row rules)
+    runs on the cluster as the stages do, and no stage reads the rows into the client."""
+    from calaudit.data.planned import RowsData
+    from tests.cli_inprocess import run_cli
+    from tests.conftest import dask_partials
+
+    calls = dask_partials(monkeypatch)
+    monkeypatch.setattr(RowsData, "_loaded", property(
+        lambda self: (_ for _ in ()).throw(AssertionError("rows read into the client"))))
+    outcome = run_cli("test", small, "--workers", "1", "--memory-limit", "1GB",
+                      "--n-resamples", "19", "--method", "features", "--exit-zero",
+                      "--quiet", "--json", "r.json", cwd=tmp_path)
+    assert outcome.code == 0, outcome.stderr
+    assert calls[0] == "check_partial" and "summary_partial" in calls

@@ -100,13 +100,15 @@ def read_by_tasks(data_path: str, options: dict[str, Any], config: Any, ui: Ui) 
     """The data object of a Parquet dataset whose rows the tasks read themselves
     (:mod:`calaudit.data.planned`), or None when it is loaded into this process (the
     reason logged)."""
+    from calaudit import scale
     from calaudit.data.planned import NotPlanned, plan, why_not
 
     reason = why_not(data_path, options) or (
         "time windows" if config.monitoring.enabled else None)
     if reason is None:
-        try:
-            data = plan(data_path, require_two_classes=config.run_tests, **options)
+        try:  # the first reduction (the row rules) on the workers too
+            with scale.using(config.executor):
+                data = plan(data_path, require_two_classes=config.run_tests, **options)
         except NotPlanned as exc:
             reason = str(exc)
         else:
