@@ -76,8 +76,8 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                    streams: dict[str, np.random.Generator]) -> StageOutput:
     """The local stage on weighted rows: ``KLCE^2_w`` and the weighted local tests
     (:mod:`calaudit.local.weighted_local`), then, with ``local.diagnostics``, the weighted
-    group table (:mod:`calaudit.local.weighted_groups`); the other diagnostics are listed
-    in ``data.weights.not_weighted``."""
+    group table (:mod:`calaudit.local.weighted_groups`) and the groups' weighted
+    reliability panels; the other diagnostics are listed in ``data.weights.not_weighted``."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
     tests, statistic = setup.run()
@@ -95,12 +95,18 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                                  adjust=lc.group_adjust, alpha=config.alpha,
                                  ci_resamples=lc.group_ci_resamples,
                                  level=lc.confidence_level, resample=config.run_tests)
+    specs = grp.define_groups(setup.levels, lc.intersections)
     table = weighted_group_table(
-        grp.define_groups(setup.levels, lc.intersections),
+        specs,
         WeightedRows.of(data.weights, outcome, prediction),
         data.weights.kind == "frequency", streams["groups"], settings,
         lc.n_resamples if config.run_tests else None)
     local["lcb"] = {"top_groups": grp.most_biased(table, lc.top_k)}
+    local["group_reliability"] = group_panels(
+        table, specs, outcome, prediction, n_bins=config.binning.n_bins,
+        strategy=config.binning.strategy,
+        n_resamples=config.n_resamples if config.run_tests else None, level=0.95,
+        rng=streams["group_reliability"], weights=data.weights)
     return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
                        groups=tuple(table))
 

@@ -109,8 +109,7 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
            {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
                                                           "(smece is)"}]
     if data.covariates and config.local.diagnostics:
-        out.append({"id": "local diagnostics (LCB, attribution, disparity, group "
-                          "reliability)",
+        out.append({"id": "local diagnostics (LCB, attribution, disparity)",
                     "reason": "their smoothers, intervals and fits are not weighted yet; the "
                               "weighted local tests, KLCE^2 and the group table run"})
     if not data.is_binary:

@@ -9,10 +9,14 @@ weighted means; the Wilson interval uses ``n_b = W_b`` units (frequency weights)
 the redrawn weighted rates ``event*_b / W*_b``, which depend on the redraws only through
 event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also under
 label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
+Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
+the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
+The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,10 +24,12 @@ from numpy.typing import NDArray
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_tests import null_sums
+from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.intervals import wilson_interval
+from calaudit.numerics.tabulate import Cells
 
 
 def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
@@ -33,33 +39,59 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          rng: np.random.Generator | None = None) -> dict[str, Any]:
     """``{"reliability": panel}`` for the binary (two classes) or top-label notion."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    notion = default_notion(y_proba.shape[1])
-    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            band_resamples or 0, rng, scores=False)
-    count = seen.count[:, 0]
-    keep = count > 0
-    rate = seen.event[keep, 0] / count[keep]
-    index = binned.cells.index
-    squares = np.bincount(index, row_weights * row_weights, minlength=binned.cells.n_cells)
-    size = count if weights.kind == "frequency" and not weights.label_dependent else (
-        np.divide(count * count, squares, out=np.zeros_like(count), where=squares > 0))
-    low, high = wilson_interval(rate * size[keep], size[keep])
-    band = None
-    if drawn is not None:
-        rates = drawn.event[keep] / np.where(drawn.count[keep] > 0, drawn.count[keep], 1.0)
-        tail = (1.0 - BAND_LEVEL) / 2.0
-        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
-        band = {"level": BAND_LEVEL, "n_resamples": band_resamples,
-                "low": band_low.tolist(), "high": band_high.tolist()}
+    bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
+                               band_resamples, rng)
     histogram = score_histogram(binned.scores)  # the weight of each histogram bin
     where, _ = bin_index(binned.scores, HISTOGRAM_BINS, "uniform")
     histogram["counts"] = np.bincount(where, row_weights, minlength=HISTOGRAM_BINS).tolist()
     return {"reliability": {
-        "notion": notion, "n_bins": n_bins, "binning": strategy, "weights": weights.kind,
-        "bins": {"lower": binned.edges[:-1][keep].tolist(),
-                 "upper": binned.edges[1:][keep].tolist(), "count": count[keep].tolist(),
-                 "mean_score": (seen.score[keep, 0] / count[keep]).tolist(),
-                 "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
-                 "rate_high": np.asarray(high).tolist(),
-                 "effective_size": size[keep].tolist()},
-        "consistency_band": band, "histogram": histogram}}
+        "notion": default_notion(y_proba.shape[1]), "n_bins": n_bins, "binning": strategy,
+        "weights": weights.kind, "bins": bins, "consistency_band": band,
+        "histogram": histogram}}
+
+
+def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
+                  row_weights: NDArray[np.float64], binary: bool,
+                  band_resamples: int | None, rng: np.random.Generator | None,
+                  level: float = BAND_LEVEL) -> tuple[dict[str, list[float]],
+                                                     dict[str, Any] | None]:
+    """The bins of ``binned`` with a positive weight (module docstring; ``row_weights``
+    the rows' weights, ``binary``: outcome 1 is the positive class, whose negatives carry
+    the sampling rate) and their central ``level`` consistency band (None without
+    ``band_resamples``). Rows of weight 0 are left out before the draws, whose uniforms
+    are one per (bin of positive weight, redraw): frequency weights draw the band of the
+    repeated rows."""
+    rows = np.flatnonzero(weights.design > 0)
+    index = binned.cells.index[rows]
+    filled = np.bincount(index, minlength=binned.cells.n_cells) > 0
+    rank = np.cumsum(filled) - 1
+    binned = BinnedOutcomes(binned.scores[rows], binned.outcomes[rows],
+                            Cells(rank[index], int(filled.sum())), binned.edges)
+    weights, row_weights = take(weights, rows), row_weights[rows]
+    seen, drawn = null_sums(binned, weights, binary, band_resamples or 0, rng, scores=False)
+    count = seen.count[:, 0]
+    rate = seen.event[:, 0] / count
+    squares = np.bincount(binned.cells.index, row_weights * row_weights,
+                          minlength=binned.cells.n_cells)
+    size = count if weights.kind == "frequency" and not weights.label_dependent else (
+        count * count / squares)
+    low, high = wilson_interval(rate * size, size)
+    band = None
+    if drawn is not None:
+        rates = drawn.event / np.where(drawn.count > 0, drawn.count, 1.0)
+        tail = (1.0 - level) / 2.0
+        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
+        band = {"level": level, "n_resamples": band_resamples,
+                "low": band_low.tolist(), "high": band_high.tolist()}
+    return {"lower": binned.edges[:-1][filled].tolist(),
+            "upper": binned.edges[1:][filled].tolist(), "count": count.tolist(),
+            "mean_score": (seen.score[:, 0] / count).tolist(),
+            "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
+            "rate_high": np.asarray(high).tolist(), "effective_size": size.tolist()}, band
+
+
+def take(weights: SampleWeights, rows: NDArray[np.intp]) -> SampleWeights:
+    """The weights of ``rows``."""
+    rate = weights.negative_rate
+    return replace(weights, design=weights.design[rows],
+                   negative_rate=None if rate is None else rate[rows])
