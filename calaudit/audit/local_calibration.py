@@ -24,6 +24,7 @@ import numpy as np
 from calaudit import registry
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
+from calaudit.attribution.weighted import ModelWeights
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.audit.weighting import effective_events, sample_size
@@ -76,8 +77,10 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                    streams: dict[str, np.random.Generator]) -> StageOutput:
     """The local stage on weighted rows: ``KLCE^2_w`` and the weighted local tests
     (:mod:`calaudit.local.weighted_local`), then, with ``local.diagnostics``, the weighted
-    group table (:mod:`calaudit.local.weighted_groups`) and the groups' weighted
-    reliability panels; the other diagnostics are listed in ``data.weights.not_weighted``."""
+    group table (:mod:`calaudit.local.weighted_groups`), the weighted attribution
+    (:mod:`calaudit.attribution.weighted`, explained groups marked), the groups' weighted
+    reliability panels and the disparity; the LCB is listed in
+    ``data.weights.not_weighted``."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
     tests, statistic = setup.run()
@@ -96,19 +99,26 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                                  ci_resamples=lc.group_ci_resamples,
                                  level=lc.confidence_level, resample=config.run_tests)
     specs = grp.define_groups(setup.levels, lc.intersections)
-    table = weighted_group_table(
-        specs,
-        WeightedRows.of(data.weights, outcome, prediction),
-        data.weights.kind == "frequency", streams["groups"], settings,
-        lc.n_resamples if config.run_tests else None)
+    rows = WeightedRows.of(data.weights, outcome, prediction)
+    table = weighted_group_table(specs, rows, data.weights.kind == "frequency",
+                                 streams["groups"], settings,
+                                 lc.n_resamples if config.run_tests else None)
+    attribution = attribute_levels(setup, outcome, prediction,
+                                   ModelWeights.of(data.weights, outcome))
+    if attribution is not None:
+        mark_explained(table, specs, attribution, outcome, config.alpha)
     local["lcb"] = {"top_groups": grp.most_biased(table, lc.top_k)}
     local["group_reliability"] = group_panels(
         table, specs, outcome, prediction, n_bins=config.binning.n_bins,
         strategy=config.binning.strategy,
         n_resamples=config.n_resamples if config.run_tests else None, level=0.95,
         rng=streams["group_reliability"], weights=data.weights)
+    gaps = disparity(table, specs, data.covariate_names, outcome, prediction,
+                     streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
+                     resample=config.run_tests, weighted=rows)
     return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
-                       groups=tuple(table))
+                       groups=tuple(table), disparity=tuple(gaps),
+                       attribution={} if attribution is None else attribution.section)
 
 
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
@@ -141,9 +151,10 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
             "groups": tuple(table), "attribution": section or {}, "disparity": tuple(gaps)}
 
 
-def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndarray):
+def attribute_levels(setup: LocalTests | WeightedLocalTests, outcome: np.ndarray,
+                     prediction: np.ndarray, weights: ModelWeights | None = None):
     """The recalibration model's attribution on the group table's levels (``None`` when
-    switched off)."""
+    switched off); ``weights``: the rows' weights."""
     lc, config = setup.local, setup.config
     if not lc.attribution:
         return None
@@ -151,4 +162,5 @@ def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndar
                                    min_rows=lc.min_group_rows,
                                    min_events=lc.min_group_events)
     return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
-                     prediction, settings, "binary" if setup.data.is_binary else "top-label")
+                     prediction, settings, "binary" if setup.data.is_binary else "top-label",
+                     weights)
