@@ -136,7 +136,7 @@ def test_frequency_weighted_attribution_and_disparity_equal_the_repeated_rows(
         row, = (g for g in weighted["groups"] if g["group"] == panel["group"])
         assert panel["explained_by"] == row.get("explained_by")
     assert [item["id"] for item in weighted["data"]["weights"]["not_weighted"]] == [
-        "skce_ul, skce_block", "smooth reliability diagram", "local calibration bias (LCB)"]
+        "skce_ul, skce_block", "smooth reliability diagram", "LCB curves (local.lcb.curves)"]
 
 
 def region_rows(n: int, seed: int):
@@ -286,7 +286,7 @@ def test_a_weighted_attribution_reads_the_same_in_every_output(tmp_path) -> None
     for text in (out.stdout.replace("│", " "), markdown, html):
         text = re.sub(r"\\([\[\]_])", r"\1", text.replace("&amp;", "&"))  # markdown escapes
         assert words in " ".join(text.split())
-        assert "local calibration bias (LCB) (its smoother" in " ".join(text.split())
+        assert "LCB curves (local.lcb.curves) (the per-group" in " ".join(text.split())
         assert "not weighted, left out" in text and "attribution, disparity)" not in text
     assert "Wald test of the sandwich covariance" in markdown
     assert "Wald test of the sandwich covariance" in html
@@ -297,6 +297,13 @@ def test_a_weighted_attribution_reads_the_same_in_every_output(tmp_path) -> None
         assert f"| {gap['covariate']} | {gap['difference']:.3g} |" in markdown
     assert "reliability-by-group" in (tmp_path / "r.html").read_text()
     assert {p["group"] for p in result["local"]["group_reliability"]} >= {"race=A", "race=B"}
+    from calaudit.output.formatting import fmt_signed
+
+    lcb = result["local"]["lcb"]  # the weighted LCB's summary in both reports
+    assert lcb["weights"]["kind"] == "design" and lcb["curves"] == []
+    for key in ("mean", "min", "max"):
+        shown = fmt_signed(lcb["summary"][key])
+        assert shown in markdown and shown in html, (key, shown)
     case, = [c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase")
              if c.get("name") == "local_consistency"]
     assert case.find("failure") is not None

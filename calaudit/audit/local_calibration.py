@@ -35,6 +35,7 @@ from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
+from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.local.weighted_local import WeightedLocalTests
 from calaudit.metrics.ece import indicator
 from calaudit.results import MetricResult
@@ -79,8 +80,8 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
     (:mod:`calaudit.local.weighted_local`), then, with ``local.diagnostics``, the weighted
     group table (:mod:`calaudit.local.weighted_groups`), the weighted attribution
     (:mod:`calaudit.attribution.weighted`, explained groups marked), the groups' weighted
-    reliability panels and the disparity; the LCB is listed in
-    ``data.weights.not_weighted``."""
+    reliability panels, the weighted LCB (:mod:`calaudit.local.weighted_lcb`, without
+    its curves) and the disparity."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
     tests, statistic = setup.run()
@@ -105,9 +106,16 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                                  lc.n_resamples if config.run_tests else None)
     attribution = attribute_levels(setup, outcome, prediction,
                                    ModelWeights.of(data.weights, outcome))
+    section = None if attribution is None else attribution.section
+    lcb_weights = LcbWeights.of(data.weights, outcome)
+    lcb, local["lcb"] = LcbEstimation(setup, lcb_weights).run(
+        outcome - prediction, prediction, categorical_separation(section))
+    spec_of = {spec.name: spec for spec in specs}
+    for row in table:
+        row["mean_lcb"] = lcb_weights.group_mean(lcb, spec_of[row["group"]].rows)
     if attribution is not None:
         mark_explained(table, specs, attribution, outcome, config.alpha)
-    local["lcb"] = {"top_groups": grp.most_biased(table, lc.top_k)}
+    local["lcb"]["top_groups"] = grp.most_biased(table, lc.top_k)
     local["group_reliability"] = group_panels(
         table, specs, outcome, prediction, n_bins=config.binning.n_bins,
         strategy=config.binning.strategy,
@@ -118,7 +126,7 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                      resample=config.run_tests, weighted=rows)
     return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
                        groups=tuple(table), disparity=tuple(gaps),
-                       attribution={} if attribution is None else attribution.section)
+                       attribution=section or {})
 
 
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,

@@ -109,10 +109,9 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
            {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
                                                           "(smece is)"}]
     if data.covariates and config.local.diagnostics:
-        out.append({"id": "local calibration bias (LCB)",
-                    "reason": "its smoother and intervals are not weighted yet; the weighted "
-                              "local tests, KLCE^2, group table, attribution, disparity and "
-                              "group reliability panels run"})
+        out.append({"id": "LCB curves (local.lcb.curves)",
+                    "reason": "the per-group smoothed LCB curves are not weighted yet; the "
+                              "weighted LCB at every row, its intervals and summary run"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

@@ -1,0 +1,78 @@
+"""The local calibration bias on weighted rows (docs/weights.md).
+
+Row ``i`` weighs ``w_i`` (``d_i``, times ``1 / r_i`` for a negative under label-dependent
+sampling) and holds ``t_i`` units (``d_i`` identical units for frequency weights, else one)
+of weight ``u_i = w_i / t_i`` each. The LCB at row ``j`` is the Nadaraya-Watson smoother
+of the weighted law,
+
+    LCB_j = sum_i K_ij w_i r_i / D_j,        D_j = sum_i K_ij w_i,
+
+(the repeated rows' eq. 7 for frequency weights), its bandwidths the weighted
+leave-one-unit-out cross-validation (:mod:`calaudit.local.lcb_bandwidth`) and its
+pointwise standard error, linear in the residuals (HC0 over units),
+
+    se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j,   m_i = t_i u_i^2 = w_i^2 / t_i
+
+(``w_i`` for frequency weights: the repeated rows' ``se``; ``w_i^2`` for one unit per row).
+The summary is of the weighted law of the values (rows of weight 0 left out): weighted mean,
+mean ``|LCB|`` and standard deviation (``sum w (x - mean)^2 / W``), min, max and weighted
+quantiles (:func:`calaudit.local.weighted_local.weighted_quantiles`); a group's ``mean_lcb``
+is ``sum w LCB / sum w`` over its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.weighted_local import weighted_quantiles
+
+
+@dataclass(frozen=True)
+class LcbWeights:
+    """Row weights ``w``, unit weights ``u``, meat weights ``m`` and units ``t`` of the
+    LCB (module docstring); ``frequency``: the rows hold whole units (no sampling)."""
+
+    w: NDArray[np.float64]
+    u: NDArray[np.float64]
+    m: NDArray[np.float64]
+    t: NDArray[np.float64]
+    frequency: bool
+
+    @classmethod
+    def of(cls, weights: Any, outcome: NDArray[np.float64]) -> LcbWeights:
+        """From :class:`calaudit.data.weights.SampleWeights` and the scalar view's 0/1
+        outcome (1: the positive class of label-dependent sampling)."""
+        w = np.asarray(weights.of_labels(outcome), dtype=np.float64)
+        t, _ = weights.unit_split()
+        u = np.divide(w, t, out=np.zeros_like(w), where=t > 0)
+        return cls(w, u, w * u, np.asarray(t, dtype=np.float64),
+                   weights.kind == "frequency" and not weights.label_dependent)
+
+    def count(self, rows: NDArray[np.intp]) -> int:
+        """The units of ``rows`` (frequency weights), else their number."""
+        return int(round(float(self.t[rows].sum()))) if self.frequency else int(rows.size)
+
+    def summary(self, values: NDArray[np.float64], quantiles: Sequence[float]) -> dict:
+        """``local.lcb.summary`` of the weighted law of ``values``."""
+        keep = self.w > 0
+        x, w = values[keep], self.w[keep]
+        total = float(w.sum())
+        mean = float(np.dot(w, x) / total)
+        at = weighted_quantiles(x, w, np.asarray(quantiles), self.frequency)
+        return {
+            "mean": mean, "mean_abs": float(np.dot(w, np.abs(x)) / total),
+            "sd": float(np.sqrt(max(float(np.dot(w, (x - mean) ** 2)) / total, 0.0))),
+            "min": float(x.min()), "max": float(x.max()),
+            "quantiles": {str(q): float(v) for q, v in zip(quantiles, at, strict=True)},
+        }
+
+    def group_mean(self, values: NDArray[np.float64], rows: NDArray[np.intp]) -> float:
+        """``sum w LCB / sum w`` over ``rows`` (rows of weight 0 left out)."""
+        rows = rows[self.w[rows] > 0]
+        w = self.w[rows]
+        return float(np.dot(w, values[rows]) / w.sum())
