@@ -45,7 +45,7 @@ def test_frequency_weighted_lcb_equals_the_repeated_rows() -> None:
     for group, other in zip(weighted["groups"], repeated["groups"], strict=True):
         assert same(group["mean_lcb"], other["mean_lcb"])
     assert [g["group"] for g in mine["top_groups"]] == [g["group"] for g in theirs["top_groups"]]
-    assert mine["curves"] == [] and theirs["curves"]
+    assert mine["curves"] and same(mine["curves"], theirs["curves"])
 
 
 def kernel(prob, cov, prob_bw, cov_bws):
@@ -108,6 +108,65 @@ def test_weighted_lcb_matches_a_loop_over_rows(rate) -> None:
               if c["prob_bandwidth"] == prob_bw
               and c["cov_bandwidths"] == lcb["cov_kernel"]["bandwidths"]]
     assert chosen and chosen[0]["score"] == pytest.approx(score, rel=1e-9)
+    # the curve against age: weighted Gaussian average of the LCB values, HC0 band
+    curve, = lcb["curves"][0]["groups"]
+    x = frame["age"].to_numpy()
+    grid, h = np.asarray(curve["x"]), curve["bandwidth"]
+    kish = w.sum() ** 2 / (w ** 2).sum()
+    mean_x = np.dot(w, x) / w.sum()
+    sd = np.sqrt(np.dot(w, (x - mean_x) ** 2) / w.sum() * kish / (kish - 1))
+    order = np.argsort(x)
+    cumulative = np.cumsum(w[order])
+
+    def quantile(q):
+        return x[order][np.searchsorted(cumulative, q * w.sum())]
+
+    spread = min(sd, (quantile(0.75) - quantile(0.25)) / 1.34)
+    assert h == pytest.approx(0.9 * spread * kish ** -0.2, rel=1e-12)
+    assert grid[0] == quantile(0.02) and grid[-1] == quantile(0.98)
+    assert curve["n"] == pytest.approx(kish, rel=1e-12)
+    D = np.array([sum(K[i, j] * w[i] for i in range(n)) for j in range(n)])
+    for t, at in enumerate(grid):
+        g = w * np.exp(-0.5 * ((at - x) / h) ** 2)
+        assert curve["lcb"][t] == pytest.approx(np.dot(g, values) / g.sum(), rel=1e-10)
+        coefficient = K @ (g / (g.sum() * D))  # of r_i / w_i: sum_j K_ij w_j(t) / D_j
+        se_t = np.sqrt(np.sum((w * coefficient * r) ** 2))
+        assert curve["se"][t] == pytest.approx(se_t, rel=1e-9)
     weighted, mass = kernel_sums(p.reshape(-1, 1), prob_bw, cov,
                                  np.array([lcb["cov_kernel"]["bandwidths"]["age"]]), r, w)
     np.testing.assert_allclose(loo_fit(weighted, mass, r, w, w), loo, rtol=1e-10)
+
+
+def diagnostics_bytes(executor, monkeypatch) -> str:
+    """A weighted audit with covariates (attribution, LCB with curves, panels, disparity),
+    its reductions cut into several tasks."""
+    import json
+
+    from calaudit.attribution import irls
+    from calaudit.local import lcb_curves
+
+    monkeypatch.setattr(irls, "PART_ROWS", 128)
+    monkeypatch.setattr(lcb_curves, "CURVE_ROWS", 128)
+    y, p, frame, rng = biased_frame(600, 5)
+    data = CalibrationData.from_arrays(y, p, covariates=frame, categorical=["race"],
+                                       sample_weight=rng.uniform(0.3, 3.0, y.size),
+                                       weight_kind="design", negative_rate=0.5)
+    config = calaudit.AuditConfig(n_resamples=49, random_state=6, executor=executor,
+                                  local=LocalConfig(n_resamples=49, min_group_rows=20))
+    payload = calaudit.run_audit(data, config).to_dict()
+    return json.dumps({k: payload[k] for k in ("local", "groups", "attribution", "disparity")},
+                      sort_keys=True, default=str)
+
+
+def test_weighted_diagnostics_give_the_same_bytes_on_threads_and_dask(monkeypatch,
+                                                                      one_worker) -> None:
+    from calaudit.scale import DaskExecutor, SerialExecutor, ThreadExecutor
+    from tests.conftest import dask_partials
+
+    serial = diagnostics_bytes(SerialExecutor(), monkeypatch)
+    assert diagnostics_bytes(ThreadExecutor(2), monkeypatch) == serial
+    calls = dask_partials(monkeypatch)
+    assert diagnostics_bytes(DaskExecutor(one_worker), monkeypatch) == serial
+    for partial in ("glm_partial", "mean_partial", "curve_sums_partial",
+                    "_row_products_partial"):
+        assert partial in calls, f"{partial} did not run on the executor"

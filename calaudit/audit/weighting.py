@@ -108,10 +108,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
                                                    "weighted version"},
            {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
                                                           "(smece is)"}]
-    if data.covariates and config.local.diagnostics:
-        out.append({"id": "LCB curves (local.lcb.curves)",
-                    "reason": "the per-group smoothed LCB curves are not weighted yet; the "
-                              "weighted LCB at every row, its intervals and summary run"})
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

@@ -3,9 +3,8 @@ function: its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``; c
 covariates separated or pooled by the recalibration model's AIC), the smoother's kernel
 sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
 above the exact size rule), the plotted rows with pointwise intervals, and the per-group
-curves. On weighted rows (:mod:`calaudit.local.weighted_lcb`) the exact kernel sums
-of the weighted law, the weighted cross-validation, the pointwise intervals and summary;
-the per-group curves are left out.
+curves. On weighted rows (:mod:`calaudit.local.weighted_lcb`) the same of the weighted
+law, on the exact kernel.
 """
 
 from __future__ import annotations
@@ -139,14 +138,20 @@ class LcbEstimation:
                          gram: GaussianProductGram, separation: dict[str, float]
                          ) -> tuple[np.ndarray, dict[str, Any]]:
         """``local.lcb`` on weighted rows (module docstring): plotted rows among the rows
-        of positive weight, no curves."""
+        of positive weight."""
         lc, weights = self.local, self.weights
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
+                              dense=False, grid_of=weights.curve_grid)
         positive = np.flatnonzero(weights.w > 0)
         plotted = positive[plot_points(positive.size,
                                        max(lc.max_points, min(positive.size, MIN_SE_ROWS)),
                                        self.streams["points"])]
         at = row_products(gram.features, plotted, scalar_r, bias.weight_sums,
-                          np.zeros((self.n, 0)), meat=weights.m)
+                          CurveColumns(design, bias.weight_sums, np.float64), meat=weights.m)
+        curves = [] if not design.requests else curves_from_products(
+            design, at.curve_weights, bias, scalar_r[at.rows], lc.confidence_level,
+            scale=positive.size / max(at.rows.size, 1), meat=weights.m[at.rows],
+            size_of=lambda request: weights.size(request.rows))
         method = selection.to_dict()
         method["criterion"] = ("sum_j w_j (r_j - m_{-j})^2 / sum_j w_j, m_{-j} = (sum_i "
                                "K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j), u_j the "
@@ -173,7 +178,7 @@ class LcbEstimation:
                             "cv_rows": "exact kernel sums on the seeded cross-validation "
                                        "subsample"},
             "summary": summarize(bias.values, weights),
-            "curves": [],
+            "curves": curves,
             "points": self.points(bias.values, prediction, at),
         }
         return bias.values, section
@@ -183,17 +188,22 @@ class LcbEstimation:
         groupings = [c for c in covs
                      if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
         minimum = max(self.local.min_group_rows, 5)
+        weights = self.weights
+        size = len if weights is None else weights.size
         requests = []
         for cov in (c for c in covs if c.kind == "numeric"):
             x = np.asarray(cov.values, dtype=np.float64)
             if not groupings:
-                requests.append(CurveRequest(cov.name, None, "all",
-                                             np.arange(self.n, dtype=index_dtype(self.n)), x))
+                rows = np.arange(self.n, dtype=index_dtype(self.n))
+                requests.append(CurveRequest(cov.name, None, "all", rows, x, None
+                                             if weights is None else weights.w))
             for g in groupings:
                 for code, label in enumerate(g.categories):
                     rows = rows_where(g.values == code)
-                    if rows.size >= minimum:
-                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
+                    if size(rows) >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows],
+                                                     None if weights is None
+                                                     else weights.w[rows]))
         return requests
 
     def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts

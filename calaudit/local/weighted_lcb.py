@@ -18,6 +18,13 @@ The summary is of the weighted law of the values (rows of weight 0 left out): we
 mean ``|LCB|`` and standard deviation (``sum w (x - mean)^2 / W``), min, max and weighted
 quantiles (:func:`calaudit.local.weighted_local.weighted_quantiles`); a group's ``mean_lcb``
 is ``sum w LCB / sum w`` over its rows.
+
+The per-group curves (:mod:`calaudit.local.lcb_curves`) weight each row's Gaussian weight
+by ``w_j``; their grid runs from the weighted 2nd to 98th percentile and their bandwidth is
+Silverman's rule of the weighted law, ``0.9 min(sd, IQR / 1.34) n^(-1/5)`` with ``n`` the
+sample size (units for frequency weights, Kish's size otherwise), ``sd^2 = sum w (x -
+mean)^2 / W n / (n - 1)`` and the weighted quartiles; a curve's ``n`` is that sample size.
+Frequency weights give the repeated rows' curves and bands.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.data.weights import kish
 from calaudit.local.weighted_local import weighted_quantiles
 
 
@@ -70,6 +78,30 @@ class LcbWeights:
             "min": float(x.min()), "max": float(x.max()),
             "quantiles": {str(q): float(v) for q, v in zip(quantiles, at, strict=True)},
         }
+
+    def size(self, rows: NDArray[np.intp]) -> float:
+        """The sample size of ``rows``: their units (frequency weights, a whole number) or
+        Kish's size of their weights."""
+        return int(round(float(self.t[rows].sum()))) if self.frequency else kish(self.w[rows])
+
+    def curve_grid(self, request: Any, points: int) -> tuple[NDArray[np.float64], float]:
+        """The grid and Silverman bandwidth of a curve on the weighted law (module
+        docstring; :func:`calaudit.local.lcb_curves.curve_grid` of the repeated rows for
+        frequency weights)."""
+        x, w = request.x, self.w[request.rows]
+        low, high, q1, q3 = weighted_quantiles(x, w, np.array([0.02, 0.98, 0.25, 0.75]),
+                                               self.frequency)
+        keep = w > 0
+        if high <= low:
+            low, high = float(x[keep].min()), float(x[keep].max())
+        grid = np.linspace(low, high, points) if high > low else np.array([float(low)])
+        n = self.size(request.rows)
+        mean = float(np.dot(w, x) / w.sum())
+        sd = (float(np.sqrt(np.dot(w, (x - mean) ** 2) / w.sum() * n / (n - 1)))
+              if n > 1 else 0.0)
+        iqr = float(q3 - q1)
+        spread = min(sd, iqr / 1.34) if iqr > 0 else sd
+        return grid, (0.9 * spread * n ** (-0.2) if spread > 0 else 1.0)
 
     def group_mean(self, values: NDArray[np.float64], rows: NDArray[np.intp]) -> float:
         """``sum w LCB / sum w`` over ``rows`` (rows of weight 0 left out)."""
