@@ -85,7 +85,9 @@ def test_weighted_lcb_matches_a_loop_over_rows(rate) -> None:
     K = kernel(p, cov, prob_bw, [lcb["cov_kernel"]["bandwidths"]["age"]])
     values = np.array([sum(K[i, j] * w[i] * r[i] for i in range(n))
                        / sum(K[i, j] * w[i] for i in range(n)) for j in range(n)])
-    se = np.array([np.sqrt(sum(K[i, j] ** 2 * w[i] ** 2 * r[i] ** 2 for i in range(n)))
+    # design weights: the linearised ratio's standard error, residuals about LCB_j
+    se = np.array([np.sqrt(sum(K[i, j] ** 2 * w[i] ** 2 * (r[i] - values[j]) ** 2
+                               for i in range(n)))
                    / sum(K[i, j] * w[i] for i in range(n)) for j in range(n)])
     points = lcb["points"]
     rows = np.asarray(points["row"])

@@ -147,7 +147,8 @@ class LcbEstimation:
                                        max(lc.max_points, min(positive.size, MIN_SE_ROWS)),
                                        self.streams["points"])]
         at = row_products(gram.features, plotted, scalar_r, bias.weight_sums,
-                          CurveColumns(design, bias.weight_sums, np.float64), meat=weights.m)
+                          CurveColumns(design, bias.weight_sums, np.float64), meat=weights.m,
+                          centre=None if weights.frequency else bias.values[plotted])
         curves = [] if not design.requests else curves_from_products(
             design, at.curve_weights, bias, scalar_r[at.rows], lc.confidence_level,
             scale=positive.size / max(at.rows.size, 1), meat=weights.m[at.rows],
@@ -172,8 +173,10 @@ class LcbEstimation:
                 "rule": CATEGORICAL_RULE.replace("(LR statistic", "(LR statistic, Wald "
                                                  "statistic for design weights,"),
                 "separated": separation}},
-            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i r_i^2) / sum_i K_ij w_i, "
-                        "m_i = w_i^2 / (units of row i)",
+            "interval": ("pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 w_i r_i^2) / sum_i K_ij w_i "
+                         "(the repeated rows')" if weights.frequency else
+                         "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / "
+                         "sum_i K_ij w_i, m_i = w_i^2 / (units of row i) (linearised ratio)"),
             "computation": {"method": "exact", "reason": "weighted rows",
                             "cv_rows": "exact kernel sums on the seeded cross-validation "
                                        "subsample"},

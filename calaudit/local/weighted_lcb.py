@@ -9,11 +9,13 @@ of the weighted law,
 
 (the repeated rows' eq. 7 for frequency weights), its bandwidths the weighted
 leave-one-unit-out cross-validation (:mod:`calaudit.local.lcb_bandwidth`) and its
-pointwise standard error, linear in the residuals (HC0 over units),
+pointwise standard error: for frequency weights the repeated rows' (HC0 over units,
+``se_j^2 = sum_i K_ij^2 w_i r_i^2 / D_j^2``), otherwise the linearised ratio's (the
+weights vary with the sample, so ``D_j`` does too):
 
-    se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j,   m_i = t_i u_i^2 = w_i^2 / t_i
+    se_j = sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / D_j,   m_i = t_i u_i^2 = w_i^2 / t_i
 
-(``w_i`` for frequency weights: the repeated rows' ``se``; ``w_i^2`` for one unit per row).
+(``w_i^2`` for one unit per row). Coverage: ``validation/weights_lcb.py``.
 The summary is of the weighted law of the values (rows of weight 0 left out): weighted mean,
 mean ``|LCB|`` and standard deviation (``sum w (x - mean)^2 / W``), min, max and weighted
 quantiles (:func:`calaudit.local.weighted_local.weighted_quantiles`); a group's ``mean_lcb``
