@@ -240,7 +240,7 @@ def test_weighted_attribution_matches_a_loop_over_rows(rate) -> None:
     for level in entries["region"]["levels"]:
         xs = x.copy()
         xs[:, 1:3] = [level["level"] == "N", level["level"] == "S"]
-        total = slope = 0.0
+        total = 0.0
         grad = np.zeros(4)
         for i in range(y.size):
             qi = special.expit(offset[i] + xs[i] @ beta)

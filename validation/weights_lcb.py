@@ -19,6 +19,13 @@ and the sample taken:
 Printed per case: the share of the 95 % intervals ``LCB -/+ 1.96 se`` that contain
 ``M(e)`` over replicates, averaged over the points, and its range over the points.
 
+Then the per-group curve against ``x`` (:class:`calaudit.local.lcb_estimation.
+LcbEstimation` on each sample, the same bandwidths on the weighted z-scores of ``x``):
+the share of its 95 % bands that contain the population curve ``sum_u g_u(t) M(u) /
+sum_u g_u(t)`` at its grid points (``g`` the sample's Silverman kernel, ``M(u)`` the
+population's smoothed bias at unit ``u`` under the sample's scaling of ``x``), over
+``CURVE_REPLICATES`` samples.
+
 Command: ``nice -n 10 python validation/weights_lcb.py > validation/results/weights_lcb.txt``
 """
 
@@ -35,6 +42,7 @@ from calaudit.local.lcb_bandwidth import estimation_gram, kernel_sums
 from calaudit.local.weighted_lcb import LcbWeights
 
 REPLICATES = 400
+CURVE_REPLICATES = 200
 UNITS = 6_000
 PROB_BW, COV_BW = 0.15, 0.5
 
@@ -101,6 +109,49 @@ def run(pop: dict, case: str, rng: np.random.Generator, truth: np.ndarray) -> st
             f"range [{share.min():.3f}, {share.max():.3f}] over {truth.size} points")
 
 
+def curve_coverage(pop: dict, case: str, rng: np.random.Generator) -> str:
+    """Coverage of the weighted curve's band (module docstring)."""
+    import pandas as pd
+
+    from calaudit import AuditConfig, CalibrationData
+    from calaudit.audit.config import LocalConfig
+    from calaudit.local.encoding import encode_covariates
+    from calaudit.local.lcb_estimation import LcbEstimation
+
+    local = LocalConfig(lcb_prob_bandwidth=PROB_BW, lcb_cov_bandwidth=COV_BW, max_points=400)
+    covered, points = 0, 0
+    for _ in range(CURVE_REPLICATES):
+        p, x, y, weights = sample(pop, case, rng)
+        data = CalibrationData.from_arrays(
+            y.astype(np.int64), p, covariates=pd.DataFrame({"x": x}),
+            sample_weight=weights.design,
+            weight_kind=weights.kind, negative_rate=None if weights.negative_rate is None
+            else float(weights.negative_rate[0]))
+        encoded = encode_covariates(data.covariates, standardize=True, lazy=True,
+                                    weights=weights.design)
+        setup = type("Setup", (), {"data": data, "local": local, "config": AuditConfig(),
+                                   "streams": {"points": rng, "lcb": rng},
+                                   "encoded": encoded, "proba": p})()
+        lcb_weights = LcbWeights.of(weights, y)
+        _, section = LcbEstimation(setup, lcb_weights).run(y - p, p, {})
+        curve, = section["curves"][0]["groups"]
+        z = np.asarray(encoded.features[np.arange(2)], dtype=np.float64).ravel()
+        slope = (z[1] - z[0]) / (x[1] - x[0]) if x[1] != x[0] else None
+        if slope is None:
+            continue
+        scaled = z[0] + slope * (pop["x"] - x[0])
+        smooth, _ = estimate(pop["p"], scaled, pop["truth"] - pop["p"], np.ones(UNITS),
+                             pop["p"], scaled)
+        grid, h = np.asarray(curve["x"]), curve["bandwidth"]
+        g = np.exp(-0.5 * ((grid[:, None] - pop["x"][None, :]) / h) ** 2)
+        target = g @ smooth / g.sum(axis=1)
+        covered += int(np.sum(np.abs(np.asarray(curve["lcb"]) - target)
+                              <= 1.959964 * np.asarray(curve["se"])))
+        points += grid.size
+    return (f"{case:<14} curve band coverage {covered / points:.3f} over "
+            f"{CURVE_REPLICATES} samples x {points // CURVE_REPLICATES} grid points")
+
+
 def main() -> None:
     rng = np.random.default_rng(20261128)
     pop = population(rng)
@@ -112,6 +163,10 @@ def main() -> None:
     for case in ("design", "negatives 0.2", "frequency"):
         started = time.perf_counter()
         print(run(pop, case, rng, truth) + f"  ({time.perf_counter() - started:.0f} s)",
+              flush=True)
+    for case in ("design", "negatives 0.2", "frequency"):
+        started = time.perf_counter()
+        print(curve_coverage(pop, case, rng) + f"  ({time.perf_counter() - started:.0f} s)",
               flush=True)
 
 
