@@ -307,3 +307,70 @@ def test_a_weighted_attribution_reads_the_same_in_every_output(tmp_path) -> None
     case, = [c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase")
              if c.get("name") == "local_consistency"]
     assert case.find("failure") is not None
+
+
+def test_multiclass_frequency_weighted_diagnostics_equal_the_repeated_rows() -> None:
+    rng = np.random.default_rng(9)
+    n = 500
+    proba = rng.dirichlet([2, 2, 2], n)
+    frame = pd.DataFrame({"race": rng.choice(["A", "B"], n), "age": rng.normal(40, 10, n)})
+    wrong = (frame["race"] == "A").to_numpy() & (rng.random(n) < 0.3)
+    y = np.where(wrong, proba.argmin(axis=1),
+                 [rng.choice(3, p=row) for row in proba]).astype(np.int64)
+    w = rng.integers(0, 4, n)
+    repeat = np.repeat(np.arange(n), w)
+
+    def run(y, proba, frame, **weights):
+        data = CalibrationData.from_arrays(y, proba, covariates=frame, categorical=["race"],
+                                           **weights)
+        config = calaudit.AuditConfig(n_resamples=49, random_state=4, local=LocalConfig(
+            n_resamples=49, min_group_rows=20, lcb_cv_max_rows=5000))
+        return calaudit.run_audit(data, config).to_dict()
+
+    mine = run(y, proba, frame, sample_weight=w)
+    theirs = run(y[repeat], proba[repeat], frame.iloc[repeat].reset_index(drop=True))
+    assert mine["attribution"]["view"] == "top-label"
+    mine["attribution"].pop("weights")
+    assert same(mine["attribution"], theirs["attribution"])
+    assert same(mine["disparity"], theirs["disparity"])
+    assert same(mine["local"]["lcb"]["summary"], theirs["local"]["lcb"]["summary"])
+    assert same(mine["local"]["lcb"]["curves"], theirs["local"]["lcb"]["curves"])
+    for panel, other in zip(mine["local"]["group_reliability"],
+                            theirs["local"]["group_reliability"], strict=True):
+        assert same(panel["consistency_band"], other["consistency_band"])
+        assert same(panel["bins"]["observed_rate"], other["bins"]["observed_rate"])
+
+
+def test_weighted_disparity_without_resampling_matches_a_loop() -> None:
+    from calaudit.attribution.disparity import disparity
+    from calaudit.local.groups import GroupSpec
+    from calaudit.local.weighted_groups import WeightedRows
+
+    rng = np.random.default_rng(4)
+    n = 300
+    p = rng.uniform(0.1, 0.7, n)
+    y = (rng.random(n) < p + 0.1 * (np.arange(n) < 100)).astype(np.float64)
+    d = rng.uniform(0.3, 3.0, n)
+    rows = WeightedRows.of(SampleWeights(d, "design"), y, p)
+    specs, table = [], []
+    for code, part in enumerate((np.arange(0, 100), np.arange(100, 300))):
+        e, w = y[part] - p[part], d[part]
+        bias = np.dot(w, e) / w.sum()
+        specs.append(GroupSpec(f"g={code}", "single", {"g": str(code)},
+                               part.astype(np.int32), key=(0, code)))
+        table.append({"group": f"g={code}", "status": "PASS", "bias": bias})
+    gap, = disparity(table, specs, ["g"], y, p, np.random.default_rng(0), 99, 0.95,
+                     resample=False, weighted=rows)
+
+    def se(part):  # the larger of the linearised and the effective-size standard errors
+        e, w = y[part] - p[part], d[part]
+        bias, size = np.dot(w, e) / w.sum(), w.sum() ** 2 / np.dot(w, w)
+        linearised = np.sqrt(part.size / (part.size - 1) * np.sum(w * w * (e - bias) ** 2)
+                             ) / w.sum()
+        return max(linearised, np.sqrt(np.sum(w * (e - bias) ** 2) / w.sum() / (size - 1)))
+
+    spread = np.sqrt(se(specs[0].rows) ** 2 + se(specs[1].rows) ** 2)
+    difference = abs(table[0]["bias"] - table[1]["bias"])
+    assert gap["difference"] == pytest.approx(difference, rel=1e-12)
+    assert gap["ci"] == pytest.approx([difference - stats.norm.ppf(0.975) * spread,
+                                       difference + stats.norm.ppf(0.975) * spread], rel=1e-9)
