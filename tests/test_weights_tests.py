@@ -137,7 +137,6 @@ def frame_path(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("extra", "fragment"), [
     (("--covariates", "age", "--local-tests", "klce_permutation"), "no weighted version"),
     (("--covariates", "age", "--method", "features"), "exact kernel"),
-    (("--squared", "tce2"), "squared calibration errors"),
     (("--binning", "quantile"), "quantile bins"),
     (("--window", "100"), "calibration over time"),
 ])

@@ -245,4 +245,5 @@ class SquaredErrorStage:
             data.y_true, data.y_proba, targets=squared.targets, estimators=squared.estimators,
             n_folds=squared.n_folds, test_fraction=squared.test_fraction,
             grid_sizes=squared.grid_sizes(), settings=squared_settings(squared),
-            max_rows=squared.max_rows, seed=config.seed, rng=rng)))
+            max_rows=squared.max_rows, seed=config.seed, rng=rng, weights=data.weights,
+            sample_weight=data.sample_weight)))

@@ -46,9 +46,6 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
         raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
                           "available on weighted rows: its e-process bets on unweighted rows",
                           hint=hint)
-    if config.squared.enabled and config.squared.targets:
-        raise ConfigError("the squared calibration errors ([squared]) are not available on "
-                          "weighted rows", hint=hint)
     if config.binning.strategy != "uniform":
         raise ConfigError("quantile bins are not available on weighted rows: their edges "
                           "would ignore the weights", hint="use --binning uniform")
