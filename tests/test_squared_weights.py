@@ -1,6 +1,7 @@
 """The squared calibration errors on weighted rows (docs/weights.md): the weighted risk and
 every weighted estimator against slow loops, frequency weights against the repeated rows,
-and a weighted audit with ``--squared`` that says the same thing everywhere."""
+and a weighted audit with ``--squared`` (and its weighted smoothed diagram) that says the
+same thing everywhere."""
 
 from __future__ import annotations
 
@@ -238,6 +239,11 @@ def test_weighted_audit_with_squared_errors_agrees_everywhere(tmp_path):
         assert re.search(rf"^{target}\s+\|\s+{re.escape(shown)}\s", terminal, re.M)
         assert f"| {target} | {shown} |" in markdown
         assert re.search(rf"{target}\s+{re.escape(shown)}\b", html)
+    curve = result["diagrams"]["smooth_reliability"]  # the weighted smoothed diagram
+    (smece,) = [m for m in result["metrics"] if m["id"] == "smece"]
+    assert curve["weights"] == "design" and curve["smece"] == smece["value"]
+    for text in (markdown, html):
+        assert "Every row counts with its weight (design weights)." in text
     verdict = result["verdict"]
     assert f"verdict: {verdict}" in out.stdout and f"## Verdict: {verdict}" in markdown
     junit = (tmp_path / "r.xml").read_text()

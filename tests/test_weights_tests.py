@@ -172,10 +172,13 @@ def test_hosmer_lemeshow_and_the_kernel_tests_are_skipped_with_the_reason(tmp_pa
     metric_ids = {m["id"] for m in result["metrics"]}
     assert {"skce_b", "skce_uq"} <= metric_ids and not {"skce_ul", "skce_block"} & metric_ids
     left_out = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
-    assert "hosmer_lemeshow" in left_out and "smooth reliability diagram" in left_out
+    assert "hosmer_lemeshow" in left_out and "smooth reliability diagram" not in left_out
     assert "skce_ul, skce_block" in left_out
     assert result["diagrams"]["reliability"]["weights"] == "frequency"
-    assert "smooth_reliability" not in result["diagrams"]
+    curve = result["diagrams"]["smooth_reliability"]
+    (smece,) = [m for m in result["metrics"] if m["id"] == "smece"]
+    assert curve["weights"] == "frequency" and curve["smece"] == smece["value"]
+    assert curve["sigma"] == smece["params"]["sigma"]
 
 
 def test_inconclusive_rule_counts_effective_events() -> None:

@@ -102,9 +102,7 @@ def debiased_defined(data: CalibrationData) -> bool:
 def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
-                                                   "weighted version"},
-           {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
-                                                          "(smece is)"}]
+                                                   "weighted version"}]
     if not data.is_binary:
         out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
                                                              "weighted yet"})

@@ -12,6 +12,9 @@ label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_dr
 Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
 the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
 The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`.
+The smoothed reliability curve is that of the weighted law
+(:func:`calaudit.metrics.smooth_ece.smooth_reliability` with the row weights), at the
+weighted smooth ECE's fixed point.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from calaudit.inference.weighted_tests import null_sums
 from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
 from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.metrics.smooth_ece import smooth_reliability
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.intervals import wilson_interval
 from calaudit.numerics.tabulate import Cells
@@ -37,17 +41,21 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          n_bins: int = 15, strategy: Strategy = "uniform",
                          band_resamples: int | None = None,
                          rng: np.random.Generator | None = None) -> dict[str, Any]:
-    """``{"reliability": panel}`` for the binary (two classes) or top-label notion."""
+    """``{"reliability": panel, "smooth_reliability": curve}`` for the binary (two
+    classes) or top-label notion."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
                                band_resamples, rng)
     histogram = score_histogram(binned.scores)  # the weight of each histogram bin
     where, _ = bin_index(binned.scores, HISTOGRAM_BINS, "uniform")
     histogram["counts"] = np.bincount(where, row_weights, minlength=HISTOGRAM_BINS).tolist()
+    notion = default_notion(y_proba.shape[1])
+    curve = smooth_reliability(binned.scores, binned.outcomes, row_weights)
     return {"reliability": {
-        "notion": default_notion(y_proba.shape[1]), "n_bins": n_bins, "binning": strategy,
+        "notion": notion, "n_bins": n_bins, "binning": strategy,
         "weights": weights.kind, "bins": bins, "consistency_band": band,
-        "histogram": histogram}}
+        "histogram": histogram},
+        "smooth_reliability": {"notion": notion, **curve.to_dict(), "weights": weights.kind}}
 
 
 def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,

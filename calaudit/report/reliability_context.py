@@ -108,6 +108,8 @@ def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
                f"{fmt_number(curve.get('sigma'))} (the fixed point sigma = smECE_sigma): the "
                f"observed frequency smoothed by a Gaussian kernel of that width, drawn "
                f"thicker where predictions are dense (Blasiok and Nakkiran 2023).")
+    if curve.get("weights"):
+        caption += f" Every row counts with its weight ({curve['weights']} weights)."
     return namer.view(
         "smooth_reliability", f"Smoothed reliability diagram ({notion})",
         alt=f"Smoothed reliability diagram ({notion}): kernel-smoothed observed frequency "
