@@ -87,12 +87,18 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
-    checks = list(result.checks)
-    write_documents(render_documents(payload, outputs, config.fail_on, checks) + state_doc,
-                    ui)
+    return finish(payload, list(result.checks), config, outputs, ui, state_doc)
+
+
+def finish(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
+           extra: list[tuple[str, str | bytes]]) -> ExitCode:
+    """Write every output of an audit with the ``extra`` documents (all or none), the
+    GitHub outputs and the summary; the exit code of the gate."""
+    write_documents(render_documents(payload, outputs, config.fail_on, checks) + extra, ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
+    sys.stdout.flush()
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
 
 
