@@ -252,23 +252,3 @@ def u_statistic_sums(products: NDArray[np.float64], squares: NDArray[np.float64]
     ``classes`` of each resample."""
     total = np.einsum("dc,dc->c", products, products) - squares
     return total.reshape(classes, -1).sum(axis=0)
-
-
-def feature_matmul(features: FourierFeatures, x: NDArray[np.float64],
-                   w: NDArray[np.float64], entries: int = CHUNK_ENTRIES
-                   ) -> NDArray[np.float64]:
-    """``Phi (Phi^T W)``: the feature kernel times ``W`` (n,) or (n, q), two passes over
-    the rows, O(n (D + q)) time per feature. E.g. the local calibration bias's numerator
-    and denominator ``K r`` and ``K 1`` become ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)``."""
-    wm = np.asarray(w, dtype=np.float64)
-    flat = wm.reshape(wm.shape[0], -1)
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        out[:] = flat[start:stop]
-
-    products, _ = feature_products(features, x, fill, flat.shape[1], entries)
-    out = np.empty_like(flat)
-    for start, stop in row_chunks(flat.shape[0], features.n_features + flat.shape[1],
-                                  entries):
-        out[start:stop] = features.transform(x[start:stop]).astype(np.float64) @ products
-    return out.reshape(wm.shape)
