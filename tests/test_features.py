@@ -30,7 +30,6 @@ from calaudit.numerics.block_draws import (
     block_totals,
     label_indicators,
     label_thresholds,
-    labels_of,
 )
 from calaudit.numerics.features import (
     FourierFeatures,
@@ -140,6 +139,16 @@ def block_labels(seed, stream, proba, b):
         out.append(labels_of(label_indicators(block_rng(seed, stream, block),
                                               thresholds[lo:hi], b, classes)))
     return np.vstack(out)
+
+
+def labels_of(indicators):
+    """Class labels from :func:`label_indicators`."""
+    if len(indicators) == 1:
+        return indicators[0].astype(np.intp)
+    labels = np.zeros(indicators[0].shape, dtype=np.intp)
+    for k, ind in enumerate(indicators):
+        labels[ind] = k
+    return labels
 
 
 def redrawn_residuals(labels, proba):

@@ -163,8 +163,8 @@ def resampled(gram: GaussianProductGram, units: WeightedUnits | VectorUnits,
         level_sums.append(scores.level_sums(z))
         top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
 
-    forms, null_forms, _ = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
-                                         n_resamples, rng, residual, observe=observe)
+    forms, null_forms = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
+                                      n_resamples, rng, residual, observe=observe)
     observed = float(klce2_value(forms, sums)[0])
     null = klce2_value(null_forms, np.concatenate(found, axis=1))
     total, squares = float(sums[0, 0]), float(sums[1, 0])
