@@ -10,7 +10,6 @@ Only typer, rich and the standard library load at start-up.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -102,14 +101,12 @@ def _root(
     """Audit whether a classifier's predicted probabilities can be trusted."""
 
 
-def _command(module: str, function: str, *args: Any, **kwargs: Any) -> None:
-    """Run ``calaudit.cli.<module>.<function>`` inside the error boundary, imported only
-    now (``--help`` stays fast); its exit code (0 unless it returns one) ends the
-    command."""
+def _audit(ctx: typer.Context, metrics_only: bool) -> None:
     with error_boundary():
-        run = getattr(importlib.import_module(f"calaudit.cli.{module}"), function)
-        code = run(*args, **kwargs)
-    raise typer.Exit(int(code) if isinstance(code, int) else 0)
+        from calaudit.cli.audit_command import run_command
+
+        code = run_command(ctx, metrics_only=metrics_only)
+    raise typer.Exit(int(code))
 
 
 @app.command(cls=HelpCommand)
@@ -122,7 +119,7 @@ def test(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit test preds.parquet --covariates age,race --html audit.html --junit junit.xml
     """
-    _command("audit_command", "run_command", ctx, metrics_only=False)
+    _audit(ctx, metrics_only=False)
 
 
 @app.command(cls=HelpCommand)
@@ -134,7 +131,7 @@ def metrics(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit metrics preds.csv --json -
     """
-    _command("audit_command", "run_command", ctx, metrics_only=True)
+    _audit(ctx, metrics_only=True)
 
 
 @app.command(cls=HelpCommand)
@@ -152,7 +149,11 @@ def monitor(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit monitor state.json batch_2024_07.parquet --html drift.html
     """
-    _command("monitor_command", "run_monitor", ctx)
+    with error_boundary():
+        from calaudit.cli.monitor_command import run_monitor
+
+        code = run_monitor(ctx)
+    raise typer.Exit(int(code))
 
 
 @app.command(cls=HelpCommand)
@@ -169,7 +170,11 @@ def compare(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit compare released.json candidate.json --regression-tolerance 0.005
     """
-    _command("compare_command", "run_compare", ctx)
+    with error_boundary():
+        from calaudit.cli.compare_command import run_compare
+
+        code = run_compare(ctx)
+    raise typer.Exit(int(code))
 
 
 @config_app.command("show", cls=HelpCommand)
@@ -181,7 +186,10 @@ def config_show(ctx: typer.Context, **params: Any) -> None:
 
     Example: CALAUDIT_ALPHA=0.01 calaudit config show
     """
-    _command("config_command", "show", ctx, as_json=ctx.params["show_json"])
+    with error_boundary():
+        from calaudit.cli.config_command import show
+
+        show(ctx, as_json=ctx.params["show_json"])
 
 
 @config_app.command("init", cls=HelpCommand)
@@ -193,8 +201,10 @@ def config_init(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit config init && calaudit config show
     """
-    _command("config_command", "init", ctx.params["path"], pyproject=ctx.params["pyproject"],
-             force=ctx.params["force"])
+    with error_boundary():
+        from calaudit.cli.config_command import init
+
+        init(ctx.params["path"], pyproject=ctx.params["pyproject"], force=ctx.params["force"])
 
 
 @app.command(cls=HelpCommand)
@@ -205,7 +215,10 @@ def report(ctx: typer.Context, **params: Any) -> None:
 
     Example: calaudit report result.json --pdf audit.pdf --signoff-name "A. Auditor"
     """
-    _command("report_command", "run_from_options", ctx.params)
+    with error_boundary():
+        from calaudit.cli.report_command import run_from_options
+
+        run_from_options(ctx.params)
 
 
 @app.command("sample-data", cls=HelpCommand)
