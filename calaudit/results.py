@@ -174,25 +174,13 @@ class TestResult:
         return (f"TestResult(id={self.id!r}, statistic={self.statistic:.6g}, "
                 f"p_value={self.p_value:.6g}, null_distribution={null}{note})")
 
+    #: The fields of the JSON result's test entries, in their order.
+    JSON_FIELDS = ("id", "title", "family", "role", "statistic", "estimate", "p_value",
+                   "alpha", "p_value_adjusted", "status", "method", "n_resamples", "params",
+                   "message", "null_distribution")
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "family": self.family,
-            "role": self.role,
-            "statistic": jsonable(self.statistic),
-            "estimate": jsonable(self.estimate),
-            "p_value": jsonable(self.p_value),
-            "alpha": jsonable(self.alpha),
-            "p_value_adjusted": jsonable(self.p_value_adjusted),
-            "status": jsonable(self.status),
-            "method": self.method,
-            "n_resamples": self.n_resamples,
-            "params": jsonable(self.params),
-            "message": self.message,
-            "null_distribution": (None if self.null_distribution is None
-                                  else jsonable(self.null_distribution)),
-        }
+        return {name: jsonable(getattr(self, name)) for name in self.JSON_FIELDS}
 
 
 @dataclass(frozen=True)
