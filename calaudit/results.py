@@ -9,6 +9,7 @@ whole audit. ``to_dict`` produces only JSON builtins; non-finite floats become `
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -265,3 +266,10 @@ class AuditResult:
             "environment": jsonable(self.environment),
             "runtime_seconds": round(self.runtime_seconds, 3),
         }
+
+
+def to_json(result: AuditResult | dict[str, Any]) -> str:
+    """The JSON result (docs/result-schema.md): sorted, indented, stable bytes for a given
+    result; floats use Python's shortest round-trip representation."""
+    payload = result.to_dict() if isinstance(result, AuditResult) else result
+    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

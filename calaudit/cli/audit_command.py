@@ -14,14 +14,14 @@ from typing import Any
 from calaudit import progress
 from calaudit.audit.gate import Check, ExitCode, exit_code, gating
 from calaudit.cli.ci_outputs import emit_github
-from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
 from calaudit.exceptions import ConfigError
 from calaudit.output.files import check_targets, write_all
-from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_summary
+from calaudit.results import to_json
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 

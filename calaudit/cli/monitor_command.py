@@ -13,7 +13,7 @@ from typing import Any
 from calaudit import progress
 from calaudit.audit.gate import ExitCode
 from calaudit.cli.audit_command import finish, output_targets
-from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.output.files import check_targets
 
 

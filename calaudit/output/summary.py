@@ -14,11 +14,16 @@ from rich.table import Table
 
 from calaudit.audit.gate import Check, failing, statistic_text
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
-from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
+from calaudit.output.formatting import (
+    fmt_bias,
+    fmt_bias_ci,
+    fmt_number,
+    fmt_pvalue,
+    weights_line,
+)
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
 from calaudit.output.over_time_table import new_table, over_time_tables
 from calaudit.output.story import plain, story
-from calaudit.output.weights_note import weights_line
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
