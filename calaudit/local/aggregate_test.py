@@ -34,7 +34,6 @@ from calaudit.numerics.pairwise import as_columns
 from calaudit.scale import stream_seed
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
-TEST_ID = "local_consistency"
 METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
           "fixed; members: a recalibration score statistic per covariate and for all "
           "covariates together, and KLCE^2; statistic A = max_j log(w_j / q_j) with q_j "

@@ -317,25 +317,22 @@ class LocalTests:
             bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
             gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
                                 lazy=self.features is not None)
+            features = None if self.features is None else product_features(
+                gram.features, self.choice.n_features, self.choice.frequency_seed)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
             if not testing:
-                row["statistic"] = (klce2(gram, r_c) if self.features is None else
-                                    feature_statistic(product_features(
-                                        gram.features, self.choice.n_features,
-                                        self.choice.frequency_seed), gram.features, r_c))
+                row["statistic"] = (klce2(gram, r_c) if features is None else
+                                    feature_statistic(features, gram.features, r_c))
                 rows.append(row)
                 continue
             scores = self.score_members(p_c)
-            if self.features is not None:
-                features = product_features(gram.features, self.choice.n_features,
-                                            self.choice.frequency_seed)
+            if features is not None:
                 seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
                 res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
                                                lc.n_resamples, stream=stream)
                 found = aggregate.feature_aggregate(
                     res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
-                    *codes, seed,
-                    lc.n_resamples, stream=stream)
+                    *codes, seed, lc.n_resamples, stream=stream)
                 method = "local aggregate test, one-vs-rest, random features"
             else:
                 found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,

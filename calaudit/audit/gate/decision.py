@@ -99,7 +99,6 @@ GROUPS_TEST_ID = "groups_bonferroni"
 #: graded at ``alpha`` less that level (Bonferroni between the two).
 MONITOR_ID = "calibration_eprocess"
 MONITOR_SHARE = 0.5
-SCOPES = ("primary", "battery", "family")
 
 
 def primary_indices(tests: Sequence[TestResult]) -> list[int]:
