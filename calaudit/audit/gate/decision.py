@@ -45,6 +45,7 @@ import numpy as np
 
 from calaudit import registry
 from calaudit.inference.multitest import adjust_pvalues
+from calaudit.local.groups import excludes_zero
 from calaudit.results import Status, TestResult
 
 #: The one paragraph a reviewer checks against the code (rendered by the reports).
@@ -260,8 +261,7 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
             continue
         significant = row.get("p_value_adjusted") is not None and (
             row["p_value_adjusted"] <= alpha)
-        ci = row.get("bias_ci")
-        excludes = bool(ci) and None not in ci and (ci[0] > 0 or ci[1] < 0)
+        excludes = excludes_zero(row)
         fails = open_ and significant and excludes
         row["status"] = "FAIL" if fails else "PASS"
         notes = []
