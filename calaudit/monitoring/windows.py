@@ -8,7 +8,7 @@ A window rule is one of
   1970-01-01 00:00, weeks at Monday 1970-01-05, months at January 1970. A window's *key* is
   its period number since the anchor, so the same row falls into the same window whatever
   else is in the file. Time-zone aware times are converted to UTC first. Periods without
-  rows are not windows.
+  rows are not windows (they are counted in ``Windows.empty_periods``).
 * a **row count** ``N`` (an integer or ``'5000rows'``): consecutive runs of ``N`` rows in
   time order (file order without a time column); a call's last window may be shorter. Each
   call starts a new window, so appending batches reproduces one run over the concatenated
@@ -118,6 +118,7 @@ class Windows:
     labels: tuple[str, ...]
     starts: tuple[str | None, ...]
     ends: tuple[str | None, ...]
+    empty_periods: int = 0
 
     @property
     def count(self) -> int:
@@ -239,7 +240,8 @@ def _calendar(rule: WindowRule, stamps: pd.Series, source: str) -> Windows:
         raise InputError(f"the windows of {rule.text()} reach beyond the years 1-9999 "
                          "that window bounds can have", source=source, rule="window",
                          hint="use a shorter window") from None
-    return Windows(order, bounds, tuple(int(k) for k in unique), labels, *iso)
+    empty = int(unique[-1] - unique[0] + 1 - unique.size)
+    return Windows(order, bounds, tuple(int(k) for k in unique), labels, *iso, empty)
 
 
 def _period_numbers(rule: WindowRule, stamps: pd.Series) -> NDArray[np.int64]:
