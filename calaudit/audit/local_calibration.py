@@ -64,7 +64,7 @@ class LocalCalibrationStage:
         else:
             outcome, prediction = top_label_residual(data.y_true, data.y_proba)
             scalar_r = outcome - prediction
-        tests, statistic, per_class = setup.run(scalar_r)
+        tests, statistic, per_class = setup.run()
         metric = MetricResult("klce2", statistic, setup.kernel_params(),
                               title=registry.title("klce2"))
         klce = setup.klce_section(statistic, tests, per_class)
@@ -95,10 +95,7 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
         outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
     else:
         outcome, prediction = top_label_residual(data.y_true, data.y_proba)
-    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
-                                 adjust=lc.group_adjust, alpha=config.alpha,
-                                 ci_resamples=lc.group_ci_resamples,
-                                 level=lc.confidence_level, resample=config.run_tests)
+    settings = group_settings(config)
     specs = grp.define_groups(setup.levels, lc.intersections)
     rows = WeightedRows.of(data.weights, outcome, prediction)
     table = weighted_group_table(specs, rows, data.weights.kind == "frequency",
@@ -129,6 +126,15 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                        attribution=section or {})
 
 
+def group_settings(config: Any) -> grp.GroupSettings:
+    """The group table's thresholds and sizes from the audit's configuration."""
+    lc = config.local
+    return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
+                             adjust=lc.group_adjust, alpha=config.alpha,
+                             ci_resamples=lc.group_ci_resamples, level=lc.confidence_level,
+                             resample=config.run_tests)
+
+
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
                 prediction: np.ndarray, klce: dict[str, Any]) -> dict[str, Any]:
     """Attribution, LCB, group table (explained groups marked), disparity and the groups'
@@ -140,10 +146,7 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     lcb, lcb_section = LcbEstimation(setup).run(scalar_r, prediction,
                                                 categorical_separation(section))
     specs = grp.define_groups(setup.levels, lc.intersections)
-    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
-                                 adjust=lc.group_adjust, alpha=config.alpha,
-                                 ci_resamples=lc.group_ci_resamples,
-                                 level=lc.confidence_level, resample=config.run_tests)
+    settings = group_settings(config)
     table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings)
     if attribution is not None:
         mark_explained(table, specs, attribution, outcome, config.alpha)

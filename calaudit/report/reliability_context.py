@@ -43,14 +43,17 @@ def bin_rows(bins: Mapping[str, Sequence[Any]], band: Mapping[str, Any] | None
     return tuple(rows)
 
 
+#: Axis labels of a reliability diagram by its notion (binary or top-label).
+AXIS_LABELS = {"binary": ("predicted probability", "observed frequency"),
+               "top-label": ("confidence (probability of the predicted class)", "accuracy")}
+
+
 def _axis_labels(result: Mapping[str, Any], notion: str) -> tuple[str, str]:
     classes = (result.get("data") or {}).get("classes") or []
     if notion == "binary" and len(classes) == 2:
         return (f"predicted probability of class {classes[1]}",
                 f"observed frequency of class {classes[1]}")
-    if notion == "top-label":
-        return "confidence (probability of the predicted class)", "accuracy"
-    return "predicted probability", "observed frequency"
+    return AXIS_LABELS.get(notion, AXIS_LABELS["binary"])
 
 
 def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> ReliabilityView:
