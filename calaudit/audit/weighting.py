@@ -103,9 +103,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
                                                    "weighted version"}]
-    if not data.is_binary:
-        out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
-                                                             "weighted yet"})
     if not skce_weighted(data, config.skce):
         out.append({"id": "skce_b, skce_uq", "reason": (
             f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
