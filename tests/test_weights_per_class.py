@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import calaudit
+from calaudit import CalibrationData
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_diagrams import weighted_per_class
 from calaudit.metrics.consistency import consistency_band
@@ -49,6 +51,23 @@ def test_frequency_weighted_panels_equal_the_repeated_rows_panels() -> None:
         assert panel["bins"]["effective_size"] == panel["bins"]["count"]
         for key, values in other["consistency_band"].items():
             assert panel["consistency_band"][key] == pytest.approx(values, rel=1e-12), key
+
+
+def test_frequency_weighted_audit_draws_the_repeated_rows_panels() -> None:
+    y, proba, rng = three_classes(300, 4)
+    w = rng.integers(0, 4, y.size)
+    repeat = np.repeat(np.arange(y.size), w)
+    config = calaudit.AuditConfig(n_resamples=99, random_state=4)
+    mine, theirs = (calaudit.run_audit(data, config).to_dict()["diagrams"]
+                    for data in (CalibrationData.from_arrays(y, proba, sample_weight=w),
+                                 CalibrationData.from_arrays(y[repeat], proba[repeat])))
+    assert len(mine["reliability_per_class"]) == 3
+    for panel, other in zip(mine["reliability_per_class"], theirs["reliability_per_class"],
+                            strict=True):
+        assert panel["class"] == other["class"]
+        for part in ("bins", "consistency_band"):
+            for key, values in other[part].items():
+                assert panel[part][key] == pytest.approx(values, rel=1e-12, abs=1e-15), key
 
 
 def test_design_weighted_panel_bins_match_a_loop_over_rows() -> None:
