@@ -210,6 +210,9 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
     reach ``alpha``)
     (:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`)."""
     if weights is not None and (weights.kind != "frequency" or weights.label_dependent):
+        if rng is None:
+            raise ValueError("the weighted Hosmer-Lemeshow test needs rng: its p-value is "
+                             "Monte-Carlo")
         return weighted_hosmer_lemeshow(y_true, p, weights, groups=groups,
                                         n_resamples=n_resamples, alpha=alpha, rng=rng)
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
