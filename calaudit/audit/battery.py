@@ -15,7 +15,6 @@ from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
 from calaudit.audit.weighting import (
-    HOSMER_LEMESHOW_REASON,
     KERNEL_REASON,
     debiased_defined,
     information_scale,
@@ -138,8 +137,8 @@ class ClinicalStage:
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
         if weights is not None:
             tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
-                     "hosmer_lemeshow": lambda: not_weighted("hosmer_lemeshow",
-                                                             HOSMER_LEMESHOW_REASON)}
+                     "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
+                         .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 

@@ -23,12 +23,10 @@ from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
 #: :mod:`calaudit.inference.weighted_skce_test`).
-WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency")
+WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
 #: Why the other kernel tests are not weighted.
 KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
                  "tests the weighted skce_uq (up to skce.max_quadratic_n rows)")
-HOSMER_LEMESHOW_REASON = ("Hosmer-Lemeshow has no valid weighted chi-square law: its "
-                          "statistic assumes unweighted binomial counts per group")
 
 
 def is_weighted(data: CalibrationData) -> bool:
@@ -103,9 +101,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
                                                    "weighted version"}]
-    if not data.is_binary:
-        out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
-                                                             "weighted yet"})
     if not skce_weighted(data, config.skce):
         out.append({"id": "skce_b, skce_uq", "reason": (
             f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
@@ -113,8 +108,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
             "median heuristic is exact up to there)")})
     if not debiased_defined(data):
         out.append({"id": "ece_debiased", "reason": "its bias term needs frequency weights"})
-    if config.run_tests and config.global_tests.hosmer_lemeshow:
-        out.append({"id": "hosmer_lemeshow", "reason": HOSMER_LEMESHOW_REASON})
     return out
 
 

@@ -11,7 +11,12 @@ event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also
 label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
 Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
 the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
-The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`.
+The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`,
+and so do the one-vs-rest panels of a multi-class model (``reliability_per_class``): class
+``c``'s panel is the weighted diagram of the labels ``1{y = c}`` against ``p_c``, its band
+redrawn from ``Bernoulli(p_c)`` per unit (per row for design weights), the null of that
+view (negative sampling is for binary models only, so the weights do not follow the
+label).
 The smoothed reliability curve is that of the weighted law
 (:func:`calaudit.metrics.smooth_ece.smooth_reliability` with the row weights), at the
 weighted smooth ECE's fixed point.
@@ -19,6 +24,7 @@ weighted smooth ECE's fixed point.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,9 +46,11 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          weights: SampleWeights, row_weights: NDArray[np.float64], *,
                          n_bins: int = 15, strategy: Strategy = "uniform",
                          band_resamples: int | None = None,
-                         rng: np.random.Generator | None = None) -> dict[str, Any]:
+                         rng: np.random.Generator | None = None,
+                         classes: Sequence[str] | None = None) -> dict[str, Any]:
     """``{"reliability": panel, "smooth_reliability": curve}`` for the binary (two
-    classes) or top-label notion."""
+    classes) or top-label notion; for more than two classes also
+    ``reliability_per_class`` (:func:`weighted_per_class`, named by ``classes``)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
                                band_resamples, rng)
@@ -51,7 +59,10 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     histogram["counts"] = np.bincount(where, row_weights, minlength=HISTOGRAM_BINS).tolist()
     notion = default_notion(y_proba.shape[1])
     curve = smooth_reliability(binned.scores, binned.outcomes, row_weights)
-    return {"reliability": {
+    per_class = ({} if y_proba.shape[1] == 2 else {"reliability_per_class": weighted_per_class(
+        y_true, y_proba, weights, n_bins=n_bins, strategy=strategy,
+        band_resamples=band_resamples, rng=rng, classes=classes)})
+    return {**per_class, "reliability": {
         "notion": notion, "n_bins": n_bins, "binning": strategy,
         "weights": weights.kind, "bins": bins, "consistency_band": band,
         "histogram": histogram},
@@ -96,6 +107,26 @@ def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
             "mean_score": (seen.score[:, 0] / count).tolist(),
             "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
             "rate_high": np.asarray(high).tolist(), "effective_size": size.tolist()}, band
+
+
+def weighted_per_class(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                       weights: SampleWeights, *, n_bins: int = 15,
+                       strategy: Strategy = "uniform", band_resamples: int | None = None,
+                       rng: np.random.Generator | None = None,
+                       classes: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The one-vs-rest panels of a multi-class model on weighted rows (module docstring):
+    per class ``c`` (in order, named by ``classes``, default ``"0" .. "m-1"``) the
+    :func:`weighted_bins` of the scores ``p_c`` and outcomes ``1{y = c}`` with the rows'
+    weights, and its band from ``band_resamples`` redraws drawn with ``rng``."""
+    row_weights = np.asarray(weights.design, dtype=np.float64)
+    panels = []
+    for k, name in enumerate(classes or [str(k) for k in range(y_proba.shape[1])]):
+        binned = BinnedOutcomes.build(np.ascontiguousarray(y_proba[:, k]),
+                                      (y_true == k).astype(np.float64), n_bins=n_bins,
+                                      strategy=strategy)
+        bins, band = weighted_bins(binned, weights, row_weights, False, band_resamples, rng)
+        panels.append({"class": name, "bins": bins, "consistency_band": band})
+    return panels
 
 
 def take(weights: SampleWeights, rows: NDArray[np.intp]) -> SampleWeights:

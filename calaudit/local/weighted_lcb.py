@@ -18,7 +18,7 @@ weights vary with the sample, so ``D_j`` does too):
 (``w_i^2`` for one unit per row). Coverage: ``validation/weights_lcb.py``.
 The summary is of the weighted law of the values (rows of weight 0 left out): weighted mean,
 mean ``|LCB|`` and standard deviation (``sum w (x - mean)^2 / W``), min, max and weighted
-quantiles (:func:`calaudit.local.weighted_local.weighted_quantiles`); a group's ``mean_lcb``
+quantiles (:func:`calaudit.numerics.binning.weighted_quantiles`); a group's ``mean_lcb``
 is ``sum w LCB / sum w`` over its rows.
 
 The per-group curves (:mod:`calaudit.local.lcb_curves`) weight each row's Gaussian weight
@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.weights import kish
-from calaudit.local.weighted_local import weighted_quantiles
+from calaudit.numerics.binning import weighted_quantiles
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from calaudit.local.weighted_klce import (
     unit_sampler,
     weighted_klce2,
 )
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import TestResult
 
@@ -117,30 +118,6 @@ def weighted_levels(cov: Any, n_bands: int, weights: NDArray[np.float64],
     edges = weighted_quantiles(x, weights, np.linspace(0.0, 1.0, n_bands + 1), frequency)
     codes, labels = edge_bands(x, np.unique(edges))
     return Levels(cov.name, codes, labels)
-
-
-def weighted_quantiles(x: NDArray[np.float64], weights: NDArray[np.float64],
-                       probabilities: NDArray[np.float64], frequency: bool
-                       ) -> NDArray[np.float64]:
-    """Quantiles of ``x`` counted ``weights`` times: for whole-number weights
-    ``np.quantile`` of the repeated values (linear interpolation), else the smallest value
-    whose cumulative weight reaches the probability (the smallest value at 0)."""
-    order = np.argsort(x, kind="stable")
-    sorted_x, cumulative = x[order], np.cumsum(weights[order])
-    probabilities = np.asarray(probabilities, dtype=np.float64)
-    if frequency:
-        total = int(round(float(cumulative[-1])))
-        position = (total - 1) * probabilities
-        low = np.floor(position)
-
-        def stat(rank: float) -> float:
-            return float(sorted_x[np.searchsorted(cumulative, rank, side="right")])
-
-        return np.array([np.quantile([stat(lo), stat(min(lo + 1, total - 1))], h - lo)
-                         for h, lo in zip(position, low, strict=True)])
-    at = np.searchsorted(cumulative, probabilities * cumulative[-1], side="left")
-    edges = sorted_x[np.clip(at, 0, x.size - 1)]
-    return np.where(probabilities == 0, sorted_x[0], edges)
 
 
 def null_variance(units: WeightedUnits | VectorUnits) -> NDArray[np.float64]:
