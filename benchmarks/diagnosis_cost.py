@@ -70,7 +70,7 @@ def main() -> None:
     r = setup.r
     outcome, prediction = data.y_true.astype(np.float64), setup.proba
     timed(f"tests {', '.join(lc.tests)} ({lc.n_resamples} resamples)",
-          lambda: setup.run(r), test)
+          setup.run, test)
     diag: dict[str, float] = {}
     print("diagnostics:")
     attribution = timed("attribution GLMs",

@@ -27,14 +27,13 @@ from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.data.dataset import CalibrationData
 from calaudit.numerics.random import one_seed, stream
 from calaudit.report import plots
+from calaudit.report.reliability_context import AXIS_LABELS
 
 __all__ = ["ReliabilityDisplay", "SmoothReliabilityDisplay", "LcbDisplay",
            "BiasByGroupDisplay"]
 
 #: Groups drawn by :class:`BiasByGroupDisplay` by default (the largest |bias|).
 MAX_GROUPS = 20
-LABELS = {"binary": ("predicted probability", "observed frequency"),
-          "top-label": ("confidence (probability of the predicted class)", "accuracy")}
 
 
 def _part(result: Any, name: str) -> Any:
@@ -82,7 +81,7 @@ class ReliabilityDisplay(_Display):
         self.hist_ax_ = None
 
     def plot(self, ax=None, *, histogram: bool = True) -> ReliabilityDisplay:
-        xlabel, ylabel = LABELS.get(self.notion, LABELS["binary"])
+        xlabel, ylabel = AXIS_LABELS.get(self.notion, AXIS_LABELS["binary"])
         with plots.plot_style():
             if ax is None and histogram and self.histogram:
                 _, (ax, self.hist_ax_) = _new_figure((6.4, 5.4), 2, sharex=True,
@@ -135,7 +134,7 @@ class SmoothReliabilityDisplay(_Display):
         self.smece, self.sigma = curve.get("smece"), curve.get("sigma")
 
     def plot(self, ax=None) -> SmoothReliabilityDisplay:
-        xlabel, ylabel = LABELS.get(self.notion, LABELS["binary"])
+        xlabel, ylabel = AXIS_LABELS.get(self.notion, AXIS_LABELS["binary"])
         with plots.plot_style():
             ax = ax if ax is not None else _new_figure((6.4, 4.4))[1]
             plots.plot_smooth_reliability(self.curve, ax, xlabel=xlabel,

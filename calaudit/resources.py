@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def resource_dirs(name: str, marker: str, override: str | Path | None = None) -> list[Path]:
+def resource_dirs(name: str, marker: str) -> list[Path]:
     """Existing copies of resource directory ``name`` that contain ``marker``."""
     package = Path(__file__).resolve().parent
-    candidates = [Path(override)] if override else []
-    candidates += [package / name, package.parent / name]
+    candidates = [package / name, package.parent / name]
     found = [path for path in candidates if (path / marker).is_file()]
     if not found:
         raise FileNotFoundError(

@@ -9,6 +9,7 @@ whole audit. ``to_dict`` produces only JSON builtins; non-finite floats become `
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -174,25 +175,13 @@ class TestResult:
         return (f"TestResult(id={self.id!r}, statistic={self.statistic:.6g}, "
                 f"p_value={self.p_value:.6g}, null_distribution={null}{note})")
 
+    #: The fields of the JSON result's test entries, in their order.
+    JSON_FIELDS = ("id", "title", "family", "role", "statistic", "estimate", "p_value",
+                   "alpha", "p_value_adjusted", "status", "method", "n_resamples", "params",
+                   "message", "null_distribution")
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "family": self.family,
-            "role": self.role,
-            "statistic": jsonable(self.statistic),
-            "estimate": jsonable(self.estimate),
-            "p_value": jsonable(self.p_value),
-            "alpha": jsonable(self.alpha),
-            "p_value_adjusted": jsonable(self.p_value_adjusted),
-            "status": jsonable(self.status),
-            "method": self.method,
-            "n_resamples": self.n_resamples,
-            "params": jsonable(self.params),
-            "message": self.message,
-            "null_distribution": (None if self.null_distribution is None
-                                  else jsonable(self.null_distribution)),
-        }
+        return {name: jsonable(getattr(self, name)) for name in self.JSON_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -277,3 +266,10 @@ class AuditResult:
             "environment": jsonable(self.environment),
             "runtime_seconds": round(self.runtime_seconds, 3),
         }
+
+
+def to_json(result: AuditResult | dict[str, Any]) -> str:
+    """The JSON result (docs/result-schema.md): sorted, indented, stable bytes for a given
+    result; floats use Python's shortest round-trip representation."""
+    payload = result.to_dict() if isinstance(result, AuditResult) else result
+    return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

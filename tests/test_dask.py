@@ -502,7 +502,6 @@ def _feature_inputs(classes: int) -> dict:
         klce = r
     z = np.column_stack([x, rng.normal(size=(n, 2))])
     return {"x": x, "z": z, "proba": proba, "scale": scale, "r": r, "klce": klce,
-            "scalar": klce if klce.ndim == 1 else klce.sum(axis=1),
             "skce_features": FourierFeatures.draw("sqeuclidean", 2.0, x.shape[1], 32, 5),
             "local_features": FourierFeatures.draw("sqeuclidean", 1.0, z.shape[1], 32, 6)}
 
@@ -527,11 +526,9 @@ def _feature_passes(inputs: dict) -> list[bytes]:
             skce.consistency.null_distribution.tobytes(), skce.forms.quadratic.tobytes(),
             skce.forms.linear.tobytes(), skce.forms.ties.tobytes()]
     for test in ("klce_consistency", "klce_bootstrap"):
-        local = feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
-                                   inputs["klce"], inputs["proba"], test, rng(4), 19,
-                                   task_rows=TASK)
-        out += [local.bias.values.tobytes(), local.bias.weight_sums.tobytes(),
-                local.test.null_distribution.tobytes(), np.float64(local.statistic).tobytes()]
+        local = feature_local_pass(inputs["local_features"], inputs["z"], inputs["klce"],
+                                   inputs["proba"], test, rng(4), 19, task_rows=TASK)
+        out += [local.test.null_distribution.tobytes(), np.float64(local.statistic).tobytes()]
     single = feature_consistency_test(inputs["local_features"], inputs["z"], inputs["klce"],
                                       inputs["proba"], rng(8), 19, task_rows=TASK)
     return out + [single.null_distribution.tobytes()]
@@ -579,13 +576,13 @@ def test_the_feature_passes_place_their_rows_once_per_stage(workers, request, mo
     before = set(client.who_has())
     executor = DaskExecutor(client)
     with scale.using(executor):
-        feature_local_pass(inputs["local_features"], inputs["z"], inputs["scalar"],
-                           inputs["klce"], inputs["proba"], "klce_bootstrap",
-                           np.random.default_rng(4), 19, task_rows=TASK)
+        feature_local_pass(inputs["local_features"], inputs["z"], inputs["klce"],
+                           inputs["proba"], "klce_bootstrap", np.random.default_rng(4), 19,
+                           task_rows=TASK)
     assert passes == ["label_partial", "resample_partial"]
-    # z (3 columns), p, y, lead (2 columns): 8 n + 3 x 8 n + n + 16 n bytes, once;
-    # then the residuals (8 n) for the bootstrap
-    columns = 8 * n * 3 + 8 * n + n + 16 * n
+    # z (3 columns), p, y: 3 x 8 n + 8 n + n bytes, once; then the residuals (8 n) for the
+    # bootstrap
+    columns = 8 * n * 3 + 8 * n + n
     assert len(kept) == 2
     assert columns <= kept[0] < columns + 4_000
     assert 8 * n <= kept[1] < 8 * n + 4_000

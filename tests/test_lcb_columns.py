@@ -108,27 +108,3 @@ def test_cell_index_is_numpy_unique_of_the_rows():
         assert cells.dtype == np.intp and np.array_equal(cells, want_cells.reshape(-1))
     assert cell_index(table, [0]) is None                        # n distinct values
     assert cell_index(table, list(range(1, 10)), limit=20) is None  # 30 cells > 20
-
-
-def test_feature_pass_curve_products_read_the_design_weights():
-    """``Phi^T V`` of the feature pass (``V`` from the design's per-block weights) against
-    the dense weights of :func:`lcb_curves.grid_weights`."""
-    from calaudit.local.features import _bias_pass, product_features
-
-    rng = np.random.default_rng(9)
-    n = 3000
-    z = np.column_stack([rng.uniform(0, 2, n), rng.normal(size=n)])
-    features = product_features(z, 64, 3)
-    lead = rng.normal(size=(features.n_features, 2)) + np.array([0.0, 40.0])
-    requests = _requests(rng, n)
-    design = lcb_curves.curve_design(requests, np.ones(n), 6, dense=False)
-    bias, products = _bias_pass(features, z, lead, design)
-    phi = features.quantised(z).astype(np.float64)
-    start = 0
-    for req in requests:
-        grid, w, _ = lcb_curves.grid_weights(req.x, 6)
-        want = phi[req.rows].T @ (w / bias.weight_sums[req.rows][None, :]).T
-        got = products[:, start:start + grid.size]
-        assert np.allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
-        start += grid.size
-    assert start == products.shape[1]

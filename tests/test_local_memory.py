@@ -244,8 +244,8 @@ def test_feature_pass_on_scaled_rows_is_the_stored_rows_pass():
 
     z, r, p, features = _feature_pass_inputs(3 * 4096 + 17)
     for test in ("klce_consistency", "klce_bootstrap"):
-        out = [feature_local_pass(features, rows, r, r, p, test, np.random.default_rng(3), 19,
-                                  task_rows=8192, bias=False) for rows in (z, np.asarray(z))]
+        out = [feature_local_pass(features, rows, r, p, test, np.random.default_rng(3), 19,
+                                  task_rows=8192) for rows in (z, np.asarray(z))]
         assert out[0].statistic == out[1].statistic
         assert np.array_equal(out[0].test.null_distribution, out[1].test.null_distribution)
         assert out[0].test.p_value == out[1].test.p_value
@@ -268,8 +268,8 @@ def test_feature_pass_holds_no_scaled_rows():
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         with scale.using(SerialExecutor()):  # one range at a time: its temporaries only
-            feature_local_pass(features, z, r, r, p, "klce_consistency",
-                               np.random.default_rng(3), 9, bias=False)
+            feature_local_pass(features, z, r, p, "klce_consistency",
+                               np.random.default_rng(3), 9)
         peaks.append(tracemalloc.get_traced_memory()[1] - base)
         tracemalloc.stop()
     per_row = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])

@@ -14,8 +14,7 @@ from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit as run_full_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.exceptions import ConfigError
-from calaudit.output.json_result import to_json
-from calaudit.results import Status
+from calaudit.results import Status, to_json
 
 SAMPLE = Path(__file__).parent.parent / "sample_data"
 ALL_TESTS = ("local_consistency", "klce_consistency", "klce_bootstrap", "klce_permutation")

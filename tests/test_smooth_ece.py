@@ -119,6 +119,36 @@ def test_smoothed_curve_is_the_regression_of_the_outcome():
     assert np.all((curve.mu[dense] > -0.05) & (curve.mu[dense] < 1.05))
 
 
+def test_weighted_curve_equals_the_repeated_rows():
+    f, y = dataset(14, 300)
+    w = np.random.default_rng(15).integers(0, 4, 300).astype(float)
+    rows = np.repeat(np.arange(300), w.astype(int))
+    weighted, repeated = smooth_reliability(f, y, w), smooth_reliability(f[rows], y[rows])
+    assert weighted.sigma == repeated.sigma
+    assert weighted.smece == pytest.approx(repeated.smece, rel=1e-12)
+    np.testing.assert_array_equal(weighted.t, repeated.t)
+    np.testing.assert_allclose(weighted.mu, repeated.mu, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(weighted.density, repeated.density, rtol=1e-11, atol=1e-12)
+    assert weighted.smece == pytest.approx(smooth_ece_replicates(f, y, w[:, None])[0],
+                                           rel=1e-12)
+
+
+def test_weighted_curve_is_the_weighted_kernel_regression():
+    """mu(t) = t - sum_i w_i (f_i - y_i) K(t, f_i) / sum_i w_i K(t, f_i) by a double loop
+    at the curve's bandwidth, where the scores are dense (the grid's discretisation)."""
+    f, y = dataset(16, 150)
+    w = np.random.default_rng(17).uniform(0.1, 5.0, 150)
+    curve = smooth_reliability(f, y, w)
+    unweighted = smooth_reliability(f, y)
+    dense = np.flatnonzero(curve.density > 0.5)[::10]
+    for j in dense:
+        t = curve.t[j]
+        kernel = [wi * reflected_gaussian(t, fi, curve.sigma) for fi, wi in zip(f, w)]
+        residual = sum(k * (fi - yi) for k, fi, yi in zip(kernel, f, y))
+        assert curve.mu[j] == pytest.approx(t - residual / sum(kernel), abs=5e-3)
+    assert np.max(np.abs(curve.mu[dense] - unweighted.mu[dense])) > 0.01
+
+
 def test_in_the_audit_with_interval_and_diagram():
     rng = np.random.default_rng(13)
     p = rng.uniform(0.05, 0.95, 500)

@@ -137,7 +137,6 @@ def frame_path(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("extra", "fragment"), [
     (("--covariates", "age", "--local-tests", "klce_permutation"), "no weighted version"),
     (("--covariates", "age", "--method", "features"), "exact kernel"),
-    (("--squared", "tce2"), "squared calibration errors"),
     (("--binning", "quantile"), "quantile bins"),
     (("--window", "100"), "calibration over time"),
 ])
@@ -156,16 +155,16 @@ def test_a_named_unweighted_test_is_refused(tmp_path: Path) -> None:
     assert_one_line_error(out, "kuiper", "no weighted version")
 
 
-def test_hosmer_lemeshow_and_the_kernel_tests_are_skipped_with_the_reason(tmp_path: Path
-                                                                          ) -> None:
+def test_the_kernel_tests_are_skipped_with_the_reason_hosmer_lemeshow_runs(tmp_path: Path
+                                                                           ) -> None:
     out = run_cli("test", frame_path(tmp_path), "--label-col", "label", "--prob-cols", "prob",
                   "--weight-col", "w", "--hosmer-lemeshow", "--n-resamples", "99",
                   "--json", tmp_path / "r.json")
     assert out.code in (0, 1), out.stderr
     result = json.loads((tmp_path / "r.json").read_text())
     tests = {t["id"]: t for t in result["tests"]}
-    assert tests["hosmer_lemeshow"]["status"] == "SKIPPED"
-    assert "no valid weighted" in tests["hosmer_lemeshow"]["message"]
+    assert tests["hosmer_lemeshow"]["status"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    assert tests["hosmer_lemeshow"]["params"]["weights"] == "frequency"
     for test_id in ("skce_ul_asymptotic", "skce_uq_asymptotic"):
         assert tests[test_id]["status"] == "SKIPPED" and tests[test_id]["p_value"] is None
     for test_id in ("ece_consistency", "skce_consistency"):
@@ -173,10 +172,13 @@ def test_hosmer_lemeshow_and_the_kernel_tests_are_skipped_with_the_reason(tmp_pa
     metric_ids = {m["id"] for m in result["metrics"]}
     assert {"skce_b", "skce_uq"} <= metric_ids and not {"skce_ul", "skce_block"} & metric_ids
     left_out = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
-    assert "hosmer_lemeshow" in left_out and "smooth reliability diagram" in left_out
+    assert "hosmer_lemeshow" not in left_out and "smooth reliability diagram" not in left_out
     assert "skce_ul, skce_block" in left_out
     assert result["diagrams"]["reliability"]["weights"] == "frequency"
-    assert "smooth_reliability" not in result["diagrams"]
+    curve = result["diagrams"]["smooth_reliability"]
+    (smece,) = [m for m in result["metrics"] if m["id"] == "smece"]
+    assert curve["weights"] == "frequency" and curve["smece"] == smece["value"]
+    assert curve["sigma"] == smece["params"]["sigma"]
 
 
 def test_inconclusive_rule_counts_effective_events() -> None:

@@ -6,7 +6,10 @@ one) and enters with treatment coding: one 0/1 column per level except the refer
 largest level (the choice changes no fit, test or standardised bias, only coefficients).
 Levels too small to estimate (fewer than ``min_rows`` rows or ``min_events`` events or
 non-events) are left out together with their rows (``rows_used`` says how many rows the
-model saw); such levels are reported without a bias.
+model saw); such levels are reported without a bias. On weighted rows (docs/weights.md)
+a level's rows and events are its sample size and effective events (frequency weights:
+the sums of the weights, the repeated rows' counts; otherwise Kish's sizes), the
+reference is the level of the largest sample size and rows of weight 0 are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.data.weights import kish
 from calaudit.local.groups import Levels, rows_where
 
 
@@ -39,17 +43,18 @@ class Term:
 
 
 def build_terms(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[np.float64],
-                min_rows: int, min_events: int) -> tuple[list[Term], NDArray[np.intp]]:
+                min_rows: int, min_events: int, weights: NDArray[np.float64] | None = None,
+                frequency: bool = True) -> tuple[list[Term], NDArray[np.intp]]:
     """The terms and the rows kept (rows of a too-small level of any covariate are left
-    out)."""
-    keep = np.ones(outcome.size, dtype=bool)
+    out); ``weights``: the rows' weights, ``frequency``: whether they count units."""
+    keep = np.ones(outcome.size, dtype=bool) if weights is None else weights > 0
     usable: list[tuple[int, ...]] = []
     for lv in levels:
         ok = []
         for code in range(len(lv.labels)):
             mask = lv.codes == code
-            n, events = int(mask.sum()), float(outcome[mask].sum())
-            if n >= min_rows and min(events, n - events) >= min_events:
+            n, events, non_events = level_size(mask, outcome, weights, frequency)
+            if n >= min_rows and min(events, non_events) >= min_events:
                 ok.append(code)
             else:
                 keep &= ~mask
@@ -57,10 +62,28 @@ def build_terms(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray
     rows = rows_where(keep)
     terms = []
     for lv, kind, ok in zip(levels, kinds, usable, strict=True):
-        counts = np.bincount(lv.codes[rows], minlength=len(lv.labels))
+        counts = (np.bincount(lv.codes[rows], minlength=len(lv.labels)) if weights is None
+                  else [level_size(lv.codes[rows] == c, outcome[rows], weights[rows],
+                                   frequency)[0] for c in range(len(lv.labels))])
         reference = max(ok, key=lambda c: (counts[c], -c)) if ok else 0
         terms.append(Term(lv.name, lv.labels, lv.codes, reference, ok, kind))
     return terms, rows
+
+
+def level_size(mask: NDArray[np.bool_], outcome: NDArray[np.float64],
+               weights: NDArray[np.float64] | None, frequency: bool
+               ) -> tuple[float, float, float]:
+    """``(rows, events, non-events)`` of the rows ``mask``: counts, the sums of the weights
+    (frequency weights) or their Kish sizes."""
+    if weights is None:
+        n = int(mask.sum())
+        events = float(outcome[mask].sum())
+        return n, events, n - events
+    w = weights[mask]
+    positive = outcome[mask] > 0
+    if frequency:
+        return float(w.sum()), float(w[positive].sum()), float(w[~positive].sum())
+    return kish(w), kish(w[positive]), kish(w[~positive])
 
 
 def _columns(terms: Sequence[Term]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:

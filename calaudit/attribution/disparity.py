@@ -12,6 +12,12 @@ group table's intervals, :func:`calaudit.local.groups.bootstrap_means`). Seeded.
 (the maximum of noisy means), which the interval shows rather than hides. Without resampling (``calaudit metrics``) the interval is the
 normal one of the difference of the two extreme groups' means,
 ``D -/+ z sqrt(se_max^2 + se_min^2)`` (it ignores the selection).
+
+Weighted rows (docs/weights.md): the biases are the weighted group table's. Frequency
+weights resample the repeated rows (the same draws). Otherwise every level's resampled
+mean is drawn from ``N(bias_l, se_l^2)``, ``se_l`` the group table's standard error of
+the weighted ratio (:func:`calaudit.local.weighted_groups.ratio_se`), which is also the
+``se`` of the interval without resampling.
 """
 
 from __future__ import annotations
@@ -22,23 +28,33 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.local.group_moments import spec_codes
 from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
+from calaudit.local.weighted_group_moments import weighted_group_moments
+from calaudit.local.weighted_groups import WeightedRows, ratio_se
 from calaudit.numerics.distributions import norm_ppf
 
 BOOTSTRAP = (f"stratified percentile bootstrap (the means of levels of {NORMAL_MIN_ROWS:,}+ "
              "rows drawn from their normal limit)")
+WEIGHTED = ("level means drawn from N(bias, se^2), se the weighted ratio's standard error "
+            "(group table)")
 
 
 def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
               covariates: Sequence[str], outcome: NDArray[np.float64],
               prediction: NDArray[np.float64], rng: np.random.Generator,
-              n_resamples: int, level: float, resample: bool = True) -> list[dict[str, Any]]:
-    """One entry per covariate with at least two conclusive levels (see module docstring)."""
+              n_resamples: int, level: float, resample: bool = True,
+              weighted: WeightedRows | None = None) -> list[dict[str, Any]]:
+    """One entry per covariate with at least two conclusive levels (see module docstring);
+    ``weighted``: the weighted group table's rows."""
     d = outcome - prediction
+    spec_of = {spec.name: spec for spec in specs}
+    spreads = None if weighted is None else level_spreads(specs, weighted)
     out = []
     for name in covariates:
-        members = [(row, spec) for row, spec in zip(table, specs, strict=True)
-                   if spec.kind == "single" and name in spec.covariates
+        members = [(row, spec_of[row["group"]]) for row in table
+                   if spec_of[row["group"]].kind == "single"
+                   and name in spec_of[row["group"]].covariates
                    and row["status"] != "INCONCLUSIVE"]
         if len(members) < 2:
             continue
@@ -46,6 +62,8 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
         top, bottom = members[int(biases.argmax())], members[int(biases.argmin())]
         if resample:
             draws = np.stack([bootstrap_means(d[spec.rows], rng, n_resamples)
+                              if spreads is None else
+                              weighted_means(d, spec, weighted, spreads, rng, n_resamples)
                               for _, spec in members])
             spread = draws.max(axis=0) - draws.min(axis=0)
             tail = (1.0 - level) / 2.0
@@ -53,14 +71,43 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
         else:
             z = float(norm_ppf(0.5 + level / 2.0))
             se = np.sqrt(sum(float(np.var(d[spec.rows], ddof=1)) / spec.rows.size
+                             if spreads is None else spreads[spec.name][1] ** 2
                              for _, spec in (top, bottom)))
             low, high = biases.max() - biases.min() - z * se, biases.max() - biases.min() + z * se
         top, bottom = top[0], bottom[0]
+        method = BOOTSTRAP if weighted is None or weighted.repeated else WEIGHTED
         out.append({
             "covariate": name, "metric": "bias", "n_groups": len(members),
             "difference": float(biases.max() - biases.min()), "ci": [float(low), float(high)],
             "largest": {"group": top["group"], "bias": top["bias"]},
             "smallest": {"group": bottom["group"], "bias": bottom["bias"]},
-            "method": "max - min of group bias; " + (BOOTSTRAP if resample
+            "method": "max - min of group bias; " + (method if resample
                                                      else "normal interval")})
     return out
+
+
+def level_spreads(specs: Sequence[GroupSpec], rows: WeightedRows
+                  ) -> dict[str, tuple[float, float, float]]:
+    """``(bias, se, weight)`` of every single-covariate group on weighted rows: ``se`` the
+    repeated rows' ``sd / sqrt(W)`` for frequency weights, else :func:`ratio_se`."""
+    singles = [spec for spec in specs if spec.kind == "single"]
+    codes, sizes, keys = spec_codes(singles, rows.p.size)
+    moments = weighted_group_moments(codes, sizes, rows.y, rows.p, rows.w)
+    out = {}
+    for spec, (j, code) in zip(singles, keys, strict=True):
+        m = moments[j][code]
+        se = (float(np.sqrt(m.m2 / (m.weight - 1.0) / m.weight)) if m.weight > 1 else np.inf
+              ) if rows.repeated else ratio_se(m)
+        out[spec.name] = (m.bias, se, m.weight)
+    return out
+
+
+def weighted_means(d: NDArray[np.float64], spec: GroupSpec, rows: WeightedRows,
+                   spreads: dict[str, tuple[float, float, float]], rng: np.random.Generator,
+                   n_resamples: int) -> NDArray[np.float64]:
+    """Resampled weighted means of a level (module docstring)."""
+    bias, se, weight = spreads[spec.name]
+    if rows.repeated and weight < NORMAL_MIN_ROWS:
+        return bootstrap_means(np.repeat(d[spec.rows], rows.w[spec.rows].astype(np.int64)),
+                               rng, n_resamples)
+    return rng.normal(bias, se, n_resamples)

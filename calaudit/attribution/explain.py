@@ -11,7 +11,7 @@
   its events are tested (Poisson-binomial, as the group table) against the fitted
   probabilities of ``logit(p) + b0 + those covariates' terms``; not rejected at
   ``alpha`` (unadjusted: the cautious direction for calling bias explained) ->
-  ``explained_by`` lists them, else ``[]``.
+  ``explained_by`` lists them, else ``[]``. Weighted rows: :mod:`.weighted`.
 * :func:`summary_sentence` -- the words every output prints ("region explains it: South
   +0.112 [+0.090, +0.130]; after adjusting for region, gender and age show no bias").
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.attribution.design import Cells, Term, build_terms
+from calaudit.attribution.design import Cells, Term, build_terms, level_size
 from calaudit.attribution.irls import fitted
 from calaudit.attribution.model import (
     ModelRows,
@@ -36,6 +36,7 @@ from calaudit.attribution.model import (
     placed,
     standardised_biases,
 )
+from calaudit.attribution.weighted import TEST_ROBUST, ModelWeights, explained_check
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels, format_bias, format_interval, index_dtype
 from calaudit.local.poisson_binomial import group_test
@@ -65,20 +66,23 @@ class Attribution:
     rows: NDArray[np.intp]
     offset: NDArray[np.float64]
     model: ModelRows
+    weights: ModelWeights | None = None
 
     @property
     def explaining(self) -> list[str]:
         return list(self.section.get("explaining", []))
 
 
-def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, float]]
+def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, float]],
+                outcome: NDArray[np.float64], weights: ModelWeights | None
                 ) -> list[dict[str, Any]]:
-    """Every level of ``term``: its row count and standardised bias with interval (from
-    ``biases``, :func:`calaudit.attribution.model.standardised_biases` of every used
-    level)."""
+    """Every level of ``term``: its row count (weighted: its sample size) and standardised
+    bias with interval (from ``biases``,
+    :func:`calaudit.attribution.model.standardised_biases` of every used level)."""
     out = []
     for code, label in enumerate(term.labels):
-        n = int(np.count_nonzero(term.codes == code))
+        n = int(np.count_nonzero(term.codes == code)) if weights is None else weights.size(
+            level_size(term.codes == code, outcome, weights.a, weights.frequency)[0])
         if code in term.used:
             bias, low, high = biases[term.name, code]
             out.append({"level": label, "n": n, "bias": bias, "ci": [low, high]})
@@ -90,16 +94,26 @@ def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, fl
 
 def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[np.float64],
               prediction: NDArray[np.float64], settings: AttributionSettings,
-              view: str = "binary") -> Attribution:
-    """Fit the recalibration model and test every covariate (see the module docstring)."""
+              view: str = "binary", weights: ModelWeights | None = None) -> Attribution:
+    """Fit the recalibration model and test every covariate (see the module docstring);
+    ``weights``: the rows' weights (:mod:`.weighted`)."""
     offset = logit_offset(prediction)
-    terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events)
-    model = ModelRows.build(outcome, offset, prediction, terms, rows)
+    a = None if weights is None else weights.a
+    terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events,
+                              a, weights is None or weights.frequency)
+    model = ModelRows.build(outcome, offset, prediction, terms, rows, a,
+                            None if weights is None else weights.m)
+    robust = weights is not None and not weights.frequency
     section: dict[str, Any] = {
-        "role": "diagnostic", "model": MODEL, "view": view, "rows_used": int(rows.size),
-        "test": "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
+        "role": "diagnostic", "model": MODEL, "view": view,
+        "rows_used": int(rows.size) if weights is None or robust else weights.size(
+            float(a[rows].sum())),
+        "test": TEST_ROBUST if robust else
+        "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
         "bias": "standardised: mean_i expit(logit p_i + x_i(c = level)' beta) - mean_i p_i",
         "confidence_level": settings.level, "alpha": settings.alpha, "covariates": []}
+    if weights is not None:
+        section["weights"] = weights.describe()
     try:
         if not any(t.columns for t in terms):
             raise ValueError("no covariate has two levels large enough to compare")
@@ -115,7 +129,7 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
                                   "levels": [], "message": str(exc)} for t in terms]
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
-        return Attribution(section, tuple(terms), rows, offset, model)
+        return Attribution(section, tuple(terms), rows, offset, model, weights)
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
     for term, p_given, p_alone in zip(terms, given, alone, strict=True):
@@ -123,19 +137,20 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
         section["covariates"].append({
             "covariate": term.name, "kind": term.kind, "df": len(term.columns),
             "p_value": pvalues[term.name][0] if testable else None,
-            "lr_statistic": pvalues[term.name][2] if testable else None,
+            "wald_statistic" if robust else "lr_statistic":
+                pvalues[term.name][2] if testable else None,
             "p_value_adjusted": float(p_given) if testable else None,
             "p_value_alone": pvalues[term.name][1] if testable else None,
             "p_value_alone_adjusted": float(p_alone) if testable else None,
             "adjustment": settings.adjust,
             "status": ("INCONCLUSIVE" if not testable
                        else "FAIL" if p_given <= settings.alpha else "PASS"),
-            "levels": _level_rows(term, biases),
+            "levels": _level_rows(term, biases, outcome, weights),
             **({} if testable else {"message": "fewer than two levels large enough"})})
     section["explaining"] = [c["covariate"] for c in section["covariates"]
                              if c["status"] == "FAIL"]
     section["summary"] = summary_sentence(section)
-    return Attribution(section, tuple(terms), rows, offset, model)
+    return Attribution(section, tuple(terms), rows, offset, model, weights)
 
 
 def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
@@ -145,9 +160,11 @@ def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
     other groups get ``explained_by = None``."""
     explaining = set(attribution.explaining)
     cache: dict[frozenset, NDArray[np.float64] | None] = {}
+    spec_of = {spec.name: spec for spec in specs}
     with contextlib.ExitStack() as stack:  # the model's rows placed once, when first fitted
         model = None
-        for row, spec in zip(table, specs, strict=True):
+        for row in table:
+            spec = spec_of[row["group"]]
             if row["status"] == "FAIL" and explaining - set(spec.covariates) and model is None:
                 model = stack.enter_context(placed(attribution.model))
             _explain_row(row, spec, attribution, model, outcome, alpha, explaining, cache)
@@ -175,11 +192,15 @@ def _explain_row(row: dict[str, Any], spec: GroupSpec, attribution: Attribution,
         row["adjusted_for"] = sorted(adjust)
         row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
         return
-    q = cache[adjust][spec.rows]
-    events = int(outcome[spec.rows].sum())
-    p_after, _ = group_test(events, q)
+    if attribution.weights is None:
+        q = cache[adjust][spec.rows]
+        p_after, _ = group_test(int(outcome[spec.rows].sum()), q)
+        bias_after = float((outcome[spec.rows] - q).mean())
+    else:
+        bias_after, p_after = explained_check(attribution.weights, outcome, cache[adjust],
+                                              spec.rows)
     row["adjusted_for"] = sorted(adjust)
-    row["bias_after_adjustment"] = float((outcome[spec.rows] - q).mean())
+    row["bias_after_adjustment"] = bias_after
     row["p_value_after_adjustment"] = p_after
     if p_after > alpha:
         row["explained_by"] = [t.name for t in attribution.terms if t.name in adjust]

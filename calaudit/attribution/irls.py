@@ -17,6 +17,14 @@ increase; stopped once a step moves no coefficient by more than ``STEP_TOL (1 + 
 ``MAX_ITER`` steps, or a non-finite estimate, :class:`FloatingPointError` ("did not
 converge", e.g. separation). ``Cov(beta) = H^{-1}`` at the estimate (dispersion 1).
 
+Prior weights ``a_i`` (weighted audits, docs/weights.md; a column ``w`` of the rows): every
+row's terms are multiplied by ``a_i`` (``w_c = sum a q (1 - q)``, ``r_c = sum a (y - q)``,
+``D = 2 sum a [softplus(eta) - y eta]``), the fit of the rows repeated ``a_i`` times for
+whole ``a``. With a column ``m`` (meat weights: ``a_i^2`` for one unit per row) the
+covariance is the sandwich ``H^{-1} (C' diag(m_c) C) H^{-1}``,
+``m_c = sum_{cell_i = c} m_i (y_i - q_i)^2`` (HC0; statsmodels ``var_weights`` with
+``cov_type="HC0"``).
+
 The per-cell sums are a *reduction*: ``partial(start, stop, **shared)`` returns the sums
 over rows ``start:stop`` (arrays of one entry per cell), the partials of the fixed ranges
 :func:`part_ranges` (a function of ``n`` only) are added in range order by the scale
@@ -77,34 +85,46 @@ def ordered_sum(partial: Partial, n: int, shared: dict[str, Any]) -> dict[str, N
 
 
 def model_rows(y: NDArray[np.float64] | None, offset: NDArray[np.float64],
-               cell: NDArray[np.int32]) -> ArrayRows:
-    """The fit's row source: columns ``y`` (left out when None), ``offset``, ``cell``."""
-    columns = {"offset": offset, "cell": cell}
+               cell: NDArray[np.int32], **weights: NDArray[np.float64] | None) -> ArrayRows:
+    """The fit's row source: columns ``y`` (left out when None), ``offset``, ``cell`` and
+    the prior and meat weights ``w``, ``m`` that are given."""
+    columns = {"offset": offset, "cell": cell,
+               **{k: v for k, v in weights.items() if v is not None}}
     return ArrayRows(columns if y is None else {"y": y, **columns})
 
 
-def glm_partial(start: int, stop: int, *, rows: Any,
-                cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """Rows ``start:stop`` of the source ``rows`` (columns ``y``, ``offset``, ``cell``),
-    per cell: ``weight`` (sum of ``q (1 - q)``) and ``residual`` (sum of ``y - q``); and
-    the ``deviance``. ``cell_eta = C beta`` (cells,); or one row per model (models, cells),
-    several fits' sums from one read of the rows, each computed as for one fit (so the
-    same bytes): then every output has one row per model."""
-    part = rows.read(start, stop, ("y", "offset", "cell"))
-    sums = [_glm_sums(part["y"], part["offset"], part["cell"], eta)
-            for eta in np.atleast_2d(cell_eta)]
+def glm_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float64],
+                weights: tuple[str, ...] = ()) -> dict[str, NDArray[np.float64]]:
+    """Rows ``start:stop`` of the source ``rows`` (columns ``y``, ``offset``, ``cell`` and
+    the ``weights`` columns, ``w`` or ``w, m``), per cell: ``weight`` (sum of
+    ``a q (1 - q)``), ``residual`` (sum of ``a (y - q)``) and with ``m`` ``meat`` (sum of
+    ``m (y - q)^2``); and the ``deviance``. ``cell_eta = C beta`` (cells,); or one row per
+    model (models, cells), several fits' sums from one read of the rows, each computed as
+    for one fit (so the same bytes): then every output has one row per model."""
+    part = rows.read(start, stop, ("y", "offset", "cell", *weights))
+    sums = [_glm_sums(part["y"], part["offset"], part["cell"], eta, part.get("w"),
+                      part.get("m")) for eta in np.atleast_2d(cell_eta)]
     return _stacked(sums, np.ndim(cell_eta) == 2)
 
 
 def _glm_sums(yy: NDArray[np.float64], offset: NDArray[np.float64], cc: NDArray[np.int32],
-              cell_eta: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+              cell_eta: NDArray[np.float64], a: NDArray[np.float64] | None = None,
+              meat: NDArray[np.float64] | None = None) -> dict[str, NDArray[np.float64]]:
     eta = offset + cell_eta[cc]
     q = special.expit(eta)
-    # np.sum, not a BLAS dot: the bits of a threaded dot depend on the BLAS thread count
-    deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - np.sum(yy * eta))
-    return {"weight": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size),
-            "residual": np.bincount(cc, yy - q, minlength=cell_eta.size),
-            "deviance": np.array([deviance])}
+    if a is None:
+        # np.sum, not a BLAS dot: the bits of a threaded dot depend on the BLAS thread count
+        deviance = 2.0 * (np.sum(np.logaddexp(0.0, eta)) - np.sum(yy * eta))
+        return {"weight": np.bincount(cc, q * (1.0 - q), minlength=cell_eta.size),
+                "residual": np.bincount(cc, yy - q, minlength=cell_eta.size),
+                "deviance": np.array([deviance])}
+    deviance = 2.0 * np.sum(a * (np.logaddexp(0.0, eta) - yy * eta))
+    out = {"weight": np.bincount(cc, a * q * (1.0 - q), minlength=cell_eta.size),
+           "residual": np.bincount(cc, a * (yy - q), minlength=cell_eta.size),
+           "deviance": np.array([deviance])}
+    if meat is not None:
+        out["meat"] = np.bincount(cc, meat * (yy - q) ** 2, minlength=cell_eta.size)
+    return out
 
 
 def _stacked(sums: list[dict[str, NDArray]], many: bool) -> dict[str, NDArray]:
@@ -115,15 +135,18 @@ def _stacked(sums: list[dict[str, NDArray]], many: bool) -> dict[str, NDArray]:
 
 
 def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
-                 cell: NDArray[np.int32], design: NDArray[np.float64], rows: Any = None) -> Fit:
+                 cell: NDArray[np.int32], design: NDArray[np.float64], rows: Any = None,
+                 w: NDArray[np.float64] | None = None, m: NDArray[np.float64] | None = None
+                 ) -> Fit:
     """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
     cells' design ``C``; the per-cell sums reduced through :mod:`calaudit.scale`. ``rows``:
     the rows as the reductions receive them (already placed, :func:`model_rows`); None:
-    placed for this fit."""
-    result = fit_many(y.size, [design], rows) if rows is not None else None
+    placed for this fit. ``w``, ``m``: prior and meat weights (module docstring)."""
+    weights = weight_columns(w, m)
+    result = fit_many(y.size, [design], rows, weights) if rows is not None else None
     if result is None:
-        with scale.resident(model_rows(y, offset, cell)) as placed:
-            result = fit_many(y.size, [design], placed)
+        with scale.resident(model_rows(y, offset, cell, w=w, m=m)) as placed:
+            result = fit_many(y.size, [design], placed, weights)
     if isinstance(result[0], Exception):
         raise result[0]
     return result[0]
@@ -136,7 +159,13 @@ FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
 Design = NDArray[np.float64] | Callable[[], NDArray[np.float64]]
 
 
-def fit_many(n: int, designs: list[Design], rows: Any) -> list[Fit | Exception]:
+def weight_columns(w: NDArray | None, m: NDArray | None) -> tuple[str, ...]:
+    """The weight columns of the rows: ``()``, ``("w",)`` or ``("w", "m")``."""
+    return () if w is None else ("w",) if m is None else ("w", "m")
+
+
+def fit_many(n: int, designs: list[Design], rows: Any, weights: tuple[str, ...] = ()
+             ) -> list[Fit | Exception]:
     """Several models on the same rows (``designs``: each cells x its columns, or a
     function that builds it) fitted in lockstep: each round, one reduction
     (:func:`glm_partial` with one ``C beta`` row per model still iterating) gives every
@@ -145,7 +174,8 @@ def fit_many(n: int, designs: list[Design], rows: Any) -> list[Fit | Exception]:
     model's step count, not the sum. A design given as a function is built when it is
     used and dropped after, so the models' designs are never all in memory at once (a
     model of many covariates has as many cells as rows). A model that fails gives its
-    exception in place of the fit."""
+    exception in place of the fit. ``weights``: the rows' weight columns
+    (:func:`weight_columns`)."""
     builders = [design if callable(design) else (lambda design=design: design)
                 for design in designs]
     steps = [_newton(build) for build in builders]
@@ -156,7 +186,8 @@ def fit_many(n: int, designs: list[Design], rows: Any) -> list[Fit | Exception]:
     while wanted:
         order = sorted(wanted)
         etas = np.stack([builders[k]() @ wanted[k] for k in order])
-        out = ordered_sum(glm_partial, n, {"rows": rows, "cell_eta": etas})
+        shared = {"rows": rows, "cell_eta": etas}
+        out = ordered_sum(glm_partial, n, {**shared, "weights": weights} if weights else shared)
         for j, k in enumerate(order):
             try:
                 wanted[k] = steps[k].send({name: out[name][j] for name in out})
@@ -177,8 +208,10 @@ def _newton(build: Callable[[], NDArray[np.float64]]
     gives the design (cells x columns) each time it is needed."""
     def sums(out: dict[str, NDArray]) -> dict[str, NDArray]:
         design = build()
+        meat = ({} if "meat" not in out else
+                {"meat": design.T @ (design * out["meat"][:, None])})
         return {"hessian": design.T @ (design * out["weight"][:, None]),
-                "score": design.T @ out["residual"], "deviance": out["deviance"][0]}
+                "score": design.T @ out["residual"], "deviance": out["deviance"][0], **meat}
 
     beta = np.zeros(build().shape[1])
     current = sums((yield beta))
@@ -194,25 +227,30 @@ def _newton(build: Callable[[], NDArray[np.float64]]
         beta, current = beta + step, trial
         if np.max(np.abs(step)) <= STEP_TOL * (1.0 + np.max(np.abs(beta))):
             cov = np.linalg.inv(current["hessian"])
+            if "meat" in current:
+                cov = cov @ current["meat"] @ cov
             if np.all(np.isfinite(beta)) and np.all(np.isfinite(cov)):
                 return Fit(float(current["deviance"]), beta, cov)
             break
     raise FloatingPointError("the recalibration model did not converge")
 
 
-def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float64]
-                 ) -> dict[str, NDArray[np.float64]]:
-    """Rows ``start:stop`` of the source ``rows`` (columns ``offset``, ``cell``), per
-    cell: ``total`` (sum of ``q``) and ``slope`` (sum of ``q (1 - q)``), the pieces of a
-    standardised mean and its delta-method gradient; ``cell_eta`` (cells,) or one row per
-    model (models, cells), as in :func:`glm_partial`."""
-    part = rows.read(start, stop, ("offset", "cell"))
-    cc = part["cell"]
+def mean_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float64],
+                 weights: tuple[str, ...] = ()) -> dict[str, NDArray[np.float64]]:
+    """Rows ``start:stop`` of the source ``rows`` (columns ``offset``, ``cell``; ``w``
+    with ``weights``), per cell: ``total`` (sum of ``a q``) and ``slope`` (sum of
+    ``a q (1 - q)``), the pieces of a standardised mean and its delta-method gradient;
+    ``cell_eta`` (cells,) or one row per model (models, cells), as in :func:`glm_partial`."""
+    part = rows.read(start, stop, ("offset", "cell", *weights[:1]))
+    cc, a = part["cell"], part.get("w")
     sums = []
     for eta in np.atleast_2d(cell_eta):
         q = special.expit(part["offset"] + eta[cc])
+        slope = q * (1.0 - q)
+        if a is not None:
+            q, slope = a * q, a * slope
         sums.append({"total": np.bincount(cc, q, minlength=eta.size),
-                     "slope": np.bincount(cc, q * (1.0 - q), minlength=eta.size)})
+                     "slope": np.bincount(cc, slope, minlength=eta.size)})
     return _stacked(sums, np.ndim(cell_eta) == 2)
 
 

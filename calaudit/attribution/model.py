@@ -47,6 +47,7 @@ from calaudit.attribution.irls import (
     mean_partial,
     model_rows,
     ordered_sum,
+    weight_columns,
 )
 from calaudit.numerics.distributions import chi2_sf
 
@@ -73,16 +74,31 @@ class ModelRows:
     #: the rows (``y``, ``offset``, ``cell``) as the run's reductions receive them,
     #: placed once for a block of fits (:func:`placed`); None: placed per fit
     source: Any = field(default=None, compare=False, repr=False)
+    #: prior weights ``a`` and, for the sandwich covariance, meat weights ``m`` (None:
+    #: unweighted, model-based covariance)
+    w: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
+    m: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
               prediction: NDArray[np.float64], terms: Sequence[Term],
-              rows: NDArray[np.intp]) -> ModelRows:
+              rows: NDArray[np.intp], w: NDArray[np.float64] | None = None,
+              m: NDArray[np.float64] | None = None) -> ModelRows:
         every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
-        return cls(y if every else y[rows], offset if every else offset[rows],
-                   Cells.build(terms, rows),
-                   float((prediction if every else prediction[rows]).mean())
-                   if rows.size else float("nan"))
+        pick = (lambda v: v) if every else (lambda v: None if v is None else v[rows])
+        mean = (float("nan") if not rows.size else float(pick(prediction).mean())
+                if w is None else float(np.dot(pick(w), pick(prediction)) / pick(w).sum()))
+        return cls(pick(y), pick(offset), Cells.build(terms, rows), mean, w=pick(w),
+                   m=pick(m))
+
+    @property
+    def total(self) -> float:
+        """The rows' number, or the sum of their weights."""
+        return float(self.y.size) if self.w is None else float(self.w.sum())
+
+    @property
+    def weights(self) -> tuple[str, ...]:
+        return weight_columns(self.w, self.m)
 
 
 @contextlib.contextmanager
@@ -94,7 +110,8 @@ def placed(data: ModelRows) -> Iterator[ModelRows]:
     if data.source is not None:
         yield data
         return
-    with scale.resident(model_rows(data.y, data.offset, data.cells.cell)) as rows:
+    with scale.resident(model_rows(data.y, data.offset, data.cells.cell, w=data.w,
+                                   m=data.m)) as rows:
         yield replace(data, source=rows)
 
 
@@ -102,7 +119,7 @@ def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
     """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
     ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
     return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms),
-                        data.source)
+                        data.source, data.w, data.m)
 
 
 def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
@@ -112,7 +129,7 @@ def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
     the order given)."""
     with placed(data) as rows:
         fits = fit_many(data.y.size, [functools.partial(data.cells.design, terms)
-                                      for terms in models], rows.source)
+                                      for terms in models], rows.source, data.weights)
     for fit in fits:
         if isinstance(fit, Exception):
             raise fit
@@ -133,18 +150,33 @@ def drop(terms: Sequence[Term], name: str) -> list[Term]:
 def covariate_tests(data: ModelRows, terms: Sequence[Term]
                     ) -> tuple[Fit, dict[str, tuple[float, float]]]:
     """The full fit and, per covariate, ``(p given others, p alone, LR statistic given
-    others)``."""
+    others)``; with a sandwich covariance (meat weights) Wald tests and statistic (module
+    docstring)."""
     models = [list(terms), []]
     for term in terms:
         models += [drop(terms, term.name), [term]]
     full, null, *rest = fit_glms(data, models)
     out = {}
+    first = 1
     for k, term in enumerate(terms):
         df = len(term.columns)
-        reduced, alone = rest[2 * k], lr_test(null, rest[2 * k + 1], df)
-        out[term.name] = (lr_test(reduced, full, df), alone,
-                          max(reduced.deviance - full.deviance, 0.0))
+        if data.m is not None:
+            given = wald_statistic(full, slice(first, first + df))
+            alone = float(chi2_sf(wald_statistic(rest[2 * k + 1], slice(1, 1 + df)), df))
+            out[term.name] = (float(chi2_sf(given, df)) if df else 1.0,
+                              alone if df else 1.0, given)
+        else:
+            reduced, alone = rest[2 * k], lr_test(null, rest[2 * k + 1], df)
+            out[term.name] = (lr_test(reduced, full, df), alone,
+                              max(reduced.deviance - full.deviance, 0.0))
+        first += df
     return full, out
+
+
+def wald_statistic(fit: Fit, columns: slice) -> float:
+    """``beta_c' V_cc^{-1} beta_c`` of the coefficients ``columns`` (0 for none)."""
+    beta, cov = fit.params[columns], fit.cov[columns, columns]
+    return float(beta @ np.linalg.solve(cov, beta)) if beta.size else 0.0
 
 
 def standardised_bias(full: Fit, terms: Sequence[Term], data: ModelRows, name: str,
@@ -163,12 +195,14 @@ def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
     if not levels:
         return []
     etas = np.stack([data.cells.design(terms, level) @ full.params for level in levels])
+    shared = {"weights": data.weights} if data.weights else {}
     with placed(data) as rows:
-        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas})
-    out = []
+        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas,
+                                                       **shared})
+    out, total = [], data.total
     for k, level in enumerate(levels):
-        bias = float(sums["total"][k].sum() / data.y.size - data.mean_prediction)
-        grad = sums["slope"][k] @ data.cells.design(terms, level) / data.y.size
+        bias = float(sums["total"][k].sum() / total - data.mean_prediction)
+        grad = sums["slope"][k] @ data.cells.design(terms, level) / total
         se = float(np.sqrt(max(grad @ full.cov @ grad, 0.0)))
         out.append((bias, bias - z * se, bias + z * se))
     return out

@@ -15,7 +15,6 @@ from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
 from calaudit.audit.weighting import (
-    HOSMER_LEMESHOW_REASON,
     KERNEL_REASON,
     debiased_defined,
     information_scale,
@@ -158,8 +157,8 @@ class ClinicalStage:
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
         if weights is not None:
             tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
-                     "hosmer_lemeshow": lambda: not_weighted("hosmer_lemeshow",
-                                                             HOSMER_LEMESHOW_REASON)}
+                     "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
+                         .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -263,4 +262,5 @@ class SquaredErrorStage:
             data.y_true, data.y_proba, targets=squared.targets, estimators=squared.estimators,
             n_folds=squared.n_folds, test_fraction=squared.test_fraction,
             grid_sizes=squared.grid_sizes(), settings=squared_settings(squared),
-            max_rows=squared.max_rows, seed=config.seed, rng=rng)))
+            max_rows=squared.max_rows, seed=config.seed, rng=rng, weights=data.weights,
+            sample_weight=data.sample_weight)))

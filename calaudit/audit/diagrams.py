@@ -22,11 +22,12 @@ class DiagramsStage:
 
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
-        if data.weights is not None:  # the binary / top-label panel, weighted
+        if data.weights is not None:  # the panels of weighted rows
             return StageOutput(diagrams=weighted_reliability(
                 data.y_true, data.y_proba, data.weights, data.sample_weight,
                 n_bins=config.binning.n_bins, strategy=config.binning.strategy,
-                band_resamples=config.n_resamples if config.run_tests else None, rng=rng))
+                band_resamples=config.n_resamples if config.run_tests else None, rng=rng,
+                classes=data.classes))
         return StageOutput(diagrams=reliability_diagrams_of_rows(
             row_source(data, config.binning.strategy), n_bins=config.binning.n_bins,
             strategy=config.binning.strategy, classes=data.classes,

@@ -24,6 +24,7 @@ import numpy as np
 from calaudit import registry
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
+from calaudit.attribution.weighted import ModelWeights
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
 from calaudit.audit.weighting import effective_events, sample_size
@@ -34,6 +35,7 @@ from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
+from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.local.weighted_local import WeightedLocalTests
 from calaudit.metrics.ece import indicator
 from calaudit.results import MetricResult
@@ -62,7 +64,7 @@ class LocalCalibrationStage:
         else:
             outcome, prediction = top_label_residual(data.y_true, data.y_proba)
             scalar_r = outcome - prediction
-        tests, statistic, per_class = setup.run(scalar_r)
+        tests, statistic, per_class = setup.run()
         metric = MetricResult("klce2", statistic, setup.kernel_params(),
                               title=registry.title("klce2"))
         klce = setup.klce_section(statistic, tests, per_class)
@@ -76,8 +78,10 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
                    streams: dict[str, np.random.Generator]) -> StageOutput:
     """The local stage on weighted rows: ``KLCE^2_w`` and the weighted local tests
     (:mod:`calaudit.local.weighted_local`), then, with ``local.diagnostics``, the weighted
-    group table (:mod:`calaudit.local.weighted_groups`); the other diagnostics are listed
-    in ``data.weights.not_weighted``."""
+    group table (:mod:`calaudit.local.weighted_groups`), the weighted attribution
+    (:mod:`calaudit.attribution.weighted`, explained groups marked), the groups' weighted
+    reliability panels, the weighted LCB (:mod:`calaudit.local.weighted_lcb`, without
+    its curves) and the disparity."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
     tests, statistic = setup.run()
@@ -91,18 +95,44 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
         outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
     else:
         outcome, prediction = top_label_residual(data.y_true, data.y_proba)
-    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
-                                 adjust=lc.group_adjust, alpha=config.alpha,
-                                 ci_resamples=lc.group_ci_resamples,
-                                 level=lc.confidence_level, resample=config.run_tests)
-    table = weighted_group_table(
-        grp.define_groups(setup.levels, lc.intersections),
-        WeightedRows.of(data.weights, outcome, prediction),
-        data.weights.kind == "frequency", streams["groups"], settings,
-        lc.n_resamples if config.run_tests else None)
-    local["lcb"] = {"top_groups": grp.most_biased(table, lc.top_k)}
+    settings = group_settings(config)
+    specs = grp.define_groups(setup.levels, lc.intersections)
+    rows = WeightedRows.of(data.weights, outcome, prediction)
+    table = weighted_group_table(specs, rows, data.weights.kind == "frequency",
+                                 streams["groups"], settings,
+                                 lc.n_resamples if config.run_tests else None)
+    attribution = attribute_levels(setup, outcome, prediction,
+                                   ModelWeights.of(data.weights, outcome))
+    section = None if attribution is None else attribution.section
+    lcb_weights = LcbWeights.of(data.weights, outcome)
+    lcb, local["lcb"] = LcbEstimation(setup, lcb_weights).run(
+        outcome - prediction, prediction, categorical_separation(section))
+    spec_of = {spec.name: spec for spec in specs}
+    for row in table:
+        row["mean_lcb"] = lcb_weights.group_mean(lcb, spec_of[row["group"]].rows)
+    if attribution is not None:
+        mark_explained(table, specs, attribution, outcome, config.alpha)
+    local["lcb"]["top_groups"] = grp.most_biased(table, lc.top_k)
+    local["group_reliability"] = group_panels(
+        table, specs, outcome, prediction, n_bins=config.binning.n_bins,
+        strategy=config.binning.strategy,
+        n_resamples=config.n_resamples if config.run_tests else None, level=0.95,
+        rng=streams["group_reliability"], weights=data.weights)
+    gaps = disparity(table, specs, data.covariate_names, outcome, prediction,
+                     streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
+                     resample=config.run_tests, weighted=rows)
     return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
-                       groups=tuple(table))
+                       groups=tuple(table), disparity=tuple(gaps),
+                       attribution=section or {})
+
+
+def group_settings(config: Any) -> grp.GroupSettings:
+    """The group table's thresholds and sizes from the audit's configuration."""
+    lc = config.local
+    return grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
+                             adjust=lc.group_adjust, alpha=config.alpha,
+                             ci_resamples=lc.group_ci_resamples, level=lc.confidence_level,
+                             resample=config.run_tests)
 
 
 def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
@@ -116,10 +146,7 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     lcb, lcb_section = LcbEstimation(setup).run(scalar_r, prediction,
                                                 categorical_separation(section))
     specs = grp.define_groups(setup.levels, lc.intersections)
-    settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
-                                 adjust=lc.group_adjust, alpha=config.alpha,
-                                 ci_resamples=lc.group_ci_resamples,
-                                 level=lc.confidence_level, resample=config.run_tests)
+    settings = group_settings(config)
     table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings)
     if attribution is not None:
         mark_explained(table, specs, attribution, outcome, config.alpha)
@@ -135,9 +162,10 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
             "groups": tuple(table), "attribution": section or {}, "disparity": tuple(gaps)}
 
 
-def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndarray):
+def attribute_levels(setup: LocalTests | WeightedLocalTests, outcome: np.ndarray,
+                     prediction: np.ndarray, weights: ModelWeights | None = None):
     """The recalibration model's attribution on the group table's levels (``None`` when
-    switched off)."""
+    switched off); ``weights``: the rows' weights."""
     lc, config = setup.local, setup.config
     if not lc.attribution:
         return None
@@ -145,4 +173,5 @@ def attribute_levels(setup: LocalTests, outcome: np.ndarray, prediction: np.ndar
                                    min_rows=lc.min_group_rows,
                                    min_events=lc.min_group_events)
     return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
-                     prediction, settings, "binary" if setup.data.is_binary else "top-label")
+                     prediction, settings, "binary" if setup.data.is_binary else "top-label",
+                     weights)

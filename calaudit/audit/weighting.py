@@ -23,12 +23,10 @@ from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
 #: :mod:`calaudit.inference.weighted_skce_test`).
-WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency")
+WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
 #: Why the other kernel tests are not weighted.
 KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
                  "tests the weighted skce_uq (up to skce.max_quadratic_n rows)")
-HOSMER_LEMESHOW_REASON = ("Hosmer-Lemeshow has no valid weighted chi-square law: its "
-                          "statistic assumes unweighted binomial counts per group")
 
 
 def is_weighted(data: CalibrationData) -> bool:
@@ -46,9 +44,6 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
         raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
                           "available on weighted rows: its e-process bets on unweighted rows",
                           hint=hint)
-    if config.squared.enabled and config.squared.targets:
-        raise ConfigError("the squared calibration errors ([squared]) are not available on "
-                          "weighted rows", hint=hint)
     if config.binning.strategy != "uniform":
         raise ConfigError("quantile bins are not available on weighted rows: their edges "
                           "would ignore the weights", hint="use --binning uniform")
@@ -105,17 +100,7 @@ def debiased_defined(data: CalibrationData) -> bool:
 def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
-                                                   "weighted version"},
-           {"id": "smooth reliability diagram", "reason": "its curve is not weighted yet "
-                                                          "(smece is)"}]
-    if data.covariates and config.local.diagnostics:
-        out.append({"id": "local diagnostics (LCB, attribution, disparity, group "
-                          "reliability)",
-                    "reason": "their smoothers, intervals and fits are not weighted yet; the "
-                              "weighted local tests, KLCE^2 and the group table run"})
-    if not data.is_binary:
-        out.append({"id": "reliability_per_class", "reason": "the one-vs-rest panels are not "
-                                                             "weighted yet"})
+                                                   "weighted version"}]
     if not skce_weighted(data, config.skce):
         out.append({"id": "skce_b, skce_uq", "reason": (
             f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
@@ -123,8 +108,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
             "median heuristic is exact up to there)")})
     if not debiased_defined(data):
         out.append({"id": "ece_debiased", "reason": "its bias term needs frequency weights"})
-    if config.run_tests and config.global_tests.hosmer_lemeshow:
-        out.append({"id": "hosmer_lemeshow", "reason": HOSMER_LEMESHOW_REASON})
     return out
 
 

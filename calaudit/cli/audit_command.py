@@ -14,14 +14,14 @@ from typing import Any
 from calaudit import progress
 from calaudit.audit.gate import Check, ExitCode, exit_code, gating
 from calaudit.cli.ci_outputs import emit_github
-from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
 from calaudit.exceptions import ConfigError
 from calaudit.output.files import check_targets, write_all
-from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_summary
+from calaudit.results import to_json
 from calaudit.settings.resolve import Resolved
 from calaudit.settings.show import show_text
 
@@ -87,12 +87,18 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
-    checks = list(result.checks)
-    write_documents(render_documents(payload, outputs, config.fail_on, checks) + state_doc,
-                    ui)
+    return finish(payload, list(result.checks), config, outputs, ui, state_doc)
+
+
+def finish(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
+           extra: list[tuple[str, str | bytes]]) -> ExitCode:
+    """Write every output of an audit with the ``extra`` documents (all or none), the
+    GitHub outputs and the summary; the exit code of the gate."""
+    write_documents(render_documents(payload, outputs, config.fail_on, checks) + extra, ui)
     emit_github(payload, checks, config.fail_on, outputs, ui)
     if ui.show_summary:
         print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
+    sys.stdout.flush()
     return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
 
 

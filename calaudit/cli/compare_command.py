@@ -16,11 +16,11 @@ from calaudit.audit.gate import Check, ExitCode, baseline_checks, exit_code, gat
 from calaudit.audit.gate.baseline import LoadedResult, compare_results, read_result
 from calaudit.cli.audit_command import write_documents
 from calaudit.cli.ci_outputs import emit_github
-from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.output.files import check_targets
-from calaudit.output.json_result import to_json
 from calaudit.output.junit import junit_xml
 from calaudit.output.summary import print_baseline
+from calaudit.results import to_json
 
 
 def run_compare(ctx: Any) -> ExitCode:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from calaudit.cli.command_settings import command_settings
+from calaudit.cli.settings_flags import command_settings
 from calaudit.exceptions import ConfigError
 from calaudit.output.files import write_atomic
 from calaudit.settings import cli_roots

@@ -30,7 +30,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 def clean_line(message: str, limit: int = MAX_LINE) -> str:
     """``message`` on one printable line of at most ``limit`` characters."""
-    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()) if m.group() != "\n" else " ",
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if m.group() != "\n" else " ",
                         message)
     if len(text) > limit:
         keep = (limit - 5) // 2

@@ -28,18 +28,19 @@ OTHER = "Options"
 COMMANDS = "Commands"
 
 
-class HelpCommand(TyperCommand):
+class _PrintHelp:
+    """``--help`` is :func:`print_help`."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        print_help(self, ctx)
+
+
+class HelpCommand(_PrintHelp, TyperCommand):
     """A typer command whose ``--help`` is :func:`print_help`."""
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        print_help(self, ctx)
 
-
-class HelpGroup(TyperGroup):
+class HelpGroup(_PrintHelp, TyperGroup):
     """A typer command group whose ``--help`` is :func:`print_help` (with its commands)."""
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        print_help(self, ctx)
 
 
 def print_help(command: Any, ctx: Any, console: Console | None = None) -> None:

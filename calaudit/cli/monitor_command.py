@@ -11,12 +11,10 @@ import sys
 from typing import Any
 
 from calaudit import progress
-from calaudit.audit.gate import ExitCode, exit_code, gating
-from calaudit.cli.audit_command import output_targets, render_documents, write_documents
-from calaudit.cli.ci_outputs import emit_github
-from calaudit.cli.command_settings import command_settings, make_ui
+from calaudit.audit.gate import ExitCode
+from calaudit.cli.audit_command import finish, output_targets
+from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.output.files import check_targets
-from calaudit.output.summary import print_summary
 
 
 def run_monitor(ctx: Any) -> ExitCode:
@@ -68,12 +66,5 @@ def run_monitor(ctx: Any) -> ExitCode:
         stage = OverTimeStage(new, advice, {
             "path": state_path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
         result = run_audit(data, config, stages=default_stages() + (stage,))
-    payload = result.to_dict()
-    checks = list(result.checks)
-    documents = render_documents(payload, outputs, config.fail_on, checks)
-    write_documents(documents + [(state_path, text)], ui)
-    emit_github(payload, checks, config.fail_on, outputs, ui)
-    if ui.show_summary:
-        print_summary(payload, color=ui.color_flag(), explain=ui.explain, checks=checks)
-    sys.stdout.flush()
-    return exit_code([c.status for c in gating(checks)], config.fail_on, config.exit_zero)
+    return finish(result.to_dict(), list(result.checks), config, outputs, ui,
+                  [(state_path, text)])

@@ -70,11 +70,7 @@ class Flag:
                                  default=self.default, annotation=Annotated[kind, option])
 
 
-def _flags(*flags: Flag) -> dict[str, Flag]:
-    return {f.name: f for f in flags}
-
-
-FLAGS = _flags(
+FLAGS = {f.name: f for f in (
     # Data
     Flag("label_col", ("--label-col",), "Label column (default: found by name: label, y, "
          "target, ...).", DATA, "data.label_col", metavar="COL"),
@@ -252,7 +248,7 @@ FLAGS = _flags(
     Flag("pyproject", ("--pyproject",), "Write a [tool.calaudit] table to paste into "
          "pyproject.toml.", OTHER, kind=bool, default=False),
     Flag("force", ("--force",), "Overwrite existing files.", OTHER, kind=bool, default=False),
-)
+)}
 
 #: Declaration order: the order of ``--help`` within each panel.
 ORDER = list(FLAGS)

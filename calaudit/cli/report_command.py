@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from calaudit.data.result_file import read_json_result
+from calaudit.data.result_file import check_result, read_json_result
 from calaudit.exceptions import ConfigError, InputError
 from calaudit.output.files import check_targets, write_all
 from calaudit.report.comparison import is_comparison
-from calaudit.report.load import read_result
 from calaudit.report.render import pdf_engine, render_reports
+
+#: Sections the templates expect, filled with empty values when a result lacks them.
+FILLED = {"local": dict, "groups": list, "diagrams": dict, "environment": dict}
 
 
 def run_from_options(params: Mapping[str, Any]) -> list[Path]:
@@ -37,8 +39,12 @@ def run(results: Path, html: str | Path | None, md: str | Path | None,
     if pdf is not None:
         pdf_engine()
     payload, raw = read_json_result(results)
-    result = payload if isinstance(payload, dict) and is_comparison(payload) \
-        else read_result(results)
+    if isinstance(payload, dict) and is_comparison(payload):
+        result = payload
+    else:  # checked, and the sections the templates expect filled when a result lacks them
+        result = dict(check_result(payload, str(results)))
+        for key, kind in FILLED.items():
+            result.setdefault(key, kind())
     source = {"path": str(results), "sha256": hashlib.sha256(raw).hexdigest()}
     try:
         documents = render_reports(result, html=html, md=md, pdf=pdf, signoff=signoff,

@@ -1,4 +1,5 @@
-"""The settings the user gave on the command line.
+"""The settings of a running command: the config file, ``CALAUDIT_*`` variables and the
+options the user gave, resolved with :func:`calaudit.settings.resolve.resolve`.
 
 Each option names its setting in its declaration (:class:`calaudit.cli.options.Flag`,
 ``setting``); options without one only steer the command. Only options given on the
@@ -9,9 +10,28 @@ the config file.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from calaudit.cli.options import COMPOSITE, FLAGS
+from calaudit.cli.ui import Ui
+from calaudit.settings import cli_roots
+from calaudit.settings.resolve import Resolved, resolve
+
+
+def command_settings(ctx: Any, overrides: Mapping[str, tuple[Any, str]] | None = None
+                     ) -> Resolved:
+    """Resolve the settings for the command behind ``ctx`` (a click/Typer context)."""
+    return resolve(cli_roots(), config_path=ctx.params.get("config"), flags=given_flags(ctx),
+                   overrides=overrides)
+
+
+def make_ui(ctx: Any, settings: Resolved) -> Ui:
+    """Terminal behaviour from ``--quiet``/``--verbose`` and the resolved outputs."""
+    outputs = settings["outputs"]
+    return Ui(quiet=bool(ctx.params.get("quiet")), verbose=bool(ctx.params.get("verbose")),
+              color=outputs.color, json_stdout=outputs.json == "-",
+              explain=bool(ctx.params.get("explain")))
 
 
 def given_flags(ctx: Any) -> dict[str, tuple[Any, str]]:

@@ -11,6 +11,8 @@ groups are the intervals between the distinct ``0, 1/g, ..., 1`` quantiles of ``
 numpy's default), right-closed with the lowest value included; the statistic sums
 ``(O - E)^2 / E`` over both outcome columns (events and non-events) of every group, and is
 referred to chi-square with ``G - 2`` degrees of freedom, ``G`` the number of groups realised.
+Frequency weights give the test of the repeated rows; other weights a weighted statistic
+with a Monte-Carlo p-value (:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`).
 
 Caveats (why ``hosmer_lemeshow`` is off by default): the result depends on the arbitrary
 number and placement of groups (different software gives different p-values on the same
@@ -38,24 +40,29 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import registry, scale
+from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
+from calaudit.inference.weighted_tests import weighted_hosmer_lemeshow
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import (
     logistic_recalibration,
     recalibration_of_rows,
     recalibration_replicates,
 )
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import ArrayRows, task_ranges
 
 
-def _reduce(partial: Any, y: NDArray, p: NDArray, **shared: Any
+def _reduce(partial: Any, y: NDArray, p: NDArray, w: NDArray | None = None, **shared: Any
             ) -> dict[str, NDArray]:
-    """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (placed once on
-    the workers (:func:`calaudit.scale.resident`)), added in range order."""
-    with scale.resident(ArrayRows({"y": y, "p": p})) as rows:
+    """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (and ``w`` when
+    given) placed once on the workers (:func:`calaudit.scale.resident`), added in range
+    order."""
+    columns = {"y": y, "p": p} if w is None else {"y": y, "p": p, "w": w}
+    with scale.resident(ArrayRows(columns)) as rows:
         return scale.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
 
 
@@ -70,12 +77,18 @@ def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDAr
 
 
 def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
-                            size: int) -> dict[str, NDArray]:
+                            size: int, weighted: bool = False) -> dict[str, NDArray]:
     """Per-group events, counts and expected events of the rows ``[start, stop)``
-    (groups: ``searchsorted(inner, p, "left")``, ``inner`` the inner breaks)."""
-    read = rows.read(start, stop, ["y", "p"])
+    (groups: ``searchsorted(inner, p, "left")``, ``inner`` the inner breaks), each row
+    counted ``w`` times when ``weighted``."""
+    read = rows.read(start, stop, ["y", "p", "w"] if weighted else ["y", "p"])
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
     index = np.searchsorted(inner, p, side="left")
+    if weighted:
+        w = np.asarray(read["w"], dtype=np.float64)
+        return {"events": np.bincount(index, weights=w * y, minlength=size),
+                "count": np.bincount(index, weights=w, minlength=size),
+                "expected": np.bincount(index, weights=w * p, minlength=size)}
     return {"events": np.bincount(index, weights=y, minlength=size),
             "count": np.bincount(index, minlength=size).astype(np.float64),
             "expected": np.bincount(index, weights=p, minlength=size)}
@@ -132,14 +145,24 @@ class HosmerLemeshow:
 
 
 def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
-                         groups: int = 10) -> HosmerLemeshow:
+                         groups: int = 10, counts: NDArray[np.float64] | None = None
+                         ) -> HosmerLemeshow:
     """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
-    the group sums are reductions (module docstring) run through :mod:`calaudit.scale`."""
+    the group sums are reductions (module docstring) run through :mod:`calaudit.scale`.
+    ``counts`` (whole numbers, frequency weights): row ``i`` counted ``counts_i`` times,
+    the breaks ``np.quantile`` of the repeated predictions and the groups' sums weighted,
+    which is the test of the repeated rows."""
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
-    breaks = np.unique(np.quantile(p, np.linspace(0.0, 1.0, groups + 1)))
+    probabilities = np.linspace(0.0, 1.0, groups + 1)
+    if counts is None:
+        breaks = np.unique(np.quantile(p, probabilities))
+    else:
+        kept = counts > 0
+        breaks = np.unique(weighted_quantiles(p[kept], counts[kept], probabilities, True))
     size = max(breaks.size - 1, 1)
-    sums = _reduce(hosmer_lemeshow_partial, y, p, inner=breaks[1:-1], size=size)
+    sums = _reduce(hosmer_lemeshow_partial, y, p, counts, inner=breaks[1:-1], size=size,
+                   weighted=counts is not None)
     events, count, expected_events = sums["events"], sums["count"], sums["expected"]
     keep = count > 0
     observed = np.column_stack([count - events, events])[keep]
@@ -176,16 +199,33 @@ def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, f
 
 
 def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
-                    groups: int = 10) -> TestResult:
+                    groups: int = 10, weights: SampleWeights | None = None,
+                    n_resamples: int = 1000, rng: np.random.Generator | None = None,
+                    alpha: float = 0.05) -> TestResult:
     """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
-    group sums are reductions run through :mod:`calaudit.scale`."""
+    group sums are reductions run through :mod:`calaudit.scale`. On weighted rows
+    (docs/weights.md): frequency weights without label-dependent sampling give the test of
+    the repeated rows; other weights the weighted statistic with a Monte-Carlo p-value
+    from ``n_resamples`` label redraws drawn with ``rng`` (INCONCLUSIVE when they cannot
+    reach ``alpha``)
+    (:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`)."""
+    if weights is not None and (weights.kind != "frequency" or weights.label_dependent):
+        if rng is None:
+            raise ValueError("the weighted Hosmer-Lemeshow test needs rng: its p-value is "
+                             "Monte-Carlo")
+        return weighted_hosmer_lemeshow(y_true, p, weights, groups=groups,
+                                        n_resamples=n_resamples, alpha=alpha, rng=rng)
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
     title = registry.title("hosmer_lemeshow")
-    result = hosmer_lemeshow_test(y_true, p, groups)
+    counts = None if weights is None else np.asarray(weights.design, dtype=np.float64)
+    result = hosmer_lemeshow_test(y_true, p, groups, counts)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
               "caveat": "depends on the grouping; low power; see documentation"}
-    reason = rules.too_few_rows(y_true.size)
+    if counts is not None:
+        method += ", frequency weights (the repeated rows)"
+        params["weights"] = "frequency"
+    reason = rules.too_few_rows(y_true.size if counts is None else int(counts.sum()))
     if reason is None and result.df < 1:
         reason = f"only {expected.shape[0]} distinct groups: df = G - 2 < 1"
     if reason is None and (expected.min() < 1 or np.mean(expected < 5) > 0.2):

@@ -9,10 +9,23 @@ weighted means; the Wilson interval uses ``n_b = W_b`` units (frequency weights)
 the redrawn weighted rates ``event*_b / W*_b``, which depend on the redraws only through
 event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also under
 label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
+Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
+the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
+The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`,
+and so do the one-vs-rest panels of a multi-class model (``reliability_per_class``): class
+``c``'s panel is the weighted diagram of the labels ``1{y = c}`` against ``p_c``, its band
+redrawn from ``Bernoulli(p_c)`` per unit (per row for design weights), the null of that
+view (negative sampling is for binary models only, so the weights do not follow the
+label).
+The smoothed reliability curve is that of the weighted law
+(:func:`calaudit.metrics.smooth_ece.smooth_reliability` with the row weights), at the
+weighted smooth ECE's fixed point.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,46 +33,104 @@ from numpy.typing import NDArray
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_tests import null_sums
+from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
 from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.metrics.smooth_ece import smooth_reliability
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.intervals import wilson_interval
+from calaudit.numerics.tabulate import Cells
 
 
 def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                          weights: SampleWeights, row_weights: NDArray[np.float64], *,
                          n_bins: int = 15, strategy: Strategy = "uniform",
                          band_resamples: int | None = None,
-                         rng: np.random.Generator | None = None) -> dict[str, Any]:
-    """``{"reliability": panel}`` for the binary (two classes) or top-label notion."""
+                         rng: np.random.Generator | None = None,
+                         classes: Sequence[str] | None = None) -> dict[str, Any]:
+    """``{"reliability": panel, "smooth_reliability": curve}`` for the binary (two
+    classes) or top-label notion; for more than two classes also
+    ``reliability_per_class`` (:func:`weighted_per_class`, named by ``classes``)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    notion = default_notion(y_proba.shape[1])
-    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            band_resamples or 0, rng, scores=False)
-    count = seen.count[:, 0]
-    keep = count > 0
-    rate = seen.event[keep, 0] / count[keep]
-    index = binned.cells.index
-    squares = np.bincount(index, row_weights * row_weights, minlength=binned.cells.n_cells)
-    size = count if weights.kind == "frequency" and not weights.label_dependent else (
-        np.divide(count * count, squares, out=np.zeros_like(count), where=squares > 0))
-    low, high = wilson_interval(rate * size[keep], size[keep])
-    band = None
-    if drawn is not None:
-        rates = drawn.event[keep] / np.where(drawn.count[keep] > 0, drawn.count[keep], 1.0)
-        tail = (1.0 - BAND_LEVEL) / 2.0
-        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
-        band = {"level": BAND_LEVEL, "n_resamples": band_resamples,
-                "low": band_low.tolist(), "high": band_high.tolist()}
+    bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
+                               band_resamples, rng)
     histogram = score_histogram(binned.scores)  # the weight of each histogram bin
     where, _ = bin_index(binned.scores, HISTOGRAM_BINS, "uniform")
     histogram["counts"] = np.bincount(where, row_weights, minlength=HISTOGRAM_BINS).tolist()
-    return {"reliability": {
-        "notion": notion, "n_bins": n_bins, "binning": strategy, "weights": weights.kind,
-        "bins": {"lower": binned.edges[:-1][keep].tolist(),
-                 "upper": binned.edges[1:][keep].tolist(), "count": count[keep].tolist(),
-                 "mean_score": (seen.score[keep, 0] / count[keep]).tolist(),
-                 "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
-                 "rate_high": np.asarray(high).tolist(),
-                 "effective_size": size[keep].tolist()},
-        "consistency_band": band, "histogram": histogram}}
+    notion = default_notion(y_proba.shape[1])
+    curve = smooth_reliability(binned.scores, binned.outcomes, row_weights)
+    per_class = ({} if y_proba.shape[1] == 2 else {"reliability_per_class": weighted_per_class(
+        y_true, y_proba, weights, n_bins=n_bins, strategy=strategy,
+        band_resamples=band_resamples, rng=rng, classes=classes)})
+    return {**per_class, "reliability": {
+        "notion": notion, "n_bins": n_bins, "binning": strategy,
+        "weights": weights.kind, "bins": bins, "consistency_band": band,
+        "histogram": histogram},
+        "smooth_reliability": {"notion": notion, **curve.to_dict(), "weights": weights.kind}}
+
+
+def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
+                  row_weights: NDArray[np.float64], binary: bool,
+                  band_resamples: int | None, rng: np.random.Generator | None,
+                  level: float = BAND_LEVEL) -> tuple[dict[str, list[float]],
+                                                     dict[str, Any] | None]:
+    """The bins of ``binned`` with a positive weight (module docstring; ``row_weights``
+    the rows' weights, ``binary``: outcome 1 is the positive class, whose negatives carry
+    the sampling rate) and their central ``level`` consistency band (None without
+    ``band_resamples``). Rows of weight 0 are left out before the draws, whose uniforms
+    are one per (bin of positive weight, redraw): frequency weights draw the band of the
+    repeated rows."""
+    rows = np.flatnonzero(weights.design > 0)
+    index = binned.cells.index[rows]
+    filled = np.bincount(index, minlength=binned.cells.n_cells) > 0
+    rank = np.cumsum(filled) - 1
+    binned = BinnedOutcomes(binned.scores[rows], binned.outcomes[rows],
+                            Cells(rank[index], int(filled.sum())), binned.edges)
+    weights, row_weights = take(weights, rows), row_weights[rows]
+    seen, drawn = null_sums(binned, weights, binary, band_resamples or 0, rng, scores=False)
+    count = seen.count[:, 0]
+    rate = seen.event[:, 0] / count
+    squares = np.bincount(binned.cells.index, row_weights * row_weights,
+                          minlength=binned.cells.n_cells)
+    size = count if weights.kind == "frequency" and not weights.label_dependent else (
+        count * count / squares)
+    low, high = wilson_interval(rate * size, size)
+    band = None
+    if drawn is not None:
+        rates = drawn.event / np.where(drawn.count > 0, drawn.count, 1.0)
+        tail = (1.0 - level) / 2.0
+        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
+        band = {"level": level, "n_resamples": band_resamples,
+                "low": band_low.tolist(), "high": band_high.tolist()}
+    return {"lower": binned.edges[:-1][filled].tolist(),
+            "upper": binned.edges[1:][filled].tolist(), "count": count.tolist(),
+            "mean_score": (seen.score[:, 0] / count).tolist(),
+            "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
+            "rate_high": np.asarray(high).tolist(), "effective_size": size.tolist()}, band
+
+
+def weighted_per_class(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                       weights: SampleWeights, *, n_bins: int = 15,
+                       strategy: Strategy = "uniform", band_resamples: int | None = None,
+                       rng: np.random.Generator | None = None,
+                       classes: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The one-vs-rest panels of a multi-class model on weighted rows (module docstring):
+    per class ``c`` (in order, named by ``classes``, default ``"0" .. "m-1"``) the
+    :func:`weighted_bins` of the scores ``p_c`` and outcomes ``1{y = c}`` with the rows'
+    weights, and its band from ``band_resamples`` redraws drawn with ``rng``."""
+    row_weights = np.asarray(weights.design, dtype=np.float64)
+    panels = []
+    for k, name in enumerate(classes or [str(k) for k in range(y_proba.shape[1])]):
+        binned = BinnedOutcomes.build(np.ascontiguousarray(y_proba[:, k]),
+                                      (y_true == k).astype(np.float64), n_bins=n_bins,
+                                      strategy=strategy)
+        bins, band = weighted_bins(binned, weights, row_weights, False, band_resamples, rng)
+        panels.append({"class": name, "bins": bins, "consistency_band": band})
+    return panels
+
+
+def take(weights: SampleWeights, rows: NDArray[np.intp]) -> SampleWeights:
+    """The weights of ``rows``."""
+    rate = weights.negative_rate
+    return replace(weights, design=weights.design[rows],
+                   negative_rate=None if rate is None else rate[rows])

@@ -28,6 +28,11 @@ the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
   ``a = d`` for frequency weights (``d`` independent units) and ``a = d^2`` otherwise;
   ``z = T / sqrt(V)``, two-sided normal p-value. With ``d = 1`` and no sampling this is
   Spiegelhalter's z (1986).
+* ``hosmer_lemeshow`` (design weights, label-dependent sampling; frequency weights alone
+  give the repeated rows' chi-square test, :mod:`calaudit.inference.classical`): per
+  group at the weighted quantiles of ``p``, ``X = sum_g (O_g - E_g)^2 / V_g`` with
+  ``O_g - E_g = sum w (y - p)`` and ``V_g`` its null variance, against redraws
+  (:func:`weighted_hosmer_lemeshow`).
 
 Every sum over rows is a reduction over the fixed row ranges of :mod:`calaudit.scale`; the
 redraws come from block streams keyed by the global row block, so the p-values are the
@@ -46,12 +51,13 @@ from scipy import sparse
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
-from calaudit.metrics.binned import BinSums, ece_from_sums
+from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
-from calaudit.numerics.binning import Strategy
+from calaudit.numerics.binning import Strategy, weighted_quantiles
 from calaudit.numerics.distributions import norm_sf
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
 from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.numerics.tabulate import Cells
 from calaudit.results import Status, TestResult
 from calaudit.scale import ROW_BLOCK, ArrayRows, blocks, task_ranges
 
@@ -305,6 +311,64 @@ def weighted_spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
                               "label_dependent": weights.label_dependent},
                       status=Status.INCONCLUSIVE if reason else None, message=reason or "",
                       title=registry.title("spiegelhalter"))
+
+
+def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                             weights: SampleWeights, *, groups: int = 10,
+                             n_resamples: int = 1000, alpha: float = 0.05,
+                             rng: np.random.Generator | None) -> TestResult:
+    """``hosmer_lemeshow`` on design weights or label-dependent sampling (module
+    docstring): groups between the distinct weighted quantiles ``0, 1/g, .., 1`` of ``p``
+    (weights ``d``, label-independent, so the groups are fixed under the redraws; right-
+    closed as Hosmer-Lemeshow's), per group ``O_g = sum w y`` and ``E_g = sum w p`` (weights
+    following the label), ``V_g = sum a [q (1 - p)^2 + (1 - q) p^2 / r^2]``
+    the null variance of ``O_g - E_g`` (``a = d`` for frequency weights, ``d^2``
+    otherwise), ``X = sum_g (O_g - E_g)^2 / V_g`` over groups with ``V_g > 0``, against its
+    values for labels redrawn from the null law (:func:`null_sums`, the weights following
+    the redrawn labels); Monte-Carlo p-value, exact. Unweighted this is the Pearson form
+    of Hosmer & Lemeshow (1980) with the binomial variance ``sum p (1 - p)``."""
+    y = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    d = np.asarray(weights.design, dtype=np.float64)
+    frequency = weights.kind == "frequency"
+    kept = d > 0
+    breaks = np.unique(weighted_quantiles(p[kept], d[kept], np.linspace(0.0, 1.0, groups + 1),
+                                          frequency))
+    size = max(breaks.size - 1, 1)
+    index = np.searchsorted(breaks[1:-1], p, side="left")
+    binned = BinnedOutcomes(p, y, Cells(index, size), breaks)
+    null = null_columns(weights, p, True)
+    q, r = null["q"], null["r"]
+    a = d if frequency else d * d
+    variance = np.bincount(index, a * (q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r)),
+                           minlength=size)
+    used = variance > 0
+    reason = (rules.too_few_rows(y.size) or rules.resampling_cannot_reject(n_resamples, alpha)
+              or (None if used.any() else "zero null variance in every group"))
+    seen, drawn = null_sums(binned, weights, True, 0 if reason else n_resamples, rng)
+
+    def statistic(sums: BinSums) -> NDArray[np.float64]:
+        residual = (sums.event - sums.score)[used]
+        return np.sum(residual * residual / variance[used][:, None], axis=0)
+
+    observed = float(statistic(seen)[0])
+    params = {"groups_requested": groups, "groups": int(used.sum()),
+              "weights": weights.kind, "label_dependent": weights.label_dependent,
+              "observed": seen.event[used, 0].tolist(),
+              "expected": seen.score[used, 0].tolist(), "variance": variance[used].tolist(),
+              "caveat": "depends on the grouping; low power; see documentation"}
+    method = ("Hosmer-Lemeshow on weighted rows: weighted groups, Monte-Carlo p-value from "
+              "labels redrawn from their law in the sample")
+    title = registry.title("hosmer_lemeshow")
+    if reason:
+        return TestResult("hosmer_lemeshow", math.nan, observed, math.nan, method,
+                          params=params, status=Status.INCONCLUSIVE, message=reason,
+                          title=title)
+    replicates = statistic(drawn)
+    return TestResult("hosmer_lemeshow", observed, observed,
+                      monte_carlo_pvalue(observed, replicates), method,
+                      n_resamples=n_resamples, params=params, null_distribution=replicates,
+                      title=title)
 
 
 def not_weighted(test_id: str, reason: str, notion: str = "binary") -> TestResult:

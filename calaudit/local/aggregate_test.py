@@ -34,7 +34,6 @@ from calaudit.numerics.pairwise import as_columns
 from calaudit.scale import stream_seed
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
-TEST_ID = "local_consistency"
 METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
           "fixed; members: a recalibration score statistic per covariate and for all "
           "covariates together, and KLCE^2; statistic A = max_j log(w_j / q_j) with q_j "
@@ -70,9 +69,8 @@ def _observed_sums(scores: ScoreMembers, r: NDArray[np.float64]
 
 def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
                     scores: ScoreMembers, rng: np.random.Generator, n_resamples: int, *,
-                    products: NDArray[np.float64] | None = None,
-                    statistic: float | None = None,
-                        dtype: type = np.float64) -> tuple[AggregateResult, NullResult]:
+                    statistic: float | None = None, dtype: type = np.float64
+                    ) -> tuple[AggregateResult, NullResult]:
     """The aggregate test and the KLCE consistency test it contains, from one exact
     kernel pass (:func:`calaudit.local.resampling.consistency_test`); the score members'
     level sums are taken from every batch of redrawn residuals as it is drawn."""
@@ -82,9 +80,8 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
         batches.append((scores.level_sums(columns),
                         scores.top_sums(columns) if columns.ndim == 3 else None))
 
-    kernel = consistency_test(gram, r, proba, rng, n_resamples, products=products,
-                              statistic=statistic, dtype=dtype,
-                              observe=observe)
+    kernel = consistency_test(gram, r, proba, rng, n_resamples, statistic=statistic,
+                              dtype=dtype, observe=observe)
     sums0, top0 = _observed_sums(scores, r)
     sums = np.concatenate([sums0] + [b[0] for b in batches], axis=-1)
     top = None if top0 is None else np.concatenate([top0] + [b[1] for b in batches], axis=-1)

@@ -8,6 +8,11 @@ computed as the global diagram's (:func:`calaudit.metrics.reliability.reliabilit
 Wilson intervals), and, when the audit runs tests, the consistency band of a calibrated
 model for those rows (:func:`calaudit.metrics.consistency.consistency_band`: outcomes
 redrawn from the predictions, ``level`` pointwise quantiles per bin).
+
+Weighted rows (docs/weights.md): the bins of the group's rows weighted as the global
+weighted diagram's (:func:`calaudit.inference.weighted_diagrams.weighted_bins`: ``count``
+the bin's weight, weighted means, Wilson intervals at the bin's effective size, the band
+from the null law of the sampled labels); the groups are those of the weighted table.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit.data.weights import SampleWeights
+from calaudit.inference.weighted_diagrams import take, weighted_bins
 from calaudit.local.groups import GroupSpec
+from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.reliability import reliability_bins
 
@@ -31,27 +39,37 @@ MAX_BINS = 10
 def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
                  outcome: NDArray[np.float64], prediction: NDArray[np.float64], *,
                  n_bins: int, strategy: str, n_resamples: int | None, level: float,
-                 rng: np.random.Generator, max_panels: int = MAX_PANELS) -> list[dict[str, Any]]:
+                 rng: np.random.Generator, max_panels: int = MAX_PANELS,
+                 weights: SampleWeights | None = None) -> list[dict[str, Any]]:
     """``local.group_reliability``: one panel per selected group (see module docstring);
-    ``n_resamples=None`` leaves the bands out (``consistency_band: null``)."""
-    chosen = sorted((i for i, row in enumerate(table)
-                     if specs[i].kind == "single" and row["status"] != "INCONCLUSIVE"),
-                    key=lambda i: (-abs(table[i]["bias"]), table[i]["group"]))[:max_panels]
+    ``n_resamples=None`` leaves the bands out (``consistency_band: null``). ``weights``:
+    the rows' weights (outcome 1 is the positive class of label-dependent sampling)."""
+    spec_of = {spec.name: spec for spec in specs}
+    chosen = sorted((row for row in table if spec_of[row["group"]].kind == "single"
+                     and row["status"] != "INCONCLUSIVE"),
+                    key=lambda row: (-abs(row["bias"]), row["group"]))[:max_panels]
     bins = min(n_bins, MAX_BINS)
     panels = []
-    for i in chosen:
-        rows, row = specs[i].rows, table[i]
+    for row in chosen:
+        spec = spec_of[row["group"]]
+        rows = spec.rows
         scores = prediction[rows]
-        band = None
-        if n_resamples:
-            band = consistency_band(scores, n_bins=bins, strategy=strategy,
-                                    n_resamples=n_resamples, level=level, rng=rng).to_dict()
-        (covariate, level_label), = specs[i].covariates.items()
+        if weights is None:
+            table_bins = reliability_bins(scores, outcome[rows], n_bins=bins,
+                                          strategy=strategy).to_dict()
+            band = None if not n_resamples else consistency_band(
+                scores, n_bins=bins, strategy=strategy, n_resamples=n_resamples,
+                level=level, rng=rng).to_dict()
+        else:
+            part = take(weights, rows)
+            binned = BinnedOutcomes.build(scores, outcome[rows], n_bins=bins,
+                                          strategy=strategy)
+            table_bins, band = weighted_bins(binned, part, part.of_labels(outcome[rows]),
+                                             True, n_resamples, rng, level)
+        (covariate, level_label), = spec.covariates.items()
         panels.append({
             "group": row["group"], "covariate": covariate, "level": level_label,
             "n": row["n"], "bias": row["bias"], "status": row["status"],
-            "explained_by": row.get("explained_by"),
-            "bins": reliability_bins(scores, outcome[rows], n_bins=bins,
-                                     strategy=strategy).to_dict(),
+            "explained_by": row.get("explained_by"), "bins": table_bins,
             "consistency_band": band})
     return panels

@@ -27,7 +27,7 @@ the ``tests`` list only.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -343,10 +343,10 @@ def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     return [{"rank": i + 1, **r} for i, r in enumerate(ranked[:k])]
 
 
-def excludes_zero(row: dict[str, Any]) -> bool:
-    """Whether a group's bias interval lies on one side of 0."""
-    interval = row.get("bias_ci")
-    return bool(interval) and (interval[0] > 0 or interval[1] < 0)
+def excludes_zero(row: Mapping[str, Any]) -> bool:
+    """Whether a group's bias interval lies on one side of 0 (no interval: no)."""
+    interval = row.get("bias_ci") or ()
+    return len(interval) == 2 and None not in interval and (interval[0] > 0 or interval[1] < 0)
 
 
 def _p(value: float | None) -> float:

@@ -19,6 +19,7 @@ further test adds one pass (the KiTE test uses its own kernel).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ from calaudit.local.klce import (
     residual_bound,
     residuals,
 )
-from calaudit.local.lcb import plot_points, top_label_residual
+from calaudit.local.lcb import plot_points
 from calaudit.local.lcb_cells import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.score_members import ScoreMembers
@@ -64,6 +65,16 @@ METHODS = {
     "klce_permutation": "KiTE ELCE2: permuted residuals, normalised by (n-1)/n sum K; "
                         "p = max(1/B, #{T* > T}/B)",
 }
+
+
+def inconclusive(ids: Sequence[str], statistic: float, methods: Mapping[str, str],
+                 params: Mapping[str, Any], alpha: float, reason: str) -> list[TestResult]:
+    """The local tests ``ids`` on a sample too small to decide (``reason``)."""
+    return [TestResult(id=t, statistic=statistic, estimate=statistic, p_value=math.nan,
+                       method=methods[t], n_resamples=0, params=dict(params),
+                       status=Status.INCONCLUSIVE, alpha=alpha,
+                       message=f"too small to decide: {reason}", title=registry.title(t),
+                       family="local") for t in ids]
 
 
 class LocalTests:
@@ -208,9 +219,7 @@ class LocalTests:
         probabilities of the view, default the test's: ``p_1`` or the (n, m) rows)."""
         p = (self.proba if self.data.is_binary else np.asarray(self.data.y_proba)) \
             if proba is None else proba
-        return ScoreMembers.build([lv.name for lv in self.levels],
-                                  [lv.codes for lv in self.levels],
-                                  [len(lv.labels) for lv in self.levels], p)
+        return ScoreMembers.of_levels(self.levels, p)
 
     def aggregate_result(self):
         """The aggregate test (exact path: found in the kernel pass; feature path: the
@@ -228,11 +237,10 @@ class LocalTests:
             codes, n_levels, self.feature_seed, self.local.n_resamples)
         return self.aggregate
 
-    def feature_pass(self, scalar_r: np.ndarray) -> float:
-        """KLCE^2 and the first consistency/bootstrap test from the first pass of
-        :func:`feature_local_pass` (its LCB passes are skipped: the reported LCB uses the
-        estimation bandwidths, :meth:`local_bias`); ``local_consistency`` fuses its kernel
-        member, ``klce_consistency``."""
+    def feature_pass(self) -> float:
+        """KLCE^2 and the first consistency/bootstrap test from one pass of
+        :func:`feature_local_pass`; ``local_consistency`` fuses its kernel member,
+        ``klce_consistency``."""
         fused = next((t for t in self.local.tests if t != "klce_permutation"), None)
         if fused == "local_consistency":
             fused = "klce_consistency"
@@ -240,10 +248,9 @@ class LocalTests:
             fused = None
         if fused == "klce_consistency":
             self.feature_seed = aggregate.feature_seed(self.streams[fused])
-        out = feature_local_pass(self.features, self.gram.features, scalar_r, self.r,
-                                 self.proba, fused, self.streams[fused] if fused else None,
-                                 self.local.n_resamples,
-                                 bias=False)
+        out = feature_local_pass(self.features, self.gram.features, self.r, self.proba, fused,
+                                 self.streams[fused] if fused else None,
+                                 self.local.n_resamples)
         if out.test is not None:
             result = NullResult(out.test.statistic, out.test.null_distribution,
                                 out.test.p_value)
@@ -276,13 +283,8 @@ class LocalTests:
         reason = self.too_small()
         if reason:
             statistic = self.observed(statistic)
-            return [TestResult(
-                id=test_id, statistic=statistic, estimate=statistic, p_value=math.nan,
-                method=METHODS[test_id], n_resamples=0, params=self.kernel_params(),
-                status=Status.INCONCLUSIVE, alpha=self.config.alpha,
-                message=f"too small to decide: {reason}", title=registry.title(test_id),
-                family="local")
-                for test_id in self.local.tests], statistic
+            return inconclusive(self.local.tests, statistic, METHODS, self.kernel_params(),
+                                self.config.alpha, reason), statistic
         out = []
         for test_id in self.local.tests:
             result, res = self.run_test(test_id, statistic if test_id != "klce_permutation"
@@ -315,25 +317,22 @@ class LocalTests:
             bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
             gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
                                 lazy=self.features is not None)
+            features = None if self.features is None else product_features(
+                gram.features, self.choice.n_features, self.choice.frequency_seed)
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
             if not testing:
-                row["statistic"] = (klce2(gram, r_c) if self.features is None else
-                                    feature_statistic(product_features(
-                                        gram.features, self.choice.n_features,
-                                        self.choice.frequency_seed), gram.features, r_c))
+                row["statistic"] = (klce2(gram, r_c) if features is None else
+                                    feature_statistic(features, gram.features, r_c))
                 rows.append(row)
                 continue
             scores = self.score_members(p_c)
-            if self.features is not None:
-                features = product_features(gram.features, self.choice.n_features,
-                                            self.choice.frequency_seed)
+            if features is not None:
                 seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
                 res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
                                                lc.n_resamples, stream=stream)
                 found = aggregate.feature_aggregate(
                     res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
-                    *codes, seed,
-                    lc.n_resamples, stream=stream)
+                    *codes, seed, lc.n_resamples, stream=stream)
                 method = "local aggregate test, one-vs-rest, random features"
             else:
                 found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
@@ -345,20 +344,12 @@ class LocalTests:
             rows.append(row)
         return rows
 
-    def scalar_residual(self) -> np.ndarray:
-        """The residual of the scalar view (LCB, feature pass): ``y - p_1`` (binary), else
-        the top-label ``1{y = argmax p} - max p``."""
-        if self.data.is_binary:
-            return self.r
-        outcome, prediction = top_label_residual(self.data.y_true, self.data.y_proba)
-        return outcome - prediction
-
-    def run(self, scalar_r: np.ndarray) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
+    def run(self) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
         """The requested tests, the KLCE^2 estimate and the per-class views; afterwards
         the test kernel's rows are freed."""
         statistic = None  # exact path: from the first test's pass (:meth:`tests`)
         if self.features is not None:  # statistic (and fused test) from the feature pass
-            statistic = self.feature_pass(scalar_r)
+            statistic = self.feature_pass()
         tests, statistic = self.tests(statistic)
         per_class = self.per_class()
         self.gram = None

@@ -71,8 +71,11 @@ def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
     return (y == top).astype(np.float64), p.max(axis=1)
 
 
-def summarize(values: NDArray[np.float64]) -> dict:
-    """``local.lcb.summary``: mean, mean |LCB|, sd, min, max and quantiles."""
+def summarize(values: NDArray[np.float64], weights: Any = None) -> dict:
+    """``local.lcb.summary``: mean, mean |LCB|, sd, min, max and quantiles; ``weights``
+    (:class:`calaudit.local.weighted_lcb.LcbWeights`): of the weighted law."""
+    if weights is not None:
+        return weights.summary(values, QUANTILES)
     return {
         "mean": float(values.mean()),
         "mean_abs": float(np.abs(values).mean()),
@@ -104,12 +107,18 @@ class RowProducts:
 
 def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
                  r: NDArray[np.float64], weight_sums: NDArray[np.float64],
-                 columns: NDArray[np.float64], chunk: int = 2048) -> RowProducts:
+                 columns: NDArray[np.float64], chunk: int = 2048,
+                 meat: NDArray[np.float64] | None = None,
+                 centre: NDArray[np.float64] | None = None) -> RowProducts:
     """One rectangular pass over ``K[S, :]`` (``len(S) x n`` kernel entries, column chunks).
 
     ``LCB_j`` is linear in the residuals, so (HC0, as the curves)
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j``; ``features`` are the Gram's scaled rows ``z``
-    (``K_ij = exp(-|z_i - z_j|^2)``). Also ``K[S, :] @ columns`` (curve weights).
+    (``K_ij = exp(-|z_i - z_j|^2)``). Also ``K[S, :] @ columns`` (curve weights). Weighted
+    rows: ``se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j`` with the meat weights ``meat``
+    (:class:`calaudit.local.weighted_lcb.LcbWeights`) and the weighted ``D_j``; with
+    ``centre`` (``LCB_j`` at the rows ``S``) the linearised ratio's
+    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead.
 
     Each column chunk is a task of the run's reductions (:mod:`calaudit.scale`; BLAS at
     one thread per task) and the chunks' sums are added in chunk order, so the
@@ -117,10 +126,17 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     """
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
-    shared = {"rows": ArrayRows({"z": z, "r2": r * r, "columns": columns}), "here": z[rows]}
+    r2 = r * r if meat is None else meat * r * r
+    if centre is not None:  # sum K^2 m (r - c)^2 = sum K^2 m r^2 - 2 c sum K^2 m r + c^2 ...
+        r2 = np.column_stack([r2, meat * r, meat])
+    shared = {"rows": ArrayRows({"z": z, "r2": r2, "columns": columns}), "here": z[rows]}
     total = scale.map_sum(
         _row_products_partial, task_ranges(z.shape[0], chunk), shared)
-    return RowProducts(rows, np.sqrt(total["se2"]) / weight_sums[rows], total["weights"])
+    se2 = total["se2"]
+    if centre is not None:
+        se2 = np.maximum(se2[:, 0] - 2.0 * centre * se2[:, 1] + centre * centre * se2[:, 2],
+                         0.0)
+    return RowProducts(rows, np.sqrt(se2) / weight_sums[rows], total["weights"])
 
 
 def _row_products_partial(start: int, stop: int, *, rows: Any, here: NDArray[np.float64]

@@ -25,6 +25,12 @@ separated/pooled switch of each categorical covariate (the CV noise on 2000 rows
 the size of the gain from separating a 20 % group biased by 0.11). The chosen bandwidths
 suit the subsample's size: slightly smoother than optimal for all ``n``.
 
+Weighted rows (docs/weights.md; :class:`calaudit.local.weighted_lcb.LcbWeights`): the
+sums are ``K @ [w r, w]``, the left-out fit removes one unit (``u_j = w_j / t_j``, ``t_j``
+the row's units: one unit of a frequency weight, the whole row of a design weight),
+``m_{-j} = (sum_i K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j)``, and
+``CV = sum_j w_j (r_j - m_{-j})^2 / sum_j w_j`` (frequency weights: the repeated rows' CV).
+
 The audit stage fixes categorical covariates to separated or pooled by the recalibration
 model's AIC (``fixed``); stage 2 then only runs for categorical covariates left to the CV.
 
@@ -65,9 +71,11 @@ _TINY = 1e-12
 
 def kernel_sums(prob_features: NDArray[np.float64], prob_bandwidth: float,
                 cov_features: NDArray[np.float64], column_bandwidths: NDArray[np.float64],
-                r: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+                r: NDArray[np.float64], w: NDArray[np.float64] | None = None
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` of the Gaussian product kernel with bandwidth ``s_p`` on the
-    prediction and ``column_bandwidths[k]`` on encoded covariate column ``k``.
+    prediction and ``column_bandwidths[k]`` on encoded covariate column ``k``; with row
+    weights ``w``, ``(K (w r), K w)``.
 
     The one place the LCB smoother touches the kernel (an exact tiled engine pass; a
     random-feature approximation can replace it for very large ``n``). ``K`` includes its
@@ -75,7 +83,8 @@ def kernel_sums(prob_features: NDArray[np.float64], prob_bandwidth: float,
     """
     gram = estimation_gram(prob_features, prob_bandwidth, cov_features, column_bandwidths)
     _, out = kernel_forms_and_matmul(gram, np.zeros((r.shape[0], 0)),
-                                     np.column_stack([r, np.ones_like(r)]))
+                                     np.column_stack([r, np.ones_like(r)]) if w is None
+                                     else np.column_stack([w * r, w]))
     return out[:, 0], out[:, 1]
 
 
@@ -147,11 +156,20 @@ class EstimationRows:
 
 
 def loo_fit(weighted: NDArray[np.float64], mass: NDArray[np.float64],
-            r: NDArray[np.float64]) -> NDArray[np.float64]:
+            r: NDArray[np.float64], w: NDArray[np.float64] | None = None,
+            u: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """Leave-one-out Nadaraya-Watson fits ``(Kr_j - r_j) / (K1_j - 1)``; isolated rows get
-    the mean residual of the other rows."""
-    num, den = weighted - r, mass - 1.0
-    others = (r.sum() - r) / max(r.size - 1, 1)
+    the mean residual of the other rows. Weighted (row weights ``w``, left-out unit
+    weights ``u``): ``(K(wr)_j - u_j r_j) / (Kw_j - u_j)``, the weighted mean of the
+    others."""
+    if w is not None:
+        num, den = weighted - u * r, mass - u
+        rest = float(w.sum()) - u
+        others = np.divide(float(np.dot(w, r)) - u * r, rest, out=np.zeros_like(r),
+                           where=rest > _TINY)
+    else:
+        num, den = weighted - r, mass - 1.0
+        others = (r.sum() - r) / max(r.size - 1, 1)
     ok = den > _TINY
     return np.where(ok, num / np.where(ok, den, 1.0), others)
 
@@ -202,8 +220,9 @@ def _columns(blocks: Sequence[slice], values: Sequence[float]) -> NDArray[np.flo
 class _Search:
     """CV scores of bandwidth combinations on the CV rows, memoised."""
 
-    def __init__(self, prob, cov, r, blocks, names, stage: int = 1):
+    def __init__(self, prob, cov, r, blocks, names, stage: int = 1, weights=None):
         self.prob, self.cov, self.r, self.stage = prob, cov, r, stage
+        self.w, self.u = (None, None) if weights is None else weights
         self.blocks, self.names = blocks, names
         self.scores: dict[tuple, float] = {}
         self.path: list[dict] = []
@@ -212,8 +231,10 @@ class _Search:
         key = (sp, sx)
         if key not in self.scores:
             weighted, mass = kernel_sums(self.prob, sp, self.cov, _columns(self.blocks, sx),
-                                         self.r)
-            value = float(np.mean((self.r - loo_fit(weighted, mass, self.r)) ** 2))
+                                         self.r, self.w)
+            squares = (self.r - loo_fit(weighted, mass, self.r, self.w, self.u)) ** 2
+            value = (float(np.mean(squares)) if self.w is None
+                     else float(np.dot(self.w, squares) / self.w.sum()))
             self.scores[key] = value
             self.path.append({"prob_bandwidth": sp,
                               "cov_bandwidths": dict(zip(self.names, sx, strict=True)),
@@ -280,7 +301,8 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                       max_rows: int = DEFAULT_MAX_ROWS,
                       prob_grid: tuple[float, ...] = PROB_GRID,
                       cov_grid: tuple[float, ...] = COV_GRID,
-                      rounds: int = 2, refine_factor: int = REFINE_FACTOR) -> BandwidthSelection:
+                      rounds: int = 2, refine_factor: int = REFINE_FACTOR,
+                      weights: Any = None) -> BandwidthSelection:
     """LOO-CV in two stages (see the module docstring).
 
     ``fixed`` maps covariates to a bandwidth decided elsewhere (the stage fixes categorical
@@ -293,6 +315,10 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
     (or all; skipped when stage 1 already used all rows): the 3 best combinations of
     stage 1, each also with every categorical covariate switched between pooled and
     separated, then one round of coordinate descent from the best of these.
+
+    ``weights``: the rows' :class:`calaudit.local.weighted_lcb.LcbWeights` (the weighted
+    CV of the module docstring; ``rows_used`` and ``refine_rows`` count units for
+    frequency weights).
     """
     n, k = r.shape[0], len(names)
     kinds = list(kinds or ["numeric"] * k)
@@ -302,8 +328,15 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
              for name, kind in zip(names, kinds, strict=True)]
     kinds = ["fixed" if name in fixed else kind for name, kind in zip(names, kinds,
                                                                         strict=True)]
+    def part(rows: NDArray[np.intp]) -> Any:
+        return None if weights is None else (weights.w[rows], weights.u[rows])
+
+    def count(rows: NDArray[np.intp]) -> int:
+        return int(rows.size) if weights is None else weights.count(rows)
+
     rows = _rows(n, max_rows, rng)
-    search = _Search(prob_features[rows], cov_features[rows], r[rows], blocks, names)
+    search = _Search(prob_features[rows], cov_features[rows], r[rows], blocks, names,
+                     weights=part(rows))
     best = None
     for sp in prob_grid:
         for value in cov_grid:
@@ -312,7 +345,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
             if best is None or _better(cand, best):
                 best = cand
     best = _descend(search, best, prob_grid, grids, rounds)
-    used, stage2 = int(rows.size), 0
+    used, stage2 = count(rows), 0
     if rows.size < n and refine_factor > 1 and "categorical" in kinds:
         ranked = sorted(search.scores.items(), key=lambda item: item[1])
         top = [(score, key[0], key[1]) for key, score in ranked[:3]]
@@ -321,7 +354,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
             + ([t for c in top for t in _toggles(c, kinds)] if len(cov_grid) > 1 else [])))
         rows2 = _rows(n, refine_factor * max_rows, rng)
         refine = _Search(prob_features[rows2], cov_features[rows2], r[rows2], blocks, names,
-                         stage=2)
+                         stage=2, weights=part(rows2))
         best = None
         for sp, sx in candidates:
             cand = (refine.score(sp, sx), sp, sx)
@@ -329,7 +362,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                 best = cand
         best = _descend(refine, best, prob_grid, grids, 1)
         search.path.extend(refine.path)
-        used, stage2 = int(rows.size), int(rows2.size)
+        used, stage2 = count(rows), count(rows2)
     return BandwidthSelection(float(best[1]), dict(zip(names, map(float, best[2]), strict=True)),
                               tuple(prob_grid), tuple(cov_grid), tuple(search.path),
                               used, refine_rows=stage2)

@@ -13,6 +13,12 @@ The curves' weights are evaluated a block of rows or of grid points at a time
 (:class:`CurveDesign`, :class:`CurveColumns`), so memory stays O(rows) whatever the number
 of curves and grid points; their sums are reductions over fixed row ranges
 (:func:`curve_sums`), the same bytes on every executor.
+
+Weighted rows (:mod:`calaudit.local.weighted_lcb`): a request's row weights ``v_j`` (its
+``weight``) multiply the Gaussian weights, ``w_j(t) = v_j g_j(t) / sum_g v g(t)``, so
+``c(t)`` is the weighted average of the LCB values; the grid and bandwidth are those of
+the weighted law (:func:`curve_design`'s ``grid_of``), and ``se(t)^2 = sum_i m_i a_i(t)^2
+r_i^2`` with the meat weights ``m``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,15 @@ class CurveRequest:
     group: str
     rows: NDArray[np.intp]
     x: NDArray[np.float64]
+    #: the rows' weights (weighted audits), None: unweighted
+    weight: NDArray[np.float64] | None = None
+
+    def gaussian(self, grid: NDArray[np.float64], h: float, lo: int = 0,
+                 hi: int | None = None) -> NDArray[np.float64]:
+        """:func:`raw_weights` of the rows ``[lo, hi)`` of the request, times their
+        weights."""
+        w = raw_weights(grid, self.x[lo:hi], h)
+        return w if self.weight is None else w * self.weight[lo:hi][None, :]
 
 
 def curve_grid(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64], float]:
@@ -114,7 +129,7 @@ class CurveDesign:
         """``w_j(t)`` of request ``k`` at its rows ``req.rows[lo:hi]`` and grid points
         ``[t0, t1)``: the same bits as the slice of :func:`grid_weights`."""
         req, grid = self.requests[k], self.grids[k]
-        w = raw_weights(grid[t0:t1], req.x[lo:hi], self.bandwidths[k])
+        w = req.gaussian(grid[t0:t1], self.bandwidths[k], lo, hi)
         w /= self.normalisers[k][t0:t1, None]
         return w
 
@@ -192,11 +207,12 @@ def _within(req: CurveRequest, lo: int, hi: int, shift: int = 0) -> CurveRequest
     """The request's rows in ``[lo, hi)`` (numbered from ``shift``) and their values."""
     a, b = np.searchsorted(req.rows, [lo, hi])
     return replace(req, rows=req.rows[a:b] - shift if shift else req.rows[a:b],
-                   x=req.x[a:b])
+                   x=req.x[a:b], weight=None if req.weight is None else req.weight[a:b])
 
 
 def _requests_nbytes(requests: Sequence[CurveRequest]) -> int:
-    return sum(req.rows.nbytes + req.x.nbytes for req in requests)
+    return sum(req.rows.nbytes + req.x.nbytes
+               + (0 if req.weight is None else req.weight.nbytes) for req in requests)
 
 
 #: Rows per task of the curves' sums (a constant: the ranges depend on n only).
@@ -247,7 +263,10 @@ class CurveRows:
             return blocks[0][2]
         return CurveRows(tuple(
             replace(pieces[0], rows=np.concatenate([p.rows for p in pieces]),
-                    x=np.concatenate([p.x for p in pieces])) for pieces in zip(*parts)), n)
+                    x=np.concatenate([p.x for p in pieces]),
+                    weight=None if pieces[0].weight is None
+                    else np.concatenate([p.weight for p in pieces]))
+            for pieces in zip(*parts)), n)
 
 
 def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
@@ -266,7 +285,7 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
         for k, (req, grid, h) in enumerate(zip(requests.requests, grids, bandwidths,
                                                  strict=True)):
             a, b = np.searchsorted(req.rows, [start, stop])
-            w = raw_weights(grid, req.x[a:b], h)
+            w = req.gaussian(grid, h, a, b)
             if normalisers is None:
                 out[str(k)] = w.sum(axis=1)
                 continue
@@ -278,14 +297,16 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
 
 
 def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
-                 points: int, dense: bool = True, dtype: type = np.float64) -> CurveDesign:
+                 points: int, dense: bool = True, dtype: type = np.float64,
+                 grid_of: Any = None) -> CurveDesign:
     """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
     w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
     (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
-    :class:`CurveColumns` or use the per-request weights)."""
+    :class:`CurveColumns` or use the per-request weights). ``grid_of(request, points)``:
+    the grid and bandwidth of a request (default :func:`curve_grid` of its values)."""
     grids, bandwidths = [], []
     for req in requests:
-        grid, h = curve_grid(req.x, points)
+        grid, h = curve_grid(req.x, points) if grid_of is None else grid_of(req, points)
         grids.append(grid)
         bandwidths.append(h)
     sums = curve_sums(requests, grids, bandwidths, weight_sums.size) \
@@ -301,7 +322,9 @@ def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
 def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | None,
                          bias: LocalBias, r: NDArray[np.float64], level: float,
                          scale: float = 1.0,
-                         se_all: NDArray[np.float64] | None = None) -> list[dict]:
+                         se_all: NDArray[np.float64] | None = None,
+                         meat: NDArray[np.float64] | None = None,
+                         size_of: Any = None) -> list[dict]:
     """``local.lcb.curves`` from ``A = K @ V`` (see module docstring): one entry per
     ``(covariate, group_by)`` with the groups' grid, curve, standard error and band
     (``se_all``: the standard errors ``sqrt(sum_i A_it^2 r_i^2)`` when already computed,
@@ -309,9 +332,11 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
 
     ``products`` and ``r`` may be restricted to a uniform random subsample ``S`` of the
     rows ``i``, with ``scale = n / |S|``: ``se(t)^2 = scale * sum_{i in S} a_i(t)^2 r_i^2``
-    is then an unbiased estimate of the full sum."""
+    is then an unbiased estimate of the full sum. Weighted rows: ``meat`` (the meat
+    weights of the rows of ``r``) and ``size_of(request)``, a curve's ``n``."""
     if se_all is None:
-        se_all = np.sqrt(scale * ((products * products).T @ (r * r)))
+        r2 = r * r if meat is None else meat * r * r
+        se_all = np.sqrt(scale * ((products * products).T @ r2))
     z = float(norm_ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
@@ -324,7 +349,8 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
         entry = curves.setdefault((req.covariate, req.group_by), {
             "covariate": req.covariate, "group_by": req.group_by, "groups": []})
         entry["groups"].append({
-            "group": req.group, "n": int(req.rows.size), "bandwidth": h,
+            "group": req.group, "n": int(req.rows.size) if size_of is None else size_of(req),
+            "bandwidth": h,
             "x": grid, "lcb": centre, "se": se,
             "low": centre - z * se, "high": centre + z * se})
     return list(curves.values())

@@ -3,7 +3,8 @@ function: its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``; c
 covariates separated or pooled by the recalibration model's AIC), the smoother's kernel
 sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
 above the exact size rule), the plotted rows with pointwise intervals, and the per-group
-curves.
+curves. On weighted rows (:mod:`calaudit.local.weighted_lcb`) the same of the weighted
+law, on the exact kernel.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import numpy as np
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
-from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
@@ -37,6 +37,7 @@ from calaudit.local.lcb_curves import (
     curves_from_products,
 )
 from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products, lcb_computation
+from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.numerics.distributions import norm_ppf
 
 #: Categorical covariates with more categories are not used to split LCB curves.
@@ -56,9 +57,16 @@ def categorical_separation(section: dict[str, Any] | None) -> dict[str, float]:
     them)."""
     if not section:
         return {}
-    return {e["covariate"]: CAT_GRID[0] if e["lr_statistic"] > 2 * e["df"] else CAT_GRID[-1]
+    return {e["covariate"]: CAT_GRID[0] if statistic(e) > 2 * e["df"] else CAT_GRID[-1]
             for e in section["covariates"]
-            if e["kind"] == "categorical" and e.get("lr_statistic") is not None}
+            if e["kind"] == "categorical" and statistic(e) is not None}
+
+
+def statistic(entry: dict[str, Any]) -> float | None:
+    """A covariate's likelihood-ratio statistic, or the Wald statistic of weighted rows
+    (design weights, label-dependent sampling)."""
+    value = entry.get("lr_statistic")
+    return entry.get("wald_statistic") if value is None else value
 
 
 def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
@@ -68,13 +76,20 @@ def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
 
 class LcbEstimation:
     """The LCB of one data set, from the setup its tests used (:class:`LocalTests`:
-    data, settings, encoded covariates, streams, exact or feature path)."""
+    data, settings, encoded covariates, streams, exact or feature path; weighted rows: the
+    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``,
+    exact path)."""
 
-    def __init__(self, setup: LocalTests) -> None:
+    def __init__(self, setup: Any, weights: LcbWeights | None = None) -> None:
         self.data, self.local, self.config = setup.data, setup.local, setup.config
-        self.n, self.streams, self.choice = setup.n, setup.streams, setup.choice
-        self.prob_features, self.encoded = setup.prob_features, setup.encoded
-        self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
+        self.n, self.streams, self.weights = setup.data.n, setup.streams, weights
+        self.encoded = setup.encoded
+        if weights is None:
+            self.choice, self.prob_features = setup.choice, setup.prob_features
+            self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
+        else:
+            self.choice, self.lcb_kernel, self.lcb_features = None, None, 0
+            self.prob_features = np.asarray(setup.proba).reshape(self.n, -1)
 
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
             separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -82,6 +97,9 @@ class LcbEstimation:
         curves by group with their bands, the plotted rows with pointwise intervals."""
         lc = self.local
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
+        if self.weights is not None:
+            return self.weighted_section(scalar_r, prediction, bias, selection, lcb_gram,
+                                         separation)
         # V is never stored: built a row block at a time (CurveColumns)
         design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
                               dense=False)
@@ -115,22 +133,80 @@ class LcbEstimation:
         }
         return lcb, section
 
+    def weighted_section(self, scalar_r: np.ndarray, prediction: np.ndarray,
+                         bias: LocalBias, selection: BandwidthSelection,
+                         gram: GaussianProductGram, separation: dict[str, float]
+                         ) -> tuple[np.ndarray, dict[str, Any]]:
+        """``local.lcb`` on weighted rows (module docstring): plotted rows among the rows
+        of positive weight."""
+        lc, weights = self.local, self.weights
+        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
+                              dense=False, grid_of=weights.curve_grid)
+        positive = np.flatnonzero(weights.w > 0)
+        plotted = positive[plot_points(positive.size,
+                                       max(lc.max_points, min(positive.size, MIN_SE_ROWS)),
+                                       self.streams["points"])]
+        at = row_products(gram.features, plotted, scalar_r, bias.weight_sums,
+                          CurveColumns(design, bias.weight_sums, np.float64), meat=weights.m,
+                          centre=None if weights.frequency else bias.values[plotted])
+        curves = [] if not design.requests else curves_from_products(
+            design, at.curve_weights, bias, scalar_r[at.rows], lc.confidence_level,
+            scale=positive.size / max(at.rows.size, 1), meat=weights.m[at.rows],
+            size_of=lambda request: weights.size(request.rows))
+        method = selection.to_dict()
+        method["criterion"] = ("sum_j w_j (r_j - m_{-j})^2 / sum_j w_j, m_{-j} = (sum_i "
+                               "K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j), u_j the "
+                               "weight of one unit of row j")
+        section = {
+            "definition": "sum_i w_i r_i k(p_i, p) l(x_i, x) / sum_i w_i k(p_i, p) l(x_i, x) "
+                          "(eq. 7 of the weighted law) at every observation, bandwidths "
+                          "chosen for estimation",
+            "view": "binary" if self.data.is_binary else "top-label",
+            "weights": {"kind": self.data.weights.kind,
+                        "label_dependent": self.data.weights.label_dependent},
+            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
+                                             ).to_dict(),
+            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
+                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
+                           "source": selection.source},
+            "bandwidth_selection": {**method, "categorical": {
+                "rule": CATEGORICAL_RULE.replace("(LR statistic", "(LR statistic, Wald "
+                                                 "statistic for design weights,"),
+                "separated": separation}},
+            "interval": ("pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 w_i r_i^2) / sum_i K_ij w_i "
+                         "(the repeated rows')" if weights.frequency else
+                         "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / "
+                         "sum_i K_ij w_i, m_i = w_i^2 / (units of row i) (linearised ratio)"),
+            "computation": {"method": "exact", "reason": "weighted rows",
+                            "cv_rows": "exact kernel sums on the seeded cross-validation "
+                                       "subsample"},
+            "summary": summarize(bias.values, weights),
+            "curves": curves,
+            "points": self.points(bias.values, prediction, at),
+        }
+        return bias.values, section
+
     def curve_requests(self) -> list[CurveRequest]:
         covs = self.data.covariates
         groupings = [c for c in covs
                      if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
         minimum = max(self.local.min_group_rows, 5)
+        weights = self.weights
+        size = len if weights is None else weights.size
         requests = []
         for cov in (c for c in covs if c.kind == "numeric"):
             x = np.asarray(cov.values, dtype=np.float64)
             if not groupings:
-                requests.append(CurveRequest(cov.name, None, "all",
-                                             np.arange(self.n, dtype=index_dtype(self.n)), x))
+                rows = np.arange(self.n, dtype=index_dtype(self.n))
+                requests.append(CurveRequest(cov.name, None, "all", rows, x, None
+                                             if weights is None else weights.w))
             for g in groupings:
                 for code, label in enumerate(g.categories):
                     rows = rows_where(g.values == code)
-                    if rows.size >= minimum:
-                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows]))
+                    if size(rows) >= minimum:
+                        requests.append(CurveRequest(cov.name, g.name, label, rows, x[rows],
+                                                     None if weights is None
+                                                     else weights.w[rows]))
         return requests
 
     def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts
@@ -165,7 +241,8 @@ class LcbEstimation:
                                       [c.kind for c in self.data.covariates],
                                       fixed=None if lc.lcb_cov_bandwidth else fixed,
                                       max_rows=lc.lcb_cv_max_rows,
-                                      prob_grid=prob_grid, cov_grid=cov_grid)
+                                      prob_grid=prob_grid, cov_grid=cov_grid,
+                                      weights=self.weights)
         if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
             return replace(selection, source="option")
         return selection
@@ -192,7 +269,8 @@ class LcbEstimation:
         cov = np.asarray(self.encoded.features)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)
         weighted, mass = kernel_sums(self.prob_features, selection.prob_bandwidth,
-                                     cov, columns, scalar_r)
+                                     cov, columns, scalar_r,
+                                     None if self.weights is None else self.weights.w)
         return LocalBias(ratio(weighted, mass), mass), selection, gram
 
     def curves(self, design: CurveDesign, bias: LocalBias, at: RowProducts,

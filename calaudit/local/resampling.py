@@ -54,35 +54,26 @@ Sampler = Callable[[np.random.Generator, NDArray[np.float64]], None]
 
 @dataclass(frozen=True)
 class NullResult:
-    """Observed statistic, its resampling null distribution and the p-value.
-
-    ``products`` is ``K @ W`` when the caller asked for extra products to be fused into
-    the test's kernel pass (``products=W``), else ``None``.
-    """
+    """Observed statistic, its resampling null distribution and the p-value."""
 
     statistic: float
     null_distribution: NDArray[np.float64]
     p_value: float
     extra: dict = field(default_factory=dict)
-    products: NDArray[np.float64] | None = None
 
 
 def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random.Generator,
                   lead: NDArray[np.float64] | None, *,
-                  products: NDArray[np.float64] | None = None,
                   max_entries: int = MAX_ENTRIES, dtype: type = np.float64,
                   refine: tuple[float | None, float] | None = None,
                   observe: Callable[[NDArray[np.float64]], None] | None = None
-                  ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64],
-                             NDArray[np.float64] | None]:
+                  ) -> tuple[NDArray[np.float64] | None, NDArray[np.float64]]:
     """Quadratic forms of the ``lead`` columns and of ``n_resamples`` sampled columns.
 
     ``lead`` has shape (n, k) or (n, m, k) (``k`` may be 0; ``None`` means (n, 0)); the
     sampler fills the resample columns, (n, B) or (n, m, B), in float64 (the GEMMs run in
-    ``dtype``). The observed (lead) columns go into the first batch. With ``products`` (n, r),
-    ``K @ products`` is computed in the first batch's pass too
-    (:func:`kernel_forms_and_matmul`). Returns ``(lead_forms, resample_forms,
-    K @ products or None)``.
+    ``dtype``). The observed (lead) columns go into the first batch. Returns
+    ``(lead_forms, resample_forms)``.
 
     ``refine = (F, tie)`` (unnormalised, like the forms): resampled forms that rounding in
     ``dtype`` could move across ``F - tie`` (:func:`refine_near`, a per-column bound) are
@@ -114,7 +105,6 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     if refine is not None and refine[0] is None and dtype != np.float64:
         lead_forms, _ = kernel_forms_and_matmul(gram, lead)
         refine, lead, k = (float(lead_forms[0]), refine[1]), lead[..., :0], 0
-    weighted: NDArray[np.float64] | None = None
     forms: list[NDArray[np.float64]] = []
     done, first = 0, True
     with progress.task("local resamples", total=n_resamples) as advance:
@@ -129,13 +119,10 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             sampler(rng, block[..., offset:])
             if observe is not None:
                 observe(block[..., offset:])
-            values, extra = kernel_forms_and_matmul(gram, block,
-                                                    products if first else None,
-                                                    dtype=dtype)
+            values, _ = kernel_forms_and_matmul(gram, block, dtype=dtype)
             if first:
                 lead_forms = values[:k] if k else lead_forms
                 values = values[k:]
-                weighted = extra if products is not None else None
             if refine is not None and dtype != np.float64:
                 refine_near(values, block[..., offset:], refine[0],
                             form_error_factor(n, dtype), refine[1],
@@ -145,7 +132,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
             advance(count)
             first = False
             del block
-    return lead_forms, np.concatenate(forms), weighted
+    return lead_forms, np.concatenate(forms)
 
 
 #: Random draws are made in row chunks of about this many entries (bounded temporaries).
@@ -207,11 +194,10 @@ def permutation_sampler(r: NDArray[np.float64]) -> Sampler:
 
 
 def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
-                       rng: np.random.Generator, n_resamples: int,
-                       products: NDArray[np.float64] | None, statistic: float | None,
+                       rng: np.random.Generator, n_resamples: int, statistic: float | None,
                        dtype: type,
                        observe: Callable[[NDArray[np.float64]], None] | None = None
-                       ) -> tuple[float, NDArray[np.float64], NDArray[np.float64] | None]:
+                       ) -> tuple[float, NDArray[np.float64]]:
     """KLCE^2 (given, or from a double-precision lead column: in the resampling pass when
     it runs in double precision, else in a pass of its own first) and the null
     statistics."""
@@ -219,11 +205,10 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
     scale = 1.0 / (gram.n * (gram.n - 1))
     observed_form = None if statistic is None else float(statistic) / scale
     refine = (observed_form, tie_tolerance(gram.n) / scale)
-    lead_forms, null, weighted = batched_forms(gram, sampler, n_resamples, rng, lead,
-                                               products=products, dtype=dtype, refine=refine,
-                                               observe=observe)
+    lead_forms, null = batched_forms(gram, sampler, n_resamples, rng, lead, dtype=dtype,
+                                     refine=refine, observe=observe)
     observed = float(lead_forms[0]) * scale if statistic is None else float(statistic)
-    return observed, null * scale, weighted
+    return observed, null * scale
 
 
 def tie_tolerance(n: int) -> float:
@@ -235,7 +220,6 @@ def tie_tolerance(n: int) -> float:
 
 def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float64],
                      rng: np.random.Generator, n_resamples: int, *,
-                     products: NDArray[np.float64] | None = None,
                      statistic: float | None = None,
                      dtype: type = np.float64,
                      observe: Callable[[NDArray[np.float64]], None] | None = None
@@ -248,27 +232,26 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     double precision). the scale layer runs the row tiles of the kernel passes; ``observe``
     sees every batch of redrawn residual columns (:func:`batched_forms`).
     """
-    observed, null, weighted = _observed_and_null(gram, label_sampler(proba), r, rng,
-                                                  n_resamples, products, statistic, dtype, observe)
+    observed, null = _observed_and_null(gram, label_sampler(proba), r, rng, n_resamples,
+                                        statistic, dtype, observe)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
-                                                         atol=tie_tolerance(gram.n)),
-                      products=weighted)
+                                                         atol=tie_tolerance(gram.n)))
 
 
 def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
-                   n_resamples: int, *, products: NDArray[np.float64] | None = None,
-                   statistic: float | None = None, dtype: type = np.float64) -> NullResult:
+                   n_resamples: int, *, statistic: float | None = None,
+                   dtype: type = np.float64) -> NullResult:
     """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
     :func:`consistency_test`.
 
     ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
     """
-    observed, null, weighted = _observed_and_null(gram, bootstrap_sampler(r), r, rng,
-                                                  n_resamples, products, statistic, dtype)
+    observed, null = _observed_and_null(gram, bootstrap_sampler(r), r, rng, n_resamples,
+                                        statistic, dtype)
     paper = float(np.count_nonzero(null > observed) / null.size)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
                                                          atol=tie_tolerance(gram.n)),
-                      {"p_value_paper": paper}, products=weighted)
+                      {"p_value_paper": paper})
 
 
 def _ones_column(r: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -291,8 +274,8 @@ def permutation_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generato
     Returns ``S / N`` and the null divided by ``N``.
     """
     lead = np.concatenate([as_columns(r), _ones_column(r)], axis=-1)
-    (s, off_diagonal), null, _ = batched_forms(gram, permutation_sampler(r), n_resamples,
-                                               rng, lead)
+    (s, off_diagonal), null = batched_forms(gram, permutation_sampler(r), n_resamples, rng,
+                                            lead)
     n = gram.n
     normaliser = kite_normaliser(float(off_diagonal) + float(gram.diagonal().sum()), n)
     if centred:

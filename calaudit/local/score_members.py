@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -99,6 +100,14 @@ class ScoreMembers:
     levels: sparse.csr_matrix
     members: tuple[Member, ...]
     top: NDArray[np.intp] | None
+
+    @classmethod
+    def of_levels(cls, levels: Sequence[Any], proba: NDArray[np.float64],
+                  variance: NDArray[np.float64] | None = None) -> ScoreMembers:
+        """:meth:`build` on the group table's covariate ``levels``
+        (:class:`calaudit.local.groups.Levels`: ``name``, ``codes``, ``labels``)."""
+        return cls.build([lv.name for lv in levels], [lv.codes for lv in levels],
+                         [len(lv.labels) for lv in levels], proba, variance)
 
     @classmethod
     def build(cls, names: Sequence[str], codes: Sequence[NDArray[np.integer]],

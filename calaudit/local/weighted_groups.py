@@ -148,16 +148,23 @@ def residual_test(rows: WeightedRows, index: NDArray, rng: np.random.Generator,
 
 
 def ratio_interval(m: WeightedMoments, level: float) -> tuple[float, float]:
-    """``bias -/+ t se`` (module docstring): ``se`` the larger of the linearised standard
-    error and ``sd_w / sqrt(effective size)``, ``t`` Student's quantile with
-    ``effective size - 1`` degrees of freedom (infinite below two units)."""
+    """``bias -/+ t se`` (module docstring): ``se`` :func:`ratio_se`, ``t`` Student's
+    quantile with ``effective size - 1`` degrees of freedom (infinite below two units)."""
+    se = ratio_se(m)
+    if not math.isfinite(se):
+        return -math.inf, math.inf
+    half = t_ppf(0.5 + level / 2.0, kish_size(m.weight, m.weight_sq) - 1.0) * se
+    return m.bias - half, m.bias + half
+
+
+def ratio_se(m: WeightedMoments) -> float:
+    """The larger of the linearised standard error of ``bias`` and ``sd_w / sqrt(effective
+    size)`` (module docstring); infinite below two rows or units."""
     size = kish_size(m.weight, m.weight_sq)
     if m.rows < 2 or not size > 1:
-        return -math.inf, math.inf
+        return math.inf
     linearised = math.sqrt(m.rows / (m.rows - 1.0) * m.linearised) / m.weight
-    effective = math.sqrt(m.m2 / m.weight / (size - 1.0))
-    half = t_ppf(0.5 + level / 2.0, size - 1.0) * max(linearised, effective)
-    return m.bias - half, m.bias + half
+    return max(linearised, math.sqrt(m.m2 / m.weight / (size - 1.0)))
 
 
 def weighted_group_row(spec: GroupSpec, m: WeightedMoments, rows: WeightedRows,

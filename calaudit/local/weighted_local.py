@@ -35,7 +35,7 @@ from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
 from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.kernel_tests import MAX_PER_CLASS
+from calaudit.local.kernel_tests import MAX_PER_CLASS, inconclusive
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.weighted_klce import (
@@ -46,8 +46,9 @@ from calaudit.local.weighted_klce import (
     unit_sampler,
     weighted_klce2,
 )
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.results import Status, TestResult
+from calaudit.results import TestResult
 
 #: Local tests with a weighted version.
 WEIGHTED_LOCAL_TESTS = ("local_consistency", "klce_consistency")
@@ -114,23 +115,7 @@ def weighted_levels(cov: Any, n_bands: int, weights: NDArray[np.float64],
     if cov.kind == "categorical":
         return covariate_levels(cov, n_bands)
     x = np.asarray(cov.values, dtype=np.float64)
-    order = np.argsort(x, kind="stable")
-    sorted_x, cumulative = x[order], np.cumsum(weights[order])
-    probabilities = np.linspace(0.0, 1.0, n_bands + 1)
-    if frequency:
-        total = int(round(float(cumulative[-1])))
-        position = (total - 1) * probabilities
-        low = np.floor(position)
-
-        def stat(rank: float) -> float:
-            return float(sorted_x[np.searchsorted(cumulative, rank, side="right")])
-
-        edges = np.array([np.quantile([stat(lo), stat(min(lo + 1, total - 1))], h - lo)
-                          for h, lo in zip(position, low, strict=True)])
-    else:
-        at = np.searchsorted(cumulative, probabilities * cumulative[-1], side="left")
-        edges = sorted_x[np.clip(at, 0, x.size - 1)]
-        edges[0] = sorted_x[0]
+    edges = weighted_quantiles(x, weights, np.linspace(0.0, 1.0, n_bands + 1), frequency)
     codes, labels = edge_bands(x, np.unique(edges))
     return Levels(cov.name, codes, labels)
 
@@ -163,8 +148,8 @@ def resampled(gram: GaussianProductGram, units: WeightedUnits | VectorUnits,
         level_sums.append(scores.level_sums(z))
         top_sums.append(scores.top_sums(z) if z.ndim == 3 else None)
 
-    forms, null_forms, _ = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
-                                         n_resamples, rng, residual, observe=observe)
+    forms, null_forms = batched_forms(gram, unit_sampler(units, gram.diagonal(), found),
+                                      n_resamples, rng, residual, observe=observe)
     observed = float(klce2_value(forms, sums)[0])
     null = klce2_value(null_forms, np.concatenate(found, axis=1))
     total, squares = float(sums[0, 0]), float(sums[1, 0])
@@ -229,18 +214,13 @@ class WeightedLocalTests:
                     f"{lc.min_group_events}")
         return ""
 
-    def scores(self) -> ScoreMembers:
-        return ScoreMembers.build([lv.name for lv in self.levels],
-                                  [lv.codes for lv in self.levels],
-                                  [len(lv.labels) for lv in self.levels], self.proba,
-                                  variance=null_variance(self.units))
-
     def statistic_only(self) -> float:
         return weighted_klce2(self.gram, self.data.y_true, self.units)
 
     def resampled(self) -> tuple[float, NDArray, float, Any]:
         """``KLCE^2_w``, its null, its p-value and the aggregate test, from one pass."""
-        return resampled(self.gram, self.units, self.data.y_true, self.scores(),
+        scores = ScoreMembers.of_levels(self.levels, self.proba, null_variance(self.units))
+        return resampled(self.gram, self.units, self.data.y_true, scores,
                          self.streams["klce_consistency"], self.local.n_resamples)
 
     def per_class(self) -> list[dict[str, Any]]:
@@ -268,10 +248,7 @@ class WeightedLocalTests:
                 row["statistic"] = weighted_klce2(gram, y_c, units)
                 rows.append(row)
                 continue
-            scores = ScoreMembers.build([lv.name for lv in self.levels],
-                                        [lv.codes for lv in self.levels],
-                                        [len(lv.labels) for lv in self.levels], p_c,
-                                        variance=null_variance(units))
+            scores = ScoreMembers.of_levels(self.levels, p_c, null_variance(units))
             statistic, _, p_value, found = resampled(gram, units, y_c, scores, rng,
                                                      lc.n_resamples)
             row.update(statistic=statistic, p_value=found.p_value, klce_p_value=p_value,
@@ -290,12 +267,8 @@ class WeightedLocalTests:
         params = self.kernel_params()
         if reason:
             statistic = self.statistic_only()
-            return [TestResult(id=t, statistic=statistic, estimate=statistic,
-                               p_value=math.nan, method=METHOD, n_resamples=0, params=params,
-                               status=Status.INCONCLUSIVE, alpha=self.config.alpha,
-                               message=f"too small to decide: {reason}",
-                               title=registry.title(t), family="local")
-                    for t in tests], statistic
+            return inconclusive(tests, statistic, dict.fromkeys(tests, METHOD), params,
+                                self.config.alpha, reason), statistic
         statistic, null, p_value, found = self.resampled()
         out = []
         for test_id in tests:

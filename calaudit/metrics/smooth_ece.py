@@ -301,14 +301,18 @@ class SmoothReliability:
                 "mu": self.mu.tolist(), "density": self.density.tolist()}
 
 
-def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64]
-                       ) -> SmoothReliability:
-    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5)."""
-    return reliability_of(Smoother(scores, outcomes))
+def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                       weights: NDArray[np.float64] | None = None) -> SmoothReliability:
+    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5). ``weights``
+    (n,): the curve of the weighted law, ``R(t) = sum_i w_i r_i K_sigma(t, f_i)`` and
+    ``D(t) = sum_i w_i K_sigma(t, f_i)`` at the weighted fixed point (for integer weights
+    the curve of the rows repeated ``w_i`` times)."""
+    return reliability_of(Smoother(scores, outcomes, None if weights is None
+                                   else np.asarray(weights, dtype=np.float64)[:, None]))
 
 
 def reliability_of(smoother: Smoother) -> SmoothReliability:
-    """:func:`smooth_reliability` of an unweighted :class:`Smoother`."""
+    """:func:`smooth_reliability` of a :class:`Smoother`."""
     sigma = float(smoother.fixed_points()[0])
     t, residual, density = smoother.curves(sigma)
     residual, density = residual[0], density[0]

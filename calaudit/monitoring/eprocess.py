@@ -60,7 +60,6 @@ from calaudit.monitoring.fits import logit
 #: Bet sizes ``|lambda|``: 1/128 ... 4 (factor 2), each with both signs, equal weights.
 MAGNITUDES = 2.0 ** np.arange(-7, 3)
 LAMBDAS = np.concatenate([MAGNITUDES, -MAGNITUDES])
-FAMILIES = ("citl", "slope", "groups")
 
 
 def psi(lam: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -99,7 +99,7 @@ def summarize_window(p: NDArray[np.float64], y: NDArray[np.float64], *, number: 
                      n_boot: int = N_BOOT) -> WindowSummary:
     """The :class:`WindowSummary` of one window's rows. ``groups``: per covariate its
     name, level names and each row's level code (-1: no level)."""
-    index = bin_index(p, n_bins)
+    index = uniform_bin_index(p, n_bins)  # the audit's bins: the audit's ECE of the rows
     sums = tuple(tuple(float(x) for x in np.bincount(index, w, minlength=n_bins))
                  for w in (None, p, y))
     return WindowSummary(
@@ -113,13 +113,6 @@ def summarize_window(p: NDArray[np.float64], y: NDArray[np.float64], *, number: 
         bins=sums)
 
 
-def bin_index(p: NDArray[np.float64], n_bins: int) -> NDArray[np.intp]:
-    """The audit's equal-width bins (right-closed, ``p = 0`` in the first:
-    :func:`calaudit.numerics.binning.uniform_bin_index`), so a window's ECE is the audit's
-    ECE of its rows."""
-    return uniform_bin_index(p, n_bins)
-
-
 def ece_from_bins(count: NDArray[np.float64], sum_p: NDArray[np.float64],
                   sum_y: NDArray[np.float64]) -> NDArray[np.float64]:
     """``sum_b |sum_y_b - sum_p_b| / n`` over bins on the last axis (= the weighted mean
@@ -130,7 +123,7 @@ def ece_from_bins(count: NDArray[np.float64], sum_p: NDArray[np.float64],
 def ece_estimate(p: NDArray[np.float64], y: NDArray[np.float64], n_bins: int, level: float,
                  rng: np.random.Generator, n_boot: int = N_BOOT) -> Estimate:
     """Binned ECE with its Poisson-bootstrap percentile interval (module docstring)."""
-    bins = bin_index(p, n_bins)
+    bins = uniform_bin_index(p, n_bins)
     totals = np.stack([np.bincount(bins, w, minlength=n_bins) for w in (None, p, y)])
     value = float(ece_from_bins(*totals))
     large = totals[0] >= LARGE_BIN

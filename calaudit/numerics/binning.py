@@ -84,3 +84,27 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
     _, dense = np.unique(per_dim, axis=0, return_inverse=True)
     return dense.reshape(-1).astype(np.int64)
+
+
+def weighted_quantiles(x: NDArray[np.float64], weights: NDArray[np.float64],
+                       probabilities: NDArray[np.float64], frequency: bool
+                       ) -> NDArray[np.float64]:
+    """Quantiles of ``x`` counted ``weights`` times: for whole-number weights
+    ``np.quantile`` of the repeated values (linear interpolation), else the smallest value
+    whose cumulative weight reaches the probability (the smallest value at 0)."""
+    order = np.argsort(x, kind="stable")
+    sorted_x, cumulative = x[order], np.cumsum(weights[order])
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    if frequency:
+        total = int(round(float(cumulative[-1])))
+        position = (total - 1) * probabilities
+        low = np.floor(position)
+
+        def stat(rank: float) -> float:
+            return float(sorted_x[np.searchsorted(cumulative, rank, side="right")])
+
+        return np.array([np.quantile([stat(lo), stat(min(lo + 1, total - 1))], h - lo)
+                         for h, lo in zip(position, low, strict=True)])
+    at = np.searchsorted(cumulative, probabilities * cumulative[-1], side="left")
+    edges = sorted_x[np.clip(at, 0, x.size - 1)]
+    return np.where(probabilities == 0, sorted_x[0], edges)

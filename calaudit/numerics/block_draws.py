@@ -87,16 +87,6 @@ def binary_labels_into(rng: np.random.Generator, thresholds: NDArray[np.uint32],
         np.less(words, thresholds[lo:hi, :1], out=out[lo:hi])
 
 
-def labels_of(indicators: list[NDArray[np.bool_]]) -> NDArray[np.intp]:
-    """Class labels from :func:`label_indicators` (tests, references)."""
-    if len(indicators) == 1:
-        return indicators[0].astype(np.intp)
-    labels = np.zeros(indicators[0].shape, dtype=np.intp)
-    for k, ind in enumerate(indicators):
-        labels[ind] = k
-    return labels
-
-
 def block_totals(seed: int, name: str, n: int, n_resamples: int) -> NDArray[np.int64]:
     """(blocks, B) draws falling in each row block per resample: one multinomial of ``n``
     draws over the blocks (probabilities ``s_k / n``) per resample, from the stream

@@ -219,15 +219,12 @@ Fill = Callable[[int, int, NDArray[np.float64]], None]
 
 
 def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fill,
-                     width: int, entries: int = CHUNK_ENTRIES,
-                     norms: NDArray[np.float64] | None = None
+                     width: int, entries: int = CHUNK_ENTRIES
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``A = Phi^T Z`` (D, width) and the diagonal sums ``sum_i |phi_i|^2 Z_ic^2``, with
     ``Z`` (n, width) produced chunk by chunk by ``fill`` (one float64 GEMM per chunk).
 
     Memory: one chunk of ``Phi`` and of ``Z`` (``entries`` float64 values) plus ``A``.
-    ``norms`` (n,), if given, receives ``|phi_i|^2`` of each chunk before ``fill`` runs on
-    it (1 up to the rounding of the feature map).
     """
     n = x.shape[0]
     products = np.zeros((features.n_features, width))
@@ -235,8 +232,6 @@ def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fi
     for start, stop in row_chunks(n, features.n_features + width, entries):
         phi = features.transform(x[start:stop]).astype(np.float64)
         norm = np.einsum("ij,ij->i", phi, phi)
-        if norms is not None:
-            norms[start:stop] = norm
         z = np.empty((stop - start, width))
         fill(start, stop, z)
         products += phi.T @ z
@@ -247,28 +242,8 @@ def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fi
 def u_statistic_sums(products: NDArray[np.float64], squares: NDArray[np.float64],
                      classes: int = 1) -> NDArray[np.float64]:
     """``sum_{i != j} phi_i . phi_j <z_i, z_j> = |Phi^T z|^2 - sum_i |phi_i|^2 |z_i|^2`` per
-    resample (``squares`` from :func:`feature_products`). Columns are laid out class-major, ``c = k * q + b`` for class ``k``
-    of resample ``b`` (the flattening of an (n, classes, q) array), and summed over the
-    ``classes`` of each resample."""
+    resample (``squares`` from :func:`feature_products`). Columns are laid out class-major,
+    ``c = k * q + b`` for class ``k`` of resample ``b`` (the flattening of an (n, classes,
+    q) array), and summed over the ``classes`` of each resample."""
     total = np.einsum("dc,dc->c", products, products) - squares
     return total.reshape(classes, -1).sum(axis=0)
-
-
-def feature_matmul(features: FourierFeatures, x: NDArray[np.float64],
-                   w: NDArray[np.float64], entries: int = CHUNK_ENTRIES
-                   ) -> NDArray[np.float64]:
-    """``Phi (Phi^T W)``: the feature kernel times ``W`` (n,) or (n, q), two passes over
-    the rows, O(n (D + q)) time per feature. E.g. the local calibration bias's numerator
-    and denominator ``K r`` and ``K 1`` become ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)``."""
-    wm = np.asarray(w, dtype=np.float64)
-    flat = wm.reshape(wm.shape[0], -1)
-
-    def fill(start: int, stop: int, out: NDArray[np.float64]) -> None:
-        out[:] = flat[start:stop]
-
-    products, _ = feature_products(features, x, fill, flat.shape[1], entries)
-    out = np.empty_like(flat)
-    for start, stop in row_chunks(flat.shape[0], features.n_features + flat.shape[1],
-                                  entries):
-        out[start:stop] = features.transform(x[start:stop]).astype(np.float64) @ products
-    return out.reshape(wm.shape)

@@ -61,12 +61,6 @@ def labels_from_uniforms(u: NDArray[np.float64], cumulative: NDArray[np.float64]
     return labels
 
 
-def bernoulli_draws(rng: np.random.Generator, probs: NDArray[np.float64], size: int
-                    ) -> NDArray[np.float64]:
-    """(n, size) outcomes in {0, 1} with ``P(o[i, b] = 1) = probs[i]``."""
-    return (rng.random((probs.shape[0], size)) < probs[:, None]).astype(np.float64)
-
-
 def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64],
                       out: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """(n, m, size) residuals ``e_{y[i, b]} - p_i`` for labels of shape (n, size), written

@@ -47,9 +47,14 @@ class KernelSpectrum:
         return int(self.values.shape[0])
 
 
-def exact_spectrum(evaluate: KernelBlock, points: NDArray[np.float64]) -> KernelSpectrum:
+def exact_spectrum(evaluate: KernelBlock, points: NDArray[np.float64],
+                   weights: NDArray[np.float64] | None = None) -> KernelSpectrum:
     """All eigenpairs of the dense kernel matrix (eigenvalues clipped at 0)."""
-    values, vectors = np.linalg.eigh(evaluate(points, points))
+    matrix = evaluate(points, points)
+    if weights is not None:
+        root = np.sqrt(weights)
+        matrix *= np.outer(root, root)
+    values, vectors = np.linalg.eigh(matrix)
     return KernelSpectrum(vectors, np.maximum(values, 0.0), "exact", 0.0)
 
 
@@ -78,9 +83,10 @@ def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
 
 def pivoted_cholesky(
     evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
-    block: int = 64,
+    block: int = 64, weights: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], float]:
-    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the trace of the residual.
+    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the trace of the residual (of
+    ``W^1/2 (K - L^T L) W^1/2`` with ``weights``).
 
     Blocked greedy pivoting: the ``block`` rows with the largest residual diagonal are the
     candidates; their residual columns are computed in one matrix product and factored
@@ -113,11 +119,13 @@ def pivoted_cholesky(
             residual -= row * row
         rank += len(new)
         residual[candidates[residual[candidates] < 0]] = 0.0
-    return factor[:rank], float(np.clip(residual, 0.0, None).sum())
+    residual = np.clip(residual, 0.0, None)
+    return factor[:rank], float(residual.sum() if weights is None else residual @ weights)
 
 
 def low_rank_spectrum(
-    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int
+    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
+    weights: NDArray[np.float64] | None = None,
 ) -> KernelSpectrum:
     """Leading eigenpairs from a pivoted Cholesky factor ``K ~ L^T L``.
 
@@ -127,7 +135,9 @@ def low_rank_spectrum(
     residual (their eigenvalue is treated as 0).
     """
     rows, residual_trace = pivoted_cholesky(evaluate, points, tolerance=tolerance,
-                                            max_rank=max_rank)
+                                            max_rank=max_rank, weights=weights)
+    if weights is not None:
+        rows = rows * np.sqrt(weights)
     values, small = np.linalg.eigh(rows @ rows.T)
     top = values.max() if values.size else 0.0
     keep = values > max(rows.shape[0], 1) * np.finfo(np.float64).eps * top
@@ -143,13 +153,18 @@ def kernel_spectrum(
     method: str = "low_rank",
     tolerance: float = 1e-10,
     max_rank: int = 4000,
+    weights: NDArray[np.float64] | None = None,
 ) -> KernelSpectrum:
     """Eigendecomposition of ``K_ij = k(x_i, x_j)``, ``method`` ``exact`` or
-    ``low_rank`` (pivoted Cholesky to ``tolerance``, at most ``max_rank`` pivots)."""
+    ``low_rank`` (pivoted Cholesky to ``tolerance``, at most ``max_rank`` pivots).
+    ``weights``: that of ``W^1/2 K W^1/2`` (``W = diag(weights)``), the low-rank one from
+    the pivoted Cholesky factor of ``K`` (``W^1/2 L^T L W^1/2``); for integer weights
+    the nonzero spectrum of the kernel matrix of the rows repeated ``weights`` times."""
     matrix = np.asarray(points, dtype=np.float64)
     matrix = matrix[:, None] if matrix.ndim == 1 else matrix
     if method == "exact":
-        return exact_spectrum(evaluate, matrix)
+        return exact_spectrum(evaluate, matrix, weights)
     if method == "low_rank":
-        return low_rank_spectrum(evaluate, matrix, tolerance=tolerance, max_rank=max_rank)
+        return low_rank_spectrum(evaluate, matrix, tolerance=tolerance, max_rank=max_rank,
+                                 weights=weights)
     raise ValueError(f"unknown spectrum method {method!r}")

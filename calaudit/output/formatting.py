@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
+from typing import Any
 
 # a group's bias and interval, written as the group table writes them
 from calaudit.local.groups import format_bias as fmt_bias  # noqa: F401
@@ -92,3 +94,19 @@ def fmt_value(value: object, digits: int = 4) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}={fmt_value(v, digits)}" for k, v in value.items()) or "-"
     return str(value)
+
+
+def weights_line(data: Mapping[str, Any]) -> str | None:
+    """``weighted audit: ...`` from the ``data`` section (None when unweighted)."""
+    weights = data.get("weights")
+    if not weights:
+        return None
+    kind = "negatives kept at a rate, weighted back by 1/r" if weights.get(
+        "label_dependent") else f"{weights['kind']} weights"
+    column = f" from '{weights['column']}'" if weights.get("column") else ""
+    left_out = "; ".join(f"{item['id']} ({item['reason']})"
+                         for item in weights.get("not_weighted") or ())
+    return (f"weighted audit ({kind}{column}): sum of weights {weights['sum']:.6g}, "
+            f"effective sample size {weights['effective_sample_size']:.6g}, "
+            f"sample size of the rules {weights['sample_size']:.6g}"
+            + (f"; not weighted, left out: {left_out}" if left_out else ""))

@@ -17,15 +17,15 @@ from calaudit.output.formatting import fmt_bias, fmt_bias_ci
 from calaudit.output.story import plain, story
 from calaudit.result_views import status_text
 
-#: Status colours (the reports' palette).
-COLOURS = {"PASS": "#1a7f37", "FAIL": "#cf222e", "ERROR": "#cf222e", "WARN": "#9a6700",
-           "INCONCLUSIVE": "#8250df", "SKIPPED": "#6e7781"}
+#: Status colours: the reports' palette (their figures draw in it too).
+STATUS_COLOURS = {"PASS": "#1a7f37", "FAIL": "#cf222e", "ERROR": "#cf222e", "WARN": "#9a6700",
+                  "INCONCLUSIVE": "#8250df", "SKIPPED": "#6e7781"}
 
 
 def _badge(status: str | None) -> str:
     if not status:
         return ""
-    colour = COLOURS.get(status, "#57606a")
+    colour = STATUS_COLOURS.get(status, "#57606a")
     return (f'<span style="color:white;background:{colour};padding:1px 6px;'
             f'border-radius:3px;font-weight:600">{html.escape(status)}</span>')
 

@@ -6,7 +6,7 @@ p-values per window (:func:`battery_rows`, which the reports' table reads too)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -16,6 +16,16 @@ from calaudit.output.formatting import fmt_number, fmt_pvalue
 
 #: Windows shown: the first, then the latest ones (the JSON holds every window).
 SHOWN = 24
+
+
+def new_table(title: str | None, columns: Sequence[str], right: Container[str] = ()
+              ) -> Table:
+    """A terminal table without outer edges, its title on the left; ``right``: the
+    columns justified right."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left")
+    return table
 
 
 def _interval(values: list[float | None]) -> str:
@@ -33,7 +43,7 @@ def windows_table(section: Mapping[str, Any]) -> Table:
     e = section["eprocess"]
     title = (f"calibration over time ({len(section['windows'])} windows of {section['window']}; "
              f"e-process alarm at {fmt_number(e['threshold'])})")
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = new_table(title, ())
     for name in ("window", "n", "obs / pred", "ECE", "CITL [CI]", "slope [CI]", "E"):
         table.add_column(name, justify="left" if name == "window" else "right",
                          no_wrap=name != "window")
@@ -57,10 +67,8 @@ def groups_table(section: Mapping[str, Any], top: int = 5) -> Table | None:
     last = section["windows"][-1]["window"]
     rows = [g for g in section["groups"] if g["window"] == last and g["bias"][0] is not None]
     rows.sort(key=lambda g: -abs(g["bias"][0]))
-    table = Table(title=f"groups in the latest window ({section['windows'][-1]['label']})",
-                  title_justify="left", show_edge=False, pad_edge=False)
-    for name in ("group", "n", "bias", "E (group)"):
-        table.add_column(name, justify="left" if name == "group" else "right")
+    table = new_table(f"groups in the latest window ({section['windows'][-1]['label']})",
+                      ("group", "n", "bias", "E (group)"), right=("n", "bias", "E (group)"))
     for g in rows[:top]:
         table.add_row(escape(f"{g['covariate']}={g['level']}"), str(g["n"]),
                       _interval(g["bias"]), fmt_number(g["e_process"]))
@@ -131,9 +139,8 @@ def battery_table(section: Mapping[str, Any]) -> Table | None:
     header, rows = battery_rows(section)
     if len(rows) > SHOWN:
         rows = rows[:1] + rows[-(SHOWN - 1):]
-    table = Table(title="battery per window: ECE and raw p-values (diagnostics, alpha "
-                        f"{fmt_number(battery_alpha(section))}: they do not gate)",
-                  title_justify="left", show_edge=False, pad_edge=False)
+    table = new_table("battery per window: ECE and raw p-values (diagnostics, alpha "
+                      f"{fmt_number(battery_alpha(section))}: they do not gate)", ())
     for name in header:  # a long test id breaks after its first underscore
         shown = name.replace("_", "_\n", 1) if len(name) > 10 and name != header[-1] else name
         table.add_column(shown, justify="left" if name in ("window", header[-1]) else "right",

@@ -14,11 +14,16 @@ from rich.table import Table
 
 from calaudit.audit.gate import Check, failing, statistic_text
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
-from calaudit.output.formatting import fmt_bias, fmt_bias_ci, fmt_number, fmt_pvalue
+from calaudit.output.formatting import (
+    fmt_bias,
+    fmt_bias_ci,
+    fmt_number,
+    fmt_pvalue,
+    weights_line,
+)
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
-from calaudit.output.over_time_table import over_time_tables
+from calaudit.output.over_time_table import new_table, over_time_tables
 from calaudit.output.story import plain, story
-from calaudit.output.weights_note import weights_line
 
 STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
                 "INCONCLUSIVE": "magenta", "ERROR": "bold red", "SKIPPED": "dim"}
@@ -26,11 +31,8 @@ STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red",
 
 def metrics_table(result: Mapping[str, Any]) -> Table:
     """Every metric: value, direction (and ideal), status when a threshold grades it."""
-    table = Table(title="metrics (estimates; a status only where a threshold grades one)",
-                  title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in (("metric", "left"), ("value", "right"), ("better", "left"),
-                          ("status", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = new_table("metrics (estimates; a status only where a threshold grades one)",
+                      ("metric", "value", "better", "status"), right={"value"})
     for metric in result["metrics"]:
         meaning = metric_meaning(metric["id"])
         value = fmt_number(metric["value"]) + (" *" if clipped_note(metric) else "")
@@ -64,14 +66,10 @@ def tests_table(result: Mapping[str, Any]) -> Table | None:
     if not result["tests"]:
         return None
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
-    table = Table(title="tests (status from the adjusted p-value)", title_justify="left",
-                  show_edge=False, pad_edge=False)
     roles = any(test.get("role") for test in result["tests"])
-    columns = [("test", "left"), *([("role", "left")] if roles else []),
-               ("estimate", "right"), ("p (raw)", "right"),
-               (f"p ({method}-adjusted)", "right"), ("status", "left")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    right = ("estimate", "p (raw)", f"p ({method}-adjusted)")
+    table = new_table("tests (status from the adjusted p-value)",
+                      ("test", *(["role"] if roles else []), *right, "status"), right=right)
     for test in result["tests"]:
         role = [test.get("role") or "primary"] if roles else []
         table.add_row(escape(test["id"]), *role, fmt_number(test.get("estimate")),
@@ -86,7 +84,7 @@ def other_checks_table(lines: list[Check]) -> Table | None:
     rows = [c for c in lines if c.kind not in ("metric", "test", "baseline")]
     if not rows:
         return None
-    table = Table(title="other checks", title_justify="left", show_edge=False, pad_edge=False)
+    table = new_table("other checks", ())
     for name in ("check", "status", "reason"):
         table.add_column(name, overflow="fold" if name == "reason" else None)
     for check in rows:
@@ -100,13 +98,9 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
     top = (result.get("local") or {}).get("lcb", {}).get("top_groups") or []
     if not top:
         return None
-    table = Table(title="groups with the clearest bias, strongest evidence first "
-                        "(bias = observed - predicted)", show_edge=False,
-                  pad_edge=False, title_justify="left")
-    for name, justify in (("#", "right"), ("group", "left"), ("n", "right"),
-                          ("obs / pred", "right"), ("bias [interval]", "right"),
-                          ("p adj.", "right"), ("status", "left")):
-        table.add_column(name, justify=justify)
+    columns = ("#", "group", "n", "obs / pred", "bias [interval]", "p adj.", "status")
+    table = new_table("groups with the clearest bias, strongest evidence first (bias = "
+                      "observed - predicted)", columns, right=set(columns) - {"group", "status"})
     notes = group_messages(result)
     for row in top:
         marker = " †" if notes.get(str(row["group"])) else ""
@@ -196,11 +190,8 @@ def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
 
 def baseline_table(baseline: Mapping[str, Any]) -> Table:
     """Metric deltas against the baseline, then the checks whose gate status changed."""
-    table = Table(show_edge=False, pad_edge=False)
-    for name, justify in (("metric", "left"), ("better", "left"), ("old", "right"),
-                          ("new", "right"), ("delta", "right"), ("tolerance", "right"),
-                          ("status", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    right = ("old", "new", "delta", "tolerance")
+    table = new_table(None, ("metric", "better", *right, "status"), right=right)
     for entry in baseline.get("metrics", ()):
         table.add_row(entry["label"], entry.get("better") or "-", fmt_number(entry["old"]),
                       fmt_number(entry["new"]), _signed(entry.get("delta")),

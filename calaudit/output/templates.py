@@ -1,8 +1,8 @@
 """Finding and rendering the jinja2 templates.
 
 Templates live in the repository's top-level ``templates/`` directory; the wheel ships
-them as ``calaudit/templates``. Lookup order: an explicit directory, the packaged copy,
-the source checkout (editable installs and running from a clone).
+them as ``calaudit/templates``. Lookup order: the packaged copy, the source checkout
+(editable installs and running from a clone).
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from calaudit.output.story import plain
 from calaudit.resources import resource_dirs
 
 
-def template_dirs(override: str | Path | None = None) -> list[Path]:
+def template_dirs() -> list[Path]:
     """Existing template directories, most specific first."""
-    return resource_dirs("templates", "report.md", override)
+    return resource_dirs("templates", "report.md")
 
 
-def environment(override: str | Path | None = None):
+def environment():
     """A jinja2 environment: HTML autoescaped, undefined names are errors, our filters."""
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(p) for p in template_dirs(override)]),
+        loader=jinja2.FileSystemLoader([str(p) for p in template_dirs()]),
         autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -42,12 +42,10 @@ def _describe(entry: Mapping[str, Any] | None) -> tuple[KeyValue, ...]:
 
 def build_comparison(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
                      source: Mapping[str, str] | None = None) -> ComparisonContext:
-    from calaudit.report.context import build_signoff
+    from calaudit.report.context import build_signoff, provenance
 
     lines = check_lines(result)
     old, new = result.get("old") or {}, result.get("new") or {}
-    provenance = () if not source else (KeyValue("rendered from", str(source.get("path"))),
-                                        KeyValue("its sha256", str(source.get("sha256"))))
     return ComparisonContext(
         title="Calibration audit comparison",
         subtitle=f"{new.get('path') or 'candidate'} against {old.get('path') or 'baseline'}, "
@@ -57,7 +55,7 @@ def build_comparison(result: Mapping[str, Any], signoff: Mapping[str, str] | Non
         verdict=build_verdict(result, lines),
         results=(("baseline (old)", _describe(old)), ("candidate (new)", _describe(new))),
         checks=check_rows(lines), check_counts=counts_sentence(lines),
-        baseline=build_baseline(result.get("baseline")), provenance=provenance,
+        baseline=build_baseline(result.get("baseline")), provenance=provenance(source),
         signoff=build_signoff(signoff or {}),
         how_to_read=notes.how_to_read(result.get("config") or {}),
         fail_on=", ".join(fail_on_of(result)))

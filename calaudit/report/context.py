@@ -111,7 +111,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")),
         evidence=evidence,
-        provenance=_provenance(source),
+        provenance=provenance(source),
         top_groups=local.top_groups if local is not None else (),
         sections=_sections(result, bool(nulls), local is not None or bool(_local_note(result)),
                            evidence, bool(glossary)),
@@ -246,7 +246,8 @@ def _local_summary(result: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _provenance(source: Mapping[str, str] | None) -> tuple[KeyValue, ...]:
+def provenance(source: Mapping[str, str] | None) -> tuple[KeyValue, ...]:
+    """Which saved JSON a re-rendered report comes from (none for a fresh audit)."""
     if not source:
         return ()
     return (KeyValue("rendered from", str(source.get("path", "-"))),

@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from calaudit import limits
-from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value
-from calaudit.output.weights_note import weights_line
+from calaudit.output.formatting import fmt_count, fmt_percent, fmt_value, weights_line
 from calaudit.report.views import ClassRow, CovariateRow, DataView, FileRow, KeyValue
 
 

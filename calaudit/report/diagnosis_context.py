@@ -53,6 +53,8 @@ class DiagnosisView:
     explained: tuple[ExplainedRow, ...]
     remaining: str
     figure: FigureView | None
+    #: the attribution's test, as the reports name it
+    test: str = "likelihood-ratio test"
 
     def figures(self) -> tuple[FigureView, ...]:
         return () if self.figure is None else (self.figure,)
@@ -116,7 +118,10 @@ def build_diagnosis(result: Mapping[str, Any], namer: FigureNamer) -> DiagnosisV
     explained, remaining = _explained(list(result.get("groups") or ()))
     return DiagnosisView(summary=str(attribution.get("summary") or ""), attribution=rows,
                          disparity=spread, explained=explained, remaining=remaining,
-                         figure=_figure(panels, namer))
+                         figure=_figure(panels, namer),
+                         test="Wald test of the sandwich covariance of the weighted fit"
+                         if str(attribution.get("test", "")).startswith("Wald")
+                         else "likelihood-ratio test")
 
 
 def _extreme(covariate: str, group: Mapping[str, Any]) -> str:

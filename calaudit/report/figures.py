@@ -8,7 +8,6 @@ and returns deterministic SVG text, a whole figure composed from the panels of
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from calaudit.report import over_time_figures, plots
-from calaudit.report.diagnosis_figures import group_reliability_figure
+from calaudit.report.diagnosis_figures import group_reliability_figure, reliability_panels
 from calaudit.report.views import FigureView
 
 
@@ -58,24 +57,10 @@ def reliability_figure(data: Mapping[str, Any]) -> Figure:
 
 def per_class_figure(data: Mapping[str, Any]) -> Figure:
     """Small multiples: one one-vs-rest reliability diagram per class."""
-    panels = data["panels"]
-    ncols = min(5, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    figure = Figure(figsize=(WIDTH, 0.4 + 1.55 * nrows), layout="constrained")
-    axes = figure.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
-    for ax, panel in zip(axes.flat, panels, strict=False):
-        plots.plot_reliability(panel["bins"], panel.get("consistency_band"), ax, xlabel="",
-                               ylabel="", legend=False, markersize=2.5, weighted=True)
-        ax.set_title(plots.plain(panel.get("class"), 18), fontsize=8.5)
-        ax.set_xticks([0, 0.5, 1], labels=["0", "0.5", "1"])
-        ax.set_yticks([0, 0.5, 1], labels=["0", "0.5", "1"])
-        ax.set(xlim=(-0.08, 1.08), ylim=(-0.08, 1.08))  # small panels: markers need room
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
-    figure.supxlabel("predicted probability of the class", fontsize=8.5)
-    figure.supylabel("observed frequency", fontsize=8.5)
-    return figure
+    return reliability_panels(
+        data["panels"], min(5, len(data["panels"])), lambda nrows: (WIDTH, 0.4 + 1.55 * nrows),
+        "predicted probability of the class",
+        lambda panel: (plots.plain(panel.get("class"), 18), {"fontsize": 8.5}), padded=True)
 
 
 def null_figure(data: Mapping[str, Any]) -> Figure:

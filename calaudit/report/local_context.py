@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from calaudit import limits
+from calaudit.local.groups import excludes_zero
 from calaudit.output.formatting import (
     fmt_bias,
     fmt_bias_ci,
@@ -177,11 +178,6 @@ def _finite(value: Any) -> bool:
     return value is not None and math.isfinite(float(value))
 
 
-def _excludes_zero(group: Mapping[str, Any]) -> bool:
-    interval = group.get("bias_ci") or ()
-    return len(interval) == 2 and None not in interval and (interval[0] > 0 or interval[1] < 0)
-
-
 def _evidence(group: Mapping[str, Any]) -> tuple[float, float]:
     adjusted, raw = group.get("p_value_adjusted"), group.get("p_value")
     return (1.0 if adjusted is None else adjusted, 1.0 if raw is None else raw)
@@ -193,7 +189,7 @@ def _bias_figure(groups: Sequence[Mapping[str, Any]], namer: FigureNamer
     intersection of a few dozen rows whose interval contains 0 is noise), at most
     :data:`MAX_BIAS_ROWS`, the strongest evidence kept."""
     plotted = [g for g in groups if _finite(g.get("bias"))
-               and (g.get("kind") != "intersection" or _excludes_zero(g))]
+               and (g.get("kind") != "intersection" or excludes_zero(g))]
     if not plotted:
         return None
     shown = sorted(plotted, key=_evidence)[:MAX_BIAS_ROWS]

@@ -25,8 +25,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-STATUS_COLOURS = {"PASS": "#1a7f37", "FAIL": "#cf222e", "ERROR": "#cf222e",
-                  "WARN": "#9a6700", "INCONCLUSIVE": "#8250df", "SKIPPED": "#6e7781"}
+from calaudit.output.notebook import STATUS_COLOURS
+
 GROUP_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
                  "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 NEUTRAL = "#57606a"

@@ -43,14 +43,17 @@ def bin_rows(bins: Mapping[str, Sequence[Any]], band: Mapping[str, Any] | None
     return tuple(rows)
 
 
+#: Axis labels of a reliability diagram by its notion (binary or top-label).
+AXIS_LABELS = {"binary": ("predicted probability", "observed frequency"),
+               "top-label": ("confidence (probability of the predicted class)", "accuracy")}
+
+
 def _axis_labels(result: Mapping[str, Any], notion: str) -> tuple[str, str]:
     classes = (result.get("data") or {}).get("classes") or []
     if notion == "binary" and len(classes) == 2:
         return (f"predicted probability of class {classes[1]}",
                 f"observed frequency of class {classes[1]}")
-    if notion == "top-label":
-        return "confidence (probability of the predicted class)", "accuracy"
-    return "predicted probability", "observed frequency"
+    return AXIS_LABELS.get(notion, AXIS_LABELS["binary"])
 
 
 def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> ReliabilityView:
@@ -108,6 +111,8 @@ def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
                f"{fmt_number(curve.get('sigma'))} (the fixed point sigma = smECE_sigma): the "
                f"observed frequency smoothed by a Gaussian kernel of that width, drawn "
                f"thicker where predictions are dense (Blasiok and Nakkiran 2023).")
+    if curve.get("weights"):
+        caption += f" Every row counts with its weight ({curve['weights']} weights)."
     return namer.view(
         "smooth_reliability", f"Smoothed reliability diagram ({notion})",
         alt=f"Smoothed reliability diagram ({notion}): kernel-smoothed observed frequency "

@@ -9,7 +9,7 @@
 * A comparison result (``calaudit compare --json``) renders as a comparison report.
 
 Rendering is a pure function of the result (and the sign-off fields): the same result
-gives the same bytes. Files are written all together or not at all
+gives the same bytes. The commands write the files all together or not at all
 (:func:`calaudit.output.files.write_all`).
 """
 
@@ -27,7 +27,6 @@ from urllib.parse import quote
 from calaudit import limits
 from calaudit.audit.gate import Check
 from calaudit.exceptions import ConfigError
-from calaudit.output.files import write_all
 from calaudit.output.templates import environment
 from calaudit.report.comparison import build_comparison, is_comparison
 from calaudit.report.context import build_context
@@ -196,14 +195,3 @@ def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
         pending.append((Path(pdf), render_pdf(printed)))
     return pending
 
-
-def write_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
-                  md: str | Path | None = None, signoff: Mapping[str, str] | None = None,
-                  pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
-                  pdf_appendix: bool = False) -> list[Path]:
-    """Render every requested report in memory, then write each file atomically
-    (the PDF with its appendix when ``pdf_appendix``). Returns the paths written."""
-    pending = render_reports(result, html=html, md=md, signoff=signoff, pdf=pdf,
-                             source=source, pdf_appendix=pdf_appendix)
-    write_all(pending)
-    return [path for path, _ in pending]

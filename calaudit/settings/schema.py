@@ -30,45 +30,41 @@ Path_ = tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class Leaf:
-    """One scalar setting."""
+class _Node:
+    """A node of the schema at ``path``; ``key``: the dotted path."""
 
     path: Path_
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class Leaf(_Node):
+    """One scalar setting."""
+
     annotation: Any
     default: Any
     help: str = ""
     is_path: bool = False
 
-    @property
-    def key(self) -> str:
-        return ".".join(self.path)
-
 
 @dataclass(frozen=True)
-class Section:
+class Section(_Node):
     """A dataclass: its fields by name."""
 
-    path: Path_
     cls: type
     children: dict[str, Leaf | Section | Table]
 
-    @property
-    def key(self) -> str:
-        return ".".join(self.path)
-
 
 @dataclass(frozen=True)
-class Table:
+class Table(_Node):
     """A keyed table of ``entry`` sections; ``entry`` paths hold a ``<key>`` placeholder."""
 
-    path: Path_
     key_field: str
     entry: Section
     help: str = ""
-
-    @property
-    def key(self) -> str:
-        return ".".join(self.path)
 
 
 def build_schema(cls: type, path: Path_ = ()) -> Section:

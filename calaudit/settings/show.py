@@ -54,19 +54,13 @@ def toml_literal(value: Any) -> str:
 def init_template(roots: dict[str, type], pyproject: bool = False) -> str:
     """Every setting, commented out at its default, with its help and variable name."""
     schema = combined_schema(roots)
-    prefix = "tool.calaudit." if pyproject else ""
     lines = ["# calaudit configuration: every setting at its default.",
              "# Precedence: command-line flags > CALAUDIT_* environment variables > this file"
              " > defaults.",
              "# `calaudit config show` prints the resolved values and where each came from."]
     if pyproject:
         lines += ["", "[tool.calaudit]"]
-    lines += _leaf_lines(schema)
-    for name, child in schema.children.items():
-        if isinstance(child, Section):
-            lines += _section_lines(child, f"{prefix}{name}")
-        elif isinstance(child, Table):
-            lines += _table_lines(child, f"{prefix}{name}")
+    lines += _section_lines(schema, "tool.calaudit" if pyproject else "")
     return "\n".join(lines) + "\n"
 
 
@@ -86,13 +80,15 @@ def _leaf_lines(section: Section) -> list[str]:
 
 
 def _section_lines(section: Section, header: str) -> list[str]:
-    lines = ["", f"[{header}]"]
-    lines += _leaf_lines(section)
+    """The leaves of ``section`` (the table ``header``, ``""`` at the top), then its
+    sections and keyed tables, each under its own header."""
+    lines = _leaf_lines(section)
     for name, child in section.children.items():
+        full = f"{header}.{name}" if header else name
         if isinstance(child, Section):
-            lines += _section_lines(child, f"{header}.{name}")
+            lines += ["", f"[{full}]", *_section_lines(child, full)]
         elif isinstance(child, Table):
-            lines += _table_lines(child, f"{header}.{name}")
+            lines += _table_lines(child, full)
     return lines
 
 

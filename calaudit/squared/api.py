@@ -8,12 +8,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from calaudit import registry
+from calaudit.data.weights import SampleWeights
 from calaudit.exceptions import ConfigError, InputError
 from calaudit.numerics.random import one_seed
 from calaudit.results import MetricResult
 from calaudit.squared.fitting import Settings
 from calaudit.squared.grids import ESTIMATORS, paper_grid, thin
 from calaudit.squared.result import SquaredErrorResult
+from calaudit.squared.risk import RowWeights
 from calaudit.squared.selection import make_split, minimum_rows, run_pipeline
 from calaudit.squared.targets import TARGETS, problems_for
 
@@ -39,16 +41,26 @@ def check_choices(target: str, estimators: Sequence[str]) -> None:
                               f"choose from {', '.join(ESTIMATORS)}")
 
 
+def row_weights(weights: SampleWeights | None, sample_weight: np.ndarray | None
+                ) -> RowWeights | None:
+    """The rows' weights ``w`` and units ``t`` (:class:`calaudit.squared.risk.RowWeights`)
+    of an audit's weights."""
+    if weights is None:
+        return None
+    return RowWeights(np.asarray(sample_weight, dtype=np.float64), weights.unit_split()[0])
+
+
 def run_target(target: str, y_true: np.ndarray, y_proba: np.ndarray, *,
                estimators: Sequence[str], n_folds: int, test_fraction: float,
                grid_sizes: Mapping[str, int | None] | None, settings: Settings,
-               rng: np.random.Generator) -> SquaredErrorResult:
+               rng: np.random.Generator, weights: RowWeights | None = None
+               ) -> SquaredErrorResult:
     """The pipeline on validated arrays (``y_proba`` (n, m), ``y_true`` class indices)."""
     check_choices(target, estimators)
     split = make_split(y_true.shape[0], n_folds, test_fraction, rng)
     grids = resolve_grids(estimators, target == "cce2", grid_sizes)
-    return run_pipeline(target, problems_for(target, y_true, y_proba), list(estimators),
-                        grids, split, settings)
+    return run_pipeline(target, problems_for(target, y_true, y_proba, weights),
+                        list(estimators), grids, split, settings)
 
 
 def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequence[str],
@@ -56,14 +68,17 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
                     test_fraction: float = 0.2,
                     grid_sizes: Mapping[str, int | None] | None = None,
                     settings: Settings | None = None, max_rows: int | None = None,
-                    seed: int | None = None, rng: np.random.Generator) -> list[MetricResult]:
+                    seed: int | None = None, rng: np.random.Generator,
+                    weights: SampleWeights | None = None,
+                    sample_weight: np.ndarray | None = None) -> list[MetricResult]:
     """One metric per target (``CE_2^2``; ``params.root`` is ``CE_2``) with the estimator
     and hyperparameter chosen by their cross-validated risk; ``params`` names the choice,
     every candidate's validation risk with its standard error over folds, each
     estimator's best candidate with its estimate, the split and cross-validation settings
     and ``seed`` (recorded). All targets share one split, seeded by an integer drawn from
     ``rng``. Data sets above ``max_rows`` or too small for the folds are skipped: value
-    NaN and ``params.skipped`` saying why."""
+    NaN and ``params.skipped`` saying why. ``weights`` and ``sample_weight`` (the
+    audit's weights, docs/weights.md): the squared errors of the weighted empirical law."""
     n, least = y_true.shape[0], minimum_rows(n_folds)
     reason = None
     if max_rows is not None and n > max_rows:
@@ -79,7 +94,8 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
         result = run_target(target, y_true, y_proba, estimators=estimators, n_folds=n_folds,
                             test_fraction=test_fraction, grid_sizes=grid_sizes,
                             settings=settings or Settings(),
-                            rng=np.random.default_rng(split_seed))
+                            rng=np.random.default_rng(split_seed),
+                            weights=row_weights(weights, sample_weight))
         metrics.append(MetricResult(target, result.estimate,
                                     {**result.to_params(), "seed": seed}, title=registry.title(target)))
     return metrics
@@ -97,6 +113,8 @@ def estimate_squared_error(
     settings: Settings | None = None,
     random_state: np.random.Generator | int | None = None,
     rng: np.random.Generator | int | None = None,
+    sample_weight=None,
+    weight_kind: str = "frequency",
 ) -> SquaredErrorResult:
     """Estimate ``TCE_2^2``, ``CWCE_2^2`` or ``CCE_2^2`` with the estimator and
     hyperparameters that minimise the cross-validated risk of Gruber & Bach (eq. 20).
@@ -105,14 +123,16 @@ def estimate_squared_error(
     (positive class) or (n, m); both are validated like a file. ``estimators`` is any of
     ``bin``, ``kde``, ``kkr``, ``ukkr``; ``grid_sizes`` thins the appendix-B grids
     (``{"kkr": 6}``); ``random_state`` (an int or a ``numpy.random.Generator``; ``rng`` is
-    an alias, scipy's name; default 0) seeds the split. Example::
+    an alias, scipy's name; default 0) seeds the split. ``sample_weight`` (n,) weights
+    the rows (``weight_kind`` ``frequency`` or ``design``; docs/weights.md). Example::
 
         result = estimate_squared_error(y, p, "tce2", random_state=0)
         result.estimate, result.estimator, result.chosen.candidate.risk
     """
     from calaudit.data.dataset import CalibrationData
 
-    data = CalibrationData.from_arrays(y_true, y_proba)
+    data = CalibrationData.from_arrays(y_true, y_proba, sample_weight=sample_weight,
+                                       weight_kind=weight_kind)
     if not isinstance(n_folds, int) or n_folds < 2:
         raise ConfigError(f"n_folds must be an integer >= 2; got {n_folds!r}")
     if not 0.0 < test_fraction < 1.0:
@@ -126,4 +146,5 @@ def estimate_squared_error(
                  else np.random.default_rng(seed))
     return run_target(target, data.y_true, data.y_proba, estimators=tuple(estimators),
                       n_folds=n_folds, test_fraction=test_fraction, grid_sizes=grid_sizes,
-                      settings=settings or Settings(), rng=generator)
+                      settings=settings or Settings(), rng=generator,
+                      weights=row_weights(data.weights, data.sample_weight))

@@ -10,7 +10,8 @@ For probability vectors (canonical calibration, not covered by the paper) the bi
 the cells of the per-dimension uniform grid with ``n_bins`` bins per coordinate (the
 partition of calaudit's ``ece_canonical``) and ``phi`` is the mean residual vector of the
 cell. A bin or cell with no training row gets the overall mean residual of the training
-fold (the reference code's fallback).
+fold (the reference code's fallback). On weighted rows the means are weighted
+(``sum w_i r_i / sum w_i`` over the training rows of the bin).
 """
 
 from __future__ import annotations
@@ -47,10 +48,17 @@ def bin_features(train: Problem, eval_points: NDArray[np.float64],
     """``phi(x)``: the training mean residual of the bin (cell) of each evaluation row."""
     train_cells, eval_cells, n_cells = cell_labels(train.points, eval_points, n_bins,
                                                    train.simplex)
-    counts = np.bincount(train_cells, minlength=n_cells).astype(np.float64)
+    if train.weights is None:
+        counts = np.bincount(train_cells, minlength=n_cells).astype(np.float64)
+        residuals, overall = train.residuals, train.residuals.mean(axis=0)
+    else:
+        w = train.weights.weights
+        counts = np.bincount(train_cells, weights=w, minlength=n_cells)
+        residuals = train.residuals * w[:, None]
+        overall = residuals.sum(axis=0) / w.sum()
     sums = np.stack([np.bincount(train_cells, weights=col, minlength=n_cells)
-                     for col in train.residuals.T], axis=1)
-    means = np.tile(train.residuals.mean(axis=0), (n_cells, 1))
+                     for col in residuals.T], axis=1)
+    means = np.tile(overall, (n_cells, 1))
     seen = counts > 0
     means[seen] = sums[seen] / counts[seen, None]
     return means[eval_cells]
@@ -68,8 +76,10 @@ class BinningPath:
 
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
         problem = evalset.problem
-        return np.array([pairwise_risk(problem.residuals, self.features(problem.points, i))
+        return np.array([pairwise_risk(problem.residuals, self.features(problem.points, i),
+                                       weights=problem.weights)
                          for i in range(len(self.grid))])
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
-        return mean_diagonal(self.features(evalset.problem.points, index))
+        return mean_diagonal(self.features(evalset.problem.points, index),
+                             weights=evalset.problem.weights)

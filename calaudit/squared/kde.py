@@ -15,7 +15,10 @@ contiguous column groups. ``log 0`` is clipped at the
 smallest normal double, which gives the exact limit (``0 * log 0 = 0``; a positive
 exponent on a zero coordinate gives weight 0) and never a NaN, where the reference
 implementation drops rows it cannot evaluate (appendix B). Weights below ``e^-100`` times
-the largest are dropped (see ``LOG_WEIGHT_FLOOR``).
+the largest are dropped (see ``LOG_WEIGHT_FLOOR``). On weighted rows training row ``j``
+counts ``w_j`` times: ``g(x) = sum_j w_j k_b(x; x_j) o_j / sum_j w_j k_b(x; x_j)``
+(the kernel weights are multiplied by ``w_j`` after the floor, so frequency weights give
+the repeated rows' fit).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class KdePath:
         values, group = np.unique(np.round(train.outcomes, 12), axis=0, return_inverse=True)
         order = np.argsort(group.reshape(-1), kind="stable")
         self.z_train = on_simplex(train.points, train.simplex)[order]
+        self.row_weights = None if train.weights is None else train.weights.weights[order]
         self.values = values
         self.starts = np.searchsorted(group.reshape(-1)[order], np.arange(values.shape[0]))
         self.grid = grid
@@ -82,6 +86,8 @@ class KdePath:
                 np.greater(logits, LOG_WEIGHT_FLOOR, out=keep)
                 np.exp(logits, out=logits, where=keep)
                 np.maximum(logits, 0.0, out=logits)
+                if self.row_weights is not None:
+                    logits *= self.row_weights
                 groups = np.add.reduceat(logits, self.starts, axis=1)
                 fitted = (groups @ self.values) / groups.sum(axis=1, keepdims=True)
                 out[slot][rows] = fitted - points[rows]
@@ -90,7 +96,9 @@ class KdePath:
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
         problem = evalset.problem
         phis = self.features(problem.points, list(range(len(self.grid))))
-        return np.array([pairwise_risk(problem.residuals, phi) for phi in phis])
+        return np.array([pairwise_risk(problem.residuals, phi, weights=problem.weights)
+                         for phi in phis])
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
-        return mean_diagonal(self.features(evalset.problem.points, [index])[0])
+        return mean_diagonal(self.features(evalset.problem.points, [index])[0],
+                             weights=evalset.problem.weights)

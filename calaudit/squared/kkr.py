@@ -34,6 +34,12 @@ how much was left out). Near the numerical floor (ridge ``c`` below about
 ``1e-12 lambda_max^2``, the two or three smallest values of the paper's score grid) the
 predictor is dominated by rounding in any implementation; there the exact and truncated
 spectra give different risks (``validation/squared_spectrum_check.txt``).
+
+Weighted rows (docs/weights.md): the loss of eq. 28 weighs pair ``(i, j)`` by
+``w_i w_j``, which is the formula above with ``K`` replaced by ``K_w = W^1/2 K W^1/2``,
+``R`` by ``W^1/2 R`` and ``k(x)`` by ``W^1/2 k(x)``, and ``c = lambda W^2`` (``W`` the
+training weight, ``lambda = n_e^a s`` with the effective size ``n_e``); frequency weights
+give the repeated rows' predictor.
 """
 
 from __future__ import annotations
@@ -73,14 +79,23 @@ class KernelFold:
     def __init__(self, train: Problem, settings: Settings) -> None:
         self.kernel = GaussianBlock(settings.kernel_gamma)
         self.points: NDArray[np.float64] | None = train.points
-        self.residuals: NDArray[np.float64] | None = train.residuals
         self.n = train.n
+        weights = None if train.weights is None else train.weights.weights
         spectrum = kernel_spectrum(
             self.kernel, train.points, method=settings.spectrum,
-            tolerance=settings.rank_tolerance, max_rank=settings.max_rank)
-        self.vectors: NDArray[np.float64] | None = spectrum.vectors
+            tolerance=settings.rank_tolerance, max_rank=settings.max_rank, weights=weights)
         self.values = spectrum.values
-        self.coeffs = spectrum.vectors.T @ train.residuals
+        if weights is None:
+            self.size, self.total = float(self.n), None
+            self.residuals: NDArray[np.float64] | None = train.residuals
+            self.vectors: NDArray[np.float64] | None = spectrum.vectors
+            self.coeffs = spectrum.vectors.T @ train.residuals
+        else:  # the spectrum of K_w = W^1/2 K W^1/2: U -> W^1/2 U, R -> W R
+            root = np.sqrt(weights)[:, None]
+            self.size, self.total = train.weights.effective_size, train.weights.total
+            self.residuals = train.residuals * weights[:, None]
+            self.vectors = spectrum.vectors * root
+            self.coeffs = spectrum.vectors.T @ (train.residuals * root)
         self.facts = {"spectrum": spectrum.method, "rank": spectrum.rank,
                       "residual_trace": spectrum.residual_trace}
         self._cache: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
@@ -115,7 +130,8 @@ class KkrPath:
     def __init__(self, fold: KernelFold, grid: tuple[float, ...], settings: Settings) -> None:
         self.fold = fold
         self.grid = grid
-        self.ridges = [regularisation("kkr", s, fold.n, settings.kkr_lambda_exponent) for s in grid]
+        self.ridges = [regularisation("kkr", s, fold.size, settings.kkr_lambda_exponent,
+                                      fold.total) for s in grid]
         self._products = np.outer(fold.values, fold.values)
         self._gg = fold.coeffs @ fold.coeffs.T
 
@@ -136,8 +152,10 @@ class KkrPath:
         return np.hstack([a, w])
 
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
-        terms = RiskTerms(evalset.problem.residuals, self._features(evalset))
+        problem = evalset.problem
+        terms = RiskTerms(problem.residuals, self._features(evalset), problem.weights)
         return np.array([terms.risk(self.metric(i)) for i in range(len(self.grid))])
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
-        return mean_diagonal(self._features(evalset), self.metric(index))
+        return mean_diagonal(self._features(evalset), self.metric(index),
+                             evalset.problem.weights)

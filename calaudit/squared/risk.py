@@ -17,12 +17,54 @@ With ``T = R R^T``, ``H = Phi S Phi^T``, ``W = Phi^T R`` and ``P = Phi^T Phi``:
 
 and the diagonal terms are removed with ``T_ii = ||r_i||^2`` and
 ``H_ii = phi_i^T S phi_i``. Cost O(n q^2 + q^3), memory O(n q).
+
+Weighted rows (:class:`RowWeights`, docs/weights.md): row ``i`` stands for ``t_i`` units
+of weight ``a_i = w_i / t_i`` each (``t_i = w_i``, ``a_i = 1`` for frequency weights;
+``t_i = 1``, ``a_i = w_i`` for design weights; negatives of ``--negative-rate`` carry
+``1 / r`` more). The risk is the U-statistic of eq. 20 over pairs of distinct units,
+
+    R_w(h) = (sum_{i,j} w_i w_j f_ij - sum_i w_i a_i f_ii) / (W^2 - sum_i w_i a_i),
+    f_ij = (<r_i, r_j> - h(x_i, x_j))^2,  W = sum_i w_i,
+
+(frequency weights: the risk of the rows repeated ``w_i`` times), computed as above with
+``sqrt(w_i) r_i`` and ``sqrt(w_i) phi_i``; the estimate of eq. 21 is
+``sum_i w_i h(x_i, x_i) / W``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class RowWeights:
+    """Row weights ``w`` and the units ``t`` each row stands for (module docstring)."""
+
+    weights: NDArray[np.float64]
+    units: NDArray[np.float64]
+
+    def take(self, rows: NDArray[np.intp]) -> RowWeights:
+        return RowWeights(self.weights[rows], self.units[rows])
+
+    @property
+    def total(self) -> float:
+        """``W = sum_i w_i``."""
+        return float(self.weights.sum())
+
+    @property
+    def own_pairs(self) -> NDArray[np.float64]:
+        """``w_i a_i``: the weight of the pairs of a unit with itself in row ``i``."""
+        safe = np.where(self.units > 0, self.units, 1.0)
+        return np.where(self.units > 0, self.weights * self.weights / safe, 0.0)
+
+    @property
+    def effective_size(self) -> float:
+        """``W^2 / sum_i w_i a_i``: ``W`` for frequency weights, Kish's size for design
+        weights, ``n`` unweighted."""
+        return self.total ** 2 / float(self.own_pairs.sum())
 
 
 class RiskTerms:
@@ -31,7 +73,8 @@ class RiskTerms:
     Build once per (evaluation set, features) and call :meth:`risk` for every ``S``.
     """
 
-    def __init__(self, residuals: NDArray[np.float64], features: NDArray[np.float64]) -> None:
+    def __init__(self, residuals: NDArray[np.float64], features: NDArray[np.float64],
+                 weights: RowWeights | None = None) -> None:
         r = np.asarray(residuals, dtype=np.float64)
         r = r[:, None] if r.ndim == 1 else r
         phi = np.asarray(features, dtype=np.float64)
@@ -41,7 +84,15 @@ class RiskTerms:
         self.n = r.shape[0]
         self.features = phi
         self.t_diag = np.einsum("ij,ij->i", r, r)
-        self.t_offdiag = float(np.sum((r.T @ r) ** 2) - self.t_diag @ self.t_diag)
+        if weights is None:
+            self.own, self.pairs = None, float(self.n * (self.n - 1))
+            self.t_offdiag = float(np.sum((r.T @ r) ** 2) - self.t_diag @ self.t_diag)
+        else:
+            root = np.sqrt(weights.weights)[:, None]
+            self.own = weights.own_pairs
+            self.pairs = weights.total ** 2 - float(self.own.sum())
+            r, phi = r * root, phi * root
+            self.t_offdiag = float(np.sum((r.T @ r) ** 2) - (self.own * self.t_diag) @ self.t_diag)
         self.cross = phi.T @ r
         self.gram = phi.T @ phi
 
@@ -60,21 +111,33 @@ class RiskTerms:
             sp = metric @ self.gram
             hh_all = float(np.sum(sp * sp.T))
         h_diag = self.diagonal(metric)
-        th = th_all - float(self.t_diag @ h_diag)
-        hh = hh_all - float(h_diag @ h_diag)
-        return (self.t_offdiag - 2.0 * th + hh) / (self.n * (self.n - 1))
+        if self.own is None:
+            th = th_all - float(self.t_diag @ h_diag)
+            hh = hh_all - float(h_diag @ h_diag)
+            return (self.t_offdiag - 2.0 * th + hh) / (self.n * (self.n - 1))
+        own_h = self.own * h_diag
+        th = th_all - float(self.t_diag @ own_h)
+        hh = hh_all - float(h_diag @ own_h)
+        return (self.t_offdiag - 2.0 * th + hh) / self.pairs
 
 
 def pairwise_risk(residuals: NDArray[np.float64], features: NDArray[np.float64],
-                  metric: NDArray[np.float64] | None = None) -> float:
-    """Eq. 20 for ``h(x, x') = phi(x)^T S phi(x')``; ``features`` holds ``phi(x_i)``."""
-    return RiskTerms(residuals, features).risk(metric)
+                  metric: NDArray[np.float64] | None = None,
+                  weights: RowWeights | None = None) -> float:
+    """Eq. 20 for ``h(x, x') = phi(x)^T S phi(x')``; ``features`` holds ``phi(x_i)``;
+    ``weights``: the weighted U-statistic ``R_w`` of the module docstring."""
+    return RiskTerms(residuals, features, weights).risk(metric)
 
 
 def mean_diagonal(features: NDArray[np.float64],
-                  metric: NDArray[np.float64] | None = None) -> float:
-    """``n^-1 sum_i h(x_i, x_i)``: the calibration estimate of eq. 21 on one set."""
+                  metric: NDArray[np.float64] | None = None,
+                  weights: RowWeights | None = None) -> float:
+    """``n^-1 sum_i h(x_i, x_i)``: the calibration estimate of eq. 21 on one set
+    (``sum_i w_i h(x_i, x_i) / W`` with ``weights``)."""
     phi = np.asarray(features, dtype=np.float64)
     phi = phi[:, None] if phi.ndim == 1 else phi
     left = phi if metric is None else phi @ metric
-    return float(np.mean(np.einsum("ij,ij->i", left, phi)))
+    diagonal = np.einsum("ij,ij->i", left, phi)
+    if weights is None:
+        return float(np.mean(diagonal))
+    return float(weights.weights @ diagonal / weights.total)

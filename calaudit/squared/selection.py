@@ -11,6 +11,10 @@
 4. The estimate is eq. 21 on the test split with the fold models as an ensemble: the mean
    over folds of ``mean_i h_fold(x_i, x_i)``.
 
+On weighted rows (docs/weights.md) the split is the same split of rows, every fit is the
+weighted one (rows of weight 0 leave the training folds), the risks are the weighted
+U-statistics of :mod:`calaudit.squared.risk` and the estimates weighted means.
+
 A target with several problems (class-wise: one per class) adds risks and estimates over
 its problems; one hyperparameter value is chosen for all of them.
 """
@@ -30,6 +34,7 @@ from calaudit.squared.grids import PARAMETER
 from calaudit.squared.kde import KdePath
 from calaudit.squared.kkr import KernelFold, KkrPath
 from calaudit.squared.result import Candidate, Fitted, SquaredErrorResult
+from calaudit.squared.risk import RowWeights
 from calaudit.squared.targets import Problem
 from calaudit.squared.ukkr import UkkrPath
 
@@ -42,10 +47,17 @@ class Split:
     folds: tuple[tuple[NDArray[np.intp], NDArray[np.intp]], ...]
     test_fraction: float
 
-    def describe(self) -> dict[str, Any]:
-        n_train_val = sum(len(v) for _, v in self.folds)
+    def describe(self, weights: RowWeights | None = None) -> dict[str, Any]:
+        """The split's sizes: rows, or on weighted rows the units they stand for (the
+        weights' sum for frequency weights)."""
+        if weights is None:
+            n_train_val, n_test = sum(len(v) for _, v in self.folds), int(self.test.size)
+        else:
+            units = weights.units
+            n_train_val = float(sum(units[v].sum() for _, v in self.folds))
+            n_test = float(units[self.test].sum())
         return {"n_folds": len(self.folds), "test_fraction": self.test_fraction,
-                "n_train_val": n_train_val, "n_test": int(self.test.size),
+                "n_train_val": n_train_val, "n_test": n_test,
                 "criterion": "mean validation risk over folds (eq. 20)",
                 "ensemble": "mean of the fold models' estimates on the test split (eq. 21)"}
 
@@ -58,7 +70,9 @@ def minimum_rows(n_folds: int) -> int:
 
 def make_split(n: int, n_folds: int, test_fraction: float, rng: np.random.Generator) -> Split:
     """Shuffle, hold out ``round(test_fraction * n)`` rows (at least 2) as the test split
-    and cut the rest into ``n_folds`` contiguous folds."""
+    and cut the rest into ``n_folds`` contiguous folds. On weighted rows the split is
+    one of rows: a row and the units it stands for stay in one fold (frequency weights
+    equal the repeated rows split with each row's copies kept together)."""
     if n < minimum_rows(n_folds):
         raise ValueError(f"{n} rows are too few for {n_folds}-fold cross-validation and a "
                          f"test split; at least {minimum_rows(n_folds)} are needed")
@@ -110,7 +124,7 @@ def cross_validate(problems: Sequence[Problem], estimators: Sequence[str],
     for k, (train_rows, val_rows) in enumerate(split.folds):
         cv.kernel_facts.append([])
         for p, problem in enumerate(problems):
-            train, shared = problem.take(train_rows), {}
+            train, shared = problem.training(train_rows), {}
             val = EvalSet(f"val{k}", problem.take(val_rows))
             for e in estimators:
                 path = fit_path(e, train, grids[e], settings, shared)
@@ -144,7 +158,7 @@ def run_pipeline(target: str, problems: Sequence[Problem], estimators: Sequence[
     return SquaredErrorResult(
         target=target, estimate=chosen.estimate, chosen=chosen, per_estimator=tuple(fitted),
         candidates=tuple(c for e in estimators for c in candidates[e]),
-        split=split.describe(), settings=describe_settings(settings, problems),
+        split=split.describe(problems[0].weights), settings=describe_settings(settings, problems),
         diagnostics=describe_kernels(cv.kernel_facts) if cv.kernel_facts[0] else {})
 
 

@@ -13,6 +13,9 @@ which no inner product ``<r_i, r_j>`` sees.
   ``CWCE_2^2 = sum_k E[(p_k - P(Y = k | p_k))^2]`` (summed over classes, so that
   ``CWCE_2^2 <= CCE_2^2`` by Jensen's inequality);
 * ``cce2``: canonical, ``x = p`` (the whole vector), outcome ``e_y`` (eq. 7).
+
+On weighted rows every problem carries the row weights (:class:`RowWeights`) and each
+target is the squared error of the weighted empirical law (docs/weights.md).
 """
 
 from __future__ import annotations
@@ -23,20 +26,25 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.ece import scores_and_outcomes
+from calaudit.squared.risk import RowWeights
 
 TARGETS = ("tce2", "cwce2", "cce2")
+
+
 @dataclass(frozen=True)
 class Problem:
     """Inputs and residuals of one bilinear regression problem.
 
     ``points`` is (n, d): d = 1 for a score, d = m for a probability vector
-    (``simplex`` true); ``residuals`` is (n, q) with q = 1 for a score, q = m otherwise.
+    (``simplex`` true); ``residuals`` is (n, q) with q = 1 for a score, q = m otherwise;
+    ``weights`` the row weights (None: unweighted).
     """
 
     name: str
     points: NDArray[np.float64]
     residuals: NDArray[np.float64]
     simplex: bool
+    weights: RowWeights | None = None
 
     @property
     def n(self) -> int:
@@ -49,28 +57,37 @@ class Problem:
 
     def take(self, rows: NDArray[np.intp]) -> Problem:
         """The same problem restricted to ``rows``."""
-        return Problem(self.name, self.points[rows], self.residuals[rows], self.simplex)
+        weights = None if self.weights is None else self.weights.take(rows)
+        return Problem(self.name, self.points[rows], self.residuals[rows], self.simplex,
+                       weights)
+
+    def training(self, rows: NDArray[np.intp]) -> Problem:
+        """The training fold ``rows`` without its rows of weight 0 (no fit sees them)."""
+        if self.weights is not None:
+            rows = rows[self.weights.weights[rows] > 0]
+        return self.take(rows)
 
 
-def scalar_problem(name: str, scores: NDArray[np.float64],
-                   outcomes: NDArray[np.float64]) -> Problem:
+def scalar_problem(name: str, scores: NDArray[np.float64], outcomes: NDArray[np.float64],
+                   weights: RowWeights | None = None) -> Problem:
     """A problem with a score in [0, 1] and a 0/1 outcome."""
     x = np.asarray(scores, dtype=np.float64)[:, None]
-    return Problem(name, x, np.asarray(outcomes, dtype=np.float64)[:, None] - x, False)
+    return Problem(name, x, np.asarray(outcomes, dtype=np.float64)[:, None] - x, False,
+                   weights)
 
 
-def problems_for(target: str, y_true: NDArray[np.int64],
-                 y_proba: NDArray[np.float64]) -> tuple[Problem, ...]:
+def problems_for(target: str, y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                 weights: RowWeights | None = None) -> tuple[Problem, ...]:
     """The problems whose squared errors add up to ``target``."""
     if target == "tce2":
         scores, outcomes = scores_and_outcomes(y_true, y_proba, "top-label")
-        return (scalar_problem("top-label", scores, outcomes),)
+        return (scalar_problem("top-label", scores, outcomes, weights),)
     if target == "cwce2":
-        return tuple(scalar_problem(f"class {k}", y_proba[:, k], (y_true == k).astype(float))
-                     for k in range(y_proba.shape[1]))
+        return tuple(scalar_problem(f"class {k}", y_proba[:, k], (y_true == k).astype(float),
+                                    weights) for k in range(y_proba.shape[1]))
     if target == "cce2":
         onehot = np.zeros_like(y_proba, dtype=np.float64)
         onehot[np.arange(y_true.shape[0]), y_true] = 1.0
         points = np.asarray(y_proba, dtype=np.float64)
-        return (Problem("canonical", points, onehot - points, True),)
+        return (Problem("canonical", points, onehot - points, True, weights),)
     raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")

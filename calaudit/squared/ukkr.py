@@ -9,6 +9,13 @@ k(x)`` with ``c = lambda n``, plugged into the inner product:
 
 so ``phi(x) = G^T (a / (s + c)) + w / c`` with ``a = U^T k(x)``, ``G = U^T R`` and
 ``w = R^T k(x) - G^T a``: O(n' r q) per ridge constant once the projections are known.
+
+On weighted rows the regression minimises ``sum_j w_j ||r_j - phi(x_j)||^2 + c ||phi||^2``
+with ``c = lambda W`` (``W`` the training weight, ``lambda = n_e^a s``, ``n_e`` the
+effective size of :class:`calaudit.squared.risk.RowWeights`): ``phi(x) = R^T W^1/2
+(K_w + c I)^-1 W^1/2 k(x)`` with ``K_w = W^1/2 K W^1/2``, the same formula on the
+spectrum of ``K_w`` (:class:`calaudit.squared.kkr.KernelFold`); frequency weights give
+the repeated rows' regression.
 """
 
 from __future__ import annotations
@@ -28,8 +35,8 @@ class UkkrPath:
     def __init__(self, fold: KernelFold, grid: tuple[float, ...], settings: Settings) -> None:
         self.fold = fold
         self.grid = grid
-        self.ridges = [regularisation("ukkr", s, fold.n, settings.ukkr_lambda_exponent)
-                       for s in grid]
+        self.ridges = [regularisation("ukkr", s, fold.size, settings.ukkr_lambda_exponent,
+                                      fold.total) for s in grid]
 
     def features(self, evalset: EvalSet, index: int) -> NDArray[np.float64]:
         """``phi(x_i)`` for every row of ``evalset``."""
@@ -38,9 +45,10 @@ class UkkrPath:
         return (a / (self.fold.values + c)) @ self.fold.coeffs + w / c
 
     def risks(self, evalset: EvalSet) -> NDArray[np.float64]:
-        residuals = evalset.problem.residuals
-        return np.array([pairwise_risk(residuals, self.features(evalset, i))
+        problem = evalset.problem
+        return np.array([pairwise_risk(problem.residuals, self.features(evalset, i),
+                                       weights=problem.weights)
                          for i in range(len(self.grid))])
 
     def estimate(self, evalset: EvalSet, index: int) -> float:
-        return mean_diagonal(self.features(evalset, index))
+        return mean_diagonal(self.features(evalset, index), weights=evalset.problem.weights)

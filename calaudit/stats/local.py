@@ -99,5 +99,5 @@ def _run(test_id: str, data, config: AuditConfig) -> TestResult:
     """The local stage's tests on its own random streams, as the audit runs them."""
     rng = stream(config.seed, LocalCalibrationStage.name)
     setup = LocalTests(data, config, dict(zip(STREAMS, rng.spawn(len(STREAMS)), strict=True)))
-    tests, _, _ = setup.run(setup.scalar_residual())
+    tests, _, _ = setup.run()
     return lookup(tests, test_id, "test")

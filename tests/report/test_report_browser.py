@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from calaudit.report.context import build_context
-from calaudit.report.render import write_reports
+from tests.report import write_reports
 from tests.report.synthetic import SCRIPT
 from validation.cdp_browser import Chromium, find_chromium, inspect_page, print_page
 

@@ -4,7 +4,7 @@ per-group reliability) in the HTML report in Chromium and in the Markdown report
 from __future__ import annotations
 
 from calaudit.report.context import build_context
-from calaudit.report.render import write_reports
+from tests.report import write_reports
 from tests.report.test_report_browser import browser  # noqa: F401  (fixture)
 from validation.cdp_browser import inspect_page
 

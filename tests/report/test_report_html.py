@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 import pytest
 
 from calaudit.report.context import build_context
-from calaudit.report.render import render_html, write_reports
+from calaudit.report.render import render_html
+from tests.report import write_reports
 from tests.report.synthetic import MATH_NAME, PIPE_NAME, SCRIPT
 
 #: The verdict, the evidence, the appendix (in the PDF only with --pdf-appendix), sign-off.

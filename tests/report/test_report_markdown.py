@@ -8,8 +8,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from calaudit.report.render import markdown_files_dir, render_markdown, write_reports
-from tests.report import goldtest, synthetic
+from calaudit.report.render import markdown_files_dir, render_markdown
+from tests.report import goldtest, synthetic, write_reports
 
 IMAGE_LINK = re.compile(r"!\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
 

@@ -16,7 +16,8 @@ import pytest
 
 from calaudit.audit.gate import result_checks
 from calaudit.exceptions import ConfigError
-from calaudit.report.render import printable, render_pdf, write_reports
+from calaudit.report.render import printable, render_pdf
+from tests.report import write_reports
 
 pytest.importorskip("weasyprint")
 POPPLER = all(shutil.which(tool) for tool in ("pdftotext", "pdftoppm", "pdfinfo"))

@@ -45,6 +45,7 @@ import numpy as np
 
 from calaudit import registry
 from calaudit.inference.multitest import adjust_pvalues
+from calaudit.local.groups import excludes_zero
 from calaudit.results import Status, TestResult
 
 #: The one paragraph a reviewer checks against the code (rendered by the reports).
@@ -99,7 +100,6 @@ GROUPS_TEST_ID = "groups_bonferroni"
 #: graded at ``alpha`` less that level (Bonferroni between the two).
 MONITOR_ID = "calibration_eprocess"
 MONITOR_SHARE = 0.5
-SCOPES = ("primary", "battery", "family")
 
 
 def primary_indices(tests: Sequence[TestResult]) -> list[int]:
@@ -261,8 +261,7 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
             continue
         significant = row.get("p_value_adjusted") is not None and (
             row["p_value_adjusted"] <= alpha)
-        ci = row.get("bias_ci")
-        excludes = bool(ci) and None not in ci and (ci[0] > 0 or ci[1] < 0)
+        excludes = excludes_zero(row)
         fails = open_ and significant and excludes
         row["status"] = "FAIL" if fails else "PASS"
         notes = []

@@ -23,16 +23,13 @@ def check_limits(instance: object, section: str) -> None:
     from calaudit import limits
 
     prefix = f"{section}." if section else ""
-    for key in limits.COUNTS:
-        name = key[len(prefix):]
-        if key.startswith(prefix) and "." not in name and hasattr(instance, name):
-            problem = limits.count_problem(key, getattr(instance, name))
-            check(problem is None, problem or "")
-    for key in limits.SCALES:
-        name = key[len(prefix):]
-        if key.startswith(prefix) and "." not in name and hasattr(instance, name):
-            problem = limits.scale_problem(key, getattr(instance, name))
-            check(problem is None, problem or "")
+    for ranges, problem_of in ((limits.COUNTS, limits.count_problem),
+                               (limits.SCALES, limits.scale_problem)):
+        for key in ranges:
+            name = key[len(prefix):]
+            if key.startswith(prefix) and "." not in name and hasattr(instance, name):
+                problem = problem_of(key, getattr(instance, name))
+                check(problem is None, problem or "")
 
 
 def finite_or_none(value: object, name: str) -> None:

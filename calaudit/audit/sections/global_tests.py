@@ -12,10 +12,10 @@ CANONICAL_DISTANCES = ("tv", "l1", "l2")
 #: Global test ids, in report order (:mod:`calaudit.registry`); ``hosmer_lemeshow`` runs
 #: only when asked for.
 GLOBAL_TESTS = registry.tests_of("global_tests")
-#: The distribution-free bounds run only when asked for: they are valid at any n but could
-#: not reject in simulation below a few thousand rows (each reports the smallest p-value it
-#: can reach at this n in ``params.smallest_p_value``).
-BOUND_TESTS = tuple(t for t in GLOBAL_TESTS if t.endswith("_bound"))
+#: The tests run by default. The distribution-free bounds (``*_bound``) run only when asked
+#: for: they are valid at any n but could not reject in simulation below a few thousand
+#: rows (each reports the smallest p-value it can reach at this n in
+#: ``params.smallest_p_value``).
 DEFAULT_GLOBAL_TESTS = registry.tests_of("global_tests", default=True)
 
 
