@@ -177,16 +177,22 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
               or rules.resampling_cannot_reject(n_resamples, alpha))
     seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
                             0 if reason else n_resamples, rng)
-    observed = float(ece_from_sums(seen)[0])
+    return monte_carlo_result("ece_consistency", float(ece_from_sums(seen)[0]),
+                              None if reason else ece_from_sums(drawn), reason, method,
+                              params, title)
+
+
+def monte_carlo_result(test_id: str, observed: float, replicates: NDArray | None,
+                       reason: str | None, method: str, params: dict, title: str
+                       ) -> TestResult:
+    """The result of a Monte-Carlo test: INCONCLUSIVE with ``reason`` (no replicates),
+    else the p-value of ``observed`` among its ``replicates`` under the null."""
     if reason:
-        return TestResult("ece_consistency", math.nan, observed, math.nan, method,
-                          params=params, status=Status.INCONCLUSIVE, message=reason,
-                          title=title)
-    replicates = ece_from_sums(drawn)
-    return TestResult("ece_consistency", observed, observed,
-                      monte_carlo_pvalue(observed, replicates), method,
-                      n_resamples=n_resamples, params=params, null_distribution=replicates,
-                      title=title)
+        return TestResult(test_id, math.nan, observed, math.nan, method, params=params,
+                          status=Status.INCONCLUSIVE, message=reason, title=title)
+    return TestResult(test_id, observed, observed, monte_carlo_pvalue(observed, replicates),
+                      method, n_resamples=len(replicates), params=params,
+                      null_distribution=replicates, title=title)
 
 
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
@@ -360,15 +366,9 @@ def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
     method = ("Hosmer-Lemeshow on weighted rows: weighted groups, Monte-Carlo p-value from "
               "labels redrawn from their law in the sample")
     title = registry.title("hosmer_lemeshow")
-    if reason:
-        return TestResult("hosmer_lemeshow", math.nan, observed, math.nan, method,
-                          params=params, status=Status.INCONCLUSIVE, message=reason,
-                          title=title)
-    replicates = statistic(drawn)
-    return TestResult("hosmer_lemeshow", observed, observed,
-                      monte_carlo_pvalue(observed, replicates), method,
-                      n_resamples=n_resamples, params=params, null_distribution=replicates,
-                      title=title)
+    return monte_carlo_result("hosmer_lemeshow", observed,
+                              None if reason else statistic(drawn), reason, method, params,
+                              title)
 
 
 def not_weighted(test_id: str, reason: str, notion: str = "binary") -> TestResult:
