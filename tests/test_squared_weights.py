@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 from calaudit.squared import estimate_squared_error
-from calaudit.squared.api import resolve_grids
+from calaudit.data.dataset import CalibrationData
+from calaudit.exceptions import InputError
+from calaudit.squared.api import resolve_grids, squared_metrics
 from calaudit.squared.binning import BinningPath
 from calaudit.squared.fitting import EvalSet, Settings
 from calaudit.squared.kde import KdePath, on_simplex
@@ -212,6 +214,35 @@ def test_unit_weights_and_scale_free_design_weights():
     assert (scaled.diagnostics["kernel_spectrum"]["residual_trace_max"] == pytest.approx(
         7.0 * design.diagnostics["kernel_spectrum"]["residual_trace_max"], rel=1e-6))
     assert design.estimate != pytest.approx(plain.estimate, rel=1e-6)
+
+
+def test_rows_of_weight_zero_are_left_out_before_the_split():
+    """A row of weight 0 is not in the weighted law: the estimate equals that of the rows
+    of positive weight, and too few of them skip the estimate (never a division by zero
+    in a fold without pairs of units)."""
+    rng = np.random.default_rng(11)
+    p = rng.uniform(0.05, 0.95, 80)
+    y = (rng.uniform(size=80) < p).astype(int)
+    w = rng.integers(1, 4, 80).astype(float)
+    w[::3] = 0.0
+    quick = {"grid_sizes": {"bin": 3, "kde": 3, "kkr": 2, "ukkr": 2}, "random_state": 4}
+    kept = w > 0
+    for kind in ("frequency", "design"):
+        with_zeros = estimate_squared_error(y, p, "tce2", sample_weight=w, weight_kind=kind,
+                                            **quick)
+        without = estimate_squared_error(y[kept], p[kept], "tce2", sample_weight=w[kept],
+                                         weight_kind=kind, **quick)
+        assert_same_fields(with_zeros.to_params(), without.to_params())
+    few = np.zeros(80)
+    few[:3] = 2.0
+    with pytest.raises(InputError, match="3 rows of positive weight are too few"):
+        estimate_squared_error(y, p, "tce2", sample_weight=few, **quick)
+    data = CalibrationData.from_arrays(y, p, sample_weight=few)
+    metrics = squared_metrics(data.y_true, data.y_proba, targets=("tce2",),
+                              estimators=("bin",), rng=np.random.default_rng(0), seed=0,
+                              weights=data.weights, sample_weight=data.sample_weight)
+    assert np.isnan(metrics[0].value)
+    assert "3 rows of positive weight" in metrics[0].params["skipped"]
 
 
 def test_weighted_audit_with_squared_errors_agrees_everywhere(tmp_path):

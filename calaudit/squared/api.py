@@ -50,6 +50,17 @@ def row_weights(weights: SampleWeights | None, sample_weight: np.ndarray | None
     return RowWeights(np.asarray(sample_weight, dtype=np.float64), weights.unit_split()[0])
 
 
+def positive_rows(y_true: np.ndarray, y_proba: np.ndarray, weights: RowWeights | None
+                  ) -> tuple[np.ndarray, np.ndarray, RowWeights | None]:
+    """The rows of positive weight (all rows unweighted): a row of weight 0 is not in the
+    weighted empirical law, so it is left out before the split (every fold's U-statistic
+    then has pairs of distinct units)."""
+    if weights is None or bool(np.all(weights.weights > 0)):
+        return y_true, y_proba, weights
+    keep = np.flatnonzero(weights.weights > 0)
+    return y_true[keep], y_proba[keep], weights.take(keep)
+
+
 def run_target(target: str, y_true: np.ndarray, y_proba: np.ndarray, *,
                estimators: Sequence[str], n_folds: int, test_fraction: float,
                grid_sizes: Mapping[str, int | None] | None, settings: Settings,
@@ -79,12 +90,14 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
     ``rng``. Data sets above ``max_rows`` or too small for the folds are skipped: value
     NaN and ``params.skipped`` saying why. ``weights`` and ``sample_weight`` (the
     audit's weights, docs/weights.md): the squared errors of the weighted empirical law."""
+    y_true, y_proba, rows = positive_rows(y_true, y_proba, row_weights(weights, sample_weight))
     n, least = y_true.shape[0], minimum_rows(n_folds)
     reason = None
     if max_rows is not None and n > max_rows:
         reason = f"{n} rows > squared.max_rows = {max_rows}"
     elif n < least:
-        reason = f"{n} rows are too few for {n_folds}-fold cross-validation (at least {least})"
+        reason = (f"{n} rows{'' if rows is None else ' of positive weight'} are too few for "
+                  f"{n_folds}-fold cross-validation (at least {least})")
     if reason:
         return [MetricResult(t, float("nan"), {"squared": True, "skipped": reason},
                              title=registry.title(t)) for t in targets]
@@ -94,8 +107,7 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
         result = run_target(target, y_true, y_proba, estimators=estimators, n_folds=n_folds,
                             test_fraction=test_fraction, grid_sizes=grid_sizes,
                             settings=settings or Settings(),
-                            rng=np.random.default_rng(split_seed),
-                            weights=row_weights(weights, sample_weight))
+                            rng=np.random.default_rng(split_seed), weights=rows)
         metrics.append(MetricResult(target, result.estimate,
                                     {**result.to_params(), "seed": seed}, title=registry.title(target)))
     return metrics
@@ -137,14 +149,15 @@ def estimate_squared_error(
         raise ConfigError(f"n_folds must be an integer >= 2; got {n_folds!r}")
     if not 0.0 < test_fraction < 1.0:
         raise ConfigError(f"test_fraction must be in (0, 1); got {test_fraction!r}")
-    if data.n < minimum_rows(n_folds):
-        raise InputError(f"{data.n} rows are too few for the squared-error pipeline with "
-                         f"{n_folds} folds (at least {minimum_rows(n_folds)})",
-                         rule="too_few_rows")
+    y, proba, rows = positive_rows(data.y_true, data.y_proba,
+                                   row_weights(data.weights, data.sample_weight))
+    if y.shape[0] < minimum_rows(n_folds):
+        raise InputError(f"{y.shape[0]} rows{'' if rows is None else ' of positive weight'} "
+                         f"are too few for the squared-error pipeline with {n_folds} folds "
+                         f"(at least {minimum_rows(n_folds)})", rule="too_few_rows")
     seed = one_seed(0, random_state=random_state, rng=rng)
     generator = (seed if isinstance(seed, np.random.Generator)
                  else np.random.default_rng(seed))
-    return run_target(target, data.y_true, data.y_proba, estimators=tuple(estimators),
-                      n_folds=n_folds, test_fraction=test_fraction, grid_sizes=grid_sizes,
-                      settings=settings or Settings(), rng=generator,
-                      weights=row_weights(data.weights, data.sample_weight))
+    return run_target(target, y, proba, estimators=tuple(estimators), n_folds=n_folds,
+                      test_fraction=test_fraction, grid_sizes=grid_sizes,
+                      settings=settings or Settings(), rng=generator, weights=rows)
