@@ -227,7 +227,7 @@ def test_weighted_audit_gives_the_same_bytes_on_dask(serial_bytes, one_worker, m
         assert partial in calls, f"{partial} did not run on the executor"
 
 
-def test_weighted_skce_needs_a_bandwidth_above_the_exact_median_rows() -> None:
+def test_weighted_skce_above_the_exact_median_rows_takes_features_without_bandwidth() -> None:
     from calaudit.audit.sections.global_tests import SkceConfig
     from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
@@ -236,12 +236,14 @@ def test_weighted_skce_needs_a_bandwidth_above_the_exact_median_rows() -> None:
     p = rng.uniform(0.05, 0.95, n)
     y = (rng.random(n) < p).astype(np.int64)
     data = CalibrationData.from_arrays(y, p, sample_weight=rng.integers(1, 3, n))
-    for bandwidth, present in ((None, False), (0.3, True)):
-        config = calaudit.AuditConfig(run_tests=False, skce=SkceConfig(bandwidth=bandwidth))
+    for bandwidth, method in ((None, "features"), (0.3, None)):
+        config = calaudit.AuditConfig(run_tests=False, n_features=128,
+                                      skce=SkceConfig(bandwidth=bandwidth))
         result = calaudit.run_audit(data, config).to_dict()
-        assert ("skce_b" in {m["id"] for m in result["metrics"]}) is present
+        (metric,) = [m for m in result["metrics"] if m["id"] == "skce_b"]
+        assert metric["params"].get("computation", {}).get("method") == method
         notes = {item["id"] for item in result["data"]["weights"]["not_weighted"]}
-        assert ("skce_b, skce_uq" in notes) is not present
+        assert "skce_b, skce_uq" not in notes
 
 
 @pytest.mark.parametrize("case", ["design", "frequency", "negative_rate"])

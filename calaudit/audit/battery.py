@@ -15,6 +15,7 @@ from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
 from calaudit.audit.weighting import (
+    FEATURE_REASON,
     KERNEL_REASON,
     debiased_defined,
     information_scale,
@@ -41,6 +42,7 @@ from calaudit.inference.consistency import ece_consistency_of_rows
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery, skce_battery_of_rows
+from calaudit.inference.weighted_skce_features import weighted_feature_skce
 from calaudit.inference.weighted_skce_test import (
     weighted_skce_consistency,
     weighted_skce_values,
@@ -188,6 +190,8 @@ class SkceStage:
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
         skce = config.skce
+        if data.weights is not None and not skce_weighted(data, skce):
+            return weighted_feature_stage(data, config, rng)
         if data.weights is not None:
             choice, metrics = weighted_skce_metrics(data, skce)
             return StageOutput(metrics=metrics, tests=tuple(
@@ -220,6 +224,22 @@ def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[Any, tuple[Metri
     params = {**choice.to_params(), "weights": data.weights.kind}
     return choice, tuple(MetricResult(key, value, params, title=registry.title(key))
                          for key, value in zip(("skce_b", "skce_uq"), values, strict=True))
+
+
+def weighted_feature_stage(data: CalibrationData, config: AuditConfig,
+                           rng: np.random.Generator) -> StageOutput:
+    """The weighted SKCE on random features (:mod:`calaudit.inference.
+    weighted_skce_features`), where the exact weighted path does not run."""
+    skce, enabled = config.skce, enabled_tests(config, SKCE_TESTS)
+    metrics, test = weighted_feature_skce(
+        data.y_true, data.y_proba, data.weights, data.sample_weight, kernel=skce.kernel,
+        bandwidth=skce.bandwidth, n_features=config.n_features,
+        consistency="skce_consistency" in enabled, n_resamples=config.n_resamples,
+        alpha=config.alpha, reason=FEATURE_REASON, rng=rng)
+    notion = "binary" if data.is_binary else "top-label"
+    return StageOutput(metrics=metrics, tests=tuple(
+        test if test_id == "skce_consistency" else not_weighted(test_id, KERNEL_REASON, notion)
+        for test_id in enabled))
 
 
 def weighted_skce_test(data: CalibrationData, config: AuditConfig, choice: Any,

@@ -26,7 +26,10 @@ from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
 #: Why the other kernel tests are not weighted.
 KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
-                 "tests the weighted skce_uq (up to skce.max_quadratic_n rows)")
+                 "tests the weighted skce_uq")
+#: Why the weighted SKCE took the random-feature path.
+FEATURE_REASON = ("weighted rows above skce.max_quadratic_n, or above the exact weighted "
+                  "median's rows without --bandwidth: random features")
 
 
 def is_weighted(data: CalibrationData) -> bool:
@@ -101,11 +104,6 @@ def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, s
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
                                                    "weighted version"}]
-    if not skce_weighted(data, config.skce):
-        out.append({"id": "skce_b, skce_uq", "reason": (
-            f"weighted SKCE runs up to skce.max_quadratic_n = {config.skce.max_quadratic_n} "
-            f"rows, and above {MAX_MEDIAN_ROWS} rows only with --bandwidth (the weighted "
-            "median heuristic is exact up to there)")})
     if not debiased_defined(data):
         out.append({"id": "ece_debiased", "reason": "its bias term needs frequency weights"})
     return out

@@ -123,6 +123,17 @@ def too_few_units(units: float) -> str | None:
     return None
 
 
+def consistency_reason(n: int, weights: SampleWeights, observed: float, n_resamples: int,
+                       alpha: float) -> str | None:
+    """Why the weighted consistency test is INCONCLUSIVE (None: it runs)."""
+    units = (float(weights.design.sum()) if weights.kind == "frequency"
+             else int(np.count_nonzero(weights.design)))
+    return (rules.too_few_rows(n) or too_few_units(units)
+            or (None if math.isfinite(observed) else
+                "the weighted SKCE_uq is undefined on these weights")
+            or rules.resampling_cannot_reject(n_resamples, alpha))
+
+
 def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
                               y_proba: NDArray[np.float64], weights: SampleWeights, *,
                               n_resamples: int, alpha: float, rng: np.random.Generator,
@@ -135,12 +146,7 @@ def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
     method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
               "sample, weighted SKCE_uq")
     title = registry.title("skce_consistency")
-    units = (float(weights.design.sum()) if weights.kind == "frequency"
-             else int(np.count_nonzero(weights.design)))
-    reason = (rules.too_few_rows(y_true.size) or too_few_units(units)
-              or (None if math.isfinite(observed) else
-                  "the weighted SKCE_uq is undefined on these weights")
-              or rules.resampling_cannot_reject(n_resamples, alpha))
+    reason = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
     if reason:
         return TestResult("skce_consistency", math.nan, observed, math.nan, method,
                           params=params, status=Status.INCONCLUSIVE, message=reason,

@@ -1,0 +1,83 @@
+"""Level of the weighted ``skce_consistency`` on random features at 0.05
+(:mod:`calaudit.inference.weighted_skce_features`, the path a weighted audit takes above
+the exact weighted path's rows): Monte-Carlo p-value from ``B = 199`` unit-label redraws,
+the default feature count and the weighted median heuristic on a subsample (every sample
+has more than 4,096 rows).
+
+Calibrated populations ``p ~ U(0.02, 0.6)``, ``y ~ Bernoulli(p)``; a negative sampled
+with probability 0.1 and weighted 10, every positive kept (about 4,500 rows per data set),
+with design weights ``U(0.5, 2)`` on top. Printed per case: the share of data
+sets with p <= 0.05 and its 99 % Clopper-Pearson interval, and the unweighted
+``skce_consistency`` (random features, the unweighted audit's path) on the same samples.
+
+Command: ``nice -n 10 python validation/weights_skce_features.py >
+validation/results/weights_skce_features.txt``
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from scipy import stats
+
+from calaudit.data.weights import SampleWeights
+from calaudit.inference.method import Computation
+from calaudit.inference.skce_battery import skce_battery
+from calaudit.inference.weighted_skce_features import weighted_feature_skce
+
+SETS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+ROWS = 4500
+RESAMPLES = 199
+ALPHA = 0.05
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
+    a = (1 - level) / 2
+    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
+    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
+def draw(case: str, rng: np.random.Generator):
+    """``y``, ``p`` and the weights of one sample of a calibrated population."""
+    size = int(ROWS / (0.31 + 0.1 * 0.69))  # about ROWS rows kept
+    p = rng.uniform(0.02, 0.6, size)
+    y = (rng.random(size) < p).astype(np.int64)
+    keep = (y == 1) | (rng.random(size) < 0.1)
+    m = int(keep.sum())
+    design = case.endswith("design")
+    d = rng.uniform(0.5, 2.0, m) if design else np.ones(m)
+    return y[keep], p[keep], SampleWeights(d, "design" if design else "frequency",
+                                           np.full(m, 0.1))
+
+
+def main() -> None:
+    print(f"weighted skce_consistency on random features, B = {RESAMPLES}, {SETS} "
+          f"calibrated data sets of about {ROWS} rows per case; rejection rate at {ALPHA}")
+    for number, case in enumerate(["negatives kept at 10 %, design"]):
+        start = time.time()
+        rng = np.random.default_rng(2026 + number)
+        rejected = unweighted = inconclusive = 0
+        for _ in range(SETS):
+            y, p, weights = draw(case, rng)
+            probs = np.column_stack([1 - p, p])
+            _, result = weighted_feature_skce(
+                y, probs, weights, weights.of_labels(y), kernel="exponential",
+                bandwidth=None, n_features=None, consistency=True, n_resamples=RESAMPLES,
+                alpha=ALPHA, reason="validation", rng=rng)
+            inconclusive += not np.isfinite(result.p_value)
+            rejected += bool(result.p_value <= ALPHA)
+            plain = skce_battery(probs, np.eye(2)[y] - probs, tests=("skce_consistency",),
+                                 n_resamples=RESAMPLES, computation=Computation("features"),
+                                 rng=rng).tests[0]
+            unweighted += bool(plain.p_value <= ALPHA)
+        low, high = clopper_pearson(rejected, SETS)
+        print(f"{case:32s} weighted: {rejected / SETS:.3f} (99 % CI {low:.3f} to "
+              f"{high:.3f}), inconclusive {inconclusive}; unweighted features: "
+              f"{unweighted / SETS:.3f}  [{time.time() - start:.0f} s]", flush=True)
+
+
+if __name__ == "__main__":
+    main()
