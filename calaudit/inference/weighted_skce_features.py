@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
