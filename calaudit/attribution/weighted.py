@@ -47,10 +47,7 @@ class ModelWeights:
     @classmethod
     def of(cls, weights: SampleWeights, outcome: NDArray[np.float64]) -> ModelWeights:
         a = np.asarray(weights.of_labels(outcome), dtype=np.float64)
-        if weights.kind == "frequency" and not weights.label_dependent:
-            return cls(weights, a, None)
-        units, _ = weights.unit_split()
-        return cls(weights, a, np.divide(a * a, units, out=np.zeros_like(a), where=units > 0))
+        return cls(weights, a, None if weights.repeated_rows else weights.per_unit(a * a))
 
     @property
     def frequency(self) -> bool:

@@ -97,7 +97,7 @@ def debiased_defined(data: CalibrationData) -> bool:
     """``ece_debiased`` subtracts ``acc (1 - acc) / (n_b - 1)``: defined for frequency
     weights (``n_b`` the bin's weight), not for design or sampling weights."""
     weights = data.weights
-    return weights is None or (weights.kind == "frequency" and not weights.label_dependent)
+    return weights is None or weights.repeated_rows
 
 
 def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:

@@ -75,6 +75,17 @@ class SampleWeights:
         ones = np.ones(self.design.size)
         return (self.design, ones) if self.kind == "frequency" else (ones, self.design)
 
+    @property
+    def repeated_rows(self) -> bool:
+        """Frequency weights without label-dependent sampling: each row is ``d`` whole
+        units, so a weighted result is the repeated rows' result."""
+        return self.kind == "frequency" and not self.label_dependent
+
+    def per_unit(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``values / t``: a row's value per unit it stands for (0 on rows of no unit)."""
+        t = self.unit_split()[0]
+        return np.divide(values, t, out=np.zeros_like(values), where=t > 0)
+
     def null_positive_rate(self, p: NDArray[np.float64]) -> NDArray[np.float64]:
         """The law of a sampled positive under "calibrated": ``p`` without label-dependent
         sampling, else ``p / (p + r (1 - p))``."""

@@ -92,7 +92,7 @@ def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
     rate = seen.event[:, 0] / count
     squares = np.bincount(binned.cells.index, row_weights * row_weights,
                           minlength=binned.cells.n_cells)
-    size = count if weights.kind == "frequency" and not weights.label_dependent else (
+    size = count if weights.repeated_rows else (
         count * count / squares)
     low, high = wilson_interval(rate * size, size)
     band = None

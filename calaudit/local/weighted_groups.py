@@ -105,7 +105,7 @@ class WeightedRows:
                    np.asarray(weights.design, np.float64),
                    np.ones(p.size) if rate is None else np.asarray(rate, np.float64),
                    np.asarray(weights.null_positive_rate(p), np.float64),
-                   weights.kind == "frequency" and not weights.label_dependent)
+                   weights.repeated_rows)
 
 
 def kish_size(total: float, squares: float) -> float:

@@ -58,10 +58,9 @@ class LcbWeights:
         """From :class:`calaudit.data.weights.SampleWeights` and the scalar view's 0/1
         outcome (1: the positive class of label-dependent sampling)."""
         w = np.asarray(weights.of_labels(outcome), dtype=np.float64)
-        t, _ = weights.unit_split()
-        u = np.divide(w, t, out=np.zeros_like(w), where=t > 0)
-        return cls(w, u, w * u, np.asarray(t, dtype=np.float64),
-                   weights.kind == "frequency" and not weights.label_dependent)
+        u = weights.per_unit(w)
+        return cls(w, u, w * u, np.asarray(weights.unit_split()[0], dtype=np.float64),
+                   weights.repeated_rows)
 
     def count(self, rows: NDArray[np.intp]) -> int:
         """The units of ``rows`` (frequency weights), else their number."""
