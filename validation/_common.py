@@ -35,6 +35,14 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
+    """Clopper-Pearson interval at ``level`` of a rate of ``k`` events in ``n`` trials."""
+    a = (1 - level) / 2
+    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
+    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
 def binomial_interval(reps: int, alpha: float, level: float = 0.95) -> tuple[float, float]:
     """Central ``level`` range of the rejection rate of a level-``alpha`` test over ``reps``
     independent repetitions (Binomial(reps, alpha) quantiles / reps)."""

@@ -34,7 +34,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy import special, stats
+from _common import clopper_pearson
+from scipy import special
 
 from calaudit.attribution.explain import AttributionSettings, attribute
 from calaudit.attribution.weighted import ModelWeights
@@ -43,13 +44,6 @@ from calaudit.local.groups import Levels
 
 SETS = 500
 POPULATION = 400_000
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
-    a = (1 - level) / 2
-    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
-    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
-    return float(low), float(high)
 
 
 def population(rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy import stats
+from _common import clopper_pearson
 
 from calaudit.data.weights import SampleWeights
 from calaudit.local.groups import GroupSettings, Levels, define_groups
@@ -31,13 +31,6 @@ from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
 
 SETS = 2000
 SETTINGS = GroupSettings(min_rows=10, min_events=2, level=0.95)
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
-    a = (1 - level) / 2
-    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
-    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
-    return float(low), float(high)
 
 
 def draw(case: str, n: int, rng: np.random.Generator):

@@ -26,7 +26,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy import special, stats
+from _common import clopper_pearson
+from scipy import special
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.classical import hosmer_lemeshow
@@ -35,13 +36,6 @@ SETS = 2000
 ROWS = 1000
 RESAMPLES = 199
 ALPHA = 0.05
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
-    a = (1 - level) / 2
-    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
-    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
-    return float(low), float(high)
 
 
 def draw(case: str, rng: np.random.Generator):

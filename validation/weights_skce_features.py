@@ -20,7 +20,7 @@ import sys
 import time
 
 import numpy as np
-from scipy import stats
+from _common import clopper_pearson
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.method import Computation
@@ -31,13 +31,6 @@ SETS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 ROWS = 4500
 RESAMPLES = 199
 ALPHA = 0.05
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
-    a = (1 - level) / 2
-    low = stats.beta.ppf(a, k, n - k + 1) if k > 0 else 0.0
-    high = stats.beta.ppf(1 - a, k + 1, n - k) if k < n else 1.0
-    return float(low), float(high)
 
 
 def draw(case: str, rng: np.random.Generator):
