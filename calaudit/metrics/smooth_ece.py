@@ -139,10 +139,10 @@ def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 
 def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
-    """The spread of one block of rows onto the grid (``np.add.at``: each grid point's
-    terms in row order, as the index-sorted CSR product takes them)."""
+    """The spread of one block of rows onto the grid (one ``np.bincount`` per column: each
+    grid point's terms added in row order, as the index-sorted CSR product takes them)."""
     q = 1 if weights is None else weights.shape[1]
-    out = np.zeros((size, 2 * q))
+    out = np.empty((size, 2 * q))
     rows = scores.shape[0]
     position = np.asarray(scores, dtype=np.float64) * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
@@ -156,7 +156,9 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
     np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
     np.multiply(weight[:, None], values, out=contribution[:, 1])
     points = np.stack([left, left + 1], axis=1).reshape(-1)
-    np.add.at(out, points, contribution.reshape(-1, 2 * q))
+    terms = contribution.reshape(-1, 2 * q)
+    for j in range(2 * q):
+        out[:, j] = np.bincount(points, terms[:, j], minlength=size)
     return out
 
 
