@@ -45,33 +45,40 @@ def sample(rng: np.random.Generator, miscalibrated: bool) -> tuple[np.ndarray, n
     return y[keep], p[keep]
 
 
-def verdict(y: np.ndarray, p: np.ndarray, weighted: bool, seed: int) -> str:
+def verdict(y: np.ndarray, p: np.ndarray, weighted: bool, seed: int) -> tuple[str, bool]:
+    """The audit's verdict and whether its ``ece_consistency`` test rejects at ALPHA."""
     data = CalibrationData.from_arrays(y, p, negative_rate=RATE if weighted else None)
     config = calaudit.AuditConfig(n_resamples=RESAMPLES, random_state=seed, alpha=ALPHA)
-    return str(calaudit.run_audit(data, config).verdict.value)
+    result = calaudit.run_audit(data, config)
+    return (str(result.verdict.value),
+            bool(result.test("ece_consistency").p_value <= ALPHA))
 
 
-def rate_line(label: str, fails: int, reps: int) -> str:
+def rate_line(label: str, fails: int, reps: int, word: str = "FAIL") -> str:
     low, high = stats.binomtest(fails, reps).proportion_ci(0.95, method="exact")
-    return (f"{label:<44} FAIL {fails:>4}/{reps:<4} = {fails / reps:.3f}  "
+    return (f"{label:<44} {word:<6} {fails:>4}/{reps:<4} = {fails / reps:.3f}  "
             f"95% Clopper-Pearson [{low:.3f}, {high:.3f}]")
 
 
 def run(reps: int, power_reps: int, seed: int) -> list[str]:
     rng = np.random.default_rng(seed)
     counts = dict.fromkeys(("null_weighted", "null_unweighted", "alt_weighted",
-                            "alt_unweighted"), 0)
+                            "alt_unweighted", "null_ece", "alt_ece"), 0)
     sizes = []
     for rep in range(reps):
         y, p = sample(rng, miscalibrated=False)
         sizes.append(y.size)
-        counts["null_weighted"] += verdict(y, p, True, rep) == "FAIL"
+        gate, ece = verdict(y, p, True, rep)
+        counts["null_weighted"] += gate == "FAIL"
+        counts["null_ece"] += ece
         if rep < power_reps:
-            counts["null_unweighted"] += verdict(y, p, False, rep) == "FAIL"
+            counts["null_unweighted"] += verdict(y, p, False, rep)[0] == "FAIL"
     for rep in range(power_reps):
         y, p = sample(rng, miscalibrated=True)
-        counts["alt_weighted"] += verdict(y, p, True, rep) == "FAIL"
-        counts["alt_unweighted"] += verdict(y, p, False, rep) == "FAIL"
+        gate, ece = verdict(y, p, True, rep)
+        counts["alt_weighted"] += gate == "FAIL"
+        counts["alt_ece"] += ece
+        counts["alt_unweighted"] += verdict(y, p, False, rep)[0] == "FAIL"
     return [
         f"population {POPULATION} rows, negatives kept at r = {RATE}; sample rows: "
         f"median {int(np.median(sizes))} (min {min(sizes)}, max {max(sizes)}); "
@@ -81,10 +88,14 @@ def run(reps: int, power_reps: int, seed: int) -> list[str]:
         rate_line("  weighted audit (--negative-rate 0.1)", counts["null_weighted"], reps),
         rate_line("  unweighted audit of the same samples", counts["null_unweighted"],
                   power_reps),
+        rate_line("  its ece_consistency test, p <= alpha", counts["null_ece"], reps,
+                  "reject"),
         "power: p = sigmoid(0.1 + 1.1 z) (miscalibrated on the population)",
         rate_line("  weighted audit (--negative-rate 0.1)", counts["alt_weighted"],
                   power_reps),
         rate_line("  unweighted audit", counts["alt_unweighted"], power_reps),
+        rate_line("  its ece_consistency test, p <= alpha", counts["alt_ece"], power_reps,
+                  "reject"),
     ]
 
 
