@@ -93,9 +93,10 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
     32-bit threshold ``T`` of ``q_i`` (:func:`~calaudit.numerics.block_draws.
     binary_labels_into`). The sums are linear in ``K``: a cell's weight is
     ``sum f t / r + sum K f (1 - 1/r)``, its score sum the same with ``s`` inside, its
-    event weight ``sum K f``. Each block's rows are taken in cell order (a stable sort; the
-    block's draws go to the rows in that order, i.i.d. whatever the order), and the ``K``
-    terms of a cell are one float32 product of the coefficients' exact grid parts
+    event weight ``sum K f``. The observed ``K`` terms are float64 sums in row order. For
+    the redraws each block's rows are taken in cell order (a stable sort; the block's
+    draws go to the rows in that order, i.i.d. whatever the order), and the ``K`` terms
+    of a cell are one float32 product of the coefficients' exact grid parts
     (:func:`~calaudit.numerics.features.exact_parts`, ``bounds`` their largest sizes)
     with the cell's (rows, B) draws: exact, so the sums do not depend on the BLAS."""
     read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
@@ -104,11 +105,15 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
     fixed = np.zeros((3 * n_cells, 1))
     labels = np.empty((min(ROW_BLOCK, stop - start), width), dtype=np.float32)
     for block, lo, hi in blocks(start, stop):
-        order = np.argsort(read["index"][lo - start:hi - start], kind="stable") + (lo - start)
+        order = (slice(lo - start, hi - start) if observed else
+                 np.argsort(read["index"][lo - start:hi - start], kind="stable") + lo - start)
         index, s, d, r, q = (read[k][order] for k in ("index", "score", "d", "r", "q"))
         trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
-        if observed:
-            events = (trials * read["outcome"][order])[:, None]
+        slope = factor * (1.0 - 1.0 / r)
+        if observed:  # float64 sums in row order
+            events = trials * read["outcome"][order]
+            total[:, 0] += np.concatenate([np.bincount(index, c * events, minlength=n_cells)
+                                           for c in (slope, slope * s, factor)])
         elif units and (trials != 1).any():
             draw = scale.block_rng(seed, STREAM, block)
             events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
@@ -117,14 +122,14 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
             events = labels[:hi - lo]
             binary_labels_into(scale.block_rng(seed, STREAM, block), label_thresholds(q),
                                events)
-        slope = factor * (1.0 - 1.0 / r)
-        parts = np.vstack([exact_parts(c, bound, PARTS) for c, bound in
-                           zip((slope, slope * s, factor), bounds)]).T
-        cuts = np.searchsorted(index, np.arange(n_cells + 1))
-        for cell in np.flatnonzero(np.diff(cuts)):
-            a, b = cuts[cell], cuts[cell + 1]
-            sums = exact_products(parts[a:b], events[a:b], float(trials[a:b].sum()))
-            total[cell::n_cells] += sums.reshape(3, PARTS, width).sum(axis=1)
+        if not observed:
+            parts = np.vstack([exact_parts(c, bound, PARTS) for c, bound in
+                               zip((slope, slope * s, factor), bounds)]).T
+            cuts = np.searchsorted(index, np.arange(n_cells + 1))
+            for cell in np.flatnonzero(np.diff(cuts)):
+                a, b = cuts[cell], cuts[cell + 1]
+                sums = exact_products(parts[a:b], events[a:b], float(trials[a:b].sum()))
+                total[cell::n_cells] += sums.reshape(3, PARTS, width).sum(axis=1)
         base = factor * trials / r
         fixed[:n_cells, 0] += np.bincount(index, base, minlength=n_cells)
         fixed[n_cells:2 * n_cells, 0] += np.bincount(index, base * s, minlength=n_cells)
