@@ -208,7 +208,8 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
     out = np.empty(cells.shape[:1] + np.shape(p)[1:], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
-        order = np.argsort(block, kind="stable")
+        order = np.argsort(block.astype(np.int16) if n_cells <= 2**15 else block,
+                           kind="stable")  # 16-bit keys: a radix sort, the same order
         values = np.asarray(p[start:start + MEMBER_ROWS], dtype=np.float64)[order]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=n_cells))])
         for c in np.flatnonzero(np.diff(bounds)):
