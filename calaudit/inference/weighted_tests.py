@@ -58,7 +58,7 @@ from calaudit.numerics.distributions import norm_sf
 from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.tabulate import Cells
+from calaudit.numerics.tabulate import Cells, distinct
 from calaudit.results import Status, TestResult
 from calaudit.scale import ROW_BLOCK, ArrayRows, blocks, task_ranges
 
@@ -226,7 +226,7 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     most :data:`MAX_LEVELS` distinct values as (bin, weight value) cells. None when
     neither applies (the rows are then redrawn one by one)."""
     design, cells = weights.design, binned.cells
-    few = np.unique(design).size <= MAX_LEVELS
+    few = distinct(design).size <= MAX_LEVELS
     if weights.kind == "frequency":
         if design.sum() > MAX_UNITS:  # rows redrawn as Binomial(d_i, q_i): O(rows)
             return None
@@ -236,7 +236,7 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                            (np.repeat(cells.index, repeat), np.repeat(binned.scores, repeat)))
         seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
     else:
-        levels = np.unique(design)
+        levels = distinct(design)
         if levels.size > MAX_LEVELS:
             return None
         refined = cells.index * levels.size + np.searchsorted(levels, design)
@@ -270,7 +270,7 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     redraws. None with more than :data:`MAX_LEVELS` weight levels."""
     design, cells, rate = weights.design, binned.cells, weights.negative_rate
     frequency = weights.kind == "frequency"
-    if frequency and np.unique(design).size > MAX_LEVELS:
+    if frequency and distinct(design).size > MAX_LEVELS:
         return None
     units, factor = weights.unit_split()
     factors, factor_code = np.unique(factor, return_inverse=True)

@@ -41,6 +41,7 @@ from numpy.typing import NDArray
 from scipy import fft
 
 from calaudit import scale
+from calaudit.numerics.tabulate import distinct
 from calaudit.scale import ArrayRows
 
 #: Rows per group of the exact recursion before the FFT products.
@@ -287,7 +288,7 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
     mean = variance = 0.0
     total = 0
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
-    for count in np.unique(units[units > 0]):
+    for count in distinct(units[units > 0]):
         q = p[units == count]
         d = int(count)
         q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
