@@ -47,6 +47,18 @@ def test_grid_index_follows_calibrationerrors_ceil():
     assert keys[4] == (1, 1, 5) and index[4] == index[5]
 
 
+@pytest.mark.parametrize(("m", "k"), [(2, 15), (3, 40), (6, 20)])
+def test_grid_cells_are_numbered_in_the_order_of_their_keys(m, k):
+    """Cells are numbered 0, 1, ... in the order of their packed keys (the dense table
+    for small grids, a sort for large ones): the rank of each row's key among the keys
+    used."""
+    probs = np.random.default_rng(m).dirichlet(np.full(m, 0.5), size=3000)
+    keys = [sum((1 if p == 0 else math.ceil(k * p)) * k ** j for j, p in enumerate(row))
+            for row in probs]
+    used = sorted(set(keys))
+    np.testing.assert_array_equal(grid_cell_index(probs, k), [used.index(v) for v in keys])
+
+
 @pytest.mark.parametrize("distance", ["tv", "l1", "l2"])
 @pytest.mark.parametrize("k", [2, 5, 10])
 def test_canonical_ece_matches_loops(distance, k):

@@ -83,3 +83,14 @@ def test_cell_sums_weighted_and_unweighted():
     weights = np.array([[1, 0], [0, 2], [1, 1], [3, 0], [0, 1]], dtype=float)
     np.testing.assert_allclose(cells.sums(values, weights), [[1, 5], [12, 0], [3, 7]])
     np.testing.assert_allclose(cells.sums(None, weights), [[1, 1], [3, 0], [1, 3]])
+
+
+@pytest.mark.parametrize("values", [
+    np.array([3.0, 1.0, 1.0, 0.0, 7.0]), np.array([2.5, 1.0, 2.5]),
+    np.array([2.0**20, 1.0, 1.0]), np.array([0.0]), np.zeros(0),
+    1 + np.random.default_rng(0).poisson(1.0, 10_000).astype(float)])
+def test_distinct_values_are_numpys_unique(values):
+    from calaudit.numerics.tabulate import distinct
+
+    got, want = distinct(values), np.unique(values)
+    assert got.dtype == want.dtype and np.array_equal(got, want)

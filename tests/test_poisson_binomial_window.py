@@ -150,6 +150,28 @@ def test_unit_cell_counts_are_the_draws_of_the_repeated_rows():
     np.testing.assert_array_equal(mine, repeated)
 
 
+def test_unit_cell_counts_are_the_same_on_every_executor(one_worker, monkeypatch):
+    """Each cell's law is a task of the executor in force: serial, threads and Dask draw
+    the same counts."""
+    from calaudit import scale
+    from tests.conftest import dask_partials
+
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.0, 1.0, 3000)
+    units = rng.integers(0, 4, 3000).astype(float)
+    cells = rng.integers(0, 6, 3000)
+
+    def counts(executor):
+        with scale.using(executor):
+            return pb.unit_cell_counts(p, units, cells, 7, 50, np.random.default_rng(2))
+
+    serial = counts(scale.SerialExecutor())
+    calls = dask_partials(monkeypatch)
+    for executor in (scale.ThreadExecutor(3), scale.DaskExecutor(one_worker)):
+        np.testing.assert_array_equal(counts(executor), serial)
+    assert "unit_law_partial" in calls
+
+
 @pytest.mark.parametrize("power", [2, 3, 17, 1000, 4097])
 def test_a_convolution_power_by_squaring_is_the_direct_power(power, monkeypatch):
     """Above DIRECT_SUPPORT points the power is taken by repeated squaring, each product

@@ -223,7 +223,8 @@ def test_weighted_audit_gives_the_same_bytes_on_dask(serial_bytes, one_worker, m
                                                      ) -> None:
     calls = dask_partials(monkeypatch)
     assert weighted_audit_bytes(DaskExecutor(one_worker)) == serial_bytes
-    for partial in ("ece_null_partial", "spiegelhalter_weighted_partial", "newton_partial"):
+    for partial in ("ece_null_partial", "spiegelhalter_weighted_partial", "newton_partial",
+                    "spread_arrays_partial"):
         assert partial in calls, f"{partial} did not run on the executor"
 
 

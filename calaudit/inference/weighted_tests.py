@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
@@ -54,10 +53,12 @@ from calaudit.inference import applicability as rules
 from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy, weighted_quantiles
+from calaudit.numerics.block_draws import binary_labels_into, label_thresholds
 from calaudit.numerics.distributions import norm_sf
+from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.numerics.tabulate import Cells
+from calaudit.numerics.tabulate import Cells, distinct
 from calaudit.results import Status, TestResult
 from calaudit.scale import ROW_BLOCK, ArrayRows, blocks, task_ranges
 
@@ -66,6 +67,8 @@ STREAM = "ece_consistency_weighted"
 MAX_LEVELS = 64
 #: Most units (sum of frequency weights) whose counts are drawn per bin.
 MAX_UNITS = 50_000_000
+#: Grid parts of each coefficient of the redraws' sums (:func:`ece_null_partial`).
+PARTS = 4
 
 
 def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool
@@ -79,42 +82,54 @@ def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bo
 
 
 def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
-                     n_resamples: int, observed: bool, units: bool) -> dict[str, NDArray]:
+                     n_resamples: int, observed: bool, units: bool,
+                     bounds: tuple[float, float, float]) -> dict[str, NDArray]:
     """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
     (``observed``), else of ``n_resamples`` redraws from ``q`` (block streams).
 
     ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, its redrawn events
     ``K ~ Binomial(t_i, q_i)`` weigh 1 and its negatives ``1 / r_i``; otherwise one unit of
-    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K ~ Bernoulli(q_i)`` (also
-    for a block of single units: ``u < q``). The
-    sums are linear in ``K``: a cell's weight is ``sum f t / r + sum K f (1 - 1/r)``, its
-    score sum the same with ``s`` inside, its event weight ``sum K f``; the ``K`` terms are
-    one sparse product per block."""
+    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K = 1{u < T}`` with the
+    32-bit threshold ``T`` of ``q_i`` (:func:`~calaudit.numerics.block_draws.
+    binary_labels_into`). The sums are linear in ``K``: a cell's weight is
+    ``sum f t / r + sum K f (1 - 1/r)``, its score sum the same with ``s`` inside, its
+    event weight ``sum K f``. The observed ``K`` terms are float64 sums in row order. For
+    the redraws each block's rows are taken in cell order (a stable sort; the block's
+    draws go to the rows in that order, i.i.d. whatever the order), and the ``K`` terms
+    of a cell are one float32 product of the coefficients' exact grid parts
+    (:func:`~calaudit.numerics.features.exact_parts`, ``bounds`` their largest sizes)
+    with the cell's (rows, B) draws: exact, so the sums do not depend on the BLAS."""
     read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
     width = 1 if observed else n_resamples
     total = np.zeros((3 * n_cells, width))
     fixed = np.zeros((3 * n_cells, 1))
-    buffer = None if observed else np.empty((min(ROW_BLOCK, stop - start), n_resamples))
+    labels = np.empty((min(ROW_BLOCK, stop - start), width), dtype=np.float32)
     for block, lo, hi in blocks(start, stop):
-        part = slice(lo - start, hi - start)
-        index, s, d, r, q = (read[k][part] for k in ("index", "score", "d", "r", "q"))
+        order = (slice(lo - start, hi - start) if observed else
+                 np.argsort(read["index"][lo - start:hi - start], kind="stable") + lo - start)
+        index, s, d, r, q = (read[k][order] for k in ("index", "score", "d", "r", "q"))
         trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
-        if observed:
-            events = (trials * read["outcome"][part])[:, None]
+        slope = factor * (1.0 - 1.0 / r)
+        if observed:  # float64 sums in row order
+            events = trials * read["outcome"][order]
+            total[:, 0] += np.concatenate([np.bincount(index, c * events, minlength=n_cells)
+                                           for c in (slope, slope * s, factor)])
         elif units and (trials != 1).any():
             draw = scale.block_rng(seed, STREAM, block)
             events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
                                    size=(hi - lo, n_resamples)).astype(np.float64)
-        else:  # the uniforms of the block stream, replaced in place by 1{u < q}
-            events = buffer[:hi - lo]
-            scale.block_rng(seed, STREAM, block).random(out=events)
-            np.less(events, q[:, None], out=events)
-        slope = factor * (1.0 - 1.0 / r)
-        coefficients = sparse.csr_matrix(
-            (np.concatenate([slope, slope * s, factor]),
-             (np.concatenate([index, index + n_cells, index + 2 * n_cells]),
-              np.tile(np.arange(hi - lo), 3))), shape=(3 * n_cells, hi - lo))
-        total += np.asarray(coefficients @ events)
+        else:
+            events = labels[:hi - lo]
+            binary_labels_into(scale.block_rng(seed, STREAM, block), label_thresholds(q),
+                               events)
+        if not observed:
+            parts = np.vstack([exact_parts(c, bound, PARTS) for c, bound in
+                               zip((slope, slope * s, factor), bounds)]).T
+            cuts = np.searchsorted(index, np.arange(n_cells + 1))
+            for cell in np.flatnonzero(np.diff(cuts)):
+                a, b = cuts[cell], cuts[cell + 1]
+                sums = exact_products(parts[a:b], events[a:b], float(trials[a:b].sum()))
+                total[cell::n_cells] += sums.reshape(3, PARTS, width).sum(axis=1)
         base = factor * trials / r
         fixed[:n_cells, 0] += np.bincount(index, base, minlength=n_cells)
         fixed[n_cells:2 * n_cells, 0] += np.bincount(index, base * s, minlength=n_cells)
@@ -150,8 +165,13 @@ def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: in
                         **null_columns(weights, binned.scores, binary)})
     n = binned.scores.size
     with scale.resident(source) as rows:
+        units = weights.kind == "frequency"
+        factor = np.ones(n) if units else source.columns["d"]
+        slope = np.abs(factor * (1.0 - 1.0 / source.columns["r"]))
         shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
-                  "units": weights.kind == "frequency"}
+                  "units": units, "bounds": tuple(max(float(np.max(v, initial=0.0)), 2.0**-900)
+                                                 for v in (slope, slope * binned.scores,
+                                                           factor))}
         observed = _sums(rows, n, n_resamples=1, observed=True, **shared)
         replicates = (_sums(rows, n, n_resamples=n_resamples, observed=False, **shared)
                       if n_resamples else None)
@@ -206,7 +226,7 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     most :data:`MAX_LEVELS` distinct values as (bin, weight value) cells. None when
     neither applies (the rows are then redrawn one by one)."""
     design, cells = weights.design, binned.cells
-    few = np.unique(design).size <= MAX_LEVELS
+    few = distinct(design).size <= MAX_LEVELS
     if weights.kind == "frequency":
         if design.sum() > MAX_UNITS:  # rows redrawn as Binomial(d_i, q_i): O(rows)
             return None
@@ -216,7 +236,7 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                            (np.repeat(cells.index, repeat), np.repeat(binned.scores, repeat)))
         seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
     else:
-        levels = np.unique(design)
+        levels = distinct(design)
         if levels.size > MAX_LEVELS:
             return None
         refined = cells.index * levels.size + np.searchsorted(levels, design)
@@ -250,7 +270,7 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     redraws. None with more than :data:`MAX_LEVELS` weight levels."""
     design, cells, rate = weights.design, binned.cells, weights.negative_rate
     frequency = weights.kind == "frequency"
-    if frequency and np.unique(design).size > MAX_LEVELS:
+    if frequency and distinct(design).size > MAX_LEVELS:
         return None
     units, factor = weights.unit_split()
     factors, factor_code = np.unique(factor, return_inverse=True)

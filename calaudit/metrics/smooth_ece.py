@@ -43,7 +43,7 @@ from calaudit import scale
 from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
 from calaudit.metrics.inputs import accepts_1d
 from calaudit.metrics.row_summary import panel_columns, where_rows_are
-from calaudit.scale import fold, task_ranges
+from calaudit.scale import ArrayRows, task_ranges
 
 #: Bandwidths below this are accepted by the fixed-point search without evaluation.
 MIN_SIGMA = 1e-3
@@ -127,22 +127,34 @@ def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
     """``spread_matrix(scores, size) @ [r * W, W]`` ((size, 2q); ``r = f - y``, ``W`` the
     (n, q) weights, one column of ones when ``None``) without the sparse matrix: the rows
     of each fixed range (:func:`calaudit.scale.task_ranges`) spread by :func:`spread_block`
-    and the ranges added in range order, so the memory is a range's and a row source's
-    spread (:func:`spread_partial`) is the same bytes."""
+    (one reduction, :func:`spread_arrays_partial`) and the ranges added in range order, so
+    the memory is a range's and a row source's spread (:func:`spread_partial`) is the same
+    bytes."""
     ranges = task_ranges(scores.shape[0])
     if not ranges:
         return np.zeros((size, 2 * (1 if weights is None else weights.shape[1])))
-    return fold({"grid": spread_block(scores[a:b], outcomes[a:b],
-                                      None if weights is None else weights[a:b], size)}
-                for a, b in ranges)["grid"]
+    columns = {"scores": scores, "outcomes": outcomes}
+    if weights is not None:
+        columns["weights"] = weights
+    with scale.resident(ArrayRows(columns)) as rows:
+        return scale.map_sum(spread_arrays_partial, ranges, {
+            "rows": rows, "size": size, "weighted": weights is not None})["grid"]
+
+
+def spread_arrays_partial(start: int, stop: int, *, rows: Any, size: int, weighted: bool
+                          ) -> dict[str, NDArray]:
+    """:func:`spread_block` of the rows ``[start, stop)`` of ``scores``, ``outcomes`` and
+    (``weighted``) ``weights``."""
+    part = rows.read(start, stop, ["scores", "outcomes"] + (["weights"] if weighted else []))
+    return {"grid": spread_block(part["scores"], part["outcomes"], part.get("weights"), size)}
 
 
 def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
-    """The spread of one block of rows onto the grid (``np.add.at``: each grid point's
-    terms in row order, as the index-sorted CSR product takes them)."""
+    """The spread of one block of rows onto the grid (one ``np.bincount`` per column: each
+    grid point's terms added in row order, as the index-sorted CSR product takes them)."""
     q = 1 if weights is None else weights.shape[1]
-    out = np.zeros((size, 2 * q))
+    out = np.empty((size, 2 * q))
     rows = scores.shape[0]
     position = np.asarray(scores, dtype=np.float64) * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
@@ -156,7 +168,9 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
     np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
     np.multiply(weight[:, None], values, out=contribution[:, 1])
     points = np.stack([left, left + 1], axis=1).reshape(-1)
-    np.add.at(out, points, contribution.reshape(-1, 2 * q))
+    terms = contribution.reshape(-1, 2 * q)
+    for j in range(2 * q):
+        out[:, j] = np.bincount(points, terms[:, j], minlength=size)
     return out
 
 

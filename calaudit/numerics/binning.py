@@ -63,6 +63,10 @@ def bin_index(scores: NDArray[np.float64], n_bins: int, strategy: Strategy
     return assign_bins(scores, edges), edges
 
 
+#: Most grid cells relabelled through a table of every cell (:func:`grid_cell_index`).
+DENSE_CELLS = 1 << 22
+
+
 def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
     """Flat index of the per-dimension uniform grid cell of each probability vector.
 
@@ -79,6 +83,9 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
         powers = n_bins ** np.arange(m, dtype=np.int64)
 
         packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ powers
+        if n_bins ** m <= DENSE_CELLS:  # the rank among the cells used, without a sort
+            used = np.bincount(packed, minlength=n_bins ** m) > 0
+            return (np.cumsum(used) - 1)[packed]
         return np.unique(packed, return_inverse=True)[1].reshape(-1).astype(np.int64)
     # too many cells for one int64: compare rows instead (slower sort)
     per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)

@@ -34,10 +34,15 @@ Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell from the pmf.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import fft
+
+from calaudit import scale
+from calaudit.numerics.tabulate import distinct
+from calaudit.scale import ArrayRows
 
 #: Rows per group of the exact recursion before the FFT products.
 GROUP = 32
@@ -204,7 +209,8 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
     out = np.empty(cells.shape[:1] + np.shape(p)[1:], np.float64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         block = cells[start:start + MEMBER_ROWS]
-        order = np.argsort(block, kind="stable")
+        order = np.argsort(block.astype(np.int16) if n_cells <= 2**15 else block,
+                           kind="stable")  # 16-bit keys: a radix sort, the same order
         values = np.asarray(p[start:start + MEMBER_ROWS], dtype=np.float64)[order]
         bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=n_cells))])
         for c in np.flatnonzero(np.diff(bounds)):
@@ -282,7 +288,7 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
     mean = variance = 0.0
     total = 0
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
-    for count in np.unique(units[units > 0]):
+    for count in distinct(units[units > 0]):
         q = p[units == count]
         d = int(count)
         q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
@@ -302,12 +308,30 @@ def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
                      rng: np.random.Generator) -> NDArray[np.int64]:
     """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
     ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
-    and each cell's law :func:`unit_law`), without repeating them."""
+    and each cell's law :func:`unit_law`), without repeating them. The rows are sorted
+    into their cells (:func:`cell_members`) and each cell's law is one task of
+    :mod:`calaudit.scale` (:func:`unit_law_partial` on the cell's rows)."""
     members = cell_members(np.column_stack([p, units]), cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
-    for c in range(n_cells):
-        if members[c][:, 1].sum() > 0:
-            offset, distribution = unit_law(members[c][:, 0], members[c][:, 1])
-            out[c] = sample(distribution, u[c], offset)
+    sizes = np.array([m.shape[0] for m in members], dtype=np.int64)
+    ends = np.cumsum(sizes)
+    used = [c for c in range(n_cells) if members[c][:, 1].sum() > 0]
+    if not used:
+        return out
+    ordered = np.concatenate(members)
+    source = ArrayRows({"p": ordered[:, 0], "units": ordered[:, 1]})
+    with scale.resident(source) as rows:
+        laws = scale.map_combine(unit_law_partial, [(int(ends[c] - sizes[c]), int(ends[c]))
+                                                    for c in used], {"rows": rows}, list)
+    for c, law in zip(used, laws, strict=True):
+        out[c] = sample(law["law"], u[c], int(law["offset"][0]))
     return out
+
+
+def unit_law_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDArray]:
+    """:func:`unit_law` of the rows ``[start, stop)`` (``p``, ``units``): ``offset`` (1,)
+    and ``law``."""
+    part = rows.read(start, stop, ["p", "units"])
+    offset, law = unit_law(part["p"], part["units"])
+    return {"offset": np.array([offset]), "law": law}
