@@ -39,8 +39,9 @@ pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units; a row 
 units alone, in float64), with the slopes of ``U`` (and of ``A``, ``S2`` under
 label-dependent sampling) riding along as exact parts (:func:`~calaudit.numerics.
 features.exact_parts`, fixed grids); ``Psi^T (t q)`` and the constants are exact parts in
-float64. Each group keeps its own sums (exact on its grid), added in a fixed order at the
-end: the totals do not depend on the BLAS, its threads, the tasks or the executor. The
+float64. The sums of a band of groups stay exact on the grid of its lowest group
+(:func:`exponent_bands`: one band unless the factors span more than about ``2^(42 -
+log2 units)``), the bands added in a fixed order at the end: the totals do not depend on the BLAS, its threads, the tasks or the executor. The
 flops are those of one float32 GEMM ``Phi^T [y | Y*]`` over all rows, like the unweighted
 consistency test's.
 
@@ -161,6 +162,18 @@ def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
     return np.unique(group_exponents(kept, top - SPAN))
 
 
+def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int64]:
+    """The lowest exponent of the band of every group: the groups within ``W = 42 -
+    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (in units
+    of that grid every sum is an integer below ``2^(11 + W + log2 units) <= 2^53``, so it
+    stays exact; ``W >= 1``)."""
+    width = max(1, 42 - math.ceil(math.log2(max(units, 1.0))))
+    bases: list[int] = []
+    for e in exponents.tolist():
+        bases.append(e if not bases or e - bases[-1] >= width else bases[-1])
+    return np.array(bases, dtype=np.int64)
+
+
 def weighted_map(features: FourierFeatures, x: NDArray[np.float64],
                  alpha: NDArray[np.float64], exponent: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
@@ -257,8 +270,8 @@ def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, l
 
 def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np.float64],
                y: NDArray[np.int64], y_proba: NDArray[np.float64], weights: SampleWeights,
-               exponents: NDArray[np.int64], bounds: dict, rng: np.random.Generator | None,
-               n_resamples: int) -> None:
+               exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
+               rng: np.random.Generator | None, n_resamples: int) -> None:
     """Add one row block's exact sums (module docstring) to ``out``: its rows of positive
     weight sorted by exponent group and units, one GEMM ``[Psi | slope parts]^T Y`` per
     label ``k >= 1`` and :func:`gemm_pieces` piece."""
@@ -283,43 +296,45 @@ def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np
         group = int(np.searchsorted(exponents, e))
         out["v"][group] += (wide[at].T @ tq[at].astype(np.float64)).reshape(
             -1, law.shape[1] - 1, PARTS).transpose(1, 0, 2)
-    d = features.n_features
+    d, bands = features.n_features, np.unique(bases)
     for k, counts in enumerate(label_counts(rng, y, units, law, n_resamples)):
         left = np.hstack([psi, _parts(slopes[:, :, k], bounds["slope"][:quantities])])
         for first, last, e, total in pieces:
             product = exact_products(left[first:last], counts[first:last], total)
-            out["G"][int(np.searchsorted(exponents, e)), k] += product[:d]
+            base = int(bases[np.searchsorted(exponents, e)])
+            out["G"][int(np.searchsorted(bands, base)), k] += np.ldexp(product[:d], e - base)
             out["x"][k] += product[d:]
 
 
 def feature_partial(start: int, stop: int, *, features: FourierFeatures,
                     x: NDArray[np.float64], y_true: NDArray[np.int64],
                     y_proba: NDArray[np.float64], weights: SampleWeights,
-                    exponents: NDArray[np.int64], bounds: dict, seed: int,
-                    n_resamples: int) -> dict[str, NDArray]:
+                    exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
+                    seed: int, n_resamples: int) -> dict[str, NDArray]:
     """:func:`block_sums` of the rows ``[start, stop)``: column 0 the observed labels,
-    then ``n_resamples`` redraws from the block streams. ``G`` (groups, m - 1, D, 1 + B)
-    in units of each group's grid, ``v`` (groups, m - 1, D, parts) of ``Psi^T (t q)``,
+    then ``n_resamples`` redraws from the block streams. ``G`` (bands, m - 1, D, 1 + B)
+    in units of the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups, m - 1, D, parts) of ``Psi^T (t q)``,
     ``x`` (m - 1, parts of U[, A, S2], 1 + B) and ``c`` (3, parts) the constants."""
     m, columns = y_proba.shape[1], 1 + n_resamples
     d, groups = features.n_features, len(exponents)
     quantities = 3 if weights.label_dependent else 1
-    out = {"G": np.zeros((groups, m - 1, d, columns)),
+    out = {"G": np.zeros((np.unique(bases).size, m - 1, d, columns)),
            "v": np.zeros((groups, m - 1, d, PARTS)),
            "x": np.zeros((m - 1, quantities * PARTS, columns)), "c": np.zeros((3, PARTS))}
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
         block_sums(out, features, x[lo:hi], y_true[lo:hi], y_proba[lo:hi],
-                   _rows(weights, lo, hi), exponents, bounds, rng, n_resamples)
+                   _rows(weights, lo, hi), exponents, bases, bounds, rng, n_resamples)
     return out
 
 
-def statistics(total: dict[str, NDArray], exponents: NDArray[np.int64], grid: int
-               ) -> tuple[NDArray, NDArray]:
+def statistics(total: dict[str, NDArray], exponents: NDArray[np.int64],
+               bases: NDArray[np.int64], grid: int) -> tuple[NDArray, NDArray]:
     """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`: the
-    groups added in their order, ``G_0 = -sum_{k>=1} G_k``."""
-    scale = np.ldexp(1.0, np.asarray(exponents) - grid)
-    gram = np.einsum("g,gkdc->kdc", scale, total["G"] - total["v"].sum(axis=3)[..., None])
+    bands and groups added in their order, ``G_0 = -sum_{k>=1} G_k``."""
+    gram = np.einsum("b,bkdc->kdc", np.ldexp(1.0, np.unique(bases) - grid), total["G"])
+    gram -= np.einsum("g,gkd->kd", np.ldexp(1.0, np.asarray(exponents) - grid),
+                      total["v"].sum(axis=3))[..., None]
     first = gram.sum(axis=0)
     full = np.einsum("kdc,kdc->c", gram, gram) + np.einsum("dc,dc->c", first, first)
     extra = total["x"].sum(axis=0).reshape(-1, PARTS, gram.shape[2]).sum(axis=1)
@@ -336,12 +351,13 @@ def feature_values(features: FourierFeatures, x: NDArray[np.float64],
     """:func:`statistics` of the observed rows (column 0) and ``n_resamples`` redraws."""
     terms = row_terms(y_proba, weights)
     exponents = exponent_groups(terms[0])
+    bases = exponent_bands(exponents, float(terms[2][terms[0] > 0].sum()))
     total = map_sum(feature_partial, task_ranges(y_true.size), {
         "features": features, "x": x, "y_true": y_true, "y_proba": y_proba,
-        "weights": weights, "exponents": exponents,
+        "weights": weights, "exponents": exponents, "bases": bases,
         "bounds": bounds_of(y_proba, terms, features), "seed": int(seed),
         "n_resamples": int(n_resamples)})
-    return statistics(total, exponents, features.grid)
+    return statistics(total, exponents, bases, features.grid)
 
 
 def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
