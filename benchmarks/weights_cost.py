@@ -32,7 +32,6 @@ from calaudit import CalibrationData  # noqa: E402
 from calaudit.audit.battery import stages  # noqa: E402
 from calaudit.numerics.random import stream  # noqa: E402
 
-
 #: Which clock :func:`timed` reads: wall seconds, or the process's CPU seconds.
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 

@@ -37,6 +37,8 @@ def case(kind: str, n: int = 50, m: int = 2, seed: int = 3):
         weights = SampleWeights(2.0 ** rng.uniform(-40, 0, n), "design")
     elif kind == "frequency":
         weights = SampleWeights(rng.integers(0, 4, n).astype(float), "frequency")
+    elif kind == "large_frequency":  # rows of more units than a float32 GEMM or count holds
+        weights = SampleWeights(np.r_[3e7, 9000.0, rng.integers(1, 4, n - 2)], "frequency")
     elif kind == "sampled_frequency":
         weights = SampleWeights(rng.integers(1, 4, n).astype(float), "frequency",
                                 negative_rate=np.full(n, 0.25))
@@ -121,7 +123,7 @@ def redrawn(y, proba, weights, seed, q):
     m = proba.shape[1]
     out = np.zeros((q, y.size, m))
     if m == 2:
-        drawn = np.empty((rows.size, q), dtype=np.float32)
+        drawn = np.empty((rows.size, q))
         binomial_counts_into(rng, t, null_law(weights, proba)[rows, 1], drawn)
         out[:, rows, 1] = drawn.T
         out[:, rows, 0] = t - drawn.T
@@ -132,7 +134,7 @@ def redrawn(y, proba, weights, seed, q):
 
 
 @pytest.mark.parametrize("kind, m", [("sampled_frequency", 2), ("negative_rate", 2),
-                                     ("frequency", 3)])
+                                     ("large_frequency", 2), ("frequency", 3)])
 def test_every_redrawn_column_is_the_double_loop_of_its_counts(kind, m) -> None:
     """The redraws go through the same sums as the observed labels (the slopes of U, A
     and S2 included), and their counts follow the null law."""

@@ -3,16 +3,16 @@ rows the exact weighted path (:mod:`calaudit.inference.weighted_skce_test`) does
 take: above ``skce.max_quadratic_n`` rows, or above
 :data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS` rows without a bandwidth.
 
-With the feature map ``phi`` of the unweighted feature path (Rahimi & Recht 2007; the
-quantised map of :class:`calaudit.numerics.features.FourierFeatures`, binary models on
-``p_1``; below, ``phi~`` of the weighted map) the kernel is ``k_ij = phi(p_i) . phi(p_j)``
-and, in the unit counts of
+With ``phi~_i`` the weighted map of row ``i`` (below: the quantised map ``phi`` of the
+unweighted feature path, Rahimi & Recht 2007, :class:`calaudit.numerics.features.
+FourierFeatures`, binary models on ``p_1``, times the row's factor on its group's grid,
+divided back) the kernel is ``k_ij = phi~_i . phi~_j`` and, in the unit counts of
 :mod:`calaudit.inference.weighted_skce_test` (``R_i``, ``A``, ``S2``):
 
-* ``SKCE_b = || sum_i R_i (x) phi(p_i) ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
+* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
   V-statistic of the weighted empirical law),
-* ``SKCE_uq = (|| sum_i R_i (x) phi(p_i) ||^2 - U) / (A^2 - S2)`` with
-  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi(p)|^2 ||e_y - p||^2`` computed per row
+* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)`` with
+  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi~_i|^2 ||e_y - p||^2`` computed per row
   (the pair of a unit with itself under the same kernel): the weighted U-statistic over
   pairs of distinct units of the kernel ``k``.
 
@@ -41,9 +41,10 @@ label-dependent sampling) riding along as exact parts (:func:`~calaudit.numerics
 features.exact_parts`, fixed grids); ``Psi^T (t q)`` and the constants are exact parts in
 float64. The sums of a band of groups stay exact on the grid of its lowest group
 (:func:`exponent_bands`: one band unless the factors span more than about ``2^(42 -
-log2 units)``), the bands added in a fixed order at the end: the totals do not depend on the BLAS, its threads, the tasks or the executor. The
-flops are those of one float32 GEMM ``Phi^T [y | Y*]`` over all rows, like the unweighted
-consistency test's.
+log2 units)``), the bands added in a fixed order at the end: the totals do not depend on
+the BLAS, its threads, the tasks or the executor. The flops are those of one float32 GEMM
+``Phi^T [y | Y*]`` over all rows, like the unweighted consistency test's
+(``benchmarks/results/weights_skce_cost_1e6.txt``).
 
 **The redraws.** Each unit's label is redrawn from ``q``, the weights following the
 redrawn labels, block by block from the stream ``(seed, "weighted_skce_consistency",
@@ -70,13 +71,15 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
+from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
+from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
 from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS, weighted_kernel
-from calaudit.inference.feature_passes import PARTS
 from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
 from calaudit.numerics.features import (
     EXACT_WEIGHT,
+    PART_BITS,
     FourierFeatures,
     default_n_features,
     exact_parts,
@@ -85,11 +88,6 @@ from calaudit.numerics.features import (
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import block_rng, blocks, map_sum, task_ranges
-from calaudit.inference.weighted_skce_test import (
-    consistency_reason,
-    null_law,
-    unit_weights,
-)
 
 #: Rows of the subsample of the weighted median heuristic (its exact weighted median
 #: sorts the subsample's pairs: about 0.2 s).
@@ -189,15 +187,6 @@ def weighted_map(features: FourierFeatures, x: NDArray[np.float64],
     return psi
 
 
-def map_norms(psi: NDArray[np.float32], alpha: NDArray[np.float64],
-              exponent: NDArray[np.int64], grid: int) -> NDArray[np.float64]:
-    """``|phi~_i|^2 = |Psi_i|^2 / alpha_i^2`` of the rows of :func:`weighted_map`."""
-    wide = psi.astype(np.float64)
-    ratio = np.ldexp(alpha, -exponent)
-    square = np.einsum("ij,ij->i", wide, wide) * 4.0 ** -grid
-    return np.divide(square, ratio * ratio, out=np.zeros_like(square), where=ratio > 0)
-
-
 def unit_terms(y_proba: NDArray[np.float64], w: NDArray[np.float64],
                norm: NDArray[np.float64]) -> NDArray[np.float64]:
     """(rows, 3, m): for a unit of label ``k``, its terms of ``U``, ``A`` and ``S2``:
@@ -216,14 +205,17 @@ def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatu
               ) -> dict[str, NDArray[np.float64]]:
     """The bounds of the exact parts (:func:`calaudit.numerics.features.exact_parts`) of
     the slopes and constants of ``U, A, S2`` and of ``t q`` over all rows (fixed grids:
-    the sums of any rows are exact)."""
+    the sums of any rows are exact), and the parts of ``t q``: 12 bits more per 12 bits
+    of the largest ``t``, so that ``q`` keeps 47 bits on every row."""
     _, law, units, w = terms
     h = unit_terms(y_proba, w, np.full(units.size, norm_bound(features)))
     slope = np.max(np.abs(h[:, :, 1:] - h[:, :, :1]), axis=(0, 2), initial=0.0)
     constant = np.max(np.abs(units[:, None] * h[:, :, 0]), axis=0, initial=0.0)
     tq = np.max(units[:, None] * law[:, 1:], initial=0.0)
-    return {key: np.maximum(value * (1 + 1e-9), 1e-300) for key, value in (
+    out = {key: np.maximum(value * (1 + 1e-9), 1e-300) for key, value in (
         ("slope", slope), ("constant", constant), ("tq", np.array([tq])))}
+    top = float(np.max(units, initial=1.0))
+    return {**out, "tq_parts": PARTS + math.ceil(math.log2(max(top, 1.0)) / PART_BITS)}
 
 
 def gemm_pieces(exponent: NDArray[np.int64], units: NDArray[np.int64]):
@@ -241,20 +233,22 @@ def gemm_pieces(exponent: NDArray[np.int64], units: NDArray[np.int64]):
             start, done = stop, int(cumulative[stop - first - 1])
 
 
-def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64]) -> NDArray[np.float32]:
-    """(rows, columns * PARTS) exact parts of the columns of ``values`` (rows, columns)."""
-    return np.concatenate([exact_parts(values[:, j], float(bounds[j]), PARTS).T
+def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64], parts: int = PARTS
+           ) -> NDArray[np.float32]:
+    """(rows, columns * parts) exact parts of the columns of ``values`` (rows, columns)."""
+    return np.concatenate([exact_parts(values[:, j], float(bounds[j]), parts).T
                            for j in range(values.shape[1])], axis=1)
 
 
 def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, law,
                  n_resamples: int):
-    """(rows, 1 + B) float32 counts of each label ``k >= 1``, yielded in turn: column 0
+    """(rows, 1 + B) counts of each label ``k >= 1``, yielded in turn: column 0
     the observed (``t_i`` units of label ``y_i``), then the redraws (binary:
     :func:`~calaudit.numerics.block_draws.binomial_counts_into`, else
     :func:`~calaudit.numerics.block_draws.categorical_counts`)."""
-    m = law.shape[1]
-    out = np.empty((y.size, 1 + n_resamples), dtype=np.float32)
+    m = law.shape[1]  # float32 holds every count up to 2^24 exactly
+    out = np.empty((y.size, 1 + n_resamples),
+                   dtype=np.float32 if np.max(units, initial=0) <= 2**24 else np.float64)
     drawn = None
     if rng is not None and m > 2:
         drawn = categorical_counts(rng, units, law, n_resamples)
@@ -283,19 +277,22 @@ def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np
     alpha, law, w, y, p = alpha[rows], law[rows], w[rows], y[rows], y_proba[rows]
     units = units[rows].astype(np.int64)
     psi = weighted_map(features, x[rows], alpha, exponent)
-    h = unit_terms(p, w, map_norms(psi, alpha, exponent, features.grid))
+    wide, ratio = psi.astype(np.float64), np.ldexp(alpha, -exponent)
+    norm = np.einsum("ij,ij->i", wide, wide) * 4.0 ** -features.grid  # |phi~|^2 below
+    h = unit_terms(p, w, np.divide(norm, ratio * ratio, out=np.zeros_like(norm),
+                                   where=ratio > 0))
     quantities = out["x"].shape[1] // PARTS
     slopes = h[:, :quantities, 1:] - h[:, :quantities, :1]
     out["c"] += _parts(units[:, None] * h[:, :, 0], bounds["constant"]).reshape(
         -1, 3, PARTS).astype(np.float64).sum(axis=0)
-    tq = _parts(units[:, None] * law[:, 1:], np.repeat(bounds["tq"], law.shape[1] - 1))
+    tq = _parts(units[:, None] * law[:, 1:], np.repeat(bounds["tq"], law.shape[1] - 1),
+                bounds["tq_parts"])
     pieces = list(gemm_pieces(exponent, units))
-    wide = psi.astype(np.float64)
     for e in np.unique(exponent).tolist():
         at = np.flatnonzero(exponent == e)
         group = int(np.searchsorted(exponents, e))
         out["v"][group] += (wide[at].T @ tq[at].astype(np.float64)).reshape(
-            -1, law.shape[1] - 1, PARTS).transpose(1, 0, 2)
+            -1, law.shape[1] - 1, bounds["tq_parts"]).transpose(1, 0, 2)
     d, bands = features.n_features, np.unique(bases)
     for k, counts in enumerate(label_counts(rng, y, units, law, n_resamples)):
         left = np.hstack([psi, _parts(slopes[:, :, k], bounds["slope"][:quantities])])
@@ -313,13 +310,14 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
                     seed: int, n_resamples: int) -> dict[str, NDArray]:
     """:func:`block_sums` of the rows ``[start, stop)``: column 0 the observed labels,
     then ``n_resamples`` redraws from the block streams. ``G`` (bands, m - 1, D, 1 + B)
-    in units of the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups, m - 1, D, parts) of ``Psi^T (t q)``,
-    ``x`` (m - 1, parts of U[, A, S2], 1 + B) and ``c`` (3, parts) the constants."""
+    on the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups,
+    m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A, S2], 1 + B) and
+    ``c`` (3, parts) the constants."""
     m, columns = y_proba.shape[1], 1 + n_resamples
     d, groups = features.n_features, len(exponents)
     quantities = 3 if weights.label_dependent else 1
     out = {"G": np.zeros((np.unique(bases).size, m - 1, d, columns)),
-           "v": np.zeros((groups, m - 1, d, PARTS)),
+           "v": np.zeros((groups, m - 1, d, bounds["tq_parts"])),
            "x": np.zeros((m - 1, quantities * PARTS, columns)), "c": np.zeros((3, PARTS))}
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
