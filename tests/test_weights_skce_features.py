@@ -229,3 +229,38 @@ def test_the_sums_are_the_same_bytes_on_every_executor_and_task_layout(one_worke
     monkeypatch.setattr(module, "task_ranges",
                         lambda size: scale.task_ranges(size, 3 * scale.ROW_BLOCK))
     assert run(scale.SerialExecutor()) == serial
+
+
+def test_the_count_draws_follow_their_laws() -> None:
+    """Binomial counts by thresholds (and numpy's above THRESHOLD_UNITS units): means
+    and variances within 5 standard errors; one unit per row gives the unweighted path's
+    label draws; multinomial counts sum to the units and have the right means."""
+    from calaudit.numerics.block_draws import (
+        THRESHOLD_UNITS,
+        binary_labels_into,
+        label_thresholds,
+    )
+
+    t = np.array([0, 1, 1, 2, 3, 3, 7, THRESHOLD_UNITS + 5])
+    q = np.array([0.5, 0.3, 1.0, 0.02, 0.5, 0.9, 0.4, 0.25])
+    draws = 40_000
+    out = np.empty((t.size, draws), dtype=np.float32)
+    binomial_counts_into(np.random.default_rng(1), t, q, out)
+    mean, var = t * q, t * q * (1 - q)
+    assert np.all(np.abs(out.mean(axis=1) - mean) <= 5 * np.sqrt(var / draws) + 1e-9)
+    fourth = var * (1 + (3 * t - 6) * q * (1 - q))  # central fourth moment
+    se = np.sqrt(np.maximum(fourth - var ** 2, 0) / draws)
+    assert np.all(np.abs(out.var(axis=1) - var) <= 5 * se + 1e-3)
+    ones, labels = np.ones(300, dtype=np.int64), np.empty((300, 9), dtype=np.float32)
+    p, counts = np.random.default_rng(2).random(300), labels.copy()
+    binomial_counts_into(np.random.default_rng(3), ones, p, counts)
+    binary_labels_into(np.random.default_rng(3), label_thresholds(p), labels)
+    assert np.array_equal(counts, labels)
+    law = np.array([[0.2, 0.5, 0.3], [0.0, 0.0, 1.0], [0.6, 0.4, 0.0]])
+    units = np.array([4, 2, 9])
+    drawn = [np.asarray(c, dtype=np.float64)
+             for c in categorical_counts(np.random.default_rng(4), units, law, draws)]
+    assert np.array_equal(sum(drawn), np.repeat(units[:, None], draws, axis=1))
+    means = np.stack([c.mean(axis=1) for c in drawn], axis=1)
+    assert np.all(np.abs(means - units[:, None] * law)
+                  <= 5 * np.sqrt(units[:, None] * law * (1 - law) / draws) + 1e-9)
