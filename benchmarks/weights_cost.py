@@ -6,10 +6,11 @@ Each stage runs on the same data and seed (``stage.run``, wall seconds, threads 
 process, and their CPU seconds; with ``--repeats R`` the three audits' stages run in R
 interleaved rounds and each keeps its smallest times); the ``total`` row sums the stages and
 the ``audit`` row is the whole ``run_audit`` (at 10^6 rows both SKCE stages take the
-random-feature path). ``--skip STAGE`` leaves a stage out (and the whole-audit row).
+random-feature path). ``--skip STAGE`` leaves a stage out and ``--stages A,B`` times only
+those (either drops the whole-audit row).
 
 Usage: python benchmarks/weights_cost.py [n] [--resamples 1000] [--repeats 1] [--skip STAGE]
-       [--out FILE]
+       [--stages A,B] [--out FILE]
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ def main() -> None:
                         help="rounds of the stages; each stage's smallest time is kept")
     parser.add_argument("--skip", action="append", default=[], metavar="STAGE",
                         help="a stage left out (repeatable; then no whole-audit row)")
+    parser.add_argument("--stages", default="",
+                        help="comma-separated stages to time, the others left out")
     args = parser.parse_args()
     n = int(args.n)
     rng = np.random.default_rng(0)
@@ -110,6 +113,9 @@ def main() -> None:
     }
     load = os.getloadavg()[0]
     skip = set(args.skip)
+    if args.stages:
+        chosen = {name.strip() for name in args.stages.split(",")}
+        skip |= {s.name for s in stages() if s.name not in chosen}
     times = best_times(runs, config, args.repeats, skip, not skip)
     common = [s.name for s in stages() if s.name not in skip]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,

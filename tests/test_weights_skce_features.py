@@ -11,14 +11,18 @@ import calaudit
 from calaudit import CalibrationData
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_skce_features import (
-    block_sums,
+    STREAM,
+    exponent_groups,
     feature_map,
     feature_values,
-    residual_bound,
-    statistics,
+    group_exponents,
+    row_terms,
+    weighted_map,
 )
-from calaudit.inference.weighted_skce_test import weighted_skce_values
+from calaudit.inference.weighted_skce_test import null_law, weighted_skce_values
 from calaudit.metrics.skce import KernelChoice
+from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
+from calaudit.scale import block_rng
 
 CHOICE = KernelChoice("exponential", 0.3, "option")
 
@@ -29,8 +33,12 @@ def case(kind: str, n: int = 50, m: int = 2, seed: int = 3):
     y = np.array([rng.choice(m, p=row) for row in proba], dtype=np.int64)
     if kind == "design":
         weights = SampleWeights(rng.uniform(0.2, 3.0, n), "design")
+    elif kind == "wide_design":  # weights over 40 binary orders of magnitude
+        weights = SampleWeights(2.0 ** rng.uniform(-40, 0, n), "design")
     elif kind == "frequency":
         weights = SampleWeights(rng.integers(0, 4, n).astype(float), "frequency")
+    elif kind == "large_frequency":  # rows of more units than a float32 GEMM or count holds
+        weights = SampleWeights(np.r_[3e7, 9000.0, rng.integers(1, 4, n - 2)], "frequency")
     elif kind == "sampled_frequency":
         weights = SampleWeights(rng.integers(1, 4, n).astype(float), "frequency",
                                 negative_rate=np.full(n, 0.25))
@@ -39,67 +47,119 @@ def case(kind: str, n: int = 50, m: int = 2, seed: int = 3):
     return y, proba, weights
 
 
-def loop_reference(phi, y, proba, weights):
-    """SKCE_b and SKCE_uq by a double loop over rows with k_ij = phi_i . phi_j: a row of
-    t units of weight a each (frequency: t = d, a = 1 or 1 / r; otherwise one unit)."""
+def unit_weight(weights, m):
+    """(units t, unit weights w (n, m)) written out: a row of t units of weight w_y each
+    (frequency: t = d, else one unit of weight d; negatives weigh 1 / r more)."""
+    n = weights.design.size
+    frequency = weights.kind == "frequency"
+    t = weights.design if frequency else np.ones(n)
+    w = np.repeat((np.ones(n) if frequency else weights.design)[:, None], m, axis=1)
+    if weights.negative_rate is not None:
+        w[:, 0] /= weights.negative_rate
+    return t, w
+
+
+def reference_map(features, x, proba, weights):
+    """``phi~_i = Psi_i / alpha_i`` of the weighted map, from its definition: ``alpha_i
+    phi_i`` on the grid ``2^(e_i - s)`` of its exponent group."""
+    alpha = row_terms(proba, weights)[0]
+    safe = np.where(alpha > 0, alpha, 1.0)
+    e = group_exponents(safe, int(exponent_groups(alpha)[0]))
+    grid = np.ldexp(1.0, e - features.grid)
+    phi = features.quantised(x).astype(np.float64)
+    psi = np.rint((phi * 2.0 ** features.grid).astype(np.float32)
+                  * (safe / 2.0 ** e).astype(np.float32)[:, None])
+    assert np.array_equal(psi, weighted_map(features, x, safe, e))
+    return psi * grid[:, None] / safe[:, None]
+
+
+def loop_reference(phi, counts, proba, w):
+    """SKCE_b and SKCE_uq by a double loop over rows with k_ij = phi_i . phi_j for unit
+    counts ``counts`` (n, m): row i holds counts[i, k] units of label k, each weighing
+    w[i, k]."""
     n, m = proba.shape
-    w = weights.of_labels(y == 1) if weights.label_dependent else weights.design.copy()
-    units = weights.design if weights.kind == "frequency" else np.ones(n)
-    unit_weight = (np.divide(w, units, out=np.zeros(n), where=units > 0)
-                   if weights.kind == "frequency" else w)
-    total = full = own = squares = 0.0
+    r = [sum(counts[i, k] * w[i, k] * (np.eye(m)[k] - proba[i]) for k in range(m))
+         for i in range(n)]
+    total = float(np.sum(counts * w))
+    squares = float(np.sum(counts * w * w))
+    full = own = 0.0
     for i in range(n):
-        r_i = np.eye(m)[y[i]] - proba[i]
-        total += w[i]
-        squares += units[i] * unit_weight[i] ** 2
-        own += units[i] * unit_weight[i] ** 2 * float(phi[i] @ phi[i]) * float(r_i @ r_i)
+        for k in range(m):
+            gap = np.eye(m)[k] - proba[i]
+            own += counts[i, k] * w[i, k] ** 2 * float(phi[i] @ phi[i]) * float(gap @ gap)
         for j in range(n):
-            r_j = np.eye(m)[y[j]] - proba[j]
-            full += w[i] * w[j] * float(phi[i] @ phi[j]) * float(r_i @ r_j)
+            full += float(phi[i] @ phi[j]) * float(r[i] @ r[j])
     return full / total ** 2, (full - own) / (total ** 2 - squares)
 
 
+def observed(y, t, m):
+    counts = np.zeros((y.size, m))
+    counts[np.arange(y.size), y] = t
+    return counts
+
+
 @pytest.mark.parametrize("kind, m", [("design", 2), ("frequency", 2), ("negative_rate", 2),
-                                     ("sampled_frequency", 2), ("design", 3),
-                                     ("frequency", 4)])
+                                     ("sampled_frequency", 2), ("wide_design", 2),
+                                     ("design", 3), ("frequency", 4)])
 def test_the_feature_statistic_is_the_double_loop_of_the_feature_kernel(kind, m) -> None:
     y, proba, weights = case(kind, m=m)
     features, x = feature_map(CHOICE, proba, 64, 5)
     biased, unbiased = feature_values(features, x, y, proba, weights)
-    phi = features.quantised(x).astype(np.float64)
-    want = loop_reference(phi, y, proba, weights)
-    assert abs(biased[0] - want[0]) < 1e-10 and abs(unbiased[0] - want[1]) < 1e-10
-    assert abs(unbiased[0]) > 1e-6
+    t, w = unit_weight(weights, m)
+    want = loop_reference(reference_map(features, x, proba, weights), observed(y, t, m),
+                          proba, w)
+    assert abs(biased[0] / want[0] - 1) < 1e-9 and abs(unbiased[0] / want[1] - 1) < 1e-9
+    assert abs(unbiased[0]) > 1e-6 * abs(biased[0])
 
 
-def test_frequency_weights_are_the_repeated_rows_statistic_and_redraws() -> None:
-    """The statistic equals the repeated rows' (unit weights) with the same features;
-    given the same per-unit redrawn labels (summed per row into the Binomial counts the
-    weighted test draws), every redrawn statistic is equal too, so the null laws and the
-    p-values' laws agree (the p-values themselves differ: the weighted test draws counts,
-    the repeated rows draw labels)."""
+def redrawn(y, proba, weights, seed, q):
+    """The counts the test draws (one block: its rows of positive weight sorted by
+    exponent group and units), back in row order: (q, n, m)."""
+    alpha, law, units, _ = row_terms(proba, weights)
+    kept = np.flatnonzero(alpha > 0)
+    e = group_exponents(alpha[kept], int(exponent_groups(alpha)[0]))
+    rows = kept[np.lexsort((units[kept], e))]
+    rng, t = block_rng(seed, STREAM, 0), units[rows].astype(np.int64)
+    m = proba.shape[1]
+    out = np.zeros((q, y.size, m))
+    if m == 2:
+        drawn = np.empty((rows.size, q))
+        binomial_counts_into(rng, t, null_law(weights, proba)[rows, 1], drawn)
+        out[:, rows, 1] = drawn.T
+        out[:, rows, 0] = t - drawn.T
+    else:
+        for k, counts in enumerate(categorical_counts(rng, t, law[rows], q)):
+            out[:, rows, k] = np.asarray(counts, dtype=np.float64).T
+    return out
+
+
+@pytest.mark.parametrize("kind, m", [("sampled_frequency", 2), ("negative_rate", 2),
+                                     ("large_frequency", 2), ("frequency", 3)])
+def test_every_redrawn_column_is_the_double_loop_of_its_counts(kind, m) -> None:
+    """The redraws go through the same sums as the observed labels (the slopes of U, A
+    and S2 included), and their counts follow the null law."""
+    y, proba, weights = case(kind, n=30, m=m)
+    features, x = feature_map(CHOICE, proba, 32, 2)
+    biased, unbiased = feature_values(features, x, y, proba, weights, seed=7, n_resamples=4)
+    phi, (t, w) = reference_map(features, x, proba, weights), unit_weight(weights, m)
+    for b, counts in enumerate(redrawn(y, proba, weights, 7, 4)):
+        assert np.allclose(counts.sum(axis=1), t)
+        want = loop_reference(phi, counts, proba, w)
+        assert abs(biased[b + 1] / want[0] - 1) < 1e-9, (b, biased[b + 1], want)
+        assert abs(unbiased[b + 1] / want[1] - 1) < 1e-9, (b, unbiased[b + 1], want)
+    assert np.ptp(unbiased[1:]) > 0
+
+
+def test_frequency_weights_are_the_repeated_rows_statistic() -> None:
+    """Whole units of weight 1 keep the quantised map as it is: the statistic equals the
+    repeated rows' with the same features."""
     y, proba, weights = case("frequency", n=40)
-    keep = weights.design > 0
-    units = weights.design.astype(np.int64)
-    rows = np.repeat(np.arange(y.size), units)
+    rows = np.repeat(np.arange(y.size), weights.design.astype(np.int64))
     features, x = feature_map(CHOICE, proba, 128, 9)
     ones = SampleWeights(np.ones(rows.size), "frequency")
     assert np.allclose(feature_values(features, x, y, proba, weights),
                        feature_values(features, x[rows], y[rows], proba[rows], ones),
-                       rtol=0, atol=1e-12)
-    rng = np.random.default_rng(4)
-    q = 30
-    labels = (rng.random((rows.size, q)) < proba[rows, 1:2]).astype(np.int64)
-    repeated = np.zeros((rows.size, 2, q))
-    repeated[np.arange(rows.size)[:, None], labels, np.arange(q)[None, :]] = 1.0
-    counts = np.zeros((y.size, 2, q))
-    np.add.at(counts, rows, repeated)
-    phi = features.quantised(x).astype(np.float64)
-    bound = residual_bound(weights, 2)
-    mine = statistics(block_sums(phi[keep], proba[keep], counts[keep],
-                                 SampleWeights(weights.design[keep], "frequency"), bound), True)
-    theirs = statistics(block_sums(phi[rows], proba[rows], repeated, ones, bound), True)
-    assert np.allclose(mine, theirs, rtol=0, atol=1e-12) and np.ptp(mine[1]) > 0
+                       rtol=1e-12, atol=0)
 
 
 def test_the_feature_statistic_approaches_the_exact_weighted_one() -> None:
@@ -137,3 +197,70 @@ def test_a_weighted_audit_above_the_exact_rows_runs_the_feature_path() -> None:
     assert {item["id"] for item in result["data"]["weights"]["not_weighted"]} == {
         "skce_ul, skce_block"}
     assert params["computation"]["n_features"] == 128
+
+
+def test_the_sums_are_the_same_bytes_on_every_executor_and_task_layout(one_worker,
+                                                                        monkeypatch) -> None:
+    """Exact sums per exponent group: serial, threads, Dask and a different grouping of
+    the blocks into tasks give the same bytes (weights over 40 orders of magnitude,
+    negatives kept at 0.3; frequency weights with blocks of more units than one float32
+    GEMM takes)."""
+    from calaudit import scale
+    from calaudit.inference import weighted_skce_features as module
+
+    rng = np.random.default_rng(21)
+    n = scale.TASK_ROWS + 2 * scale.ROW_BLOCK + 700
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.random(n) < p).astype(np.int64)
+    proba = np.column_stack([1 - p, p])
+    cases = [SampleWeights(2.0 ** rng.uniform(-40, 0, n), "design",
+                           negative_rate=np.full(n, 0.3)),
+             SampleWeights(1.0 + rng.poisson(1.5, n), "frequency")]
+    features, x = feature_map(CHOICE, proba, 32, 4)
+
+    def run(executor):
+        with scale.using(executor):
+            return [np.stack(feature_values(features, x, y, proba, w, seed=3, n_resamples=5)
+                             ).tobytes() for w in cases]
+
+    serial = run(scale.SerialExecutor())
+    assert run(scale.ThreadExecutor(2)) == serial
+    assert run(scale.DaskExecutor(one_worker)) == serial
+    monkeypatch.setattr(module, "task_ranges",
+                        lambda size: scale.task_ranges(size, 3 * scale.ROW_BLOCK))
+    assert run(scale.SerialExecutor()) == serial
+
+
+def test_the_count_draws_follow_their_laws() -> None:
+    """Binomial counts by thresholds (and numpy's above THRESHOLD_UNITS units): means
+    and variances within 5 standard errors; one unit per row gives the unweighted path's
+    label draws; multinomial counts sum to the units and have the right means."""
+    from calaudit.numerics.block_draws import (
+        THRESHOLD_UNITS,
+        binary_labels_into,
+        label_thresholds,
+    )
+
+    t = np.array([0, 1, 1, 2, 3, 3, 7, THRESHOLD_UNITS + 5])
+    q = np.array([0.5, 0.3, 1.0, 0.02, 0.5, 0.9, 0.4, 0.25])
+    draws = 40_000
+    out = np.empty((t.size, draws), dtype=np.float32)
+    binomial_counts_into(np.random.default_rng(1), t, q, out)
+    mean, var = t * q, t * q * (1 - q)
+    assert np.all(np.abs(out.mean(axis=1) - mean) <= 5 * np.sqrt(var / draws) + 1e-9)
+    fourth = var * (1 + (3 * t - 6) * q * (1 - q))  # central fourth moment
+    se = np.sqrt(np.maximum(fourth - var ** 2, 0) / draws)
+    assert np.all(np.abs(out.var(axis=1) - var) <= 5 * se + 1e-3)
+    ones, labels = np.ones(300, dtype=np.int64), np.empty((300, 9), dtype=np.float32)
+    p, counts = np.random.default_rng(2).random(300), labels.copy()
+    binomial_counts_into(np.random.default_rng(3), ones, p, counts)
+    binary_labels_into(np.random.default_rng(3), label_thresholds(p), labels)
+    assert np.array_equal(counts, labels)
+    law = np.array([[0.2, 0.5, 0.3], [0.0, 0.0, 1.0], [0.6, 0.4, 0.0]])
+    units = np.array([4, 2, 9])
+    drawn = [np.asarray(c, dtype=np.float64)
+             for c in categorical_counts(np.random.default_rng(4), units, law, draws)]
+    assert np.array_equal(sum(drawn), np.repeat(units[:, None], draws, axis=1))
+    means = np.stack([c.mean(axis=1) for c in drawn], axis=1)
+    assert np.all(np.abs(means - units[:, None] * law)
+                  <= 5 * np.sqrt(units[:, None] * law * (1 - law) / draws) + 1e-9)

@@ -3,25 +3,57 @@ rows the exact weighted path (:mod:`calaudit.inference.weighted_skce_test`) does
 take: above ``skce.max_quadratic_n`` rows, or above
 :data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS` rows without a bandwidth.
 
-With the feature map ``phi`` of the unweighted feature path (Rahimi & Recht 2007; the
-quantised map of :class:`calaudit.numerics.features.FourierFeatures`, binary models on
-``p_1``) the kernel is ``k_ij = phi(p_i) . phi(p_j)`` and, in the unit counts of
+With ``phi~_i`` the weighted map of row ``i`` (below: the quantised map ``phi`` of the
+unweighted feature path, Rahimi & Recht 2007, :class:`calaudit.numerics.features.
+FourierFeatures`, binary models on ``p_1``, times the row's factor on its group's grid,
+divided back) the kernel is ``k_ij = phi~_i . phi~_j`` and, in the unit counts of
 :mod:`calaudit.inference.weighted_skce_test` (``R_i``, ``A``, ``S2``):
 
-* ``SKCE_b = || sum_i R_i (x) phi(p_i) ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
+* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
   V-statistic of the weighted empirical law),
-* ``SKCE_uq = (|| sum_i R_i (x) phi(p_i) ||^2 - U) / (A^2 - S2)`` with
-  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi(p)|^2 ||e_y - p||^2`` computed per row
+* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)`` with
+  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi~_i|^2 ||e_y - p||^2`` computed per row
   (the pair of a unit with itself under the same kernel): the weighted U-statistic over
   pairs of distinct units of the kernel ``k``.
 
-Both are exact functions of ``Phi^T R`` (D x m per column), summed over the row blocks of
-:mod:`calaudit.scale`. The consistency test redraws every unit's label from the sampled
-labels' null law with the exact test's helpers (the weights follow the redrawn labels;
-Binomial / multinomial counts per row for frequency weights), block by block from the
-stream ``(seed, "weighted_skce_consistency", block)``, and gets every redrawn statistic
-from one GEMM ``Phi^T [R*_1 ... R*_B]`` per block; Monte-Carlo p-value
-``(1 + #{T* >= T}) / (1 + B)``.
+**The sums.** With ``C_ik`` the units of row ``i`` with label ``k`` (``t_i`` units in
+all), ``R_ik = alpha_i (C_ik - t_i q_ik)`` for every label, where ``q`` is the null law of
+a sampled unit (:func:`~calaudit.inference.weighted_skce_test.null_law`) and
+``alpha_i = f_i`` (``f_i`` the weight of each unit of row ``i``), or ``f_i ((1 - p_i) +
+p_i / r_i)`` when negatives were kept at rate ``r_i``. The residuals are thus linear in
+the counts, and the statistics need, per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``, so
+``|| sum_i R_i (x) phi_i ||^2 = sum_k |G_k|^2``), ``G_k = Psi^T C_k - Psi^T (t q_k)`` with
+``Psi = diag(alpha) Phi``; ``U``, ``A`` and ``S2`` are linear in the counts too (a
+constant plus a slope per row and label ``k >= 1``, the counts of label 0 being ``t``
+minus the others').
+
+**The map and exactness.** A row's factor has the exponent ``e_i = ceil(log2 alpha_i)``
+(rows more than :data:`SPAN` exponents below the largest share the lowest group), and
+``Psi_i`` is ``alpha_i phi_i`` rounded to the grid ``2^(e_i - s)`` of its group (``2^-s``
+the grid of ``phi``): integers of at most 11 bits like the quantised map, and exactly
+``phi_i`` where ``alpha_i = 1``. The statistic is defined on this map: the feature kernel
+is ``phi~_i . phi~_j`` with ``phi~_i = Psi_i / alpha_i`` (within ``2^-s`` of ``phi_i``
+per entry), its diagonal ``|phi~_i|^2`` in ``U``. The counts ``C`` are small integers, so
+``Psi^T C`` is one float32 GEMM per exponent group and label that never rounds (block
+pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units; a row of more
+units alone, in float64), with the slopes of ``U`` (and of ``A``, ``S2`` under
+label-dependent sampling) riding along as exact parts (:func:`~calaudit.numerics.
+features.exact_parts`, fixed grids); ``Psi^T (t q)`` and the constants are exact parts in
+float64. The sums of a band of groups stay exact on the grid of its lowest group
+(:func:`exponent_bands`: one band unless the factors span more than about ``2^(42 -
+log2 units)``), the bands added in a fixed order at the end: the totals do not depend on
+the BLAS, its threads, the tasks or the executor. The flops are those of one float32 GEMM
+``Phi^T [y | Y*]`` over all rows, like the unweighted consistency test's
+(``benchmarks/results/weights_cost_1e6.txt``).
+
+**The redraws.** Each unit's label is redrawn from ``q``, the weights following the
+redrawn labels, block by block from the stream ``(seed, "weighted_skce_consistency",
+block)``, the block's rows taken in their sorted order: binary counts ``Binomial(t_i,
+q_i)`` by thresholds of one 32-bit word per row and redraw (:func:`~calaudit.numerics.
+block_draws.binomial_counts_into`; one unit: the unweighted path's label draws),
+several classes by :func:`~calaudit.numerics.block_draws.categorical_counts`. The
+observed and redrawn columns are the same function of their counts (exact-conditional
+Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``).
 
 Default bandwidth: the weighted median heuristic (:func:`calaudit.metrics.weighted_skce.
 weighted_kernel`) of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
@@ -39,25 +71,30 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
+from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
+from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
 from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS, weighted_kernel
-from calaudit.inference.feature_passes import PARTS
-from calaudit.numerics.features import FourierFeatures, default_n_features, exact_parts
+from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
+from calaudit.numerics.features import (
+    EXACT_WEIGHT,
+    PART_BITS,
+    FourierFeatures,
+    default_n_features,
+    exact_parts,
+    exact_products,
+)
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import block_rng, blocks, map_sum, task_ranges
-from calaudit.inference.weighted_skce_test import (
-    consistency_reason,
-    null_law,
-    observed_counts,
-    redrawn_counts,
-    unit_weights,
-)
 
 #: Rows of the subsample of the weighted median heuristic (its exact weighted median
 #: sorts the subsample's pairs: about 0.2 s).
 MEDIAN_SUBSAMPLE = 1000
+#: Exponent groups: a row whose factor ``alpha`` is below ``2^-SPAN`` of the largest
+#: shares the lowest group's grid.
+SPAN = 30
 #: Block stream of the consistency redraws.
 STREAM = "weighted_skce_consistency"
 METHOD = ("consistency resampling, weighted, random features: unit labels redrawn from "
@@ -93,68 +130,216 @@ def _rows(weights: SampleWeights, lo: int, hi: int) -> SampleWeights:
     return dataclasses.replace(weights, design=weights.design[lo:hi], negative_rate=rate)
 
 
-def residual_bound(weights: SampleWeights, m: int) -> float:
-    """A bound on every ``|R_ik|``, observed or redrawn: ``f_i t_i max_k a_ik``."""
+def row_terms(y_proba: NDArray[np.float64], weights: SampleWeights
+              ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """``(alpha, q, t, w)`` of every row: the factor ``alpha_i`` (0 on rows of no unit or
+    no weight), the null law ``q`` (n, m), the units ``t`` and the unit weights
+    ``w_ik = f_i a_ik`` (module docstring)."""
+    m = y_proba.shape[1]
     factor, per_class = unit_weights(weights, m)
-    top = factor * weights.unit_split()[0] * per_class.max(axis=1)
-    return float(max(np.max(top, initial=0.0), 1e-300))
+    w = factor[:, None] * per_class
+    units = weights.unit_split()[0]
+    alpha = factor if weights.negative_rate is None else (
+        w[:, 1] * y_proba[:, 0] + w[:, 0] * y_proba[:, 1])
+    return np.where(units > 0, alpha, 0.0), null_law(weights, y_proba), units, w
 
 
-def block_sums(phi: NDArray[np.float64], y_proba: NDArray[np.float64],
-               counts: NDArray[np.float64], weights: SampleWeights, bound: float
-               ) -> dict[str, NDArray]:
-    """``G = Phi^T R`` (parts, D, m', q) (binary: class 1 only, ``R_i0 = -R_i1``), ``U``,
-    ``A`` and ``S2`` (q,) of the rows of ``phi`` (rows, D, the quantised map) with unit
-    counts ``counts`` (rows, m, q).
+def group_exponents(alpha: NDArray[np.float64], lowest: int) -> NDArray[np.int64]:
+    """``e_i = max(ceil(log2 alpha_i), lowest)`` (``alpha_i > 0``)."""
+    mantissa, exponent = np.frexp(alpha)
+    return np.maximum(exponent.astype(np.int64) - (mantissa == 0.5), lowest)
 
-    ``R`` is split into :data:`PARTS` grid values of at most 11 bits
-    (:func:`calaudit.numerics.features.exact_parts` below ``bound``), so the float64
-    GEMM of the 11-bit feature grid with them (products of 22 bits, sums of at most
-    :data:`~calaudit.scale.ROW_BLOCK` rows) never rounds: the sums do not depend on the
-    BLAS, its threads or the executor; the parts are added at :func:`statistics`."""
-    rows, m, q = counts.shape
-    factor, per_class = unit_weights(weights, m)
-    weighted = counts * per_class[:, :, None]
-    mass = weighted.sum(axis=1)
-    residual = factor[:, None, None] * (weighted - mass[:, None, :] * y_proba[:, :, None])
-    used = (residual[:, 1:, :] if m == 2 else residual).reshape(rows, -1)
-    parts = exact_parts(used.ravel(), bound, PARTS).reshape(PARTS, rows, -1)
-    gram = phi.T @ parts.transpose(1, 0, 2).reshape(rows, -1).astype(np.float64)  # one GEMM
-    norm = np.einsum("ij,ij->i", phi, phi)                              # |phi_i|^2
-    squares = factor[:, None, None] ** 2 * counts * per_class[:, :, None] ** 2
+
+def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
+    """The exponent groups present: ``e_i`` of the rows of positive ``alpha``, at least
+    :data:`SPAN` below the largest."""
+    kept = alpha[alpha > 0]
+    if not kept.size:
+        return np.zeros(1, dtype=np.int64)
+    top = int(group_exponents(kept, -(2**31)).max())
+    return np.unique(group_exponents(kept, top - SPAN))
+
+
+def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int64]:
+    """The lowest exponent of the band of every group: the groups within ``W = 42 -
+    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (in units
+    of that grid every sum is an integer below ``2^(11 + W + log2 units) <= 2^53``, so it
+    stays exact; ``W >= 1``)."""
+    width = max(1, 42 - math.ceil(math.log2(max(units, 1.0))))
+    bases: list[int] = []
+    for e in exponents.tolist():
+        bases.append(e if not bases or e - bases[-1] >= width else bases[-1])
+    return np.array(bases, dtype=np.int64)
+
+
+def weighted_map(features: FourierFeatures, x: NDArray[np.float64],
+                 alpha: NDArray[np.float64], exponent: NDArray[np.int64]
+                 ) -> NDArray[np.float32]:
+    """The integers ``rint(phi_i 2^s (alpha_i 2^-e_i))`` (rows, D) of ``Psi`` in units of
+    its group's grid ``2^(e_i - s)`` (``phi`` the quantised map, ``2^-s`` its grid; the
+    product in float32), integers of at most 11 bits like ``phi 2^s``."""
+    psi = features.quantised(x)
+    psi *= np.float32(2.0 ** features.grid)  # integers, exactly
+    ratio = np.ldexp(alpha, -exponent)
+    if np.any(ratio != 1.0):
+        psi *= ratio.astype(np.float32)[:, None]
+        np.rint(psi, out=psi)
+    return psi
+
+
+def unit_terms(y_proba: NDArray[np.float64], w: NDArray[np.float64],
+               norm: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(rows, 3, m): for a unit of label ``k``, its terms of ``U``, ``A`` and ``S2``:
+    ``w_k^2 |phi~|^2 ||e_k - p||^2``, ``w_k``, ``w_k^2``."""
     own = 1.0 - 2.0 * y_proba + (y_proba * y_proba).sum(axis=1, keepdims=True)
-    return {"G": gram.reshape(phi.shape[1], PARTS, -1, q),
-            "U": np.einsum("i,ikq->q", norm, squares * own[:, :, None]),
-            "A": (factor[:, None] * mass).sum(axis=0), "S2": squares.sum(axis=(0, 1))}
+    return np.stack([w * w * own * norm[:, None], w, w * w], axis=1)
+
+
+def norm_bound(features: FourierFeatures) -> float:
+    """A bound on ``|phi~_i|^2``: every entry is at most ``2 max|phi| + 2^-s``."""
+    top = 2.0 * math.sqrt(1.0 / (features.n_features // 2)) * (1 + 1e-6)
+    return features.n_features * (top + 2.0 ** -features.grid) ** 2 * (1 + 1e-6)
+
+
+def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatures
+              ) -> dict[str, NDArray[np.float64]]:
+    """The bounds of the exact parts (:func:`calaudit.numerics.features.exact_parts`) of
+    the slopes and constants of ``U, A, S2`` and of ``t q`` over all rows (fixed grids:
+    the sums of any rows are exact), and the parts of ``t q``: 12 bits more per 12 bits
+    of the largest ``t``, so that ``q`` keeps 47 bits on every row."""
+    _, law, units, w = terms
+    h = unit_terms(y_proba, w, np.full(units.size, norm_bound(features)))
+    slope = np.max(np.abs(h[:, :, 1:] - h[:, :, :1]), axis=(0, 2), initial=0.0)
+    constant = np.max(np.abs(units[:, None] * h[:, :, 0]), axis=0, initial=0.0)
+    tq = np.max(units[:, None] * law[:, 1:], initial=0.0)
+    out = {key: np.maximum(value * (1 + 1e-9), 1e-300) for key, value in (
+        ("slope", slope), ("constant", constant), ("tq", np.array([tq])))}
+    top = float(np.max(units, initial=1.0))
+    return {**out, "tq_parts": PARTS + math.ceil(math.log2(max(top, 1.0)) / PART_BITS)}
+
+
+def gemm_pieces(exponent: NDArray[np.int64], units: NDArray[np.int64]):
+    """``(first, last, e, unit total)`` of the GEMMs of one block's sorted rows: a run of
+    one exponent group, cut so that its units are at most :data:`EXACT_WEIGHT` (a
+    float32 GEMM of 0/1 labels or counts then never rounds; a row with more units is a
+    piece alone, an exact float64 GEMM)."""
+    edges = [0, *(np.flatnonzero(np.diff(exponent)) + 1).tolist(), exponent.size]
+    for first, last in zip(edges[:-1], edges[1:]):
+        cumulative, start, done = np.cumsum(units[first:last]), first, 0
+        while start < last:
+            stop = first + int(np.searchsorted(cumulative, done + EXACT_WEIGHT, "right"))
+            stop = max(stop, start + 1)
+            yield start, stop, int(exponent[first]), int(cumulative[stop - first - 1] - done)
+            start, done = stop, int(cumulative[stop - first - 1])
+
+
+def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64], parts: int = PARTS
+           ) -> NDArray[np.float32]:
+    """(rows, columns * parts) exact parts of the columns of ``values`` (rows, columns)."""
+    return np.concatenate([exact_parts(values[:, j], float(bounds[j]), parts).T
+                           for j in range(values.shape[1])], axis=1)
+
+
+def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, law,
+                 n_resamples: int):
+    """(rows, 1 + B) counts of each label ``k >= 1``, yielded in turn: column 0
+    the observed (``t_i`` units of label ``y_i``), then the redraws (binary:
+    :func:`~calaudit.numerics.block_draws.binomial_counts_into`, else
+    :func:`~calaudit.numerics.block_draws.categorical_counts`)."""
+    m = law.shape[1]  # float32 holds every count up to 2^24 exactly
+    out = np.empty((y.size, 1 + n_resamples),
+                   dtype=np.float32 if np.max(units, initial=0) <= 2**24 else np.float64)
+    drawn = None
+    if rng is not None and m > 2:
+        drawn = categorical_counts(rng, units, law, n_resamples)
+        next(drawn)  # label 0: its counts are t minus the others'
+    for k in range(1, m):
+        out[:, 0] = units * (y == k)
+        if rng is not None and m == 2:
+            binomial_counts_into(rng, units, law[:, 1], out[:, 1:])
+        elif drawn is not None:
+            out[:, 1:] = next(drawn)
+        yield out
+
+
+def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np.float64],
+               y: NDArray[np.int64], y_proba: NDArray[np.float64], weights: SampleWeights,
+               exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
+               rng: np.random.Generator | None, n_resamples: int) -> None:
+    """Add one row block's exact sums (module docstring) to ``out``: its rows of positive
+    weight sorted by exponent group and units, one GEMM ``[Psi | slope parts]^T Y`` per
+    label ``k >= 1`` and :func:`gemm_pieces` piece."""
+    alpha, law, units, w = row_terms(y_proba, weights)
+    kept = np.flatnonzero(alpha > 0)
+    exponent = group_exponents(alpha[kept], int(exponents[0]))
+    order = np.lexsort((units[kept], exponent))
+    rows, exponent = kept[order], exponent[order]
+    alpha, law, w, y, p = alpha[rows], law[rows], w[rows], y[rows], y_proba[rows]
+    units = units[rows].astype(np.int64)
+    psi = weighted_map(features, x[rows], alpha, exponent)
+    wide, ratio = psi.astype(np.float64), np.ldexp(alpha, -exponent)
+    norm = np.einsum("ij,ij->i", wide, wide) * 4.0 ** -features.grid  # |phi~|^2 below
+    h = unit_terms(p, w, np.divide(norm, ratio * ratio, out=np.zeros_like(norm),
+                                   where=ratio > 0))
+    quantities = out["x"].shape[1] // PARTS
+    slopes = h[:, :quantities, 1:] - h[:, :quantities, :1]
+    out["c"] += _parts(units[:, None] * h[:, :, 0], bounds["constant"]).reshape(
+        -1, 3, PARTS).astype(np.float64).sum(axis=0)
+    tq = _parts(units[:, None] * law[:, 1:], np.repeat(bounds["tq"], law.shape[1] - 1),
+                bounds["tq_parts"])
+    pieces = list(gemm_pieces(exponent, units))
+    for e in np.unique(exponent).tolist():
+        at = np.flatnonzero(exponent == e)
+        group = int(np.searchsorted(exponents, e))
+        out["v"][group] += (wide[at].T @ tq[at].astype(np.float64)).reshape(
+            -1, law.shape[1] - 1, bounds["tq_parts"]).transpose(1, 0, 2)
+    d, bands = features.n_features, np.unique(bases)
+    for k, counts in enumerate(label_counts(rng, y, units, law, n_resamples)):
+        left = np.hstack([psi, _parts(slopes[:, :, k], bounds["slope"][:quantities])])
+        for first, last, e, total in pieces:
+            product = exact_products(left[first:last], counts[first:last], total)
+            base = int(bases[np.searchsorted(exponents, e)])
+            out["G"][int(np.searchsorted(bands, base)), k] += np.ldexp(product[:d], e - base)
+            out["x"][k] += product[d:]
 
 
 def feature_partial(start: int, stop: int, *, features: FourierFeatures,
                     x: NDArray[np.float64], y_true: NDArray[np.int64],
-                    y_proba: NDArray[np.float64], weights: SampleWeights, bound: float,
+                    y_proba: NDArray[np.float64], weights: SampleWeights,
+                    exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
                     seed: int, n_resamples: int) -> dict[str, NDArray]:
     """:func:`block_sums` of the rows ``[start, stop)``: column 0 the observed labels,
-    then ``n_resamples`` redraws from the block streams."""
-    out: dict[str, NDArray] = {}
+    then ``n_resamples`` redraws from the block streams. ``G`` (bands, m - 1, D, 1 + B)
+    on the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups,
+    m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A, S2], 1 + B) and
+    ``c`` (3, parts) the constants."""
+    m, columns = y_proba.shape[1], 1 + n_resamples
+    d, groups = features.n_features, len(exponents)
+    quantities = 3 if weights.label_dependent else 1
+    out = {"G": np.zeros((np.unique(bases).size, m - 1, d, columns)),
+           "v": np.zeros((groups, m - 1, d, bounds["tq_parts"])),
+           "x": np.zeros((m - 1, quantities * PARTS, columns)), "c": np.zeros((3, PARTS))}
     for block, lo, hi in blocks(start, stop):
-        part, p = _rows(weights, lo, hi), y_proba[lo:hi]
-        counts = observed_counts(y_true[lo:hi], part, p.shape[1])
-        if n_resamples:
-            drawn = redrawn_counts(block_rng(seed, STREAM, block), null_law(part, p), part,
-                                   n_resamples)
-            counts = np.concatenate([counts, drawn], axis=2)
-        phi = features.quantised(x[lo:hi]).astype(np.float64)
-        for key, value in block_sums(phi, p, counts, part, bound).items():
-            out[key] = out[key] + value if key in out else value
+        rng = block_rng(seed, STREAM, block) if n_resamples else None
+        block_sums(out, features, x[lo:hi], y_true[lo:hi], y_proba[lo:hi],
+                   _rows(weights, lo, hi), exponents, bases, bounds, rng, n_resamples)
     return out
 
 
-def statistics(total: dict[str, NDArray], binary: bool) -> tuple[NDArray, NDArray]:
-    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`block_sums`."""
-    gram = total["G"].sum(axis=1)
-    full = (2.0 if binary else 1.0) * np.einsum("dkq,dkq->q", gram, gram)
-    a = total["A"]
+def statistics(total: dict[str, NDArray], exponents: NDArray[np.int64],
+               bases: NDArray[np.int64], grid: int) -> tuple[NDArray, NDArray]:
+    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`: the
+    bands and groups added in their order, ``G_0 = -sum_{k>=1} G_k``."""
+    gram = np.einsum("b,bkdc->kdc", np.ldexp(1.0, np.unique(bases) - grid), total["G"])
+    gram -= np.einsum("g,gkd->kd", np.ldexp(1.0, np.asarray(exponents) - grid),
+                      total["v"].sum(axis=3))[..., None]
+    first = gram.sum(axis=0)
+    full = np.einsum("kdc,kdc->c", gram, gram) + np.einsum("dc,dc->c", first, first)
+    extra = total["x"].sum(axis=0).reshape(-1, PARTS, gram.shape[2]).sum(axis=1)
+    constant = total["c"].sum(axis=1)
+    u, a, s2 = (constant[j] + (extra[j] if j < extra.shape[0] else 0.0) for j in range(3))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return full / a ** 2, (full - total["U"]) / (a ** 2 - total["S2"])
+        return full / a ** 2, (full - u) / (a ** 2 - s2)
 
 
 def feature_values(features: FourierFeatures, x: NDArray[np.float64],
@@ -162,11 +347,15 @@ def feature_values(features: FourierFeatures, x: NDArray[np.float64],
                    weights: SampleWeights, seed: int = 0, n_resamples: int = 0
                    ) -> tuple[NDArray, NDArray]:
     """:func:`statistics` of the observed rows (column 0) and ``n_resamples`` redraws."""
+    terms = row_terms(y_proba, weights)
+    exponents = exponent_groups(terms[0])
+    bases = exponent_bands(exponents, float(terms[2][terms[0] > 0].sum()))
     total = map_sum(feature_partial, task_ranges(y_true.size), {
         "features": features, "x": x, "y_true": y_true, "y_proba": y_proba,
-        "weights": weights, "bound": residual_bound(weights, y_proba.shape[1]),
-        "seed": int(seed), "n_resamples": int(n_resamples)})
-    return statistics(total, y_proba.shape[1] == 2)
+        "weights": weights, "exponents": exponents, "bases": bases,
+        "bounds": bounds_of(y_proba, terms, features), "seed": int(seed),
+        "n_resamples": int(n_resamples)})
+    return statistics(total, exponents, bases, features.grid)
 
 
 def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],

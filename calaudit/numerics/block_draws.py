@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import bdtrc  # P(X > k) of Binomial(t, q)
 
 from calaudit.scale import ROW_BLOCK, block_rng, n_blocks
 
@@ -118,3 +119,62 @@ def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
         out[j] = np.bincount(cells[start:stop], minlength=rows)
         start = stop
     return out
+
+
+#: Units per row up to which :func:`binomial_counts_into` draws a count from one word;
+#: rows with more units take numpy's binomial draws.
+THRESHOLD_UNITS = 64
+
+
+def binomial_counts_into(rng: np.random.Generator, units: NDArray[np.int64],
+                         q: NDArray[np.float64], out: NDArray[np.float32]) -> None:
+    """``out[i, b] ~ Binomial(t_i, q_i)`` ((rows, columns), ``t = units``): from one word
+    ``u_ib`` per entry, ``#{k < t_i : u_ib < S_ik}`` with ``S_ik = min(round(2^32 P(X_i >
+    k)), 2^32 - 1)`` (inversion of the law, each probability rounded to ``2^-32`` as in
+    :func:`label_thresholds`; ``t_i = 1`` gives :func:`binary_labels_into`'s draws).
+    Rows are taken in runs of equal ``t`` (sort the rows by ``t`` for speed),
+    :data:`LABEL_ROWS` at a time; a run above :data:`THRESHOLD_UNITS` units takes
+    ``rng.binomial`` (exact), in the same stream order."""
+    rows, columns = out.shape
+    edges = [0, *(np.flatnonzero(np.diff(units)) + 1).tolist(), rows]
+    for first, last in zip(edges[:-1], edges[1:]):
+        t = int(units[first]) if last > first else 0
+        if t > THRESHOLD_UNITS:
+            out[first:last] = rng.binomial(t, q[first:last, None], size=(last - first, columns))
+            continue
+        if t == 0:
+            out[first:last] = 0.0
+            continue
+        tail = bdtrc(np.arange(t)[None, :], t, q[first:last, None])
+        thresholds = np.minimum(np.rint(np.clip(tail, 0.0, 1.0) * 2.0**32), _TOP
+                                ).astype(np.uint32)
+        for lo in range(first, last, LABEL_ROWS):
+            hi = min(last, lo + LABEL_ROWS)
+            size = (hi - lo) * columns
+            words = rng.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
+            words = words.reshape(hi - lo, columns)
+            cut = thresholds[lo - first:hi - first]
+            np.less(words, cut[:, :1], out=out[lo:hi])
+            for k in range(1, t):
+                out[lo:hi] += np.less(words, cut[:, k:k + 1])
+
+
+def categorical_counts(rng: np.random.Generator, units: NDArray[np.int64],
+                       law: NDArray[np.float64], columns: int):
+    """Counts ``(C_i0, ..., C_i,m-1) ~ Multinomial(t_i, law_i)`` (``t = units``), one
+    (rows, columns) array per class, yielded class by class: one unit per row
+    (``t = 1``), :func:`label_indicators` of :func:`label_thresholds`; otherwise the
+    chain ``C_ik ~ Binomial(t_i - sum_{l<k} C_il, law_ik / sum_{l>=k} law_il)`` of numpy's
+    binomial draws (exact)."""
+    if np.all(units == 1):
+        yield from label_indicators(rng, label_thresholds(law), columns, law.shape[1])
+        return
+    remaining = np.repeat(units.astype(np.int64)[:, None], columns, axis=1)
+    tail = np.cumsum(law[:, ::-1], axis=1)[:, ::-1]  # sum_{l >= k} law_il
+    for k in range(law.shape[1] - 1):
+        share = np.divide(law[:, k], tail[:, k], out=np.zeros(law.shape[0]),
+                          where=tail[:, k] > 0)
+        drawn = rng.binomial(remaining, np.clip(share, 0.0, 1.0)[:, None])
+        remaining -= drawn
+        yield drawn
+    yield remaining
