@@ -290,6 +290,13 @@ class DaskExecutor:
         self._count_broadcast("keep", "value", value)
         return self.client.scatter(value, broadcast=True, hash=False)
 
+    def make(self, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """``function(*args)`` made by one task on a worker (``calaudit.scale.made``): a
+        handle the tasks receive in ``shared``; a lost value is made again by Dask from the
+        task's arguments (lineage), nothing is sent from here."""
+        return self.client.submit(function, *args, pure=False,
+                                  key=f"calaudit-made-{_name(function)}-{uuid.uuid4().hex[:12]}")
+
     def release(self, handle: Any) -> None:
         """Drop the workers' copies of a :meth:`keep` handle."""
         if isinstance(handle, shards.Shards):
