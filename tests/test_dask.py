@@ -92,6 +92,29 @@ def test_dask_executor_gives_the_serial_bytes(workers, serial, request):
     assert eventually(lambda: not client.who_has())
 
 
+def grid_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> dict:
+    """:func:`toy_partial`'s rows bounded and rounded to a grid of ``2^-20``: every sum
+    is exact (41 bits at most), so any order of addition gives the same bytes."""
+    rows = np.random.default_rng([11, start]).standard_normal((stop - start, 3))
+    values = np.round(np.clip(rows, -8.0, 8.0) * 2**20) / 2**20 * weights
+    return {"sum": values.sum(axis=0), "count": np.array(stop - start)}
+
+
+def test_exact_sums_are_added_on_the_workers_with_the_serial_bytes(two_workers, serial):
+    """11 ranges: the workers add groups of 8 and 3 (each last to first), the client
+    fetches the two totals only, and the bytes are the serial fold's; the check can fail:
+    sums that are not exact (:func:`toy_partial`) come out different."""
+    ranges = task_ranges(N_ROWS, TASK)
+    executor = DaskExecutor(two_workers)
+    result = executor.map_exact_sum(grid_partial, ranges, SHARED)
+    assert same_bytes(result, SerialExecutor().map_sum(grid_partial, ranges, SHARED))
+    assert executor.fetched_bytes < 3 * sum(np.asarray(v).nbytes for v in result.values())
+    with scale.using(SerialExecutor()):  # executors without it fall back to map_sum
+        assert same_bytes(scale.map_exact_sum(toy_partial, ranges, SHARED), serial)
+    assert not same_bytes(executor.map_exact_sum(toy_partial, ranges, SHARED), serial)
+    assert eventually(lambda: not two_workers.who_has())
+
+
 def test_reductions_sharing_names_do_not_release_each_others_data(one_worker, serial):
     """``shared`` goes to the cluster under fresh keys, not under its names: two
     reductions at once, both with ``weights``, each get their own."""

@@ -102,7 +102,7 @@ def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
 def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
     """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
     read by the tasks of their ranges."""
-    return scale.map_sum(pick_partial, task_ranges(rows.n),
+    return scale.map_exact_sum(pick_partial, task_ranges(rows.n),
                          {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
 
 
@@ -122,7 +122,7 @@ def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0
 
 def _largest(rows: Any, **shared: float) -> float:
     ranges = task_ranges(rows.n)
-    return float(np.max(scale.map_sum(max_partial, ranges,
+    return float(np.max(scale.map_exact_sum(max_partial, ranges,
                                       {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
@@ -176,7 +176,7 @@ class RowFeatures:
             if boot_rng is not None and n_resamples:
                 shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples,
                                                     stack))
-            total = scale.map_sum(label_partial, task_ranges(n),
+            total = scale.map_exact_sum(label_partial, task_ranges(n),
                                   {**shared, "rows": self.rows})
         return finish_pass(features, total, n, SCALE, b_cons)
 
