@@ -190,8 +190,9 @@ def test_tasks_in_flight_are_bounded_by_the_window(threads, serial):
     client = FakeClient(threads)
     executor = DaskExecutor(client)
     assert executor.window() == max(8, 4 * threads)
-    result = executor.map_sum(toy_partial, task_ranges(N_ROWS, TASK // 2), SHARED)
-    assert client.most == executor.window() < len(task_ranges(N_ROWS, TASK // 2))
+    ranges = task_ranges(N_ROWS, TASK // 8)  # 4 ranges per task: 21 tasks
+    result = executor.map_sum(toy_partial, ranges, SHARED)
+    assert client.most == executor.window() < len(ranges) // 4
     assert not client.live
     assert result["count"] == N_ROWS
 

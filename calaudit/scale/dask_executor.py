@@ -48,7 +48,7 @@ from calaudit.scale.blocks import _rows_of, fold, stack_rows
 from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import register_sizes, size_of
-from calaudit.scale.dask_sums import exact_sum, name_of
+from calaudit.scale.dask_sums import chunked, exact_sum, flattened, name_of
 from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
 from calaudit.scale.pair_blocks import PairBlocks
 
@@ -263,7 +263,9 @@ class DaskExecutor:
             broadcasts = Broadcasts(self.client, {**shared, **sharded},
                                     self._broadcast_counter(partial))
             arguments = {**shared, **sharded, **broadcasts.futures}
-            partials = self._in_order(partial, ranges, arguments, broadcasts)
+            spans = None if sharded else chunked(partial, ranges)  # no row blocks placed
+            partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
+                        else flattened(self._in_order(*spans, arguments, broadcasts)))
             try:
                 return combine(partials)
             finally:
@@ -306,7 +308,6 @@ class DaskExecutor:
         return placed
 
     def _broadcast_counter(self, partial: Partial) -> Callable[[str, Any], None]:
-        """What counts a value of ``partial``'s reduction sent to every worker."""
         return lambda key, value: self._count_broadcast(name_of(partial), key, value)
 
     def _count_broadcast(self, name: str, key: str, value: Any) -> None:
@@ -368,9 +369,8 @@ class DaskExecutor:
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
-        least ``MIN_WINDOW``). Partials wait on the workers until the fold takes them, so
-        this bounds the memory they hold (window x partial size) whatever the number of
-        ranges, even when a task is late (a straggler, a rerun after a lost worker)."""
+        least ``MIN_WINDOW``), which bounds the partials waiting on the workers whatever
+        the number of ranges, even behind a late task (a straggler, a rerun)."""
         threads = sum(self.client.nthreads().values())
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 

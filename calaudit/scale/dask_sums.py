@@ -1,4 +1,13 @@
-"""Exact sums added on the Dask workers: the client fetches one total per group of ranges.
+"""Fewer, larger Dask tasks for the reductions whose tasks read their own rows.
+
+**Ranges per task.** Each Dask task costs the client a few milliseconds whatever its size
+(submitting it, the scheduler's transitions, which run in the client process on a local
+cluster, fetching its result). When nothing of a reduction is placed as row blocks (its
+row source reads its own rows), :func:`chunked` makes one task of :data:`RANGES_PER_TASK`
+consecutive ranges: it returns their partials as a list, in range order, and the client
+folds them one by one as before, so the bytes do not change.
+
+**Exact sums added on the workers**; the client fetches one total per group of ranges.
 
 A reduction whose partial sums are **exact** (integer counts, values on fixed grids that
 never round, rows of disjoint ranges in their own slots: the random-feature passes of
@@ -33,6 +42,47 @@ from calaudit.scale.dask_waits import await_result, cluster_failure
 
 #: Consecutive ranges whose partials one task adds on a worker.
 GROUP = 8
+#: Consecutive ranges computed by one task of a reduction that reads its own rows.
+RANGES_PER_TASK = 4
+
+
+class Chunked:
+    """``func`` on the consecutive ranges of ``step`` rows of a task's span ``[start,
+    stop)``: their partials as a list, in range order."""
+
+    def __init__(self, func: Callable[..., Any], step: int) -> None:
+        self.func, self.step = func, int(step)
+
+    def __call__(self, start: int, stop: int, **shared: Any) -> list[Any]:
+        return [self.func(lo, min(lo + self.step, stop), **shared)
+                for lo in range(start, stop, self.step)]
+
+
+def chunked(partial: Callable[..., Any], ranges: list[tuple[int, int]]
+            ) -> tuple[Chunked, list[tuple[int, int]]] | None:
+    """``(Chunked(partial, step), spans)`` of consecutive ranges of ``step`` rows each
+    (the last one at most that), :data:`RANGES_PER_TASK` of them per span; ``None`` for
+    a single range or other ranges."""
+    first, step = ranges[0][0], ranges[0][1] - ranges[0][0]
+    regular = step > 0 and all(a == first + k * step and 0 < b - a <= step
+                               for k, (a, b) in enumerate(ranges)) and all(
+        b - a == step for a, b in ranges[:-1])
+    if len(ranges) < 2 or not regular:
+        return None
+    spans = [(ranges[i][0], ranges[min(i + RANGES_PER_TASK, len(ranges)) - 1][1])
+             for i in range(0, len(ranges), RANGES_PER_TASK)]
+    return Chunked(partial, step), spans
+
+
+def flattened(lists: Iterator[list[Any]]) -> Iterator[Any]:
+    """The items of ``lists`` in order (closing it when closed)."""
+    try:
+        for items in lists:
+            yield from items
+    finally:
+        close = getattr(lists, "close", None)
+        if close is not None:
+            close()
 
 
 def _identity(value: Any) -> Any:
