@@ -136,9 +136,8 @@ class DaskExecutor:
 
     def describe(self) -> str:
         """``Dask scheduler ADDRESS, N workers`` (for ``--verbose``)."""
-        info = self.client.scheduler_info()
-        return (f"Dask scheduler {info.get('address', '?')}, "
-                f"{len(info.get('workers', {}))} worker(s)")
+        info, at = self.client.scheduler_info(), "address"
+        return f"Dask scheduler {info.get(at, '?')}, {len(info.get('workers', {}))} worker(s)"
 
     def __repr__(self) -> str:
         return f"DaskExecutor({self.client!r}, retries={self.retries})"
@@ -263,7 +262,8 @@ class DaskExecutor:
             broadcasts = Broadcasts(self.client, {**shared, **sharded},
                                     self._broadcast_counter(partial))
             arguments = {**shared, **sharded, **broadcasts.futures}
-            spans = None if sharded else chunked(partial, ranges)  # no row blocks placed
+            blocked = any(isinstance(v, shards.Shards) for v in arguments.values())
+            spans = None if blocked else chunked(partial, ranges)  # no row blocks read
             partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
                         else flattened(self._in_order(*spans, arguments, broadcasts)))
             try:
