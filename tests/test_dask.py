@@ -115,6 +115,25 @@ def test_exact_sums_are_added_on_the_workers_with_the_serial_bytes(two_workers, 
     assert eventually(lambda: not two_workers.who_has())
 
 
+def table_partial(start: int, stop: int, *, table: np.ndarray) -> dict:
+    return {"rows": np.array(stop - start), "table": table.astype(np.float64)}
+
+
+def test_a_made_value_is_made_on_a_worker(two_workers):
+    """``scale.made``: the value itself in one process; on Dask a handle of a value a
+    task made on a worker, which the tasks read, released after the block."""
+    ranges = task_ranges(N_ROWS, TASK)
+    with scale.using(SerialExecutor()), scale.made(np.arange, 4) as value:
+        assert value.tolist() == [0, 1, 2, 3]
+    executor = DaskExecutor(two_workers)
+    with scale.using(executor), scale.made(np.arange, 4) as handle:
+        assert type(handle).__name__ == "Future"
+        total = scale.map_exact_sum(table_partial, ranges, {"table": handle})
+    assert total["rows"] == N_ROWS and total["table"].tolist() == [0, 11, 22, 33]
+    assert executor.placed_bytes == 0  # the table was never sent from here
+    assert eventually(lambda: not two_workers.who_has())
+
+
 def test_reductions_sharing_names_do_not_release_each_others_data(one_worker, serial):
     """``shared`` goes to the cluster under fresh keys, not under its names: two
     reductions at once, both with ``weights``, each get their own."""
