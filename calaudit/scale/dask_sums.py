@@ -113,8 +113,9 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
     handles = {k: v for k, v in shared.items() if _is_future(v)}
     plain = {k: v for k, v in shared.items() if k not in handles}
     values = client.submit(_identity, plain, pure=False, key=f"calaudit-{name}-{token}-shared")
-    for key, value in plain.items():
-        executor._count_broadcast(name, key, value)
+    for key, value in plain.items():  # a source reading its own rows is not counted
+        if not getattr(value, "reads_own_rows", False):  # (as in ``broadcasts.scatter``)
+            executor._count_broadcast(name, key, value)
     groups = [ranges[i:i + GROUP] for i in range(0, len(ranges), GROUP)]
     in_flight = max(2, executor.window() // GROUP)
 
