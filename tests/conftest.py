@@ -83,13 +83,14 @@ def audit_json(executor, *, n: int, seed: int, method: str, resamples: int,
 
 def dask_partials(monkeypatch) -> list[str]:
     """The names of the partials that go through ``DaskExecutor.map_sum`` (and
-    ``map_combine``, ``map_pairs``: the exact passes' block pairs) from now on (the list
+    ``map_exact_sum``, ``map_combine``, ``map_pairs``: the exact passes' block pairs) from
+    now on (the list
     fills as the reductions run): which reductions a test's run sent to Dask."""
     from calaudit.scale import DaskExecutor
 
     calls: list[str] = []
     original, pairs = DaskExecutor.map_sum, DaskExecutor.map_pairs
-    combined = DaskExecutor.map_combine
+    combined, exact = DaskExecutor.map_combine, DaskExecutor.map_exact_sum
 
     def counted(self, partial, ranges, shared):
         calls.append(getattr(partial, "__name__", ""))
@@ -106,6 +107,8 @@ def dask_partials(monkeypatch) -> list[str]:
     monkeypatch.setattr(DaskExecutor, "map_sum", counted)
     monkeypatch.setattr(DaskExecutor, "map_pairs", counted_pairs)
     monkeypatch.setattr(DaskExecutor, "map_combine", counted_combine)
+    monkeypatch.setattr(DaskExecutor, "map_exact_sum", lambda self, partial, *args: (
+        calls.append(getattr(partial, "__name__", "")), exact(self, partial, *args))[1])
     return calls
 
 

@@ -92,6 +92,48 @@ def test_dask_executor_gives_the_serial_bytes(workers, serial, request):
     assert eventually(lambda: not client.who_has())
 
 
+def grid_partial(start: int, stop: int, *, weights: np.ndarray, power: int) -> dict:
+    """:func:`toy_partial`'s rows bounded and rounded to a grid of ``2^-20``: every sum
+    is exact (41 bits at most), so any order of addition gives the same bytes."""
+    rows = np.random.default_rng([11, start]).standard_normal((stop - start, 3))
+    values = np.round(np.clip(rows, -8.0, 8.0) * 2**20) / 2**20 * weights
+    return {"sum": values.sum(axis=0), "count": np.array(stop - start)}
+
+
+def test_exact_sums_are_added_on_the_workers_with_the_serial_bytes(two_workers, serial):
+    """11 ranges: the workers add groups of 8 and 3 (each last to first), the client
+    fetches the two totals only, and the bytes are the serial fold's; the check can fail:
+    sums that are not exact (:func:`toy_partial`) come out different."""
+    ranges = task_ranges(N_ROWS, TASK)
+    executor = DaskExecutor(two_workers)
+    result = executor.map_exact_sum(grid_partial, ranges, SHARED)
+    assert same_bytes(result, SerialExecutor().map_sum(grid_partial, ranges, SHARED))
+    assert executor.fetched_bytes < 3 * sum(np.asarray(v).nbytes for v in result.values())
+    with scale.using(SerialExecutor()):  # executors without it fall back to map_sum
+        assert same_bytes(scale.map_exact_sum(toy_partial, ranges, SHARED), serial)
+    assert not same_bytes(executor.map_exact_sum(toy_partial, ranges, SHARED), serial)
+    assert eventually(lambda: not two_workers.who_has())
+
+
+def table_partial(start: int, stop: int, *, table: np.ndarray) -> dict:
+    return {"rows": np.array(stop - start), "table": table.astype(np.float64)}
+
+
+def test_a_made_value_is_made_on_a_worker(two_workers):
+    """``scale.made``: the value itself in one process; on Dask a handle of a value a
+    task made on a worker, which the tasks read, released after the block."""
+    ranges = task_ranges(N_ROWS, TASK)
+    with scale.using(SerialExecutor()), scale.made(np.arange, 4) as value:
+        assert value.tolist() == [0, 1, 2, 3]
+    executor = DaskExecutor(two_workers)
+    with scale.using(executor), scale.made(np.arange, 4) as handle:
+        assert type(handle).__name__ == "Future"
+        total = scale.map_exact_sum(table_partial, ranges, {"table": handle})
+    assert total["rows"] == N_ROWS and total["table"].tolist() == [0, 11, 22, 33]
+    assert executor.placed_bytes == 0  # the table was never sent from here
+    assert eventually(lambda: not two_workers.who_has())
+
+
 def test_reductions_sharing_names_do_not_release_each_others_data(one_worker, serial):
     """``shared`` goes to the cluster under fresh keys, not under its names: two
     reductions at once, both with ``weights``, each get their own."""
@@ -167,8 +209,9 @@ def test_tasks_in_flight_are_bounded_by_the_window(threads, serial):
     client = FakeClient(threads)
     executor = DaskExecutor(client)
     assert executor.window() == max(8, 4 * threads)
-    result = executor.map_sum(toy_partial, task_ranges(N_ROWS, TASK // 2), SHARED)
-    assert client.most == executor.window() < len(task_ranges(N_ROWS, TASK // 2))
+    ranges = task_ranges(N_ROWS, TASK // 8)  # 4 ranges per task: 21 tasks
+    result = executor.map_sum(toy_partial, ranges, SHARED)
+    assert client.most == executor.window() < len(ranges) // 4
     assert not client.live
     assert result["count"] == N_ROWS
 

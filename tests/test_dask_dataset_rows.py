@@ -145,33 +145,45 @@ def test_the_audit_on_two_workers_is_the_single_process_json(small, two_workers,
                     "label_partial", "pick_partial", "max_partial", "summary_partial",
                     "laws_partial", "spread_partial"):
         assert partial in calls
-    # placed as row blocks: the bootstrap's per-block draw totals only (B x 8 bytes per
-    # 4,096 rows), never the dataset's rows
-    assert 0 < executor.block_bytes < 2 * 19 * 8 * (6_000 // 4_096 + 1) * 8
+    # nothing placed from this process: the bootstrap's per-block draw totals are drawn
+    # by a task on a worker, the rows read by the tasks
+    assert executor.block_bytes == 0
 
 
 @dataclasses.dataclass(frozen=True)
 class KillingRows(DatasetRows):
-    """:class:`DatasetRows` whose worker process reading rows ``victim`` kills itself
-    (SIGKILL) the first time (``flag`` records its pid)."""
+    """:class:`DatasetRows` whose worker process reading rows ``victim`` for the
+    ``nth`` time with the SKCE feature pass's columns (``y``, ``proba``, ``residuals``)
+    kills itself (SIGKILL); ``flag`` counts those reads, then records the pid."""
 
     flag: str = ""
     victim: int = -1
+    nth: int = 1
 
     def read(self, start, stop, names):
-        if start == self.victim and not os.path.exists(self.flag):
-            Path(self.flag).write_text(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
+        if start == self.victim and list(names) == ["y", "proba", "residuals"]:
+            path = Path(self.flag)
+            text = path.read_text() if path.exists() else "0"
+            seen = self.nth if text.startswith("pid") else int(text)
+            if seen < self.nth:
+                path.write_text(str(seen + 1))
+            if seen + 1 == self.nth:
+                path.write_text(f"pid {os.getpid()}")
+                os.kill(os.getpid(), signal.SIGKILL)
         return super().read(start, stop, names)
 
 
 def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, monkeypatch,
                                                       tmp_path):
-    """A worker dies while a task of the clinical fits reads its rows: Dask reruns the
-    task from its spec (the source travels inside it), the result is the single-process
-    JSON, and the executor's own recovery of placed data never runs."""
+    """A worker dies while a task of the SKCE feature pass reads its rows (after the
+    approximation check's and the two grid reductions' reads of the same rows; the pass's
+    bootstrap totals were drawn by a task on a worker): Dask reruns what was lost from the
+    tasks' specs (the source travels inside them, the totals are made again from their
+    seed), the result is the single-process JSON, and the executor's own recovery of
+    placed data never runs."""
     import cloudpickle
 
+    from calaudit.audit.battery import SkceStage
     from calaudit.scale import broadcasts, shards
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -180,8 +192,8 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
             resent.append(_n), _o(*a, **k))[1])
-    config = AuditConfig(**CONFIG)
-    stages = (ClinicalStage(),)
+    config = AuditConfig(**CONFIG, n_features=64)  # a short SKCE stage
+    stages = (ClinicalStage(), SkceStage())
     single = canonical(run_audit(load(dataset), config, stages=stages))
     flag = tmp_path / "killed"
     executor = DaskExecutor(two_workers)
@@ -190,9 +202,9 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
         data = plan(dataset)
     fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
     data = dataclasses.replace(data, rows=KillingRows(
-        **fields, flag=str(flag), victim=scale.TASK_ROWS))
+        **fields, flag=str(flag), victim=scale.TASK_ROWS, nth=4))
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
-    assert int(flag.read_text()) in before  # a task did kill one of the workers
+    assert int(flag.read_text().split()[1]) in before  # a task did kill one of the workers
     assert canonical(result) == single
     assert resent == [] and executor.block_bytes == 0
     two_workers.wait_for_workers(2, timeout=60)

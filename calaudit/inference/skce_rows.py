@@ -22,11 +22,14 @@ source:
   n / blocksize`` floats, 4.8 bytes per row at blocksize 10).
 
 The bootstrap's per-block draw totals (a sequential multinomial, ``B`` x 8 bytes per
-4,096 rows) are still drawn in the client and placed as row blocks.
+4,096 rows) are drawn by one task where the partials run (:func:`calaudit.scale.made`):
+on Dask a worker draws them and every worker that runs the feature pass holds a copy;
+this process never does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -99,7 +102,7 @@ def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
 def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
     """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
     read by the tasks of their ranges."""
-    return scale.map_sum(pick_partial, task_ranges(rows.n),
+    return scale.map_exact_sum(pick_partial, task_ranges(rows.n),
                          {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
 
 
@@ -119,7 +122,7 @@ def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0
 
 def _largest(rows: Any, **shared: float) -> float:
     ranges = task_ranges(rows.n)
-    return float(np.max(scale.map_sum(max_partial, ranges,
+    return float(np.max(scale.map_exact_sum(max_partial, ranges,
                                       {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
@@ -149,6 +152,12 @@ def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
     return scale.map_combine(terms_partial, ranges, shared, combine_terms)
 
 
+def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
+    """The bootstrap's per-block draw totals of ``n`` rows
+    (:func:`calaudit.numerics.block_draws.block_totals`) as a table of row blocks."""
+    return BlockTable(block_totals(seed, name, n, n_boot), ROW_BLOCK, n)
+
+
 @dataclass(frozen=True)
 class RowFeatures:
     """:class:`calaudit.inference.feature_tests.SkceFeatures` of a binary row source."""
@@ -163,17 +172,23 @@ class RowFeatures:
         b_cons = n_resamples if consistency_rng is not None else 0
         seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
         shared = shared_labels(features, 1, seed, "skce_consistency", b_cons)
-        if boot_rng is not None and n_resamples:
-            shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples))
-        total = scale.map_sum(label_partial, task_ranges(n), {**shared, "rows": self.rows})
+        with contextlib.ExitStack() as stack:
+            if boot_rng is not None and n_resamples:
+                shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples,
+                                                    stack))
+            total = scale.map_exact_sum(label_partial, task_ranges(n),
+                                  {**shared, "rows": self.rows})
         return finish_pass(features, total, n, SCALE, b_cons)
 
-    def bootstrap_shared(self, seed: int, n_boot: int) -> dict[str, Any]:
+    def bootstrap_shared(self, seed: int, n_boot: int, stack: contextlib.ExitStack
+                         ) -> dict[str, Any]:
         """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source: the
         grids from two max-reductions over its residuals; the per-block totals drawn
-        here (row-blocked: on Dask each row block's entries only)."""
+        where the partials run (:func:`calaudit.scale.made`, held until ``stack``
+        exits)."""
         features, n = self.features, self.rows.n
-        totals = BlockTable(block_totals(seed, "skce_bootstrap", n, n_boot), ROW_BLOCK, n)
+        totals = stack.enter_context(scale.made(totals_table, seed, "skce_bootstrap", n,
+                                                n_boot))
         top = math.sqrt(1.0 / features.frequencies.shape[1]) + 2.0 ** -(features.grid + 1)
         grid = grid_exponent(top * max(_largest(self.rows), 1e-12) * (1 + 1e-9))
         slack = math.sqrt(features.n_features) * 2.0 ** -(grid + 1)

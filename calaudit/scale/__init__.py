@@ -6,12 +6,16 @@ position, partials added in range order) and run through the functions here, nev
 through an executor of its own:
 
 - :func:`map_sum`: ``partial(start, stop, **shared)`` for every range, summed in range
-  order; :func:`map_combine`: the partials handed in range order to a ``combine`` (laws
-  multiplied, sparse tables merged); :func:`map_rows`: per-row results, concatenated in range order;
+  order (:func:`map_exact_sum`: sums that are exact, added in any grouping);
+  :func:`map_combine`: the partials handed in range order to a ``combine`` (laws
+  multiplied, sparse tables merged); :func:`map_rows`: per-row results, concatenated in
+  range order;
   :func:`map_pairs`: the partials of pairs of row blocks, handed in pair order to a
   ``combine`` (the quadratic statistics' exact passes);
 - :func:`resident`: a row source (:mod:`calaudit.scale.sources`) placed once where the
-  partials run, for a block of several reductions (an iterative fit).
+  partials run, for a block of several reductions (an iterative fit);
+- :func:`made`: a value that is a function of a few small arguments (a seeded draw of a
+  global table) made where the partials run, never in this process on Dask.
 
 *Which* executor runs them is chosen once, by whoever owns the run (the audit runner, the
 command line, a library caller), with :func:`using`:
@@ -63,9 +67,10 @@ from calaudit.scale.threads import (
 __all__ = [
     "ArrayRows", "BlockTable", "DaskExecutor", "Partial", "ROW_BLOCK", "SerialExecutor",
     "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of", "current",
-    "fold", "fold_in_order", "in_task", "map_combine", "map_pairs", "map_rows", "map_sum",
-    "n_blocks", "one_blas_thread", "open_executor", "release_free_memory", "resident",
-    "stack_rows", "stream_key", "stream_seed", "task_ranges", "usable_cores", "using",
+    "fold", "fold_in_order", "in_task", "made", "map_combine", "map_exact_sum",
+    "map_pairs", "map_rows", "map_sum", "n_blocks", "one_blas_thread", "open_executor",
+    "release_free_memory", "resident", "stack_rows", "stream_key", "stream_seed",
+    "task_ranges", "usable_cores", "using",
 ]
 
 
@@ -101,6 +106,18 @@ def map_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
     """``partial(start, stop, **shared)`` for every range, summed in range order, on the
     executor in force (:func:`current`)."""
     return current().map_sum(partial, ranges, shared)
+
+
+def map_exact_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
+                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
+    """:func:`map_sum` of a partial whose sums are exact (integer counts, values on fixed
+    grids that never round, rows in disjoint slots): any order of addition gives the same
+    bytes, so an executor may add them where they are computed (Dask: groups of ranges
+    added on the workers, :mod:`calaudit.scale.dask_sums`; the client fetches one total
+    per group). A partial given here must be exact: the tests compare the bytes."""
+    executor = current()
+    exact = getattr(executor, "map_exact_sum", None)
+    return (exact if exact is not None else executor.map_sum)(partial, ranges, shared)
 
 
 def map_combine(partial: Partial, ranges: Sequence[tuple[int, int]],
@@ -139,6 +156,25 @@ def resident(source: Any) -> Iterator[Any]:
         yield source
         return
     handle = keep(source)
+    try:
+        yield handle
+    finally:
+        executor.release(handle)
+
+
+@contextlib.contextmanager
+def made(function: Callable[..., Any], *args: Any) -> Iterator[Any]:
+    """``function(*args)`` (a pure function of small arguments, e.g. a seeded draw) as the
+    reductions of the block should receive it in ``shared``: the value itself in this
+    process; on an executor with ``make`` (Dask) a handle to the value made by one task
+    on a worker (the caller never holds it; Dask makes it again from its arguments if the
+    worker is lost), dropped when the block exits."""
+    executor = current()
+    make = getattr(executor, "make", None)
+    if make is None:
+        yield function(*args)
+        return
+    handle = make(function, args)
     try:
         yield handle
     finally:

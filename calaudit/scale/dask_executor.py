@@ -11,20 +11,18 @@ who computes the partials, fixes the result: a Dask run folds in range order on 
 client and gives the serial executor's bytes whatever the number of workers.
 
 :class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
-(or of :meth:`keep`) as fixed row blocks, each on one worker, and gives each task only its
-range's blocks (:mod:`calaudit.scale.shards`: a lost block is sent again from the
-client and its tasks resubmitted); it scatters the rest of ``shared`` (small values,
-recorded in ``broadcasts``) once to every worker (a broadcast: each task reads its
-worker's copy; :mod:`calaudit.scale.broadcasts` sends a value again when every worker
-holding it was lost), submits one task per range with ``retries`` (a partial is a pure
-function of ``(start, stop, shared)``, so re-running it after a lost worker or a transient
-error changes nothing), and fetches the partials one at a time in range order, so the
-client holds the running total and one partial. At most a window of tasks (a few per
-worker thread) is in flight ahead of the fold, so the partials waiting on the workers are
-bounded too, whatever the number of ranges. A per-row map (:meth:`DaskExecutor.map_rows`:
-each task returns its range's rows, e.g. a kernel sum at every row) runs the same way and
-concatenates the partials in range order instead of adding them. Dask itself is not
-imported here: the executor drives the ``distributed.Client`` it is given.
+(or of :meth:`keep`) as fixed row blocks, each on one worker, a task getting its range's
+blocks only (:mod:`calaudit.scale.shards`: a lost block is sent again from the client);
+it scatters the rest of ``shared`` (small values, recorded in ``broadcasts``) once to every
+worker (:mod:`calaudit.scale.broadcasts` sends a value again when every worker holding it
+was lost), submits one task per range with ``retries`` (a partial is a pure function of
+``(start, stop, shared)``: re-running it changes nothing), and fetches the partials one at
+a time in range order: the client holds the running total and one partial, and at most a
+window of tasks (a few per worker thread) is in flight ahead of the fold. A per-row map
+(:meth:`DaskExecutor.map_rows`) concatenates the partials in range order instead. Exact
+sums (:meth:`DaskExecutor.map_exact_sum`) are added on the workers, every input a task
+(:mod:`calaudit.scale.dask_sums`). Dask is not imported here: the executor drives the
+``distributed.Client`` it is given.
 
 A **block-pair** pass (:meth:`DaskExecutor.map_pairs`: the exact quadratic statistics of
 ``calaudit.numerics.pairwise``) is not a broadcast: each fixed row block's inputs are one
@@ -50,6 +48,7 @@ from calaudit.scale.blocks import _rows_of, fold, stack_rows
 from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import register_sizes, size_of
+from calaudit.scale.dask_sums import chunked, exact_sum, flattened, name_of
 from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
 from calaudit.scale.pair_blocks import PairBlocks
 
@@ -61,9 +60,8 @@ RETRIES = 3
 #: Tasks in flight per worker thread, and at least (:meth:`DaskExecutor.window`).
 WINDOW_PER_THREAD = 4
 MIN_WINDOW = 8
-#: Row blocks per side of a task of the pairwise engine on Dask: 2 x 1024 rows, so a
-#: task is 4 kernel blocks (about 0.15 s of a worker at 500 columns) against a few ms of
-#: client and scheduler CPU per task.
+#: Row blocks per side of a task of the pairwise engine on Dask: 2 x 1024 rows, 4 kernel
+#: blocks (0.15 s of a worker at 500 columns) against a few ms of client CPU per task.
 PAIR_GROUP = 2
 #: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
 PAIR_WINDOW_PER_THREAD = 2
@@ -71,8 +69,7 @@ PAIR_WINDOW_PER_THREAD = 2
 LOST_BLOCK_ROUNDS = 10
 
 
-#: The in-order fold of the partials: the serial executor's rule, so a Dask run gives the
-#: same bytes as :class:`calaudit.scale.SerialExecutor`.
+#: The in-order fold of the partials: the serial executor's rule (the same bytes).
 fold_in_order = fold
 
 
@@ -91,8 +88,7 @@ def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: An
 
 
 def _restore(broadcasts: Broadcasts, shared: dict[str, Any]) -> list[str]:
-    """Send again the broadcast values the cluster lost (``shared`` then holds the new
-    handles); their names. A failure to send is left to the task's own failure."""
+    """Send the broadcast values the cluster lost again (into ``shared``); their names."""
     try:
         names = broadcasts.restore()
     except Exception:  # noqa: BLE001 - the caller reports the task's failure
@@ -101,16 +97,9 @@ def _restore(broadcasts: Broadcasts, shared: dict[str, Any]) -> list[str]:
     return names
 
 
-def _name(partial: Partial) -> str:
-    inner = getattr(partial, "func", partial)  # functools.partial
-    return str(getattr(inner, "__name__", type(inner).__name__))
-
-
 class DaskExecutor:
-    """Run row reductions on the Dask cluster behind ``client`` (a
-    ``distributed.Client``); :meth:`map_sum` has the signature and the result of
-    ``SerialExecutor.map_sum``.
-
+    """Row reductions on the Dask cluster behind ``client`` (a ``distributed.Client``),
+    with the signatures and results of :class:`~calaudit.scale.SerialExecutor`.
     >>> with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:  # doctest: +SKIP
     ...     config = AuditConfig(executor=DaskExecutor(client))
     """
@@ -147,9 +136,8 @@ class DaskExecutor:
 
     def describe(self) -> str:
         """``Dask scheduler ADDRESS, N workers`` (for ``--verbose``)."""
-        info = self.client.scheduler_info()
-        return (f"Dask scheduler {info.get('address', '?')}, "
-                f"{len(info.get('workers', {}))} worker(s)")
+        info, at = self.client.scheduler_info(), "address"
+        return f"Dask scheduler {info.get(at, '?')}, {len(info.get('workers', {}))} worker(s)"
 
     def __repr__(self) -> str:
         return f"DaskExecutor({self.client!r}, retries={self.retries})"
@@ -160,6 +148,12 @@ class DaskExecutor:
         computed on the cluster: ``shared`` is sent to each worker once, one task per
         range. Pending tasks are cancelled if the fold stops (an error, Ctrl-C)."""
         return self._combine(fold_in_order, partial, ranges, shared)
+
+    def map_exact_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                      shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """:meth:`map_sum` of a partial whose sums are exact, groups of ranges added on
+        the workers (:func:`calaudit.scale.dask_sums.exact_sum`)."""
+        return exact_sum(self, partial, ranges, shared)
 
     def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                     shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
@@ -205,7 +199,7 @@ class DaskExecutor:
         ``retries`` times per pair)."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
-        token, name = uuid.uuid4().hex[:12], _name(partial)
+        token, name = uuid.uuid4().hex[:12], name_of(partial)
         pending: deque[list[Any]] = deque()  # [index, future, generations]
 
         def generations() -> tuple[int, int]:
@@ -268,7 +262,10 @@ class DaskExecutor:
             broadcasts = Broadcasts(self.client, {**shared, **sharded},
                                     self._broadcast_counter(partial))
             arguments = {**shared, **sharded, **broadcasts.futures}
-            partials = self._in_order(partial, ranges, arguments, broadcasts)
+            blocked = any(isinstance(v, shards.Shards) for v in arguments.values())
+            spans = None if blocked else chunked(partial, ranges)  # no row blocks read
+            partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
+                        else flattened(self._in_order(*spans, arguments, broadcasts)))
             try:
                 return combine(partials)
             finally:
@@ -290,6 +287,12 @@ class DaskExecutor:
         self._count_broadcast("keep", "value", value)
         return self.client.scatter(value, broadcast=True, hash=False)
 
+    def make(self, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """``function(*args)`` made by a task on a worker (``calaudit.scale.made``; Dask
+        makes a lost value again from the arguments)."""
+        return self.client.submit(function, *args, pure=False,
+                                  key=f"calaudit-made-{name_of(function)}-{uuid.uuid4().hex}")
+
     def release(self, handle: Any) -> None:
         """Drop the workers' copies of a :meth:`keep` handle."""
         if isinstance(handle, shards.Shards):
@@ -305,8 +308,7 @@ class DaskExecutor:
         return placed
 
     def _broadcast_counter(self, partial: Partial) -> Callable[[str, Any], None]:
-        """What counts a value of ``partial``'s reduction sent to every worker."""
-        return lambda key, value: self._count_broadcast(_name(partial), key, value)
+        return lambda key, value: self._count_broadcast(name_of(partial), key, value)
 
     def _count_broadcast(self, name: str, key: str, value: Any) -> None:
         """Count ``value`` (``shared[key]`` of ``name``) sent to every worker."""
@@ -315,8 +317,7 @@ class DaskExecutor:
         self.broadcasts.append((name, key, size))
 
     def _count_placed(self, value: Any) -> None:
-        """Count ``value`` (a block of :meth:`map_pairs` just placed, on one worker) in
-        :meth:`traffic`."""
+        """Count a block of :meth:`map_pairs` just placed (on one worker)."""
         self._count_blocks(size_of(value))
 
     def _count_blocks(self, nbytes: int) -> None:
@@ -354,9 +355,9 @@ class DaskExecutor:
                     if broadcasts is not None:
                         arguments.update(broadcasts.futures)
                 except shards.LostBlocks as lost:
-                    resent, failure = None, cluster_failure(lost, _name(partial), start, stop)
+                    resent, failure = None, cluster_failure(lost, name_of(partial), start, stop)
                 else:
-                    failure = cluster_failure(exc, _name(partial), start, stop)
+                    failure = cluster_failure(exc, name_of(partial), start, stop)
                 if resent is None:
                     if failure is exc:
                         raise
@@ -368,9 +369,8 @@ class DaskExecutor:
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
-        least ``MIN_WINDOW``). Partials wait on the workers until the fold takes them, so
-        this bounds the memory they hold (window x partial size) whatever the number of
-        ranges, even when a task is late (a straggler, a rerun after a lost worker)."""
+        least ``MIN_WINDOW``), which bounds the partials waiting on the workers whatever
+        the number of ranges, even behind a late task (a straggler, a rerun)."""
         threads = sum(self.client.nthreads().values())
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 
@@ -379,7 +379,7 @@ class DaskExecutor:
                   ) -> Iterator[Mapping[str, np.ndarray]]:
         """The partials in range order, at most :meth:`window` tasks in flight, each
         released on the cluster once fetched."""
-        token, window, name = uuid.uuid4().hex[:12], self.window(), _name(partial)
+        token, window, name = uuid.uuid4().hex[:12], self.window(), name_of(partial)
         pending: deque[Any] = deque()
         submitted = 0
         try:
