@@ -185,3 +185,29 @@ def test_auto_sends_a_weighted_audit_over_budget_to_the_features() -> None:
     assert "exact_budget_seconds" in computation["reason"]
     assert local["status"] in ("PASS", "FAIL") and 0 < local["p_value"] <= 1
     assert local["params"]["klce2"] == result["local"]["klce"]["statistic"]
+
+
+def test_the_weighted_feature_lcb_sums_are_the_repeated_rows_sums() -> None:
+    """Frequency weights: ``(K (w r), K w)`` on the features is the repeated rows'
+    ``(K r, K 1)`` with the same features and cells (float32 GEMMs: to 1e-5)."""
+    from calaudit.local.lcb_cells import CellKernel
+    from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products
+
+    rng = np.random.default_rng(4)
+    n = 300
+    z, cells = rng.normal(size=(n, 2)), rng.integers(0, 3, n).astype(np.int16)
+    matrix = np.where(np.eye(3) > 0, 1.0, 0.2)
+    r, w = rng.normal(size=n), rng.integers(0, 4, n).astype(float)
+    rows = np.repeat(np.arange(n), w.astype(np.int64))
+    weighted, mass = feature_kernel_sums(CellKernel(z, cells, matrix), r, 256, 3, w)
+    plain, ones = feature_kernel_sums(CellKernel(z[rows], cells[rows], matrix), r[rows], 256, 3)
+    first = np.searchsorted(rows, np.arange(n))[w > 0]
+    assert np.allclose(weighted[w > 0], plain[first], rtol=0, atol=1e-4 * np.abs(plain).max())
+    kept = ones[first] > 1.0  # above the floors (a tenth of the mean row weight)
+    assert np.allclose(mass[w > 0][kept], ones[first][kept], rtol=1e-5, atol=1e-4)
+    at = np.flatnonzero(w > 0)[:20]
+    se = feature_row_products(CellKernel(z, cells, matrix), at, r, mass, np.zeros((n, 0)),
+                              256, 3, meat=w).se
+    want = feature_row_products(CellKernel(z[rows], cells[rows], matrix), first[:20],
+                                r[rows], ones, np.zeros((rows.size, 0)), 256, 3).se
+    assert np.allclose(se, want, rtol=1e-4)

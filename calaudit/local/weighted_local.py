@@ -70,15 +70,40 @@ def weighted_median(values: NDArray[np.float64], weights: NDArray[np.float64],
                     frequency: bool) -> float:
     """Median of ``values`` counted ``weights`` times: for whole-number weights the
     ``np.median`` of the repeated values, else the smallest value whose cumulative weight
-    reaches half."""
-    order = np.argsort(values, kind="stable")
-    sorted_values, cumulative = values[order], np.cumsum(weights[order])
+    reaches half (:func:`weighted_rank_value`: O(n) selection, no full sort)."""
+    total = float(np.sum(weights))
     if not frequency:
-        return float(sorted_values[np.searchsorted(cumulative, cumulative[-1] / 2.0)])
-    total = int(round(float(cumulative[-1])))
-    ranks = (total // 2,) if total % 2 else (total // 2 - 1, total // 2)
-    picked = [sorted_values[np.searchsorted(cumulative, rank, side="right")] for rank in ranks]
-    return float(np.mean(picked))
+        return weighted_rank_value(values, weights, total / 2.0, strict=False)
+    units = int(round(total))
+    ranks = (units // 2,) if units % 2 else (units // 2 - 1, units // 2)
+    return float(np.mean([weighted_rank_value(values, weights, rank, strict=True)
+                          for rank in ranks]))
+
+
+def weighted_rank_value(values: NDArray[np.float64], weights: NDArray[np.float64],
+                        target: float, strict: bool, sort_below: int = 4096) -> float:
+    """The smallest value ``v`` whose weight ``W(<= v)`` exceeds ``target`` (``strict``)
+    or reaches it: quickselect on the median of the values left (each round keeps the
+    side holding ``v``, so O(n) in all), the last ``sort_below`` values sorted."""
+    def reached(weight: float) -> bool:
+        return weight > target if strict else weight >= target
+
+    below = 0.0
+    while values.size > sort_below:
+        pivot = np.partition(values, values.size // 2)[values.size // 2]
+        less = values < pivot
+        upto = values <= pivot
+        if reached(below + float(weights[less].sum())):
+            values, weights = values[less], weights[less]
+        elif reached(below + float(weights[upto].sum())):
+            return float(pivot)
+        else:
+            below += float(weights[upto].sum())
+            values, weights = values[~upto], weights[~upto]
+    order = np.argsort(values, kind="stable")
+    cumulative = below + np.cumsum(weights[order])
+    at = np.searchsorted(cumulative, target, side="right" if strict else "left")
+    return float(values[order][min(at, values.size - 1)])
 
 
 def median_nonzero_squared(x: NDArray[np.float64], weights: NDArray[np.float64],
