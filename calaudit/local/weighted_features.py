@@ -50,7 +50,7 @@ from calaudit.local.aggregate_test import level_codes, member_values
 from calaudit.local.score_members import ScoreMembers
 from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.scale import block_rng, blocks, map_sum, task_ranges
+from calaudit.scale import block_rng, blocks, map_sum, one_blas_thread, task_ranges
 
 
 def klce_values(features: FourierFeatures, z: NDArray[np.float64], y_true: NDArray,
@@ -66,27 +66,34 @@ def klce_values(features: FourierFeatures, z: NDArray[np.float64], y_true: NDArr
     return unbiased * (0.5 if y_proba.shape[1] == 2 else 1.0)
 
 
-def block_counts(y: NDArray, y_proba: NDArray[np.float64], weights: Any, lowest: int,
-                 rng: np.random.Generator | None, n_resamples: int
-                 ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
-    """One row block's rows of positive weight in the order the feature pass draws them,
-    their weighted residual sums ``R`` (rows, m, 1 + B) (column 0 the observed labels,
-    then the redraws of ``rng``; the same counts as :func:`~calaudit.inference.
-    weighted_skce_features.block_sums`) and their factors ``alpha``."""
+def drawn_rows(y_proba: NDArray[np.float64], weights: Any, lowest: int
+               ) -> tuple[NDArray[np.intp], NDArray, NDArray, NDArray]:
+    """One row block's rows of positive weight in the order the feature pass draws them
+    (:func:`~calaudit.inference.weighted_skce_features.block_sums`: by exponent group,
+    then units) and their ``alpha``, null law ``q`` and units ``t``."""
     alpha, law, units, _ = row_terms(y_proba, weights)
     kept = np.flatnonzero(alpha > 0)
     exponent = group_exponents(alpha[kept], lowest)
     rows = kept[np.lexsort((units[kept], exponent))]
-    t = units[rows]
+    return rows, alpha[rows], law[rows], units[rows]
+
+
+def block_counts(y: NDArray, y_proba: NDArray[np.float64], weights: Any, lowest: int,
+                 rng: np.random.Generator | None, n_resamples: int
+                 ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
+    """One block's :func:`drawn_rows`, their weighted residual sums ``R`` (rows, m, 1 + B)
+    (column 0 the observed labels, then the redraws of ``rng``: the same counts as the
+    feature pass) and their factors ``alpha``."""
+    rows, alpha, law, t = drawn_rows(y_proba, weights, lowest)
     m = y_proba.shape[1]
     counts = np.empty((rows.size, m, 1 + n_resamples))
-    for k, drawn in enumerate(label_counts(rng, y[rows], t.astype(np.int64), law[rows],
+    for k, drawn in enumerate(label_counts(rng, y[rows], t.astype(np.int64), law,
                                            n_resamples), start=1):
         counts[:, k] = drawn
     counts[:, 0] = t[:, None] - counts[:, 1:].sum(axis=1)
-    counts -= (t[:, None] * law[rows])[:, :, None]
-    counts *= alpha[rows][:, None, None]
-    return rows, counts, alpha[rows]
+    counts -= (t[:, None] * law)[:, :, None]
+    counts *= alpha[:, None, None]
+    return rows, counts, alpha
 
 
 def slice_weights(weights: Any, lo: int, hi: int) -> Any:
@@ -109,15 +116,25 @@ def level_sums_partial(start: int, stop: int, *, y_true: NDArray, y_proba: NDArr
         out["top"] = np.zeros((n_levels, 1 + n_resamples))
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
-        rows, residual, _ = block_counts(y_true[lo:hi], y_proba[lo:hi],
-                                         slice_weights(weights, lo, hi), lowest, rng,
+        here = slice_weights(weights, lo, hi)
+        if m == 2:  # R = alpha (K - t q): one float64 product with the level indicators
+            rows, alpha, law, t = drawn_rows(y_proba[lo:hi], here, lowest)
+            spread = np.zeros((n_levels, rows.size))
+            for column in codes[lo:hi][rows].T:
+                spread[column, np.arange(rows.size)] = alpha
+            drawn = next(label_counts(rng, y_true[lo:hi][rows], t.astype(np.int64), law,
+                                      n_resamples))
+            with one_blas_thread():
+                out["sums"][:, 0] += spread @ drawn.astype(np.float64)
+                out["sums"][:, 0] -= (spread @ (t * law[:, 1]))[:, None]
+            continue
+        rows, residual, _ = block_counts(y_true[lo:hi], y_proba[lo:hi], here, lowest, rng,
                                          n_resamples)
         d = codes.shape[1]
         h_t = sparse.csr_matrix((np.ones(rows.size * d), (
             codes[lo:hi][rows].ravel(), np.repeat(np.arange(rows.size), d))),
             shape=(n_levels, rows.size))
-        picked = residual[:, 1:] if m == 2 else residual
-        out["sums"] += np.asarray(h_t @ picked.reshape(rows.size, -1)).reshape(
+        out["sums"] += np.asarray(h_t @ residual.reshape(rows.size, -1)).reshape(
             n_levels, classes, -1)
         if top is not None:
             chosen = residual[np.arange(rows.size), top[lo:hi][rows], :]

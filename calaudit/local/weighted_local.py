@@ -31,10 +31,10 @@ from numpy.typing import NDArray
 from scipy.spatial.distance import pdist
 
 from calaudit import registry
+from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local import aggregate_test as aggregate
 from calaudit.local.aggregate import combine
 from calaudit.local.bandwidth import GaussianBandwidth
-from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
