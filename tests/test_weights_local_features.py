@@ -183,6 +183,9 @@ def test_auto_sends_a_weighted_audit_over_budget_to_the_features() -> None:
     computation = local["params"]["computation"]
     assert computation["method"] == "features" and computation["n_features"] == 128
     assert "exact_budget_seconds" in computation["reason"]
+    approximation = computation["approximation"]
+    assert approximation["subsample_rows"] == 1500
+    assert abs(approximation["difference"]) < 0.5 * abs(approximation["exact"]) + 1e-4
     assert local["status"] in ("PASS", "FAIL") and 0 < local["p_value"] <= 1
     assert local["params"]["klce2"] == result["local"]["klce"]["statistic"]
 

@@ -96,10 +96,10 @@ def block_counts(y: NDArray, y_proba: NDArray[np.float64], weights: Any, lowest:
     return rows, counts, alpha
 
 
-def slice_weights(weights: Any, lo: int, hi: int) -> Any:
-    """The weights of rows ``[lo, hi)``."""
-    rate = None if weights.negative_rate is None else weights.negative_rate[lo:hi]
-    return dataclasses.replace(weights, design=weights.design[lo:hi], negative_rate=rate)
+def row_weights(weights: Any, rows: slice | NDArray[np.intp]) -> Any:
+    """The weights of ``rows`` (a slice or row indices)."""
+    rate = None if weights.negative_rate is None else weights.negative_rate[rows]
+    return dataclasses.replace(weights, design=weights.design[rows], negative_rate=rate)
 
 
 def level_sums_partial(start: int, stop: int, *, y_true: NDArray, y_proba: NDArray,
@@ -116,7 +116,7 @@ def level_sums_partial(start: int, stop: int, *, y_true: NDArray, y_proba: NDArr
         out["top"] = np.zeros((n_levels, 1 + n_resamples))
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
-        here = slice_weights(weights, lo, hi)
+        here = row_weights(weights, slice(lo, hi))
         if m == 2:  # R = alpha (K - t q): one float64 product with the level indicators
             rows, alpha, law, t = drawn_rows(y_proba[lo:hi], here, lowest)
             spread = np.zeros((n_levels, rows.size))

@@ -39,10 +39,11 @@ from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
 from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.kernel_tests import MAX_PER_CLASS, inconclusive
+from calaudit.local.kernel_tests import APPROXIMATION_ROWS, MAX_PER_CLASS, inconclusive
+from calaudit.local.lcb import plot_points
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
-from calaudit.local.weighted_features import feature_resampled, klce_values
+from calaudit.local.weighted_features import feature_resampled, klce_values, row_weights
 from calaudit.local.weighted_klce import (
     VectorUnits,
     WeightedUnits,
@@ -229,6 +230,28 @@ class WeightedLocalTests:
                                     fixed=LOCAL_STAGE_SECONDS, dims=self.gram.features.shape[1])
         self.features = None if not self.choice.features else product_features(
             self.gram.features, self.choice.n_features, self.choice.frequency_seed)
+        self.computation = self.choice.to_params()
+        if self.features is not None:
+            self.computation["approximation"] = self.approximation()
+
+    def approximation(self) -> dict[str, Any]:
+        """Feature vs exact ``KLCE^2_w`` of the observed labels on a seeded subsample of
+        :data:`~calaudit.local.kernel_tests.APPROXIMATION_ROWS` rows, and the feature
+        kernel's errors over its pairs."""
+        rows = plot_points(self.data.n, APPROXIMATION_ROWS, self.streams["features"])
+        z, y = self.gram.features[rows], self.data.y_true[rows]
+        proba, weights = np.asarray(self.data.y_proba)[rows], row_weights(self.data.weights, rows)
+        units = (WeightedUnits.of(weights, proba[:, 1]) if self.data.is_binary
+                 else VectorUnits.of(weights, proba))
+        exact = GaussianProductGram(z)
+        feature = float(klce_values(self.features, z, y, proba, weights)[0])
+        value = weighted_klce2(exact, y, units)
+        diff = self.features.kernel_matrix(z, z) - exact.block(slice(0, rows.size),
+                                                               slice(0, rows.size))
+        return {"subsample_rows": int(rows.size), "exact": value, "features": feature,
+                "difference": feature - value,
+                "kernel_rms_error": float(np.sqrt(np.mean(diff * diff))),
+                "kernel_max_error": float(np.max(np.abs(diff)))}
 
     def kernel_params(self) -> dict[str, Any]:
         weights = self.data.weights
@@ -238,7 +261,7 @@ class WeightedLocalTests:
                 "normalisation":
                     "1 / (A^2 - S2): pairs of distinct weighted units",
                 "weights": weights.kind, "label_dependent": weights.label_dependent,
-                "computation": self.choice.to_params()}
+                "computation": self.computation}
 
     def too_small(self) -> str:
         """Why the weighted sample is too small for a local test ('' if it is not)."""
