@@ -214,3 +214,19 @@ def test_the_weighted_feature_lcb_sums_are_the_repeated_rows_sums() -> None:
     want = feature_row_products(CellKernel(z[rows], cells[rows], matrix), first[:20],
                                 r[rows], ones, np.zeros((rows.size, 0)), 256, 3).se
     assert np.allclose(se, want, rtol=1e-4)
+
+
+def test_a_weighted_multiclass_audit_on_features_tests_every_class() -> None:
+    rng = np.random.default_rng(6)
+    n = 600
+    proba = rng.dirichlet(np.ones(3) * 2, n)
+    y = np.array([rng.choice(3, p=row) for row in proba], dtype=np.int64)
+    data = CalibrationData.from_arrays(y, proba, sample_weight=rng.integers(1, 4, n),
+                                       covariates={"age": rng.normal(50, 10, n)})
+    config = calaudit.AuditConfig(n_resamples=19, method="features", n_features=64,
+                                  local=LocalConfig(n_resamples=19, diagnostics=False))
+    result = calaudit.run_audit(data, config).to_dict()
+    local = {t["id"]: t for t in result["tests"]}["local_consistency"]
+    assert local["params"]["computation"]["method"] == "features"
+    views = result["local"]["klce"]["per_class"]
+    assert len(views) == 3 and all(0 < v["p_value"] <= 1 for v in views)
