@@ -37,10 +37,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.weighted_skce_features import (
     STREAM,
     exponent_groups,
     feature_values,
+    gemm_pieces,
     group_exponents,
     label_counts,
     row_terms,
@@ -48,9 +50,9 @@ from calaudit.inference.weighted_skce_features import (
 from calaudit.local.aggregate import AggregateResult, combine
 from calaudit.local.aggregate_test import level_codes, member_values
 from calaudit.local.score_members import ScoreMembers
-from calaudit.numerics.features import FourierFeatures
+from calaudit.numerics.features import FourierFeatures, exact_parts, exact_products
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.scale import block_rng, blocks, map_sum, one_blas_thread, task_ranges
+from calaudit.scale import block_rng, blocks, map_sum, task_ranges
 
 
 def klce_values(features: FourierFeatures, z: NDArray[np.float64], y_true: NDArray,
@@ -104,29 +106,39 @@ def row_weights(weights: Any, rows: slice | NDArray[np.intp]) -> Any:
 
 def level_sums_partial(start: int, stop: int, *, y_true: NDArray, y_proba: NDArray,
                        weights: Any, lowest: int, codes: NDArray[np.int32], n_levels: int,
-                       top: NDArray[np.intp] | None, seed: int, n_resamples: int
-                       ) -> dict[str, NDArray]:
+                       top: NDArray[np.intp] | None, seed: int, n_resamples: int,
+                       alpha_bound: float = 1.0) -> dict[str, NDArray]:
     """Per covariate level the weighted residual sums of rows ``[start, stop)``:
     ``"sums"`` (L, classes, 1 + B) (binary: the positive class's ``R``), with ``top`` the
-    sums of the top-label entries ``R_{i, argmax p_i}`` (``"top"`` (L, 1 + B))."""
+    sums of the top-label entries ``R_{i, argmax p_i}`` (``"top"`` (L, 1 + B)). Binary:
+    ``sum alpha_i K_i`` per level by exact float32 GEMMs of the exact parts of ``alpha``
+    (``alpha_bound`` their bound) against the counts, and ``sum alpha_i t_i q_i`` apart
+    (``"expected"``)."""
     m = y_proba.shape[1]
     classes = 1 if m == 2 else m
     out = {"sums": np.zeros((n_levels, classes, 1 + n_resamples))}
     if top is not None:
         out["top"] = np.zeros((n_levels, 1 + n_resamples))
+    if m == 2:
+        out["expected"] = np.zeros(n_levels)
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
         here = row_weights(weights, slice(lo, hi))
-        if m == 2:  # R = alpha (K - t q): one float64 product with the level indicators
+        if m == 2:  # R = alpha (K - t q): float32 GEMMs of alpha's exact parts by level
             rows, alpha, law, t = drawn_rows(y_proba[lo:hi], here, lowest)
-            spread = np.zeros((n_levels, rows.size))
-            for column in codes[lo:hi][rows].T:
-                spread[column, np.arange(rows.size)] = alpha
-            drawn = next(label_counts(rng, y_true[lo:hi][rows], t.astype(np.int64), law,
-                                      n_resamples))
-            with one_blas_thread():
-                out["sums"][:, 0] += spread @ drawn.astype(np.float64)
-                out["sums"][:, 0] -= (spread @ (t * law[:, 1]))[:, None]
+            parts = exact_parts(alpha, alpha_bound, PARTS)
+            placed = np.zeros((rows.size, n_levels, PARTS), dtype=np.float32)
+            level = codes[lo:hi][rows]
+            for column in level.T:
+                placed[np.arange(rows.size), column] = parts.T
+                out["expected"] += np.bincount(column, alpha * t * law[:, 1],
+                                               minlength=n_levels)
+            placed = placed.reshape(rows.size, -1)
+            units = t.astype(np.int64)
+            drawn = next(label_counts(rng, y_true[lo:hi][rows], units, law, n_resamples))
+            for first, last, _, total in gemm_pieces(np.zeros(rows.size, np.int64), units):
+                product = exact_products(placed[first:last], drawn[first:last], total)
+                out["sums"][:, 0] += product.reshape(n_levels, PARTS, -1).sum(axis=1)
             continue
         rows, residual, _ = block_counts(y_true[lo:hi], y_proba[lo:hi], here, lowest, rng,
                                          n_resamples)
@@ -154,9 +166,10 @@ def level_sums(y_true: NDArray, y_proba: NDArray[np.float64], weights: Any,
         "y_true": np.asarray(y_true, dtype=np.int64), "y_proba": y_proba,
         "weights": weights, "lowest": int(exponent_groups(alpha)[0]),
         "codes": np.asarray(codes, dtype=np.int32), "n_levels": int(n_levels), "top": top,
-        "seed": int(seed), "n_resamples": int(n_resamples)})
+        "seed": int(seed), "n_resamples": int(n_resamples),
+        "alpha_bound": float(np.max(alpha, initial=1.0))})
     if y_proba.shape[1] == 2:
-        total["sums"] = total["sums"][:, 0, :]
+        total["sums"] = total["sums"][:, 0, :] - total.pop("expected")[:, None]
     return total
 
 
