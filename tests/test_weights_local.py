@@ -163,8 +163,6 @@ def test_weighted_local_refusals() -> None:
         config = calaudit.AuditConfig(local=LocalConfig(**local))
         with pytest.raises(ConfigError, match=message):
             calaudit.run_audit(data, config)
-    with pytest.raises(ConfigError, match="exact kernel"):
-        calaudit.run_audit(data, calaudit.AuditConfig(method="features"))
 
 
 def test_a_small_weighted_sample_is_inconclusive_and_metrics_give_the_same_statistic() -> None:

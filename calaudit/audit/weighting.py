@@ -17,7 +17,6 @@ from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
-from calaudit.inference.method import LOCAL_STAGE_SECONDS, exact_seconds
 from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
 
@@ -60,29 +59,14 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
 
 
 def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
-    """Stop a weighted audit with covariates whose local tests have no weighted version:
-    a named test other than :data:`WEIGHTED_LOCAL_TESTS`, the random feature path
-    (weighted local tests run on the exact kernel)."""
+    """Stop a weighted audit with covariates that names a local test other than
+    :data:`WEIGHTED_LOCAL_TESTS` (those run on the exact kernel or on random features, by
+    the ``method`` rule)."""
     unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
     if config.run_tests and unweighted:
         raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
                           hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
                           + " on weighted rows, or " + hint)
-    if not config.run_tests or not config.local.tests:
-        return  # without a local test the weighted group tests decide (groups_bonferroni)
-    if config.method == "features":
-        raise ConfigError("the weighted local tests run on the exact kernel; method = "
-                          "features is not available on weighted rows",
-                          hint="set method = exact or auto")
-    dims = 1 + sum(len(c.categories) if c.kind == "categorical" else 1
-                   for c in data.covariates)
-    estimate = exact_seconds(data.n, config.local.n_resamples, LOCAL_STAGE_SECONDS, dims)
-    if config.method == "auto" and estimate > config.exact_budget_seconds:
-        raise ConfigError(f"the weighted local tests run on the exact kernel, estimated "
-                          f"{estimate:.0f} s > exact_budget_seconds "
-                          f"{config.exact_budget_seconds:g} for {data.n} rows",
-                          hint="set method = exact (or raise exact_budget_seconds) to run "
-                               "them, lower [local] n_resamples, or drop --covariates")
 
 
 def skce_weighted(data: CalibrationData, skce: Any) -> bool:

@@ -4,7 +4,8 @@ covariates separated or pooled by the recalibration model's AIC), the smoother's
 sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
 above the exact size rule), the plotted rows with pointwise intervals, and the per-group
 curves. On weighted rows (:mod:`calaudit.local.weighted_lcb`) the same of the weighted
-law, on the exact kernel.
+law, on the weighted tests' path (exact, or random features with exact categorical
+cells).
 """
 
 from __future__ import annotations
@@ -77,8 +78,7 @@ def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
 class LcbEstimation:
     """The LCB of one data set, from the setup its tests used (:class:`LocalTests`:
     data, settings, encoded covariates, streams, exact or feature path; weighted rows: the
-    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``,
-    exact path)."""
+    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``)."""
 
     def __init__(self, setup: Any, weights: LcbWeights | None = None) -> None:
         self.data, self.local, self.config = setup.data, setup.local, setup.config
@@ -87,8 +87,10 @@ class LcbEstimation:
         if weights is None:
             self.choice, self.prob_features = setup.choice, setup.prob_features
             self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
-        else:
-            self.choice, self.lcb_kernel, self.lcb_features = None, None, 0
+        else:  # the weighted tests' path (:class:`WeightedLocalTests`)
+            self.choice = setup.choice
+            self.lcb_kernel = True if setup.choice.features else None
+            self.lcb_features = setup.choice.n_features or 0
             self.prob_features = np.asarray(setup.proba).reshape(self.n, -1)
 
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
@@ -146,9 +148,16 @@ class LcbEstimation:
         plotted = positive[plot_points(positive.size,
                                        max(lc.max_points, min(positive.size, MIN_SE_ROWS)),
                                        self.streams["points"])]
-        at = row_products(gram.features, plotted, scalar_r, bias.weight_sums,
-                          CurveColumns(design, bias.weight_sums, np.float64), meat=weights.m,
-                          centre=None if weights.frequency else bias.values[plotted])
+        centre = None if weights.frequency else bias.values[plotted]
+        if self.lcb_kernel is not None:
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
+                                      CurveColumns(design, bias.weight_sums, np.float32),
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      meat=weights.m, centre=centre)
+        else:
+            at = row_products(gram.features, plotted, scalar_r, bias.weight_sums,
+                              CurveColumns(design, bias.weight_sums, np.float64),
+                              meat=weights.m, centre=centre)
         curves = [] if not design.requests else curves_from_products(
             design, at.curve_weights, bias, scalar_r[at.rows], lc.confidence_level,
             scale=positive.size / max(at.rows.size, 1), meat=weights.m[at.rows],
@@ -177,9 +186,8 @@ class LcbEstimation:
                          "(the repeated rows')" if weights.frequency else
                          "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / "
                          "sum_i K_ij w_i, m_i = w_i^2 / (units of row i) (linearised ratio)"),
-            "computation": {"method": "exact", "reason": "weighted rows",
-                            "cv_rows": "exact kernel sums on the seeded cross-validation "
-                                       "subsample"},
+            "computation": lcb_computation(self.choice, self.lcb_kernel,
+                                           self.lcb_features),
             "summary": summarize(bias.values, weights),
             "curves": curves,
             "points": self.points(bias.values, prediction, at),
@@ -263,8 +271,9 @@ class LcbEstimation:
                                self.encoded.features, columns),
                 categorical_columns(self.prob_features.shape[1], self.data.covariates,
                                     self.encoded.blocks))
-            weighted, mass = feature_kernel_sums(self.lcb_kernel, scalar_r,
-                                                 self.lcb_features, self.choice.frequency_seed)
+            weighted, mass = feature_kernel_sums(
+                self.lcb_kernel, scalar_r, self.lcb_features, self.choice.frequency_seed,
+                None if self.weights is None else self.weights.w)
             return LocalBias(ratio(weighted, mass), mass), selection, None
         cov = np.asarray(self.encoded.features)
         gram = estimation_gram(self.prob_features, selection.prob_bandwidth, cov, columns)

@@ -259,31 +259,42 @@ class ResidualColumns:
 
 
 def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: int,
-                        seed: int
+                        seed: int, w: NDArray[np.float64] | None = None
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums`; ``K 1`` floored at
-    :data:`calaudit.local.features.MIN_WEIGHT` (a feature sum can be near zero); the row
-    pass of :func:`cell_matmul` run through :mod:`calaudit.scale`."""
+    """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums` (with row weights
+    ``w``: ``(K (w r), K w)``); the second floored at :data:`calaudit.local.features.
+    MIN_WEIGHT` times the mean row weight (a feature sum can be near zero); the row pass of
+    :func:`cell_matmul` run through :mod:`calaudit.scale`."""
     features = _features(kernel, n_features, seed)
-    out = cell_matmul(kernel, features, ResidualColumns(np.asarray(r, dtype=np.float64)))
-    return out[:, 0], np.maximum(out[:, 1], MIN_WEIGHT)
+    r = np.asarray(r, dtype=np.float64)
+    columns = ResidualColumns(r) if w is None else np.column_stack([w * r, w])
+    out = cell_matmul(kernel, features, columns)
+    floor = MIN_WEIGHT * (1.0 if w is None else float(np.mean(w)))
+    return out[:, 0], np.maximum(out[:, 1], floor)
 
 
 def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[np.float64],
                          weight_sums: NDArray[np.float64],
                          columns: NDArray[np.float64] | CurveColumns,
-                         n_features: int, seed: int) -> RowProducts:
+                         n_features: int, seed: int, meat: NDArray[np.float64] | None = None,
+                         centre: NDArray[np.float64] | None = None) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
-    ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features) and
-    ``K[S, :] @ columns``; the row passes run through :mod:`calaudit.scale`."""
+    ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features; weighted rows:
+    the meat weights ``meat`` and, with ``centre``, the linearised ratio's
+    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2``, as there) and ``K[S, :] @ columns``; the row
+    passes run through :mod:`calaudit.scale`."""
     features = _features(kernel, n_features, seed)
+    r2 = (r * r if meat is None else meat * r * r)[:, None]
+    if centre is not None:
+        r2 = np.column_stack([r2[:, 0], meat * r, meat])
     with scale.resident(kernel_rows(kernel)) as placed:  # one copy for both products
-        r2 = r * r
-        squares = cell_matmul(kernel, features, r2[:, None], rows,
-                              squared=True, placed=placed)[:, 0]
+        squares = cell_matmul(kernel, features, r2, rows, squared=True, placed=placed)
         weights = (cell_matmul(kernel, features, columns, rows, placed=placed)
                    if columns.shape[1] else np.zeros((rows.size, 0)))
-    return RowProducts(rows, np.sqrt(np.maximum(squares, 0.0)) / weight_sums[rows], weights)
+    se2 = squares[:, 0]
+    if centre is not None:
+        se2 = se2 - 2.0 * centre * squares[:, 1] + centre * centre * squares[:, 2]
+    return RowProducts(rows, np.sqrt(np.maximum(se2, 0.0)) / weight_sums[rows], weights)
 
 
 def lcb_computation(choice: Any, kernel: CellKernel | None, n_features: int) -> dict[str, Any]:

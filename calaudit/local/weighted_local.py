@@ -1,4 +1,6 @@
-"""The local tests on weighted rows (docs/weights.md; exact kernel).
+"""The local tests on weighted rows (docs/weights.md): the exact kernel, or random
+features (:mod:`calaudit.local.weighted_features`) when the ``method`` rule
+(:func:`calaudit.inference.method.choose_method`) sends the local stage there.
 
 What a weighted audit with covariates computes:
 
@@ -29,15 +31,19 @@ from numpy.typing import NDArray
 from scipy.spatial.distance import pdist
 
 from calaudit import registry
+from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local import aggregate_test as aggregate
 from calaudit.local.aggregate import combine
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.encoding import encode_covariates
+from calaudit.local.features import product_features
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
 from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.kernel_tests import MAX_PER_CLASS, inconclusive
+from calaudit.local.kernel_tests import APPROXIMATION_ROWS, MAX_PER_CLASS, inconclusive
+from calaudit.local.lcb import plot_points
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
+from calaudit.local.weighted_features import feature_resampled, klce_values, row_weights
 from calaudit.local.weighted_klce import (
     VectorUnits,
     WeightedUnits,
@@ -49,6 +55,7 @@ from calaudit.local.weighted_klce import (
 from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import TestResult
+from calaudit.scale import stream_seed
 
 #: Local tests with a weighted version.
 WEIGHTED_LOCAL_TESTS = ("local_consistency", "klce_consistency")
@@ -64,15 +71,40 @@ def weighted_median(values: NDArray[np.float64], weights: NDArray[np.float64],
                     frequency: bool) -> float:
     """Median of ``values`` counted ``weights`` times: for whole-number weights the
     ``np.median`` of the repeated values, else the smallest value whose cumulative weight
-    reaches half."""
-    order = np.argsort(values, kind="stable")
-    sorted_values, cumulative = values[order], np.cumsum(weights[order])
+    reaches half (:func:`weighted_rank_value`: O(n) selection, no full sort)."""
+    total = float(np.sum(weights))
     if not frequency:
-        return float(sorted_values[np.searchsorted(cumulative, cumulative[-1] / 2.0)])
-    total = int(round(float(cumulative[-1])))
-    ranks = (total // 2,) if total % 2 else (total // 2 - 1, total // 2)
-    picked = [sorted_values[np.searchsorted(cumulative, rank, side="right")] for rank in ranks]
-    return float(np.mean(picked))
+        return weighted_rank_value(values, weights, total / 2.0, strict=False)
+    units = int(round(total))
+    ranks = (units // 2,) if units % 2 else (units // 2 - 1, units // 2)
+    return float(np.mean([weighted_rank_value(values, weights, rank, strict=True)
+                          for rank in ranks]))
+
+
+def weighted_rank_value(values: NDArray[np.float64], weights: NDArray[np.float64],
+                        target: float, strict: bool, sort_below: int = 4096) -> float:
+    """The smallest value ``v`` whose weight ``W(<= v)`` exceeds ``target`` (``strict``)
+    or reaches it: quickselect on the median of the values left (each round keeps the
+    side holding ``v``, so O(n) in all), the last ``sort_below`` values sorted."""
+    def reached(weight: float) -> bool:
+        return weight > target if strict else weight >= target
+
+    below = 0.0
+    while values.size > sort_below:
+        pivot = np.partition(values, values.size // 2)[values.size // 2]
+        less = values < pivot
+        upto = values <= pivot
+        if reached(below + float(weights[less].sum())):
+            values, weights = values[less], weights[less]
+        elif reached(below + float(weights[upto].sum())):
+            return float(pivot)
+        else:
+            below += float(weights[upto].sum())
+            values, weights = values[~upto], weights[~upto]
+    order = np.argsort(values, kind="stable")
+    cumulative = below + np.cumsum(weights[order])
+    at = np.searchsorted(cumulative, target, side="right" if strict else "left")
+    return float(values[order][min(at, values.size - 1)])
 
 
 def median_nonzero_squared(x: NDArray[np.float64], weights: NDArray[np.float64],
@@ -193,6 +225,33 @@ class WeightedLocalTests:
         lazy = product_gram(self.proba.reshape(self.proba.shape[0], -1), self.prob_bw.gamma,
                             self.encoded.features, self.cov_bw.gamma, lazy=True)
         self.gram = GaussianProductGram(np.asarray(lazy.features))
+        self.choice = choose_method(config, data.n, (1 if binary else data.n_classes)
+                                    * lc.n_resamples, streams["features"],
+                                    fixed=LOCAL_STAGE_SECONDS, dims=self.gram.features.shape[1])
+        self.features = None if not self.choice.features else product_features(
+            self.gram.features, self.choice.n_features, self.choice.frequency_seed)
+        self.computation = self.choice.to_params()
+        if self.features is not None:
+            self.computation["approximation"] = self.approximation()
+
+    def approximation(self) -> dict[str, Any]:
+        """Feature vs exact ``KLCE^2_w`` of the observed labels on a seeded subsample of
+        :data:`~calaudit.local.kernel_tests.APPROXIMATION_ROWS` rows, and the feature
+        kernel's errors over its pairs."""
+        rows = plot_points(self.data.n, APPROXIMATION_ROWS, self.streams["features"])
+        z, y = self.gram.features[rows], self.data.y_true[rows]
+        proba, weights = np.asarray(self.data.y_proba)[rows], row_weights(self.data.weights, rows)
+        units = (WeightedUnits.of(weights, proba[:, 1]) if self.data.is_binary
+                 else VectorUnits.of(weights, proba))
+        exact = GaussianProductGram(z)
+        feature = float(klce_values(self.features, z, y, proba, weights)[0])
+        value = weighted_klce2(exact, y, units)
+        diff = self.features.kernel_matrix(z, z) - exact.block(slice(0, rows.size),
+                                                               slice(0, rows.size))
+        return {"subsample_rows": int(rows.size), "exact": value, "features": feature,
+                "difference": feature - value,
+                "kernel_rms_error": float(np.sqrt(np.mean(diff * diff))),
+                "kernel_max_error": float(np.max(np.abs(diff)))}
 
     def kernel_params(self) -> dict[str, Any]:
         weights = self.data.weights
@@ -202,7 +261,7 @@ class WeightedLocalTests:
                 "normalisation":
                     "1 / (A^2 - S2): pairs of distinct weighted units",
                 "weights": weights.kind, "label_dependent": weights.label_dependent,
-                "computation": {"method": "exact", "reason": "weighted rows"}}
+                "computation": self.computation}
 
     def too_small(self) -> str:
         """Why the weighted sample is too small for a local test ('' if it is not)."""
@@ -215,13 +274,26 @@ class WeightedLocalTests:
         return ""
 
     def statistic_only(self) -> float:
+        if self.features is not None:
+            return float(klce_values(self.features, self.gram.features, self.data.y_true,
+                                     self.data.y_proba, self.data.weights)[0])
         return weighted_klce2(self.gram, self.data.y_true, self.units)
 
     def resampled(self) -> tuple[float, NDArray, float, Any]:
         """``KLCE^2_w``, its null, its p-value and the aggregate test, from one pass."""
         scores = ScoreMembers.of_levels(self.levels, self.proba, null_variance(self.units))
-        return resampled(self.gram, self.units, self.data.y_true, scores,
-                         self.streams["klce_consistency"], self.local.n_resamples)
+        rng = self.streams["klce_consistency"]
+        if self.features is not None:
+            return feature_resampled(self.features, self.gram.features, self.data.y_true,
+                                     self.data.y_proba, self.data.weights, scores,
+                                     self.levels, stream_seed(rng), self.local.n_resamples)
+        return resampled(self.gram, self.units, self.data.y_true, scores, rng,
+                         self.local.n_resamples)
+
+    def class_features(self, gram: GaussianProductGram) -> Any:
+        """The feature map of a one-vs-rest view's product kernel."""
+        return product_features(gram.features, self.choice.n_features,
+                                self.choice.frequency_seed)
 
     def per_class(self) -> list[dict[str, Any]]:
         """Multi-class: each class one-vs-rest (units labelled ``1{y = c}``, kernel on
@@ -245,12 +317,20 @@ class WeightedLocalTests:
             gram = GaussianProductGram(np.asarray(lazy.features))
             row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
             if not testing:
-                row["statistic"] = weighted_klce2(gram, y_c, units)
+                row["statistic"] = weighted_klce2(gram, y_c, units) if self.features is None \
+                    else float(klce_values(self.class_features(gram), gram.features, y_c,
+                                           np.column_stack([1.0 - p_c, p_c]), weights)[0])
                 rows.append(row)
                 continue
             scores = ScoreMembers.of_levels(self.levels, p_c, null_variance(units))
-            statistic, _, p_value, found = resampled(gram, units, y_c, scores, rng,
-                                                     lc.n_resamples)
+            if self.features is None:
+                statistic, _, p_value, found = resampled(gram, units, y_c, scores, rng,
+                                                         lc.n_resamples)
+            else:
+                statistic, _, p_value, found = feature_resampled(
+                    self.class_features(gram), gram.features, y_c,
+                    np.column_stack([1.0 - p_c, p_c]), weights, scores, self.levels,
+                    stream_seed(rng), lc.n_resamples)
             row.update(statistic=statistic, p_value=found.p_value, klce_p_value=p_value,
                        deciding_member=found.deciding,
                        method="weighted local aggregate test, one-vs-rest")
