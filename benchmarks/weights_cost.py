@@ -7,10 +7,12 @@ process, and their CPU seconds; with ``--repeats R`` the three audits' stages ru
 interleaved rounds and each keeps its smallest times); the ``total`` row sums the stages and
 the ``audit`` row is the whole ``run_audit`` (at 10^6 rows both SKCE stages take the
 random-feature path). ``--skip STAGE`` leaves a stage out and ``--stages A,B`` times only
-those (either drops the whole-audit row).
+those (either drops the whole-audit row). ``--covariates`` adds a numeric covariate
+(``age ~ U(20, 80)``) and a categorical one (``race``, 4 levels, one of them 5 points
+under-predicted), so the local stage runs too.
 
 Usage: python benchmarks/weights_cost.py [n] [--resamples 1000] [--repeats 1] [--skip STAGE]
-       [--stages A,B] [--out FILE]
+       [--stages A,B] [--covariates] [--out FILE]
 """
 
 from __future__ import annotations
@@ -100,16 +102,25 @@ def main() -> None:
                         help="a stage left out (repeatable; then no whole-audit row)")
     parser.add_argument("--stages", default="",
                         help="comma-separated stages to time, the others left out")
+    parser.add_argument("--covariates", action="store_true",
+                        help="add the covariates age and race (the local stage runs)")
     args = parser.parse_args()
     n = int(args.n)
     rng = np.random.default_rng(0)
     p = rng.uniform(0.02, 0.98, n)
-    y = (rng.random(n) < p).astype(np.int64)
+    extra = {}
+    truth = p
+    if args.covariates:
+        race = rng.choice(np.array(list("ABCD")), n)
+        extra = {"covariates": {"age": rng.uniform(20, 80, n), "race": race}}
+        truth = np.clip(p + 0.05 * (race == "B"), 0.0, 1.0)
+    y = (rng.random(n) < truth).astype(np.int64)
     config = calaudit.AuditConfig(n_resamples=args.resamples, random_state=1)
     runs = {
-        "unweighted": CalibrationData.from_arrays(y, p),
-        "frequency": CalibrationData.from_arrays(y, p, sample_weight=1 + rng.poisson(1.0, n)),
-        "negative_rate": CalibrationData.from_arrays(y, p, negative_rate=0.1),
+        "unweighted": CalibrationData.from_arrays(y, p, **extra),
+        "frequency": CalibrationData.from_arrays(y, p, sample_weight=1 + rng.poisson(1.0, n),
+                                                 **extra),
+        "negative_rate": CalibrationData.from_arrays(y, p, negative_rate=0.1, **extra),
     }
     load = os.getloadavg()[0]
     skip = set(args.skip)
@@ -123,7 +134,8 @@ def main() -> None:
     lines = [f"n = {n}, {args.resamples} resamples, wall and CPU seconds (threads of this "
              f"process; stages: the smallest of {args.repeats} interleaved rounds), "
              f"commit {commit or 'unknown'}, load {load:.1f} -> {os.getloadavg()[0]:.1f} "
-             f"({os.cpu_count()} cores)" + (f"; stages left out: {', '.join(sorted(skip))}"
+             f"({os.cpu_count()} cores)" + ("; covariates age, race" if args.covariates else "")
+             + (f"; stages left out: {', '.join(sorted(skip))}"
                                             if skip else "")]
     rows = common + ([] if skip else ["audit"])
     for clock in ("wall", "cpu"):
