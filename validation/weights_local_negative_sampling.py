@@ -45,23 +45,40 @@ RESAMPLES = 199
 TESTS = ("local_consistency", "klce_consistency")
 
 
-def sample(rng: np.random.Generator, miscalibrated: bool):
-    x = rng.normal(size=POPULATION)
-    g = rng.choice(np.array(["a", "b", "c"]), POPULATION)
+def sample(rng: np.random.Generator, miscalibrated: bool, population: int = POPULATION):
+    x = rng.normal(size=population)
+    g = rng.choice(np.array(["a", "b", "c"]), population)
     z = -2.0 + 0.8 * x + 0.5 * (g == "a")
-    y = (rng.random(POPULATION) < 1 / (1 + np.exp(-z))).astype(np.int64)
+    y = (rng.random(population) < 1 / (1 + np.exp(-z))).astype(np.int64)
     model = z - 0.3 * (g == "a") + 0.15 if miscalibrated else z
     p = 1 / (1 + np.exp(-model))
-    keep = (y == 1) | (rng.random(POPULATION) < RATE)
+    keep = (y == 1) | (rng.random(population) < RATE)
     return y[keep], p[keep], pd.DataFrame({"x": x[keep], "g": g[keep]})
 
 
-def p_values(y, p, frame, weighted: bool, seed: int) -> dict[str, float]:
+#: The cases' titles in the output.
+TITLES = {"null": "null: the model is calibrated on the population",
+          "alt": "power: p = sigmoid(z - 0.3 [g = a] + 0.15) (misses the group effect)"}
+
+
+def header(population: int, sizes: list[int], seed: int, method: str = "") -> str:
+    """The first line of the output: the design and the samples' sizes."""
+    return (f"population {population} rows, negatives kept at r = {RATE}; sample rows: "
+            f"median {int(np.median(sizes))} (min {min(sizes)}, max {max(sizes)}); "
+            f"covariates x (numeric), g (categorical); alpha = {ALPHA}, {RESAMPLES} label "
+            f"redraws, {method + ', ' if method else ''}seed {seed}")
+
+
+def p_values(y, p, frame, weighted: bool, seed: int, method: str = "auto"
+             ) -> dict[str, float]:
     data = CalibrationData.from_arrays(y, p, covariates=frame,
                                        negative_rate=RATE if weighted else None)
-    config = calaudit.AuditConfig(random_state=seed, alpha=ALPHA, local=LocalConfig(
-        tests=TESTS, n_resamples=RESAMPLES, diagnostics=False))
+    config = calaudit.AuditConfig(random_state=seed, alpha=ALPHA, method=method,
+                                  local=LocalConfig(tests=TESTS, n_resamples=RESAMPLES,
+                                                    diagnostics=False))
     out = LocalCalibrationStage().run(data, config, np.random.default_rng(seed))
+    if method != "auto":
+        assert all(t.params["computation"]["method"] == method for t in out.tests)
     return {t.id: t.p_value for t in out.tests}
 
 
@@ -86,15 +103,9 @@ def run(reps: int, power_reps: int, seed: int) -> list[str]:
                 found = p_values(y, p, frame, weighted, rep)
                 for test in TESTS:
                     counts[(case, weighted, test)] += found[test] <= ALPHA
-    lines = [f"population {POPULATION} rows, negatives kept at r = {RATE}; sample rows: "
-             f"median {int(np.median(sizes))} (min {min(sizes)}, max {max(sizes)}); "
-             f"covariates x (numeric), g (categorical); alpha = {ALPHA}, {RESAMPLES} label "
-             f"redraws, seed {seed}", ""]
-    for case, title, n_sets in (
-            ("null", "null: the model is calibrated on the population", reps),
-            ("alt", "power: p = sigmoid(z - 0.3 [g = a] + 0.15) (misses the group effect)",
-             power_reps)):
-        lines.append(title)
+    lines = [header(POPULATION, sizes, seed), ""]
+    for case, n_sets in (("null", reps), ("alt", power_reps)):
+        lines.append(TITLES[case])
         for test in TESTS:
             lines.append(rate_line(f"  weighted {test} (negative_rate 0.1)",
                                    counts[(case, True, test)], n_sets))
@@ -103,16 +114,17 @@ def run(reps: int, power_reps: int, seed: int) -> list[str]:
     return lines
 
 
-def main() -> None:
+def cli(run_sets, reps: int, power_reps: int, name: str) -> None:
+    """Parse ``--reps``, ``--power-reps``, ``--seed``, ``--out``, run ``run_sets`` and write
+    its lines with the runtime and commit to ``--out`` (default ``results/<name>``)."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--reps", type=int, default=600)
-    parser.add_argument("--power-reps", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=reps)
+    parser.add_argument("--power-reps", type=int, default=power_reps)
     parser.add_argument("--seed", type=int, default=20251128)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"
-                                             / "weights_local_negative_sampling.txt"))
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / name))
     args = parser.parse_args()
     started = time.perf_counter()
-    lines = run(args.reps, args.power_reps, args.seed)
+    lines = run_sets(args.reps, args.power_reps, args.seed)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent, check=False).stdout.strip()
     lines.append(f"\nruntime {time.perf_counter() - started:.0f} s, calaudit at commit "
@@ -120,6 +132,10 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)
     print(text, end="")
+
+
+def main() -> None:
+    cli(run, 600, 200, "weights_local_negative_sampling.txt")
 
 
 if __name__ == "__main__":
