@@ -63,6 +63,14 @@ def fmt_count(value: int | float | None) -> str:
     return f"{int(value):,}"
 
 
+def fmt_size(value: int | float | None) -> str:
+    """A group's size: rows, or on weighted rows its weight or effective size, rounded
+    to a whole number with thousands separators; ``-`` for missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{round(value):,}"
+
+
 def fmt_percent(value: float | None, digits: int = 1) -> str:
     """A share in [0, 1] as a percentage; ``-`` for missing."""
     if value is None or not math.isfinite(value):

@@ -25,6 +25,7 @@ from calaudit.output.formatting import (
     fmt_count,
     fmt_number,
     fmt_pvalue,
+    fmt_size,
 )
 
 
@@ -289,9 +290,10 @@ def _how(result: Mapping[str, Any]) -> list[Sentence]:
 
 def _group_phrase(group: Mapping[str, Any]) -> str:
     side = "under-predicted" if (group.get("bias") or 0.0) > 0 else "over-predicted"
-    effective = group.get("n") == group.get("effective_size") != group.get("weight")
-    size = f"effective size {group['n']:.4g}" if effective else \
-        f"{fmt_count(group.get('n'))} rows"
+    size = f"{fmt_count(group.get('n'))} rows"
+    if "weight" in group:  # weighted rows: the group's weight is not a count of rows
+        size = (f"weight {fmt_size(group['weight'])}, effective size "
+                f"{fmt_size(group.get('effective_size'))}")
     return (f"{group.get('group')} {fmt_bias(group.get('bias'))} "
             f"{fmt_bias_ci(group.get('bias_ci'))} ({size}, {side})")
 

@@ -19,6 +19,7 @@ from calaudit.output.formatting import (
     fmt_bias_ci,
     fmt_number,
     fmt_pvalue,
+    fmt_size,
     weights_line,
 )
 from calaudit.output.meanings import P_VALUES_TEXT, clipped_note, metric_meaning, test_meaning
@@ -104,8 +105,7 @@ def top_groups_table(result: dict[str, Any]) -> Table | None:
     notes = group_messages(result)
     for row in top:
         marker = " †" if notes.get(str(row["group"])) else ""
-        size = row["n"] if isinstance(row["n"], int) else f"{row['n']:.4g}"  # effective
-        table.add_row(str(row["rank"]), escape(str(row["group"])), str(size),
+        table.add_row(str(row["rank"]), escape(str(row["group"])), fmt_size(row["n"]),
                       f"{row['observed_rate']:.3f} / {row['mean_prediction']:.3f}",
                       f"{fmt_bias(row['bias'])} {fmt_bias_ci(row['bias_ci'])}",
                       fmt_pvalue(row["p_value_adjusted"]),

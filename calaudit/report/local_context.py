@@ -19,6 +19,7 @@ from calaudit.output.formatting import (
     fmt_p_clause,
     fmt_pvalue,
     fmt_signed,
+    fmt_size,
     fmt_value,
 )
 from calaudit.report.views import FigureView, GroupRow, KeyValue, KlceView, LocalView, TestRow
@@ -252,7 +253,7 @@ def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
 def group_row(group: Mapping[str, Any], note: str = "") -> GroupRow:
     return GroupRow(
         group=str(group.get("group")), kind=str(group.get("kind") or "-"),
-        n=fmt_count(group.get("n")), events=fmt_count(group.get("events")),
+        n=fmt_size(group.get("n")), events=fmt_size(group.get("events")),
         mean_prediction=fmt_number(group.get("mean_prediction"), 3),
         observed_rate=fmt_number(group.get("observed_rate"), 3),
         bias=fmt_bias(group.get("bias")), bias_ci=fmt_bias_ci(group.get("bias_ci")),

@@ -57,6 +57,20 @@ def test_verdict_story_says_where_from_the_groups_shown_first(binary_synth):
     assert not any(plain(s).startswith("Where") for s in verdict.story)
 
 
+def test_a_weighted_group_is_told_by_its_weight_and_effective_size(binary_synth):
+    from calaudit.output.formatting import fmt_size
+
+    top = binary_synth["local"]["lcb"]["top_groups"][0]
+    top.update(n=40672.0, weight=40672.0, effective_size=4667.48)
+    where = [plain(s) for s in build_context(binary_synth).verdict.story
+             if plain(s).startswith("Where")]
+    assert f"{top['group']} " in where[0] and \
+        "(weight 40,672, effective size 4,667, under-predicted)" in where[0]
+    assert "rows" not in where[0].split(";")[0]
+    assert [fmt_size(v) for v in (40672.0, 4667.48, 812, None)] == [
+        "40,672", "4,667", "812", "-"]
+
+
 def test_pass_without_tests(minimal_synth):
     context = build_context(minimal_synth)
     assert context.verdict.status == "PASS" and not context.verdict.deciding
