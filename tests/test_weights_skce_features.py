@@ -162,6 +162,22 @@ def test_frequency_weights_are_the_repeated_rows_statistic() -> None:
                        rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("scale", [2.0 ** 300, 2.0 ** -300])
+def test_design_weights_of_any_scale_give_the_same_statistics(scale) -> None:
+    """Weights whose squares leave float32's range are scaled by a power of two first
+    (``SampleWeights.in_grid_range``): the statistics and every redrawn column equal those
+    of the same weights near 1, and no value is lost to overflow."""
+    y, proba, weights = case("design", n=60, m=3)
+    features, x = feature_map(CHOICE, proba, 64, 5)
+    huge = SampleWeights(weights.design * scale, "design")
+    with np.errstate(all="raise"):
+        found = feature_values(features, x, y, proba, huge, seed=2, n_resamples=5)
+    expected = feature_values(features, x, y, proba, weights, seed=2, n_resamples=5)
+    for mine, theirs in zip(found, expected, strict=True):
+        assert np.all(np.isfinite(mine))
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=0)
+
+
 def test_the_feature_statistic_approaches_the_exact_weighted_one() -> None:
     y, proba, weights = case("design", n=300, seed=8)
     exact = weighted_skce_values(CHOICE.kernel.on(proba), y, proba, weights)

@@ -18,6 +18,7 @@ Three kinds of weights, each with its own null law of a sampled label:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,17 @@ class SampleWeights:
             return np.broadcast_to(d, np.shape(positive)).astype(np.float64)
         r = self.negative_rate if np.ndim(positive) == 1 else self.negative_rate[:, None]
         return np.where(np.asarray(positive) > 0, d, d / r)
+
+    def in_grid_range(self, limit: int = 60) -> SampleWeights:
+        """These weights with design weights scaled by a power of two into [1/2, 1) when
+        the largest lies outside [2^-limit, 2^limit], for the exact float32 grid sums of the
+        feature paths (their terms reach the square of a weight). Design weights only:
+        the statistics there are ratios of sums of equal degree in them, and the
+        Monte-Carlo tests compare sums scaled alike, so a power of two changes no result."""
+        top = float(np.max(self.design, initial=0.0))
+        if self.kind == "frequency" or top == 0.0 or 2.0 ** -limit <= top <= 2.0 ** limit:
+            return self
+        return dataclasses.replace(self, design=np.ldexp(self.design, -int(np.frexp(top)[1])))
 
     def unit_split(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(t, f)``: the units of each row and the weight of each of its units, ``(d, 1)``

@@ -279,8 +279,8 @@ def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np
     psi = weighted_map(features, x[rows], alpha, exponent)
     wide, ratio = psi.astype(np.float64), np.ldexp(alpha, -exponent)
     norm = np.einsum("ij,ij->i", wide, wide) * 4.0 ** -features.grid  # |phi~|^2 below
-    h = unit_terms(p, w, np.divide(norm, ratio * ratio, out=np.zeros_like(norm),
-                                   where=ratio > 0))
+    squared = ratio * ratio  # 0 where alpha is so far below the top that Psi rounds to 0
+    h = unit_terms(p, w, np.divide(norm, squared, out=np.zeros_like(norm), where=squared > 0))
     quantities = out["x"].shape[1] // PARTS
     slopes = h[:, :quantities, 1:] - h[:, :quantities, :1]
     out["c"] += _parts(units[:, None] * h[:, :, 0], bounds["constant"]).reshape(
@@ -347,6 +347,7 @@ def feature_values(features: FourierFeatures, x: NDArray[np.float64],
                    weights: SampleWeights, seed: int = 0, n_resamples: int = 0
                    ) -> tuple[NDArray, NDArray]:
     """:func:`statistics` of the observed rows (column 0) and ``n_resamples`` redraws."""
+    weights = weights.in_grid_range()
     terms = row_terms(y_proba, weights)
     exponents = exponent_groups(terms[0])
     bases = exponent_bands(exponents, float(terms[2][terms[0] > 0].sum()))

@@ -180,6 +180,7 @@ def feature_resampled(features: FourierFeatures, z: NDArray[np.float64], y_true:
     """``KLCE^2_w`` of the observed labels, its null from ``n_resamples`` redraws, its
     Monte-Carlo p-value (exact sums: no tie tolerance) and the aggregate test of it and
     the score members (``scores``, on the group table's ``levels``) on the same redraws."""
+    weights = weights.in_grid_range()
     values = klce_values(features, z, y_true, y_proba, weights, seed, n_resamples)
     observed, null = float(values[0]), values[1:]
     p_value = monte_carlo_pvalue(observed, null)
