@@ -43,6 +43,22 @@ def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def negatives_kept(rng: np.random.Generator, rows: int, design: bool):
+    """A calibrated sample of about ``rows`` rows, ``p ~ U(0.02, 0.6)``, every positive kept
+    and negatives at rate 0.1 (with design weights ``U(0.5, 2)`` when ``design``): ``y``,
+    ``p`` and its :class:`~calaudit.data.weights.SampleWeights`."""
+    from calaudit.data.weights import SampleWeights
+
+    size = int(rows / (0.31 + 0.1 * 0.69))  # about ``rows`` rows kept
+    p = rng.uniform(0.02, 0.6, size)
+    y = (rng.random(size) < p).astype(np.int64)
+    keep = (y == 1) | (rng.random(size) < 0.1)
+    m = int(keep.sum())
+    d = rng.uniform(0.5, 2.0, m) if design else np.ones(m)
+    return y[keep], p[keep], SampleWeights(d, "design" if design else "frequency",
+                                           np.full(m, 0.1))
+
+
 def binomial_interval(reps: int, alpha: float, level: float = 0.95) -> tuple[float, float]:
     """Central ``level`` range of the rejection rate of a level-``alpha`` test over ``reps``
     independent repetitions (Binomial(reps, alpha) quantiles / reps)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _common import clopper_pearson
+from _common import clopper_pearson, negatives_kept
 from scipy import special
 
 from calaudit.data.weights import SampleWeights
@@ -41,15 +41,7 @@ ALPHA = 0.05
 def draw(case: str, rng: np.random.Generator):
     """``y``, ``p`` and the weights of one sample of a calibrated population."""
     if case.startswith("negatives"):
-        size = int(ROWS / (0.31 + 0.1 * 0.69))  # about ROWS rows kept
-        p = rng.uniform(0.02, 0.6, size)
-        y = (rng.random(size) < p).astype(np.int64)
-        keep = (y == 1) | (rng.random(size) < 0.1)
-        m = int(keep.sum())
-        design = case.endswith("design")
-        d = rng.uniform(0.5, 2.0, m) if design else np.ones(m)
-        return y[keep], p[keep], SampleWeights(d, "design" if design else "frequency",
-                                               np.full(m, 0.1))
+        return negatives_kept(rng, ROWS, case.endswith("design"))
     if case == "design exp(x), p grows with x":
         x = rng.normal(size=ROWS)
         p = special.expit(x + rng.normal(size=ROWS) - 1.0)

@@ -24,7 +24,7 @@ import sys
 import time
 
 import numpy as np
-from _common import clopper_pearson
+from _common import clopper_pearson, negatives_kept
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.method import Computation
@@ -46,15 +46,7 @@ def draw(case: str, rng: np.random.Generator):
         cells, units = np.unique(np.column_stack([p, y]), axis=0, return_counts=True)
         return cells[:, 1].astype(np.int64), cells[:, 0], SampleWeights(
             units.astype(np.float64), "frequency")
-    size = int(ROWS / (0.31 + 0.1 * 0.69))  # about ROWS rows kept
-    p = rng.uniform(0.02, 0.6, size)
-    y = (rng.random(size) < p).astype(np.int64)
-    keep = (y == 1) | (rng.random(size) < 0.1)
-    m = int(keep.sum())
-    design = case.endswith("design")
-    d = rng.uniform(0.5, 2.0, m) if design else np.ones(m)
-    return y[keep], p[keep], SampleWeights(d, "design" if design else "frequency",
-                                           np.full(m, 0.1))
+    return negatives_kept(rng, ROWS, case.endswith("design"))
 
 
 def main() -> None:
