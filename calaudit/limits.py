@@ -1,11 +1,6 @@
-"""Documented ranges of every count and scale setting, and size limits of the files
-calaudit reads besides the data.
-
-One table, read by the configuration classes (``__post_init__``: config file,
-``CALAUDIT_*`` variables, flags and the Python API alike) and by the command-line options
-(a value out of range is an error that states it). Standard library only: the CLI imports it at start-up.
-The ranges are listed in ``docs/configuration.md`` (section "Ranges and limits").
-"""
+"""Documented ranges of every count and scale setting, and size limits of the files calaudit
+reads besides the data: one table, read by the configuration classes and the command-line
+options, listed in ``docs/configuration.md`` ("Ranges and limits"). Standard library only."""
 
 from __future__ import annotations
 

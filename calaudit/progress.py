@@ -1,24 +1,12 @@
-"""Progress reporting for long steps, without knowing how (or whether) it is shown.
-
-A stage or estimator wraps a long loop in :func:`task` and calls the returned function
-as work gets done::
-
-    from calaudit import progress
+"""Progress reporting for long steps, without knowing how (or whether) it is shown::
 
     with progress.task("skce_consistency", total=n_resamples) as advance:
         for block in blocks:
-            ...
             advance(len(block))
 
-By default nothing is shown (the Python API stays silent). The command line installs a
-reporter with :func:`reporting` (a rich progress bar on stderr when stderr is a terminal,
-plain log lines with ``--verbose`` otherwise). The Python API takes
-``run_audit(..., progress=True)`` (one line per finished stage on stderr) or
-``progress=callback`` (``callback(event)`` with a :class:`ProgressEvent` at the start, at
-each step and at the end of every task); see :func:`reporter_for`. The reporter lives in a
-context variable, so concurrent audits in one process do not share it. Standard library
-only.
-"""
+Nothing is shown by default. The command line installs a reporter with :func:`reporting`;
+``run_audit(..., progress=True | callback)`` goes through :func:`reporter_for`. The reporter
+lives in a context variable, so concurrent audits do not share it. Standard library only."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Audit configuration: frozen dataclasses, validated on construction.
-
-Every field has a default; ``to_dict`` gives the resolved configuration recorded in the
-JSON result. Families of checks own a nested section (``binning``, ``skce``, ``local``,
-...). The configuration layer (``calaudit.settings``) walks these dataclasses generically:
-a section is a dataclass field, a keyed table (``[thresholds.ece]``) is a
-``tuple[Dataclass, ...]`` field whose metadata names the key field, everything else is
-a TOML scalar or a tuple of scalars with ``metadata={"help": ...}``. Validation lives in
-``__post_init__`` and raises :class:`ConfigError`.
-"""
+"""Audit configuration: frozen dataclasses with defaults, validated in ``__post_init__``
+(:class:`ConfigError`); ``to_dict`` gives the resolved configuration the JSON records.
+``calaudit.settings`` walks them generically (:mod:`calaudit.settings.schema`)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
-"""Calibration over time within an audit: the loaded rows cut into windows in time order,
-the monitoring run over them (:mod:`calaudit.monitoring`), its check
-``calibration_eprocess`` and the ``monitoring`` section of the result.
+"""Calibration over time within an audit: the rows cut into windows, the monitoring run over
+them, its check ``calibration_eprocess`` and the result's ``monitoring`` section.
 
-The check's level is fixed when a monitoring run starts: ``MONITOR_SHARE * alpha``
-(:mod:`calaudit.audit.gate.decision`), stored in the state as the e-process's own alpha,
-so ``calaudit monitor`` continues at the same threshold ``1 / level``. The check decides
-its own status: ``FAIL`` exactly when the e-process has reached the threshold in some
-window (the alarm), with the anytime-valid p-value ``min(1, 1 / max_t E_t)`` (Ville's
-inequality) and the adjusted p-value ``min(1, p alpha / level)``, at most ``alpha``
-exactly on an alarm.
-"""
+The check's level ``MONITOR_SHARE * alpha`` is fixed when the run starts and kept in the
+state, so ``calaudit monitor`` continues at the same threshold ``1 / level``. It FAILs
+exactly on an alarm; its p-value is ``min(1, 1 / max_t E_t)`` (Ville's inequality), its
+adjusted p-value ``min(1, p alpha / level)``."""
 
 from __future__ import annotations
 

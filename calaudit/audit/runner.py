@@ -167,14 +167,10 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
               ) -> AuditResult:
     """Run every stage of the battery on ``data``, grade the checks and decide the verdict.
 
-    Each stage draws from its own stream, ``stream(config.seed, stage.name)``, so the same
-    seed gives the same numbers whatever else runs. ``baseline`` (a result read with
-    :func:`calaudit.audit.gate.baseline.read_result`, or its payload) adds the ``baseline``
-    comparison, whose regressions count in the verdict. ``progress=True`` prints a line
-    per finished stage on stderr; ``progress=callback`` calls ``callback(event)`` with a
-    :class:`calaudit.progress.ProgressEvent` at the start, each step and the end of the
-    audit, of each stage and of the long loops inside them.
-    """
+    Each stage draws from ``stream(config.seed, stage.name)``. ``baseline`` (a result read by
+    :func:`calaudit.audit.gate.baseline.read_result`, or its payload) adds the comparison.
+    ``progress``: ``True`` (a line per stage on stderr) or a callback of
+    :class:`calaudit.progress.ProgressEvent`."""
     reporter = reporter_for(progress)
     if reporter is None:
         return _run_audit(data, config, stages, baseline)

@@ -1,24 +1,12 @@
 """The battery per window (opt-in: ``[monitoring] window_battery``, ``--window-battery``).
 
-Each window's rows are audited by the audit's own stages (:func:`battery_stages`: every
-stage of :func:`calaudit.audit.battery.stages` but the reports' diagram data): the
-metrics with the intervals the audit gives them, the global tests and, with categorical
-covariates, the local tests and the group table. Each stage draws from
-``stream(window_seed(seed, w), stage.name)``, the runner's rule with the seed derived from
-the run's seed and the window's number ``w`` (1-based over the whole monitoring run), so a
-window's results depend only on its own rows: appending batches one by one
-(``calaudit monitor``) gives the same values as one run over the concatenated rows.
-
-**Diagnostics, not a test over time.** A fixed-sample test repeated in every window
-rejects somewhere with probability ``1 - (1 - alpha)^k`` on a calibrated model (0.40 after
-10 windows at 0.05): the per-window p-values are neither adjusted over the windows nor
-gated. The sequential test the gate uses is the e-process (``calibration_eprocess``).
-
-The settings of the battery are fixed when the run starts (:func:`battery_settings`,
-stored in the monitoring state) and rebuilt by :func:`battery_config`. The groups are the
-run's categorical covariates, each window's levels those present in it (as a file of the
-window's rows alone would read them); numeric covariates are not used per window.
-"""
+Each window's rows are audited by the audit's own stages (:func:`battery_stages`), each
+drawing from ``stream(window_seed(seed, w), stage.name)``, so a window's results depend
+only on its own rows and ``calaudit monitor`` batch by batch gives the values of one run.
+The per-window p-values are diagnostics, neither adjusted over the windows nor gated: the
+test over time is the e-process. Settings are fixed when the run starts
+(:func:`battery_settings`, kept in the state); the groups are the run's categorical
+covariates, with each window's levels those present in it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""The error boundary: expected errors print one line and exit 2, unexpected ones exit 3
-with a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130 and
-SIGTERM (or SIGHUP) 143: both unwind the command as an exception, so every ``with`` block
-closes what it opened (a local Dask cluster and its worker processes, temporary files).
-
-Every error line goes through :func:`print_error`: control characters (ANSI escapes in a
-column name, say) are shown escaped, and an over-long line is shortened in the middle so
-the rule and hint at its end stay visible. Python warnings raised inside a command are
-swallowed (numerical warnings say nothing the error line does not), so an error is always
-exactly one line on stderr.
-"""
+"""The error boundary: expected errors print one line and exit 2, unexpected ones exit 3 with
+a bug-report hint (a traceback only with ``CALAUDIT_DEBUG=1``), Ctrl-C exits 130 and
+SIGTERM/SIGHUP 143, both unwinding the command so every ``with`` block closes what it
+opened. :func:`print_error` escapes control characters and shortens an over-long line in
+the middle; warnings inside a command are swallowed, so an error is one line on stderr."""
 
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """After an alarm: is a logistic recalibration enough, or is a refit due?
 
-1. **Where the drift starts** (:func:`drift_start`): the start window ``j`` whose term
-   ``pi_j sum_k rho_k prod_{w=j..W} e_w(lambda_k)`` of the e-process (averaged over the
-   families as the alarm is) is largest: the windows since then are the *recent* ones.
-2. **Fit** on the recent windows but the last third (at least one window is held out; a
-   single window is split in half in time order) the recalibration
-   ``logit q = a + b logit p`` (Cox 1958); with a covariate, also
-   ``logit q = a_g + b logit p`` (one intercept per group), kept when its likelihood-ratio
-   test against the common intercept rejects at ``alpha`` (chi-square with ``G - 1``
-   degrees of freedom): "the groups drift apart".
-3. **Check** on the held-out windows, on the recalibrated predictions ``q``: the e-process
-   restarted on them (:mod:`calaudit.monitoring.eprocess`, window by window) stays below
-   ``1/alpha``, and the calibration-in-the-large and slope of ``q`` have ``1 - alpha``
-   Wald intervals containing 0 and 1, and so do each group's (Bonferroni over the groups).
+1. :func:`drift_start`: the start window ``j`` whose e-process term
+   ``pi_j sum_k rho_k prod_{w=j..W} e_w(lambda_k)`` is largest begins the recent windows.
+2. Fit ``logit q = a + b logit p`` (Cox 1958) on them but the last third (a single window
+   is split in half); with a covariate also ``logit q = a_g + b logit p``, kept when its
+   likelihood-ratio test (chi-square, ``G - 1`` df) rejects at ``alpha``.
+3. Check on the held-out windows: the e-process restarted on ``q`` stays below
+   ``1/alpha`` and the ``1 - alpha`` Wald intervals of CITL and slope of ``q`` (each group's,
+   Bonferroni) contain 0 and 1.
 
-Verdict ``recalibrate`` when every check passes (the parameters are returned), ``refit``
-when one fails (the reason names it), ``inconclusive`` when the recalibration cannot be
-fitted or the held-out rows have fewer than ``min_events`` events or non-events.
-"""
+``recalibrate`` when every check passes, ``refit`` when one fails, ``inconclusive`` when
+the fit fails or the held-out rows have fewer than ``min_events`` (non-)events."""
 
 from __future__ import annotations
 

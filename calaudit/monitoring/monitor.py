@@ -1,13 +1,9 @@
-"""Monitoring runs: windows in, per-window summaries and the e-process out, continued
-batch after batch.
+"""Monitoring runs: windows in, per-window summaries and the e-process out, batch by batch.
 
-:func:`start` makes an empty :class:`MonitorState` for a :class:`MonitorConfig`;
-:func:`update` appends the rows of one batch, window by window in time order, and returns
-the new state (states are immutable). A window's summaries and e-value depend only on its
-own rows and on the state before it, so appending batches one by one gives exactly the
-values of one :func:`update` over the concatenated rows, provided every batch holds whole
-windows (a batch may not add rows to a window the state already holds: that is refused).
-"""
+:func:`start` makes an empty :class:`MonitorState`; :func:`update` appends one batch and
+returns the new (immutable) state. Appending batches one by one gives the values of one
+:func:`update` over the concatenated rows, provided every batch holds whole windows (adding
+rows to a window the state holds is refused)."""
 
 from __future__ import annotations
 

@@ -1,29 +1,11 @@
 """The monitoring state file: versioned JSON, checksummed, written atomically.
 
-Layout (``schema_version`` 2)::
-
-    {"kind": "calaudit-monitor-state", "schema_version": 2, "calaudit_version": "...",
-     "config":   {alpha, window, time_col, batch_col, label_col, prob_cols, groups,
-                  n_bins, level, n_boot, seed, battery},
-     "bets":     {"lambdas": [...], "start_weights": "1/(j(j+1))"},
-     "eprocess": {windows, n_groups, log_a (directions x bets), logit_sum, rows,
-                  max_log_value, alarm_window},
-     "windows":  [{number, key, label, start, end, n, events, mean_prediction,
-                   citl, slope, ece ([value, low, high]), groups, bins, log_e, families,
-                   directions, s, v, alarm, battery}, ...],
-     "checksum": "sha256:<hex>"}
-
-``battery`` (config: the per-window battery's settings; window: its results) is a JSON
-object or null. Version 1 files (written before the per-window battery, without the two
-keys) are read as runs without it, and written back as version 2.
-
-The checksum is the SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of
-everything else: an edited, truncated or corrupted file is refused, so is one of another
-kind or version, one whose bets differ from this version's, and one started with another
-configuration than the run asks for. Each refusal is one :class:`InputError` (exit code 2)
-naming the file; the file is never reset or rewritten by a failed run. Floats are written
-by ``repr`` (exact round trip); NaN is ``null``.
-"""
+The layout (``schema_version`` 2; version 1 files, without ``battery``, are read as runs
+without it) is in ``docs/monitoring.md``. The checksum is the SHA-256 of the canonical JSON
+(sorted keys, no spaces, ASCII) of everything else: an edited or truncated file, another
+kind or version, other bets or another configuration than the run asks for is refused with
+one :class:`InputError` naming the file, which a failed run never rewrites. Floats are
+written by ``repr`` (exact round trip); NaN is ``null``."""
 
 from __future__ import annotations
 

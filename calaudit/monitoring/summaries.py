@@ -1,23 +1,15 @@
-"""Per-window summaries: counts, calibration-in-the-large, slope, ECE, group bias.
+"""Per-window summaries in one O(n) pass: counts, calibration-in-the-large, slope, ECE, bias.
 
-One pass of O(n) work per window (plus two small Newton fits and a bootstrap of the bin
-sums), enough for the drift plots and the per-window table:
-
-* ``n``, ``events``, ``mean_prediction``, ``observed_rate``;
 * ``citl`` and ``slope`` with Wald intervals (:mod:`calaudit.monitoring.fits`);
-* ``ece``: binned top-label ECE ``sum_b (n_b / n) |ybar_b - pbar_b|`` over ``n_bins``
-  equal-width bins of the confidence (bin ``min(floor(B p), B - 1)``; Guo et al. 2017,
-  eq. 3; Naeini et al. 2015) with a percentile interval from the Poisson bootstrap (each
-  row weighted by an independent Poisson(1) count; Hanley & MacGibbon 2006; a bin of at
-  least :data:`LARGE_BIN` rows draws its bootstrap sums from the normal law with the same
-  mean and covariance, which keeps the cost O(n) for any number of replicates), seeded by
-  ``(seed, window number)`` so a window's interval does not depend on which batch
-  brought it;
-* per group: ``n``, ``events``, mean prediction, observed rate and the bias
-  ``mean(y - p)`` with the Wald interval ``bias +- z sd(y - p) / sqrt(n)``.
+* ``ece``: top-label ``sum_b (n_b / n) |ybar_b - pbar_b|`` over ``n_bins`` equal-width bins
+  (bin ``min(floor(B p), B - 1)``; Guo et al. 2017, eq. 3), its percentile interval from the
+  Poisson bootstrap (Hanley & MacGibbon 2006; a bin of at least :data:`LARGE_BIN` rows draws
+  its sums from the normal law of the same mean and covariance), seeded by
+  ``(seed, window number)``;
+* per group: ``n``, events, mean prediction, observed rate and the bias ``mean(y - p)`` with
+  the Wald interval ``bias +- z sd(y - p) / sqrt(n)``.
 
-Multi-class predictions are summarised top-label (:func:`top_label`).
-"""
+Multi-class predictions are summarised top-label (:func:`top_label`)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,16 @@
-"""Windows: rows cut into consecutive windows in time order.
+"""Windows: rows cut into consecutive windows in time order (rules: ``docs/monitoring.md``).
 
-A window rule is one of
+* a **calendar period** ``'<k>H'``, ``'<k>D'``, ``'<k>W'`` (from Monday), ``'<k>M'``,
+  ``'<k>Q'``, ``'<k>Y'``, anchored at fixed dates (1970-01-01, Monday 1970-01-05, January
+  1970), never at the data: a window's key is its period number since the anchor, so a row
+  falls into the same window whatever else is in the file. Aware times are taken in UTC;
+  periods without rows are counted in ``Windows.empty_periods``.
+* a **row count** ``N`` (``5000`` or ``'5000rows'``): runs of ``N`` rows in time order; each
+  call starts a new window.
+* a **batch column**: one window per value, ordered by earliest time (else first
+  appearance).
 
-* a **calendar period**: ``'<k>H'`` hours, ``'<k>D'`` days, ``'<k>W'`` weeks (starting on
-  Monday), ``'<k>M'`` calendar months, ``'<k>Q'`` quarters, ``'<k>Y'`` years (``k``
-  defaults to 1). Periods are anchored at fixed dates, never at the data: hours and days at
-  1970-01-01 00:00, weeks at Monday 1970-01-05, months at January 1970. A window's *key* is
-  its period number since the anchor, so the same row falls into the same window whatever
-  else is in the file. Time-zone aware times are converted to UTC first. Periods without
-  rows are not windows (they are counted in ``Windows.empty_periods``).
-* a **row count** ``N`` (an integer or ``'5000rows'``): consecutive runs of ``N`` rows in
-  time order (file order without a time column); a call's last window may be shorter. Each
-  call starts a new window, so appending batches reproduces one run over the concatenated
-  rows exactly when every batch but the last holds a multiple of ``N`` rows.
-* a **batch column** (``'batch'``): one window per value of a categorical column, ordered
-  by their earliest time (by first appearance without a time column).
-
-Inside a window rows keep time order (a stable sort: ties keep file order). At most
-:data:`MAX_WINDOWS` windows per call.
-"""
+Rows keep time order inside a window (stable sort). At most :data:`MAX_WINDOWS` per call."""
 
 from __future__ import annotations
 

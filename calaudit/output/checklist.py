@@ -1,13 +1,8 @@
-"""The one list of checks every output shows (terminal, JUnit, step summary, annotations,
-HTML, Markdown, PDF, notebook), and how it is counted in words.
+"""The one list of checks every output shows, and how it is counted in words.
 
-The list is the one the gate built (:func:`calaudit.audit.gate.result_checks`), the list
-the verdict and the exit code are computed from: an output is handed it (``checks``) or,
-given only a result payload, gets it from that same function. So ids, statuses and counts
-agree everywhere and no output builds its own. A check's ``role`` (``primary`` or
-``diagnostic``) says whether it can decide the verdict: diagnostics are shown everywhere
-with their status and counted apart.
-"""
+It is the gate's list (:func:`calaudit.audit.gate.result_checks`): an output is handed it
+(``checks``) or builds it from a payload with that same function, so ids, statuses and
+counts agree everywhere. Diagnostics are shown with their status and counted apart."""
 
 from __future__ import annotations
 

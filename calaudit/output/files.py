@@ -1,23 +1,13 @@
-"""All-or-nothing file output.
+"""All-or-nothing file output: a command's outputs are written together by :func:`write_all`.
 
-A command's outputs (``--json``, ``--junit``, ``--md`` with its ``<stem>_files/``
-figures, ``--html``) are written together by :func:`write_all`:
+1. **check** every target (:func:`check_targets`, also run before any work): a valid name,
+   not a directory, device, FIFO or socket, creatable, no two outputs on one path, only
+   ``--json`` on stdout;
+2. **stage**: create missing parents, write each file to a temporary file beside it;
+3. **commit**: rename each onto its target (an existing one kept as a hard-link backup
+   until all renames succeed).
 
-1. **check** every target: not empty, names within the file system's limits, not a
-   directory, device, FIFO or socket (a rename would replace it with a regular file),
-   no part of its parent a regular file, a file can be created in the nearest
-   existing folder above it, no two outputs on the same path, only ``--json`` on stdout
-   (``-``);
-2. **stage**: create missing parent directories (remembering which), write each file to
-   a temporary file next to its target;
-3. **commit**: rename every temporary file onto its target (an existing target is kept
-   as a hard-link backup until all renames succeed).
-
-On any failure everything this run created is removed (temporary files, new files, new
-directories, ``<stem>_files/`` included) and overwritten files are restored, so a failed
-run leaves the file system as it found it. :func:`check_targets` runs step 1 alone, before
-any work, so a bad path is reported before a minute of resampling.
-"""
+On failure everything this run created is removed and overwritten files are restored."""
 
 from __future__ import annotations
 

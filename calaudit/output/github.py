@@ -1,14 +1,9 @@
 """GitHub Actions outputs: a Markdown step summary and workflow-command annotations.
 
-- Step summary: appended to the file named by ``GITHUB_STEP_SUMMARY``. GitHub drops the
-  *whole* summary of a step above 1 MiB, so ours is capped (``SUMMARY_CAP`` and what the
-  file leaves free): rows are cut and a note points at the artifacts.
-- Annotations (``GITHUB_ACTIONS=true``): ``::error`` for checks whose status is in
-  fail-on, ``::warning`` for other ``WARN``/``INCONCLUSIVE``/``ERROR`` checks. GitHub shows
-  at most 10 of each kind per step, so at most 9 are emitted per kind plus one roll-up.
-  Workflow commands are read from stdout and stderr alike; the CLI uses stderr when stdout
-  carries JSON.
-"""
+The step summary (``GITHUB_STEP_SUMMARY``) is capped below GitHub's 1 MiB limit
+(``SUMMARY_CAP``): rows are cut and a note points at the artifacts. Annotations
+(``GITHUB_ACTIONS=true``): ``::error`` for checks in fail-on, ``::warning`` for other
+WARN/INCONCLUSIVE/ERROR checks, at most 9 per kind plus one roll-up (GitHub shows 10)."""
 
 from __future__ import annotations
 

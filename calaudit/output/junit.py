@@ -1,26 +1,12 @@
-"""JUnit XML for CI systems: one ``<testcase>`` per check.
+"""JUnit XML for CI systems: one ``<testcase>`` per check of the result.
 
-Checks are the result's own (:func:`calaudit.output.checklist.check_lines`: graded metrics,
-tests, unmatched thresholds, baseline comparisons). Status mapping:
-
-| status | JUnit |
-|---|---|
-| PASS | passed |
-| WARN | passed with a ``<system-out>`` note; ``<failure type="WARN">`` if WARN is in fail-on |
-| FAIL | ``<failure type="FAIL">`` |
-| INCONCLUSIVE | ``<failure type="INCONCLUSIVE">`` if it is in fail-on, else ``<skipped>`` |
-| ERROR | ``<error type="ERROR">`` |
-| SKIPPED | ``<skipped>`` |
-
-A diagnostic test (``role = "diagnostic"``) never gates: it passes, its status and facts in
-``<system-out>``.
-
-``classname`` is ``calaudit.<kind>`` (metric, test, threshold, baseline), ``name`` the check
-id; the suite carries the verdict, seed, alpha and input hash as properties. A failure's
-``message`` carries the facts that decided it (statistic, p, adjusted p, alpha; value and
-threshold; delta and tolerance). With ``SOURCE_DATE_EPOCH`` set no timing is written (the
-suite's ``time`` is 0), so the document is byte-identical across runs.
-"""
+PASS passes; WARN passes with a ``<system-out>`` note (``<failure>`` if WARN is in
+fail-on); FAIL is a ``<failure>``; INCONCLUSIVE a ``<failure>`` if in fail-on, else
+``<skipped>``; ERROR an ``<error>``; SKIPPED ``<skipped>``. A diagnostic test passes, its
+status in ``<system-out>``. ``classname`` is ``calaudit.<kind>``, ``name`` the check id; the
+suite carries the verdict, seed, alpha and input hash as properties, a failure's
+``message`` the facts that decided it. With ``SOURCE_DATE_EPOCH`` set no timing is written,
+so the document is byte-identical across runs."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
 """The decision and its evidence in plain words: the sentences every output leads with.
 
-The terminal prints them under the verdict line, the HTML and PDF reports in the verdict
-box (page 1), the Markdown report under its verdict heading and the notebook view of a
-result above its table, so the story is told in the same words everywhere. Everything is
-read from the JSON result; nothing is recomputed. Which tests decide comes from each
-test's ``role`` and ``family`` (never from test ids), how the gate adjusts from
-``gate.rule``, shown in the glossary the jargon links to.
-
-A sentence is a tuple of :class:`Span`: plain text, some of it naming a term of the
-:data:`GLOSSARY` (the HTML links it; plain outputs print the text).
-"""
+Read from the JSON result only; which tests decide comes from each test's ``role`` and
+``family``, never from test ids. A sentence is a tuple of :class:`Span`: text, some of it
+naming a term of the :data:`GLOSSARY` (the HTML links it; plain outputs print the text)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Plots of the report, drawn with matplotlib's object-oriented API (no pyplot state).
 
-Each ``plot_*`` function draws one panel from data already in the JSON result (the
-report never recomputes statistics), takes ``ax=None`` (a new figure is made when absent,
-as scikit-learn's ``Display`` objects do) and returns the ``Axes``, so notebook users can
-reuse them. :func:`figure_svg` turns a figure into deterministic SVG text: fixed
-``svg.hashsalt``, no date, glyphs as paths.
-
-Names from the data (classes, groups, covariates) are drawn as plain text: ``$`` never
-starts mathtext, newlines become spaces and long names are shortened.
-"""
+Each ``plot_*`` draws one panel from data in the JSON result, takes ``ax=None`` (a new
+figure when absent) and returns the ``Axes``. :func:`figure_svg` writes deterministic SVG.
+Names from the data are drawn as plain text (:func:`plain`: no mathtext, no newlines)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
-"""Render a JSON result as an HTML or Markdown report, and write the files.
+"""Render a JSON result as an HTML, Markdown or PDF report (a pure function of the result and
+the sign-off fields: same result, same bytes).
 
-* HTML: one file. Inline CSS (allowed by its sha256 in a Content-Security-Policy meta
-  tag that forbids scripts and every network fetch), figures as ``data:image/svg+xml``
-  URIs, no JavaScript.
-* Markdown: the same sections; figures are SVG files in ``<stem>_files/`` next to it.
-* PDF: the HTML printed by WeasyPrint (``calaudit[pdf]``) with every section expanded,
-  without the appendix unless asked for (``--pdf-appendix``).
-* A comparison result (``calaudit compare --json``) renders as a comparison report.
-
-Rendering is a pure function of the result (and the sign-off fields): the same result
-gives the same bytes. The commands write the files all together or not at all
-(:func:`calaudit.output.files.write_all`).
-"""
+HTML is one file: inline CSS allowed by its sha256 in a Content-Security-Policy that
+forbids scripts and fetches, figures as ``data:image/svg+xml`` URIs. Markdown has the same
+sections, figures in ``<stem>_files/``. PDF is the HTML printed by WeasyPrint
+(``calaudit[pdf]``), sections expanded, the appendix only with ``--pdf-appendix``."""
 
 from __future__ import annotations
 

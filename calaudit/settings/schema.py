@@ -1,19 +1,10 @@
-"""The settings schema, derived by walking configuration dataclasses.
+"""The settings schema, derived by walking configuration dataclasses (no setting named here).
 
-Nothing here names a setting: sections added to ``AuditConfig`` later are picked up as
-they are. The walk recognises three shapes of dataclass field:
-
-- a **section**: the field's type is a dataclass (``binning: BinningConfig``), a TOML table;
-- a **keyed table**: ``tuple[Dataclass, ...]`` with ``metadata={"key": "<field>"}``
-  (``thresholds``), a TOML table of tables: ``[thresholds.ece]``, the table name filling
-  the key field;
-- a **leaf**: anything else; ``int``, ``float``, ``str``, ``bool``, ``Literal[...]``, a str
-  ``Enum``, ``X | None`` and ``tuple[X, ...]`` of those are understood.
-
-Field metadata used: ``help`` (one line), ``path`` (a file path: resolved against the
-directory of the config file that sets it), ``key`` (keyed tables), ``setting`` (``False``:
-not a setting, left out of the schema, e.g. ``AuditConfig.executor``).
-"""
+Field shapes: a **section** (a dataclass type: a TOML table), a **keyed table**
+(``tuple[Dataclass, ...]`` with ``metadata={"key": ...}``: ``[thresholds.ece]``) and a
+**leaf** (``int``, ``float``, ``str``, ``bool``, ``Literal``, a str ``Enum``, ``X | None``,
+``tuple[X, ...]``). Metadata: ``help``, ``path`` (resolved against the config file's
+directory), ``key``, ``setting`` (``False``: not a setting)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Where settings come from: config files, ``CALAUDIT_*`` environment variables, flags.
 
-Each source becomes a :class:`Layer`: validated values by path, and the :class:`Origin` of
-each. Unknown keys are errors naming the file and suggesting the closest key; values of
-the wrong type say what was expected.
-
-Config file discovery (when ``--config`` is not given): from the working directory
-upwards, the first directory holding ``calaudit.toml``, ``.calaudit.toml`` or a
-``pyproject.toml`` with a ``[tool.calaudit]`` table wins (in that order within a
-directory), so a project's own file beats one further up.
-"""
+Each source becomes a :class:`Layer` (validated values and the :class:`Origin` of each);
+unknown keys are errors that suggest the closest key. Without ``--config``, the first
+directory from the working directory upwards holding ``calaudit.toml``, ``.calaudit.toml``
+or a ``pyproject.toml`` with ``[tool.calaudit]`` (in that order) wins."""
 
 from __future__ import annotations
 

@@ -1,29 +1,13 @@
 """The checks of a result: every entry that carries a status and so takes part in the gate.
 
-:func:`result_checks` is the one function that makes the flat list from a graded result
-(a dict). The gate calls it once per audit (:func:`calaudit.audit.gate.decide`) and the
-result keeps that list (``AuditResult.checks``); the verdict, the exit code and every
-output the command line writes (terminal, JUnit, GitHub step summary and annotations,
-Markdown, HTML, PDF) use it as it is. A result read back from its JSON (``calaudit
-report``, ``calaudit compare``, a notebook) gets the same list from the same function:
-no other module builds checks. The JSON itself records the statuses, not the list. The
-kinds:
-
-- ``metric``: a metric graded by a threshold (``metrics[]`` with a ``status``);
-- ``test``: a hypothesis test (``tests[]``);
-- ``threshold``: a threshold whose metric this audit did not compute (``SKIPPED``);
-- ``baseline``: a metric compared with the baseline, or a check that newly fails.
-
-Metrics without a threshold are estimates, not checks. Each check has a ``role``:
-``primary`` checks gate (graded metrics, primary tests, thresholds, baseline comparisons);
-``diagnostic`` tests are reported and never gate (:func:`gating` leaves them out). Each
-check carries the facts a reader needs to see why it has its status, as short phrases:
-
-- test: its estimate (and its test statistic when that is another number, named by its
-  definition), raw p-value, adjusted p-value (and the method), alpha;
-- metric with a threshold: value and the warn/fail levels with the direction;
-- baseline comparison: old, new, delta and tolerance.
-"""
+:func:`result_checks` is the one function that builds the flat list from a graded result
+(a dict): the gate calls it once per audit and the result keeps it
+(``AuditResult.checks``); every output reads that list, and a result read back from JSON
+gets it from the same function. Kinds: ``metric`` (graded by a threshold), ``test``,
+``threshold`` (its metric was not computed: ``SKIPPED``) and ``baseline`` (a comparison, or
+a check that newly fails). ``primary`` checks gate; ``diagnostic`` tests never do
+(:func:`gating` leaves them out). Each check carries, as short phrases, the facts that
+explain its status (estimate, p-values, alpha; value and levels; old, new and tolerance)."""
 
 from __future__ import annotations
 

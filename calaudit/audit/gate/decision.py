@@ -1,38 +1,17 @@
 """The decision rule of the gate: which tests decide, how they are adjusted, how groups gate.
 
-Two questions are asked of a model: is it calibrated (``global``), and, when covariates
-are given, is it calibrated in every sub-population they describe (``local``). Each
-question has its **primary tests**, chosen before the labels are looked at (from the
-configuration and ``n`` only): one per slot of :data:`PRIMARY_SLOTS`, the first candidate
-of the slot that ran or decided its own status (``SKIPPED`` tests, e.g. quadratic tests
-above ``skce.max_quadratic_n``, are passed over). All primaries are adjusted together by
-weighted Holm (``multiple_testing = "holm"``, the default): the local primary spends
-:data:`LOCAL_SHARE` of alpha and the global primaries share the rest (all of it without
-covariates). Every other test is a **diagnostic**: adjusted among the diagnostics of its
-family, reported, never gating. Groups gate through the local primary (gatekeeping):
-a group can ``FAIL`` only when the local primary test rejected, its p-value adjusted
-among the groups (weighted Holm) is at most alpha and its simultaneous bias interval
-excludes 0 (:func:`gate_groups`). Without a local test (``--local-tests none``) the local primary is
-:data:`GROUPS_TEST_ID`, the Bonferroni combination of the group tests.
-
-Why the global question has two primaries, ``skce_consistency`` and ``ece_consistency``:
-both are consistency-resampling tests, whose null is the exact conditional distribution of
-the statistic given the predictions (labels redrawn from them), so their level is exact at
-every ``n`` and for every prediction distribution (scorecards, rare events), unlike the
-asymptotic tests (``spiegelhalter``, ``skce_*_asymptotic``). They are complementary: the
-SKCE (kernel on the whole probability vector) is consistent against every miscalibration,
-multi-class included, but with the median-heuristic kernel it has little power against
-over-confidence of a many-class model, which the top-label ECE detects; the ECE depends on
-its bins and sees only the top label. Weighted Holm over the primaries keeps the
-family-wise error at most ``alpha``. Cost: the SKCE test is O(n^2 B) in one GEMM per
-batch, the ECE test O(n B). Above ``skce.max_quadratic_n`` the SKCE slot falls to
-``skce_ul_asymptotic`` (linear cost, normal approximation valid at that n).
-
-Under the complete null (labels drawn from the predictions, independently of the
-covariates given the predictions) every primary p-value is valid, so weighted Holm keeps
-the probability of a FAIL verdict at most ``alpha``; groups add nothing, as no group can
-fail unless the local primary falsely rejected. ``validation/gate_type1.py`` measures it.
-"""
+Each question (``global``: is the model calibrated; ``local``, with covariates: in every
+sub-population) has **primary tests**, chosen from the configuration and ``n`` only: per
+slot of :data:`PRIMARY_SLOTS` the first candidate that ran or decided its own status
+(``SKIPPED`` ones are passed over). The primaries are adjusted together by weighted Holm,
+the local primary spending :data:`LOCAL_SHARE` of alpha. Every other test is a
+**diagnostic**, adjusted within its family and never gating. A group can ``FAIL`` only
+through the local primary (gatekeeping, :func:`gate_groups`); without a local test the local
+primary is :data:`GROUPS_TEST_ID`. The global slots hold two consistency-resampling tests
+(exact level at every ``n``): the SKCE, consistent against every miscalibration, and the
+top-label ECE, which sees the over-confidence of many-class models that the
+median-heuristic SKCE misses. Under the complete null weighted Holm keeps the probability
+of a FAIL verdict at most ``alpha`` (``validation/gate_type1.py``)."""
 
 from __future__ import annotations
 

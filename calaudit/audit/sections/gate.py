@@ -113,14 +113,9 @@ class GateConfig:
 class BaselineConfig:
     """Comparison with a previous result (``--baseline OLD.json``, ``calaudit compare``).
 
-    A metric regresses when it is worse than in the baseline by more than its tolerance:
-    with ``tolerance`` unset (the default), the per-metric default on the metric's own
-    scale (the registry's tolerances (:mod:`calaudit.registry`): 0.01 for
-    probability-scale errors, 2 % for losses, 50 % -- and at least twice the sampling sd of
-    the difference for unbiased estimators -- for squared kernel errors); with
-    ``tolerance`` set, ``max(tolerance, relative_tolerance * |old|)`` for every metric. A
-    check that newly has a status in ``fail_on`` regresses too.
-    """
+    A metric regresses when it is worse than in the baseline by more than its tolerance: the
+    registry's per-metric default with ``tolerance`` unset, else ``max(tolerance,
+    relative_tolerance * |old|)``. A check newly in ``fail_on`` regresses too."""
 
     path: str | None = field(default=None, metadata={
         "help": "JSON result to compare against", "path": True})

@@ -21,13 +21,9 @@ def _grid_size(help_text: str) -> Any:
 class SquaredConfig:
     """Squared calibration errors with risk-based estimator selection (Gruber & Bach).
 
-    Off by default: the pipeline fits every estimator on ``n_folds`` folds for its whole
-    grid, which costs O(n^2) (``kde``) plus O(n r^2) (``kkr``/``ukkr``, r the kernel
-    rank) per target and m times more for ``cwce2``: seconds at n = 1,000, about a minute
-    of CPU for ``cce2`` at n = 10,000, against well under a second for the rest of the
-    battery. ``--squared`` or ``enabled = true`` turns it on; ``max_rows`` optionally skips
-    it (with a note in the metric's ``params``) on larger files.
-    """
+    Off by default: every estimator is fitted on ``n_folds`` folds over its grid, O(n^2)
+    (``kde``) plus O(n r^2) (``kkr``/``ukkr``) per target, m times more for ``cwce2`` (about a
+    CPU-minute for ``cce2`` at n = 10,000). ``max_rows`` skips it on larger files."""
 
     enabled: bool = field(default=False, metadata={
         "help": "estimate squared calibration errors (the command-line --squared sets it)"})
