@@ -1,11 +1,6 @@
-"""A bound on a wait that the waited-for library does not bound itself.
-
-:func:`within` runs a call in a daemon thread and waits for it at most a given number of
-seconds: past that, :class:`DeadlineExceeded` is raised in the caller, and the abandoned
-call ends with the process (or at its own library's timeout). Used for the first contact
-with an object store and its listing (:mod:`calaudit.data.remote`) and for the checks of a
-Dask cluster's workers (:mod:`calaudit.scale.cluster`). Standard library only.
-"""
+"""A bound on a wait that the waited-for library does not bound itself: :func:`within` runs a
+call in a daemon thread and raises :class:`DeadlineExceeded` after the given seconds.
+Standard library only."""
 
 from __future__ import annotations
 

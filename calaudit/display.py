@@ -1,9 +1,6 @@
-"""How a notebook shows an :class:`~calaudit.results.AuditResult`: the one function that
-writes a result's HTML (``result._repr_html_()``), installed by the package
-(``calaudit/__init__``) as :func:`calaudit.output.notebook.result_html`. The result
-objects ask this module for their view, so they import nothing of the output layer that
-writes it; the package imports nothing heavy until a result is shown.
-"""
+"""The notebook view of a result (``result._repr_html_()``): installed by the package as
+:func:`calaudit.output.notebook.result_html`, so the result objects import nothing of the
+output layer."""
 
 from __future__ import annotations
 

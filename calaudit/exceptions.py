@@ -1,9 +1,5 @@
-"""Exception types.
-
-Everything a user can cause (a bad file, a bad option, a bad configuration) raises a
-subclass of :class:`CalauditError`; the command line turns it into one line on stderr and
-exit code 2. Any other exception is a bug and exits with code 3.
-"""
+"""Exception types: everything a user can cause raises a :class:`CalauditError` (one line on
+stderr, exit code 2); any other exception is a bug (exit code 3)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Tabular views of an :class:`~calaudit.results.AuditResult`: its metrics and tests, and
-its group table, as pandas DataFrames (``result.to_frame()``, ``result.groups_frame()``).
-
-Everything is read from the result's fields; nothing is recomputed. pandas is imported
-only when a frame is asked for.
-"""
+"""Tabular views of an :class:`~calaudit.results.AuditResult` as pandas DataFrames
+(``result.to_frame()``, ``result.groups_frame()``); pandas loads only when asked for."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Result objects: pure data, serialisable to the JSON result.
-
-``MetricResult`` is one estimate, ``TestResult`` one hypothesis test (the scipy result
-object model: ``statistic``, ``p_value``, ``null_distribution``), ``AuditResult`` the
-whole audit. ``to_dict`` produces only JSON builtins; non-finite floats become ``null``.
-:func:`fmt_number` and :func:`fmt_pvalue` write a result's numbers as every output does.
-"""
+"""Result objects: pure data, serialisable to the JSON result (``to_dict``: JSON builtins
+only, non-finite floats as ``null``). :func:`fmt_number` and :func:`fmt_pvalue` write a
+result's numbers as every output does."""
 
 from __future__ import annotations
 

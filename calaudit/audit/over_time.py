@@ -119,13 +119,10 @@ def batch_from(data: CalibrationData, times: Any = None, batch: Any = None) -> B
 def run_over_time(data: CalibrationData, config: AuditConfig, *, times: Any = None,
                   batch: Any = None, state: MonitorState | None = None,
                   source: str = "data") -> tuple[MonitorState, Advice | None]:
-    """The Python API of ``calaudit test --time-col/--window/--batch-col`` (and, given the
-    ``state`` of an earlier call, of ``calaudit monitor``): ``data`` cut into windows by
-    ``config.monitoring`` (``times``, ``batch``: the rows' time and batch columns) and
-    appended to ``state`` (None: a new run), with the per-window battery when
-    ``config.monitoring.window_battery`` (or the state's run) asks for it; the new state
-    and the advice after an alarm. ``state.table()``, ``state.group_table()`` and
-    :func:`calaudit.audit.window_battery.battery_frame` are its tables."""
+    """The Python API of ``calaudit test --time-col/--window/--batch-col`` and, given an earlier
+    ``state``, of ``calaudit monitor``: ``data`` cut into windows by ``config.monitoring``
+    (``times``, ``batch``: the rows' time and batch columns) and appended to ``state`` (None:
+    a new run); returns the new state and the advice after an alarm."""
     if state is None:
         if not config.monitoring.enabled:
             raise ConfigError("no windows: set config.monitoring.window (or batch_col)")

@@ -1,10 +1,7 @@
-"""What a weighted audit computes, refuses and leaves out (docs/weights.md).
-
-Every estimate and test either takes the row weights or does not run: a check asked for
-by name that has no weighted version stops the audit (:func:`refuse`, one line, exit 2);
-a default test with no weighted version is reported ``SKIPPED`` with the reason; a
-diagnostic that is not gated is left out and listed in ``data.weights.not_weighted``.
-"""
+"""What a weighted audit computes, refuses and leaves out (docs/weights.md): a check asked
+for by name without a weighted version stops the audit (:func:`refuse`); a default test
+without one is ``SKIPPED``; an ungated diagnostic is listed in
+``data.weights.not_weighted``."""
 
 from __future__ import annotations
 

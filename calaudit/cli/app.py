@@ -1,12 +1,6 @@
-"""``calaudit``: the Typer application.
-
-Commands are thin: they take their options from ``options`` (each declared once, with the
-setting it sets) and call a function of ``audit_command``, ``compare_command``,
-``config_command`` or ``report_command`` inside the error boundary. Settings options are
-resolved together with the config file and ``CALAUDIT_*`` variables (only the options the
-user gave override them; see ``settings_flags``). ``--help`` is ``help.print_help``.
-Only typer, rich and the standard library load at start-up.
-"""
+"""``calaudit``: the Typer application. Commands take their options from
+:mod:`calaudit.cli.options` and call their ``*_command`` module inside the error boundary.
+Only typer, rich and the standard library load at start-up."""
 
 from __future__ import annotations
 

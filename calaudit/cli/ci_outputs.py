@@ -1,9 +1,6 @@
-"""GitHub Actions integration of a command: the step summary and the annotations.
-
-``outputs.github = "auto"`` (default): the summary is appended when
-``GITHUB_STEP_SUMMARY`` is set, annotations are printed when ``GITHUB_ACTIONS=true``;
-``"off"`` disables both. Annotations go to stdout, or to stderr when stdout carries JSON.
-"""
+"""GitHub Actions integration of a command (``outputs.github``: ``auto`` or ``off``): the step
+summary when ``GITHUB_STEP_SUMMARY`` is set, annotations when ``GITHUB_ACTIONS=true`` (on
+stderr when stdout carries JSON)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """``calaudit compare OLD.json NEW.json``: gate a new result against a baseline result.
 
-The verdict counts only the comparison: metrics worse than the tolerance, metrics whose
-settings differ (``baseline.on_mismatch``), checks that newly fail. Output paths come from
-the flags only: a config file's ``outputs.json`` names the audit's result, which a
-comparison must not overwrite.
-"""
+The verdict counts only the comparison. Output paths come from the flags only: a config
+file's ``outputs.json`` names the audit's result, which a comparison must not overwrite."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""``--help`` of the commands: one line per option where it fits, options grouped in panels.
+"""``--help`` of the commands: options grouped in panels, one line per option where it fits.
 
-Each option is shown as ``--name METAVAR`` (flags without one) beside its help line and
-its default (ranges are in ``docs/configuration.md``; a value out of range is an error
-that states it); help text is plain (``[pdf]`` is text, not markup), and
-option names are never cut: the name column is as wide as the longest name and the help
-column wraps. Lines are at most :data:`MAX_WIDTH` columns wide (narrower terminals wrap
-the help column). Only typer, rich and the standard library are imported.
-"""
+``--name METAVAR`` beside the plain-text help line and its default; names are never cut
+(the help column wraps); at most :data:`MAX_WIDTH` columns. Only typer, rich and the
+standard library are imported."""
 
 from __future__ import annotations
 

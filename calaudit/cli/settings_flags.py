@@ -1,11 +1,7 @@
-"""The settings of a running command: the config file, ``CALAUDIT_*`` variables and the
-options the user gave, resolved with :func:`calaudit.settings.resolve.resolve`.
-
-Each option names its setting in its declaration (:class:`calaudit.cli.options.Flag`,
-``setting``); options without one only steer the command. Only options given on the
-command line count (``ctx.get_parameter_source``): an option's default never overrides
-the config file.
-"""
+"""The settings of a running command: config file, ``CALAUDIT_*`` variables and the options
+given on the command line (each names its setting: :class:`calaudit.cli.options.Flag`),
+resolved with :func:`calaudit.settings.resolve.resolve`; an option's default never
+overrides the config file."""
 
 from __future__ import annotations
 

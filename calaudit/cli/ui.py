@@ -1,12 +1,6 @@
-"""Terminal behaviour of a command: quiet/verbose, colour, log lines and progress.
-
-- stdout carries the summary (or only JSON with ``--json -``); everything else goes to
-  stderr: warnings, ``--verbose`` log lines, progress bars.
-- Progress bars (rich) only when stderr is a terminal and not ``--quiet``; with
-  ``--verbose`` on a non-terminal, plain log lines instead.
-- Colour: ``auto`` lets rich decide (terminal, ``NO_COLOR``, ``FORCE_COLOR``); ``always``
-  and ``never`` override the environment.
-"""
+"""Terminal behaviour of a command: stdout carries the summary (or only JSON with ``--json
+-``), stderr everything else; progress bars only on a terminal and not ``--quiet`` (plain
+log lines with ``--verbose`` otherwise); colour ``auto``, ``always`` or ``never``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The notebook view of an :class:`~calaudit.results.AuditResult`: the HTML Jupyter shows
-for a result (``result._repr_html_()``): the verdict and the story every report leads
-with, the checks, and the groups with the clearest bias, in the reports' status colours.
-The package installs it as the result's view (:mod:`calaudit.display`), so the result
-objects do not import the output layer.
-"""
+"""The notebook view of an :class:`~calaudit.results.AuditResult` (``result._repr_html_()``):
+the verdict and story, the checks and the groups with the clearest bias, installed by the
+package through :mod:`calaudit.display`."""
 
 from __future__ import annotations
 

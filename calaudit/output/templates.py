@@ -1,9 +1,5 @@
-"""Finding and rendering the jinja2 templates.
-
-Templates live in the repository's top-level ``templates/`` directory; the wheel ships
-them as ``calaudit/templates``. Lookup order: the packaged copy, the source checkout
-(editable installs and running from a clone).
-"""
+"""Finding and rendering the jinja2 templates: the packaged ``calaudit/templates`` first,
+then the source checkout's top-level ``templates/``."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Build the report's view model from a JSON result (``docs/result-schema.md``).
-
-:func:`build_context` turns the result dictionary into :class:`ReportContext`: every
-number formatted, every section in the report's order, every figure named. It reads only
-the result: nothing here recomputes a statistic (the diagrams' data come from the audit's
-``diagrams`` stage). Optional sections that a result does not carry are ``None`` or empty.
-Here: the page's order and head, the estimates and tests, the null distributions and the
-sign-off; the other sections come from their own ``*_context`` modules.
-"""
+"""Build the report's view model (:class:`ReportContext`) from a JSON result: every number
+formatted, every section in page order, every figure named; nothing is recomputed. The
+sections other than the head, estimates, tests, nulls and sign-off come from the
+``*_context`` modules."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Report figures: named as the context is built, drawn when the report is written.
-
-:class:`FigureNamer` makes each :class:`~calaudit.report.views.FigureView` (a unique
-file name, in order of appearance); :func:`draw_svg` takes one (its ``kind`` and ``data``)
-and returns deterministic SVG text, a whole figure composed from the panels of
-:mod:`calaudit.report.plots`.
-"""
+"""Report figures: named as the context is built (:class:`FigureNamer`), drawn as
+deterministic SVG when the report is written (:func:`draw_svg`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""View model of what the gate decided: the verdict in words, the one check list and the
-baseline comparison.
-
-Every check comes from :func:`calaudit.output.checklist.check_lines`: the checks the gate
-recorded in the result, the list the exit code, the terminal summary, JUnit and the step
-summary use, so the report's ids, statuses and counts are those of every other output.
-Nothing here re-runs the gate.
-"""
+"""View model of what the gate decided: the verdict in words, the one check list
+(:func:`calaudit.output.checklist.check_lines`) and the baseline comparison."""
 
 from __future__ import annotations
 

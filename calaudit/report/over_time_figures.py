@@ -1,12 +1,7 @@
-"""The report's calibration-over-time figures, drawn from the result's ``monitoring``
-section alone (a re-rendered report needs no state file):
-
-* ``drift``: per window the ECE, calibration-in-the-large and slope with their intervals
-  (ideal lines dashed), and the e-process on a log scale with its alarm line ``1/level``
-  and the alarm window marked;
-* ``drift_groups``: the most biased groups' bias over the windows, with intervals;
-* ``drift_reliability``: the reliability diagram of the first window against the latest.
-"""
+"""The report's calibration-over-time figures, from the result's ``monitoring`` section alone:
+``drift`` (ECE, CITL and slope with intervals, the e-process with its alarm line),
+``drift_groups`` (the most biased groups' bias) and ``drift_reliability`` (first window
+against the latest)."""
 
 from __future__ import annotations
 

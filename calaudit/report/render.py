@@ -70,12 +70,9 @@ def shown(value: Any, limit: int | None = None) -> Any:
 def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
                 source: Mapping[str, str] | None = None, *, appendix: bool = True,
                 checks: Sequence[Check] | None = None) -> RenderedReport:
-    """The single-file HTML report (a comparison result renders as a comparison report).
-    ``source`` (``path``, ``sha256``) names the saved JSON a re-rendered report comes
-    from. ``appendix=False`` leaves out the appendix (the PDF without
-    ``--pdf-appendix``): null distributions, the group table, KLCE and LCB details, the
-    smoothed diagram, the reading notes, methods and configuration. ``checks``: the gate's
-    list for this result (else built from it). Long texts are shortened (:func:`shown`)."""
+    """The single-file HTML report. ``source`` (``path``, ``sha256``) names the saved JSON a
+    re-rendered report comes from; ``appendix=False`` leaves out the appendix (the PDF
+    without ``--pdf-appendix``); ``checks``: the gate's list (else built from the result)."""
     from markupsafe import Markup
 
     result, signoff, source = shown(result), shown(signoff), shown(source)

@@ -1,12 +1,7 @@
-"""The report's view model: plain frozen dataclasses of display-ready strings.
-
-Built from a JSON result by :mod:`calaudit.report.context`; the templates only loop over
-these and branch on them (coverage.py's ``IndexPage``/``FileData`` pattern). Strings are
-raw text: the HTML template autoescapes them and the Markdown template passes them
-through the ``md`` filter. ``FigureView.data`` is the one non-string field: the slice of
-the result a figure is drawn from, used by :mod:`calaudit.report.figures` only (which also
-names the figures: :class:`~calaudit.report.figures.FigureNamer`).
-"""
+"""The report's view model: frozen dataclasses of display-ready raw strings (the HTML
+template autoescapes them, the Markdown one applies the ``md`` filter), built by
+:mod:`calaudit.report.context`. ``FigureView.data`` is the slice of the result a figure is
+drawn from (:mod:`calaudit.report.figures`)."""
 
 from __future__ import annotations
 
@@ -104,13 +99,9 @@ class BaselineView:
 
 @dataclass(frozen=True)
 class EvidenceSection:
-    """A collapsible evidence section rendered from its own template partial
-    (``templates/html/<name>.html`` and, optionally, ``templates/md/<name>.md``).
-
-    Other modules add sections by appending a builder to
-    :data:`calaudit.report.context.EVIDENCE_BUILDERS`; ``data`` is whatever the partial
-    reads (as ``section.data``), ``figures`` the figures it shows (drawn like every other
-    figure)."""
+    """A collapsible evidence section rendered from its own template partials, built by a
+    function of :data:`calaudit.report.context.EVIDENCE_BUILDERS`; ``data`` is what the
+    partial reads, ``figures`` the figures it shows."""
 
     id: str
     title: str

@@ -1,11 +1,7 @@
-"""Configuration of the command line: files, ``CALAUDIT_*`` variables, flags, defaults.
-
-``schema`` walks the configuration dataclasses, ``sources`` reads each source into a
-layer, ``resolve`` merges the layers (flags > environment > file > defaults) and builds
-the dataclasses, ``show`` prints the result (``calaudit config show`` / ``init``). Only
-the standard library is imported here (plus ``tomli`` on Python 3.10); numpy loads with
-``AuditConfig``, through :func:`cli_roots`, when a command runs.
-"""
+"""Configuration of the command line: ``schema`` walks the configuration dataclasses,
+``sources`` reads files, ``CALAUDIT_*`` variables and flags, ``resolve`` merges them (flags
+> environment > file > defaults), ``show`` prints them. Standard library only (plus
+``tomli`` on Python 3.10); numpy loads with ``AuditConfig`` through :func:`cli_roots`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Resolving settings: defaults < config file < ``CALAUDIT_*`` variables < flags.
-
-:func:`resolve` merges the layers, builds the configuration dataclasses (their
-``__post_init__`` validates values; a failure is reported against the source that set the
-offending value) and keeps the origin of every value for ``calaudit config show``.
-
-The roots are a mapping ``{"": AuditConfig, "data": DataConfig, ...}``: the ``""`` root's
-fields are top-level keys, the others are top-level sections.
-"""
+"""Resolving settings: defaults < config file < ``CALAUDIT_*`` variables < flags, with the
+origin of every value (``calaudit config show``); a validation failure names the source
+that set the value. Roots: ``{"": AuditConfig, "data": DataConfig, ...}`` (``""``: the
+top-level keys)."""
 
 from __future__ import annotations
 

@@ -169,12 +169,9 @@ def grade_tests(tests: Sequence[TestResult], alpha: float, method: str,
                 scope: str = "primary") -> tuple[TestResult, ...]:
     """Roles, adjusted p-values and statuses of every test (the rule: :data:`GATE_RULE`).
 
-    ``scope="primary"``: the primaries (:func:`primary_indices`) together, the diagnostics
-    within their family.
-    ``"battery"``: every test gates, all adjusted together (family-wise error still at most
-    ``alpha``, less power). ``"family"``: every test gates, adjusted within its family
-    (the family-wise error of the verdict can reach ``alpha`` per family).
-    """
+    ``scope``: ``"primary"`` (the primaries together, the diagnostics within their family),
+    ``"battery"`` (every test gates, all adjusted together) or ``"family"`` (every test gates,
+    adjusted within its family: the error can reach ``alpha`` per family)."""
     over_time = [t for t in tests if t.id == MONITOR_ID]
     graded = [t for t in tests if t.id != MONITOR_ID]
     gate_alpha = alpha - sum(float(t.params.get("level", 0.0)) for t in over_time)
@@ -224,12 +221,9 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
                 alpha: float) -> tuple[dict[str, Any], ...]:
     """Group statuses under gatekeeping, agreeing with the intervals.
 
-    A group ``FAIL``s when (1) the local primary test ``FAIL``ed (the gatekeeper), (2) its
-    p-value adjusted across the groups is at most ``alpha`` and (3) its bias interval,
-    simultaneous over the groups, excludes 0. Otherwise it is ``PASS`` (``INCONCLUSIVE``
-    groups stay), with a message when one of the three holds alone, so a ``FAIL`` never has
-    an interval through 0 and a ``PASS`` whose interval excludes 0 says why it did not fail.
-    """
+    A group ``FAIL``s when the local primary test ``FAIL``ed, its p-value adjusted across the
+    groups is at most ``alpha`` and its simultaneous bias interval excludes 0; else it is
+    ``PASS`` (``INCONCLUSIVE`` stays), with a message when only some of these hold."""
     keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
     open_ = keeper is not None and keeper.status is Status.FAIL
     out = []

@@ -1,12 +1,9 @@
 """Thresholds and the data rule: the statuses of metrics, and when a PASS needs more data.
 
-- Metrics: a metric with a threshold (``[thresholds.<id>]``) gets ``PASS``, ``WARN`` or
-  ``FAIL`` from its levels; a non-finite value gets ``ERROR``. A threshold whose metric the
-  audit did not compute is reported as a ``SKIPPED`` check (with the reason).
-- INCONCLUSIVE rule: with fewer than ``gate.min_rows`` rows or ``gate.min_events`` events
-  nothing is reported as ``PASS``: ``PASS`` becomes ``INCONCLUSIVE``. ``FAIL`` stays
-  (a test keeps its level at any n; a threshold breach is still a breach).
-"""
+A metric with a threshold gets ``PASS``, ``WARN`` or ``FAIL`` from its levels (``ERROR`` if
+not finite); a threshold whose metric was not computed is a ``SKIPPED`` check. With fewer
+than ``gate.min_rows`` rows or ``gate.min_events`` events a ``PASS`` becomes
+``INCONCLUSIVE``; a ``FAIL`` stays."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """What the gate makes of one audit: the graded entries, the checks (built once), the
-verdict, the ``gate`` section of the result and the exit code.
+verdict, the result's ``gate`` section and the exit code.
 
-Verdict, over the gating checks (diagnostic tests left out): ``FAIL`` if any has a status
-in ``fail_on``; else the most serious of ``ERROR``, ``WARN``, ``INCONCLUSIVE``; else
-``PASS``; ``NO CHECKS`` when nothing was graded (``calaudit metrics``). Exit code 1 in the
-first case (unless ``exit_zero``), else 0.
-"""
+Verdict over the gating checks: ``FAIL`` if any status is in ``fail_on`` (exit 1 unless
+``exit_zero``); else the most serious of ``ERROR``, ``WARN``, ``INCONCLUSIVE``; else
+``PASS``; ``NO CHECKS`` when nothing was graded."""
 
 from __future__ import annotations
 
@@ -58,14 +56,10 @@ def decide(metrics: Iterable[MetricResult], tests: Iterable[TestResult],
            groups: Sequence[dict[str, Any]], config: AuditConfig,
            sections: Mapping[str, Any], events: float,
            baseline: LoadedResult | Mapping[str, Any] | None = None) -> Decision:
-    """Grade one audit and build its checks, once.
-
-    The tests (with :func:`~calaudit.audit.gate.decision.groups_test` as the local primary
-    when no local test ran) by :func:`~calaudit.audit.gate.decision.grade_tests`, the
-    groups behind the local primary, the metrics against their thresholds, the data rule
-    (``sections["data"]["n"]`` rows, ``events`` events), then the comparison with
-    ``baseline``. ``sections`` holds the result's ``config`` and ``data`` sections.
-    """
+    """Grade one audit and build its checks, once: the tests (with
+    :func:`~calaudit.audit.gate.decision.groups_test` as the local primary when no local test
+    ran), the groups, the metrics, the data rule, then the comparison with ``baseline``.
+    ``sections`` holds the result's ``config`` and ``data`` sections."""
     tests = list(tests)
     if config.run_tests and not any(t.family == "local" for t in tests):
         substitute = groups_test(groups)
