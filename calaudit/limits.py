@@ -91,21 +91,21 @@ REPORT_MAX_ROWS = 200
 REPORT_MAX_TEXT = 2_000
 
 
-def count_problem(key: str, value: object) -> str | None:
-    """Why ``value`` is not a valid ``key`` (``None`` is allowed where the setting is
-    optional and is not checked here), or ``None`` when it is valid."""
+def count_problem(key: str, value: object, optional: bool = True) -> str | None:
+    """Why ``value`` is not a valid ``key`` (``None`` is valid when ``optional``), or
+    ``None`` when it is valid."""
     low, high = COUNTS[key]
-    if value is None:
+    if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         return f"{key} must be an integer in [{low}, {high}]; got {short(value)}"
     return None
 
 
-def scale_problem(key: str, value: object) -> str | None:
+def scale_problem(key: str, value: object, optional: bool = True) -> str | None:
     """Why ``value`` is not a valid kernel scale ``key``, or ``None``."""
     low, high = SCALE_RANGE
-    if value is None:
+    if value is None and optional:
         return None
     if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or not low <= value <= high):

@@ -9,7 +9,13 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits, positive
+from calaudit.audit.sections.common import (
+    MULTIPLE_TESTING,
+    check,
+    check_choice,
+    check_limits,
+    positive,
+)
 from calaudit.audit.sections.gate import ON_MISMATCH, BaselineConfig, GateConfig, ThresholdConfig
 from calaudit.audit.sections.global_tests import (
     CANONICAL_DISTANCES,
@@ -56,10 +62,7 @@ class BinningConfig:
 
     def __post_init__(self) -> None:
         check_limits(self, "binning")
-        check(isinstance(self.n_bins, int) and self.n_bins >= 1,
-               f"n_bins must be a positive integer; got {self.n_bins!r}")
-        check(self.strategy in STRATEGIES,
-               f"binning must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}")
+        check_choice(self.strategy, STRATEGIES, "binning")
 
 
 @dataclass(frozen=True)
@@ -127,19 +130,11 @@ class AuditConfig:
                            tuple(str(s).strip().upper() for s in fail_on if str(s).strip()))
         check_limits(self, "")
         check(0.0 < self.alpha < 1.0, f"alpha must be in (0, 1); got {self.alpha!r}")
-        check(isinstance(self.seed, int) and self.seed >= 0,
-               f"seed must be a non-negative integer; got {self.seed!r}")
-        check(isinstance(self.n_resamples, int) and self.n_resamples >= 1,
-               f"n_resamples must be a positive integer; got {self.n_resamples!r}")
-        check(self.multiple_testing in MULTIPLE_TESTING,
-               f"multiple_testing must be one of {', '.join(MULTIPLE_TESTING)}; "
-               f"got {self.multiple_testing!r}")
-        check(self.multiple_testing_scope in MULTIPLE_TESTING_SCOPES,
-               "multiple_testing_scope must be one of " + ", ".join(MULTIPLE_TESTING_SCOPES)
-               + f"; got {self.multiple_testing_scope!r}")
+        check_choice(self.multiple_testing, MULTIPLE_TESTING, "multiple_testing")
+        check_choice(self.multiple_testing_scope, MULTIPLE_TESTING_SCOPES,
+                     "multiple_testing_scope")
         check(0.0 < self.ci_level < 1.0, f"ci_level must be in (0, 1); got {self.ci_level!r}")
-        check(self.method in METHODS,
-              f"method must be one of {', '.join(METHODS)}; got {self.method!r}")
+        check_choice(self.method, METHODS, "method")
         check(positive(self.exact_budget_seconds) and self.exact_budget_seconds is not None,
               f"exact_budget_seconds must be a positive number; "
               f"got {self.exact_budget_seconds!r}")

@@ -4,6 +4,8 @@ multiple-testing methods."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 from calaudit.exceptions import ConfigError
 
@@ -17,19 +19,27 @@ def check(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def check_limits(instance: object, section: str) -> None:
-    """Check the fields of ``instance`` (the ``section`` of the settings, ``""`` at the
-    top) that have a documented range in :mod:`calaudit.limits`."""
+def check_limits(instance: Any, section: str) -> None:
+    """Check the fields of the dataclass ``instance`` (the ``section`` of the settings,
+    ``""`` at the top) that have a documented range in :mod:`calaudit.limits`; ``None`` is
+    valid only for a field whose default is ``None``."""
     from calaudit import limits
 
     prefix = f"{section}." if section else ""
+    fields = instance.__dataclass_fields__
     for ranges, problem_of in ((limits.COUNTS, limits.count_problem),
                                (limits.SCALES, limits.scale_problem)):
         for key in ranges:
             name = key[len(prefix):]
-            if key.startswith(prefix) and "." not in name and hasattr(instance, name):
-                problem = problem_of(key, getattr(instance, name))
+            if key.startswith(prefix) and "." not in name and name in fields:
+                problem = problem_of(key, getattr(instance, name),
+                                     optional=fields[name].default is None)
                 check(problem is None, problem or "")
+
+
+def check_choice(value: object, choices: Sequence[str], name: str) -> None:
+    """``value`` is one of ``choices``."""
+    check(value in choices, f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
 def finite_or_none(value: object, name: str) -> None:

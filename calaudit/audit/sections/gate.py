@@ -6,7 +6,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from calaudit import registry
-from calaudit.audit.sections.common import check, check_limits, finite_or_none
+from calaudit.audit.sections.common import check, check_choice, check_limits, finite_or_none
 from calaudit.registry import Direction
 
 ON_MISMATCH = ("error", "warn")
@@ -56,9 +56,7 @@ class ThresholdConfig:
                "direction): it cannot be a threshold")
         for name in ("warn", "fail", "target", "tolerance"):
             finite_or_none(getattr(self, name), f"{where}.{name}")
-        check(self.better in BETTER_CHOICES,
-               f"{where}.better must be one of {', '.join(BETTER_CHOICES)}; "
-               f"got {self.better!r}")
+        check_choice(self.better, BETTER_CHOICES, f"{where}.better")
         check(self.target is None or self.better == "auto",
                f"{where}: give either target or better, not both")
         check(self.tolerance is None or self.tolerance >= 0,
@@ -103,10 +101,6 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         check_limits(self, "gate")
-        for name in ("min_rows", "min_events"):
-            value = getattr(self, name)
-            check(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-                   f"gate.{name} must be a non-negative integer; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -141,6 +135,4 @@ class BaselineConfig:
             finite_or_none(value, f"baseline.{name}")
             check(value is None or value >= 0, f"baseline.{name} must be >= 0; got {value!r}")
         check(self.relative_tolerance is not None, "baseline.relative_tolerance must be a number")
-        check(self.on_mismatch in ON_MISMATCH,
-               f"baseline.on_mismatch must be one of {', '.join(ON_MISMATCH)}; "
-               f"got {self.on_mismatch!r}")
+        check_choice(self.on_mismatch, ON_MISMATCH, "baseline.on_mismatch")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calaudit import registry
-from calaudit.audit.sections.common import check, check_limits
+from calaudit.audit.sections.common import check, check_choice, check_limits
 
 KERNELS = ("exponential", "gaussian", "laplacian")
 CANONICAL_DISTANCES = ("tv", "l1", "l2")
@@ -28,9 +28,7 @@ class EceConfig:
                                         "prediction and label frequency: tv, l1 or l2"})
 
     def __post_init__(self) -> None:
-        check(self.canonical_distance in CANONICAL_DISTANCES,
-               f"canonical_distance must be one of {', '.join(CANONICAL_DISTANCES)}; "
-               f"got {self.canonical_distance!r}")
+        check_choice(self.canonical_distance, CANONICAL_DISTANCES, "canonical_distance")
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,7 @@ class SkceConfig:
 
     def __post_init__(self) -> None:
         check_limits(self, "skce")
-        check(self.kernel in KERNELS,
-               f"kernel must be one of {', '.join(KERNELS)}; got {self.kernel!r}")
-        check(self.bandwidth is None or (isinstance(self.bandwidth, (int, float))
-                                          and 0 < self.bandwidth < float("inf")),
-               f"bandwidth must be a positive number; got {self.bandwidth!r}")
-        check(isinstance(self.blocksize, int) and self.blocksize >= 2,
-               f"blocksize must be an integer >= 2; got {self.blocksize!r}")
-        check(isinstance(self.max_quadratic_n, int) and self.max_quadratic_n >= 2,
-               f"max_quadratic_n must be an integer >= 2; got {self.max_quadratic_n!r}")
+        check_choice(self.kernel, KERNELS, "kernel")
 
 
 @dataclass(frozen=True)
@@ -79,9 +69,6 @@ class GlobalTestsConfig:
         for test in self.tests:
             check(test in GLOBAL_TESTS,
                    f"unknown global test {test!r}; choose from {', '.join(GLOBAL_TESTS)}")
-        check(isinstance(self.hosmer_lemeshow_groups, int) and self.hosmer_lemeshow_groups >= 3,
-               f"hosmer_lemeshow_groups must be an integer >= 3; "
-               f"got {self.hosmer_lemeshow_groups!r}")
 
     def enabled(self, test_id: str) -> bool:
         """Whether ``test_id`` runs."""

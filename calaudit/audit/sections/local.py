@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from calaudit import registry
-from calaudit.audit.sections.common import MULTIPLE_TESTING, check, check_limits, positive
+from calaudit.audit.sections.common import (
+    MULTIPLE_TESTING,
+    check,
+    check_choice,
+    check_limits,
+    positive,
+)
 
 LOCAL_TESTS = registry.tests_of("local")
 KITE_NULLS = ("centred", "uncentred")
@@ -108,27 +114,14 @@ class LocalConfig:
         for test in self.tests:
             check(test in LOCAL_TESTS,
                    f"local tests: unknown test {test!r}; choose from {', '.join(LOCAL_TESTS)}")
-        ints = {"n_resamples": 1, "median_max_rows": 10, "min_group_rows": 1,
-                "min_group_events": 0, "n_bands": 1, "top_k": 0, "group_ci_resamples": 1,
-                "max_points": 0, "curve_points": 2, "lcb_cv_max_rows": 10}
-        for name, low in ints.items():
-            value = getattr(self, name)
-            check(isinstance(value, int) and not isinstance(value, bool) and value >= low,
-                   f"local.{name} must be an integer >= {low}; got {value!r}")
-        for name in ("prob_bandwidth", "cov_bandwidth", "kite_cov_gamma", "lcb_prob_bandwidth",
-                     "lcb_cov_bandwidth"):
+        value = self.lcb_cv_max_rows
+        check(isinstance(value, int) and not isinstance(value, bool) and value >= 10,
+              f"local.lcb_cv_max_rows must be an integer >= 10; got {value!r}")
+        for name in ("lcb_prob_bandwidth", "lcb_cov_bandwidth"):
             check(positive(getattr(self, name)),
-                   f"local.{name} must be a positive number; got {getattr(self, name)!r}")
-        check(positive(self.kite_prob_kernel_width) and self.kite_prob_kernel_width is not None,
-               f"local.kite_prob_kernel_width must be a positive number; "
-               f"got {self.kite_prob_kernel_width!r}")
-        check(self.group_adjust in MULTIPLE_TESTING,
-               f"group adjustment must be one of {', '.join(MULTIPLE_TESTING)}; "
-               f"got {self.group_adjust!r}")
+                  f"local.{name} must be a positive number; got {getattr(self, name)!r}")
+        check_choice(self.group_adjust, MULTIPLE_TESTING, "group adjustment")
         check(0.0 < self.confidence_level < 1.0,
-               f"local.confidence_level must be in (0, 1); got {self.confidence_level!r}")
-        check(self.resample_dtype in RESAMPLE_DTYPES,
-               f"local.resample_dtype must be one of {', '.join(RESAMPLE_DTYPES)}; "
-               f"got {self.resample_dtype!r}")
-        check(self.kite_null in KITE_NULLS,
-               f"local.kite_null must be one of {', '.join(KITE_NULLS)}; got {self.kite_null!r}")
+              f"local.confidence_level must be in (0, 1); got {self.confidence_level!r}")
+        check_choice(self.resample_dtype, RESAMPLE_DTYPES, "local.resample_dtype")
+        check_choice(self.kite_null, KITE_NULLS, "local.kite_null")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from calaudit.audit.sections.common import check, check_limits
+from calaudit.audit.sections.common import check, check_choice, check_limits
 
 SQUARED_TARGETS = ("tce2", "cwce2", "cce2")
 SQUARED_ESTIMATORS = ("bin", "kde", "kkr", "ukkr")
@@ -63,24 +63,11 @@ class SquaredConfig:
         for name in self.estimators:
             check(name in SQUARED_ESTIMATORS, f"squared: unknown estimator {name!r}; "
                    "choose from " + ", ".join(SQUARED_ESTIMATORS))
-        check(self.max_rows is None or (isinstance(self.max_rows, int) and self.max_rows >= 1),
-               f"squared.max_rows must be a positive integer or None; got {self.max_rows!r}")
-        check(isinstance(self.n_folds, int) and self.n_folds >= 2,
-               f"squared.n_folds must be an integer >= 2; got {self.n_folds!r}")
         check(0.0 < self.test_fraction < 1.0,
                f"squared.test_fraction must be in (0, 1); got {self.test_fraction!r}")
-        for name in ("bin", "kde", "kkr", "ukkr"):
-            size = getattr(self, f"{name}_grid_size")
-            check(size is None or (isinstance(size, int) and size >= 1),
-                   f"squared.{name}_grid_size must be a positive integer or None; got {size!r}")
-        check(self.kernel_gamma > 0,
-               f"squared.kernel_gamma must be > 0; got {self.kernel_gamma!r}")
-        check(self.spectrum in SPECTRUM_METHODS, "squared.spectrum must be one of "
-               + ", ".join(SPECTRUM_METHODS) + f"; got {self.spectrum!r}")
+        check_choice(self.spectrum, SPECTRUM_METHODS, "squared.spectrum")
         check(self.rank_tolerance >= 0,
                f"squared.rank_tolerance must be >= 0; got {self.rank_tolerance!r}")
-        check(isinstance(self.max_rank, int) and self.max_rank >= 1,
-               f"squared.max_rank must be a positive integer; got {self.max_rank!r}")
 
     def grid_sizes(self) -> dict[str, int | None]:
         return {name: getattr(self, f"{name}_grid_size") for name in SQUARED_ESTIMATORS}
