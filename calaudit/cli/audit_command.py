@@ -14,6 +14,7 @@ from typing import Any
 from calaudit import progress
 from calaudit.audit.gate import Check, ExitCode, exit_code, gating
 from calaudit.cli.ci_outputs import emit_github
+from calaudit.cli.options import SIGNOFF
 from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
@@ -34,8 +35,7 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     overrides = {"run_tests": (False, "calaudit metrics")} if metrics_only else None
     check_targets([(f"--{name}", ctx.params.get(name)) for name in OUTPUTS])
     settings = command_settings(ctx, overrides=overrides)
-    if ctx.params.get("show_config"):
-        sys.stdout.write(show_text(settings))
+    if shown_config(ctx, settings):
         return ExitCode.OK
     return run(str(ctx.params["data"]), settings, make_ui(ctx, settings))
 
@@ -50,7 +50,7 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     from calaudit.scale.cluster import capped
 
     config, data_cfg, outputs = settings[""], settings["data"], settings["outputs"]
-    check_targets(output_targets(outputs) + [("--save-state", outputs.state)])
+    check_outputs(outputs, ("--save-state", outputs.state))
     if outputs.state and not config.monitoring.enabled:
         raise ConfigError("--save-state needs windows: give --window (or --batch-col)")
     if config.monitoring.window_battery and not config.monitoring.enabled:
@@ -60,10 +60,6 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
         raise ConfigError(f"--save-state {outputs.state}: the file exists; a monitoring "
                           "state is never overwritten",
                           hint="continue it with 'calaudit monitor', or remove it first")
-    if outputs.pdf:  # WeasyPrint and its system libraries, before the audit
-        from calaudit.report.render import pdf_engine
-
-        pdf_engine()
     _log_settings(settings, ui)
     baseline = read_result(config.baseline.path) if config.baseline.path else None
     with open_executor(settings["dask"], warn=ui.warn) as executor, ui.progress():
@@ -88,6 +84,23 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
     return finish(payload, list(result.checks), config, outputs, ui, state_doc)
+
+
+def shown_config(ctx: Any, settings: Resolved) -> bool:
+    """``--show-config``: print the resolved settings (the command then stops)."""
+    if ctx.params.get("show_config"):
+        sys.stdout.write(show_text(settings))
+    return bool(ctx.params.get("show_config"))
+
+
+def check_outputs(outputs: Any, *extra: tuple[str, Any]) -> None:
+    """Check every output path (and ``extra`` ones) and, for a PDF, WeasyPrint and its
+    system libraries, before any work."""
+    check_targets(output_targets(outputs) + list(extra))
+    if outputs.pdf:
+        from calaudit.report.render import pdf_engine
+
+        pdf_engine()
 
 
 def finish(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
@@ -171,11 +184,8 @@ def render_documents(payload: dict[str, Any], outputs: Any, fail_on: tuple[str, 
     if outputs.md or outputs.html or outputs.pdf:
         from calaudit.report.render import render_reports
 
-        signoff = {key: value for key, value in (("name", outputs.signoff_name),
-                                                 ("role", outputs.signoff_role),
-                                                 ("date", outputs.signoff_date),
-                                                 ("decision", outputs.signoff_decision))
-                   if value}
+        signoff = {name.removeprefix("signoff_"): getattr(outputs, name) for name in SIGNOFF
+                   if getattr(outputs, name)}
         documents += [(str(path), content) for path, content in
                       render_reports(payload, html=outputs.html, md=outputs.md,
                                      pdf=outputs.pdf, signoff=signoff,

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import sys
 from typing import Any
 
 from calaudit import progress
 from calaudit.audit.gate import ExitCode
-from calaudit.cli.audit_command import finish, output_targets
+from calaudit.cli.audit_command import check_outputs, finish, shown_config
 from calaudit.cli.settings_flags import command_settings, make_ui
-from calaudit.output.files import check_targets
 
 
 def run_monitor(ctx: Any) -> ExitCode:
@@ -31,17 +29,10 @@ def run_monitor(ctx: Any) -> ExitCode:
 
     state_path, batch_path = str(ctx.params["state"]), str(ctx.params["batch"])
     settings = command_settings(ctx)
-    if ctx.params.get("show_config"):
-        from calaudit.settings.show import show_text
-
-        sys.stdout.write(show_text(settings))
+    if shown_config(ctx, settings):
         return ExitCode.OK
     outputs = settings["outputs"]
-    check_targets(output_targets(outputs) + [("STATE", state_path)])
-    if outputs.pdf:
-        from calaudit.report.render import pdf_engine
-
-        pdf_engine()
+    check_outputs(outputs, ("STATE", state_path))
     ui = make_ui(ctx, settings)
     state = load_state(state_path)
     mon = state.config

@@ -21,7 +21,6 @@ def build_appendix(result: Mapping[str, Any]) -> AppendixView:
     pairs = list(flatten(config))
     return AppendixView(methods=tuple(_methods(result)), seeds=tuple(_seeds(result)),
                         environment=tuple(_environment(result)),
-                        config=tuple(KeyValue(k, v) for k, v in pairs),
                         metric_settings=settings_table(
                             [(m["id"], "", m.get("params") or {})
                              for m in result.get("metrics") or ()]),

@@ -267,7 +267,7 @@ def metric_row(metric: Mapping[str, Any]) -> MetricRow:
     return MetricRow(
         id=str(metric["id"]), title=str(metric.get("title") or metric["id"]),
         value=fmt_number(metric.get("value")), ci=fmt_ci(metric.get("ci")),
-        settings=fmt_value(metric.get("params") or {}), status=status_of(metric),
+        status=status_of(metric),
         threshold=_threshold_text(metric.get("threshold")) if "threshold" in metric else "",
         direction=meaning.direction, ideal=meaning.ideal, unit=meaning.unit,
         note=clipped_note(metric))

@@ -91,7 +91,7 @@ def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> Reliabil
             alt=f"Small multiples: one reliability diagram per class for "
                 f"{len(shown)} classes. {per_class_summary}",
             caption=per_class_summary, data={"panels": shown})
-    return ReliabilityView(notion=notion, summary=summary, figure=figure,
+    return ReliabilityView(summary=summary, figure=figure,
                            bins=tuple(rows[:limits.REPORT_MAX_ROWS]),
                            bins_more=max(len(rows) - limits.REPORT_MAX_ROWS, 0),
                            per_class_figure=per_class_figure,

@@ -158,7 +158,6 @@ class MetricRow:
     title: str
     value: str
     ci: str
-    settings: str
     status: str
     threshold: str
     direction: str = ""
@@ -200,7 +199,6 @@ class BinRow:
 
 @dataclass(frozen=True)
 class ReliabilityView:
-    notion: str
     summary: str
     figure: FigureView | None
     bins: tuple[BinRow, ...]
@@ -307,7 +305,6 @@ class AppendixView:
     methods: tuple[KeyValue, ...]
     seeds: tuple[KeyValue, ...]
     environment: tuple[KeyValue, ...]
-    config: tuple[KeyValue, ...]
     metric_settings: SettingsTable | None = None
     test_settings: SettingsTable | None = None
     config_groups: tuple[ConfigGroup, ...] = ()
