@@ -14,7 +14,7 @@ from typing import Any
 from calaudit import progress
 from calaudit.audit.gate import Check, ExitCode, exit_code, gating
 from calaudit.cli.ci_outputs import emit_github
-from calaudit.cli.options import SIGNOFF
+from calaudit.cli.options import SIGNOFF_FLAGS
 from calaudit.cli.settings_flags import command_settings, make_ui
 from calaudit.cli.ui import Ui
 from calaudit.data.load import load
@@ -184,7 +184,7 @@ def render_documents(payload: dict[str, Any], outputs: Any, fail_on: tuple[str, 
     if outputs.md or outputs.html or outputs.pdf:
         from calaudit.report.render import render_reports
 
-        signoff = {name.removeprefix("signoff_"): getattr(outputs, name) for name in SIGNOFF
+        signoff = {name.removeprefix("signoff_"): getattr(outputs, name) for name in SIGNOFF_FLAGS
                    if getattr(outputs, name)}
         documents += [(str(path), content) for path, content in
                       render_reports(payload, html=outputs.html, md=outputs.md,

@@ -252,7 +252,7 @@ FLAGS = {f.name: f for f in (
 
 #: Declaration order: the order of ``--help`` within each panel.
 ORDER = list(FLAGS)
-SIGNOFF = ("signoff_name", "signoff_role", "signoff_date", "signoff_decision")
+SIGNOFF_FLAGS = ("signoff_name", "signoff_role", "signoff_date", "signoff_decision")
 _TERMINAL = ("config", "show_config", "explain", "quiet", "verbose", "color")
 #: Options of ``calaudit test`` and ``calaudit metrics`` alike.
 AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates_file",
@@ -263,7 +263,7 @@ AUDIT = ("label_col", "prob_cols", "logit_cols", "id_col", "labels", "covariates
          "prob_bandwidth", "cov_bandwidth", "min_group_rows", "min_group_events", "n_bands",
          "top_k", "n_bins", "binning", "kernel", "bandwidth", "blocksize", "squared",
          "squared_estimators", "method", "n_features", "spill", "spill_dir",
-         *SIGNOFF, *_TERMINAL)
+         *SIGNOFF_FLAGS, *_TERMINAL)
 #: ``calaudit test``: the audit's options and those of the tests.
 TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_scope", "ci",
         "ci_level", "hosmer_lemeshow", "local_tests", "local_resamples", "group_adjust",
@@ -272,10 +272,10 @@ TEST = (*AUDIT, "alpha", "n_resamples", "multiple_testing", "multiple_testing_sc
 #: ``calaudit monitor``: the battery per window (on from this batch), the outputs, the
 #: gate's statuses and the terminal.
 MONITOR = ("window_battery", "fail_on", "exit_zero", "json", "html", "pdf", "pdf_appendix",
-           "md", "junit", *SIGNOFF, *_TERMINAL)
+           "md", "junit", *SIGNOFF_FLAGS, *_TERMINAL)
 COMPARE = ("regression_tolerance", "fail_on", "exit_zero", "json", "junit", "config", "quiet",
            "color")
-REPORT = ("html", "pdf", "pdf_appendix", "md", *SIGNOFF)
+REPORT = ("html", "pdf", "pdf_appendix", "md", *SIGNOFF_FLAGS)
 #: Options that set several settings at once (``calaudit.cli.settings_flags``).
 COMPOSITE = frozenset({"squared", "squared_estimators"})
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from calaudit.cli.options import SIGNOFF
+from calaudit.cli.options import SIGNOFF_FLAGS
 from calaudit.data.result_file import check_result, read_json_result
 from calaudit.exceptions import ConfigError, InputError
 from calaudit.output.files import check_targets, write_all
@@ -23,7 +23,7 @@ FILLED = {"local": dict, "groups": list, "diagrams": dict, "environment": dict}
 
 def run_from_options(params: Mapping[str, Any]) -> list[Path]:
     """``calaudit report``: :func:`run` with the command's options."""
-    signoff = {name.removeprefix("signoff_"): params[name] for name in SIGNOFF
+    signoff = {name.removeprefix("signoff_"): params[name] for name in SIGNOFF_FLAGS
                if params.get(name)}
     return run(params["results"], params.get("html"), params.get("md"), signoff,
                pdf=params.get("pdf"), pdf_appendix=bool(params.get("pdf_appendix")))

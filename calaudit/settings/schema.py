@@ -2,20 +2,19 @@
 
 Field shapes: a **section** (a dataclass type: a TOML table), a **keyed table**
 (``tuple[Dataclass, ...]`` with ``metadata={"key": ...}``: ``[thresholds.ece]``) and a
-**leaf** (``int``, ``float``, ``str``, ``bool``, ``Literal``, a str ``Enum``, ``X | None``,
-``tuple[X, ...]``). Metadata: ``help``, ``path`` (resolved against the config file's
-directory), ``key``, ``setting`` (``False``: not a setting)."""
+**leaf** (``int``, ``float``, ``str``, ``bool``, ``X | None``, ``tuple[X, ...]``).
+Metadata: ``help``, ``path`` (resolved against the config file's directory), ``key``,
+``setting`` (``False``: not a setting)."""
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 import types
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Union
 
 Path_ = tuple[str, ...]
 
@@ -151,12 +150,8 @@ def describe(annotation: Any) -> str:
     if origin in (Union, types.UnionType):
         inner = [describe(a) for a in args if a is not type(None)]
         return " or ".join(inner) + (" (or nothing)" if type(None) in args else "")
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in args)
     if origin is tuple:
         return f"a list of {_plural(describe(args[0]))}"
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return "one of " + ", ".join(repr(m.value) for m in annotation)
     return {bool: "true or false", int: "an integer", float: "a number",
             str: "a string"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
@@ -187,18 +182,8 @@ def coerce(value: Any, annotation: Any, *, from_text: bool = False) -> Any:
             except Mismatch:
                 continue
         raise Mismatch(describe(annotation))
-    if origin is Literal:
-        base = coerce(value, type(args[0]), from_text=from_text)
-        if base not in args:
-            raise Mismatch(describe(annotation))
-        return base
     if origin is tuple:
         return _coerce_sequence(value, args, annotation, from_text)
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        try:
-            return annotation(value)
-        except ValueError:
-            raise Mismatch(describe(annotation)) from None
     return _coerce_scalar(value, annotation, from_text)
 
 
