@@ -21,11 +21,8 @@ class CalauditError(Exception):
 
 
 class InputError(CalauditError, ValueError):
-    """A data file or array that cannot be used as given.
-
-    ``source``, ``column`` and ``rule`` say which file, which column and which validation
-    rule; the message names all three.
-    """
+    """A data file or array that cannot be used as given; the message names ``source``,
+    ``column`` and the validation ``rule``."""
 
     def __init__(
         self,
@@ -59,6 +56,5 @@ class ConfigError(CalauditError, ValueError):
 
 
 class ClusterError(CalauditError):
-    """A Dask cluster that cannot be used: the scheduler cannot be reached, the
-    ``calaudit[dask]`` extra is missing, or the cluster keeps losing the workers that run
-    a task (:mod:`calaudit.scale`)."""
+    """A Dask cluster that cannot be used: unreachable, the ``calaudit[dask]`` extra missing, or
+    losing the workers that run a task."""

@@ -154,10 +154,8 @@ def start_config(data: CalibrationData, monitoring: MonitoringConfig,
 def run_batch(state: MonitorState, batch: Batch, source: str,
               data: CalibrationData | None = None, executor: Any = None
               ) -> tuple[MonitorState, Advice | None]:
-    """``state`` with ``batch`` appended, and the advice when the alarm has fired (fitted
-    on the batch's rows of the windows since the drift started). When the run has a
-    window battery (``state.config.battery``), it runs on each new window's rows of
-    ``data`` (the loaded rows of ``batch``) on ``executor``."""
+    """``state`` with ``batch`` appended, with the window battery on ``data``'s rows when the
+    run has one, and the advice when the alarm has fired."""
     new = update(state, batch.probs, batch.labels, times=batch.times, batch=batch.batch,
                  covariates=batch.covariates, source=source)
     if new.config.battery is not None and data is not None:

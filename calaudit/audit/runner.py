@@ -115,10 +115,8 @@ def blas_libraries() -> list[dict[str, Any]]:
 
 
 def count_events(data: CalibrationData) -> float:
-    """Events for the INCONCLUSIVE rule: binary, rows of the rarer class; multi-class, the
-    rarer of top-label hits and misses (the top-label view of the group diagnostics);
-    weighted rows: the effective number of events
-    (:func:`calaudit.audit.weighting.effective_events`)."""
+    """Events for the INCONCLUSIVE rule: the rarer class (binary), the rarer of top-label hits
+    and misses (multi-class), the effective number of events (weighted rows)."""
     if data.n == 0:
         return 0
     if data.weights is not None:

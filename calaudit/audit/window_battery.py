@@ -145,10 +145,8 @@ def _metric(m: Any) -> dict[str, Any]:
 
 
 def _test(t: Any, alpha: float, primary: bool) -> dict[str, Any]:
-    """A test's values; ``role``: ``primary`` for the tests the audit's gate would take as
-    primaries (:func:`calaudit.audit.gate.decision.primary_indices`); ``status`` is the
-    test's own (SKIPPED, ERROR, INCONCLUSIVE) or ``below_alpha`` / ``not_below_alpha``:
-    the raw p-value against alpha, a diagnostic that no gate reads."""
+    """A test's values; ``role``: ``primary`` for a test the audit's gate would take as primary;
+    ``status``: the test's own, else ``below_alpha``/``not_below_alpha`` (raw p against alpha)."""
     p = t.p_value
     own = t.status.value if t.status is not None else None
     if own is None and p is not None and np.isfinite(p):
@@ -163,11 +161,9 @@ FRAME_COLUMNS = ("window", "label", "kind", "id", "value", "low", "high", "p_val
 
 
 def battery_frame(state: Any) -> Any:
-    """The per-window battery of a monitoring ``state`` as a pandas DataFrame: one row per
-    window and metric (``value``, ``low``, ``high``), test (``value`` = statistic,
-    ``p_value``, ``status``: a diagnostic) and group (``value`` = bias, its interval,
-    ``p_value``, ``p_value_adjusted`` over the window's groups, ``status``); windows
-    without a battery have no rows."""
+    """The per-window battery of a monitoring ``state`` as a DataFrame: one row per window and
+    metric (``value``, ``low``, ``high``), test (``value`` = statistic, ``p_value``, ``status``)
+    and group (``value`` = bias, interval, ``p_value``, ``p_value_adjusted``, ``status``)."""
     import pandas as pd
 
     rows = []

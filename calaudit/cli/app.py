@@ -235,9 +235,8 @@ def sample_data(ctx: typer.Context, **params: Any) -> None:
 
 
 def run(argv: list[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit
-    code instead of exiting: usage errors are one line and 2, Ctrl-C anywhere is 130
-    (inside a command the error boundary already maps it)."""
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``) and return the exit code
+    (usage errors: one line and 2; Ctrl-C: 130)."""
     command = typer.main.get_command(app)
     try:
         return int(command.main(args=argv, prog_name="calaudit", standalone_mode=False))
@@ -246,9 +245,8 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def quiet_libraries() -> None:
-    """For the command-line process: libraries' log records (Dask, asyncio, the object
-    stores' clients) and exceptions they leave to be printed at exit go nowhere, so that
-    stderr holds only calaudit's own lines (``CALAUDIT_DEBUG=1`` keeps them)."""
+    """Send libraries' log records and exit-time exceptions nowhere, so stderr holds only
+    calaudit's own lines (``CALAUDIT_DEBUG=1`` keeps them)."""
     import logging
     import os
 

@@ -116,9 +116,8 @@ def finish(payload: dict[str, Any], checks: list[Check], config: Any, outputs: A
 
 
 def read_by_tasks(data_path: str, options: dict[str, Any], config: Any, ui: Ui) -> Any:
-    """The data object of a Parquet dataset whose rows the tasks read themselves
-    (:mod:`calaudit.data.planned`), or None when it is loaded into this process (the
-    reason logged)."""
+    """The data of a Parquet dataset whose rows the tasks read themselves
+    (:mod:`calaudit.data.planned`), or None (the reason logged) to load it here."""
     from calaudit import scale
     from calaudit.data.planned import NotPlanned, plan, why_not
 
@@ -165,9 +164,8 @@ def over_time_stage(data_path: str, data: Any, config: Any, state_path: str | No
 
 
 def recorded_sources(settings: Resolved) -> dict[str, str]:
-    """The non-default settings' sources, as recorded in the JSON: without ``[dask]`` and
-    ``data.spill*`` (where the reductions ran and whether the columns were spilled to disk
-    do not change the result, so they leave the bytes alone)."""
+    """The non-default settings' sources as recorded in the JSON, without ``dask.*`` and
+    ``data.spill*``, which do not change the result."""
     return {key: source for key, source in settings.sources().items()
             if not key.startswith(("dask.", "data.spill"))}
 

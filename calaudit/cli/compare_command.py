@@ -48,9 +48,8 @@ def run_compare(ctx: Any) -> ExitCode:
 
 def comparison_payload(old: LoadedResult, new: LoadedResult, section: dict[str, Any],
                        config: Any, now: str, checks: list[Check]) -> dict[str, Any]:
-    """The JSON written by ``calaudit compare --json``: ``kind = "comparison"``, the two
-    files, the ``baseline`` section, the gate over ``checks`` (the section's) and the
-    verdict."""
+    """The JSON of ``calaudit compare --json``: ``kind = "comparison"``, the two files, the
+    ``baseline`` section, the gate over ``checks`` and the verdict."""
     return {
         "schema_version": 1,
         "kind": "comparison",

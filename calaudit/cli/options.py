@@ -36,11 +36,10 @@ CONF = "Terminal and configuration"
 
 @dataclass(frozen=True)
 class Flag:
-    """One option: ``decls`` (``--n-bins``), ``help`` (one line, plain text: brackets are
-    not markup), the help ``panel``, the dotted ``setting`` it sets (``None``: it steers
-    the command), the value ``kind`` and its ``default`` as shown by ``--help`` (the
-    setting's own default; a test keeps the two equal), ``metavar`` and the ``COUNTS``
-    key of its range (or the ``minimum`` of a real value)."""
+    """One option: its ``decls``, plain-text ``help``, help ``panel``, the dotted ``setting`` it
+    sets (``None``: it steers the command), the value ``kind``, the ``default`` shown by
+    ``--help`` (a test keeps it equal to the setting's), ``metavar`` and its range (the
+    ``COUNTS`` key, or the ``minimum`` of a real value)."""
 
     name: str
     decls: tuple[str, ...]
@@ -297,9 +296,8 @@ def argument(name: str, annotation: Any, default: Any = inspect.Parameter.empty
 
 def takes(arguments: Sequence[inspect.Parameter], names: Sequence[str]
           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command ``ctx``, its ``arguments`` and the options ``names`` (of
-    :data:`FLAGS`), in that order: the signature typer reads. The command itself takes
-    ``(ctx, **params)`` and reads them from ``ctx.params``."""
+    """Give a command the signature typer reads: ``ctx``, its ``arguments``, then the options
+    ``names`` of :data:`FLAGS`; the command reads them from ``ctx.params``."""
     def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
         context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                     annotation=typer.Context)

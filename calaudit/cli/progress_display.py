@@ -16,10 +16,8 @@ from rich.progress import (
 
 
 class RichReporter:
-    """Transient bars: a spinner for steps of unknown size, a bar for resampling loops.
-
-    ``console`` defaults to stderr; ``verbose`` notes print above the bars.
-    """
+    """Transient bars on ``console`` (default stderr): a spinner for steps of unknown size, a
+    bar for resampling loops; ``verbose`` notes print above them."""
 
     def __init__(self, console_options: dict[str, Any] | None = None, *,
                  verbose: bool = False, console: Console | None = None) -> None:

@@ -39,10 +39,9 @@ MIN_EVENTS = 10
 
 @dataclass(frozen=True)
 class Advice:
-    """The verdict, a one-sentence reason, and the recalibration: ``intercept`` and
-    ``slope`` (common), ``group_intercepts`` (level, a_g) when fitted by group; the windows
-    fitted on and checked on; the checks' CITL and slope of the recalibrated predictions
-    and the restarted e-process's largest value."""
+    """The verdict and its reason; the recalibration (``intercept``, ``slope``,
+    ``group_intercepts``); the windows fitted and checked; the checks' CITL, slope and
+    restarted e-process maximum."""
 
     verdict: str
     reason: str

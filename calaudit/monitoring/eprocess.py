@@ -1,50 +1,29 @@
 """The sequential test of calibration: an e-process over windows, valid at every look.
 
-**Null.** For every row ``t`` in time order, ``y_t ~ Bernoulli(p_t)`` given everything
-before it, ``p_t`` and the row's covariates (binary forecasts; for several classes the
-top-label view: ``y_t`` = "the most probable class is right", ``p_t`` = its probability,
-which the multi-class null implies). Arnold, Henzi & Ziegel, "Sequentially valid tests
-for forecast calibration", Ann. Appl. Stat. 17 (2023), sec. 2-3: a nonnegative
-(super)martingale ``M`` with ``M_0 = 1`` built from the forecast-outcome pairs is a test
-whose alarm at ``M >= 1/alpha`` has false-alarm probability at most ``alpha`` over any
-number of looks (Ville's inequality, Ville 1939; Shafer & Vovk 2019).
+**Null.** For every row ``t`` in time order, ``y_t ~ Bernoulli(p_t)`` given the past,
+``p_t`` and the covariates (several classes: the top-label view). A nonnegative
+supermartingale ``M`` with ``M_0 = 1`` alarms at ``M >= 1/alpha`` with false-alarm
+probability at most ``alpha`` over any number of looks (Ville 1939; Arnold, Henzi & Ziegel,
+Ann. Appl. Stat. 17 (2023), sec. 2-3).
 
-**Bets.** A *direction* ``h_t in [-1, 1]`` is a function of ``p_t``, the covariates and the
+**Bets.** A direction ``h_t in [-1, 1]`` is a function of ``p_t``, the covariates and the
 past. With ``r_t = y_t - p_t``, ``v_t = p_t (1 - p_t)`` and a bet ``lambda``, Bennett's lemma
-(``X = h r <= 1``, ``E X = 0``, ``E X^2 = h^2 v``) gives
+gives ``E[exp(lambda h_t r_t - psi(lambda) h_t^2 v_t) | past] <= 1`` with
+``psi(l) = e^|l| - 1 - |l|``, so window ``w`` with ``S_w = sum h_t r_t`` and
+``V_w = sum h_t^2 v_t`` contributes ``e_w(lambda) = exp(lambda S_w - psi(lambda) V_w)``
+(Howard, Ramdas, McAuliffe & Sekhon, Probab. Surveys 17 (2020), sec. 2). Directions:
+``citl`` (``h = 1``), ``slope`` (``h = tanh((logit p_t - m) / 2)``, ``m`` the mean logit of
+the earlier windows, 0 at first) and ``group g`` (``h = 1{row in g}``).
 
-    E[ exp(lambda h_t r_t - psi(lambda) h_t^2 v_t) | past ] <= 1,   psi(l) = e^|l| - 1 - |l|,
-
-so a window ``w`` with sums ``S_w = sum h_t r_t`` and ``V_w = sum h_t^2 v_t`` contributes the
-e-value ``e_w(lambda) = exp(lambda S_w - psi(lambda) V_w)`` (Howard, Ramdas, McAuliffe &
-Sekhon, Probab. Surveys 17 (2020), sec. 2: sub-Poisson/Bennett case). It bounds the exact
-Bernoulli likelihood ratio of the tilted alternative ``logit q_t = logit p_t + lambda h_t``
-(the betting e-value ``1 + c_t (y_t - p_t)`` with ``c_t = (q_t - p_t) / v_t``), and needs only
-the two sums per window. The directions:
-
-* ``citl``: ``h = 1``, power against a shift of calibration-in-the-large (the logistic
-  intercept's score direction);
-* ``slope``: ``h = tanh((logit p_t - m) / 2)``, ``m`` the mean logit of the earlier windows
-  (0 in the first window): a bounded version of the slope's score direction
-  ``logit p - mean``; power against a calibration slope away from 1;
-* ``group g``: ``h = 1{row in group g}``, power against a bias of group ``g``.
-
-**Tuning: a mixture, no plug-in** (Robbins 1970; Howard et al., Ann. Statist. 49 (2021),
-sec. 3; Waudby-Smith & Ramdas, JRSS-B 86 (2024), sec. 5). Each direction's e-process mixes
-(i) bets ``lambda`` on the grid ``LAMBDAS`` (both signs, equal weights) and (ii) the window
-``j`` it starts betting at, with weights ``pi_j = 1 / (j (j + 1))`` (summing to 1), so a
-drift that starts late is not diluted by the calibrated windows before it::
+**Mixture** (Robbins 1970; Howard et al., Ann. Statist. 49 (2021), sec. 3; Waudby-Smith &
+Ramdas, JRSS-B 86 (2024), sec. 5): over the bets ``LAMBDAS`` (weights ``rho_k`` equal) and
+the start window ``j`` (``pi_j = 1 / (j (j + 1))``), so a late drift is not diluted::
 
     M_W = sum_k rho_k sum_{j <= W} pi_j prod_{w=j..W} e_w(lambda_k)  +  sum_{j > W} pi_j.
 
-Every term is a supermartingale started at its weight, so ``M`` is a test supermartingale.
-The per-bet sum over starts ``A_k(W) = sum_{j<=W} pi_j prod_{w=j..W} e_w(lambda_k)``
-follows ``A_k(W) = (A_k(W-1) + pi_W) e_W(lambda_k)``: the state is ``K`` numbers per
-direction (kept as logarithms), updated once per window. The group e-processes are
-averaged (one family), and the families ``citl``, ``slope`` and ``groups`` are averaged
-again: an average of e-processes is an e-process, so one alarm at ``E >= 1/alpha`` keeps
-the level however many windows are looked at.
-"""
+``A_k(W) = (A_k(W-1) + pi_W) e_W(lambda_k)`` keeps ``K`` numbers per direction (as
+logarithms). The group e-processes are averaged, then the families ``citl``, ``slope`` and
+``groups``: an average of e-processes is an e-process."""
 
 from __future__ import annotations
 
@@ -159,10 +138,9 @@ def combined_log_value(families: dict[str, NDArray[np.float64]]) -> NDArray[np.f
 
 @dataclass(frozen=True)
 class EProcess:
-    """The e-process state after ``windows`` windows: ``log_a`` (directions x bets; None
-    before the first window), the slope direction's running logit sum and row count (its
-    centre), the largest ``log E`` so far and the first window (1-based) with
-    ``E >= 1/alpha`` (0: no alarm)."""
+    """The e-process after ``windows`` windows: ``log_a`` (directions x bets; None before the
+    first), the slope's running logit sum and row count, the largest ``log E`` so far and the
+    first window with ``E >= 1/alpha`` (0: none)."""
 
     n_groups: int
     windows: int = 0
@@ -180,9 +158,8 @@ class EProcess:
 
 @dataclass(frozen=True)
 class Step:
-    """One window's e-process values: ``log_value`` (combined), ``families`` (log values),
-    ``directions`` (log values of ``citl``, ``slope`` and each group) and the window's
-    sums ``s`` and ``v``."""
+    """One window's e-process log values (``log_value`` combined, ``families``, ``directions``)
+    and its sums ``s`` and ``v``."""
 
     log_value: float
     families: dict[str, float]

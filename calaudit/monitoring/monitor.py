@@ -29,11 +29,9 @@ from calaudit.monitoring.windows import Windows, assign_windows, parse_window
 
 @dataclass(frozen=True)
 class MonitorConfig:
-    """What must stay the same for the whole run (stored in the state and compared on
-    every continuation): the level ``alpha``, the window rule, the columns, the covariate
-    groups (each covariate with its levels, fixed at the start), and the summaries'
-    settings (bins, interval level, bootstrap replicates, seed); ``battery``: the settings of
-    the audit's battery run on each window (JSON values; None: off), opaque here."""
+    """What stays the same for the whole run (kept in the state, compared on every
+    continuation): level, window rule, columns, covariate groups with their levels, the
+    summaries' settings and ``battery`` (the per-window battery's settings; None: off)."""
 
     alpha: float = 0.05
     window: str = "1M"
@@ -71,10 +69,9 @@ class MonitorConfig:
 
 @dataclass(frozen=True)
 class WindowRecord:
-    """One window of the run: its summaries and the e-process after it (``log_e``:
-    combined; ``families``; ``directions``: ``citl``, ``slope``, then each group), the
-    window's bet sums ``s`` and ``v`` (same order), whether the alarm had fired, and the
-    battery run on the window's rows (JSON values; None when not run)."""
+    """One window: its summaries, the e-process after it (``log_e``, ``families``,
+    ``directions``: ``citl``, ``slope``, each group), its bet sums ``s`` and ``v``, the alarm
+    flag and the battery run on its rows (None when not run)."""
 
     summary: WindowSummary
     log_e: float
@@ -173,9 +170,8 @@ def _binary(probs: NDArray, labels: NDArray, source: str
 
 def group_codes(groups: Sequence[tuple[str, Sequence[str]]], covariates: Mapping,
                 n: int, source: str) -> list[NDArray[np.int64]]:
-    """Each covariate's row codes, numbered among all groups of all covariates (the
-    first covariate's levels first); a missing value or a level outside the run's levels
-    is an input error (the groups are fixed when the run starts)."""
+    """Each covariate's row codes, numbered among all groups of all covariates; a missing value
+    or a level outside the run's levels is an input error."""
     out, offset = [], 0
     for name, levels in groups:
         if name not in covariates:

@@ -99,10 +99,8 @@ def _rows_rule(size: int, text: str) -> WindowRule:
 
 @dataclass(frozen=True)
 class Windows:
-    """Rows assigned to windows. ``order`` puts the rows in time order; window ``w`` holds
-    the rows ``order[bounds[w]:bounds[w + 1]]``. ``keys`` (period numbers, row-window
-    numbers, or batch values), ``labels`` (readable), ``starts``/``ends`` (ISO times of a
-    calendar window's bounds, else the first/last time in it, or None) are per window."""
+    """Rows assigned to windows: window ``w`` holds ``order[bounds[w]:bounds[w + 1]]``;
+    ``keys``, ``labels``, ``starts`` and ``ends`` (ISO times, or None) are per window."""
 
     order: NDArray[np.int64]
     bounds: NDArray[np.int64]
@@ -132,11 +130,9 @@ def assign_windows(rule: WindowRule, n: int, *, times: Sequence | None = None,
                    batch: Sequence | None = None, first_key: int = 0,
                    first_row: int = 0, source: str = "data", time_col: str = "time",
                    batch_col: str = "batch") -> Windows:
-    """Assign ``n`` rows to windows by ``rule`` (module docstring). ``times``: the time
-    column (datetimes; numbers or datetimes when it only orders rows); ``batch``: the batch
-    column (``rule.kind == 'batch'``); ``first_key``, ``first_row``: the first
-    row-window number and the rows before (a continued run passes the state's). Errors
-    name ``source`` and the column."""
+    """Assign ``n`` rows to windows by ``rule``. ``times``/``batch``: the time and batch
+    columns; ``first_key``, ``first_row``: a continued run's first row-window number and rows
+    before; errors name ``source`` and the column."""
     if n < 1:
         raise InputError("no rows to assign to windows", source=source, rule="window")
     if rule.kind == "calendar":

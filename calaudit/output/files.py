@@ -49,10 +49,8 @@ def check_targets(targets: Iterable[tuple[str, str | os.PathLike[str] | None]]) 
 
 
 def _check_path(target: Path, option: str | None = None, probe: bool = False) -> None:
-    """``target`` can be a file: names the file system accepts, not a directory, no part
-    of its parent a regular file; ``probe``: a file can be created in the nearest existing
-    folder above it (checked by creating and removing one; before the audit, so an
-    unwritable place is reported before any work)."""
+    """``target`` can be a file: a valid name, not a directory, no part of its parent a regular
+    file; ``probe``: a file can be created (and removed) in the nearest existing folder above."""
     where = f"{option} {target}" if option else str(target)
     try:
         _check_names(target, where)
@@ -69,9 +67,8 @@ def _check_path(target: Path, option: str | None = None, probe: bool = False) ->
 
 
 def _check_kind(target: Path, where: str) -> None:
-    """An existing ``target`` (links followed) is a regular file: a directory, device,
-    FIFO or socket is refused (the rename that commits the output would put a regular
-    file in its place)."""
+    """An existing ``target`` (links followed) is a regular file, which the committing rename
+    may replace (not a directory, device, FIFO or socket)."""
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:

@@ -86,10 +86,8 @@ _REPORTED: list[str] = []
 
 def report_error(message: str, environ: Mapping[str, str] | None = None,
                  once: bool = False) -> None:
-    """Under GitHub Actions, make an error visible where reviewers look: an ``::error``
-    annotation on stderr (``GITHUB_ACTIONS=true``) and a line in the step summary
-    (``GITHUB_STEP_SUMMARY``). Never raises: the error itself is already on stderr.
-    ``once``: skip when an error of this process was already reported."""
+    """Under GitHub Actions, an ``::error`` annotation on stderr and a line in the step summary
+    (never raises: the error is already on stderr); ``once``: only the process's first error."""
     import sys
 
     if once and _REPORTED:
@@ -215,10 +213,7 @@ def _size(lines: list[str]) -> int:
 
 
 def append_step_summary(path: str | Path, markdown: str) -> bool:
-    """Append ``markdown`` if the step's summary file stays under GitHub's limit.
-
-    Returns ``False`` (and writes nothing) when it would not fit.
-    """
+    """Append ``markdown`` unless the summary file would reach GitHub's limit (then ``False``)."""
     target = Path(path)
     existing = target.stat().st_size if target.exists() else 0
     data = markdown.encode("utf-8")

@@ -41,10 +41,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def result_html(result, top: int = 5) -> str:
-    """The HTML Jupyter shows for a result: the verdict and the story every report leads
-    with (:func:`calaudit.output.story.story`: the decision, its evidence, which
-    covariates explain it), the checks (``result.checks``, the gate's list, the diagnostic
-    tests marked as not deciding) and the groups with the clearest bias."""
+    """The HTML Jupyter shows for a result: the verdict and :func:`~calaudit.output.story.story`,
+    the gate's checks (diagnostics marked) and the groups with the clearest bias."""
     payload = result.to_dict()
     lines = check_lines(payload, result.checks or None)
     sentences = [html.escape(plain(s)) for s in story(payload, lines)]

@@ -102,10 +102,9 @@ def battery_columns(section: Mapping[str, Any]) -> list[str]:
 
 
 def battery_rows(section: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The per-window battery as one header and one row per window with a battery:
-    window, n, ECE (with its interval when the audit gives one), the raw p-value of each
-    test of :func:`battery_columns`, and the groups whose within-window adjusted p-value
-    is at most alpha (of those tested). Every output writes these cells."""
+    """The per-window battery as a header and one row per window with a battery (every output
+    writes these cells): window, n, ECE [interval], the raw p-value of each test of
+    :func:`battery_columns`, and the groups with adjusted p-value at most alpha."""
     tests = battery_columns(section)
     header = ["window", "n", "ECE", *tests, "groups adj. p <= alpha"]
     rows = []

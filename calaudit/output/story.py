@@ -129,9 +129,8 @@ def primary_tests(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def story(result: Mapping[str, Any], lines: Sequence[Check] | None = None
           ) -> list[Sentence]:
-    """The decision first, then its evidence: the primary tests that reject, how (global)
-    and where (local) the model is off, which covariates explain it, the tests that do
-    not reject, other failing checks and the diagnostics."""
+    """The decision, then its evidence: the rejecting primary tests, how and where the model is
+    off, which covariates explain it, the quiet tests, other failing checks, diagnostics."""
     lines = check_lines(result) if lines is None else lines
     fail_on = fail_on_of(result)
     primaries = [t for t in primary_tests(result) if t.get("family") != "monitoring"]

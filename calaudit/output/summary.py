@@ -61,9 +61,8 @@ def explanations(result: Mapping[str, Any]) -> list[str]:
 
 
 def tests_table(result: Mapping[str, Any]) -> Table | None:
-    """Every test: estimate, raw p-value, adjusted p-value (labelled with the method). A
-    test statistic that is another number than the estimate is named on the test's line
-    under the tables (:func:`calaudit.audit.gate.statistic_text`)."""
+    """Every test: estimate, raw and adjusted p-value (labelled with the method); a test
+    statistic other than the estimate is named under the tables."""
     if not result["tests"]:
         return None
     method = (result.get("config") or {}).get("multiple_testing") or "adjusted"
@@ -140,10 +139,8 @@ def make_console(file: TextIO | None = None, color: bool | None = None) -> Conso
 def print_summary(result: Mapping[str, Any], file: TextIO | None = None,
                   color: bool | None = None, explain: bool = False,
                   checks: Sequence[Check] | None = None) -> None:
-    """Print the data line, the metrics and tests tables, the other checks, the most biased
-    groups, the baseline comparison, the notes of non-passing checks and the verdict with
-    the counts of the one check list (``checks``, the gate's, or
-    :func:`calaudit.output.checklist.check_lines` of ``result``)."""
+    """Print the data line, the tables, the notes of non-passing checks and the verdict with the
+    counts of the one check list (``checks``, else built from ``result``)."""
     console = make_console(file, color)
     data, inputs = result["data"], result["inputs"]
     reasons = ", ".join(f"{rule}: {count}" for rule, count in inputs["rows_excluded"].items())

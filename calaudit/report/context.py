@@ -60,10 +60,8 @@ EVIDENCE_BUILDERS: list[Callable[[Mapping[str, Any], FigureNamer], EvidenceSecti
 def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
                   source: Mapping[str, str] | None = None,
                   checks: Sequence[Check] | None = None) -> ReportContext:
-    """The view model of one result. ``signoff`` may hold ``name``, ``role``, ``date``,
-    ``decision``; missing fields are left blank for a hand signature. ``source``
-    (``path``, ``sha256``) names the saved JSON a re-rendered report comes from.
-    ``checks``: the gate's list for this result (else built from it)."""
+    """The view model of one result. ``signoff``: ``name``, ``role``, ``date``, ``decision``
+    (blank when missing); ``source``: the saved JSON re-rendered; ``checks``: the gate's list."""
     config = result.get("config") or {}
     tests = tuple(test_row(t, result) for t in result.get("tests") or ())
     namer = FigureNamer()
@@ -159,10 +157,8 @@ LEAD_PANELS = 4
 
 def lead_figure(result: Mapping[str, Any], reliability: ReliabilityView,
                 local: LocalView | None, namer: FigureNamer) -> tuple[FigureView | None, str]:
-    """The picture the verdict rests on and the section it belongs to: the reliability
-    diagram when a global primary test fails the gate (or nothing fails); when only a
-    local one does, the reliability diagrams of the groups with the clearest bias (else
-    the bias by group)."""
+    """The picture the verdict rests on and its section: the reliability diagram, or, when only
+    a local primary fails, the diagrams of the most biased groups (else the bias by group)."""
     fail_on = set(fail_on_of(result))
     failing = [t for t in primary_tests(result) if t.get("status") in fail_on]
     local_only = bool(failing) and all(is_local(t) for t in failing)

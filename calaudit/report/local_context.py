@@ -186,8 +186,7 @@ def _evidence(group: Mapping[str, Any]) -> tuple[float, float]:
 
 def _bias_figure(groups: Sequence[Mapping[str, Any]], namer: FigureNamer
                  ) -> FigureView | None:
-    """Every group of one covariate and the intersections whose interval excludes 0 (an
-    intersection of a few dozen rows whose interval contains 0 is noise), at most
+    """Each covariate's groups and the intersections whose interval excludes 0, at most
     :data:`MAX_BIAS_ROWS`, the strongest evidence kept."""
     plotted = [g for g in groups if _finite(g.get("bias"))
                and (g.get("kind") != "intersection" or excludes_zero(g))]
@@ -237,9 +236,8 @@ def _group_counts(groups: Sequence[Mapping[str, Any]]) -> str:
 
 
 def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
-    """Why a group whose interval excludes 0 is not a FAIL, in plain words (``""`` for a
-    FAIL): its adjusted p-value is above alpha, no local test ran, or the local test did
-    not reject (the gate's ``gatekeeper``: the local primary's id, None when none ran)."""
+    """Why a PASS group whose interval excludes 0 is not a FAIL, in plain words (``""``
+    otherwise): adjusted p above alpha, no local test ran, or the local test did not reject."""
     if group.get("status") != "PASS":
         return ""
     adjusted = group.get("p_value_adjusted")

@@ -135,9 +135,8 @@ def plot_reliability(bins: Mapping[str, Sequence[float]],
 
 
 def bin_weights(bins: Mapping[str, Sequence[float]]) -> np.ndarray:
-    """Each bin's rows relative to the panel's largest bin, square-rooted (a bin of a
-    quarter of the rows gets half the weight): in ``(0, 1]``; 1 for every bin when the
-    counts are missing."""
+    """Each bin's rows relative to the panel's largest bin, square-rooted, in ``(0, 1]`` (1 for
+    every bin when the counts are missing)."""
     counts = floats(bins.get("count"))
     if counts.size != len(bins["mean_score"]) or not np.nanmax(counts, initial=0) > 0:
         return np.ones(len(bins["mean_score"]))
@@ -176,9 +175,8 @@ def plot_score_histogram(histogram: Mapping[str, Sequence[float]], ax: Axes | No
 def plot_null_distribution(null: Sequence[float | None], statistic: float | None,
                            ax: Axes | None = None, *, label: str = "observed statistic",
                            status: str = "") -> Axes:
-    """Histogram of the resampled statistics under "calibrated" with the observed
-    statistic as a vertical line in the test's status colour; the p-value is the share of
-    the histogram at or to the right of the line. The legend sits above the axes."""
+    """Histogram of the resampled statistics with the observed one as a vertical line in the
+    status colour (the p-value: the share at or right of it); the legend above the axes."""
     ax = new_axes(ax, (6.4, 2.6))
     values = floats(null)
     values = values[np.isfinite(values)]

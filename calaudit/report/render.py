@@ -92,9 +92,8 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
 
 
 def printable(html: str) -> str:
-    """The HTML as the PDF lays it out: every collapsible section a plain block (its
-    heading a ``section-head``), so that WeasyPrint can break a long table or list inside
-    a section across pages (it keeps a ``<details>`` element's content in one piece)."""
+    """The HTML as the PDF lays it out: every collapsible section a plain block, so WeasyPrint
+    can break a long table across pages."""
     html = re.sub(r"<details\b([^>]*?)(?: open)?>", r"<div\1>", html)
     html = html.replace("</details>", "</div>")
     return html.replace("<summary>", '<div class="section-head">').replace("</summary>",
@@ -102,9 +101,8 @@ def printable(html: str) -> str:
 
 
 def pdf_engine() -> Any:
-    """WeasyPrint (the ``calaudit[pdf]`` extra), imported; its absence, or its system
-    libraries' (Pango, HarfBuzz: ``OSError: cannot load library``), is a
-    :class:`~calaudit.exceptions.ConfigError`. The commands call it before the audit."""
+    """WeasyPrint (``calaudit[pdf]``), imported; its absence or missing system libraries is a
+    :class:`~calaudit.exceptions.ConfigError`, raised before the audit."""
     try:
         import weasyprint
     except ImportError:
@@ -147,9 +145,8 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
                     signoff: Mapping[str, str] | None = None,
                     source: Mapping[str, str] | None = None,
                     checks: Sequence[Check] | None = None) -> RenderedReport:
-    """The Markdown report for ``md_path``; ``files`` holds its figures, keyed by path
-    relative to the Markdown file's directory. ``checks`` as for :func:`render_html`. Long
-    texts are shortened (:func:`shown`)."""
+    """The Markdown report for ``md_path``, its figures in ``files`` (paths relative to its
+    directory); ``checks`` as for :func:`render_html`."""
     result, signoff, source = shown(result), shown(signoff), shown(source)
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
@@ -168,9 +165,8 @@ def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                    pdf: str | Path | None = None, source: Mapping[str, str] | None = None,
                    pdf_appendix: bool = False, checks: Sequence[Check] | None = None
                    ) -> list[tuple[Path, str | bytes]]:
-    """Every requested document as ``(path, content)``, in writing order: a Markdown
-    report's figures before the Markdown itself. ``checks``: the gate's list for this
-    result (else each report builds it from ``result``)."""
+    """Every requested document as ``(path, content)``, a Markdown report's figures first;
+    ``checks``: the gate's list (else built from ``result``)."""
     pending: list[tuple[Path, str | bytes]] = []
     if md is not None:
         report = render_markdown(result, md, signoff, source, checks)

@@ -44,9 +44,8 @@ class CheckRef:
 
 @dataclass(frozen=True)
 class VerdictView:
-    """The decision in plain words (``headline``) and its evidence (``story``), as
-    sentences of :class:`calaudit.output.story.Span` (text, some of it linked to a term
-    of the glossary); ``gate``: how the gate decides, in the same form."""
+    """The decision (``headline``), its evidence (``story``) and how the gate decides
+    (``gate``), as sentences of :class:`calaudit.output.story.Span`."""
 
     status: str
     headline: tuple[Any, ...]

@@ -138,11 +138,9 @@ def memory_bytes(text: object) -> float | None:
 
 @dataclass(frozen=True)
 class DaskConfig:
-    """Where the row reductions run: in this process (the default, on ``threads``
-    threads), on an existing Dask cluster (``scheduler``, ``--dask``) or on a local
-    cluster started for the run (``workers``, ``--workers``). Both need the
-    ``calaudit[dask]`` extra; the result is the same bytes either way
-    (``calaudit.scale``, :class:`calaudit.scale.ThreadExecutor`)."""
+    """Where the row reductions run: in this process on ``threads`` threads (the default), on a
+    Dask cluster (``scheduler``) or a local one started for the run (``workers``); the result
+    is the same bytes either way."""
 
     scheduler: str | None = field(default=None, metadata={
         "help": "address of a running Dask scheduler, host:port or protocol://host:port "

@@ -133,11 +133,8 @@ def comparable_params(params: Any, ignore: Sequence[str]) -> Any:
 
 def pair_metrics(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
                  ignore: Sequence[str]) -> list[tuple[str, Any, Any]]:
-    """``(label, old_metric | None, new_metric | None)`` in the new result's order.
-
-    An id present once on each side pairs directly (settings are checked later). An id
-    present several times pairs by its comparable params; the label names them.
-    """
+    """``(label, old_metric | None, new_metric | None)`` in the new result's order; an id present
+    several times on a side pairs by its comparable params, named in the label."""
     pairs: list[tuple[str, Any, Any]] = []
     ids = list(dict.fromkeys([m["id"] for m in new] + [m["id"] for m in old]))
     for metric_id in ids:

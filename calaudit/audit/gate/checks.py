@@ -23,10 +23,8 @@ STATUS_ORDER = ("PASS", "WARN", "FAIL", "INCONCLUSIVE", "ERROR", "SKIPPED")
 
 @dataclass(frozen=True)
 class Check:
-    """One gated entry. ``value`` is the estimate (tests), the value (metrics) or the delta
-    (baseline); ``p_value`` and ``p_value_adjusted`` a test's raw and adjusted p-values;
-    ``facts`` the phrases that say why the check has its status (``"adjusted p 0.002
-    (holm)"``); ``message`` the check's own explanation."""
+    """One gated entry: ``value`` (estimate, value or delta), a test's raw and adjusted
+    p-values, ``facts`` (phrases saying why it has its status) and its ``message``."""
 
     kind: str
     id: str
@@ -145,10 +143,8 @@ def test_facts(test: Mapping[str, Any], method: str = "") -> tuple[str, ...]:
 
 
 def statistic_text(test: Mapping[str, Any]) -> str:
-    """``test statistic -6.724e-05 (n/(n-1) SKCE_uq - SKCE_b)``: the number the p-value
-    is computed from, named by its definition (``params.statistic``), when it is not the
-    test's estimate; ``""`` when it is (every output shows one number per test, the
-    estimate, and this phrase where the statistic differs)."""
+    """``test statistic -6.724e-05 (n/(n-1) SKCE_uq - SKCE_b)``: the number the p-value comes
+    from, named by ``params.statistic``, when it is not the estimate; else ``""``."""
     statistic, estimate = test.get("statistic"), test.get("estimate")
     if statistic is None or statistic == estimate:
         return ""

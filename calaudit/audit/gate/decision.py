@@ -130,11 +130,9 @@ def primary_weights(tests: Sequence[TestResult], members: Sequence[int]) -> list
 def grade_set(tests: list[TestResult], members: Sequence[int], alpha: float, method: str,
               role: str, count_undecided: bool = False,
               weights: Sequence[float] | None = None) -> None:
-    """Adjust ``members`` together (in place). Pending tests get ``FAIL``/``PASS``; tests
-    that decided their own status take part as ``p = 1`` with ``count_undecided`` (the
-    primaries: one that cannot run still counts, so whether it runs never changes the
-    others' levels) and not at all otherwise. A ``PASS`` that could not have been a
-    ``FAIL`` whatever its own p-value becomes ``INCONCLUSIVE``."""
+    """Adjust ``members`` together (in place): pending tests get ``FAIL``/``PASS``; tests that
+    decided their own status count as ``p = 1`` with ``count_undecided`` (the primaries), else
+    not at all. A ``PASS`` that could not have been a ``FAIL`` becomes ``INCONCLUSIVE``."""
     pending = [i for i in members if tests[i].status is None and math.isfinite(tests[i].p_value)]
     counted = list(members) if count_undecided else pending
     p = np.array([tests[i].p_value if i in pending else 1.0 for i in counted], dtype=float)

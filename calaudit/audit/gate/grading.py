@@ -43,10 +43,8 @@ def threshold_status(value: float | None, threshold: ThresholdConfig) -> tuple[S
 
 def grade_metrics(metrics: Iterable[MetricResult], thresholds: Sequence[ThresholdConfig]
                   ) -> tuple[tuple[MetricResult, ...], tuple[dict[str, Any], ...]]:
-    """Metrics with their threshold statuses, and the thresholds on metrics this audit did
-    not compute (``SKIPPED``, with the reason). Threshold ids are validated with the
-    configuration (unknown ids are configuration errors); a metric the stage skipped on
-    purpose (value not finite, ``params.note`` "skipped: ...") is ``SKIPPED`` too."""
+    """Metrics with their threshold statuses, and the thresholds whose metric this audit did not
+    compute (or skipped on purpose) as ``SKIPPED``."""
     metrics = tuple(metrics)
     levels = {t.metric: t for t in thresholds if t.has_levels}
     graded = []
