@@ -79,6 +79,12 @@ def fmt_number(value: float | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def fmt_delta(value: float | None) -> str:
+    """A difference as :func:`fmt_number` writes it, ``+`` before a positive one."""
+    text = fmt_number(value)
+    return f"+{text}" if isinstance(value, (int, float)) and value > 0 else text
+
+
 def fmt_pvalue(value: float | None) -> str:
     """A p-value that never prints as 0: ``< 0.001`` below 0.001."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):

@@ -19,6 +19,7 @@ from calaudit.audit.battery import stages as default_stages
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.gate import decide
 from calaudit.audit.gate.baseline import LoadedResult, check_comparable
+from calaudit.audit.gate.decision import local_primary
 from calaudit.audit.stages import Stage, StageOutput
 from calaudit.audit.weighting import describe as describe_weights
 from calaudit.audit.weighting import effective_events, refuse
@@ -178,7 +179,7 @@ def run_audit(data: CalibrationData, config: AuditConfig | None = None,
 
 def local_rejected(tests: Sequence[TestResult]) -> bool | None:
     """Whether the local primary test rejected (``None``: none ran)."""
-    keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+    keeper = local_primary(tests)
     return None if keeper is None else keeper.status is Status.FAIL
 
 

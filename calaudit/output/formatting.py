@@ -12,7 +12,7 @@ from calaudit.local.groups import format_bias as fmt_bias  # noqa: F401
 from calaudit.local.groups import format_interval as fmt_bias_ci  # noqa: F401
 
 # a number and a p-value, written as the gate's checks write them
-from calaudit.results import fmt_number, fmt_pvalue  # noqa: F401
+from calaudit.results import fmt_delta, fmt_number, fmt_pvalue  # noqa: F401
 
 
 def reproducible() -> bool:
@@ -104,17 +104,29 @@ def fmt_value(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+def fmt_intercepts(advice: Mapping[str, Any]) -> str:
+    """A recalibration's intercepts: ``intercepts by C: a 0.1, b -0.2`` or ``intercept 0.1``."""
+    if advice.get("group_intercepts"):
+        return f"intercepts by {advice.get('covariate')}: " + ", ".join(
+            f"{k} {fmt_number(v)}" for k, v in advice["group_intercepts"].items())
+    return f"intercept {fmt_number(advice.get('intercept'))}"
+
+
+def weights_kind(weights: Mapping[str, Any]) -> str:
+    """What the weights are: ``frequency weights from 'w'``, or negatives kept at a rate."""
+    kind = ("negatives kept at a rate, weighted back by 1/r" if weights.get("label_dependent")
+            else f"{weights.get('kind')} weights")
+    return kind + (f" from '{weights['column']}'" if weights.get("column") else "")
+
+
 def weights_line(data: Mapping[str, Any]) -> str | None:
     """``weighted audit: ...`` from the ``data`` section (None when unweighted)."""
     weights = data.get("weights")
     if not weights:
         return None
-    kind = "negatives kept at a rate, weighted back by 1/r" if weights.get(
-        "label_dependent") else f"{weights['kind']} weights"
-    column = f" from '{weights['column']}'" if weights.get("column") else ""
     left_out = "; ".join(f"{item['id']} ({item['reason']})"
                          for item in weights.get("not_weighted") or ())
-    return (f"weighted audit ({kind}{column}): sum of weights {weights['sum']:.6g}, "
+    return (f"weighted audit ({weights_kind(weights)}): sum of weights {weights['sum']:.6g}, "
             f"effective sample size {weights['effective_sample_size']:.6g}, "
             f"sample size of the rules {weights['sample_size']:.6g}"
             + (f"; not weighted, left out: {left_out}" if left_out else ""))

@@ -12,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from calaudit.output.formatting import fmt_number, fmt_pvalue
+from calaudit.output.formatting import fmt_intercepts, fmt_number, fmt_pvalue
 
 #: Windows shown: the first, then the latest ones (the JSON holds every window).
 SHOWN = 24
@@ -80,12 +80,7 @@ def advice_line(section: Mapping[str, Any]) -> str | None:
     a = section.get("advice")
     if not a:
         return None
-    params = f"slope {fmt_number(a['slope'])}, "
-    if a.get("group_intercepts"):
-        params += f"intercepts by {a['covariate']}: " + ", ".join(
-            f"{k} {fmt_number(v)}" for k, v in a["group_intercepts"].items())
-    else:
-        params += f"intercept {fmt_number(a['intercept'])}"
+    params = f"slope {fmt_number(a['slope'])}, {fmt_intercepts(a)}"
     return (f"  advice after the alarm: {a['verdict']} (fitted on windows "
             f"{a['fit_windows']}, checked on {a['check_windows']}; {params}): {a['reason']}")
 

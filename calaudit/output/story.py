@@ -16,9 +16,11 @@ from calaudit.output.formatting import (
     fmt_bias,
     fmt_bias_ci,
     fmt_count,
+    fmt_intercepts,
     fmt_number,
     fmt_pvalue,
     fmt_size,
+    weights_kind,
 )
 
 
@@ -163,10 +165,7 @@ def _weighted(result: Mapping[str, Any]) -> list[Sentence]:
     weights = data.get("weights")
     if not weights:
         return []
-    kind = ("negatives kept at a rate, weighted back by 1/r" if weights.get("label_dependent")
-            else f"{weights.get('kind')} weights")
-    column = f" from '{weights['column']}'" if weights.get("column") else ""
-    return [_s(f"Weighted audit ({kind}{column}): effective sample size "
+    return [_s(f"Weighted audit ({weights_kind(weights)}): effective sample size "
                f"{weights['effective_sample_size']:,.0f} of {data.get('n', 0):,} rows; "
                "every estimate and test shown is weighted (what is left out is listed with "
                "the data).")]
@@ -185,12 +184,7 @@ def over_time(result: Mapping[str, Any], fail_on: Sequence[str]) -> Sentence | N
         tail = ""
         if advice.get("verdict") == "recalibrate":
             tail = (f" A logistic recalibration is enough (slope "
-                    f"{fmt_number(advice.get('slope'))}; " + (
-                        f"intercepts by {advice.get('covariate')}: " + ", ".join(
-                            f"{k} {fmt_number(v)}"
-                            for k, v in advice["group_intercepts"].items())
-                        if advice.get("group_intercepts") else
-                        f"intercept {fmt_number(advice.get('intercept'))}") + ").")
+                    f"{fmt_number(advice.get('slope'))}; {fmt_intercepts(advice)}).")
         elif advice.get("verdict"):
             tail = f" Advice: {advice['verdict']}: {advice.get('reason', '')}"
         return _s(f"Calibration drifted over time: the e-process (calibration_eprocess) "

@@ -17,6 +17,7 @@ from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.output.formatting import (
     fmt_bias,
     fmt_bias_ci,
+    fmt_delta,
     fmt_number,
     fmt_pvalue,
     fmt_size,
@@ -191,17 +192,12 @@ def baseline_table(baseline: Mapping[str, Any]) -> Table:
     table = new_table(None, ("metric", "better", *right, "status"), right=right)
     for entry in baseline.get("metrics", ()):
         table.add_row(entry["label"], entry.get("better") or "-", fmt_number(entry["old"]),
-                      fmt_number(entry["new"]), _signed(entry.get("delta")),
+                      fmt_number(entry["new"]), fmt_delta(entry.get("delta")),
                       fmt_number(entry.get("tolerance")), _styled(entry["status"]))
     for entry in baseline.get("checks", ()):
         table.add_row(f"{entry['kind']}:{entry['id']}", "-", entry.get("old_status") or "-",
                       entry["new_status"], "", "", _styled(entry["status"]))
     return table
-
-
-def _signed(value: float | None) -> str:
-    text = fmt_number(value)
-    return f"+{text}" if value is not None and value > 0 else text
 
 
 def print_baseline(baseline: Mapping[str, Any], file: TextIO | None = None,

@@ -9,7 +9,7 @@ from typing import Any
 
 from calaudit.audit.gate import Check, failing
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
-from calaudit.output.formatting import fmt_number, fmt_pvalue, fmt_value
+from calaudit.output.formatting import fmt_delta, fmt_number, fmt_pvalue, fmt_value
 from calaudit.output.story import HEADLINES, Span, primary_tests, story
 from calaudit.report.local_context import count_text
 from calaudit.report.views import (
@@ -104,7 +104,7 @@ def build_baseline(section: Mapping[str, Any] | None) -> BaselineView | None:
              KeyValue("regressions", str(section.get("regressions", 0)))]
     rows = tuple(BaselineRow(label=str(e.get("label")), better=str(e.get("better") or "-"),
                              old=fmt_number(e.get("old")), new=fmt_number(e.get("new")),
-                             delta=_signed(e.get("delta")),
+                             delta=fmt_delta(e.get("delta")),
                              tolerance=fmt_number(e.get("tolerance")),
                              status=str(e.get("status") or ""),
                              message=str(e.get("message") or ""))
@@ -120,8 +120,3 @@ def build_baseline(section: Mapping[str, Any] | None) -> BaselineView | None:
     return BaselineView(facts=tuple(facts), status=str(section.get("status") or "-"),
                         regressions=int(section.get("regressions") or 0), rows=rows,
                         transitions=transitions, differences=differences)
-
-
-def _signed(value: Any) -> str:
-    text = fmt_number(value)
-    return f"+{text}" if isinstance(value, (int, float)) and value > 0 else text

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from calaudit.results import fmt_number, fmt_pvalue
+from calaudit.results import fmt_delta, fmt_number, fmt_pvalue
 
 STATUS_ORDER = ("PASS", "WARN", "FAIL", "INCONCLUSIVE", "ERROR", "SKIPPED")
 
@@ -176,8 +176,7 @@ def baseline_facts(entry: Mapping[str, Any]) -> tuple[str, ...]:
     """Old, new, delta and tolerance of a baseline comparison."""
     facts = [f"old {fmt_number(entry.get('old'))}", f"new {fmt_number(entry.get('new'))}"]
     if entry.get("delta") is not None:
-        delta = entry["delta"]
-        facts.append(f"delta {'+' if delta > 0 else ''}{fmt_number(delta)}")
+        facts.append(f"delta {fmt_delta(entry['delta'])}")
     if entry.get("tolerance") is not None:
         facts.append(f"tolerance {fmt_number(entry['tolerance'])}")
     return tuple(facts)

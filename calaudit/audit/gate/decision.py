@@ -215,6 +215,11 @@ def groups_test(groups: Sequence[dict[str, Any]]) -> TestResult | None:
                       title=title)
 
 
+def local_primary(tests: Sequence[TestResult]) -> TestResult | None:
+    """The local primary test (the groups' gatekeeper), ``None`` when none ran."""
+    return next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+
+
 def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
                 alpha: float) -> tuple[dict[str, Any], ...]:
     """Group statuses under gatekeeping, agreeing with the intervals.
@@ -222,7 +227,7 @@ def gate_groups(groups: Sequence[dict[str, Any]], tests: Sequence[TestResult],
     A group ``FAIL``s when the local primary test ``FAIL``ed, its p-value adjusted across the
     groups is at most ``alpha`` and its simultaneous bias interval excludes 0; else it is
     ``PASS`` (``INCONCLUSIVE`` stays), with a message when only some of these hold."""
-    keeper = next((t for t in tests if t.family == "local" and t.role == "primary"), None)
+    keeper = local_primary(tests)
     open_ = keeper is not None and keeper.status is Status.FAIL
     out = []
     for row in groups:
