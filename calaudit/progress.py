@@ -54,7 +54,7 @@ _REPORTER: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar(
     "calaudit_progress_reporter", default=None)
 
 
-def current() -> Reporter:
+def current_reporter() -> Reporter:
     """The reporter in effect (:class:`NullReporter` unless one was installed)."""
     return _REPORTER.get() or _NULL
 
@@ -75,7 +75,7 @@ def task(name: str, total: int | None = None) -> Iterator[Advance]:
 
     Yields ``advance(amount=1)``. The step is closed when the block exits, normally or not.
     """
-    reporter = current()
+    reporter = current_reporter()
     handle = reporter.start(name, total)
 
     def advance(amount: int = 1) -> None:
@@ -89,7 +89,7 @@ def task(name: str, total: int | None = None) -> Iterator[Advance]:
 
 def note(message: str) -> None:
     """A one-line remark for verbose output (shown only by reporters that log)."""
-    current().note(message)
+    current_reporter().note(message)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from calaudit.cli import options as opt
 from calaudit.cli.app import app
 from calaudit.settings import cli_roots
 from calaudit.settings.resolve import combined_schema
-from calaudit.settings.schema import Leaf, lookup
+from calaudit.settings.schema import Leaf, schema_node
 
 COMMANDS = [("test",), ("metrics",), ("compare",), ("report",), ("sample-data",),
             ("config", "show"), ("config", "init"), ("config",), ()]
@@ -91,7 +91,7 @@ def test_every_option_is_declared_once_and_names_its_setting():
     for flag in opt.FLAGS.values():
         if flag.setting is None:
             continue
-        leaf = lookup(schema, tuple(flag.setting.split(".")))
+        leaf = schema_node(schema, tuple(flag.setting.split(".")))
         assert isinstance(leaf, Leaf), flag.setting
         if flag.default is not None and flag.name not in opt.COMPOSITE:
             shown = tuple(flag.default.split(",")) if isinstance(leaf.default, tuple) \

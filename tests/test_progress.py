@@ -33,7 +33,7 @@ class Recorder:
 
 
 def test_default_is_silent_and_task_still_yields_advance():
-    assert isinstance(progress.current(), progress.NullReporter)
+    assert isinstance(progress.current_reporter(), progress.NullReporter)
     with progress.task("loop", total=3) as advance:
         advance()
         advance(2)
@@ -46,7 +46,7 @@ def test_reporting_installs_and_restores_a_reporter():
             advance(4)
             advance()
         progress.note("hello")
-    assert isinstance(progress.current(), progress.NullReporter)
+    assert isinstance(progress.current_reporter(), progress.NullReporter)
     assert recorder.events == [("start", "resampling", 10), ("advance", "resampling", 4),
                                ("advance", "resampling", 1), ("stop", "resampling"),
                                ("note", "hello")]
@@ -108,11 +108,11 @@ def test_log_reporter_and_ui_choose_by_terminal(capsys):
     assert lines[1].startswith("resampling: done in ")
     # Not a terminal (pytest captures stderr): no bars; --verbose gives log lines.
     with Ui(verbose=True).progress():
-        assert isinstance(progress.current(), LogReporter)
+        assert isinstance(progress.current_reporter(), LogReporter)
     with Ui().progress():
-        assert isinstance(progress.current(), progress.NullReporter)
+        assert isinstance(progress.current_reporter(), progress.NullReporter)
     with Ui(quiet=True, verbose=True).progress():
-        assert isinstance(progress.current(), progress.NullReporter)
+        assert isinstance(progress.current_reporter(), progress.NullReporter)
 
 
 class FakeTerminal(io.StringIO):
@@ -125,9 +125,9 @@ def test_ui_shows_rich_bars_on_a_terminal_only(monkeypatch):
 
     monkeypatch.setattr("sys.stderr", FakeTerminal())
     with Ui().progress():
-        assert isinstance(progress.current(), RichReporter)
+        assert isinstance(progress.current_reporter(), RichReporter)
         with progress.task("bootstrap", total=2) as advance:
             advance(2)
-    assert isinstance(progress.current(), progress.NullReporter)
+    assert isinstance(progress.current_reporter(), progress.NullReporter)
     with Ui(quiet=True).progress():
-        assert isinstance(progress.current(), progress.NullReporter)
+        assert isinstance(progress.current_reporter(), progress.NullReporter)

@@ -11,7 +11,7 @@ from calaudit.audit.config import AuditConfig, ThresholdConfig
 from calaudit.exceptions import ConfigError
 from calaudit.settings import cli_roots
 from calaudit.settings.resolve import combined_schema, resolve
-from calaudit.settings.schema import Leaf, Mismatch, Table, build_schema, coerce, lookup
+from calaudit.settings.schema import Leaf, Mismatch, Table, build_schema, coerce, schema_node
 from calaudit.settings.show import init_template, show_json, show_text
 
 ROOTS = cli_roots()
@@ -85,12 +85,12 @@ def test_new_section_validation_names_the_source(tmp_path):
 
 def test_schema_walks_sections_tables_and_leaves():
     schema = combined_schema(ROOTS)
-    assert isinstance(lookup(schema, ("binning", "n_bins")), Leaf)
-    assert isinstance(lookup(schema, ("thresholds",)), Table)
-    leaf = lookup(schema, ("thresholds", "anything", "warn"))
+    assert isinstance(schema_node(schema, ("binning", "n_bins")), Leaf)
+    assert isinstance(schema_node(schema, ("thresholds",)), Table)
+    leaf = schema_node(schema, ("thresholds", "anything", "warn"))
     assert isinstance(leaf, Leaf) and leaf.key == "thresholds.<metric>.warn"
-    assert lookup(schema, ("outputs", "junit")).is_path
-    assert lookup(schema, ("binning", "nope")) is None
+    assert schema_node(schema, ("outputs", "junit")).is_path
+    assert schema_node(schema, ("binning", "nope")) is None
     assert "metric" not in build_schema(AuditConfig).children["thresholds"].entry.children
 
 

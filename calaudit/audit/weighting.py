@@ -81,7 +81,7 @@ def debiased_defined(data: CalibrationData) -> bool:
     return weights is None or weights.repeated_rows
 
 
-def not_weighted(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
+def left_out(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]:
     """The diagnostics and estimates left out of a weighted audit, with the reason."""
     out = [{"id": "skce_ul, skce_block", "reason": "they pair rows in file order; no "
                                                    "weighted version"}]
@@ -128,5 +128,5 @@ def describe(data: CalibrationData, config: AuditConfig) -> dict[str, Any] | Non
         return None
     section = summary(data.weights, data.sample_weight, sample_size(data))
     section["effective_events"] = effective_events(data)
-    section["not_weighted"] = not_weighted(data, config)
+    section["not_weighted"] = left_out(data, config)
     return section

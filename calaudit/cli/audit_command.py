@@ -37,10 +37,10 @@ def run_command(ctx: Any, *, metrics_only: bool) -> ExitCode:
     settings = command_settings(ctx, overrides=overrides)
     if shown_config(ctx, settings):
         return ExitCode.OK
-    return run(str(ctx.params["data"]), settings, make_ui(ctx, settings))
+    return run_audit_command(str(ctx.params["data"]), settings, make_ui(ctx, settings))
 
 
-def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
+def run_audit_command(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     """Run one audit from the command line and return the exit code. Progress is shown
     while loading and auditing only, so nothing else draws over the summary."""
     from calaudit.audit.battery import stages as default_stages
@@ -83,7 +83,7 @@ def run(data_path: str, settings: Resolved, ui: Ui) -> ExitCode:
     payload = result.to_dict()
     payload["config_sources"] = {"file": settings.file.label if settings.file else None,
                                  "values": recorded_sources(settings)}
-    return finish(payload, list(result.checks), config, outputs, ui, state_doc)
+    return finish_command(payload, list(result.checks), config, outputs, ui, state_doc)
 
 
 def shown_config(ctx: Any, settings: Resolved) -> bool:
@@ -103,7 +103,7 @@ def check_outputs(outputs: Any, *extra: tuple[str, Any]) -> None:
         pdf_engine()
 
 
-def finish(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
+def finish_command(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
            extra: list[tuple[str, str | bytes]]) -> ExitCode:
     """Write every output of an audit with the ``extra`` documents (all or none), the
     GitHub outputs and the summary; the exit code of the gate."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from calaudit import progress
 from calaudit.audit.gate import ExitCode
-from calaudit.cli.audit_command import check_outputs, finish, shown_config
+from calaudit.cli.audit_command import check_outputs, finish_command, shown_config
 from calaudit.cli.settings_flags import command_settings, make_ui
 
 
@@ -57,5 +57,5 @@ def run_monitor(ctx: Any) -> ExitCode:
         stage = OverTimeStage(new, advice, {
             "path": state_path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
         result = run_audit(data, config, stages=default_stages() + (stage,))
-    return finish(result.to_dict(), list(result.checks), config, outputs, ui,
+    return finish_command(result.to_dict(), list(result.checks), config, outputs, ui,
                   [(state_path, text)])

@@ -22,14 +22,14 @@ FILLED = {"local": dict, "groups": list, "diagrams": dict, "environment": dict}
 
 
 def run_from_options(params: Mapping[str, Any]) -> list[Path]:
-    """``calaudit report``: :func:`run` with the command's options."""
+    """``calaudit report``: :func:`render_saved` with the command's options."""
     signoff = {name.removeprefix("signoff_"): params[name] for name in SIGNOFF_FLAGS
                if params.get(name)}
-    return run(params["results"], params.get("html"), params.get("md"), signoff,
+    return render_saved(params["results"], params.get("html"), params.get("md"), signoff,
                pdf=params.get("pdf"), pdf_appendix=bool(params.get("pdf_appendix")))
 
 
-def run(results: Path, html: str | Path | None, md: str | Path | None,
+def render_saved(results: Path, html: str | Path | None, md: str | Path | None,
         signoff: dict[str, str], pdf: str | Path | None = None,
         pdf_appendix: bool = False) -> list[Path]:
     """Render ``results`` to ``html``, ``md`` and/or ``pdf`` (with the appendix when

@@ -31,7 +31,7 @@ from calaudit.monitoring.eprocess import (
     log_start_weight,
     psi,
 )
-from calaudit.monitoring.fits import Estimate, citl_fit, fit_logistic, logit, slope_fit
+from calaudit.monitoring.fits import Estimate, citl_fit, logit, newton_fit, slope_fit
 from calaudit.numerics.distributions import chi2_sf
 
 MIN_EVENTS = 10
@@ -135,7 +135,7 @@ def _recalibration(p: NDArray[np.float64], y: NDArray[np.float64],
     present = design[:, :-1].any(axis=0)
     if not present.all():
         return a, b, ()
-    grouped = fit_logistic(design, y)
+    grouped = newton_fit(design, y)
     if not grouped.converged:
         return a, b, ()
     statistic = 2.0 * (_loglik(design @ grouped.coef, y) -

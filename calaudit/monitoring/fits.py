@@ -70,7 +70,7 @@ def logit(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return logit_of(p)[0]
 
 
-def fit_logistic(design: NDArray[np.float64], y: NDArray[np.float64],
+def newton_fit(design: NDArray[np.float64], y: NDArray[np.float64],
                  offset: NDArray[np.float64] | None = None) -> LogisticFit:
     """ML logistic regression ``logit P(y=1) = offset + design @ beta`` (module
     docstring), with unit weights."""
@@ -86,9 +86,9 @@ def fit_logistic(design: NDArray[np.float64], y: NDArray[np.float64],
 
 def citl_fit(p: NDArray[np.float64], y: NDArray[np.float64]) -> LogisticFit:
     """Calibration-in-the-large: intercept with offset ``logit(p)``."""
-    return fit_logistic(np.ones((p.size, 1)), y, logit(p))
+    return newton_fit(np.ones((p.size, 1)), y, logit(p))
 
 
 def slope_fit(p: NDArray[np.float64], y: NDArray[np.float64]) -> LogisticFit:
     """Calibration slope: coefficients ``(a', b)`` of ``[1, logit(p)]``."""
-    return fit_logistic(np.column_stack([np.ones(p.size), logit(p)]), y)
+    return newton_fit(np.column_stack([np.ones(p.size), logit(p)]), y)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from calaudit.audit.gate import Check, diagnostics, gating, result_checks, status_counts
+from calaudit.audit.gate import Check, diagnostic_checks, gating, result_checks, status_counts
 
 
 def check_lines(payload: Mapping[str, Any], checks: Iterable[Check] | None = None
@@ -22,7 +22,7 @@ def check_lines(payload: Mapping[str, Any], checks: Iterable[Check] | None = Non
 def counts_sentence(lines: Sequence[Check]) -> str:
     """``"30 checks: 27 PASS, 3 FAIL"``, plus ``"; 7 diagnostic tests (do not gate): 6
     PASS, 1 FAIL"`` when there are diagnostics."""
-    deciding, diagnostic = gating(lines), diagnostics(lines)
+    deciding, diagnostic = gating(lines), diagnostic_checks(lines)
     text = f"{len(deciding)} checks: {counts_text(deciding)}"
     if diagnostic:
         text += (f"; {len(diagnostic)} diagnostic test(s) (do not gate): "

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calaudit.audit.gate import Check, diagnostics, failing
+from calaudit.audit.gate import Check, diagnostic_checks, failing
 from calaudit.output.checklist import check_lines, counts_text, fail_on_of
 from calaudit.output.formatting import (
     fmt_bias,
@@ -333,7 +333,7 @@ def _not_rejecting(primaries: Sequence[Mapping[str, Any]],
 
 
 def _diagnostics(lines: Sequence[Check]) -> list[Sentence]:
-    shown = diagnostics(lines)
+    shown = diagnostic_checks(lines)
     if not shown:
         return []
     return [_s(f"{len(shown)} ", Span("diagnostic", "diagnostic"),

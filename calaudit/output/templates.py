@@ -15,7 +15,7 @@ def template_dirs() -> list[Path]:
     return resource_dirs("templates", "report.md")
 
 
-def environment():
+def jinja_environment():
     """A jinja2 environment: HTML autoescaped, undefined names are errors, our filters."""
     import jinja2
 

@@ -51,7 +51,7 @@ def group_reliability_figure(data: Mapping[str, Any]) -> Figure:
 
 def _group_title(panel: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     bias = panel.get("bias")
-    title = plots.plain(panel.get("group"), 24)
+    title = plots.short_label(panel.get("group"), 24)
     if isinstance(bias, (int, float)) and math.isfinite(bias):
         title += f"\nbias {bias:+.3f}"
     return title, {"fontsize": 7.5,

@@ -33,20 +33,20 @@ class FigureNamer:
 WIDTH = 6.8
 
 
-def reliability_figure(data: Mapping[str, Any]) -> Figure:
+def reliability_diagram_figure(data: Mapping[str, Any]) -> Figure:
     """Reliability diagram above the histogram of the scores, sharing the x axis."""
     histogram = data.get("histogram")
     figure = Figure(figsize=(WIDTH, 5.4 if histogram else 4.2), layout="constrained")
     if histogram:
         top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(3.2, 1.0))
         plots.plot_reliability(data["bins"], data.get("band"), top, xlabel="",
-                               ylabel=plots.plain(data.get("ylabel", ""), 60))
+                               ylabel=plots.short_label(data.get("ylabel", ""), 60))
         plots.plot_score_histogram(histogram, bottom,
-                                   xlabel=plots.plain(data.get("xlabel", ""), 60))
+                                   xlabel=plots.short_label(data.get("xlabel", ""), 60))
     else:
         plots.plot_reliability(data["bins"], data.get("band"), figure.subplots(),
-                               xlabel=plots.plain(data.get("xlabel", ""), 60),
-                               ylabel=plots.plain(data.get("ylabel", ""), 60))
+                               xlabel=plots.short_label(data.get("xlabel", ""), 60),
+                               ylabel=plots.short_label(data.get("ylabel", ""), 60))
     return figure
 
 
@@ -55,7 +55,7 @@ def per_class_figure(data: Mapping[str, Any]) -> Figure:
     return reliability_panels(
         data["panels"], min(5, len(data["panels"])), lambda nrows: (WIDTH, 0.4 + 1.55 * nrows),
         "predicted probability of the class",
-        lambda panel: (plots.plain(panel.get("class"), 18), {"fontsize": 8.5}), padded=True)
+        lambda panel: (plots.short_label(panel.get("class"), 18), {"fontsize": 8.5}), padded=True)
 
 
 def null_figure(data: Mapping[str, Any]) -> Figure:
@@ -78,23 +78,23 @@ def bias_figure(data: Mapping[str, Any]) -> Figure:
     return figure
 
 
-def smooth_reliability_figure(data: Mapping[str, Any]) -> Figure:
+def smooth_diagram_figure(data: Mapping[str, Any]) -> Figure:
     figure = Figure(figsize=(WIDTH, 4.2), layout="constrained")
     plots.plot_smooth_reliability(data, figure.subplots(),
-                                  xlabel=plots.plain(data.get("xlabel", ""), 60),
-                                  ylabel=plots.plain(data.get("ylabel", ""), 60))
+                                  xlabel=plots.short_label(data.get("xlabel", ""), 60),
+                                  ylabel=plots.short_label(data.get("ylabel", ""), 60))
     return figure
 
 
 BUILDERS: dict[str, Callable[[Mapping[str, Any]], Figure]] = {
-    "reliability": reliability_figure,
+    "reliability": reliability_diagram_figure,
     "reliability_per_class": per_class_figure,
-    "smooth_reliability": smooth_reliability_figure,
+    "smooth_reliability": smooth_diagram_figure,
     "null": null_figure,
     "lcb": lcb_figure,
     "bias_by_group": bias_figure,
     "reliability_by_group": group_reliability_figure,
-    "drift": over_time_figures.drift_figure,
+    "drift": over_time_figures.drift_estimates_figure,
     "drift_groups": over_time_figures.groups_figure,
     "drift_reliability": over_time_figures.first_last_figure,
     "drift_battery": over_time_figures.battery_figure,

@@ -62,10 +62,10 @@ def build_local(result: Mapping[str, Any], tests: Sequence[TestRow], namer: Figu
         lcb_summary=_lcb_summary(lcb.get("summary") or {}) + _lcb_kernels(lcb),
         lcb_figures=tuple(_lcb_figure(curve, lcb.get("points"), namer)
                           for curve in lcb.get("curves") or ()),
-        top_groups=tuple(group_row(g, first_screen_note(g, alpha)) for g in
+        top_groups=tuple(group_table_row(g, first_screen_note(g, alpha)) for g in
                          (lcb.get("top_groups") or ())[:limits.REPORT_MAX_ROWS]),
         bias_figure=_bias_figure(groups, namer),
-        groups=tuple(group_row(g) for g in listed_groups(groups)),
+        groups=tuple(group_table_row(g) for g in listed_groups(groups)),
         group_counts=_group_counts(groups),
     )
 
@@ -248,7 +248,7 @@ def first_screen_note(group: Mapping[str, Any], alpha: float) -> str:
     return "not a finding: the local test did not reject"
 
 
-def group_row(group: Mapping[str, Any], note: str = "") -> GroupRow:
+def group_table_row(group: Mapping[str, Any], note: str = "") -> GroupRow:
     return GroupRow(
         group=str(group.get("group")), kind=str(group.get("kind") or "-"),
         n=fmt_size(group.get("n")), events=fmt_size(group.get("events")),

@@ -48,7 +48,7 @@ def _row(w: Mapping[str, Any], alarm: int | None) -> WindowRow:
                      f"{w['e_process']:.3g}", w["window"] == alarm)
 
 
-def most_biased(groups: Sequence[Mapping[str, Any]], top: int = TOP_GROUPS) -> list[str]:
+def most_biased_names(groups: Sequence[Mapping[str, Any]], top: int = TOP_GROUPS) -> list[str]:
     """The ``top`` groups with the largest mean absolute bias over the windows."""
     sizes: dict[str, list[float]] = {}
     for g in groups:
@@ -94,7 +94,7 @@ def build_over_time(result: Mapping[str, Any], namer: FigureNamer) -> EvidenceSe
         f"line 1/level = {fmt_number(e['threshold'])}"
         + (f"; the red line marks the alarm window {alarm}." if alarm else "."),
         {"windows": windows, "threshold": e["threshold"], "alarm_window": alarm})]
-    top = most_biased(section.get("groups") or ())
+    top = most_biased_names(section.get("groups") or ())
     if top:
         figures.append(namer.view(
             "drift_groups", "Most biased groups over time",

@@ -29,11 +29,11 @@ def _mark_alarm(axes: Sequence[Any], alarm: int | None) -> None:
 def _ticks(ax: Any, windows: Sequence[Mapping[str, Any]]) -> None:
     x = [w["window"] for w in windows]
     step = max(1, int(np.ceil(len(x) / 12)))
-    ax.set_xticks(x[::step], [plots.plain(w["label"], 18) for w in windows][::step],
+    ax.set_xticks(x[::step], [plots.short_label(w["label"], 18) for w in windows][::step],
                   rotation=40, ha="right", fontsize="small")
 
 
-def drift_figure(data: Mapping[str, Any]) -> Figure:
+def drift_estimates_figure(data: Mapping[str, Any]) -> Figure:
     """ECE, CITL and slope with intervals, then the e-process (module docstring)."""
     windows, alarm = data["windows"], data.get("alarm_window")
     figure = Figure(figsize=(WIDTH, 7.4), layout="constrained")
@@ -71,7 +71,7 @@ def groups_figure(data: Mapping[str, Any]) -> Figure:
         x = np.array([g["window"] for g in rows], float)
         bias = np.array([[np.nan if v is None else v for v in g["bias"]] for g in rows], float)
         ax.fill_between(x, bias[:, 1], bias[:, 2], color=f"C{k}", alpha=0.18, lw=0)
-        ax.plot(x, bias[:, 0], marker=".", color=f"C{k}", label=plots.plain(name, 30))
+        ax.plot(x, bias[:, 0], marker=".", color=f"C{k}", label=plots.short_label(name, 30))
     ax.axhline(0.0, color="0.45", lw=0.8, ls="--")
     ax.set_ylabel("bias (observed - predicted)", fontsize="small")
     ax.legend(fontsize="small", loc="best")
@@ -92,7 +92,7 @@ def first_last_figure(data: Mapping[str, Any]) -> Figure:
         mean_p = np.array(window["bins"]["sum_prediction"], float)[used] / count[used]
         rate = np.array(window["bins"]["sum_label"], float)[used] / count[used]
         ax.plot(mean_p, rate, marker="o", color=color,
-                label=plots.plain(f"window {window['window']}: {window['label']}", 40))
+                label=plots.short_label(f"window {window['window']}: {window['label']}", 40))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel("mean prediction (bin)")
@@ -118,7 +118,7 @@ def battery_figure(data: Mapping[str, Any]) -> Figure:
                 p.append(max(found[0], 1e-4))
         if p:
             floor = min(floor, min(p))
-            ax.semilogy(x, p, marker=".", color=f"C{k}", label=plots.plain(test, 30))
+            ax.semilogy(x, p, marker=".", color=f"C{k}", label=plots.short_label(test, 30))
     ax.axhline(alpha, color="#cf222e", lw=0.9, ls="--", label=f"alpha = {alpha:g}")
     ax.set_ylim(min(floor, alpha) / 3, 1.5)
     ax.set_ylabel("raw p-value (log)", fontsize="small")

@@ -2,7 +2,7 @@
 
 Each ``plot_*`` draws one panel from data in the JSON result, takes ``ax=None`` (a new
 figure when absent) and returns the ``Axes``. :func:`figure_svg` writes deterministic SVG.
-Names from the data are drawn as plain text (:func:`plain`: no mathtext, no newlines)."""
+Names from the data are drawn as plain text (:func:`short_label`: no mathtext, no newlines)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def plot_style() -> Iterator[None]:
         yield
 
 
-def plain(text: object, limit: int = 40) -> str:
+def short_label(text: object, limit: int = 40) -> str:
     """``text`` safe for a matplotlib label: one line, ``$`` escaped, at most ``limit``
     characters (an ellipsis marks a cut)."""
     line = " ".join(str(text).split())
@@ -184,7 +184,7 @@ def plot_null_distribution(null: Sequence[float | None], statistic: float | None
             color=BAND_COLOUR, alpha=0.8, label=f"null distribution ({values.size} resamples)")
     if statistic is not None and math.isfinite(statistic):
         ax.axvline(statistic, color=STATUS_COLOURS.get(status, NEUTRAL), linewidth=1.6,
-                   label=plain(f"{label} = {statistic:.4g}" + (f" ({status})" if status
+                   label=short_label(f"{label} = {statistic:.4g}" + (f" ({status})" if status
                                                                  else ""), 60))
     ax.set(xlabel="statistic", ylabel="resamples")
     legend_above(ax, ncols=2)
@@ -219,12 +219,12 @@ def plot_lcb_by_covariate(curve: Mapping[str, Any], points: Mapping[str, Any] | 
         name = str(group.get("group"))
         gx, fit = floats(group.get("x")) / unit, floats(group.get("lcb"))
         ax.plot(gx, fit, color=colours[name], linewidth=2.0,
-                label=plain(f"{group_by}={name}" if group_by else name))
+                label=short_label(f"{group_by}={name}" if group_by else name))
         low, high = floats(group.get("low")), floats(group.get("high"))
         if low.size == gx.size and high.size == gx.size and gx.size:
             ax.fill_between(gx, low, high, color=colours[name], alpha=0.15, linewidth=0)
     ax.axhline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
-    xlabel = plain(covariate, 60) + (f" (units of {unit:.0e})" if unit != 1.0 else "")
+    xlabel = short_label(covariate, 60) + (f" (units of {unit:.0e})" if unit != 1.0 else "")
     ax.set(xlabel=xlabel, ylabel="local calibration bias (observed - predicted)")
     if groups:
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), borderaxespad=0.2,
@@ -250,7 +250,7 @@ def plot_bias_by_group(rows: Sequence[Mapping[str, Any]], ax: Axes | None = None
         ax.plot([bias], [y], marker="o", markersize=5, color=colour,
                 markerfacecolor="white" if hollow else colour, linestyle="none")
     ax.axvline(0.0, color=NEUTRAL, linewidth=0.8, linestyle="--")
-    ax.set_yticks(range(len(ordered)), labels=[plain(r.get("group"), 48) for r in ordered])
+    ax.set_yticks(range(len(ordered)), labels=[short_label(r.get("group"), 48) for r in ordered])
     ax.set_ylim(-0.7, len(ordered) - 0.3)
     ax.set_xlabel("bias = observed rate - mean prediction\n"
                   "(< 0: over-predicted, > 0: under-predicted)")

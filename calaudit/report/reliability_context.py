@@ -96,10 +96,10 @@ def build_reliability(result: Mapping[str, Any], namer: FigureNamer) -> Reliabil
                            bins_more=max(len(rows) - limits.REPORT_MAX_ROWS, 0),
                            per_class_figure=per_class_figure,
                            per_class_summary=per_class_summary,
-                           smooth_figure=smooth_reliability_figure(result, namer))
+                           smooth_figure=smooth_reliability_view(result, namer))
 
 
-def smooth_reliability_figure(result: Mapping[str, Any], namer: FigureNamer
+def smooth_reliability_view(result: Mapping[str, Any], namer: FigureNamer
                               ) -> FigureView | None:
     """The smoothed reliability diagram of the smooth ECE (``diagrams.smooth_reliability``)."""
     curve = (result.get("diagrams") or {}).get("smooth_reliability")

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from calaudit import limits
 from calaudit.audit.gate import Check
 from calaudit.exceptions import ConfigError
-from calaudit.output.templates import environment
+from calaudit.output.templates import jinja_environment
 from calaudit.report.comparison import build_comparison, is_comparison
 from calaudit.report.context import build_context
 from calaudit.report.figures import draw_svg
@@ -76,7 +76,7 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
     from markupsafe import Markup
 
     result, signoff, source = shown(result), shown(signoff), shown(source)
-    env = environment()
+    env = jinja_environment()
     css = env.loader.get_source(env, CSS_TEMPLATE)[0]  # type: ignore[union-attr]
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
@@ -150,13 +150,13 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
     result, signoff, source = shown(result), shown(signoff), shown(source)
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
-        return RenderedReport(environment().get_template("comparison.md").render(ctx=context))
+        return RenderedReport(jinja_environment().get_template("comparison.md").render(ctx=context))
     context = build_context(result, signoff, source, checks)
     folder = markdown_files_dir(md_path)
     files = {f"{folder}/{view.filename}": svg
              for view, svg in zip(context.figures(), _svgs(context).values(), strict=True)}
     images = {view.key: quote(f"{folder}/{view.filename}") for view in context.figures()}
-    text = environment().get_template("report.md").render(ctx=context, images=images)
+    text = jinja_environment().get_template("report.md").render(ctx=context, images=images)
     return RenderedReport(text, files)
 
 

@@ -112,7 +112,7 @@ def all_keys(section: Section) -> list[str]:
     return [leaf.key for leaf in iter_leaves(section)]
 
 
-def lookup(section: Section, path: Path_) -> Leaf | Section | Table | None:
+def schema_node(section: Section, path: Path_) -> Leaf | Section | Table | None:
     """The node at ``path``; inside a keyed table any entry name matches the placeholder."""
     node: Leaf | Section | Table = section
     for part in path:
@@ -144,14 +144,14 @@ FALSE = ("false", "0", "no", "off")
 NONE = ("", "none", "null")
 
 
-def describe(annotation: Any) -> str:
+def describe_type(annotation: Any) -> str:
     """What a value of ``annotation`` looks like, for error messages."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (Union, types.UnionType):
-        inner = [describe(a) for a in args if a is not type(None)]
+        inner = [describe_type(a) for a in args if a is not type(None)]
         return " or ".join(inner) + (" (or nothing)" if type(None) in args else "")
     if origin is tuple:
-        return f"a list of {_plural(describe(args[0]))}"
+        return f"a list of {_plural(describe_type(args[0]))}"
     return {bool: "true or false", int: "an integer", float: "a number",
             str: "a string"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
 
@@ -181,7 +181,7 @@ def coerce(value: Any, annotation: Any, *, from_text: bool = False) -> Any:
                 return coerce(value, arg, from_text=from_text)
             except Mismatch:
                 continue
-        raise Mismatch(describe(annotation))
+        raise Mismatch(describe_type(annotation))
     if origin is tuple:
         return _coerce_sequence(value, args, annotation, from_text)
     return _coerce_scalar(value, annotation, from_text)
@@ -193,12 +193,12 @@ def _coerce_sequence(value: Any, args: tuple, annotation: Any, from_text: bool) 
     elif isinstance(value, (list, tuple)):
         items = value
     else:
-        raise Mismatch(describe(annotation))
+        raise Mismatch(describe_type(annotation))
     element = args[0]
     try:
         return tuple(coerce(item, element, from_text=from_text) for item in items)
     except Mismatch:
-        raise Mismatch(describe(annotation)) from None
+        raise Mismatch(describe_type(annotation)) from None
 
 
 def _coerce_scalar(value: Any, annotation: Any, from_text: bool) -> Any:
@@ -220,7 +220,7 @@ def _coerce_scalar(value: Any, annotation: Any, from_text: bool) -> Any:
             return str(value)
     elif isinstance(annotation, type) and isinstance(value, annotation):
         return value
-    raise Mismatch(describe(annotation))
+    raise Mismatch(describe_type(annotation))
 
 
 def _parse_text(text: str, annotation: Any) -> Any:
@@ -243,7 +243,7 @@ def _parse_text(text: str, annotation: Any) -> Any:
         else:
             if math.isfinite(number):
                 return number
-    raise Mismatch(describe(annotation))
+    raise Mismatch(describe_type(annotation))
 
 
 def type_name(value: Any) -> str:

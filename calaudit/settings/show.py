@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from calaudit.settings.resolve import Resolved, combined_schema
-from calaudit.settings.schema import Leaf, Section, Table, describe
+from calaudit.settings.schema import Leaf, Section, Table, describe_type
 from calaudit.settings.sources import env_name
 
 
@@ -74,7 +74,7 @@ def _leaf_lines(section: Section) -> list[str]:
         assignment = f"# {name} = {default}".rstrip()
         note = f"{child.help}; " if child.help else ""
         env = env_name(child.path) if "<" not in child.key else ""
-        lines.append(f"{assignment:<34} # {note}{describe(child.annotation)}"
+        lines.append(f"{assignment:<34} # {note}{describe_type(child.annotation)}"
                      + (f"; {env}" if env else ""))
     return lines
 

@@ -25,7 +25,7 @@ from calaudit.settings.schema import (
     Table,
     all_keys,
     coerce,
-    lookup,
+    schema_node,
     type_name,
 )
 
@@ -257,7 +257,7 @@ def env_layer(environ: Mapping[str, str], schema: Section) -> tuple[Layer, list[
         if not name.startswith(ENV_PREFIX) or name in RESERVED_ENV:
             continue
         path = tuple(name[len(ENV_PREFIX):].lower().split(ENV_SEPARATOR))
-        leaf = lookup(schema, path) if all(path) else None
+        leaf = schema_node(schema, path) if all(path) else None
         if not isinstance(leaf, Leaf):
             hint = suggestion(path, schema, spell=lambda k: env_name(tuple(k.split("."))))
             warnings.append(f"ignoring {name}: not a calaudit setting{hint}")
@@ -280,7 +280,7 @@ def flag_layer(flags: Mapping[str, tuple[Any, str]], schema: Section,
     layer = Layer()
     for key, (value, label) in flags.items():
         path = tuple(key.split("."))
-        leaf = lookup(schema, path)
+        leaf = schema_node(schema, path)
         if not isinstance(leaf, Leaf):
             raise KeyError(f"{label} maps to '{key}', which is not a setting")
         try:

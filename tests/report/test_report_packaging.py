@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from calaudit.output.templates import environment, template_dirs
+from calaudit.output.templates import jinja_environment, template_dirs
 from tests.report.conftest import REPO
 
 TEMPLATES = sorted(p.relative_to(REPO / "templates").as_posix()
@@ -17,7 +17,7 @@ TEMPLATES = sorted(p.relative_to(REPO / "templates").as_posix()
 
 def test_every_template_loads():
     assert {"report.html", "report.md", "report.css", "html/macros.html"} <= set(TEMPLATES)
-    env = environment()
+    env = jinja_environment()
     for name in TEMPLATES:
         if name.endswith((".html", ".md")):
             env.get_template(name)
@@ -25,7 +25,7 @@ def test_every_template_loads():
 
 
 def test_html_templates_are_autoescaped_and_markdown_is_not():
-    env = environment()
+    env = jinja_environment()
     assert env.autoescape("report.html") and env.autoescape("html/local.html")
     assert not env.autoescape("report.md")
 

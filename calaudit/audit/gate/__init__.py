@@ -18,7 +18,7 @@
 from calaudit.audit.gate.checks import (
     Check,
     baseline_checks,
-    diagnostics,
+    diagnostic_checks,
     failing,
     gating,
     result_checks,
@@ -43,7 +43,7 @@ from calaudit.audit.gate.verdict import (
 )
 
 __all__ = ["Check", "Decision", "ExitCode", "GATE_RULE", "apply_data_rule", "baseline_checks",
-           "data_rule", "decide", "describe_gate", "diagnostics", "exit_code",
+           "data_rule", "decide", "describe_gate", "diagnostic_checks", "exit_code",
            "failing", "gate_counts", "gate_groups", "grade_metrics", "grade_tests",
            "gating", "groups_test", "result_checks", "statistic_text", "status_counts",
            "threshold_status", "verdict"]

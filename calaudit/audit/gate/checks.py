@@ -102,7 +102,7 @@ def gating(checks: Iterable[Check]) -> list[Check]:
     return [c for c in checks if c.gates]
 
 
-def diagnostics(checks: Iterable[Check]) -> list[Check]:
+def diagnostic_checks(checks: Iterable[Check]) -> list[Check]:
     """Diagnostic tests: reported with their status, never gating."""
     return [c for c in checks if not c.gates]
 
