@@ -103,9 +103,9 @@ def _audit(ctx: typer.Context, metrics_only: bool) -> None:
     raise typer.Exit(int(code))
 
 
-@app.command(cls=HelpCommand)
+@app.command("test", cls=HelpCommand)
 @opt.takes([opt.argument("data", opt.DataArg)], opt.TEST)
-def test(ctx: typer.Context, **params: Any) -> None:
+def test_command(ctx: typer.Context, **params: Any) -> None:
     """Run the full audit: calibration errors and tests; the exit code is the gate.
 
     Settings come from flags, then CALAUDIT_* variables, then calaudit.toml (or

@@ -9,7 +9,7 @@ from typing import Any
 
 from calaudit.output.checklist import check_lines, counts_sentence, fail_on_of
 from calaudit.report import notes
-from calaudit.report.gate_context import build_baseline, build_verdict, check_rows
+from calaudit.report.gate_context import build_baseline, build_verdict, check_views
 from calaudit.report.views import BaselineView, CheckRow, KeyValue, SignOffView, VerdictView
 
 
@@ -54,7 +54,7 @@ def build_comparison(result: Mapping[str, Any], signoff: Mapping[str, str] | Non
         calaudit_version=str(result.get("calaudit_version", "-")),
         verdict=build_verdict(result, lines),
         results=(("baseline (old)", _describe(old)), ("candidate (new)", _describe(new))),
-        checks=check_rows(lines), check_counts=counts_sentence(lines),
+        checks=check_views(lines), check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")), provenance=provenance(source),
         signoff=build_signoff(signoff or {}),
         how_to_read=notes.how_to_read(result.get("config") or {}),

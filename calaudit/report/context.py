@@ -29,7 +29,7 @@ from calaudit.report.figures import FigureNamer
 from calaudit.report.gate_context import (
     build_baseline,
     build_verdict,
-    check_rows,
+    check_views,
     no_tests_note,
 )
 from calaudit.report.local_context import build_local, count_text, test_scope
@@ -100,7 +100,7 @@ def build_context(result: Mapping[str, Any], signoff: Mapping[str, str] | None =
         lead_section_title=dict(SECTION_TITLES).get(lead_section, ""),
         glossary=glossary,
         appendix_sections=_appendix_sections(bool(nulls), local is not None),
-        checks=check_rows(lines),
+        checks=check_views(lines),
         check_counts=counts_sentence(lines),
         baseline=build_baseline(result.get("baseline")),
         evidence=evidence,

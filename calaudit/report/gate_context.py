@@ -29,7 +29,7 @@ COMPARISON_HEADLINES = {
 ATTENTION = ("WARN", "INCONCLUSIVE", "ERROR", "SKIPPED")
 
 
-def check_rows(lines: Sequence[Check]) -> tuple[CheckRow, ...]:
+def check_views(lines: Sequence[Check]) -> tuple[CheckRow, ...]:
     return tuple(CheckRow(kind=c.kind, id=c.id, name=c.name, title=c.title, status=c.status,
                           value=fmt_number(c.value), p_value=fmt_pvalue(c.p_value),
                           p_adjusted=fmt_pvalue(c.p_adjusted), detail=c.detail,
