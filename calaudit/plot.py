@@ -1,18 +1,12 @@
-"""Plots for notebooks and scripts, as scikit-learn's ``Display`` objects.
+"""Plots for notebooks and scripts, as scikit-learn's ``Display`` objects::
 
-Each display is built ``from_predictions(y_true, y_proba, ...)`` (runs the audit stage
-that computes the data, with the audit's seed conventions) or ``from_result(result)`` (an
-:class:`~calaudit.results.AuditResult` or its JSON payload, nothing recomputed), draws
-with the report's own plotting code (:mod:`calaudit.report.plots`) and keeps the
-matplotlib objects in ``figure_`` and ``ax_``::
-
-    from calaudit.plot import ReliabilityDisplay
     display = ReliabilityDisplay.from_predictions(y_true, y_proba)
     display.figure_.savefig("reliability.png")
 
-``ax=`` draws into existing axes; without it a new ``pyplot`` figure is made (so it shows
-inline in Jupyter, as scikit-learn's displays do).
-"""
+``from_predictions`` runs the audit stage that computes the data (with the audit's seed
+conventions), ``from_result`` reads an :class:`~calaudit.results.AuditResult` or its JSON
+payload; both draw with :mod:`calaudit.report.plots` into ``ax`` or a new ``pyplot``
+figure, kept in ``figure_`` and ``ax_``."""
 
 from __future__ import annotations
 

@@ -94,13 +94,9 @@ def note(message: str) -> None:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """One progress report to a callback.
-
-    ``task`` is ``"audit"`` (the whole run, one unit per stage), a stage name
-    (``"skce"``, ``"local_calibration"``...) or a loop inside a stage; ``depth`` its nesting
-    (0 for ``"audit"``); ``completed`` units out of ``total`` (``None``: unknown);
-    ``done`` is true on the task's last event; ``elapsed`` seconds since the task started.
-    """
+    """One progress report to a callback: ``task`` (``"audit"``, a stage or a loop inside one),
+    its nesting ``depth``, ``completed`` of ``total`` units (``None``: unknown), ``done`` on
+    the last event and ``elapsed`` seconds."""
 
     task: str
     completed: int

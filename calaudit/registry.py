@@ -1,15 +1,9 @@
 """One registry of the metric and test ids: what every output and the gate read about an id.
 
-Each :class:`Entry` gives an id's title (``{notion}`` is filled with the view: binary or
-top-label), which way is better (``lower``, ``higher``, ``target`` with its value, or
-``none`` for a descriptive number), the value of a perfectly calibrated model, its unit,
-a one-line reading, why it may be absent from a result, its default tolerance against a
-baseline, the configuration section that governs it and, for a test, whether it runs by
-default. A threshold may be set on every metric with a better side; tests are graded by the
-gate.
-
-A new statistic adds one entry here; the core computes it and one stage reports it.
-"""
+Each :class:`Entry` gives the title (``{notion}``: binary or top-label), which way is
+better (``lower``, ``higher``, ``target``, or none), the ideal value, unit, a one-line
+reading, why it may be absent, its baseline tolerance, its configuration section and,
+for a test, whether it runs by default. A new statistic adds one entry here."""
 
 from __future__ import annotations
 

@@ -96,14 +96,9 @@ def fmt_pvalue(value: float | None) -> str:
 
 @dataclass(frozen=True)
 class MetricResult:
-    """One calibration-error estimate.
-
-    ``ci`` is a confidence interval ``(low, high)`` or ``None``; ``params`` records every
-    setting that determines the number (bins, notion, kernel...); ``title`` is a human
-    name for summaries and reports. ``status``, ``threshold`` and ``message`` are set by
-    the gate when a threshold applies to this metric (else ``status`` stays ``None`` and
-    the three keys are left out of the JSON).
-    """
+    """One calibration-error estimate: ``ci`` is ``(low, high)`` or ``None``, ``params`` every
+    setting that determines the number, ``title`` a human name. ``status``, ``threshold`` and
+    ``message`` are set by the gate when a threshold applies (else left out of the JSON)."""
 
     id: str
     value: float
@@ -130,18 +125,14 @@ class MetricResult:
 
 @dataclass(frozen=True)
 class TestResult:
-    """One hypothesis test of "the model is calibrated".
+    """One hypothesis test of "the model is calibrated" (scipy's result model:
+    ``statistic, p_value = result``; ``pvalue`` is an alias).
 
-    ``statistic`` is the test statistic, ``estimate`` the calibration-error estimate behind
-    it, ``p_value`` the raw p-value. ``status`` is ``None`` until the gate grades it
-    (then ``alpha`` and ``p_value_adjusted`` are set too), unless the test itself decided
-    ``INCONCLUSIVE``, ``ERROR`` or ``SKIPPED`` (``message`` says why).
-    ``null_distribution`` holds the resampled statistics of resampling tests (scipy's result
-    model: ``statistic, p_value = result``; ``pvalue`` is an alias). ``family``
-    names the null hypothesis the test is about (``global``: the model is calibrated;
-    ``local``: it is calibrated in every sub-population): p-values are adjusted within a
-    family by default (``multiple_testing_scope``).
-    """
+    ``estimate``: the calibration-error estimate behind it. ``status`` is ``None`` until the
+    gate grades it (setting ``alpha`` and ``p_value_adjusted``), unless the test decided
+    ``INCONCLUSIVE``, ``ERROR`` or ``SKIPPED`` itself (``message`` says why).
+    ``null_distribution``: the resampled statistics; ``family``: the null it is about
+    (``global`` or ``local``), within which p-values are adjusted by default."""
 
     __test__ = False  # not a pytest test class
 

@@ -1,13 +1,9 @@
 """Every command-line option, declared once: its flags, help line, help panel and the
-setting it sets.
+setting it sets (``setting="binning.n_bins"``; ``None``: it steers the command).
 
-A :class:`Flag` names its setting explicitly (``setting="binning.n_bins"``); ``None``
-marks an option that only steers the command (``--quiet``, ``--config``). The commands
-take tuples of flags (:data:`AUDIT` is shared by ``calaudit test`` and ``calaudit
-metrics``; :data:`TEST` adds the tests' options) through :func:`takes`, which writes the
-command's signature, so no command repeats an option. Only typer and the standard
-library are imported here, so ``--help`` stays fast.
-"""
+Commands take tuples of flag names through :func:`takes`, which writes their signature:
+:data:`AUDIT` is shared by ``test`` and ``metrics``, :data:`TEST` adds the tests'
+options. Only typer and the standard library are imported here."""
 
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
-"""Logistic recalibration of one window's rows: calibration-in-the-large and slope.
+"""Logistic recalibration of one window's rows (Cox 1958; Steyerberg, *Clinical Prediction
+Models*, 2nd ed. 2019, sec. 15.2), with ``l_i = logit(p_i)`` (``p`` clipped to
+``[1e-12, 1 - 1e-12]``):
 
-With ``l_i = logit(p_i)`` (probabilities clipped to ``[1e-12, 1 - 1e-12]``; Cox 1958;
-Steyerberg, *Clinical Prediction Models*, 2nd ed. 2019, sec. 15.2):
+* calibration-in-the-large ``a`` in ``logit P(y=1) = a + l_i``: ideal 0, positive when the
+  model under-predicts;
+* calibration slope ``b`` in ``logit P(y=1) = a' + b l_i``: ideal 1, below 1 when the
+  predictions are too extreme.
 
-* calibration-in-the-large (CITL): ``a`` in ``logit P(y=1) = a + l_i`` (offset ``l``);
-  ideal 0, positive: the model under-predicts;
-* calibration slope: ``b`` in ``logit P(y=1) = a' + b l_i``; ideal 1, below 1: predictions
-  too extreme.
-
-Maximum likelihood by the audit's own Newton-Raphson with step halving
-(:func:`calaudit.metrics.clinical.fit_logistic`: the canonical link makes it IRLS;
-McCullagh & Nelder 1989, sec. 2.5); Wald intervals ``beta +- z se`` from the inverse
-information. A fit that does not converge (separation, one class only) gives NaN.
-"""
+Maximum likelihood by :func:`calaudit.metrics.clinical.fit_logistic` (Newton-Raphson, IRLS;
+McCullagh & Nelder 1989, sec. 2.5), Wald intervals ``beta +- z se``; no convergence: NaN."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Drift plots of a monitoring run (matplotlib figures, no global pyplot state).
-
-* :func:`drift_figure`: per window, the ECE, calibration-in-the-large and slope with their
-  intervals (ideal lines at 0 and 1), the most biased groups' bias with intervals, and the
-  e-process on a log scale with the alarm line ``1/alpha``;
-* :func:`reliability_figure`: the reliability diagram (observed rate against mean
-  prediction per bin) of the first window beside the latest one.
-
-Everything is read from the state (:class:`~calaudit.monitoring.monitor.MonitorState`),
-so a continued run draws its whole history without the earlier rows.
-"""
+"""Drift plots of a monitoring state (matplotlib figures, no pyplot state), its whole history
+read from the state: :func:`drift_figure` (per window the ECE, CITL and slope with
+intervals, the most biased groups' bias and the e-process with its alarm line) and
+:func:`reliability_figure` (the first window's reliability diagram beside the latest)."""
 
 from __future__ import annotations
 

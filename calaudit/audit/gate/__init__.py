@@ -1,19 +1,9 @@
 """The gate: statuses, the one list of checks, the verdict and the exit code.
 
-- :mod:`~calaudit.audit.gate.decision`, the tests: the primary tests decide (two for
-  global calibration, one for local), adjusted together by weighted Holm (the local
-  primary spends half of alpha); the other tests are diagnostics that never gate
-  (``GATE_RULE`` states the rule). Tests that decided their own status
-  (``INCONCLUSIVE``, ``ERROR``, ``SKIPPED``) keep it. Groups gate behind the local primary.
-- :mod:`~calaudit.audit.gate.grading`, the metrics: thresholds, and the INCONCLUSIVE rule
-  (too little data to report a ``PASS``).
-- :mod:`~calaudit.audit.gate.baseline`, the comparison with a baseline result: regressions
-  and checks that newly fail.
-- :mod:`~calaudit.audit.gate.checks`, the checks: one function builds them from a graded
-  result, once per audit; the result keeps them and every output reads that list.
-- :mod:`~calaudit.audit.gate.verdict`: :func:`decide` runs the above over one audit; the
-  verdict and the exit code over the gating checks.
-"""
+``decision`` (the tests: primaries by weighted Holm, diagnostics never gate, groups behind
+the local primary), ``grading`` (thresholds and the INCONCLUSIVE data rule), ``baseline``
+(regressions), ``checks`` (the one list, built once per audit) and ``verdict``
+(:func:`decide`, the verdict and the exit code)."""
 
 from calaudit.audit.gate.checks import (
     Check,

@@ -1,24 +1,11 @@
 """Comparing a result with a baseline result (``--baseline OLD.json``, ``calaudit compare``).
 
-For gating a new model version against the released one. Works on JSON payloads (dicts),
-so a saved result from any earlier run can be the baseline.
-
-- Two results with different classes cannot be compared at all: :class:`InputError`
-  (one line, exit 2), whether from ``--baseline`` or ``calaudit compare``.
-- Metrics are paired by id (and by their settings when an id occurs more than once). A
-  metric regresses when it is worse by more than its tolerance (:func:`tolerance_for`:
-  per-metric defaults on each metric's own scale, or ``max(tolerance, relative_tolerance *
-  |old|)`` when ``baseline.tolerance`` is set), "worse" following its direction
-  (:mod:`calaudit.registry`; a threshold's ``better``/``target`` overrides it).
-  Metrics with no direction (``brier_uncertainty``) are listed under ``informational``,
-  never as checks. With ``require_ci_separation`` the confidence intervals must not overlap
-  as well.
-- A metric computed with different settings in the two results (its ``params`` differ,
-  float params and ``baseline.ignore_params`` aside) is not compared: ``ERROR``
-  (``on_mismatch = "error"``, the default: the gate refuses) or ``WARN``.
-- A check (graded metric or test) whose status is newly in ``fail_on`` is a regression.
-- ``config_differences`` lists the settings that differ (information only).
-"""
+Results with different classes cannot be compared (:class:`InputError`). Metrics pair by id
+(and by settings when an id repeats); one regresses when worse, in its direction, by more
+than its tolerance (:func:`tolerance_for`), and, with ``require_ci_separation``, its
+intervals do not overlap. A metric without a direction is ``informational``; one computed
+with other settings is not compared (``ERROR``, or ``WARN`` with ``on_mismatch = "warn"``).
+A check newly in ``fail_on`` regresses; ``config_differences`` lists settings that differ."""
 
 from __future__ import annotations
 
@@ -212,14 +199,10 @@ def estimate_sd(payload: Mapping[str, Any], test_id: str | None) -> float | None
 
 def tolerance_for(metric_id: str, old_value: float, config: AuditConfig,
                   before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[float, str]:
-    """Allowed worsening of one metric and how it was set.
-
-    ``[thresholds.<id>] tolerance``, else ``max(baseline.tolerance, relative_tolerance *
-    |old|)`` when ``baseline.tolerance`` is set, else the per-metric default
-    ``max(absolute, relative * |old|, 2 sqrt(sd_old^2 + sd_new^2))``
-    (the registry's ``tolerance``; the sd term only when both
-    results carry the estimate's sampling sd).
-    """
+    """Allowed worsening of one metric and how it was set: ``[thresholds.<id>] tolerance``, else
+    ``max(baseline.tolerance, relative_tolerance * |old|)``, else the registry's default
+    ``max(absolute, relative * |old|, 2 sqrt(sd_old^2 + sd_new^2))`` (the sd term when both
+    results carry the estimate's sampling sd)."""
     rules = config.baseline
     threshold = config.threshold(metric_id)
     if threshold is not None and threshold.tolerance is not None:

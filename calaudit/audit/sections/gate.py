@@ -15,14 +15,12 @@ BETTER_CHOICES = ("auto", "lower", "higher")
 
 @dataclass(frozen=True)
 class ThresholdConfig:
-    """Gate levels for one metric, keyed by its id: ``[thresholds.ece] warn = 0.03, fail = 0.05``.
+    """Gate levels for one metric: ``[thresholds.ece] warn = 0.03, fail = 0.05``.
 
-    For a lower-is-better metric the value passes up to ``warn``, is ``WARN`` up to ``fail``
-    and ``FAIL`` above it (a value equal to a level is on the good side). For
-    ``better = "higher"`` the levels are minima. With a ``target`` (registered for
-    ``calibration_slope``: 1) the levels bound the distance ``|value - target|``.
-    ``tolerance`` overrides ``baseline.tolerance`` for this metric.
-    """
+    Lower is better by default: the value passes up to ``warn``, is ``WARN`` up to ``fail``,
+    ``FAIL`` above (a value on a level is on the good side). ``better = "higher"`` makes the
+    levels minima; a ``target`` makes them bound ``|value - target|``. ``tolerance``
+    overrides ``baseline.tolerance`` for this metric."""
 
     metric: str = field(metadata={"help": "metric id (the table name)"})
     warn: float | None = field(default=None, metadata={"help": "WARN beyond this level"})

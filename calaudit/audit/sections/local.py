@@ -22,12 +22,9 @@ RESAMPLE_DTYPES = ("float32", "float64")
 class LocalConfig:
     """Local calibration (KLCE tests, LCB, group table); runs only with covariates.
 
-    Kernels are Gaussian, ``exp(-d^2 / (2 s^2))`` with bandwidth ``s`` (``None``: median
-    heuristic, ``s^2`` = median of the non-zero squared distances between rows, taken per
-    covariate and pooled by a median for the covariate kernel; see
-    ``docs/local-calibration.md``). The ``kite_*`` fields set the KiTE-compatible
-    ``klce_permutation`` test.
-    """
+    Kernels are Gaussian, ``exp(-d^2 / (2 s^2))``, bandwidth ``s`` (``None``: the median
+    heuristic, ``docs/local-calibration.md``). ``kite_*`` set the KiTE-compatible
+    ``klce_permutation`` test."""
 
     tests: tuple[str, ...] = field(
         default=registry.tests_of("local", default=True),
