@@ -103,8 +103,8 @@ def check_outputs(outputs: Any, *extra: tuple[str, Any]) -> None:
         pdf_engine()
 
 
-def finish_command(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any, ui: Ui,
-           extra: list[tuple[str, str | bytes]]) -> ExitCode:
+def finish_command(payload: dict[str, Any], checks: list[Check], config: Any, outputs: Any,
+                   ui: Ui, extra: list[tuple[str, str | bytes]]) -> ExitCode:
     """Write every output of an audit with the ``extra`` documents (all or none), the
     GitHub outputs and the summary; the exit code of the gate."""
     write_documents(render_documents(payload, outputs, config.fail_on, checks) + extra, ui)
@@ -141,26 +141,33 @@ def over_time_stage(data_path: str, data: Any, config: Any, state_path: str | No
                     ) -> tuple[tuple[Any, ...], list[tuple[str, str | bytes]]]:
     """The stage of calibration over time for the loaded rows, and the state file to
     write with the other outputs (none without ``--save-state``)."""
-    import hashlib
-
-    from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch, start_config
+    from calaudit.audit.over_time import batch_of, run_batch, start_config
     from calaudit.audit.weighting import refuse
     from calaudit.monitoring import start
-    from calaudit.monitoring.state import state_to_json
 
     refuse(data, config)  # before the windows' work
     with progress.task("over_time"):
         first = start(start_config(data, config.monitoring, config))
         state, advice = run_batch(first, batch_of(data, data_path, config.monitoring),
                                   data_path, data, config.executor)
-    documents: list[tuple[str, str | bytes]] = []
-    state_file = None
-    if state_path:
-        text = state_to_json(state)
-        documents.append((state_path, text))
-        state_file = {"path": state_path,
-                      "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
-    return (OverTimeStage(state, advice, state_file),), documents
+    stage, documents = saved_state(state, advice, state_path)
+    return (stage,), documents
+
+
+def saved_state(state: Any, advice: Any, path: str | None
+                ) -> tuple[Any, list[tuple[str, str | bytes]]]:
+    """The stage of a finished monitoring run and its state file to write with the other
+    outputs (none without ``path``)."""
+    import hashlib
+
+    from calaudit.audit.over_time import OverTimeStage
+    from calaudit.monitoring.state import state_to_json
+
+    if not path:
+        return OverTimeStage(state, advice), []
+    text = state_to_json(state)
+    described = {"path": path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    return OverTimeStage(state, advice, described), [(path, text)]
 
 
 def recorded_sources(settings: Resolved) -> dict[str, str]:

@@ -6,12 +6,11 @@ and the new state together (all or nothing) and exit with the gate."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Any
 
 from calaudit import progress
 from calaudit.audit.gate import ExitCode
-from calaudit.cli.audit_command import check_outputs, finish_command, shown_config
+from calaudit.cli.audit_command import check_outputs, finish_command, saved_state, shown_config
 from calaudit.cli.settings_flags import command_settings, make_ui
 
 
@@ -19,13 +18,12 @@ def run_monitor(ctx: Any) -> ExitCode:
     """Continue the state ``ctx.params["state"]`` with the batch ``ctx.params["batch"]``."""
     from calaudit.audit.battery import stages as default_stages
     from calaudit.audit.gate.decision import MONITOR_SHARE
-    from calaudit.audit.over_time import OverTimeStage, batch_of, run_batch
+    from calaudit.audit.over_time import batch_of, run_batch
     from calaudit.audit.runner import run_audit
     from calaudit.audit.sections.monitoring import MonitoringConfig
     from calaudit.audit.window_battery import battery_settings
     from calaudit.data.load import load
     from calaudit.monitoring import load_state
-    from calaudit.monitoring.state import state_to_json
 
     state_path, batch_path = str(ctx.params["state"]), str(ctx.params["batch"])
     settings = command_settings(ctx)
@@ -53,9 +51,7 @@ def run_monitor(ctx: Any) -> ExitCode:
         ui.log(f"{batch_path}: {data.n} rows used")
         new, advice = run_batch(state, batch_of(data, batch_path, mon), batch_path, data,
                                 config.executor)
-        text = state_to_json(new)
-        stage = OverTimeStage(new, advice, {
-            "path": state_path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()})
+        stage, documents = saved_state(new, advice, state_path)
         result = run_audit(data, config, stages=default_stages() + (stage,))
     return finish_command(result.to_dict(), list(result.checks), config, outputs, ui,
-                  [(state_path, text)])
+                          documents)

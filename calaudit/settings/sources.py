@@ -37,7 +37,6 @@ else:  # pragma: no cover - Python 3.10
 CONFIG_NAMES = ("calaudit.toml", ".calaudit.toml")
 ENV_PREFIX = "CALAUDIT_"
 ENV_SEPARATOR = "__"
-# CALAUDIT_* variables that are not settings.
 #: Not settings: tracebacks, the config file path, and the switches of calaudit's own test
 #: suite (a real browser required; gold files rewritten; the fuzz campaign's size and report;
 #: the Azure emulator's path and whether it is required).
@@ -120,7 +119,6 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{shown}: tables and arrays nested deeper than "
                           f"{CONFIG_MAX_DEPTH} levels [config_file]")
     return document
-
 
 
 def _tool_table(document: Mapping[str, Any], path: Path) -> Any:
