@@ -185,7 +185,7 @@ def test_progress_callback_and_lines(binary, capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0].startswith("calaudit: [1/") and lines[-1].startswith(
         f"calaudit: [{len(stages)}/{len(stages)}] diagrams")
-    assert isinstance(progress.current(), progress.NullReporter)  # nothing left installed
+    assert isinstance(progress.current_reporter(), progress.NullReporter)  # nothing left installed
     with pytest.raises(TypeError, match="progress"):
         calaudit.run_audit(data, config, progress="yes")
 
