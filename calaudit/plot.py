@@ -152,15 +152,6 @@ class SmoothReliabilityDisplay(_Display):
         return cls(diagram, str(diagram.get("notion", "binary")))
 
 
-def _local_output(y_true, y_proba, covariates, random_state, rng, **local: Any):
-    config = AuditConfig(seed=_seed(random_state, rng), run_tests=False,
-                         local=LocalConfig(tests=(), **local))
-    output = _run(LocalCalibrationStage(), y_true, y_proba, covariates, config)
-    if not output.local:
-        raise ValueError("covariates are needed for local calibration plots")
-    return output
-
-
 class LcbDisplay(_Display):
     """Local calibration bias of each row against one numeric covariate, coloured by
     group, with each group's smoothed curve and band (Vashistha & Farahi, Figure 6).
@@ -196,7 +187,11 @@ class LcbDisplay(_Display):
                          group_by: str | None = None, random_state: int | None = None,
                          rng: int | None = None, ax=None) -> LcbDisplay:
         """Run the local calibration stage (no tests) and plot one curve."""
-        output = _local_output(y_true, y_proba, covariates, random_state, rng)
+        config = AuditConfig(seed=_seed(random_state, rng), run_tests=False,
+                             local=LocalConfig(tests=()))
+        output = _run(LocalCalibrationStage(), y_true, y_proba, covariates, config)
+        if not output.local:
+            raise ValueError("covariates are needed for local calibration plots")
         return cls.from_result({"local": output.local}, covariate, group_by, ax)
 
 

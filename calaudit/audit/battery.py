@@ -85,8 +85,7 @@ def _rows(data: CalibrationData, config: AuditConfig) -> Any:
 
 
 class EceFamilyStage:
-    """ECE variants, Brier decomposition, log loss; the ``ece_consistency`` and ``kuiper``
-    tests."""
+    """ECE variants, Brier decomposition, log loss; the ``ece_consistency`` and ``kuiper`` tests."""
 
     name = "ece_family"
 

@@ -81,8 +81,7 @@ def _description(help_text: str) -> Text:
 
 
 def _panels(command: Any, ctx: Any) -> dict[str, list[tuple[str, Text]]]:
-    """``{panel title: [(name and metavar, help)]}``, arguments first, in declaration
-    order."""
+    """``{panel title: [(name and metavar, help)]}``, arguments first, in declaration order."""
     panels: dict[str, list[tuple[str, Text]]] = {}
     for param in command.get_params(ctx):
         if getattr(param, "hidden", False):

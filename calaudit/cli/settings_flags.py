@@ -31,8 +31,7 @@ def make_ui(ctx: Any, settings: Resolved) -> Ui:
 
 
 def given_flags(ctx: Any) -> dict[str, tuple[Any, str]]:
-    """``{dotted key: (value, "--option")}`` for the setting options given on the command
-    line."""
+    """``{dotted key: (value, "--option")}`` for the setting options given on the command line."""
     flags = {}
     for param in ctx.command.params:
         flag = FLAGS.get(param.name)

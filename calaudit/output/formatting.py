@@ -79,8 +79,7 @@ def fmt_percent(value: float | None, digits: int = 1) -> str:
 
 
 def fmt_signed(value: float | None, digits: int = 3) -> str:
-    """A signed number with ``digits`` significant digits (``+0.0571``); ``-`` for
-    missing."""
+    """A signed number with ``digits`` significant digits (``+0.0571``); ``-`` for missing."""
     if value is None or not math.isfinite(value):
         return "-"
     return f"{value:+.{digits}g}"

@@ -202,8 +202,7 @@ def baseline_table(baseline: Mapping[str, Any]) -> Table:
 
 def print_baseline(baseline: Mapping[str, Any], file: TextIO | None = None,
                    color: bool | None = None, console: Console | None = None) -> None:
-    """The delta table, the notes of non-passing comparisons and the configuration
-    differences."""
+    """The delta table, the notes of non-passing comparisons and the configuration differences."""
     console = console or make_console(file, color)
     sha = baseline.get("sha256")
     console.print(f"baseline: {baseline.get('path') or '(payload)'}"

@@ -127,8 +127,7 @@ SECTION_TITLES = (("checks", "Checks"), ("baseline", "Baseline"),
 def _sections(result: Mapping[str, Any], nulls: bool, local: bool,
               evidence: Sequence[EvidenceSection], terms: bool
               ) -> tuple[tuple[str, str], ...]:
-    """``(anchor, title)`` of every section of the evidence (before the appendix), in page
-    order."""
+    """``(anchor, title)`` of every section of the evidence (before the appendix), in page order."""
     shown = {"checks", "reliability", "metrics", "data", "signoff"} | (
         {"terms"} if terms else set())
     if result.get("baseline"):
