@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from calaudit import limits
+from calaudit.audit.sections.common import check_choice, check_limits
 from calaudit.exceptions import ConfigError
 
 GITHUB_MODES = ("auto", "off")
@@ -59,9 +60,7 @@ class DataConfig:
         "path": True})
 
     def __post_init__(self) -> None:
-        if self.spill not in SPILL_MODES:
-            raise ConfigError(f"data.spill must be one of {', '.join(SPILL_MODES)}; "
-                              f"got {self.spill!r}")
+        check_choice(self.spill, SPILL_MODES, "data.spill")
         if self.weight_kind not in ("frequency", "design"):
             raise ConfigError("data.weight_kind must be frequency or design; "
                               f"got {self.weight_kind!r}")
@@ -106,12 +105,8 @@ class OutputConfig:
         "help": "auto (terminal and NO_COLOR decide), always or never"})
 
     def __post_init__(self) -> None:
-        if self.github not in GITHUB_MODES:
-            raise ConfigError(f"outputs.github must be one of {', '.join(GITHUB_MODES)}; "
-                              f"got {self.github!r}")
-        if self.color not in COLOR_MODES:
-            raise ConfigError(f"outputs.color must be one of {', '.join(COLOR_MODES)}; "
-                              f"got {self.color!r}")
+        check_choice(self.github, GITHUB_MODES, "outputs.github")
+        check_choice(self.color, COLOR_MODES, "outputs.color")
 
 
 #: A scheduler address: ``host:port`` or ``protocol://host:port`` (as printed by
@@ -159,10 +154,7 @@ class DaskConfig:
     def __post_init__(self) -> None:
         if self.scheduler is not None and not str(self.scheduler).strip():
             object.__setattr__(self, "scheduler", None)
-        for key in ("workers", "threads"):
-            problem = limits.count_problem(f"dask.{key}", getattr(self, key))
-            if problem:
-                raise ConfigError(problem)
+        check_limits(self, "dask")
         if self.scheduler is not None and not SCHEDULER_ADDRESS.match(self.scheduler):
             raise ConfigError(
                 f"dask.scheduler must be a scheduler address host:port or "
