@@ -1,29 +1,17 @@
 """Consistency resampling tests (Broecker & Smith 2007; Widmann et al. 2019, sec. 7.2).
 
-Under "the model is calibrated", the label of row ``i`` is distributed as ``Cat(p_i)``
-given the prediction. Keeping the predictions fixed and redrawing ``y*_i ~ Cat(p_i)`` gives
-the **exact conditional null** of any statistic; the Monte-Carlo p-value is
-``(1 + #{T* >= T}) / (1 + B)``.
+Under calibration ``y_i ~ Cat(p_i)`` given the prediction: redrawing ``y*_i ~ Cat(p_i)``
+with the predictions fixed gives the exact conditional null of any statistic, Monte-Carlo
+p-value ``(1 + #{T* >= T}) / (1 + B)`` (CalibrationTests.jl ``ConsistencyTest`` also
+resamples the predictions; calaudit does not).
 
-Difference from CalibrationTests.jl ``ConsistencyTest``: it also resamples the
-predictions with replacement before drawing labels (consistency resampling in the
-original sense); calaudit keeps the predictions as observed: the exact conditional
-test.
-
-* SKCE: ``SKCE_uq*`` of each redraw is ``sum_{i != j} K_ij <Z_i, Z_j> / (n (n-1))`` with
-  ``Z_i = e_{y*_i} - p_i``; batches of redraws go through the pairwise engine as the columns
-  of ``Z`` (n, m, q), one GEMM per tile per batch (two classes: one column per redraw,
-  ``sqrt(2) (y* - p_1)``, since ``<e_y - p, e_y' - p'> = 2 (y - p_1)(y' - p'_1)``).
-* binned ECE (binary or top-label): bins depend on the predictions only and stay fixed;
-  the outcome of row ``i`` is redrawn as Bernoulli(``P(outcome = 1)``), which is ``p_i``
-  (binary) or the confidence ``max_k p_ik`` (top-label: ``P(y* = argmax p_i) = max p_i``).
-  The ECE depends on the redrawn outcomes only through the events per bin, which are
-  Poisson-binomial given the bin's scores: they are drawn directly from the exact law
-  (each bin's law the product of its rows' laws in each fixed range,
-  :mod:`calaudit.metrics.row_laws`), O(bins x B) per test after one O(n log^2 n) pmf per
-  bin, instead of n x B Bernoulli draws.
-* canonical ECE: grid cells fixed, labels redrawn, per-cell class counts by one
-  ``bincount``.
+* SKCE: ``SKCE_uq* = sum_{i != j} K_ij <Z_i, Z_j> / (n (n-1))``, ``Z_i = e_{y*_i} - p_i``,
+  batches of redraws as columns of ``Z`` in the pairwise engine (two classes: ``sqrt(2)
+  (y* - p_1)``).
+* binned ECE: bins fixed, outcomes Bernoulli(``p_i``) (binary) or Bernoulli(``max_k
+  p_ik``) (top-label); the events per bin are drawn from their Poisson-binomial law
+  (:mod:`calaudit.metrics.row_laws`).
+* canonical ECE: grid cells fixed, per-cell class counts of the redrawn labels.
 """
 
 from __future__ import annotations

@@ -1,39 +1,22 @@
 """The row passes of the feature tests as reductions over fixed row blocks.
 
-One pass over the rows gives, for residuals ``r_i = c (e_{y_i} - p_i)`` (binary through
-the scalar ``c (y_i - p_i1)``, ``c = sqrt(2)`` for the SKCE), everything the feature
-tests need (:mod:`calaudit.inference.feature_tests` assembles the statistics):
+For residuals ``r_i = c (e_{y_i} - p_i)`` (binary: ``c (y_i - p_i1)``; ``c = sqrt(2)`` for
+the SKCE) one pass gives (:mod:`calaudit.inference.feature_tests` assembles them):
 
-* ``G_k = Phi^T [Y_k | Y*_k]`` (D x (1 + B) per class ``k``): the observed and the
-  redrawn label indicators (``y* ~ Cat(p)``, :mod:`calaudit.numerics.block_draws`);
-* ``v_k = Phi^T p_k``, so that ``Phi^T r = c (G_k - v_k)`` for every column;
+* ``G_k = Phi^T [Y_k | Y*_k]`` (D x (1 + B)): observed and redrawn label indicators;
+* ``v_k = Phi^T p_k``, so that ``Phi^T r = c (G_k - v_k)``;
 * the diagonal ``sum_i |phi_i|^2 |r_i|^2 = c^2 (sum_i |phi_i|^2 sum_k p_ik^2 +
-  sum_k sum_i Y_ik |phi_i|^2 (1 - 2 p_ik))`` (``Y^2 = Y``);
-* optionally ``Phi^T L`` of lead columns ``L`` (the LCB's ``[r, 1]``);
-* optionally the bootstrap forms of the SKCE's Arcones-Gine test: ``Psi^T [1 | C]`` with
-  ``psi_i = phi_i r_i`` and multinomial counts ``C`` factorised over the blocks, and
-  ``C . h``, ``(C o C) . h``, ``sum C^2`` with ``h_i = |psi_i|^2``.
+  sum_k sum_i Y_ik |phi_i|^2 (1 - 2 p_ik))``;
+* optionally ``Phi^T L`` of lead columns ``L``, and the Arcones-Gine bootstrap forms
+  ``Psi^T [1 | C]`` (``psi_i = phi_i r_i``, counts ``C``), ``C . h``, ``(C o C) . h``,
+  ``sum C^2`` with ``h_i = |psi_i|^2``.
 
-**Exactness.** ``Phi`` is the quantised feature map (integers of at most 11 bits times
-``2^-s``, :meth:`calaudit.numerics.features.FourierFeatures.quantised`) and ``Psi`` is
-rounded to such a grid too; the labels and counts are small integers. A block product
-``Phi_block^T Y`` is then one **float32** GEMM that never rounds
-(:func:`calaudit.numerics.features.exact_products`), and the real-valued weights
-(``p``, ``|phi|^2 (1 - 2p)``, ...) go through :func:`calaudit.numerics.features.
-exact_parts`: fixed grids on which every sum is exact. Every partial sum is therefore
-exact, so the totals do not depend on the order of summation, on the BLAS, on how the
-rows are grouped into tasks or on which process computes them; and each resample's
-statistic is the same function of its labels as the observed one (the consistency test's
-p-value is exact-conditional). The parts are added (one rounding) only at assembly.
-
-Rows: a partial reads the per-row columns of its range from a row source
-(:mod:`calaudit.scale`, ``shared["rows"]``) and prepares the label
-thresholds itself, so ``shared`` holds nothing per row; the callers place the columns on the
-executor's workers once for all the passes of a stage (``resident``).
-
-Draws: labels from the stream ``(seed, stream, block)``, counts from
-``(boot_seed, boot_stream, block)`` given the block totals (:func:`calaudit.numerics.
-block_draws.block_totals`), so a row's draws never depend on chunking or partitioning.
+``Phi`` and ``Psi`` are on grids of at most 11-bit integers and labels and counts are small
+integers, so every block product is an exact float32 GEMM (:func:`calaudit.numerics.
+features.exact_products`) and real weights go through exact parts: every partial sum is
+exact, and each resample's statistic is the same function of its labels as the observed
+one. Labels come from the stream ``(seed, stream, block)``, counts from ``(boot_seed,
+boot_stream, block)``.
 """
 
 from __future__ import annotations

@@ -7,17 +7,10 @@ The statistic is the unbiased U-statistic of the *feature kernel*
     ``T_D = (|Phi^T R|_F^2 - sum_i |r_i|^2) / (n (n - 1)) = sum_{i != j} k_D(i, j) <r_i, r_j>
     / (n (n - 1))``
 
-(``|phi_i| = 1``). Its null distribution comes from the same label redraws as the exact
-consistency tests: predictions and covariates fixed, ``y*_i ~ Cat(p_i)`` (Broecker & Smith
-2007). Given the frequencies, ``T_D`` is a fixed function of the labels, so
-the Monte-Carlo p-value ``(1 + #{T*_b >= T_D}) / (1 + B)`` is exact-conditional whatever
-``D``: the level is exact and only the power depends on ``D``.
-
-All resamples go through one GEMM per row block, ``Phi_b^T [Y_b | Y*_b]`` (D x (1 + B) per
-class), exact in single precision (:mod:`calaudit.inference.feature_passes`): time
-O(n D m B), memory O(ROW_BLOCK (D + m B) + D m B), never n x n and never n x B. The label
-redraws of row block ``b`` come from the stream ``(seed, stream, b)``
-(:mod:`calaudit.scale`), so they do not depend on chunking or partitioning.
+(``|phi_i| = 1``). Its null: the consistency test's label redraws ``y*_i ~ Cat(p_i)``
+(Broecker & Smith 2007); given the frequencies ``T_D`` is a fixed function of the labels,
+so the Monte-Carlo p-value is exact-conditional whatever ``D``. All resamples go through
+one exact float32 GEMM per row block (:mod:`calaudit.inference.feature_passes`).
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
-"""The SKCE battery's inputs from a row source whose tasks read their own rows (a binary
-dataset audited where it is: :class:`calaudit.data.dataset_rows.DatasetRows`, columns
-``y``, ``proba``, ``residuals``): :class:`RowInputs`, which
-:func:`calaudit.inference.skce_battery.skce_battery_of_rows` runs the battery on, with the
-bytes of the same rows held in memory.
-
-Above ``max_quadratic_n`` rows (below, the rows are gathered, at most that many, and the
-battery runs on them in memory) every per-row input is made inside the tasks from the
-source:
-
-- the feature pass (:func:`calaudit.inference.feature_passes.label_partial`) reads
-  :class:`LabelRows`, the columns :func:`~calaudit.inference.feature_tests.label_inputs`
-  would build (``x = p_1``, ``p_1``, the observed labels, ``sqrt(2) (y - p_1)``), built per
-  range; the bootstrap's grids come from two max-reductions over the same rows (a maximum
-  is the same whatever the order);
-- the median heuristic's and the approximation check's seeded subsamples are gathered
-  by one reduction each (:func:`gather`: ``MEDIAN_SUBSAMPLE`` and ``APPROXIMATION_ROWS``
-  rows);
-- the linear estimators' terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) are made
-  by the tasks that read their rows (:func:`terms_partial`), each sending their count,
-  mean and sum of squared deviations (with bootstrap intervals: the terms, ``n / 2 +
-  n / blocksize`` floats, 4.8 bytes per row at blocksize 10).
-
-The bootstrap's per-block draw totals (a sequential multinomial, ``B`` x 8 bytes per
-4,096 rows) are drawn by one task where the partials run (:func:`calaudit.scale.made`):
-on Dask a worker draws them and every worker that runs the feature pass holds a copy;
-this process never does.
+"""The SKCE battery's inputs from a binary row source whose tasks read their own rows
+(columns ``y``, ``proba``, ``residuals``): :class:`RowInputs`, used by
+:func:`calaudit.inference.skce_battery.skce_battery_of_rows` above ``max_quadratic_n``
+rows. The feature pass reads :class:`LabelRows` (``x = p_1``, ``p_1``, the observed labels,
+``sqrt(2) (y - p_1)``, built per range); the subsamples are gathered by one reduction each
+(:func:`gather`); the linear estimators' terms are summarised by the tasks that read their
+rows (:func:`terms_partial`); the bootstrap's per-block draw totals are drawn by one task
+where the partials run (:func:`calaudit.scale.made`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
-"""The reliability diagram of weighted rows (docs/weights.md): the ECE's bins weighted by
-their weight, Wilson intervals at each bin's effective size, and the consistency band of a
-calibrated model drawn from the null law of the sampled labels
-(:func:`calaudit.inference.weighted_tests.null_sums`, the weighted ECE test's draws).
-
-Per bin with weight ``W_b``: ``count`` is ``W_b``, ``mean_score`` and ``observed_rate`` the
-weighted means; the Wilson interval uses ``n_b = W_b`` units (frequency weights) or Kish's
-``(sum w)^2 / sum w^2`` of the bin (otherwise). The band is the central ``level`` range of
-the redrawn weighted rates ``event*_b / W*_b``, which depend on the redraws only through
-event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also under
-label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
-Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
-the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
-The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`,
-and so do the one-vs-rest panels of a multi-class model (``reliability_per_class``): class
-``c``'s panel is the weighted diagram of the labels ``1{y = c}`` against ``p_c``, its band
-redrawn from ``Bernoulli(p_c)`` per unit (per row for design weights), the null of that
-view (negative sampling is for binary models only, so the weights do not follow the
-label).
-The smoothed reliability curve is that of the weighted law
-(:func:`calaudit.metrics.smooth_ece.smooth_reliability` with the row weights), at the
-weighted smooth ECE's fixed point.
+"""The reliability diagram of weighted rows (docs/weights.md): the ECE's bins with their
+weight ``W_b`` as ``count`` and weighted means, Wilson intervals at ``n_b = W_b`` units
+(frequency weights) or Kish's ``(sum w)^2 / sum w^2`` (otherwise), and the consistency band
+of the redrawn weighted rates ``event*_b / W*_b`` (per (bin, weight level) cell
+Poisson-binomial counts, :func:`calaudit.inference.weighted_tests.label_cell_draws`).
+Bins of weight 0 are left out. One-vs-rest panels (``reliability_per_class``): the
+weighted diagram of ``1{y = c}`` against ``p_c``, band from ``Bernoulli(p_c)``. The smooth
+curve is that of the weighted law at the weighted smooth ECE's fixed point.
 """
 
 from __future__ import annotations

@@ -1,64 +1,36 @@
-"""The SKCE of weighted rows through random Fourier features (docs/weights.md), for the
-rows the exact weighted path (:mod:`calaudit.inference.weighted_skce_test`) does not
-take: above ``skce.max_quadratic_n`` rows, or above
-:data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS` rows without a bandwidth.
+"""The SKCE of weighted rows through random Fourier features (docs/weights.md), above
+``skce.max_quadratic_n`` rows or above :data:`~calaudit.metrics.weighted_skce.
+MAX_MEDIAN_ROWS` rows without a bandwidth (else :mod:`calaudit.inference.
+weighted_skce_test`).
 
-With ``phi~_i`` the weighted map of row ``i`` (below: the quantised map ``phi`` of the
-unweighted feature path, Rahimi & Recht 2007, :class:`calaudit.numerics.features.
-FourierFeatures`, binary models on ``p_1``, times the row's factor on its group's grid,
-divided back) the kernel is ``k_ij = phi~_i . phi~_j`` and, in the unit counts of
+With ``phi~_i`` the weighted map of row ``i`` (the quantised map ``phi`` of
+:class:`calaudit.numerics.features.FourierFeatures`, times the row's factor on its group's
+grid, divided back), kernel ``k_ij = phi~_i . phi~_j`` and the unit counts of
 :mod:`calaudit.inference.weighted_skce_test` (``R_i``, ``A``, ``S2``):
 
-* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
-  V-statistic of the weighted empirical law),
-* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)`` with
-  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi~_i|^2 ||e_y - p||^2`` computed per row
-  (the pair of a unit with itself under the same kernel): the weighted U-statistic over
-  pairs of distinct units of the kernel ``k``.
+* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3);
+* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)``, ``U = sum_units a_u^2
+  h_uu`` with ``h_uu = |phi~_i|^2 ||e_y - p||^2``.
 
-**The sums.** With ``C_ik`` the units of row ``i`` with label ``k`` (``t_i`` units in
-all), ``R_ik = alpha_i (C_ik - t_i q_ik)`` for every label, where ``q`` is the null law of
-a sampled unit (:func:`~calaudit.inference.weighted_skce_test.null_law`) and
-``alpha_i = f_i`` (``f_i`` the weight of each unit of row ``i``), or ``f_i ((1 - p_i) +
-p_i / r_i)`` when negatives were kept at rate ``r_i``. The residuals are thus linear in
-the counts, and the statistics need, per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``, so
-``|| sum_i R_i (x) phi_i ||^2 = sum_k |G_k|^2``), ``G_k = Psi^T C_k - Psi^T (t q_k)`` with
-``Psi = diag(alpha) Phi``; ``U``, ``A`` and ``S2`` are linear in the counts too (a
-constant plus a slope per row and label ``k >= 1``, the counts of label 0 being ``t``
-minus the others').
+With ``C_ik`` the units of row ``i`` with label ``k`` (``t_i`` in all), ``R_ik = alpha_i
+(C_ik - t_i q_ik)``, ``q`` the null law (:func:`~calaudit.inference.weighted_skce_test.
+null_law`), ``alpha_i = f_i`` or ``f_i ((1 - p_i) + p_i / r_i)`` when negatives were kept
+at rate ``r_i``. So per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``) the statistics need
+``G_k = Psi^T C_k - Psi^T (t q_k)``, ``Psi = diag(alpha) Phi``, and ``U``, ``A``, ``S2``
+are linear in the counts.
 
-**The map and exactness.** A row's factor has the exponent ``e_i = ceil(log2 alpha_i)``
-(rows more than :data:`SPAN` exponents below the largest share the lowest group), and
-``Psi_i`` is ``alpha_i phi_i`` rounded to the grid ``2^(e_i - s)`` of its group (``2^-s``
-the grid of ``phi``): integers of at most 11 bits like the quantised map, and exactly
-``phi_i`` where ``alpha_i = 1``. The statistic is defined on this map: the feature kernel
-is ``phi~_i . phi~_j`` with ``phi~_i = Psi_i / alpha_i`` (within ``2^-s`` of ``phi_i``
-per entry), its diagonal ``|phi~_i|^2`` in ``U``. The counts ``C`` are small integers, so
-``Psi^T C`` is one float32 GEMM per exponent group and label that never rounds (block
-pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units; a row of more
-units alone, in float64), with the slopes of ``U`` (and of ``A``, ``S2`` under
-label-dependent sampling) riding along as exact parts (:func:`~calaudit.numerics.
-features.exact_parts`, fixed grids); ``Psi^T (t q)`` and the constants are exact parts in
-float64. The sums of a band of groups stay exact on the grid of its lowest group
-(:func:`exponent_bands`: one band unless the factors span more than about ``2^(42 -
-log2 units)``), the bands added in a fixed order at the end: the totals do not depend on
-the BLAS, its threads, the tasks or the executor. The flops are those of one float32 GEMM
-``Phi^T [y | Y*]`` over all rows, like the unweighted consistency test's
-(``benchmarks/results/weights_cost_1e6.txt``).
+Exactness: ``Psi_i`` is ``alpha_i phi_i`` rounded to the grid ``2^(e_i - s)`` of its
+exponent group (``e_i = ceil(log2 alpha_i)``, rows more than :data:`SPAN` below the top in
+the lowest group), so ``Psi^T C`` is one float32 GEMM per group and label that never rounds
+(pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units), the other terms
+exact parts; groups share sums within a band (:func:`exponent_bands`).
 
-**The redraws.** Each unit's label is redrawn from ``q``, the weights following the
-redrawn labels, block by block from the stream ``(seed, "weighted_skce_consistency",
-block)``, the block's rows taken in their sorted order: binary counts ``Binomial(t_i,
-q_i)`` by thresholds of one 32-bit word per row and redraw (:func:`~calaudit.numerics.
-block_draws.binomial_counts_into`; one unit: the unweighted path's label draws),
-several classes by :func:`~calaudit.numerics.block_draws.categorical_counts`. The
-observed and redrawn columns are the same function of their counts (exact-conditional
-Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``).
-
-Default bandwidth: the weighted median heuristic (:func:`calaudit.metrics.weighted_skce.
-weighted_kernel`) of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
-:data:`MEDIAN_SUBSAMPLE` rows drawn uniformly without replacement, each keeping its weight
-(frequency weights counted as units).
+Redraws: each unit's label from ``q``, block by block from the stream ``(seed,
+"weighted_skce_consistency", block)`` (binary: :func:`~calaudit.numerics.block_draws.
+binomial_counts_into`; else :func:`~calaudit.numerics.block_draws.categorical_counts`);
+Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``. Default bandwidth: the weighted median
+heuristic of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
+:data:`MEDIAN_SUBSAMPLE` rows.
 """
 
 from __future__ import annotations

@@ -13,11 +13,8 @@ total weight ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik
   weights without sampling, the U-statistic of the repeated rows; for design weights,
   ``sum_{i != j} w_i w_j h_ij / (W^2 - sum w^2)``).
 
-The consistency test redraws the counts from the null law of the sampled labels
-(``Cat(p_i)``, or ``Bernoulli(p / (p + r (1 - p)))`` under label-dependent sampling; every
-unit of a frequency weight on its own) and recomputes ``SKCE_uq``; Monte-Carlo p-value
-``(1 + #{T* >= T}) / (1 + B)``. The quadratic forms are one tiled engine pass per batch of
-redraws (:func:`calaudit.numerics.pairwise.kernel_quadratic_forms`).
+The consistency test redraws the counts from the null law of the sampled labels and
+recomputes ``SKCE_uq``; Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``.
 """
 
 from __future__ import annotations

@@ -1,42 +1,20 @@
 """Tests of "the model is calibrated" on weighted rows (docs/weights.md).
 
-The null law of a sampled label depends on how the rows were sampled
-(:class:`~calaudit.data.weights.SampleWeights`): ``q_i = p_i`` when the weights do not
-depend on the label, ``q_i = p_i / (p_i + r_i (1 - p_i))`` when the negatives were kept at
-rate ``r_i``. Each test redraws (or integrates over) labels from that law and recomputes
-the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
-``1 / r_i`` for a negative).
+A sampled label's null law is ``q_i = p_i``, or ``q_i = p_i / (p_i + r_i (1 - p_i))`` when
+negatives were kept at rate ``r_i``; each test redraws labels from ``q`` and recomputes the
+weighted statistic, the weights following the redrawn label (``d_i``, times ``1 / r_i``
+for a negative).
 
-* ``ece_consistency``: the weighted binned ECE (bins weighted by their weight, bins fixed)
-  against the weighted ECEs of labels redrawn from ``q``; Monte-Carlo p-value
-  ``(1 + #{T* >= T}) / (1 + B)``, exact for any weights fixed given the sampled rows.
-  Frequency weights are whole numbers of units and every unit is redrawn (a row of
-  weight ``d`` holds ``Binomial(d, q)`` events): the null of the data with each row
-  repeated ``d`` times. Design weights are one draw per row. When the weights do not
-  depend on the label, a bin's statistic depends on the redrawn labels only through event
-  counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
-  for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
-  directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
-  very draws of the repeated data; frequency weights with few distinct values from
-  per-weight laws, :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`, in
-  O(rows)). Otherwise (label-dependent sampling, many distinct design weights) every row
-  is redrawn from its block stream (O(n x B)): under label-dependent sampling a bin's
-  weighted mean score depends on which rows are redrawn positive, not only on how many.
-* ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
-  under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
-  variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
-  ``a = d`` for frequency weights (``d`` independent units) and ``a = d^2`` otherwise;
-  ``z = T / sqrt(V)``, two-sided normal p-value. With ``d = 1`` and no sampling this is
-  Spiegelhalter's z (1986).
-* ``hosmer_lemeshow`` (design weights, label-dependent sampling; frequency weights alone
-  give the repeated rows' chi-square test, :mod:`calaudit.inference.classical`): per
-  group at the weighted quantiles of ``p``, ``X = sum_g (O_g - E_g)^2 / V_g`` with
-  ``O_g - E_g = sum w (y - p)`` and ``V_g`` its null variance, against redraws
-  (:func:`weighted_hosmer_lemeshow`).
-
-Every sum over rows is a reduction over the fixed row ranges of :mod:`calaudit.scale`; the
-redraws come from block streams keyed by the global row block, so the p-values are the
-same bytes on every executor.
+* ``ece_consistency``: the weighted binned ECE against redraws, Monte-Carlo p-value
+  ``(1 + #{T* >= T}) / (1 + B)``. Frequency weights redraw every unit (the null of the
+  repeated rows); design weights one draw per row. Label-independent weights: the
+  Poisson-binomial event counts per bin (or (bin, weight value) cell, at most
+  :data:`MAX_LEVELS` values) are drawn directly; otherwise every row is redrawn.
+* ``spiegelhalter``: ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0, variance
+  ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with ``a = d``
+  for frequency weights and ``a = d^2`` otherwise; ``z = T / sqrt(V)``, two-sided.
+* ``hosmer_lemeshow`` (not for frequency weights alone, :mod:`calaudit.inference.classical`):
+  ``X = sum_g (O_g - E_g)^2 / V_g`` against redraws (:func:`weighted_hosmer_lemeshow`).
 """
 
 from __future__ import annotations

@@ -8,16 +8,12 @@ CalibrationCurves ``val.prob.ci.2``):
 * calibration slope: ``b`` in ``logit P(y=1) = a' + b l_i``; ideal 1, below 1 = predictions
   too extreme (over-fitting), above 1 = too moderate.
 
-Maximum likelihood by Newton-Raphson with step halving (converged when a full Newton step
-is below 1e-10 within 100 iterations and the information matrix is positive definite),
-vectorised over weight columns so that bootstrap replicates (weights = counts) are fitted
-together; every sum over rows is a reduction over fixed row ranges run by the
-run's executor (this process, threads or Dask workers), its partials ``np.sum`` of
-elementwise products (no BLAS, whose bits depend on its thread count), so the bytes are the
-same on every executor and layout. Wald intervals
-``coef +- z_{(1+level)/2} se`` use the inverse observed information at the optimum.
-Probabilities are clipped to ``[1e-12, 1 - 1e-12]`` before the logit (the count of clipped
-rows is reported); a fit that does not converge (e.g. perfect separation) gives NaN.
+Maximum likelihood by Newton-Raphson with step halving (converged when a full step is
+below 1e-10 within 100 iterations and the information is positive definite), vectorised
+over weight columns (bootstrap replicates); row sums are ``np.sum`` of elementwise
+products (no BLAS) over fixed row ranges. Wald intervals ``coef +- z_{(1+level)/2} se``
+from the inverse observed information. Probabilities are clipped to ``[1e-12, 1 - 1e-12]``
+before the logit; a fit that does not converge gives NaN.
 """
 
 from __future__ import annotations

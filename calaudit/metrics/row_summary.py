@@ -1,26 +1,14 @@
-"""Binned sums of a row source: one reduction gives the sums of every binned statistic.
+"""Binned sums of a row source (``rows.read(start, stop, ["y", "proba"])``): one
+reduction (:func:`summary_partial` over :func:`calaudit.scale.task_ranges`, added in range
+order by :func:`binned_summary`) gives the sums of every binned statistic.
 
-A *row source* (``rows.read(start, stop, ["y", "proba"])``, :mod:`calaudit.scale.
-sources`) is read range by range over the fixed ranges of :func:`calaudit.scale.
-task_ranges` by :func:`summary_partial`, where the executor in force runs it (on Dask:
-each task reads its own rows, :class:`calaudit.data.dataset_rows.DatasetRows`). Rows held
-in memory are the source :class:`~calaudit.scale.ArrayRows` and take the same code.
-
-*Panels* are the (score, outcome) views the binned statistics bin (:func:`panel_columns`):
-panel 0 the notion's (binary: ``p_1`` against ``1{y = 1}``; top-label: ``max_k p_k``
-against ``1{argmax p = y}``), then the one-vs-rest views of the classes (``p_k`` against
-``1{y = k}``; two classes: class 0 only, class 1 being panel 0). Per panel and bin ``b``
-(:class:`Binning`) the partial gives the count, ``sum s``, ``sum o``, ``sum s^2`` and
-``sum o s`` (one ``bincount`` per range: the sums of :func:`calaudit.numerics.tabulate.
-range_bincount`, the same bytes); besides, the sums of the Brier scores, of the log loss
-and its clipped rows, a 50-bin score histogram and the canonical grid cells
-(:func:`calaudit.numerics.binning.grid_cell_index`'s cells, a sparse table merged in
-range order: only the cells present are held).
-
-The client adds the partials in range order (:func:`binned_summary`), so the sums are the
-same whoever computes them. The whole-array sums of the Brier scores and the log loss
-(one ``numpy`` sum over every row) differ from these range-by-range sums in the last bits
-(about ``1e-16`` relative).
+*Panels* (:func:`panel_columns`): panel 0 the notion's (binary: ``p_1`` against
+``1{y = 1}``; top-label: ``max_k p_k`` against ``1{argmax p = y}``), then the one-vs-rest
+views (``p_k`` against ``1{y = k}``; two classes: class 0 only). Per panel and bin
+(:class:`Binning`): count, ``sum s``, ``sum o``, ``sum s^2``, ``sum o s``; besides, the
+sums of the Brier scores and the log loss (and its clipped rows), a 50-bin score histogram
+and the canonical grid cells (a sparse table). These range-by-range sums differ from
+whole-array sums in the last bits.
 """
 
 from __future__ import annotations

@@ -12,14 +12,11 @@ probability simplex; residuals ``r_i = e_{y_i} - p_i``; terms
   blocks of each block's unbiased quadratic estimate; an incomplete last block is dropped
   (CalibrationErrors.jl ``SKCE(k; blocksize=b)``); ``b = 2`` is ``SKCE_ul``.
 
-Binary data are two-class probability vectors, so binary and multi-class share one path
-(``TV([p, 1-p], [q, 1-q]) = |p - q|``).
-
-Kernels ``kappa = exp(-gamma d)``: ``exponential`` (``d`` = total variation, the paper's
-choice and the default), ``gaussian`` (``d`` = squared Euclidean), ``laplacian``
-(``d`` = L1). All are bounded by 1, so ``|h_ij| <= 2``. The bandwidth is the distance scale
-``1 / gamma``; by default the median heuristic ``1 / gamma = median_{i,j} d(p_i, p_j)``
-over the full n x n matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
+Binary data are two-class probability vectors (``TV([p, 1-p], [q, 1-q]) = |p - q|``).
+Kernels ``kappa = exp(-gamma d)``, bounded by 1 (so ``|h_ij| <= 2``): ``exponential`` (``d``
+= total variation, the default), ``gaussian`` (squared Euclidean), ``laplacian`` (L1).
+The bandwidth ``1 / gamma`` defaults to the median of ``d(p_i, p_j)`` over the full n x n
+matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
 """
 
 from __future__ import annotations

@@ -1,33 +1,20 @@
 """Smooth ECE (Blasiok & Nakkiran 2023, "Smooth ECE: principled reliability diagrams via
 kernel smoothing", sec. 3-4).
 
-For scores ``f_i`` in [0, 1] and outcomes ``y_i`` in {0, 1}, with residuals ``r_i = f_i - y_i``
-and the Gaussian kernel of width ``sigma`` reflected at 0 and 1 (``K_sigma``):
+Scores ``f_i`` in [0, 1], outcomes ``y_i``, residuals ``r_i = f_i - y_i``, ``K_sigma`` the
+Gaussian kernel reflected at 0 and 1:
 
-* smoothed residual ``R(t) = (1/n) sum_i r_i K_sigma(t, f_i)``, smoothed density
-  ``D(t) = (1/n) sum_i K_sigma(t, f_i)``;
-* ``smECE_sigma = int_0^1 |R(t)| dt / int_0^1 D(t) dt`` (eq. 4; ``|R| = |r_hat| D`` with
-  ``r_hat = R / D`` the kernel regression of the residual on the score);
-* ``smECE = smECE_sigma*`` at the fixed point ``sigma* = smECE_sigma*`` (sec. 4.1: the
-  bandwidth is as large as the error it measures, so no tuning parameter is left). The map
-  ``sigma -> smECE_sigma`` decreases, so the fixed point is unique; it is bracketed by
-  bisection on [0, 1] and ``sigma*`` is the upper end of the final bracket (where
-  ``sigma >= smECE_sigma``), with widths below ``MIN_SIGMA`` accepted.
+* ``R(t) = (1/n) sum_i r_i K_sigma(t, f_i)``, ``D(t) = (1/n) sum_i K_sigma(t, f_i)``;
+* ``smECE_sigma = int_0^1 |R(t)| dt / int_0^1 D(t) dt`` (eq. 4);
+* ``smECE = smECE_sigma*`` at the fixed point ``sigma* = smECE_sigma*`` (sec. 4.1), found
+  by bisection on [0, 1] (``sigma*`` the upper end of the last bracket; widths below
+  ``MIN_SIGMA`` accepted).
 
-Discretisation (the one of the authors' package ``relplot``, so the numbers agree with
-``relplot.smECE`` to 1e-6): the rows are spread linearly onto a grid of ``G`` points on
-[0, 1] (``G = max(2000, round(20 / sigma)) // 2 + 1``), the grid is extended by its two
-mirror images, correlated with the Gaussian sampled on the grid over a window of width 1,
-and read back by linear interpolation at ``max(200, round(10 / sigma))`` equally spaced
-points; the integrals are sums over those points, the density with a floor of
-``DENSITY_FLOOR`` (kernel units). Everything is vectorised: the rows are spread once per grid
-size (a sparse matrix product, O(n)), then each trial bandwidth costs one FFT correlation,
-O(G log G); bootstrap replicates (row weights) are bisected together. Timings against
-relplot: ``benchmarks/results/smece.txt``.
-
-Multi-class models use the top-label view: confidence ``max_k p_ik`` against the
-correctness ``1{argmax_k p_ik = y_i}`` (the paper's sec. 6 and relplot's
-``multiclass_logits_to_confidences``).
+Discretisation as ``relplot`` (agrees with ``relplot.smECE`` to 1e-6): rows spread linearly
+onto ``G = max(2000, round(20 / sigma)) // 2 + 1`` grid points, the grid extended by its two
+mirror images, correlated with the sampled Gaussian (FFT) and read back by linear
+interpolation at ``max(200, round(10 / sigma))`` points; density floored by
+``DENSITY_FLOOR``. Multi-class: top-label confidence against correctness (sec. 6).
 """
 
 from __future__ import annotations

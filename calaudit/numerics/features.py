@@ -1,28 +1,15 @@
-"""Random Fourier features: kernel sums in O(n D) instead of O(n^2).
+"""Random Fourier features: kernel sums in O(n D) instead of O(n^2) (Rahimi & Recht 2007).
 
-Bochner's theorem (Rahimi & Recht 2007): a shift-invariant kernel ``k(a - b)`` with
-``k(0) = 1`` is the characteristic function of a probability law of frequencies ``w``,
-``k(a - b) = E_w cos(w . (a - b))``. With ``D / 2`` frequencies ``w_1..w_{D/2}`` drawn from
-that law, the feature map
+A shift-invariant kernel with ``k(0) = 1`` is ``E_w cos(w . (a - b))`` for a law of
+frequencies ``w``; with ``D / 2`` draws the map
 
     ``phi(a) = sqrt(2 / D) [cos(w_1 . a), ..., cos(w_{D/2} . a), sin(w_1 . a), ...]``
 
-gives the *feature kernel* ``phi(a) . phi(b) = (2 / D) sum_j cos(w_j . (a - b))``, an
-unbiased Monte-Carlo estimate of ``k(a, b)`` with standard error at most ``1 / sqrt(D)``
-per pair. It is itself a positive semi-definite kernel, bounded by 1 in absolute value,
-and ``phi(a) . phi(a) = 1`` exactly (the cos/sin pairs; no random phase).
-
-Frequency laws of the kernels used by calaudit:
-
-* Gaussian ``exp(-gamma |a - b|^2)``: ``w ~ N(0, 2 gamma I)``;
-* Laplacian ``exp(-gamma |a - b|_1) = prod_k exp(-gamma |a_k - b_k|)``: each coordinate
-  ``w_k ~ Cauchy(0, gamma)`` independently (the 1-D Laplacian's spectral law);
-* exponential-TV ``exp(-gamma TV(p, q)) = exp(-(gamma / 2) |p - q|_1)``: the Laplacian with
-  ``gamma / 2`` (Widmann et al. 2019's default SKCE kernel).
-
-Everything quadratic then goes through ``A = Phi^T Z`` (D x q) for a matrix ``Z`` of
-residual columns, accumulated over row chunks (:func:`feature_products`): ``sum_{i,j}
-phi_i . phi_j <z_i, z_j> = |A|_F^2``. ``Phi`` (n x D) is never stored.
+gives an unbiased, positive semi-definite feature kernel ``phi(a) . phi(b)`` (standard
+error at most ``1 / sqrt(D)``, ``phi(a) . phi(a) = 1``). Frequency laws: Gaussian
+``exp(-gamma |a - b|^2)``: ``w ~ N(0, 2 gamma I)``; Laplacian ``exp(-gamma |a - b|_1)``:
+``w_k ~ Cauchy(0, gamma)``; exponential-TV: the Laplacian with ``gamma / 2``. Quadratic
+sums go through ``A = Phi^T Z``: ``sum_{i,j} phi_i . phi_j <z_i, z_j> = |A|_F^2``.
 """
 
 from __future__ import annotations

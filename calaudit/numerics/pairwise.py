@@ -1,18 +1,10 @@
-"""The pairwise engine: products with an n x n kernel matrix, never stored.
+"""The pairwise engine: products ``K @ Z`` and quadratic forms ``z^T K z`` with an n x n
+kernel matrix that is never stored (its blocks on and above the diagonal computed one at
+a time, each multiplied by every column of ``Z`` in one BLAS call).
 
-Every quadratic statistic in calaudit (SKCE, KLCE, their resampling nulls, LCB) reduces to
-products ``K @ Z`` or quadratic forms ``z^T K z`` with a kernel matrix ``K`` and a matrix
-``Z`` whose columns are residual vectors, resampled residual vectors or weights. ``K`` is
-never stored: its blocks are computed one at a time, each multiplied by all columns of
-``Z`` in one BLAS call. Because ``K`` is symmetric, only the blocks on and above the
-diagonal are computed (half the kernel evaluations and half the flops).
-
-:func:`kernel_matmul` and :func:`kernel_quadratic_forms` walk row tiles in this process.
-:func:`kernel_forms_and_matmul`, the engine of the exact tests, cuts the rows into fixed
-blocks of the global row index and makes each pair of blocks ``I <= J`` one task that
-reads those two blocks only (:func:`pair_partial`), combined in pair order
-(:func:`fold_pairs`): the same bytes on one thread, on threads, or on Dask workers that
-each hold some of the blocks, whatever the files or partitions the rows came from.
+:func:`kernel_matmul` and :func:`kernel_quadratic_forms` walk row tiles in this process;
+:func:`kernel_forms_and_matmul` makes each pair of fixed row blocks ``I <= J`` one task
+(:func:`pair_partial`), combined in pair order (:func:`fold_pairs`).
 """
 
 from __future__ import annotations

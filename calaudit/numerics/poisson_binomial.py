@@ -1,34 +1,17 @@
 """Poisson-binomial laws per cell: exact pmf in O(n log^2 n) and draws of cell counts.
 
-Under consistency resampling the outcome of row ``i`` is ``o*_i ~ Bernoulli(p_i)``
-independently, so the number of events in a cell (a bin of a reliability diagram or of an
-ECE) is Poisson-binomial with the cell's ``p_i``. A binned statistic depends on the
-outcomes only through these counts, so drawing the counts directly is the same
-resampling as redrawing every row, at O(cells x B) instead of O(n x B) per test.
+Under consistency resampling a cell's event count is Poisson-binomial with its rows'
+``p_i``; drawing the counts is the same resampling as redrawing every row, in O(cells x B).
 
-pmf (:func:`pmf`): the coefficients of ``prod_i (1 - p_i + p_i t)``. Rows are taken in
-groups of :data:`GROUP` and each group's polynomial is built by the exact recursion
-``P_j(k) = P_{j-1}(k) (1 - p_j) + P_{j-1}(k - 1) p_j`` (vectorised over groups); the groups'
-polynomials are then multiplied pairwise, level by level, by batched real FFTs. Each FFT
-product is exact up to a rounding error of about ``1e-16`` times the largest coefficient;
-negative rounding residue is set to 0 and the pmf renormalised, so every probability is
-within about ``1e-15`` (absolute) of the exact one -- below the resolution of the float64
-uniforms that drive the inverse-CDF draws (``2^-53``). Checked against the exact
-recursion and ``scipy.stats.binom`` in the tests.
+pmf (:func:`pmf`): the coefficients of ``prod_i (1 - p_i + p_i t)``, groups of
+:data:`GROUP` rows by the recursion ``P_j(k) = P_{j-1}(k) (1 - p_j) + P_{j-1}(k - 1) p_j``,
+then multiplied pairwise by batched real FFTs; negative residue set to 0 and renormalised
+(every probability within about 1e-15 of the exact one).
 
-Large cells (:func:`law`, more than :data:`WINDOW_ROWS` rows): the pmf of ``n`` rows has
-``n + 1`` entries and its FFT products need about 60 bytes a row, while all but a
-negligible mass lies within ``O(sqrt(n))`` of the mean. So the rows are taken in chunks of
-:data:`CHUNK_ROWS`; each chunk's exact pmf (above) and the running product of the chunks
-seen so far are cut to their Bernstein windows (:func:`window`: outside, at most
-:data:`TAIL` = 2^-80 of mass on each side), and the running product is multiplied by each
-chunk in turn (one real FFT product). The memory is a chunk and a window, not the rows;
-the mass dropped is at most ``4 TAIL`` per chunk, far below the FFT's rounding, so the
-windowed pmf is as close to the exact one as the whole-array product (checked against the
-O(n^2) recursion in the tests). Cells of at most :data:`WINDOW_ROWS` rows keep the
-whole-array pmf, bit for bit.
-
-Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell from the pmf.
+Cells of more than :data:`WINDOW_ROWS` rows (:func:`law`): chunks of :data:`CHUNK_ROWS`
+rows, each chunk's pmf and the running product cut to their Bernstein windows
+(:func:`window`, at most :data:`TAIL` = 2^-80 of mass outside per side), so memory is a
+chunk and a window. Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""Eigendecomposition of a kernel matrix, exact or truncated at a tolerance.
+"""Eigendecomposition ``K = Q diag(lambda) Q^T`` of a kernel matrix (Gruber & Bach, eq. 29).
 
-Kernel ridge regression in Kronecker form (Gruber & Bach, eq. 29) needs the
-eigendecomposition ``K = Q diag(lambda) Q^T`` of the training kernel matrix. Two ways:
+* ``exact``: :func:`numpy.linalg.eigh` of ``K``, negative eigenvalues clipped to 0.
+* ``low_rank``: pivoted Cholesky ``K ~ L^T L`` (Harbrecht, Peters & Schneider 2012) until
+  every diagonal entry of the residual is at most ``tolerance``, then the eigendecomposition
+  of ``L L^T``; O(n r^2). The eigenvalues left out are bounded by ``residual_trace``.
 
-* ``exact``: form ``K`` (n x n) and call LAPACK ``syevd`` (:func:`numpy.linalg.eigh`);
-  O(n^3) time, O(n^2) memory. Negative eigenvalues (rounding) are clipped to 0, as the
-  reference implementation does.
-* ``low_rank``: pivoted (incomplete) Cholesky ``K ~ L^T L`` (Harbrecht, Peters &
-  Schneider 2012), stopped when every diagonal entry of the residual ``K - L^T L`` is at
-  most ``tolerance``, then the eigendecomposition of the r x r matrix ``L L^T``. Time
-  O(n r^2) for rank r, memory O(n r); ``K`` is never formed. The eigenvalues left out are
-  those of the residual, a positive semi-definite matrix whose trace (``residual_trace``)
-  bounds them; they are treated as 0, which is exact up to that bound. Smooth kernels on
-  low-dimensional inputs (the Gaussian kernel on probability vectors) have fast-decaying
-  spectra, so r << n.
-
-``evaluate(a, b)`` returns the kernel block between the rows of ``a`` and ``b``; the
-kernel must be stationary (``k(x, x) = 1``).
+``evaluate(a, b)`` gives the kernel block; the kernel must be stationary (``k(x, x) = 1``).
 """
 
 from __future__ import annotations

@@ -108,8 +108,8 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
                             test_fraction=test_fraction, grid_sizes=grid_sizes,
                             settings=settings or Settings(),
                             rng=np.random.default_rng(split_seed), weights=rows)
-        metrics.append(MetricResult(target, result.estimate,
-                                    {**result.to_params(), "seed": seed}, title=registry.title(target)))
+        metrics.append(MetricResult(target, result.estimate, {**result.to_params(), "seed": seed},
+                                    title=registry.title(target)))
     return metrics
 
 

@@ -11,12 +11,9 @@
 4. The estimate is eq. 21 on the test split with the fold models as an ensemble: the mean
    over folds of ``mean_i h_fold(x_i, x_i)``.
 
-On weighted rows (docs/weights.md) the split is the same split of rows, every fit is the
-weighted one (rows of weight 0 leave the training folds), the risks are the weighted
-U-statistics of :mod:`calaudit.squared.risk` and the estimates weighted means.
-
-A target with several problems (class-wise: one per class) adds risks and estimates over
-its problems; one hyperparameter value is chosen for all of them.
+Weighted rows (docs/weights.md): the same split, weighted fits, the weighted risks of
+:mod:`calaudit.squared.risk` and weighted means. A target with several problems adds risks
+and estimates over them; one hyperparameter value is chosen for all.
 """
 
 from __future__ import annotations
