@@ -79,16 +79,10 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any
                   boot_totals: NDArray[np.int64] | None = None, boot_seed: int = 0,
                   boot_stream: str = "", psi_grid: int = 0, h_bound: float = 1.0
                   ) -> dict[str, NDArray]:
-    """The exact partial sums of the rows ``[start, stop)`` (module docstring).
-
-    ``rows`` is a row source (:mod:`calaudit.scale`, columns of
-    :func:`label_rows`): ``x``, ``proba`` (n, k) and ``observed`` (n, k), the probability
-    and label-indicator columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``),
-    ``lead`` (n, q) when ``lead_bounds`` is given and ``residuals`` (n, k) with the
-    bootstrap. The label thresholds (:func:`calaudit.numerics.block_draws.
-    label_thresholds`) are prepared here, range by range; ``labels`` is the number of
-    indicator matrices per draw (1 binary, else ``m``).
-    """
+    """The exact partial sums of the rows ``[start, stop)`` of the row source ``rows``
+    (:func:`label_rows`: ``x``, ``proba`` and ``observed`` (n, k), binary ``p_1`` and ``y``;
+    ``lead`` (n, q) with ``lead_bounds``; ``residuals`` (n, k) with the bootstrap).
+    ``labels``: indicator matrices per draw (1 binary, else ``m``)."""
     names = ["x", "proba", "observed"] + (["lead"] if lead_bounds is not None else []) + (
         ["residuals"] if boot_totals is not None else [])
     read = rows.read(start, stop, names)
@@ -193,38 +187,26 @@ def label_rows(x: NDArray[np.float64], proba: NDArray[np.float64],
 
 def shared_labels(features: FourierFeatures, labels: int, seed: int, stream: str,
                   n_resamples: int) -> dict[str, Any]:
-    """The ``shared`` dict of :func:`label_partial` without its row source (no lead, no
-    bootstrap): nothing per row."""
+    """The ``shared`` dict of :func:`label_partial` (no rows, lead or bootstrap)."""
     return {"features": features, "labels": labels, "seed": int(seed), "stream": stream,
             "n_resamples": int(n_resamples)}
 
 
 def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
                      totals: NDArray[np.int64], seed: int, stream: str) -> dict[str, Any]:
-    """The bootstrap entries of :func:`label_partial`'s ``shared`` dict (``residuals``
-    (n, k) the scaled residual columns, which go in the row source; ``totals``
-    (blocks, B))."""
+    """The bootstrap entries of :func:`label_partial`'s ``shared`` (``residuals`` (n, k)
+    scaled, ``totals`` (blocks, B))."""
     grid = psi_exponent(features, residuals)
     return {"boot_totals": totals, "boot_seed": int(seed), "boot_stream": stream,
             "psi_grid": grid, "h_bound": h_bound_of(features, residuals, grid)}
 
 
-def lead_bounds_of(lead: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``lead_bounds`` of :func:`label_partial` for the observed (lead) columns ``lead`` (n, q)
-    (which go in the row source): the columns' largest magnitudes."""
-    if not lead.shape[0]:
-        return np.ones(lead.shape[1])
-    return np.maximum(np.max(np.abs(lead), axis=0), 1e-300)
-
-
 def resample_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any,
                      r: NDArray[np.float64], seed: int, stream: str, n_resamples: int
                      ) -> dict[str, NDArray]:
-    """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B) with column 0
-    the observed residuals ``r`` (n, k, all rows: the draws index any row) and
-    ``R*_ib = r_{J_ib}`` (``J`` uniform indices from the block streams), and the diagonal
-    sums ``sum_i |phi_i|^2 |R*_i|^2`` (float64 block GEMMs on the quantised map);
-    ``x`` from the row source ``rows``."""
+    """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B), column 0 the
+    observed ``r`` (n, k, all rows), ``R*_ib = r_{J_ib}`` (uniform ``J`` from the block
+    streams), and ``sum_i |phi_i|^2 |R*_i|^2``; ``x`` from the row source ``rows``."""
     n, classes = r.shape
     x = rows.read(start, stop, ["x"])["x"]
     out = {"A": np.zeros((classes, features.n_features, 1 + n_resamples)),

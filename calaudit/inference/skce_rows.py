@@ -42,9 +42,9 @@ SCALE = math.sqrt(2.0)
 
 @dataclass(frozen=True)
 class LabelRows:
-    """The feature pass's columns of a binary source (``y``, ``proba``), built per
-    range: ``x`` and ``proba`` (``p_1``, (n, 1)), ``observed`` (``y``, (n, 1) uint8) and
-    ``residuals`` (``sqrt(2) (y - p_1)``, (n, 1))."""
+    """The feature pass's columns of a binary source (``y``, ``proba``), built per range:
+    ``x`` and ``proba`` (``p_1``), ``observed`` (``y``, uint8), ``residuals``
+    (``sqrt(2) (y - p_1)``), each (n, 1)."""
 
     source: Any
 
@@ -65,9 +65,8 @@ class LabelRows:
 
 def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
                  names: dict[str, int]) -> dict[str, NDArray]:
-    """The rows ``pick`` (sorted) that fall in ``[start, stop)``, in their places of
-    arrays of ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere: the sum
-    over the ranges is exact); a range without a picked row is not read."""
+    """The rows ``pick`` (sorted) in ``[start, stop)``, in their places of arrays of
+    ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere)."""
     lo, hi = np.searchsorted(pick, [start, stop])
     read = rows.read(start, stop, list(names)) if hi > lo else {}
     out = {}
@@ -81,10 +80,9 @@ def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
 
 
 def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
-    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
-    read by the tasks of their ranges."""
+    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``."""
     return scale.map_exact_sum(pick_partial, task_ranges(rows.n),
-                         {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
+                               {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
 
 
 def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0.0,
@@ -104,14 +102,13 @@ def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0
 def _largest(rows: Any, **shared: float) -> float:
     ranges = task_ranges(rows.n)
     return float(np.max(scale.map_exact_sum(max_partial, ranges,
-                                      {"rows": rows, "tasks": len(ranges), **shared})["max"]))
+                                            {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
 def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int,
                   keep: bool = False) -> dict[str, NDArray]:
-    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows, their rows
-    read here: the terms (``keep``, a per-term map) or their summary
-    (:func:`calaudit.inference.skce_tests.range_terms`)."""
+    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows: the terms
+    (``keep``) or their summary (:func:`calaudit.inference.skce_tests.range_terms`)."""
     part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
     terms = block_terms(kernel, part["proba"], part["residuals"], blocksize)
     return {"terms": terms} if keep else range_terms(terms)
@@ -119,9 +116,8 @@ def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: i
 
 def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
                   ) -> LinearTerms:
-    """The :class:`~calaudit.inference.skce_tests.LinearTerms` of
-    :func:`calaudit.metrics.skce.block_terms` of every complete block of the source: one
-    summary per task (``keep``: the terms gathered, for bootstrap intervals)."""
+    """The :class:`~calaudit.inference.skce_tests.LinearTerms` of ``block_terms`` of every
+    complete block of the source (``keep``: with the terms, for bootstrap intervals)."""
     count, per_range = rows.n // blocksize, max(1, TASK_ROWS // blocksize)
     if count == 0:
         return LinearTerms.of(np.empty(0), per_range, keep)
@@ -134,8 +130,7 @@ def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
 
 
 def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
-    """The bootstrap's per-block draw totals of ``n`` rows
-    (:func:`calaudit.numerics.block_draws.block_totals`) as a table of row blocks."""
+    """The bootstrap's per-block draw totals of ``n`` rows as a table of row blocks."""
     return BlockTable(block_totals(seed, name, n, n_boot), ROW_BLOCK, n)
 
 
@@ -158,14 +153,13 @@ class RowFeatures:
                 shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples,
                                                     stack))
             total = scale.map_exact_sum(label_partial, task_ranges(n),
-                                  {**shared, "rows": self.rows})
+                                        {**shared, "rows": self.rows})
         return finish_pass(features, total, n, SCALE, b_cons)
 
     def bootstrap_shared(self, seed: int, n_boot: int, stack: contextlib.ExitStack
                          ) -> dict[str, Any]:
-        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source: the
-        grids from two max-reductions over its residuals; the per-block totals drawn
-        where the partials run (:func:`calaudit.scale.made`, held until ``stack``
+        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source (grids
+        from two max-reductions; totals drawn where the partials run, until ``stack``
         exits)."""
         features, n = self.features, self.rows.n
         totals = stack.enter_context(scale.made(totals_table, seed, "skce_bootstrap", n,
@@ -179,8 +173,7 @@ class RowFeatures:
                 "boot_stream": "skce_bootstrap", "psi_grid": grid, "h_bound": h_bound}
 
     def approximation(self, kernel: Any, rng: np.random.Generator) -> dict:
-        """Feature vs exact ``SKCE_uq`` on the seeded subsample of
-        :meth:`SkceFeatures.approximation`, its rows gathered."""
+        """:meth:`SkceFeatures.approximation` of the source, the subsample gathered."""
         n = self.rows.n
         pick = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
@@ -192,9 +185,8 @@ class RowFeatures:
 
 @dataclass(frozen=True)
 class RowInputs:
-    """The SKCE battery's inputs (:class:`calaudit.inference.skce_battery.ArrayInputs`)
-    of a binary row source above ``max_quadratic_n`` rows, made in the tasks that read
-    the rows (module docstring)."""
+    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a binary row source above
+    ``max_quadratic_n`` rows, made in the tasks that read the rows."""
 
     source: Any
 
@@ -206,8 +198,7 @@ class RowInputs:
 
     def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
                       rng: np.random.Generator) -> Any:
-        """``choose_kernel``'s choice: the median heuristic on its subsample (the rows
-        ``choose_kernel`` draws, gathered)."""
+        """``choose_kernel``'s choice, the median heuristic on its subsample gathered."""
         if bandwidth is not None:
             return choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
         size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)

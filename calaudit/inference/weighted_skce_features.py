@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
+from calaudit.inference.consistency import monte_carlo_result
 from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
 from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
@@ -57,8 +58,7 @@ from calaudit.numerics.features import (
     exact_parts,
     exact_products,
 )
-from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.results import MetricResult, Status, TestResult
+from calaudit.results import MetricResult, TestResult
 from calaudit.scale import block_rng, blocks, map_sum, task_ranges
 
 #: Rows of the subsample of the weighted median heuristic (its exact weighted median
@@ -76,8 +76,8 @@ METHOD = ("consistency resampling, weighted, random features: unit labels redraw
 def feature_kernel(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
                    name: str, bandwidth: float | None, frequency: bool,
                    rng: np.random.Generator) -> KernelChoice:
-    """The kernel: the bandwidth given or the weighted median heuristic (module
-    docstring), on a subsample drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows."""
+    """The kernel: the bandwidth given or the weighted median heuristic (on a subsample
+    drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
     n = y_proba.shape[0]
     if bandwidth is not None or n <= MAX_MEDIAN_ROWS:
         return weighted_kernel(y_proba, sample_weight, name, bandwidth, frequency)
@@ -104,9 +104,8 @@ def _rows(weights: SampleWeights, lo: int, hi: int) -> SampleWeights:
 
 def row_terms(y_proba: NDArray[np.float64], weights: SampleWeights
               ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-    """``(alpha, q, t, w)`` of every row: the factor ``alpha_i`` (0 on rows of no unit or
-    no weight), the null law ``q`` (n, m), the units ``t`` and the unit weights
-    ``w_ik = f_i a_ik`` (module docstring)."""
+    """``(alpha, q, t, w)`` of every row: the factor ``alpha_i`` (0 on rows of no unit),
+    the null law ``q`` (n, m), the units ``t`` and the unit weights ``w_ik = f_i a_ik``."""
     m = y_proba.shape[1]
     factor, per_class = unit_weights(weights, m)
     w = factor[:, None] * per_class
@@ -123,8 +122,8 @@ def group_exponents(alpha: NDArray[np.float64], lowest: int) -> NDArray[np.int64
 
 
 def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
-    """The exponent groups present: ``e_i`` of the rows of positive ``alpha``, at least
-    :data:`SPAN` below the largest."""
+    """The exponent groups of the rows of positive ``alpha`` (at most :data:`SPAN` below
+    the largest)."""
     kept = alpha[alpha > 0]
     if not kept.size:
         return np.zeros(1, dtype=np.int64)
@@ -133,10 +132,9 @@ def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
 
 
 def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int64]:
-    """The lowest exponent of the band of every group: the groups within ``W = 42 -
-    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (in units
-    of that grid every sum is an integer below ``2^(11 + W + log2 units) <= 2^53``, so it
-    stays exact; ``W >= 1``)."""
+    """The lowest exponent of the band of every group: groups within ``W = 42 -
+    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (integers
+    below ``2^(11 + W + log2 units) <= 2^53`` on that grid: exact)."""
     width = max(1, 42 - math.ceil(math.log2(max(units, 1.0))))
     bases: list[int] = []
     for e in exponents.tolist():
@@ -147,9 +145,8 @@ def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int
 def weighted_map(features: FourierFeatures, x: NDArray[np.float64],
                  alpha: NDArray[np.float64], exponent: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
-    """The integers ``rint(phi_i 2^s (alpha_i 2^-e_i))`` (rows, D) of ``Psi`` in units of
-    its group's grid ``2^(e_i - s)`` (``phi`` the quantised map, ``2^-s`` its grid; the
-    product in float32), integers of at most 11 bits like ``phi 2^s``."""
+    """``rint(phi_i 2^s (alpha_i 2^-e_i))`` (rows, D): ``Psi`` in units of its group's grid
+    ``2^(e_i - s)`` (``2^-s`` the grid of the quantised ``phi``), at most 11 bits."""
     psi = features.quantised(x)
     psi *= np.float32(2.0 ** features.grid)  # integers, exactly
     ratio = np.ldexp(alpha, -exponent)
@@ -175,10 +172,9 @@ def norm_bound(features: FourierFeatures) -> float:
 
 def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatures
               ) -> dict[str, NDArray[np.float64]]:
-    """The bounds of the exact parts (:func:`calaudit.numerics.features.exact_parts`) of
-    the slopes and constants of ``U, A, S2`` and of ``t q`` over all rows (fixed grids:
-    the sums of any rows are exact), and the parts of ``t q``: 12 bits more per 12 bits
-    of the largest ``t``, so that ``q`` keeps 47 bits on every row."""
+    """The bounds of the exact parts of the slopes and constants of ``U, A, S2`` and of
+    ``t q`` over all rows, and the parts of ``t q`` (one more per 12 bits of the largest
+    ``t``, so that ``q`` keeps 47 bits)."""
     _, law, units, w = terms
     h = unit_terms(y_proba, w, np.full(units.size, norm_bound(features)))
     slope = np.max(np.abs(h[:, :, 1:] - h[:, :, :1]), axis=(0, 2), initial=0.0)
@@ -191,10 +187,8 @@ def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatu
 
 
 def gemm_pieces(exponent: NDArray[np.int64], units: NDArray[np.int64]):
-    """``(first, last, e, unit total)`` of the GEMMs of one block's sorted rows: a run of
-    one exponent group, cut so that its units are at most :data:`EXACT_WEIGHT` (a
-    float32 GEMM of 0/1 labels or counts then never rounds; a row with more units is a
-    piece alone, an exact float64 GEMM)."""
+    """``(first, last, e, unit total)`` of the GEMMs of one block's sorted rows: runs of
+    one exponent group of at most :data:`EXACT_WEIGHT` units (a row with more is alone)."""
     edges = [0, *(np.flatnonzero(np.diff(exponent)) + 1).tolist(), exponent.size]
     for first, last in zip(edges[:-1], edges[1:]):
         cumulative, start, done = np.cumsum(units[first:last]), first, 0
@@ -214,10 +208,8 @@ def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64], parts: int 
 
 def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, law,
                  n_resamples: int):
-    """(rows, 1 + B) counts of each label ``k >= 1``, yielded in turn: column 0
-    the observed (``t_i`` units of label ``y_i``), then the redraws (binary:
-    :func:`~calaudit.numerics.block_draws.binomial_counts_into`, else
-    :func:`~calaudit.numerics.block_draws.categorical_counts`)."""
+    """(rows, 1 + B) counts of each label ``k >= 1`` in turn: the observed, then the
+    redraws."""
     m = law.shape[1]  # float32 holds every count up to 2^24 exactly
     out = np.empty((y.size, 1 + n_resamples),
                    dtype=np.float32 if np.max(units, initial=0) <= 2**24 else np.float64)
@@ -238,9 +230,8 @@ def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np
                y: NDArray[np.int64], y_proba: NDArray[np.float64], weights: SampleWeights,
                exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
                rng: np.random.Generator | None, n_resamples: int) -> None:
-    """Add one row block's exact sums (module docstring) to ``out``: its rows of positive
-    weight sorted by exponent group and units, one GEMM ``[Psi | slope parts]^T Y`` per
-    label ``k >= 1`` and :func:`gemm_pieces` piece."""
+    """Add one row block's exact sums to ``out``: rows of positive weight sorted by group
+    and units, one GEMM ``[Psi | slope parts]^T Y`` per label ``k >= 1`` and piece."""
     alpha, law, units, w = row_terms(y_proba, weights)
     kept = np.flatnonzero(alpha > 0)
     exponent = group_exponents(alpha[kept], int(exponents[0]))
@@ -280,11 +271,9 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
                     y_proba: NDArray[np.float64], weights: SampleWeights,
                     exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
                     seed: int, n_resamples: int) -> dict[str, NDArray]:
-    """:func:`block_sums` of the rows ``[start, stop)``: column 0 the observed labels,
-    then ``n_resamples`` redraws from the block streams. ``G`` (bands, m - 1, D, 1 + B)
-    on the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups,
-    m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A, S2], 1 + B) and
-    ``c`` (3, parts) the constants."""
+    """:func:`block_sums` of the rows ``[start, stop)``: ``G`` (bands, m - 1, D, 1 + B),
+    ``v`` (groups, m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A,
+    S2], 1 + B) and ``c`` (3, parts) the constants."""
     m, columns = y_proba.shape[1], 1 + n_resamples
     d, groups = features.n_features, len(exponents)
     quantities = 3 if weights.label_dependent else 1
@@ -300,8 +289,7 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
 
 def statistics(total: dict[str, NDArray], exponents: NDArray[np.int64],
                bases: NDArray[np.int64], grid: int) -> tuple[NDArray, NDArray]:
-    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`: the
-    bands and groups added in their order, ``G_0 = -sum_{k>=1} G_k``."""
+    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`."""
     gram = np.einsum("b,bkdc->kdc", np.ldexp(1.0, np.unique(bases) - grid), total["G"])
     gram -= np.einsum("g,gkd->kd", np.ldexp(1.0, np.asarray(exponents) - grid),
                       total["v"].sum(axis=3))[..., None]
@@ -338,7 +326,7 @@ def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64
                           reason: str, rng: np.random.Generator
                           ) -> tuple[tuple[MetricResult, ...], TestResult | None]:
     """``skce_b``, ``skce_uq`` and (``consistency``) ``skce_consistency`` of weighted rows
-    on the feature path (module docstring); ``reason`` says why it was taken."""
+    on the feature path; ``reason`` says why it was taken."""
     median_rng, feature_rng, draw_rng = rng.spawn(3)
     choice = feature_kernel(y_proba, sample_weight, kernel, bandwidth,
                             weights.kind == "frequency", median_rng)
@@ -357,14 +345,8 @@ def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64
                     for key, value in (("skce_b", biased), ("skce_uq", unbiased)))
     if not consistency:
         return metrics, None
-    observed, title = float(unbiased[0]), registry.title("skce_consistency")
+    observed = float(unbiased[0])
     why = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    if why:
-        return metrics, TestResult("skce_consistency", math.nan, observed, math.nan, METHOD,
-                                   params=params, status=Status.INCONCLUSIVE, message=why,
-                                   title=title)
-    null = unbiased[1:]
-    return metrics, TestResult("skce_consistency", observed, observed,
-                               monte_carlo_pvalue(observed, null), METHOD,
-                               n_resamples=n_resamples, params=params,
-                               null_distribution=null, title=title)
+    return metrics, monte_carlo_result("skce_consistency", observed,
+                                       None if why else unbiased[1:], why, METHOD, params,
+                                       registry.title("skce_consistency"))

@@ -27,9 +27,10 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
+from calaudit.inference.consistency import monte_carlo_result
 from calaudit.numerics.pairwise import kernel_quadratic_forms
-from calaudit.numerics.resampling import categorical_draws, monte_carlo_pvalue
-from calaudit.results import Status, TestResult
+from calaudit.numerics.resampling import categorical_draws
+from calaudit.results import TestResult
 
 #: Redraws per engine pass.
 BATCH = 100
@@ -142,19 +143,13 @@ def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
                                 factor, per_class)[1][0])
     method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
               "sample, weighted SKCE_uq")
-    title = registry.title("skce_consistency")
     reason = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    if reason:
-        return TestResult("skce_consistency", math.nan, observed, math.nan, method,
-                          params=params, status=Status.INCONCLUSIVE, message=reason,
-                          title=title)
-    law = null_law(weights, y_proba)
-    parts = []
-    for start in range(0, n_resamples, BATCH):
-        q = min(BATCH, n_resamples - start)
-        parts.append(statistics(kernel_gram, y_proba, redrawn_counts(rng, law, weights, q),
-                                factor, per_class)[1])
-    null = np.concatenate(parts)
-    return TestResult("skce_consistency", observed, observed,
-                      monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
-                      params=params, null_distribution=null, title=title)
+    null = None
+    if not reason:
+        law = null_law(weights, y_proba)
+        null = np.concatenate([
+            statistics(kernel_gram, y_proba, redrawn_counts(
+                rng, law, weights, min(BATCH, n_resamples - start)), factor, per_class)[1]
+            for start in range(0, n_resamples, BATCH)])
+    return monte_carlo_result("skce_consistency", observed, null, reason, method, params,
+                              registry.title("skce_consistency"))

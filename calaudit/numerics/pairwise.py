@@ -41,8 +41,6 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     return int(min(max(n, 1), max(16, block_entries // max(n, 1))))
 
 
-
-
 def kernel_matmul(
     gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
 ) -> NDArray[np.float64]:
@@ -117,38 +115,19 @@ def kernel_forms_and_matmul(
     dtype: type = np.float64,
     matmul_dtype: type | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
-    **one** pass over the kernel (each kernel entry is evaluated once for both).
+    """:func:`kernel_quadratic_forms` of ``Z`` ((n, q) or (n, m, q)) and :func:`kernel_matmul`
+    ``K @ W`` (``W`` (n, r) or ``None``) from one pass over the kernel.
 
-    ``Z`` has shape (n, q) or (n, m, q) (forms summed over the class axis, as in
-    :func:`kernel_quadratic_forms`); ``W`` has shape (n, r) (``None``: r = 0).
+    The rows are cut into fixed blocks of ``b = tile_rows`` rows (default
+    :data:`FUSED_TILE_ROWS`); every pair of blocks ``I <= J`` is one task
+    (:func:`pair_partial`) computing ``K_IJ``, ``K_IJ [Z_J | W_J]``, for ``I < J`` also
+    ``K_IJ^T W_I``, and ``f_IJ = sum_{i in I} <Z_i, (K_IJ Z_J)_i>``. They are combined in
+    pair order (:func:`fold_pairs`: forms the left fold of ``f_II`` and ``2 f_IJ``), so the
+    bits depend on ``b`` alone, not on what runs the pairs.
 
-    **Decomposition.** The rows are cut into fixed blocks of ``b = tile_rows`` rows
-    (default :data:`FUSED_TILE_ROWS`; :func:`pair_blocks`, keyed by the global row
-    index). Every pair of blocks ``I <= J`` (:func:`block_pairs`) is one task
-    (:func:`pair_partial`), which reads only blocks ``I`` and ``J``: the kernel block
-    ``K_IJ``, one GEMM ``K_IJ [Z_J | W_J]``, for ``I < J`` one with ``K_IJ^T W_I``, and
-    the forms' share ``f_IJ = sum_{i in I} <Z_i, (K_IJ Z_J)_i>`` (float64). No copy of
-    ``Z`` is made (``Z`` is typically all resamples of a test, n x B floats).
-
-    **Combination**, on the caller, in pair order (:func:`fold_pairs`): the forms are the
-    left fold of ``f_II`` and ``2 f_IJ`` (``I < J``: the pair stands for both triangles);
-    ``K @ W`` is the left fold of each pair's ``K_IJ W_J`` into the rows of ``I`` and
-    ``K_IJ^T W_I`` into those of ``J``. The bits are fixed by ``b`` and this order alone:
-    the same whatever runs the pairs (``executor.map_pairs``: one thread, threads with
-    BLAS at one thread each, or Dask workers holding one placed value per block) and
-    however the rows were stored (the executor in force, :func:`calaudit.scale.current`).
-
-    ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel
-    evaluation) in single precision -- about twice as fast -- with the forms accumulated
-    in double precision across pairs; the relative rounding error of each form is then of
-    order ``1e-7 sqrt(b)`` (for resampled null statistics, not for reported estimates).
-    ``matmul_dtype`` (default: ``dtype``) sets the precision of ``K @ W`` separately, e.g.
-    single-precision forms of bootstrap counts with exact row sums ``K @ 1``.
-
-    Cost: ``n^2 / 2`` kernel entries and ``n^2 (q + r)`` multiply-adds, in
-    ``k (k + 1) / 2`` tasks of ``b^2`` entries (``k = n / b``); memory per task
-    ``O(b^2 + b (q + r))``.
+    ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel) in
+    single precision, the forms accumulated in double (relative error about ``1e-7
+    sqrt(b)``); ``matmul_dtype`` (default ``dtype``) sets the precision of ``K @ W``.
     """
     n = gram.n
     zm = np.asarray(z, dtype=dtype)
