@@ -11,15 +11,15 @@ curve is that of the weighted law at the weighted smooth ECE's fixed point.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.weighted_tests import null_sums
+from calaudit.inference.weighted_tests import null_sums, take
 from calaudit.metrics.binned import BinnedOutcomes
+from calaudit.metrics.consistency import band_of_rates
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.metrics.smooth_ece import smooth_reliability
@@ -78,16 +78,11 @@ def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
     rate = seen.event[:, 0] / count
     squares = np.bincount(binned.cells.index, row_weights * row_weights,
                           minlength=binned.cells.n_cells)
-    size = count if weights.repeated_rows else (
-        count * count / squares)
+    size = count if weights.repeated_rows else count * count / squares
     low, high = wilson_interval(rate * size, size)
-    band = None
-    if drawn is not None:
-        rates = drawn.event / np.where(drawn.count > 0, drawn.count, 1.0)
-        tail = (1.0 - level) / 2.0
-        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
-        band = {"level": level, "n_resamples": band_resamples,
-                "low": band_low.tolist(), "high": band_high.tolist()}
+    band = None if drawn is None else band_of_rates(
+        drawn.event / np.where(drawn.count > 0, drawn.count, 1.0), band_resamples,
+        level).to_dict()
     return {"lower": binned.edges[:-1][filled].tolist(),
             "upper": binned.edges[1:][filled].tolist(), "count": count.tolist(),
             "mean_score": (seen.score[:, 0] / count).tolist(),
@@ -114,9 +109,3 @@ def weighted_per_class(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
         panels.append({"class": name, "bins": bins, "consistency_band": band})
     return panels
 
-
-def take(weights: SampleWeights, rows: NDArray[np.intp]) -> SampleWeights:
-    """The weights of ``rows``."""
-    rate = weights.negative_rate
-    return replace(weights, design=weights.design[rows],
-                   negative_rate=None if rate is None else rate[rows])

@@ -35,7 +35,6 @@ heuristic of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -47,6 +46,7 @@ from calaudit.inference.consistency import monte_carlo_result
 from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
 from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
+from calaudit.inference.weighted_tests import take
 from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS, weighted_kernel
 from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
@@ -95,11 +95,6 @@ def feature_map(choice: KernelChoice, y_proba: NDArray[np.float64], n_features: 
         (distance, factor), x = SkceFeatures.BINARY[distance], y_proba[:, 1:2]
     return FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1], n_features,
                                 int(seed)), np.ascontiguousarray(x, dtype=np.float64)
-
-
-def _rows(weights: SampleWeights, lo: int, hi: int) -> SampleWeights:
-    rate = None if weights.negative_rate is None else weights.negative_rate[lo:hi]
-    return dataclasses.replace(weights, design=weights.design[lo:hi], negative_rate=rate)
 
 
 def row_terms(y_proba: NDArray[np.float64], weights: SampleWeights
@@ -283,7 +278,7 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
         block_sums(out, features, x[lo:hi], y_true[lo:hi], y_proba[lo:hi],
-                   _rows(weights, lo, hi), exponents, bases, bounds, rng, n_resamples)
+                   take(weights, slice(lo, hi)), exponents, bases, bounds, rng, n_resamples)
     return out
 
 

@@ -19,6 +19,7 @@ for a negative).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -47,6 +48,13 @@ MAX_LEVELS = 64
 MAX_UNITS = 50_000_000
 #: Grid parts of each coefficient of the redraws' sums (:func:`ece_null_partial`).
 PARTS = 4
+
+
+def take(weights: SampleWeights, rows: Any) -> SampleWeights:
+    """The weights of ``rows`` (indices or a slice)."""
+    rate = weights.negative_rate
+    return dataclasses.replace(weights, design=weights.design[rows],
+                               negative_rate=None if rate is None else rate[rows])
 
 
 def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool

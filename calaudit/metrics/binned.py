@@ -1,18 +1,14 @@
 """Binned calibration statistics from per-bin sums, for one weighting or many.
 
-A :class:`BinnedOutcomes` holds scores ``s_i`` in [0, 1], outcomes ``o_i`` in {0, 1} and the
-bin of each row. Its statistics take optional weights: ``None`` gives the estimate, an
-(n, q) matrix of bootstrap counts gives ``q`` replicates (weighted sums, see
-:mod:`calaudit.numerics.tabulate`). Per bin ``b`` with weight ``n_b``, mean score
-``conf_b`` and event rate ``acc_b``:
+:class:`BinnedOutcomes` holds scores ``s_i``, 0/1 outcomes ``o_i`` and each row's bin; its
+statistics take weights (``None``: the estimate; (n, q) bootstrap counts: ``q``
+replicates). Per bin ``b`` with weight ``n_b``, mean score ``conf_b``, event rate ``acc_b``
+(empty bins take no part):
 
 * ``ECE_1 = sum_b (n_b / n) |acc_b - conf_b|`` (Naeini et al. 2015; Guo et al. 2017),
-* ``ECE_2 = sqrt(sum_b (n_b / n) (acc_b - conf_b)^2)`` (the l2 / RMS calibration error),
-* ``MCE = max_b |acc_b - conf_b|``,
-* debiased squared error ``sum_b (n_b / n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]``
-  over bins with ``n_b >= 2`` (Broecker 2012; Kumar et al. 2019, ``unbiased_square_ce``).
-
-Empty bins (zero weight) take no part.
+* ``ECE_2 = sqrt(sum_b (n_b / n) (acc_b - conf_b)^2)``, ``MCE = max_b |acc_b - conf_b|``,
+* debiased ``sum_b (n_b / n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]`` over
+  bins with ``n_b >= 2`` (Broecker 2012; Kumar et al. 2019, ``unbiased_square_ce``).
 """
 
 from __future__ import annotations

@@ -3,15 +3,12 @@
 * ``ece_l2``: the l2 (root-mean-square) binned calibration error of the same notion.
 * ``ece_classwise``: one-vs-rest ECE of every class, averaged (Kull et al. 2019
   "class-wise"; Kumar et al. 2019 "marginal": ``(mean_k CE_k^p)^(1/p)``).
-* ``ece_canonical``: strong (canonical) calibration, Widmann et al. (2019, sec. 4.3):
-  ``sum_c (n_c / n) d(mean p_c, mean e_y c)`` over the non-empty cells ``c`` of a
-  per-dimension uniform grid, ``d`` = total variation by default; exactly
-  CalibrationErrors.jl ``ECE(UniformBinning(k), TotalVariation())`` (cell index
-  ``ceil(k p_j)`` per coordinate, see :func:`~calaudit.numerics.binning.grid_cell_index`).
-* ``ece_debiased``: the bias-corrected l2 estimator (Broecker 2012; Kumar et al. 2019):
-  ``sqrt(max(0, sum_b (n_b/n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b)/(n_b - 1)]))``.
-
-Every function accepts ``weights`` (n, q) to return ``q`` bootstrap replicates.
+* ``ece_canonical``: canonical calibration (Widmann et al. 2019, sec. 4.3): ``sum_c (n_c /
+  n) d(mean p_c, mean e_y c)`` over the non-empty cells of a per-dimension uniform grid,
+  ``d`` = total variation by default (CalibrationErrors.jl ``ECE(UniformBinning(k),
+  TotalVariation())``).
+* ``ece_debiased``: ``sqrt(max(0, debiased squared error))`` (Broecker 2012; Kumar et al.
+  2019). ``weights`` (n, q) give ``q`` bootstrap replicates.
 """
 
 from __future__ import annotations

@@ -114,10 +114,8 @@ _SHARED: dict[tuple, Any] = {}
 
 
 def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
-    """``compute()`` once per source whose tasks read their own rows and ``key``: the
-    stages that need the same reduction of a dataset (the binned summary, the laws of
-    events per bin) share one pass over its files; kept while the source lives. Rows in
-    this process are reduced again (a cheap local pass)."""
+    """``compute()`` once per (source whose tasks read their own rows, ``key``), kept while
+    the source lives, so stages share one pass over its files."""
     if not getattr(rows, "reads_own_rows", False):
         return compute()
     full = (kind, id(rows), key)
@@ -129,10 +127,9 @@ def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
 
 def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
                     grid_bins: int) -> dict[str, NDArray]:
-    """The sums of the rows ``[start, stop)`` (module docstring): ``table`` (panels, 5,
-    n_bins), ``brier`` (sum of squares of ``e_y - p``, of ``p_1 - y``), ``log_loss``
-    (sum of ``-log clip(p_y)``, rows clipped), ``histogram`` and the sparse canonical
-    cells ``cells`` / ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
+    """The sums of the rows ``[start, stop)``: ``table`` (panels, 5, n_bins), ``brier``,
+    ``log_loss`` (and rows clipped), ``histogram`` and the sparse canonical ``cells`` /
+    ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
     part = rows.read(start, stop, ["y", "proba"])
     y, proba = np.asarray(part["y"]), np.ascontiguousarray(part["proba"], dtype=np.float64)
     panels = panel_columns(y, proba)

@@ -53,10 +53,9 @@ def eval_points(sigma: float) -> NDArray[np.float64]:
 
 
 def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
-    """Linear spreading ("cloud in cell") as a sparse (size, n) matrix ``S``: row ``i``
-    gives ``1 - w`` of its value to the grid point left of ``f_i`` and ``w`` to the one
-    right of it, so ``S @ values`` puts (n, q) values on the grid. The definition (and the
-    tests' reference); :func:`spread_rows` computes the product a block at a time."""
+    """Linear spreading as a sparse (size, n) matrix: row ``i`` gives ``1 - w`` of its value
+    to the grid point left of ``f_i`` and ``w`` to the right one (the definition;
+    :func:`spread_rows` computes the product a block at a time)."""
     n = scores.shape[0]
     position = scores * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
@@ -68,11 +67,8 @@ def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
 
 
 def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
-    """Gaussian smoothing with reflection at 0 and 1 of grid values (q, G), on the grid.
-
-    The grid is extended by its mirror images about both ends, then correlated with the
-    Gaussian density of width ``sigma`` sampled at the grid's offsets ``u_j - 1/2``.
-    """
+    """Gaussian smoothing of grid values (q, G) reflected at 0 and 1: the grid extended by
+    its mirror images, correlated with the Gaussian sampled at the offsets ``u_j - 1/2``."""
     size = grid_values.shape[1]
     offsets = np.linspace(0.0, 1.0, size) - 0.5
     kernel = np.exp(-offsets ** 2 / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
@@ -85,13 +81,8 @@ def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[
 
 def convolve_rows_valid(rows: NDArray[np.float64], kernel: NDArray[np.float64]
                         ) -> NDArray[np.float64]:
-    """``(rows[i] * kernel)[m - 1 : L]``, the "valid" part of each row's convolution with
-    ``kernel`` (length m <= L), through real FFTs of the fast length ``>= L + m - 1``.
-
-    These are the steps, and so the bits, of ``scipy.signal.fftconvolve(rows,
-    kernel[None, :], mode="valid", axes=1)`` (checked in the tests); importing
-    ``scipy.signal`` would also import ``scipy.stats`` (about 0.8 s at start-up).
-    """
+    """``(rows[i] * kernel)[m - 1 : L]`` by real FFTs: the steps and bits of
+    ``scipy.signal.fftconvolve(..., mode="valid", axes=1)``, without importing it (0.8 s)."""
     length, m = rows.shape[1], kernel.shape[0]
     full = length + m - 1
     fast = fft.next_fast_len(full, True)
@@ -112,11 +103,7 @@ def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.
 def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                 weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
     """``spread_matrix(scores, size) @ [r * W, W]`` ((size, 2q); ``r = f - y``, ``W`` the
-    (n, q) weights, one column of ones when ``None``) without the sparse matrix: the rows
-    of each fixed range (:func:`calaudit.scale.task_ranges`) spread by :func:`spread_block`
-    (one reduction, :func:`spread_arrays_partial`) and the ranges added in range order, so
-    the memory is a range's and a row source's spread (:func:`spread_partial`) is the same
-    bytes."""
+    (n, q) weights or a column of ones), range by range (:func:`spread_block`)."""
     ranges = task_ranges(scores.shape[0])
     if not ranges:
         return np.zeros((size, 2 * (1 if weights is None else weights.shape[1])))
@@ -130,16 +117,14 @@ def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 
 def spread_arrays_partial(start: int, stop: int, *, rows: Any, size: int, weighted: bool
                           ) -> dict[str, NDArray]:
-    """:func:`spread_block` of the rows ``[start, stop)`` of ``scores``, ``outcomes`` and
-    (``weighted``) ``weights``."""
+    """:func:`spread_block` of the rows ``[start, stop)``."""
     part = rows.read(start, stop, ["scores", "outcomes"] + (["weights"] if weighted else []))
     return {"grid": spread_block(part["scores"], part["outcomes"], part.get("weights"), size)}
 
 
 def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
-    """The spread of one block of rows onto the grid (one ``np.bincount`` per column: each
-    grid point's terms added in row order, as the index-sorted CSR product takes them)."""
+    """The spread of one block of rows onto the grid (one ``np.bincount`` per column)."""
     q = 1 if weights is None else weights.shape[1]
     out = np.empty((size, 2 * q))
     rows = scores.shape[0]
@@ -163,9 +148,8 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 
 def spread_partial(start: int, stop: int, *, rows: Any, sizes: tuple[int, ...]
                    ) -> dict[str, NDArray]:
-    """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and
-    outcomes (binary or top-label, :func:`calaudit.metrics.row_summary.panel_columns`) of
-    the rows ``[start, stop)`` of a row source."""
+    """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and outcomes
+    of the rows ``[start, stop)`` of a row source."""
     part = rows.read(start, stop, ["y", "proba"])
     scores, outcomes = panel_columns(np.asarray(part["y"]),
                                      np.ascontiguousarray(part["proba"], dtype=np.float64))[0]
@@ -182,10 +166,9 @@ def search_sizes() -> frozenset[int]:
 
 
 class Smoother:
-    """Scores, outcomes and row weights (n, q) (``None``: one column of ones, the
-    estimate; bootstrap counts: its replicates), with the spread of the weighted
-    residuals ``f - y`` and weights on each grid size cached (the grid has 1001 points for
-    every ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
+    """Scores, outcomes and row weights (n, q) (``None``: ones; bootstrap counts: the
+    replicates), with each grid size's spread of the weighted residuals and weights
+    cached."""
 
     def __init__(self, scores: NDArray[np.float64] | None,
                  outcomes: NDArray[np.float64] | None,
@@ -198,9 +181,7 @@ class Smoother:
 
     @classmethod
     def of_rows(cls, rows: Any) -> Smoother:
-        """The unweighted smoother of a row source's notion scores and outcomes: each grid
-        is one reduction over the fixed ranges (:func:`spread_partial`), the same bytes
-        as :func:`spread_rows` of the arrays."""
+        """The unweighted smoother of a row source (one reduction per grid)."""
         return cls(None, None, rows=rows)
 
     @property
@@ -304,10 +285,8 @@ class SmoothReliability:
 
 def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                        weights: NDArray[np.float64] | None = None) -> SmoothReliability:
-    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5). ``weights``
-    (n,): the curve of the weighted law, ``R(t) = sum_i w_i r_i K_sigma(t, f_i)`` and
-    ``D(t) = sum_i w_i K_sigma(t, f_i)`` at the weighted fixed point (for integer weights
-    the curve of the rows repeated ``w_i`` times)."""
+    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5); ``weights``
+    (n,): ``R(t) = sum_i w_i r_i K_sigma(t, f_i)``, ``D(t) = sum_i w_i K_sigma(t, f_i)``."""
     return reliability_of(Smoother(scores, outcomes, None if weights is None
                                    else np.asarray(weights, dtype=np.float64)[:, None]))
 

@@ -119,11 +119,8 @@ class BoundKernel:
 
 @dataclass(frozen=True)
 class ProductGram:
-    """Element-wise product of Gram matrices, ``K_ij = prod_g K^(g)_ij``.
-
-    This is the tensor-product kernel of local calibration (KLCE): a kernel on the
-    predictions times a kernel on the covariates (Vashistha & Farahi, eq. 4).
-    """
+    """Element-wise product ``K_ij = prod_g K^(g)_ij`` (the KLCE's tensor-product kernel,
+    Vashistha & Farahi, eq. 4)."""
 
     factors: tuple[Gram, ...]
 
@@ -145,13 +142,8 @@ class ProductGram:
 
 
 def gaussian_fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
-    """``out[i, j] = exp(-sum_k (a[i, k] - b[j, k])^2)`` for ``a`` (n, d) and ``b`` (m, d).
-
-    The squared distances are summed from explicit differences by scipy's compiled
-    ``cdist(..., "sqeuclidean")`` (no ``|a|^2 + |b|^2 - 2 a.b`` cancellation; exactly
-    symmetric, zero on identical rows), then numpy's ``exp``, in double precision;
-    ``out`` (any strides) may be float32, the double result rounded once.
-    """
+    """``out[i, j] = exp(-sum_k (a[i, k] - b[j, k])^2)`` for ``a`` (n, d) and ``b`` (m, d),
+    in double precision (``cdist``), rounded once into ``out`` (may be float32)."""
     if out.size == 0:
         return
     left = np.asarray(a, dtype=np.float64)

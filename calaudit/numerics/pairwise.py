@@ -44,12 +44,8 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
 def kernel_matmul(
     gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
 ) -> NDArray[np.float64]:
-    """``K @ Z`` for ``Z`` of shape (n,) or (n, q), without forming ``K``.
-
-    For each tile ``a`` the block ``K[a, a_start:]`` (upper part) is computed once and used
-    twice: ``out[a] += K[a, a_start:] @ Z[a_start:]`` and, by symmetry,
-    ``out[a_end:] += K[a, a_end:]^T @ Z[a]``.
-    """
+    """``K @ Z`` for ``Z`` (n,) or (n, q): each tile's upper block ``K[a, a_start:]`` used
+    for ``out[a]`` and, by symmetry, ``out[a_end:]``."""
     n = gram.n
     matrix = np.asarray(z, dtype=np.float64)
     flat = matrix.reshape(n, -1)
@@ -70,17 +66,9 @@ def kernel_quadratic_forms(
     exclude_diagonal: bool = True,
     tile_rows: int | None = None,
 ) -> NDArray[np.float64]:
-    """Quadratic forms of ``K`` with each column of ``Z``, summed over class slices.
-
-    ``Z`` has shape (n,), (n, q) or (n, m, q). The result has shape () / (q,) / (q,):
-
-    ``Q_c = sum_{i, j} K_ij <Z_i., Z_j.>_c``  (``<., .>`` sums over the class axis ``m``),
-
-    with the ``i = j`` terms removed when ``exclude_diagonal`` (the U-statistic sums
-    over ``i != j``). With ``Z`` the residuals ``e_{y_i} - p_i`` this is
-    ``sum_{i != j} h_ij`` of the SKCE (Widmann et al. 2019, eq. 6); with resampled
-    residuals in the columns it is every resample's statistic at once.
-    """
+    """``Q_c = sum_{i, j} K_ij <Z_i., Z_j.>_c`` for ``Z`` (n,), (n, q) or (n, m, q) (result
+    (), (q,), (q,); ``<., .>`` over classes), without the ``i = j`` terms when
+    ``exclude_diagonal``: the SKCE's ``sum_{i != j} h_ij`` (Widmann et al. 2019, eq. 6)."""
     n = gram.n
     matrix = np.asarray(z, dtype=np.float64)
     if matrix.ndim == 1:

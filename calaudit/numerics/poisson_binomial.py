@@ -76,12 +76,9 @@ TAIL = 2.0 ** -80
 
 
 def window(mean: float, variance: float, rows: int) -> tuple[int, int]:
-    """``[lo, hi]`` with ``P(S < lo) <= TAIL`` and ``P(S > hi) <= TAIL`` for ``S`` a sum of
-    ``rows`` independent Bernoulli with ``sum p = mean`` and ``sum p (1 - p) = variance``.
-
-    Bernstein's inequality (each ``|o_i - p_i| <= 1``): ``P(S - mean >= t) <=
-    exp(-t^2 / (2 (variance + t / 3)))``, which is ``TAIL`` at ``t = L / 3 +
-    sqrt(L^2 / 9 + 2 L variance)``, ``L = -log TAIL``; the same below the mean."""
+    """``[lo, hi]`` with ``P(S < lo), P(S > hi) <= TAIL`` for a sum ``S`` of ``rows``
+    Bernoulli with ``sum p = mean``, ``sum p (1 - p) = variance``: Bernstein's inequality
+    gives ``TAIL`` at ``t = L / 3 + sqrt(L^2 / 9 + 2 L variance)``, ``L = -log TAIL``."""
     level = -math.log(TAIL)
     t = level / 3.0 + math.sqrt(level * level / 9.0 + 2.0 * level * max(variance, 0.0))
     return max(0, math.floor(mean - t) - 1), min(rows, math.ceil(mean + t) + 1)
@@ -159,10 +156,9 @@ def sample(distribution: NDArray[np.float64], u: NDArray[np.float64], offset: in
 
 def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
                 n_resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """(n_cells, B) event counts ``sum_{i in c} o*_i`` with ``o*_i ~ Bernoulli(p_i)``,
-    drawn from each cell's Poisson-binomial law (:func:`law`; empty cells: 0). The uniforms
-    are one ``rng.random((n_cells, B))`` in cell order. Each cell's ``p_i`` are taken in
-    row order (:func:`cell_members`), so a pmf does not depend on how rows are read."""
+    """(n_cells, B) event counts ``sum_{i in c} o*_i``, ``o*_i ~ Bernoulli(p_i)``, from each
+    cell's law (:func:`law` of its ``p_i`` in row order; empty cells 0) and the uniforms
+    ``rng.random((n_cells, B))`` in cell order."""
     members = cell_members(p, cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
@@ -179,10 +175,8 @@ MEMBER_ROWS = 65_536
 
 def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
                  ) -> list[NDArray[np.float64]]:
-    """The ``p_i`` of every cell in row order: the values of
-    ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
-    rows at a time into one array (8 bytes a row, no n-row permutation), one view per
-    cell (``p`` (n,) or (n, k): the rows of ``k`` columns together)."""
+    """The ``p_i`` of every cell in row order, one view per cell of
+    ``p[np.argsort(cells, kind="stable")]`` (``p`` (n,) or (n, k)), sorted block by block."""
     counts = np.zeros(n_cells, dtype=np.int64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
@@ -206,14 +200,11 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
 def convolution_power(offset: int, distribution: NDArray[np.float64], power: int,
                       mean: float, variance: float, rows: int
                       ) -> tuple[int, NDArray[np.float64]]:
-    """The law of the sum of ``power`` independent copies of ``offset + K``,
-    ``K ~ distribution`` (a Poisson-binomial law of ``rows`` rows with ``sum p = mean`` and
-    ``sum p (1 - p) = variance``), cut to the Bernstein window of the ``power x rows``
-    Bernoulli units (:func:`window`): the ``power``-th power of its spectrum (one real FFT
-    pair) while the full support has at most :data:`DIRECT_SUPPORT` points; above, by
-    repeated squaring, each product cut to the window of its own number of copies, so the
-    memory is that of the window (``O(sqrt(power))`` points), not of the support
-    (``O(power)``)."""
+    """The law of the sum of ``power`` copies of ``offset + K`` (``K`` Poisson-binomial of
+    ``rows`` rows, ``sum p = mean``, ``sum p (1 - p) = variance``), cut to the Bernstein
+    window of the ``power x rows`` units: the spectrum's ``power``-th power up to
+    :data:`DIRECT_SUPPORT` points, above by repeated squaring, each product cut to its
+    window."""
     if power == 1:
         return offset, distribution
     length = power * (distribution.size - 1) + 1
@@ -260,13 +251,10 @@ def _power_by_squaring(offset: int, distribution: NDArray[np.float64], power: in
 
 def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
              ) -> tuple[int, NDArray[np.float64]]:
-    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)`` (whole
-    ``units``): the units of row ``i`` are ``units_i`` Bernoulli(``p_i``), so the rows that
-    share a unit count ``d`` contribute ``d`` independent copies of their one-unit
-    Poisson-binomial sum (:func:`pmf`, or :func:`windowed_pmf` above :data:`CHUNK_ROWS`
-    rows; then :func:`convolution_power`); the counts' laws
-    are multiplied (one real FFT product each) and cut to the running Bernstein window.
-    The law of the rows repeated ``units_i`` times, in O(rows) instead of O(units)."""
+    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)``: the rows
+    sharing a unit count ``d`` give ``d`` copies of their Poisson-binomial sum
+    (:func:`convolution_power`), the counts' laws multiplied and cut to the running
+    window; the repeated rows' law in O(rows)."""
     offset, out = 0, np.ones(1)
     mean = variance = 0.0
     total = 0
@@ -290,10 +278,7 @@ def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
                      cells: NDArray[np.intp], n_cells: int, n_resamples: int,
                      rng: np.random.Generator) -> NDArray[np.int64]:
     """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
-    ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
-    and each cell's law :func:`unit_law`), without repeating them. The rows are sorted
-    into their cells (:func:`cell_members`) and each cell's law is one task of
-    :mod:`calaudit.scale` (:func:`unit_law_partial` on the cell's rows)."""
+    ``units_i`` times, each cell's :func:`unit_law` one task of :mod:`calaudit.scale`."""
     members = cell_members(np.column_stack([p, units]), cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)

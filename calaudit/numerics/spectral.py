@@ -21,10 +21,8 @@ KernelBlock = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.fl
 
 @dataclass(frozen=True)
 class KernelSpectrum:
-    """``K ~ vectors @ diag(values) @ vectors.T`` with orthonormal ``vectors`` (n x r).
-
-    ``residual_trace`` bounds the sum of the eigenvalues left out (0 when exact).
-    """
+    """``K ~ vectors @ diag(values) @ vectors.T`` (orthonormal ``vectors``, n x r);
+    ``residual_trace`` bounds the eigenvalues left out (0 when exact)."""
 
     vectors: NDArray[np.float64]
     values: NDArray[np.float64]
@@ -49,11 +47,9 @@ def exact_spectrum(evaluate: KernelBlock, points: NDArray[np.float64],
 
 def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
                     diagonal: NDArray[np.float64], tolerance: float) -> list[NDArray[np.float64]]:
-    """Greedy pivoted Cholesky restricted to a block of candidate pivots.
-
-    ``columns`` (n x b) are the residual kernel columns of the candidates, ``local`` their
-    row indices and ``diagonal`` their residual diagonal. Returns the new factor rows.
-    """
+    """Greedy pivoted Cholesky among candidate pivots (``columns`` (n x b) their residual
+    kernel columns, ``local`` their rows, ``diagonal`` their residual diagonal): the new
+    factor rows."""
     diagonal = diagonal.copy()
     rows: list[NDArray[np.float64]] = []
     for _ in range(columns.shape[1]):
@@ -74,15 +70,9 @@ def pivoted_cholesky(
     evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
     block: int = 64, weights: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], float]:
-    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the trace of the residual (of
-    ``W^1/2 (K - L^T L) W^1/2`` with ``weights``).
-
-    Blocked greedy pivoting: the ``block`` rows with the largest residual diagonal are the
-    candidates; their residual columns are computed in one matrix product and factored
-    by greedy pivoted Cholesky among themselves (candidates whose residual falls to the
-    tolerance are dropped). Repeat until the largest residual diagonal entry is at most
-    ``tolerance`` or ``max_rank`` rows exist.
-    """
+    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the residual's trace (of ``W^1/2 (K - L^T
+    L) W^1/2`` with ``weights``), by blocks of ``block`` candidates (largest residual
+    diagonal) until it is at most ``tolerance`` or ``max_rank`` rows exist."""
     n = points.shape[0]
     limit = min(max_rank, n)
     factor = np.empty((min(limit, 4 * block), n))
@@ -116,13 +106,8 @@ def low_rank_spectrum(
     evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
     weights: NDArray[np.float64] | None = None,
 ) -> KernelSpectrum:
-    """Leading eigenpairs from a pivoted Cholesky factor ``K ~ L^T L``.
-
-    The eigenpairs of the small matrix ``L L^T = V diag(w) V^T`` (r x r) give those of
-    ``L^T L``: eigenvalues ``w`` and orthonormal eigenvectors ``L^T V diag(w)^(-1/2)``.
-    Directions with ``w`` at rounding level (``<= r * eps * max(w)``) are dropped with the
-    residual (their eigenvalue is treated as 0).
-    """
+    """Leading eigenpairs of ``K ~ L^T L`` from ``L L^T = V diag(w) V^T``: eigenvalues ``w``,
+    eigenvectors ``L^T V diag(w)^(-1/2)``; ``w <= r eps max(w)`` dropped."""
     rows, residual_trace = pivoted_cholesky(evaluate, points, tolerance=tolerance,
                                             max_rank=max_rank, weights=weights)
     if weights is not None:
@@ -144,11 +129,9 @@ def kernel_spectrum(
     max_rank: int = 4000,
     weights: NDArray[np.float64] | None = None,
 ) -> KernelSpectrum:
-    """Eigendecomposition of ``K_ij = k(x_i, x_j)``, ``method`` ``exact`` or
-    ``low_rank`` (pivoted Cholesky to ``tolerance``, at most ``max_rank`` pivots).
-    ``weights``: that of ``W^1/2 K W^1/2`` (``W = diag(weights)``), the low-rank one from
-    the pivoted Cholesky factor of ``K`` (``W^1/2 L^T L W^1/2``); for integer weights
-    the nonzero spectrum of the kernel matrix of the rows repeated ``weights`` times."""
+    """Eigendecomposition of ``K_ij = k(x_i, x_j)`` (``exact`` or ``low_rank``: pivoted
+    Cholesky to ``tolerance``, at most ``max_rank`` pivots); with ``weights`` that of
+    ``W^1/2 K W^1/2``."""
     matrix = np.asarray(points, dtype=np.float64)
     matrix = matrix[:, None] if matrix.ndim == 1 else matrix
     if method == "exact":

@@ -1,17 +1,10 @@
 """``h_bin`` (Gruber & Bach, eq. 23): products of per-bin mean residuals.
 
-For a score problem the bins are ``n_bins`` equal-width, right-closed bins of [0, 1]
-(0 in the first bin, :func:`calaudit.numerics.binning.uniform_bin_index`) and
-``phi(x) = acc(B) - conf(B)`` for the bin ``B`` of ``x``, estimated on the training
-fold, so ``h_bin(x, x') = phi(x) phi(x')`` and ``mean_i h_bin(x_i, x_i)`` is the squared
-binned error ``(TCE_2^bin)^2`` of eq. 10 / 24 when evaluated on the fitting set.
-
-For probability vectors (canonical calibration, not covered by the paper) the bins are
-the cells of the per-dimension uniform grid with ``n_bins`` bins per coordinate (the
-partition of calaudit's ``ece_canonical``) and ``phi`` is the mean residual vector of the
-cell. A bin or cell with no training row gets the overall mean residual of the training
-fold (the reference code's fallback). On weighted rows the means are weighted
-(``sum w_i r_i / sum w_i`` over the training rows of the bin).
+Scores: ``n_bins`` equal-width right-closed bins, ``phi(x) = acc(B) - conf(B)`` of the bin
+of ``x`` on the training fold, ``h_bin(x, x') = phi(x) phi(x')`` (eq. 10 / 24). Probability
+vectors (not in the paper): the cells of the per-dimension grid of ``ece_canonical`` and
+the cell's mean residual vector. A bin with no training row gets the fold's mean residual
+(the reference code's fallback); weighted rows take weighted means.
 """
 
 from __future__ import annotations

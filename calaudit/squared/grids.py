@@ -63,9 +63,8 @@ def thin(grid: tuple[float, ...], size: int | None) -> tuple[float, ...]:
 
 def regularisation(estimator: str, scale: float, n_train: float, exponent: float,
                    total: float | None = None) -> float:
-    """The ridge constant added to the eigenvalues: ``lambda n^2`` for KKR (eq. 28, on
-    products of eigenvalues) and ``lambda n`` for UKKR (eq. 32), with
-    ``lambda = n^exponent * scale``. Weighted rows: ``n`` in ``lambda`` is the effective
-    size and ``total`` (the training weight ``W``) replaces the other ``n``."""
+    """The ridge constant: ``lambda n^2`` for KKR (eq. 28) and ``lambda n`` for UKKR (eq.
+    32), ``lambda = n^exponent * scale`` (weighted: ``n`` in ``lambda`` the effective size,
+    ``total`` the other ``n``)."""
     lam = scale * float(n_train) ** exponent
     return lam * float(n_train if total is None else total) ** (2 if estimator == "kkr" else 1)

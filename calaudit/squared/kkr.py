@@ -47,12 +47,8 @@ class GaussianBlock:
 
 
 class KernelFold:
-    """The training kernel spectrum and evaluation-set projections, shared by ``kkr`` and
-    ``ukkr`` on one training fold.
-
-    Memory: the eigenvectors (n x r) while the fold is evaluated; :meth:`retain` then keeps
-    only one evaluation set's projections (n' x r), so finished folds cost O(n_test r).
-    """
+    """The training kernel spectrum and evaluation-set projections of one fold, shared by
+    ``kkr`` and ``ukkr`` (:meth:`retain` keeps one evaluation set's projections)."""
 
     def __init__(self, train: Problem, settings: Settings) -> None:
         self.kernel = GaussianBlock(settings.kernel_gamma)

@@ -54,10 +54,7 @@ class RowWeights:
 
 
 class RiskTerms:
-    """The parts of eq. 20 that do not depend on ``S``, for one evaluation set.
-
-    Build once per (evaluation set, features) and call :meth:`risk` for every ``S``.
-    """
+    """The parts of eq. 20 that do not depend on ``S`` (one evaluation set)."""
 
     def __init__(self, residuals: NDArray[np.float64], features: NDArray[np.float64],
                  weights: RowWeights | None = None) -> None:

@@ -67,9 +67,7 @@ def minimum_rows(n_folds: int) -> int:
 
 def make_split(n: int, n_folds: int, test_fraction: float, rng: np.random.Generator) -> Split:
     """Shuffle, hold out ``round(test_fraction * n)`` rows (at least 2) as the test split
-    and cut the rest into ``n_folds`` contiguous folds. On weighted rows the split is
-    one of rows: a row and the units it stands for stay in one fold (frequency weights
-    equal the repeated rows split with each row's copies kept together)."""
+    and cut the rest into ``n_folds`` contiguous folds (a split of rows, weighted or not)."""
     if n < minimum_rows(n_folds):
         raise ValueError(f"{n} rows are too few for {n_folds}-fold cross-validation and a "
                          f"test split; at least {minimum_rows(n_folds)} are needed")
