@@ -80,10 +80,9 @@ def decomposition_from_sums(count: NDArray[np.float64], p_sum: NDArray[np.float6
 
 
 @accepts_1d
-def brier_decomposition(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", weights: NDArray[np.float64] | None = None,
-) -> BrierDecomposition:
+def brier_decomposition(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                        n_bins: int = 15, strategy: Strategy = "uniform",
+                        weights: NDArray[np.float64] | None = None) -> BrierDecomposition:
     """Decomposition of ``brier_binary`` (two classes) or of the summed ``brier``."""
     per_class = classwise_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     chosen = per_class[1:] if y_proba.shape[1] == 2 else per_class

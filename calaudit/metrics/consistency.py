@@ -35,12 +35,8 @@ class ConsistencyBand:
                 "low": self.low.tolist(), "high": self.high.tolist()}
 
 
-def resampled_bin_rates(
-    scores: NDArray[np.float64],
-    bin_index: NDArray[np.intp],
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> NDArray[np.float64]:
+def resampled_bin_rates(scores: NDArray[np.float64], bin_index: NDArray[np.intp], n_resamples: int,
+                        rng: np.random.Generator) -> NDArray[np.float64]:
     """Observed rates (bins, B) of every non-empty bin under ``B`` label redraws, the
     events drawn from each bin's Poisson-binomial law."""
     # np.unique(bin_index, return_inverse=True, return_counts=True) by counting (bins are
@@ -54,15 +50,9 @@ def resampled_bin_rates(
     return events / counts[:, None].astype(np.float64)
 
 
-def consistency_band(
-    scores: NDArray[np.float64],
-    *,
-    n_bins: int = 15,
-    strategy: Strategy = "uniform",
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    rng: np.random.Generator,
-) -> ConsistencyBand:
+def consistency_band(scores: NDArray[np.float64], *, n_bins: int = 15,
+                     strategy: Strategy = "uniform", n_resamples: int = 1000, level: float = 0.95,
+                     rng: np.random.Generator) -> ConsistencyBand:
     """The ``level`` consistency band of each non-empty bin: the ``(1 - level) / 2`` and
     ``(1 + level) / 2`` quantiles of ``acc*_b`` over ``n_resamples`` outcome redraws.
 

@@ -71,11 +71,9 @@ def expected_calibration_error_l2(
 
 
 @accepts_1d
-def classwise_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", norm: str = "l1",
-    weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def classwise_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
+                  strategy: Strategy = "uniform", norm: str = "l1",
+                  weights: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """Class-wise ECE: every class's one-vs-rest binned ECE, averaged over classes.
 
     For two classes this averages the ECE of ``p_1`` and of ``p_0 = 1 - p_1``.
@@ -85,11 +83,9 @@ def classwise_ece(
 
 
 @accepts_1d
-def debiased_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", notion: Notion | None = None,
-    weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def debiased_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
+                 strategy: Strategy = "uniform", notion: Notion | None = None,
+                 weights: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """Debiased l2 ECE ``sqrt(max(0, debiased squared error))`` (Kumar et al. 2019)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
     squared = debiased_squared_from_sums(binned.sums(weights))
@@ -160,10 +156,9 @@ def canonical_from_sums(count: NDArray[np.float64], prob_sums: NDArray[np.float6
 
 
 @accepts_1d
-def canonical_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 10,
-    distance: str = "tv", weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def canonical_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 10,
+                  distance: str = "tv", weights: NDArray[np.float64] | None = None
+                 ) -> float | NDArray[np.float64]:
     """Canonical ECE on a per-dimension uniform grid of ``n_bins`` bins per class.
 
     Cells use CalibrationErrors.jl's convention: coordinate ``p`` in bin ``ceil(n_bins p)``,

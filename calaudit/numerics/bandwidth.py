@@ -20,9 +20,8 @@ from calaudit.numerics.pairwise import BLOCK_ENTRIES, tile_rows_for
 SAMPLE_PAIRS = 200_000
 
 
-def median_distance(
-    features: NDArray[np.float64], distance: str, *, max_entries: int = BLOCK_ENTRIES
-) -> float:
+def median_distance(features: NDArray[np.float64], distance: str, *,
+                    max_entries: int = BLOCK_ENTRIES) -> float:
     """Exact median of the full ``n x n`` matrix of ``distance`` between rows."""
     x = np.asarray(features, dtype=np.float64)
     x = x[:, None] if x.ndim == 1 else x

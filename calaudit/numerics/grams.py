@@ -61,10 +61,8 @@ def cached(gram: Gram, max_entries: int = BLOCK_ENTRIES) -> Gram:
     return DenseGram(gram.block(slice(0, n), slice(0, n)))
 
 
-def within_block_kernels(
-    kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,
-    first_block: int, stop_block: int,
-) -> NDArray[np.float64]:
+def within_block_kernels(kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,
+                         first_block: int, stop_block: int) -> NDArray[np.float64]:
     """Kernel matrices (blocks, blocksize, blocksize) inside the blocks ``first_block ..
     stop_block - 1`` of ``blocksize`` consecutive rows."""
     x = features[first_block * blocksize: stop_block * blocksize]

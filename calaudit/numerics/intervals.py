@@ -8,9 +8,8 @@ from numpy.typing import ArrayLike, NDArray
 from calaudit.numerics.distributions import norm_ppf
 
 
-def wilson_interval(
-    successes: ArrayLike, trials: ArrayLike, confidence_level: float = 0.95
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def wilson_interval(successes: ArrayLike, trials: ArrayLike, confidence_level: float = 0.95
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Wilson score interval (Wilson 1927), vectorised: with ``z = Phi^{-1}((1 + level) /
     2)``, ``p = k / n``, centre ``(p + z^2 / 2n) / (1 + z^2 / n)``, half-width ``z / (1 +
     z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)``."""

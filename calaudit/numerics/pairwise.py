@@ -41,9 +41,8 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     return int(min(max(n, 1), max(16, block_entries // max(n, 1))))
 
 
-def kernel_matmul(
-    gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
-) -> NDArray[np.float64]:
+def kernel_matmul(gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
+                 ) -> NDArray[np.float64]:
     """``K @ Z`` for ``Z`` (n,) or (n, q): each tile's upper block ``K[a, a_start:]`` used
     for ``out[a]`` and, by symmetry, ``out[a_end:]``."""
     n = gram.n
@@ -59,13 +58,8 @@ def kernel_matmul(
     return out.reshape(matrix.shape)
 
 
-def kernel_quadratic_forms(
-    gram: Gram,
-    z: NDArray[np.float64],
-    *,
-    exclude_diagonal: bool = True,
-    tile_rows: int | None = None,
-) -> NDArray[np.float64]:
+def kernel_quadratic_forms(gram: Gram, z: NDArray[np.float64], *, exclude_diagonal: bool = True,
+                           tile_rows: int | None = None) -> NDArray[np.float64]:
     """``Q_c = sum_{i, j} K_ij <Z_i., Z_j.>_c`` for ``Z`` (n,), (n, q) or (n, m, q) (result
     (), (q,), (q,); ``<., .>`` over classes), without the ``i = j`` terms when
     ``exclude_diagonal``: the SKCE's ``sum_{i != j} h_ij`` (Widmann et al. 2019, eq. 6)."""
@@ -93,16 +87,11 @@ def kernel_quadratic_forms(
     return totals.reshape(m, q).sum(axis=0)
 
 
-def kernel_forms_and_matmul(
-    gram: Gram,
-    z: NDArray[np.float64],
-    w: NDArray[np.float64] | None = None,
-    *,
-    exclude_diagonal: bool = True,
-    tile_rows: int | None = None,
-    dtype: type = np.float64,
-    matmul_dtype: type | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def kernel_forms_and_matmul(gram: Gram, z: NDArray[np.float64],
+                            w: NDArray[np.float64] | None = None, *, exclude_diagonal: bool = True,
+                            tile_rows: int | None = None, dtype: type = np.float64,
+                            matmul_dtype: type | None = None
+                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:func:`kernel_quadratic_forms` of ``Z`` ((n, q) or (n, m, q)) and :func:`kernel_matmul`
     ``K @ W`` (``W`` (n, r) or ``None``) from one pass over the kernel.
 

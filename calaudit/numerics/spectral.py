@@ -66,10 +66,9 @@ def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
     return rows
 
 
-def pivoted_cholesky(
-    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
-    block: int = 64, weights: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], float]:
+def pivoted_cholesky(evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float,
+                     max_rank: int, block: int = 64, weights: NDArray[np.float64] | None = None
+                    ) -> tuple[NDArray[np.float64], float]:
     """Rows ``L`` (r x n) with ``K ~ L^T L`` and the residual's trace (of ``W^1/2 (K - L^T
     L) W^1/2`` with ``weights``), by blocks of ``block`` candidates (largest residual
     diagonal) until it is at most ``tolerance`` or ``max_rank`` rows exist."""
@@ -102,10 +101,8 @@ def pivoted_cholesky(
     return factor[:rank], float(residual.sum() if weights is None else residual @ weights)
 
 
-def low_rank_spectrum(
-    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
-    weights: NDArray[np.float64] | None = None,
-) -> KernelSpectrum:
+def low_rank_spectrum(evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float,
+                      max_rank: int, weights: NDArray[np.float64] | None = None) -> KernelSpectrum:
     """Leading eigenpairs of ``K ~ L^T L`` from ``L L^T = V diag(w) V^T``: eigenvalues ``w``,
     eigenvectors ``L^T V diag(w)^(-1/2)``; ``w <= r eps max(w)`` dropped."""
     rows, residual_trace = pivoted_cholesky(evaluate, points, tolerance=tolerance,
@@ -120,15 +117,9 @@ def low_rank_spectrum(
     return KernelSpectrum(vectors, values, "low_rank", residual_trace)
 
 
-def kernel_spectrum(
-    evaluate: KernelBlock,
-    points: NDArray[np.float64],
-    *,
-    method: str = "low_rank",
-    tolerance: float = 1e-10,
-    max_rank: int = 4000,
-    weights: NDArray[np.float64] | None = None,
-) -> KernelSpectrum:
+def kernel_spectrum(evaluate: KernelBlock, points: NDArray[np.float64], *, method: str = "low_rank",
+                    tolerance: float = 1e-10, max_rank: int = 4000,
+                    weights: NDArray[np.float64] | None = None) -> KernelSpectrum:
     """Eigendecomposition of ``K_ij = k(x_i, x_j)`` (``exact`` or ``low_rank``: pivoted
     Cholesky to ``tolerance``, at most ``max_rank`` pivots); with ``weights`` that of
     ``W^1/2 K W^1/2``."""

@@ -110,21 +110,14 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
     return metrics
 
 
-def estimate_squared_error(
-    y_true,
-    y_proba,
-    target: str = "cce2",
-    *,
-    estimators: Sequence[str] = ESTIMATORS,
-    n_folds: int = 5,
-    test_fraction: float = 0.2,
-    grid_sizes: Mapping[str, int | None] | None = None,
-    settings: Settings | None = None,
-    random_state: np.random.Generator | int | None = None,
-    rng: np.random.Generator | int | None = None,
-    sample_weight=None,
-    weight_kind: str = "frequency",
-) -> SquaredErrorResult:
+def estimate_squared_error(y_true, y_proba, target: str = "cce2", *,
+                           estimators: Sequence[str] = ESTIMATORS, n_folds: int = 5,
+                           test_fraction: float = 0.2,
+                           grid_sizes: Mapping[str, int | None] | None = None,
+                           settings: Settings | None = None,
+                           random_state: np.random.Generator | int | None = None,
+                           rng: np.random.Generator | int | None = None, sample_weight=None,
+                           weight_kind: str = "frequency") -> SquaredErrorResult:
     """Estimate ``TCE_2^2``, ``CWCE_2^2`` or ``CCE_2^2`` with the estimator and
     hyperparameters that minimise the cross-validated risk of Gruber & Bach (eq. 20).
 
