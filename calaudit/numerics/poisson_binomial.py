@@ -105,13 +105,10 @@ class RunningLaw:
               rows: int) -> None:
         """Multiply by the piece ``law`` (of ``offset + k``; ``rows`` rows with ``sum p =
         mean`` and ``sum p (1 - p) = variance``)."""
-        self.law = _product(self.law, law)
-        self.offset += offset
         self.mean, self.variance = self.mean + mean, self.variance + variance
         self.rows += rows
-        lo, hi = window(self.mean, self.variance, self.rows)
-        lo, hi = max(lo, self.offset), min(hi, self.offset + self.law.size - 1)
-        self.law, self.offset = self.law[lo - self.offset:hi - self.offset + 1], lo
+        self.offset, self.law = _cut(self.offset + offset, _product(self.law, law), 1,
+                                     self.mean, self.variance, self.rows)
 
     def result(self) -> tuple[int, NDArray[np.float64]]:
         """``(offset, P(S = offset + k))`` normalised to sum 1."""
@@ -255,9 +252,7 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
     sharing a unit count ``d`` give ``d`` copies of their Poisson-binomial sum
     (:func:`convolution_power`), the counts' laws multiplied and cut to the running
     window; the repeated rows' law in O(rows)."""
-    offset, out = 0, np.ones(1)
-    mean = variance = 0.0
-    total = 0
+    running = RunningLaw()
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
     for count in distinct(units[units > 0]):
         q = p[units == count]
@@ -265,13 +260,8 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
         q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
         single = windowed_pmf(q) if q.size > CHUNK_ROWS else (0, pmf(q))
         lo, part = convolution_power(*single, d, q_mean, q_variance, q.size)
-        out = _product(out, part)
-        offset += lo
-        mean, variance, total = mean + d * q_mean, variance + d * q_variance, total + d * q.size
-        lo, hi = window(mean, variance, total)
-        lo, hi = max(lo, offset), min(hi, offset + out.size - 1)
-        out, offset = out[lo - offset:hi - offset + 1], lo
-    return offset, out / out.sum()
+        running.times(lo, part, d * q_mean, d * q_variance, d * q.size)
+    return running.result()
 
 
 def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
