@@ -19,8 +19,7 @@ Statistics = Callable[[NDArray[np.float64]], Mapping[str, NDArray[np.float64]]]
 def bootstrap_replicates(statistics: Statistics, n: int, rng: np.random.Generator,
                          n_resamples: int, max_entries: int = BATCH_ENTRIES
                          ) -> dict[str, NDArray[np.float64]]:
-    """Replicates of every statistic returned by ``statistics(weights)``, all computed on
-    the same resamples (batches of bootstrap counts)."""
+    """Replicates of every statistic of ``statistics(weights)`` on the same resamples."""
     collected: dict[str, list[NDArray[np.float64]]] = {}
     for q in batch_sizes(n_resamples, n, max_entries):
         for key, values in statistics(bootstrap_counts(rng, n, q)).items():

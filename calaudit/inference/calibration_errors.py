@@ -234,8 +234,7 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
 
 def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
                         strategy: Strategy, canonical_distance: str) -> tuple[Any, ...]:
-    """The statistics of row-weight matrices of :func:`ece_variants` and its binned
-    views."""
+    """The statistics of row-weight matrices of :func:`ece_variants`, its binned views."""
     m = y_proba.shape[1]
     binning = {"n_bins": n_bins, "strategy": strategy}
     scalar = notion_outcomes(y_true, y_proba, **binning)

@@ -63,9 +63,8 @@ def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDAr
 
 def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
                             size: int, weighted: bool = False) -> dict[str, NDArray]:
-    """Per-group events, counts and expected events of the rows ``[start, stop)``
-    (groups: ``searchsorted(inner, p, "left")``, ``inner`` the inner breaks), each row
-    counted ``w`` times when ``weighted``."""
+    """Per-group events, counts and expected events of the rows ``[start, stop)`` (groups
+    ``searchsorted(inner, p, "left")``), each row counted ``w`` times when ``weighted``."""
     read = rows.read(start, stop, ["y", "p", "w"] if weighted else ["y", "p"])
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
     index = np.searchsorted(inner, p, side="left")
@@ -243,8 +242,7 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
 def clinical_metrics_of_rows(rows: Any, n: int, events: int, clipped: int, *,
                              ci_level: float = 0.95) -> tuple[MetricResult, ...]:
     """:func:`clinical_metrics` (Wald intervals, unweighted) of the ``n`` rows of a row
-    source (``y``, ``logit`` = ``logit(clip(p))``; ``events`` positive, ``clipped``
-    clipped)."""
+    source (``y``, ``logit(clip(p))``; ``events`` positive, ``clipped`` clipped)."""
     if not 0 < events < n:
         return _needs_both_classes()
     return recalibration_metrics(recalibration_of_rows(rows, n, clipped), ci_level, {}, None)

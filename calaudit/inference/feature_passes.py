@@ -194,8 +194,7 @@ def shared_labels(features: FourierFeatures, labels: int, seed: int, stream: str
 
 def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
                      totals: NDArray[np.int64], seed: int, stream: str) -> dict[str, Any]:
-    """The bootstrap entries of :func:`label_partial`'s ``shared`` (``residuals`` (n, k)
-    scaled, ``totals`` (blocks, B))."""
+    """The bootstrap entries of :func:`label_partial`'s ``shared``."""
     grid = psi_exponent(features, residuals)
     return {"boot_totals": totals, "boot_seed": int(seed), "boot_stream": stream,
             "psi_grid": grid, "h_bound": h_bound_of(features, residuals, grid)}

@@ -134,8 +134,7 @@ def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[n
 
 def reduce_rows(partial: Any, n: int, task_rows: int, rows: Any,
                 shared: dict[str, Any]) -> dict[str, NDArray]:
-    """``scale.map_sum(partial, task_ranges(n, task_rows), shared)`` with the row source
-    ``rows`` as ``shared["rows"]``."""
+    """``scale.map_sum`` of ``partial`` over ``task_ranges(n, task_rows)`` on ``rows``."""
     return scale.map_sum(partial, task_ranges(n, task_rows), {**shared, "rows": rows})
 
 
@@ -188,9 +187,8 @@ def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
 def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
                         r: NDArray[np.float64], exact: Gram,
                         residual_scale: float = 1.0) -> dict:
-    """``T_D`` against the exact U-statistic on the same rows (a subsample: ``exact`` is
-    the exact kernel's Gram of the rows ``x``), and the root-mean-square and largest
-    difference between the feature kernel and the exact kernel over those pairs."""
+    """``T_D`` against the exact U-statistic on the rows ``x`` (``exact`` their exact Gram),
+    and the RMS and largest difference between the feature and exact kernels."""
     rows = x.shape[0]
     rr = np.asarray(r, dtype=np.float64) * residual_scale
     exact_value = float(kernel_quadratic_forms(exact, as_columns(rr))[0]) / (rows * (rows - 1))
@@ -219,8 +217,7 @@ class FeatureTerms(SkceEstimators):
 
 @dataclass(frozen=True)
 class FeaturePass:
-    """One pass's terms, bootstrap count forms and terms of the bootstrap's kernel (or
-    ``None``), and consistency test (or ``None``)."""
+    """One pass's terms, bootstrap forms and kernel terms, and consistency test (or None)."""
 
     terms: FeatureTerms
     forms: CountForms | None
@@ -324,8 +321,7 @@ class SkceFeatures:
                                  residual_scale=self.scale)
 
     def approximation(self, kernel: StationaryKernel, rng: np.random.Generator) -> dict:
-        """Feature vs exact ``SKCE_uq`` on a seeded subsample of
-        :data:`APPROXIMATION_ROWS` rows."""
+        """Feature vs exact ``SKCE_uq`` on :data:`APPROXIMATION_ROWS` seeded rows."""
         n = self.x.shape[0]
         rows = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))

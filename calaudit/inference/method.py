@@ -51,9 +51,8 @@ def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS, dims: int
 
 @dataclass(frozen=True)
 class Computation:
-    """The settings of the ``method`` rule: ``method`` (``auto``, ``exact`` or
-    ``features``), ``n_features`` (``D``; ``None``: the size rule) and
-    ``exact_budget_seconds`` (``auto``'s budget for the exact path)."""
+    """The ``method`` rule's settings: ``method``, ``n_features`` (``D``; ``None``: the size
+    rule) and ``exact_budget_seconds`` (``auto``'s budget for the exact path)."""
 
     method: str = "auto"
     n_features: int | None = None

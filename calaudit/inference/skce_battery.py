@@ -77,9 +77,8 @@ class SkceBattery:
 
 @dataclass(frozen=True)
 class _Estimates:
-    """What the metrics and tests share: ``terms`` of the resampling tests' kernel
-    (``None``: no quadratic estimator), ``reported`` terms and params of the estimates,
-    bootstrap count ``forms``, ``params`` (kernel and computation)."""
+    """What the metrics and tests share: the resampling tests' ``terms`` (``None``: no
+    quadratic estimator), the ``reported`` terms and params, the bootstrap ``forms``."""
 
     inputs: ArrayInputs | RowInputs
     kernel: StationaryKernel
@@ -143,8 +142,7 @@ class ArrayInputs:
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
                  **options: Any) -> SkceBattery:
-    """:func:`skce_battery_of_inputs` of predictions ``y_proba`` (n, m) with residuals
-    ``e_{y_i} - p_i`` (n, m)."""
+    """:func:`skce_battery_of_inputs` of ``y_proba`` (n, m) and residuals ``e_y - p``."""
     return skce_battery_of_inputs(ArrayInputs(y_proba, residuals), **options)
 
 
@@ -223,8 +221,7 @@ def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "ex
 
 def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
                ) -> tuple[QuadraticTerms, CountForms]:
-    """Estimates and bootstrap count forms; the first batch shares its engine pass with
-    the estimate (``H 1``)."""
+    """Estimates and bootstrap count forms (the first batch shares the estimate's pass)."""
     sizes = list(batch_sizes(n_resamples, gram.n))
     terms, first = bootstrap_pass(gram, bootstrap_counts(rng, gram.n, sizes[0]))
     parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, gram.n, q))
@@ -236,9 +233,8 @@ def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
 
 def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
              rng: np.random.Generator) -> tuple[MetricResult, ...]:
-    """``skce_b``, ``skce_uq``, ``skce_ul`` and ``skce_block``, with intervals when
-    ``ci_level`` is set (the quadratic ones from the bootstrap count forms, the linear
-    ones from a bootstrap of their terms on ``rng``)."""
+    """``skce_b``, ``skce_uq``, ``skce_ul`` and ``skce_block``, with (``ci_level``)
+    bootstrap intervals (the linear ones' resamples drawn with ``rng``)."""
     terms, params = estimates.reported
     forms = estimates.forms
     params = dict(params) if terms else {**params, "note": f"skipped: {estimates.limit}"}
@@ -333,9 +329,8 @@ def _linear(estimates: _Estimates) -> TestResult:
 
 
 def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
-    """Arcones-Gine bootstrap test of ``n/(n-1) SKCE_uq - SKCE_b``. A features run's
-    statistic comes from the bootstrap's own kernel (the pass rounds ``psi_i = phi_i r_i``
-    to a grid), so the statistic and its replicates come from the same kernel."""
+    """Arcones-Gine bootstrap test of ``n/(n-1) SKCE_uq - SKCE_b`` (a features run's
+    statistic from the bootstrap's own rounded kernel, as its replicates)."""
     test_id, terms, feature_pass = "skce_uq_asymptotic", estimates.terms, estimates.feature_pass
     boot_terms = feature_pass.boot_terms if feature_pass is not None else None
     statistic = quadratic_statistic(boot_terms or terms)
@@ -347,8 +342,7 @@ def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
 
 
 def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator) -> TestResult:
-    """Consistency resampling test of ``SKCE_uq`` (a features run's null comes from its
-    pass)."""
+    """Consistency resampling test of ``SKCE_uq``."""
     test_id, terms = "skce_consistency", estimates.terms
     if estimates.feature_pass is not None:
         result = estimates.feature_pass.consistency

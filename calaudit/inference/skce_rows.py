@@ -158,9 +158,8 @@ class RowFeatures:
 
     def bootstrap_shared(self, seed: int, n_boot: int, stack: contextlib.ExitStack
                          ) -> dict[str, Any]:
-        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source (grids
-        from two max-reductions; totals drawn where the partials run, until ``stack``
-        exits)."""
+        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source (totals
+        drawn where the partials run, held until ``stack`` exits)."""
         features, n = self.features, self.rows.n
         totals = stack.enter_context(scale.made(totals_table, seed, "skce_bootstrap", n,
                                                 n_boot))

@@ -59,9 +59,8 @@ def bound_pvalue_biased(estimate: float, n: int, bound: float = UNIFORM_BOUND) -
 
 
 def smallest_bound_pvalue(n: int, estimator: str, bound: float = UNIFORM_BOUND) -> float:
-    """The smallest p-value a bound test can give at sample size ``n`` (estimate ``= B``,
-    its largest possible value since ``|h_ij| <= B``). If it exceeds alpha, no data set of
-    this size can reject: the test is INCONCLUSIVE."""
+    """The smallest p-value a bound test can give at ``n`` (estimate ``= B``, its largest
+    value since ``|h_ij| <= B``); above alpha the test is INCONCLUSIVE."""
     if estimator == "b":
         return bound_pvalue_biased(bound, n, bound)
     return bound_pvalue_unbiased(bound, n, bound)
@@ -193,8 +192,7 @@ BOOTSTRAP_GEMM_DTYPE = np.float32
 
 def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
                 quadratic: NDArray[np.float64] | None = None) -> CountForms:
-    """All quadratic and linear count forms of one batch (``quadratic`` = ``C^T H C`` when
-    already computed, e.g. by :func:`bootstrap_pass`)."""
+    """The count forms of one batch (``quadratic`` = ``C^T H C`` when already computed)."""
     if quadratic is None:
         quadratic, _ = kernel_forms_and_matmul(gram, counts, exclude_diagonal=False,
                                                dtype=BOOTSTRAP_GEMM_DTYPE)
@@ -205,8 +203,8 @@ def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
 
 def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
                    ) -> tuple[QuadraticTerms, CountForms]:
-    """The quadratic terms (``H 1``, ``diag H``) and the count forms of a first batch of
-    bootstrap counts in **one** engine pass (each block of ``H`` computed once)."""
+    """The quadratic terms (``H 1``, ``diag H``) and a first batch's count forms in one
+    engine pass."""
     quadratic, row_sums = kernel_forms_and_matmul(gram, counts, np.ones((gram.n, 1)),
                                                   exclude_diagonal=False,
                                                   dtype=BOOTSTRAP_GEMM_DTYPE,

@@ -34,9 +34,8 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          band_resamples: int | None = None,
                          rng: np.random.Generator | None = None,
                          classes: Sequence[str] | None = None) -> dict[str, Any]:
-    """``{"reliability": panel, "smooth_reliability": curve}`` for the binary (two
-    classes) or top-label notion; for more than two classes also
-    ``reliability_per_class`` (:func:`weighted_per_class`, named by ``classes``)."""
+    """``{"reliability": panel, "smooth_reliability": curve}`` (binary or top-label) and,
+    for more than two classes, ``reliability_per_class`` (:func:`weighted_per_class`)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
                                band_resamples, rng)

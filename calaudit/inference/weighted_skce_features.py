@@ -117,8 +117,7 @@ def group_exponents(alpha: NDArray[np.float64], lowest: int) -> NDArray[np.int64
 
 
 def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
-    """The exponent groups of the rows of positive ``alpha`` (at most :data:`SPAN` below
-    the largest)."""
+    """The exponent groups of the rows of positive ``alpha`` (at most :data:`SPAN` low)."""
     kept = alpha[alpha > 0]
     if not kept.size:
         return np.zeros(1, dtype=np.int64)
@@ -203,8 +202,7 @@ def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64], parts: int 
 
 def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, law,
                  n_resamples: int):
-    """(rows, 1 + B) counts of each label ``k >= 1`` in turn: the observed, then the
-    redraws."""
+    """(rows, 1 + B) counts of each label ``k >= 1`` in turn: observed, then redrawn."""
     m = law.shape[1]  # float32 holds every count up to 2^24 exactly
     out = np.empty((y.size, 1 + n_resamples),
                    dtype=np.float32 if np.max(units, initial=0) <= 2**24 else np.float64)

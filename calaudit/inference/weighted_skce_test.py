@@ -113,8 +113,7 @@ def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
 
 
 def too_few_units(units: float) -> str | None:
-    """The weighted rows' units (frequency weights) or rows of positive weight (design
-    weights) are fewer than a global test needs."""
+    """Whether the units (frequency) or rows of positive weight are too few for a test."""
     if units < rules.MIN_ROWS:
         return (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
                 "needed for any global test")

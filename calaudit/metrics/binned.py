@@ -52,9 +52,8 @@ class BinnedOutcomes:
     @classmethod
     def build(cls, scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
               n_bins: int, strategy: Strategy) -> BinnedOutcomes:
-        """Bins from :func:`~calaudit.numerics.binning.bin_index` (right-closed, 0 in the
-        first bin, equal-width bins as ``ceil(n_bins * s)``); quantile edges are taken from
-        these scores."""
+        """Bins of :func:`~calaudit.numerics.binning.bin_index` (quantile edges from these
+        scores)."""
         index, edges = bin_index(scores, n_bins, strategy)
         return cls(scores, outcomes, Cells(index, edges.size - 1), edges)
 
@@ -90,9 +89,8 @@ def mce_from_sums(sums: BinSums) -> NDArray[np.float64]:
 
 
 def debiased_squared_from_sums(sums: BinSums) -> NDArray[np.float64]:
-    """Bias-corrected squared l2 error: each bin's ``(acc - conf)^2`` minus the variance
-    ``acc (1 - acc) / (n_b - 1)`` of its event rate; bins with ``n_b < 2`` count as 0
-    (Kumar et al. 2019, ``unbiased_square_ce``). May be negative."""
+    """Bias-corrected squared l2 error: each bin's ``(acc - conf)^2`` minus ``acc (1 - acc)
+    / (n_b - 1)``, bins with ``n_b < 2`` as 0 (Kumar et al. 2019). May be negative."""
     filled, conf, acc = sums.means()
     usable = filled & (sums.count >= 2)
     safe = np.where(usable, sums.count - 1.0, 1.0)

@@ -226,8 +226,7 @@ class RecalibrationRows:
 
 def _both_fits(source: Any, n: int, q: int, weighted: bool
                ) -> tuple[LogisticFit, LogisticFit]:
-    """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``[, ``weights``]),
-    placed once and fitted in lockstep."""
+    """The CITL and slope fits on the rows of ``source``, placed once, in lockstep."""
     with scale.resident(source) as rows:
         large, slope = fit_placed_many(rows, n, [
             (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
@@ -272,8 +271,7 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
 
 
 def recalibration_of_rows(rows: Any, n: int, clipped: int) -> Recalibration:
-    """:func:`logistic_recalibration` (unweighted) of the ``n`` rows of a row source with
-    columns ``y`` and ``logit`` (``logit(clip(p))``; ``clipped`` of them clipped)."""
+    """:func:`logistic_recalibration` (unweighted) of a row source (``y``, ``logit``)."""
     return _recalibration(*_both_fits(rows, n, 1, False), clipped, 1.0)
 
 

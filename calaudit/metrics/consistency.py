@@ -37,8 +37,7 @@ class ConsistencyBand:
 
 def resampled_bin_rates(scores: NDArray[np.float64], bin_index: NDArray[np.intp], n_resamples: int,
                         rng: np.random.Generator) -> NDArray[np.float64]:
-    """Observed rates (bins, B) of every non-empty bin under ``B`` label redraws, the
-    events drawn from each bin's Poisson-binomial law."""
+    """Observed rates (bins, B) of every non-empty bin under ``B`` label redraws."""
     # np.unique(bin_index, return_inverse=True, return_counts=True) by counting (bins are
     # small non-negative integers): no sorted copies of the n indices
     every = np.bincount(bin_index)

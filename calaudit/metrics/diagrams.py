@@ -22,8 +22,7 @@ BAND_LEVEL = 0.95
 
 def score_histogram(scores: NDArray[np.float64], n_bins: int = HISTOGRAM_BINS
                     ) -> dict[str, list[float] | list[int]]:
-    """Counts of ``scores`` in ``n_bins`` equal-width, right-closed bins on [0, 1]
-    (0 in the first bin, as every binned estimator here)."""
+    """Counts of ``scores`` in ``n_bins`` equal-width right-closed bins on [0, 1]."""
     index, edges = bin_index(scores, n_bins, "uniform")
     counts = np.bincount(index, minlength=n_bins)
     return {"edges": edges.tolist(), "counts": counts.astype(np.int64).tolist()}

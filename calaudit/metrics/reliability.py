@@ -57,8 +57,7 @@ class ReliabilityBins:
 
 def reliability_bins(scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
                      n_bins: int = 15, strategy: Strategy = "uniform") -> ReliabilityBins:
-    """Bin ``scores`` and tabulate counts, mean scores and observed rates (empty bins
-    dropped)."""
+    """The non-empty bins of ``scores`` with counts, mean scores and observed rates."""
     return bins_table(BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy))
 
 

@@ -75,8 +75,7 @@ def _multiply(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | Non
 
 
 def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[Law | None]]:
-    """Per panel of ``panels`` and bin: the law of its events under redrawn outcomes
-    (``None``: an empty bin), from one reduction over the fixed ranges."""
+    """Per panel and bin the law of its events under redrawn outcomes (``None``: empty)."""
     def compute() -> list[list[Law | None]]:
         with where_rows_are(rows):
             running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
@@ -89,8 +88,7 @@ def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[L
 
 
 def draw_events(laws: Sequence[Law | None], u: NDArray[np.float64]) -> NDArray[np.int64]:
-    """(cells, B) inverse-CDF draws of each cell's events from the uniforms ``u``
-    (cells, B); an empty cell (``None``) draws 0."""
+    """(cells, B) inverse-CDF draws of each cell's events (``None``: 0) from ``u``."""
     out = np.zeros(u.shape, dtype=np.int64)
     for c, law in enumerate(laws):
         if law is not None:

@@ -89,9 +89,8 @@ class Binning:
 
 
 def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
-    """The rows of ``data`` as a row source: a dataset's own (its tasks read their rows)
-    unless ``strategy`` needs every score in memory (quantile edges) or ``in_memory``
-    (bootstrap intervals resample every row), else the arrays."""
+    """The rows of ``data`` as a row source: its own unless quantile edges or
+    ``in_memory`` (bootstrap intervals) need the arrays."""
     rows = getattr(data, "rows", None)
     if rows is not None and strategy == "uniform" and not in_memory:
         return rows
@@ -100,9 +99,8 @@ def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) ->
 
 @contextlib.contextmanager
 def where_rows_are(rows: Any) -> Iterator[None]:
-    """The reductions of the block on the executor in force for a source whose tasks read
-    their own rows; rows already in this process are reduced here (threads): shipping
-    them to workers costs more than these linear passes."""
+    """Reductions on the executor in force for a source whose tasks read their own rows,
+    on threads here for rows already in this process."""
     if getattr(rows, "reads_own_rows", False):
         yield
         return
@@ -212,8 +210,7 @@ def _combine(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
 
 @dataclass(frozen=True)
 class BinnedSummary:
-    """The summed partials of :func:`summary_partial` over every row (module
-    docstring), with the statistics' inputs."""
+    """The summed partials of :func:`summary_partial` and the statistics' inputs."""
 
     n: int
     m: int
@@ -262,9 +259,8 @@ class BinnedSummary:
 
 def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
                    ) -> BinnedSummary:
-    """The :class:`BinnedSummary` of the row source ``rows`` (one reduction over the
-    fixed ranges; canonical cells of ``grid_bins`` bins per class, default
-    ``binning.n_bins``)."""
+    """The :class:`BinnedSummary` of ``rows`` (canonical cells of ``grid_bins`` bins per
+    class, default ``binning.n_bins``)."""
     grid_bins = binning.n_bins if grid_bins is None else int(grid_bins)
 
     def compute() -> dict[str, NDArray]:
