@@ -4,8 +4,8 @@ Arrieta-Ibarra, Gujral, Tannenbaum & Tygert, JMLR 23 (2022), sec. 2. With scores
 ascending (ties in row order) and outcomes ``y`` (binary: the label against ``p_1``;
 otherwise top-label), ``C_k = (1 / n) sum_{j <= k} (y_j - s_j)``, ``C_0 = 0``, and ``K =
 max_k C_k - min_k C_k``; the reported statistic is ``K / sigma``, ``sigma = sqrt(sum_j s_j
-(1 - s_j)) / n``. Consistency-resampling p-value: ``y*_j ~ Bernoulli(s_j)``, ``p = (1 +
-#{K* >= K}) / (1 + B)``.
+(1 - s_j)) / n``. Consistency-resampling p-value: ``y*_j ~ Bernoulli(s_j)``,
+``p = (1 + #{K* >= K}) / (1 + B)``.
 """
 
 from __future__ import annotations
