@@ -96,15 +96,10 @@ def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
                   exact_possible: bool = True, limit_note: str = "",
                   fixed: float = KERNEL_SECONDS, dims: int = 0) -> MethodChoice:
     """The path of one test with ``columns`` resampled columns (classes x resamples) and
-    a kernel on ``dims`` input columns.
-
-    ``config``: a :class:`Computation`, or any object with its three attributes.
-
-    ``rng`` gives the integer seed of the frequencies (drawn whatever the outcome, so the
-    stage's other streams never depend on it); ``exact_possible=False`` (with
-    ``limit_note`` saying why) sends ``auto`` to the features; ``fixed``: the estimate's
-    per-entry seconds of the passes that do not grow with the resamples.
-    """
+    a kernel on ``dims`` input columns under ``config`` (a :class:`Computation` or alike).
+    ``rng`` gives the frequencies' seed (drawn whatever the outcome);
+    ``exact_possible=False`` (``limit_note`` says why) sends ``auto`` to the features;
+    ``fixed``: the per-entry seconds of the passes that do not grow with the resamples."""
     seed = int(rng.integers(0, 2**62))
     requested = config.method
     estimate = exact_seconds(n, columns, fixed, dims)
