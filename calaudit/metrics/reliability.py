@@ -1,8 +1,5 @@
-"""Reliability bins: the per-bin table behind binned ECE/MCE and the reliability diagram.
-
-For a score ``s_i`` in [0, 1] (a confidence or a class probability) and an outcome
-``o_i`` in {0, 1} (correct / event), bin ``b`` holds ``n_b`` rows with mean score
-``conf_b`` and observed rate ``acc_b``; Guo et al. (2017), Naeini et al. (2015).
+"""Reliability bins: per bin ``b`` the rows ``n_b``, mean score ``conf_b`` and observed rate
+``acc_b`` of scores ``s_i`` and 0/1 outcomes ``o_i`` (Guo et al. 2017; Naeini et al. 2015).
 """
 
 from __future__ import annotations
