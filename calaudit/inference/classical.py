@@ -67,15 +67,11 @@ def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[
     ``searchsorted(inner, p, "left")``), each row counted ``w`` times when ``weighted``."""
     read = rows.read(start, stop, ["y", "p", "w"] if weighted else ["y", "p"])
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    w = np.asarray(read["w"], dtype=np.float64) if weighted else np.ones(p.size)
     index = np.searchsorted(inner, p, side="left")
-    if weighted:
-        w = np.asarray(read["w"], dtype=np.float64)
-        return {"events": np.bincount(index, weights=w * y, minlength=size),
-                "count": np.bincount(index, weights=w, minlength=size),
-                "expected": np.bincount(index, weights=w * p, minlength=size)}
-    return {"events": np.bincount(index, weights=y, minlength=size),
-            "count": np.bincount(index, minlength=size).astype(np.float64),
-            "expected": np.bincount(index, weights=p, minlength=size)}
+    return {"events": np.bincount(index, weights=w * y, minlength=size),
+            "count": np.bincount(index, weights=w, minlength=size),
+            "expected": np.bincount(index, weights=w * p, minlength=size)}
 
 
 @dataclass(frozen=True)

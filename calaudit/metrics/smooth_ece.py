@@ -125,17 +125,14 @@ def spread_arrays_partial(start: int, stop: int, *, rows: Any, size: int, weight
 def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
     """The spread of one block of rows onto the grid (one ``np.bincount`` per column)."""
-    q = 1 if weights is None else weights.shape[1]
-    out = np.empty((size, 2 * q))
     rows = scores.shape[0]
+    weights = np.ones((rows, 1)) if weights is None else weights
+    q = weights.shape[1]
+    out = np.empty((size, 2 * q))
     position = np.asarray(scores, dtype=np.float64) * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
     weight = position - left
-    residual = scores - outcomes
-    if weights is None:
-        values = np.stack([residual, np.ones(rows)], axis=1)
-    else:
-        values = np.hstack([residual[:, None] * weights, weights])
+    values = np.hstack([(scores - outcomes)[:, None] * weights, weights])
     contribution = np.empty((rows, 2, 2 * q))
     np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
     np.multiply(weight[:, None], values, out=contribution[:, 1])

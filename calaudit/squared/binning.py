@@ -41,14 +41,10 @@ def bin_features(train: Problem, eval_points: NDArray[np.float64],
     """``phi(x)``: the training mean residual of the bin (cell) of each evaluation row."""
     train_cells, eval_cells, n_cells = cell_labels(train.points, eval_points, n_bins,
                                                    train.simplex)
-    if train.weights is None:
-        counts = np.bincount(train_cells, minlength=n_cells).astype(np.float64)
-        residuals, overall = train.residuals, train.residuals.mean(axis=0)
-    else:
-        w = train.weights.weights
-        counts = np.bincount(train_cells, weights=w, minlength=n_cells)
-        residuals = train.residuals * w[:, None]
-        overall = residuals.sum(axis=0) / w.sum()
+    w = np.ones(train.points.shape[0]) if train.weights is None else train.weights.weights
+    counts = np.bincount(train_cells, weights=w, minlength=n_cells)
+    residuals = train.residuals * w[:, None]
+    overall = residuals.sum(axis=0) / w.sum()
     sums = np.stack([np.bincount(train_cells, weights=col, minlength=n_cells)
                      for col in residuals.T], axis=1)
     means = np.tile(overall, (n_cells, 1))
