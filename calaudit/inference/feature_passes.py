@@ -11,12 +11,10 @@ the SKCE) one pass gives (:mod:`calaudit.inference.feature_tests` assembles them
   ``Psi^T [1 | C]`` (``psi_i = phi_i r_i``, counts ``C``), ``C . h``, ``(C o C) . h``,
   ``sum C^2`` with ``h_i = |psi_i|^2``.
 
-``Phi`` and ``Psi`` are on grids of at most 11-bit integers and labels and counts are small
-integers, so every block product is an exact float32 GEMM (:func:`calaudit.numerics.
-features.exact_products`) and real weights go through exact parts: every partial sum is
-exact, and each resample's statistic is the same function of its labels as the observed
-one. Labels come from the stream ``(seed, stream, block)``, counts from ``(boot_seed,
-boot_stream, block)``.
+Every block product is an exact float32 GEMM (``Phi``, ``Psi`` on grids of at most 11-bit
+integers; labels and counts small integers; real weights as exact parts), so each
+resample's statistic is the same function of its labels as the observed one. Labels come
+from the stream ``(seed, stream, block)``, counts from ``(boot_seed, boot_stream, block)``.
 """
 
 from __future__ import annotations

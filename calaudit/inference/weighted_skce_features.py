@@ -1,36 +1,27 @@
 """The SKCE of weighted rows through random Fourier features (docs/weights.md), above
-``skce.max_quadratic_n`` rows or above :data:`~calaudit.metrics.weighted_skce.
-MAX_MEDIAN_ROWS` rows without a bandwidth (else :mod:`calaudit.inference.
-weighted_skce_test`).
+``skce.max_quadratic_n`` rows or :data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS`
+rows without a bandwidth (else :mod:`calaudit.inference.weighted_skce_test`).
 
-With ``phi~_i`` the weighted map of row ``i`` (the quantised map ``phi`` of
-:class:`calaudit.numerics.features.FourierFeatures`, times the row's factor on its group's
-grid, divided back), kernel ``k_ij = phi~_i . phi~_j`` and the unit counts of
-:mod:`calaudit.inference.weighted_skce_test` (``R_i``, ``A``, ``S2``):
+With the weighted map ``phi~_i`` (the quantised ``phi`` of :class:`calaudit.numerics.
+features.FourierFeatures` times the row's factor on its group's grid, divided back), kernel
+``k_ij = phi~_i . phi~_j`` and the unit counts ``R_i``, ``A``, ``S2`` of
+:mod:`calaudit.inference.weighted_skce_test` (Widmann et al. 2019, sec. 3):
+``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` and ``SKCE_uq = (|| sum_i R_i (x) phi~_i
+||^2 - U) / (A^2 - S2)``, ``U = sum_units a_u^2 |phi~_i|^2 ||e_y - p||^2``.
 
-* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3);
-* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)``, ``U = sum_units a_u^2
-  h_uu`` with ``h_uu = |phi~_i|^2 ||e_y - p||^2``.
+``R_ik = alpha_i (C_ik - t_i q_ik)`` (``C_ik`` the row's units of label ``k``, ``t_i`` in
+all, ``q`` the null law, ``alpha_i = f_i``, or ``f_i ((1 - p_i) + p_i / r_i)`` when
+negatives were kept at rate ``r_i``), so per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``)
+the statistics need ``G_k = Psi^T C_k - Psi^T (t q_k)``, ``Psi = diag(alpha) Phi``; ``U``,
+``A`` and ``S2`` are linear in the counts. ``Psi_i`` is rounded to the grid ``2^(e_i - s)``
+of its exponent group (``e_i = ceil(log2 alpha_i)``, at most :data:`SPAN` below the top),
+so ``Psi^T C`` is one exact float32 GEMM per group, label and piece of at most
+:data:`~calaudit.numerics.features.EXACT_WEIGHT` units.
 
-With ``C_ik`` the units of row ``i`` with label ``k`` (``t_i`` in all), ``R_ik = alpha_i
-(C_ik - t_i q_ik)``, ``q`` the null law (:func:`~calaudit.inference.weighted_skce_test.
-null_law`), ``alpha_i = f_i`` or ``f_i ((1 - p_i) + p_i / r_i)`` when negatives were kept
-at rate ``r_i``. So per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``) the statistics need
-``G_k = Psi^T C_k - Psi^T (t q_k)``, ``Psi = diag(alpha) Phi``, and ``U``, ``A``, ``S2``
-are linear in the counts.
-
-Exactness: ``Psi_i`` is ``alpha_i phi_i`` rounded to the grid ``2^(e_i - s)`` of its
-exponent group (``e_i = ceil(log2 alpha_i)``, rows more than :data:`SPAN` below the top in
-the lowest group), so ``Psi^T C`` is one float32 GEMM per group and label that never rounds
-(pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units), the other terms
-exact parts; groups share sums within a band (:func:`exponent_bands`).
-
-Redraws: each unit's label from ``q``, block by block from the stream ``(seed,
-"weighted_skce_consistency", block)`` (binary: :func:`~calaudit.numerics.block_draws.
-binomial_counts_into`; else :func:`~calaudit.numerics.block_draws.categorical_counts`);
-Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``. Default bandwidth: the weighted median
-heuristic of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
-:data:`MEDIAN_SUBSAMPLE` rows.
+Redraws: each unit's label from ``q``, from the stream ``(seed,
+"weighted_skce_consistency", block)``; Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``.
+Default bandwidth: the weighted median heuristic, above ``MAX_MEDIAN_ROWS`` rows on a
+seeded subsample of :data:`MEDIAN_SUBSAMPLE` rows.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """The SKCE on weighted rows as a statistic of unit counts, and its consistency test
 (docs/weights.md).
 
-Row ``i`` holds units: ``d_i`` of them for frequency weights (multiplier ``f_i = 1``),
-one for design weights (``f_i = d_i``). ``C_ik`` counts the units of row ``i`` with label
-``k``; a unit with label ``k`` weighs ``f_i a_ik`` (``a_i0 = 1 / r_i`` for the negatives of
-label-dependent sampling, else 1). With ``R_i = f_i sum_k C_ik a_ik (e_k - p_i)``, the
-total weight ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
-
-* ``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2``,
-* ``SKCE_uq = (sum_{i,j} kappa_ij <R_i, R_j> - sum_units (weight^2) ||e_y - p||^2)
-  / (A^2 - S2)``: the weighted U-statistic over pairs of distinct units (for frequency
-  weights without sampling, the U-statistic of the repeated rows; for design weights,
-  ``sum_{i != j} w_i w_j h_ij / (W^2 - sum w^2)``).
-
-The consistency test redraws the counts from the null law of the sampled labels and
-recomputes ``SKCE_uq``; Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``.
+Row ``i`` holds ``d_i`` units (frequency weights, ``f_i = 1``) or one (design weights,
+``f_i = d_i``); ``C_ik`` counts its units of label ``k``, each weighing ``f_i a_ik``
+(``a_i0 = 1 / r_i`` for sampled negatives, else 1). With ``R_i = f_i sum_k C_ik a_ik (e_k -
+p_i)``, ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
+``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2`` and ``SKCE_uq = (sum_{i,j} kappa_ij <R_i,
+R_j> - sum_units weight^2 ||e_y - p||^2) / (A^2 - S2)``, the U-statistic over pairs of
+distinct units. The consistency test redraws the counts from the null law; Monte-Carlo
+p-value ``(1 + #{T* >= T}) / (1 + B)``.
 """
 
 from __future__ import annotations
