@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.ece import scores_and_outcomes
-from calaudit.numerics.binning import assign_bins, bin_edges, uniform_bin_index
+from calaudit.numerics.binning import assign_bins, bin_edges, grid_cells, uniform_bin_index
 
 #: Equal-width bins of the score histogram on [0, 1] (the diagrams').
 HISTOGRAM_BINS = 50
@@ -151,7 +151,7 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     losses = -np.log(np.clip(true, EPS, 1.0))
     histogram = np.bincount(uniform_bin_index(panels[0][0], HISTOGRAM_BINS),
                             minlength=HISTOGRAM_BINS)
-    cells, inverse = _grid_cells(proba, grid_bins)
+    cells, inverse = grid_cells(proba, grid_bins)
     canonical = np.column_stack(
         [np.bincount(inverse, minlength=cells.shape[0])]
         + [np.bincount(inverse, proba[:, k], cells.shape[0]) for k in range(proba.shape[1])]
@@ -160,21 +160,6 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     return {"table": table, "brier": np.array(brier),
             "log_loss": np.array([losses.sum(), np.count_nonzero(true < EPS)]),
             "histogram": histogram, "cells": cells, "canonical": canonical}
-
-
-def _grid_cells(proba: NDArray[np.float64], n_bins: int
-                ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
-    """The distinct grid cells of the rows (sorted as
-    :func:`~calaudit.numerics.binning.grid_cell_index` numbers them: packed integers, or
-    rows of per-class bins when they do not pack into 62 bits) and each row's cell."""
-    m = proba.shape[1]
-    per_dim = uniform_bin_index(proba, n_bins).astype(np.int64)
-    if m * np.log2(max(n_bins, 2)) < 62:
-        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
-        cells, inverse = np.unique(packed, return_inverse=True)
-    else:
-        cells, inverse = np.unique(per_dim, axis=0, return_inverse=True)
-    return cells, inverse.reshape(-1)
 
 
 class _Cells:

@@ -64,18 +64,27 @@ def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64
     coordinate ``p`` in the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1), exactly
     CalibrationErrors.jl ``binindex`` (:func:`uniform_bin_index`)."""
     m = probs.shape[1]
-    if m * np.log2(max(n_bins, 2)) < 62:
-        powers = n_bins ** np.arange(m, dtype=np.int64)
+    if m * np.log2(max(n_bins, 2)) < 62 and n_bins ** m <= DENSE_CELLS:
+        # the rank among the cells used, without a sort
+        packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ (
+            n_bins ** np.arange(m, dtype=np.int64))
+        used = np.bincount(packed, minlength=n_bins ** m) > 0
+        return (np.cumsum(used) - 1)[packed]
+    return grid_cells(probs, n_bins)[1].astype(np.int64)
 
-        packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ powers
-        if n_bins ** m <= DENSE_CELLS:  # the rank among the cells used, without a sort
-            used = np.bincount(packed, minlength=n_bins ** m) > 0
-            return (np.cumsum(used) - 1)[packed]
-        return np.unique(packed, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    # too many cells for one int64: compare rows instead (slower sort)
+
+def grid_cells(probs: NDArray[np.float64], n_bins: int
+               ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """The distinct grid cells of the rows, sorted (packed integers, or rows of per-class
+    bins when they do not pack into 62 bits), and each row's cell."""
+    m = probs.shape[1]
     per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
-    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
-    return dense.reshape(-1).astype(np.int64)
+    if m * np.log2(max(n_bins, 2)) < 62:
+        cells, inverse = np.unique(per_dim @ (n_bins ** np.arange(m, dtype=np.int64)),
+                                   return_inverse=True)
+    else:  # too many cells for one int64: compare rows instead (slower sort)
+        cells, inverse = np.unique(per_dim, axis=0, return_inverse=True)
+    return cells, inverse.reshape(-1)
 
 
 def weighted_quantiles(x: NDArray[np.float64], weights: NDArray[np.float64],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import uniform_bin_index
+from calaudit.numerics.binning import grid_cells, uniform_bin_index
 from calaudit.squared.fitting import EvalSet
 from calaudit.squared.risk import mean_diagonal, pairwise_risk
 from calaudit.squared.targets import Problem
@@ -25,15 +25,9 @@ def cell_labels(train_points: NDArray[np.float64], eval_points: NDArray[np.float
     if not simplex:
         return (uniform_bin_index(train_points[:, 0], n_bins),
                 uniform_bin_index(eval_points[:, 0], n_bins), n_bins)
-    both = uniform_bin_index(np.vstack([train_points, eval_points]), n_bins)
-    if both.shape[1] * np.log2(max(n_bins, 2)) < 62:  # pack the cell into one integer
-        both = both @ (n_bins ** np.arange(both.shape[1], dtype=np.int64))
-        _, labels = np.unique(both, return_inverse=True)
-    else:
-        _, labels = np.unique(both, axis=0, return_inverse=True)
-    labels = labels.reshape(-1)
+    cells, labels = grid_cells(np.vstack([train_points, eval_points]), n_bins)
     n_train = train_points.shape[0]
-    return labels[:n_train], labels[n_train:], int(labels.max()) + 1
+    return labels[:n_train], labels[n_train:], int(cells.shape[0])
 
 
 def bin_features(train: Problem, eval_points: NDArray[np.float64],
