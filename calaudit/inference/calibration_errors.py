@@ -49,8 +49,7 @@ def estimates(statistics: Statistics, sample_weight: NDArray[np.float64] | None
     """The estimates: ``statistics(None)`` unweighted, else of the one weight column."""
     if sample_weight is None:
         return dict(statistics(None))
-    return {key: float(np.asarray(value).reshape(-1)[0])
-            for key, value in statistics(sample_weight[:, None]).items()}
+    return {key: _one(value) for key, value in statistics(sample_weight[:, None]).items()}
 
 
 def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,

@@ -49,7 +49,6 @@ class Cells:
         weighted = weights if values is None else values[:, None] * weights
         return np.asarray(self.membership @ weighted)
 
-
     def sums_of(self, values: Callable[[int, int], NDArray[np.float64]]
                 ) -> NDArray[np.float64]:
         """``self.sums(x)`` for ``x`` given by ``values(start, stop)``, its rows of each
