@@ -1,10 +1,6 @@
-"""Raw columns -> the validated fields of a :class:`~calaudit.data.dataset.CalibrationData`.
-
-Shared by the file loader and ``CalibrationData.from_arrays``: convert logits, apply the
-row rules, infer the classes, map the labels, encode the covariates, and drop or refuse
-bad rows. :func:`build` returns the fields (:class:`Validated`); the data object is
-``CalibrationData(*validated)``.
-"""
+"""Raw columns -> the validated fields of a :class:`~calaudit.data.dataset.CalibrationData`
+(for files and ``from_arrays`` alike): convert logits, apply the row rules, map the labels,
+encode the covariates, and drop or refuse bad rows."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ from calaudit.data.weights import SampleWeights, read_columns
 from calaudit.data.weights import finish as finish_weights
 from calaudit.exceptions import InputError
 
-#: Bytes per row of one kept column (float64 / int64), for the spill estimate.
-KEPT_BYTES_PER_ROW = 8
+KEPT_BYTES_PER_ROW = 8  # one kept column (float64 / int64), for the spill estimate
 
 
 @dataclass(frozen=True)
@@ -60,13 +55,9 @@ class RawInputs:
     unmatched: np.ndarray | None = None
     id_column: str | None = None
     files: tuple[SourceFile, ...] = ()
-    #: Prediction-row ids when other files were joined on ``id_column``.
-    ids: np.ndarray | None = None
-    #: Row layouts of the datasets among the inputs, by name (for error messages).
-    layouts: dict[str, Any] = field(default_factory=dict)
-    #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
-    dataset: dict[str, Any] | None = None
-    #: Row weights and the kept rate of negatives (docs/weights.md), with their columns.
+    ids: np.ndarray | None = None  # prediction-row ids when files were joined on an id
+    layouts: dict[str, Any] = field(default_factory=dict)  # datasets' row layouts, by name
+    dataset: dict[str, Any] | None = None  # :attr:`Provenance.dataset`
     weights: pd.Series | None = None
     weight_column: str | None = None
     rates: pd.Series | None = None
@@ -74,8 +65,7 @@ class RawInputs:
 
 
 class Validated(NamedTuple):
-    """The fields of a :class:`~calaudit.data.dataset.CalibrationData`, in its order:
-    ``CalibrationData(*validated)`` is the data object."""
+    """The fields of a :class:`~calaudit.data.dataset.CalibrationData`, in its order."""
 
     y_proba: np.ndarray
     y_true: np.ndarray
@@ -91,8 +81,7 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
     """(n, m) probabilities: softmax of logits, ``[1 - p, p]`` for one binary column,
     optionally renormalised rows. Returns the matrix and the count of renormalised rows."""
     if raw.kind == "probability" and raw.scores.shape[1] == 1:
-        # the common binary case written straight into its (n, 2) result: [1 - p, p],
-        # a block of rows at a time (16 bytes per row, in ``store``; no n-row temporary)
+        # the common binary case written straight into its (n, 2) result: [1 - p, p]
         out = (store or ColumnStore()).empty((raw.scores.shape[0], 2), np.float64)
         for start in range(0, out.shape[0], spill.BLOCK):
             stop = min(start + spill.BLOCK, out.shape[0])
@@ -101,7 +90,6 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
             positive[~np.isfinite(positive)] = 0.0
             np.subtract(1.0, positive, out=out[start:stop, 0])
         return out, 0
-    # every step works row by row, so it runs a block of rows at a time into ``out``
     n, m = raw.scores.shape
     out = (store or ColumnStore()).empty((n, 2 if m == 1 else m), np.float64)
     renormalized = 0
@@ -148,11 +136,8 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
 
 def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions,
                 store: ColumnStore | None = None) -> tuple[tuple[str, ...], np.ndarray]:
-    """Class names and the class index of every row (``UNKNOWN`` where unmatched).
-
-    Numeric and boolean labels map row by row, so they are mapped a block of rows at a
-    time into a ``store`` column; text labels need every distinct value first and are
-    mapped whole."""
+    """Class names and the class index of every row (``UNKNOWN`` where unmatched): numeric
+    labels a block of rows at a time into a ``store`` column, text labels whole."""
     n = len(raw.labels)
     if store is not None and _is_numeric(raw.labels) and not (
             raw.scores.shape[1] == 1 and options.positive_label is not None):
@@ -215,15 +200,12 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
 
 
 def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
-    if name in options.categorical:
-        return True
-    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    return not numeric
+    return name in options.categorical or not pd.api.types.is_numeric_dtype(values) \
+        or pd.api.types.is_bool_dtype(values)
 
 
 def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, int]:
-    """Rows dropped per rule, each row counted under the first rule it breaks (a block of
-    rows at a time)."""
+    """Rows dropped per rule, each row counted under the first rule it breaks."""
     new = [0] * len(problems)
     for start in range(0, n, spill.BLOCK):
         taken = np.zeros(min(spill.BLOCK, n - start), dtype=bool)
@@ -239,9 +221,7 @@ def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, i
 
 def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
           ) -> Validated:
-    """Validate ``raw`` and return the fields of the immutable data object. The kept
-    columns are allocated in ``store`` (anonymous, or spilled to disk:
-    :mod:`calaudit.data.spill`), which is the data object's ``spill`` when it spilled."""
+    """Validate ``raw``; the kept columns are allocated in ``store``."""
     n = int(raw.scores.shape[0])
     if store is None:
         store = ColumnStore()
@@ -330,19 +310,15 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
                  options: LoadOptions) -> None:
     """At least two rows, and two classes present when a test needs them."""
     if n_used < 2:
-        raise InputError(
-            f"{n_used} usable row(s); at least 2 are needed",
-            source=raw.score_source, rule="too_few_rows",
-            hint="check the file, or the rows --drop-invalid removed",
-        )
+        raise InputError(f"{n_used} usable row(s); at least 2 are needed",
+                         source=raw.score_source, rule="too_few_rows",
+                         hint="check the file, or the rows --drop-invalid removed")
     present = present_classes(codes)
     if options.require_two_classes and present.size < 2:
-        only = classes[int(present[0])]
-        raise InputError(
-            f"only class '{only}' occurs in the labels; calibration tests need two",
-            source=raw.label_source, column=raw.label_column, rule="single_class",
-            hint="audit a sample that contains both outcomes",
-        )
+        raise InputError(f"only class '{classes[int(present[0])]}' occurs in the labels; "
+                         "calibration tests need two", source=raw.label_source,
+                         column=raw.label_column, rule="single_class",
+                         hint="audit a sample that contains both outcomes")
 
 
 def present_classes(codes: np.ndarray) -> np.ndarray:
@@ -366,14 +342,13 @@ def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray
 def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
                       renormalize, drop_invalid, sample_weight=None, weight_kind="frequency",
                       negative_rate=None) -> Validated:
-    """The fields of ``CalibrationData.from_arrays``: arrays through the same rules as
-    files."""
+    """The fields of ``CalibrationData.from_arrays``."""
     scores = np.asarray(y_proba, dtype=np.float64)
     scores = scores[:, None] if scores.ndim == 1 else scores
     labels = pd.Series(np.asarray(y_true))
     if len(labels) != scores.shape[0]:
         raise InputError(f"y_true has {len(labels)} rows but y_proba has {scores.shape[0]}",
-                         source="<arrays>", rule="length_mismatch")
+                         source=rules.ARRAYS, rule="length_mismatch")
     if classes is None:
         classes = tuple(str(k) for k in range(scores.shape[1])) if scores.shape[1] > 1 else ()
     names = (("y_proba",) if scores.shape[1] == 1
@@ -383,15 +358,15 @@ def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, posi
         series = pd.Series(np.asarray(values))
         if len(series) != len(labels):
             raise InputError(f"covariate has {len(series)} rows, expected {len(labels)}",
-                             source="<arrays>", column=name, rule="length_mismatch")
-        covs.append((name, series, "<arrays>"))
-    raw = RawInputs(scores, names, tuple(classes), "probability", "<arrays>", labels,
-                    "y_true", "<arrays>", covs)
+                             source=rules.ARRAYS, column=name, rule="length_mismatch")
+        covs.append((name, series, rules.ARRAYS))
+    raw = RawInputs(scores, names, tuple(classes), "probability", rules.ARRAYS, labels,
+                    "y_true", rules.ARRAYS, covs)
     if sample_weight is not None:
         raw.weights, raw.weight_column = pd.Series(np.asarray(sample_weight)), "sample_weight"
         if len(raw.weights) != len(labels):
             raise InputError(f"sample_weight has {len(raw.weights)} rows, expected "
-                             f"{len(labels)}", source="<arrays>", rule="length_mismatch")
+                             f"{len(labels)}", source=rules.ARRAYS, rule="length_mismatch")
     options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
                           require_two_classes=False, weight_kind=weight_kind,
                           negative_rate=negative_rate)

@@ -1,22 +1,8 @@
 """Where the data is: one local file, or a dataset of files (a directory, a glob, an
-fsspec URL).
+fsspec URL of a supported protocol, :mod:`calaudit.data.remote`); docs/inputs.md.
 
-``locate(spec)`` turns what the user typed into a :class:`Location`:
-
-- a local file (no wildcard, not a directory): ``single`` (read by :mod:`calaudit.data.readers`);
-- a local directory: every ``.parquet``/``.pq`` or ``.csv``/``.tsv`` (optionally ``.gz``) file
-  below it; hive directories ``key=value/`` become columns;
-- a glob (``'preds/*.parquet'``, ``'part-*.csv'``, ``'preds/**/*.parquet'``): the files it
-  matches; the directories below its fixed prefix may be hive partitions;
-- a URL of a supported protocol (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...,
-  :data:`calaudit.data.remote.PROTOCOLS`): the same, on that fsspec filesystem, every wait
-  bounded and every failure one line (:mod:`calaudit.data.remote`); ``file://`` URLs are
-  local paths.
-
-Files are sorted by path, so global row numbers never depend on listing order. Names
+Files are sorted by path, so global row numbers never depend on listing order; names
 starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``) are skipped, as Spark and pyarrow do.
-Every local file must be a regular file (:func:`calaudit.files.check_regular`); the number of
-files and the depth of the directory walk are bounded (:mod:`calaudit.limits`).
 """
 
 from __future__ import annotations
@@ -30,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calaudit import limits
-from calaudit.data.readers import SUFFIXES, sha256_stream
+from calaudit.data.readers import sha256_stream, suffix_format
 from calaudit.data.remote import (
     PROTOCOLS,
     bounded_options,
@@ -43,7 +29,7 @@ from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
 from calaudit.limits import DATASET_MAX_DEPTH, DATASET_MAX_FILES
 
-#: Keys of an fsspec ``info()`` entry that hold the object store's entity tag.
+#: Keys of an fsspec ``info()`` entry that hold the object store's ETag.
 ETAG_KEYS = ("ETag", "etag", "Etag")
 _WILDCARD = re.compile(r"[*?\[]")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -64,7 +50,7 @@ class DataFile:
 @dataclass(frozen=True)
 class Location:
     """The resolved input: ``kind`` is ``file`` (one local file), ``directory``, ``glob`` or
-    ``url``; ``files`` are sorted by path; ``base`` is where hive partitions start."""
+    ``url``; ``base`` is where hive partitions start."""
 
     spec: str
     kind: str
@@ -79,7 +65,7 @@ class Location:
 
 
 def locate(spec: str | os.PathLike[str]) -> Location:
-    """Resolve ``spec`` (see the module docstring)."""
+    """Resolve what the user typed (``file://`` URLs are local paths)."""
     text = os.fspath(spec)
     if _URL.match(text) or _CHAINED.match(text):
         if text.lower().startswith("file://"):
@@ -124,11 +110,9 @@ def _glob_root(pattern: str) -> tuple[str, tuple[str, ...], str]:
 def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = None
           ) -> list[str]:
     """Paths below ``root`` (``""``: the current directory) of every file, or of every
-    entry a glob's ``pattern`` segments match (``*``, ``?``, ``[...]`` within a segment,
-    ``**`` any number of directories, wildcards skip names starting with ``.``). Directory
-    links are followed once (a loop is an error); the walk stops with one line past
-    ``DATASET_MAX_DEPTH`` levels or ``DATASET_MAX_ENTRIES`` entries, so no tree, however
-    deep or linked, is walked for long. A directory dataset skips ``.``/``_`` folders."""
+    entry a glob's ``pattern`` segments match (``**``: any number of directories). The walk
+    is bounded in depth and entries (:mod:`calaudit.limits`) and follows directory links
+    once."""
     if pattern is not None and not os.path.isdir(root or "."):
         return []  # the glob's fixed part is not a directory: nothing matches
     found: list[str] = []
@@ -165,9 +149,8 @@ def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = 
 
 def _check_walk(folder: str, below: tuple[str, ...], above: tuple[str, ...],
                 seen: dict[str, str], spec: str) -> str:
-    """The real path of ``folder``, a directory of the walk; a link back to one of the
-    directories ``above`` it (a loop), a directory reached a second time through a link
-    (its files would be read twice) and a walk too deep are one line each."""
+    """The real path of ``folder``; refuses a link loop, a directory reached twice and a
+    walk too deep."""
     real = os.path.realpath(folder or ".")
     if real in above:
         raise InputError("symbolic link loop in the dataset directory", source=folder,
@@ -207,16 +190,14 @@ def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
 
 
 def _may_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
-    """Whether some path below the directory ``parts`` could match ``pattern``: some
-    prefix of the pattern matches ``parts`` and leaves segments for what is below."""
+    """Whether some path below the directory ``parts`` could match ``pattern``."""
     reach = _reachable(parts, pattern)
     return any(reach[j] and (j < len(pattern) or pattern[j - 1] == "**")
                for j in range(len(pattern) + 1))
 
 
 def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
-    """``reach[j]``: the first ``j`` glob segments match all of ``parts`` (a table over
-    segments, so many ``**`` cost no more than one)."""
+    """``reach[j]``: the first ``j`` glob segments match all of ``parts``."""
     reach = [True] + [False] * len(pattern)
     for j in range(len(pattern)):  # before any part: only leading ``**`` match nothing
         reach[j + 1] = reach[j] and pattern[j] == "**"
@@ -234,9 +215,8 @@ def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
 
 
 def _remote(url: str) -> Location:
-    """The files of a URL: the protocol checked before any I/O (:mod:`.remote`), then the
-    filesystem opened and the path looked at within ``REMOTE_TIMEOUT`` seconds and the
-    files listed within ``REMOTE_LIST_TIMEOUT``; every failure is one line."""
+    """The files of a URL: the protocol checked before any I/O, the first contact within
+    ``REMOTE_TIMEOUT`` seconds and the listing within ``REMOTE_LIST_TIMEOUT``."""
     check_supported(url)
     with remote_errors(url, "list the files"):
         filesystem, path = within(limits.REMOTE_TIMEOUT, lambda: _filesystem(url))
@@ -256,8 +236,7 @@ def _remote(url: str) -> Location:
 
 
 def _probe(filesystem: Any, path: str) -> None:
-    """One request to the store (the bucket or the path's first part): a store that does
-    not answer fails here, within ``REMOTE_TIMEOUT``."""
+    """One request to the store (the path's first part), so a silent store fails here."""
     with contextlib.suppress(FileNotFoundError):
         filesystem.info(path.lstrip("/").split("/", 1)[0] or path)
 
@@ -294,9 +273,8 @@ def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) ->
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
-    """The fsspec filesystem and path of ``url`` (a supported protocol), opened with the
-    options that bound its waits; a missing filesystem package is one line naming the
-    calaudit extra that installs it."""
+    """The fsspec filesystem and path of ``url``, opened with the options that bound its
+    waits."""
     protocol = protocol_of(url)
     try:
         import fsspec.core
@@ -337,10 +315,9 @@ def _dataset(spec: str, kind: str, files: list[DataFile], base: str | None, empt
 
 
 def _format_of(name: str, source: str) -> str:
-    lowered = name.lower()
-    for suffix, fmt in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
-        if lowered.endswith(suffix):
-            return fmt
+    fmt = suffix_format(name)
+    if fmt is not None:
+        return fmt
     raise InputError(f"unsupported file type '{''.join(Path(name).suffixes) or name}'",
                      source=source, rule="unsupported_format",
                      hint="use .csv, .tsv (optionally .gz), .parquet or .npz; select data "
@@ -353,8 +330,7 @@ def _skipped(name: str) -> bool:
 
 
 def _fixed_prefix(pattern: str) -> str | None:
-    """The directory part of a glob before its first wildcard (hive partitions start
-    below it)."""
+    """The directory part of a glob before its first wildcard."""
     parts = pattern.split("/")
     fixed = []
     for part in parts[:-1]:
@@ -377,8 +353,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def fingerprint(file: DataFile, filesystem: Any = None) -> tuple[str, str]:
-    """``(kind, value)``: the object store's ETag when it gives one, else the SHA-256 of
-    the bytes (read in 1 MiB chunks)."""
+    """``(kind, value)``: the object store's ETag when it gives one, else the SHA-256."""
     if file.etag:
         return "etag", file.etag
     if filesystem is not None:

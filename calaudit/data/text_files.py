@@ -1,7 +1,6 @@
 """Checks of delimited text files that pandas does not make: duplicate or delimiter-
 mangled header names, rows with more fields than the header, and where a file stops
-being UTF-8. Each failure is an :class:`~calaudit.exceptions.InputError` naming the file
-and the line."""
+being UTF-8."""
 
 from __future__ import annotations
 
@@ -19,6 +18,10 @@ CHUNK = 1 << 21
 OTHER_DELIMITERS = (";", "|", "\t", ",")
 
 
+def delimiter(fmt: str) -> str:
+    return "," if fmt == "csv" else "\t"
+
+
 def _open(path: Path):
     return gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")
 
@@ -33,8 +36,8 @@ def check_header(names: list[str], path: Path, fmt: str) -> list[str]:
                          source=str(path), column=repeated[0], rule="duplicate_column",
                          hint="give every column its own name")
     if fmt in ("csv", "tsv") and len(names) == 1:
-        delimiter = "," if fmt == "csv" else "\t"
-        used = next((d for d in OTHER_DELIMITERS if d != delimiter and d in names[0]), None)
+        used = next((d for d in OTHER_DELIMITERS if d != delimiter(fmt) and d in names[0]),
+                    None)
         if used is not None:
             expected = "comma" if fmt == "csv" else "tab"
             raise InputError(
@@ -75,8 +78,8 @@ def _breaks(chunk: np.ndarray) -> np.ndarray:
 
 def check_field_counts(path: Path, delimiter: str, n_columns: int) -> None:
     """No row has more fields than the header (pandas drops them silently when it reads
-    only some columns). Counting delimiters over-counts only inside quotes, so a file
-    passes this fast count or is checked exactly by :func:`_exact_check`."""
+    only some columns). Counting delimiters over-counts only inside quotes: a file that
+    fails the count with a quote in it is checked exactly by :func:`_exact_check`."""
     sep, quote = ord(delimiter), ord('"')
     quoted = False
     for first, chunk in _lines(path):
@@ -118,8 +121,8 @@ SIGNATURES = {b"\x1f\x8b": ("gzip-compressed", "name it .csv.gz or .tsv.gz"),
 
 
 def encoding_error(path: Path) -> InputError:
-    """Why ``path`` is not UTF-8 text: another format's signature, or the first line
-    that is not UTF-8, as an error."""
+    """Why ``path`` is not UTF-8 text: another format's signature, or its first line that
+    is not UTF-8."""
     try:
         return _encoding_error(path)
     except (OSError, EOFError):
