@@ -3,7 +3,7 @@
 pandas' C parser reads each file in chunks of :data:`BATCH_ROWS` rows with the options of a
 whole-file ``pd.read_csv``, so every cell parses to the same bits; each chunk is encoded at
 once (float64 / int64 / uint64 numbers, int32 text codes, int8 booleans) and appended to a
-:class:`~calaudit.data.growing.GrowingColumn`. pandas infers a dtype per chunk but a
+:class:`~calaudit.data.spill.GrowingColumn`. pandas infers a dtype per chunk but a
 whole-file read one per file, so each file's column is reconciled at its end
 (:func:`reconcile`; docs/inputs.md, "Out of core"). Errors come in a whole-file read's
 order: the parser's, the field counts, then each column's kind against the other files'.
@@ -20,9 +20,8 @@ import pandas as pd
 
 from calaudit.data import spill
 from calaudit.data.column_sink import ColumnSink
-from calaudit.data.growing import GrowingColumn
 from calaudit.data.readers import NA_STRINGS, read_columns, read_errors
-from calaudit.data.spill import ColumnStore
+from calaudit.data.spill import ColumnStore, GrowingColumn
 from calaudit.data.text_files import check_field_counts, delimiter
 
 #: Rows per chunk parsed from a CSV / TSV file.
