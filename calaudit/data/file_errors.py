@@ -1,5 +1,4 @@
-"""A data file that cannot be opened or parsed, as one :class:`InputError`: shared by the
-readers of every format (:mod:`calaudit.data.readers`, :mod:`calaudit.data.npz`)."""
+"""A data file that cannot be opened or parsed, as one :class:`InputError` (every format)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from calaudit.files import FileProblem, check_regular
 
 
 def check_readable(path: Path) -> None:
-    """Raise a clear error unless ``path`` is a readable regular file (a FIFO, device or
-    directory is refused before it is opened, so nothing blocks)."""
+    """Refuse anything but a regular file (a FIFO or device before it is opened)."""
     try:
         check_regular(path)
     except FileProblem as exc:
@@ -24,21 +22,11 @@ def check_readable(path: Path) -> None:
 def unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
     """The one error of a file its parser could not read (``exc``, its first line)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(
-        f"cannot read this {fmt} file ({detail})",
-        source=str(path),
-        rule="unreadable_file",
-        hint="the file may be truncated or not in the format its suffix says",
-    )
+    return InputError(f"cannot read this {fmt} file ({detail})", source=str(path),
+                      rule="unreadable_file",
+                      hint="the file may be truncated or not in the format its suffix says")
 
 
 #: The exceptions of a parser that mean "this file cannot be read", not a bug.
-READ_ERRORS = (
-    OSError,
-    EOFError,
-    ValueError,
-    UnicodeDecodeError,
-    zipfile.BadZipFile,
-    pd.errors.ParserError,
-    pd.errors.EmptyDataError,
-)
+READ_ERRORS = (OSError, EOFError, ValueError, UnicodeDecodeError, zipfile.BadZipFile,
+               pd.errors.ParserError, pd.errors.EmptyDataError)

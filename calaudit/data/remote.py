@@ -1,19 +1,7 @@
-"""URLs: the protocols calaudit reads, the options that bound every wait of their
-filesystems, and one error line for every failure of a remote filesystem.
-
-- :data:`PROTOCOLS` is the documented list (``docs/inputs.md``, "Remote filesystems").
-  Any other protocol, and a chained URL (``simplecache::s3://...``,
-  ``zip://x.csv::archive.zip``), is refused before anything is imported or opened.
-- Every request of an object store waits at most :data:`~calaudit.limits.REMOTE_TIMEOUT`
-  seconds to connect and for each answer (the filesystem packages' own timeout options).
-  The first contact with the store (opening the filesystem and one look at the path) must
-  complete within ``REMOTE_TIMEOUT`` and the listing of a dataset within
-  :data:`~calaudit.limits.REMOTE_LIST_TIMEOUT`, whatever the package's retries: a store
-  that accepts connections and never answers is one ``[remote_timeout]`` line.
-- :func:`remote_errors` turns whatever the filesystem's libraries raise (botocore,
-  aiohttp, google-auth, azure-core, socket and SSL errors ...) into one
-  :class:`~calaudit.exceptions.InputError` naming the URL.
-"""
+"""URLs: the protocols calaudit reads (docs/inputs.md, "Remote filesystems"), the options
+that bound every wait of their filesystems to ``REMOTE_TIMEOUT`` seconds, and one error line
+for every failure of a remote filesystem. Other protocols and chained URLs are refused
+before anything is imported or opened."""
 
 from __future__ import annotations
 
@@ -26,15 +14,14 @@ from calaudit.deadlines import DeadlineExceeded
 from calaudit.exceptions import InputError, clip
 
 #: Supported URL protocols -> ``(fsspec package, calaudit extra)``; ``None``: built into
-#: fsspec. ``file://`` URLs are local paths and never reach a filesystem package.
+#: fsspec (``file://`` URLs are local paths).
 PROTOCOLS: dict[str, tuple[str, str] | None] = {
     "memory": None,
     "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"),
     "gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"),
     "abfs": ("adlfs", "azure"), "abfss": ("adlfs", "azure"), "az": ("adlfs", "azure"),
 }
-#: Top-level modules whose exceptions are a remote filesystem's failures (the store, the
-#: network, the credentials), not calaudit's.
+#: Top-level modules whose exceptions are a remote filesystem's failures, not calaudit's.
 REMOTE_MODULES = frozenset({
     "fsspec", "s3fs", "aiobotocore", "botocore", "boto3", "gcsfs", "google", "adlfs",
     "azure", "aiohttp", "aiohappyeyeballs", "requests", "urllib3", "yarl", "multidict",
@@ -51,8 +38,7 @@ def protocol_of(url: str) -> str:
 
 
 def check_supported(url: str) -> str:
-    """The protocol of ``url`` when calaudit reads it; else one ``[unsupported_url]``
-    error, before any I/O."""
+    """The protocol of ``url`` when calaudit reads it; else one ``[unsupported_url]``."""
     protocol = protocol_of(url)
     if "::" in url:
         raise InputError("chained URLs ('::', e.g. zip://, simplecache::) are not supported",
@@ -68,9 +54,8 @@ def check_supported(url: str) -> str:
 
 
 def bounded_options(protocol: str) -> dict[str, Any]:
-    """The filesystem options that bound each request's waits to ``REMOTE_TIMEOUT``
-    seconds, merged under the user's own fsspec configuration (``fsspec.config.conf``:
-    what the user set there wins)."""
+    """The filesystem options that bound each request's waits, under the user's own
+    ``fsspec.config.conf`` (which wins)."""
     import fsspec.config
 
     seconds = limits.REMOTE_TIMEOUT
@@ -100,8 +85,7 @@ def bounded_options(protocol: str) -> dict[str, Any]:
 
 def is_remote_failure(exc: BaseException) -> bool:
     """Whether ``exc`` comes from a remote filesystem, the network or the credentials
-    (rather than from a bug): an ``OSError`` (sockets, SSL, timeouts, missing objects) or
-    an exception of one of :data:`REMOTE_MODULES`."""
+    (an ``OSError`` or an exception of :data:`REMOTE_MODULES`) rather than a bug."""
     if isinstance(exc, (OSError, DeadlineExceeded)):
         return True
     return any(cls.__module__.split(".")[0] in REMOTE_MODULES for cls in type(exc).__mro__
@@ -114,8 +98,7 @@ def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
     if isinstance(exc, DeadlineExceeded) or _is_timeout(exc):
         message = (f"the {protocol}:// store gave {exc}" if isinstance(exc, DeadlineExceeded)
                    else f"no answer from the {protocol}:// store ({_reason(exc)})")
-        return InputError(message,
-                          source=url, rule="remote_timeout",
+        return InputError(message, source=url, rule="remote_timeout",
                           hint="check the endpoint and the network; each request waits "
                                f"{limits.REMOTE_TIMEOUT:g} s (see 'Ranges and limits' in "
                                "docs/configuration.md)")

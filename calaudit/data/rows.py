@@ -1,9 +1,5 @@
-"""Per-row validation rules (docs/inputs.md).
-
-Each rule finds the rows that break it. Without ``--drop-invalid`` the first broken rule
-stops the load with one message naming file, column, rule, count and the first row; with
-it, bad rows are dropped and counted by reason (each row under the first rule it breaks).
-"""
+"""Per-row validation rules (docs/inputs.md): each finds the rows that break it, which
+stop the load with one line or, with ``--drop-invalid``, are dropped."""
 
 from __future__ import annotations
 
@@ -20,9 +16,8 @@ from calaudit.exceptions import InputError
 SUM_TOLERANCE = 1e-6
 #: The ``source`` of rows that come from in-memory arrays (``CalibrationData.from_arrays``).
 ARRAYS = "<arrays>"
-#: Rules that stop the audit even with ``drop_invalid``: they say the column means
-#: something else (real-valued weights read as frequency weights), not that a row is bad;
-#: dropping the rows would bias the audit silently.
+#: Rules that stop the audit even with ``drop_invalid``: they say the column means something
+#: else (real-valued weights read as frequency weights), so dropping rows would bias it.
 NOT_DROPPABLE = ("fractional_frequency_weight",)
 
 
@@ -36,11 +31,11 @@ class RowProblem:
     rows: np.ndarray
     message: str
     hint: str
-    #: For files joined on an id: ``(predictions file, ids)``, to say which row is meant.
     joined: tuple[str, np.ndarray] | None = None
 
     def where(self, row: int, layouts: Mapping[str, Any] | None = None) -> str:
-        """`` of preds.csv (id 'a7')`` when rows are counted in another file."""
+        """`` of preds.csv (id 'a7')`` when rows are counted in another file (``joined``:
+        the predictions file and its ids, for files joined on an id)."""
         if self.joined is None or self.joined[0] == self.source:
             return ""
         path, ids = self.joined
@@ -55,17 +50,13 @@ class RowProblem:
         return int(self.rows.sum())
 
     def position(self, row: int) -> str:
-        """Where row ``row`` (0-based) is: ``data row row+1`` in a file (1-based, below the
-        header), ``index row`` in in-memory arrays (0-based, as numpy)."""
+        """``data row row+1`` in a file (below the header), ``index row`` in arrays."""
         return f"index {row}" if self.source == ARRAYS else f"data row {row + 1}"
 
     def error(self, values: np.ndarray | None = None,
               layouts: Mapping[str, Any] | None = None) -> InputError:
-        """The one-line error for this problem, quoting the first offending row.
-
-        ``layouts`` maps a dataset's name to its
-        :class:`~calaudit.data.partitioned.RowLayout`: the message then names the file of
-        the row, the row in that file and the global row."""
+        """The one-line error, quoting the first offending row (``layouts``: datasets'
+        :class:`~calaudit.data.partitioned.RowLayout` by name, to name a row's file)."""
         first = int(np.flatnonzero(self.rows)[0])
         return self.error_at(first, self.count,
                              None if values is None else (values[first],), layouts)
@@ -73,8 +64,7 @@ class RowProblem:
     def error_at(self, first: int, count: int, value: tuple[Any] | None = None,
                  layouts: Mapping[str, Any] | None = None) -> InputError:
         """:meth:`error` of a problem known by its first row, its count of rows and the
-        first row's value (``(value,)``, or None to show none): the same line, when the
-        rows were checked range by range on the workers."""
+        first row's value (``(value,)``, or None), as when rows are checked by ranges."""
         shown = "" if value is None else f" (value {shown_value(value[0])})"
         layout = None if self.joined is not None else (layouts or {}).get(self.source)
         source, position = ((self.source, self.position(first)) if layout is None
@@ -102,8 +92,7 @@ def problem(rule: str, source: str, column: str | None, rows: np.ndarray, messag
 
 def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
     """``(file, "data row R (global row G)")`` of 0-based global row ``row`` of a dataset
-    (``layout``: its :class:`~calaudit.data.partitioned.RowLayout`); ``(source, "data row
-    R")`` for one file. Both numbers are 1-based, as a data row below a header."""
+    (``layout``: its RowLayout); ``(source, "data row R")`` for one file."""
     if layout is None:
         return source, f"data row {row + 1}"
     name, local = layout.locate(row)
@@ -117,18 +106,9 @@ def shown_value(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-12:]}"
 
 
-def first_bad_column(bad: np.ndarray, columns: tuple[str, ...]) -> str | None:
-    """The column of the first bad cell of the first bad row (``bad`` is (n, m))."""
-    rows = np.flatnonzero(bad.any(axis=1))
-    if rows.size == 0:
-        return None
-    return columns[int(np.flatnonzero(bad[rows[0]])[0])]
-
-
 def row_mask(n: int, flagged: Callable[[int, int], np.ndarray],
              store: ColumnStore | None = None) -> np.ndarray:
-    """The boolean mask of rows ``0 .. n-1``, ``flagged(start, stop)`` a block at a time
-    into a ``store`` column (so a rule builds no n-row temporaries)."""
+    """The boolean mask of rows ``0 .. n-1``, ``flagged(start, stop)`` a block at a time."""
     return in_blocks(store if store is not None else ColumnStore(), n, bool, flagged)
 
 
@@ -139,12 +119,11 @@ def _cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: 
     first bad cell's of the first bad row."""
     with np.errstate(invalid="ignore"):
         rows = row_mask(len(scores), lambda a, b: cells(scores[a:b]).any(axis=1), store)
-    found = problem(rule, source, None, rows, message, hint)
-    if found is None:
+    if not rows.any():
         return None
     first = int(np.argmax(rows))
     with np.errstate(invalid="ignore"):
-        column = first_bad_column(cells(scores[first:first + 1]), columns)
+        column = columns[int(np.argmax(cells(scores[first:first + 1])[0]))]
     return RowProblem(rule, source, column, rows, message, hint)
 
 
