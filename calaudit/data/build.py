@@ -115,20 +115,32 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
 def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
                    store: ColumnStore | None = None) -> list:
     """Rules on the prediction columns."""
-    found = [rules.nonfinite_scores(raw.scores, raw.score_columns, raw.score_source, raw.kind,
-                                    store)]
-    if raw.kind == "probability":
-        found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source, store))
-        if raw.scores.shape[1] > 1 and not options.renormalize:
-            found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source,
-                                                  store))
-        if raw.scores.shape[1] > 1 and options.renormalize:
-            with np.errstate(invalid="ignore"):
-                zero = rules.row_mask(len(raw.scores), lambda a, b: ~(np.where(
-                    np.isfinite(raw.scores[a:b]), raw.scores[a:b], 0.0).sum(axis=1) > 0), store)
+    scores, columns, source = raw.scores, raw.score_columns, raw.score_source
+    found = [rules.cell_problem("nonfinite_probability", lambda v: ~np.isfinite(v), scores,
+                                columns, source, f"{raw.kind} is missing, NaN or infinite",
+                                "check the model output", store)]
+    if raw.kind != "probability":
+        return found
+    found.append(rules.cell_problem(
+        "probability_out_of_range", lambda v: (v < 0.0) | (v > 1.0), scores, columns, source,
+        "probabilities must lie in [0, 1]", "pass probabilities, or logits with --logit-cols",
+        store))
+    if scores.shape[1] == 1:
+        return found
+    span = f"{columns[0]}..{columns[-1]}"
+    with np.errstate(invalid="ignore"):
+        if not options.renormalize:
+            bad = rules.row_mask(len(probs), lambda a, b: np.abs(
+                probs[a:b].sum(axis=1) - 1.0) > rules.SUM_TOLERANCE, store)
             found.append(rules.problem(
-                "zero_probability_row", raw.score_source,
-                f"{raw.score_columns[0]}..{raw.score_columns[-1]}", zero,
+                "probabilities_not_summing_to_one", source, span, bad,
+                f"class probabilities must sum to 1 (tolerance {rules.SUM_TOLERANCE:g})",
+                "pass --renormalize to rescale each row"))
+        else:
+            zero = rules.row_mask(len(scores), lambda a, b: ~(np.where(
+                np.isfinite(scores[a:b]), scores[a:b], 0.0).sum(axis=1) > 0), store)
+            found.append(rules.problem(
+                "zero_probability_row", source, span, zero,
                 "every class probability is 0, so the row cannot be renormalised",
                 "fix the model output"))
     return found

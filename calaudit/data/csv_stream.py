@@ -96,15 +96,6 @@ def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str 
     return "", "whole"
 
 
-def kind_of(dtype_name: str) -> str:
-    """The dataset kind (:class:`ColumnSink`) of a file column's dtype."""
-    if dtype_name == "bool":
-        return "bool"
-    if dtype_name in ("int64", "uint64", "float64"):
-        return "numeric"
-    return "text"
-
-
 @dataclass
 class FileColumn:
     """What one file's column's chunks were, and where its rows start."""
@@ -238,8 +229,9 @@ class CsvColumn:
         if again is None:
             if not state.classes and self.sink.kind in (None, "numeric"):
                 self.promoted = True
-            self.sink.expect(kind_of(dtype_name) if state.classes else None, dtype_name,
-                             source)
+            kind = {"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(dtype_name,
+                                                                                 "text")
+            self.sink.expect(kind if state.classes else None, dtype_name, source)
             return
         self._truncate(state.start)
         if again == "whole":

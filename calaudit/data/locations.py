@@ -139,7 +139,7 @@ def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = 
                     found.append(name)
                     _check_count(len(found), root)
                 continue
-            if _matches(parts, pattern):
+            if _reachable(parts, pattern)[-1]:  # the whole pattern matches
                 found.append(name)
                 _check_count(len(found), spec or root)
             if is_dir and _may_match(parts, pattern):
@@ -179,14 +179,8 @@ def _entries(folder: str) -> list[os.DirEntry]:
 
 def _segment(name: str, pattern: str) -> bool:
     """Whether one path segment matches one glob segment (wildcards skip hidden names)."""
-    if name.startswith(".") and not pattern.startswith("."):
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
-    """Whether the segments ``parts`` match the glob segments ``pattern`` exactly."""
-    return _reachable(parts, pattern)[len(pattern)]
+    return (pattern.startswith(".") or not name.startswith(".")) and \
+        fnmatch.fnmatchcase(name, pattern)
 
 
 def _may_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.data.file_errors import READ_ERRORS, check_readable, unreadable
 from calaudit.data.spill import ColumnStore
+from calaudit.data.text_files import READ_ERRORS, check_readable, unreadable
 from calaudit.exceptions import InputError
 
 #: Bytes read from a member at a time.

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from calaudit.data.file_errors import READ_ERRORS as _READ_ERRORS
-from calaudit.data.file_errors import check_readable
-from calaudit.data.file_errors import unreadable as _unreadable
-from calaudit.data.text_files import check_header, delimiter, encoding_error
+from calaudit.data.text_files import READ_ERRORS as _READ_ERRORS
+from calaudit.data.text_files import check_header, check_readable, delimiter, encoding_error
+from calaudit.data.text_files import unreadable as _unreadable
 from calaudit.exceptions import InputError
 
 SUFFIXES = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",

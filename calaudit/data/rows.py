@@ -112,9 +112,9 @@ def row_mask(n: int, flagged: Callable[[int, int], np.ndarray],
     return in_blocks(store if store is not None else ColumnStore(), n, bool, flagged)
 
 
-def _cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: np.ndarray,
-                  columns: tuple[str, ...], source: str, message: str, hint: str,
-                  store: ColumnStore | None) -> RowProblem | None:
+def cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: np.ndarray,
+                 columns: tuple[str, ...], source: str, message: str, hint: str,
+                 store: ColumnStore | None) -> RowProblem | None:
     """Rows with a bad cell (``cells(block) -> (rows, m) bool``); the column named is the
     first bad cell's of the first bad row."""
     with np.errstate(invalid="ignore"):
@@ -125,30 +125,3 @@ def _cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: 
     with np.errstate(invalid="ignore"):
         column = columns[int(np.argmax(cells(scores[first:first + 1])[0]))]
     return RowProblem(rule, source, column, rows, message, hint)
-
-
-def nonfinite_scores(scores: np.ndarray, columns: tuple[str, ...], source: str,
-                     kind: str, store: ColumnStore | None = None) -> RowProblem | None:
-    """NaN or infinite probability / logit."""
-    return _cell_problem("nonfinite_probability", lambda v: ~np.isfinite(v), scores, columns,
-                         source, f"{kind} is missing, NaN or infinite",
-                         "check the model output", store)
-
-
-def out_of_range(probs: np.ndarray, columns: tuple[str, ...], source: str,
-                 store: ColumnStore | None = None) -> RowProblem | None:
-    """Probability below 0 or above 1."""
-    return _cell_problem("probability_out_of_range", lambda v: (v < 0.0) | (v > 1.0), probs,
-                         columns, source, "probabilities must lie in [0, 1]",
-                         "pass probabilities, or logits with --logit-cols", store)
-
-
-def not_summing_to_one(probs: np.ndarray, columns: tuple[str, ...], source: str,
-                       store: ColumnStore | None = None) -> RowProblem | None:
-    """Multi-class row whose probabilities do not sum to 1 within ``SUM_TOLERANCE``."""
-    with np.errstate(invalid="ignore"):
-        bad = row_mask(len(probs), lambda a, b: np.abs(probs[a:b].sum(axis=1) - 1.0)
-                       > SUM_TOLERANCE, store)
-    return problem("probabilities_not_summing_to_one", source, f"{columns[0]}..{columns[-1]}", bad,
-                   f"class probabilities must sum to 1 (tolerance {SUM_TOLERANCE:g})",
-                   "pass --renormalize to rescale each row")
