@@ -62,12 +62,10 @@ def load(path: str | os.PathLike[str], *, label_col: str | None = None,
 
     >>> data = load("sample_data/credit_default.csv", covariates="age,race")  # doctest: +SKIP
     """
-    columns = ColumnOptions(
-        label_col, prob_cols, logit_cols, id_col,
-        None if labels is None else str(labels),
-        None if covariates_file is None else str(covariates_file),
-        tuple(_names(covariates)), weight_col, sampling_rate_col,
-    )
+    columns = ColumnOptions(label_col, prob_cols, logit_cols, id_col,
+                            None if labels is None else str(labels),
+                            None if covariates_file is None else str(covariates_file),
+                            tuple(_names(covariates)), weight_col, sampling_rate_col)
     options = LoadOptions(tuple(_names(categorical)), positive_label, renormalize,
                           drop_invalid, require_two_classes, weight_kind, negative_rate)
     check_count(columns.covariates, os.fspath(path))
@@ -173,15 +171,14 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
     main.wanted += list(scores.columns) + [c for c in weighting if c not in main.wanted]
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
-    parts = _distinct([main, label_part, cov_part])
+    parts = list({id(part): part for part in (main, label_part, cov_part)}.values())
     unmatched, ids = _read_and_align(parts, opts.id_col, store)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
     layouts = {part.name: layout for part in parts
                if (layout := part.source.layout()) is not None}
-    score_layout = layouts.get(main.name)
     return RawInputs(
         scores=_score_matrix([merged[c] for c in scores.columns], scores.columns, main.name,
-                             score_layout, store),
+                             layouts.get(main.name), store),
         score_columns=scores.columns, class_names=scores.class_names, kind=scores.kind,
         score_source=main.name, labels=merged[label_col], label_column=label_col,
         label_source=label_part.name,
@@ -193,10 +190,6 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
         weights=merged.get(opts.weight_col), weight_column=opts.weight_col,
         rates=merged.get(opts.sampling_rate_col), rate_column=opts.sampling_rate_col,
     )
-
-
-def _distinct(parts: list[_Part]) -> list[_Part]:
-    return list({id(part): part for part in parts}.values())
 
 
 def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOptions) -> None:

@@ -11,6 +11,7 @@ known only once read (a CSV file's) grows instead: :class:`GrowingColumn`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -89,13 +90,15 @@ class ColumnStore:
         if not self.files:
             self._check_directory()
         handle, path = self._new_file(".npy")
-        os.close(handle)
         try:
             mapped = open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-            _reserve(path)
+            if hasattr(os, "posix_fallocate"):  # a full disk fails here, not as a SIGBUS
+                os.posix_fallocate(handle, 0, os.fstat(handle).st_size)
         except OSError as exc:
-            _remove(path)
+            _remove_all([path])
             raise spill_failed(exc, self.directory) from None
+        finally:
+            os.close(handle)
         self._unlink(path)  # the mapping keeps the data
         return mapped.view(np.ndarray)
 
@@ -148,28 +151,10 @@ def spill_failed(exc: OSError, directory) -> InputError:
                       hint="free disk space, give --spill-dir elsewhere, or --spill never")
 
 
-def _reserve(path: str) -> None:
-    """Allocate the file's disk blocks now: a full disk is then an error here, not a
-    ``SIGBUS`` when a page of the mapping is first written."""
-    if not hasattr(os, "posix_fallocate"):
-        return
-    handle = os.open(path, os.O_RDWR)
-    try:
-        os.posix_fallocate(handle, 0, os.fstat(handle).st_size)
-    finally:
-        os.close(handle)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def _remove_all(paths: list[str]) -> None:
     while paths:
-        _remove(paths.pop())
+        with contextlib.suppress(OSError):
+            os.unlink(paths.pop())
 
 
 def in_blocks(store: ColumnStore, n: int, dtype, fill) -> np.ndarray:

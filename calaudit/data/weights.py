@@ -160,33 +160,14 @@ def weight_problems(values: np.ndarray, source: str, column: str,
         "frequency weights count units; use --weight-kind design (weight_kind='design') "
         "for survey, importance or other real-valued weights")]
     return whole + [
-        rules.problem("nonfinite_weight", source, column, ~np.isfinite(values),
+        rules.problem("nonfinite_weight", source, column, ~finite,
                       "weight is missing or infinite", "give every row a finite weight"),
-        rules.problem("negative_weight", source, column,
-                      np.isfinite(values) & (values < 0), "weight is negative",
-                      "weights must be >= 0"),
-        rules.problem("weight_range", source, column,
-                      np.isfinite(values) & (values > 0)
+        rules.problem("negative_weight", source, column, finite & (values < 0),
+                      "weight is negative", "weights must be >= 0"),
+        rules.problem("weight_range", source, column, finite & (values > 0)
                       & ((values > WEIGHT_RANGE) | (values < 1.0 / WEIGHT_RANGE)),
                       f"weight is outside [{1 / WEIGHT_RANGE:g}, {WEIGHT_RANGE:g}]",
-                      "only the ratios of weights matter: divide them by a common factor"),
-    ]
-
-
-def rate_problems(values: np.ndarray, source: str, column: str) -> list:
-    """Row rules of a sampling-rate column: in (0, 1]."""
-    return [rules.problem("sampling_rate_range", source, column,
-                          ~(np.isfinite(values) & (values > 0) & (values <= 1)),
-                          "sampling rate is not in (0, 1]",
-                          "give the kept fraction of negatives, 0 < r <= 1")]
-
-
-def check_rate(rate: float | None) -> None:
-    """A ``--negative-rate`` must lie in (0, 1]."""
-    if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate <= 1):
-        raise InputError(f"--negative-rate must be in (0, 1]; got {rate!r}",
-                         rule="sampling_rate_range",
-                         hint="give the kept fraction of negatives, e.g. 0.1")
+                      "only the ratios of weights matter: divide them by a common factor")]
 
 
 def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
@@ -234,8 +215,14 @@ def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "fre
                              hint="give one of them")
         rates = numeric_column(raw.rates, raw.score_source, raw.rate_column,
                                "non_numeric_sampling_rate")
-        found += rate_problems(rates, raw.score_source, raw.rate_column)
+        found.append(rules.problem("sampling_rate_range", raw.score_source, raw.rate_column,
+                                   ~(np.isfinite(rates) & (rates > 0) & (rates <= 1)),
+                                   "sampling rate is not in (0, 1]",
+                                   "give the kept fraction of negatives, 0 < r <= 1"))
     elif negative_rate is not None:
-        check_rate(negative_rate)
+        if not (isinstance(negative_rate, (int, float)) and 0 < negative_rate <= 1):
+            raise InputError(f"--negative-rate must be in (0, 1]; got {negative_rate!r}",
+                             rule="sampling_rate_range",
+                             hint="give the kept fraction of negatives, e.g. 0.1")
         rates = np.full(n, float(negative_rate))
     return design, rates, found
