@@ -351,9 +351,8 @@ def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray
     return out
 
 
-def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
-                      renormalize, drop_invalid, sample_weight=None, weight_kind="frequency",
-                      negative_rate=None) -> Validated:
+def build_from_arrays(y_true, y_proba, covariates: dict, classes: tuple[str, ...] | None,
+                      sample_weight, options: LoadOptions) -> Validated:
     """The fields of ``CalibrationData.from_arrays``."""
     scores = np.asarray(y_proba, dtype=np.float64)
     scores = scores[:, None] if scores.ndim == 1 else scores
@@ -366,7 +365,7 @@ def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, posi
     names = (("y_proba",) if scores.shape[1] == 1
              else tuple(f"y_proba[:, {k}]" for k in range(scores.shape[1])))
     covs = []
-    for name, values in (covariates or {}).items():
+    for name, values in covariates.items():
         series = pd.Series(np.asarray(values))
         if len(series) != len(labels):
             raise InputError(f"covariate has {len(series)} rows, expected {len(labels)}",
@@ -379,7 +378,4 @@ def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, posi
         if len(raw.weights) != len(labels):
             raise InputError(f"sample_weight has {len(raw.weights)} rows, expected "
                              f"{len(labels)}", source=rules.ARRAYS, rule="length_mismatch")
-    options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
-                          require_two_classes=False, weight_kind=weight_kind,
-                          negative_rate=negative_rate)
     return build(raw, options)

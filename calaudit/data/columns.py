@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 
@@ -76,20 +77,12 @@ def class_suffixes(columns: list[str]) -> list[str]:
     separator (``p_cat, p_dog`` -> ``cat, dog``; ``p_10, p_11`` -> ``10, 11``)."""
     if len(columns) < 2:
         return list(columns)
-    prefix = _common_prefix(columns)
+    prefix = os.path.commonprefix(columns)
     cut = max((i + 1 for i, ch in enumerate(prefix) if not ch.isalnum()), default=0)
     names = [c[cut:] for c in columns]
     if all(names) and len(set(names)) == len(names):
         return names
     return list(columns)
-
-
-def _common_prefix(strings: list[str]) -> str:
-    first, last = min(strings), max(strings)
-    size = 0
-    while size < min(len(first), len(last)) and first[size] == last[size]:
-        size += 1
-    return first[:size]
 
 
 def select_columns(spec: str, available: list[str], source: str, option: str) -> list[str]:
@@ -112,15 +105,6 @@ def select_columns(spec: str, available: list[str], source: str, option: str) ->
     return [require_column(name, available, source, option) for name in names]
 
 
-def _prefix_families(available: list[str], prefixes: tuple[str, ...]) -> dict[str, list[str]]:
-    families: dict[str, list[str]] = {}
-    for prefix in prefixes:
-        members = [c for c in available if c.lower().startswith(prefix) and len(c) > len(prefix)]
-        if len(members) >= 2:
-            families[prefix] = members
-    return families
-
-
 def _score_columns(columns: list[str], kind: str) -> ScoreColumns:
     names = class_suffixes(columns) if len(columns) > 1 else []
     return ScoreColumns(tuple(columns), tuple(names), kind)
@@ -129,13 +113,12 @@ def _score_columns(columns: list[str], kind: str) -> ScoreColumns:
 def detect_scores(available: list[str], source: str, exclude: set[str]) -> ScoreColumns:
     """Autodetect one probability column, a ``p_*``-style family, or else logits."""
     pool = [c for c in available if c not in exclude]
-    for names, prefixes, kind in (
-        (PROB_NAMES, PROB_PREFIXES, "probability"),
-        (LOGIT_NAMES, LOGIT_PREFIXES, "logit"),
-    ):
-        singles = _find_named(pool, names)
-        families = _prefix_families(pool, prefixes)
-        candidates = [[c] for c in singles] + list(families.values())
+    for names, prefixes, kind in ((PROB_NAMES, PROB_PREFIXES, "probability"),
+                                  (LOGIT_NAMES, LOGIT_PREFIXES, "logit")):
+        families = ([c for c in pool if c.lower().startswith(prefix) and len(c) > len(prefix)]
+                    for prefix in prefixes)
+        candidates = [[c] for c in _find_named(pool, names)] + [f for f in families
+                                                                 if len(f) >= 2]
         if len(candidates) == 1:
             return _score_columns(candidates[0], kind)
         if len(candidates) > 1:

@@ -117,16 +117,13 @@ class CalibrationData(LabelledRows):
         >>> data.covariate_names, data.covariate("region").categories
         (('age', 'region'), ('n', 's'))
         """
-        from calaudit.data.build import build_from_arrays
+        from calaudit.data.build import LoadOptions, build_from_arrays
 
-        return cls(*build_from_arrays(
-            y_true, y_proba, covariates=covariate_columns(covariates),
-            categorical=tuple(categorical),
-            classes=None if classes is None else tuple(classes),
-            positive_label=positive_label, renormalize=renormalize,
-            drop_invalid=drop_invalid, sample_weight=sample_weight,
-            weight_kind=weight_kind, negative_rate=negative_rate,
-        ))
+        options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
+                              False, weight_kind, negative_rate)
+        return cls(*build_from_arrays(y_true, y_proba, covariate_columns(covariates),
+                                      None if classes is None else tuple(classes),
+                                      sample_weight, options))
 
 
 def covariate_columns(covariates: object) -> dict[str, object]:

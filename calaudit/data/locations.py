@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from calaudit import limits
+from calaudit.data import remote
 from calaudit.data.readers import sha256_stream, suffix_format
-from calaudit.data.remote import (
-    PROTOCOLS,
-    bounded_options,
-    check_supported,
-    protocol_of,
-    remote_errors,
-)
 from calaudit.deadlines import within
 from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
@@ -211,8 +205,8 @@ def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
 def _remote(url: str) -> Location:
     """The files of a URL: the protocol checked before any I/O, the first contact within
     ``REMOTE_TIMEOUT`` seconds and the listing within ``REMOTE_LIST_TIMEOUT``."""
-    check_supported(url)
-    with remote_errors(url, "list the files"):
+    remote.check_supported(url)
+    with remote.remote_errors(url, "list the files"):
         filesystem, path = within(limits.REMOTE_TIMEOUT, lambda: _filesystem(url))
         within(limits.REMOTE_TIMEOUT, lambda: _probe(filesystem, path))
         kind, base, empty, entries = within(limits.REMOTE_LIST_TIMEOUT,
@@ -269,16 +263,16 @@ def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) ->
 def _filesystem(url: str) -> tuple[Any, str]:
     """The fsspec filesystem and path of ``url``, opened with the options that bound its
     waits."""
-    protocol = protocol_of(url)
+    protocol = remote.protocol_of(url)
     try:
         import fsspec.core
     except ImportError:
         raise InputError("reading URLs needs the fsspec package", source=url,
                          rule="missing_extra", hint="pip install fsspec") from None
     try:
-        return fsspec.core.url_to_fs(url, **bounded_options(protocol))
+        return fsspec.core.url_to_fs(url, **remote.bounded_options(protocol))
     except ImportError:
-        package, extra = PROTOCOLS.get(protocol) or ("fsspec", "")
+        package, extra = remote.PROTOCOLS.get(protocol) or ("fsspec", "")
         raise InputError(f"reading {protocol}:// URLs needs {package}", source=url,
                          rule="missing_extra", hint=f"pip install 'calaudit[{extra}]'"
                          ) from None
@@ -351,7 +345,7 @@ def fingerprint(file: DataFile, filesystem: Any = None) -> tuple[str, str]:
     if file.etag:
         return "etag", file.etag
     if filesystem is not None:
-        with remote_errors(file.name):
+        with remote.remote_errors(file.name):
             with filesystem.open(file.path, "rb") as handle:
                 return "sha256", sha256_stream(handle)
     try:
