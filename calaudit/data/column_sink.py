@@ -98,6 +98,10 @@ class ColumnSink:
         return pd.Series(values, name=self.name, copy=False)
 
 
+#: Storage of each kind: numbers as 8-byte words, text as int32 codes, booleans as int8.
+STORAGE = {"numeric": np.dtype(np.float64), "text": np.dtype(np.int32),
+           "bool": np.dtype(np.int8)}
+MISSING = {"numeric": np.nan, "text": -1, "bool": -1}
 _KIND_WORDS = {"numeric": "numbers", "text": "text", "bool": "booleans"}
 
 
@@ -108,9 +112,8 @@ def append_arrow(sink: ColumnSink, array, pa) -> None:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_null(array.type) or sink.kind is None:
-        fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
-        dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
-        sink.put(np.full(len(array), fill, dtype=dtype))
+        kind = sink.kind or "numeric"
+        sink.put(np.full(len(array), MISSING[kind], dtype=STORAGE[kind]))
     elif sink.kind == "text":
         encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
         null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from calaudit.data import spill
-from calaudit.data.column_sink import ColumnSink
+from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
 from calaudit.data.readers import NA_STRINGS, read_columns, read_errors
 from calaudit.data.spill import ColumnStore, GrowingColumn
 from calaudit.data.text_files import check_field_counts, delimiter
@@ -31,9 +31,6 @@ EXACT_INTEGER = 2**53
 #: Integers from this magnitude on overflow int64 (pandas then infers by context).
 BIG_INTEGER = 2.0**63
 _LONG_INTEGER = r"\s*[+-]?\d{19,}\s*"
-STORAGE = {"numeric": np.dtype(np.float64), "text": np.dtype(np.int32),
-           "bool": np.dtype(np.int8)}
-_MISSING = {"numeric": np.nan, "text": -1, "bool": -1}
 
 
 def _read_csv(path: Path, fmt: str, columns: list[str], **options):
@@ -198,7 +195,7 @@ class CsvColumn:
         if self.grown is None:
             self.missing_rows += count
         else:
-            self._put(np.full(count, _MISSING[self.storage], dtype=STORAGE[self.storage]))
+            self._put(np.full(count, MISSING[self.storage], dtype=STORAGE[self.storage]))
 
     def _defer(self, state: FileColumn) -> None:
         state.deferred = True
@@ -261,7 +258,7 @@ class CsvColumn:
         if self.grown is None:
             dtype = self.sink.final_dtype() if self.missing_rows else np.float64
             self.sink.out = self.store.empty(self.missing_rows, dtype)
-            self.sink.out[:] = _MISSING.get(self.sink.kind or "numeric")
+            self.sink.out[:] = MISSING.get(self.sink.kind or "numeric")
             return
         out = self.grown.finish()
         self.grown = None

@@ -45,20 +45,12 @@ class RowProblem:
             return f" of the dataset (data row {local + 1} of {name}, id {shown_value(ids[row])})"
         return f" of {path} (id {shown_value(ids[row])})"
 
-    @property
-    def count(self) -> int:
-        return int(self.rows.sum())
-
-    def position(self, row: int) -> str:
-        """``data row row+1`` in a file (below the header), ``index row`` in arrays."""
-        return f"index {row}" if self.source == ARRAYS else f"data row {row + 1}"
-
     def error(self, values: np.ndarray | None = None,
               layouts: Mapping[str, Any] | None = None) -> InputError:
         """The one-line error, quoting the first offending row (``layouts``: datasets'
         :class:`~calaudit.data.partitioned.RowLayout` by name, to name a row's file)."""
         first = int(np.flatnonzero(self.rows)[0])
-        return self.error_at(first, self.count,
+        return self.error_at(first, int(self.rows.sum()),
                              None if values is None else (values[first],), layouts)
 
     def error_at(self, first: int, count: int, value: tuple[Any] | None = None,
@@ -67,27 +59,27 @@ class RowProblem:
         first row's value (``(value,)``, or None), as when rows are checked by ranges."""
         shown = "" if value is None else f" (value {shown_value(value[0])})"
         layout = None if self.joined is not None else (layouts or {}).get(self.source)
-        source, position = ((self.source, self.position(first)) if layout is None
+        source, position = ((self.source, position_of(self.source, first)) if layout is None
                             else located(self.source, first, layout))
         if self.joined is not None and self.joined[0] in (layouts or {}):
             position = f"global row {first + 1}"
-        return InputError(
-            f"{self.message}: {count} row(s), first at {position}"
-            f"{self.where(first, layouts)}{shown}",
-            source=source,
-            column=self.column,
-            rule=self.rule,
-            hint=self.hint + ("" if self.rule in NOT_DROPPABLE
-                              else "; or pass drop_invalid=True to drop such rows"
-                              if self.source == ARRAYS
-                              else "; or pass --drop-invalid to drop such rows"),
-        )
+        drop = ("" if self.rule in NOT_DROPPABLE
+                else "; or pass drop_invalid=True to drop such rows" if self.source == ARRAYS
+                else "; or pass --drop-invalid to drop such rows")
+        return InputError(f"{self.message}: {count} row(s), first at {position}"
+                          f"{self.where(first, layouts)}{shown}", source=source,
+                          column=self.column, rule=self.rule, hint=self.hint + drop)
 
 
 def problem(rule: str, source: str, column: str | None, rows: np.ndarray, message: str,
             hint: str, joined: tuple[str, np.ndarray] | None = None) -> RowProblem | None:
     """A :class:`RowProblem` when any row is flagged, else ``None``."""
     return RowProblem(rule, source, column, rows, message, hint, joined) if rows.any() else None
+
+
+def position_of(source: str, row: int) -> str:
+    """``data row row+1`` in a file (below the header), ``index row`` in arrays."""
+    return f"index {row}" if source == ARRAYS else f"data row {row + 1}"
 
 
 def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:

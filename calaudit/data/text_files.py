@@ -4,7 +4,9 @@ a file stops being UTF-8), and the one error of a file that cannot be read."""
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from calaudit.files import FileProblem, check_regular
 #: Bytes read at a time by the field-count check.
 CHUNK = 1 << 21
 OTHER_DELIMITERS = (";", "|", "\t", ",")
+UNREADABLE_HINT = "the file may be truncated or not in the format its suffix says"
 
 
 def check_readable(path: Path) -> None:
@@ -33,8 +36,7 @@ def unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
     """The one error of a file its parser could not read (``exc``, its first line)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return InputError(f"cannot read this {fmt} file ({detail})", source=str(path),
-                      rule="unreadable_file",
-                      hint="the file may be truncated or not in the format its suffix says")
+                      rule="unreadable_file", hint=UNREADABLE_HINT)
 
 
 #: The exceptions of a parser that mean "this file cannot be read", not a bug.
@@ -102,8 +104,8 @@ def _breaks(chunk: np.ndarray) -> np.ndarray:
 
 def check_field_counts(path: Path, delimiter: str, n_columns: int) -> None:
     """No row has more fields than the header (pandas drops them silently when it reads
-    only some columns). Counting delimiters over-counts only inside quotes: a file that
-    fails the count with a quote in it is checked exactly by :func:`_exact_check`."""
+    only some columns). Counting delimiters over-counts only inside quotes, so a file that
+    fails the count with a quote in it is read again with the csv module."""
     sep, quote = ord(delimiter), ord('"')
     quoted = False
     for first, chunk in _lines(path):
@@ -113,23 +115,15 @@ def check_field_counts(path: Path, delimiter: str, n_columns: int) -> None:
         over = np.flatnonzero(counts[:len(breaks)] > n_columns - 1)
         quoted = quoted or bool((chunk == quote).any())
         if over.size and not quoted:
-            line = first + int(over[0])
-            raise _ragged(path, line, int(counts[over[0]]) + 1, n_columns)
-        if over.size:
-            _exact_check(path, delimiter, n_columns)
+            raise _ragged(path, first + int(over[0]), int(counts[over[0]]) + 1, n_columns)
+        if over.size:  # the fields counted exactly
+            with _open(path) as raw:
+                reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""),
+                                    delimiter=delimiter)
+                for row in reader:
+                    if len(row) > n_columns:
+                        raise _ragged(path, reader.line_num, len(row), n_columns)
             return
-
-
-def _exact_check(path: Path, delimiter: str, n_columns: int) -> None:
-    import csv
-    import io
-
-    with _open(path) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""),
-                            delimiter=delimiter)
-        for row in reader:
-            if len(row) > n_columns:
-                raise _ragged(path, reader.line_num, len(row), n_columns)
 
 
 def _ragged(path: Path, line: int, fields: int, n_columns: int) -> InputError:
@@ -148,30 +142,26 @@ def encoding_error(path: Path) -> InputError:
     """Why ``path`` is not UTF-8 text: another format's signature, or its first line that
     is not UTF-8."""
     try:
-        return _encoding_error(path)
+        with open(path, "rb") as handle:
+            start = handle.read(4)
+        for magic, (what, hint) in SIGNATURES.items():
+            if start.startswith(magic) and not (magic == b"\x1f\x8b"
+                                                and path.name.lower().endswith(".gz")):
+                return InputError(f"the file is {what}, not delimited text", source=str(path),
+                                  rule="unreadable_file", hint=hint)
+        with _open(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    byte = line[exc.start:exc.start + 1].hex()
+                    where = ("the header" if number == 1
+                             else f"line {number} (data row {number - 1})")
+                    return InputError(f"{where} is not UTF-8 text (byte 0x{byte})",
+                                      source=str(path), rule="encoding",
+                                      hint="save the file as UTF-8")
     except (OSError, EOFError):
         return InputError("cannot read the file as text", source=str(path),
-                          rule="unreadable_file",
-                          hint="the file may be truncated or not in the format its suffix says")
-
-
-def _encoding_error(path: Path) -> InputError:
-    with open(path, "rb") as handle:
-        start = handle.read(4)
-    for magic, (what, hint) in SIGNATURES.items():
-        if start.startswith(magic) and not (magic == b"\x1f\x8b"
-                                            and path.name.lower().endswith(".gz")):
-            return InputError(f"the file is {what}, not delimited text", source=str(path),
-                              rule="unreadable_file", hint=hint)
-    with _open(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                byte = line[exc.start:exc.start + 1].hex()
-                where = "the header" if number == 1 else f"line {number} (data row {number - 1})"
-                return InputError(f"{where} is not UTF-8 text (byte 0x{byte})",
-                                  source=str(path), rule="encoding",
-                                  hint="save the file as UTF-8")
+                          rule="unreadable_file", hint=UNREADABLE_HINT)
     return InputError("the file is not UTF-8 text", source=str(path), rule="encoding",
                       hint="save the file as UTF-8")

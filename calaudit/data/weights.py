@@ -142,10 +142,9 @@ def numeric_column(values: pd.Series, source: str, column: str, rule: str) -> np
     bad = converted.isna() & values.notna()
     if bad.any() or getattr(converted.dtype, "kind", "O") == "c":
         first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-        where = f"index {first}" if source == rules.ARRAYS else f"data row {first + 1}"
-        raise InputError(f"value {rules.shown_value(values.iloc[first])} at {where} is not a "
-                         "number", source=source, column=column, rule=rule,
-                         hint="weights and rates must be numbers")
+        raise InputError(f"value {rules.shown_value(values.iloc[first])} at "
+                         f"{rules.position_of(source, first)} is not a number", source=source,
+                         column=column, rule=rule, hint="weights and rates must be numbers")
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
