@@ -83,19 +83,10 @@ def bounded_options(protocol: str) -> dict[str, Any]:
     return merged
 
 
-def is_remote_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from a remote filesystem, the network or the credentials
-    (an ``OSError`` or an exception of :data:`REMOTE_MODULES`) rather than a bug."""
-    if isinstance(exc, (OSError, DeadlineExceeded)):
-        return True
-    return any(cls.__module__.split(".")[0] in REMOTE_MODULES for cls in type(exc).__mro__
-               if cls.__module__ not in ("builtins",))
-
-
 def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
     """One line for the failure ``exc`` of the remote filesystem of ``url``."""
     protocol = protocol_of(url)
-    if isinstance(exc, DeadlineExceeded) or _is_timeout(exc):
+    if any("timeout" in cls.__name__.lower() for cls in type(exc).__mro__):
         message = (f"the {protocol}:// store gave {exc}" if isinstance(exc, DeadlineExceeded)
                    else f"no answer from the {protocol}:// store ({_reason(exc)})")
         return InputError(message, source=url, rule="remote_timeout",
@@ -110,11 +101,6 @@ def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
                            "filesystems' in docs/inputs.md)")
 
 
-def _is_timeout(exc: BaseException) -> bool:
-    names = " ".join(cls.__name__ for cls in type(exc).__mro__).lower()
-    return isinstance(exc, TimeoutError) or "timeout" in names
-
-
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     name = type(exc).__name__
@@ -123,22 +109,9 @@ def _reason(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def remote_errors(url: str, action: str = "read") -> Iterator[None]:
-    """Inside the block, a remote filesystem's failure is one :class:`InputError` naming
-    ``url``; an :class:`InputError` passes unchanged, anything else is a bug."""
-    try:
-        with quiet_loggers():
-            yield
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - sorted by is_remote_failure
-        if not is_remote_failure(exc):
-            raise
-        raise failure(url, exc, action) from None
-
-
-@contextlib.contextmanager
-def quiet_loggers() -> Iterator[None]:
-    """The remote libraries' loggers silenced for the block (retries log tracebacks)."""
+    """Inside the block, a remote filesystem's failure (an ``OSError`` or an exception of
+    :data:`REMOTE_MODULES`) is one :class:`InputError` naming ``url``, the remote libraries'
+    loggers silenced (retries log tracebacks); anything else is a bug."""
     import logging
 
     loggers = [logging.getLogger(name) for name in REMOTE_LOGGERS]
@@ -147,6 +120,13 @@ def quiet_loggers() -> Iterator[None]:
         logger.setLevel(logging.CRITICAL + 1)
     try:
         yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a remote failure, or a bug
+        modules = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+        if not isinstance(exc, (OSError, DeadlineExceeded)) and not modules & REMOTE_MODULES:
+            raise
+        raise failure(url, exc, action) from None
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
