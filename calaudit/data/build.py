@@ -97,10 +97,8 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
         block = raw.scores[start:start + spill.BLOCK]
         scores = np.where(np.isfinite(block), block, 0.0)
         if raw.kind == "logit":
-            if scores.shape[1] == 1:
-                scores = special.expit(scores)
-            else:
-                scores = special.softmax(scores, axis=1)
+            scores = (special.expit(scores) if scores.shape[1] == 1
+                      else special.softmax(scores, axis=1))
         if scores.shape[1] > 1 and options.renormalize and raw.kind == "probability":
             sums = scores.sum(axis=1, keepdims=True)
             fix = (np.abs(sums[:, 0] - 1.0) > 0) & (sums[:, 0] > 0)
@@ -307,14 +305,11 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
     elif prob.column == raw.label_column:
         values = raw.labels.to_numpy()
     elif prob.column in (raw.weight_column, raw.rate_column):
-        series = raw.weights if prob.column == raw.weight_column else raw.rates
-        values = series.to_numpy()
+        values = (raw.weights if prob.column == raw.weight_column else raw.rates).to_numpy()
     elif prob.column in raw.score_columns:
         values = raw.scores[:, raw.score_columns.index(prob.column)]
-    else:
-        for name, series, _ in raw.covariates:
-            if name == prob.column:
-                values = series.to_numpy()
+    elif (series := {name: s for name, s, _ in raw.covariates}.get(prob.column)) is not None:
+        values = series.to_numpy()
     return prob.error(values, raw.layouts)
 
 

@@ -45,10 +45,8 @@ class ColumnSink:
     def final_dtype(self) -> np.dtype:
         """The dtype the concatenated batches would have: int32 text codes, int8 booleans,
         for numbers numpy's result type of the files' when an integer type, else float64."""
-        if self.kind == "text":
-            return np.dtype(np.int32)
-        if self.kind == "bool":
-            return np.dtype(np.int8)
+        if self.kind in ("text", "bool"):
+            return STORAGE[self.kind]
         if self.kind is None or not self.dtypes:
             return np.dtype(np.float64)
         kind = np.result_type(*self.dtypes)

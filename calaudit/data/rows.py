@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.data.spill import ColumnStore, in_blocks
-from calaudit.exceptions import InputError
+from calaudit.exceptions import InputError, clip
 
 #: Relative tolerance on ``sum_k p_ik = 1`` for multi-class rows.
 SUM_TOLERANCE = 1e-6
@@ -93,9 +93,7 @@ def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
 
 def shown_value(value: object, limit: int = 60) -> str:
     """``repr`` of a cell for an error message, shortened to ``limit`` characters."""
-    value = value.item() if hasattr(value, "item") else value
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-12:]}"
+    return clip(repr(value.item() if hasattr(value, "item") else value), limit)
 
 
 def row_mask(n: int, flagged: Callable[[int, int], np.ndarray],

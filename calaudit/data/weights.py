@@ -98,15 +98,6 @@ class SampleWeights:
             return weights
         return weights * (kish(weights) / float(weights.sum()))
 
-    def null_statement(self) -> str:
-        """What "calibrated" means for the sampled labels."""
-        if self.label_dependent:
-            return ("negatives kept at rate r: a sampled label is Bernoulli(p / (p + r (1 - p)))"
-                    " when the model is calibrated on the population; statistics weight "
-                    "negatives by 1 / r")
-        return ("weights do not depend on the label: a sampled label is Bernoulli(p) when "
-                "the model is calibrated")
-
 
 def kish(weights: NDArray[np.float64]) -> float:
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight), on
@@ -127,7 +118,11 @@ def summary(weights: SampleWeights, values: NDArray[np.float64],
         "label_dependent": weights.label_dependent,
         "sum": float(values.sum()), "effective_sample_size": kish(values),
         "min": float(values.min()), "max": float(values.max()),
-        "sample_size": sample_size, "null": weights.null_statement(),
+        "sample_size": sample_size,
+        "null": ("negatives kept at rate r: a sampled label is Bernoulli(p / (p + r (1 - p))) "
+                 "when the model is calibrated on the population; statistics weight negatives "
+                 "by 1 / r" if weights.label_dependent else "weights do not depend on the "
+                 "label: a sampled label is Bernoulli(p) when the model is calibrated"),
     }
     if weights.negative_rate is not None:
         out["negative_rate"] = {"from": weights.rate_from,
