@@ -190,10 +190,9 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
     found = []
     for name, values, source in raw.covariates:
         kind = getattr(values.dtype, "kind", "O")
-        if kind in "cmM":
-            what = {"c": "complex numbers", "m": "time spans", "M": "timestamps"}[kind]
-            raise InputError(f"holds {what}; a covariate is a number or a category",
-                             source=source, column=name, rule="unsupported_type",
+        if kind in rules.KIND_WORDS:
+            raise InputError(f"holds {rules.KIND_WORDS[kind]}; a covariate is a number or a "
+                             "category", source=source, column=name, rule="unsupported_type",
                              hint="convert it to numbers or strings first")
         missing = rules.row_mask(len(values), lambda a, b, v=values: v.iloc[a:b].isna()
                                  .to_numpy(), store)

@@ -18,7 +18,7 @@ from calaudit.data.locations import DataFile, Location, locate
 from calaudit.data.npz import NpzArchive
 from calaudit.data.partitioned import Dataset, RowLayout
 from calaudit.data.readers import SourceFile, check_readable, file_format, read_columns, sha256_of
-from calaudit.data.rows import located, shown_value
+from calaudit.data.rows import KIND_WORDS, located, shown_value
 from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
 from calaudit.scale import release_free_memory
@@ -224,21 +224,19 @@ def _numeric(values: pd.Series, column: str, path: str,
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         values = values.astype(object)
     kind = getattr(values.dtype, "kind", "O")
-    if kind in "Mmc":
-        what = {"M": "timestamps", "m": "time spans", "c": "complex numbers"}[kind]
-        raise InputError(f"holds {what}, not probabilities", source=str(path), column=column,
-                         rule="non_numeric_probability",
-                         hint="prediction columns must hold real numbers")
-    converted = pd.to_numeric(values, errors="coerce")
-    bad = converted.isna() & values.notna()
-    if bad.any():
-        first = int(np.flatnonzero(bad.to_numpy())[0])
-        source, position = located(path, first, layout)
-        raise InputError(f"value {shown_value(values.iloc[first])} at {position} is not a "
-                         "number", source=source, column=column, rule="non_numeric_probability",
-                         hint="prediction columns must hold numbers")
-    if getattr(converted.dtype, "kind", "O") == "c":
-        raise InputError("holds complex numbers, not probabilities", source=str(path),
+    if kind not in KIND_WORDS:
+        converted = pd.to_numeric(values, errors="coerce")
+        bad = converted.isna() & values.notna()
+        if bad.any():
+            first = int(np.flatnonzero(bad.to_numpy())[0])
+            source, position = located(path, first, layout)
+            raise InputError(f"value {shown_value(values.iloc[first])} at {position} is not a "
+                             "number", source=source, column=column,
+                             rule="non_numeric_probability",
+                             hint="prediction columns must hold numbers")
+        kind = getattr(converted.dtype, "kind", "O")
+    if kind in KIND_WORDS:
+        raise InputError(f"holds {KIND_WORDS[kind]}, not probabilities", source=str(path),
                          column=column, rule="non_numeric_probability",
                          hint="prediction columns must hold real numbers")
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -19,6 +19,8 @@ ARRAYS = "<arrays>"
 #: Rules that stop the audit even with ``drop_invalid``: they say the column means something
 #: else (real-valued weights read as frequency weights), so dropping rows would bias it.
 NOT_DROPPABLE = ("fractional_frequency_weight",)
+#: What a column of complex numbers, time spans or timestamps holds (numpy dtype kinds).
+KIND_WORDS = {"c": "complex numbers", "m": "time spans", "M": "timestamps"}
 
 
 @dataclass(frozen=True)
