@@ -1,12 +1,8 @@
-"""CSV / TSV files read a chunk of rows at a time into growing columns (out of core).
-
-pandas' C parser reads each file in chunks of :data:`BATCH_ROWS` rows with the options of a
-whole-file ``pd.read_csv``, so every cell parses to the same bits; each chunk is encoded at
-once (float64 / int64 / uint64 numbers, int32 text codes, int8 booleans) and appended to a
-:class:`~calaudit.data.spill.GrowingColumn`. pandas infers a dtype per chunk but a
-whole-file read one per file, so each file's column is reconciled at its end
-(:func:`reconcile`; docs/inputs.md, "Out of core"). Errors come in a whole-file read's
-order: the parser's, the field counts, then each column's kind against the other files'.
+"""CSV / TSV files read in chunks of rows into growing columns (docs/inputs.md, "Out of
+core"), every cell parsed to the same bits as by a whole-file ``pd.read_csv``. pandas infers
+a dtype per chunk but a whole-file read one per file, so each file's column is reconciled
+at its end (:func:`reconcile`). Errors come in a whole-file read's order: the parser's, the
+field counts, then each column's kind against the other files'.
 """
 
 from __future__ import annotations

@@ -126,17 +126,15 @@ def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = 
             name = entry.name if not folder else f"{folder.rstrip('/')}/{entry.name}"
             parts = (*below, entry.name)
             is_dir = entry.is_dir()
-            if pattern is None:
-                if is_dir and not _skipped(entry.name):
-                    stack.append((name, parts, (*above, real)))
-                elif not is_dir and not _skipped(entry.name):
-                    found.append(name)
-                    _check_count(len(found), root)
-                continue
-            if _reachable(parts, pattern)[-1]:  # the whole pattern matches
+            if pattern is None:  # a directory dataset: every file, skipping ``.``/``_`` names
+                kept = not _skipped(entry.name)
+                take, walk = kept and not is_dir, kept and is_dir
+            else:
+                take, walk = _reachable(parts, pattern)[-1], is_dir and _may_match(parts, pattern)
+            if take:
                 found.append(name)
                 _check_count(len(found), spec or root)
-            if is_dir and _may_match(parts, pattern):
+            if walk:
                 stack.append((name, parts, (*above, real)))
     return sorted(found)
 
@@ -345,9 +343,8 @@ def fingerprint(file: DataFile, filesystem: Any = None) -> tuple[str, str]:
     if file.etag:
         return "etag", file.etag
     if filesystem is not None:
-        with remote.remote_errors(file.name):
-            with filesystem.open(file.path, "rb") as handle:
-                return "sha256", sha256_stream(handle)
+        with remote.remote_errors(file.name), filesystem.open(file.path, "rb") as handle:
+            return "sha256", sha256_stream(handle)
     try:
         with open(file.path, "rb") as handle:
             return "sha256", sha256_stream(handle)

@@ -1,11 +1,7 @@
-"""NPZ archives read member by member, each in chunks, into the column store
-(docs/inputs.md, "Out of core").
-
-Each member's ``.npy`` header is checked before anything is allocated (no object arrays:
-nothing is unpickled; a shape whose bytes the member and the archive can hold), then its
-array is filled :data:`CHUNK_BYTES` at a time through zipfile's streaming decompression
-(its CRC check kept). The members are then laid out as named columns (:func:`layout`).
-"""
+"""NPZ archives read member by member into the column store (docs/inputs.md, "Out of
+core"): each ``.npy`` header checked before anything is allocated (no object arrays; a shape
+the member and the archive can hold), then the array filled in chunks through zipfile's
+streaming decompression (its CRC check kept)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """Where the loader's columns live: anonymous memory, or memory-mapped files in the spill
-directory (``data.spill``, ``--spill``; docs/inputs.md, "Out of core").
-
-``auto`` spills when the estimated bytes of the kept columns exceed :data:`SPILL_FRACTION`
-of the memory available now. Each spill file is unlinked as soon as it is open, so nothing
-is left on disk however the process ends (where an open file cannot be unlinked, the store
-removes it when closed or at exit); its blocks are reserved before they are written, so a
-full disk is one ``[spill_failed]`` line, never a ``SIGBUS``. A column whose length is
-known only once read (a CSV file's) grows instead: :class:`GrowingColumn`.
+directory (``--spill``; docs/inputs.md, "Out of core"). Each spill file is unlinked as soon
+as it is open (nothing is left on disk however the process ends) and its blocks reserved
+before they are written (a full disk is one ``[spill_failed]`` line, never a ``SIGBUS``).
 """
 
 from __future__ import annotations
