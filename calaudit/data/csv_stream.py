@@ -213,27 +213,24 @@ class CsvColumn:
         self.segments = [(end, d) for end, d in kept if end > 0]
 
     # -- the end of a file --------------------------------------------------------------
-    def end(self, state: FileColumn, rows: int, source: str, path: Path, fmt: str) -> None:
+    def end(self, state: FileColumn, source: str, path: Path, fmt: str) -> None:
         """Check the file's column against the other files' and complete its rows: as
         written, or read again (:func:`reconcile`)."""
         dtype_name, again = reconcile(state.classes, state.missing, state.largest)
         if state.deferred and again is None:
             again = {"str": "str", "float64": "float"}.get(dtype_name, "whole")
-        if again is None:
-            if not state.classes and self.sink.kind in (None, "numeric"):
-                self.promoted = True
-            kind = {"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(dtype_name,
-                                                                                 "text")
-            self.sink.expect(kind if state.classes else None, dtype_name, source)
-            return
-        self._truncate(state.start)
+        parts: Iterator[pd.Series] = iter(())
+        if again is None:  # as written
+            kind = ({"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(
+                dtype_name, "text") if state.classes else None)
+        else:
+            self._truncate(state.start)
         if again == "whole":
             with read_errors(path, fmt):
                 values = _read_csv(path, fmt, [state.name])[state.name]
-            parts: Iterator[pd.Series] = iter([values])
-            dtype_name = str(values.dtype)
-            kind = _pandas_kind(values)
-        else:
+            parts = iter([values])
+            dtype_name, kind = str(values.dtype), _pandas_kind(values)
+        elif again is not None:
             kind = "text" if again == "str" else "numeric"
             parts = (c[state.name] for c in chunks(
                 path, fmt, [state.name], {state.name: str if again == "str" else np.float64}))
@@ -295,7 +292,7 @@ def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColu
             columns[name].add(states[name], chunk[name])
     check_field_counts(path, delimiter(fmt), len(read_columns(path)))
     for name in names:
-        columns[name].end(states[name], rows, source, path, fmt)
+        columns[name].end(states[name], source, path, fmt)
     return rows
 
 
