@@ -33,9 +33,7 @@ class ScoreColumns:
 
 def split_list(text: str | None) -> list[str]:
     """``"a, b,c"`` -> ``["a", "b", "c"]``; ``None`` or ``""`` -> ``[]``."""
-    if not text:
-        return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 def _hint_for(name: str, available: list[str], option: str) -> str:

@@ -7,6 +7,7 @@ field counts, then each column's kind against the other files'.
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +59,6 @@ def chunk_class(values: pd.Series) -> tuple[str, int]:
     if kind == "i":
         array = values.to_numpy()
         return "int", max(abs(int(array.max())), abs(int(array.min()))) if len(array) else 0
-    if kind == "u":
-        return "other", 0
     if kind == "b":
         return "bool", 0
     if pd.api.types.is_string_dtype(values.dtype) and not values.dtype == object:
@@ -149,7 +148,8 @@ class CsvColumn:
         if kind is None or kind != self.storage and (
                 self.storage is not None and self.sink.kind is not None
                 or self.rows > state.start):
-            self._defer(state)
+            state.deferred = True
+            self._truncate(state.start)
             return
         self._use_storage(kind, state.start)
         self._put(self._encode(values, kind))
@@ -192,10 +192,6 @@ class CsvColumn:
             self.missing_rows += count
         else:
             self._put(np.full(count, MISSING[self.storage], dtype=STORAGE[self.storage]))
-
-    def _defer(self, state: FileColumn) -> None:
-        state.deferred = True
-        self._truncate(state.start)
 
     def _truncate(self, rows: int) -> None:
         """Forget this column's rows from row ``rows`` on."""
@@ -311,8 +307,6 @@ def estimated_rows(location) -> int:
     try:
         with opener(first.path, "rb") as raw:
             if first.path.lower().endswith(".gz"):
-                import gzip
-
                 with gzip.GzipFile(fileobj=raw) as text:
                     sample = text.read(SAMPLE_BYTES)
                 ratio = len(sample) / max(raw.tell(), 1)

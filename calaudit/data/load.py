@@ -95,9 +95,7 @@ class SingleFile:
         self.archive = NpzArchive(path, store) if path.name.lower().endswith(".npz") else None
 
     def columns(self) -> list[str]:
-        if self.archive is not None:
-            return list(self.archive.columns())
-        return read_columns(self.path)
+        return read_columns(self.path) if self.archive is None else list(self.archive.columns())
 
     def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
         fmt = file_format(self.path)

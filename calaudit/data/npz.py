@@ -185,6 +185,4 @@ def layout(arrays: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
 
 
 def _names(arrays: dict[str, np.ndarray], key: str) -> list[str] | None:
-    if key not in arrays:
-        return None
-    return [str(v) for v in np.asarray(arrays[key]).reshape(-1)]
+    return [str(v) for v in np.asarray(arrays[key]).reshape(-1)] if key in arrays else None

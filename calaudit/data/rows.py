@@ -47,12 +47,16 @@ class RowProblem:
             return f" of the dataset (data row {local + 1} of {name}, id {shown_value(ids[row])})"
         return f" of {path} (id {shown_value(ids[row])})"
 
+    @property
+    def count(self) -> int:
+        return int(self.rows.sum())
+
     def error(self, values: np.ndarray | None = None,
               layouts: Mapping[str, Any] | None = None) -> InputError:
         """The one-line error, quoting the first offending row (``layouts``: datasets'
         :class:`~calaudit.data.partitioned.RowLayout` by name, to name a row's file)."""
         first = int(np.flatnonzero(self.rows)[0])
-        return self.error_at(first, int(self.rows.sum()),
+        return self.error_at(first, self.count,
                              None if values is None else (values[first],), layouts)
 
     def error_at(self, first: int, count: int, value: tuple[Any] | None = None,

@@ -27,13 +27,11 @@ SPILL_FRACTION = 0.25
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation now, or None when unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), \
+            open("/proc/meminfo", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, ValueError, OSError):
@@ -42,10 +40,8 @@ def available_memory() -> int | None:
 
 def should_spill(mode: str, estimated_bytes: int, available: int | None = None) -> bool:
     """``always``, ``never``, or ``auto`` by estimate."""
-    if mode == "always":
-        return True
-    if mode == "never":
-        return False
+    if mode != "auto":
+        return mode == "always"
     available = available_memory() if available is None else available
     return available is not None and estimated_bytes > SPILL_FRACTION * available
 
@@ -66,13 +62,12 @@ class ColumnStore:
         self._leftovers: list[str] = []
         weakref.finalize(self, _remove_all, self._leftovers)
 
-    def decide(self, estimated_bytes: int) -> bool:
+    def decide(self, estimated_bytes: int) -> None:
         """Fix whether to spill, from the estimated bytes of the kept columns."""
         self.spilling = should_spill(self.mode, estimated_bytes)
         self.decided = True
         if self.spilling:
             self._check_directory()
-        return self.spilling
 
     def empty(self, shape: int | tuple[int, ...], dtype) -> np.ndarray:
         """An uninitialised column: ``np.empty``, or a memory-mapped file when spilling."""

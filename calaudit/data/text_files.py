@@ -66,11 +66,10 @@ def check_header(names: list[str], path: Path, fmt: str) -> list[str]:
                     None)
         if used is not None:
             expected = "comma" if fmt == "csv" else "tab"
-            raise InputError(
-                f"the header is one column; the file seems to be separated by {used!r}, "
-                f"but a .{fmt} file is {expected}-separated",
-                source=str(path), rule="delimiter",
-                hint="save it with commas as .csv or with tabs as .tsv")
+            raise InputError(f"the header is one column; the file seems to be separated by "
+                             f"{used!r}, but a .{fmt} file is {expected}-separated",
+                             source=str(path), rule="delimiter",
+                             hint="save it with commas as .csv or with tabs as .tsv")
     return names
 
 
