@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from calaudit.data.parts import Covariate, Provenance, read_only
@@ -131,8 +132,6 @@ def covariate_columns(covariates: object) -> dict[str, object]:
     index is ignored: rows match by position)."""
     if covariates is None:
         return {}
-    import pandas as pd
-
     if isinstance(covariates, pd.DataFrame):
         return {str(name): covariates[name].to_numpy() for name in covariates.columns}
     if isinstance(covariates, pd.Series):

@@ -102,8 +102,7 @@ class SingleFile:
         if fmt != "npz":
             check_readable(self.path)
             one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
-            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(
-                columns, store)
+            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(columns, store)
         else:
             frame = self.archive.frame(columns)
         self.rows = len(frame)

@@ -165,13 +165,9 @@ class GrowingColumn:
     def __init__(self, store: ColumnStore, dtype) -> None:
         self.dtype = np.dtype(dtype)
         self.rows = 0
-        self._buffer: bytearray | None = None
-        self._handle: int | None = None
         self._directory = store.directory
-        if store.spilling:
-            self._handle = store.open_file()
-        else:
-            self._buffer = bytearray()
+        self._handle: int | None = store.open_file() if store.spilling else None
+        self._buffer: bytearray | None = None if store.spilling else bytearray()
 
     def append(self, values: np.ndarray) -> None:
         """Add rows (any dtype of this column's item size)."""
