@@ -37,8 +37,8 @@ def protocol_of(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
-def check_supported(url: str) -> str:
-    """The protocol of ``url`` when calaudit reads it; else one ``[unsupported_url]``."""
+def check_supported(url: str) -> None:
+    """One ``[unsupported_url]`` line unless calaudit reads ``url``."""
     protocol = protocol_of(url)
     if "::" in url:
         raise InputError("chained URLs ('::', e.g. zip://, simplecache::) are not supported",
@@ -50,7 +50,6 @@ def check_supported(url: str) -> str:
                          rule="unsupported_url",
                          hint="copy the data to a local path, or use a supported URL: "
                               f"{SUPPORTED_TEXT}")
-    return protocol
 
 
 def bounded_options(protocol: str) -> dict[str, Any]:
@@ -60,8 +59,9 @@ def bounded_options(protocol: str) -> dict[str, Any]:
 
     seconds = limits.REMOTE_TIMEOUT
     family = (PROTOCOLS.get(protocol) or ("", ""))[0]
+    ours: dict[str, Any] = {}
     if family == "s3fs":
-        ours: dict[str, Any] = {"config_kwargs": {
+        ours = {"config_kwargs": {
             "connect_timeout": seconds, "read_timeout": seconds,
             "retries": {"max_attempts": 3, "mode": "standard"}}}
     elif family == "gcsfs":
@@ -71,8 +71,6 @@ def bounded_options(protocol: str) -> dict[str, Any]:
                                                           sock_read=seconds)}
     elif family == "adlfs":
         ours = {"connection_timeout": int(seconds), "read_timeout": int(seconds)}
-    else:
-        ours = {}
     user = fsspec.config.conf.get(protocol, {})
     merged = dict(ours)
     for key, value in ours.items():

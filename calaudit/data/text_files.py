@@ -77,10 +77,7 @@ def _lines(path: Path) -> Iterator[tuple[int, np.ndarray]]:
     """``(number of the first line, bytes)`` of chunks that end at a line break."""
     carry, first = b"", 1
     with _open(path) as handle:
-        while True:
-            block = handle.read(CHUNK)
-            if not block:
-                break
+        for block in iter(lambda: handle.read(CHUNK), b""):
             block = carry + block
             cut = max(block.rfind(b"\n"), block.rfind(b"\r")) + 1
             if cut == 0:
