@@ -1,10 +1,6 @@
-"""Raw columns -> the validated fields of a :class:`~calaudit.data.dataset.CalibrationData`.
-
-Shared by the file loader and ``CalibrationData.from_arrays``: convert logits, apply the
-row rules, infer the classes, map the labels, encode the covariates, and drop or refuse
-bad rows. :func:`build` returns the fields (:class:`Validated`); the data object is
-``CalibrationData(*validated)``.
-"""
+"""Raw columns -> the validated fields of a :class:`~calaudit.data.dataset.CalibrationData`
+(for files and ``from_arrays`` alike): convert logits, apply the row rules, map the labels,
+encode the covariates, and drop or refuse bad rows."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ from calaudit.data.weights import SampleWeights, read_columns
 from calaudit.data.weights import finish as finish_weights
 from calaudit.exceptions import InputError
 
-#: Bytes per row of one kept column (float64 / int64), for the spill estimate.
-KEPT_BYTES_PER_ROW = 8
+KEPT_BYTES_PER_ROW = 8  # one kept column (float64 / int64), for the spill estimate
 
 
 @dataclass(frozen=True)
@@ -60,13 +55,9 @@ class RawInputs:
     unmatched: np.ndarray | None = None
     id_column: str | None = None
     files: tuple[SourceFile, ...] = ()
-    #: Prediction-row ids when other files were joined on ``id_column``.
-    ids: np.ndarray | None = None
-    #: Row layouts of the datasets among the inputs, by name (for error messages).
-    layouts: dict[str, Any] = field(default_factory=dict)
-    #: The predictions input when it is a dataset (:attr:`Provenance.dataset`).
-    dataset: dict[str, Any] | None = None
-    #: Row weights and the kept rate of negatives (docs/weights.md), with their columns.
+    ids: np.ndarray | None = None  # prediction-row ids when files were joined on an id
+    layouts: dict[str, Any] = field(default_factory=dict)  # datasets' row layouts, by name
+    dataset: dict[str, Any] | None = None  # :attr:`Provenance.dataset`
     weights: pd.Series | None = None
     weight_column: str | None = None
     rates: pd.Series | None = None
@@ -74,8 +65,7 @@ class RawInputs:
 
 
 class Validated(NamedTuple):
-    """The fields of a :class:`~calaudit.data.dataset.CalibrationData`, in its order:
-    ``CalibrationData(*validated)`` is the data object."""
+    """The fields of a :class:`~calaudit.data.dataset.CalibrationData`, in its order."""
 
     y_proba: np.ndarray
     y_true: np.ndarray
@@ -91,8 +81,7 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
     """(n, m) probabilities: softmax of logits, ``[1 - p, p]`` for one binary column,
     optionally renormalised rows. Returns the matrix and the count of renormalised rows."""
     if raw.kind == "probability" and raw.scores.shape[1] == 1:
-        # the common binary case written straight into its (n, 2) result: [1 - p, p],
-        # a block of rows at a time (16 bytes per row, in ``store``; no n-row temporary)
+        # the common binary case written straight into its (n, 2) result: [1 - p, p]
         out = (store or ColumnStore()).empty((raw.scores.shape[0], 2), np.float64)
         for start in range(0, out.shape[0], spill.BLOCK):
             stop = min(start + spill.BLOCK, out.shape[0])
@@ -101,7 +90,6 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
             positive[~np.isfinite(positive)] = 0.0
             np.subtract(1.0, positive, out=out[start:stop, 0])
         return out, 0
-    # every step works row by row, so it runs a block of rows at a time into ``out``
     n, m = raw.scores.shape
     out = (store or ColumnStore()).empty((n, 2 if m == 1 else m), np.float64)
     renormalized = 0
@@ -109,10 +97,8 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
         block = raw.scores[start:start + spill.BLOCK]
         scores = np.where(np.isfinite(block), block, 0.0)
         if raw.kind == "logit":
-            if scores.shape[1] == 1:
-                scores = special.expit(scores)
-            else:
-                scores = special.softmax(scores, axis=1)
+            scores = (special.expit(scores) if scores.shape[1] == 1
+                      else special.softmax(scores, axis=1))
         if scores.shape[1] > 1 and options.renormalize and raw.kind == "probability":
             sums = scores.sum(axis=1, keepdims=True)
             fix = (np.abs(sums[:, 0] - 1.0) > 0) & (sums[:, 0] > 0)
@@ -127,20 +113,32 @@ def to_probabilities(raw: RawInputs, options: LoadOptions,
 def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
                    store: ColumnStore | None = None) -> list:
     """Rules on the prediction columns."""
-    found = [rules.nonfinite_scores(raw.scores, raw.score_columns, raw.score_source, raw.kind,
-                                    store)]
-    if raw.kind == "probability":
-        found.append(rules.out_of_range(raw.scores, raw.score_columns, raw.score_source, store))
-        if raw.scores.shape[1] > 1 and not options.renormalize:
-            found.append(rules.not_summing_to_one(probs, raw.score_columns, raw.score_source,
-                                                  store))
-        if raw.scores.shape[1] > 1 and options.renormalize:
-            with np.errstate(invalid="ignore"):
-                zero = rules.row_mask(len(raw.scores), lambda a, b: ~(np.where(
-                    np.isfinite(raw.scores[a:b]), raw.scores[a:b], 0.0).sum(axis=1) > 0), store)
+    scores, columns, source = raw.scores, raw.score_columns, raw.score_source
+    found = [rules.cell_problem("nonfinite_probability", lambda v: ~np.isfinite(v), scores,
+                                columns, source, f"{raw.kind} is missing, NaN or infinite",
+                                "check the model output", store)]
+    if raw.kind != "probability":
+        return found
+    found.append(rules.cell_problem(
+        "probability_out_of_range", lambda v: (v < 0.0) | (v > 1.0), scores, columns, source,
+        "probabilities must lie in [0, 1]", "pass probabilities, or logits with --logit-cols",
+        store))
+    if scores.shape[1] == 1:
+        return found
+    span = f"{columns[0]}..{columns[-1]}"
+    with np.errstate(invalid="ignore"):
+        if not options.renormalize:
+            bad = rules.row_mask(len(probs), lambda a, b: np.abs(
+                probs[a:b].sum(axis=1) - 1.0) > rules.SUM_TOLERANCE, store)
             found.append(rules.problem(
-                "zero_probability_row", raw.score_source,
-                f"{raw.score_columns[0]}..{raw.score_columns[-1]}", zero,
+                "probabilities_not_summing_to_one", source, span, bad,
+                f"class probabilities must sum to 1 (tolerance {rules.SUM_TOLERANCE:g})",
+                "pass --renormalize to rescale each row"))
+        else:
+            zero = rules.row_mask(len(scores), lambda a, b: ~(np.where(
+                np.isfinite(scores[a:b]), scores[a:b], 0.0).sum(axis=1) > 0), store)
+            found.append(rules.problem(
+                "zero_probability_row", source, span, zero,
                 "every class probability is 0, so the row cannot be renormalised",
                 "fix the model output"))
     return found
@@ -148,11 +146,8 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
 
 def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions,
                 store: ColumnStore | None = None) -> tuple[tuple[str, ...], np.ndarray]:
-    """Class names and the class index of every row (``UNKNOWN`` where unmatched).
-
-    Numeric and boolean labels map row by row, so they are mapped a block of rows at a
-    time into a ``store`` column; text labels need every distinct value first and are
-    mapped whole."""
+    """Class names and the class index of every row (``UNKNOWN`` where unmatched): numeric
+    labels a block of rows at a time into a ``store`` column, text labels whole."""
     n = len(raw.labels)
     if store is not None and _is_numeric(raw.labels) and not (
             raw.scores.shape[1] == 1 and options.positive_label is not None):
@@ -195,10 +190,9 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
     found = []
     for name, values, source in raw.covariates:
         kind = getattr(values.dtype, "kind", "O")
-        if kind in "cmM":
-            what = {"c": "complex numbers", "m": "time spans", "M": "timestamps"}[kind]
-            raise InputError(f"holds {what}; a covariate is a number or a category",
-                             source=source, column=name, rule="unsupported_type",
+        if kind in rules.KIND_WORDS:
+            raise InputError(f"holds {rules.KIND_WORDS[kind]}; a covariate is a number or a "
+                             "category", source=source, column=name, rule="unsupported_type",
                              hint="convert it to numbers or strings first")
         missing = rules.row_mask(len(values), lambda a, b, v=values: v.iloc[a:b].isna()
                                  .to_numpy(), store)
@@ -215,15 +209,12 @@ def covariate_problems(raw: RawInputs, joined: tuple[str, np.ndarray] | None = N
 
 
 def is_categorical(values: pd.Series, name: str, options: LoadOptions) -> bool:
-    if name in options.categorical:
-        return True
-    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    return not numeric
+    return name in options.categorical or not pd.api.types.is_numeric_dtype(values) \
+        or pd.api.types.is_bool_dtype(values)
 
 
 def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, int]:
-    """Rows dropped per rule, each row counted under the first rule it breaks (a block of
-    rows at a time)."""
+    """Rows dropped per rule, each row counted under the first rule it breaks."""
     new = [0] * len(problems)
     for start in range(0, n, spill.BLOCK):
         taken = np.zeros(min(spill.BLOCK, n - start), dtype=bool)
@@ -239,9 +230,7 @@ def first_reason_counts(problems: list[rules.RowProblem], n: int) -> dict[str, i
 
 def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
           ) -> Validated:
-    """Validate ``raw`` and return the fields of the immutable data object. The kept
-    columns are allocated in ``store`` (anonymous, or spilled to disk:
-    :mod:`calaudit.data.spill`), which is the data object's ``spill`` when it spilled."""
+    """Validate ``raw``; the kept columns are allocated in ``store``."""
     n = int(raw.scores.shape[0])
     if store is None:
         store = ColumnStore()
@@ -315,14 +304,11 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
     elif prob.column == raw.label_column:
         values = raw.labels.to_numpy()
     elif prob.column in (raw.weight_column, raw.rate_column):
-        series = raw.weights if prob.column == raw.weight_column else raw.rates
-        values = series.to_numpy()
+        values = (raw.weights if prob.column == raw.weight_column else raw.rates).to_numpy()
     elif prob.column in raw.score_columns:
         values = raw.scores[:, raw.score_columns.index(prob.column)]
-    else:
-        for name, series, _ in raw.covariates:
-            if name == prob.column:
-                values = series.to_numpy()
+    elif (series := {name: s for name, s, _ in raw.covariates}.get(prob.column)) is not None:
+        values = series.to_numpy()
     return prob.error(values, raw.layouts)
 
 
@@ -330,19 +316,15 @@ def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: 
                  options: LoadOptions) -> None:
     """At least two rows, and two classes present when a test needs them."""
     if n_used < 2:
-        raise InputError(
-            f"{n_used} usable row(s); at least 2 are needed",
-            source=raw.score_source, rule="too_few_rows",
-            hint="check the file, or the rows --drop-invalid removed",
-        )
+        raise InputError(f"{n_used} usable row(s); at least 2 are needed",
+                         source=raw.score_source, rule="too_few_rows",
+                         hint="check the file, or the rows --drop-invalid removed")
     present = present_classes(codes)
     if options.require_two_classes and present.size < 2:
-        only = classes[int(present[0])]
-        raise InputError(
-            f"only class '{only}' occurs in the labels; calibration tests need two",
-            source=raw.label_source, column=raw.label_column, rule="single_class",
-            hint="audit a sample that contains both outcomes",
-        )
+        raise InputError(f"only class '{classes[int(present[0])]}' occurs in the labels; "
+                         "calibration tests need two", source=raw.label_source,
+                         column=raw.label_column, rule="single_class",
+                         hint="audit a sample that contains both outcomes")
 
 
 def present_classes(codes: np.ndarray) -> np.ndarray:
@@ -363,36 +345,31 @@ def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray
     return out
 
 
-def build_from_arrays(y_true, y_proba, *, covariates, categorical, classes, positive_label,
-                      renormalize, drop_invalid, sample_weight=None, weight_kind="frequency",
-                      negative_rate=None) -> Validated:
-    """The fields of ``CalibrationData.from_arrays``: arrays through the same rules as
-    files."""
+def build_from_arrays(y_true, y_proba, covariates: dict, classes: tuple[str, ...] | None,
+                      sample_weight, options: LoadOptions) -> Validated:
+    """The fields of ``CalibrationData.from_arrays``."""
     scores = np.asarray(y_proba, dtype=np.float64)
     scores = scores[:, None] if scores.ndim == 1 else scores
     labels = pd.Series(np.asarray(y_true))
     if len(labels) != scores.shape[0]:
         raise InputError(f"y_true has {len(labels)} rows but y_proba has {scores.shape[0]}",
-                         source="<arrays>", rule="length_mismatch")
+                         source=rules.ARRAYS, rule="length_mismatch")
     if classes is None:
         classes = tuple(str(k) for k in range(scores.shape[1])) if scores.shape[1] > 1 else ()
     names = (("y_proba",) if scores.shape[1] == 1
              else tuple(f"y_proba[:, {k}]" for k in range(scores.shape[1])))
     covs = []
-    for name, values in (covariates or {}).items():
+    for name, values in covariates.items():
         series = pd.Series(np.asarray(values))
         if len(series) != len(labels):
             raise InputError(f"covariate has {len(series)} rows, expected {len(labels)}",
-                             source="<arrays>", column=name, rule="length_mismatch")
-        covs.append((name, series, "<arrays>"))
-    raw = RawInputs(scores, names, tuple(classes), "probability", "<arrays>", labels,
-                    "y_true", "<arrays>", covs)
+                             source=rules.ARRAYS, column=name, rule="length_mismatch")
+        covs.append((name, series, rules.ARRAYS))
+    raw = RawInputs(scores, names, tuple(classes), "probability", rules.ARRAYS, labels,
+                    "y_true", rules.ARRAYS, covs)
     if sample_weight is not None:
         raw.weights, raw.weight_column = pd.Series(np.asarray(sample_weight)), "sample_weight"
         if len(raw.weights) != len(labels):
             raise InputError(f"sample_weight has {len(raw.weights)} rows, expected "
-                             f"{len(labels)}", source="<arrays>", rule="length_mismatch")
-    options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
-                          require_two_classes=False, weight_kind=weight_kind,
-                          negative_rate=negative_rate)
+                             f"{len(labels)}", source=rules.ARRAYS, rule="length_mismatch")
     return build(raw, options)

@@ -1,9 +1,5 @@
-"""One requested column of a dataset, filled file by file and batch by batch
-(:class:`calaudit.data.partitioned.Dataset`): its kind (number, text, boolean) fixed by the
-first file that has values, its text levels in order of appearance, and its values either
-written in place into a column preallocated from the Parquet footers (CSV files, whose
-length is known only once parsed, grow their columns instead: :mod:`calaudit.data.csv_stream`
-hands the finished column to the sink as ``out``)."""
+"""One requested column of a dataset (:class:`calaudit.data.partitioned.Dataset`), filled
+file by file and batch by batch."""
 
 from __future__ import annotations
 
@@ -19,13 +15,11 @@ from calaudit.exceptions import InputError, clip
 
 @dataclass
 class ColumnSink:
-    """One requested column over every file read so far.
-
-    A Parquet dataset's column is preallocated (:meth:`allocate`) once every footer has
-    been read: its final dtype and length are known before the first row, so each batch
-    is converted and written in place (:meth:`put`) and no list of chunks is concatenated.
-    A CSV dataset's column is grown by :class:`calaudit.data.csv_stream.CsvColumn`, which
-    sets ``out`` once every file is read."""
+    """One requested column over every file read so far: its kind fixed by the first file
+    with values, its text levels in order of appearance. A Parquet dataset's column is
+    preallocated from the footers (:meth:`allocate`) and each batch written in place
+    (:meth:`put`); a CSV dataset's is grown by
+    :class:`~calaudit.data.csv_stream.CsvColumn`, which sets ``out`` at the end."""
 
     name: str
     kind: str | None = None  # "numeric", "text", "bool"; None until a file has values
@@ -49,13 +43,10 @@ class ColumnSink:
                              hint="every file of a dataset needs the same column types")
 
     def final_dtype(self) -> np.dtype:
-        """The dtype the concatenated batches would have: int32 codes for text, int8 for
-        booleans, float64 for no values; for numbers numpy's result type of the files'
-        (an integer type only when every file stores integers without a missing value)."""
-        if self.kind == "text":
-            return np.dtype(np.int32)
-        if self.kind == "bool":
-            return np.dtype(np.int8)
+        """The dtype the concatenated batches would have: int32 text codes, int8 booleans,
+        for numbers numpy's result type of the files' when an integer type, else float64."""
+        if self.kind in ("text", "bool"):
+            return STORAGE[self.kind]
         if self.kind is None or not self.dtypes:
             return np.dtype(np.float64)
         kind = np.result_type(*self.dtypes)
@@ -82,8 +73,7 @@ class ColumnSink:
         return out
 
     def series(self) -> pd.Series:
-        """The column as a pandas Series: int64 (or uint64) when every file stored integers
-        without a missing value, else float64; categorical for text; boolean."""
+        """The column as a pandas Series (categorical for text)."""
         if self.out is not None:
             values, self.out = self.out, None
         else:
@@ -106,6 +96,10 @@ class ColumnSink:
         return pd.Series(values, name=self.name, copy=False)
 
 
+#: Storage of each kind: numbers as 8-byte words, text as int32 codes, booleans as int8.
+STORAGE = {"numeric": np.dtype(np.float64), "text": np.dtype(np.int32),
+           "bool": np.dtype(np.int8)}
+MISSING = {"numeric": np.nan, "text": -1, "bool": -1}
 _KIND_WORDS = {"numeric": "numbers", "text": "text", "bool": "booleans"}
 
 
@@ -116,9 +110,8 @@ def append_arrow(sink: ColumnSink, array, pa) -> None:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     if pa.types.is_null(array.type) or sink.kind is None:
-        fill = {"text": -1, "bool": -1}.get(sink.kind or "", np.nan)
-        dtype = {"text": np.int32, "bool": np.int8}.get(sink.kind or "", np.float64)
-        sink.put(np.full(len(array), fill, dtype=dtype))
+        kind = sink.kind or "numeric"
+        sink.put(np.full(len(array), MISSING[kind], dtype=STORAGE[kind]))
     elif sink.kind == "text":
         encoded = array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
         null = np.asarray(encoded.is_null().to_numpy(zero_copy_only=False), dtype=bool)

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 
 from calaudit.exceptions import InputError, clip
 
-LABEL_NAMES = (
-    "label", "labels", "y", "y_true", "target", "outcome", "truth", "ground_truth", "class",
-)
-PROB_NAMES = (
-    "p", "prob", "proba", "probs", "probability", "y_proba", "y_prob", "y_score", "score",
-    "pred", "prediction", "p_hat", "phat",
-)
+LABEL_NAMES = ("label", "labels", "y", "y_true", "target", "outcome", "truth", "ground_truth",
+               "class")
+PROB_NAMES = ("p", "prob", "proba", "probs", "probability", "y_proba", "y_prob", "y_score",
+              "score", "pred", "prediction", "p_hat", "phat")
 PROB_PREFIXES = ("p_", "prob_", "proba_", "probs_", "probability_", "y_proba_")
 LOGIT_NAMES = ("logit", "logits", "log_odds")
 LOGIT_PREFIXES = ("logit_", "logits_")
@@ -25,11 +23,8 @@ LOGIT_PREFIXES = ("logit_", "logits_")
 
 @dataclass(frozen=True)
 class ScoreColumns:
-    """The prediction columns and how to read them.
-
-    ``columns`` in class order; ``class_names`` from the suffixes (multi-class) or empty
-    for one binary column; ``kind`` is ``probability`` or ``logit``.
-    """
+    """The prediction ``columns`` in class order, ``class_names`` from their suffixes
+    (empty for one binary column) and ``kind`` (``probability`` or ``logit``)."""
 
     columns: tuple[str, ...]
     class_names: tuple[str, ...]
@@ -38,9 +33,7 @@ class ScoreColumns:
 
 def split_list(text: str | None) -> list[str]:
     """``"a, b,c"`` -> ``["a", "b", "c"]``; ``None`` or ``""`` -> ``[]``."""
-    if not text:
-        return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 def _hint_for(name: str, available: list[str], option: str) -> str:
@@ -55,13 +48,8 @@ def require_column(name: str, available: list[str], source: str, option: str) ->
     """``name`` if the file has it, otherwise an error listing the columns that exist."""
     if name in available:
         return name
-    raise InputError(
-        "column not found",
-        source=source,
-        column=name,
-        rule="missing_column",
-        hint=_hint_for(name, available, option),
-    )
+    raise InputError("column not found", source=source, column=name, rule="missing_column",
+                     hint=_hint_for(name, available, option))
 
 
 def _find_named(available: list[str], names: tuple[str, ...]) -> list[str]:
@@ -75,18 +63,11 @@ def detect_label(available: list[str], source: str) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise InputError(
-            "no label column found (looked for " + ", ".join(LABEL_NAMES[:6]) + ", ...)",
-            source=source,
-            rule="missing_column",
-            hint=f"available columns: {', '.join(available[:20])}; set --label-col",
-        )
-    raise InputError(
-        f"several columns could be the label: {', '.join(found)}",
-        source=source,
-        rule="ambiguous_column",
-        hint="choose one with --label-col",
-    )
+        raise InputError("no label column found (looked for " + ", ".join(LABEL_NAMES[:6])
+                         + ", ...)", source=source, rule="missing_column",
+                         hint=f"available columns: {', '.join(available[:20])}; set --label-col")
+    raise InputError(f"several columns could be the label: {', '.join(found)}", source=source,
+                     rule="ambiguous_column", hint="choose one with --label-col")
 
 
 def class_suffixes(columns: list[str]) -> list[str]:
@@ -94,7 +75,7 @@ def class_suffixes(columns: list[str]) -> list[str]:
     separator (``p_cat, p_dog`` -> ``cat, dog``; ``p_10, p_11`` -> ``10, 11``)."""
     if len(columns) < 2:
         return list(columns)
-    prefix = _common_prefix(columns)
+    prefix = os.path.commonprefix(columns)
     cut = max((i + 1 for i, ch in enumerate(prefix) if not ch.isalnum()), default=0)
     names = [c[cut:] for c in columns]
     if all(names) and len(set(names)) == len(names):
@@ -102,25 +83,13 @@ def class_suffixes(columns: list[str]) -> list[str]:
     return list(columns)
 
 
-def _common_prefix(strings: list[str]) -> str:
-    first, last = min(strings), max(strings)
-    size = 0
-    while size < min(len(first), len(last)) and first[size] == last[size]:
-        size += 1
-    return first[:size]
-
-
 def select_columns(spec: str, available: list[str], source: str, option: str) -> list[str]:
     """Columns named by a glob pattern (``'p_*'``, file order) or a comma list."""
     if re.search(r"[*?\[]", spec):
         matched = [c for c in available if fnmatch.fnmatchcase(c, spec)]
         if not matched:
-            raise InputError(
-                f"pattern '{spec}' matches no column",
-                source=source,
-                rule="missing_column",
-                hint=_hint_for(spec, available, option),
-            )
+            raise InputError(f"pattern '{spec}' matches no column", source=source,
+                             rule="missing_column", hint=_hint_for(spec, available, option))
         return matched
     names = split_list(spec)
     if not names:
@@ -134,15 +103,6 @@ def select_columns(spec: str, available: list[str], source: str, option: str) ->
     return [require_column(name, available, source, option) for name in names]
 
 
-def _prefix_families(available: list[str], prefixes: tuple[str, ...]) -> dict[str, list[str]]:
-    families: dict[str, list[str]] = {}
-    for prefix in prefixes:
-        members = [c for c in available if c.lower().startswith(prefix) and len(c) > len(prefix)]
-        if len(members) >= 2:
-            families[prefix] = members
-    return families
-
-
 def _score_columns(columns: list[str], kind: str) -> ScoreColumns:
     names = class_suffixes(columns) if len(columns) > 1 else []
     return ScoreColumns(tuple(columns), tuple(names), kind)
@@ -151,47 +111,33 @@ def _score_columns(columns: list[str], kind: str) -> ScoreColumns:
 def detect_scores(available: list[str], source: str, exclude: set[str]) -> ScoreColumns:
     """Autodetect one probability column, a ``p_*``-style family, or else logits."""
     pool = [c for c in available if c not in exclude]
-    for names, prefixes, kind in (
-        (PROB_NAMES, PROB_PREFIXES, "probability"),
-        (LOGIT_NAMES, LOGIT_PREFIXES, "logit"),
-    ):
-        singles = _find_named(pool, names)
-        families = _prefix_families(pool, prefixes)
-        candidates = [[c] for c in singles] + list(families.values())
+    for names, prefixes, kind in ((PROB_NAMES, PROB_PREFIXES, "probability"),
+                                  (LOGIT_NAMES, LOGIT_PREFIXES, "logit")):
+        families = ([c for c in pool if c.lower().startswith(prefix) and len(c) > len(prefix)]
+                    for prefix in prefixes)
+        candidates = [[c] for c in _find_named(pool, names)] + [f for f in families
+                                                                 if len(f) >= 2]
         if len(candidates) == 1:
             return _score_columns(candidates[0], kind)
         if len(candidates) > 1:
             shown = "; ".join(", ".join(group) for group in candidates)
-            raise InputError(
-                f"several {kind} columns could be the predictions: {shown}",
-                source=source,
-                rule="ambiguous_column",
-                hint="choose with --prob-cols (or --logit-cols)",
-            )
-    raise InputError(
-        "no probability column found (looked for p, prob, score, ... and p_*, prob_*)",
-        source=source,
-        rule="missing_column",
-        hint=f"available columns: {', '.join(clip(c, 40) for c in pool[:20])}; "
-             "set --prob-cols or --logit-cols",
-    )
+            raise InputError(f"several {kind} columns could be the predictions: {shown}",
+                             source=source, rule="ambiguous_column",
+                             hint="choose with --prob-cols (or --logit-cols)")
+    raise InputError("no probability column found (looked for p, prob, score, ... and p_*, "
+                     "prob_*)", source=source, rule="missing_column",
+                     hint=f"available columns: {', '.join(clip(c, 40) for c in pool[:20])}; "
+                          "set --prob-cols or --logit-cols")
 
 
-def resolve_scores(
-    prob_cols: str | None, logit_cols: str | None, available: list[str], source: str,
-    exclude: set[str],
-) -> ScoreColumns:
+def resolve_scores(prob_cols: str | None, logit_cols: str | None, available: list[str],
+                   source: str, exclude: set[str]) -> ScoreColumns:
     """Explicit ``--prob-cols`` / ``--logit-cols`` when given, otherwise autodetection."""
     if prob_cols and logit_cols:
-        raise InputError(
-            "give either --prob-cols or --logit-cols, not both",
-            source=source,
-            rule="conflicting_options",
-        )
-    if prob_cols:
-        return _score_columns(select_columns(prob_cols, available, source, "--prob-cols"),
-                              "probability")
-    if logit_cols:
-        return _score_columns(select_columns(logit_cols, available, source, "--logit-cols"),
-                              "logit")
+        raise InputError("give either --prob-cols or --logit-cols, not both", source=source,
+                         rule="conflicting_options")
+    for spec, option, kind in ((prob_cols, "--prob-cols", "probability"),
+                               (logit_cols, "--logit-cols", "logit")):
+        if spec:
+            return _score_columns(select_columns(spec, available, source, option), kind)
     return detect_scores(available, source, exclude)

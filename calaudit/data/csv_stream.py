@@ -1,35 +1,13 @@
-"""CSV / TSV files read a batch of rows at a time into growing columns (out of core).
-
-pandas' C parser reads each file in chunks of :data:`BATCH_ROWS` rows, with the options of
-a whole-file ``pd.read_csv`` (the same tokenizer, the same float converter, the same
-missing-value strings), so every cell is parsed to the same bits as if the file were read
-whole. Each chunk is encoded at once as compact numpy (float64 / int64 / uint64 numbers,
-int32 codes into the column's text levels, int8 booleans) and appended to a
-:class:`~calaudit.data.growing.GrowingColumn` (anonymous memory, or a spill file): the
-rows are not counted in advance, the columns grow (a first pass would parse every file
-twice; the number of rows is known for free at the end).
-
-pandas infers a dtype per chunk, but a whole-file read infers one per file; the two agree
-except where a column changes kind within a file. A file's column is therefore reconciled
-at the end of the file (:func:`reconcile`):
-
-* integers and floats (integers of at most 2**53 in magnitude, whose float is the same
-  whether parsed as text or converted) make a float64 column, converted in place;
-* one kind throughout (with missing chunks) is kept as written;
-* any other mixture is read again: with ``dtype=str`` when the file's column is text
-  (a chunk of text, or booleans beside numbers: the cells' own strings), with
-  ``dtype=float64`` for integers beyond 2**53 beside floats, and otherwise (booleans with
-  missing cells; any chunk that may hold an integer beyond int64, whose pandas dtype
-  depends on the cells around it) as that one column of the whole file (the only case
-  whose memory grows with the file's rows; tests cover each).
-
-Errors are a whole-file read's, in its order: the parser's (encoding, malformed quoting) while
-the file streams, then the field counts (:func:`calaudit.data.text_files.check_field_counts`),
-then each column's kind against the other files'.
+"""CSV / TSV files read in chunks of rows into growing columns (docs/inputs.md, "Out of
+core"), every cell parsed to the same bits as by a whole-file ``pd.read_csv``. pandas infers
+a dtype per chunk but a whole-file read one per file, so each file's column is reconciled
+at its end (:func:`reconcile`). Errors come in a whole-file read's order: the parser's, the
+field counts, then each column's kind against the other files'.
 """
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,49 +16,39 @@ import numpy as np
 import pandas as pd
 
 from calaudit.data import spill
-from calaudit.data.column_sink import ColumnSink
-from calaudit.data.growing import GrowingColumn
+from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
 from calaudit.data.readers import NA_STRINGS, read_columns, read_errors
-from calaudit.data.spill import ColumnStore
-from calaudit.data.text_files import check_field_counts
+from calaudit.data.spill import ColumnStore, GrowingColumn
+from calaudit.data.text_files import check_field_counts, delimiter
 
-#: Rows per chunk parsed from a CSV / TSV file (memory per chunk: BATCH_ROWS x columns).
+#: Rows per chunk parsed from a CSV / TSV file.
 BATCH_ROWS = 65_536
-#: Largest integer magnitude whose float64 is exact (so parsing its text as a float gives
-#: the same bits as converting the integer).
+#: Largest integer magnitude whose float64 is exact (parsed as text or converted alike).
 EXACT_INTEGER = 2**53
 #: Integers from this magnitude on overflow int64 (pandas then infers by context).
 BIG_INTEGER = 2.0**63
 _LONG_INTEGER = r"\s*[+-]?\d{19,}\s*"
-#: Storage of each kind: numbers as 8-byte words, text as int32 codes, booleans as int8.
-STORAGE = {"numeric": np.dtype(np.float64), "text": np.dtype(np.int32),
-           "bool": np.dtype(np.int8)}
-_MISSING = {"numeric": np.nan, "text": -1, "bool": -1}
 
 
-def delimiter(fmt: str) -> str:
-    return "," if fmt == "csv" else "\t"
+def _read_csv(path: Path, fmt: str, columns: list[str], **options):
+    return pd.read_csv(path, sep=delimiter(fmt), usecols=columns, na_values=NA_STRINGS,
+                       keep_default_na=False, low_memory=False, **options)
 
 
-def chunks(path: Path, fmt: str, columns: list[str], dtype: dict | None = None,
-           rows: int | None = None) -> Iterator[pd.DataFrame]:
-    """The requested columns of a CSV / TSV file, ``rows`` (default :data:`BATCH_ROWS`) at
-    a time, parsed as a whole-file read parses them; errors as it gives them."""
-    with read_errors(path, fmt):
-        reader = pd.read_csv(path, sep=delimiter(fmt), usecols=columns, na_values=NA_STRINGS,
-                             keep_default_na=False, low_memory=False, dtype=dtype,
-                             chunksize=rows or BATCH_ROWS)
-        with reader:
-            for chunk in reader:
-                yield chunk[columns]
+def chunks(path: Path, fmt: str, columns: list[str], dtype: dict | None = None
+           ) -> Iterator[pd.DataFrame]:
+    """The columns of a CSV / TSV file, :data:`BATCH_ROWS` at a time, parsed (and failing)
+    as a whole-file read."""
+    with read_errors(path, fmt), _read_csv(path, fmt, columns, dtype=dtype,
+                                           chunksize=BATCH_ROWS) as reader:
+        for chunk in reader:
+            yield chunk[columns]
 
 
 def chunk_class(values: pd.Series) -> tuple[str, int]:
-    """What pandas made of a chunk's column: ``na`` (every cell missing), ``int``,
-    ``uint``, ``float``, ``bool``, ``str`` or ``other``; and the largest integer
-    magnitude (for ``int``). A chunk that may hold an integer beyond int64 (a float of at
-    least 2**63, a text cell of 19 digits or more) is ``other``: pandas' inference of such
-    cells depends on the other cells around them, so only the whole file decides."""
+    """What pandas made of a chunk's column (``na``: every cell missing, ``int``, ``uint``,
+    ``float``, ``bool``, ``str``, ``other``) and its largest integer magnitude. A chunk that
+    may hold an integer beyond int64 is ``other``: only the whole file decides its dtype."""
     kind = values.dtype.kind
     if kind == "f":
         finite = values.to_numpy()
@@ -91,8 +59,6 @@ def chunk_class(values: pd.Series) -> tuple[str, int]:
     if kind == "i":
         array = values.to_numpy()
         return "int", max(abs(int(array.max())), abs(int(array.min()))) if len(array) else 0
-    if kind == "u":
-        return "other", 0
     if kind == "b":
         return "bool", 0
     if pd.api.types.is_string_dtype(values.dtype) and not values.dtype == object:
@@ -101,10 +67,10 @@ def chunk_class(values: pd.Series) -> tuple[str, int]:
 
 
 def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str | None]:
-    """The dtype a whole-file read gives a file's column whose chunks were
-    ``classes`` (``missing``: some cell was missing; ``largest``: the largest integer
-    magnitude), and how to get it: ``None`` (the chunks as written), or read again as
-    ``str``, ``float`` or ``whole`` (see the module docstring)."""
+    """The dtype a whole-file read gives a column whose chunks were ``classes``, and how to
+    get it: ``None`` (as written; integers beside floats up to 2**53 become float64 in
+    place), or read again as ``str`` (text, or booleans beside numbers), ``float``
+    (integers beyond 2**53 beside floats) or ``whole`` (one column of the whole file)."""
     if not classes:
         return "float64", None
     if "other" in classes:
@@ -122,18 +88,9 @@ def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str 
     return "", "whole"
 
 
-def kind_of(dtype_name: str) -> str:
-    """The dataset kind (:class:`ColumnSink`) of a file column's dtype."""
-    if dtype_name == "bool":
-        return "bool"
-    if dtype_name in ("int64", "uint64", "float64"):
-        return "numeric"
-    return "text"
-
-
 @dataclass
 class FileColumn:
-    """One column of the file being read: what its chunks were, and where its rows start."""
+    """What one file's column's chunks were, and where its rows start."""
 
     name: str
     start: int  # rows of the column before this file
@@ -148,11 +105,9 @@ _CHUNK_KINDS = {"int": "numeric", "uint": "numeric", "float": "numeric", "bool":
 
 
 class CsvColumn:
-    """A dataset column read from CSV / TSV files (see the module docstring): the
-    :class:`ColumnSink` that keeps its kind and text levels, and its rows in a
-    :class:`GrowingColumn` of the kind's storage. Missing rows before the first value are
-    counted until the storage is known; numbers keep runs of their dtype (``segments``:
-    end row and int64 / uint64 / float64) and are converted in place at the end."""
+    """A dataset column read from CSV / TSV files: its :class:`ColumnSink`, and its rows in
+    a :class:`GrowingColumn` of the kind's storage. Numbers keep runs of their dtype
+    (``segments``: end row, dtype), converted in place at the end."""
 
     def __init__(self, sink: ColumnSink, store: ColumnStore) -> None:
         self.sink = sink
@@ -189,19 +144,19 @@ class CsvColumn:
         if state.deferred:
             return
         kind = _CHUNK_KINDS.get(klass)
-        if kind is None or (self.storage is not None and kind != self.storage
-                            and self.sink.kind is not None):
-            self._defer(state)
-            return
-        if kind != self.storage and self.rows > state.start:  # the kind changed in a file
-            self._defer(state)
+        # another kind than the storage's, after another file's values or within this file
+        if kind is None or kind != self.storage and (
+                self.storage is not None and self.sink.kind is not None
+                or self.rows > state.start):
+            state.deferred = True
+            self._truncate(state.start)
             return
         self._use_storage(kind, state.start)
         self._put(self._encode(values, kind))
 
     def _use_storage(self, kind: str, start: int) -> None:
-        """Storage for ``kind``; while no file has had values, every row before ``start``
-        is missing, so a storage of another kind is replaced."""
+        """Storage for ``kind``, replacing one of another kind (whose rows are all
+        missing)."""
         if self.storage == kind:
             return
         if self.grown is not None:
@@ -236,11 +191,7 @@ class CsvColumn:
         if self.grown is None:
             self.missing_rows += count
         else:
-            self._put(np.full(count, _MISSING[self.storage], dtype=STORAGE[self.storage]))
-
-    def _defer(self, state: FileColumn) -> None:
-        state.deferred = True
-        self._truncate(state.start)
+            self._put(np.full(count, MISSING[self.storage], dtype=STORAGE[self.storage]))
 
     def _truncate(self, rows: int) -> None:
         """Forget this column's rows from row ``rows`` on."""
@@ -258,25 +209,24 @@ class CsvColumn:
         self.segments = [(end, d) for end, d in kept if end > 0]
 
     # -- the end of a file --------------------------------------------------------------
-    def end(self, state: FileColumn, rows: int, source: str, path: Path, fmt: str) -> None:
+    def end(self, state: FileColumn, source: str, path: Path, fmt: str) -> None:
         """Check the file's column against the other files' and complete its rows: as
-        written, or read again (see :func:`reconcile`)."""
+        written, or read again (:func:`reconcile`)."""
         dtype_name, again = reconcile(state.classes, state.missing, state.largest)
         if state.deferred and again is None:
             again = {"str": "str", "float64": "float"}.get(dtype_name, "whole")
-        if again is None:
-            if not state.classes and self.sink.kind in (None, "numeric"):
-                self.promoted = True
-            self.sink.expect(kind_of(dtype_name) if state.classes else None, dtype_name,
-                             source)
-            return
-        self._truncate(state.start)
-        if again == "whole":
-            values = _whole_column(path, fmt, state.name)
-            parts: Iterator[pd.Series] = iter([values])
-            dtype_name = str(values.dtype)
-            kind = _pandas_kind(values)
+        parts: Iterator[pd.Series] = iter(())
+        if again is None:  # as written
+            kind = ({"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(
+                dtype_name, "text") if state.classes else None)
         else:
+            self._truncate(state.start)
+        if again == "whole":
+            with read_errors(path, fmt):
+                values = _read_csv(path, fmt, [state.name])[state.name]
+            parts = iter([values])
+            dtype_name, kind = str(values.dtype), _pandas_kind(values)
+        elif again is not None:
             kind = "text" if again == "str" else "numeric"
             parts = (c[state.name] for c in chunks(
                 path, fmt, [state.name], {state.name: str if again == "str" else np.float64}))
@@ -292,12 +242,12 @@ class CsvColumn:
 
     # -- the end of the dataset ---------------------------------------------------------
     def finish(self) -> None:
-        """Hand the whole column to the sink (``sink.out``) in its final dtype: numbers
-        are numpy's result type of their runs (an integer type only when every run is of
-        integers), converted in place a block at a time."""
+        """Hand the whole column to the sink (``sink.out``) in its final dtype, numbers
+        converted in place a block at a time."""
         if self.grown is None:
-            self.sink.out = np.empty(0, np.float64) if not self.missing_rows else \
-                _filled(self.store, self.missing_rows, self.sink)
+            dtype = self.sink.final_dtype() if self.missing_rows else np.float64
+            self.sink.out = self.store.empty(self.missing_rows, dtype)
+            self.sink.out[:] = MISSING.get(self.sink.kind or "numeric")
             return
         out = self.grown.finish()
         self.grown = None
@@ -316,12 +266,6 @@ class CsvColumn:
         self.sink.out = out
 
 
-def _filled(store: ColumnStore, rows: int, sink: ColumnSink) -> np.ndarray:
-    out = store.empty(rows, sink.final_dtype())
-    out[:] = _MISSING.get(sink.kind or "numeric")
-    return out
-
-
 def _pandas_kind(values: pd.Series) -> str | None:
     """The kind of a whole file's column as pandas read it (``None``: every cell missing)."""
     if values.isna().all():
@@ -333,17 +277,9 @@ def _pandas_kind(values: pd.Series) -> str | None:
     return "text"
 
 
-def _whole_column(path: Path, fmt: str, name: str) -> pd.Series:
-    """One column of the whole file, read whole."""
-    with read_errors(path, fmt):
-        return pd.read_csv(path, sep=delimiter(fmt), usecols=[name], na_values=NA_STRINGS,
-                           keep_default_na=False, low_memory=False)[name]
-
-
 def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColumn],
               source: str) -> int:
-    """Stream one CSV / TSV file into ``columns``; its rows. Errors in a whole-file
-    read's order: parsing, field counts, then each column's kind."""
+    """Stream one CSV / TSV file into ``columns``; its rows."""
     states = {name: columns[name].begin() for name in names}
     rows = 0
     for chunk in chunks(path, fmt, names):
@@ -352,7 +288,7 @@ def read_file(path: Path, fmt: str, names: list[str], columns: dict[str, CsvColu
             columns[name].add(states[name], chunk[name])
     check_field_counts(path, delimiter(fmt), len(read_columns(path)))
     for name in names:
-        columns[name].end(states[name], rows, source, path, fmt)
+        columns[name].end(states[name], source, path, fmt)
     return rows
 
 
@@ -361,9 +297,8 @@ SAMPLE_BYTES = 1 << 20
 
 
 def estimated_rows(location) -> int:
-    """About how many rows the files of ``location`` hold, before any is parsed (for the
-    ``auto`` spill rule): their bytes over the bytes per line of the first file's first
-    MiB (of its text, for a ``.gz`` file scaled by that sample's compression ratio)."""
+    """About how many rows the files of ``location`` hold (for the ``auto`` spill rule):
+    their bytes over the bytes per line of the first file's first MiB of text."""
     total = sum(f.size or 0 for f in location.files)
     if not total:
         return 0
@@ -372,8 +307,6 @@ def estimated_rows(location) -> int:
     try:
         with opener(first.path, "rb") as raw:
             if first.path.lower().endswith(".gz"):
-                import gzip
-
                 with gzip.GzipFile(fileobj=raw) as text:
                     sample = text.read(SAMPLE_BYTES)
                 ratio = len(sample) / max(raw.tell(), 1)

@@ -1,6 +1,5 @@
-"""The validated, immutable data object that every later stage consumes:
-:class:`CalibrationData`, made of the parts in :mod:`calaudit.data.parts` (its covariates,
-its provenance) and built by :mod:`calaudit.data.build` from files or in-memory arrays."""
+"""The validated, immutable data object every later stage consumes: :class:`CalibrationData`,
+built by :mod:`calaudit.data.build` from files or in-memory arrays."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from calaudit.data.parts import Covariate, Provenance, read_only
@@ -16,8 +16,7 @@ from calaudit.data.weights import SampleWeights
 
 class LabelledRows:
     """What a data object derives from its ``classes``, ``n``, ``y_true`` and ``y_proba``
-    (shared by :class:`CalibrationData` and the dataset read by tasks,
-    :class:`calaudit.data.planned.RowsData`)."""
+    (:class:`CalibrationData` and :class:`calaudit.data.planned.RowsData`)."""
 
     @property
     def n_classes(self) -> int:
@@ -48,21 +47,11 @@ class LabelledRows:
 
 @dataclass(frozen=True)
 class CalibrationData(LabelledRows):
-    """Predictions, labels and covariates, validated.
-
-    Attributes
-    ----------
-    y_proba : (n, m) float64, rows on the probability simplex; for binary data column 1
-        is the positive class
-    y_true : (n,) int64 class indices in ``0 .. m-1``
-    classes : the m class names, in column order
-    covariates : covariate columns for local calibration and group diagnostics
-    provenance : files, row counts and exclusions
-    spill : the spill store (:class:`calaudit.data.spill.ColumnStore`) that holds the
-        columns when they were spilled to disk, else None
-    weights : row weights and their meaning (:mod:`calaudit.data.weights`), None when the
-        rows are unweighted
-    """
+    """Predictions, labels and covariates, validated: ``y_proba`` (n, m) float64 rows on
+    the simplex (binary: column 1 is the positive class), ``y_true`` (n,) int64 class
+    indices, the m ``classes`` in column order, the ``covariates``, the ``provenance``
+    (files, row counts, exclusions), the ``spill`` store holding spilled columns (else
+    None) and the row ``weights`` (None: unweighted)."""
 
     y_proba: NDArray[np.float64]
     y_true: NDArray[np.int64]
@@ -105,21 +94,13 @@ class CalibrationData(LabelledRows):
         return tuple(c.name for c in self.covariates)
 
     @classmethod
-    def from_arrays(
-        cls,
-        y_true,
-        y_proba,
-        *,
-        covariates: object = None,
-        categorical: tuple[str, ...] | list[str] = (),
-        classes: tuple[str, ...] | list[str] | None = None,
-        positive_label: str | None = None,
-        renormalize: bool = False,
-        drop_invalid: bool = False,
-        sample_weight: object = None,
-        weight_kind: str = "frequency",
-        negative_rate: float | None = None,
-    ) -> CalibrationData:
+    def from_arrays(cls, y_true, y_proba, *, covariates: object = None,
+                    categorical: tuple[str, ...] | list[str] = (),
+                    classes: tuple[str, ...] | list[str] | None = None,
+                    positive_label: str | None = None, renormalize: bool = False,
+                    drop_invalid: bool = False, sample_weight: object = None,
+                    weight_kind: str = "frequency", negative_rate: float | None = None
+                    ) -> CalibrationData:
         """Validate in-memory arrays with the same rules as files.
 
         ``y_proba`` is (n,) for binary (positive-class probability) or (n, m);
@@ -137,27 +118,20 @@ class CalibrationData(LabelledRows):
         >>> data.covariate_names, data.covariate("region").categories
         (('age', 'region'), ('n', 's'))
         """
-        from calaudit.data.build import build_from_arrays
+        from calaudit.data.build import LoadOptions, build_from_arrays
 
-        return cls(*build_from_arrays(
-            y_true, y_proba, covariates=covariate_columns(covariates),
-            categorical=tuple(categorical),
-            classes=None if classes is None else tuple(classes),
-            positive_label=positive_label, renormalize=renormalize,
-            drop_invalid=drop_invalid, sample_weight=sample_weight,
-            weight_kind=weight_kind, negative_rate=negative_rate,
-        ))
+        options = LoadOptions(tuple(categorical), positive_label, renormalize, drop_invalid,
+                              False, weight_kind, negative_rate)
+        return cls(*build_from_arrays(y_true, y_proba, covariate_columns(covariates),
+                                      None if classes is None else tuple(classes),
+                                      sample_weight, options))
 
 
 def covariate_columns(covariates: object) -> dict[str, object]:
-    """``{name: 1-D values}`` from a DataFrame, a named Series, a mapping or ``None``.
-
-    A DataFrame's or Series' index is ignored (rows are matched by position, as arrays).
-    """
+    """``{name: 1-D values}`` from a DataFrame, a named Series, a mapping or ``None`` (an
+    index is ignored: rows match by position)."""
     if covariates is None:
         return {}
-    import pandas as pd
-
     if isinstance(covariates, pd.DataFrame):
         return {str(name): covariates[name].to_numpy() for name in covariates.columns}
     if isinstance(covariates, pd.Series):

@@ -1,12 +1,9 @@
-"""Mapping raw labels to class indices ``0 .. m-1``.
+"""Mapping raw labels to class indices ``0 .. m-1`` (docs/inputs.md).
 
-Multi-class: the classes are the prediction columns, in column order, named by their
-suffixes. String labels match class names; integer labels match integer class names
-(``p_1 .. p_10`` with labels 1..10), otherwise they are 0-based column positions.
-
-Binary (one probability column, the positive class): labels 0/1 or booleans, or two
-strings of which one is the positive label (``--positive-label``, or a usual name such as
-``yes``/``true``/``pos``/``1``).
+Multi-class: string labels match the class names (the columns' suffixes); integer labels
+match integer class names, otherwise they are 0-based column positions. Binary: 0/1,
+booleans, or two strings of which one is the positive label (``--positive-label``, or a
+usual name such as ``yes``).
 """
 
 from __future__ import annotations
@@ -71,9 +68,8 @@ def _integer_names(class_names: tuple[str, ...]) -> list[int] | None:
         return None
 
 
-def binary_classes(
-    values: pd.Series, positive_label: str | None, source: str, column: str
-) -> tuple[tuple[str, str], np.ndarray]:
+def binary_classes(values: pd.Series, positive_label: str | None, source: str, column: str
+                   ) -> tuple[tuple[str, str], np.ndarray]:
     """Class names ``(negative, positive)`` and the 0/1 index of each label (-1 unknown)."""
     if _is_numeric(values) and positive_label is None:
         if pd.api.types.is_bool_dtype(values):
@@ -91,18 +87,13 @@ def binary_classes(
             source=source, column=column, rule="positive_label",
             hint="name a label that occurs in the file")
     positive = positive_label if positive_label is not None else _guess_positive(
-        distinct, source, column
-    )
+        distinct, source, column)
     negatives = [v for v in distinct if v != positive]
     if len(negatives) > 1 and positive_label is None:
-        raise InputError(
-            f"binary predictions but the labels take {len(distinct)} values "
-            f"({', '.join(distinct[:6])})",
-            source=source,
-            column=column,
-            rule="unknown_label",
-            hint="use one probability column per class (--prob-cols) for multi-class data",
-        )
+        raise InputError(f"binary predictions but the labels take {len(distinct)} values "
+                         f"({', '.join(distinct[:6])})", source=source, column=column,
+                         rule="unknown_label", hint="use one probability column per class "
+                                                    "(--prob-cols) for multi-class data")
     negative = negatives[0] if len(negatives) == 1 else f"not {positive}"
     codes = np.where(text == positive, 1, np.where(text == negative, 0, UNKNOWN))
     return (negative, positive), codes.astype(np.int64)
@@ -112,10 +103,6 @@ def _guess_positive(distinct: list[str], source: str, column: str) -> str:
     usual = [v for v in distinct if v.lower() in POSITIVE_NAMES]
     if len(usual) == 1:
         return usual[0]
-    raise InputError(
-        f"cannot tell which label is the positive class among {', '.join(distinct[:6])}",
-        source=source,
-        column=column,
-        rule="positive_label",
-        hint="name it with --positive-label",
-    )
+    raise InputError(f"cannot tell which label is the positive class among "
+                     f"{', '.join(distinct[:6])}", source=source, column=column,
+                     rule="positive_label", hint="name it with --positive-label")

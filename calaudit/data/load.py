@@ -11,25 +11,14 @@ import numpy as np
 import pandas as pd
 
 from calaudit.data.build import LoadOptions, RawInputs, build
-from calaudit.data.columns import (
-    detect_label,
-    require_column,
-    resolve_scores,
-    split_list,
-)
+from calaudit.data.columns import detect_label, require_column, resolve_scores, split_list
 from calaudit.data.covariates import check_count
 from calaudit.data.dataset import CalibrationData
 from calaudit.data.locations import DataFile, Location, locate
 from calaudit.data.npz import NpzArchive
 from calaudit.data.partitioned import Dataset, RowLayout
-from calaudit.data.readers import (
-    SourceFile,
-    check_readable,
-    file_format,
-    read_columns,
-    sha256_of,
-)
-from calaudit.data.rows import located, shown_value
+from calaudit.data.readers import SourceFile, check_readable, file_format, read_columns, sha256_of
+from calaudit.data.rows import KIND_WORDS, located, shown_value
 from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
 from calaudit.scale import release_free_memory
@@ -50,51 +39,33 @@ class ColumnOptions:
     sampling_rate_col: str | None = None
 
 
-def load(
-    path: str | os.PathLike[str],
-    *,
-    label_col: str | None = None,
-    prob_cols: str | None = None,
-    logit_cols: str | None = None,
-    id_col: str | None = None,
-    labels: str | Path | None = None,
-    covariates_file: str | Path | None = None,
-    covariates: str | list[str] | tuple[str, ...] = (),
-    categorical: str | list[str] | tuple[str, ...] = (),
-    positive_label: str | None = None,
-    renormalize: bool = False,
-    drop_invalid: bool = False,
-    require_two_classes: bool = True,
-    spill: str = "auto",
-    spill_dir: str | os.PathLike[str] | None = None,
-    weight_col: str | None = None,
-    weight_kind: str = "frequency",
-    negative_rate: float | None = None,
-    sampling_rate_col: str | None = None,
-) -> CalibrationData:
+def load(path: str | os.PathLike[str], *, label_col: str | None = None,
+         prob_cols: str | None = None, logit_cols: str | None = None, id_col: str | None = None,
+         labels: str | Path | None = None, covariates_file: str | Path | None = None,
+         covariates: str | list[str] | tuple[str, ...] = (),
+         categorical: str | list[str] | tuple[str, ...] = (), positive_label: str | None = None,
+         renormalize: bool = False, drop_invalid: bool = False,
+         require_two_classes: bool = True, spill: str = "auto",
+         spill_dir: str | os.PathLike[str] | None = None, weight_col: str | None = None,
+         weight_kind: str = "frequency", negative_rate: float | None = None,
+         sampling_rate_col: str | None = None) -> CalibrationData:
     """Read, join and validate predictions, labels and covariates.
 
-    ``path`` (and ``labels``, ``covariates_file``) is one file, a Parquet or CSV dataset
-    directory (hive ``key=value/`` directories become columns), a glob (``"preds/*.parquet"``)
-    or an fsspec URL (``s3://``, ``gs://``, ``abfs://``, ``memory://``, ``file://``); see
-    docs/inputs.md. Parameters mirror the command-line options (``--label-col`` ...).
-    ``prob_cols`` and
-    ``logit_cols`` take a glob pattern (``"p_*"``) or a comma list; ``covariates`` and
-    ``categorical`` a comma list or a sequence. ``spill`` (``auto``, ``always``,
-    ``never``) and ``spill_dir`` say whether the kept columns are memory-mapped files
-    instead of anonymous memory (:mod:`calaudit.data.spill`; docs/scale.md). Raises
-    :class:`~calaudit.exceptions.InputError` for any bad input. ``weight_col`` (in the
-    predictions input; the NPZ member ``weights``), ``weight_kind``, ``negative_rate`` and
-    ``sampling_rate_col`` weight the rows (docs/weights.md).
+    ``path`` (and ``labels``, ``covariates_file``) is one file, a dataset directory, a glob
+    (``"preds/*.parquet"``) or an fsspec URL (docs/inputs.md). Parameters mirror the
+    command-line options (``--label-col`` ...): ``prob_cols`` and ``logit_cols`` take a glob
+    pattern (``"p_*"``) or a comma list; ``covariates`` and ``categorical`` a comma list or
+    a sequence; ``spill`` (``auto``, ``always``, ``never``) and ``spill_dir`` whether the
+    kept columns are memory-mapped files (docs/scale.md); ``weight_col``, ``weight_kind``,
+    ``negative_rate`` and ``sampling_rate_col`` weight the rows (docs/weights.md). Raises
+    :class:`~calaudit.exceptions.InputError` for any bad input.
 
     >>> data = load("sample_data/credit_default.csv", covariates="age,race")  # doctest: +SKIP
     """
-    columns = ColumnOptions(
-        label_col, prob_cols, logit_cols, id_col,
-        None if labels is None else str(labels),
-        None if covariates_file is None else str(covariates_file),
-        tuple(_names(covariates)), weight_col, sampling_rate_col,
-    )
+    columns = ColumnOptions(label_col, prob_cols, logit_cols, id_col,
+                            None if labels is None else str(labels),
+                            None if covariates_file is None else str(covariates_file),
+                            tuple(_names(covariates)), weight_col, sampling_rate_col)
     options = LoadOptions(tuple(_names(categorical)), positive_label, renormalize,
                           drop_invalid, require_two_classes, weight_kind, negative_rate)
     check_count(columns.covariates, os.fspath(path))
@@ -114,10 +85,9 @@ def _names(value: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 class SingleFile:
-    """One local file (the reader interface shared with
-    :class:`~calaudit.data.partitioned.Dataset`). Parquet, CSV and TSV are streamed as a
-    one-file dataset (record batches or parsed chunks, compact columns, no pandas frame of
-    Python strings); NPZ members are read in chunks (:mod:`calaudit.data.npz`)."""
+    """One local file, with the reader interface of
+    :class:`~calaudit.data.partitioned.Dataset`: Parquet, CSV and TSV are read as a one-file
+    dataset, NPZ archives by :mod:`calaudit.data.npz`."""
 
     def __init__(self, path: Path, store: ColumnStore | None = None) -> None:
         self.path = path
@@ -125,17 +95,14 @@ class SingleFile:
         self.archive = NpzArchive(path, store) if path.name.lower().endswith(".npz") else None
 
     def columns(self) -> list[str]:
-        if self.archive is not None:
-            return list(self.archive.columns())
-        return read_columns(self.path)
+        return read_columns(self.path) if self.archive is None else list(self.archive.columns())
 
     def read(self, columns: list[str], store: ColumnStore | None = None) -> pd.DataFrame:
         fmt = file_format(self.path)
         if fmt != "npz":
             check_readable(self.path)
             one = DataFile(str(self.path), str(self.path), os.stat(self.path).st_size)
-            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(
-                columns, store)
+            frame = Dataset(Location(str(self.path), "file", fmt, (one,))).read(columns, store)
         else:
             frame = self.archive.frame(columns)
         self.rows = len(frame)
@@ -151,8 +118,7 @@ class SingleFile:
 
 
 def open_input(spec: str, store: ColumnStore | None = None) -> SingleFile | Dataset:
-    """The reader for what the user gave: one file, or a dataset (directory, glob, URL);
-    ``store`` holds what an NPZ archive's layout needs read before its columns are known."""
+    """The reader of one file or of a dataset (directory, glob, URL)."""
     location = locate(spec)
     return Dataset(location) if location.is_dataset else SingleFile(Path(location.spec), store)
 
@@ -180,8 +146,10 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
     """Resolve every column, read the files and align their rows."""
     store = store if store is not None else ColumnStore()
     main = _Part.open("predictions", main_path, store)
-    label_part = _extra("labels", opts.labels_file, main, store)
-    cov_part = _extra("covariates", opts.covariates_file, main, store)
+    label_part = main if opts.labels_file is None else _Part.open("labels", opts.labels_file,
+                                                                  store)
+    cov_part = main if opts.covariates_file is None else _Part.open(
+        "covariates", opts.covariates_file, store)
     label_col = (require_column(opts.label_col, label_part.available, label_part.name,
                                 "--label-col")
                  if opts.label_col else detect_label(label_part.available, label_part.name))
@@ -200,15 +168,14 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
     main.wanted += list(scores.columns) + [c for c in weighting if c not in main.wanted]
     label_part.wanted.append(label_col)
     cov_part.wanted += list(opts.covariates)
-    parts = _distinct([main, label_part, cov_part])
+    parts = list({id(part): part for part in (main, label_part, cov_part)}.values())
     unmatched, ids = _read_and_align(parts, opts.id_col, store)
     merged = {col: part.frame[col] for part in parts for col in part.wanted}
     layouts = {part.name: layout for part in parts
                if (layout := part.source.layout()) is not None}
-    score_layout = layouts.get(main.name)
     return RawInputs(
         scores=_score_matrix([merged[c] for c in scores.columns], scores.columns, main.name,
-                             score_layout, store),
+                             layouts.get(main.name), store),
         score_columns=scores.columns, class_names=scores.class_names, kind=scores.kind,
         score_source=main.name, labels=merged[label_col], label_column=label_col,
         label_source=label_part.name,
@@ -220,20 +187,6 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
         weights=merged.get(opts.weight_col), weight_column=opts.weight_col,
         rates=merged.get(opts.sampling_rate_col), rate_column=opts.sampling_rate_col,
     )
-
-
-def _extra(role: str, path: str | None, main: _Part, store: ColumnStore) -> _Part:
-    if path is None:
-        return main
-    return _Part.open(role, path, store)
-
-
-def _distinct(parts: list[_Part]) -> list[_Part]:
-    out: list[_Part] = []
-    for part in parts:
-        if all(part is not seen for seen in out):
-            out.append(part)
-    return out
 
 
 def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOptions) -> None:
@@ -252,8 +205,7 @@ def _check_roles(score_cols: tuple[str, ...], label_col: str, opts: ColumnOption
 
 def _score_matrix(columns: list[pd.Series], names: tuple[str, ...], path: str,
                   layout: RowLayout | None, store: ColumnStore) -> np.ndarray:
-    """The (n, m) float64 prediction matrix: one float64 column is used as it was read
-    (an (n, 1) view, no copy); several are written column by column into ``store``."""
+    """The (n, m) float64 prediction matrix (one float64 column as read, no copy)."""
     if len(columns) == 1:
         return _numeric(columns[0], names[0], path, layout)[:, None]
     out = store.empty((len(columns[0]), len(columns)), np.float64)
@@ -269,23 +221,19 @@ def _numeric(values: pd.Series, column: str, path: str,
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         values = values.astype(object)
     kind = getattr(values.dtype, "kind", "O")
-    if kind in "Mmc":
-        what = {"M": "timestamps", "m": "time spans", "c": "complex numbers"}[kind]
-        raise InputError(f"holds {what}, not probabilities", source=str(path), column=column,
-                         rule="non_numeric_probability",
-                         hint="prediction columns must hold real numbers")
-    converted = pd.to_numeric(values, errors="coerce")
-    bad = converted.isna() & values.notna()
-    if bad.any():
-        first = int(np.flatnonzero(bad.to_numpy())[0])
-        source, position = located(path, first, layout)
-        raise InputError(
-            f"value {shown_value(values.iloc[first])} at {position} is not a number",
-            source=source, column=column, rule="non_numeric_probability",
-            hint="prediction columns must hold numbers",
-        )
-    if getattr(converted.dtype, "kind", "O") == "c":
-        raise InputError("holds complex numbers, not probabilities", source=str(path),
+    if kind not in KIND_WORDS:
+        converted = pd.to_numeric(values, errors="coerce")
+        bad = converted.isna() & values.notna()
+        if bad.any():
+            first = int(np.flatnonzero(bad.to_numpy())[0])
+            source, position = located(path, first, layout)
+            raise InputError(f"value {shown_value(values.iloc[first])} at {position} is not a "
+                             "number", source=source, column=column,
+                             rule="non_numeric_probability",
+                             hint="prediction columns must hold numbers")
+        kind = getattr(converted.dtype, "kind", "O")
+    if kind in KIND_WORDS:
+        raise InputError(f"holds {KIND_WORDS[kind]}, not probabilities", source=str(path),
                          column=column, rule="non_numeric_probability",
                          hint="prediction columns must hold real numbers")
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -293,11 +241,8 @@ def _numeric(values: pd.Series, column: str, path: str,
 
 def _read_and_align(parts: list[_Part], id_col: str | None, store: ColumnStore
                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Read each file; align the extra files to the first by id or by row order.
-
-    Returns a mask of prediction rows whose id is missing from another file and the
-    prediction rows' ids (both None unless files are joined on an id).
-    """
+    """Read each file and align the others to the first by id or by row order; returns
+    the prediction rows whose id another file lacks, and their ids (None without ids)."""
     for part in parts:
         wanted = list(dict.fromkeys(part.wanted + ([id_col] if id_col and len(parts) > 1 else [])))
         if id_col and len(parts) > 1:
@@ -309,11 +254,9 @@ def _read_and_align(parts: list[_Part], id_col: str | None, store: ColumnStore
     if not id_col:
         for part in parts[1:]:
             if len(part.frame) != len(main.frame):
-                raise InputError(
-                    f"has {len(part.frame)} rows but {main.name} has {len(main.frame)}",
-                    source=part.name, rule="length_mismatch",
-                    hint="give --id-col to join the files on an id column",
-                )
+                raise InputError(f"has {len(part.frame)} rows but {main.name} has "
+                                 f"{len(main.frame)}", source=part.name, rule="length_mismatch",
+                                 hint="give --id-col to join the files on an id column")
         return None, None
     main_ids = _ids(main, id_col)
     unmatched = np.zeros(len(main_ids), dtype=bool)

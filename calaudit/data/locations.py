@@ -1,22 +1,8 @@
 """Where the data is: one local file, or a dataset of files (a directory, a glob, an
-fsspec URL).
+fsspec URL of a supported protocol, :mod:`calaudit.data.remote`); docs/inputs.md.
 
-``locate(spec)`` turns what the user typed into a :class:`Location`:
-
-- a local file (no wildcard, not a directory): ``single`` (read by :mod:`calaudit.data.readers`);
-- a local directory: every ``.parquet``/``.pq`` or ``.csv``/``.tsv`` (optionally ``.gz``) file
-  below it; hive directories ``key=value/`` become columns;
-- a glob (``'preds/*.parquet'``, ``'part-*.csv'``, ``'preds/**/*.parquet'``): the files it
-  matches; the directories below its fixed prefix may be hive partitions;
-- a URL of a supported protocol (``s3://``, ``gs://``, ``abfs://``, ``memory://`` ...,
-  :data:`calaudit.data.remote.PROTOCOLS`): the same, on that fsspec filesystem, every wait
-  bounded and every failure one line (:mod:`calaudit.data.remote`); ``file://`` URLs are
-  local paths.
-
-Files are sorted by path, so global row numbers never depend on listing order. Names
+Files are sorted by path, so global row numbers never depend on listing order; names
 starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``) are skipped, as Spark and pyarrow do.
-Every local file must be a regular file (:func:`calaudit.files.check_regular`); the number of
-files and the depth of the directory walk are bounded (:mod:`calaudit.limits`).
 """
 
 from __future__ import annotations
@@ -30,20 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from calaudit import limits
-from calaudit.data.readers import SUFFIXES, sha256_stream
-from calaudit.data.remote import (
-    PROTOCOLS,
-    bounded_options,
-    check_supported,
-    protocol_of,
-    remote_errors,
-)
+from calaudit.data import remote
+from calaudit.data.readers import sha256_stream, suffix_format
 from calaudit.deadlines import within
 from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular, describe_os_error
 from calaudit.limits import DATASET_MAX_DEPTH, DATASET_MAX_FILES
 
-#: Keys of an fsspec ``info()`` entry that hold the object store's entity tag.
+#: Keys of an fsspec ``info()`` entry that hold the object store's ETag.
 ETAG_KEYS = ("ETag", "etag", "Etag")
 _WILDCARD = re.compile(r"[*?\[]")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -64,7 +44,7 @@ class DataFile:
 @dataclass(frozen=True)
 class Location:
     """The resolved input: ``kind`` is ``file`` (one local file), ``directory``, ``glob`` or
-    ``url``; ``files`` are sorted by path; ``base`` is where hive partitions start."""
+    ``url``; ``base`` is where hive partitions start."""
 
     spec: str
     kind: str
@@ -79,7 +59,7 @@ class Location:
 
 
 def locate(spec: str | os.PathLike[str]) -> Location:
-    """Resolve ``spec`` (see the module docstring)."""
+    """Resolve what the user typed (``file://`` URLs are local paths)."""
     text = os.fspath(spec)
     if _URL.match(text) or _CHAINED.match(text):
         if text.lower().startswith("file://"):
@@ -124,11 +104,9 @@ def _glob_root(pattern: str) -> tuple[str, tuple[str, ...], str]:
 def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = None
           ) -> list[str]:
     """Paths below ``root`` (``""``: the current directory) of every file, or of every
-    entry a glob's ``pattern`` segments match (``*``, ``?``, ``[...]`` within a segment,
-    ``**`` any number of directories, wildcards skip names starting with ``.``). Directory
-    links are followed once (a loop is an error); the walk stops with one line past
-    ``DATASET_MAX_DEPTH`` levels or ``DATASET_MAX_ENTRIES`` entries, so no tree, however
-    deep or linked, is walked for long. A directory dataset skips ``.``/``_`` folders."""
+    entry a glob's ``pattern`` segments match (``**``: any number of directories). The walk
+    is bounded in depth and entries (:mod:`calaudit.limits`) and follows directory links
+    once."""
     if pattern is not None and not os.path.isdir(root or "."):
         return []  # the glob's fixed part is not a directory: nothing matches
     found: list[str] = []
@@ -148,26 +126,23 @@ def _walk(root: str, pattern: tuple[str, ...] | None = None, spec: str | None = 
             name = entry.name if not folder else f"{folder.rstrip('/')}/{entry.name}"
             parts = (*below, entry.name)
             is_dir = entry.is_dir()
-            if pattern is None:
-                if is_dir and not _skipped(entry.name):
-                    stack.append((name, parts, (*above, real)))
-                elif not is_dir and not _skipped(entry.name):
-                    found.append(name)
-                    _check_count(len(found), root)
-                continue
-            if _matches(parts, pattern):
+            if pattern is None:  # a directory dataset: every file, skipping ``.``/``_`` names
+                kept = not _skipped(entry.name)
+                take, walk = kept and not is_dir, kept and is_dir
+            else:
+                take, walk = _reachable(parts, pattern)[-1], is_dir and _may_match(parts, pattern)
+            if take:
                 found.append(name)
                 _check_count(len(found), spec or root)
-            if is_dir and _may_match(parts, pattern):
+            if walk:
                 stack.append((name, parts, (*above, real)))
     return sorted(found)
 
 
 def _check_walk(folder: str, below: tuple[str, ...], above: tuple[str, ...],
                 seen: dict[str, str], spec: str) -> str:
-    """The real path of ``folder``, a directory of the walk; a link back to one of the
-    directories ``above`` it (a loop), a directory reached a second time through a link
-    (its files would be read twice) and a walk too deep are one line each."""
+    """The real path of ``folder``; refuses a link loop, a directory reached twice and a
+    walk too deep."""
     real = os.path.realpath(folder or ".")
     if real in above:
         raise InputError("symbolic link loop in the dataset directory", source=folder,
@@ -196,27 +171,19 @@ def _entries(folder: str) -> list[os.DirEntry]:
 
 def _segment(name: str, pattern: str) -> bool:
     """Whether one path segment matches one glob segment (wildcards skip hidden names)."""
-    if name.startswith(".") and not pattern.startswith("."):
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _matches(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
-    """Whether the segments ``parts`` match the glob segments ``pattern`` exactly."""
-    return _reachable(parts, pattern)[len(pattern)]
+    return (pattern.startswith(".") or not name.startswith(".")) and \
+        fnmatch.fnmatchcase(name, pattern)
 
 
 def _may_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
-    """Whether some path below the directory ``parts`` could match ``pattern``: some
-    prefix of the pattern matches ``parts`` and leaves segments for what is below."""
+    """Whether some path below the directory ``parts`` could match ``pattern``."""
     reach = _reachable(parts, pattern)
     return any(reach[j] and (j < len(pattern) or pattern[j - 1] == "**")
                for j in range(len(pattern) + 1))
 
 
 def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
-    """``reach[j]``: the first ``j`` glob segments match all of ``parts`` (a table over
-    segments, so many ``**`` cost no more than one)."""
+    """``reach[j]``: the first ``j`` glob segments match all of ``parts``."""
     reach = [True] + [False] * len(pattern)
     for j in range(len(pattern)):  # before any part: only leading ``**`` match nothing
         reach[j + 1] = reach[j] and pattern[j] == "**"
@@ -234,11 +201,10 @@ def _reachable(parts: tuple[str, ...], pattern: tuple[str, ...]) -> list[bool]:
 
 
 def _remote(url: str) -> Location:
-    """The files of a URL: the protocol checked before any I/O (:mod:`.remote`), then the
-    filesystem opened and the path looked at within ``REMOTE_TIMEOUT`` seconds and the
-    files listed within ``REMOTE_LIST_TIMEOUT``; every failure is one line."""
-    check_supported(url)
-    with remote_errors(url, "list the files"):
+    """The files of a URL: the protocol checked before any I/O, the first contact within
+    ``REMOTE_TIMEOUT`` seconds and the listing within ``REMOTE_LIST_TIMEOUT``."""
+    remote.check_supported(url)
+    with remote.remote_errors(url, "list the files"):
         filesystem, path = within(limits.REMOTE_TIMEOUT, lambda: _filesystem(url))
         within(limits.REMOTE_TIMEOUT, lambda: _probe(filesystem, path))
         kind, base, empty, entries = within(limits.REMOTE_LIST_TIMEOUT,
@@ -256,8 +222,7 @@ def _remote(url: str) -> Location:
 
 
 def _probe(filesystem: Any, path: str) -> None:
-    """One request to the store (the bucket or the path's first part): a store that does
-    not answer fails here, within ``REMOTE_TIMEOUT``."""
+    """One request to the store (the path's first part), so a silent store fails here."""
     with contextlib.suppress(FileNotFoundError):
         filesystem.info(path.lstrip("/").split("/", 1)[0] or path)
 
@@ -294,19 +259,18 @@ def _shown(url: str, path: str, base: str | None, name: str, filesystem: Any) ->
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
-    """The fsspec filesystem and path of ``url`` (a supported protocol), opened with the
-    options that bound its waits; a missing filesystem package is one line naming the
-    calaudit extra that installs it."""
-    protocol = protocol_of(url)
+    """The fsspec filesystem and path of ``url``, opened with the options that bound its
+    waits."""
+    protocol = remote.protocol_of(url)
     try:
         import fsspec.core
     except ImportError:
         raise InputError("reading URLs needs the fsspec package", source=url,
                          rule="missing_extra", hint="pip install fsspec") from None
     try:
-        return fsspec.core.url_to_fs(url, **bounded_options(protocol))
+        return fsspec.core.url_to_fs(url, **remote.bounded_options(protocol))
     except ImportError:
-        package, extra = PROTOCOLS.get(protocol) or ("fsspec", "")
+        package, extra = remote.PROTOCOLS.get(protocol) or ("fsspec", "")
         raise InputError(f"reading {protocol}:// URLs needs {package}", source=url,
                          rule="missing_extra", hint=f"pip install 'calaudit[{extra}]'"
                          ) from None
@@ -337,10 +301,9 @@ def _dataset(spec: str, kind: str, files: list[DataFile], base: str | None, empt
 
 
 def _format_of(name: str, source: str) -> str:
-    lowered = name.lower()
-    for suffix, fmt in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
-        if lowered.endswith(suffix):
-            return fmt
+    fmt = suffix_format(name)
+    if fmt is not None:
+        return fmt
     raise InputError(f"unsupported file type '{''.join(Path(name).suffixes) or name}'",
                      source=source, rule="unsupported_format",
                      hint="use .csv, .tsv (optionally .gz), .parquet or .npz; select data "
@@ -353,8 +316,7 @@ def _skipped(name: str) -> bool:
 
 
 def _fixed_prefix(pattern: str) -> str | None:
-    """The directory part of a glob before its first wildcard (hive partitions start
-    below it)."""
+    """The directory part of a glob before its first wildcard."""
     parts = pattern.split("/")
     fixed = []
     for part in parts[:-1]:
@@ -377,14 +339,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def fingerprint(file: DataFile, filesystem: Any = None) -> tuple[str, str]:
-    """``(kind, value)``: the object store's ETag when it gives one, else the SHA-256 of
-    the bytes (read in 1 MiB chunks)."""
+    """``(kind, value)``: the object store's ETag when it gives one, else the SHA-256."""
     if file.etag:
         return "etag", file.etag
     if filesystem is not None:
-        with remote_errors(file.name):
-            with filesystem.open(file.path, "rb") as handle:
-                return "sha256", sha256_stream(handle)
+        with remote.remote_errors(file.name), filesystem.open(file.path, "rb") as handle:
+            return "sha256", sha256_stream(handle)
     try:
         with open(file.path, "rb") as handle:
             return "sha256", sha256_stream(handle)

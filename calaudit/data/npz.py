@@ -1,23 +1,7 @@
-"""NPZ archives read member by member, each in chunks, into the column store.
-
-An archive (``numpy.savez`` / ``savez_compressed``: a zip of ``.npy`` members) is read in
-one pass. For each member in the archive's order:
-
-1. its ``.npy`` header is read and checked before anything is allocated: a numeric,
-   boolean or string dtype (never objects: nothing is unpickled), a shape whose bytes equal
-   the member's size in the zip directory, and sizes the archive can hold (a stored member
-   lies within the file; a deflated one is at most :data:`DEFLATE_RATIO` times its
-   compressed bytes; any other compression is first decompressed once without keeping it,
-   to count its bytes), so a header that declares a huge shape allocates nothing;
-2. its array is allocated in the :class:`~calaudit.data.spill.ColumnStore` (anonymous, or a
-   spill file) and filled :data:`CHUNK_BYTES` at a time through zipfile's streaming
-   decompression, whose CRC check at the end of the member is kept.
-
-Then the members are laid out as named columns (``probs`` or ``probs_<class>``, ``labels``,
-one column per covariate; :func:`layout`), each with its checks and messages.
-Anonymous memory is one chunk, whatever the archive's size (string arrays excepted: pandas
-turns them into its own strings when the frame is built).
-"""
+"""NPZ archives read member by member into the column store (docs/inputs.md, "Out of
+core"): each ``.npy`` header checked before anything is allocated (no object arrays; a shape
+the member and the archive can hold), then the array filled in chunks through zipfile's
+streaming decompression (its CRC check kept)."""
 
 from __future__ import annotations
 
@@ -29,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.data.file_errors import READ_ERRORS, check_readable, unreadable
 from calaudit.data.spill import ColumnStore
+from calaudit.data.text_files import READ_ERRORS, check_readable, unreadable
 from calaudit.exceptions import InputError
 
 #: Bytes read from a member at a time.
@@ -39,8 +23,7 @@ CHUNK_BYTES = 1 << 20
 DEFLATE_RATIO = 1032
 #: The most columns one 2-D member may have (its columns become named columns).
 MAX_COLUMNS = 1 << 20
-#: Bytes of the zip directory's sizes counted per kept byte (the raw array and the final
-#: column built from it), for the ``auto`` spill rule.
+#: Bytes kept per byte of the members (the raw array and its final column), for spill.
 KEPT_FACTOR = 2
 
 
@@ -74,8 +57,7 @@ class NpzArchive:
 
 
 def read_members(path: Path, store: ColumnStore) -> dict[str, np.ndarray]:
-    """The arrays of an NPZ archive, each member checked before it is read (see the
-    module docstring)."""
+    """The arrays of an NPZ archive, each member checked before it is read."""
     if not zipfile.is_zipfile(path):
         raise InputError("not an NPZ archive (a zip file of .npy arrays)", source=str(path),
                          rule="npz_layout", hint="save the arrays with numpy.savez")
@@ -98,7 +80,7 @@ def read_members(path: Path, store: ColumnStore) -> dict[str, np.ndarray]:
 
 
 def _header(handle, key: str, size: int, path: Path):
-    """Shape, Fortran order and dtype of a member of ``size`` bytes, checked against it."""
+    """Shape, Fortran order and dtype of a member of ``size`` bytes, checked."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(handle)
@@ -169,7 +151,8 @@ def _npy_error(key: str, path: Path, message: str, rule: str = "npz_layout") -> 
 
 
 def layout(arrays: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
-    """Flatten the members into named columns (see the module docstring)."""
+    """The members as named columns: ``probs`` or ``probs_<class>``, ``labels``, one column
+    per covariate."""
     columns: dict[str, np.ndarray] = {}
     names = _names(arrays, "class_names")
     covariate_names = _names(arrays, "covariate_names")
@@ -178,13 +161,9 @@ def layout(arrays: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
             continue
         if key == "covariates" and array.ndim == 2:
             if covariate_names is None or len(covariate_names) != array.shape[1]:
-                raise InputError(
-                    "array 'covariates' is 2-D but 'covariate_names' is missing or has the "
-                    "wrong length",
-                    source=str(path),
-                    rule="npz_layout",
-                    hint="store covariate_names (d,) next to covariates (n, d)",
-                )
+                raise InputError("array 'covariates' is 2-D but 'covariate_names' is missing "
+                                 "or has the wrong length", source=str(path), rule="npz_layout",
+                                 hint="store covariate_names (d,) next to covariates (n, d)")
             columns.update({name: array[:, j] for j, name in enumerate(covariate_names)})
         elif array.ndim == 1:
             columns[key] = array
@@ -192,30 +171,18 @@ def layout(arrays: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
             suffixes = (names if key == "probs" and names
                         else [str(j) for j in range(array.shape[1])])
             if len(suffixes) != array.shape[1]:
-                raise InputError(
-                    f"'class_names' has {len(suffixes)} entries but '{key}' has "
-                    f"{array.shape[1]} columns",
-                    source=str(path),
-                    rule="npz_layout",
-                )
+                raise InputError(f"'class_names' has {len(suffixes)} entries but '{key}' has "
+                                 f"{array.shape[1]} columns", source=str(path), rule="npz_layout")
             columns.update({f"{key}_{s}": array[:, j] for j, s in enumerate(suffixes)})
         else:
-            raise InputError(
-                f"array '{key}' has {array.ndim} dimensions; expected 1 or 2",
-                source=str(path),
-                rule="npz_layout",
-            )
+            raise InputError(f"array '{key}' has {array.ndim} dimensions; expected 1 or 2",
+                             source=str(path), rule="npz_layout")
     lengths = {key: len(col) for key, col in columns.items()}
     if len(set(lengths.values())) > 1:
-        raise InputError(
-            f"arrays have different lengths: {lengths}",
-            source=str(path),
-            rule="length_mismatch",
-        )
+        raise InputError(f"arrays have different lengths: {lengths}", source=str(path),
+                         rule="length_mismatch")
     return columns
 
 
 def _names(arrays: dict[str, np.ndarray], key: str) -> list[str] | None:
-    if key not in arrays:
-        return None
-    return [str(v) for v in np.asarray(arrays[key]).reshape(-1)]
+    return [str(v) for v in np.asarray(arrays[key]).reshape(-1)] if key in arrays else None

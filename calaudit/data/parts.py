@@ -1,8 +1,5 @@
 """The parts of the validated data object: a covariate column (:class:`Covariate`) and
-the record of where the rows came from (:class:`Provenance`), with :func:`read_only`, which
-makes the arrays of :class:`~calaudit.data.dataset.CalibrationData` and its covariates
-read-only. The builder (:mod:`calaudit.data.build`) makes these; the data object holds them.
-"""
+where the rows came from (:class:`Provenance`)."""
 
 from __future__ import annotations
 
@@ -27,11 +24,8 @@ def read_only(array: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Covariate:
-    """One covariate column.
-
-    ``numeric``: ``values`` are float64. ``categorical``: ``values`` are int64 codes into
-    ``categories`` (sorted; integer-coded categories sort numerically).
-    """
+    """One covariate column: ``numeric`` float64 ``values``, or ``categorical`` int64 codes
+    into ``categories`` (sorted; integer-coded categories sort numerically)."""
 
     name: str
     kind: CovariateKind
@@ -51,10 +45,7 @@ class Covariate:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where the data came from and what was excluded.
-
-    ``rows_excluded`` counts dropped rows by rule (only with ``--drop-invalid``).
-    """
+    """Where the data came from; ``rows_excluded`` counts dropped rows by rule."""
 
     files: tuple[SourceFile, ...] = ()
     rows_read: int = 0

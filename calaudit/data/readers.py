@@ -1,41 +1,24 @@
 """What the file readers share: formats by suffix, provenance (:class:`SourceFile`,
-SHA-256), the checks before a file is opened, and the errors that name the file.
-
-``read_columns(path)`` gives a file's column names cheaply (a CSV header, a Parquet
-schema; an NPZ archive's layout, :mod:`calaudit.data.npz`). The rows are read by
-:mod:`calaudit.data.csv_stream` (CSV / TSV, in chunks), :mod:`calaudit.data.partitioned`
-(Parquet, in record batches) and :mod:`calaudit.data.npz` (members in chunks). Every
-failure becomes an :class:`~calaudit.exceptions.InputError` naming the file.
-"""
+SHA-256), a file's column names, and the errors that name the file."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from calaudit.data.file_errors import READ_ERRORS as _READ_ERRORS
-from calaudit.data.file_errors import check_readable
-from calaudit.data.file_errors import unreadable as _unreadable
-from calaudit.data.text_files import check_header, encoding_error
+from calaudit.data.text_files import READ_ERRORS as _READ_ERRORS
+from calaudit.data.text_files import check_header, check_readable, delimiter, encoding_error
+from calaudit.data.text_files import unreadable as _unreadable
 from calaudit.exceptions import InputError
 
-SUFFIXES = {
-    ".csv": "csv",
-    ".csv.gz": "csv",
-    ".tsv": "tsv",
-    ".tsv.gz": "tsv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".npz": "npz",
-}
-
-#: Strings read as missing in CSV/TSV (pandas' defaults minus words like "None"/"NA"
-#: that could be genuine category names are *not* removed: these are the usual ones).
+SUFFIXES = {".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
+            ".parquet": "parquet", ".pq": "parquet", ".npz": "npz"}
+#: Strings read as missing in CSV/TSV.
 NA_STRINGS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A"]
 
 
@@ -55,40 +38,33 @@ class SourceFile:
     fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "role": self.role,
-            "path": self.path,
-            "format": self.format,
-            "sha256": self.sha256,
-            "rows": self.rows,
-            "size": self.size,
-            "fingerprint_kind": self.fingerprint_kind,
-            "fingerprint": self.fingerprint if self.fingerprint is not None else self.sha256,
-        }
+        fingerprint = self.fingerprint if self.fingerprint is not None else self.sha256
+        return {**asdict(self), "fingerprint": fingerprint}
+
+
+def suffix_format(name: str) -> str | None:
+    """``csv``, ``tsv``, ``parquet`` or ``npz`` from the end of ``name``, else None."""
+    lowered = name.lower()
+    return next((fmt for suffix, fmt in sorted(SUFFIXES.items(), key=lambda i: -len(i[0]))
+                 if lowered.endswith(suffix)), None)
 
 
 def file_format(path: Path) -> str:
-    """``csv``, ``tsv``, ``parquet`` or ``npz`` from the file name's suffix."""
-    name = path.name.lower()
-    for suffix, fmt in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
-        if name.endswith(suffix):
-            return fmt
-    raise InputError(
-        f"unsupported file type '{''.join(path.suffixes) or path.name}'",
-        source=str(path),
-        rule="unsupported_format",
-        hint="use .csv, .tsv (optionally .gz), .parquet or .npz",
-    )
+    fmt = suffix_format(path.name)
+    if fmt is not None:
+        return fmt
+    raise InputError(f"unsupported file type '{''.join(path.suffixes) or path.name}'",
+                     source=str(path), rule="unsupported_format",
+                     hint="use .csv, .tsv (optionally .gz), .parquet or .npz")
 
 
 def sha256_of(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
     with path.open("rb") as handle:
         return sha256_stream(handle)
 
 
 def sha256_stream(handle) -> str:
-    """Hex SHA-256 of everything left in a binary file object, read in 1 MiB chunks."""
+    """Hex SHA-256 of what is left in a binary file object, read in 1 MiB chunks."""
     digest = hashlib.sha256()
     for chunk in iter(lambda: handle.read(1 << 20), b""):
         digest.update(chunk)
@@ -107,8 +83,8 @@ def read_columns(path: Path) -> list[str]:
     fmt = file_format(path)
     with read_errors(path, fmt):
         if fmt in ("csv", "tsv"):
-            header = pd.read_csv(path, sep="," if fmt == "csv" else "\t", nrows=1,
-                                 header=None, dtype=str, keep_default_na=False)
+            header = pd.read_csv(path, sep=delimiter(fmt), nrows=1, header=None, dtype=str,
+                                 keep_default_na=False)
             names = [str(c) for c in header.iloc[0]] if len(header) else []
             return check_header(names, path, fmt)
         if fmt == "parquet":
@@ -122,9 +98,7 @@ def read_columns(path: Path) -> list[str]:
 
 @contextlib.contextmanager
 def read_errors(path: Path, fmt: str) -> Iterator[None]:
-    """Inside the block, a failure of the file's parser is one :class:`InputError`:
-    undecodable text (:func:`encoding_error`), a parser or Arrow error
-    (:func:`_unreadable`); an :class:`InputError` passes as it is."""
+    """Inside the block, a failure of the file's parser is one :class:`InputError`."""
     try:
         yield
     except InputError:

@@ -1,19 +1,7 @@
-"""URLs: the protocols calaudit reads, the options that bound every wait of their
-filesystems, and one error line for every failure of a remote filesystem.
-
-- :data:`PROTOCOLS` is the documented list (``docs/inputs.md``, "Remote filesystems").
-  Any other protocol, and a chained URL (``simplecache::s3://...``,
-  ``zip://x.csv::archive.zip``), is refused before anything is imported or opened.
-- Every request of an object store waits at most :data:`~calaudit.limits.REMOTE_TIMEOUT`
-  seconds to connect and for each answer (the filesystem packages' own timeout options).
-  The first contact with the store (opening the filesystem and one look at the path) must
-  complete within ``REMOTE_TIMEOUT`` and the listing of a dataset within
-  :data:`~calaudit.limits.REMOTE_LIST_TIMEOUT`, whatever the package's retries: a store
-  that accepts connections and never answers is one ``[remote_timeout]`` line.
-- :func:`remote_errors` turns whatever the filesystem's libraries raise (botocore,
-  aiohttp, google-auth, azure-core, socket and SSL errors ...) into one
-  :class:`~calaudit.exceptions.InputError` naming the URL.
-"""
+"""URLs: the protocols calaudit reads (docs/inputs.md, "Remote filesystems"), the options
+that bound every wait of their filesystems to ``REMOTE_TIMEOUT`` seconds, and one error line
+for every failure of a remote filesystem. Other protocols and chained URLs are refused
+before anything is imported or opened."""
 
 from __future__ import annotations
 
@@ -26,15 +14,14 @@ from calaudit.deadlines import DeadlineExceeded
 from calaudit.exceptions import InputError, clip
 
 #: Supported URL protocols -> ``(fsspec package, calaudit extra)``; ``None``: built into
-#: fsspec. ``file://`` URLs are local paths and never reach a filesystem package.
+#: fsspec (``file://`` URLs are local paths).
 PROTOCOLS: dict[str, tuple[str, str] | None] = {
     "memory": None,
     "s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"),
     "gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"),
     "abfs": ("adlfs", "azure"), "abfss": ("adlfs", "azure"), "az": ("adlfs", "azure"),
 }
-#: Top-level modules whose exceptions are a remote filesystem's failures (the store, the
-#: network, the credentials), not calaudit's.
+#: Top-level modules whose exceptions are a remote filesystem's failures, not calaudit's.
 REMOTE_MODULES = frozenset({
     "fsspec", "s3fs", "aiobotocore", "botocore", "boto3", "gcsfs", "google", "adlfs",
     "azure", "aiohttp", "aiohappyeyeballs", "requests", "urllib3", "yarl", "multidict",
@@ -50,9 +37,8 @@ def protocol_of(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
-def check_supported(url: str) -> str:
-    """The protocol of ``url`` when calaudit reads it; else one ``[unsupported_url]``
-    error, before any I/O."""
+def check_supported(url: str) -> None:
+    """One ``[unsupported_url]`` line unless calaudit reads ``url``."""
     protocol = protocol_of(url)
     if "::" in url:
         raise InputError("chained URLs ('::', e.g. zip://, simplecache::) are not supported",
@@ -64,19 +50,18 @@ def check_supported(url: str) -> str:
                          rule="unsupported_url",
                          hint="copy the data to a local path, or use a supported URL: "
                               f"{SUPPORTED_TEXT}")
-    return protocol
 
 
 def bounded_options(protocol: str) -> dict[str, Any]:
-    """The filesystem options that bound each request's waits to ``REMOTE_TIMEOUT``
-    seconds, merged under the user's own fsspec configuration (``fsspec.config.conf``:
-    what the user set there wins)."""
+    """The filesystem options that bound each request's waits, under the user's own
+    ``fsspec.config.conf`` (which wins)."""
     import fsspec.config
 
     seconds = limits.REMOTE_TIMEOUT
     family = (PROTOCOLS.get(protocol) or ("", ""))[0]
+    ours: dict[str, Any] = {}
     if family == "s3fs":
-        ours: dict[str, Any] = {"config_kwargs": {
+        ours = {"config_kwargs": {
             "connect_timeout": seconds, "read_timeout": seconds,
             "retries": {"max_attempts": 3, "mode": "standard"}}}
     elif family == "gcsfs":
@@ -86,8 +71,6 @@ def bounded_options(protocol: str) -> dict[str, Any]:
                                                           sock_read=seconds)}
     elif family == "adlfs":
         ours = {"connection_timeout": int(seconds), "read_timeout": int(seconds)}
-    else:
-        ours = {}
     user = fsspec.config.conf.get(protocol, {})
     merged = dict(ours)
     for key, value in ours.items():
@@ -98,24 +81,13 @@ def bounded_options(protocol: str) -> dict[str, Any]:
     return merged
 
 
-def is_remote_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` comes from a remote filesystem, the network or the credentials
-    (rather than from a bug): an ``OSError`` (sockets, SSL, timeouts, missing objects) or
-    an exception of one of :data:`REMOTE_MODULES`."""
-    if isinstance(exc, (OSError, DeadlineExceeded)):
-        return True
-    return any(cls.__module__.split(".")[0] in REMOTE_MODULES for cls in type(exc).__mro__
-               if cls.__module__ not in ("builtins",))
-
-
 def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
     """One line for the failure ``exc`` of the remote filesystem of ``url``."""
     protocol = protocol_of(url)
-    if isinstance(exc, DeadlineExceeded) or _is_timeout(exc):
+    if any("timeout" in cls.__name__.lower() for cls in type(exc).__mro__):
         message = (f"the {protocol}:// store gave {exc}" if isinstance(exc, DeadlineExceeded)
                    else f"no answer from the {protocol}:// store ({_reason(exc)})")
-        return InputError(message,
-                          source=url, rule="remote_timeout",
+        return InputError(message, source=url, rule="remote_timeout",
                           hint="check the endpoint and the network; each request waits "
                                f"{limits.REMOTE_TIMEOUT:g} s (see 'Ranges and limits' in "
                                "docs/configuration.md)")
@@ -127,11 +99,6 @@ def failure(url: str, exc: BaseException, action: str = "read") -> InputError:
                            "filesystems' in docs/inputs.md)")
 
 
-def _is_timeout(exc: BaseException) -> bool:
-    names = " ".join(cls.__name__ for cls in type(exc).__mro__).lower()
-    return isinstance(exc, TimeoutError) or "timeout" in names
-
-
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     name = type(exc).__name__
@@ -140,22 +107,9 @@ def _reason(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def remote_errors(url: str, action: str = "read") -> Iterator[None]:
-    """Inside the block, a remote filesystem's failure is one :class:`InputError` naming
-    ``url``; an :class:`InputError` passes unchanged, anything else is a bug."""
-    try:
-        with quiet_loggers():
-            yield
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - sorted by is_remote_failure
-        if not is_remote_failure(exc):
-            raise
-        raise failure(url, exc, action) from None
-
-
-@contextlib.contextmanager
-def quiet_loggers() -> Iterator[None]:
-    """The remote libraries' loggers silenced for the block (retries log tracebacks)."""
+    """Inside the block, a remote filesystem's failure (an ``OSError`` or an exception of
+    :data:`REMOTE_MODULES`) is one :class:`InputError` naming ``url``, the remote libraries'
+    loggers silenced (retries log tracebacks); anything else is a bug."""
     import logging
 
     loggers = [logging.getLogger(name) for name in REMOTE_LOGGERS]
@@ -164,6 +118,13 @@ def quiet_loggers() -> Iterator[None]:
         logger.setLevel(logging.CRITICAL + 1)
     try:
         yield
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a remote failure, or a bug
+        modules = {cls.__module__.split(".")[0] for cls in type(exc).__mro__}
+        if not isinstance(exc, (OSError, DeadlineExceeded)) and not modules & REMOTE_MODULES:
+            raise
+        raise failure(url, exc, action) from None
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)

@@ -1,12 +1,6 @@
-"""Reading a saved JSON result (``calaudit report``, ``--baseline``, ``calaudit compare``).
-
-One reader and one schema check for every command that takes a result back: the file
-must be a regular file of at most ``RESULT_MAX_BYTES``, UTF-8 JSON nested at most
-``RESULT_MAX_DEPTH`` deep with integers of at most ``RESULT_MAX_INT_DIGITS`` digits and
-no ``NaN``/``Infinity``, and have the shape of ``docs/result-schema.md`` ("Reading a
-saved result"). Anything else is an :class:`~calaudit.exceptions.InputError` naming the
-file (one line, exit code 2).
-"""
+"""Reading a saved JSON result (``calaudit report``, ``--baseline``, ``calaudit compare``):
+one reader and one schema check, within the limits of docs/result-schema.md ("Reading a
+saved result")."""
 
 from __future__ import annotations
 
@@ -70,30 +64,27 @@ def check_result(result: Any, source: str = "result") -> dict[str, Any]:
     """The shape every reader of a saved result relies on (``docs/result-schema.md``)."""
     if not isinstance(result, dict):
         raise _error(source, f"not a calaudit JSON result: expected a JSON object, got "
-                     f"{_json_type(result)}", "result_schema")
+                     f"{_json_type(result)}")
     if result.get("kind") == "comparison":
         raise _error(source, "is a comparison written by calaudit compare, not an audit "
-                     "result", "result_schema")
+                     "result")
     if "schema_version" not in result:
-        raise _error(source, "not a calaudit JSON result (no schema_version)",
-                     "result_schema")
+        raise _error(source, "not a calaudit JSON result (no schema_version)")
     version = result["schema_version"]
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise InputError(f"schema_version {version} is not supported: it is newer than this "
-                         f"calaudit understands "
-                         f"({SCHEMA_VERSION})", source=source, rule="result_schema",
-                         hint="upgrade calaudit")
+                         f"calaudit understands ({SCHEMA_VERSION})", source=source,
+                         rule="result_schema", hint="upgrade calaudit")
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise _error(source, f"schema_version {_shown(version)} is not supported (this "
-                     f"calaudit reads version {SCHEMA_VERSION})", "result_schema")
+                     f"calaudit reads version {SCHEMA_VERSION})")
     missing = [key for key in REQUIRED if key not in result]
     if missing:
-        raise _error(source, f"not a calaudit JSON result: missing {', '.join(missing)}",
-                     "result_schema")
+        raise _error(source, f"not a calaudit JSON result: missing {', '.join(missing)}")
     for key, kind in {**REQUIRED, **OPTIONAL}.items():
         if key in result and not isinstance(result[key], kind):
             raise _error(source, f"'{key}' must be {TYPE_NAMES[kind]}, not "
-                         f"{_json_type(result[key])}", "result_schema")
+                         f"{_json_type(result[key])}")
     for key, numbers in NUMBERS.items():
         for i, item in enumerate(result[key]):
             _check_entry(item, f"{key}[{i}]", numbers, source)
@@ -102,24 +93,22 @@ def check_result(result: Any, source: str = "result") -> dict[str, Any]:
 
 def _check_entry(item: Any, where: str, numbers: tuple[str, ...], source: str) -> None:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-        raise _error(source, f"'{where}' must be an object with a string 'id'",
-                     "result_schema")
+        raise _error(source, f"'{where}' must be an object with a string 'id'")
     for name in numbers:
         value = item.get(name)
         if value is not None and (isinstance(value, bool)
                                   or not isinstance(value, (int, float))):
             raise _error(source, f"'{where}.{name}' must be a number or null, not "
-                         f"{_json_type(value)}", "result_schema")
+                         f"{_json_type(value)}")
     if "params" in item and not isinstance(item["params"], dict):
-        raise _error(source, f"'{where}.params' must be an object", "result_schema")
+        raise _error(source, f"'{where}.params' must be an object")
     if item.get("status") is not None and not isinstance(item["status"], str):
-        raise _error(source, f"'{where}.status' must be a string", "result_schema")
+        raise _error(source, f"'{where}.status' must be a string")
     ci = item.get("ci")
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(
             v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
             for v in ci)):
-        raise _error(source, f"'{where}.ci' must be null or a list of two numbers",
-                     "result_schema")
+        raise _error(source, f"'{where}.ci' must be null or a list of two numbers")
 
 
 class _Refused(ValueError):
@@ -137,7 +126,6 @@ def _refuse_constant(name: str) -> float:
     raise _Refused(f"non-standard JSON constant {name} (calaudit writes null)")
 
 
-
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -153,5 +141,5 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _error(source: str, message: str, rule: str) -> InputError:
+def _error(source: str, message: str, rule: str = "result_schema") -> InputError:
     return InputError(message, source=source, rule=rule, hint=HINT)

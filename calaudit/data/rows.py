@@ -1,9 +1,5 @@
-"""Per-row validation rules (docs/inputs.md).
-
-Each rule finds the rows that break it. Without ``--drop-invalid`` the first broken rule
-stops the load with one message naming file, column, rule, count and the first row; with
-it, bad rows are dropped and counted by reason (each row under the first rule it breaks).
-"""
+"""Per-row validation rules (docs/inputs.md): each finds the rows that break it, which
+stop the load with one line or, with ``--drop-invalid``, are dropped."""
 
 from __future__ import annotations
 
@@ -14,16 +10,17 @@ from typing import Any
 import numpy as np
 
 from calaudit.data.spill import ColumnStore, in_blocks
-from calaudit.exceptions import InputError
+from calaudit.exceptions import InputError, clip
 
 #: Relative tolerance on ``sum_k p_ik = 1`` for multi-class rows.
 SUM_TOLERANCE = 1e-6
 #: The ``source`` of rows that come from in-memory arrays (``CalibrationData.from_arrays``).
 ARRAYS = "<arrays>"
-#: Rules that stop the audit even with ``drop_invalid``: they say the column means
-#: something else (real-valued weights read as frequency weights), not that a row is bad;
-#: dropping the rows would bias the audit silently.
+#: Rules that stop the audit even with ``drop_invalid``: they say the column means something
+#: else (real-valued weights read as frequency weights), so dropping rows would bias it.
 NOT_DROPPABLE = ("fractional_frequency_weight",)
+#: What a column of complex numbers, time spans or timestamps holds (numpy dtype kinds).
+KIND_WORDS = {"c": "complex numbers", "m": "time spans", "M": "timestamps"}
 
 
 @dataclass(frozen=True)
@@ -36,11 +33,11 @@ class RowProblem:
     rows: np.ndarray
     message: str
     hint: str
-    #: For files joined on an id: ``(predictions file, ids)``, to say which row is meant.
     joined: tuple[str, np.ndarray] | None = None
 
     def where(self, row: int, layouts: Mapping[str, Any] | None = None) -> str:
-        """`` of preds.csv (id 'a7')`` when rows are counted in another file."""
+        """`` of preds.csv (id 'a7')`` when rows are counted in another file (``joined``:
+        the predictions file and its ids, for files joined on an id)."""
         if self.joined is None or self.joined[0] == self.source:
             return ""
         path, ids = self.joined
@@ -54,18 +51,10 @@ class RowProblem:
     def count(self) -> int:
         return int(self.rows.sum())
 
-    def position(self, row: int) -> str:
-        """Where row ``row`` (0-based) is: ``data row row+1`` in a file (1-based, below the
-        header), ``index row`` in in-memory arrays (0-based, as numpy)."""
-        return f"index {row}" if self.source == ARRAYS else f"data row {row + 1}"
-
     def error(self, values: np.ndarray | None = None,
               layouts: Mapping[str, Any] | None = None) -> InputError:
-        """The one-line error for this problem, quoting the first offending row.
-
-        ``layouts`` maps a dataset's name to its
-        :class:`~calaudit.data.partitioned.RowLayout`: the message then names the file of
-        the row, the row in that file and the global row."""
+        """The one-line error, quoting the first offending row (``layouts``: datasets'
+        :class:`~calaudit.data.partitioned.RowLayout` by name, to name a row's file)."""
         first = int(np.flatnonzero(self.rows)[0])
         return self.error_at(first, self.count,
                              None if values is None else (values[first],), layouts)
@@ -73,25 +62,19 @@ class RowProblem:
     def error_at(self, first: int, count: int, value: tuple[Any] | None = None,
                  layouts: Mapping[str, Any] | None = None) -> InputError:
         """:meth:`error` of a problem known by its first row, its count of rows and the
-        first row's value (``(value,)``, or None to show none): the same line, when the
-        rows were checked range by range on the workers."""
+        first row's value (``(value,)``, or None), as when rows are checked by ranges."""
         shown = "" if value is None else f" (value {shown_value(value[0])})"
         layout = None if self.joined is not None else (layouts or {}).get(self.source)
-        source, position = ((self.source, self.position(first)) if layout is None
+        source, position = ((self.source, position_of(self.source, first)) if layout is None
                             else located(self.source, first, layout))
         if self.joined is not None and self.joined[0] in (layouts or {}):
             position = f"global row {first + 1}"
-        return InputError(
-            f"{self.message}: {count} row(s), first at {position}"
-            f"{self.where(first, layouts)}{shown}",
-            source=source,
-            column=self.column,
-            rule=self.rule,
-            hint=self.hint + ("" if self.rule in NOT_DROPPABLE
-                              else "; or pass drop_invalid=True to drop such rows"
-                              if self.source == ARRAYS
-                              else "; or pass --drop-invalid to drop such rows"),
-        )
+        drop = ("" if self.rule in NOT_DROPPABLE
+                else "; or pass drop_invalid=True to drop such rows" if self.source == ARRAYS
+                else "; or pass --drop-invalid to drop such rows")
+        return InputError(f"{self.message}: {count} row(s), first at {position}"
+                          f"{self.where(first, layouts)}{shown}", source=source,
+                          column=self.column, rule=self.rule, hint=self.hint + drop)
 
 
 def problem(rule: str, source: str, column: str | None, rows: np.ndarray, message: str,
@@ -100,10 +83,14 @@ def problem(rule: str, source: str, column: str | None, rows: np.ndarray, messag
     return RowProblem(rule, source, column, rows, message, hint, joined) if rows.any() else None
 
 
+def position_of(source: str, row: int) -> str:
+    """``data row row+1`` in a file (below the header), ``index row`` in arrays."""
+    return f"index {row}" if source == ARRAYS else f"data row {row + 1}"
+
+
 def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
     """``(file, "data row R (global row G)")`` of 0-based global row ``row`` of a dataset
-    (``layout``: its :class:`~calaudit.data.partitioned.RowLayout`); ``(source, "data row
-    R")`` for one file. Both numbers are 1-based, as a data row below a header."""
+    (``layout``: its RowLayout); ``(source, "data row R")`` for one file."""
     if layout is None:
         return source, f"data row {row + 1}"
     name, local = layout.locate(row)
@@ -112,64 +99,25 @@ def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
 
 def shown_value(value: object, limit: int = 60) -> str:
     """``repr`` of a cell for an error message, shortened to ``limit`` characters."""
-    value = value.item() if hasattr(value, "item") else value
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-12:]}"
-
-
-def first_bad_column(bad: np.ndarray, columns: tuple[str, ...]) -> str | None:
-    """The column of the first bad cell of the first bad row (``bad`` is (n, m))."""
-    rows = np.flatnonzero(bad.any(axis=1))
-    if rows.size == 0:
-        return None
-    return columns[int(np.flatnonzero(bad[rows[0]])[0])]
+    return clip(repr(value.item() if hasattr(value, "item") else value), limit)
 
 
 def row_mask(n: int, flagged: Callable[[int, int], np.ndarray],
              store: ColumnStore | None = None) -> np.ndarray:
-    """The boolean mask of rows ``0 .. n-1``, ``flagged(start, stop)`` a block at a time
-    into a ``store`` column (so a rule builds no n-row temporaries)."""
+    """The boolean mask of rows ``0 .. n-1``, ``flagged(start, stop)`` a block at a time."""
     return in_blocks(store if store is not None else ColumnStore(), n, bool, flagged)
 
 
-def _cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: np.ndarray,
-                  columns: tuple[str, ...], source: str, message: str, hint: str,
-                  store: ColumnStore | None) -> RowProblem | None:
+def cell_problem(rule: str, cells: Callable[[np.ndarray], np.ndarray], scores: np.ndarray,
+                 columns: tuple[str, ...], source: str, message: str, hint: str,
+                 store: ColumnStore | None) -> RowProblem | None:
     """Rows with a bad cell (``cells(block) -> (rows, m) bool``); the column named is the
     first bad cell's of the first bad row."""
     with np.errstate(invalid="ignore"):
         rows = row_mask(len(scores), lambda a, b: cells(scores[a:b]).any(axis=1), store)
-    found = problem(rule, source, None, rows, message, hint)
-    if found is None:
+    if not rows.any():
         return None
     first = int(np.argmax(rows))
     with np.errstate(invalid="ignore"):
-        column = first_bad_column(cells(scores[first:first + 1]), columns)
+        column = columns[int(np.argmax(cells(scores[first:first + 1])[0]))]
     return RowProblem(rule, source, column, rows, message, hint)
-
-
-def nonfinite_scores(scores: np.ndarray, columns: tuple[str, ...], source: str,
-                     kind: str, store: ColumnStore | None = None) -> RowProblem | None:
-    """NaN or infinite probability / logit."""
-    return _cell_problem("nonfinite_probability", lambda v: ~np.isfinite(v), scores, columns,
-                         source, f"{kind} is missing, NaN or infinite",
-                         "check the model output", store)
-
-
-def out_of_range(probs: np.ndarray, columns: tuple[str, ...], source: str,
-                 store: ColumnStore | None = None) -> RowProblem | None:
-    """Probability below 0 or above 1."""
-    return _cell_problem("probability_out_of_range", lambda v: (v < 0.0) | (v > 1.0), probs,
-                         columns, source, "probabilities must lie in [0, 1]",
-                         "pass probabilities, or logits with --logit-cols", store)
-
-
-def not_summing_to_one(probs: np.ndarray, columns: tuple[str, ...], source: str,
-                       store: ColumnStore | None = None) -> RowProblem | None:
-    """Multi-class row whose probabilities do not sum to 1 within ``SUM_TOLERANCE``."""
-    with np.errstate(invalid="ignore"):
-        bad = row_mask(len(probs), lambda a, b: np.abs(probs[a:b].sum(axis=1) - 1.0)
-                       > SUM_TOLERANCE, store)
-    return problem("probabilities_not_summing_to_one", source, f"{columns[0]}..{columns[-1]}", bad,
-                   f"class probabilities must sum to 1 (tolerance {SUM_TOLERANCE:g})",
-                   "pass --renormalize to rescale each row")

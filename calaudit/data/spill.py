@@ -1,30 +1,12 @@
-"""Where the loaded columns live: anonymous memory, or memory-mapped files on disk (spill).
-
-The loader allocates every column it keeps (the raw columns a dataset is read into, and
-the final ``y_proba``, ``y_true`` and covariates of
-:class:`~calaudit.data.dataset.CalibrationData`) through one :class:`ColumnStore`. Without
-spill a column is ``np.empty``. With spill it is a ``numpy.lib.format.open_memmap`` file in
-the spill directory, returned as a plain ``ndarray`` view: every stage works on it
-unchanged, and the operating system pages its rows in and out of the page cache instead of
-holding them in anonymous memory.
-
-The rule (``data.spill``, ``--spill``):
-
-* ``never``: anonymous arrays (the behaviour before spill existed);
-* ``always``: memory-mapped files;
-* ``auto`` (default): spill when the estimated bytes of the kept columns exceed
-  :data:`SPILL_FRACTION` of the memory available now (``MemAvailable`` of
-  ``/proc/meminfo``, else ``os.sysconf`` free pages).
-
-The spill directory is ``data.spill_dir`` (``--spill-dir``), else the system temporary
-directory. Each file is unlinked as soon as it is mapped, so nothing is left on disk
-whatever way the process ends (success, error, Ctrl-C, even ``kill -9``); the disk space
-is returned when the last view of the column is freed. Where unlinking an open file is not
-allowed (Windows), the file is removed when the store is closed or at exit.
+"""Where the loader's columns live: anonymous memory, or memory-mapped files in the spill
+directory (``--spill``; docs/inputs.md, "Out of core"). Each spill file is unlinked as soon
+as it is open (nothing is left on disk however the process ends) and its blocks reserved
+before they are written (a full disk is one ``[spill_failed]`` line, never a ``SIGBUS``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -39,19 +21,17 @@ SPILL_MODES = ("auto", "always", "never")
 #: Rows converted at a time when the loader fills a column (its temporaries are this size).
 BLOCK = 1 << 20
 #: ``auto`` spills when the kept columns would take more than this share of the memory
-#: available when the load starts (the audit's stages need the rest).
+#: available (the audit's stages need the rest).
 SPILL_FRACTION = 0.25
 
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation now, or None when unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with contextlib.suppress(OSError, ValueError, IndexError), \
+            open("/proc/meminfo", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, ValueError, OSError):
@@ -59,21 +39,16 @@ def available_memory() -> int | None:
 
 
 def should_spill(mode: str, estimated_bytes: int, available: int | None = None) -> bool:
-    """The documented rule above: ``always``, ``never``, or ``auto`` by estimate."""
-    if mode == "always":
-        return True
-    if mode == "never":
-        return False
+    """``always``, ``never``, or ``auto`` by estimate."""
+    if mode != "auto":
+        return mode == "always"
     available = available_memory() if available is None else available
     return available is not None and estimated_bytes > SPILL_FRACTION * available
 
 
 class ColumnStore:
-    """Allocates the loader's columns: anonymous, or spilled to memory-mapped files.
-
-    ``mode`` and ``directory`` are the settings; :meth:`decide` fixes the choice once the
-    number of rows is known (before any row is read).
-    """
+    """Allocates the loader's columns: anonymous, or spilled to memory-mapped files;
+    :meth:`decide` fixes the choice before any row is read."""
 
     def __init__(self, mode: str = "never", directory: str | os.PathLike[str] | None = None):
         if mode not in SPILL_MODES:
@@ -87,13 +62,12 @@ class ColumnStore:
         self._leftovers: list[str] = []
         weakref.finalize(self, _remove_all, self._leftovers)
 
-    def decide(self, estimated_bytes: int) -> bool:
+    def decide(self, estimated_bytes: int) -> None:
         """Fix whether to spill, from the estimated bytes of the kept columns."""
         self.spilling = should_spill(self.mode, estimated_bytes)
         self.decided = True
         if self.spilling:
             self._check_directory()
-        return self.spilling
 
     def empty(self, shape: int | tuple[int, ...], dtype) -> np.ndarray:
         """An uninitialised column: ``np.empty``, or a memory-mapped file when spilling."""
@@ -105,28 +79,38 @@ class ColumnStore:
 
         if not self.files:
             self._check_directory()
-        folder = str(self.directory) if self.directory is not None else None
-        path = None
+        handle, path = self._new_file(".npy")
         try:
-            handle, path = tempfile.mkstemp(prefix="calaudit-spill-", suffix=".npy",
-                                            dir=folder)
-            os.close(handle)
             mapped = open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-            _reserve(path)
+            if hasattr(os, "posix_fallocate"):  # a full disk fails here, not as a SIGBUS
+                os.posix_fallocate(handle, 0, os.fstat(handle).st_size)
         except OSError as exc:
-            if path is not None:
-                _remove(path)
-            raise InputError(f"cannot write a spill file ({exc.strerror or exc})",
-                             source=str(self.directory or tempfile.gettempdir()),
-                             rule="spill_failed",
-                             hint="free disk space, give --spill-dir elsewhere, or --spill "
-                                  "never") from None
+            _remove_all([path])
+            raise spill_failed(exc, self.directory) from None
+        finally:
+            os.close(handle)
+        self._unlink(path)  # the mapping keeps the data
+        return mapped.view(np.ndarray)
+
+    def open_file(self) -> int:
+        """An open, unlinked spill file (for a :class:`GrowingColumn`)."""
+        handle, path = self._new_file(".bin")
+        self._unlink(path)
+        return handle
+
+    def _new_file(self, suffix: str) -> tuple[int, str]:
+        folder = str(self.directory) if self.directory is not None else None
         try:
-            os.unlink(path)  # the mapping keeps the data; no file is left behind
-        except OSError:
+            return tempfile.mkstemp(prefix="calaudit-spill-", suffix=suffix, dir=folder)
+        except OSError as exc:
+            raise spill_failed(exc, self.directory) from None
+
+    def _unlink(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except OSError:  # not allowed while open (Windows): removed at close
             self._leftovers.append(path)
         self.files += 1
-        return mapped.view(np.ndarray)
 
     def close(self) -> None:
         """Remove any file that could not be unlinked while mapped."""
@@ -151,28 +135,16 @@ class ColumnStore:
                              rule="spill_failed", hint="give another --spill-dir")
 
 
-def _reserve(path: str) -> None:
-    """Allocate the file's disk blocks now: a full disk is then an error here, not a
-    ``SIGBUS`` when a page of the mapping is first written."""
-    if not hasattr(os, "posix_fallocate"):
-        return
-    handle = os.open(path, os.O_RDWR)
-    try:
-        os.posix_fallocate(handle, 0, os.fstat(handle).st_size)
-    finally:
-        os.close(handle)
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+def spill_failed(exc: OSError, directory) -> InputError:
+    return InputError(f"cannot write a spill file ({exc.strerror or exc})",
+                      source=str(directory or tempfile.gettempdir()), rule="spill_failed",
+                      hint="free disk space, give --spill-dir elsewhere, or --spill never")
 
 
 def _remove_all(paths: list[str]) -> None:
     while paths:
-        _remove(paths.pop())
+        with contextlib.suppress(OSError):
+            os.unlink(paths.pop())
 
 
 def in_blocks(store: ColumnStore, n: int, dtype, fill) -> np.ndarray:
@@ -183,3 +155,73 @@ def in_blocks(store: ColumnStore, n: int, dtype, fill) -> np.ndarray:
         stop = min(start + BLOCK, n)
         out[start:stop] = fill(start, stop)
     return out
+
+
+class GrowingColumn:
+    """Rows of fixed-size items appended in batches: a ``bytearray`` that grows in place
+    without spill, else an unlinked spill file, memory-mapped once the last batch is in.
+    Numbers of several dtypes of one size can share it (their bytes are kept as given)."""
+
+    def __init__(self, store: ColumnStore, dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.rows = 0
+        self._directory = store.directory
+        self._handle: int | None = store.open_file() if store.spilling else None
+        self._buffer: bytearray | None = None if store.spilling else bytearray()
+
+    def append(self, values: np.ndarray) -> None:
+        """Add rows (any dtype of this column's item size)."""
+        values = np.ascontiguousarray(values)
+        if values.dtype.itemsize != self.dtype.itemsize:
+            raise ValueError(f"{values.dtype} rows in a column of {self.dtype}")
+        data = memoryview(values).cast("B")
+        if self._buffer is not None:
+            self._buffer += data
+        elif len(data):
+            offset = self.rows * self.dtype.itemsize
+            try:
+                if hasattr(os, "posix_fallocate"):
+                    os.posix_fallocate(self._handle, offset, len(data))
+                written = os.pwrite(self._handle, data, offset)
+                if written != len(data):
+                    raise OSError(28, "No space left on device")
+            except OSError as exc:
+                self.discard()
+                raise spill_failed(exc, self._directory) from None
+        self.rows += len(values)
+
+    def truncate(self, rows: int) -> None:
+        """Forget every row from ``rows`` on (a file read again with other types)."""
+        if rows >= self.rows:
+            return
+        if self._buffer is not None:
+            del self._buffer[rows * self.dtype.itemsize:]
+        elif self._handle is not None:
+            os.ftruncate(self._handle, rows * self.dtype.itemsize)
+        self.rows = rows
+
+    def finish(self) -> np.ndarray:
+        """The rows as one writable array; the column cannot grow after this."""
+        if self._buffer is not None:
+            out = np.frombuffer(self._buffer, dtype=self.dtype) if self.rows else \
+                np.empty(0, self.dtype)
+            self._buffer = None
+            return out
+        handle, self._handle = self._handle, None
+        if handle is None or not self.rows:
+            if handle is not None:
+                os.close(handle)
+            return np.empty(0, self.dtype)
+        with os.fdopen(handle, "r+b") as file:  # the mapping keeps its own reference
+            mapped = np.memmap(file, dtype=self.dtype, mode="r+", shape=(self.rows,))
+        return mapped.view(np.ndarray)
+
+    def discard(self) -> None:
+        """Free the rows now (an error was found)."""
+        self._buffer = None
+        if self._handle is not None:
+            os.close(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.discard()

@@ -1,19 +1,10 @@
-"""Row weights of a weighted audit (docs/weights.md): what they mean, their validation and
-their summary.
+"""Row weights of a weighted audit (docs/weights.md): their meaning, validation and summary.
 
-Three kinds of weights, each with its own null law of a sampled label:
-
-* ``frequency``: row ``i`` stands for ``d_i`` identical units (a whole number). Every
-  estimate and test equals the one of the data with each row repeated ``d_i`` times;
-  sample sizes are ``sum d``.
-* ``design``: survey, importance or covariate weights that do not depend on the label.
-  Under "calibrated" a sampled label is still Bernoulli(p); sample sizes are Kish's
-  effective size ``(sum d)^2 / sum d^2``.
-* label-dependent sampling (``negative_rate``): the negatives of row ``i`` were kept with
-  probability ``r_i`` (positives always). A sampled label is Bernoulli(p / (p + r (1 - p)))
-  under "calibrated", and the statistics weight each negative back by ``1 / r_i``. Combined
-  with a ``frequency`` or ``design`` column ``d``, the weight of a row is
-  ``d_i * (1 if y_i = 1 else 1 / r_i)``.
+``frequency``: row ``i`` stands for ``d_i`` identical units (sample sizes are ``sum d``).
+``design``: weights that do not depend on the label (sample sizes are Kish's effective
+size). Label-dependent sampling (``negative_rate``): the negatives of row ``i`` were kept
+with probability ``r_i``, so a sampled label is Bernoulli(p / (p + r (1 - p))) under
+"calibrated" and a row weighs ``d_i * (1 if y_i = 1 else 1 / r_i)``.
 """
 
 from __future__ import annotations
@@ -31,8 +22,7 @@ from calaudit.data.parts import read_only
 from calaudit.exceptions import InputError
 
 KINDS = ("frequency", "design")
-#: Positive weights lie in [1 / WEIGHT_RANGE, WEIGHT_RANGE], so that their sums and sums of
-#: squares stay finite and normal floats at any row count.
+#: Positive weights lie in [1 / WEIGHT_RANGE, WEIGHT_RANGE] (sums of squares stay finite).
 WEIGHT_RANGE = 1e100
 #: Frequency weights count units exactly in float64 up to 2^53 units in all.
 MAX_UNITS = 2.0 ** 53
@@ -40,9 +30,8 @@ MAX_UNITS = 2.0 ** 53
 
 @dataclass(frozen=True)
 class SampleWeights:
-    """The label-independent weight ``design`` of every row (ones when only a negative
-    rate was given), its ``kind`` and the kept rate of negatives ``negative_rate`` (None:
-    the sampling did not depend on the label)."""
+    """The label-independent weight ``design`` of every row, its ``kind`` and the kept rate
+    of negatives ``negative_rate`` (None: the sampling did not depend on the label)."""
 
     design: NDArray[np.float64]
     kind: str = "frequency"
@@ -61,8 +50,7 @@ class SampleWeights:
         return self.negative_rate is not None
 
     def of_labels(self, positive: NDArray) -> NDArray[np.float64]:
-        """The weight of each row for outcomes ``positive`` ((n,) or (n, q), 0/1): ``d``,
-        times ``1 / r`` where the outcome is a negative under label-dependent sampling."""
+        """The weight of each row for 0/1 outcomes ``positive`` ((n,) or (n, q))."""
         d = self.design if np.ndim(positive) == 1 else self.design[:, None]
         if self.negative_rate is None:
             return np.broadcast_to(d, np.shape(positive)).astype(np.float64)
@@ -71,26 +59,23 @@ class SampleWeights:
 
     def in_grid_range(self, limit: int = 60) -> SampleWeights:
         """These weights with design weights scaled by a power of two into [1/2, 1) when
-        the largest lies outside [2^-limit, 2^limit], for the exact float32 grid sums of the
-        feature paths (their terms reach the square of a weight). Design weights only:
-        the statistics there are ratios of sums of equal degree in them, and the
-        Monte-Carlo tests compare sums scaled alike, so a power of two changes no result."""
+        the largest lies outside [2^-limit, 2^limit], for the float32 grid sums of the
+        feature paths (whose statistics a common power of two does not change)."""
         top = float(np.max(self.design, initial=0.0))
         if self.kind == "frequency" or top == 0.0 or 2.0 ** -limit <= top <= 2.0 ** limit:
             return self
         return dataclasses.replace(self, design=np.ldexp(self.design, -int(np.frexp(top)[1])))
 
     def unit_split(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``(t, f)``: the units of each row and the weight of each of its units, ``(d, 1)``
-        for frequency weights (``d`` identical units), ``(1, d)`` otherwise (one unit of
-        weight ``d``)."""
+        """``(t, f)``: the units of each row and the weight of each unit, ``(d, 1)`` for
+        frequency weights, ``(1, d)`` otherwise."""
         ones = np.ones(self.design.size)
         return (self.design, ones) if self.kind == "frequency" else (ones, self.design)
 
     @property
     def repeated_rows(self) -> bool:
-        """Frequency weights without label-dependent sampling: each row is ``d`` whole
-        units, so a weighted result is the repeated rows' result."""
+        """Frequency weights without label-dependent sampling (a result is the repeated
+        rows')."""
         return self.kind == "frequency" and not self.label_dependent
 
     def per_unit(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -107,26 +92,16 @@ class SampleWeights:
         return np.where(denominator > 0, p / np.where(denominator > 0, denominator, 1.0), 0.0)
 
     def units(self, weights: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``weights`` on the scale of sample sizes: as given for frequency weights,
-        rescaled to sum to Kish's effective size otherwise (used by asymptotic intervals
-        and the INCONCLUSIVE rules)."""
+        """``weights`` on the scale of sample sizes: as given for frequency weights, else
+        rescaled to sum to Kish's effective size."""
         if self.kind == "frequency":
             return weights
         return weights * (kish(weights) / float(weights.sum()))
 
-    def null_statement(self) -> str:
-        """What "calibrated" means for the sampled labels."""
-        if self.label_dependent:
-            return ("negatives kept at rate r: a sampled label is Bernoulli(p / (p + r (1 - p)))"
-                    " when the model is calibrated on the population; statistics weight "
-                    "negatives by 1 / r")
-        return ("weights do not depend on the label: a sampled label is Bernoulli(p) when "
-                "the model is calibrated")
-
 
 def kish(weights: NDArray[np.float64]) -> float:
-    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight), computed
-    on ``w / max w`` (the same value, free of overflow and underflow)."""
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` (0 for no weight), on
+    ``w / max w`` (free of overflow)."""
     largest = float(np.max(weights, initial=0.0))
     if not largest > 0:
         return 0.0
@@ -143,7 +118,11 @@ def summary(weights: SampleWeights, values: NDArray[np.float64],
         "label_dependent": weights.label_dependent,
         "sum": float(values.sum()), "effective_sample_size": kish(values),
         "min": float(values.min()), "max": float(values.max()),
-        "sample_size": sample_size, "null": weights.null_statement(),
+        "sample_size": sample_size,
+        "null": ("negatives kept at rate r: a sampled label is Bernoulli(p / (p + r (1 - p))) "
+                 "when the model is calibrated on the population; statistics weight negatives "
+                 "by 1 / r" if weights.label_dependent else "weights do not depend on the "
+                 "label: a sampled label is Bernoulli(p) when the model is calibrated"),
     }
     if weights.negative_rate is not None:
         out["negative_rate"] = {"from": weights.rate_from,
@@ -158,17 +137,15 @@ def numeric_column(values: pd.Series, source: str, column: str, rule: str) -> np
     bad = converted.isna() & values.notna()
     if bad.any() or getattr(converted.dtype, "kind", "O") == "c":
         first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-        where = f"index {first}" if source == rules.ARRAYS else f"data row {first + 1}"
-        raise InputError(f"value {rules.shown_value(values.iloc[first])} at {where} is not a "
-                         "number", source=source, column=column, rule=rule,
-                         hint="weights and rates must be numbers")
+        raise InputError(f"value {rules.shown_value(values.iloc[first])} at "
+                         f"{rules.position_of(source, first)} is not a number", source=source,
+                         column=column, rule=rule, hint="weights and rates must be numbers")
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def weight_problems(values: np.ndarray, source: str, column: str,
                     kind: str = "frequency") -> list:
-    """Row rules of a weight column: finite and >= 0; frequency weights are whole numbers
-    (counts of units)."""
+    """Row rules of a weight column: finite, >= 0, whole for frequency weights."""
     finite = np.isfinite(values)
     whole = [] if kind != "frequency" else [rules.problem(
         "fractional_frequency_weight", source, column,
@@ -177,40 +154,20 @@ def weight_problems(values: np.ndarray, source: str, column: str,
         "frequency weights count units; use --weight-kind design (weight_kind='design') "
         "for survey, importance or other real-valued weights")]
     return whole + [
-        rules.problem("nonfinite_weight", source, column, ~np.isfinite(values),
+        rules.problem("nonfinite_weight", source, column, ~finite,
                       "weight is missing or infinite", "give every row a finite weight"),
-        rules.problem("negative_weight", source, column,
-                      np.isfinite(values) & (values < 0), "weight is negative",
-                      "weights must be >= 0"),
-        rules.problem("weight_range", source, column,
-                      np.isfinite(values) & (values > 0)
+        rules.problem("negative_weight", source, column, finite & (values < 0),
+                      "weight is negative", "weights must be >= 0"),
+        rules.problem("weight_range", source, column, finite & (values > 0)
                       & ((values > WEIGHT_RANGE) | (values < 1.0 / WEIGHT_RANGE)),
                       f"weight is outside [{1 / WEIGHT_RANGE:g}, {WEIGHT_RANGE:g}]",
-                      "only the ratios of weights matter: divide them by a common factor"),
-    ]
-
-
-def rate_problems(values: np.ndarray, source: str, column: str) -> list:
-    """Row rules of a sampling-rate column: in (0, 1]."""
-    return [rules.problem("sampling_rate_range", source, column,
-                          ~(np.isfinite(values) & (values > 0) & (values <= 1)),
-                          "sampling rate is not in (0, 1]",
-                          "give the kept fraction of negatives, 0 < r <= 1")]
-
-
-def check_rate(rate: float | None) -> None:
-    """A ``--negative-rate`` must lie in (0, 1]."""
-    if rate is not None and not (isinstance(rate, (int, float)) and 0 < rate <= 1):
-        raise InputError(f"--negative-rate must be in (0, 1]; got {rate!r}",
-                         rule="sampling_rate_range",
-                         hint="give the kept fraction of negatives, e.g. 0.1")
+                      "only the ratios of weights matter: divide them by a common factor")]
 
 
 def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
            column: str | None, rate_from: str | None, source: str, n_classes: int,
            codes: np.ndarray) -> SampleWeights | None:
-    """The weights of the kept rows, after the row rules: refused when every weight is 0,
-    or when label-dependent sampling meets more than two classes."""
+    """The weights of the kept rows, after the row rules."""
     if design is None and rates is None:
         return None
     if kind not in KINDS:
@@ -237,8 +194,8 @@ def finish(design: np.ndarray | None, rates: np.ndarray | None, *, kind: str,
 
 def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "frequency"
                  ) -> tuple[np.ndarray | None, np.ndarray | None, list]:
-    """The weight and sampling-rate columns of ``raw`` (a ``RawInputs``) as float64, with
-    their row problems; a ``negative_rate`` gives every row that rate."""
+    """The weight and sampling-rate columns of ``raw`` (a ``RawInputs``) as float64, and
+    their row problems."""
     design = rates = None
     found: list = []
     if raw.weights is not None:
@@ -252,8 +209,14 @@ def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "fre
                              hint="give one of them")
         rates = numeric_column(raw.rates, raw.score_source, raw.rate_column,
                                "non_numeric_sampling_rate")
-        found += rate_problems(rates, raw.score_source, raw.rate_column)
+        found.append(rules.problem("sampling_rate_range", raw.score_source, raw.rate_column,
+                                   ~(np.isfinite(rates) & (rates > 0) & (rates <= 1)),
+                                   "sampling rate is not in (0, 1]",
+                                   "give the kept fraction of negatives, 0 < r <= 1"))
     elif negative_rate is not None:
-        check_rate(negative_rate)
+        if not (isinstance(negative_rate, (int, float)) and 0 < negative_rate <= 1):
+            raise InputError(f"--negative-rate must be in (0, 1]; got {negative_rate!r}",
+                             rule="sampling_rate_range",
+                             hint="give the kept fraction of negatives, e.g. 0.1")
         rates = np.full(n, float(negative_rate))
     return design, rates, found

@@ -1,25 +1,11 @@
-"""When a global test cannot mean anything: the INCONCLUSIVE rules, in one place.
+"""The INCONCLUSIVE rules of the global tests: a test that could not reject at ``alpha``
+whatever the labels, or whose approximation has no footing, is INCONCLUSIVE (never PASS).
+Each function returns ``None`` when the test may run, else the reason.
 
-A test is INCONCLUSIVE (never PASS) when, for this data, it could not reject at level
-``alpha`` whatever the labels, or when its approximation has no footing:
-
-* every test: fewer than ``MIN_ROWS`` (10) rows;
-* distribution-free bounds: the smallest p-value the bound can produce at this ``n``
-  (estimate at its maximum ``B``) exceeds ``alpha`` (with ``alpha = 0.05`` this needs
-  ``n >= 12``);
-* resampling tests (quadratic asymptotic, consistency): the smallest Monte-Carlo p-value
-  ``1 / (B + 1)`` exceeds ``alpha``;
-* linear asymptotic (normal approximation of a mean of ``floor(n/2)`` pair terms): fewer
-  than ``MIN_PAIRS`` (50) pairs, or all pair terms equal (no variance);
-* quadratic asymptotic (bootstrap of a degenerate U-statistic, asymptotic in n): fewer than
-  ``MIN_ROWS_ASYMPTOTIC`` (50) rows;
-* Spiegelhalter (normal approximation): fewer than ``MIN_EXPECTED`` (5) expected events or
-  expected non-events, or zero variance (every prediction 0, 1/2 or 1);
-* Hosmer-Lemeshow: fewer than 3 groups (df < 1), or an expected count below 1 in some
-  cell, or more than 20% of the cells with expected counts below 5 (the usual validity
-  rule for the chi-square approximation).
-
-Each function returns ``None`` when the test may run, else the reason (the test's message).
+Rules: fewer than ``MIN_ROWS`` rows; a bound whose smallest p-value exceeds ``alpha``;
+resampling with ``1 / (B + 1) > alpha``; the linear z-test with fewer than ``MIN_PAIRS``
+pairs; the quadratic asymptotic test with fewer than ``MIN_ROWS_ASYMPTOTIC`` rows;
+Spiegelhalter with fewer than ``MIN_EXPECTED`` expected events or non-events.
 """
 
 from __future__ import annotations

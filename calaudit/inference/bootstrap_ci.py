@@ -1,14 +1,7 @@
-"""Percentile bootstrap confidence intervals, vectorised over resamples.
-
-Resample ``b`` draws ``n`` rows with replacement; a statistic of the resample equals the
-statistic of the data weighted by the counts ``C[:, b]`` (see
-:func:`~calaudit.numerics.resampling.bootstrap_counts`). Statistics are written to accept
-an (n, q) weight matrix and return ``q`` values, so a batch of resamples costs a few matrix
-products. The interval is the ``(1 - level)/2`` and ``(1 + level)/2`` quantiles of the
-replicates (Efron & Tibshirani 1993, ch. 13; scipy ``bootstrap(method="percentile")``).
-
-Binned statistics keep the bins of the full data (edges and grid cells are not
-re-estimated per resample).
+"""Percentile bootstrap intervals (Efron & Tibshirani 1993, ch. 13), vectorised: a
+statistic of resample ``b`` is the statistic of the data weighted by the counts ``C[:,
+b]``, so statistics take an (n, q) weight matrix. Binned statistics keep the full data's
+bins.
 """
 
 from __future__ import annotations
@@ -26,8 +19,7 @@ Statistics = Callable[[NDArray[np.float64]], Mapping[str, NDArray[np.float64]]]
 def bootstrap_replicates(statistics: Statistics, n: int, rng: np.random.Generator,
                          n_resamples: int, max_entries: int = BATCH_ENTRIES
                          ) -> dict[str, NDArray[np.float64]]:
-    """Replicates of every statistic returned by ``statistics(weights)``, all computed on
-    the same resamples (batches of bootstrap counts)."""
+    """Replicates of every statistic of ``statistics(weights)`` on the same resamples."""
     collected: dict[str, list[NDArray[np.float64]]] = {}
     for q in batch_sizes(n_resamples, n, max_entries):
         for key, values in statistics(bootstrap_counts(rng, n, q)).items():

@@ -1,11 +1,9 @@
 """Calibration-error metrics of one data set (the estimators of :mod:`calaudit.metrics`),
-each with its percentile bootstrap interval on request (:mod:`calaudit.inference.
-bootstrap_ci`: one set of resamples per function, bins fixed at the full-data bins).
+with percentile bootstrap intervals on request (bins fixed at the full-data bins).
 
-Row weights (``sample_weight``, docs/weights.md) take the bootstrap's path: every
-statistic here is written for a matrix of row weights, so the weighted estimate is the
-statistic of the one column ``w`` and its bootstrap replicates those of ``counts * w``.
-Binned estimators weight each bin by its total weight."""
+Every statistic here takes a matrix of row weights: the weighted estimate
+(``sample_weight``, docs/weights.md) is that of the one column ``w``, its bootstrap
+replicates those of ``counts * w``."""
 
 from __future__ import annotations
 
@@ -40,8 +38,7 @@ from calaudit.scale import ArrayRows
 
 
 def weighted(statistics: Statistics, sample_weight: NDArray[np.float64] | None) -> Statistics:
-    """``statistics`` of row-weight matrices ``W``, as ``statistics(W * w)`` for row
-    weights ``w`` (unchanged without them)."""
+    """``W -> statistics(W * w)`` for row weights ``w`` (unchanged without them)."""
     if sample_weight is None:
         return statistics
     return lambda weights: statistics(weights * sample_weight[:, None])
@@ -52,16 +49,14 @@ def estimates(statistics: Statistics, sample_weight: NDArray[np.float64] | None
     """The estimates: ``statistics(None)`` unweighted, else of the one weight column."""
     if sample_weight is None:
         return dict(statistics(None))
-    return {key: float(np.asarray(value).reshape(-1)[0])
-            for key, value in statistics(sample_weight[:, None]).items()}
+    return {key: _one(value) for key, value in statistics(sample_weight[:, None]).items()}
 
 
 def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,
                     ci_level: float | None, n_resamples: int, rng: np.random.Generator | None,
                     sample_weight: NDArray[np.float64] | None = None
                     ) -> tuple[MetricResult, ...]:
-    """The metrics, with ``ci_level`` the percentile intervals of the bootstrap replicates
-    of ``statistics`` (keyed by metric id; rows weighted by ``sample_weight``)."""
+    """The metrics with (``ci_level``) the percentile intervals of ``statistics``."""
     if ci_level is None:
         return tuple(metrics)
     statistics = weighted(statistics, sample_weight)
@@ -81,8 +76,7 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
     |p_i - e_{y_i}|^2`` and, for two classes, ``brier_binary = (1/n) sum_i (p_i - y_i)^2``
     (Brier 1950). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
     ``rng``. ``sample_weight``: ``n_b`` is a bin's weight and the Brier scores are weighted
-    means (scikit-learn's ``brier_score_loss(sample_weight=)``). Unweighted rows are
-    :func:`calibration_errors_of_rows` of the arrays."""
+    means."""
     if sample_weight is None:
         return calibration_errors_of_rows(
             ArrayRows({"y": y_true, "proba": y_proba}), n_bins=n_bins, strategy=strategy,
@@ -104,9 +98,8 @@ def calibration_errors_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strateg
                                ci_level: float | None = None, n_resamples: int = 1000,
                                rng: np.random.Generator | None = None
                                ) -> tuple[MetricResult, ...]:
-    """:func:`calibration_errors` of the rows of a row source (``y``, ``proba``): the
-    estimates from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`);
-    the intervals (``ci_level``) resample the rows in memory (an :class:`ArrayRows`)."""
+    """:func:`calibration_errors` of a row source (``y``, ``proba``); the intervals
+    resample the rows in memory (an :class:`ArrayRows`)."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     notion = default_notion(summary.m)
     metrics = _error_metrics(summary.sums(0), notion, n_bins, strategy, summary.brier,
@@ -175,12 +168,10 @@ def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
                  rng: np.random.Generator | None = None,
                  sample_weight: NDArray[np.float64] | None = None,
                  debiased: bool = True) -> tuple[MetricResult, ...]:
-    """The ECE variants, the Brier decomposition and the log loss (module docstring);
-    ``classes`` names the classes in ``params.per_class`` of ``ece_classwise`` (default
-    ``"0" .. "m-1"``). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
-    ``rng``. ``sample_weight`` weights the rows (module docstring); ``debiased=False``
-    leaves ``ece_debiased`` out (its bias term needs frequency weights). Unweighted rows
-    are :func:`ece_variants_of_rows` of the arrays."""
+    """The ECE variants, the Brier decomposition and the log loss; ``classes`` names the
+    classes in ``params.per_class`` of ``ece_classwise`` (default ``"0" .. "m-1"``).
+    ``debiased=False`` leaves ``ece_debiased`` out (its bias term needs frequency
+    weights)."""
     options = {"n_bins": n_bins, "strategy": strategy,
                "canonical_distance": canonical_distance, "classes": classes}
     if sample_weight is None:
@@ -210,9 +201,8 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
                          ci_level: float | None = None, n_resamples: int = 1000,
                          rng: np.random.Generator | None = None,
                          debiased: bool = True) -> tuple[MetricResult, ...]:
-    """:func:`ece_variants` of the rows of a row source (``y``, ``proba``): the estimates
-    from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`); the
-    intervals (``ci_level``) resample the rows in memory (an :class:`ArrayRows`)."""
+    """:func:`ece_variants` of a row source (``y``, ``proba``); the intervals resample
+    the rows in memory."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     m = summary.m
     scalar = summary.sums(0)
@@ -243,8 +233,7 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
 
 def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
                         strategy: Strategy, canonical_distance: str) -> tuple[Any, ...]:
-    """The statistics of row-weight matrices of :func:`ece_variants` (weighted estimates,
-    bootstrap replicates) and the binned views they use."""
+    """The statistics of row-weight matrices of :func:`ece_variants`, its binned views."""
     m = y_proba.shape[1]
     binning = {"n_bins": n_bins, "strategy": strategy}
     scalar = notion_outcomes(y_true, y_proba, **binning)
@@ -302,11 +291,9 @@ def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *
                       sample_weight: NDArray[np.float64] | None = None
                       ) -> tuple[MetricResult, dict[str, Any] | None]:
     """The metric ``smece`` (binary notion for two classes, top-label otherwise; the
-    bandwidth is the fixed point ``sigma = smECE_sigma``, recorded in the params) and the
-    smoothed reliability diagram at that bandwidth: the smoothed outcome rate ``mu(t)``
-    and the score density. ``ci_level``: an interval from ``n_resamples`` resamples drawn
-    with ``rng``. ``sample_weight``: every sum over rows weighted (the weighted fixed
-    point); the diagram (unweighted) is then ``None``."""
+    fixed-point bandwidth in the params) and the smoothed reliability diagram at that
+    bandwidth (``mu(t)`` and the score density; ``None`` with ``sample_weight``, which
+    weights every sum over rows)."""
     notion = default_notion(y_proba.shape[1])
     scores, outcomes = scores_and_outcomes(y_true, y_proba, notion)
     if sample_weight is not None:
@@ -328,10 +315,8 @@ def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *
 def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | None = None,
                               n_resamples: int = 1000, rng: np.random.Generator | None = None
                               ) -> tuple[MetricResult, dict[str, Any]]:
-    """:func:`smooth_ece_metric` of the rows of a row source (``y``, ``proba`` of
-    ``n_classes`` columns), unweighted:
-    each grid of the bandwidth search is one reduction (:meth:`Smoother.of_rows`); the
-    interval (``ci_level``) resamples the rows in memory (an :class:`ArrayRows`)."""
+    """:func:`smooth_ece_metric` (unweighted) of a row source (``y``, ``proba`` of
+    ``n_classes`` columns); the interval resamples the rows in memory."""
     curve = reliability_of(Smoother.of_rows(rows))
     notion = default_notion(n_classes)
     metric = MetricResult("smece", curve.smece, {

@@ -1,33 +1,20 @@
 """Clinical calibration measures and classical calibration tests of binary models.
 
-**Spiegelhalter's z** (Spiegelhalter 1986): under calibration the Brier score has mean
-``sum p_i (1 - p_i)`` and variance ``sum (1 - 2 p_i)^2 p_i (1 - p_i)``; the standardised
-difference is ``z = sum (y_i - p_i)(1 - 2 p_i) / sqrt(sum (1 - 2 p_i)^2 p_i (1 - p_i))``,
-two-sided p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``, pycaleva, calzone;
-MAPIE's one-sided variant is not used).
+**Spiegelhalter's z** (Spiegelhalter 1986):
+``z = sum (y_i - p_i)(1 - 2 p_i) / sqrt(sum (1 - 2 p_i)^2 p_i (1 - p_i))``, two-sided
+p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``).
 
 **Hosmer-Lemeshow** (Hosmer & Lemeshow 1980), as R ResourceSelection ``hoslem.test``:
-groups are the intervals between the distinct ``0, 1/g, ..., 1`` quantiles of ``p`` (type 7,
-numpy's default), right-closed with the lowest value included; the statistic sums
-``(O - E)^2 / E`` over both outcome columns (events and non-events) of every group, and is
-referred to chi-square with ``G - 2`` degrees of freedom, ``G`` the number of groups realised.
-Frequency weights give the test of the repeated rows; other weights a weighted statistic
-with a Monte-Carlo p-value (:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`).
+groups between the distinct ``0, 1/g, ..., 1`` quantiles of ``p`` (type 7), right-closed
+with the lowest value included; ``sum (O - E)^2 / E`` over events and non-events of every
+group against chi-square with ``G - 2`` degrees of freedom (``G`` groups realised). Off by
+default: it depends on the grouping, has low power for small n and rejects irrelevant
+deviations for large n. Other than frequency weights:
+:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`.
 
-Caveats (why ``hosmer_lemeshow`` is off by default): the result depends on the arbitrary
-number and placement of groups (different software gives different p-values on the same
-data); power is low for small n and for miscalibration that cancels within groups; with
-large n it rejects for clinically irrelevant deviations; the chi-square approximation needs
-expected counts of about 5 or more (INCONCLUSIVE otherwise, see
-:mod:`calaudit.inference.applicability`); ``G - 2`` degrees of freedom are for the
-development sample (external validation arguably uses ``G``). Prefer the SKCE tests, the
-calibration slope / intercept and Spiegelhalter's z.
-
-**As reductions**: both tests are sums over the rows, reduced over the fixed row ranges of
-:func:`calaudit.scale.task_ranges` through :mod:`calaudit.scale` and added in range order
-(``np.sum`` of elementwise products, no BLAS), so the bytes do not depend on the executor,
-threads or workers. The clinical metrics (:func:`clinical_metrics`) are the
-logistic recalibration of :mod:`calaudit.metrics.clinical`.
+Both tests' sums are reductions over :func:`calaudit.scale.task_ranges` (``np.sum`` of
+elementwise products, no BLAS). The clinical metrics are the logistic recalibration of
+:mod:`calaudit.metrics.clinical`.
 """
 
 from __future__ import annotations
@@ -58,9 +45,7 @@ from calaudit.scale import ArrayRows, task_ranges
 
 def _reduce(partial: Any, y: NDArray, p: NDArray, w: NDArray | None = None, **shared: Any
             ) -> dict[str, NDArray]:
-    """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (and ``w`` when
-    given) placed once on the workers (:func:`calaudit.scale.resident`), added in range
-    order."""
+    """``partial`` over the fixed row ranges of the columns ``y``, ``p`` (and ``w``)."""
     columns = {"y": y, "p": p} if w is None else {"y": y, "p": p, "w": w}
     with scale.resident(ArrayRows(columns)) as rows:
         return scale.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
@@ -78,20 +63,15 @@ def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDAr
 
 def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
                             size: int, weighted: bool = False) -> dict[str, NDArray]:
-    """Per-group events, counts and expected events of the rows ``[start, stop)``
-    (groups: ``searchsorted(inner, p, "left")``, ``inner`` the inner breaks), each row
-    counted ``w`` times when ``weighted``."""
+    """Per-group events, counts and expected events of the rows ``[start, stop)`` (groups
+    ``searchsorted(inner, p, "left")``), each row counted ``w`` times when ``weighted``."""
     read = rows.read(start, stop, ["y", "p", "w"] if weighted else ["y", "p"])
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    w = np.asarray(read["w"], dtype=np.float64) if weighted else np.ones(p.size)
     index = np.searchsorted(inner, p, side="left")
-    if weighted:
-        w = np.asarray(read["w"], dtype=np.float64)
-        return {"events": np.bincount(index, weights=w * y, minlength=size),
-                "count": np.bincount(index, weights=w, minlength=size),
-                "expected": np.bincount(index, weights=w * p, minlength=size)}
-    return {"events": np.bincount(index, weights=y, minlength=size),
-            "count": np.bincount(index, minlength=size).astype(np.float64),
-            "expected": np.bincount(index, weights=p, minlength=size)}
+    return {"events": np.bincount(index, weights=w * y, minlength=size),
+            "count": np.bincount(index, weights=w, minlength=size),
+            "expected": np.bincount(index, weights=w * p, minlength=size)}
 
 
 @dataclass(frozen=True)
@@ -102,8 +82,7 @@ class Spiegelhalter:
 
 
 def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spiegelhalter:
-    """Spiegelhalter's z and its two-sided p-value (NaN when the variance is 0); the sums
-    are a reduction (module docstring) run through :mod:`calaudit.scale`.
+    """Spiegelhalter's z and its two-sided p-value (NaN when the variance is 0).
 
     >>> import numpy as np
     >>> r = spiegelhalter_test(np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.9, 0.4]))
@@ -118,8 +97,7 @@ def spiegelhalter_test(y_true: NDArray[np.int64], p: NDArray[np.float64]) -> Spi
 
 
 def spiegelhalter_of_rows(rows: Any, n: int) -> Spiegelhalter:
-    """:func:`spiegelhalter_test` of the ``n`` rows of a row source with columns ``y``
-    and ``p`` (e.g. one whose tasks read their own rows): the same reduction."""
+    """:func:`spiegelhalter_test` of the ``n`` rows of a row source (``y``, ``p``)."""
     if n == 0:
         return Spiegelhalter(math.nan, math.nan, 0.0)
     return _spiegelhalter_of(scale.map_sum(spiegelhalter_partial, task_ranges(n),
@@ -147,11 +125,8 @@ class HosmerLemeshow:
 def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
                          groups: int = 10, counts: NDArray[np.float64] | None = None
                          ) -> HosmerLemeshow:
-    """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value; the breaks and
-    the group sums are reductions (module docstring) run through :mod:`calaudit.scale`.
-    ``counts`` (whole numbers, frequency weights): row ``i`` counted ``counts_i`` times,
-    the breaks ``np.quantile`` of the repeated predictions and the groups' sums weighted,
-    which is the test of the repeated rows."""
+    """Hosmer-Lemeshow statistic, degrees of freedom ``G - 2`` and p-value. ``counts``
+    (frequency weights): the test of the rows repeated ``counts_i`` times."""
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     probabilities = np.linspace(0.0, 1.0, groups + 1)
@@ -176,8 +151,7 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
 
 def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
                   ) -> TestResult:
-    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``; its sums
-    a reduction run through :mod:`calaudit.scale`."""
+    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``."""
     # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
     return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
                                 (float(p.sum()), float(np.add.reduce(1 - p))))
@@ -185,8 +159,7 @@ def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
 
 def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float]
                          ) -> TestResult:
-    """The test of :func:`spiegelhalter` from its statistic, the rows and the expected
-    events and non-events ``(sum p, sum 1 - p)``."""
+    """:func:`spiegelhalter` from its statistic, ``n`` and ``(sum p, sum 1 - p)``."""
     method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
     reason = rules.too_few_rows(n) or rules.too_few_expected(*expected)
     if reason is None and not math.isfinite(result.z):
@@ -202,13 +175,10 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
                     groups: int = 10, weights: SampleWeights | None = None,
                     n_resamples: int = 1000, rng: np.random.Generator | None = None,
                     alpha: float = 0.05) -> TestResult:
-    """Hosmer-Lemeshow test with the validity rules of ``applicability``; its breaks and
-    group sums are reductions run through :mod:`calaudit.scale`. On weighted rows
-    (docs/weights.md): frequency weights without label-dependent sampling give the test of
-    the repeated rows; other weights the weighted statistic with a Monte-Carlo p-value
-    from ``n_resamples`` label redraws drawn with ``rng`` (INCONCLUSIVE when they cannot
-    reach ``alpha``)
-    (:func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow`)."""
+    """Hosmer-Lemeshow test with the validity rules of ``applicability``. Frequency
+    weights without label-dependent sampling: the test of the repeated rows; other
+    weights: :func:`calaudit.inference.weighted_tests.weighted_hosmer_lemeshow` with
+    ``n_resamples`` redraws from ``rng`` (docs/weights.md)."""
     if weights is not None and (weights.kind != "frequency" or weights.label_dependent):
         if rng is None:
             raise ValueError("the weighted Hosmer-Lemeshow test needs rng: its p-value is "
@@ -245,18 +215,14 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
     """``calibration_in_the_large`` (``a`` in ``logit P(y=1) = a + logit(p)``) and
     ``calibration_slope`` (``b`` in ``logit P(y=1) = a + b logit(p)``) of positive-class
     probabilities ``p`` (:mod:`calaudit.metrics.clinical`), with Wald intervals at
-    ``ci_level``; with ``ci_resamples``, percentile bootstrap intervals from that many
-    resamples drawn with ``rng`` instead (the Wald interval kept in ``params.wald_ci``).
-    NaN unless both outcomes occur. The fits' row sums are reductions run through
-    :mod:`calaudit.scale`. ``sample_weight``: weighted fits (``information_scale``: see
-    :func:`~calaudit.metrics.clinical.logistic_recalibration`), bootstrap resamples
-    weighted by ``counts * w``."""
-    titles = {key: registry.title(key) for key in ("calibration_in_the_large",
-                                                   "calibration_slope")}
+    ``ci_level``, or percentile bootstrap intervals of ``ci_resamples`` resamples from
+    ``rng`` (the Wald interval in ``params.wald_ci``). NaN unless both outcomes occur.
+    ``sample_weight``: weighted fits (``information_scale``: see
+    :func:`~calaudit.metrics.clinical.logistic_recalibration`), resamples weighted
+    ``counts * w``."""
     present = y_true if sample_weight is None else y_true[sample_weight > 0]
     if not 0 < int(present.sum()) < present.size:
-        return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
-                                  title=title) for key, title in titles.items())
+        return _needs_both_classes()
     fit = logistic_recalibration(y_true, p, sample_weight, information_scale)
     boot: dict = {}
     w = np.ones(y_true.size) if sample_weight is None else sample_weight
@@ -272,23 +238,27 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
 def clinical_metrics_of_rows(rows: Any, n: int, events: int, clipped: int, *,
                              ci_level: float = 0.95) -> tuple[MetricResult, ...]:
     """:func:`clinical_metrics` (Wald intervals, unweighted) of the ``n`` rows of a row
-    source with columns ``y`` and ``logit`` (``logit(clip(p))``), ``events`` of them
-    positive and ``clipped`` probabilities clipped: the same fits, so the same bytes."""
+    source (``y``, ``logit(clip(p))``; ``events`` positive, ``clipped`` clipped)."""
     if not 0 < events < n:
-        return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
-                                  title=registry.title(key))
-                     for key in ("calibration_in_the_large", "calibration_slope"))
+        return _needs_both_classes()
     return recalibration_metrics(recalibration_of_rows(rows, n, clipped), ci_level, {}, None)
+
+
+CLINICAL_IDS = ("calibration_in_the_large", "calibration_slope")
+
+
+def _needs_both_classes() -> tuple[MetricResult, ...]:
+    return tuple(MetricResult(key, math.nan, {"note": "needs both outcome classes"},
+                              title=registry.title(key)) for key in CLINICAL_IDS)
 
 
 def recalibration_metrics(fit: Any, ci_level: float, boot: dict, ci_resamples: int | None
                           ) -> tuple[MetricResult, ...]:
     """The two metrics of a recalibration ``fit`` (with ``boot``, the bootstrap
     intervals of ``ci_resamples`` resamples, else Wald's)."""
-    titles = {key: registry.title(key) for key in ("calibration_in_the_large",
-                                                   "calibration_slope")}
     out = []
-    for (metric_id, title), key in zip(titles.items(), ("citl", "slope"), strict=True):
+    for metric_id, key in zip(CLINICAL_IDS, ("citl", "slope"), strict=True):
+        title = registry.title(metric_id)
         params = {"se": fit.citl_se if key == "citl" else fit.slope_se, "ci_level": ci_level,
                   "logit_clip": LOGIT_CLIP, "clipped_rows": fit.clipped,
                   "model": ("logit P(y=1) = a + logit(p)" if key == "citl"

@@ -1,29 +1,17 @@
 """Consistency resampling tests (Broecker & Smith 2007; Widmann et al. 2019, sec. 7.2).
 
-Under "the model is calibrated", the label of row ``i`` is distributed as ``Cat(p_i)``
-given the prediction. Keeping the predictions fixed and redrawing ``y*_i ~ Cat(p_i)`` gives
-the **exact conditional null** of any statistic; the Monte-Carlo p-value is
-``(1 + #{T* >= T}) / (1 + B)``.
+Under calibration ``y_i ~ Cat(p_i)`` given the prediction: redrawing ``y*_i ~ Cat(p_i)``
+with the predictions fixed gives the exact conditional null of any statistic, Monte-Carlo
+p-value ``(1 + #{T* >= T}) / (1 + B)`` (CalibrationTests.jl ``ConsistencyTest`` also
+resamples the predictions; calaudit does not).
 
-Difference from CalibrationTests.jl ``ConsistencyTest``: it also resamples the
-predictions with replacement before drawing labels (consistency resampling in the
-original sense); calaudit keeps the predictions as observed: the exact conditional
-test.
-
-* SKCE: ``SKCE_uq*`` of each redraw is ``sum_{i != j} K_ij <Z_i, Z_j> / (n (n-1))`` with
-  ``Z_i = e_{y*_i} - p_i``; batches of redraws go through the pairwise engine as the columns
-  of ``Z`` (n, m, q), one GEMM per tile per batch (two classes: one column per redraw,
-  ``sqrt(2) (y* - p_1)``, since ``<e_y - p, e_y' - p'> = 2 (y - p_1)(y' - p'_1)``).
-* binned ECE (binary or top-label): bins depend on the predictions only and stay fixed;
-  the outcome of row ``i`` is redrawn as Bernoulli(``P(outcome = 1)``), which is ``p_i``
-  (binary) or the confidence ``max_k p_ik`` (top-label: ``P(y* = argmax p_i) = max p_i``).
-  The ECE depends on the redrawn outcomes only through the events per bin, which are
-  Poisson-binomial given the bin's scores: they are drawn directly from the exact law
-  (each bin's law the product of its rows' laws in each fixed range,
-  :mod:`calaudit.metrics.row_laws`), O(bins x B) per test after one O(n log^2 n) pmf per
-  bin, instead of n x B Bernoulli draws.
-* canonical ECE: grid cells fixed, labels redrawn, per-cell class counts by one
-  ``bincount``.
+* SKCE: ``SKCE_uq* = sum_{i != j} K_ij <Z_i, Z_j> / (n (n-1))``, ``Z_i = e_{y*_i} - p_i``,
+  batches of redraws as columns of ``Z`` in the pairwise engine (two classes: ``sqrt(2)
+  (y* - p_1)``).
+* binned ECE: bins fixed, outcomes Bernoulli(``p_i``) (binary) or Bernoulli(``max_k
+  p_ik``) (top-label); the events per bin are drawn from their Poisson-binomial law
+  (:mod:`calaudit.metrics.row_laws`).
+* canonical ECE: grid cells fixed, per-cell class counts of the redrawn labels.
 """
 
 from __future__ import annotations
@@ -79,8 +67,7 @@ class ResamplingTest:
 def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_rows: int,
          n_resamples: int, max_entries: int, atol: float = 0.0,
          name: str = "label redraws") -> ResamplingTest:
-    """The null distribution batch by batch (a progress task ``name``: one step per
-    batch, ``n_resamples`` units) and the Monte-Carlo p-value."""
+    """The null distribution batch by batch (progress task ``name``) and the p-value."""
     batches = []
     with progress.task(name, total=n_resamples) as advance:
         for q in batch_sizes(n_resamples, n_rows, max_entries):
@@ -95,16 +82,9 @@ def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], obser
                           max_entries: int = BATCH_ENTRIES,
                           dtype: type = CONSISTENCY_GEMM_DTYPE) -> ResamplingTest:
     """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
-
-    Ties: the products ``K Z`` run in ``dtype`` (float32 by default); replicates whose
-    float32 value lies within its rounding bound of ``observed`` (:func:`refine_near`) are
-    recomputed in float64, and replicates within twice the float64 bound below
-    ``observed`` count as ties, so ``T* >= T`` is decided as in exact arithmetic and the
-    p-value does not depend on ``dtype``. When most replicates would be recomputed (large
-    ``n``), the pass runs in double precision instead (:func:`pass_dtype`). The passes' row
-    tiles run through :mod:`calaudit.scale` (:func:`kernel_forms_and_matmul`: the same
-    bytes wherever they run).
-    """
+    The products ``K Z`` run in ``dtype``; replicates within its rounding bound of
+    ``observed`` are recomputed in float64 (:func:`refine_near`) and those within twice the
+    float64 bound below count as ties, so the p-value does not depend on ``dtype``."""
     n, m = y_proba.shape
     scale = 1.0 / (n * (n - 1))
     tie = 2.0 * form_error_bound(n, np.float64)
@@ -140,10 +120,7 @@ def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
                     n_resamples: int = 1000, alpha: float = 0.05,
                     rng: np.random.Generator) -> TestResult:
     """Consistency resampling test of the binned ECE (binary notion for two classes,
-    top-label otherwise; L1, count-weighted): the observed ECE against the ECEs of
-    outcomes redrawn as Bernoulli(score) with the bins fixed (module docstring);
-    INCONCLUSIVE under the rules of :mod:`calaudit.inference.applicability`.
-    :func:`ece_consistency_of_rows` of the arrays."""
+    top-label otherwise): outcomes redrawn as Bernoulli(score), bins fixed."""
     return ece_consistency_of_rows(ArrayRows({"y": y_true, "proba": y_proba}),
                                    n_bins=n_bins, strategy=strategy,
                                    n_resamples=n_resamples, alpha=alpha, rng=rng)
@@ -152,10 +129,8 @@ def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
 def ece_consistency_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
                             n_resamples: int = 1000, alpha: float = 0.05,
                             rng: np.random.Generator) -> TestResult:
-    """:func:`ece_consistency` of a row source (``y``, ``proba``): the per-bin sums from
-    one reduction (:func:`calaudit.metrics.row_summary.binned_summary`), each bin's
-    Poisson-binomial law of events from another (:func:`calaudit.metrics.row_laws.
-    cell_laws`), then ``B`` draws per bin from ``rng.random((bins, B))`` in bin order."""
+    """:func:`ece_consistency` of a row source (``y``, ``proba``): per-bin sums and laws of
+    events from two reductions, then ``rng.random((bins, B))`` in bin order."""
     binning = Binning.build(rows, n_bins, strategy)
     summary = binned_summary(rows, binning)
     sums = summary.sums(0)
@@ -166,18 +141,27 @@ def ece_consistency_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy =
     params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1"}
     reason = (rules.too_few_rows(rows.n)
               or rules.resampling_cannot_reject(n_resamples, alpha))
+    null = None
+    if not reason:
+        cells = binning.cells(0)
+        laws = cell_laws(rows, binning, (0,))[0][:cells]
+        events = draw_events(laws, rng.random((cells, n_resamples)))
+        null = ece_from_sums(BinSums(sums.count[:, None], sums.score[:, None],
+                                     events.astype(np.float64)))
+    return monte_carlo_result("ece_consistency", observed, null, reason, method, params, title)
+
+
+def monte_carlo_result(test_id: str, observed: float, replicates: NDArray | None,
+                       reason: str | None, method: str, params: dict, title: str
+                       ) -> TestResult:
+    """The result of a Monte-Carlo test: INCONCLUSIVE with ``reason`` (no replicates),
+    else the p-value of ``observed`` among its ``replicates`` under the null."""
     if reason:
-        return TestResult("ece_consistency", math.nan, observed, math.nan, method,
-                          params=params, status=Status.INCONCLUSIVE, message=reason,
-                          title=title)
-    cells = binning.cells(0)
-    laws = cell_laws(rows, binning, (0,))[0][:cells]
-    events = draw_events(laws, rng.random((cells, n_resamples)))
-    null = ece_from_sums(BinSums(sums.count[:, None], sums.score[:, None],
-                                 events.astype(np.float64)))
-    return TestResult("ece_consistency", observed, observed,
-                      monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
-                      params=params, null_distribution=null, title=title)
+        return TestResult(test_id, math.nan, observed, math.nan, method, params=params,
+                          status=Status.INCONCLUSIVE, message=reason, title=title)
+    return TestResult(test_id, observed, observed, monte_carlo_pvalue(observed, replicates),
+                      method, n_resamples=len(replicates), params=params,
+                      null_distribution=replicates, title=title)
 
 
 def canonical_ece_consistency_test(bins: CanonicalBins, observed: float,

@@ -1,39 +1,20 @@
 """The row passes of the feature tests as reductions over fixed row blocks.
 
-One pass over the rows gives, for residuals ``r_i = c (e_{y_i} - p_i)`` (binary through
-the scalar ``c (y_i - p_i1)``, ``c = sqrt(2)`` for the SKCE), everything the feature
-tests need (:mod:`calaudit.inference.feature_tests` assembles the statistics):
+For residuals ``r_i = c (e_{y_i} - p_i)`` (binary: ``c (y_i - p_i1)``; ``c = sqrt(2)`` for
+the SKCE) one pass gives (:mod:`calaudit.inference.feature_tests` assembles them):
 
-* ``G_k = Phi^T [Y_k | Y*_k]`` (D x (1 + B) per class ``k``): the observed and the
-  redrawn label indicators (``y* ~ Cat(p)``, :mod:`calaudit.numerics.block_draws`);
-* ``v_k = Phi^T p_k``, so that ``Phi^T r = c (G_k - v_k)`` for every column;
+* ``G_k = Phi^T [Y_k | Y*_k]`` (D x (1 + B)): observed and redrawn label indicators;
+* ``v_k = Phi^T p_k``, so that ``Phi^T r = c (G_k - v_k)``;
 * the diagonal ``sum_i |phi_i|^2 |r_i|^2 = c^2 (sum_i |phi_i|^2 sum_k p_ik^2 +
-  sum_k sum_i Y_ik |phi_i|^2 (1 - 2 p_ik))`` (``Y^2 = Y``);
-* optionally ``Phi^T L`` of lead columns ``L`` (the LCB's ``[r, 1]``);
-* optionally the bootstrap forms of the SKCE's Arcones-Gine test: ``Psi^T [1 | C]`` with
-  ``psi_i = phi_i r_i`` and multinomial counts ``C`` factorised over the blocks, and
-  ``C . h``, ``(C o C) . h``, ``sum C^2`` with ``h_i = |psi_i|^2``.
+  sum_k sum_i Y_ik |phi_i|^2 (1 - 2 p_ik))``;
+* optionally ``Phi^T L`` of lead columns ``L``, and the Arcones-Gine bootstrap forms
+  ``Psi^T [1 | C]`` (``psi_i = phi_i r_i``, counts ``C``), ``C . h``, ``(C o C) . h``,
+  ``sum C^2`` with ``h_i = |psi_i|^2``.
 
-**Exactness.** ``Phi`` is the quantised feature map (integers of at most 11 bits times
-``2^-s``, :meth:`calaudit.numerics.features.FourierFeatures.quantised`) and ``Psi`` is
-rounded to such a grid too; the labels and counts are small integers. A block product
-``Phi_block^T Y`` is then one **float32** GEMM that never rounds
-(:func:`calaudit.numerics.features.exact_products`), and the real-valued weights
-(``p``, ``|phi|^2 (1 - 2p)``, ...) go through :func:`calaudit.numerics.features.
-exact_parts`: fixed grids on which every sum is exact. Every partial sum is therefore
-exact, so the totals do not depend on the order of summation, on the BLAS, on how the
-rows are grouped into tasks or on which process computes them; and each resample's
-statistic is the same function of its labels as the observed one (the consistency test's
-p-value is exact-conditional). The parts are added (one rounding) only at assembly.
-
-Rows: a partial reads the per-row columns of its range from a row source
-(:mod:`calaudit.scale`, ``shared["rows"]``) and prepares the label
-thresholds itself, so ``shared`` holds nothing per row; the callers place the columns on the
-executor's workers once for all the passes of a stage (``resident``).
-
-Draws: labels from the stream ``(seed, stream, block)``, counts from
-``(boot_seed, boot_stream, block)`` given the block totals (:func:`calaudit.numerics.
-block_draws.block_totals`), so a row's draws never depend on chunking or partitioning.
+Every block product is an exact float32 GEMM (``Phi``, ``Psi`` on grids of at most 11-bit
+integers; labels and counts small integers; real weights as exact parts), so each
+resample's statistic is the same function of its labels as the observed one. Labels come
+from the stream ``(seed, stream, block)``, counts from ``(boot_seed, boot_stream, block)``.
 """
 
 from __future__ import annotations
@@ -96,16 +77,10 @@ def label_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any
                   boot_totals: NDArray[np.int64] | None = None, boot_seed: int = 0,
                   boot_stream: str = "", psi_grid: int = 0, h_bound: float = 1.0
                   ) -> dict[str, NDArray]:
-    """The exact partial sums of the rows ``[start, stop)`` (module docstring).
-
-    ``rows`` is a row source (:mod:`calaudit.scale`, columns of
-    :func:`label_rows`): ``x``, ``proba`` (n, k) and ``observed`` (n, k), the probability
-    and label-indicator columns entering ``r`` (binary: ``p_1`` and ``y``, ``k = 1``),
-    ``lead`` (n, q) when ``lead_bounds`` is given and ``residuals`` (n, k) with the
-    bootstrap. The label thresholds (:func:`calaudit.numerics.block_draws.
-    label_thresholds`) are prepared here, range by range; ``labels`` is the number of
-    indicator matrices per draw (1 binary, else ``m``).
-    """
+    """The exact partial sums of the rows ``[start, stop)`` of the row source ``rows``
+    (:func:`label_rows`: ``x``, ``proba`` and ``observed`` (n, k), binary ``p_1`` and ``y``;
+    ``lead`` (n, q) with ``lead_bounds``; ``residuals`` (n, k) with the bootstrap).
+    ``labels``: indicator matrices per draw (1 binary, else ``m``)."""
     names = ["x", "proba", "observed"] + (["lead"] if lead_bounds is not None else []) + (
         ["residuals"] if boot_totals is not None else [])
     read = rows.read(start, stop, names)
@@ -210,38 +185,25 @@ def label_rows(x: NDArray[np.float64], proba: NDArray[np.float64],
 
 def shared_labels(features: FourierFeatures, labels: int, seed: int, stream: str,
                   n_resamples: int) -> dict[str, Any]:
-    """The ``shared`` dict of :func:`label_partial` without its row source (no lead, no
-    bootstrap): nothing per row."""
+    """The ``shared`` dict of :func:`label_partial` (no rows, lead or bootstrap)."""
     return {"features": features, "labels": labels, "seed": int(seed), "stream": stream,
             "n_resamples": int(n_resamples)}
 
 
 def bootstrap_shared(features: FourierFeatures, residuals: NDArray[np.float64],
                      totals: NDArray[np.int64], seed: int, stream: str) -> dict[str, Any]:
-    """The bootstrap entries of :func:`label_partial`'s ``shared`` dict (``residuals``
-    (n, k) the scaled residual columns, which go in the row source; ``totals``
-    (blocks, B))."""
+    """The bootstrap entries of :func:`label_partial`'s ``shared``."""
     grid = psi_exponent(features, residuals)
     return {"boot_totals": totals, "boot_seed": int(seed), "boot_stream": stream,
             "psi_grid": grid, "h_bound": h_bound_of(features, residuals, grid)}
 
 
-def lead_bounds_of(lead: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``lead_bounds`` of :func:`label_partial` for the observed (lead) columns ``lead`` (n, q)
-    (which go in the row source): the columns' largest magnitudes."""
-    if not lead.shape[0]:
-        return np.ones(lead.shape[1])
-    return np.maximum(np.max(np.abs(lead), axis=0), 1e-300)
-
-
 def resample_partial(start: int, stop: int, *, features: FourierFeatures, rows: Any,
                      r: NDArray[np.float64], seed: int, stream: str, n_resamples: int
                      ) -> dict[str, NDArray]:
-    """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B) with column 0
-    the observed residuals ``r`` (n, k, all rows: the draws index any row) and
-    ``R*_ib = r_{J_ib}`` (``J`` uniform indices from the block streams), and the diagonal
-    sums ``sum_i |phi_i|^2 |R*_i|^2`` (float64 block GEMMs on the quantised map);
-    ``x`` from the row source ``rows``."""
+    """Residual bootstrap (KLCE Algorithm 1): ``Phi^T R*`` (k, D, 1 + B), column 0 the
+    observed ``r`` (n, k, all rows), ``R*_ib = r_{J_ib}`` (uniform ``J`` from the block
+    streams), and ``sum_i |phi_i|^2 |R*_i|^2``; ``x`` from the row source ``rows``."""
     n, classes = r.shape
     x = rows.read(start, stop, ["x"])["x"]
     out = {"A": np.zeros((classes, features.n_features, 1 + n_resamples)),

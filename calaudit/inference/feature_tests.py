@@ -7,17 +7,10 @@ The statistic is the unbiased U-statistic of the *feature kernel*
     ``T_D = (|Phi^T R|_F^2 - sum_i |r_i|^2) / (n (n - 1)) = sum_{i != j} k_D(i, j) <r_i, r_j>
     / (n (n - 1))``
 
-(``|phi_i| = 1``). Its null distribution comes from the same label redraws as the exact
-consistency tests: predictions and covariates fixed, ``y*_i ~ Cat(p_i)`` (Broecker & Smith
-2007). Given the frequencies, ``T_D`` is a fixed function of the labels, so
-the Monte-Carlo p-value ``(1 + #{T*_b >= T_D}) / (1 + B)`` is exact-conditional whatever
-``D``: the level is exact and only the power depends on ``D``.
-
-All resamples go through one GEMM per row block, ``Phi_b^T [Y_b | Y*_b]`` (D x (1 + B) per
-class), exact in single precision (:mod:`calaudit.inference.feature_passes`): time
-O(n D m B), memory O(ROW_BLOCK (D + m B) + D m B), never n x n and never n x B. The label
-redraws of row block ``b`` come from the stream ``(seed, stream, b)``
-(:mod:`calaudit.scale`), so they do not depend on chunking or partitioning.
+(``|phi_i| = 1``). Its null: the consistency test's label redraws ``y*_i ~ Cat(p_i)``
+(Broecker & Smith 2007); given the frequencies ``T_D`` is a fixed function of the labels,
+so the Monte-Carlo p-value is exact-conditional whatever ``D``. All resamples go through
+one exact float32 GEMM per row block (:mod:`calaudit.inference.feature_passes`).
 """
 
 from __future__ import annotations
@@ -73,11 +66,16 @@ class FeatureTestResult:
     p_value: float
     n_features: int
 
+    @classmethod
+    def of(cls, values: NDArray[np.float64], n_features: int) -> FeatureTestResult:
+        """The test of the observed ``values[0]`` against the redraws ``values[1:]``."""
+        statistic, null = float(values[0]), values[1:]
+        return cls(statistic, null, monte_carlo_pvalue(statistic, null), n_features)
+
 
 def _rows_of(x: Any) -> Any:
-    """The kernel's rows ``x`` as a row source column: float64, or an array-like that
-    builds the rows a task reads (:class:`calaudit.local.kernel.ScaledRows`) kept as it
-    is, so the n x d rows are never stored whole."""
+    """The kernel's rows ``x`` as a row source column: float64, or kept as it is when it
+    builds the rows a task reads (:class:`calaudit.local.kernel.ScaledRows`)."""
     column = column_of(x)
     return column if not isinstance(column, np.ndarray) else \
         np.asarray(column, dtype=np.float64)
@@ -108,8 +106,7 @@ def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: f
                     ) -> tuple[NDArray[np.uint8], NDArray[np.float64], int]:
     """``(indicators, probability columns, label matrices)`` of label residuals
     ``r = scale (e_y - p)`` ((n,) binary with ``proba`` the positive-class probabilities,
-    or (n, m)): the observed labels are recovered from ``r / scale + p``, a block of
-    :data:`LABEL_CHECK_ROWS` rows at a time (elementwise, so the same labels)."""
+    or (n, m)): the labels are ``r / scale + p``, checked block by block."""
     p = np.asarray(proba, dtype=np.float64)
     p = p[:, None] if p.ndim == 1 else p
     rr = np.asarray(r, dtype=np.float64).reshape(p.shape[0], -1)
@@ -129,9 +126,7 @@ def observed_labels(r: NDArray[np.float64], proba: NDArray[np.float64], scale: f
 def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[np.float64],
                  proba: NDArray[np.float64], scale: float, seed: int, stream: str,
                  n_resamples: int) -> tuple[dict[str, NDArray], dict[str, Any]]:
-    """``(columns, shared)`` of :func:`calaudit.inference.feature_passes.label_partial`:
-    the per-row columns for its row source (:func:`~calaudit.inference.feature_passes.
-    label_rows`) and the rest of ``shared``."""
+    """``(columns, shared)`` of :func:`calaudit.inference.feature_passes.label_partial`."""
     observed, columns, labels = observed_labels(r, proba, scale)
     rows = label_rows(_rows_of(x), columns, observed)
     return rows, shared_labels(features, labels, seed, stream, n_resamples)
@@ -139,18 +134,13 @@ def label_inputs(features: FourierFeatures, x: NDArray[np.float64], r: NDArray[n
 
 def reduce_rows(partial: Any, n: int, task_rows: int, rows: Any,
                 shared: dict[str, Any]) -> dict[str, NDArray]:
-    """``scale.map_sum(partial, task_ranges(n, task_rows), shared)`` with the row source
-    ``rows`` (a :class:`calaudit.scale.ArrayRows` or a handle of
-    :func:`calaudit.scale.resident`) as ``shared["rows"]``."""
-    return scale.map_sum(partial, task_ranges(n, task_rows),
-                                                  {**shared, "rows": rows})
+    """``scale.map_sum`` of ``partial`` over ``task_ranges(n, task_rows)`` on ``rows``."""
+    return scale.map_sum(partial, task_ranges(n, task_rows), {**shared, "rows": rows})
 
 
 def reduce_columns(partial: Any, n: int, task_rows: int,
                    columns: dict[str, NDArray], shared: dict[str, Any]) -> dict[str, NDArray]:
-    """:func:`reduce_rows` of the in-memory ``columns``, placed on the workers
-    (:func:`calaudit.scale.resident`)
-    for this one reduction (:func:`calaudit.scale.resident`)."""
+    """:func:`reduce_rows` of the in-memory ``columns`` (placed by ``scale.resident``)."""
     with scale.resident(ArrayRows(columns)) as rows:
         return reduce_rows(partial, n, task_rows, rows, shared)
 
@@ -159,37 +149,29 @@ def feature_consistency_test(features: FourierFeatures, x: NDArray[np.float64],
                              r: NDArray[np.float64], proba: NDArray[np.float64],
                              rng: np.random.Generator, n_resamples: int, *,
                              residual_scale: float = 1.0, stream: str = "consistency",
-                                 task_rows: int = TASK_ROWS
+                             task_rows: int = TASK_ROWS
                              ) -> FeatureTestResult:
     """Consistency test of ``T_D``: labels redrawn from ``proba`` ((n,) positive-class
-    probabilities or (n, m) rows), predictions and covariates fixed. ``r`` are the
-    observed label residuals times ``residual_scale`` (e.g. ``sqrt(2)`` when a two-class
-    SKCE is computed through the scalar ``y - p_1``, since ``<e_y - p, e_y' - p'> =
-    2 (y - p_1)(y' - p'_1)``). The redraws come from the row-block streams
-    ``(seed, stream, block)`` with ``seed`` drawn from ``rng``; the pass is an exact
-    reduction over :func:`calaudit.scale.task_ranges`
-    (:mod:`calaudit.inference.feature_passes`), run through :mod:`calaudit.scale`."""
+    probabilities or (n, m)), predictions and covariates fixed. ``r`` are the observed
+    label residuals times ``residual_scale`` (``sqrt(2)`` for a two-class SKCE through the
+    scalar ``y - p_1``). Redraws from the streams ``(seed, stream, block)``, ``seed`` drawn
+    from ``rng``."""
     n = np.asarray(r).shape[0]
     columns, shared = label_inputs(features, x, r, proba, residual_scale, stream_seed(rng),
                                    stream, n_resamples)
     total = reduce_columns(label_partial, n, task_rows, columns, shared)
-    values = statistics(total, n, residual_scale)
-    statistic, null = float(values[0]), values[1:]
-    return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
-                             features.n_features)
+    return FeatureTestResult.of(statistics(total, n, residual_scale), features.n_features)
 
 
 def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
                            r: NDArray[np.float64], rng: np.random.Generator,
                            n_resamples: int, *, stream: str = "bootstrap",
-                               task_rows: int = TASK_ROWS,
+                           task_rows: int = TASK_ROWS,
                            rows: Any = None) -> FeatureTestResult:
     """Residual bootstrap test of ``T_D`` (KLCE Algorithm 1): residuals drawn with
-    replacement from all ``n`` observed residuals, indices from the row-block streams
-    (:func:`calaudit.inference.feature_passes.resample_partial`). ``rows``: a row source
-    already holding ``x`` as column ``"x"`` (placed on the workers by the caller's
-    :func:`calaudit.scale.resident` block), else ``x`` is placed here. The
-    residuals go to every worker (any row can be drawn)."""
+    replacement from all ``n`` observed residuals (:func:`calaudit.inference.
+    feature_passes.resample_partial`). ``rows``: a placed row source with ``x`` as column
+    ``"x"``, else ``x`` is placed here."""
     rr = np.asarray(r, dtype=np.float64)
     n = rr.shape[0]
     shared = {"features": features, "seed": stream_seed(rng), "stream": stream,
@@ -199,18 +181,14 @@ def feature_bootstrap_test(features: FourierFeatures, x: NDArray[np.float64],
             rows = stack.enter_context(scale.resident(ArrayRows({"x": _rows_of(x)})))
         shared["r"] = stack.enter_context(scale.resident(rr.reshape(n, -1)))
         total = reduce_rows(resample_partial, n, task_rows, rows, shared)
-    values = resample_statistics(total, n)
-    statistic, null = float(values[0]), values[1:]
-    return FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
-                             features.n_features)
+    return FeatureTestResult.of(resample_statistics(total, n), features.n_features)
 
 
 def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
                         r: NDArray[np.float64], exact: Gram,
                         residual_scale: float = 1.0) -> dict:
-    """``T_D`` against the exact U-statistic on the same rows (a subsample: ``exact`` is
-    the exact kernel's Gram of the rows ``x``), and the root-mean-square and largest
-    difference between the feature kernel and the exact kernel over those pairs."""
+    """``T_D`` against the exact U-statistic on the rows ``x`` (``exact`` their exact Gram),
+    and the RMS and largest difference between the feature and exact kernels."""
     rows = x.shape[0]
     rr = np.asarray(r, dtype=np.float64) * residual_scale
     exact_value = float(kernel_quadratic_forms(exact, as_columns(rr))[0]) / (rows * (rows - 1))
@@ -225,10 +203,8 @@ def approximation_error(features: FourierFeatures, x: NDArray[np.float64],
 
 @dataclass(frozen=True)
 class FeatureTerms(SkceEstimators):
-    """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``:
-    ``total = sum_{i,j} h_ij = |Phi^T R|^2`` and ``diagonal`` = ``[sum_i h_ii]`` (one
-    entry: the pass is a reduction, the per-row terms are not kept) over ``rows`` rows;
-    the same estimator properties as :class:`calaudit.metrics.skce.QuadraticTerms`."""
+    """Sums of the feature-kernel SKCE terms ``h_ij = k_D(i, j) <r_i, r_j>``: ``total =
+    sum_{i,j} h_ij = |Phi^T R|^2`` and ``diagonal = [sum_i h_ii]`` over ``rows`` rows."""
 
     total: float
     diagonal: NDArray[np.float64]
@@ -241,9 +217,7 @@ class FeatureTerms(SkceEstimators):
 
 @dataclass(frozen=True)
 class FeaturePass:
-    """What one pass over the rows gave: the terms, the bootstrap count forms and the
-    terms of the bootstrap's kernel (or ``None``), and the consistency test (or
-    ``None``)."""
+    """One pass's terms, bootstrap forms and kernel terms, and consistency test (or None)."""
 
     terms: FeatureTerms
     forms: CountForms | None
@@ -258,17 +232,12 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
                       residual_scale: float = 1.0,
                       task_rows: int = TASK_ROWS) -> FeaturePass:
     """SKCE terms, bootstrap count forms and consistency null of the feature kernel from
-    **one** exact pass (:func:`calaudit.inference.feature_passes.label_partial`):
-
-    * ``A = Phi^T R``: ``sum_{i,j} h_ij = |A|^2``; the consistency null as
-      :func:`feature_consistency_test` (stream ``skce_consistency``);
-    * bootstrap counts ``C`` (exact multinomial factorised over the row blocks, stream
-      ``skce_bootstrap``), ``P_b = Psi^T c_b`` with ``psi_i = phi_i r_i`` rounded to a
-      grid: ``C^T H C = |P_b|^2``, ``C^T H 1 = <Psi^T 1, P_b>``, ``C . diag H``,
-      ``(C o C) . diag H`` and ``sum_i c_i^2`` (:class:`calaudit.inference.skce_tests.
-      CountForms`, the Arcones-Gine replicates and the ``--ci`` intervals), with the
-      observed terms of the same rounded kernel in ``boot_terms``.
-    """
+    one exact pass (:func:`calaudit.inference.feature_passes.label_partial`): ``sum_{i,j}
+    h_ij = |Phi^T R|^2``; the consistency null as :func:`feature_consistency_test` (stream
+    ``skce_consistency``); bootstrap counts ``C`` (stream ``skce_bootstrap``) with
+    ``P_b = Psi^T c_b``: ``C^T H C = |P_b|^2``, ``C^T H 1 = <Psi^T 1, P_b>`` and the other
+    :class:`~calaudit.inference.skce_tests.CountForms`, the observed terms of the same
+    rounded kernel in ``boot_terms``."""
     n = np.asarray(r).shape[0]
     b_cons = n_consistency if consistency_rng is not None else 0
     seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
@@ -287,17 +256,14 @@ def feature_skce_pass(features: FourierFeatures, x: NDArray[np.float64],
 
 def finish_pass(features: FourierFeatures, total: dict[str, NDArray], n: int,
                 residual_scale: float, b_cons: int) -> FeaturePass:
-    """The :class:`FeaturePass` of :func:`label_partial`'s summed partials over ``n``
-    rows (``b_cons`` consistency redraws)."""
-    values = statistics(total, n, residual_scale)
+    """The :class:`FeaturePass` of :func:`label_partial`'s summed partials."""
     lead = residual_scale * (total["G"][:, :, 0] - total["v"].sum(axis=2))
     diagonal = residual_scale ** 2 * (total["wy"][:, 0].sum() + total["c0"].sum())
     terms = FeatureTerms(float(np.sum(lead * lead)), np.array([float(diagonal)]), n)
     consistency = None
     if b_cons:
-        statistic, null = float(values[0]), values[1:]
-        consistency = FeatureTestResult(statistic, null, monte_carlo_pvalue(statistic, null),
-                                        features.n_features)
+        consistency = FeatureTestResult.of(statistics(total, n, residual_scale),
+                                           features.n_features)
     forms, boot_terms = None, None
     if "P" in total:
         part = total["P"][:, :, 1:]
@@ -316,13 +282,10 @@ APPROXIMATION_ROWS = 2000
 
 @dataclass(frozen=True)
 class SkceFeatures:
-    """The SKCE through random Fourier features of the prediction kernel.
-
-    Two classes go through the scalar residual ``sqrt(2) (y - p_1)`` (``<e_y - p,
-    e_y' - p'> = 2 (y - p_1)(y' - p'_1)``), so the resamples are one column each, and
-    through the kernel on ``p_1`` alone: for ``p = (1 - p_1, p_1)``, ``TV = |p_1 - q_1|``,
-    ``|p - q|^2 = 2 (p_1 - q_1)^2`` and ``|p - q|_1 = 2 |p_1 - q_1|`` (:data:`BINARY`).
-    """
+    """The SKCE through random Fourier features of the prediction kernel. Two classes go
+    through the scalar residual ``sqrt(2) (y - p_1)`` and the kernel on ``p_1`` alone
+    (:data:`BINARY`: ``TV = |p_1 - q_1|``, ``|p - q|^2 = 2 (p_1 - q_1)^2``, ``|p - q|_1 =
+    2 |p_1 - q_1|``)."""
 
     features: FourierFeatures
     x: np.ndarray
@@ -352,15 +315,13 @@ class SkceFeatures:
 
     def one_pass(self, consistency_rng: np.random.Generator | None,
                  boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
-        """Terms, bootstrap forms and consistency null in one exact pass over the row
-        blocks (:func:`feature_skce_pass`)."""
+        """Terms, bootstrap forms and consistency null (:func:`feature_skce_pass`)."""
         return feature_skce_pass(self.features, self.x, self.r, self.proba,
                                  consistency_rng, n_resamples, boot_rng, n_resamples,
                                  residual_scale=self.scale)
 
     def approximation(self, kernel: StationaryKernel, rng: np.random.Generator) -> dict:
-        """Feature vs exact ``SKCE_uq`` on a seeded subsample of
-        :data:`APPROXIMATION_ROWS` rows."""
+        """Feature vs exact ``SKCE_uq`` on :data:`APPROXIMATION_ROWS` seeded rows."""
         n = self.x.shape[0]
         rows = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))

@@ -1,20 +1,11 @@
 """Kuiper's test of calibration: the range of the cumulative calibration residuals.
 
-Arrieta-Ibarra, Gujral, Tannenbaum & Tygert, *Metrics of calibration for probabilistic
-predictions*, JMLR 23 (2022), sec. 2; Tygert, *Cumulative deviation of a subpopulation from
-the full population* (2021). With the scores ``s`` in ascending order (ties in row order)
-and outcomes ``y`` (binary: the label against ``p_1``; multi-class: correct against the
-confidence, the top-label view), the cumulative residuals are
-
-    ``C_k = (1 / n) sum_{j <= k} (y_j - s_j)``,  ``C_0 = 0``,
-
-and Kuiper's statistic is their range ``K = max_k C_k - min_k C_k``: no bins, no bandwidth.
-Under calibration ``C`` is a driftless random walk whose standard deviation at the end is
-``sigma = sqrt(sum_j s_j (1 - s_j)) / n``; ``K / sigma`` is the reported test statistic.
-The p-value is a consistency-resampling one, as for the other exact tests: outcomes
-redrawn ``y*_j ~ Bernoulli(s_j)`` with the scores fixed, ``p = (1 + #{K* >= K}) / (1 + B)``
-(the exact conditional null at every n; the asymptotic law of ``K / sigma``, the range of
-a Brownian motion, is not needed).
+Arrieta-Ibarra, Gujral, Tannenbaum & Tygert, JMLR 23 (2022), sec. 2. With scores ``s``
+ascending (ties in row order) and outcomes ``y`` (binary: the label against ``p_1``;
+otherwise top-label), ``C_k = (1 / n) sum_{j <= k} (y_j - s_j)``, ``C_0 = 0``, and ``K =
+max_k C_k - min_k C_k``; the reported statistic is ``K / sigma``, ``sigma = sqrt(sum_j s_j
+(1 - s_j)) / n``. Consistency-resampling p-value: ``y*_j ~ Bernoulli(s_j)``,
+``p = (1 + #{K* >= K}) / (1 + B)``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,15 @@
 """Exact or random-feature computation of a kernel test: the ``method`` rule.
 
-``method = "exact"``: the pairwise engine (O(n^2) kernel entries per pass).
-``method = "features"``: random Fourier features (:mod:`calaudit.numerics.features`,
-O(n D) per pass), the test's p-value still exact-conditional.
-``method = "auto"`` (default): features when the exact path of the test is estimated to
-take longer than ``exact_budget_seconds`` (or cannot run, e.g. the SKCE above
-``skce.max_quadratic_n``), else exact. The estimate is
+``"exact"``: the pairwise engine (O(n^2) per pass); ``"features"``: random Fourier
+features (O(n D), p-value still exact-conditional); ``"auto"``: features when the exact
+path is estimated to take longer than ``exact_budget_seconds`` (or cannot run), with
 
     ``seconds = n^2 (columns / NOMINAL_FLOPS + fixed + DIM_SECONDS max(0, dims - BASE_DIMS))``
 
-(``n^2 / 2`` kernel entries, each multiplied by every resampled column in a GEMM, 2 flops
-per entry and column; ``columns`` = classes x resamples; ``fixed`` the seconds per entry
-of the passes whose cost does not grow with the resamples: :data:`KERNEL_SECONDS` for the
-SKCE's kernel, :data:`LOCAL_STAGE_SECONDS` for the local stage, whose exact path also
-evaluates the LCB's kernels and curves; ``dims`` the kernel's input columns, whose
-distance each entry computes: a categorical covariate adds one per category, so a wide
-kernel goes to the features, whose cost is linear in n). The constants are conservative
-single-core figures of the benchmark machine (``benchmarks/auto_estimate.py`` prints the
-estimate beside the measured CPU time). Every test records the outcome in
-``params.computation`` (method, requested, reason, ``D``, the frequencies' seed and the
-approximation error).
+(``columns`` = classes x resamples; ``fixed`` :data:`KERNEL_SECONDS` or
+:data:`LOCAL_STAGE_SECONDS`; ``dims`` the kernel's input columns). The constants are
+single-core figures (``benchmarks/auto_estimate.py``). The outcome is recorded in
+``params.computation``.
 """
 
 from __future__ import annotations
@@ -61,9 +51,8 @@ def exact_seconds(n: int, columns: int, fixed: float = KERNEL_SECONDS, dims: int
 
 @dataclass(frozen=True)
 class Computation:
-    """The settings of the ``method`` rule: ``method`` (``auto``, ``exact`` or
-    ``features``), ``n_features`` (``D``; ``None``: the size rule) and
-    ``exact_budget_seconds`` (``auto``'s budget for the exact path)."""
+    """The ``method`` rule's settings: ``method``, ``n_features`` (``D``; ``None``: the size
+    rule) and ``exact_budget_seconds`` (``auto``'s budget for the exact path)."""
 
     method: str = "auto"
     n_features: int | None = None
@@ -107,15 +96,10 @@ def choose_method(config: Any, n: int, columns: int, rng: np.random.Generator,
                   exact_possible: bool = True, limit_note: str = "",
                   fixed: float = KERNEL_SECONDS, dims: int = 0) -> MethodChoice:
     """The path of one test with ``columns`` resampled columns (classes x resamples) and
-    a kernel on ``dims`` input columns.
-
-    ``config``: a :class:`Computation`, or any object with its three attributes.
-
-    ``rng`` gives the integer seed of the frequencies (drawn whatever the outcome, so the
-    stage's other streams never depend on it); ``exact_possible=False`` (with
-    ``limit_note`` saying why) sends ``auto`` to the features; ``fixed``: the estimate's
-    per-entry seconds of the passes that do not grow with the resamples.
-    """
+    a kernel on ``dims`` input columns under ``config`` (a :class:`Computation` or alike).
+    ``rng`` gives the frequencies' seed (drawn whatever the outcome);
+    ``exact_possible=False`` (``limit_note`` says why) sends ``auto`` to the features;
+    ``fixed``: the per-entry seconds of the passes that do not grow with the resamples."""
     seed = int(rng.integers(0, 2**62))
     requested = config.method
     estimate = exact_seconds(n, columns, fixed, dims)

@@ -1,9 +1,6 @@
-"""Multiple-testing adjustment of p-values.
-
-``holm`` (Holm 1979, family-wise error; the default for gates), ``bonferroni``,
-``fdr_bh`` (Benjamini & Hochberg 1995, via ``scipy.stats.false_discovery_control``) and
-``none``. Adjusted p-values are capped at 1 and, for Holm and BH, monotone in the raw
-p-values, as in ``statsmodels.stats.multitest.multipletests``.
+"""Multiple-testing adjustment of p-values: ``holm`` (Holm 1979; the gates' default),
+``bonferroni``, ``fdr_bh`` (Benjamini & Hochberg 1995) and ``none``, capped at 1 and
+monotone as ``statsmodels.stats.multitest.multipletests``.
 """
 
 from __future__ import annotations

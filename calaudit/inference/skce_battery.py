@@ -1,21 +1,14 @@
-"""The SKCE battery: the estimates and calibration tests of the squared kernel calibration
-error of one data set (Widmann et al. 2019, sec. 5-7, app. G-H), with
-``h_ij = kappa(p_i, p_j) <e_{y_i} - p_i, e_{y_j} - p_j>``: metrics ``skce_b``, ``skce_uq``
-(:mod:`calaudit.metrics.skce`), ``skce_ul``, ``skce_block``; the distribution-free bounds,
-the z-test of ``SKCE_ul``, the Arcones-Gine bootstrap of ``n/(n-1) SKCE_uq - SKCE_b``
-(:mod:`calaudit.inference.skce_tests`) and the consistency test
-(:mod:`calaudit.inference.consistency`); INCONCLUSIVE rules in
-:mod:`calaudit.inference.applicability`. ``computation`` may send the resampling tests
-through random Fourier features (:class:`~calaudit.inference.feature_tests.SkceFeatures`);
-up to ``max_quadratic_n`` rows the reported estimates and the bounds stay exact. One
-orchestration takes its inputs from arrays in memory (:func:`skce_battery`) or from a
-binary row source whose tasks read their own rows (:func:`skce_battery_of_rows`).
+"""The SKCE battery of one data set (Widmann et al. 2019, sec. 5-7, app. G-H), with
+``h_ij = kappa(p_i, p_j) <e_{y_i} - p_i, e_{y_j} - p_j>``: metrics ``skce_b``, ``skce_uq``,
+``skce_ul``, ``skce_block``; the bounds, the z-test of ``SKCE_ul`` and the Arcones-Gine
+bootstrap (:mod:`calaudit.inference.skce_tests`) and the consistency test. The resampling
+tests may run on random Fourier features; up to ``max_quadratic_n`` rows the reported
+estimates and the bounds stay exact.
 
-Random streams: ``rng`` is split (``Generator.spawn``) into independent children for the
-median subsample, the bootstrap counts (shared by ``skce_uq_asymptotic`` and the intervals
-of ``skce_b``/``skce_uq``: one engine pass serves both), the consistency redraws, the
-pair/block bootstrap and the random features, so enabling one part never changes
-another's numbers.
+``rng`` is split (``Generator.spawn``) into children for the median subsample, the
+bootstrap counts (``skce_uq_asymptotic`` and the intervals), the consistency redraws, the
+pair/block bootstrap and the features, so enabling one part never changes another's
+numbers.
 """
 
 from __future__ import annotations
@@ -84,10 +77,8 @@ class SkceBattery:
 
 @dataclass(frozen=True)
 class _Estimates:
-    """What the metrics and tests share: ``terms`` of the resampling tests' kernel
-    (``None``: no quadratic estimator), ``reported`` terms and params of the quadratic
-    estimates (exact ones in a features run within ``max_quadratic_n``), the bootstrap
-    count ``forms``, ``params`` (kernel and computation)."""
+    """What the metrics and tests share: the resampling tests' ``terms`` (``None``: no
+    quadratic estimator), the ``reported`` terms and params, the bootstrap ``forms``."""
 
     inputs: ArrayInputs | RowInputs
     kernel: StationaryKernel
@@ -107,8 +98,7 @@ class _Estimates:
 
     @property
     def linear_params(self) -> dict:
-        """Params of a linear-time estimator or test: no ``computation`` entry (they are
-        always computed exactly, whatever ``method``)."""
+        """Params of a linear-time estimator or test (always exact: no ``computation``)."""
         return {k: v for k, v in self.params.items() if k != "computation"}
 
     def value(self, estimator: str) -> float:
@@ -123,9 +113,7 @@ class _Estimates:
 
 @dataclass(frozen=True)
 class ArrayInputs:
-    """The battery's inputs held in memory: predictions ``y_proba`` (n, m) and residuals
-    ``e_{y_i} - p_i`` (n, m). :class:`~calaudit.inference.skce_rows.RowInputs` gives the
-    same of a binary row source above ``max_quadratic_n`` rows."""
+    """The battery's inputs in memory: ``y_proba`` (n, m) and residuals ``e_{y_i} - p_i``."""
 
     y_proba: NDArray[np.float64]
     residuals: NDArray[np.float64]
@@ -147,58 +135,46 @@ class ArrayInputs:
         return SkceFeatures.build(choice, method, self.y_proba, self.residuals)
 
     def terms(self, kernel: StationaryKernel, blocksize: int, keep: bool) -> LinearTerms:
-        """The block estimator's terms of ``blocksize`` rows, summarised per fixed range
-        of :data:`~calaudit.scale.TASK_ROWS` rows (``keep``: with the terms)."""
+        """The block estimator's terms, summarised per task range (``keep``: kept)."""
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
                               max(1, TASK_ROWS // blocksize), keep)
 
 
-def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64], *,
-                 kernel: str = "exponential", bandwidth: float | None = None,
-                 blocksize: int = 10, max_quadratic_n: int = 20_000,
-                 tests: tuple[str, ...] = SKCE_TESTS, n_resamples: int = 1000,
-                 alpha: float = 0.05, ci_level: float | None = None,
-                 computation: Computation | None = None,
-                 rng: np.random.Generator) -> SkceBattery:
-    """The SKCE estimates and the ``tests`` (ids of :data:`SKCE_TESTS`) of predictions
-    ``y_proba`` (n, m) with residuals ``e_{y_i} - p_i`` (n, m).
+def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
+                 **options: Any) -> SkceBattery:
+    """:func:`skce_battery_of_inputs` of ``y_proba`` (n, m) and residuals ``e_y - p``."""
+    return skce_battery_of_inputs(ArrayInputs(y_proba, residuals), **options)
+
+
+def skce_battery_of_rows(source: Any, *, max_quadratic_n: int = 20_000,
+                         **options: Any) -> SkceBattery:
+    """:func:`skce_battery_of_inputs` of a binary row source (``proba``, ``residuals``,
+    ``y``): up to ``max_quadratic_n`` rows gathered into :class:`ArrayInputs`, above
+    :class:`~calaudit.inference.skce_rows.RowInputs`."""
+    if source.n <= max_quadratic_n:
+        got = gather(source, np.arange(source.n), {"proba": 2, "residuals": 2})
+        inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
+    else:
+        inputs = RowInputs(source)
+    return skce_battery_of_inputs(inputs, max_quadratic_n=max_quadratic_n, **options)
+
+
+def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
+                           bandwidth: float | None = None, blocksize: int = 10,
+                           max_quadratic_n: int = 20_000, tests: tuple[str, ...] = SKCE_TESTS,
+                           n_resamples: int = 1000, alpha: float = 0.05,
+                           ci_level: float | None = None,
+                           computation: Computation | None = None,
+                           rng: np.random.Generator) -> SkceBattery:
+    """The SKCE estimates and the ``tests`` (ids of :data:`SKCE_TESTS`) of ``inputs``.
 
     ``kernel`` and ``bandwidth`` choose ``kappa = exp(-d / bandwidth)`` (default: the
     median heuristic); ``blocksize`` is the block estimator's; ``max_quadratic_n`` bounds
     the quadratic estimators and the exact median; ``alpha`` only decides whether a test
     can reject at all (else INCONCLUSIVE); ``ci_level`` adds percentile bootstrap
     intervals of ``n_resamples`` resamples to the metrics; ``computation`` is the
-    ``method`` rule (default ``auto``); the scale layer runs the row passes; ``rng``: module
-    docstring.
+    ``method`` rule (default ``auto``); ``rng``: module docstring.
     """
-    return _battery(ArrayInputs(y_proba, residuals), kernel=kernel, bandwidth=bandwidth,
-                    blocksize=blocksize, max_quadratic_n=max_quadratic_n, tests=tests,
-                    n_resamples=n_resamples, alpha=alpha, ci_level=ci_level,
-                    computation=computation, rng=rng)
-
-
-def skce_battery_of_rows(source: Any, *, max_quadratic_n: int = 20_000,
-                         **options: Any) -> SkceBattery:
-    """:func:`skce_battery` of a binary row source (``proba``, ``residuals``, ``y``), the
-    same results: up to ``max_quadratic_n`` rows gathered (at most that many) into
-    :class:`ArrayInputs`; above, every per-row input made in the tasks that read the
-    rows (:class:`~calaudit.inference.skce_rows.RowInputs`)."""
-    if source.n <= max_quadratic_n:
-        got = gather(source, np.arange(source.n), {"proba": 2, "residuals": 2})
-        inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
-    else:
-        inputs = RowInputs(source)
-    return _battery(inputs, max_quadratic_n=max_quadratic_n, **options)
-
-
-def _battery(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
-             bandwidth: float | None = None, blocksize: int = 10,
-             max_quadratic_n: int = 20_000, tests: tuple[str, ...] = SKCE_TESTS,
-             n_resamples: int = 1000, alpha: float = 0.05, ci_level: float | None = None,
-             computation: Computation | None = None,
-             rng: np.random.Generator) -> SkceBattery:
-    """:func:`skce_battery` of ``inputs`` (the exact quadratic path, up to
-    ``max_quadratic_n`` rows, needs :class:`ArrayInputs`)."""
     median_rng, boot_rng, consistency_rng, linear_rng, feature_rng = rng.spawn(5)
     computation = computation or Computation()
     n, m, limit = inputs.n, inputs.m, f"n > skce.max_quadratic_n = {max_quadratic_n}"
@@ -245,8 +221,7 @@ def _battery(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
 
 def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
                ) -> tuple[QuadraticTerms, CountForms]:
-    """Estimates and bootstrap count forms; the first batch shares its engine pass with
-    the estimate (``H 1``)."""
+    """Estimates and bootstrap count forms (the first batch shares the estimate's pass)."""
     sizes = list(batch_sizes(n_resamples, gram.n))
     terms, first = bootstrap_pass(gram, bootstrap_counts(rng, gram.n, sizes[0]))
     parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, gram.n, q))
@@ -258,9 +233,8 @@ def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
 
 def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
              rng: np.random.Generator) -> tuple[MetricResult, ...]:
-    """``skce_b``, ``skce_uq``, ``skce_ul`` and ``skce_block``, with intervals when
-    ``ci_level`` is set (the quadratic ones from the bootstrap count forms, the linear
-    ones from a bootstrap of their terms on ``rng``)."""
+    """``skce_b``, ``skce_uq``, ``skce_ul`` and ``skce_block``, with (``ci_level``)
+    bootstrap intervals (the linear ones' resamples drawn with ``rng``)."""
     terms, params = estimates.reported
     forms = estimates.forms
     params = dict(params) if terms else {**params, "note": f"skipped: {estimates.limit}"}
@@ -355,9 +329,8 @@ def _linear(estimates: _Estimates) -> TestResult:
 
 
 def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
-    """Arcones-Gine bootstrap test of ``n/(n-1) SKCE_uq - SKCE_b``. A features run's
-    statistic comes from the bootstrap's own kernel (the pass rounds ``psi_i = phi_i r_i``
-    to a grid), so the statistic and its replicates come from the same kernel."""
+    """Arcones-Gine bootstrap test of ``n/(n-1) SKCE_uq - SKCE_b`` (a features run's
+    statistic from the bootstrap's own rounded kernel, as its replicates)."""
     test_id, terms, feature_pass = "skce_uq_asymptotic", estimates.terms, estimates.feature_pass
     boot_terms = feature_pass.boot_terms if feature_pass is not None else None
     statistic = quadratic_statistic(boot_terms or terms)
@@ -369,8 +342,7 @@ def _asymptotic(estimates: _Estimates, n_resamples: int) -> TestResult:
 
 
 def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generator) -> TestResult:
-    """Consistency resampling test of ``SKCE_uq`` (a features run's null comes from its
-    pass)."""
+    """Consistency resampling test of ``SKCE_uq``."""
     test_id, terms = "skce_consistency", estimates.terms
     if estimates.feature_pass is not None:
         result = estimates.feature_pass.consistency

@@ -1,30 +1,11 @@
-"""The SKCE battery's inputs from a row source whose tasks read their own rows (a binary
-dataset audited where it is: :class:`calaudit.data.dataset_rows.DatasetRows`, columns
-``y``, ``proba``, ``residuals``): :class:`RowInputs`, which
-:func:`calaudit.inference.skce_battery.skce_battery_of_rows` runs the battery on, with the
-bytes of the same rows held in memory.
-
-Above ``max_quadratic_n`` rows (below, the rows are gathered, at most that many, and the
-battery runs on them in memory) every per-row input is made inside the tasks from the
-source:
-
-- the feature pass (:func:`calaudit.inference.feature_passes.label_partial`) reads
-  :class:`LabelRows`, the columns :func:`~calaudit.inference.feature_tests.label_inputs`
-  would build (``x = p_1``, ``p_1``, the observed labels, ``sqrt(2) (y - p_1)``), built per
-  range; the bootstrap's grids come from two max-reductions over the same rows (a maximum
-  is the same whatever the order);
-- the median heuristic's and the approximation check's seeded subsamples are gathered
-  by one reduction each (:func:`gather`: ``MEDIAN_SUBSAMPLE`` and ``APPROXIMATION_ROWS``
-  rows);
-- the linear estimators' terms (``SKCE_ul``'s pairs, ``SKCE_block``'s blocks) are made
-  by the tasks that read their rows (:func:`terms_partial`), each sending their count,
-  mean and sum of squared deviations (with bootstrap intervals: the terms, ``n / 2 +
-  n / blocksize`` floats, 4.8 bytes per row at blocksize 10).
-
-The bootstrap's per-block draw totals (a sequential multinomial, ``B`` x 8 bytes per
-4,096 rows) are drawn by one task where the partials run (:func:`calaudit.scale.made`):
-on Dask a worker draws them and every worker that runs the feature pass holds a copy;
-this process never does.
+"""The SKCE battery's inputs from a binary row source whose tasks read their own rows
+(columns ``y``, ``proba``, ``residuals``): :class:`RowInputs`, used by
+:func:`calaudit.inference.skce_battery.skce_battery_of_rows` above ``max_quadratic_n``
+rows. The feature pass reads :class:`LabelRows` (``x = p_1``, ``p_1``, the observed labels,
+``sqrt(2) (y - p_1)``, built per range); the subsamples are gathered by one reduction each
+(:func:`gather`); the linear estimators' terms are summarised by the tasks that read their
+rows (:func:`terms_partial`); the bootstrap's per-block draw totals are drawn by one task
+where the partials run (:func:`calaudit.scale.made`).
 """
 
 from __future__ import annotations
@@ -61,9 +42,9 @@ SCALE = math.sqrt(2.0)
 
 @dataclass(frozen=True)
 class LabelRows:
-    """The feature pass's columns of a binary source (``y``, ``proba``), built per
-    range: ``x`` and ``proba`` (``p_1``, (n, 1)), ``observed`` (``y``, (n, 1) uint8) and
-    ``residuals`` (``sqrt(2) (y - p_1)``, (n, 1))."""
+    """The feature pass's columns of a binary source (``y``, ``proba``), built per range:
+    ``x`` and ``proba`` (``p_1``), ``observed`` (``y``, uint8), ``residuals``
+    (``sqrt(2) (y - p_1)``), each (n, 1)."""
 
     source: Any
 
@@ -84,9 +65,8 @@ class LabelRows:
 
 def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
                  names: dict[str, int]) -> dict[str, NDArray]:
-    """The rows ``pick`` (sorted) that fall in ``[start, stop)``, in their places of
-    arrays of ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere: the sum
-    over the ranges is exact); a range without a picked row is not read."""
+    """The rows ``pick`` (sorted) in ``[start, stop)``, in their places of arrays of
+    ``len(pick)`` rows and ``names[name]`` columns (zeros elsewhere)."""
     lo, hi = np.searchsorted(pick, [start, stop])
     read = rows.read(start, stop, list(names)) if hi > lo else {}
     out = {}
@@ -100,10 +80,9 @@ def pick_partial(start: int, stop: int, *, rows: Any, pick: NDArray[np.int64],
 
 
 def gather(rows: Any, pick: NDArray[np.int64], names: dict[str, int]) -> dict[str, NDArray]:
-    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``,
-    read by the tasks of their ranges."""
+    """The rows ``pick`` (sorted) of the columns ``names`` (name: columns) of ``rows``."""
     return scale.map_exact_sum(pick_partial, task_ranges(rows.n),
-                         {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
+                               {"rows": rows, "pick": np.asarray(pick, np.int64), "names": names})
 
 
 def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0.0,
@@ -123,14 +102,13 @@ def max_partial(start: int, stop: int, *, rows: Any, tasks: int, root: float = 0
 def _largest(rows: Any, **shared: float) -> float:
     ranges = task_ranges(rows.n)
     return float(np.max(scale.map_exact_sum(max_partial, ranges,
-                                      {"rows": rows, "tasks": len(ranges), **shared})["max"]))
+                                            {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
 def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int,
                   keep: bool = False) -> dict[str, NDArray]:
-    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows, their rows
-    read here: the terms (``keep``, a per-term map) or their summary
-    (:func:`calaudit.inference.skce_tests.range_terms`)."""
+    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows: the terms
+    (``keep``) or their summary (:func:`calaudit.inference.skce_tests.range_terms`)."""
     part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
     terms = block_terms(kernel, part["proba"], part["residuals"], blocksize)
     return {"terms": terms} if keep else range_terms(terms)
@@ -138,9 +116,8 @@ def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: i
 
 def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
                   ) -> LinearTerms:
-    """The :class:`~calaudit.inference.skce_tests.LinearTerms` of
-    :func:`calaudit.metrics.skce.block_terms` of every complete block of the source: one
-    summary per task (``keep``: the terms gathered, for bootstrap intervals)."""
+    """The :class:`~calaudit.inference.skce_tests.LinearTerms` of ``block_terms`` of every
+    complete block of the source (``keep``: with the terms, for bootstrap intervals)."""
     count, per_range = rows.n // blocksize, max(1, TASK_ROWS // blocksize)
     if count == 0:
         return LinearTerms.of(np.empty(0), per_range, keep)
@@ -153,8 +130,7 @@ def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
 
 
 def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
-    """The bootstrap's per-block draw totals of ``n`` rows
-    (:func:`calaudit.numerics.block_draws.block_totals`) as a table of row blocks."""
+    """The bootstrap's per-block draw totals of ``n`` rows as a table of row blocks."""
     return BlockTable(block_totals(seed, name, n, n_boot), ROW_BLOCK, n)
 
 
@@ -177,15 +153,13 @@ class RowFeatures:
                 shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples,
                                                     stack))
             total = scale.map_exact_sum(label_partial, task_ranges(n),
-                                  {**shared, "rows": self.rows})
+                                        {**shared, "rows": self.rows})
         return finish_pass(features, total, n, SCALE, b_cons)
 
     def bootstrap_shared(self, seed: int, n_boot: int, stack: contextlib.ExitStack
                          ) -> dict[str, Any]:
-        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source: the
-        grids from two max-reductions over its residuals; the per-block totals drawn
-        where the partials run (:func:`calaudit.scale.made`, held until ``stack``
-        exits)."""
+        """:func:`calaudit.inference.feature_passes.bootstrap_shared` of the source (totals
+        drawn where the partials run, held until ``stack`` exits)."""
         features, n = self.features, self.rows.n
         totals = stack.enter_context(scale.made(totals_table, seed, "skce_bootstrap", n,
                                                 n_boot))
@@ -198,8 +172,7 @@ class RowFeatures:
                 "boot_stream": "skce_bootstrap", "psi_grid": grid, "h_bound": h_bound}
 
     def approximation(self, kernel: Any, rng: np.random.Generator) -> dict:
-        """Feature vs exact ``SKCE_uq`` on the seeded subsample of
-        :meth:`SkceFeatures.approximation`, its rows gathered."""
+        """:meth:`SkceFeatures.approximation` of the source, the subsample gathered."""
         n = self.rows.n
         pick = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
@@ -211,9 +184,8 @@ class RowFeatures:
 
 @dataclass(frozen=True)
 class RowInputs:
-    """The SKCE battery's inputs (:class:`calaudit.inference.skce_battery.ArrayInputs`)
-    of a binary row source above ``max_quadratic_n`` rows, made in the tasks that read
-    the rows (module docstring)."""
+    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a binary row source above
+    ``max_quadratic_n`` rows, made in the tasks that read the rows."""
 
     source: Any
 
@@ -225,8 +197,7 @@ class RowInputs:
 
     def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
                       rng: np.random.Generator) -> Any:
-        """``choose_kernel``'s choice: the median heuristic on its subsample (the rows
-        ``choose_kernel`` draws, gathered)."""
+        """``choose_kernel``'s choice, the median heuristic on its subsample gathered."""
         if bandwidth is not None:
             return choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
         size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)

@@ -1,22 +1,16 @@
-"""Calibration tests based on the SKCE estimators (Widmann et al. 2019, sec. 6, app. G-H).
+"""Calibration tests of the SKCE estimators (Widmann et al. 2019, sec. 6, app. G-H); null:
+canonical calibration; all right-tailed.
 
-Null hypothesis: the model is calibrated in the strong (canonical) sense. All tests are
-right-tailed (large estimates are evidence of miscalibration).
-
-* Distribution-free bounds (Lemma 2, Theorems H.2-H.4), with ``B = 2 sup kappa = 2``:
-  unbiased estimators ``p <= exp(-floor(n/2) (T/B)^2 / 2)`` for ``T > 0``; biased
-  ``p <= exp(-max(0, sqrt(n T / B) - 1)^2 / 2)``.
+* Distribution-free bounds (Lemma 2, Theorems H.2-H.4), ``B = 2 sup kappa = 2``: unbiased
+  ``p <= exp(-floor(n/2) (T/B)^2 / 2)`` for ``T > 0``; biased ``p <= exp(-max(0, sqrt(n T /
+  B) - 1)^2 / 2)``.
 * Linear asymptotic test (Lemma 3): ``z = sqrt(floor(n/2)) SKCE_ul / sd(h_{2i-1,2i})``,
-  ``p = 1 - Phi(z)``, the sd dividing by ``floor(n/2)`` as CalibrationTests.jl
-  ``AsymptoticBlockSKCETest``/``AsymptoticLinearTest`` (standard error ``sqrt(S)/n_pairs``).
-* Quadratic asymptotic test (Theorem G.2): the null law of the degenerate U-statistic is
-  approximated by the bootstrap of Arcones & Gine (1992), as CalibrationTests.jl
-  ``AsymptoticSKCETest``: statistic ``T = n/(n-1) SKCE_uq - SKCE_b``; with bootstrap
-  counts ``C`` (n draws with replacement), replicate
-  ``T* = (C^T H C - C . diag H) / (n (n-1)) - 2 C^T H 1 / n^2``,
-  i.e. ``(1/n^2) sum_i C_i sum_j ((n/(n-1)) (C_j - delta_ij) - 2) h_ij``. All replicates go
-  through the pairwise engine as one count-weighted quadratic form per tile. Monte-Carlo
-  p-value ``(1 + #{T* >= T}) / (1 + B)`` (CalibrationTests.jl uses ``#{T* >= T} / B``).
+  ``p = 1 - Phi(z)``, the sd dividing by ``floor(n/2)`` (CalibrationTests.jl
+  ``AsymptoticBlockSKCETest``).
+* Quadratic asymptotic test (Theorem G.2), the bootstrap of Arcones & Gine (1992) as
+  CalibrationTests.jl ``AsymptoticSKCETest``: ``T = n/(n-1) SKCE_uq - SKCE_b``; with
+  bootstrap counts ``C``, ``T* = (C^T H C - C . diag H) / (n (n-1)) - 2 C^T H 1 / n^2``;
+  p-value ``(1 + #{T* >= T}) / (1 + B)`` (CalibrationTests.jl: ``#{T* >= T} / B``).
 """
 
 from __future__ import annotations
@@ -59,9 +53,8 @@ def bound_pvalue_biased(estimate: float, n: int, bound: float = UNIFORM_BOUND) -
 
 
 def smallest_bound_pvalue(n: int, estimator: str, bound: float = UNIFORM_BOUND) -> float:
-    """The smallest p-value a bound test can give at sample size ``n`` (estimate ``= B``,
-    its largest possible value since ``|h_ij| <= B``). If it exceeds alpha, no data set of
-    this size can reject: the test is INCONCLUSIVE."""
+    """The smallest p-value a bound test can give at ``n`` (estimate ``= B``, its largest
+    value since ``|h_ij| <= B``); above alpha the test is INCONCLUSIVE."""
     if estimator == "b":
         return bound_pvalue_biased(bound, n, bound)
     return bound_pvalue_unbiased(bound, n, bound)
@@ -193,8 +186,7 @@ BOOTSTRAP_GEMM_DTYPE = np.float32
 
 def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
                 quadratic: NDArray[np.float64] | None = None) -> CountForms:
-    """All quadratic and linear count forms of one batch (``quadratic`` = ``C^T H C`` when
-    already computed, e.g. by :func:`bootstrap_pass`)."""
+    """The count forms of one batch (``quadratic`` = ``C^T H C`` when already computed)."""
     if quadratic is None:
         quadratic, _ = kernel_forms_and_matmul(gram, counts, exclude_diagonal=False,
                                                dtype=BOOTSTRAP_GEMM_DTYPE)
@@ -205,8 +197,8 @@ def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
 
 def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
                    ) -> tuple[QuadraticTerms, CountForms]:
-    """The quadratic terms (``H 1``, ``diag H``) and the count forms of a first batch of
-    bootstrap counts in **one** engine pass (each block of ``H`` computed once)."""
+    """The quadratic terms (``H 1``, ``diag H``) and a first batch's count forms in one
+    engine pass."""
     quadratic, row_sums = kernel_forms_and_matmul(gram, counts, np.ones((gram.n, 1)),
                                                   exclude_diagonal=False,
                                                   dtype=BOOTSTRAP_GEMM_DTYPE,

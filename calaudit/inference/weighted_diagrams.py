@@ -1,39 +1,25 @@
-"""The reliability diagram of weighted rows (docs/weights.md): the ECE's bins weighted by
-their weight, Wilson intervals at each bin's effective size, and the consistency band of a
-calibrated model drawn from the null law of the sampled labels
-(:func:`calaudit.inference.weighted_tests.null_sums`, the weighted ECE test's draws).
-
-Per bin with weight ``W_b``: ``count`` is ``W_b``, ``mean_score`` and ``observed_rate`` the
-weighted means; the Wilson interval uses ``n_b = W_b`` units (frequency weights) or Kish's
-``(sum w)^2 / sum w^2`` of the bin (otherwise). The band is the central ``level`` range of
-the redrawn weighted rates ``event*_b / W*_b``, which depend on the redraws only through
-event counts per (bin, weight level) cell: drawn as Poisson-binomial counts also under
-label-dependent sampling (:func:`calaudit.inference.weighted_tests.label_cell_draws`).
-Bins of weight 0 are left out; with one uniform per (bin, redraw), frequency weights give
-the band of the repeated rows (:func:`calaudit.metrics.consistency.consistency_band`).
-The groups' panels (:mod:`calaudit.local.group_reliability`) reuse :func:`weighted_bins`,
-and so do the one-vs-rest panels of a multi-class model (``reliability_per_class``): class
-``c``'s panel is the weighted diagram of the labels ``1{y = c}`` against ``p_c``, its band
-redrawn from ``Bernoulli(p_c)`` per unit (per row for design weights), the null of that
-view (negative sampling is for binary models only, so the weights do not follow the
-label).
-The smoothed reliability curve is that of the weighted law
-(:func:`calaudit.metrics.smooth_ece.smooth_reliability` with the row weights), at the
-weighted smooth ECE's fixed point.
+"""The reliability diagram of weighted rows (docs/weights.md): the ECE's bins with their
+weight ``W_b`` as ``count`` and weighted means, Wilson intervals at ``n_b = W_b`` units
+(frequency weights) or Kish's ``(sum w)^2 / sum w^2`` (otherwise), and the consistency band
+of the redrawn weighted rates ``event*_b / W*_b`` (per (bin, weight level) cell
+Poisson-binomial counts, :func:`calaudit.inference.weighted_tests.label_cell_draws`).
+Bins of weight 0 are left out. One-vs-rest panels (``reliability_per_class``): the
+weighted diagram of ``1{y = c}`` against ``p_c``, band from ``Bernoulli(p_c)``. The smooth
+curve is that of the weighted law at the weighted smooth ECE's fixed point.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.weighted_tests import null_sums
+from calaudit.inference.weighted_tests import null_sums, take
 from calaudit.metrics.binned import BinnedOutcomes
+from calaudit.metrics.consistency import band_of_rates
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.metrics.smooth_ece import smooth_reliability
@@ -48,9 +34,8 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          band_resamples: int | None = None,
                          rng: np.random.Generator | None = None,
                          classes: Sequence[str] | None = None) -> dict[str, Any]:
-    """``{"reliability": panel, "smooth_reliability": curve}`` for the binary (two
-    classes) or top-label notion; for more than two classes also
-    ``reliability_per_class`` (:func:`weighted_per_class`, named by ``classes``)."""
+    """``{"reliability": panel, "smooth_reliability": curve}`` (binary or top-label) and,
+    for more than two classes, ``reliability_per_class`` (:func:`weighted_per_class`)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
                                band_resamples, rng)
@@ -92,16 +77,11 @@ def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
     rate = seen.event[:, 0] / count
     squares = np.bincount(binned.cells.index, row_weights * row_weights,
                           minlength=binned.cells.n_cells)
-    size = count if weights.repeated_rows else (
-        count * count / squares)
+    size = count if weights.repeated_rows else count * count / squares
     low, high = wilson_interval(rate * size, size)
-    band = None
-    if drawn is not None:
-        rates = drawn.event / np.where(drawn.count > 0, drawn.count, 1.0)
-        tail = (1.0 - level) / 2.0
-        band_low, band_high = np.quantile(rates, [tail, 1.0 - tail], axis=1)
-        band = {"level": level, "n_resamples": band_resamples,
-                "low": band_low.tolist(), "high": band_high.tolist()}
+    band = None if drawn is None else band_of_rates(
+        drawn.event / np.where(drawn.count > 0, drawn.count, 1.0), band_resamples,
+        level).to_dict()
     return {"lower": binned.edges[:-1][filled].tolist(),
             "upper": binned.edges[1:][filled].tolist(), "count": count.tolist(),
             "mean_score": (seen.score[:, 0] / count).tolist(),
@@ -128,9 +108,3 @@ def weighted_per_class(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
         panels.append({"class": name, "bins": bins, "consistency_band": band})
     return panels
 
-
-def take(weights: SampleWeights, rows: NDArray[np.intp]) -> SampleWeights:
-    """The weights of ``rows``."""
-    rate = weights.negative_rate
-    return replace(weights, design=weights.design[rows],
-                   negative_rate=None if rate is None else rate[rows])

@@ -1,69 +1,31 @@
-"""The SKCE of weighted rows through random Fourier features (docs/weights.md), for the
-rows the exact weighted path (:mod:`calaudit.inference.weighted_skce_test`) does not
-take: above ``skce.max_quadratic_n`` rows, or above
-:data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS` rows without a bandwidth.
+"""The SKCE of weighted rows through random Fourier features (docs/weights.md), above
+``skce.max_quadratic_n`` rows or :data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS`
+rows without a bandwidth (else :mod:`calaudit.inference.weighted_skce_test`).
 
-With ``phi~_i`` the weighted map of row ``i`` (below: the quantised map ``phi`` of the
-unweighted feature path, Rahimi & Recht 2007, :class:`calaudit.numerics.features.
-FourierFeatures`, binary models on ``p_1``, times the row's factor on its group's grid,
-divided back) the kernel is ``k_ij = phi~_i . phi~_j`` and, in the unit counts of
-:mod:`calaudit.inference.weighted_skce_test` (``R_i``, ``A``, ``S2``):
+With the weighted map ``phi~_i`` (the quantised ``phi`` of :class:`calaudit.numerics.
+features.FourierFeatures` times the row's factor on its group's grid, divided back), kernel
+``k_ij = phi~_i . phi~_j`` and the unit counts ``R_i``, ``A``, ``S2`` of
+:mod:`calaudit.inference.weighted_skce_test` (Widmann et al. 2019, sec. 3):
+``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` and ``SKCE_uq = (|| sum_i R_i (x) phi~_i
+||^2 - U) / (A^2 - S2)``, ``U = sum_units a_u^2 |phi~_i|^2 ||e_y - p||^2``.
 
-* ``SKCE_b = || sum_i R_i (x) phi~_i ||^2 / A^2`` (Widmann et al. 2019, sec. 3, the
-  V-statistic of the weighted empirical law),
-* ``SKCE_uq = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)`` with
-  ``U = sum_units a_u^2 h_uu``, ``h_uu = |phi~_i|^2 ||e_y - p||^2`` computed per row
-  (the pair of a unit with itself under the same kernel): the weighted U-statistic over
-  pairs of distinct units of the kernel ``k``.
+``R_ik = alpha_i (C_ik - t_i q_ik)`` (``C_ik`` the row's units of label ``k``, ``t_i`` in
+all, ``q`` the null law, ``alpha_i = f_i``, or ``f_i ((1 - p_i) + p_i / r_i)`` when
+negatives were kept at rate ``r_i``), so per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``)
+the statistics need ``G_k = Psi^T C_k - Psi^T (t q_k)``, ``Psi = diag(alpha) Phi``; ``U``,
+``A`` and ``S2`` are linear in the counts. ``Psi_i`` is rounded to the grid ``2^(e_i - s)``
+of its exponent group (``e_i = ceil(log2 alpha_i)``, at most :data:`SPAN` below the top),
+so ``Psi^T C`` is one exact float32 GEMM per group, label and piece of at most
+:data:`~calaudit.numerics.features.EXACT_WEIGHT` units.
 
-**The sums.** With ``C_ik`` the units of row ``i`` with label ``k`` (``t_i`` units in
-all), ``R_ik = alpha_i (C_ik - t_i q_ik)`` for every label, where ``q`` is the null law of
-a sampled unit (:func:`~calaudit.inference.weighted_skce_test.null_law`) and
-``alpha_i = f_i`` (``f_i`` the weight of each unit of row ``i``), or ``f_i ((1 - p_i) +
-p_i / r_i)`` when negatives were kept at rate ``r_i``. The residuals are thus linear in
-the counts, and the statistics need, per label ``k >= 1`` (``G_0 = -sum_{k>=1} G_k``, so
-``|| sum_i R_i (x) phi_i ||^2 = sum_k |G_k|^2``), ``G_k = Psi^T C_k - Psi^T (t q_k)`` with
-``Psi = diag(alpha) Phi``; ``U``, ``A`` and ``S2`` are linear in the counts too (a
-constant plus a slope per row and label ``k >= 1``, the counts of label 0 being ``t``
-minus the others').
-
-**The map and exactness.** A row's factor has the exponent ``e_i = ceil(log2 alpha_i)``
-(rows more than :data:`SPAN` exponents below the largest share the lowest group), and
-``Psi_i`` is ``alpha_i phi_i`` rounded to the grid ``2^(e_i - s)`` of its group (``2^-s``
-the grid of ``phi``): integers of at most 11 bits like the quantised map, and exactly
-``phi_i`` where ``alpha_i = 1``. The statistic is defined on this map: the feature kernel
-is ``phi~_i . phi~_j`` with ``phi~_i = Psi_i / alpha_i`` (within ``2^-s`` of ``phi_i``
-per entry), its diagonal ``|phi~_i|^2`` in ``U``. The counts ``C`` are small integers, so
-``Psi^T C`` is one float32 GEMM per exponent group and label that never rounds (block
-pieces of at most :data:`~calaudit.numerics.features.EXACT_WEIGHT` units; a row of more
-units alone, in float64), with the slopes of ``U`` (and of ``A``, ``S2`` under
-label-dependent sampling) riding along as exact parts (:func:`~calaudit.numerics.
-features.exact_parts`, fixed grids); ``Psi^T (t q)`` and the constants are exact parts in
-float64. The sums of a band of groups stay exact on the grid of its lowest group
-(:func:`exponent_bands`: one band unless the factors span more than about ``2^(42 -
-log2 units)``), the bands added in a fixed order at the end: the totals do not depend on
-the BLAS, its threads, the tasks or the executor. The flops are those of one float32 GEMM
-``Phi^T [y | Y*]`` over all rows, like the unweighted consistency test's
-(``benchmarks/results/weights_cost_1e6.txt``).
-
-**The redraws.** Each unit's label is redrawn from ``q``, the weights following the
-redrawn labels, block by block from the stream ``(seed, "weighted_skce_consistency",
-block)``, the block's rows taken in their sorted order: binary counts ``Binomial(t_i,
-q_i)`` by thresholds of one 32-bit word per row and redraw (:func:`~calaudit.numerics.
-block_draws.binomial_counts_into`; one unit: the unweighted path's label draws),
-several classes by :func:`~calaudit.numerics.block_draws.categorical_counts`. The
-observed and redrawn columns are the same function of their counts (exact-conditional
-Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``).
-
-Default bandwidth: the weighted median heuristic (:func:`calaudit.metrics.weighted_skce.
-weighted_kernel`) of all rows up to ``MAX_MEDIAN_ROWS``, above of a seeded subsample of
-:data:`MEDIAN_SUBSAMPLE` rows drawn uniformly without replacement, each keeping its weight
-(frequency weights counted as units).
+Redraws: each unit's label from ``q``, from the stream ``(seed,
+"weighted_skce_consistency", block)``; Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)``.
+Default bandwidth: the weighted median heuristic, above ``MAX_MEDIAN_ROWS`` rows on a
+seeded subsample of :data:`MEDIAN_SUBSAMPLE` rows.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -71,9 +33,11 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
+from calaudit.inference.consistency import monte_carlo_result
 from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
 from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
+from calaudit.inference.weighted_tests import take
 from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
 from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS, weighted_kernel
 from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
@@ -85,8 +49,7 @@ from calaudit.numerics.features import (
     exact_parts,
     exact_products,
 )
-from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.results import MetricResult, Status, TestResult
+from calaudit.results import MetricResult, TestResult
 from calaudit.scale import block_rng, blocks, map_sum, task_ranges
 
 #: Rows of the subsample of the weighted median heuristic (its exact weighted median
@@ -104,8 +67,8 @@ METHOD = ("consistency resampling, weighted, random features: unit labels redraw
 def feature_kernel(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
                    name: str, bandwidth: float | None, frequency: bool,
                    rng: np.random.Generator) -> KernelChoice:
-    """The kernel: the bandwidth given or the weighted median heuristic (module
-    docstring), on a subsample drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows."""
+    """The kernel: the bandwidth given or the weighted median heuristic (on a subsample
+    drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
     n = y_proba.shape[0]
     if bandwidth is not None or n <= MAX_MEDIAN_ROWS:
         return weighted_kernel(y_proba, sample_weight, name, bandwidth, frequency)
@@ -125,16 +88,10 @@ def feature_map(choice: KernelChoice, y_proba: NDArray[np.float64], n_features: 
                                 int(seed)), np.ascontiguousarray(x, dtype=np.float64)
 
 
-def _rows(weights: SampleWeights, lo: int, hi: int) -> SampleWeights:
-    rate = None if weights.negative_rate is None else weights.negative_rate[lo:hi]
-    return dataclasses.replace(weights, design=weights.design[lo:hi], negative_rate=rate)
-
-
 def row_terms(y_proba: NDArray[np.float64], weights: SampleWeights
               ) -> tuple[NDArray, NDArray, NDArray, NDArray]:
-    """``(alpha, q, t, w)`` of every row: the factor ``alpha_i`` (0 on rows of no unit or
-    no weight), the null law ``q`` (n, m), the units ``t`` and the unit weights
-    ``w_ik = f_i a_ik`` (module docstring)."""
+    """``(alpha, q, t, w)`` of every row: the factor ``alpha_i`` (0 on rows of no unit),
+    the null law ``q`` (n, m), the units ``t`` and the unit weights ``w_ik = f_i a_ik``."""
     m = y_proba.shape[1]
     factor, per_class = unit_weights(weights, m)
     w = factor[:, None] * per_class
@@ -151,8 +108,7 @@ def group_exponents(alpha: NDArray[np.float64], lowest: int) -> NDArray[np.int64
 
 
 def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
-    """The exponent groups present: ``e_i`` of the rows of positive ``alpha``, at least
-    :data:`SPAN` below the largest."""
+    """The exponent groups of the rows of positive ``alpha`` (at most :data:`SPAN` low)."""
     kept = alpha[alpha > 0]
     if not kept.size:
         return np.zeros(1, dtype=np.int64)
@@ -161,10 +117,9 @@ def exponent_groups(alpha: NDArray[np.float64]) -> NDArray[np.int64]:
 
 
 def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int64]:
-    """The lowest exponent of the band of every group: the groups within ``W = 42 -
-    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (in units
-    of that grid every sum is an integer below ``2^(11 + W + log2 units) <= 2^53``, so it
-    stays exact; ``W >= 1``)."""
+    """The lowest exponent of the band of every group: groups within ``W = 42 -
+    ceil(log2 units)`` exponents of a band's lowest share its sums of ``Psi^T C`` (integers
+    below ``2^(11 + W + log2 units) <= 2^53`` on that grid: exact)."""
     width = max(1, 42 - math.ceil(math.log2(max(units, 1.0))))
     bases: list[int] = []
     for e in exponents.tolist():
@@ -175,9 +130,8 @@ def exponent_bands(exponents: NDArray[np.int64], units: float) -> NDArray[np.int
 def weighted_map(features: FourierFeatures, x: NDArray[np.float64],
                  alpha: NDArray[np.float64], exponent: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
-    """The integers ``rint(phi_i 2^s (alpha_i 2^-e_i))`` (rows, D) of ``Psi`` in units of
-    its group's grid ``2^(e_i - s)`` (``phi`` the quantised map, ``2^-s`` its grid; the
-    product in float32), integers of at most 11 bits like ``phi 2^s``."""
+    """``rint(phi_i 2^s (alpha_i 2^-e_i))`` (rows, D): ``Psi`` in units of its group's grid
+    ``2^(e_i - s)`` (``2^-s`` the grid of the quantised ``phi``), at most 11 bits."""
     psi = features.quantised(x)
     psi *= np.float32(2.0 ** features.grid)  # integers, exactly
     ratio = np.ldexp(alpha, -exponent)
@@ -203,10 +157,9 @@ def norm_bound(features: FourierFeatures) -> float:
 
 def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatures
               ) -> dict[str, NDArray[np.float64]]:
-    """The bounds of the exact parts (:func:`calaudit.numerics.features.exact_parts`) of
-    the slopes and constants of ``U, A, S2`` and of ``t q`` over all rows (fixed grids:
-    the sums of any rows are exact), and the parts of ``t q``: 12 bits more per 12 bits
-    of the largest ``t``, so that ``q`` keeps 47 bits on every row."""
+    """The bounds of the exact parts of the slopes and constants of ``U, A, S2`` and of
+    ``t q`` over all rows, and the parts of ``t q`` (one more per 12 bits of the largest
+    ``t``, so that ``q`` keeps 47 bits)."""
     _, law, units, w = terms
     h = unit_terms(y_proba, w, np.full(units.size, norm_bound(features)))
     slope = np.max(np.abs(h[:, :, 1:] - h[:, :, :1]), axis=(0, 2), initial=0.0)
@@ -219,10 +172,8 @@ def bounds_of(y_proba: NDArray[np.float64], terms: tuple, features: FourierFeatu
 
 
 def gemm_pieces(exponent: NDArray[np.int64], units: NDArray[np.int64]):
-    """``(first, last, e, unit total)`` of the GEMMs of one block's sorted rows: a run of
-    one exponent group, cut so that its units are at most :data:`EXACT_WEIGHT` (a
-    float32 GEMM of 0/1 labels or counts then never rounds; a row with more units is a
-    piece alone, an exact float64 GEMM)."""
+    """``(first, last, e, unit total)`` of the GEMMs of one block's sorted rows: runs of
+    one exponent group of at most :data:`EXACT_WEIGHT` units (a row with more is alone)."""
     edges = [0, *(np.flatnonzero(np.diff(exponent)) + 1).tolist(), exponent.size]
     for first, last in zip(edges[:-1], edges[1:]):
         cumulative, start, done = np.cumsum(units[first:last]), first, 0
@@ -242,10 +193,7 @@ def _parts(values: NDArray[np.float64], bounds: NDArray[np.float64], parts: int 
 
 def label_counts(rng: np.random.Generator | None, y: NDArray[np.int64], units, law,
                  n_resamples: int):
-    """(rows, 1 + B) counts of each label ``k >= 1``, yielded in turn: column 0
-    the observed (``t_i`` units of label ``y_i``), then the redraws (binary:
-    :func:`~calaudit.numerics.block_draws.binomial_counts_into`, else
-    :func:`~calaudit.numerics.block_draws.categorical_counts`)."""
+    """(rows, 1 + B) counts of each label ``k >= 1`` in turn: observed, then redrawn."""
     m = law.shape[1]  # float32 holds every count up to 2^24 exactly
     out = np.empty((y.size, 1 + n_resamples),
                    dtype=np.float32 if np.max(units, initial=0) <= 2**24 else np.float64)
@@ -266,9 +214,8 @@ def block_sums(out: dict[str, NDArray], features: FourierFeatures, x: NDArray[np
                y: NDArray[np.int64], y_proba: NDArray[np.float64], weights: SampleWeights,
                exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
                rng: np.random.Generator | None, n_resamples: int) -> None:
-    """Add one row block's exact sums (module docstring) to ``out``: its rows of positive
-    weight sorted by exponent group and units, one GEMM ``[Psi | slope parts]^T Y`` per
-    label ``k >= 1`` and :func:`gemm_pieces` piece."""
+    """Add one row block's exact sums to ``out``: rows of positive weight sorted by group
+    and units, one GEMM ``[Psi | slope parts]^T Y`` per label ``k >= 1`` and piece."""
     alpha, law, units, w = row_terms(y_proba, weights)
     kept = np.flatnonzero(alpha > 0)
     exponent = group_exponents(alpha[kept], int(exponents[0]))
@@ -308,11 +255,9 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
                     y_proba: NDArray[np.float64], weights: SampleWeights,
                     exponents: NDArray[np.int64], bases: NDArray[np.int64], bounds: dict,
                     seed: int, n_resamples: int) -> dict[str, NDArray]:
-    """:func:`block_sums` of the rows ``[start, stop)``: column 0 the observed labels,
-    then ``n_resamples`` redraws from the block streams. ``G`` (bands, m - 1, D, 1 + B)
-    on the grid of each band's lowest group (:func:`exponent_bands`), ``v`` (groups,
-    m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A, S2], 1 + B) and
-    ``c`` (3, parts) the constants."""
+    """:func:`block_sums` of the rows ``[start, stop)``: ``G`` (bands, m - 1, D, 1 + B),
+    ``v`` (groups, m - 1, D, parts) of ``Psi^T (t q)``, ``x`` (m - 1, parts of U[, A,
+    S2], 1 + B) and ``c`` (3, parts) the constants."""
     m, columns = y_proba.shape[1], 1 + n_resamples
     d, groups = features.n_features, len(exponents)
     quantities = 3 if weights.label_dependent else 1
@@ -322,14 +267,13 @@ def feature_partial(start: int, stop: int, *, features: FourierFeatures,
     for block, lo, hi in blocks(start, stop):
         rng = block_rng(seed, STREAM, block) if n_resamples else None
         block_sums(out, features, x[lo:hi], y_true[lo:hi], y_proba[lo:hi],
-                   _rows(weights, lo, hi), exponents, bases, bounds, rng, n_resamples)
+                   take(weights, slice(lo, hi)), exponents, bases, bounds, rng, n_resamples)
     return out
 
 
 def statistics(total: dict[str, NDArray], exponents: NDArray[np.int64],
                bases: NDArray[np.int64], grid: int) -> tuple[NDArray, NDArray]:
-    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`: the
-    bands and groups added in their order, ``G_0 = -sum_{k>=1} G_k``."""
+    """``(SKCE_b, SKCE_uq)`` of every column of the summed :func:`feature_partial`."""
     gram = np.einsum("b,bkdc->kdc", np.ldexp(1.0, np.unique(bases) - grid), total["G"])
     gram -= np.einsum("g,gkd->kd", np.ldexp(1.0, np.asarray(exponents) - grid),
                       total["v"].sum(axis=3))[..., None]
@@ -366,7 +310,7 @@ def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64
                           reason: str, rng: np.random.Generator
                           ) -> tuple[tuple[MetricResult, ...], TestResult | None]:
     """``skce_b``, ``skce_uq`` and (``consistency``) ``skce_consistency`` of weighted rows
-    on the feature path (module docstring); ``reason`` says why it was taken."""
+    on the feature path; ``reason`` says why it was taken."""
     median_rng, feature_rng, draw_rng = rng.spawn(3)
     choice = feature_kernel(y_proba, sample_weight, kernel, bandwidth,
                             weights.kind == "frequency", median_rng)
@@ -385,14 +329,8 @@ def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64
                     for key, value in (("skce_b", biased), ("skce_uq", unbiased)))
     if not consistency:
         return metrics, None
-    observed, title = float(unbiased[0]), registry.title("skce_consistency")
+    observed = float(unbiased[0])
     why = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    if why:
-        return metrics, TestResult("skce_consistency", math.nan, observed, math.nan, METHOD,
-                                   params=params, status=Status.INCONCLUSIVE, message=why,
-                                   title=title)
-    null = unbiased[1:]
-    return metrics, TestResult("skce_consistency", observed, observed,
-                               monte_carlo_pvalue(observed, null), METHOD,
-                               n_resamples=n_resamples, params=params,
-                               null_distribution=null, title=title)
+    return metrics, monte_carlo_result("skce_consistency", observed,
+                                       None if why else unbiased[1:], why, METHOD, params,
+                                       registry.title("skce_consistency"))

@@ -1,23 +1,14 @@
 """The SKCE on weighted rows as a statistic of unit counts, and its consistency test
 (docs/weights.md).
 
-Row ``i`` holds units: ``d_i`` of them for frequency weights (multiplier ``f_i = 1``),
-one for design weights (``f_i = d_i``). ``C_ik`` counts the units of row ``i`` with label
-``k``; a unit with label ``k`` weighs ``f_i a_ik`` (``a_i0 = 1 / r_i`` for the negatives of
-label-dependent sampling, else 1). With ``R_i = f_i sum_k C_ik a_ik (e_k - p_i)``, the
-total weight ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
-
-* ``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2``,
-* ``SKCE_uq = (sum_{i,j} kappa_ij <R_i, R_j> - sum_units (weight^2) ||e_y - p||^2)
-  / (A^2 - S2)``: the weighted U-statistic over pairs of distinct units (for frequency
-  weights without sampling, the U-statistic of the repeated rows; for design weights,
-  ``sum_{i != j} w_i w_j h_ij / (W^2 - sum w^2)``).
-
-The consistency test redraws the counts from the null law of the sampled labels
-(``Cat(p_i)``, or ``Bernoulli(p / (p + r (1 - p)))`` under label-dependent sampling; every
-unit of a frequency weight on its own) and recomputes ``SKCE_uq``; Monte-Carlo p-value
-``(1 + #{T* >= T}) / (1 + B)``. The quadratic forms are one tiled engine pass per batch of
-redraws (:func:`calaudit.numerics.pairwise.kernel_quadratic_forms`).
+Row ``i`` holds ``d_i`` units (frequency weights, ``f_i = 1``) or one (design weights,
+``f_i = d_i``); ``C_ik`` counts its units of label ``k``, each weighing ``f_i a_ik``
+(``a_i0 = 1 / r_i`` for sampled negatives, else 1). With ``R_i = f_i sum_k C_ik a_ik (e_k -
+p_i)``, ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
+``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2`` and ``SKCE_uq = (sum_{i,j} kappa_ij <R_i,
+R_j> - sum_units weight^2 ||e_y - p||^2) / (A^2 - S2)``, the U-statistic over pairs of
+distinct units. The consistency test redraws the counts from the null law; Monte-Carlo
+p-value ``(1 + #{T* >= T}) / (1 + B)``.
 """
 
 from __future__ import annotations
@@ -30,9 +21,10 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
+from calaudit.inference.consistency import monte_carlo_result
 from calaudit.numerics.pairwise import kernel_quadratic_forms
-from calaudit.numerics.resampling import categorical_draws, monte_carlo_pvalue
-from calaudit.results import Status, TestResult
+from calaudit.numerics.resampling import categorical_draws
+from calaudit.results import TestResult
 
 #: Redraws per engine pass.
 BATCH = 100
@@ -115,8 +107,7 @@ def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
 
 
 def too_few_units(units: float) -> str | None:
-    """The weighted rows' units (frequency weights) or rows of positive weight (design
-    weights) are fewer than a global test needs."""
+    """Whether the units (frequency) or rows of positive weight are too few for a test."""
     if units < rules.MIN_ROWS:
         return (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
                 "needed for any global test")
@@ -145,19 +136,13 @@ def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
                                 factor, per_class)[1][0])
     method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
               "sample, weighted SKCE_uq")
-    title = registry.title("skce_consistency")
     reason = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    if reason:
-        return TestResult("skce_consistency", math.nan, observed, math.nan, method,
-                          params=params, status=Status.INCONCLUSIVE, message=reason,
-                          title=title)
-    law = null_law(weights, y_proba)
-    parts = []
-    for start in range(0, n_resamples, BATCH):
-        q = min(BATCH, n_resamples - start)
-        parts.append(statistics(kernel_gram, y_proba, redrawn_counts(rng, law, weights, q),
-                                factor, per_class)[1])
-    null = np.concatenate(parts)
-    return TestResult("skce_consistency", observed, observed,
-                      monte_carlo_pvalue(observed, null), method, n_resamples=n_resamples,
-                      params=params, null_distribution=null, title=title)
+    null = None
+    if not reason:
+        law = null_law(weights, y_proba)
+        null = np.concatenate([
+            statistics(kernel_gram, y_proba, redrawn_counts(
+                rng, law, weights, min(BATCH, n_resamples - start)), factor, per_class)[1]
+            for start in range(0, n_resamples, BATCH)])
+    return monte_carlo_result("skce_consistency", observed, null, reason, method, params,
+                              registry.title("skce_consistency"))

@@ -1,46 +1,25 @@
 """Tests of "the model is calibrated" on weighted rows (docs/weights.md).
 
-The null law of a sampled label depends on how the rows were sampled
-(:class:`~calaudit.data.weights.SampleWeights`): ``q_i = p_i`` when the weights do not
-depend on the label, ``q_i = p_i / (p_i + r_i (1 - p_i))`` when the negatives were kept at
-rate ``r_i``. Each test redraws (or integrates over) labels from that law and recomputes
-the *weighted* statistic, whose weights follow the redrawn label (``d_i``, times
-``1 / r_i`` for a negative).
+A sampled label's null law is ``q_i = p_i``, or ``q_i = p_i / (p_i + r_i (1 - p_i))`` when
+negatives were kept at rate ``r_i``; each test redraws labels from ``q`` and recomputes the
+weighted statistic, the weights following the redrawn label (``d_i``, times ``1 / r_i``
+for a negative).
 
-* ``ece_consistency``: the weighted binned ECE (bins weighted by their weight, bins fixed)
-  against the weighted ECEs of labels redrawn from ``q``; Monte-Carlo p-value
-  ``(1 + #{T* >= T}) / (1 + B)``, exact for any weights fixed given the sampled rows.
-  Frequency weights are whole numbers of units and every unit is redrawn (a row of
-  weight ``d`` holds ``Binomial(d, q)`` events): the null of the data with each row
-  repeated ``d`` times. Design weights are one draw per row. When the weights do not
-  depend on the label, a bin's statistic depends on the redrawn labels only through event
-  counts that are Poisson-binomial (per bin over the units; per (bin, weight value) cell
-  for design weights with at most :data:`MAX_LEVELS` values): those counts are drawn
-  directly (:func:`~calaudit.numerics.poisson_binomial.cell_counts`, O(cells x B), the
-  very draws of the repeated data; frequency weights with few distinct values from
-  per-weight laws, :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`, in
-  O(rows)). Otherwise (label-dependent sampling, many distinct design weights) every row
-  is redrawn from its block stream (O(n x B)): under label-dependent sampling a bin's
-  weighted mean score depends on which rows are redrawn positive, not only on how many.
-* ``spiegelhalter``: the weighted score ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)`` has mean 0
-  under ``q`` (also under label-dependent sampling: ``q (1 - p) = (1 - q) p / r``) and
-  variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with
-  ``a = d`` for frequency weights (``d`` independent units) and ``a = d^2`` otherwise;
-  ``z = T / sqrt(V)``, two-sided normal p-value. With ``d = 1`` and no sampling this is
-  Spiegelhalter's z (1986).
-* ``hosmer_lemeshow`` (design weights, label-dependent sampling; frequency weights alone
-  give the repeated rows' chi-square test, :mod:`calaudit.inference.classical`): per
-  group at the weighted quantiles of ``p``, ``X = sum_g (O_g - E_g)^2 / V_g`` with
-  ``O_g - E_g = sum w (y - p)`` and ``V_g`` its null variance, against redraws
-  (:func:`weighted_hosmer_lemeshow`).
-
-Every sum over rows is a reduction over the fixed row ranges of :mod:`calaudit.scale`; the
-redraws come from block streams keyed by the global row block, so the p-values are the
-same bytes on every executor.
+* ``ece_consistency``: the weighted binned ECE against redraws, Monte-Carlo p-value
+  ``(1 + #{T* >= T}) / (1 + B)``. Frequency weights redraw every unit (the null of the
+  repeated rows); design weights one draw per row. Label-independent weights: the
+  Poisson-binomial event counts per bin (or (bin, weight value) cell, at most
+  :data:`MAX_LEVELS` values) are drawn directly; otherwise every row is redrawn.
+* ``spiegelhalter``: ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0, variance
+  ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with ``a = d``
+  for frequency weights and ``a = d^2`` otherwise; ``z = T / sqrt(V)``, two-sided.
+* ``hosmer_lemeshow`` (not for frequency weights alone, :mod:`calaudit.inference.classical`):
+  ``X = sum_g (O_g - E_g)^2 / V_g`` against redraws (:func:`weighted_hosmer_lemeshow`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -50,6 +29,7 @@ from numpy.typing import NDArray
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
+from calaudit.inference.consistency import monte_carlo_result
 from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy, weighted_quantiles
@@ -57,7 +37,6 @@ from calaudit.numerics.block_draws import binary_labels_into, label_thresholds
 from calaudit.numerics.distributions import norm_sf
 from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
-from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.numerics.tabulate import Cells, distinct
 from calaudit.results import Status, TestResult
 from calaudit.scale import ROW_BLOCK, ArrayRows, blocks, task_ranges
@@ -71,10 +50,16 @@ MAX_UNITS = 50_000_000
 PARTS = 4
 
 
+def take(weights: SampleWeights, rows: Any) -> SampleWeights:
+    """The weights of ``rows`` (indices or a slice)."""
+    rate = weights.negative_rate
+    return dataclasses.replace(weights, design=weights.design[rows],
+                               negative_rate=None if rate is None else rate[rows])
+
+
 def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bool
                  ) -> dict[str, NDArray[np.float64]]:
-    """Per-row columns of the null: ``q`` (law of a sampled positive outcome), ``d`` and
-    ``r`` (kept rate of negatives, 1 without label-dependent sampling)."""
+    """Per-row columns of the null: ``q``, ``d`` and ``r`` (1 without sampling)."""
     rate = weights.negative_rate if binary and weights.negative_rate is not None else None
     q = weights.null_positive_rate(scores) if rate is not None else scores
     return {"q": np.asarray(q, dtype=np.float64), "d": weights.design,
@@ -87,18 +72,13 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
     """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
     (``observed``), else of ``n_resamples`` redraws from ``q`` (block streams).
 
-    ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, its redrawn events
-    ``K ~ Binomial(t_i, q_i)`` weigh 1 and its negatives ``1 / r_i``; otherwise one unit of
-    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K = 1{u < T}`` with the
-    32-bit threshold ``T`` of ``q_i`` (:func:`~calaudit.numerics.block_draws.
-    binary_labels_into`). The sums are linear in ``K``: a cell's weight is
-    ``sum f t / r + sum K f (1 - 1/r)``, its score sum the same with ``s`` inside, its
-    event weight ``sum K f``. The observed ``K`` terms are float64 sums in row order. For
-    the redraws each block's rows are taken in cell order (a stable sort; the block's
-    draws go to the rows in that order, i.i.d. whatever the order), and the ``K`` terms
-    of a cell are one float32 product of the coefficients' exact grid parts
-    (:func:`~calaudit.numerics.features.exact_parts`, ``bounds`` their largest sizes)
-    with the cell's (rows, B) draws: exact, so the sums do not depend on the BLAS."""
+    ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, redrawn events
+    ``K ~ Binomial(t_i, q_i)`` weighing 1 and negatives ``1 / r_i``; otherwise one unit of
+    weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K = 1{u < T}``. A cell's
+    weight is ``sum f t / r + sum K f (1 - 1/r)``, its score sum the same with ``s``
+    inside, its event weight ``sum K f``. For the redraws each block's rows are taken in
+    cell order and a cell's ``K`` terms are one exact float32 product of the coefficients'
+    grid parts (``bounds`` their largest sizes) with its (rows, B) draws."""
     read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
     width = 1 if observed else n_resamples
     total = np.zeros((3 * n_cells, width))
@@ -147,10 +127,9 @@ def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: in
               rng: np.random.Generator, scores: bool = True
               ) -> tuple[BinSums, BinSums | None]:
     """Per-bin weighted sums of the observed outcomes ((bins, 1)) and of ``n_resamples``
-    redraws from the null ((bins, B); None for ``n_resamples = 0``): Poisson-binomial cell
-    counts where they apply (:func:`cell_draws`; under label-dependent sampling only when
-    the redraws' score sums are not needed, ``scores=False``: :func:`label_cell_draws`),
-    else every row redrawn."""
+    redraws ((bins, B); None for 0): Poisson-binomial cell counts where they apply
+    (:func:`cell_draws`; :func:`label_cell_draws` when the score sums are not needed,
+    ``scores=False``), else every row redrawn."""
     if not n_resamples:
         drawn = None
     elif weights.label_dependent:
@@ -182,8 +161,7 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
                              weights: SampleWeights, *, n_bins: int = 15,
                              strategy: Strategy = "uniform", n_resamples: int = 1000,
                              alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
-    """``ece_consistency`` on weighted rows (module docstring); INCONCLUSIVE under the
-    rules of :mod:`calaudit.inference.applicability`."""
+    """``ece_consistency`` on weighted rows (module docstring)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     notion = default_notion(y_proba.shape[1])
     method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
@@ -202,29 +180,12 @@ def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.floa
                               params, title)
 
 
-def monte_carlo_result(test_id: str, observed: float, replicates: NDArray | None,
-                       reason: str | None, method: str, params: dict, title: str
-                       ) -> TestResult:
-    """The result of a Monte-Carlo test: INCONCLUSIVE with ``reason`` (no replicates),
-    else the p-value of ``observed`` among its ``replicates`` under the null."""
-    if reason:
-        return TestResult(test_id, math.nan, observed, math.nan, method, params=params,
-                          status=Status.INCONCLUSIVE, message=reason, title=title)
-    return TestResult(test_id, observed, observed, monte_carlo_pvalue(observed, replicates),
-                      method, n_resamples=len(replicates), params=params,
-                      null_distribution=replicates, title=title)
-
-
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
     """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
     counts, for label-independent weights: frequency weights of at most :data:`MAX_UNITS`
-    units as units (the draws of the data with each row repeated ``d_i`` times: with at
-    most :data:`MAX_LEVELS` distinct weights from the laws of
-    :func:`~calaudit.numerics.poisson_binomial.unit_law`, O(rows), else with the rows
-    repeated), design weights with at
-    most :data:`MAX_LEVELS` distinct values as (bin, weight value) cells. None when
-    neither applies (the rows are then redrawn one by one)."""
+    units as units (the repeated rows' draws), design weights with at most
+    :data:`MAX_LEVELS` values as (bin, weight value) cells. None when neither applies."""
     design, cells = weights.design, binned.cells
     few = distinct(design).size <= MAX_LEVELS
     if weights.kind == "frequency":
@@ -260,14 +221,10 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
 def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                      rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
     """Per-bin weights and event weights of the observed outcomes and of redraws under
-    label-dependent sampling (binary), the redraws' score sums left NaN: a unit of
-    weight factor ``f`` and rate ``r`` weighs ``f`` when positive and ``f / r`` when
-    negative, so with ``K_cl`` events among the ``n_cl`` units of the cell of bin ``c``
-    and weight level ``l = (f, r)``, the bin's weight is ``sum_l f_l (n_cl / r_l + K_cl (1 -
-    1 / r_l))`` and its event weight ``sum_l f_l K_cl``: the Poisson-binomial counts
-    ``K_cl`` (units redrawn from ``q``,
-    :func:`~calaudit.numerics.poisson_binomial.unit_cell_counts`) have the law of the row
-    redraws. None with more than :data:`MAX_LEVELS` weight levels."""
+    label-dependent sampling (binary; the redraws' score sums NaN): with ``K_cl`` events
+    among the ``n_cl`` units of bin ``c`` and weight level ``l = (f, r)``, the bin's weight
+    is ``sum_l f_l (n_cl / r_l + K_cl (1 - 1 / r_l))`` and its event weight ``sum_l f_l
+    K_cl``, ``K_cl`` Poisson-binomial. None with more than :data:`MAX_LEVELS` levels."""
     design, cells, rate = weights.design, binned.cells, weights.negative_rate
     frequency = weights.kind == "frequency"
     if frequency and distinct(design).size > MAX_LEVELS:
@@ -300,8 +257,8 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
 
 def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
                                    ) -> dict[str, NDArray]:
-    """``[V, T, expected events, expected non-events]`` of rows ``[start, stop)`` (module
-    docstring; ``u`` the rows' weights in sample-size units)."""
+    """``[V, T, expected events, expected non-events]`` of rows ``[start, stop)`` (``u``
+    the rows' weights in sample-size units)."""
     read = rows.read(start, stop, ["y", "p", "q", "d", "r", "a", "u"])
     y, p, q, d, r, a, u = (np.asarray(read[k], dtype=np.float64)
                            for k in ("y", "p", "q", "d", "r", "a", "u"))
@@ -315,8 +272,7 @@ def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
 
 def weighted_spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
                            weights: SampleWeights) -> TestResult:
-    """Spiegelhalter's z on weighted rows (module docstring); INCONCLUSIVE when the
-    expected events or non-events in sample-size units are too few."""
+    """Spiegelhalter's z on weighted rows (module docstring)."""
     y = np.asarray(y_true, dtype=np.float64)
     null = null_columns(weights, p, True)
     d = weights.design
@@ -343,16 +299,12 @@ def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
                              weights: SampleWeights, *, groups: int = 10,
                              n_resamples: int = 1000, alpha: float = 0.05,
                              rng: np.random.Generator | None) -> TestResult:
-    """``hosmer_lemeshow`` on design weights or label-dependent sampling (module
-    docstring): groups between the distinct weighted quantiles ``0, 1/g, .., 1`` of ``p``
-    (weights ``d``, label-independent, so the groups are fixed under the redraws; right-
-    closed as Hosmer-Lemeshow's), per group ``O_g = sum w y`` and ``E_g = sum w p`` (weights
-    following the label), ``V_g = sum a [q (1 - p)^2 + (1 - q) p^2 / r^2]``
-    the null variance of ``O_g - E_g`` (``a = d`` for frequency weights, ``d^2``
-    otherwise), ``X = sum_g (O_g - E_g)^2 / V_g`` over groups with ``V_g > 0``, against its
-    values for labels redrawn from the null law (:func:`null_sums`, the weights following
-    the redrawn labels); Monte-Carlo p-value, exact. Unweighted this is the Pearson form
-    of Hosmer & Lemeshow (1980) with the binomial variance ``sum p (1 - p)``."""
+    """``hosmer_lemeshow`` on design weights or label-dependent sampling: groups between
+    the distinct weighted quantiles ``0, 1/g, .., 1`` of ``p`` (weights ``d``, fixed under
+    the redraws), ``O_g = sum w y``, ``E_g = sum w p``, ``V_g = sum a [q (1 - p)^2 + (1 - q)
+    p^2 / r^2]`` (``a = d`` for frequency weights, ``d^2`` otherwise), ``X = sum_g (O_g -
+    E_g)^2 / V_g`` over groups with ``V_g > 0`` against redraws (:func:`null_sums`).
+    Unweighted: the Pearson form of Hosmer & Lemeshow (1980)."""
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     d = np.asarray(weights.design, dtype=np.float64)
@@ -392,8 +344,7 @@ def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
 
 
 def not_weighted(test_id: str, reason: str, notion: str = "binary") -> TestResult:
-    """A test with no weighted version: SKIPPED with the reason, never computed
-    unweighted."""
+    """A test with no weighted version: SKIPPED with the reason."""
     return TestResult(test_id, math.nan, math.nan, math.nan, "not run on weighted rows",
                       status=Status.SKIPPED, message=reason,
                       title=registry.title(test_id, notion))

@@ -1,18 +1,14 @@
 """Binned calibration statistics from per-bin sums, for one weighting or many.
 
-A :class:`BinnedOutcomes` holds scores ``s_i`` in [0, 1], outcomes ``o_i`` in {0, 1} and the
-bin of each row. Its statistics take optional weights: ``None`` gives the estimate, an
-(n, q) matrix of bootstrap counts gives ``q`` replicates (weighted sums, see
-:mod:`calaudit.numerics.tabulate`). Per bin ``b`` with weight ``n_b``, mean score
-``conf_b`` and event rate ``acc_b``:
+:class:`BinnedOutcomes` holds scores ``s_i``, 0/1 outcomes ``o_i`` and each row's bin; its
+statistics take weights (``None``: the estimate; (n, q) bootstrap counts: ``q``
+replicates). Per bin ``b`` with weight ``n_b``, mean score ``conf_b``, event rate ``acc_b``
+(empty bins take no part):
 
 * ``ECE_1 = sum_b (n_b / n) |acc_b - conf_b|`` (Naeini et al. 2015; Guo et al. 2017),
-* ``ECE_2 = sqrt(sum_b (n_b / n) (acc_b - conf_b)^2)`` (the l2 / RMS calibration error),
-* ``MCE = max_b |acc_b - conf_b|``,
-* debiased squared error ``sum_b (n_b / n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]``
-  over bins with ``n_b >= 2`` (Broecker 2012; Kumar et al. 2019, ``unbiased_square_ce``).
-
-Empty bins (zero weight) take no part.
+* ``ECE_2 = sqrt(sum_b (n_b / n) (acc_b - conf_b)^2)``, ``MCE = max_b |acc_b - conf_b|``,
+* debiased ``sum_b (n_b / n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b) / (n_b - 1)]`` over
+  bins with ``n_b >= 2`` (Broecker 2012; Kumar et al. 2019, ``unbiased_square_ce``).
 """
 
 from __future__ import annotations
@@ -56,9 +52,8 @@ class BinnedOutcomes:
     @classmethod
     def build(cls, scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
               n_bins: int, strategy: Strategy) -> BinnedOutcomes:
-        """Bins from :func:`~calaudit.numerics.binning.bin_index` (right-closed, 0 in the
-        first bin, equal-width bins as ``ceil(n_bins * s)``); quantile edges are taken from
-        these scores."""
+        """Bins of :func:`~calaudit.numerics.binning.bin_index` (quantile edges from these
+        scores)."""
         index, edges = bin_index(scores, n_bins, strategy)
         return cls(scores, outcomes, Cells(index, edges.size - 1), edges)
 
@@ -94,9 +89,8 @@ def mce_from_sums(sums: BinSums) -> NDArray[np.float64]:
 
 
 def debiased_squared_from_sums(sums: BinSums) -> NDArray[np.float64]:
-    """Bias-corrected squared l2 error: each bin's ``(acc - conf)^2`` minus the variance
-    ``acc (1 - acc) / (n_b - 1)`` of its event rate; bins with ``n_b < 2`` count as 0
-    (Kumar et al. 2019, ``unbiased_square_ce``). May be negative."""
+    """Bias-corrected squared l2 error: each bin's ``(acc - conf)^2`` minus ``acc (1 - acc)
+    / (n_b - 1)``, bins with ``n_b < 2`` as 0 (Kumar et al. 2019). May be negative."""
     filled, conf, acc = sums.means()
     usable = filled & (sums.count >= 2)
     safe = np.where(usable, sums.count - 1.0, 1.0)

@@ -1,10 +1,6 @@
-"""Brier score (Brier 1950).
-
-``brier = (1/n) sum_i ||p_i - e_{y_i}||^2``: the mean squared error of the whole
-probability vector, summed over classes (Brier's original definition; probmetrics,
-CalibrationErrors.jl). For two classes this is exactly twice scikit-learn's
-``brier_score_loss``, which is reported separately as ``brier_binary``:
-``(1/n) sum_i (p_i - y_i)^2`` with ``p_i`` the positive-class probability.
+"""Brier score (Brier 1950): ``brier = (1/n) sum_i ||p_i - e_{y_i}||^2`` summed over classes
+(CalibrationErrors.jl), twice scikit-learn's ``brier_score_loss`` for two classes, which is
+``brier_binary = (1/n) sum_i (p_i - y_i)^2`` (``p_i`` the positive-class probability).
 """
 
 from __future__ import annotations

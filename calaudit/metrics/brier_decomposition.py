@@ -7,16 +7,11 @@ mean forecast ``pbar_b``, event rate ``obar_b``, overall rate ``obar``), Murphy 
 * resolution ``RES = sum_b (n_b/n) (obar_b - obar)^2`` (higher is better),
 * uncertainty ``UNC = obar (1 - obar)``.
 
-``BS = REL - RES + UNC`` holds exactly only when forecasts are constant within bins; with
-binned continuous forecasts two within-bin terms complete it (Stephenson, Coelho & Jolliffe
-2008): ``WBV = (1/n) sum_i (p_i - pbar_b(i))^2`` and
-``WBC = (2/n) sum_i (o_i - obar_b(i)) (p_i - pbar_b(i))``, so that
-``BS = REL - RES + UNC + WBV - WBC`` exactly.
-
-Multi-class: the Brier score summed over classes is the sum of the one-vs-rest Brier
-scores of the classes, so its decomposition is the sum of the class-wise decompositions
-(each class binned on its own probability). Binary: the positive class only, which
-decomposes scikit-learn's ``brier_score_loss`` (``brier_binary``).
+``BS = REL - RES + UNC`` is exact only for forecasts constant within bins; the within-bin
+terms ``WBV = (1/n) sum_i (p_i - pbar_b(i))^2`` and ``WBC = (2/n) sum_i (o_i - obar_b(i))
+(p_i - pbar_b(i))`` complete it (Stephenson, Coelho & Jolliffe 2008): ``BS = REL - RES +
+UNC + WBV - WBC``. Multi-class: the sum of the class-wise decompositions; binary: the
+positive class (``brier_binary``).
 """
 
 from __future__ import annotations
@@ -85,10 +80,9 @@ def decomposition_from_sums(count: NDArray[np.float64], p_sum: NDArray[np.float6
 
 
 @accepts_1d
-def brier_decomposition(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", weights: NDArray[np.float64] | None = None,
-) -> BrierDecomposition:
+def brier_decomposition(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                        n_bins: int = 15, strategy: Strategy = "uniform",
+                        weights: NDArray[np.float64] | None = None) -> BrierDecomposition:
     """Decomposition of ``brier_binary`` (two classes) or of the summed ``brier``."""
     per_class = classwise_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
     chosen = per_class[1:] if y_proba.shape[1] == 2 else per_class

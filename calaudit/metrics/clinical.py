@@ -8,16 +8,12 @@ CalibrationCurves ``val.prob.ci.2``):
 * calibration slope: ``b`` in ``logit P(y=1) = a' + b l_i``; ideal 1, below 1 = predictions
   too extreme (over-fitting), above 1 = too moderate.
 
-Maximum likelihood by Newton-Raphson with step halving (converged when a full Newton step
-is below 1e-10 within 100 iterations and the information matrix is positive definite),
-vectorised over weight columns so that bootstrap replicates (weights = counts) are fitted
-together; every sum over rows is a reduction over fixed row ranges run by the
-run's executor (this process, threads or Dask workers), its partials ``np.sum`` of
-elementwise products (no BLAS, whose bits depend on its thread count), so the bytes are the
-same on every executor and layout. Wald intervals
-``coef +- z_{(1+level)/2} se`` use the inverse observed information at the optimum.
-Probabilities are clipped to ``[1e-12, 1 - 1e-12]`` before the logit (the count of clipped
-rows is reported); a fit that does not converge (e.g. perfect separation) gives NaN.
+Maximum likelihood by Newton-Raphson with step halving (converged when a full step is
+below 1e-10 within 100 iterations and the information is positive definite), vectorised
+over weight columns (bootstrap replicates); row sums are ``np.sum`` of elementwise
+products (no BLAS) over fixed row ranges. Wald intervals ``coef +- z_{(1+level)/2} se``
+from the inverse observed information. Probabilities are clipped to ``[1e-12, 1 - 1e-12]``
+before the logit; a fit that does not converge gives NaN.
 """
 
 from __future__ import annotations
@@ -56,9 +52,7 @@ def _loglik(eta: NDArray[np.float64], y: NDArray[np.float64], w: NDArray[np.floa
 def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
                  y: NDArray[np.float64], weights: NDArray[np.float64]) -> LogisticFit:
     """Weighted ML logistic regression ``logit P(y=1) = offset + design @ beta`` for every
-    column of ``weights`` (n, q) at once. Every sum over rows (log-likelihood, score,
-    information) is a reduction over the fixed ranges of ``task_ranges(n)``
-    (:func:`newton_partial`, added in range order through :mod:`calaudit.scale`)."""
+    column of ``weights`` (n, q) at once."""
     source = ArrayRows({"design": design, "offset": offset, "y": y, "weights": weights})
     with scale.resident(source) as rows:
         return fit_placed_many(rows, source.n, [(design.shape[1], None)], weights.shape[1])[0]
@@ -66,11 +60,9 @@ def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
 
 def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]],
                     q: int) -> list[LogisticFit]:
-    """Several fits (``(k, view)`` each: ``k`` design columns, read from the placed rows
-    themselves when ``view`` is None, else made by a :class:`RecalibrationRows` from
-    them) on the same rows placed by ``resident``, in lockstep: one
-    reduction per round evaluates every unfinished model's next trial (each model's
-    sequence of trials is its own fit's, so the same bytes as fitting it alone)."""
+    """Several fits (``(k, view)``: ``k`` design columns, from the placed rows or made by
+    a :class:`RecalibrationRows` ``view``) in lockstep, one reduction per round for every
+    unfinished model's next trial (each as if fitted alone)."""
     fits = [_Newton(k, q) for k, _ in models]
     while True:
         active = [j for j, fit in enumerate(fits) if not fit.done]
@@ -84,10 +76,9 @@ def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]],
 
 
 class _Newton:
-    """One fit's Newton-Raphson with step halving, a trial at a time: the trial's pass
-    gives the score and information with the log-likelihood, so the accepted trial's
-    pass is the next step's (one reduction per step). Converged when a full step is
-    below ``TOL``; at most ``MAX_ITER`` steps and 40 evaluations per step."""
+    """One fit's Newton-Raphson with step halving, a trial at a time (the accepted trial's
+    pass gives the next step). Converged when a full step is below ``TOL``; at most
+    ``MAX_ITER`` steps and 40 evaluations per step."""
 
     def __init__(self, k: int, q: int) -> None:
         self.beta, self.trial = np.zeros((k, q)), np.zeros((k, q))
@@ -138,16 +129,10 @@ class _Newton:
 
 def newton_partial(start: int, stop: int, *, rows: Any, betas: Sequence[NDArray[np.float64]],
                    views: Sequence[Any]) -> dict[str, NDArray[np.float64]]:
-    """Rows ``[start, stop)`` of the source ``rows`` for every model ``j``: its columns
-    (``design``, ``offset``, ``y``, ``weights``: the source's own when ``views[j]`` is
-    None, else made by that view) at ``betas[j]`` (k, q): ``loglik{j}`` (q,), the score
-    ``grad{j}`` (k, q) and the information ``info{j}`` (q, k, k).
-
-    No BLAS: ``eta = offset + sum_a x_a beta_a`` (products added in column order), the
-    score ``sum_i x_ia r_iq`` and the information ``sum_i v_iq x_ia x_ib`` are ``np.sum``
-    of elementwise products, so the bytes do not depend on the BLAS thread count (OpenBLAS
-    splits a matrix-vector product's rows among its threads: a Dask worker's one thread
-    and the client's several gave other last bits)."""
+    """Rows ``[start, stop)`` for every model ``j`` (columns ``design``, ``offset``, ``y``,
+    ``weights`` of the source or of ``views[j]``) at ``betas[j]`` (k, q): ``loglik{j}``
+    (q,), score ``grad{j}`` (k, q), information ``info{j}`` (q, k, k). ``np.sum`` of
+    elementwise products, not BLAS, whose last bits depend on its thread count."""
     out = {}
     names = ("design", "offset", "y", "weights")
     for j, (beta, view) in enumerate(zip(betas, views, strict=True)):
@@ -217,13 +202,9 @@ def logit_of(p: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
 
 @dataclass(frozen=True)
 class RecalibrationRows:
-    """The columns of a recalibration fit made range by range from a row source of the
-    labels ``y`` and ``logit(p)`` (16 bytes a row held, instead of every design column,
-    offset and weight column: the same values, so the same sums); ``weighted``: the
-    source also has the weight columns ``weights`` (n, q), else the weights are 1.
-
-    ``model="citl"``: design ``[1]``, offset ``logit(p)``; ``model="slope"``: design
-    ``[1, logit(p)]``, offset 0. A few bytes, passed to every task with the placed rows."""
+    """The columns of a recalibration fit made range by range from ``y`` and ``logit(p)``
+    (``weighted``: and ``weights`` (n, q), else 1): ``model="citl"`` design ``[1]``, offset
+    ``logit(p)``; ``model="slope"`` design ``[1, logit(p)]``, offset 0."""
 
     model: str
     weighted: bool = False
@@ -245,10 +226,7 @@ class RecalibrationRows:
 
 def _both_fits(source: Any, n: int, q: int, weighted: bool
                ) -> tuple[LogisticFit, LogisticFit]:
-    """The CITL and slope fits on the rows of ``source`` (``y``, ``logit``, with
-    ``weighted`` also ``weights``), placed once on the workers
-    (:func:`calaudit.scale.resident`) for both, fitted
-    in lockstep (one pass per round for both)."""
+    """The CITL and slope fits on the rows of ``source``, placed once, in lockstep."""
     with scale.resident(source) as rows:
         large, slope = fit_placed_many(rows, n, [
             (1, RecalibrationRows("citl", weighted)), (2, RecalibrationRows("slope", weighted))],
@@ -259,9 +237,7 @@ def _both_fits(source: Any, n: int, q: int, weighted: bool
 def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
                              weights: NDArray[np.float64]
                              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """CITL and slope for every weight column (bootstrap replicates); the rows and the
-    weights placed once for both fits of the batch, the fits' sums reduced through
-    :mod:`calaudit.scale`."""
+    """CITL and slope for every weight column (bootstrap replicates)."""
     logit, _ = logit_of(p)
     source = ArrayRows({"y": y, "logit": logit, "weights": weights})
     large, slope = _both_fits(source, source.n, weights.shape[1], weighted=True)
@@ -271,9 +247,7 @@ def recalibration_replicates(y: NDArray[np.float64], p: NDArray[np.float64],
 def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
                            sample_weight: NDArray[np.float64] | None = None,
                            information_scale: float = 1.0) -> Recalibration:
-    """Calibration-in-the-large and calibration slope of positive-class probabilities
-    (the fits' row sums reduced through :mod:`calaudit.scale`, default in this process; ``y`` and
-    ``logit(p)`` placed once for both fits).
+    """Calibration-in-the-large and calibration slope of positive-class probabilities.
 
     ``sample_weight``: the weighted likelihood ``sum_i w_i log L_i`` (a GLM with
     ``freq_weights``); the standard errors come from the information of the weights
@@ -297,8 +271,7 @@ def logistic_recalibration(y_true: NDArray[np.int64], p: NDArray[np.float64],
 
 
 def recalibration_of_rows(rows: Any, n: int, clipped: int) -> Recalibration:
-    """:func:`logistic_recalibration` (unweighted) of the ``n`` rows of a row source with
-    columns ``y`` and ``logit`` (``logit(clip(p))``; ``clipped`` of them clipped)."""
+    """:func:`logistic_recalibration` (unweighted) of a row source (``y``, ``logit``)."""
     return _recalibration(*_both_fits(rows, n, 1, False), clipped, 1.0)
 
 

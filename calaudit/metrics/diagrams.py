@@ -15,7 +15,6 @@ from calaudit.metrics.reliability import bins_from_sums
 from calaudit.metrics.row_laws import cell_laws
 from calaudit.metrics.row_summary import HISTOGRAM_BINS, Binning, binned_summary, class_panels
 from calaudit.numerics.binning import Strategy, bin_index
-from calaudit.scale import ArrayRows
 
 #: Level of the consistency bands (pointwise, per bin).
 BAND_LEVEL = 0.95
@@ -23,29 +22,10 @@ BAND_LEVEL = 0.95
 
 def score_histogram(scores: NDArray[np.float64], n_bins: int = HISTOGRAM_BINS
                     ) -> dict[str, list[float] | list[int]]:
-    """Counts of ``scores`` in ``n_bins`` equal-width, right-closed bins on [0, 1]
-    (0 in the first bin, as every binned estimator here)."""
+    """Counts of ``scores`` in ``n_bins`` equal-width right-closed bins on [0, 1]."""
     index, edges = bin_index(scores, n_bins, "uniform")
     counts = np.bincount(index, minlength=n_bins)
     return {"edges": edges.tolist(), "counts": counts.astype(np.int64).tolist()}
-
-
-def reliability_diagrams(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                         n_bins: int = 15, strategy: Strategy = "uniform",
-                         classes: Sequence[str] | None = None,
-                         band_resamples: int | None = None,
-                         rng: np.random.Generator | None = None) -> dict[str, Any]:
-    """``reliability``: the binned points with Wilson intervals (binary notion for two
-    classes, top-label otherwise; the ECE's bins), the consistency band of a calibrated
-    model (:mod:`calaudit.metrics.consistency`) and a histogram of the scores; for more
-    than two classes ``reliability_per_class``: the one-vs-rest bins of every class
-    (score ``p_ik``, outcome ``1{y_i = k}``, named by ``classes``, default ``"0" ..
-    "m-1"``), each with its band. ``band_resamples``: the bands from that many label
-    redraws drawn with ``rng`` (``None``: ``consistency_band`` is ``None``).
-    :func:`reliability_diagrams_of_rows` of the arrays."""
-    return reliability_diagrams_of_rows(
-        ArrayRows({"y": y_true, "proba": y_proba}), n_bins=n_bins, strategy=strategy,
-        classes=classes, band_resamples=band_resamples, rng=rng)
 
 
 def reliability_diagrams_of_rows(rows: Any, *, n_bins: int = 15,
@@ -53,10 +33,13 @@ def reliability_diagrams_of_rows(rows: Any, *, n_bins: int = 15,
                                  classes: Sequence[str] | None = None,
                                  band_resamples: int | None = None,
                                  rng: np.random.Generator | None = None) -> dict[str, Any]:
-    """:func:`reliability_diagrams` of a row source (``y``, ``proba``): the bins and the
-    histogram from one reduction (:func:`calaudit.metrics.row_summary.binned_summary`),
-    the bands' laws of events per bin from another (:func:`calaudit.metrics.row_laws.
-    cell_laws`)."""
+    """``reliability``: the binned points with Wilson intervals (binary notion for two
+    classes, top-label otherwise; the ECE's bins), the consistency band of a calibrated
+    model (:mod:`calaudit.metrics.consistency`) and a histogram of the scores; for more
+    than two classes ``reliability_per_class``: the one-vs-rest bins of every class
+    (named by ``classes``, default ``"0" .. "m-1"``), each with its band.
+    ``band_resamples``: label redraws of the bands, drawn with ``rng`` (``None``: no
+    band). Of a row source (``y``, ``proba``)."""
     binning = Binning.build(rows, n_bins, strategy)
     summary = binned_summary(rows, binning)
     m = summary.m

@@ -26,9 +26,8 @@ from calaudit.numerics.binning import Strategy
 Notion = Literal["binary", "top-label"]
 
 
-def scores_and_outcomes(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], notion: Notion
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def scores_and_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], notion: Notion
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The score and 0/1 outcome of each row under a calibration ``notion``.
 
     ``y_proba`` is (n, m) with class ``k`` in column ``k``; ``y_true`` holds class indices.
@@ -64,28 +63,18 @@ def notion_outcomes(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
 
 
 @accepts_1d
-def binned_calibration(
-    y_true: NDArray[np.int64],
-    y_proba: NDArray[np.float64],
-    *,
-    n_bins: int = 15,
-    strategy: Strategy = "uniform",
-    notion: Notion | None = None,
-) -> ReliabilityBins:
+def binned_calibration(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
+                       strategy: Strategy = "uniform", notion: Notion | None = None
+                      ) -> ReliabilityBins:
     """The reliability bins that ECE and MCE summarise."""
     return bins_table(notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy,
                                       notion=notion))
 
 
 @accepts_1d
-def expected_calibration_error(
-    y_true: NDArray[np.int64],
-    y_proba: NDArray[np.float64],
-    *,
-    n_bins: int = 15,
-    strategy: Strategy = "uniform",
-    notion: Notion | None = None,
-) -> float:
+def expected_calibration_error(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                               n_bins: int = 15, strategy: Strategy = "uniform",
+                               notion: Notion | None = None) -> float:
     """Binned ECE (L1 distance, count-weighted, empty bins dropped).
 
     Parameters
@@ -108,14 +97,9 @@ def expected_calibration_error(
 
 
 @accepts_1d
-def max_calibration_error(
-    y_true: NDArray[np.int64],
-    y_proba: NDArray[np.float64],
-    *,
-    n_bins: int = 15,
-    strategy: Strategy = "uniform",
-    notion: Notion | None = None,
-) -> float:
+def max_calibration_error(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
+                          n_bins: int = 15, strategy: Strategy = "uniform",
+                          notion: Notion | None = None) -> float:
     """Binned MCE: the largest ``|acc_b - conf_b|`` over non-empty bins."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
     return float(mce_from_sums(binned.sums()))

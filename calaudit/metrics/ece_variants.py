@@ -3,15 +3,12 @@
 * ``ece_l2``: the l2 (root-mean-square) binned calibration error of the same notion.
 * ``ece_classwise``: one-vs-rest ECE of every class, averaged (Kull et al. 2019
   "class-wise"; Kumar et al. 2019 "marginal": ``(mean_k CE_k^p)^(1/p)``).
-* ``ece_canonical``: strong (canonical) calibration, Widmann et al. (2019, sec. 4.3):
-  ``sum_c (n_c / n) d(mean p_c, mean e_y c)`` over the non-empty cells ``c`` of a
-  per-dimension uniform grid, ``d`` = total variation by default; exactly
-  CalibrationErrors.jl ``ECE(UniformBinning(k), TotalVariation())`` (cell index
-  ``ceil(k p_j)`` per coordinate, see :func:`~calaudit.numerics.binning.grid_cell_index`).
-* ``ece_debiased``: the bias-corrected l2 estimator (Broecker 2012; Kumar et al. 2019):
-  ``sqrt(max(0, sum_b (n_b/n) [(acc_b - conf_b)^2 - acc_b (1 - acc_b)/(n_b - 1)]))``.
-
-Every function accepts ``weights`` (n, q) to return ``q`` bootstrap replicates.
+* ``ece_canonical``: canonical calibration (Widmann et al. 2019, sec. 4.3): ``sum_c (n_c /
+  n) d(mean p_c, mean e_y c)`` over the non-empty cells of a per-dimension uniform grid,
+  ``d`` = total variation by default (CalibrationErrors.jl ``ECE(UniformBinning(k),
+  TotalVariation())``).
+* ``ece_debiased``: ``sqrt(max(0, debiased squared error))`` (Broecker 2012; Kumar et al.
+  2019). ``weights`` (n, q) give ``q`` bootstrap replicates.
 """
 
 from __future__ import annotations
@@ -74,11 +71,9 @@ def expected_calibration_error_l2(
 
 
 @accepts_1d
-def classwise_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", norm: str = "l1",
-    weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def classwise_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
+                  strategy: Strategy = "uniform", norm: str = "l1",
+                  weights: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """Class-wise ECE: every class's one-vs-rest binned ECE, averaged over classes.
 
     For two classes this averages the ECE of ``p_1`` and of ``p_0 = 1 - p_1``.
@@ -88,11 +83,9 @@ def classwise_ece(
 
 
 @accepts_1d
-def debiased_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
-    strategy: Strategy = "uniform", notion: Notion | None = None,
-    weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def debiased_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 15,
+                 strategy: Strategy = "uniform", notion: Notion | None = None,
+                 weights: NDArray[np.float64] | None = None) -> float | NDArray[np.float64]:
     """Debiased l2 ECE ``sqrt(max(0, debiased squared error))`` (Kumar et al. 2019)."""
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
     squared = debiased_squared_from_sums(binned.sums(weights))
@@ -163,10 +156,9 @@ def canonical_from_sums(count: NDArray[np.float64], prob_sums: NDArray[np.float6
 
 
 @accepts_1d
-def canonical_ece(
-    y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 10,
-    distance: str = "tv", weights: NDArray[np.float64] | None = None,
-) -> float | NDArray[np.float64]:
+def canonical_ece(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *, n_bins: int = 10,
+                  distance: str = "tv", weights: NDArray[np.float64] | None = None
+                 ) -> float | NDArray[np.float64]:
     """Canonical ECE on a per-dimension uniform grid of ``n_bins`` bins per class.
 
     Cells use CalibrationErrors.jl's convention: coordinate ``p`` in bin ``ceil(n_bins p)``,

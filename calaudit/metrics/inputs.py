@@ -1,9 +1,6 @@
-"""Array conventions of the public metric functions (scikit-learn's).
-
-``y_proba`` is (n, m) with class ``k`` in column ``k``, or (n,) for a binary model: the
-probability of the positive class (class 1), as scikit-learn's ``y_prob``. ``y_true`` holds
-class indices ``0 .. m-1`` (any integer or boolean array-like). :func:`accepts_1d`
-converts both before the function runs, so every metric takes either shape.
+"""Array conventions of the public metric functions (scikit-learn's): ``y_proba`` (n, m)
+with class ``k`` in column ``k``, or (n,) positive-class probabilities; ``y_true`` class
+indices ``0 .. m-1``. :func:`accepts_1d` converts both before the function runs.
 """
 
 from __future__ import annotations

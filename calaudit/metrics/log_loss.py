@@ -1,9 +1,6 @@
-"""Log loss (cross-entropy, negative log-likelihood of the labels).
-
-``log_loss = -(1/n) sum_i log p_{i, y_i}``, with the probability of the true class clipped
-to ``[eps, 1]`` so that a confident wrong prediction (``p = 0``) costs ``-log(eps)`` rather
-than infinity. ``eps`` defaults to the float64 machine epsilon, as scikit-learn's
-``log_loss(..., eps="auto")``; the number of clipped rows is reported.
+"""Log loss: ``-(1/n) sum_i log p_{i, y_i}``, the true class's probability clipped to ``[eps,
+1]`` (``eps`` the float64 machine epsilon, as scikit-learn's ``eps="auto"``); the clipped
+rows are reported.
 """
 
 from __future__ import annotations

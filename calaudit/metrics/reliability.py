@@ -1,8 +1,5 @@
-"""Reliability bins: the per-bin table behind binned ECE/MCE and the reliability diagram.
-
-For a score ``s_i`` in [0, 1] (a confidence or a class probability) and an outcome
-``o_i`` in {0, 1} (correct / event), bin ``b`` holds ``n_b`` rows with mean score
-``conf_b`` and observed rate ``acc_b``; Guo et al. (2017), Naeini et al. (2015).
+"""Reliability bins: per bin ``b`` the rows ``n_b``, mean score ``conf_b`` and observed rate
+``acc_b`` of scores ``s_i`` and 0/1 outcomes ``o_i`` (Guo et al. 2017; Naeini et al. 2015).
 """
 
 from __future__ import annotations
@@ -55,15 +52,9 @@ class ReliabilityBins:
         }
 
 
-def reliability_bins(
-    scores: NDArray[np.float64],
-    outcomes: NDArray[np.float64],
-    *,
-    n_bins: int = 15,
-    strategy: Strategy = "uniform",
-) -> ReliabilityBins:
-    """Bin ``scores`` and tabulate counts, mean scores and observed rates (empty bins
-    dropped)."""
+def reliability_bins(scores: NDArray[np.float64], outcomes: NDArray[np.float64], *,
+                     n_bins: int = 15, strategy: Strategy = "uniform") -> ReliabilityBins:
+    """The non-empty bins of ``scores`` with counts, mean scores and observed rates."""
     return bins_table(BinnedOutcomes.build(scores, outcomes, n_bins=n_bins, strategy=strategy))
 
 

@@ -1,17 +1,9 @@
-"""Poisson-binomial laws of the events per bin, from a row source read range by range.
-
-Under consistency resampling the events of a bin are a sum of independent
-Bernoulli(``s_i``) over its rows (:mod:`calaudit.numerics.poisson_binomial`). That law is
-the product of the laws of the bin's rows in each fixed range (:func:`calaudit.scale.
-task_ranges`): each task computes, for every bin of the panels asked for
-(:mod:`calaudit.metrics.row_summary`), the exact law of its rows in that bin cut to its
-Bernstein window (:func:`~calaudit.numerics.poisson_binomial.piece`; at most 65,536 rows,
-a few thousand probabilities), and the client multiplies the pieces in range order
-(:class:`~calaudit.numerics.poisson_binomial.RunningLaw`), cutting the running law to the
-window of the rows so far. The mass left out is at most ``2 TAIL = 2^-79`` per product,
-far below the FFT's rounding (about ``1e-16``); so the laws, and the inverse-CDF draws
-they drive, do not depend on who computes the pieces. Rows in memory take the same code
-(:class:`~calaudit.scale.ArrayRows`).
+"""Poisson-binomial laws of the events per bin, from a row source read range by range:
+each task gives the exact law of its rows in every bin of the panels asked for, cut to its
+Bernstein window (:func:`~calaudit.numerics.poisson_binomial.piece`), and the client
+multiplies the pieces in range order (:class:`~calaudit.numerics.poisson_binomial.
+RunningLaw`), cutting the running law to its window (at most ``2^-79`` of mass left out
+per product).
 """
 
 from __future__ import annotations
@@ -83,8 +75,7 @@ def _multiply(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | Non
 
 
 def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[Law | None]]:
-    """Per panel of ``panels`` and bin: the law of its events under redrawn outcomes
-    (``None``: an empty bin), from one reduction over the fixed ranges."""
+    """Per panel and bin the law of its events under redrawn outcomes (``None``: empty)."""
     def compute() -> list[list[Law | None]]:
         with where_rows_are(rows):
             running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
@@ -97,8 +88,7 @@ def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[L
 
 
 def draw_events(laws: Sequence[Law | None], u: NDArray[np.float64]) -> NDArray[np.int64]:
-    """(cells, B) inverse-CDF draws of each cell's events from the uniforms ``u``
-    (cells, B); an empty cell (``None``) draws 0."""
+    """(cells, B) inverse-CDF draws of each cell's events (``None``: 0) from ``u``."""
     out = np.zeros(u.shape, dtype=np.int64)
     for c, law in enumerate(laws):
         if law is not None:

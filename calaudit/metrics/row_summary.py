@@ -1,26 +1,14 @@
-"""Binned sums of a row source: one reduction gives the sums of every binned statistic.
+"""Binned sums of a row source (``rows.read(start, stop, ["y", "proba"])``): one
+reduction (:func:`summary_partial` over :func:`calaudit.scale.task_ranges`, added in range
+order by :func:`binned_summary`) gives the sums of every binned statistic.
 
-A *row source* (``rows.read(start, stop, ["y", "proba"])``, :mod:`calaudit.scale.
-sources`) is read range by range over the fixed ranges of :func:`calaudit.scale.
-task_ranges` by :func:`summary_partial`, where the executor in force runs it (on Dask:
-each task reads its own rows, :class:`calaudit.data.dataset_rows.DatasetRows`). Rows held
-in memory are the source :class:`~calaudit.scale.ArrayRows` and take the same code.
-
-*Panels* are the (score, outcome) views the binned statistics bin (:func:`panel_columns`):
-panel 0 the notion's (binary: ``p_1`` against ``1{y = 1}``; top-label: ``max_k p_k``
-against ``1{argmax p = y}``), then the one-vs-rest views of the classes (``p_k`` against
-``1{y = k}``; two classes: class 0 only, class 1 being panel 0). Per panel and bin ``b``
-(:class:`Binning`) the partial gives the count, ``sum s``, ``sum o``, ``sum s^2`` and
-``sum o s`` (one ``bincount`` per range: the sums of :func:`calaudit.numerics.tabulate.
-range_bincount`, the same bytes); besides, the sums of the Brier scores, of the log loss
-and its clipped rows, a 50-bin score histogram and the canonical grid cells
-(:func:`calaudit.numerics.binning.grid_cell_index`'s cells, a sparse table merged in
-range order: only the cells present are held).
-
-The client adds the partials in range order (:func:`binned_summary`), so the sums are the
-same whoever computes them. The whole-array sums of the Brier scores and the log loss
-(one ``numpy`` sum over every row) differ from these range-by-range sums in the last bits
-(about ``1e-16`` relative).
+*Panels* (:func:`panel_columns`): panel 0 the notion's (binary: ``p_1`` against
+``1{y = 1}``; top-label: ``max_k p_k`` against ``1{argmax p = y}``), then the one-vs-rest
+views (``p_k`` against ``1{y = k}``; two classes: class 0 only). Per panel and bin
+(:class:`Binning`): count, ``sum s``, ``sum o``, ``sum s^2``, ``sum o s``; besides, the
+sums of the Brier scores and the log loss (and its clipped rows), a 50-bin score histogram
+and the canonical grid cells (a sparse table). These range-by-range sums differ from
+whole-array sums in the last bits.
 """
 
 from __future__ import annotations
@@ -37,7 +25,7 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.ece import scores_and_outcomes
-from calaudit.numerics.binning import assign_bins, bin_edges, uniform_bin_index
+from calaudit.numerics.binning import assign_bins, bin_edges, grid_cells, uniform_bin_index
 
 #: Equal-width bins of the score histogram on [0, 1] (the diagrams').
 HISTOGRAM_BINS = 50
@@ -101,9 +89,8 @@ class Binning:
 
 
 def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
-    """The rows of ``data`` as a row source: a dataset's own (its tasks read their rows)
-    unless ``strategy`` needs every score in memory (quantile edges) or ``in_memory``
-    (bootstrap intervals resample every row), else the arrays."""
+    """The rows of ``data`` as a row source: its own unless quantile edges or
+    ``in_memory`` (bootstrap intervals) need the arrays."""
     rows = getattr(data, "rows", None)
     if rows is not None and strategy == "uniform" and not in_memory:
         return rows
@@ -112,9 +99,8 @@ def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) ->
 
 @contextlib.contextmanager
 def where_rows_are(rows: Any) -> Iterator[None]:
-    """The reductions of the block on the executor in force for a source whose tasks read
-    their own rows; rows already in this process are reduced here (threads): shipping
-    them to workers costs more than these linear passes."""
+    """Reductions on the executor in force for a source whose tasks read their own rows,
+    on threads here for rows already in this process."""
     if getattr(rows, "reads_own_rows", False):
         yield
         return
@@ -126,10 +112,8 @@ _SHARED: dict[tuple, Any] = {}
 
 
 def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
-    """``compute()`` once per source whose tasks read their own rows and ``key``: the
-    stages that need the same reduction of a dataset (the binned summary, the laws of
-    events per bin) share one pass over its files; kept while the source lives. Rows in
-    this process are reduced again (a cheap local pass)."""
+    """``compute()`` once per (source whose tasks read their own rows, ``key``), kept while
+    the source lives, so stages share one pass over its files."""
     if not getattr(rows, "reads_own_rows", False):
         return compute()
     full = (kind, id(rows), key)
@@ -141,10 +125,9 @@ def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
 
 def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
                     grid_bins: int) -> dict[str, NDArray]:
-    """The sums of the rows ``[start, stop)`` (module docstring): ``table`` (panels, 5,
-    n_bins), ``brier`` (sum of squares of ``e_y - p``, of ``p_1 - y``), ``log_loss``
-    (sum of ``-log clip(p_y)``, rows clipped), ``histogram`` and the sparse canonical
-    cells ``cells`` / ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
+    """The sums of the rows ``[start, stop)``: ``table`` (panels, 5, n_bins), ``brier``,
+    ``log_loss`` (and rows clipped), ``histogram`` and the sparse canonical ``cells`` /
+    ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
     part = rows.read(start, stop, ["y", "proba"])
     y, proba = np.asarray(part["y"]), np.ascontiguousarray(part["proba"], dtype=np.float64)
     panels = panel_columns(y, proba)
@@ -168,7 +151,7 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     losses = -np.log(np.clip(true, EPS, 1.0))
     histogram = np.bincount(uniform_bin_index(panels[0][0], HISTOGRAM_BINS),
                             minlength=HISTOGRAM_BINS)
-    cells, inverse = _grid_cells(proba, grid_bins)
+    cells, inverse = grid_cells(proba, grid_bins)
     canonical = np.column_stack(
         [np.bincount(inverse, minlength=cells.shape[0])]
         + [np.bincount(inverse, proba[:, k], cells.shape[0]) for k in range(proba.shape[1])]
@@ -177,21 +160,6 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     return {"table": table, "brier": np.array(brier),
             "log_loss": np.array([losses.sum(), np.count_nonzero(true < EPS)]),
             "histogram": histogram, "cells": cells, "canonical": canonical}
-
-
-def _grid_cells(proba: NDArray[np.float64], n_bins: int
-                ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
-    """The distinct grid cells of the rows (sorted as
-    :func:`~calaudit.numerics.binning.grid_cell_index` numbers them: packed integers, or
-    rows of per-class bins when they do not pack into 62 bits) and each row's cell."""
-    m = proba.shape[1]
-    per_dim = uniform_bin_index(proba, n_bins).astype(np.int64)
-    if m * np.log2(max(n_bins, 2)) < 62:
-        packed = per_dim @ (n_bins ** np.arange(m, dtype=np.int64))
-        cells, inverse = np.unique(packed, return_inverse=True)
-    else:
-        cells, inverse = np.unique(per_dim, axis=0, return_inverse=True)
-    return cells, inverse.reshape(-1)
 
 
 class _Cells:
@@ -227,8 +195,7 @@ def _combine(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
 
 @dataclass(frozen=True)
 class BinnedSummary:
-    """The summed partials of :func:`summary_partial` over every row (module
-    docstring), with the statistics' inputs."""
+    """The summed partials of :func:`summary_partial` and the statistics' inputs."""
 
     n: int
     m: int
@@ -277,9 +244,8 @@ class BinnedSummary:
 
 def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
                    ) -> BinnedSummary:
-    """The :class:`BinnedSummary` of the row source ``rows`` (one reduction over the
-    fixed ranges; canonical cells of ``grid_bins`` bins per class, default
-    ``binning.n_bins``)."""
+    """The :class:`BinnedSummary` of ``rows`` (canonical cells of ``grid_bins`` bins per
+    class, default ``binning.n_bins``)."""
     grid_bins = binning.n_bins if grid_bins is None else int(grid_bins)
 
     def compute() -> dict[str, NDArray]:

@@ -12,14 +12,11 @@ probability simplex; residuals ``r_i = e_{y_i} - p_i``; terms
   blocks of each block's unbiased quadratic estimate; an incomplete last block is dropped
   (CalibrationErrors.jl ``SKCE(k; blocksize=b)``); ``b = 2`` is ``SKCE_ul``.
 
-Binary data are two-class probability vectors, so binary and multi-class share one path
-(``TV([p, 1-p], [q, 1-q]) = |p - q|``).
-
-Kernels ``kappa = exp(-gamma d)``: ``exponential`` (``d`` = total variation, the paper's
-choice and the default), ``gaussian`` (``d`` = squared Euclidean), ``laplacian``
-(``d`` = L1). All are bounded by 1, so ``|h_ij| <= 2``. The bandwidth is the distance scale
-``1 / gamma``; by default the median heuristic ``1 / gamma = median_{i,j} d(p_i, p_j)``
-over the full n x n matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
+Binary data are two-class probability vectors (``TV([p, 1-p], [q, 1-q]) = |p - q|``).
+Kernels ``kappa = exp(-gamma d)``, bounded by 1 (so ``|h_ij| <= 2``): ``exponential`` (``d``
+= total variation, the default), ``gaussian`` (squared Euclidean), ``laplacian`` (L1).
+The bandwidth ``1 / gamma`` defaults to the median of ``d(p_i, p_j)`` over the full n x n
+matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
 """
 
 from __future__ import annotations
@@ -44,14 +41,10 @@ MEDIAN_SUBSAMPLE = 5_000
 
 @dataclass(frozen=True)
 class KernelChoice:
-    """The prediction kernel used, and where its bandwidth came from.
-
-    ``source``: ``option`` (given), ``median`` (exact median over the full matrix),
-    ``median_subsample`` (exact median over the full matrix of a random subsample of rows,
-    used above the exact limit), ``median_nonzero`` (the median was 0, e.g. more than half
-    of the pairs tie; the median of the non-zero distances is used instead) or ``degenerate``
-    (all predictions equal; any bandwidth gives the same kernel, 1 is used).
-    """
+    """The prediction kernel and where its bandwidth came from (``source``): ``option``,
+    ``median`` (full matrix), ``median_subsample`` (a random subsample's, above the exact
+    limit), ``median_nonzero`` (the median was 0: the non-zero distances') or
+    ``degenerate`` (all predictions equal: 1)."""
 
     name: str
     bandwidth: float
@@ -74,12 +67,9 @@ class KernelChoice:
 def choose_kernel(y_proba: NDArray[np.float64], name: str = "exponential",
                   bandwidth: float | None = None, *, exact_max_n: int = 20_000,
                   rng: np.random.Generator | None = None) -> KernelChoice:
-    """The kernel ``name`` with the given bandwidth or the median heuristic.
-
-    Up to ``exact_max_n`` rows the median is exact over the full n x n matrix (diagonal
-    zeros included). Above, it is the exact median of the full matrix of
-    ``min(MEDIAN_SUBSAMPLE, exact_max_n)`` rows drawn without replacement with ``rng``.
-    """
+    """The kernel ``name`` with the given bandwidth or the median heuristic: exact over the
+    full n x n matrix (diagonal zeros included) up to ``exact_max_n`` rows, above over
+    ``min(MEDIAN_SUBSAMPLE, exact_max_n)`` rows drawn with ``rng``."""
     if name not in KERNEL_DISTANCES:
         raise ValueError(f"unknown kernel {name!r}; choose from {', '.join(KERNEL_DISTANCES)}")
     if bandwidth is not None:
@@ -140,10 +130,7 @@ class SkceEstimators:
 
 @dataclass(frozen=True)
 class QuadraticTerms(SkceEstimators):
-    """Sums of ``h_ij`` needed by the quadratic estimators and their tests.
-
-    ``row_sums[i] = sum_j h_ij`` (diagonal included), ``diagonal[i] = h_ii``.
-    """
+    """``row_sums[i] = sum_j h_ij`` (diagonal included) and ``diagonal[i] = h_ii``."""
 
     row_sums: NDArray[np.float64]
     diagonal: NDArray[np.float64]
@@ -168,11 +155,8 @@ def quadratic_terms(gram) -> QuadraticTerms:
 def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
                 residuals: NDArray[np.float64], blocksize: int,
                 max_entries: int = 1 << 20) -> NDArray[np.float64]:
-    """Unbiased quadratic SKCE inside each block of ``blocksize`` consecutive rows.
-
-    Returns one value per complete block, ``(b (b - 1))^-1 sum_{i != j in block} h_ij``;
-    for ``blocksize = 2`` these are the pair terms ``h_{2i-1, 2i}`` of ``SKCE_ul``.
-    """
+    """``(b (b - 1))^-1 sum_{i != j in block} h_ij`` of each complete block of ``b =
+    blocksize`` consecutive rows (``b = 2``: the pair terms of ``SKCE_ul``)."""
     if blocksize < 2:
         raise ValueError("blocksize must be at least 2")
     n_blocks = y_proba.shape[0] // blocksize
@@ -188,11 +172,6 @@ def block_terms(kernel: StationaryKernel, y_proba: NDArray[np.float64],
     return out
 
 
-def _prepare(y_true, y_proba):
-    y_proba = np.asarray(y_proba, dtype=np.float64)
-    return y_proba, residuals_of(np.asarray(y_true), y_proba)
-
-
 @accepts_1d
 def skce_biased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                 kernel: StationaryKernel) -> float:
@@ -204,16 +183,14 @@ def skce_biased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
     >>> round(skce_biased(np.array([1, 0]), p, gaussian(0.5)), 6)  # 1 - exp(-1)
     0.632121
     """
-    y_proba, residuals = _prepare(y_true, y_proba)
-    return quadratic_terms(residual_gram(kernel, y_proba, residuals)).biased
+    return quadratic_terms(residual_gram(kernel, y_proba, residuals_of(y_true, y_proba))).biased
 
 
 @accepts_1d
 def skce_unbiased(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                   kernel: StationaryKernel) -> float:
     """``SKCE_uq = (n (n-1))^-1 sum_{i != j} h_ij``."""
-    y_proba, residuals = _prepare(y_true, y_proba)
-    return quadratic_terms(residual_gram(kernel, y_proba, residuals)).unbiased
+    return quadratic_terms(residual_gram(kernel, y_proba, residuals_of(y_true, y_proba))).unbiased
 
 
 @accepts_1d
@@ -227,5 +204,4 @@ def skce_linear(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
 def skce_block(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                kernel: StationaryKernel, blocksize: int) -> float:
     """Mean of the within-block unbiased estimates over complete blocks."""
-    y_proba, residuals = _prepare(y_true, y_proba)
-    return float(block_terms(kernel, y_proba, residuals, blocksize).mean())
+    return float(block_terms(kernel, y_proba, residuals_of(y_true, y_proba), blocksize).mean())

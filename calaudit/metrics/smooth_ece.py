@@ -1,33 +1,20 @@
 """Smooth ECE (Blasiok & Nakkiran 2023, "Smooth ECE: principled reliability diagrams via
 kernel smoothing", sec. 3-4).
 
-For scores ``f_i`` in [0, 1] and outcomes ``y_i`` in {0, 1}, with residuals ``r_i = f_i - y_i``
-and the Gaussian kernel of width ``sigma`` reflected at 0 and 1 (``K_sigma``):
+Scores ``f_i`` in [0, 1], outcomes ``y_i``, residuals ``r_i = f_i - y_i``, ``K_sigma`` the
+Gaussian kernel reflected at 0 and 1:
 
-* smoothed residual ``R(t) = (1/n) sum_i r_i K_sigma(t, f_i)``, smoothed density
-  ``D(t) = (1/n) sum_i K_sigma(t, f_i)``;
-* ``smECE_sigma = int_0^1 |R(t)| dt / int_0^1 D(t) dt`` (eq. 4; ``|R| = |r_hat| D`` with
-  ``r_hat = R / D`` the kernel regression of the residual on the score);
-* ``smECE = smECE_sigma*`` at the fixed point ``sigma* = smECE_sigma*`` (sec. 4.1: the
-  bandwidth is as large as the error it measures, so no tuning parameter is left). The map
-  ``sigma -> smECE_sigma`` decreases, so the fixed point is unique; it is bracketed by
-  bisection on [0, 1] and ``sigma*`` is the upper end of the final bracket (where
-  ``sigma >= smECE_sigma``), with widths below ``MIN_SIGMA`` accepted.
+* ``R(t) = (1/n) sum_i r_i K_sigma(t, f_i)``, ``D(t) = (1/n) sum_i K_sigma(t, f_i)``;
+* ``smECE_sigma = int_0^1 |R(t)| dt / int_0^1 D(t) dt`` (eq. 4);
+* ``smECE = smECE_sigma*`` at the fixed point ``sigma* = smECE_sigma*`` (sec. 4.1), found
+  by bisection on [0, 1] (``sigma*`` the upper end of the last bracket; widths below
+  ``MIN_SIGMA`` accepted).
 
-Discretisation (the one of the authors' package ``relplot``, so the numbers agree with
-``relplot.smECE`` to 1e-6): the rows are spread linearly onto a grid of ``G`` points on
-[0, 1] (``G = max(2000, round(20 / sigma)) // 2 + 1``), the grid is extended by its two
-mirror images, correlated with the Gaussian sampled on the grid over a window of width 1,
-and read back by linear interpolation at ``max(200, round(10 / sigma))`` equally spaced
-points; the integrals are sums over those points, the density with a floor of
-``DENSITY_FLOOR`` (kernel units). Everything is vectorised: the rows are spread once per grid
-size (a sparse matrix product, O(n)), then each trial bandwidth costs one FFT correlation,
-O(G log G); bootstrap replicates (row weights) are bisected together. Timings against
-relplot: ``benchmarks/results/smece.txt``.
-
-Multi-class models use the top-label view: confidence ``max_k p_ik`` against the
-correctness ``1{argmax_k p_ik = y_i}`` (the paper's sec. 6 and relplot's
-``multiclass_logits_to_confidences``).
+Discretisation as ``relplot`` (agrees with ``relplot.smECE`` to 1e-6): rows spread linearly
+onto ``G = max(2000, round(20 / sigma)) // 2 + 1`` grid points, the grid extended by its two
+mirror images, correlated with the sampled Gaussian (FFT) and read back by linear
+interpolation at ``max(200, round(10 / sigma))`` points; density floored by
+``DENSITY_FLOOR``. Multi-class: top-label confidence against correctness (sec. 6).
 """
 
 from __future__ import annotations
@@ -66,10 +53,9 @@ def eval_points(sigma: float) -> NDArray[np.float64]:
 
 
 def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
-    """Linear spreading ("cloud in cell") as a sparse (size, n) matrix ``S``: row ``i``
-    gives ``1 - w`` of its value to the grid point left of ``f_i`` and ``w`` to the one
-    right of it, so ``S @ values`` puts (n, q) values on the grid. The definition (and the
-    tests' reference); :func:`spread_rows` computes the product a block at a time."""
+    """Linear spreading as a sparse (size, n) matrix: row ``i`` gives ``1 - w`` of its value
+    to the grid point left of ``f_i`` and ``w`` to the right one (the definition;
+    :func:`spread_rows` computes the product a block at a time)."""
     n = scores.shape[0]
     position = scores * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
@@ -81,11 +67,8 @@ def spread_matrix(scores: NDArray[np.float64], size: int) -> sparse.csr_array:
 
 
 def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
-    """Gaussian smoothing with reflection at 0 and 1 of grid values (q, G), on the grid.
-
-    The grid is extended by its mirror images about both ends, then correlated with the
-    Gaussian density of width ``sigma`` sampled at the grid's offsets ``u_j - 1/2``.
-    """
+    """Gaussian smoothing of grid values (q, G) reflected at 0 and 1: the grid extended by
+    its mirror images, correlated with the Gaussian sampled at the offsets ``u_j - 1/2``."""
     size = grid_values.shape[1]
     offsets = np.linspace(0.0, 1.0, size) - 0.5
     kernel = np.exp(-offsets ** 2 / (2 * sigma ** 2)) / (np.sqrt(2 * np.pi) * sigma)
@@ -98,13 +81,8 @@ def reflected_smooth(grid_values: NDArray[np.float64], sigma: float) -> NDArray[
 
 def convolve_rows_valid(rows: NDArray[np.float64], kernel: NDArray[np.float64]
                         ) -> NDArray[np.float64]:
-    """``(rows[i] * kernel)[m - 1 : L]``, the "valid" part of each row's convolution with
-    ``kernel`` (length m <= L), through real FFTs of the fast length ``>= L + m - 1``.
-
-    These are the steps, and so the bits, of ``scipy.signal.fftconvolve(rows,
-    kernel[None, :], mode="valid", axes=1)`` (checked in the tests); importing
-    ``scipy.signal`` would also import ``scipy.stats`` (about 0.8 s at start-up).
-    """
+    """``(rows[i] * kernel)[m - 1 : L]`` by real FFTs: the steps and bits of
+    ``scipy.signal.fftconvolve(..., mode="valid", axes=1)``, without importing it (0.8 s)."""
     length, m = rows.shape[1], kernel.shape[0]
     full = length + m - 1
     fast = fft.next_fast_len(full, True)
@@ -125,11 +103,7 @@ def read_out(smooth: NDArray[np.float64], t: NDArray[np.float64]) -> NDArray[np.
 def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                 weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
     """``spread_matrix(scores, size) @ [r * W, W]`` ((size, 2q); ``r = f - y``, ``W`` the
-    (n, q) weights, one column of ones when ``None``) without the sparse matrix: the rows
-    of each fixed range (:func:`calaudit.scale.task_ranges`) spread by :func:`spread_block`
-    (one reduction, :func:`spread_arrays_partial`) and the ranges added in range order, so
-    the memory is a range's and a row source's spread (:func:`spread_partial`) is the same
-    bytes."""
+    (n, q) weights or a column of ones), range by range (:func:`spread_block`)."""
     ranges = task_ranges(scores.shape[0])
     if not ranges:
         return np.zeros((size, 2 * (1 if weights is None else weights.shape[1])))
@@ -143,27 +117,22 @@ def spread_rows(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 
 def spread_arrays_partial(start: int, stop: int, *, rows: Any, size: int, weighted: bool
                           ) -> dict[str, NDArray]:
-    """:func:`spread_block` of the rows ``[start, stop)`` of ``scores``, ``outcomes`` and
-    (``weighted``) ``weights``."""
+    """:func:`spread_block` of the rows ``[start, stop)``."""
     part = rows.read(start, stop, ["scores", "outcomes"] + (["weights"] if weighted else []))
     return {"grid": spread_block(part["scores"], part["outcomes"], part.get("weights"), size)}
 
 
 def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                  weights: NDArray[np.float64] | None, size: int) -> NDArray[np.float64]:
-    """The spread of one block of rows onto the grid (one ``np.bincount`` per column: each
-    grid point's terms added in row order, as the index-sorted CSR product takes them)."""
-    q = 1 if weights is None else weights.shape[1]
-    out = np.empty((size, 2 * q))
+    """The spread of one block of rows onto the grid (one ``np.bincount`` per column)."""
     rows = scores.shape[0]
+    weights = np.ones((rows, 1)) if weights is None else weights
+    q = weights.shape[1]
+    out = np.empty((size, 2 * q))
     position = np.asarray(scores, dtype=np.float64) * (size - 1)
     left = np.clip(position.astype(np.int64), 0, size - 2)
     weight = position - left
-    residual = scores - outcomes
-    if weights is None:
-        values = np.stack([residual, np.ones(rows)], axis=1)
-    else:
-        values = np.hstack([residual[:, None] * weights, weights])
+    values = np.hstack([(scores - outcomes)[:, None] * weights, weights])
     contribution = np.empty((rows, 2, 2 * q))
     np.multiply((1.0 - weight)[:, None], values, out=contribution[:, 0])
     np.multiply(weight[:, None], values, out=contribution[:, 1])
@@ -176,9 +145,8 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 
 def spread_partial(start: int, stop: int, *, rows: Any, sizes: tuple[int, ...]
                    ) -> dict[str, NDArray]:
-    """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and
-    outcomes (binary or top-label, :func:`calaudit.metrics.row_summary.panel_columns`) of
-    the rows ``[start, stop)`` of a row source."""
+    """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and outcomes
+    of the rows ``[start, stop)`` of a row source."""
     part = rows.read(start, stop, ["y", "proba"])
     scores, outcomes = panel_columns(np.asarray(part["y"]),
                                      np.ascontiguousarray(part["proba"], dtype=np.float64))[0]
@@ -195,10 +163,9 @@ def search_sizes() -> frozenset[int]:
 
 
 class Smoother:
-    """Scores, outcomes and row weights (n, q) (``None``: one column of ones, the
-    estimate; bootstrap counts: its replicates), with the spread of the weighted
-    residuals ``f - y`` and weights on each grid size cached (the grid has 1001 points for
-    every ``sigma >= 0.01``, so a bandwidth search spreads the rows once)."""
+    """Scores, outcomes and row weights (n, q) (``None``: ones; bootstrap counts: the
+    replicates), with each grid size's spread of the weighted residuals and weights
+    cached."""
 
     def __init__(self, scores: NDArray[np.float64] | None,
                  outcomes: NDArray[np.float64] | None,
@@ -211,9 +178,7 @@ class Smoother:
 
     @classmethod
     def of_rows(cls, rows: Any) -> Smoother:
-        """The unweighted smoother of a row source's notion scores and outcomes: each grid
-        is one reduction over the fixed ranges (:func:`spread_partial`), the same bytes
-        as :func:`spread_rows` of the arrays."""
+        """The unweighted smoother of a row source (one reduction per grid)."""
         return cls(None, None, rows=rows)
 
     @property
@@ -317,10 +282,8 @@ class SmoothReliability:
 
 def smooth_reliability(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
                        weights: NDArray[np.float64] | None = None) -> SmoothReliability:
-    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5). ``weights``
-    (n,): the curve of the weighted law, ``R(t) = sum_i w_i r_i K_sigma(t, f_i)`` and
-    ``D(t) = sum_i w_i K_sigma(t, f_i)`` at the weighted fixed point (for integer weights
-    the curve of the rows repeated ``w_i`` times)."""
+    """smECE, its bandwidth and the smoothed reliability curve (paper sec. 5); ``weights``
+    (n,): ``R(t) = sum_i w_i r_i K_sigma(t, f_i)``, ``D(t) = sum_i w_i K_sigma(t, f_i)``."""
     return reliability_of(Smoother(scores, outcomes, None if weights is None
                                    else np.asarray(weights, dtype=np.float64)[:, None]))
 

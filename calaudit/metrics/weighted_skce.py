@@ -20,10 +20,9 @@ MAX_MEDIAN_ROWS = 4096
 
 def weighted_median_distance(rows: NDArray[np.float64], weights: NDArray[np.float64],
                              distance: str, frequency: bool) -> float:
-    """Median of ``d(x_i, x_j)`` over ordered pairs weighted ``w_i w_j`` (module
-    docstring): for frequency weights the mean of the order statistics of ranks
-    ``W^2 / 2 - 1`` and ``W^2 / 2`` (the middle one when ``W^2`` is odd) of the repeated
-    multiset, otherwise the smallest value whose cumulative weight reaches half."""
+    """Median of ``d(x_i, x_j)`` over ordered pairs weighted ``w_i w_j``: frequency weights
+    the repeated multiset's (ranks ``W^2 / 2 - 1`` and ``W^2 / 2`` averaged, the middle one
+    when ``W^2`` is odd), otherwise the smallest value with half the weight."""
     d = pairwise_distance(distance, rows, rows).ravel()
     pair = np.outer(weights, weights).ravel()
     order = np.argsort(d, kind="stable")

@@ -1,18 +1,11 @@
 """The median heuristic: the exact median of a pairwise distance matrix, without storing it.
 
-Reference convention (CalibrationPaper ``median_TV_kernel``): the
-median of the **full** n x n matrix ``D_ij = d(x_i, x_j)``, diagonal zeros included, as
-Julia's ``median(pairwise(TotalVariation(), X))``. With ``N = n^2`` entries the median is
-the ``N/2``-th and ``(N/2 + 1)``-th order statistics averaged when ``N`` is even, the
-middle one when ``N`` is odd. The multiset is ``n`` zeros (the diagonal) plus every
-off-diagonal distance ``d_ij, i < j`` twice (``D`` is exactly symmetric).
-
-Small matrices (``n^2 <= max_entries``) are formed and passed to ``numpy.median``. Larger
-ones are never stored: :func:`median_distance` brackets the wanted ranks with quantiles of
-a sample of pairs, then one tiled pass over the upper triangle counts the distances below
-the bracket and collects those inside it, and the order statistics are selected exactly
-from the collected values. If the bracket misses (rare; the sample is a few hundred
-thousand pairs), it is widened and the pass repeated, so the result is always exact.
+As CalibrationPaper ``median_TV_kernel``: the median of the full n x n matrix ``D_ij =
+d(x_i, x_j)``, diagonal zeros included (``n`` zeros plus every ``d_ij, i < j`` twice).
+Small matrices go to ``numpy.median``; larger ones: the wanted ranks are bracketed by
+quantiles of a sample of pairs, one tiled pass counts the distances below the bracket and
+collects those inside, and the order statistics are selected exactly (a missed bracket is
+widened and the pass repeated).
 """
 
 from __future__ import annotations
@@ -27,9 +20,8 @@ from calaudit.numerics.pairwise import BLOCK_ENTRIES, tile_rows_for
 SAMPLE_PAIRS = 200_000
 
 
-def median_distance(
-    features: NDArray[np.float64], distance: str, *, max_entries: int = BLOCK_ENTRIES
-) -> float:
+def median_distance(features: NDArray[np.float64], distance: str, *,
+                    max_entries: int = BLOCK_ENTRIES) -> float:
     """Exact median of the full ``n x n`` matrix of ``distance`` between rows."""
     x = np.asarray(features, dtype=np.float64)
     x = x[:, None] if x.ndim == 1 else x
@@ -120,13 +112,10 @@ def _select_in_bracket(x: NDArray[np.float64], distance: str, ranks: tuple[int, 
 
 def _pick(n: int, ranks: tuple[int, ...], low: float, high: float, below: int,
           equal_low: int, equal_high: int, inside: NDArray[np.float64]) -> float | None:
-    """Order statistics of the full multiset from the bracket summary.
-
-    The multiset below ``low`` has ``2 * below`` off-diagonal entries plus the ``n``
-    diagonal zeros when ``0 < low``; the bracket holds the values equal to ``low``,
-    those strictly inside (each twice, plus the zeros when ``low < 0 < high``), and those
-    equal to ``high``, in increasing order.
-    """
+    """Order statistics of the full multiset from the bracket summary: below ``low``,
+    ``2 * below`` off-diagonal entries (plus the ``n`` diagonal zeros when ``0 < low``);
+    then the values equal to ``low``, those inside (each twice, plus the zeros when ``low <
+    0 < high``) and those equal to ``high``."""
     zeros_below = n if low > 0 else 0
     zeros_at_low = n if low == 0 else 0
     zeros_inside = n if low < 0 < high else 0

@@ -1,10 +1,6 @@
-"""Assigning scores in [0, 1] to bins.
-
-Convention (CalibrationErrors.jl ``UniformBinning``, scikit-learn ``calibration_curve``):
-bins are right-closed, ``(e_{b-1}, e_b]``, and a score of exactly 0 falls in the first bin.
-Equal-width bins are computed exactly as CalibrationErrors.jl does, ``ceil(B * s)``
-(1-based), so floating-point ties on an edge land where the reference puts them.
-Empty bins are dropped by the estimators that use them.
+"""Assigning scores in [0, 1] to bins: right-closed ``(e_{b-1}, e_b]``, 0 in the first bin;
+equal-width bins as CalibrationErrors.jl ``ceil(B * s)`` (1-based), so ties on an edge land
+where the reference puts them.
 """
 
 from __future__ import annotations
@@ -18,13 +14,9 @@ Strategy = Literal["uniform", "quantile"]
 
 
 def bin_edges(scores: NDArray[np.float64], n_bins: int, strategy: Strategy) -> NDArray[np.float64]:
-    """Edges ``e_0 = 0 < ... < e_B = 1`` of ``n_bins`` bins.
-
-    ``uniform``: equal width, ``np.linspace(0, 1, n_bins + 1)``.
-    ``quantile``: equal mass, the ``b / n_bins`` quantiles of ``scores`` (linear
-    interpolation, as ``np.quantile``), outer edges forced to 0 and 1, repeated edges
-    merged, so fewer than ``n_bins`` bins may result when scores are tied.
-    """
+    """Edges ``e_0 = 0 < ... < e_B = 1`` of ``n_bins`` bins: ``uniform`` equal width;
+    ``quantile`` the ``b / n_bins`` quantiles of ``scores`` (``np.quantile``), outer edges
+    0 and 1, repeated edges merged (fewer bins when scores tie)."""
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     if strategy == "quantile":
@@ -68,29 +60,31 @@ DENSE_CELLS = 1 << 22
 
 
 def grid_cell_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
-    """Flat index of the per-dimension uniform grid cell of each probability vector.
-
-    Each coordinate ``p`` gets the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1):
-    exactly CalibrationErrors.jl ``binindex`` (:func:`uniform_bin_index`), the product
-    ``n_bins * p`` rounded as in floating point, so results match that reference bit for
-    bit. This differs from ``min(floor(k p), k - 1)`` only for a
-    probability lying exactly on a grid point. The tuple of per-coordinate indices is
-    packed into one integer per row and then relabelled densely, so the grid is never
-    materialised.
-    """
+    """Dense index of the per-dimension uniform grid cell of each probability vector:
+    coordinate ``p`` in the 1-based bin ``ceil(n_bins * p)`` (``p = 0`` in bin 1), exactly
+    CalibrationErrors.jl ``binindex`` (:func:`uniform_bin_index`)."""
     m = probs.shape[1]
-    if m * np.log2(max(n_bins, 2)) < 62:
-        powers = n_bins ** np.arange(m, dtype=np.int64)
+    if m * np.log2(max(n_bins, 2)) < 62 and n_bins ** m <= DENSE_CELLS:
+        # the rank among the cells used, without a sort
+        packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ (
+            n_bins ** np.arange(m, dtype=np.int64))
+        used = np.bincount(packed, minlength=n_bins ** m) > 0
+        return (np.cumsum(used) - 1)[packed]
+    return grid_cells(probs, n_bins)[1].astype(np.int64)
 
-        packed = uniform_bin_index(probs, n_bins).astype(np.int64) @ powers
-        if n_bins ** m <= DENSE_CELLS:  # the rank among the cells used, without a sort
-            used = np.bincount(packed, minlength=n_bins ** m) > 0
-            return (np.cumsum(used) - 1)[packed]
-        return np.unique(packed, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    # too many cells for one int64: compare rows instead (slower sort)
+
+def grid_cells(probs: NDArray[np.float64], n_bins: int
+               ) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """The distinct grid cells of the rows, sorted (packed integers, or rows of per-class
+    bins when they do not pack into 62 bits), and each row's cell."""
+    m = probs.shape[1]
     per_dim = uniform_bin_index(probs, n_bins).astype(np.int64)
-    _, dense = np.unique(per_dim, axis=0, return_inverse=True)
-    return dense.reshape(-1).astype(np.int64)
+    if m * np.log2(max(n_bins, 2)) < 62:
+        cells, inverse = np.unique(per_dim @ (n_bins ** np.arange(m, dtype=np.int64)),
+                                   return_inverse=True)
+    else:  # too many cells for one int64: compare rows instead (slower sort)
+        cells, inverse = np.unique(per_dim, axis=0, return_inverse=True)
+    return cells, inverse.reshape(-1)
 
 
 def weighted_quantiles(x: NDArray[np.float64], weights: NDArray[np.float64],

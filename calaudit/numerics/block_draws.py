@@ -1,21 +1,13 @@
-"""Per-row random draws of one row block (label redraws, bootstrap counts and indices).
+"""Per-row random draws of one row block from that block's generator, so a row's draws
+depend only on ``(seed, stream, block)``.
 
-Each function draws the rows of **one** block (:mod:`calaudit.scale`) from
-that block's generator, so the draws of a row depend only on ``(seed, stream, block)``.
-
-* Labels ``y* ~ Cat(p)`` by integer thresholds: ``u`` uniform 32-bit integers,
-  ``T_ik = round(2^32 F_ik)`` (``F`` the cumulative probabilities, saturated at
-  ``2^32 - 1``); class ``k`` iff ``T_i,k-1 <= u < T_ik``. Each class probability is thus
-  rounded to a multiple of ``2^-32`` (a change of at most ``2^-32``; a class of probability
-  1 is redrawn with probability ``1 - 2^-32``). One raw 64-bit output gives two draws.
-* Bootstrap counts (exact multinomial ``(n; 1/n, ..., 1/n)`` factorised over the fixed
-  blocks): the block totals of every resample, ``(T_b1, ..., T_bK) ~ Multinomial(n;
-  s_1/n, ..., s_K/n)`` (``s_k`` the block sizes), come first from one stream
-  (:func:`block_totals`); then block ``k`` spreads ``T_bk`` draws uniformly over its rows
-  (:func:`block_counts`, from the block's stream). Conditionally on the totals the blocks
-  are independent multinomials, which is the multinomial's factorisation, so the counts
-  of a resample are exactly multinomial.
-* Bootstrap indices (residual bootstrap): ``J_ib`` uniform on ``[0, n)``.
+* Labels ``y* ~ Cat(p)``: ``u`` uniform 32-bit integers, ``T_ik = min(round(2^32 F_ik),
+  2^32 - 1)`` (``F`` the cumulative probabilities); class ``k`` iff ``T_i,k-1 <= u <
+  T_ik`` (each probability rounded to a multiple of ``2^-32``).
+* Bootstrap counts, the multinomial ``(n; 1/n, ..., 1/n)`` factorised over the blocks:
+  block totals ``~ Multinomial(n; s_1/n, ..., s_K/n)`` from one stream
+  (:func:`block_totals`), then each block spreads its total uniformly over its rows
+  (:func:`block_counts`).
 """
 
 from __future__ import annotations
@@ -35,8 +27,12 @@ def label_thresholds(proba: NDArray[np.float64]) -> NDArray[np.uint32]:
     ``F`` of ``proba`` ((n,) positive-class probabilities: (n, 1))."""
     p = np.asarray(proba, dtype=np.float64)
     cumulative = p[:, None] if p.ndim == 1 else np.cumsum(p, axis=1)[:, :-1]
-    scaled = np.rint(np.clip(cumulative, 0.0, 1.0) * 2.0**32)
-    return np.minimum(scaled, _TOP).astype(np.uint32)
+    return _thresholds(cumulative)
+
+
+def _thresholds(probabilities: NDArray[np.float64]) -> NDArray[np.uint32]:
+    return np.minimum(np.rint(np.clip(probabilities, 0.0, 1.0) * 2.0**32), _TOP
+                      ).astype(np.uint32)
 
 
 def uniform_words(rng: np.random.Generator, rows: int, columns: int) -> NDArray[np.uint32]:
@@ -75,17 +71,12 @@ LABEL_ROWS = 512
 def binary_labels_into(rng: np.random.Generator, thresholds: NDArray[np.uint32],
                        out: NDArray[np.float32]) -> None:
     """``out[i, b] = 1{u_ib < T_i}`` ((rows, columns), e.g. float32): the binary labels of
-    :func:`label_indicators` (``classes == 1``) from the same words, drawn
-    :data:`LABEL_ROWS` rows at a time (the stream's 64-bit outputs split at whole
-    outputs, so the words are those of one :func:`uniform_words` call) and written
-    straight into ``out`` (no (rows, columns) word or indicator matrix)."""
+    :func:`label_indicators` from the same words, :data:`LABEL_ROWS` rows at a time,
+    written straight into ``out``."""
     rows, columns = out.shape
     for lo in range(0, rows, LABEL_ROWS):
         hi = min(rows, lo + LABEL_ROWS)
-        size = (hi - lo) * columns
-        raw = rng.bit_generator.random_raw((size + 1) // 2)
-        words = raw.view(np.uint32)[:size].reshape(hi - lo, columns)
-        np.less(words, thresholds[lo:hi, :1], out=out[lo:hi])
+        np.less(uniform_words(rng, hi - lo, columns), thresholds[lo:hi, :1], out=out[lo:hi])
 
 
 def block_totals(seed: int, name: str, n: int, n_resamples: int) -> NDArray[np.int64]:
@@ -101,11 +92,9 @@ def block_totals(seed: int, name: str, n: int, n_resamples: int) -> NDArray[np.i
 
 def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
                  ) -> NDArray[np.float32]:
-    """(B, rows) counts, resample-major (use ``.T`` for (rows, B)): resample ``b`` spreads
-    ``totals[b]`` draws uniformly over the block's ``rows`` rows (a multinomial
-    ``(totals[b]; 1/rows, ...)``). The draws of the resamples follow each other in the
-    block's stream; each resample's are counted on their own (a histogram of ``rows``
-    bins stays in cache, and no (draws,) index array is built)."""
+    """(B, rows) counts (``.T`` for (rows, B)): resample ``b`` spreads ``totals[b]`` draws
+    uniformly over the block's rows (multinomial ``(totals[b]; 1/rows, ...)``), the
+    resamples' draws following each other in the block's stream."""
     b = totals.size
     total = int(totals.sum())
     if rows == ROW_BLOCK:  # 12 uniform bits per draw (ROW_BLOCK = 2^12)
@@ -128,13 +117,10 @@ THRESHOLD_UNITS = 64
 
 def binomial_counts_into(rng: np.random.Generator, units: NDArray[np.int64],
                          q: NDArray[np.float64], out: NDArray[np.float32]) -> None:
-    """``out[i, b] ~ Binomial(t_i, q_i)`` ((rows, columns), ``t = units``): from one word
-    ``u_ib`` per entry, ``#{k < t_i : u_ib < S_ik}`` with ``S_ik = min(round(2^32 P(X_i >
-    k)), 2^32 - 1)`` (inversion of the law, each probability rounded to ``2^-32`` as in
-    :func:`label_thresholds`; ``t_i = 1`` gives :func:`binary_labels_into`'s draws).
-    Rows are taken in runs of equal ``t`` (sort the rows by ``t`` for speed),
-    :data:`LABEL_ROWS` at a time; a run above :data:`THRESHOLD_UNITS` units takes
-    ``rng.binomial`` (exact), in the same stream order."""
+    """``out[i, b] ~ Binomial(t_i, q_i)`` (``t = units``): from one word ``u_ib`` per entry,
+    ``#{k < t_i : u_ib < S_ik}`` with ``S_ik = min(round(2^32 P(X_i > k)), 2^32 - 1)``
+    (``t_i = 1``: :func:`binary_labels_into`'s draws), in runs of equal ``t``; a run above
+    :data:`THRESHOLD_UNITS` units takes ``rng.binomial``."""
     rows, columns = out.shape
     edges = [0, *(np.flatnonzero(np.diff(units)) + 1).tolist(), rows]
     for first, last in zip(edges[:-1], edges[1:]):
@@ -146,13 +132,10 @@ def binomial_counts_into(rng: np.random.Generator, units: NDArray[np.int64],
             out[first:last] = 0.0
             continue
         tail = bdtrc(np.arange(t)[None, :], t, q[first:last, None])
-        thresholds = np.minimum(np.rint(np.clip(tail, 0.0, 1.0) * 2.0**32), _TOP
-                                ).astype(np.uint32)
+        thresholds = _thresholds(tail)
         for lo in range(first, last, LABEL_ROWS):
             hi = min(last, lo + LABEL_ROWS)
-            size = (hi - lo) * columns
-            words = rng.bit_generator.random_raw((size + 1) // 2).view(np.uint32)[:size]
-            words = words.reshape(hi - lo, columns)
+            words = uniform_words(rng, hi - lo, columns)
             cut = thresholds[lo - first:hi - first]
             np.less(words, cut[:, :1], out=out[lo:hi])
             for k in range(1, t):
@@ -161,11 +144,9 @@ def binomial_counts_into(rng: np.random.Generator, units: NDArray[np.int64],
 
 def categorical_counts(rng: np.random.Generator, units: NDArray[np.int64],
                        law: NDArray[np.float64], columns: int):
-    """Counts ``(C_i0, ..., C_i,m-1) ~ Multinomial(t_i, law_i)`` (``t = units``), one
-    (rows, columns) array per class, yielded class by class: one unit per row
-    (``t = 1``), :func:`label_indicators` of :func:`label_thresholds`; otherwise the
-    chain ``C_ik ~ Binomial(t_i - sum_{l<k} C_il, law_ik / sum_{l>=k} law_il)`` of numpy's
-    binomial draws (exact)."""
+    """``(C_i0, ..., C_i,m-1) ~ Multinomial(t_i, law_i)`` (``t = units``), one (rows, columns)
+    array per class in turn: :func:`label_indicators` when ``t = 1``, else the chain
+    ``C_ik ~ Binomial(t_i - sum_{l<k} C_il, law_ik / sum_{l>=k} law_il)``."""
     if np.all(units == 1):
         yield from label_indicators(rng, label_thresholds(law), columns, law.shape[1])
         return

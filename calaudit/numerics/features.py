@@ -1,28 +1,15 @@
-"""Random Fourier features: kernel sums in O(n D) instead of O(n^2).
+"""Random Fourier features: kernel sums in O(n D) instead of O(n^2) (Rahimi & Recht 2007).
 
-Bochner's theorem (Rahimi & Recht 2007): a shift-invariant kernel ``k(a - b)`` with
-``k(0) = 1`` is the characteristic function of a probability law of frequencies ``w``,
-``k(a - b) = E_w cos(w . (a - b))``. With ``D / 2`` frequencies ``w_1..w_{D/2}`` drawn from
-that law, the feature map
+A shift-invariant kernel with ``k(0) = 1`` is ``E_w cos(w . (a - b))`` for a law of
+frequencies ``w``; with ``D / 2`` draws the map
 
     ``phi(a) = sqrt(2 / D) [cos(w_1 . a), ..., cos(w_{D/2} . a), sin(w_1 . a), ...]``
 
-gives the *feature kernel* ``phi(a) . phi(b) = (2 / D) sum_j cos(w_j . (a - b))``, an
-unbiased Monte-Carlo estimate of ``k(a, b)`` with standard error at most ``1 / sqrt(D)``
-per pair. It is itself a positive semi-definite kernel, bounded by 1 in absolute value,
-and ``phi(a) . phi(a) = 1`` exactly (the cos/sin pairs; no random phase).
-
-Frequency laws of the kernels used by calaudit:
-
-* Gaussian ``exp(-gamma |a - b|^2)``: ``w ~ N(0, 2 gamma I)``;
-* Laplacian ``exp(-gamma |a - b|_1) = prod_k exp(-gamma |a_k - b_k|)``: each coordinate
-  ``w_k ~ Cauchy(0, gamma)`` independently (the 1-D Laplacian's spectral law);
-* exponential-TV ``exp(-gamma TV(p, q)) = exp(-(gamma / 2) |p - q|_1)``: the Laplacian with
-  ``gamma / 2`` (Widmann et al. 2019's default SKCE kernel).
-
-Everything quadratic then goes through ``A = Phi^T Z`` (D x q) for a matrix ``Z`` of
-residual columns, accumulated over row chunks (:func:`feature_products`): ``sum_{i,j}
-phi_i . phi_j <z_i, z_j> = |A|_F^2``. ``Phi`` (n x D) is never stored.
+gives an unbiased, positive semi-definite feature kernel ``phi(a) . phi(b)`` (standard
+error at most ``1 / sqrt(D)``, ``phi(a) . phi(a) = 1``). Frequency laws: Gaussian
+``exp(-gamma |a - b|^2)``: ``w ~ N(0, 2 gamma I)``; Laplacian ``exp(-gamma |a - b|_1)``:
+``w_k ~ Cauchy(0, gamma)``; exponential-TV: the Laplacian with ``gamma / 2``. Quadratic
+sums go through ``A = Phi^T Z``: ``sum_{i,j} phi_i . phi_j <z_i, z_j> = |A|_F^2``.
 """
 
 from __future__ import annotations
@@ -53,21 +40,16 @@ FEATURE_FLOP_BUDGET = 1e11
 
 def default_n_features(n: int, columns: int) -> int:
     """The rule for ``D``: the largest multiple of 64 with ``2 n D columns <=
-    FEATURE_FLOP_BUDGET``, clipped to ``[MIN_FEATURES, MAX_FEATURES]`` (``columns`` = number
-    of classes times resamples). E.g. binary, 500 resamples: ``D = 2048`` up to 48,000
-    rows, 256 from 390,000 rows; CIFAR-10 (10,000 rows, 10 classes, 1,000 resamples):
-    ``D = 448``."""
+    FEATURE_FLOP_BUDGET`` (``columns`` = classes x resamples), clipped to
+    ``[MIN_FEATURES, MAX_FEATURES]``."""
     raw = FEATURE_FLOP_BUDGET / (2.0 * max(n, 1) * max(columns, 1))
     return int(min(MAX_FEATURES, max(MIN_FEATURES, 64 * math.floor(raw / 64))))
 
 
 @dataclass(frozen=True)
 class FourierFeatures:
-    """``D`` random Fourier features of a shift-invariant kernel on ``dim`` coordinates.
-
-    ``frequencies`` is (dim, D / 2); ``seed`` records the integer seed they were drawn
-    from (``None`` when drawn from a caller's generator).
-    """
+    """``D`` random Fourier features on ``dim`` coordinates: ``frequencies`` (dim, D / 2)
+    drawn from ``seed`` (``None``: a caller's generator)."""
 
     kernel: str
     gamma: float
@@ -98,15 +80,9 @@ class FourierFeatures:
         return cls(distance, float(gamma), w, seed, dtype)
 
     def transform(self, x: NDArray[np.float64]) -> NDArray:
-        """``Phi`` (rows, D) of the rows of ``x`` (rows, dim), in :attr:`dtype`.
-
-        The angles ``x . w`` are computed in float64 and rounded once to ``dtype`` before
-        the cosines and sines (float32 trigonometric functions are vectorised and about 7x
-        faster than float64 ones here); every product with ``Phi`` is then accumulated in
-        float64. The statistics use the exact norms ``|phi_i|^2`` of the rounded map
-        (:func:`feature_products`), so they are exactly the U-statistics of the kernel
-        ``phi(a) . phi(b)`` as computed.
-        """
+        """``Phi`` (rows, D) of the rows of ``x`` in :attr:`dtype` (angles in float64,
+        rounded once before the cosines and sines); the statistics use the norms of the
+        rounded map, so they are the U-statistics of the kernel as computed."""
         return self._map(x, 1.0, None)
 
     def _map(self, x: NDArray[np.float64], factor: float, dtype: type | None) -> NDArray:
@@ -135,11 +111,9 @@ class FourierFeatures:
         return grid_exponent(math.sqrt(1.0 / self.frequencies.shape[1]) * (1 + 1e-6))
 
     def quantised(self, x: NDArray[np.float64]) -> NDArray[np.float32]:
-        """The map rounded to multiples of ``2^-s`` (:attr:`grid`), in float32: every
-        entry is an integer of at most 11 bits times ``2^-s``, so any float32 sum of at
-        most :data:`EXACT_WEIGHT` entries weighted by 0/1 labels (or bootstrap counts
-        whose column total is at most that) is exact (:func:`exact_products`). The
-        rounding changes an entry by at most ``2^-(s+1)`` (``3e-5`` at ``D = 256``)."""
+        """The map rounded to multiples of ``2^-s`` (:attr:`grid`), float32 integers of at
+        most 11 bits times ``2^-s`` (sums of :data:`EXACT_WEIGHT` entries exact); an entry
+        moves by at most ``2^-(s+1)``."""
         # (cos * c) * 2^s in float32 equals cos * (c * 2^s) (a power of two), so the map
         # is scaled, rounded to integers and scaled back in place
         scale = 2.0 ** self.grid
@@ -162,10 +136,8 @@ PART_BITS = 12
 
 
 def grid_exponent(bound: float, weight: int = EXACT_WEIGHT) -> int:
-    """Largest ``e`` with ``weight * bound * 2^e <= 2^24``: values ``|v| <= bound``
-    rounded to multiples of ``2^-e`` are integers of at most ``log2(2^24 / weight)`` (11)
-    bits, and a float32 sum of ``weight`` of them (each times 0 or 1, or times counts of
-    total ``weight``) never rounds."""
+    """Largest ``e`` with ``weight * bound * 2^e <= 2^24``: a float32 sum of ``weight``
+    values ``|v| <= bound`` on the grid ``2^-e`` (times 0/1 or counts) never rounds."""
     return int(math.floor(math.log2(2.0**24 / (weight * max(bound, 1e-300)))))
 
 
@@ -177,12 +149,9 @@ def to_grid(values: NDArray, exponent: int) -> NDArray[np.float32]:
 
 def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4,
                 weight: int = EXACT_WEIGHT) -> NDArray[np.float32]:
-    """(parts, rows) float32 grid values summing to ``values`` (``|values| <= bound``)
-    within ``2^-(e + 12 (parts - 1) + 1)`` (``2^-48`` for ``bound = 1`` and four parts):
-    part ``k`` is on the grid ``2^-(e + 12 k)``
-    (``e = grid_exponent(bound)``), a fixed sequence of grids whatever the rows, so sums
-    of a part over any rows (weighted by 0/1 labels in float32 block products, or in
-    float64) are exact and independent of their order."""
+    """(parts, rows) float32 values summing to ``values`` (``|values| <= bound``) within
+    ``2^-(e + 12 (parts - 1) + 1)``: part ``k`` on the fixed grid ``2^-(e + 12 k)`` (``e =
+    grid_exponent(bound)``), so its sums over any rows are exact."""
     exponent = grid_exponent(bound, weight)
     rest = np.asarray(values, dtype=np.float64)
     if rest.size and float(np.max(np.abs(rest))) > bound:
@@ -196,11 +165,9 @@ def exact_parts(values: NDArray[np.float64], bound: float, parts: int = 4,
 
 def exact_products(left: NDArray[np.float32], right: NDArray[np.float32],
                    column_total: float, weight: int = EXACT_WEIGHT) -> NDArray[np.float64]:
-    """``left^T right`` (float64) for grid values ``left`` (:func:`to_grid` with
-    ``weight``) and non-negative integers ``right`` (labels, counts) whose columns sum to
-    at most ``column_total``: one float32 GEMM, exact when ``column_total <= weight``
-    (otherwise a float64 GEMM, also exact), so the result does not depend on the BLAS's
-    order of summation."""
+    """``left^T right`` (float64) for grid values ``left`` (:func:`to_grid` with ``weight``)
+    and non-negative integers ``right`` with column sums at most ``column_total``: an
+    exact float32 GEMM when ``column_total <= weight``, else an exact float64 one."""
     if column_total > weight:
         return left.astype(np.float64).T @ right.astype(np.float64)
     return (left.T @ right).astype(np.float64)
@@ -221,11 +188,8 @@ Fill = Callable[[int, int, NDArray[np.float64]], None]
 def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fill,
                      width: int, entries: int = CHUNK_ENTRIES
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``A = Phi^T Z`` (D, width) and the diagonal sums ``sum_i |phi_i|^2 Z_ic^2``, with
-    ``Z`` (n, width) produced chunk by chunk by ``fill`` (one float64 GEMM per chunk).
-
-    Memory: one chunk of ``Phi`` and of ``Z`` (``entries`` float64 values) plus ``A``.
-    """
+    """``A = Phi^T Z`` (D, width) and ``sum_i |phi_i|^2 Z_ic^2``, ``Z`` (n, width) made
+    chunk by chunk (``entries`` values) by ``fill``."""
     n = x.shape[0]
     products = np.zeros((features.n_features, width))
     squares = np.zeros(width)
@@ -242,8 +206,6 @@ def feature_products(features: FourierFeatures, x: NDArray[np.float64], fill: Fi
 def u_statistic_sums(products: NDArray[np.float64], squares: NDArray[np.float64],
                      classes: int = 1) -> NDArray[np.float64]:
     """``sum_{i != j} phi_i . phi_j <z_i, z_j> = |Phi^T z|^2 - sum_i |phi_i|^2 |z_i|^2`` per
-    resample (``squares`` from :func:`feature_products`). Columns are laid out class-major,
-    ``c = k * q + b`` for class ``k`` of resample ``b`` (the flattening of an (n, classes,
-    q) array), and summed over the ``classes`` of each resample."""
+    resample; columns class-major (``c = k * q + b``), summed over classes."""
     total = np.einsum("dc,dc->c", products, products) - squares
     return total.reshape(classes, -1).sum(axis=0)

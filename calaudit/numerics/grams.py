@@ -1,13 +1,7 @@
-"""Gram matrices built from other Gram matrices, for the pairwise engine.
-
-* :class:`ResidualGram`: ``H_ij = K_ij <r_i, r_j>``, the matrix of the SKCE terms ``h_ij``
-  (Widmann et al. 2019, sec. 5) with the matrix-valued kernel ``kappa * I_m``. Blocks are
-  ``K[rows, cols] * (R[rows] @ R[cols]^T)``, so ``H`` is never stored.
-* :class:`DenseGram`: a Gram held in memory. :func:`cached` uses it when the whole
-  matrix is no larger than one engine tile (``n^2 <= BLOCK_ENTRIES``), so that repeated
-  passes (estimate, bootstrap, resampling batches) over a small matrix compute it once.
-* :func:`within_block_kernels`: the kernel inside consecutive blocks of rows (block and
-  linear SKCE estimators), O(n * blocksize) memory.
+"""Gram matrices built from other Gram matrices: :class:`ResidualGram` (``H_ij = K_ij
+<r_i, r_j>``, the SKCE terms, Widmann et al. 2019, sec. 5), :class:`DenseGram` (held in
+memory when no larger than one engine tile, :func:`cached`) and
+:func:`within_block_kernels` (the kernel inside consecutive blocks of rows).
 """
 
 from __future__ import annotations
@@ -67,16 +61,10 @@ def cached(gram: Gram, max_entries: int = BLOCK_ENTRIES) -> Gram:
     return DenseGram(gram.block(slice(0, n), slice(0, n)))
 
 
-def within_block_kernels(
-    kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,
-    first_block: int, stop_block: int,
-) -> NDArray[np.float64]:
-    """Kernel matrices inside blocks ``first_block .. stop_block - 1`` of consecutive rows.
-
-    Block ``b`` holds rows ``b * blocksize .. (b + 1) * blocksize - 1``; the result has
-    shape (blocks, blocksize, blocksize). Distances are summed over features in order,
-    as :func:`~calaudit.numerics.kernels.pairwise_distance`.
-    """
+def within_block_kernels(kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,
+                         first_block: int, stop_block: int) -> NDArray[np.float64]:
+    """Kernel matrices (blocks, blocksize, blocksize) inside the blocks ``first_block ..
+    stop_block - 1`` of ``blocksize`` consecutive rows."""
     x = features[first_block * blocksize: stop_block * blocksize]
     x = x.reshape(stop_block - first_block, blocksize, -1)
     dist = np.zeros((x.shape[0], blocksize, blocksize))

@@ -13,6 +13,7 @@ Distances follow CalibrationErrors.jl / KernelFunctions.jl:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,37 +41,16 @@ def _as_matrix(features: NDArray[np.float64]) -> NDArray[np.float64]:
     return array[:, None] if array.ndim == 1 else array
 
 
-def tv_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Total variation distance between every row of ``a`` and every row of ``b``.
-
-    ``0.5 * sum_k |a_k - b_k|``, the sum taken in class order by scipy's compiled
-    ``cdist(..., "cityblock")`` (no temporaries; exactly symmetric, zero on identical rows).
-    """
+def _tv_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     out = cdist(a, b, "cityblock")
     out *= 0.5
     return out
 
 
-def l1_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """L1 (Manhattan) distance between every row of ``a`` and every row of ``b``."""
-    return cdist(a, b, "cityblock")
-
-
-def squared_euclidean(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Squared Euclidean distance between rows, by explicit differences.
-
-    Explicit differences (scipy's ``cdist(..., "sqeuclidean")``, not the
-    ``|a|^2 + |b|^2 - 2ab`` expansion) keep every distance exact to rounding, which the
-    conformance tests need.
-    """
-    return cdist(a, b, "sqeuclidean")
-
-
-_DISTANCES = {
-    "tv": tv_distance,
-    "l1": l1_distance,
-    "sqeuclidean": squared_euclidean,
-}
+#: Distances by name; scipy's ``cdist`` sums in class order by explicit differences (not
+#: ``|a|^2 + |b|^2 - 2ab``), so distances are exact to rounding and exactly symmetric.
+_DISTANCES = {"tv": _tv_distance, "l1": functools.partial(cdist, metric="cityblock"),
+              "sqeuclidean": functools.partial(cdist, metric="sqeuclidean")}
 
 
 def pairwise_distance(name: str, a: NDArray[np.float64], b: NDArray[np.float64]
@@ -82,11 +62,7 @@ def pairwise_distance(name: str, a: NDArray[np.float64], b: NDArray[np.float64]
 
 @dataclass(frozen=True)
 class StationaryKernel:
-    """``k(a, b) = exp(-gamma * d(a, b))`` for a named distance ``d``.
-
-    ``ExponentialTV`` (``d = TV``), ``Gaussian`` (``d = ||.||^2``) and ``Laplacian``
-    (``d = ||.||_1``) are the instances used by calaudit; ``k(a, a) = 1``.
-    """
+    """``k(a, b) = exp(-gamma * d(a, b))`` for a named distance ``d`` (``k(a, a) = 1``)."""
 
     gamma: float
     distance: str
@@ -143,11 +119,8 @@ class BoundKernel:
 
 @dataclass(frozen=True)
 class ProductGram:
-    """Element-wise product of Gram matrices, ``K_ij = prod_g K^(g)_ij``.
-
-    This is the tensor-product kernel of local calibration (KLCE): a kernel on the
-    predictions times a kernel on the covariates (Vashistha & Farahi, eq. 4).
-    """
+    """Element-wise product ``K_ij = prod_g K^(g)_ij`` (the KLCE's tensor-product kernel,
+    Vashistha & Farahi, eq. 4)."""
 
     factors: tuple[Gram, ...]
 
@@ -169,13 +142,8 @@ class ProductGram:
 
 
 def gaussian_fill(out: NDArray, a: NDArray[np.float64], b: NDArray[np.float64]) -> None:
-    """``out[i, j] = exp(-sum_k (a[i, k] - b[j, k])^2)`` for ``a`` (n, d) and ``b`` (m, d).
-
-    The squared distances are summed from explicit differences by scipy's compiled
-    ``cdist(..., "sqeuclidean")`` (no ``|a|^2 + |b|^2 - 2 a.b`` cancellation; exactly
-    symmetric, zero on identical rows), then numpy's ``exp``, in double precision;
-    ``out`` (any strides) may be float32, the double result rounded once.
-    """
+    """``out[i, j] = exp(-sum_k (a[i, k] - b[j, k])^2)`` for ``a`` (n, d) and ``b`` (m, d),
+    in double precision (``cdist``), rounded once into ``out`` (may be float32)."""
     if out.size == 0:
         return
     left = np.asarray(a, dtype=np.float64)

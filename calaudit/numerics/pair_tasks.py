@@ -1,9 +1,6 @@
-"""The block-pair tasks of the pairwise engine (:func:`calaudit.numerics.pairwise.
-kernel_forms_and_matmul`): the rows cut into fixed blocks of the global row index, each
-pair of blocks ``I <= J`` one task that reads those two blocks only
-(:func:`pair_partial`; :func:`group_partial` for groups of blocks), and the fold of their
-partials in pair order (:func:`fold_pairs`), so the bytes do not depend on where the
-tasks run."""
+"""The block-pair tasks of :func:`calaudit.numerics.pairwise.kernel_forms_and_matmul`
+(:func:`pair_partial`, :func:`group_partial`) and their fold in pair order
+(:func:`fold_pairs`)."""
 
 from __future__ import annotations
 
@@ -23,35 +20,25 @@ def tiles(n: int, tile_rows: int):
         yield start, min(start + tile_rows, n)
 
 
-#: Rows per fixed row block of :func:`kernel_forms_and_matmul` (blocks ``[k b, (k + 1) b)``
-#: of the global row index, whatever the files, partitions or workers). A task is a pair
-#: of blocks: one ``b x b`` kernel block (8 MB of float64 at 1024) and its GEMMs, whose
-#: throughput grows with the block (the resample matrix is packed once per block).
+#: Rows per fixed row block ``[k b, (k + 1) b)`` of the global row index.
 FUSED_TILE_ROWS = 1024
 
 
 def pair_blocks(n: int, block_rows: int = FUSED_TILE_ROWS) -> list[tuple[int, int]]:
-    """The fixed row blocks ``[k b, min((k + 1) b, n))``, k = 0, 1, ...: keyed by the
-    global row index only (the reproducibility rule of
-    :mod:`calaudit.scale`)."""
+    """The fixed row blocks ``[k b, min((k + 1) b, n))``, k = 0, 1, ..."""
     return list(tiles(n, max(1, int(block_rows))))
 
 
 def block_pairs(k: int) -> list[tuple[int, int]]:
-    """The pairs ``(I, J)``, ``I <= J``, of ``k`` blocks in the pass's fixed order
-    (``I``-major): the upper triangle of the kernel matrix, block by block."""
+    """The pairs ``(I, J)``, ``I <= J``, of ``k`` blocks, ``I``-major."""
     return [(i, j) for i in range(k) for j in range(i, k)]
 
 
 @dataclass(frozen=True)
 class RowBlock:
-    """The inputs of one row block ``[start, stop)`` of a pass: the kernel's rows, the
-    block's rows of ``Z`` (flattened over classes) and of ``W``.
-
-    In process ``gram`` is the whole Gram and ``offset = start`` (views, no copy);
-    :meth:`detached` gives the block alone (``gram`` restricted to the block's rows,
-    ``offset = 0``, contiguous copies): what an executor that places data on other
-    processes (Dask) sends, one value per block."""
+    """One row block ``[start, stop)`` of a pass: ``gram`` (whole, ``offset = start``, in
+    process; :meth:`detached`: the block's rows alone, ``offset = 0``) and the block's
+    rows of ``Z`` (flattened over classes) and ``W``."""
 
     start: int
     stop: int
@@ -70,16 +57,15 @@ class RowBlock:
         return slice(self.offset, self.offset + self.size)
 
     def detached(self) -> RowBlock:
-        """The block on its own (nothing of the other rows): the restricted Gram
-        (:func:`gram_rows`) and copies of its rows of ``Z`` and ``W``."""
+        """The block on its own: the restricted Gram (:func:`gram_rows`) and copies of
+        its rows of ``Z`` and ``W``."""
         if self.offset == 0 and getattr(self.gram, "n", None) == self.size:
             return self
         try:
-            gram = gram_rows(self.gram, self.rows)
+            gram, offset = gram_rows(self.gram, self.rows), 0
         except TypeError:  # a Gram calaudit cannot cut: the whole Gram goes along
-            return RowBlock(self.start, self.stop, self.gram, self.offset,
-                            np.ascontiguousarray(self.z), np.ascontiguousarray(self.w))
-        return RowBlock(self.start, self.stop, gram, 0, np.ascontiguousarray(self.z),
+            gram, offset = self.gram, self.offset
+        return RowBlock(self.start, self.stop, gram, offset, np.ascontiguousarray(self.z),
                         np.ascontiguousarray(self.w))
 
     def __sizeof__(self) -> int:
@@ -89,11 +75,9 @@ class RowBlock:
 
 
 def gram_rows(gram: Any, rows: slice) -> Any:
-    """The Gram of the rows ``rows`` alone: same kernel, the rows' features only (a
-    :class:`~calaudit.numerics.kernels.BoundKernel`, a ``GaussianProductGram`` or a
-    :class:`~calaudit.numerics.kernels.ProductGram` of those). Entries are computed from
-    the same two rows, so they are the bits of ``gram.block``. ``TypeError`` for another
-    kind of Gram."""
+    """The Gram of the rows ``rows`` alone (same kernel and entries; a Gram with
+    ``features`` or a :class:`~calaudit.numerics.kernels.ProductGram` of those, else
+    ``TypeError``)."""
     if isinstance(gram, ProductGram):
         return ProductGram(tuple(gram_rows(factor, rows) for factor in gram.factors))
     if dataclasses.is_dataclass(gram) and hasattr(gram, "features"):
@@ -116,11 +100,8 @@ def _joined(a: Any, b: Any) -> Any:
 
 
 def _pair_frame(left: RowBlock, right: RowBlock) -> tuple[Any, int]:
-    """A Gram holding both blocks' rows and the offset of ``right``'s rows in it
-    relative to its own Gram: the block itself in process (same Gram), else the two
-    placed blocks' features joined once per pair. A Gram that cannot be cut
-    (:func:`gram_rows`, e.g. a dense one) travels whole with each block, at the blocks'
-    global offsets: either copy serves."""
+    """A Gram holding both blocks' rows and the shift of ``right``'s rows in it: the shared
+    Gram in process (or one that cannot be cut), else the two blocks' features joined."""
     if left.gram is right.gram or not _cuttable(left.gram):
         return left.gram, 0
     return _joined(left.gram, right.gram), int(left.gram.n)
@@ -137,8 +118,7 @@ def _kernel_rows(gram: Any, shift: int, left: RowBlock, right: RowBlock,
 
 
 def partial_fold(n: int, q: int, r: int, ranges: list[tuple[int, int]]):
-    """The combination of :func:`kernel_forms_and_matmul`: a function of the pairs'
-    partials, in pair order, returning ``(forms, K @ W)`` (:func:`fold_pairs`)."""
+    """:func:`fold_pairs` as a function of the partials alone."""
     def combine(partials):
         return fold_pairs(partials, n, q, r, ranges)
     return combine
@@ -165,11 +145,8 @@ def fold_pairs(partials, n: int, q: int, r: int, ranges: list[tuple[int, int]]
 
 def group_partial(a: int, b: int, left: RowBlock, right: RowBlock, *, block_rows: int,
                   **shared: Any) -> dict[str, list]:
-    """The pairs ``(i, j)``, ``i <= j``, of the blocks of ``block_rows`` rows inside two
-    groups of consecutive blocks (``left``, ``right``; group ``a <= b``), each computed by
-    :func:`pair_partial` from views of the groups: a coarser task (fewer tasks, fewer
-    transfers per kernel entry on a cluster) with the very same pairs, hence the same bits
-    once :func:`in_pair_order` puts them back in pair order."""
+    """:func:`pair_partial` of every pair ``(i, j)``, ``i <= j``, of blocks of ``block_rows``
+    rows inside two groups of consecutive blocks (a coarser task with the same pairs)."""
     parts = []
     for lo in range(0, left.size, block_rows):
         i = (left.start + lo) // block_rows
@@ -189,8 +166,7 @@ def _sub_block(block: RowBlock, lo: int, rows: int) -> RowBlock:
 
 
 def in_pair_order(results, pairs: list[tuple[int, int]]):
-    """The pair partials inside :func:`group_partial` results, in the order ``pairs``
-    (each yielded as soon as every pair before it has arrived)."""
+    """The pair partials inside :func:`group_partial` results, in the order ``pairs``."""
     ready: dict[tuple[int, int], Any] = {}
     position = 0
     for result in results:
@@ -209,18 +185,10 @@ GROUP_ENTRIES = 131_072
 
 def pair_partial(i: int, j: int, left: RowBlock, right: RowBlock, *, dtype: str,
                  native: bool, pooled: bool) -> dict[str, NDArray]:
-    """The pair of blocks ``(I, J) = (i, j)``, ``I <= J``, of :func:`kernel_forms_and_matmul`
-    from those two blocks alone:
-
-    * ``forms``: ``f_IJ = sum_{a in I, b in J} K_ab <Z_a, Z_b>`` (diagonal included when
-      ``I = J``), float64 from one GEMM ``K_IJ Z_J``;
-    * ``left``: ``K_IJ W_J`` (rows of ``I``); ``right``: ``K_IJ^T W_I`` (rows of ``J``,
-      ``I < J`` only).
-
-    ``native``: the Gram fills the block in ``dtype`` (else float64, then cast);
-    ``pooled``: fill it on the kernel's thread pool (else in the calling thread). BLAS
-    runs one thread inside the task, so the bits do not depend on where it runs.
-    """
+    """The pair of blocks ``(I, J) = (i, j)``, ``I <= J``, of :func:`kernel_forms_and_matmul`:
+    ``forms`` ``f_IJ = sum_{a in I, b in J} K_ab <Z_a, Z_b>`` (float64), ``left`` ``K_IJ
+    W_J`` and (``I < J``) ``right`` ``K_IJ^T W_I``. ``native``: the Gram fills the block in
+    ``dtype``; ``pooled``: on the kernel's thread pool. BLAS runs one thread."""
     precision = np.dtype(dtype).type
     q, r, f8 = left.z.shape[1], left.w.shape[1], np.float64
     out: dict[str, NDArray] = {"pair": np.array([i, j])}
@@ -255,18 +223,15 @@ def pair_partial(i: int, j: int, left: RowBlock, right: RowBlock, *, dtype: str,
 
 def _products_only(frame: tuple[Any, int], left: RowBlock, right: RowBlock,
                    precision: type, pooled: bool, diagonal: bool) -> tuple[NDArray, NDArray | None]:
-    """``K_IJ W_J`` and ``K_IJ^T W_I`` alone (e.g. the LCB's ``K @ [r, 1]``): the block is
-    filled and multiplied a group of rows at a time, so both narrow GEMMs read it from the
-    cache instead of from memory (a GEMM with two columns is bound by memory)."""
+    """``K_IJ W_J`` and ``K_IJ^T W_I`` alone, a group of rows at a time (both narrow GEMMs
+    read the block from the cache)."""
     r, f8 = left.w.shape[1], np.float64
     group = max(1, GROUP_ENTRIES // right.size)
     own = np.zeros((left.size, r))
     other = None if diagonal else np.zeros((right.size, r))
     for a0 in range(0, left.size, group):
         a1 = min(left.size, a0 + group)
-        rows = RowBlock(left.start + a0, left.start + a1, left.gram, left.offset + a0,
-                        left.z[a0:a1], left.w[a0:a1])
-        part = _kernel_rows(*frame, rows, right, precision, pooled)
+        part = _kernel_rows(*frame, _sub_block(left, a0, group), right, precision, pooled)
         own[a0:a1] += part @ right.w
         if other is not None:
             other += (part.T @ left.w[a0:a1]).astype(f8, copy=False)

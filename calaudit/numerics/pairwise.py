@@ -1,18 +1,10 @@
-"""The pairwise engine: products with an n x n kernel matrix, never stored.
+"""The pairwise engine: products ``K @ Z`` and quadratic forms ``z^T K z`` with an n x n
+kernel matrix that is never stored (its blocks on and above the diagonal computed one at
+a time, each multiplied by every column of ``Z`` in one BLAS call).
 
-Every quadratic statistic in calaudit (SKCE, KLCE, their resampling nulls, LCB) reduces to
-products ``K @ Z`` or quadratic forms ``z^T K z`` with a kernel matrix ``K`` and a matrix
-``Z`` whose columns are residual vectors, resampled residual vectors or weights. ``K`` is
-never stored: its blocks are computed one at a time, each multiplied by all columns of
-``Z`` in one BLAS call. Because ``K`` is symmetric, only the blocks on and above the
-diagonal are computed (half the kernel evaluations and half the flops).
-
-:func:`kernel_matmul` and :func:`kernel_quadratic_forms` walk row tiles in this process.
-:func:`kernel_forms_and_matmul`, the engine of the exact tests, cuts the rows into fixed
-blocks of the global row index and makes each pair of blocks ``I <= J`` one task that
-reads those two blocks only (:func:`pair_partial`), combined in pair order
-(:func:`fold_pairs`): the same bytes on one thread, on threads, or on Dask workers that
-each hold some of the blocks, whatever the files or partitions the rows came from.
+:func:`kernel_matmul` and :func:`kernel_quadratic_forms` walk row tiles in this process;
+:func:`kernel_forms_and_matmul` makes each pair of fixed row blocks ``I <= J`` one task
+(:func:`pair_partial`), combined in pair order (:func:`fold_pairs`).
 """
 
 from __future__ import annotations
@@ -49,17 +41,10 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
     return int(min(max(n, 1), max(16, block_entries // max(n, 1))))
 
 
-
-
-def kernel_matmul(
-    gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
-) -> NDArray[np.float64]:
-    """``K @ Z`` for ``Z`` of shape (n,) or (n, q), without forming ``K``.
-
-    For each tile ``a`` the block ``K[a, a_start:]`` (upper part) is computed once and used
-    twice: ``out[a] += K[a, a_start:] @ Z[a_start:]`` and, by symmetry,
-    ``out[a_end:] += K[a, a_end:]^T @ Z[a]``.
-    """
+def kernel_matmul(gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
+                 ) -> NDArray[np.float64]:
+    """``K @ Z`` for ``Z`` (n,) or (n, q): each tile's upper block ``K[a, a_start:]`` used
+    for ``out[a]`` and, by symmetry, ``out[a_end:]``."""
     n = gram.n
     matrix = np.asarray(z, dtype=np.float64)
     flat = matrix.reshape(n, -1)
@@ -73,24 +58,11 @@ def kernel_matmul(
     return out.reshape(matrix.shape)
 
 
-def kernel_quadratic_forms(
-    gram: Gram,
-    z: NDArray[np.float64],
-    *,
-    exclude_diagonal: bool = True,
-    tile_rows: int | None = None,
-) -> NDArray[np.float64]:
-    """Quadratic forms of ``K`` with each column of ``Z``, summed over class slices.
-
-    ``Z`` has shape (n,), (n, q) or (n, m, q). The result has shape () / (q,) / (q,):
-
-    ``Q_c = sum_{i, j} K_ij <Z_i., Z_j.>_c``  (``<., .>`` sums over the class axis ``m``),
-
-    with the ``i = j`` terms removed when ``exclude_diagonal`` (the U-statistic sums
-    over ``i != j``). With ``Z`` the residuals ``e_{y_i} - p_i`` this is
-    ``sum_{i != j} h_ij`` of the SKCE (Widmann et al. 2019, eq. 6); with resampled
-    residuals in the columns it is every resample's statistic at once.
-    """
+def kernel_quadratic_forms(gram: Gram, z: NDArray[np.float64], *, exclude_diagonal: bool = True,
+                           tile_rows: int | None = None) -> NDArray[np.float64]:
+    """``Q_c = sum_{i, j} K_ij <Z_i., Z_j.>_c`` for ``Z`` (n,), (n, q) or (n, m, q) (result
+    (), (q,), (q,); ``<., .>`` over classes), without the ``i = j`` terms when
+    ``exclude_diagonal``: the SKCE's ``sum_{i != j} h_ij`` (Widmann et al. 2019, eq. 6)."""
     n = gram.n
     matrix = np.asarray(z, dtype=np.float64)
     if matrix.ndim == 1:
@@ -115,48 +87,24 @@ def kernel_quadratic_forms(
     return totals.reshape(m, q).sum(axis=0)
 
 
-def kernel_forms_and_matmul(
-    gram: Gram,
-    z: NDArray[np.float64],
-    w: NDArray[np.float64] | None = None,
-    *,
-    exclude_diagonal: bool = True,
-    tile_rows: int | None = None,
-    dtype: type = np.float64,
-    matmul_dtype: type | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`kernel_quadratic_forms` of ``Z`` and :func:`kernel_matmul` ``K @ W`` from
-    **one** pass over the kernel (each kernel entry is evaluated once for both).
+def kernel_forms_and_matmul(gram: Gram, z: NDArray[np.float64],
+                            w: NDArray[np.float64] | None = None, *, exclude_diagonal: bool = True,
+                            tile_rows: int | None = None, dtype: type = np.float64,
+                            matmul_dtype: type | None = None
+                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`kernel_quadratic_forms` of ``Z`` ((n, q) or (n, m, q)) and :func:`kernel_matmul`
+    ``K @ W`` (``W`` (n, r) or ``None``) from one pass over the kernel.
 
-    ``Z`` has shape (n, q) or (n, m, q) (forms summed over the class axis, as in
-    :func:`kernel_quadratic_forms`); ``W`` has shape (n, r) (``None``: r = 0).
+    The rows are cut into fixed blocks of ``b = tile_rows`` rows (default
+    :data:`FUSED_TILE_ROWS`); every pair of blocks ``I <= J`` is one task
+    (:func:`pair_partial`) computing ``K_IJ``, ``K_IJ [Z_J | W_J]``, for ``I < J`` also
+    ``K_IJ^T W_I``, and ``f_IJ = sum_{i in I} <Z_i, (K_IJ Z_J)_i>``. They are combined in
+    pair order (:func:`fold_pairs`: forms the left fold of ``f_II`` and ``2 f_IJ``), so the
+    bits depend on ``b`` alone, not on what runs the pairs.
 
-    **Decomposition.** The rows are cut into fixed blocks of ``b = tile_rows`` rows
-    (default :data:`FUSED_TILE_ROWS`; :func:`pair_blocks`, keyed by the global row
-    index). Every pair of blocks ``I <= J`` (:func:`block_pairs`) is one task
-    (:func:`pair_partial`), which reads only blocks ``I`` and ``J``: the kernel block
-    ``K_IJ``, one GEMM ``K_IJ [Z_J | W_J]``, for ``I < J`` one with ``K_IJ^T W_I``, and
-    the forms' share ``f_IJ = sum_{i in I} <Z_i, (K_IJ Z_J)_i>`` (float64). No copy of
-    ``Z`` is made (``Z`` is typically all resamples of a test, n x B floats).
-
-    **Combination**, on the caller, in pair order (:func:`fold_pairs`): the forms are the
-    left fold of ``f_II`` and ``2 f_IJ`` (``I < J``: the pair stands for both triangles);
-    ``K @ W`` is the left fold of each pair's ``K_IJ W_J`` into the rows of ``I`` and
-    ``K_IJ^T W_I`` into those of ``J``. The bits are fixed by ``b`` and this order alone:
-    the same whatever runs the pairs (``executor.map_pairs``: one thread, threads with
-    BLAS at one thread each, or Dask workers holding one placed value per block) and
-    however the rows were stored (the executor in force, :func:`calaudit.scale.current`).
-
-    ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel
-    evaluation) in single precision -- about twice as fast -- with the forms accumulated
-    in double precision across pairs; the relative rounding error of each form is then of
-    order ``1e-7 sqrt(b)`` (for resampled null statistics, not for reported estimates).
-    ``matmul_dtype`` (default: ``dtype``) sets the precision of ``K @ W`` separately, e.g.
-    single-precision forms of bootstrap counts with exact row sums ``K @ 1``.
-
-    Cost: ``n^2 / 2`` kernel entries and ``n^2 (q + r)`` multiply-adds, in
-    ``k (k + 1) / 2`` tasks of ``b^2`` entries (``k = n / b``); memory per task
-    ``O(b^2 + b (q + r))``.
+    ``dtype=np.float32`` runs the GEMMs (and, when the Gram supports it, the kernel) in
+    single precision, the forms accumulated in double (relative error about ``1e-7
+    sqrt(b)``); ``matmul_dtype`` (default ``dtype``) sets the precision of ``K @ W``.
     """
     n = gram.n
     zm = np.asarray(z, dtype=dtype)

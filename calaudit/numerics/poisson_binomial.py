@@ -1,34 +1,17 @@
 """Poisson-binomial laws per cell: exact pmf in O(n log^2 n) and draws of cell counts.
 
-Under consistency resampling the outcome of row ``i`` is ``o*_i ~ Bernoulli(p_i)``
-independently, so the number of events in a cell (a bin of a reliability diagram or of an
-ECE) is Poisson-binomial with the cell's ``p_i``. A binned statistic depends on the
-outcomes only through these counts, so drawing the counts directly is the same
-resampling as redrawing every row, at O(cells x B) instead of O(n x B) per test.
+Under consistency resampling a cell's event count is Poisson-binomial with its rows'
+``p_i``; drawing the counts is the same resampling as redrawing every row, in O(cells x B).
 
-pmf (:func:`pmf`): the coefficients of ``prod_i (1 - p_i + p_i t)``. Rows are taken in
-groups of :data:`GROUP` and each group's polynomial is built by the exact recursion
-``P_j(k) = P_{j-1}(k) (1 - p_j) + P_{j-1}(k - 1) p_j`` (vectorised over groups); the groups'
-polynomials are then multiplied pairwise, level by level, by batched real FFTs. Each FFT
-product is exact up to a rounding error of about ``1e-16`` times the largest coefficient;
-negative rounding residue is set to 0 and the pmf renormalised, so every probability is
-within about ``1e-15`` (absolute) of the exact one -- below the resolution of the float64
-uniforms that drive the inverse-CDF draws (``2^-53``). Checked against the exact
-recursion and ``scipy.stats.binom`` in the tests.
+pmf (:func:`pmf`): the coefficients of ``prod_i (1 - p_i + p_i t)``, groups of
+:data:`GROUP` rows by the recursion ``P_j(k) = P_{j-1}(k) (1 - p_j) + P_{j-1}(k - 1) p_j``,
+then multiplied pairwise by batched real FFTs; negative residue set to 0 and renormalised
+(every probability within about 1e-15 of the exact one).
 
-Large cells (:func:`law`, more than :data:`WINDOW_ROWS` rows): the pmf of ``n`` rows has
-``n + 1`` entries and its FFT products need about 60 bytes a row, while all but a
-negligible mass lies within ``O(sqrt(n))`` of the mean. So the rows are taken in chunks of
-:data:`CHUNK_ROWS`; each chunk's exact pmf (above) and the running product of the chunks
-seen so far are cut to their Bernstein windows (:func:`window`: outside, at most
-:data:`TAIL` = 2^-80 of mass on each side), and the running product is multiplied by each
-chunk in turn (one real FFT product). The memory is a chunk and a window, not the rows;
-the mass dropped is at most ``4 TAIL`` per chunk, far below the FFT's rounding, so the
-windowed pmf is as close to the exact one as the whole-array product (checked against the
-O(n^2) recursion in the tests). Cells of at most :data:`WINDOW_ROWS` rows keep the
-whole-array pmf, bit for bit.
-
-Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell from the pmf.
+Cells of more than :data:`WINDOW_ROWS` rows (:func:`law`): chunks of :data:`CHUNK_ROWS`
+rows, each chunk's pmf and the running product cut to their Bernstein windows
+(:func:`window`, at most :data:`TAIL` = 2^-80 of mass outside per side), so memory is a
+chunk and a window. Draws (:func:`cell_counts`): ``B`` inverse-CDF draws per cell.
 """
 
 from __future__ import annotations
@@ -93,12 +76,9 @@ TAIL = 2.0 ** -80
 
 
 def window(mean: float, variance: float, rows: int) -> tuple[int, int]:
-    """``[lo, hi]`` with ``P(S < lo) <= TAIL`` and ``P(S > hi) <= TAIL`` for ``S`` a sum of
-    ``rows`` independent Bernoulli with ``sum p = mean`` and ``sum p (1 - p) = variance``.
-
-    Bernstein's inequality (each ``|o_i - p_i| <= 1``): ``P(S - mean >= t) <=
-    exp(-t^2 / (2 (variance + t / 3)))``, which is ``TAIL`` at ``t = L / 3 +
-    sqrt(L^2 / 9 + 2 L variance)``, ``L = -log TAIL``; the same below the mean."""
+    """``[lo, hi]`` with ``P(S < lo), P(S > hi) <= TAIL`` for a sum ``S`` of ``rows``
+    Bernoulli with ``sum p = mean``, ``sum p (1 - p) = variance``: Bernstein's inequality
+    gives ``TAIL`` at ``t = L / 3 + sqrt(L^2 / 9 + 2 L variance)``, ``L = -log TAIL``."""
     level = -math.log(TAIL)
     t = level / 3.0 + math.sqrt(level * level / 9.0 + 2.0 * level * max(variance, 0.0))
     return max(0, math.floor(mean - t) - 1), min(rows, math.ceil(mean + t) + 1)
@@ -125,13 +105,10 @@ class RunningLaw:
               rows: int) -> None:
         """Multiply by the piece ``law`` (of ``offset + k``; ``rows`` rows with ``sum p =
         mean`` and ``sum p (1 - p) = variance``)."""
-        self.law = _product(self.law, law)
-        self.offset += offset
         self.mean, self.variance = self.mean + mean, self.variance + variance
         self.rows += rows
-        lo, hi = window(self.mean, self.variance, self.rows)
-        lo, hi = max(lo, self.offset), min(hi, self.offset + self.law.size - 1)
-        self.law, self.offset = self.law[lo - self.offset:hi - self.offset + 1], lo
+        self.offset, self.law = _cut(self.offset + offset, _product(self.law, law), 1,
+                                     self.mean, self.variance, self.rows)
 
     def result(self) -> tuple[int, NDArray[np.float64]]:
         """``(offset, P(S = offset + k))`` normalised to sum 1."""
@@ -176,10 +153,9 @@ def sample(distribution: NDArray[np.float64], u: NDArray[np.float64], offset: in
 
 def cell_counts(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int,
                 n_resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """(n_cells, B) event counts ``sum_{i in c} o*_i`` with ``o*_i ~ Bernoulli(p_i)``,
-    drawn from each cell's Poisson-binomial law (:func:`law`; empty cells: 0). The uniforms
-    are one ``rng.random((n_cells, B))`` in cell order. Each cell's ``p_i`` are taken in
-    row order (:func:`cell_members`), so a pmf does not depend on how rows are read."""
+    """(n_cells, B) event counts ``sum_{i in c} o*_i``, ``o*_i ~ Bernoulli(p_i)``, from each
+    cell's law (:func:`law` of its ``p_i`` in row order; empty cells 0) and the uniforms
+    ``rng.random((n_cells, B))`` in cell order."""
     members = cell_members(p, cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)
@@ -196,10 +172,8 @@ MEMBER_ROWS = 65_536
 
 def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
                  ) -> list[NDArray[np.float64]]:
-    """The ``p_i`` of every cell in row order: the values of
-    ``p[np.argsort(cells, kind="stable")]`` cut at the cell boundaries, sorted a block of
-    rows at a time into one array (8 bytes a row, no n-row permutation), one view per
-    cell (``p`` (n,) or (n, k): the rows of ``k`` columns together)."""
+    """The ``p_i`` of every cell in row order, one view per cell of
+    ``p[np.argsort(cells, kind="stable")]`` (``p`` (n,) or (n, k)), sorted block by block."""
     counts = np.zeros(n_cells, dtype=np.int64)
     for start in range(0, cells.shape[0], MEMBER_ROWS):
         counts += np.bincount(cells[start:start + MEMBER_ROWS], minlength=n_cells)
@@ -223,14 +197,11 @@ def cell_members(p: NDArray[np.float64], cells: NDArray[np.intp], n_cells: int
 def convolution_power(offset: int, distribution: NDArray[np.float64], power: int,
                       mean: float, variance: float, rows: int
                       ) -> tuple[int, NDArray[np.float64]]:
-    """The law of the sum of ``power`` independent copies of ``offset + K``,
-    ``K ~ distribution`` (a Poisson-binomial law of ``rows`` rows with ``sum p = mean`` and
-    ``sum p (1 - p) = variance``), cut to the Bernstein window of the ``power x rows``
-    Bernoulli units (:func:`window`): the ``power``-th power of its spectrum (one real FFT
-    pair) while the full support has at most :data:`DIRECT_SUPPORT` points; above, by
-    repeated squaring, each product cut to the window of its own number of copies, so the
-    memory is that of the window (``O(sqrt(power))`` points), not of the support
-    (``O(power)``)."""
+    """The law of the sum of ``power`` copies of ``offset + K`` (``K`` Poisson-binomial of
+    ``rows`` rows, ``sum p = mean``, ``sum p (1 - p) = variance``), cut to the Bernstein
+    window of the ``power x rows`` units: the spectrum's ``power``-th power up to
+    :data:`DIRECT_SUPPORT` points, above by repeated squaring, each product cut to its
+    window."""
     if power == 1:
         return offset, distribution
     length = power * (distribution.size - 1) + 1
@@ -277,16 +248,11 @@ def _power_by_squaring(offset: int, distribution: NDArray[np.float64], power: in
 
 def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
              ) -> tuple[int, NDArray[np.float64]]:
-    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)`` (whole
-    ``units``): the units of row ``i`` are ``units_i`` Bernoulli(``p_i``), so the rows that
-    share a unit count ``d`` contribute ``d`` independent copies of their one-unit
-    Poisson-binomial sum (:func:`pmf`, or :func:`windowed_pmf` above :data:`CHUNK_ROWS`
-    rows; then :func:`convolution_power`); the counts' laws
-    are multiplied (one real FFT product each) and cut to the running Bernstein window.
-    The law of the rows repeated ``units_i`` times, in O(rows) instead of O(units)."""
-    offset, out = 0, np.ones(1)
-    mean = variance = 0.0
-    total = 0
+    """``(offset, P(S = offset + k))`` for ``S = sum_i Binomial(units_i, p_i)``: the rows
+    sharing a unit count ``d`` give ``d`` copies of their Poisson-binomial sum
+    (:func:`convolution_power`), the counts' laws multiplied and cut to the running
+    window; the repeated rows' law in O(rows)."""
+    running = RunningLaw()
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
     for count in distinct(units[units > 0]):
         q = p[units == count]
@@ -294,23 +260,15 @@ def unit_law(p: NDArray[np.float64], units: NDArray[np.float64]
         q_mean, q_variance = float(q.sum()), float((q * (1.0 - q)).sum())
         single = windowed_pmf(q) if q.size > CHUNK_ROWS else (0, pmf(q))
         lo, part = convolution_power(*single, d, q_mean, q_variance, q.size)
-        out = _product(out, part)
-        offset += lo
-        mean, variance, total = mean + d * q_mean, variance + d * q_variance, total + d * q.size
-        lo, hi = window(mean, variance, total)
-        lo, hi = max(lo, offset), min(hi, offset + out.size - 1)
-        out, offset = out[lo - offset:hi - offset + 1], lo
-    return offset, out / out.sum()
+        running.times(lo, part, d * q_mean, d * q_variance, d * q.size)
+    return running.result()
 
 
 def unit_cell_counts(p: NDArray[np.float64], units: NDArray[np.float64],
                      cells: NDArray[np.intp], n_cells: int, n_resamples: int,
                      rng: np.random.Generator) -> NDArray[np.int64]:
     """(n_cells, B) event counts of the units: :func:`cell_counts` of the rows repeated
-    ``units_i`` times (the same uniforms, one ``rng.random((n_cells, B))`` in cell order,
-    and each cell's law :func:`unit_law`), without repeating them. The rows are sorted
-    into their cells (:func:`cell_members`) and each cell's law is one task of
-    :mod:`calaudit.scale` (:func:`unit_law_partial` on the cell's rows)."""
+    ``units_i`` times, each cell's :func:`unit_law` one task of :mod:`calaudit.scale`."""
     members = cell_members(np.column_stack([p, units]), cells, n_cells)
     u = rng.random((n_cells, n_resamples))
     out = np.zeros((n_cells, n_resamples), dtype=np.int64)

@@ -78,11 +78,8 @@ def one_hot_residuals(labels: NDArray[np.intp], probs: NDArray[np.float64],
 def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float = 1e-12,
                        atol: float = 0.0) -> float:
     """``(1 + #{T* >= T}) / (1 + B)``; replicates within ``max(rtol |T|, atol)`` below ``T``
-    count as ties (>=), so that rounding in a different summation order never lowers the
-    p-value. ``atol`` is the caller's bound on the rounding error of ``T* - T`` (e.g.
-    :func:`form_error_bound` for kernel quadratic forms): with it, every replicate equal to
-    ``T`` in exact arithmetic counts, whatever the order of summation. An undefined
-    statistic (NaN) has no p-value (NaN), never the smallest one."""
+    count as ties (``atol``: the caller's bound on the rounding error of ``T* - T``, e.g.
+    :func:`form_error_bound`). A NaN statistic has a NaN p-value."""
     if np.isnan(observed):
         return math.nan
     tolerance = max(rtol * max(abs(observed), np.finfo(np.float64).tiny), atol)
@@ -91,28 +88,20 @@ def monte_carlo_pvalue(observed: float, null: NDArray[np.float64], rtol: float =
 
 
 def form_error_factor(n: int, dtype: type) -> float:
-    """``c_n u`` of the rounding bound of a kernel quadratic form computed in ``dtype``.
-
-    Standard dot-product analysis (Higham 2002, sec. 3.1): kernel entries rounded (and
-    evaluated) to a few units ``u`` of relative error, ``K z`` accumulated over ``n`` terms
-    and the outer sum over ``n`` more, so for ``F = sum_{i != j} K_ij <z_i, z_j>``
-    ``|fl(F) - F| <= (2n + 64) u S`` with ``S = sum_{i != j} |K_ij| |z_i| |z_j|``. With
-    ``0 <= K_ij <= 1`` (every kernel used here), ``S <= (sum_i |z_i|)^2``.
-    """
+    """``c_n u`` of the rounding bound of a kernel quadratic form in ``dtype`` (Higham
+    2002, sec. 3.1): for ``F = sum_{i != j} K_ij <z_i, z_j>``, ``|fl(F) - F| <= (2n + 64) u
+    S`` with ``S = sum_{i != j} |K_ij| |z_i| |z_j| <= (sum_i |z_i|)^2`` (``0 <= K <= 1``)."""
     return (2.0 * n + 64.0) * float(np.finfo(dtype).eps) / 2.0
 
 
 def form_error_bound(n: int, dtype: type, max_sq_norm: float = 2.0) -> float:
-    """Bound on the rounding error of a normalised form ``F / (n (n - 1))`` in ``dtype``
-    when every ``|z_i|^2 <= max_sq_norm`` (residuals ``e_y - p``: 2; binary ``y - p_1``:
-    1; the SKCE's ``sqrt(2) (y - p_1)``: 2): :func:`form_error_factor` times
-    ``n^2 max_sq_norm / (n (n - 1))``."""
+    """Bound on the rounding error of ``F / (n (n - 1))`` in ``dtype`` when every
+    ``|z_i|^2 <= max_sq_norm``: :func:`form_error_factor` times ``n max_sq_norm / (n - 1)``."""
     return form_error_factor(n, dtype) * max_sq_norm * n / max(n - 1, 1)
 
 
 def column_mass(z: NDArray) -> NDArray[np.float64]:
-    """``sum_i |z_i|`` of every column of ``z`` ((n, B) or (n, m, B), norm over the class
-    axis): ``S <= mass^2`` bounds the form's absolute terms (:func:`form_error_factor`)."""
+    """``sum_i |z_i|`` of every column of ``z`` ((n, B) or (n, m, B), norm over classes)."""
     if z.ndim == 2:
         return np.abs(z).sum(axis=0, dtype=np.float64)
     return np.sqrt(np.einsum("imb,imb->ib", z, z, dtype=np.float64)).sum(axis=0)
@@ -129,11 +118,9 @@ def refine_near(values: NDArray[np.float64], z: NDArray, observed: float, factor
         values[near] = exact(np.take(z, near, axis=-1))
 
 
-#: CPU cost of one pass of the pairwise engine on the reference machine (2-core Haswell,
-#: OpenBLAS 0.3), in ns per kernel entry: evaluating the entry (Gaussian / exponential
-#: kernels, double or single precision ``exp``) and multiplying it with one column (double
-#: or single precision GEMM). A cached Gram (:class:`~calaudit.numerics.grams.DenseGram`)
-#: costs a copy. Measured by ``benchmarks/exact_refine.py``; only the ratios matter.
+#: ns per kernel entry of a pass of the pairwise engine: evaluating it (double or single
+#: precision), copying it from a cached Gram, multiplying it with one column
+#: (``benchmarks/exact_refine.py``; only the ratios matter).
 PASS_COST_NS = {"kernel64": 13.0, "kernel32": 7.0, "copy": 1.0, "gemm64": 0.059,
                 "gemm32": 0.032}
 
@@ -153,17 +140,11 @@ def _kernel_costs(gram: Gram) -> tuple[float, float]:
 
 def single_precision_pays(gram: Gram, columns: int, near_share: float,
                           observed_pass: bool = False) -> bool:
-    """Whether a single-precision pass over ``columns`` resampled columns plus the
-    double-precision pass that :func:`refine_near` makes over the share ``near_share`` of
-    them is expected to cost less than one double-precision pass (:data:`PASS_COST_NS`).
-
-    The p-value is the same either way (ties are decided as in exact arithmetic); only
-    the CPU time differs. At large ``n`` the rounding bound of a single-precision form
-    (:func:`form_error_factor`, linear in ``n``) covers most of the null distribution,
-    every replicate would be recomputed, and one double-precision pass is cheaper.
-    ``observed_pass``: the single-precision way also needs a double-precision pass for
-    the observed form (the double-precision pass carries it as one more column).
-    """
+    """Whether a single-precision pass over ``columns`` columns plus :func:`refine_near`'s
+    double-precision pass over the share ``near_share`` of them is expected to cost less
+    than one double-precision pass (the p-value is the same either way).
+    ``observed_pass``: the single-precision way also needs a double pass for the observed
+    form."""
     k64, k32 = _kernel_costs(gram)
     c = PASS_COST_NS
     refined = 1.0 - (1.0 - near_share) ** columns  # P(the refinement pass runs at all)
@@ -174,10 +155,7 @@ def single_precision_pays(gram: Gram, columns: int, near_share: float,
 
 def subsample_forms(gram: Gram, z: NDArray, rows: int = PILOT_ROWS) -> NDArray[np.float64]:
     """``(n / m) sum_{i != j in S} K_ij <z_i, z_j>`` of every column of ``z`` ((n, q) or
-    (n, m, q)) over ``m`` (about ``rows``) evenly spaced rows ``S``: under the null, about
-    the law of the form over all ``n`` rows (see :func:`predicted_near_share`); for a
-    column with a non-zero mean kernel term (an alternative), an underestimate of its
-    form, whose mean grows like ``n^2``."""
+    (n, m, q)) over ``m`` (about ``rows``) evenly spaced rows ``S``."""
     n = gram.n
     sub = slice(0, n, max(1, n // rows))
     block = gram.block(sub, sub)
@@ -189,18 +167,11 @@ def subsample_forms(gram: Gram, z: NDArray, rows: int = PILOT_ROWS) -> NDArray[n
 
 def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: float,
                          tie: float, rows: int = PILOT_ROWS) -> float:
-    """Expected share of replicates whose single-precision form :func:`refine_near` would
-    recompute, ``P(|F* - F| <= band)``.
-
-    ``pilot`` ((n, q) or (n, m, q)) holds columns drawn like the replicates (from another
-    stream). Each column's band ``2 (factor mass^2 + tie)`` is exact (:func:`column_mass`
-    over all rows). Its form ``F*`` is estimated from ``rows`` evenly spaced rows: a
-    degenerate U-statistic's form over ``m`` rows, times ``n / m``, has about the law of
-    the form over all ``n`` (Serfling 1980, sec. 5.5.2: ``sum_k lambda_k (chi^2_1 - 1)``,
-    skewed when one eigenvalue dominates); the share is read from these ``q`` values
-    smoothed by a normal kernel (Silverman's bandwidth). An estimate for choosing the
-    precision of a pass, never for deciding ``T* >= T``.
-    """
+    """Expected share ``P(|F* - F| <= band)`` of replicates :func:`refine_near` would
+    recompute, from ``pilot`` columns drawn like the replicates: each ``F*`` estimated on
+    ``rows`` evenly spaced rows (:func:`subsample_forms`, about the law over all ``n`` for a
+    degenerate U-statistic, Serfling 1980, sec. 5.5.2), smoothed by a normal kernel
+    (Silverman's bandwidth). Chooses a precision, never decides ``T* >= T``."""
     forms = subsample_forms(gram, pilot, rows)
     band = 2.0 * (factor * column_mass(pilot) ** 2 + tie)
     spread = min(forms.std(), np.subtract(*np.percentile(forms, [75, 25])) / 1.34)
@@ -214,18 +185,10 @@ def predicted_near_share(gram: Gram, pilot: NDArray, observed: float, factor: fl
 def pass_dtype(gram: Gram, dtype: type, columns: int, pilot: Callable[[int], NDArray],
                observed: float | None, factor: float, tie: float,
                lead: NDArray | None = None) -> type:
-    """The precision to run a pass of ``columns`` resampled forms in: ``dtype`` unless it
-    is single precision and one double-precision pass is expected to be cheaper than the
-    single-precision pass and its refinement (:func:`single_precision_pays`, with
-    :func:`predicted_near_share` of ``pilot(q)`` columns, ``q`` at most
-    :data:`PILOT_COLUMNS` and at most ``columns``, so the pilot is never larger than the
-    pass's own batch).
-
-    ``observed=None`` (the observed form is not computed yet; ``lead``, (n, 1) or (n, m,
-    1), holds its column): :func:`subsample_forms` of ``lead`` stands for it. It
-    underestimates the form of a miscalibrated model, which can only move the choice
-    towards double precision -- the cheaper mistake once the observed form itself would
-    need a separate double-precision pass (:func:`single_precision_pays`)."""
+    """The precision of a pass of ``columns`` resampled forms: ``dtype`` unless it is
+    single precision and :func:`single_precision_pays` says no (with the share of
+    ``pilot(q)`` columns, ``q <= min(PILOT_COLUMNS, columns)``). ``observed=None``:
+    :func:`subsample_forms` of the observed column ``lead`` stands for the observed form."""
     if dtype == np.float64:
         return dtype
     unknown = observed is None

@@ -1,22 +1,11 @@
-"""Eigendecomposition of a kernel matrix, exact or truncated at a tolerance.
+"""Eigendecomposition ``K = Q diag(lambda) Q^T`` of a kernel matrix (Gruber & Bach, eq. 29).
 
-Kernel ridge regression in Kronecker form (Gruber & Bach, eq. 29) needs the
-eigendecomposition ``K = Q diag(lambda) Q^T`` of the training kernel matrix. Two ways:
+* ``exact``: :func:`numpy.linalg.eigh` of ``K``, negative eigenvalues clipped to 0.
+* ``low_rank``: pivoted Cholesky ``K ~ L^T L`` (Harbrecht, Peters & Schneider 2012) until
+  every diagonal entry of the residual is at most ``tolerance``, then the eigendecomposition
+  of ``L L^T``; O(n r^2). The eigenvalues left out are bounded by ``residual_trace``.
 
-* ``exact``: form ``K`` (n x n) and call LAPACK ``syevd`` (:func:`numpy.linalg.eigh`);
-  O(n^3) time, O(n^2) memory. Negative eigenvalues (rounding) are clipped to 0, as the
-  reference implementation does.
-* ``low_rank``: pivoted (incomplete) Cholesky ``K ~ L^T L`` (Harbrecht, Peters &
-  Schneider 2012), stopped when every diagonal entry of the residual ``K - L^T L`` is at
-  most ``tolerance``, then the eigendecomposition of the r x r matrix ``L L^T``. Time
-  O(n r^2) for rank r, memory O(n r); ``K`` is never formed. The eigenvalues left out are
-  those of the residual, a positive semi-definite matrix whose trace (``residual_trace``)
-  bounds them; they are treated as 0, which is exact up to that bound. Smooth kernels on
-  low-dimensional inputs (the Gaussian kernel on probability vectors) have fast-decaying
-  spectra, so r << n.
-
-``evaluate(a, b)`` returns the kernel block between the rows of ``a`` and ``b``; the
-kernel must be stationary (``k(x, x) = 1``).
+``evaluate(a, b)`` gives the kernel block; the kernel must be stationary (``k(x, x) = 1``).
 """
 
 from __future__ import annotations
@@ -32,10 +21,8 @@ KernelBlock = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.fl
 
 @dataclass(frozen=True)
 class KernelSpectrum:
-    """``K ~ vectors @ diag(values) @ vectors.T`` with orthonormal ``vectors`` (n x r).
-
-    ``residual_trace`` bounds the sum of the eigenvalues left out (0 when exact).
-    """
+    """``K ~ vectors @ diag(values) @ vectors.T`` (orthonormal ``vectors``, n x r);
+    ``residual_trace`` bounds the eigenvalues left out (0 when exact)."""
 
     vectors: NDArray[np.float64]
     values: NDArray[np.float64]
@@ -60,11 +47,9 @@ def exact_spectrum(evaluate: KernelBlock, points: NDArray[np.float64],
 
 def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
                     diagonal: NDArray[np.float64], tolerance: float) -> list[NDArray[np.float64]]:
-    """Greedy pivoted Cholesky restricted to a block of candidate pivots.
-
-    ``columns`` (n x b) are the residual kernel columns of the candidates, ``local`` their
-    row indices and ``diagonal`` their residual diagonal. Returns the new factor rows.
-    """
+    """Greedy pivoted Cholesky among candidate pivots (``columns`` (n x b) their residual
+    kernel columns, ``local`` their rows, ``diagonal`` their residual diagonal): the new
+    factor rows."""
     diagonal = diagonal.copy()
     rows: list[NDArray[np.float64]] = []
     for _ in range(columns.shape[1]):
@@ -81,19 +66,12 @@ def _cholesky_block(columns: NDArray[np.float64], local: NDArray[np.intp],
     return rows
 
 
-def pivoted_cholesky(
-    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
-    block: int = 64, weights: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], float]:
-    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the trace of the residual (of
-    ``W^1/2 (K - L^T L) W^1/2`` with ``weights``).
-
-    Blocked greedy pivoting: the ``block`` rows with the largest residual diagonal are the
-    candidates; their residual columns are computed in one matrix product and factored
-    by greedy pivoted Cholesky among themselves (candidates whose residual falls to the
-    tolerance are dropped). Repeat until the largest residual diagonal entry is at most
-    ``tolerance`` or ``max_rank`` rows exist.
-    """
+def pivoted_cholesky(evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float,
+                     max_rank: int, block: int = 64, weights: NDArray[np.float64] | None = None
+                    ) -> tuple[NDArray[np.float64], float]:
+    """Rows ``L`` (r x n) with ``K ~ L^T L`` and the residual's trace (of ``W^1/2 (K - L^T
+    L) W^1/2`` with ``weights``), by blocks of ``block`` candidates (largest residual
+    diagonal) until it is at most ``tolerance`` or ``max_rank`` rows exist."""
     n = points.shape[0]
     limit = min(max_rank, n)
     factor = np.empty((min(limit, 4 * block), n))
@@ -123,17 +101,10 @@ def pivoted_cholesky(
     return factor[:rank], float(residual.sum() if weights is None else residual @ weights)
 
 
-def low_rank_spectrum(
-    evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float, max_rank: int,
-    weights: NDArray[np.float64] | None = None,
-) -> KernelSpectrum:
-    """Leading eigenpairs from a pivoted Cholesky factor ``K ~ L^T L``.
-
-    The eigenpairs of the small matrix ``L L^T = V diag(w) V^T`` (r x r) give those of
-    ``L^T L``: eigenvalues ``w`` and orthonormal eigenvectors ``L^T V diag(w)^(-1/2)``.
-    Directions with ``w`` at rounding level (``<= r * eps * max(w)``) are dropped with the
-    residual (their eigenvalue is treated as 0).
-    """
+def low_rank_spectrum(evaluate: KernelBlock, points: NDArray[np.float64], *, tolerance: float,
+                      max_rank: int, weights: NDArray[np.float64] | None = None) -> KernelSpectrum:
+    """Leading eigenpairs of ``K ~ L^T L`` from ``L L^T = V diag(w) V^T``: eigenvalues ``w``,
+    eigenvectors ``L^T V diag(w)^(-1/2)``; ``w <= r eps max(w)`` dropped."""
     rows, residual_trace = pivoted_cholesky(evaluate, points, tolerance=tolerance,
                                             max_rank=max_rank, weights=weights)
     if weights is not None:
@@ -146,20 +117,12 @@ def low_rank_spectrum(
     return KernelSpectrum(vectors, values, "low_rank", residual_trace)
 
 
-def kernel_spectrum(
-    evaluate: KernelBlock,
-    points: NDArray[np.float64],
-    *,
-    method: str = "low_rank",
-    tolerance: float = 1e-10,
-    max_rank: int = 4000,
-    weights: NDArray[np.float64] | None = None,
-) -> KernelSpectrum:
-    """Eigendecomposition of ``K_ij = k(x_i, x_j)``, ``method`` ``exact`` or
-    ``low_rank`` (pivoted Cholesky to ``tolerance``, at most ``max_rank`` pivots).
-    ``weights``: that of ``W^1/2 K W^1/2`` (``W = diag(weights)``), the low-rank one from
-    the pivoted Cholesky factor of ``K`` (``W^1/2 L^T L W^1/2``); for integer weights
-    the nonzero spectrum of the kernel matrix of the rows repeated ``weights`` times."""
+def kernel_spectrum(evaluate: KernelBlock, points: NDArray[np.float64], *, method: str = "low_rank",
+                    tolerance: float = 1e-10, max_rank: int = 4000,
+                    weights: NDArray[np.float64] | None = None) -> KernelSpectrum:
+    """Eigendecomposition of ``K_ij = k(x_i, x_j)`` (``exact`` or ``low_rank``: pivoted
+    Cholesky to ``tolerance``, at most ``max_rank`` pivots); with ``weights`` that of
+    ``W^1/2 K W^1/2``."""
     matrix = np.asarray(points, dtype=np.float64)
     matrix = matrix[:, None] if matrix.ndim == 1 else matrix
     if method == "exact":

@@ -1,15 +1,7 @@
-"""Weighted sums per cell (bin, grid cell, group), for one weight vector or many.
-
-Binned estimators are functions of per-cell sums ``S_c = sum_{i in c} w_i x_i``. With
-``w = 1`` these are the estimates; with bootstrap counts as the columns of ``W`` (n, q)
-they are ``q`` bootstrap replicates at once, computed as one sparse product
-``A @ (x * W)`` where ``A`` (cells x n) is the 0/1 membership matrix. Estimates and
-replicates thus share one code path.
-
-The estimates (no weights) are reductions over the fixed row ranges of
-:func:`calaudit.scale.task_ranges`: one ``bincount`` per range, the partial
-sums added in range order (:func:`range_bincount`), so the sums are the same bytes whoever
-computes the partials. Up to ``TASK_ROWS`` rows this is one ``bincount``.
+"""Weighted sums per cell ``S_c = sum_{i in c} w_i x_i`` (bin, grid cell, group): with ``w
+= 1`` the estimates (one ``bincount`` per fixed row range, added in range order,
+:func:`range_bincount`), with bootstrap counts as the columns of ``W`` (n, q) the
+replicates (one sparse product ``A @ (x * W)``).
 """
 
 from __future__ import annotations
@@ -46,11 +38,8 @@ class Cells:
 
     def sums(self, values: NDArray[np.float64] | None,
              weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-        """``sum_{i in c} w_i x_i`` per cell; ``values=None`` means ``x = 1`` (counts).
-
-        ``weights`` None gives shape (n_cells,); (n, q) weights give (n_cells, q) (one
-        column, row weights: a reduction over the fixed row ranges, as the estimates).
-        """
+        """``sum_{i in c} w_i x_i`` per cell (``values=None``: counts); (n_cells,) without
+        ``weights``, (n_cells, q) with (n, q) weights."""
         if weights is None:
             return range_bincount(self.index, values, self.n_cells)
         if weights.ndim == 2 and weights.shape[1] == 1:  # one weighting (row weights)
@@ -59,7 +48,6 @@ class Cells:
             return range_bincount(self.index, product, self.n_cells)[:, None]
         weighted = weights if values is None else values[:, None] * weights
         return np.asarray(self.membership @ weighted)
-
 
     def sums_of(self, values: Callable[[int, int], NDArray[np.float64]]
                 ) -> NDArray[np.float64]:

@@ -1,10 +1,7 @@
-"""Squared calibration errors and their risk-based estimator selection (Gruber & Bach).
-
-Targets ``tce2``, ``cwce2``, ``cce2`` (:mod:`.targets`); calibration estimation functions
-``bin`` (:mod:`.binning`), ``kde`` (:mod:`.kde`), ``kkr`` (:mod:`.kkr`), ``ukkr``
-(:mod:`.ukkr`); the risk of eq. 20 (:mod:`.risk`); grids of appendix B (:mod:`.grids`);
-the split / cross-validation / ensemble pipeline (:mod:`.selection`); the entry point
-:func:`estimate_squared_error` (:mod:`.api`).
+"""Squared calibration errors and their risk-based estimator selection (Gruber & Bach):
+targets (:mod:`.targets`), estimators ``bin``, ``kde``, ``kkr``, ``ukkr``, the risk of eq. 20
+(:mod:`.risk`), the grids of appendix B (:mod:`.grids`), the pipeline (:mod:`.selection`)
+and :func:`estimate_squared_error` (:mod:`.api`).
 """
 
 from __future__ import annotations

@@ -82,14 +82,11 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
                     seed: int | None = None, rng: np.random.Generator,
                     weights: SampleWeights | None = None,
                     sample_weight: np.ndarray | None = None) -> list[MetricResult]:
-    """One metric per target (``CE_2^2``; ``params.root`` is ``CE_2``) with the estimator
-    and hyperparameter chosen by their cross-validated risk; ``params`` names the choice,
-    every candidate's validation risk with its standard error over folds, each
-    estimator's best candidate with its estimate, the split and cross-validation settings
-    and ``seed`` (recorded). All targets share one split, seeded by an integer drawn from
-    ``rng``. Data sets above ``max_rows`` or too small for the folds are skipped: value
-    NaN and ``params.skipped`` saying why. ``weights`` and ``sample_weight`` (the
-    audit's weights, docs/weights.md): the squared errors of the weighted empirical law."""
+    """One metric per target (``CE_2^2``; ``params.root`` is ``CE_2``), estimator and
+    hyperparameter chosen by cross-validated risk (``params``: the choice, the candidates'
+    risks, the settings and ``seed``). All targets share one split seeded from ``rng``;
+    data above ``max_rows`` or too small for the folds: NaN and ``params.skipped``.
+    ``weights``, ``sample_weight``: the weighted empirical law (docs/weights.md)."""
     y_true, y_proba, rows = positive_rows(y_true, y_proba, row_weights(weights, sample_weight))
     n, least = y_true.shape[0], minimum_rows(n_folds)
     reason = None
@@ -108,26 +105,19 @@ def squared_metrics(y_true: np.ndarray, y_proba: np.ndarray, *, targets: Sequenc
                             test_fraction=test_fraction, grid_sizes=grid_sizes,
                             settings=settings or Settings(),
                             rng=np.random.default_rng(split_seed), weights=rows)
-        metrics.append(MetricResult(target, result.estimate,
-                                    {**result.to_params(), "seed": seed}, title=registry.title(target)))
+        metrics.append(MetricResult(target, result.estimate, {**result.to_params(), "seed": seed},
+                                    title=registry.title(target)))
     return metrics
 
 
-def estimate_squared_error(
-    y_true,
-    y_proba,
-    target: str = "cce2",
-    *,
-    estimators: Sequence[str] = ESTIMATORS,
-    n_folds: int = 5,
-    test_fraction: float = 0.2,
-    grid_sizes: Mapping[str, int | None] | None = None,
-    settings: Settings | None = None,
-    random_state: np.random.Generator | int | None = None,
-    rng: np.random.Generator | int | None = None,
-    sample_weight=None,
-    weight_kind: str = "frequency",
-) -> SquaredErrorResult:
+def estimate_squared_error(y_true, y_proba, target: str = "cce2", *,
+                           estimators: Sequence[str] = ESTIMATORS, n_folds: int = 5,
+                           test_fraction: float = 0.2,
+                           grid_sizes: Mapping[str, int | None] | None = None,
+                           settings: Settings | None = None,
+                           random_state: np.random.Generator | int | None = None,
+                           rng: np.random.Generator | int | None = None, sample_weight=None,
+                           weight_kind: str = "frequency") -> SquaredErrorResult:
     """Estimate ``TCE_2^2``, ``CWCE_2^2`` or ``CCE_2^2`` with the estimator and
     hyperparameters that minimise the cross-validated risk of Gruber & Bach (eq. 20).
 

@@ -1,17 +1,10 @@
 """``h_bin`` (Gruber & Bach, eq. 23): products of per-bin mean residuals.
 
-For a score problem the bins are ``n_bins`` equal-width, right-closed bins of [0, 1]
-(0 in the first bin, :func:`calaudit.numerics.binning.uniform_bin_index`) and
-``phi(x) = acc(B) - conf(B)`` for the bin ``B`` of ``x``, estimated on the training
-fold, so ``h_bin(x, x') = phi(x) phi(x')`` and ``mean_i h_bin(x_i, x_i)`` is the squared
-binned error ``(TCE_2^bin)^2`` of eq. 10 / 24 when evaluated on the fitting set.
-
-For probability vectors (canonical calibration, not covered by the paper) the bins are
-the cells of the per-dimension uniform grid with ``n_bins`` bins per coordinate (the
-partition of calaudit's ``ece_canonical``) and ``phi`` is the mean residual vector of the
-cell. A bin or cell with no training row gets the overall mean residual of the training
-fold (the reference code's fallback). On weighted rows the means are weighted
-(``sum w_i r_i / sum w_i`` over the training rows of the bin).
+Scores: ``n_bins`` equal-width right-closed bins, ``phi(x) = acc(B) - conf(B)`` of the bin
+of ``x`` on the training fold, ``h_bin(x, x') = phi(x) phi(x')`` (eq. 10 / 24). Probability
+vectors (not in the paper): the cells of the per-dimension grid of ``ece_canonical`` and
+the cell's mean residual vector. A bin with no training row gets the fold's mean residual
+(the reference code's fallback); weighted rows take weighted means.
 """
 
 from __future__ import annotations
@@ -19,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.numerics.binning import uniform_bin_index
+from calaudit.numerics.binning import grid_cells, uniform_bin_index
 from calaudit.squared.fitting import EvalSet
 from calaudit.squared.risk import mean_diagonal, pairwise_risk
 from calaudit.squared.targets import Problem
@@ -32,15 +25,9 @@ def cell_labels(train_points: NDArray[np.float64], eval_points: NDArray[np.float
     if not simplex:
         return (uniform_bin_index(train_points[:, 0], n_bins),
                 uniform_bin_index(eval_points[:, 0], n_bins), n_bins)
-    both = uniform_bin_index(np.vstack([train_points, eval_points]), n_bins)
-    if both.shape[1] * np.log2(max(n_bins, 2)) < 62:  # pack the cell into one integer
-        both = both @ (n_bins ** np.arange(both.shape[1], dtype=np.int64))
-        _, labels = np.unique(both, return_inverse=True)
-    else:
-        _, labels = np.unique(both, axis=0, return_inverse=True)
-    labels = labels.reshape(-1)
+    cells, labels = grid_cells(np.vstack([train_points, eval_points]), n_bins)
     n_train = train_points.shape[0]
-    return labels[:n_train], labels[n_train:], int(labels.max()) + 1
+    return labels[:n_train], labels[n_train:], int(cells.shape[0])
 
 
 def bin_features(train: Problem, eval_points: NDArray[np.float64],
@@ -48,14 +35,10 @@ def bin_features(train: Problem, eval_points: NDArray[np.float64],
     """``phi(x)``: the training mean residual of the bin (cell) of each evaluation row."""
     train_cells, eval_cells, n_cells = cell_labels(train.points, eval_points, n_bins,
                                                    train.simplex)
-    if train.weights is None:
-        counts = np.bincount(train_cells, minlength=n_cells).astype(np.float64)
-        residuals, overall = train.residuals, train.residuals.mean(axis=0)
-    else:
-        w = train.weights.weights
-        counts = np.bincount(train_cells, weights=w, minlength=n_cells)
-        residuals = train.residuals * w[:, None]
-        overall = residuals.sum(axis=0) / w.sum()
+    w = np.ones(train.points.shape[0]) if train.weights is None else train.weights.weights
+    counts = np.bincount(train_cells, weights=w, minlength=n_cells)
+    residuals = train.residuals * w[:, None]
+    overall = residuals.sum(axis=0) / w.sum()
     sums = np.stack([np.bincount(train_cells, weights=col, minlength=n_cells)
                      for col in residuals.T], axis=1)
     means = np.tile(overall, (n_cells, 1))

@@ -1,10 +1,5 @@
-"""What every calibration estimation function provides once fitted on a training fold.
-
-An estimator is fitted once per training fold for its whole hyperparameter grid (work
-that does not depend on the hyperparameter is shared) and then evaluated on validation and
-test sets: the risk (eq. 20) for every grid value, and the calibration estimate (eq. 21)
-at one grid value.
-"""
+"""A calibration estimation function fitted on a training fold for its whole grid: the
+risk (eq. 20) of every grid value and the estimate (eq. 21) at one."""
 
 from __future__ import annotations
 
@@ -28,15 +23,10 @@ class EvalSet:
 
 @dataclass(frozen=True)
 class Settings:
-    """Settings of the estimators that are not searched over.
-
-    ``kernel_gamma``: the Gaussian kernel ``exp(-gamma ||x - x'||^2)`` of KKR and UKKR
-    (the paper's ``gamma = 1/2``). ``kkr_lambda_exponent``, ``ukkr_lambda_exponent``: ``a``
-    in ``lambda = n^a s`` (see :mod:`calaudit.squared.grids`; the published code's values).
-    ``spectrum`` (``low_rank`` or ``exact``), ``rank_tolerance``, ``max_rank``: how the
-    training kernel matrix is eigendecomposed
-    (:func:`calaudit.numerics.spectral.kernel_spectrum`).
-    """
+    """Settings not searched over: ``kernel_gamma`` of KKR's and UKKR's Gaussian kernel
+    ``exp(-gamma ||x - x'||^2)`` (the paper's 1/2); ``a`` in ``lambda = n^a s``
+    (:mod:`calaudit.squared.grids`); ``spectrum``, ``rank_tolerance``, ``max_rank`` of
+    :func:`calaudit.numerics.spectral.kernel_spectrum`."""
 
     kernel_gamma: float = 0.5
     kkr_lambda_exponent: float = -0.5

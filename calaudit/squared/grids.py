@@ -11,16 +11,12 @@ estimator  top-label / class-wise (score problems)      canonical (probability v
 ``ukkr``   lambda = n^a 10^(-i), i = 1..9                lambda = n^a 10^(-0.5i+4.5), i = 1..18
 =========  ==========================================  ==================================
 
-``n`` is the size of the training fold. The paper prints ``a = 0.5``; its published code
-(``KRR_estimators.py``, "reg constant divided by sqrt{n}") uses ``lambda * n^2 =
-s * n^1.5`` for KKR and ``lambda * n = s * n^0.75`` for UKKR, i.e. ``a = -0.5`` and
-``a = -0.25``. calaudit follows the code (:class:`calaudit.squared.fitting.Settings`):
-with ``a = 0.5`` the best ridge on CIFAR-10 falls on the smallest grid value (the grid is
-shifted by ``n^(3/4)`` to ``n`` towards over-regularisation), with the code's exponents it
-falls inside the grid. The grid value stored here is the scale ``s = 10^e``;
-:func:`regularisation` turns it into the ridge constant added to the eigenvalues.
-A grid *size* ``k`` keeps ``k`` values spread evenly over the full grid (first and last
-included).
+``n`` is the training fold's size. The paper prints ``a = 0.5``; its code
+(``KRR_estimators.py``) uses ``a = -0.5`` for KKR and ``a = -0.25`` for UKKR, which
+calaudit follows (:class:`calaudit.squared.fitting.Settings`; with ``a = 0.5`` the best
+ridge on CIFAR-10 falls on the grid's edge). The grid stores the scale ``s = 10^e``
+(:func:`regularisation` makes the ridge constant); a grid *size* ``k`` keeps ``k`` values
+spread evenly (first and last included).
 """
 
 from __future__ import annotations
@@ -67,9 +63,8 @@ def thin(grid: tuple[float, ...], size: int | None) -> tuple[float, ...]:
 
 def regularisation(estimator: str, scale: float, n_train: float, exponent: float,
                    total: float | None = None) -> float:
-    """The ridge constant added to the eigenvalues: ``lambda n^2`` for KKR (eq. 28, on
-    products of eigenvalues) and ``lambda n`` for UKKR (eq. 32), with
-    ``lambda = n^exponent * scale``. Weighted rows: ``n`` in ``lambda`` is the effective
-    size and ``total`` (the training weight ``W``) replaces the other ``n``."""
+    """The ridge constant: ``lambda n^2`` for KKR (eq. 28) and ``lambda n`` for UKKR (eq.
+    32), ``lambda = n^exponent * scale`` (weighted: ``n`` in ``lambda`` the effective size,
+    ``total`` the other ``n``)."""
     lam = scale * float(n_train) ** exponent
     return lam * float(n_train if total is None else total) ** (2 if estimator == "kkr" else 1)

@@ -1,24 +1,11 @@
 """``h_kde`` (Gruber & Bach, eq. 25): Nadaraya-Watson with the Dirichlet kernel.
 
-``E[o | x]`` is estimated by ``g(x) = sum_j k_b(x; x_j) o_j / sum_j k_b(x; x_j)`` over
-the training fold, with ``k_b(x; x_j)`` the Dirichlet density ``Dir(x; x_j / b + 1)``
-(Popordanoska et al. 2022; Ouimet & Tolosana-Delgado 2022): the kernel centred at the
-training point ``x_j`` is evaluated at the query ``x``. A score ``x`` is embedded as
-``(x, 1 - x)``, where the Dirichlet kernel is the Beta kernel of the reference code.
-Then ``phi(x) = g(x) - x`` estimates ``E[r | x]`` and ``h_kde(x, x') = <phi(x), phi(x')>``.
-
-Computed in log space: ``log k_b(x; x_j) = (1/b) <x_j, log x> - log B(x_j / b + 1)``, so
-the matrix ``log(X_eval) X_train^T`` is computed once per evaluation block and reused for
-every bandwidth; the weights are a softmax over ``j``. Outcomes take few values (a class,
-or 0 / 1), so training rows are sorted by outcome and the weighted sums are sums over
-contiguous column groups. ``log 0`` is clipped at the
-smallest normal double, which gives the exact limit (``0 * log 0 = 0``; a positive
-exponent on a zero coordinate gives weight 0) and never a NaN, where the reference
-implementation drops rows it cannot evaluate (appendix B). Weights below ``e^-100`` times
-the largest are dropped (see ``LOG_WEIGHT_FLOOR``). On weighted rows training row ``j``
-counts ``w_j`` times: ``g(x) = sum_j w_j k_b(x; x_j) o_j / sum_j w_j k_b(x; x_j)``
-(the kernel weights are multiplied by ``w_j`` after the floor, so frequency weights give
-the repeated rows' fit).
+``g(x) = sum_j w_j k_b(x; x_j) o_j / sum_j w_j k_b(x; x_j)`` over the training fold
+(``w_j = 1`` unweighted), ``k_b(x; x_j) = Dir(x; x_j / b + 1)`` (Popordanoska et al.
+2022); a score ``x`` is embedded as ``(x, 1 - x)``. ``phi(x) = g(x) - x`` and
+``h_kde(x, x') = <phi(x), phi(x')>``. In log space, ``log k_b(x; x_j) = (1/b) <x_j, log x>
+- log B(x_j / b + 1)``, ``log 0`` clipped at the smallest normal double (the exact limit,
+never a NaN); weights below ``e^-100`` of the largest dropped (``LOG_WEIGHT_FLOOR``).
 """
 
 from __future__ import annotations

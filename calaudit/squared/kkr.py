@@ -1,45 +1,23 @@
 """``h_kkr`` (Gruber & Bach, eq. 28-31): Kronecker kernel ridge regression.
 
-The predictor of eq. 28 is computed through the eigendecomposition of the training
-kernel matrix ``K = Q diag(lambda) Q^T`` (eq. 29):
+Through the eigendecomposition ``K = Q diag(lambda) Q^T`` of the training kernel (eq. 29):
 
     h(x, x') = k(x)^T Q (L ⊙ Q^T R R^T Q) Q^T k(x'),   L_ij = 1 / (lambda_i lambda_j + c),
 
-with ``R`` the training residuals (``Delta^T`` of the paper), ``k(x)`` the kernel vector
-between ``x`` and the training rows and ``c = lambda n^2`` the ridge constant. When the
-spectrum is truncated to its leading r eigenpairs ``U, s`` (the other eigenvalues treated
-as 0, :mod:`calaudit.numerics.spectral`) the same formula splits exactly into
+``R`` the training residuals, ``k(x)`` the kernel vector to the training rows, ``c = lambda
+n^2``. With the spectrum truncated to its leading pairs ``U, s`` (:mod:`calaudit.numerics.
+spectral`) this splits exactly into
 
     h(x, x') = a^T C a' + (a^T G w' + w^T G^T a' + w^T w') / c,
 
-with ``a = U^T k(x)`` (r), ``G = U^T R`` (r x q), ``C = G G^T ⊙ [1 / (s_i s_j + c)]`` and
-``w = R^T k(x) - G^T a`` (q), the part of ``k(x)`` outside the top eigenspace. Every
-term is bounded, so there is no cancellation between large numbers. In the factorised
-form of :mod:`calaudit.squared.risk`: features ``(a, w)``, metric
-``S = [[C, G / c], [G^T / c, I / c]]``. With the full spectrum ``w = 0`` and this is
-eq. 29 itself; the validation risk (eq. 30-31) needs no n' x n' matrix.
+``a = U^T k(x)``, ``G = U^T R``, ``C = G G^T ⊙ [1 / (s_i s_j + c)]``, ``w = R^T k(x) - G^T
+a``: in the factorised form of :mod:`calaudit.squared.risk`, features ``(a, w)`` and metric
+``S = [[C, G / c], [G^T / c, I / c]]`` (full spectrum: ``w = 0``, eq. 29 itself). The exact
+spectrum costs 16 n^2 bytes per fold; near the ridge floor (``c < 1e-12 lambda_max^2``) the
+exact and truncated spectra differ by rounding (``validation/squared_spectrum_check.txt``).
 
-Cost per fold: the spectrum (O(n^3) exact, O(n r^2) truncated), O(n' n (r + q)) for the
-projections of an evaluation set, then O(n' (r + q)^2 + (r + q)^3) per ridge constant.
-
-Memory and scale. The exact spectrum needs the n x n kernel matrix and its eigenvectors,
-16 n^2 bytes: 0.66 GB and about a minute per fold on two cores for the 6,400 training rows
-of a 10,000-row data set, 16 GB and hours at 32,000 rows, so it stops being practical
-around 5,000-10,000 training rows. The truncated spectrum needs 8 n r bytes per fold
-being fitted (r = 7-8 for scores, r ~ 190 / 630 at 640 / 6,400 training rows of CIFAR-10
-probability vectors at tolerance 1e-10) and 8 n_test r bytes per finished fold; its rank
-grows with the intrinsic dimension of the predictions (many classes with spread-out
-probabilities need a larger r, capped by ``max_rank``, and the residual trace then says
-how much was left out). Near the numerical floor (ridge ``c`` below about
-``1e-12 lambda_max^2``, the two or three smallest values of the paper's score grid) the
-predictor is dominated by rounding in any implementation; there the exact and truncated
-spectra give different risks (``validation/squared_spectrum_check.txt``).
-
-Weighted rows (docs/weights.md): the loss of eq. 28 weighs pair ``(i, j)`` by
-``w_i w_j``, which is the formula above with ``K`` replaced by ``K_w = W^1/2 K W^1/2``,
-``R`` by ``W^1/2 R`` and ``k(x)`` by ``W^1/2 k(x)``, and ``c = lambda W^2`` (``W`` the
-training weight, ``lambda = n_e^a s`` with the effective size ``n_e``); frequency weights
-give the repeated rows' predictor.
+Weighted rows (docs/weights.md): ``K_w = W^1/2 K W^1/2``, ``W^1/2 R``, ``W^1/2 k(x)`` and
+``c = lambda W^2`` (``lambda = n_e^a s`` with the effective size ``n_e``).
 """
 
 from __future__ import annotations
@@ -69,12 +47,8 @@ class GaussianBlock:
 
 
 class KernelFold:
-    """The training kernel spectrum and evaluation-set projections, shared by ``kkr`` and
-    ``ukkr`` on one training fold.
-
-    Memory: the eigenvectors (n x r) while the fold is evaluated; :meth:`retain` then keeps
-    only one evaluation set's projections (n' x r), so finished folds cost O(n_test r).
-    """
+    """The training kernel spectrum and evaluation-set projections of one fold, shared by
+    ``kkr`` and ``ukkr`` (:meth:`retain` keeps one evaluation set's projections)."""
 
     def __init__(self, train: Problem, settings: Settings) -> None:
         self.kernel = GaussianBlock(settings.kernel_gamma)

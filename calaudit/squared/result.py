@@ -54,12 +54,8 @@ class Fitted:
 
 @dataclass(frozen=True)
 class SquaredErrorResult:
-    """A squared calibration error chosen and estimated by the pipeline of Gruber & Bach
-    (sec. 3.2.2 and 5.2).
-
-    ``estimate`` is the squared error (``CE_2^2``) of the chosen estimator; ``root`` is
-    ``sqrt(max(estimate, 0))`` (``CE_2``; KKR estimates can be slightly negative).
-    """
+    """A squared calibration error of Gruber & Bach's pipeline (sec. 3.2.2 and 5.2):
+    ``estimate`` (``CE_2^2``) and ``root = sqrt(max(estimate, 0))`` (``CE_2``)."""
 
     target: str
     estimate: float

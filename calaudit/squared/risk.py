@@ -1,33 +1,19 @@
 """The calibration estimation risk, eq. 20 of Gruber & Bach, without an n x n matrix.
 
-``R(h) = (n(n-1))^-1 sum_{i != j} (<r_i, r_j> - h(x_i, x_j))^2`` is an unbiased
-U-statistic of ``E[(<r, r'> - h(x, x'))^2]`` (eq. 17). Every calibration estimation
-function in calaudit is *factorised*: ``h(x, x') = phi(x)^T S phi(x')`` with features
-``phi`` in R^q and a symmetric q x q matrix ``S`` (identity unless given):
+``R(h) = (n(n-1))^-1 sum_{i != j} (<r_i, r_j> - h(x_i, x_j))^2`` (unbiased for eq. 17).
+Every estimator here is factorised, ``h(x, x') = phi(x)^T S phi(x')`` (``S`` identity
+unless given; KKR: :mod:`calaudit.squared.kkr`). With ``T = R R^T``, ``H = Phi S Phi^T``,
+``W = Phi^T R``, ``P = Phi^T Phi``: ``sum T_ij^2 = ||R^T R||_F^2``, ``sum T_ij H_ij =
+tr(W^T S W)``, ``sum H_ij^2 = tr(S P S P)``, diagonals removed with ``T_ii = ||r_i||^2`` and
+``H_ii = phi_i^T S phi_i``. Cost O(n q^2 + q^3).
 
-* binning, Dirichlet KDE and UKKR: ``phi(x)`` estimates ``E[r | x]`` (q = 1 or m);
-* KKR (eq. 29): ``phi(x) = (R^T k(x), U^T k(x))`` and a block-diagonal ``S`` (see
-  :mod:`calaudit.squared.kkr`).
-
-With ``T = R R^T``, ``H = Phi S Phi^T``, ``W = Phi^T R`` and ``P = Phi^T Phi``:
-
-* ``sum_{i,j} T_ij^2 = ||R^T R||_F^2``,
-* ``sum_{i,j} T_ij H_ij = tr(W^T S W)``,
-* ``sum_{i,j} H_ij^2 = tr(S P S P)``,
-
-and the diagonal terms are removed with ``T_ii = ||r_i||^2`` and
-``H_ii = phi_i^T S phi_i``. Cost O(n q^2 + q^3), memory O(n q).
-
-Weighted rows (:class:`RowWeights`, docs/weights.md): row ``i`` stands for ``t_i`` units
-of weight ``a_i = w_i / t_i`` each (``t_i = w_i``, ``a_i = 1`` for frequency weights;
-``t_i = 1``, ``a_i = w_i`` for design weights; negatives of ``--negative-rate`` carry
-``1 / r`` more). The risk is the U-statistic of eq. 20 over pairs of distinct units,
+Weighted rows (:class:`RowWeights`, docs/weights.md): row ``i`` is ``t_i`` units of weight
+``a_i = w_i / t_i``; the U-statistic over pairs of distinct units is
 
     R_w(h) = (sum_{i,j} w_i w_j f_ij - sum_i w_i a_i f_ii) / (W^2 - sum_i w_i a_i),
     f_ij = (<r_i, r_j> - h(x_i, x_j))^2,  W = sum_i w_i,
 
-(frequency weights: the risk of the rows repeated ``w_i`` times), computed as above with
-``sqrt(w_i) r_i`` and ``sqrt(w_i) phi_i``; the estimate of eq. 21 is
+computed as above with ``sqrt(w_i) r_i`` and ``sqrt(w_i) phi_i``; eq. 21's estimate is
 ``sum_i w_i h(x_i, x_i) / W``.
 """
 
@@ -68,10 +54,7 @@ class RowWeights:
 
 
 class RiskTerms:
-    """The parts of eq. 20 that do not depend on ``S``, for one evaluation set.
-
-    Build once per (evaluation set, features) and call :meth:`risk` for every ``S``.
-    """
+    """The parts of eq. 20 that do not depend on ``S`` (one evaluation set)."""
 
     def __init__(self, residuals: NDArray[np.float64], features: NDArray[np.float64],
                  weights: RowWeights | None = None) -> None:

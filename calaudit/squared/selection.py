@@ -11,12 +11,9 @@
 4. The estimate is eq. 21 on the test split with the fold models as an ensemble: the mean
    over folds of ``mean_i h_fold(x_i, x_i)``.
 
-On weighted rows (docs/weights.md) the split is the same split of rows, every fit is the
-weighted one (rows of weight 0 leave the training folds), the risks are the weighted
-U-statistics of :mod:`calaudit.squared.risk` and the estimates weighted means.
-
-A target with several problems (class-wise: one per class) adds risks and estimates over
-its problems; one hyperparameter value is chosen for all of them.
+Weighted rows (docs/weights.md): the same split, weighted fits, the weighted risks of
+:mod:`calaudit.squared.risk` and weighted means. A target with several problems adds risks
+and estimates over them; one hyperparameter value is chosen for all.
 """
 
 from __future__ import annotations
@@ -70,9 +67,7 @@ def minimum_rows(n_folds: int) -> int:
 
 def make_split(n: int, n_folds: int, test_fraction: float, rng: np.random.Generator) -> Split:
     """Shuffle, hold out ``round(test_fraction * n)`` rows (at least 2) as the test split
-    and cut the rest into ``n_folds`` contiguous folds. On weighted rows the split is
-    one of rows: a row and the units it stands for stay in one fold (frequency weights
-    equal the repeated rows split with each row's copies kept together)."""
+    and cut the rest into ``n_folds`` contiguous folds (a split of rows, weighted or not)."""
     if n < minimum_rows(n_folds):
         raise ValueError(f"{n} rows are too few for {n_folds}-fold cross-validation and a "
                          f"test split; at least {minimum_rows(n_folds)} are needed")

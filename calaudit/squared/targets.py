@@ -1,21 +1,16 @@
 """Squared calibration errors as bilinear regression problems (Gruber & Bach, sec. 3.1).
 
-Every target is one or more *problems*: inputs ``x_i`` (a score in [0, 1] or a
-probability vector) and residuals ``r_i = o_i - x_i`` (outcome minus prediction). The
-squared error is ``E[h*(x, x)]`` for ``h*(x, x') = <E[r | x], E[r | x']>`` (eq. 12-13),
-and the risk of any ``h`` compares it with ``<r_i, r_j>`` over pairs ``i != j`` (eq. 20).
-The paper writes ``p - e_y``; calaudit's residual ``e_y - p`` has the opposite sign,
-which no inner product ``<r_i, r_j>`` sees.
+Every target is one or more *problems*: inputs ``x_i`` (a score or a probability vector)
+and residuals ``r_i = o_i - x_i``; the squared error is ``E[h*(x, x)]`` for ``h*(x, x') =
+<E[r | x], E[r | x']>`` (eq. 12-13). The sign of ``r`` (the paper's ``p - e_y``) does not
+matter.
 
-* ``tce2``: top-label, ``x`` = confidence ``max_k p_k``, outcome ``1{y = argmax_k p_k}``
-  (eq. 9; ties in the argmax go to the first class);
-* ``cwce2``: class-wise, one problem per class ``k``: ``x = p_k``, outcome ``1{y = k}``;
-  ``CWCE_2^2 = sum_k E[(p_k - P(Y = k | p_k))^2]`` (summed over classes, so that
-  ``CWCE_2^2 <= CCE_2^2`` by Jensen's inequality);
-* ``cce2``: canonical, ``x = p`` (the whole vector), outcome ``e_y`` (eq. 7).
+* ``tce2``: top-label, ``x`` = confidence, outcome ``1{y = argmax_k p_k}`` (eq. 9);
+* ``cwce2``: one problem per class ``k``: ``x = p_k``, outcome ``1{y = k}``, summed over
+  classes (so ``CWCE_2^2 <= CCE_2^2``);
+* ``cce2``: canonical, ``x = p``, outcome ``e_y`` (eq. 7).
 
-On weighted rows every problem carries the row weights (:class:`RowWeights`) and each
-target is the squared error of the weighted empirical law (docs/weights.md).
+Weighted rows: the squared error of the weighted empirical law (docs/weights.md).
 """
 
 from __future__ import annotations
@@ -33,12 +28,8 @@ TARGETS = ("tce2", "cwce2", "cce2")
 
 @dataclass(frozen=True)
 class Problem:
-    """Inputs and residuals of one bilinear regression problem.
-
-    ``points`` is (n, d): d = 1 for a score, d = m for a probability vector
-    (``simplex`` true); ``residuals`` is (n, q) with q = 1 for a score, q = m otherwise;
-    ``weights`` the row weights (None: unweighted).
-    """
+    """One bilinear regression problem: ``points`` (n, d) (d = 1 a score, d = m a
+    probability vector, ``simplex``), ``residuals`` (n, q), row ``weights`` (or None)."""
 
     name: str
     points: NDArray[np.float64]

@@ -10,12 +10,9 @@ k(x)`` with ``c = lambda n``, plugged into the inner product:
 so ``phi(x) = G^T (a / (s + c)) + w / c`` with ``a = U^T k(x)``, ``G = U^T R`` and
 ``w = R^T k(x) - G^T a``: O(n' r q) per ridge constant once the projections are known.
 
-On weighted rows the regression minimises ``sum_j w_j ||r_j - phi(x_j)||^2 + c ||phi||^2``
-with ``c = lambda W`` (``W`` the training weight, ``lambda = n_e^a s``, ``n_e`` the
-effective size of :class:`calaudit.squared.risk.RowWeights`): ``phi(x) = R^T W^1/2
-(K_w + c I)^-1 W^1/2 k(x)`` with ``K_w = W^1/2 K W^1/2``, the same formula on the
-spectrum of ``K_w`` (:class:`calaudit.squared.kkr.KernelFold`); frequency weights give
-the repeated rows' regression.
+Weighted rows: ``sum_j w_j ||r_j - phi(x_j)||^2 + c ||phi||^2`` with ``c = lambda W``, i.e.
+``phi(x) = R^T W^1/2 (K_w + c I)^-1 W^1/2 k(x)``, the same formula on the spectrum of
+``K_w = W^1/2 K W^1/2``.
 """
 
 from __future__ import annotations
