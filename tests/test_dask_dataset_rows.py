@@ -268,6 +268,7 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     import cloudpickle
 
     from calaudit.audit.local_calibration import LocalCalibrationStage
+    from calaudit.local import kernel_tests
     from calaudit.scale import broadcasts, shards
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -280,7 +281,8 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
     options = {"covariates": "age,region,flag"}
     stages = (LocalCalibrationStage(),)
-    config = AuditConfig(**CONFIG, local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
                                                      lcb_cv_max_rows=300))
     single = canonical(run_audit(load(folder, **options), config, stages=stages))
     flag = tmp_path / "killed"
@@ -292,10 +294,15 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     data = dataclasses.replace(data, rows=KillingRows(
         **fields, flag=str(flag), victim=0, nth=1,
         names=("y", "proba", "x:age", "x:region", "x:flag")))
+    sources = []
+    monkeypatch.setattr(kernel_tests, "feature_local_pass", lambda *a, _f=(
+        kernel_tests.feature_local_pass), **k: (sources.append(k["source"]), _f(*a, **k))[1])
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert int(flag.read_text().split()[1]) in before
     assert canonical(result) == single
     assert resent == []
+    # the KLCE feature pass's rows (scaled rows, labels) were read by its tasks
+    assert [type(source).__name__ for source in sources] == ["KernelRows"]
     two_workers.wait_for_workers(2, timeout=60)
 
 

@@ -107,6 +107,11 @@ class DatasetRows:
         return RULES + tuple(f"{rule}:{cov.name}" for cov in self.covariates
                              for rule in COVARIATE_RULES)
 
+    @staticmethod
+    def covariate_column(name: str) -> str:
+        """The column of covariate ``name`` in :meth:`read` (its values or codes)."""
+        return PREFIX + name
+
     def series(self, start: int, stop: int, plans: Iterable[ColumnPlan]
                ) -> dict[str, pd.Series]:
         """The columns ``plans`` of rows ``[start, stop)`` as the loader's Series."""

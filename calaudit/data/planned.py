@@ -122,7 +122,7 @@ class RowsData(LabelledRows):
         progress.note(f"{self.rows.source}: a stage not computed from the tasks' own rows "
                       "(the local calibration stage on covariates; bootstrap intervals, "
                       "quantile bins, Hosmer-Lemeshow, Kuiper) needs the rows in memory: "
-                      f"reading {self.n} rows ({', '.join(names)}; "
+                      f"reading {self.n:,} rows ({', '.join(names)}; "
                       f"{self.n * (8 + 8 * len(self.classes) + 8 * len(names[2:])):,} "
                       "bytes) into this process, range by range through the executor")
         loaded = scale.map_rows(read_partial, scale.task_ranges(self.n),
