@@ -268,7 +268,7 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     import cloudpickle
 
     from calaudit.audit.local_calibration import LocalCalibrationStage
-    from calaudit.local import kernel_tests
+    from calaudit.local import kernel_tests, lcb_features
     from calaudit.scale import broadcasts, shards
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -297,12 +297,15 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     sources = []
     monkeypatch.setattr(kernel_tests, "feature_local_pass", lambda *a, _f=(
         kernel_tests.feature_local_pass), **k: (sources.append(k["source"]), _f(*a, **k))[1])
+    monkeypatch.setattr(lcb_features, "kernel_rows", lambda kernel, _f=(
+        lcb_features.kernel_rows): (sources.append(_f(kernel)), sources[-1])[1])
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert int(flag.read_text().split()[1]) in before
     assert canonical(result) == single
     assert resent == []
-    # the KLCE feature pass's rows (scaled rows, labels) were read by its tasks
-    assert [type(source).__name__ for source in sources] == ["KernelRows"]
+    # the KLCE feature pass's rows (scaled rows, labels) and the LCB kernel's (scaled
+    # rows, cells) were read by their tasks
+    assert {type(source).__name__ for source in sources} == {"KernelRows", "LcbKernelRows"}
     two_workers.wait_for_workers(2, timeout=60)
 
 

@@ -78,11 +78,9 @@ class KernelRows:
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])
         p = part["proba"][:, 1].copy()
-        covariates = tuple(_Values(name, kind, part[column], categories)
-                           for (name, kind, categories), column in zip(
-                               self.covariates, self.columns, strict=True))
         z = ScaledRows(p.reshape(-1, 1), self.prob_gamma,
-                       EncodedRows(covariates, self.encoding, self.blocks), self.cov_gamma)
+                       encoded_range(part, self.covariates, self.columns, self.encoding,
+                                     self.blocks), self.cov_gamma)
         columns = {"x": z[:], "proba": p[:, None],
                    "observed": (part["y"] == 1).astype(np.uint8)[:, None]}
         return {name: columns[name] for name in names}
@@ -97,6 +95,17 @@ class _Values:
     kind: str
     values: NDArray
     categories: tuple[str, ...]
+
+
+def encoded_range(part: dict[str, NDArray], covariates: tuple[tuple[str, str, tuple], ...],
+                  columns: tuple[str, ...], encoding: dict[str, Any],
+                  blocks: tuple[slice, ...]) -> EncodedRows:
+    """The encoded covariates of a range read from a row source (``part``: the
+    covariates' ``columns``; ``covariates``: each one's ``(name, kind, categories)``),
+    with the stage's ``encoding``: entry by entry the stage's own values."""
+    return EncodedRows(tuple(_Values(name, kind, part[column], categories)
+                             for (name, kind, categories), column in zip(
+                                 covariates, columns, strict=True)), encoding, blocks)
 
 
 @dataclass(frozen=True)
