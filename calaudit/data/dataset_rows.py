@@ -122,23 +122,24 @@ class DatasetRows:
                 pieces[name].append(table.column(name))
         return {plan.name: plan.series(pieces[plan.name]) for plan in plans}
 
-    def raw(self, start: int, stop: int) -> RawInputs:
+    def raw(self, start: int, stop: int, covariates: bool = True) -> RawInputs:
         """Rows ``[start, stop)`` as the loader's raw inputs (labels, prediction matrix
-        and covariates)."""
+        and, unless ``covariates`` is false, the covariates)."""
         from calaudit.data.load import _score_matrix as score_matrix
 
+        chosen = self.covariates if covariates else ()
         series = self.series(start, stop, (self.label, *self.scores,
-                                           *(c.column for c in self.covariates)))
+                                           *(c.column for c in chosen)))
         names = tuple(plan.name for plan in self.scores)
         return RawInputs(score_matrix([series[name] for name in names], names, self.source,
                                       None, ColumnStore()),
                          names, self.class_names, self.kind, self.source,
                          series[self.label.name], self.label.name, self.source,
-                         [(c.name, series[c.name], self.source) for c in self.covariates])
+                         [(c.name, series[c.name], self.source) for c in chosen])
 
     def columns(self, start: int, stop: int) -> tuple[NDArray, NDArray]:
         """``(class codes, probabilities)`` of rows ``[start, stop)``."""
-        codes, proba, _, _ = coded(self.raw(start, stop))
+        codes, proba, _, _ = coded(self.raw(start, stop, covariates=False))
         return codes, proba
 
     def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
@@ -147,7 +148,8 @@ class DatasetRows:
         covariates = [c for c in self.covariates if c.name in wanted]
         if len(covariates) != len(wanted):
             raise KeyError(f"no covariate among {sorted(wanted)} in the dataset's rows")
-        series = self.series(start, stop, (c.column for c in covariates))
+        series = self.series(start, stop, (c.column for c in covariates)) if covariates \
+            else {}
         out: dict[str, NDArray] = {PREFIX + c.name: c.encoded(series[c.name])
                                    for c in covariates}
         if len(out) == len(names):
