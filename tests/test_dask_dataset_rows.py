@@ -25,6 +25,7 @@ from calaudit.audit.battery import ClinicalStage
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.runner import run_audit
 from calaudit.audit.sections.global_tests import SkceConfig
+from calaudit.audit.sections.local import LocalConfig
 from calaudit.data.dataset_rows import DatasetRows
 from calaudit.data.load import load
 from calaudit.data.planned import plan, why_not
@@ -41,8 +42,12 @@ def columns(seed: int = 4) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     p = rng.beta(2.0, 5.0, N)
     p[:3] = (0.0, 1.0, 1e-13)  # clipped by logit(clip(p))
+    region = np.array(["north", "south", "east"])[rng.integers(0, 3, N)]
+    region[-3:] = "west"  # a level of the last range only
     return {"label": (rng.uniform(size=N) < p).astype(np.int8), "prob": p,
-            "other": rng.normal(size=N)}
+            "other": rng.normal(size=N), "age": np.round(rng.uniform(18, 90, N), 1),
+            "region": region, "flag": rng.uniform(size=N) < 0.3,
+            "grade": rng.integers(1, 4, N).astype(np.float64)}
 
 
 def write(folder: Path, table: dict[str, np.ndarray], cuts: tuple[int, ...] = CUTS) -> Path:
@@ -96,7 +101,8 @@ def test_the_tasks_read_the_loaders_rows(dataset):
 
 def test_only_the_default_reading_of_a_parquet_dataset_is_planned(dataset, tmp_path):
     assert why_not(dataset, {}) is None
-    assert "covariates" in why_not(dataset, {"covariates": ("age",)})
+    assert why_not(dataset, {"covariates": ("age",), "categorical": ("age",)}) is None
+    assert "covariates_file" in why_not(dataset, {"covariates_file": "c.parquet"})
     assert "drop_invalid" in why_not(dataset, {"drop_invalid": True})
     single = tmp_path / "one.parquet"
     pq.write_table(pa.table({"label": [0, 1], "prob": [0.2, 0.7]}), single)
@@ -120,6 +126,48 @@ def test_bad_rows_give_the_loaders_error(tmp_path, column, row, value):
         plan(folder)
     assert str(planned.value) == str(loaded.value)
     assert "2 row(s)" in str(planned.value)
+
+
+#: A numeric covariate, text, booleans and whole numbers held as floats (categorical).
+COVARIATES = {"covariates": "age,region,flag,grade", "categorical": "grade"}
+
+
+def test_the_tasks_read_the_loaders_covariates(dataset):
+    """Kinds, levels (the union of the ranges', in the loader's order: a level of the last
+    range only, whole-number floats as integers) and every row's values or codes."""
+    loaded = load(dataset, **COVARIATES)
+    with scale.using(SerialExecutor()):
+        planned = plan(dataset, **COVARIATES)
+    assert [(c.name, c.kind, c.categories) for c in planned.covariates] == \
+        [(c.name, c.kind, c.categories) for c in loaded.covariates]
+    assert planned.covariate("region").categories == ("east", "north", "south", "west")
+    assert planned.covariate("grade").categories == ("1", "2", "3")
+    for ours, theirs in zip(planned.covariates, loaded.covariates):
+        assert ours.values.dtype == theirs.values.dtype
+        assert ours.values.tobytes() == theirs.values.tobytes()
+    rows = planned.rows.read(N - 7, N, ["x:region", "y"])
+    assert rows["x:region"].tolist() == loaded.covariate("region").values[N - 7:].tolist()
+
+
+def test_bad_covariates_give_the_loaders_error(tmp_path, small):
+    table = {name: values[:6_000] for name, values in columns().items()}
+    table["age"][4_000:4_002] = np.inf
+    region = pa.array(table["region"]).to_pylist()
+    region[2_500] = None
+    table["region"] = pa.array(region)
+    bad = str(write(tmp_path / "bad", table, (0, 1_000, 3_500, 6_000)))
+    cases = [(small, {"covariates": "age", "categorical": "age"}, "too_many_categories"),
+             (bad, {"covariates": "age,region"}, "nonfinite_covariate"),  # age's rules first
+             (bad, {"covariates": "region,age"}, "missing_covariate"),
+             (small, {"covariates": "age,nowhere"}, "missing_column"),
+             (small, {"covariates": "age", "categorical": "region"}, "conflicting_options")]
+    for folder, options, rule in cases:
+        with pytest.raises(InputError) as loaded:
+            load(folder, **options)
+        with scale.using(SerialExecutor()), pytest.raises(InputError) as planned:
+            plan(folder, **options)
+        assert str(planned.value) == str(loaded.value)
+        assert planned.value.rule == rule
 
 
 def test_the_audit_on_two_workers_is_the_single_process_json(small, two_workers,
@@ -159,9 +207,10 @@ class KillingRows(DatasetRows):
     flag: str = ""
     victim: int = -1
     nth: int = 1
+    names: tuple[str, ...] = ("y", "proba", "residuals")
 
     def read(self, start, stop, names):
-        if start == self.victim and list(names) == ["y", "proba", "residuals"]:
+        if start == self.victim and tuple(names) == self.names:
             path = Path(self.flag)
             text = path.read_text() if path.exists() else "0"
             seen = self.nth if text.startswith("pid") else int(text)
@@ -207,6 +256,56 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
     assert int(flag.read_text().split()[1]) in before  # a task did kill one of the workers
     assert canonical(result) == single
     assert resent == [] and executor.block_bytes == 0
+    two_workers.wait_for_workers(2, timeout=60)
+
+
+def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypatch,
+                                                          tmp_path):
+    """The local calibration stage on a dataset read by tasks: a worker dies while a task
+    reads its range's rows and covariates for the stage; Dask reruns the task from its
+    spec, the JSON is the single-process run's (the same files loaded), and the
+    executor's own recovery of placed data never runs."""
+    import cloudpickle
+
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+    from calaudit.local import kernel_tests, lcb_features
+    from calaudit.scale import broadcasts, shards
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    resent: list[str] = []
+    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
+            resent.append(_n), _o(*a, **k))[1])
+    table = {name: values[:2_000] for name, values in columns(6).items()}
+    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
+    options = {"covariates": "age,region,flag"}
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                                     lcb_cv_max_rows=300))
+    single = canonical(run_audit(load(folder, **options), config, stages=stages))
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(two_workers)
+    before = set(two_workers.run(os.getpid).values())
+    with scale.using(executor):
+        data = plan(folder, **options)
+    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
+    data = dataclasses.replace(data, rows=KillingRows(
+        **fields, flag=str(flag), victim=0, nth=1,
+        names=("y", "proba", "x:age", "x:region", "x:flag")))
+    sources = []
+    monkeypatch.setattr(kernel_tests, "feature_local_pass", lambda *a, _f=(
+        kernel_tests.feature_local_pass), **k: (sources.append(k["source"]), _f(*a, **k))[1])
+    monkeypatch.setattr(lcb_features, "kernel_rows", lambda kernel, _f=(
+        lcb_features.kernel_rows): (sources.append(_f(kernel)), sources[-1])[1])
+    result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert int(flag.read_text().split()[1]) in before
+    assert canonical(result) == single
+    assert resent == []
+    # the KLCE feature pass's rows (scaled rows, labels) and the LCB kernel's (scaled
+    # rows, cells) were read by their tasks
+    assert {type(source).__name__ for source in sources} == {"KernelRows", "LcbKernelRows"}
     two_workers.wait_for_workers(2, timeout=60)
 
 

@@ -29,11 +29,25 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from calaudit.data.build import LoadOptions, RawInputs, label_codes, score_problems
+from calaudit.data.build import (
+    LoadOptions,
+    RawInputs,
+    covariate_problems,
+    label_codes,
+    score_problems,
+)
 from calaudit.data.column_sink import ColumnSink, append_arrow
+from calaudit.data.dataset_covariates import (
+    COVARIATE_RULES,
+    PREFIX,
+    CovariatePlan,
+    range_levels,
+    union,
+)
 from calaudit.data.labels import UNKNOWN
 from calaudit.data.row_source import ParquetRows
 from calaudit.data.spill import ColumnStore
+from calaudit.scale import fold
 
 #: The loader's options this source reproduces (the defaults: no renormalising, no
 #: dropped rows, no named positive label).
@@ -77,6 +91,8 @@ class DatasetRows:
     class_names: tuple[str, ...]
     kind: str
     source: str
+    #: The covariates (:mod:`calaudit.data.dataset_covariates`), read as ``x:NAME``.
+    covariates: tuple[CovariatePlan, ...] = ()
 
     reads_own_rows = True
 
@@ -84,33 +100,64 @@ class DatasetRows:
     def n(self) -> int:
         return self.files.n
 
-    def raw(self, start: int, stop: int) -> RawInputs:
-        """Rows ``[start, stop)`` as the loader's raw inputs (labels and prediction
-        matrix)."""
-        from calaudit.data.load import _score_matrix as score_matrix
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """The row rules checked by :func:`check_partial`, in the loader's order: those of
+        :data:`RULES`, then each covariate's (``missing_covariate:age``, ...)."""
+        return RULES + tuple(f"{rule}:{cov.name}" for cov in self.covariates
+                             for rule in COVARIATE_RULES)
 
-        plans = (self.label, *self.scores)
+    @staticmethod
+    def covariate_column(name: str) -> str:
+        """The column of covariate ``name`` in :meth:`read` (its values or codes)."""
+        return PREFIX + name
+
+    def series(self, start: int, stop: int, plans: Iterable[ColumnPlan]
+               ) -> dict[str, pd.Series]:
+        """The columns ``plans`` of rows ``[start, stop)`` as the loader's Series."""
+        plans = list(plans)
         pieces: dict[str, list[Any]] = {plan.name: [] for plan in plans}
         for table in self.files.tables(start, stop, list(pieces)):
             for name in pieces:
                 pieces[name].append(table.column(name))
-        columns = [plan.series(pieces[plan.name]) for plan in self.scores]
+        return {plan.name: plan.series(pieces[plan.name]) for plan in plans}
+
+    def raw(self, start: int, stop: int, covariates: bool = True) -> RawInputs:
+        """Rows ``[start, stop)`` as the loader's raw inputs (labels, prediction matrix
+        and, unless ``covariates`` is false, the covariates)."""
+        from calaudit.data.load import _score_matrix as score_matrix
+
+        chosen = self.covariates if covariates else ()
+        series = self.series(start, stop, (self.label, *self.scores,
+                                           *(c.column for c in chosen)))
         names = tuple(plan.name for plan in self.scores)
-        return RawInputs(score_matrix(columns, names, self.source, None, ColumnStore()),
+        return RawInputs(score_matrix([series[name] for name in names], names, self.source,
+                                      None, ColumnStore()),
                          names, self.class_names, self.kind, self.source,
-                         self.label.series(pieces[self.label.name]), self.label.name,
-                         self.source)
+                         series[self.label.name], self.label.name, self.source,
+                         [(c.name, series[c.name], self.source) for c in chosen])
 
     def columns(self, start: int, stop: int) -> tuple[NDArray, NDArray]:
         """``(class codes, probabilities)`` of rows ``[start, stop)``."""
-        codes, proba, _, _ = coded(self.raw(start, stop))
+        codes, proba, _, _ = coded(self.raw(start, stop, covariates=False))
         return codes, proba
 
     def read(self, start: int, stop: int, names: Iterable[str]) -> dict[str, NDArray]:
         names = list(names)
+        wanted = {name[len(PREFIX):] for name in names if name.startswith(PREFIX)}
+        covariates = [c for c in self.covariates if c.name in wanted]
+        if len(covariates) != len(wanted):
+            raise KeyError(f"no covariate among {sorted(wanted)} in the dataset's rows")
+        series = self.series(start, stop, (c.column for c in covariates)) if covariates \
+            else {}
+        out: dict[str, NDArray] = {PREFIX + c.name: c.encoded(series[c.name])
+                                   for c in covariates}
+        if len(out) == len(names):
+            return out
         codes, proba = self.columns(start, stop)
-        out: dict[str, NDArray] = {}
         for name in names:
+            if name in out:
+                continue
             if name == "y":
                 out[name] = codes
             elif name == "proba":
@@ -125,7 +172,7 @@ class DatasetRows:
                 out[name] = residuals
             else:
                 raise KeyError(f"no column {name!r} in the dataset's rows")
-        return out
+        return {name: out[name] for name in names}
 
     def __repr__(self) -> str:
         return f"DatasetRows({self.source}, {len(self.files.files)} files, n={self.n})"
@@ -138,10 +185,21 @@ def logit_column(p: NDArray[np.float64]) -> NDArray[np.float64]:
     return special.logit(np.clip(p, CLIP, 1.0 - CLIP))
 
 
-def read_partial(start: int, stop: int, *, rows: Any, names: tuple[str, ...]
-                 ) -> dict[str, NDArray]:
-    """The columns ``names`` of rows ``[start, stop)`` (a per-row map)."""
-    return rows.read(start, stop, names)
+@dataclass(frozen=True)
+class Columns:
+    """Columns ``names`` of the row source ``rows``: a few names that travel inside each
+    task with the source (``reads_own_rows``: nothing scattered, so Dask reruns a task
+    lost with its worker from its spec alone)."""
+
+    rows: Any
+    names: tuple[str, ...]
+
+    reads_own_rows = True
+
+
+def read_partial(start: int, stop: int, *, columns: Columns) -> dict[str, NDArray]:
+    """The columns ``columns.names`` of rows ``[start, stop)`` (a per-row map)."""
+    return columns.rows.read(start, stop, columns.names)
 
 
 def problems(rows: DatasetRows, start: int, stop: int
@@ -163,6 +221,9 @@ def problems(rows: DatasetRows, start: int, stop: int
         (codes == UNKNOWN) & ~missing,
         f"label is not one of the classes ({', '.join(classes[:10])})",
         "check --prob-cols order and names, or --positive-label")
+    for problem in covariate_problems(raw):
+        if problem is not None:
+            found[f"{problem.rule}:{problem.column}"] = problem
     return {rule: p for rule, p in found.items() if p is not None}, raw, codes, proba
 
 
@@ -172,33 +233,61 @@ def first_value(problem: Any, raw: RawInputs, local: int) -> tuple[Any] | None:
         return (raw.labels.to_numpy()[local],)
     if problem.column in raw.score_columns:
         return (raw.scores[local, raw.score_columns.index(problem.column)],)
+    for name, series, _ in raw.covariates:
+        if name == problem.column:
+            return (series.to_numpy()[local],)
     return None
 
 
 def check_partial(start: int, stop: int, *, rows: DatasetRows, task_rows: int,
-                  tasks: int) -> dict[str, NDArray]:
+                  tasks: int) -> dict[str, Any]:
     """The loader's row rules on rows ``[start, stop)`` (range ``start // task_rows`` of
-    ``tasks``): per rule of :data:`RULES` the rows broken (``count``) and, in the range's
-    own row of ``first`` (tasks x rules), 1 + the first broken row (0: none); the class
-    counts (``classes``), the probabilities clipped by ``logit(clip(p))`` (``clipped``)
-    and ``[sum p, sum 1 - p]`` (``expected``, binary). Every entry is a sum over the
-    ranges."""
-    found, _, codes, proba = problems(rows, start, stop)
-    count = np.zeros(len(RULES), np.int64)
-    first = np.zeros((tasks, len(RULES)), np.int64)
-    for j, rule in enumerate(RULES):
+    ``tasks``): per rule of ``rows.rules`` the rows broken (``count``) and, in the
+    range's own row of ``first`` (tasks x rules), 1 + the first broken row (0: none); the
+    class counts (``classes``), the probabilities clipped by ``logit(clip(p))``
+    (``clipped``) and ``[sum p, sum 1 - p]`` (``expected``, binary); with covariates,
+    each one's levels in use (``levels``) and the ranges with a value that is not a whole
+    number (``fractional``). :func:`combine_checks` adds them over the ranges."""
+    found, raw, codes, proba = problems(rows, start, stop)
+    rules = rows.rules
+    count = np.zeros(len(rules), np.int64)
+    first = np.zeros((tasks, len(rules)), np.int64)
+    for j, rule in enumerate(rules):
         if rule in found:
             count[j] = found[rule].count
             first[start // task_rows, j] = start + 1 + int(np.flatnonzero(found[rule].rows)[0])
     m = proba.shape[1]
     known = codes[codes >= 0]
-    out = {"count": count, "first": first,
-           "classes": np.bincount(known, minlength=m)[:m].astype(np.int64)}
+    out: dict[str, Any] = {"count": count, "first": first,
+                           "classes": np.bincount(known, minlength=m)[:m].astype(np.int64)}
     if m == 2:
         p = proba[:, 1]
         out["clipped"] = np.array([np.count_nonzero((p < CLIP) | (p > 1.0 - CLIP))])
         out["expected"] = np.array([float(p.sum()), float(np.add.reduce(1 - p))])
+    if rows.covariates:
+        found_levels = [range_levels(c, series) for c, (_, series, _) in
+                        zip(rows.covariates, raw.covariates, strict=True)]
+        out["levels"] = [levels for levels, _ in found_levels]
+        out["fractional"] = np.array([flag for _, flag in found_levels], np.int64)
     return out
+
+
+def combine_checks(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`check_partial`'s partials, in range order: the arrays added
+    (:func:`calaudit.scale.fold`, the bytes of ``map_sum``), the levels joined."""
+    levels: list[Any] = []
+
+    def arrays():
+        for part in parts:
+            part = dict(part)
+            found = part.pop("levels", [])
+            levels[:] = found if not levels else [union(a, b) for a, b in zip(levels, found)]
+            yield part
+
+    total = fold(arrays())
+    if levels:
+        total["levels"] = list(levels)
+    return total
 
 
 def coded(raw: RawInputs) -> tuple[NDArray, NDArray, NDArray, tuple[str, ...]]:

@@ -10,18 +10,21 @@ need. The result, :class:`RowsData`, is the data object of such a run: it keeps 
 source and the summaries, not the rows.
 
 A stage written for the source reads it through ``data.rows`` (its partials read their own
-ranges): the default global battery does. A check that needs every row in memory
-(bootstrap intervals, quantile bins, Hosmer-Lemeshow's groups, Kuiper's ordered
-residuals) reads ``y_true`` / ``y_proba``: they are then read once, range by range
+ranges): the default global battery does. Covariates of the same files are planned too
+(their kinds from the footers; their levels, missing and infinite values from the first
+reduction: :mod:`calaudit.data.dataset_covariates`). A stage that needs every row in
+memory (the local calibration stage; bootstrap intervals, quantile bins, Hosmer-Lemeshow's
+groups, Kuiper's ordered residuals) reads ``y_true`` / ``y_proba`` / a covariate's
+``values``: then ``y``, ``proba`` and every covariate are read once, range by range
 through the executor, into this process (``--verbose`` says so).
 
-Only the default reading of a dataset takes this path (:func:`why_not`); any other input
-or option is loaded as before.
+Only the default reading of a dataset (covariates allowed) takes this path
+(:func:`why_not`); any other input or option is loaded as before.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -29,30 +32,32 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import progress, scale
+from calaudit.data.covariates import check_count, check_shape
 from calaudit.data.dataset import LabelledRows
+from calaudit.data.dataset_covariates import PREFIX, CovariatePlan
 from calaudit.data.dataset_rows import (
-    RULES,
     ColumnPlan,
+    Columns,
     DatasetRows,
     check_partial,
+    combine_checks,
     first_value,
     problems,
     read_partial,
 )
-from calaudit.data.parts import Provenance, read_only
+from calaudit.data.parts import Covariate, Provenance, read_only
 from calaudit.exceptions import InputError
 
 #: The ``load`` arguments this path reproduces, with their defaults.
-DEFAULTS = {"labels": None, "covariates_file": None, "covariates": (), "categorical": (),
-            "positive_label": None, "renormalize": False, "drop_invalid": False,
-            "weight_col": None, "negative_rate": None, "sampling_rate_col": None,
-            "id_col": None}
+DEFAULTS = {"labels": None, "covariates_file": None, "positive_label": None,
+            "renormalize": False, "drop_invalid": False, "weight_col": None,
+            "negative_rate": None, "sampling_rate_col": None, "id_col": None}
 
 
 def why_not(path: str, options: dict[str, Any]) -> str | None:
     """Why ``path`` with the ``load`` ``options`` is not read by tasks (None: it is): it
-    must be a Parquet dataset (a directory, glob or URL) read with the default options,
-    without covariates or weights."""
+    must be a Parquet dataset (a directory, glob or URL) read with the default options
+    (covariates of the same files allowed), without weights."""
     from calaudit.data.locations import locate
 
     changed = sorted(k for k, v in DEFAULTS.items() if options.get(k, v) not in (v, None, ()))
@@ -71,8 +76,8 @@ def why_not(path: str, options: dict[str, Any]) -> str | None:
 class RowsData(LabelledRows):
     """The data object of a dataset read by tasks (module docstring): the attributes of
     :class:`~calaudit.data.dataset.CalibrationData`, ``rows`` (the source) and the
-    summaries of the first reduction; ``y_true`` and ``y_proba`` are read into this
-    process only when a stage asks for them."""
+    summaries of the first reduction; ``y_true``, ``y_proba`` and the covariates' values
+    are read into this process only when a stage asks for them."""
 
     rows: DatasetRows
     classes: tuple[str, ...]
@@ -80,7 +85,6 @@ class RowsData(LabelledRows):
     provenance: Provenance
     clipped: int = 0
     expected: tuple[float, float] = (0.0, 0.0)
-    covariates: tuple = ()
     spill: object | None = field(default=None, repr=False)
     weights: None = None
 
@@ -91,12 +95,22 @@ class RowsData(LabelledRows):
     def class_counts(self) -> dict[str, int]:
         return {name: int(c) for name, c in zip(self.classes, self.counts)}
 
+    @cached_property
+    def covariates(self) -> tuple[DatasetCovariate, ...]:
+        """The covariates: names, kinds and levels from the plan, values read when asked
+        for (:attr:`_loaded`)."""
+        return tuple(DatasetCovariate(self, plan) for plan in self.rows.covariates)
+
     @property
     def covariate_names(self) -> tuple[str, ...]:
-        return ()
+        return tuple(c.name for c in self.rows.covariates)
 
-    def covariate(self, name: str) -> Any:
-        raise KeyError(f"no covariate {name!r}; covariates: none")
+    def covariate(self, name: str) -> DatasetCovariate:
+        for cov in self.covariates:
+            if cov.name == name:
+                return cov
+        raise KeyError(f"no covariate {name!r}; covariates: "
+                       + (", ".join(self.covariate_names) or "none"))
 
     @property
     def sample_weight(self) -> None:
@@ -104,48 +118,88 @@ class RowsData(LabelledRows):
 
     @cached_property
     def _loaded(self) -> dict[str, NDArray]:
-        progress.note(f"{self.rows.source}: a check not computed from the tasks' own "
-                      "rows (bootstrap intervals, quantile bins, Hosmer-Lemeshow, Kuiper) "
-                      f"needs the rows in memory: reading {self.n} rows into this process, "
-                      "range by range through the executor")
-        return scale.map_rows(read_partial, scale.task_ranges(self.n),
-                              {"rows": self.rows, "names": ("y", "proba")})
+        names = ("y", "proba", *(PREFIX + name for name in self.covariate_names))
+        progress.note(f"{self.rows.source}: a stage not computed from the tasks' own rows "
+                      "(the local calibration stage on covariates; bootstrap intervals, "
+                      "quantile bins, Hosmer-Lemeshow, Kuiper) needs the rows in memory: "
+                      f"reading {self.n:,} rows ({', '.join(names)}; "
+                      f"{self.n * (8 + 8 * len(self.classes) + 8 * len(names[2:])):,} "
+                      "bytes) into this process, range by range through the executor")
+        loaded = scale.map_rows(read_partial, scale.task_ranges(self.n),
+                                {"columns": Columns(self.rows, names)})
+        return {name: read_only(values) for name, values in loaded.items()}
 
     @property
     def y_true(self) -> NDArray[np.int64]:
-        return read_only(self._loaded["y"])
+        return self._loaded["y"]
 
     @property
     def y_proba(self) -> NDArray[np.float64]:
-        return read_only(self._loaded["proba"])
+        return self._loaded["proba"]
+
+
+class DatasetCovariate:
+    """A covariate of :class:`RowsData` (the duck type of
+    :class:`~calaudit.data.parts.Covariate`): ``values`` (float64, or int64 codes into
+    ``categories``) read into this process when first asked for."""
+
+    def __init__(self, data: RowsData, plan: CovariatePlan) -> None:
+        self.data, self.name, self.kind = data, plan.name, plan.kind
+        self.categories = plan.categories
+
+    @property
+    def values(self) -> NDArray:
+        return self.data._loaded[PREFIX + self.name]
+
+    def labels(self) -> NDArray[np.object_]:
+        """Category name of each row (categorical covariates only)."""
+        return np.asarray(self.categories, dtype=object)[self.values]
+
+    def take(self, rows: NDArray[np.intp]) -> Covariate:
+        return Covariate(self.name, self.kind, self.values[rows], self.categories)
 
 
 def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = None,
-         logit_cols: str | None = None, require_two_classes: bool = True,
-         **ignored: Any) -> RowsData:
+         logit_cols: str | None = None, covariates: Any = (), categorical: Any = (),
+         require_two_classes: bool = True, **ignored: Any) -> RowsData:
     """The :class:`RowsData` of the Parquet dataset ``path`` (:func:`why_not` is None):
-    footers read here, the rows checked range by range through the executor in force."""
+    footers read here, the rows checked (and the covariates' levels found) range by range
+    through the executor in force, with the loader's checks and errors."""
     from calaudit.data.build import check_enough
     from calaudit.data.columns import detect_label, require_column, resolve_scores
+    from calaudit.data.load import ColumnOptions, _check_roles, _names
     from calaudit.data.locations import locate
     from calaudit.data.partitioned import Dataset
     from calaudit.data.row_source import ParquetRows
 
+    covariates, categorical = tuple(_names(covariates)), tuple(_names(categorical))
+    check_count(covariates, path)
+    for name in categorical:
+        if name not in covariates:
+            raise InputError(f"--categorical names '{name}', which is not a covariate",
+                             column=name, rule="conflicting_options",
+                             hint="list it in --covariates too")
     dataset = Dataset(locate(path))
     available = dataset.columns()
     label = (require_column(label_col, available, path, "--label-col") if label_col
              else detect_label(available, path))
-    scores = resolve_scores(prob_cols, logit_cols, available, path, exclude={label})
-    plans = _plans(dataset, [label, *scores.columns])
+    for name in covariates:
+        require_column(name, available, path, "--covariates")
+    scores = resolve_scores(prob_cols, logit_cols, available, path,
+                            exclude={label, *covariates})
+    _check_roles(scores.columns, label, ColumnOptions(covariates=covariates))
+    plans = _plans(dataset, label, scores.columns, covariates, categorical)
     files = ParquetRows.of(dataset.location)
     dataset.rows = [int(files.offsets[k + 1] - files.offsets[k])
                     for k in range(len(files.files))]
-    source = DatasetRows(files, plans[0], tuple(plans[1:]), scores.class_names, scores.kind,
-                         path)
+    source = DatasetRows(files, plans[0], tuple(plans[1:len(scores.columns) + 1]),
+                         scores.class_names, scores.kind, path,
+                         tuple(plans[len(scores.columns) + 1:]))
     n = source.n
     ranges = scale.task_ranges(n)
-    summary = (scale.map_sum(check_partial, ranges, {
-        "rows": source, "task_rows": scale.TASK_ROWS, "tasks": len(ranges)}) if n else None)
+    summary = (scale.map_combine(check_partial, ranges, {
+        "rows": source, "task_rows": scale.TASK_ROWS, "tasks": len(ranges)},
+        combine_checks) if n else None)
     if summary is not None:
         _raise_first(summary, source, ranges, {path: dataset.layout()})
     classes = (("0", "1") if plans[0].kind == "numeric" else ("False", "True")) \
@@ -156,6 +210,11 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     codes = np.repeat(np.arange(len(classes)), np.minimum(counts, 1))
     raw = _Named(path, label)
     check_enough(n, codes, classes, raw, _Require(require_two_classes))
+    if source.covariates:
+        source = replace(source, covariates=tuple(
+            cov.settled(found, int(fractional)) for cov, found, fractional in zip(
+                source.covariates, summary["levels"], summary["fractional"], strict=True)))
+        check_shape(source.covariates, [path] * len(source.covariates))
     provenance = Provenance(
         files=tuple(dataset.provenance("predictions")), rows_read=n, rows_used=n,
         rows_excluded={}, label_column=label, score_columns=scores.columns,
@@ -170,24 +229,35 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
                     clipped, expected)
 
 
-def _plans(dataset: Any, names: list[str]) -> list[ColumnPlan]:
+def _plans(dataset: Any, label: str, scores: tuple[str, ...], covariates: tuple[str, ...],
+           categorical: tuple[str, ...]) -> list[Any]:
     """How the loader would build each column (its kinds and per-file dtypes, from the
-    footers); a column the loader would refuse or read as text is refused here with the
-    loader's own error (or read by it)."""
+    footers, checked in the loader's order of columns): the label's and the scores'
+    :class:`ColumnPlan`, then each covariate's :class:`CovariatePlan`; a column the
+    loader would refuse is refused with its error, one it reads otherwise (a label or
+    prediction of text, a partition key, a column without values) is left to it."""
     from calaudit.data.column_sink import ColumnSink
 
+    names = list(dict.fromkeys([*scores, label, *covariates]))
     if any(name in dataset.partitions for name in names):
-        raise NotPlanned("a partition key is a label or prediction column")
+        raise NotPlanned("a partition key is a label, prediction or covariate column")
     sinks = {name: ColumnSink(name) for name in names}
     for file in dataset.location.files:
         fragment = dataset._check_parquet(file, names, sinks)
         dataset._declared_rows(file, fragment, names, sinks)
-    plans = []
-    for index, name in enumerate(names):
+    plans: list[Any] = []
+    for index, name in enumerate([label, *scores]):
         sink = sinks[name]
         if sink.kind not in ("numeric", "bool") or (index and sink.kind != "numeric"):
             raise NotPlanned(f"column {name} holds {sink.kind or 'no'} values")
         plans.append(ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)))
+    for name in covariates:
+        sink = sinks[name]
+        if sink.kind is None:
+            raise NotPlanned(f"column {name} holds no values")
+        plans.append(CovariatePlan(
+            ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)),
+            sink.kind != "numeric" or name in categorical))
     return plans
 
 
@@ -215,7 +285,7 @@ def _raise_first(summary: dict[str, NDArray], source: DatasetRows,
     """The loader's error for the first rule (in the loader's order) any row breaks: the
     count over every range, the first row's range read again here (one range) for the
     problem's column and value."""
-    for j, rule in enumerate(RULES):
+    for j, rule in enumerate(source.rules):
         if not summary["count"][j]:
             continue
         first = int(np.flatnonzero(np.asarray(summary["first"])[:, j])[0])

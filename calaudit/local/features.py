@@ -19,18 +19,21 @@ the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weigh
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.inference.feature_passes import label_partial, statistics
+from calaudit.inference.feature_passes import label_partial, shared_labels, statistics
 from calaudit.inference.feature_tests import (
     FeatureTestResult,
     feature_bootstrap_test,
     label_inputs,
     reduce_rows,
 )
+from calaudit.local.encoding import EncodedRows
+from calaudit.local.kernel import ScaledRows
 from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.scale import TASK_ROWS, ArrayRows, stream_seed
@@ -46,6 +49,66 @@ def product_features(z: NDArray[np.float64], n_features: int, seed: int) -> Four
 
 
 @dataclass(frozen=True)
+class KernelRows:
+    """The KLCE feature pass's columns of a binary source whose tasks read their own rows
+    (``y``, ``proba`` and the covariates' ``columns``: a dataset audited where it is),
+    built per range: ``x`` (the scaled rows ``z``: ``p_1 sqrt(gamma_p)`` and the encoded
+    covariates times ``sqrt(gamma_x)``, :class:`~calaudit.local.kernel.ScaledRows` of
+    :class:`~calaudit.local.encoding.EncodedRows` with the stage's ``encoding``),
+    ``proba`` (``p_1``, (n, 1)) and ``observed`` (``y``, (n, 1) uint8): elementwise, so
+    the bits of the columns :func:`~calaudit.inference.feature_tests.label_inputs`
+    builds from the same rows in memory. It travels inside each task (a few hundred
+    bytes), so nothing is placed from this process."""
+
+    source: Any
+    columns: tuple[str, ...]
+    #: Each covariate's ``(name, kind, categories)``, in the encoding's order.
+    covariates: tuple[tuple[str, str, tuple[str, ...]], ...]
+    encoding: dict[str, Any]
+    blocks: tuple[slice, ...]
+    prob_gamma: float
+    cov_gamma: float
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        part = self.source.read(start, stop, ["y", "proba", *self.columns])
+        p = part["proba"][:, 1].copy()
+        z = ScaledRows(p.reshape(-1, 1), self.prob_gamma,
+                       encoded_range(part, self.covariates, self.columns, self.encoding,
+                                     self.blocks), self.cov_gamma)
+        columns = {"x": z[:], "proba": p[:, None],
+                   "observed": (part["y"] == 1).astype(np.uint8)[:, None]}
+        return {name: columns[name] for name in names}
+
+
+@dataclass(frozen=True)
+class _Values:
+    """A covariate's values of one range (the duck type :mod:`calaudit.local.encoding`
+    reads)."""
+
+    name: str
+    kind: str
+    values: NDArray
+    categories: tuple[str, ...]
+
+
+def encoded_range(part: dict[str, NDArray], covariates: tuple[tuple[str, str, tuple], ...],
+                  columns: tuple[str, ...], encoding: dict[str, Any],
+                  blocks: tuple[slice, ...]) -> EncodedRows:
+    """The encoded covariates of a range read from a row source (``part``: the
+    covariates' ``columns``; ``covariates``: each one's ``(name, kind, categories)``),
+    with the stage's ``encoding``: entry by entry the stage's own values."""
+    return EncodedRows(tuple(_Values(name, kind, part[column], categories)
+                             for (name, kind, categories), column in zip(
+                                 covariates, columns, strict=True)), encoding, blocks)
+
+
+@dataclass(frozen=True)
 class LocalFeaturePass:
     """``KLCE^2_D`` and the resampling test that rode along in its pass (or ``None``)."""
 
@@ -56,7 +119,8 @@ class LocalFeaturePass:
 def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                        klce_residuals: NDArray[np.float64], proba: NDArray[np.float64],
                        test: str | None, rng: np.random.Generator | None, n_resamples: int,
-                       task_rows: int = TASK_ROWS) -> LocalFeaturePass:
+                       task_rows: int = TASK_ROWS, source: KernelRows | None = None
+                       ) -> LocalFeaturePass:
     """``KLCE^2_D`` and one resampling test.
 
     The pass is the exact reduction of :func:`calaudit.inference.feature_passes.
@@ -64,14 +128,22 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     ``klce_residuals`` (labels of ``proba``), with the ``klce_consistency`` redraws riding
     along when ``test`` is that test (stream ``klce_consistency``); ``klce_bootstrap`` runs
     its own pass (:func:`calaudit.inference.feature_tests.feature_bootstrap_test`).
+    ``source``: the same columns read by the tasks (:class:`KernelRows`, binary), in
+    place of the rows held here.
     """
     n = z.shape[0]
     consistency = test == "klce_consistency" and rng is not None
     seed = stream_seed(rng) if consistency else 0
-    columns, shared = label_inputs(features, z, klce_residuals, proba, 1.0, seed,
-                                   "klce_consistency", n_resamples if consistency else 0)
-    # the rows go to the workers once for the stage's passes (this one and the bootstrap)
-    with scale.resident(ArrayRows(columns)) as rows:
+    resamples = n_resamples if consistency else 0
+    if source is None:
+        columns, shared = label_inputs(features, z, klce_residuals, proba, 1.0, seed,
+                                       "klce_consistency", resamples)
+        source = ArrayRows(columns)
+    else:
+        shared = shared_labels(features, 1, seed, "klce_consistency", resamples)
+    # the rows go to the workers once for the stage's passes (this one and the bootstrap;
+    # a source whose tasks read their own rows is not placed)
+    with scale.resident(source) as rows:
         total = reduce_rows(label_partial, n, task_rows, rows, shared)
         values = statistics(total, n, 1.0)
         statistic = float(values[0])

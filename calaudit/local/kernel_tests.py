@@ -36,7 +36,7 @@ from calaudit.local import aggregate_test as aggregate
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.encoding import encode_covariates
-from calaudit.local.features import feature_local_pass, product_features
+from calaudit.local.features import KernelRows, feature_local_pass, product_features
 from calaudit.local.kernel import GaussianProductGram, kite_gram, product_gram
 from calaudit.local.klce import (
     hoeffding_region,
@@ -250,7 +250,7 @@ class LocalTests:
             self.feature_seed = aggregate.feature_seed(self.streams[fused])
         out = feature_local_pass(self.features, self.gram.features, self.r, self.proba, fused,
                                  self.streams[fused] if fused else None,
-                                 self.local.n_resamples)
+                                 self.local.n_resamples, source=self.kernel_rows())
         if out.test is not None:
             result = NullResult(out.test.statistic, out.test.null_distribution,
                                 out.test.p_value)
@@ -258,6 +258,18 @@ class LocalTests:
             if fused == "klce_consistency":
                 self.kernel_runs[fused] = result
         return out.statistic
+
+    def kernel_rows(self) -> KernelRows | None:
+        """The feature pass's rows read by its tasks (:class:`KernelRows`) when the data's
+        rows are (``data.rows`` reads its own rows, binary), else None (rows held here)."""
+        rows = getattr(self.data, "rows", None)
+        if not (getattr(rows, "reads_own_rows", False) and self.data.is_binary):
+            return None
+        covariates = tuple(self.data.covariates)
+        return KernelRows(rows, tuple(rows.covariate_column(c.name) for c in covariates),
+                          tuple((c.name, c.kind, c.categories) for c in covariates),
+                          self.encoded.encoding, self.encoded.blocks, self.prob_bw.gamma,
+                          self.cov_bw.gamma)
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from

@@ -12,7 +12,7 @@ every column continuous.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,9 @@ class CellKernel:
     #: int16 (at most :data:`MAX_CELLS` cells) or any integer type
     cells: NDArray[np.integer]
     cell_matrix: NDArray[np.float64]
+    #: ``z`` and ``cells`` as a row source whose tasks read their own rows
+    #: (:class:`calaudit.local.kernel_sources.LcbKernelRows`); None: the arrays above
+    rows: Any = field(default=None, compare=False, repr=False)
 
     def squared(self) -> CellKernel:
         z = self.z.scaled(np.sqrt(2.0)) if hasattr(self.z, "scaled") else np.sqrt(2.0) * self.z

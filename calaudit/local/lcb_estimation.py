@@ -18,6 +18,7 @@ import numpy as np
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
+from calaudit.local.kernel_sources import dataset_kernel
 from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
@@ -266,11 +267,12 @@ class LcbEstimation:
         if self.lcb_kernel is not None:
             # the estimation Gram's scaled rows on demand: only the categorical cells are
             # stored (2 bytes a row)
-            self.lcb_kernel = rows_cell_kernel(
-                EstimationRows(self.prob_features, selection.prob_bandwidth,
-                               self.encoded.features, columns),
-                categorical_columns(self.prob_features.shape[1], self.data.covariates,
-                                    self.encoded.blocks))
+            rows = EstimationRows(self.prob_features, selection.prob_bandwidth,
+                                  self.encoded.features, columns)
+            categorical = categorical_columns(self.prob_features.shape[1],
+                                              self.data.covariates, self.encoded.blocks)
+            self.lcb_kernel = dataset_kernel(rows_cell_kernel(rows, categorical), rows,
+                                             self.data, self.encoded, categorical)
             weighted, mass = feature_kernel_sums(
                 self.lcb_kernel, scalar_r, self.lcb_features, self.choice.frequency_seed,
                 None if self.weights is None else self.weights.w)

@@ -69,7 +69,10 @@ MAX_SORTED_CELLS = 64
 def kernel_rows(kernel: CellKernel) -> ArrayRows:
     """The kernel's per-row columns ``z`` and ``cells`` as one row source: what is placed
     on the executor (on Dask as row blocks, ``calaudit.scale.shards``; the small
-    ``cell_matrix`` travels with each reduction)."""
+    ``cell_matrix`` travels with each reduction); the kernel's own source when its tasks
+    read their rows (``kernel.rows``)."""
+    if kernel.rows is not None:
+        return kernel.rows
     return ArrayRows({"z": kernel.z, "cells": kernel.cells})
 
 

@@ -1,0 +1,124 @@
+"""The LCB kernel's rows of a dataset whose tasks read their own rows.
+
+The feature path of the LCB (:mod:`calaudit.local.lcb_features`) reads the kernel's
+per-row columns, ``z`` (the continuous scaled columns) and ``cells`` (each row's
+categorical cell), from a row source. For rows held here that is an
+:class:`~calaudit.scale.ArrayRows` placed on the workers; for a binary dataset read by
+its tasks (``data.rows`` with ``reads_own_rows``) it is :class:`LcbKernelRows`, which
+builds both for a range from the range's ``proba`` and covariates, so nothing is placed:
+
+- ``z``: :class:`~calaudit.local.lcb_bandwidth.EstimationRows` of the range (the stage's
+  encoding and bandwidths), its continuous columns: entry by entry the same operations on
+  the same values, so the same bits;
+- ``cells``: :func:`calaudit.local.lcb_cells.cell_index` ranks the distinct combinations
+  of the categorical columns' values lexicographically; with each column's distinct
+  values (``values``) and the combinations present (``present``, sorted mixed-radix codes
+  ``(r_1 V_2 + r_2) V_3 + r_3 ...``, ``r_t`` a value's rank among column ``t``'s ``V_t``)
+  a row's cell is the rank of its code among them: the same integers.
+
+The partials read a block of rows at a time, so a source keeps the last task range it
+built (:data:`calaudit.scale.TASK_ROWS` rows, aligned) and slices it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from calaudit.local.features import encoded_range
+from calaudit.local.lcb_bandwidth import EstimationRows
+from calaudit.local.lcb_cells import CellKernel
+from calaudit.scale import TASK_ROWS
+
+
+@dataclass(frozen=True, eq=False)
+class LcbKernelRows:
+    """``z`` and ``cells`` of the LCB's :class:`CellKernel` built per range (module
+    docstring). ``covariates``: each one's ``(name, kind, categories)`` and ``columns``
+    its column in ``source``; ``rest`` and ``categorical``: the scaled rows' continuous
+    and categorical columns."""
+
+    source: Any
+    columns: tuple[str, ...]
+    covariates: tuple[tuple[str, str, tuple[str, ...]], ...]
+    encoding: dict[str, Any]
+    blocks: tuple[slice, ...]
+    prob_bandwidth: float
+    column_bandwidths: NDArray[np.float64]
+    rest: tuple[int, ...]
+    categorical: tuple[int, ...]
+    values: tuple[NDArray[np.float64], ...]
+    present: NDArray[np.int64]
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    def estimation_rows(self, start: int, stop: int) -> EstimationRows:
+        part = self.source.read(start, stop, ["proba", *self.columns])
+        return EstimationRows(part["proba"][:, 1].copy(), self.prob_bandwidth,
+                              encoded_range(part, self.covariates, self.columns,
+                                            self.encoding, self.blocks),
+                              self.column_bandwidths)
+
+    def _range(self, start: int) -> tuple[int, dict[str, NDArray]]:
+        lo = start - start % TASK_ROWS
+        if self._built.get("lo") != lo:
+            hi = min(lo + TASK_ROWS, self.n)
+            rows = self.estimation_rows(lo, hi)
+            self._built.clear()
+            self._built.update(lo=lo, z=rows.select(self.rest)[0:hi - lo],
+                               cells=self._cells(rows))
+        return lo, self._built
+
+    def _cells(self, rows: EstimationRows) -> NDArray[np.int16]:
+        if not self.categorical:
+            return np.zeros(rows.shape[0], np.int16)
+        code = np.zeros(rows.shape[0], np.int64)
+        for j, values in zip(self.categorical, self.values, strict=True):
+            code = code * values.size + np.searchsorted(values, rows.column(j))
+        return np.searchsorted(self.present, code).astype(np.int16)
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        lo, built = self._range(start)
+        if stop > lo + TASK_ROWS:
+            raise ValueError(f"rows {start}-{stop} span two task ranges")
+        return {name: built[name][start - lo:stop - lo] for name in names}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_built"] = {}
+        return state
+
+
+def dataset_kernel(kernel: CellKernel, rows: EstimationRows, data: Any, encoded: Any,
+                   categorical: list[int]) -> CellKernel:
+    """``kernel`` (built by :func:`calaudit.local.lcb_cells.rows_cell_kernel` from
+    ``rows``, the categorical columns ``categorical``) with its rows read by the tasks
+    from ``data.rows`` (:class:`LcbKernelRows`) when the data's rows are read by their
+    tasks (binary), else as it is."""
+    source = getattr(data, "rows", None)
+    if not (getattr(source, "reads_own_rows", False) and data.is_binary):
+        return kernel
+    split = bool(categorical) and kernel.z.shape[1] == rows.width - len(categorical)
+    cat = sorted(categorical) if split else []  # else one cell, every column continuous
+    values = tuple(np.unique(rows.column(j)) for j in cat)
+    present = np.zeros(kernel.n_cells, np.int64)
+    if cat:
+        code = np.zeros(rows.shape[0], np.int64)
+        for j, distinct in zip(cat, values, strict=True):
+            code = code * distinct.size + np.searchsorted(distinct, rows.column(j))
+        present[kernel.cells] = code
+    covariates = tuple(data.covariates)
+    rest = tuple(j for j in range(rows.width) if j not in set(cat))
+    return replace(kernel, rows=LcbKernelRows(
+        source, tuple(source.covariate_column(c.name) for c in covariates),
+        tuple((c.name, c.kind, c.categories) for c in covariates), encoded.encoding,
+        encoded.blocks, rows.prob_bandwidth, np.asarray(rows.column_bandwidths),
+        rest, tuple(cat), values, present))
