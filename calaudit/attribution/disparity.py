@@ -9,8 +9,9 @@ the extreme groups after looking); a level of at least ``NORMAL_MIN_ROWS`` rows 
 resampled means drawn from their normal limit ``N(bias_l, var_l / n_l)`` instead (as the
 group table's intervals, :func:`calaudit.local.groups.bootstrap_means`). Seeded.
 ``D >= 0`` always; with few rows per level its bootstrap distribution is biased upwards
-(the maximum of noisy means), which the interval shows rather than hides. Without resampling (``calaudit metrics``) the interval is the
-normal one of the difference of the two extreme groups' means,
+(the maximum of noisy means), which the interval shows rather than hides. Without
+resampling (``calaudit metrics``) the interval is the normal one of the difference of the
+two extreme groups' means,
 ``D -/+ z sqrt(se_max^2 + se_min^2)`` (it ignores the selection).
 
 Weighted rows (docs/weights.md): the biases are the weighted group table's. Frequency
