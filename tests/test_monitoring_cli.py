@@ -58,6 +58,7 @@ def whole(drift) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_thirty_continuations_equal_one_run(drift, whole):
     folder, _ = drift
     state = folder / "state.json"
@@ -181,6 +182,7 @@ def test_missing_time_column(drift):
     assert_one_line_error(out, "scored_at")
 
 
+@pytest.mark.slow
 def test_calibrated_stream_passes_and_every_output_lists_the_check(tmp_path):
     frame = stream(shift_from=None, seed=11)
     frame.to_csv(tmp_path / "calm.csv", index=False)
@@ -203,6 +205,7 @@ def test_calibrated_stream_passes_and_every_output_lists_the_check(tmp_path):
     assert "calibration_eprocess" in result["gate"]["rule"]
 
 
+@pytest.mark.slow
 def test_reports_show_calibration_over_time(whole):
     folder = whole
     html = (folder / "r.html").read_text()

@@ -44,6 +44,7 @@ def windows(path: Path) -> list[dict]:
     return json.loads(path.read_text())["monitoring"]["windows"]
 
 
+@pytest.mark.slow
 def test_monitor_batch_by_batch_equals_one_run(days, tmp_path):
     common = ("--time-col", "scored_at", "--window", "1D", "--covariates", "grp",
               "--window-battery", "--quiet", *FAST)
@@ -89,6 +90,7 @@ def test_monitor_can_start_the_battery_later(days, tmp_path):
     assert [w["battery"] for w in many[1:]] == [w["battery"] for w in one[1:3]]
 
 
+@pytest.mark.slow
 def test_every_output_shows_the_battery_as_diagnostics(days, tmp_path):
     out = run_cli("test", days / "all.csv", "--time-col", "scored_at", "--window", "1D",
                   "--covariates", "grp", "--window-battery", *FAST, "--md", tmp_path / "r.md",
