@@ -34,12 +34,15 @@ def pytest_xdist_auto_num_workers(config) -> int | None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """In a parallel run (pytest-xdist's workers, ``--dist loadfile``, see pyproject.toml):
-    the files holding a test marked ``slow`` first, then the others by their number of
-    tests (each order otherwise kept), so that the long files start early instead of
-    ending the run on one worker while the others wait. A serial run keeps the file order."""
+    the files holding a test marked ``slow`` or using a Dask cluster (``one_worker``,
+    ``two_workers``) first, then the others by their number of tests (each order otherwise
+    kept), so that the long files start early instead of ending the run on one worker while
+    the others wait. A serial run keeps the file order."""
     if not hasattr(config, "workerinput"):
         return
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    clusters = {"one_worker", "two_workers"}
+    slow = {item.path for item in items if item.get_closest_marker("slow")
+            or clusters & set(getattr(item, "fixturenames", ()))}
     counts: dict[Path, int] = {}
     for item in items:
         counts[item.path] = counts.get(item.path, 0) + 1

@@ -25,6 +25,7 @@ def test_import_is_light():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_load_and_audit_from_python():
     data = calaudit.load(SAMPLE / "credit_default.parquet", covariates=["age", "race"])
     result = calaudit.run_audit(data, calaudit.AuditConfig(seed=3))

@@ -171,20 +171,27 @@ def sharded_executor(client, block: int, monkeypatch) -> tuple[DaskExecutor, lis
     return executor, placed
 
 
+def _feature_audit(executor) -> str:
+    from tests.conftest import audit_json
+
+    return audit_json(executor, n=800, seed=3, method="features", resamples=49,
+                      local_resamples=49, random_state=5)
+
+
+@pytest.fixture(scope="module")
+def in_process_audit() -> str:
+    """The in-process JSON of :func:`_feature_audit`, for both worker counts."""
+    return _feature_audit(None)
+
+
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
-def test_the_audit_on_row_blocks_gives_the_in_process_json(workers, request, monkeypatch):
+def test_the_audit_on_row_blocks_gives_the_in_process_json(workers, request, monkeypatch,
+                                                          in_process_audit):
     """The default battery with the feature tests (800 rows) on blocks of 97 rows: every
     in-memory row source of the audit is placed as 9 blocks, each task's range spans
     them all; the JSON is the in-process bytes."""
-    from tests.conftest import audit_json
-
-    def run(executor):
-        return audit_json(executor, n=800, seed=3, method="features", resamples=49,
-                          local_resamples=49, random_state=5)
-
-    expected = run(None)
     executor, placed = sharded_executor(request.getfixturevalue(workers), 97, monkeypatch)
-    assert run(executor) == expected
+    assert _feature_audit(executor) == in_process_audit
     assert placed and set(placed) == {9}
 
 

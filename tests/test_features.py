@@ -191,8 +191,10 @@ def test_consistency_null_matches_dense_loops_with_the_same_block_draws(classes)
 
 
 def dense_u(kernel, r):
+    """``sum_{i != j} k_ij <r_i, r_j>`` over the whole kernel matrix (the quadratic forms
+    ``r_c' K r_c``: no second n x n matrix)."""
     rr = r.reshape(r.shape[0], -1)
-    return (np.sum(kernel * (rr @ rr.T)) - np.sum(np.diag(kernel) * np.sum(rr * rr, axis=1)))
+    return (np.sum(rr * (kernel @ rr)) - np.sum(np.diag(kernel) * np.sum(rr * rr, axis=1)))
 
 
 @pytest.mark.parametrize("classes", [1, 3])

@@ -27,6 +27,7 @@ from pathlib import Path
 import fsspec
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -161,12 +162,14 @@ def run_dataset(kind: str, files: dict[str, bytes], target: str, flags, outputs,
                 fs.rm(prefix, recursive=True)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(parquet_datasets(), TARGETS, DATASET_FLAGS, OUTPUT_ARGS)
 def test_fuzz_parquet_datasets(files, target, flags, outputs):
     run_dataset("parquet dataset", files, target, flags, outputs, "parquet")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(csv_datasets(), TARGETS, DATA_FLAGS, OUTPUT_ARGS)
 def test_fuzz_csv_datasets(files, target, flags, outputs):
@@ -210,6 +213,7 @@ def hostile_urls(draw):
     return f"file://{draw(st.sampled_from(['d.csv', 'missing/', 't/**/*.csv', '']))}"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(hostile_urls(), st.sampled_from(["metrics", "test"]), OUTPUT_ARGS)
 def test_fuzz_urls(url, command, outputs):
@@ -263,6 +267,7 @@ def _build_tree(root: Path, steps) -> None:
             (folder / f"{name}.csv").symlink_to(root / "a" / "p.csv")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(hostile_trees(), OUTPUT_ARGS)
 def test_fuzz_hostile_trees(tree, outputs):

@@ -108,6 +108,7 @@ def _many_groups(count: int, fails: int) -> dict:
     return result
 
 
+@pytest.mark.slow
 def test_reports_list_the_most_serious_groups_and_say_how_many_there_are(monkeypatch):
     monkeypatch.setattr(limits, "REPORT_MAX_ROWS", 30)
     result = _many_groups(600, 20)
@@ -123,6 +124,7 @@ def test_reports_list_the_most_serious_groups_and_say_how_many_there_are(monkeyp
     assert html.count("zip=00599") == 0 and "zip=00001" in html
 
 
+@pytest.mark.slow
 def test_reports_shorten_a_long_text_and_keep_its_ends():
     name = "s" + "n" * 100_000 + "e"
     result = copy.deepcopy(binary_result())

@@ -4,6 +4,7 @@ recovery of group biases on the issue's opposite-bias case (small n)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from calaudit.local.encoding import encode_covariates
 from calaudit.local.lcb import row_products
@@ -143,6 +144,7 @@ def _region_run(method):
     return out.local, [g if isinstance(g, dict) else g.to_dict() for g in out.groups]
 
 
+@pytest.mark.slow
 def test_features_lcb_group_means_agree_with_exact():
     """Forced ``method="features"`` at small n: the group table's mean LCB within 0.01 of
     the exact path (measured 2e-4 at 20,000 rows, docs/scale.md), and the JSON says how."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from calaudit.cli.app import app
@@ -17,6 +18,7 @@ def invoke(*args):
     return runner.invoke(app, ["test", str(SAMPLE), *args])
 
 
+@pytest.mark.slow
 def test_local_test_fails_the_gate_and_prints_the_most_biased_groups(tmp_path):
     out = tmp_path / "r.json"
     # default 500 resamples: p = 1/501, still below alpha after Holm over the battery
@@ -33,6 +35,7 @@ def test_local_test_fails_the_gate_and_prints_the_most_biased_groups(tmp_path):
     assert sorted(top) == ["race=A", "race=B"]  # race=C: its interval contains 0
 
 
+@pytest.mark.slow
 def test_options_reach_the_configuration(tmp_path):
     out = tmp_path / "r.json"
     result = invoke("--covariates", "age,race", "--local-tests",

@@ -82,6 +82,7 @@ def test_product_gram_fills_the_former_rows():
                           _former_product_gram(p2, 2.0, None, 0.5))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", [4, MAX_CELLS + 1])
 def test_lcb_cell_kernel_on_demand_is_the_estimation_grams(levels):
     """The LCB kernel's cells (one column at a time) and continuous rows (built per block,

@@ -47,11 +47,20 @@ def drift(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
     return folder, frame
 
 
-def test_thirty_continuations_equal_one_run(drift):
+@pytest.fixture(scope="module")
+def whole(drift) -> Path:
+    """One run over all 30 batches writing the JSON, HTML and Markdown (the folder)."""
     folder, _ = drift
-    whole = run_cli("test", folder / "all.csv", "--batch-col", "batch", "--covariates", "grp",
-                    "--json", folder / "whole.json", "--quiet", *FAST)
-    assert whole.code == 0, whole.stderr
+    out = run_cli("test", folder / "all.csv", "--batch-col", "batch", "--covariates", "grp",
+                  "--json", folder / "whole.json", "--html", folder / "r.html",
+                  "--md", folder / "r.md", "--quiet", *FAST)
+    assert out.code == 0, out.stderr
+    return folder
+
+
+@pytest.mark.slow
+def test_thirty_continuations_equal_one_run(drift, whole):
+    folder, _ = drift
     state = folder / "state.json"
     first = run_cli("test", folder / "b01.csv", "--batch-col", "batch", "--covariates", "grp",
                     "--save-state", state, "--quiet", *FAST)
@@ -173,6 +182,7 @@ def test_missing_time_column(drift):
     assert_one_line_error(out, "scored_at")
 
 
+@pytest.mark.slow
 def test_calibrated_stream_passes_and_every_output_lists_the_check(tmp_path):
     frame = stream(shift_from=None, seed=11)
     frame.to_csv(tmp_path / "calm.csv", index=False)
@@ -195,18 +205,16 @@ def test_calibrated_stream_passes_and_every_output_lists_the_check(tmp_path):
     assert "calibration_eprocess" in result["gate"]["rule"]
 
 
-def test_reports_show_calibration_over_time(drift, tmp_path):
-    folder, _ = drift
-    out = run_cli("test", folder / "all.csv", "--batch-col", "batch", "--covariates", "grp",
-                  "--html", tmp_path / "r.html", "--md", tmp_path / "r.md", "--quiet", *FAST)
-    assert out.code == 0, out.stderr
-    html = (tmp_path / "r.html").read_text()
+@pytest.mark.slow
+def test_reports_show_calibration_over_time(whole):
+    folder = whole
+    html = (folder / "r.html").read_text()
     assert 'id="over-time"' in html and "Calibration over time" in html
     for kind in ("drift", "drift-groups", "drift-reliability"):
         assert f'class="figure-{kind}"' in html
-    md = (tmp_path / "r.md").read_text()
+    md = (folder / "r.md").read_text()
     assert "## Calibration over time" in md and "What to do about it" in md
-    figures = sorted((tmp_path / "r_files").glob("*drift*.svg"))
+    figures = sorted((folder / "r_files").glob("*drift*.svg"))
     assert len(figures) == 3
     for svg in figures:  # drawn lines, not empty axes
         assert svg.read_text().count("<path") > 20

@@ -95,6 +95,7 @@ def test_window_summary_fields(rows):
     assert sum(count) == p.size and sum(sum_y) == pytest.approx(y.sum())
 
 
+@pytest.mark.slow
 def test_large_bins_bootstrap_agrees_with_the_exact_poisson_bootstrap(monkeypatch):
     from calaudit.monitoring import summaries
 

@@ -222,6 +222,7 @@ def _traced_peak(path, mode: str) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_spilled_load_memory_per_row_is_bounded_by_the_batch(tmp_path, monkeypatch):
     """With spill the numpy memory of the load is a few batches whatever n: its peak grows
     by under 2 bytes per row from 150,000 to 300,000 rows in batches of 2,048 (the text

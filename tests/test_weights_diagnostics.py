@@ -254,6 +254,7 @@ def test_weighted_attribution_matches_a_loop_over_rows(rate) -> None:
         assert level["n"] == pytest.approx(w_level.sum() ** 2 / (w_level ** 2).sum())
 
 
+@pytest.mark.slow
 def test_a_weighted_attribution_reads_the_same_in_every_output(tmp_path) -> None:
     import json
     import re

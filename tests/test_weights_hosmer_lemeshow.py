@@ -104,6 +104,7 @@ def test_too_few_resamples_are_inconclusive() -> None:
     assert result.status == Status.INCONCLUSIVE and "resamples" in result.message
 
 
+@pytest.mark.slow
 def test_weighted_audit_reports_one_status_everywhere(tmp_path) -> None:
     y, p, rng = binary(400, 6)
     frame = pd.DataFrame({"prob": p, "label": y, "w": rng.uniform(0.5, 3.0, y.size)})

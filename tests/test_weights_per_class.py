@@ -103,6 +103,7 @@ def test_design_weighted_panel_bins_match_a_loop_over_rows() -> None:
             assert panel["bins"][key] == pytest.approx(values, rel=1e-12, abs=1e-14), key
 
 
+@pytest.mark.slow
 def test_weighted_multiclass_audit_shows_the_panels(tmp_path) -> None:
     y, proba, rng = three_classes(400, 3)
     frame = pd.DataFrame({"label": y, "p0": proba[:, 0], "p1": proba[:, 1],

@@ -44,11 +44,22 @@ def windows(path: Path) -> list[dict]:
     return json.loads(path.read_text())["monitoring"]["windows"]
 
 
-def test_monitor_batch_by_batch_equals_one_run(days, tmp_path):
+@pytest.fixture(scope="module")
+def whole(days, tmp_path_factory):
+    """One run over the four days with the battery, writing JSON, Markdown and HTML: the
+    folder and the run (its terminal output)."""
+    folder = tmp_path_factory.mktemp("whole")
+    out = run_cli("test", days / "all.csv", "--time-col", "scored_at", "--window", "1D",
+                  "--covariates", "grp", "--window-battery", *FAST, "--md", folder / "r.md",
+                  "--html", folder / "r.html", "--json", folder / "r.json")
+    assert out.code == 0, out.stderr
+    return folder, out
+
+
+@pytest.mark.slow
+def test_monitor_batch_by_batch_equals_one_run(days, whole, tmp_path):
     common = ("--time-col", "scored_at", "--window", "1D", "--covariates", "grp",
               "--window-battery", "--quiet", *FAST)
-    whole = run_cli("test", days / "all.csv", *common, "--json", tmp_path / "whole.json")
-    assert whole.code == 0, whole.stderr
     state = tmp_path / "state.json"
     first = run_cli("test", days / "d0.csv", *common, "--save-state", state)
     assert first.code == 0, first.stderr
@@ -56,12 +67,12 @@ def test_monitor_batch_by_batch_equals_one_run(days, tmp_path):
         out = run_cli("monitor", state, days / f"d{d}.csv", "--json", tmp_path / f"m{d}.json",
                       "--quiet", "--exit-zero")
         assert out.code == 0, out.stderr
-    one, many = windows(tmp_path / "whole.json"), windows(tmp_path / f"m{DAYS - 1}.json")
+    one, many = windows(whole[0] / "r.json"), windows(tmp_path / f"m{DAYS - 1}.json")
     assert [w["label"] for w in one] == [f"2026-03-0{d}" for d in range(1, DAYS + 1)]
     assert all(w["battery"] and w["battery"]["tests"] for w in one)
     assert [w["battery"] for w in many] == [w["battery"] for w in one]
     assert many == one
-    section = json.loads((tmp_path / "whole.json").read_text())["monitoring"]
+    section = json.loads((whole[0] / "r.json").read_text())["monitoring"]
     assert section["window_battery"]["gating"] is False
     assert "do not gate" in section["window_battery"]["note"]
 
@@ -89,12 +100,10 @@ def test_monitor_can_start_the_battery_later(days, tmp_path):
     assert [w["battery"] for w in many[1:]] == [w["battery"] for w in one[1:3]]
 
 
-def test_every_output_shows_the_battery_as_diagnostics(days, tmp_path):
-    out = run_cli("test", days / "all.csv", "--time-col", "scored_at", "--window", "1D",
-                  "--covariates", "grp", "--window-battery", *FAST, "--md", tmp_path / "r.md",
-                  "--html", tmp_path / "r.html", "--json", tmp_path / "r.json")
-    assert out.code == 0, out.stderr
-    result = json.loads((tmp_path / "r.json").read_text())
+@pytest.mark.slow
+def test_every_output_shows_the_battery_as_diagnostics(whole):
+    folder, out = whole
+    result = json.loads((folder / "r.json").read_text())
     last = result["monitoring"]["windows"][-1]["battery"]
     local = next(t for t in last["tests"] if t["id"] == "local_consistency")
     assert local["role"] == "primary" and local["status"] == "below_alpha"
@@ -103,8 +112,8 @@ def test_every_output_shows_the_battery_as_diagnostics(days, tmp_path):
     assert len([t for t in result["tests"] if t["id"] == "local_consistency"]) == 1
     p = fmt_pvalue(local["p_value"])
     assert "battery per window" in out.stdout and "do not gate" in out.stdout
-    md = (tmp_path / "r.md").read_text()
-    html = (tmp_path / "r.html").read_text()
+    md = (folder / "r.md").read_text()
+    html = (folder / "r.html").read_text()
     for text in (md, html):
         assert "Battery per window" in text and "do not gate" in text and p in text
 

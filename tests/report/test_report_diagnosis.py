@@ -3,12 +3,15 @@ per-group reliability) in the HTML report in Chromium and in the Markdown report
 
 from __future__ import annotations
 
+import pytest
+
 from calaudit.report.context import build_context
 from tests.report import write_reports
 from tests.report.test_report_browser import browser  # noqa: F401  (fixture)
 from validation.cdp_browser import inspect_page
 
 
+@pytest.mark.slow
 def test_diagnosis_section_in_chromium(browser, artifacts, tmp_path, credit_result):  # noqa: F811
     page = tmp_path / "credit.html"
     write_reports(credit_result, html=page)

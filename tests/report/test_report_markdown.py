@@ -22,6 +22,7 @@ def rendered() -> dict:
         ("minimal", synthetic.minimal_result))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["binary", "multiclass", "minimal"])
 def test_gold(rendered, name):
     goldtest.compare(f"{name}.md", rendered[name].text)
@@ -70,6 +71,7 @@ def test_tables_keep_their_shape_and_no_html_leaks(rendered, name):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered["binary"].text
 
 
+@pytest.mark.slow
 def test_every_image_link_resolves(tmp_path):
     md = tmp_path / "audit results" / "my report (v1).md"
     written = write_reports(synthetic.multiclass_result(), md=md)

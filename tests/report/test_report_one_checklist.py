@@ -3,7 +3,7 @@
 One ``calaudit test`` run on the sample with a baseline and thresholds writes every output;
 the check ids, statuses and counts read back from the terminal, JSON, JUnit, the GitHub
 step summary, HTML and Markdown must be identical. With ``SOURCE_DATE_EPOCH`` two
-processes write byte-identical HTML, Markdown and JUnit.
+processes write byte-identical HTML, Markdown, JUnit, JSON and step summaries.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -44,23 +45,31 @@ def calaudit(*args, cwd: Path, env: dict[str, str] | None = None
                           env=environ, capture_output=True, text=True, timeout=300)
 
 
+EPOCH = "1767225600"
+
+
+def gated_test(folder: Path) -> subprocess.CompletedProcess:
+    """``calaudit test`` in ``folder`` (holding ``calaudit.toml`` and ``base.json``)
+    against the baseline with thresholds, writing every output, with
+    ``SOURCE_DATE_EPOCH``."""
+    run = calaudit("test", SAMPLES / "credit_default.csv", "--covariates", "age,race", *FAST,
+                   "--baseline", "base.json", "--json", "r.json", "--junit", "r.xml",
+                   "--html", "r.html", "--md", "r.md", "--color", "never", cwd=folder,
+                   env={"GITHUB_STEP_SUMMARY": str(folder / "summary.md"),
+                        "GITHUB_ACTIONS": "true", "SOURCE_DATE_EPOCH": EPOCH})
+    assert run.returncode == 1, run.stderr
+    return run
+
+
 @pytest.fixture(scope="module")
 def gated_run(tmp_path_factory):
-    """A baseline from ``calaudit metrics``, then ``calaudit test`` against it with
-    thresholds, writing every output."""
+    """A baseline from ``calaudit metrics``, then :func:`gated_test` against it."""
     folder = tmp_path_factory.mktemp("gated")
     (folder / "calaudit.toml").write_text(CONFIG, encoding="utf-8")
-    sample = SAMPLES / "credit_default.csv"
-    base = calaudit("metrics", sample, "--covariates", "age,race", "--json", "base.json",
-                    cwd=folder)
+    base = calaudit("metrics", SAMPLES / "credit_default.csv", "--covariates", "age,race",
+                    "--json", "base.json", cwd=folder, env={"SOURCE_DATE_EPOCH": EPOCH})
     assert base.returncode == 1, base.stderr  # the brier threshold fails
-    summary = folder / "summary.md"
-    run = calaudit("test", sample, "--covariates", "age,race", *FAST, "--baseline",
-                   "base.json", "--json", "r.json", "--junit", "r.xml", "--html", "r.html",
-                   "--md", "r.md", "--color", "never", cwd=folder,
-                   env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"})
-    assert run.returncode == 1, run.stderr
-    return folder, run
+    return folder, gated_test(folder)
 
 
 def from_json(folder: Path) -> list[tuple[str, str]]:
@@ -186,20 +195,18 @@ def test_markdown_tables_fit_100_columns(gated_run):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("epoch", ["1767225600"])
-def test_documents_are_byte_identical_across_processes(tmp_path, epoch):
-    sample = SAMPLES / "credit_default.csv"
-    outputs = []
-    for name in ("a", "b"):
-        folder = tmp_path / name
-        folder.mkdir()
-        run = calaudit("test", sample, "--covariates", "age,race", *FAST, "--html", "r.html",
-                       "--md", "r.md", "--junit", "r.xml", cwd=folder,
-                       env={"SOURCE_DATE_EPOCH": epoch})
-        assert run.returncode == 1, run.stderr
-        outputs.append({p.relative_to(folder): p.read_bytes()
-                        for p in sorted(folder.rglob("*")) if p.is_file()})
+def test_documents_are_byte_identical_across_processes(gated_run, tmp_path):
+    """The gated run again in another process and folder (its configuration and baseline
+    copied): every file, reports, JSON, JUnit and step summary, has the same bytes."""
+    first, _ = gated_run
+    for name in ("calaudit.toml", "base.json"):
+        shutil.copyfile(first / name, tmp_path / name)
+    gated_test(tmp_path)
+    outputs = [{p.relative_to(folder): p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+               for folder in (first, tmp_path)]
     assert outputs[0].keys() == outputs[1].keys()
+    assert {Path("r.html"), Path("r.md"), Path("r.xml"), Path("r.json")} <= outputs[0].keys()
     for path in outputs[0]:
         assert outputs[0][path] == outputs[1][path], path
     junit = outputs[0][Path("r.xml")].decode("utf-8")

@@ -48,7 +48,7 @@ def credit_pdfs(credit_result, tmp_path_factory):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(render, "render_pdf", recorded)
-        write_reports(credit_result, pdf=folder / "r.pdf", html=folder / "r.html")
+        write_reports(credit_result, pdf=folder / "r.pdf")
         write_reports(credit_result, pdf=folder / "a.pdf", pdf_appendix=True)
     main, appendix = printed
     return {"main": (folder / "r.pdf", main), "appendix": (folder / "a.pdf", appendix)}
