@@ -49,8 +49,14 @@ def svg_data_uri(svg: str) -> str:
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
 
 
-def _svgs(context: ReportContext) -> dict[str, str]:
-    return {view.key: draw_svg(view) for view in context.figures()}
+def _svgs(context: ReportContext, drawn: dict[str, str] | None = None) -> dict[str, str]:
+    """Each figure of ``context`` as SVG, by key; ``drawn`` keeps the figures already drawn
+    for the same result (one drawing for every document of a run)."""
+    drawn = {} if drawn is None else drawn
+    for view in context.figures():
+        if view.key not in drawn:
+            drawn[view.key] = draw_svg(view)
+    return {view.key: drawn[view.key] for view in context.figures()}
 
 
 def shown(value: Any, limit: int | None = None) -> Any:
@@ -69,10 +75,12 @@ def shown(value: Any, limit: int | None = None) -> Any:
 
 def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = None,
                 source: Mapping[str, str] | None = None, *, appendix: bool = True,
-                checks: Sequence[Check] | None = None) -> RenderedReport:
+                checks: Sequence[Check] | None = None,
+                drawn: dict[str, str] | None = None) -> RenderedReport:
     """The single-file HTML report. ``source`` (``path``, ``sha256``) names the saved JSON a
     re-rendered report comes from; ``appendix=False`` leaves out the appendix (the PDF
-    without ``--pdf-appendix``); ``checks``: the gate's list (else built from the result)."""
+    without ``--pdf-appendix``); ``checks``: the gate's list (else built from the result);
+    ``drawn``: figures already drawn for this result, by key (filled as they are drawn)."""
     from markupsafe import Markup
 
     result, signoff, source = shown(result), shown(signoff), shown(source)
@@ -84,7 +92,7 @@ def render_html(result: Mapping[str, Any], signoff: Mapping[str, str] | None = N
             ctx=context, css=Markup(css), csp=content_security_policy(css))
         return RenderedReport(text)
     context = build_context(result, signoff, source, checks)
-    images = {key: svg_data_uri(svg) for key, svg in _svgs(context).items()}
+    images = {key: svg_data_uri(svg) for key, svg in _svgs(context, drawn).items()}
     text = env.get_template("report.html").render(
         ctx=context, images=images, css=Markup(css), csp=content_security_policy(css),
         appendix=appendix)
@@ -144,9 +152,10 @@ def markdown_files_dir(md_path: str | Path) -> str:
 def render_markdown(result: Mapping[str, Any], md_path: str | Path,
                     signoff: Mapping[str, str] | None = None,
                     source: Mapping[str, str] | None = None,
-                    checks: Sequence[Check] | None = None) -> RenderedReport:
+                    checks: Sequence[Check] | None = None,
+                    drawn: dict[str, str] | None = None) -> RenderedReport:
     """The Markdown report for ``md_path``, its figures in ``files`` (paths relative to its
-    directory); ``checks`` as for :func:`render_html`."""
+    directory); ``checks`` and ``drawn`` as for :func:`render_html`."""
     result, signoff, source = shown(result), shown(signoff), shown(source)
     if is_comparison(result):
         context = build_comparison(result, signoff, source)
@@ -154,7 +163,7 @@ def render_markdown(result: Mapping[str, Any], md_path: str | Path,
     context = build_context(result, signoff, source, checks)
     folder = markdown_files_dir(md_path)
     files = {f"{folder}/{view.filename}": svg
-             for view, svg in zip(context.figures(), _svgs(context).values(), strict=True)}
+             for view, svg in zip(context.figures(), _svgs(context, drawn).values(), strict=True)}
     images = {view.key: quote(f"{folder}/{view.filename}") for view in context.figures()}
     text = jinja_environment().get_template("report.md").render(ctx=context, images=images)
     return RenderedReport(text, files)
@@ -166,18 +175,20 @@ def render_reports(result: Mapping[str, Any], *, html: str | Path | None = None,
                    pdf_appendix: bool = False, checks: Sequence[Check] | None = None
                    ) -> list[tuple[Path, str | bytes]]:
     """Every requested document as ``(path, content)``, a Markdown report's figures first;
-    ``checks``: the gate's list (else built from ``result``)."""
+    ``checks``: the gate's list (else built from ``result``). Each figure is drawn once for
+    all of them."""
     pending: list[tuple[Path, str | bytes]] = []
+    drawn: dict[str, str] = {}
     if md is not None:
-        report = render_markdown(result, md, signoff, source, checks)
+        report = render_markdown(result, md, signoff, source, checks, drawn)
         pending += [(Path(md).parent / name, svg) for name, svg in report.files.items()]
         pending.append((Path(md), report.text))
     if html is not None:
-        pending.append((Path(html), render_html(result, signoff, source,
-                                                checks=checks).text))
+        pending.append((Path(html), render_html(result, signoff, source, checks=checks,
+                                                drawn=drawn).text))
     if pdf is not None:
-        printed = render_html(result, signoff, source, appendix=pdf_appendix,
-                              checks=checks).text
+        printed = render_html(result, signoff, source, appendix=pdf_appendix, checks=checks,
+                              drawn=drawn).text
         pending.append((Path(pdf), render_pdf(printed)))
     return pending
 

@@ -108,3 +108,22 @@ def test_a_commonmark_renderer_keeps_names_as_text_and_tables_intact(rendered):
         widths = {len(re.findall(r"<t[hd][ >]", row)) for row in rows}
         assert len(widths) == 1, table[:300]
     assert len(re.findall(r"<img ", html)) == 7
+
+
+def test_the_documents_of_one_run_draw_each_figure_once(monkeypatch, tmp_path):
+    """HTML, Markdown (and PDF) of one result share the drawn figures: each figure is drawn
+    once, and the documents are those rendered one at a time."""
+    from calaudit.report import render
+
+    result = synthetic.binary_result()
+    alone_md = render.render_markdown(result, tmp_path / "r.md")
+    alone_html = render.render_html(result).text
+    calls: list[str] = []
+    draw = render.draw_svg
+    monkeypatch.setattr(render, "draw_svg", lambda view: calls.append(view.key) or draw(view))
+    pending = dict(render.render_reports(result, html=tmp_path / "r.html",
+                                         md=tmp_path / "r.md"))
+    assert calls and len(calls) == len(set(calls)) == len(alone_md.files)
+    assert pending[tmp_path / "r.html"] == alone_html
+    assert pending[tmp_path / "r.md"] == alone_md.text
+    assert all(pending[tmp_path / name] == svg for name, svg in alone_md.files.items())
