@@ -1,41 +1,28 @@
 """The recalibration GLM fitted by IRLS on per-cell sufficient sums, reduced over row chunks.
 
 Binomial GLM with logit link and an offset, ``eta_i = o_i + x_i' beta``,
-``q_i = expit(eta_i)``, where the design row ``x_i = C[cell_i]`` depends on the row only
-through its cell (its combination of covariate levels, :class:`.design.Cells`; ``C`` is
-cells x columns). Newton-Raphson, which for the canonical link is IRLS (McCullagh &
-Nelder 1989, sec. 2.5; Agresti 2013, sec. 4.6.2)::
+``q_i = expit(eta_i)``, the design row ``x_i = C[cell_i]`` a row of the cells x columns
+matrix ``C`` (:class:`.design.Cells`). Newton-Raphson, i.e. IRLS for the canonical link
+(McCullagh & Nelder 1989, sec. 2.5; Agresti 2013, sec. 4.6.2)::
 
     H(beta) = X' W X = C' diag(w_c) C,     w_c = sum_{cell_i = c} q_i (1 - q_i)
     U(beta) = X' (y - q) = C' r,           r_c = sum_{cell_i = c} (y_i - q_i)
     D(beta) = 2 sum_i [softplus(eta_i) - y_i eta_i]     (the deviance for 0/1 outcomes)
     beta <- beta + t H^{-1} U
 
-from ``beta = 0`` (the model's own predictions), ``t`` halved until the deviance does not
-increase; stopped once a step moves no coefficient by more than ``STEP_TOL (1 + |beta|)``
-(Newton converges quadratically, so the estimate is then exact to rounding); after
-``MAX_ITER`` steps, or a non-finite estimate, :class:`FloatingPointError` ("did not
-converge", e.g. separation). ``Cov(beta) = H^{-1}`` at the estimate (dispersion 1).
+from ``beta = 0``, ``t`` halved until the deviance does not increase; stopped once no
+coefficient moves by more than ``STEP_TOL (1 + |beta|)``; after ``MAX_ITER`` steps, or a
+non-finite estimate, :class:`FloatingPointError` ("did not converge", e.g. separation).
+``Cov(beta) = H^{-1}`` at the estimate (dispersion 1).
 
-Prior weights ``a_i`` (weighted audits, docs/weights.md; a column ``w`` of the rows): every
-row's terms are multiplied by ``a_i`` (``w_c = sum a q (1 - q)``, ``r_c = sum a (y - q)``,
-``D = 2 sum a [softplus(eta) - y eta]``), the fit of the rows repeated ``a_i`` times for
-whole ``a``. With a column ``m`` (meat weights: ``a_i^2`` for one unit per row) the
-covariance is the sandwich ``H^{-1} (C' diag(m_c) C) H^{-1}``,
+Prior weights ``a_i`` (a column ``w``; docs/weights.md) multiply every row's terms. With a
+column ``m`` (meat weights) the covariance is the sandwich ``H^{-1} (C' diag(m_c) C) H^{-1}``,
 ``m_c = sum_{cell_i = c} m_i (y_i - q_i)^2`` (HC0; statsmodels ``var_weights`` with
 ``cov_type="HC0"``).
 
-The per-cell sums are a *reduction*: ``partial(start, stop, **shared)`` returns the sums
-over rows ``start:stop`` (arrays of one entry per cell), the partials of the fixed ranges
-:func:`part_ranges` (a function of ``n`` only) are added in range order by the scale
-layer (:func:`calaudit.scale.map_sum`: in this process, or on Dask workers), so the fit is
-the same bytes whoever computes the partials. The rows (``y``, ``offset``, ``cell``) are
-a row source placed where the partials run once per fit
-(:func:`~calaudit.scale.resident`); each Newton step sends only the cells'
-``C beta``; memory is O(``PART_ROWS`` + cells x columns) beyond
-the 4-byte cell index per row, and one Newton step costs a few passes of O(n) elementwise
-work (no n x k matrix, no n k^2 products). Checked against
-``statsmodels.GLM(..., family=Binomial(), offset=o)`` to 1e-10 in the tests.
+``partial(start, stop, **shared)`` returns the per-cell sums over rows ``start:stop``; the
+partials of :func:`part_ranges` are added in range order by :func:`calaudit.scale.map_sum`,
+so the fit is the same bytes on every executor.
 """
 
 from __future__ import annotations

@@ -1,30 +1,16 @@
 """The group table's per-group moments as reductions over the fixed row ranges.
 
-For every group ``g`` of the table (rows ``i in g``; ``y`` the outcome, ``p`` the
-prediction, ``l`` the LCB value, ``d = y - p``): ``n_g``, ``sum y``, ``sum p``, ``sum l``,
-``sum d`` and the centred sum of squares ``M2_g = sum (d - dbar_g)^2``, from which the
-table's ``events``, ``observed_rate``, ``mean_prediction``, ``expected_events``,
-``mean_lcb``, ``bias`` and the normal interval's ``sd(d)`` (``n - 1``) come.
+For every group ``g`` (``d = y - p``, ``l`` the LCB value): ``n_g``, ``sum y``, ``sum p``,
+``sum l``, ``sum d`` and ``M2_g = sum (d - dbar_g)^2``. A grouping is a per-row code and its
+sums are ``bincount`` s of the code, in two passes over the ranges of ``task_ranges(n)``
+(:mod:`calaudit.scale`):
 
-The groups of one *grouping* (a covariate's levels; the non-empty pairs of two covariates'
-levels) are disjoint, so a grouping is a per-row code and its sums are ``bincount`` s of the
-code. Two passes, each a reduction (:mod:`calaudit.scale`: a partial per
-fixed range of ``task_ranges(n)``, added in range order through :mod:`calaudit.scale`, on threads
-or Dask workers; the rows placed once for both, ``resident``):
-
-1. per range, ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d``:
-   the first means ``m1 = S / n``;
-2. per range, ``bincount`` of the deviations ``x - m1[code]`` (``x`` = ``p``, ``l``,
-   ``d``) and of ``(d - m1_d[code])^2``. The sums become ``S + sum (x - m1)`` and
+1. ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d``: the first means
+   ``m1 = S / n``;
+2. ``bincount`` of the deviations ``x - m1[code]`` (``x`` = ``p``, ``l``, ``d``) and of
+   ``(d - m1_d[code])^2``; the sums become ``S + sum (x - m1)`` and
    ``M2 = sum (d - m1)^2 - (sum (d - m1))^2 / n`` (the corrected two-pass algorithm,
-   Chan, Golub & LeVeque 1983, eq. 1.7: the first pass's rounding error is removed by the
-   second's small sum of deviations).
-
-The same partials over the same ranges, folded in the same order, give the same bytes on
-every executor and layout. Against numpy's per-group pairwise ``mean`` / ``std`` the
-values differ in their last digits (a fold of range ``bincount`` s rounds otherwise);
-``tests/test_client_reductions.py`` checks them against ``math.fsum`` of the rows. The
-outcome is 0/1, so ``sum y`` (the events) and the observed rate are exact.
+   Chan, Golub & LeVeque 1983, eq. 1.7).
 """
 
 from __future__ import annotations

@@ -1,43 +1,25 @@
 """Bandwidths of the LCB estimate, chosen by leave-one-out cross-validation.
 
-LCB (paper eq. 7) is a Nadaraya-Watson regression of the residual ``r = y - p`` on the
-prediction and the covariates: ``m(j) = sum_i K_ij r_i / sum_i K_ij`` with the product
-kernel ``K_ij = exp(-|p_i - p_j|^2 / (2 s_p^2) - sum_c |x_ic - x_jc|^2 / (2 s_c^2))`` (one
-bandwidth per covariate ``c``). The KLCE *test* keeps its median-heuristic bandwidths (a
-choice for power: a test of "no bias anywhere" is most sensitive to smooth alternatives,
-and its level does not depend on the bandwidth); for *estimating* the bias function that
-choice over-smooths across groups (one-hot categories are at squared distance 1, and the
-median heuristic gives ``s_x ~ 1``, i.e. a weight ``exp(-1/2) = 0.61`` on every other
-group).
+LCB (paper eq. 7) is the Nadaraya-Watson regression ``m(j) = sum_i K_ij r_i / sum_i K_ij``
+of ``r = y - p`` with the product kernel ``K_ij = exp(-|p_i - p_j|^2 / (2 s_p^2) - sum_c
+|x_ic - x_jc|^2 / (2 s_c^2))`` (one bandwidth per covariate ``c``). The KLCE test keeps its
+median-heuristic bandwidths, which over-smooth the estimate across groups.
 
-Selection (least-squares cross-validation, Hardle & Marron 1985): for a combination of
-bandwidths the leave-one-out fit is
+Least-squares cross-validation (Hardle & Marron 1985):
+``m_{-j} = (sum_i K_ij r_i - K_jj r_j) / (sum_i K_ij - K_jj)`` (``K_jj = 1``) and
+``CV = mean_j (r_j - m_{-j})^2``. Rows whose kernel mass without themselves is below
+``1e-12`` are predicted by the mean residual of the other rows. Ties go to the smoother fit.
+:func:`select_bandwidths` searches seeded subsamples: stage 1 on ``max_rows`` rows (a common
+grid, then coordinate descent per covariate), stage 2 on ``REFINE_FACTOR * max_rows`` rows
+among the best few combinations and the separated/pooled switch of each categorical
+covariate not ``fixed`` by the audit stage.
 
-    ``m_{-j} = (sum_i K_ij r_i - K_jj r_j) / (sum_i K_ij - K_jj)``   (``K_jj = 1``)
+Weighted rows (docs/weights.md): ``u_j = w_j / t_j`` (``t_j`` the row's units),
+``m_{-j} = (sum_i K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j)`` and
+``CV = sum_j w_j (r_j - m_{-j})^2 / sum_j w_j``.
 
-from the same two kernel sums ``K r`` and ``K 1`` that give LCB (one engine pass,
-:func:`kernel_sums`), and ``CV = mean_j (r_j - m_{-j})^2``. Rows whose kernel mass without
-themselves is below ``1e-12`` are predicted by the mean residual of the other rows. Ties
-go to the smoother fit. The search (:func:`select_bandwidths`) runs on seeded subsamples:
-stage 1 on ``max_rows`` rows (a common grid, then coordinate descent per covariate),
-stage 2 on ``REFINE_FACTOR * max_rows`` rows among the best few combinations and the
-separated/pooled switch of each categorical covariate (the CV noise on 2000 rows is of
-the size of the gain from separating a 20 % group biased by 0.11). The chosen bandwidths
-suit the subsample's size: slightly smoother than optimal for all ``n``.
-
-Weighted rows (docs/weights.md; :class:`calaudit.local.weighted_lcb.LcbWeights`): the
-sums are ``K @ [w r, w]``, the left-out fit removes one unit (``u_j = w_j / t_j``, ``t_j``
-the row's units: one unit of a frequency weight, the whole row of a design weight),
-``m_{-j} = (sum_i K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j)``, and
-``CV = sum_j w_j (r_j - m_{-j})^2 / sum_j w_j`` (frequency weights: the repeated rows' CV).
-
-The audit stage fixes categorical covariates to separated or pooled by the recalibration
-model's AIC (``fixed``); stage 2 then only runs for categorical covariates left to the CV.
-
-Grids (``docs/local-calibration.md``): covariates are on unit scales (z-scores; one-hot
-codes at distance 1), so the grids are absolute: :data:`COV_GRID` for numeric
-covariates, :data:`CAT_GRID` (separated or pooled) for categorical ones,
-:data:`PROB_GRID` for the prediction (in ``[0, 1]``).
+Grids (``docs/local-calibration.md``) are absolute, the covariates being on unit scales:
+:data:`COV_GRID`, :data:`CAT_GRID` (separated or pooled), :data:`PROB_GRID`.
 """
 
 from __future__ import annotations

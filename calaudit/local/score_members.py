@@ -2,33 +2,23 @@
 local aggregate test.
 
 Model (binary): ``logit P(y = 1 | p, x) = logit p + beta_0 + h(x)^T beta`` with ``h(x)``
-the 0/1 indicators of the covariate levels of the group table (categories; ``n_bands``
-quantile bands of a numeric covariate). A member tests ``beta = 0`` with the intercept
-``beta_0`` as a nuisance: the differences between sub-populations, which is the local
-question (calibration in the large is the global primaries'). With ``r = y - p`` and
-``W = diag(p (1 - p))`` the score of ``(beta_0, beta)`` at 0 is ``U = H^T r``, its
-information ``I = H^T W H``, and Rao's score statistic for ``beta`` given ``beta_0`` is
+the 0/1 indicators of the covariate levels of the group table. A member tests ``beta = 0``
+with the intercept ``beta_0`` as a nuisance. With ``r = y - p`` and ``W = diag(p (1 - p))``
+the score of ``(beta_0, beta)`` at 0 is ``U = H^T r``, its information ``I = H^T W H``, and
+Rao's score statistic for ``beta`` given ``beta_0`` is
 
     ``S = U^T I^+ U - (1^T r)^2 / (1^T W 1)``,   asymptotically chi-square with
     ``rank(I) - 1`` degrees of freedom
 
-(Rao 1948; the score test of the recalibration model of Cox 1958 with covariate terms;
-``H``'s columns span the intercept, so the second term is the intercept's own score
-statistic). ``S`` depends on ``H`` only through its column space, so treatment and
-indicator coding give the same value. For one covariate the levels partition the rows,
-``I`` is diagonal and ``S = sum_l (sum_{i in l} r_i)^2 / sum_{i in l} p_i (1 - p_i) -
-(sum_i r_i)^2 / sum_i p_i (1 - p_i)``: the chi-square of the group residual sums about
-their overall mean. Multi-class: the vector residual ``r_i = e_{y_i} - p_i`` with
-``Var r_i = diag(p_i) - p_i p_i^T``, so ``S = sum_l U_l^T C_l^+ U_l - U^T C^+ U`` with
-``C_l = sum_{i in l} (diag p_i - p_i p_i^T)`` and ``U``, ``C`` their totals (the
-multinomial score test; ``m - 1`` degrees of freedom per level, less ``m - 1``), and the
-joint member on the top-label residual ``1{y = argmax p} - max p``.
+(Rao 1948; Cox 1958's recalibration model with covariate terms). Multi-class: the vector
+residual ``r_i = e_{y_i} - p_i``, ``S = sum_l U_l^T C_l^+ U_l - U^T C^+ U`` with
+``C_l = sum_{i in l} (diag p_i - p_i p_i^T)`` and ``U``, ``C`` their totals (``m - 1``
+degrees of freedom per level, less ``m - 1``), and the joint member on the top-label
+residual ``1{y = argmax p} - max p``.
 
-Members: one per covariate (its levels alone) and, with two or more covariates, one for
-all covariates together. Each is a function of the level sums ``H^T r`` only, so the
-label redraws of the local test give every member's null from ``H^T R*`` (one sparse
-product per batch of redraws): :class:`ScoreMembers` holds the fixed parts (the
-information matrices) and evaluates the statistics of many residual columns at once.
+Members: one per covariate and, with two or more covariates, one for all together. Each is
+a function of the level sums ``H^T r`` only, so :class:`ScoreMembers` evaluates the
+statistics of many redrawn residual columns at once.
 """
 
 from __future__ import annotations

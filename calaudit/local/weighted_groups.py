@@ -2,44 +2,32 @@
 
 The groups are :func:`calaudit.local.groups.define_groups` of the weighted levels; a group
 whose rows all weigh 0 is left out. Row ``i`` weighs ``w_i = d_i`` times ``1 / r_i`` when
-its label is a negative under label-dependent sampling; ``e = y - p`` (binary: ``y`` the
-positive class, ``p = p_1``; multi-class: the top-label view). Per group, with
+its label is a negative under label-dependent sampling; ``e = y - p``. Per group, with
 ``W = sum w`` (moments: :mod:`.weighted_group_moments`):
 
-* ``weight = W``, ``effective_size = W^2 / sum w^2`` (Kish), ``n`` the sample size of the
-  rules: ``W`` for frequency weights, the effective size otherwise;
-  ``events = sum w y``, ``expected_events = sum w p``, ``observed_rate = events / W``,
-  ``mean_prediction = expected_events / W``, ``bias = sum w e / W``.
+* ``weight = W``, ``effective_size = W^2 / sum w^2`` (Kish), ``n`` = ``W`` for frequency
+  weights, the effective size otherwise; ``events = sum w y``, ``expected_events = sum w p``,
+  ``observed_rate = events / W``, ``mean_prediction = expected_events / W``,
+  ``bias = sum w e / W``.
 * Interval of ``bias``. Frequency weights without sampling: those of the repeated rows
-  (:func:`calaudit.local.groups.group_row`: the percentile bootstrap of the repeated
-  rows' residuals below ``NORMAL_MIN_ROWS`` units, else ``bias -/+ z sd / sqrt(W)`` with
-  ``sd^2 = sum w (e - bias)^2 / (W - 1)``). Otherwise ``bias -/+ t se`` with ``t`` the
-  Student quantile on ``effective_size - 1`` degrees of freedom and ``se`` the larger of
-  the linearised standard error of the ratio ``sum w e / sum w`` (with-replacement Taylor
-  linearisation; Woodruff, JASA 66, 1971; ``m`` rows of positive weight):
-  ``se_lin^2 = m / (m - 1) sum w^2 (e - bias)^2 / W^2``, and the standard error on the
-  effective size ``se_eff^2 = sum w (e - bias)^2 / (W (effective_size - 1))``. Equal weights
-  give ``sd / sqrt(n)`` for both. The linearised one alone covers too little under heavy
-  weights at small sizes, the effective-size one alone when the residual's spread grows
-  with the weight; coverage of the larger one in
-  ``validation/results/weights_group_table.txt``.
+  (:func:`calaudit.local.groups.group_row`). Otherwise ``bias -/+ t se``, ``t`` the Student
+  quantile on ``effective_size - 1`` degrees of freedom, ``se`` the larger of the linearised
+  standard error of the ratio (Woodruff, JASA 66, 1971; ``m`` rows of positive weight)
+  ``se_lin^2 = m / (m - 1) sum w^2 (e - bias)^2 / W^2`` and
+  ``se_eff^2 = sum w (e - bias)^2 / (W (effective_size - 1))``
+  (coverage: ``validation/results/weights_group_table.txt``).
 * Test. Frequency weights without sampling: the repeated rows' Poisson-binomial test
-  (:mod:`calaudit.local.poisson_binomial`) of ``sum w y`` units. Otherwise the statistic
-  ``T = sum w e`` against its law when the sampled labels are Bernoulli(``q_i``)
-  (``q = p``, or ``p / (p + r (1 - p))`` under label-dependent sampling) and the weights
-  follow the redrawn labels: a redrawn positive adds ``d (1 - p)``, a negative
-  ``-d p / r``, so ``E T* = 0``. Mirroring the unweighted test: up to ``EXACT_MAX_ROWS``
-  rows, Monte Carlo (two-sided ``min(1, 2 min(1 + #{T* <= T}, 1 + #{T* >= T}) / (1 + B))``,
-  exact at resolution ``2 / (1 + B)``; ``B`` at least the local tests' ``n_resamples`` and
-  large enough that a group's smallest p-value is a tenth of its share of alpha,
-  :func:`redraws`); above, past ``MC_BUDGET`` rows x redraws in the table (groups in
-  table order), or without resampling, the refined normal approximation with the null variance
+  (:mod:`calaudit.local.poisson_binomial`). Otherwise ``T = sum w e`` against its law when
+  the sampled labels are Bernoulli(``q_i``) (``q = p``, or ``p / (p + r (1 - p))`` under
+  label-dependent sampling) and the weights follow the redrawn labels (a positive adds
+  ``d (1 - p)``, a negative ``-d p / r``). Up to ``EXACT_MAX_ROWS`` rows, Monte Carlo
+  (two-sided ``min(1, 2 min(1 + #{T* <= T}, 1 + #{T* >= T}) / (1 + B))``, ``B`` from
+  :func:`redraws`); above, past ``MC_BUDGET`` rows x redraws in the table, or without
+  resampling, the refined normal approximation with the null variance
   ``V = sum d^2 (q (1 - p)^2 + (1 - q) p^2 / r^2)`` and third cumulant
-  ``sum d^3 (q (1 - p)^3 - (1 - q) p^3 / r^3)`` (no continuity correction: ``T`` is not on
-  a lattice).
+  ``sum d^3 (q (1 - p)^3 - (1 - q) p^3 / r^3)`` (no continuity correction).
 * INCONCLUSIVE: ``n`` below ``min_rows``, or fewer than ``min_events`` effective events or
-  non-events (per outcome class: the sum of its weights for frequency weights, Kish's size
-  of its weights otherwise), as :func:`calaudit.audit.weighting.effective_events`.
+  non-events (:func:`calaudit.audit.weighting.effective_events`).
 """
 
 from __future__ import annotations

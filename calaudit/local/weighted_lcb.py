@@ -1,32 +1,25 @@
 """The local calibration bias on weighted rows (docs/weights.md).
 
 Row ``i`` weighs ``w_i`` (``d_i``, times ``1 / r_i`` for a negative under label-dependent
-sampling) and holds ``t_i`` units (``d_i`` identical units for frequency weights, else one)
-of weight ``u_i = w_i / t_i`` each. The LCB at row ``j`` is the Nadaraya-Watson smoother
-of the weighted law,
+sampling) and holds ``t_i`` units (``d_i`` for frequency weights, else one) of weight
+``u_i = w_i / t_i`` each. The LCB at row ``j`` is
 
     LCB_j = sum_i K_ij w_i r_i / D_j,        D_j = sum_i K_ij w_i,
 
-(the repeated rows' eq. 7 for frequency weights), its bandwidths the weighted
-leave-one-unit-out cross-validation (:mod:`calaudit.local.lcb_bandwidth`) and its
-pointwise standard error: for frequency weights the repeated rows' (HC0 over units,
-``se_j^2 = sum_i K_ij^2 w_i r_i^2 / D_j^2``), otherwise the linearised ratio's (the
-weights vary with the sample, so ``D_j`` does too):
+its bandwidths from :mod:`calaudit.local.lcb_bandwidth`, its pointwise standard error for
+frequency weights the repeated rows' (``se_j^2 = sum_i K_ij^2 w_i r_i^2 / D_j^2``), otherwise
+the linearised ratio's:
 
     se_j = sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / D_j,   m_i = t_i u_i^2 = w_i^2 / t_i
 
-(``w_i^2`` for one unit per row). Coverage: ``validation/weights_lcb.py``.
-The summary is of the weighted law of the values (rows of weight 0 left out): weighted mean,
-mean ``|LCB|`` and standard deviation (``sum w (x - mean)^2 / W``), min, max and weighted
-quantiles (:func:`calaudit.numerics.binning.weighted_quantiles`); a group's ``mean_lcb``
+The summary is of the weighted law of the values (rows of weight 0 left out; weighted
+quantiles by :func:`calaudit.numerics.binning.weighted_quantiles`); a group's ``mean_lcb``
 is ``sum w LCB / sum w`` over its rows.
 
-The per-group curves (:mod:`calaudit.local.lcb_curves`) weight each row's Gaussian weight
+The per-group curves (:mod:`calaudit.local.lcb_curves`) multiply each row's Gaussian weight
 by ``w_j``; their grid runs from the weighted 2nd to 98th percentile and their bandwidth is
-Silverman's rule of the weighted law, ``0.9 min(sd, IQR / 1.34) n^(-1/5)`` with ``n`` the
-sample size (units for frequency weights, Kish's size otherwise), ``sd^2 = sum w (x -
-mean)^2 / W n / (n - 1)`` and the weighted quartiles; a curve's ``n`` is that sample size.
-Frequency weights give the repeated rows' curves and bands.
+Silverman's rule ``0.9 min(sd, IQR / 1.34) n^(-1/5)`` with ``n`` the sample size (units for
+frequency weights, Kish's size otherwise) and ``sd^2 = sum w (x - mean)^2 / W n / (n - 1)``.
 """
 
 from __future__ import annotations
