@@ -1,24 +1,16 @@
 """Between-group disparity per covariate: largest minus smallest group bias.
 
-For each covariate, over its levels in the group table that are conclusive (enough rows
-and events): ``D = max_l bias_l - min_l bias_l`` with ``bias_l = mean_{i in l}(y_i - p_i)``
-(fairlearn's ``MetricFrame.difference()`` of the bias). Interval: stratified percentile
-bootstrap -- rows resampled with replacement within every level, all level means
-recomputed and ``max - min`` taken in each resample (so the interval accounts for picking
-the extreme groups after looking); a level of at least ``NORMAL_MIN_ROWS`` rows has its
-resampled means drawn from their normal limit ``N(bias_l, var_l / n_l)`` instead (as the
-group table's intervals, :func:`calaudit.local.groups.bootstrap_means`). Seeded.
-``D >= 0`` always; with few rows per level its bootstrap distribution is biased upwards
-(the maximum of noisy means), which the interval shows rather than hides. Without
-resampling (``calaudit metrics``) the interval is the normal one of the difference of the
-two extreme groups' means,
-``D -/+ z sqrt(se_max^2 + se_min^2)`` (it ignores the selection).
+Over a covariate's conclusive levels in the group table:
+``D = max_l bias_l - min_l bias_l``, ``bias_l = mean_{i in l}(y_i - p_i)`` (fairlearn's
+``MetricFrame.difference()`` of the bias). Interval: seeded stratified percentile bootstrap
+(rows resampled within every level, ``max - min`` in each resample, so it accounts for
+picking the extreme groups); a level of at least ``NORMAL_MIN_ROWS`` rows draws its
+resampled mean from ``N(bias_l, var_l / n_l)`` (:func:`calaudit.local.groups.bootstrap_means`).
+Without resampling: ``D -/+ z sqrt(se_max^2 + se_min^2)`` (ignores the selection).
 
-Weighted rows (docs/weights.md): the biases are the weighted group table's. Frequency
-weights resample the repeated rows (the same draws). Otherwise every level's resampled
-mean is drawn from ``N(bias_l, se_l^2)``, ``se_l`` the group table's standard error of
-the weighted ratio (:func:`calaudit.local.weighted_groups.ratio_se`), which is also the
-``se`` of the interval without resampling.
+Weighted rows (docs/weights.md): frequency weights resample the repeated rows; otherwise
+each level's mean is drawn from ``N(bias_l, se_l^2)``, ``se_l`` from
+:func:`calaudit.local.weighted_groups.ratio_se`.
 """
 
 from __future__ import annotations

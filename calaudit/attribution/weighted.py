@@ -1,24 +1,17 @@
 """The recalibration model's attribution on weighted rows (docs/weights.md).
 
 Row ``i`` weighs ``a_i`` (``d_i``, times ``1 / r_i`` for a negative under label-dependent
-sampling; :meth:`~calaudit.data.weights.SampleWeights.of_labels` of the outcome). The fits
-are the GLMs of :mod:`.model` with prior weights ``a``:
+sampling). The fits are the GLMs of :mod:`.model` with prior weights ``a``:
 
-* frequency weights (``d_i`` identical units, no sampling): the repeated rows' fits, with
-  their model-based covariance ``H^{-1}``, likelihood-ratio tests and intervals; a level's
-  rows and events are sums of weights;
-* design weights or label-dependent sampling: the covariance is the sandwich
-  ``H^{-1} B H^{-1}``, ``B = sum_i m_i (y_i - q_i)^2 x_i x_i'`` with ``m_i = a_i^2 / t_i``
-  (``t_i`` the units of the row: its ``d_i`` identical units are one label, ``a_i / t_i``
-  each), HC0 as statsmodels ``GLM(var_weights=a).fit(cov_type="HC0")``: the deviance
-  difference of weighted rows is not chi^2, so the tests are Wald tests of the robust
-  covariance; a level's rows and events are Kish's sizes of its weights.
+* frequency weights, no sampling: the repeated rows' fits, tests and intervals;
+* otherwise the sandwich covariance ``H^{-1} B H^{-1}``,
+  ``B = sum_i m_i (y_i - q_i)^2 x_i x_i'``, ``m_i = a_i^2 / t_i`` (``t_i`` the row's units;
+  HC0 as statsmodels ``GLM(var_weights=a).fit(cov_type="HC0")``) and Wald tests; a level's
+  rows and events are Kish's sizes of its weights.
 
 A failing group is *explained* when the weighted residual sum of its rows about the
-adjusted model's fitted probabilities ``q`` is not rejected: frequency weights, the
-repeated rows' Poisson-binomial test of ``sum a y`` units; otherwise the weighted group
-table's test of ``T = sum a (y - q)`` under the sampled labels' null (refined normal
-approximation, :func:`calaudit.local.weighted_groups.residual_test`).
+adjusted model's ``q`` is not rejected (:func:`calaudit.local.weighted_groups.residual_test`
+or, for frequency weights, the repeated rows' Poisson-binomial test).
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """Bandwidths of the Gaussian kernels: explicit or the median heuristic.
 
-Convention (one for every local kernel): ``k(a, b) = exp(-|a - b|^2 / (2 s^2))`` with
-bandwidth ``s``, i.e. ``gamma = 1 / (2 s^2)`` in ``exp(-gamma |a - b|^2)``.
+Convention (every local kernel): ``k(a, b) = exp(-|a - b|^2 / (2 s^2))`` with bandwidth
+``s``, i.e. ``gamma = 1 / (2 s^2)``.
 
-Median heuristic (Gretton et al. 2012; the lengthscale convention of CalibrationErrors.jl's
-documented example, ``GaussianKernel`` with lengthscale ``sqrt(median squared distance)``):
-``s^2 = median{ |a_i - a_j|^2 : i < j, a_i != a_j }``. Pairs at distance zero (ties) are
-left out so that discrete data (a categorical covariate, a model with few distinct scores)
-still get a positive bandwidth; for continuous data this changes nothing.
+Median heuristic (Gretton et al. 2012; CalibrationErrors.jl's lengthscale convention):
+``s^2 = median{ |a_i - a_j|^2 : i < j, a_i != a_j }`` (ties left out, so discrete data still
+get a positive bandwidth). With several covariates (:mod:`.encoding`) the median is taken
+per covariate over its own encoded columns and ``s^2`` is the median of those medians (the
+median over the concatenation grows with the number of covariates).
 
-Covariates (several, each encoded on a unit scale, see :mod:`.encoding`): the median is
-taken **per covariate** (over its own encoded columns) and the bandwidth is
-``s^2 = median over covariates of those medians``. The plain median over the
-concatenation grows with the number of covariates (each adds about 1 to every squared
-distance), which flattens the kernel along every single covariate: on the bundled
-``credit_default`` data with ``age, race, income`` it gives ``s = 1.82`` and the local
-test misses the race-dependent bias (p = 0.11), while the per-covariate rule gives
-``s ~ 1`` and rejects (validation/credit_default_demo.py). With one covariate both rules
-coincide.
-
-The medians are exact on all ``n (n - 1) / 2`` pairs when ``n <= max_rows`` and otherwise
-computed on ``max_rows`` rows drawn without replacement from the stage's seeded generator
-(2000 rows = about 2 million pairs; the relative standard error of the median is well
-under 1%).
+The medians are exact on all pairs when ``n <= max_rows``, otherwise computed on
+``max_rows`` rows drawn without replacement from the stage's seeded generator.
 """
 
 from __future__ import annotations

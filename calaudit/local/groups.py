@@ -1,27 +1,19 @@
 """The group table: calibration in every covariate group and pairwise intersection.
 
 Groups: each category of a categorical covariate; each quantile band of a numeric
-covariate (``n_bands`` equal-mass bands, right-closed, the lowest value in the first band,
-duplicate edges merged, labelled ``[21, 34]``, ``(34, 48]`` ...); with ``intersections``,
-every non-empty combination of levels of two different covariates (``race=A & age=(34,
-48]``).
+covariate (``n_bands`` equal-mass bands, right-closed, duplicate edges merged, labelled
+``[21, 34]``, ``(34, 48]`` ...); with ``intersections``, every non-empty combination of
+levels of two different covariates (``race=A & age=(34, 48]``).
 
-Per group (binary: events are positives and the prediction is ``p_1``; multi-class: the
-top-label view, events are correct predictions and the prediction is the confidence):
-``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)`` (these
-moments are reductions over the rows through :mod:`calaudit.scale`, :mod:`.group_moments`)
-with an
-interval (``bias_ci_method``): a percentile bootstrap (rows
-resampled within the group, seeded) below ``NORMAL_MIN_ROWS`` rows, the normal interval
-``bias -/+ z sd(y - p) / sqrt(n)`` from ``NORMAL_MIN_ROWS`` rows on (the bootstrap
-distribution of a mean is then normal to within its own Monte Carlo error: coverage in
-``validation/results/group_interval_coverage.txt``; and n x B resampled rows would cost
-O(n B) time), ``mean_lcb``, and the group calibration test of :mod:`.poisson_binomial`.
-Groups with fewer than ``min_rows`` rows or fewer than ``min_events`` events or
-non-events are ``INCONCLUSIVE`` (no test, no part in the adjustment). The others' p-values
-are adjusted together (Holm by default, or Benjamini-Hochberg) and a group ``FAIL``s when
-its adjusted p-value is at most ``alpha``. Group statuses are diagnostics: the gate uses
-the ``tests`` list only.
+Per group (binary: events are positives, the prediction ``p_1``; multi-class: the top-label
+view): ``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)``
+(moments: :mod:`.group_moments`) with an interval (``bias_ci_method``): a seeded percentile
+bootstrap below ``NORMAL_MIN_ROWS`` rows, else ``bias -/+ z sd(y - p) / sqrt(n)`` (coverage:
+``validation/results/group_interval_coverage.txt``), ``mean_lcb``, and the group test of
+:mod:`.poisson_binomial`. Groups with fewer than ``min_rows`` rows or fewer than
+``min_events`` events or non-events are ``INCONCLUSIVE``. The others' p-values are adjusted
+together (Holm by default, or Benjamini-Hochberg); a group ``FAIL``s when its adjusted
+p-value is at most ``alpha``. Group statuses are diagnostics: the gate uses ``tests`` only.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Smoothed per-group curves of the local calibration bias (:mod:`calaudit.local.lcb`).
 
-Curves for the report (the paper's Figure 6, smoothed per group against a numeric
-covariate): at grid points ``t`` the curve is the Gaussian Nadaraya-Watson average of the
-group's LCB values, ``c(t) = sum_{j in g} w_j(t) LCB_j`` (``w`` normalised, bandwidth by
-Silverman's rule). ``c(t)`` is linear in the residuals, ``c(t) = sum_i a_i(t) r_i`` with
-``a_i(t) = sum_{j in g} w_j(t) K_ij / D_j`` (``D_j = sum_i K_ij``), so its standard error
-given predictions and covariates is ``sqrt(sum_i a_i(t)^2 r_i^2)`` (heteroscedasticity-
-robust, HC0); the band is ``c(t) -/+ z se(t)``. All ``a(t)`` come from one more engine pass
-``K @ V`` with ``V_jt = w_j(t) / D_j``.
+The paper's Figure 6 smoothed per group against a numeric covariate: at grid points ``t``,
+``c(t) = sum_{j in g} w_j(t) LCB_j`` (Gaussian Nadaraya-Watson, ``w`` normalised, bandwidth
+by Silverman's rule). ``c(t) = sum_i a_i(t) r_i`` with ``a_i(t) = sum_{j in g} w_j(t) K_ij /
+D_j`` (``D_j = sum_i K_ij``), so its HC0 standard error is ``sqrt(sum_i a_i(t)^2 r_i^2)`` and
+the band ``c(t) -/+ z se(t)``; all ``a(t)`` come from one engine pass ``K @ V`` with
+``V_jt = w_j(t) / D_j``. The weights are evaluated a block at a time (:class:`CurveDesign`,
+:class:`CurveColumns`).
 
-The curves' weights are evaluated a block of rows or of grid points at a time
-(:class:`CurveDesign`, :class:`CurveColumns`), so memory stays O(rows) whatever the number
-of curves and grid points; their sums are reductions over fixed row ranges
-(:func:`curve_sums`), the same bytes on every executor.
-
-Weighted rows (:mod:`calaudit.local.weighted_lcb`): a request's row weights ``v_j`` (its
-``weight``) multiply the Gaussian weights, ``w_j(t) = v_j g_j(t) / sum_g v g(t)``, so
-``c(t)`` is the weighted average of the LCB values; the grid and bandwidth are those of
-the weighted law (:func:`curve_design`'s ``grid_of``), and ``se(t)^2 = sum_i m_i a_i(t)^2
-r_i^2`` with the meat weights ``m``.
+Weighted rows: a request's ``weight`` ``v_j`` gives ``w_j(t) = v_j g_j(t) / sum_g v g(t)``,
+the grid and bandwidth are the weighted law's (:func:`curve_design`'s ``grid_of``), and
+``se(t)^2 = sum_i m_i a_i(t)^2 r_i^2`` with the meat weights ``m``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """LCB kernel sums in O(n D) for large ``n``: exact on categorical cells, random Fourier
 features on the continuous part.
 
-The estimation kernel (:mod:`calaudit.local.lcb_bandwidth`) is a product
-``K_ij = C[a_i, a_j] exp(-|z_i - z_j|^2)`` of a *categorical factor* ``C`` (the Gaussian
-factor of the one-hot columns, which takes one value per pair of category cells ``a``: 1 in
-the same cell, ``exp(-sum |x_a - x_b|^2 / (2 s^2))`` between cells) and a continuous
-Gaussian on the scaled prediction and numeric covariates ``z``. With features ``phi`` of
+The estimation kernel is ``K_ij = C[a_i, a_j] exp(-|z_i - z_j|^2)``: a categorical factor
+``C`` over the category cells ``a`` (:mod:`calaudit.local.lcb_cells`) times a Gaussian on
+the scaled prediction and numeric covariates ``z``. With features ``phi`` of
 ``exp(-|z_i - z_j|^2)`` (frequencies ``N(0, 2 I)``):
 
     ``(K W)_j = phi_j . M[a_j]``,  ``M[a] = sum_b C[a, b] sum_{i in b} phi_i W_i``,
 
-two passes over the rows and O(n D + L^2 D) work for ``L`` cells. The categorical factor is
-exact, so a "separated" category (other cells weigh ``3e-4``) gets no leakage from the
-features: random features of a narrow kernel on a few discrete points do not average out
-(the empirical characteristic function of discrete data does not decay), the continuous
-part's does. Squared kernels (the pointwise interval, ``sum_i K_ij^2 r_i^2``) are the same
-form with ``z -> sqrt(2) z`` and ``C -> C^2``. The cells and ``C`` come from
-:mod:`calaudit.local.lcb_cells`; more than its ``MAX_CELLS`` cells: every column goes
-through the features (``L = 1``).
-
-The passes read the kernel's rows (``z``, ``cells``: :func:`kernel_rows`) and the
-multiplied columns ``w`` as row sources, so on Dask both are placed as row blocks, each
-on one worker; only ``C`` and the features go to every worker.
+O(n D + L^2 D) work for ``L`` cells. The categorical factor is exact because random
+features of a narrow kernel on a few discrete points do not average out. Squared kernels
+are the same form with ``z -> sqrt(2) z`` and ``C -> C^2``. More than ``MAX_CELLS`` cells:
+every column goes through the features (``L = 1``).
 """
 
 from __future__ import annotations

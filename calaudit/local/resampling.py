@@ -1,25 +1,20 @@
 """The three local calibration tests, every resample batched through the pairwise engine.
 
-Each test builds a matrix ``Z`` whose columns are resampled residual vectors and gets
-all their quadratic forms ``sum_{i != j} K_ij <Z_i, Z_j>`` from one tiled pass over the
-kernel (:func:`kernel_forms_and_matmul`: one BLAS call per kernel chunk for all columns).
-Unless the observed statistic is passed in, the observed residuals ride along as the first
-column(s) of a double-precision pass (or, when a single-precision pass is cheaper, get a
-double-precision pass of their own first: :func:`batched_forms`). When ``n * m * B``
-would exceed :data:`MAX_ENTRIES` the resamples are split into batches (one kernel pass
-each).
+Each test's resampled residual vectors are the columns of ``Z``; all their quadratic forms
+``sum_{i != j} K_ij <Z_i, Z_j>`` come from one tiled kernel pass
+(:func:`kernel_forms_and_matmul`), split into batches when ``n * m * B`` would exceed
+:data:`MAX_ENTRIES`.
 
-* :func:`consistency_test` (``klce_consistency``, the default): predictions and covariates
-  fixed, labels redrawn ``y*_i ~ Cat(p_i)``. Under local calibration this is the exact
-  conditional null distribution of the statistic (the consistency resampling of
-  Broecker & Smith 2007 / Widmann et al. 2019, applied to KLCE).
+* :func:`consistency_test` (``klce_consistency``, the default): labels redrawn
+  ``y*_i ~ Cat(p_i)``, the exact conditional null under local calibration (consistency
+  resampling, Broecker & Smith 2007 / Widmann et al. 2019).
 * :func:`bootstrap_test` (``klce_bootstrap``): the paper's Algorithm 1 -- residuals drawn
-  with replacement from the observed residuals, kernel matrix at the original rows.
+  with replacement, kernel matrix at the original rows.
 * :func:`permutation_test` (``klce_permutation``): KiTE ``ELCE2`` -- residuals permuted,
   null centred at its mean (or not), statistic normalised by ``(n - 1) / n * sum K``,
   ``p = max(1 / B, #{T*_b > T} / B)``.
 
-Monte-Carlo p-values of the first two are ``(1 + #{T*_b >= T}) / (1 + B)`` (never 0).
+Monte-Carlo p-values of the first two are ``(1 + #{T*_b >= T}) / (1 + B)``.
 """
 
 from __future__ import annotations

@@ -2,23 +2,17 @@
 features (:mod:`calaudit.local.weighted_features`) when the ``method`` rule
 (:func:`calaudit.inference.method.choose_method`) sends the local stage there.
 
-What a weighted audit with covariates computes:
-
-* the kernels: numeric covariates standardised by their weighted mean and sd, the
-  bandwidths by the median heuristic of the weighted law (pairs ``i < j`` of rows counted
-  ``d_i d_j`` times: for frequency weights the median of the repeated rows, the middle two
-  averaged; otherwise the smallest value whose cumulative weight reaches half), the
-  numeric covariates' bands at the weighted quantiles (frequency weights: ``np.quantile``
-  of the repeated rows). All of them use the label-independent weights ``d``, so the
-  kernel and the levels are fixed given the sampled rows and the redraws stay exact.
+* The kernels: numeric covariates standardised by their weighted mean and sd, bandwidths by
+  the median heuristic of the weighted law (pairs ``i < j`` counted ``d_i d_j`` times), the
+  numeric covariates' bands at the weighted quantiles. All use the label-independent
+  weights ``d``, so the kernel and the levels are fixed given the sampled rows.
 * ``KLCE^2_w`` (:mod:`calaudit.local.weighted_klce`) and ``klce_consistency``, its
   Monte-Carlo test with labels redrawn from their law in the sample;
 * ``local_consistency``: the aggregate test (:mod:`calaudit.local.aggregate`) of
   ``KLCE^2_w`` and the recalibration score statistics of the weighted residual sums ``R``
-  (their information uses the null variance of ``R_i``:
+  (information from the null variance of ``R_i``,
   ``a_i (q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2)`` with ``a = d`` for frequency weights,
-  ``d^2`` otherwise; multi-class: class covariances ``a_i (diag p_i - p_i p_i^T)``),
-  all from the same redraws.
+  ``d^2`` otherwise; multi-class: ``a_i (diag p_i - p_i p_i^T)``), from the same redraws.
 """
 
 from __future__ import annotations
