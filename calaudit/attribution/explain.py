@@ -1,19 +1,16 @@
 """The attribution section, the spill-over check of failing groups and the summary sentence.
 
 * :func:`attribute` -- per covariate the likelihood-ratio tests of :mod:`.model` (given the
-  other covariates, and alone), Holm-adjusted across covariates, a status (``FAIL``: the
-  covariate explains part of the miscalibration, adjusted p <= alpha given the others;
-  ``PASS``; ``INCONCLUSIVE`` when the model cannot be fitted) and the standardised bias
-  of every level with its interval. The section is a diagnostic (``role``): it never
-  decides the verdict.
-* :func:`mark_explained` -- a failing group's bias is *explained* when it no longer
-  remains after adjusting for the explaining covariates that do not define the group:
-  its events are tested (Poisson-binomial, as the group table) against the fitted
-  probabilities of ``logit(p) + b0 + those covariates' terms``; not rejected at
-  ``alpha`` (unadjusted: the cautious direction for calling bias explained) ->
-  ``explained_by`` lists them, else ``[]``. Weighted rows: :mod:`.weighted`.
-* :func:`summary_sentence` -- the words every output prints ("region explains it: South
-  +0.112 [+0.090, +0.130]; after adjusting for region, gender and age show no bias").
+  other covariates, and alone), Holm-adjusted across covariates, a status (``FAIL``:
+  adjusted p <= alpha given the others; ``PASS``; ``INCONCLUSIVE`` when the model cannot be
+  fitted) and the standardised bias of every level with its interval. A diagnostic: it
+  never decides the verdict.
+* :func:`mark_explained` -- a failing group is *explained* when its events are not
+  rejected at ``alpha`` (unadjusted; Poisson-binomial, as the group table) against the
+  fitted probabilities of ``logit(p) + b0 +`` the terms of the explaining covariates that
+  do not define the group; ``explained_by`` lists them, else ``[]``. Weighted rows:
+  :mod:`.weighted`.
+* :func:`summary_sentence` -- the words every output prints.
 """
 
 from __future__ import annotations

@@ -5,13 +5,9 @@ top-label view, ``y = 1{label = argmax p}`` and ``p = max p``)::
 
     logit P(y_i = 1) = logit(p_i) + b0 + sum_c beta_c' x_ic
 
-``logit(p_i)`` is an offset (coefficient fixed at 1; ``p`` clipped to ``[1e-6, 1 - 1e-6]``),
-so every coefficient measures a departure from the model's own predictions: ``b0`` a
-global shift, ``beta_c`` a shift that depends on covariate ``c`` (Cox 1958's
-recalibration regression with covariate terms). Fitted by IRLS as a reduction over row
-chunks (:mod:`.irls`: the score and Fisher information summed chunk by chunk, so memory
-does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`` to
-1e-10, checked in the tests).
+``logit(p_i)`` is an offset (``p`` clipped to ``[1e-6, 1 - 1e-6]``), so ``b0`` is a global
+shift and ``beta_c`` a shift that depends on covariate ``c`` (Cox 1958's recalibration
+regression with covariate terms). Fitted by IRLS (:mod:`.irls`).
 
 * **Likelihood-ratio tests** (Wilks): deviance of the model without ``c``'s columns minus
   the full model's, against chi^2 with as many degrees of freedom as ``c`` has columns
@@ -19,11 +15,8 @@ does not grow with n beyond the coded design; the same fit as ``statsmodels.GLM`
 * **Standardised level bias** (g-computation): the bias the model implies if every row had
   level ``l`` of ``c``, the other covariates as observed,
   ``B_c(l) = mean_i expit(logit p_i + x_i^(c=l)' beta) - mean_i p_i``, a difference in
-  probability; its standard error by the delta method,
-  ``grad = mean_i q_i (1 - q_i) x_i^(c=l)``, ``se^2 = grad' Cov(beta) grad``.
-  Differences between two levels of ``c`` are therefore adjusted for the other
-  covariates; a covariate with no effect of its own shows the same bias at every level
-  (the average bias its rows carry from the other covariates).
+  probability; delta-method standard error with ``grad = mean_i q_i (1 - q_i) x_i^(c=l)``,
+  ``se^2 = grad' Cov(beta) grad``.
 """
 
 from __future__ import annotations

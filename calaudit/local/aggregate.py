@@ -1,23 +1,16 @@
 """The local aggregate test: one exact Monte-Carlo test over a family of statistics.
 
-Every member is a statistic of the residuals computed on the **same** label redraws
-``y*_i ~ Cat(p_i)`` (predictions and covariates fixed): column 0 holds the observed
-value, columns ``1..B`` the redraws. Under the null of local calibration the ``B + 1``
-columns are exchangeable, so any function of a column and of the multiset of all columns
-gives an exact Monte-Carlo p-value (the aggregation of Schrab et al., *MMD aggregated
-two-sample test*, JMLR 2023, and the min-p combination of Westfall & Young 1993, with
-the null of the combination taken from the same redraws).
+Every member is computed on the same label redraws ``y*_i ~ Cat(p_i)``: column 0 holds the
+observed value, columns ``1..B`` the redraws. Under local calibration the ``B + 1`` columns
+are exchangeable, so the p-value is exact (the aggregation of Schrab et al., *MMD aggregated
+two-sample test*, JMLR 2023; the min-p combination of Westfall & Young 1993).
 
-1. Each member's values are mapped to tail probabilities ``q_jb`` that put the members
-   on one scale: a score statistic by its chi-square law (``df`` degrees of freedom); a
-   kernel statistic (KLCE^2, a degenerate U-statistic) by a Pearson type III (shifted
-   gamma) law with the mean, standard deviation and skewness of its ``B + 1`` values (the
-   moment fits of Zhang 2005 for quadratic forms; a normal law when the skewness is
-   not positive). The laws are approximations used to weigh the members; they do not
-   enter the level.
-2. The aggregate of column ``b`` is ``A_b = max_j (log w_j - log q_jb)``, i.e. the
-   smallest weighted tail ``q_jb / w_j`` (weights ``w_j`` sum to 1).
-3. ``p = (1 + #{b >= 1: A_b >= A_0}) / (1 + B)``, never 0, exact at every ``n``.
+1. Each member's values are mapped to tail probabilities ``q_jb``: a score statistic by its
+   chi-square law (``df`` degrees of freedom); a kernel statistic by a Pearson type III
+   law with the mean, standard deviation and skewness of its ``B + 1`` values (Zhang 2005;
+   a normal law when the skewness is not positive). These laws only weigh the members.
+2. ``A_b = max_j (log w_j - log q_jb)`` (weights ``w_j`` sum to 1).
+3. ``p = (1 + #{b >= 1: A_b >= A_0}) / (1 + B)``.
 """
 
 from __future__ import annotations

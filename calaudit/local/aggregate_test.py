@@ -1,20 +1,14 @@
 """``local_consistency``: the local aggregate test on the exact and the random-feature path.
 
-Members (all on the labels redrawn for the KLCE consistency test, stream
-``klce_consistency``, so the KLCE member's p-value is ``klce_consistency``'s):
+Members, all on the redraws of the stream ``klce_consistency`` (so the KLCE member's
+p-value is ``klce_consistency``'s):
 
-* the KLCE^2 at the median-heuristic bandwidths (:mod:`calaudit.local.klce`): consistent
-  against every departure from local calibration, including biases that change with
-  the prediction within a group;
+* the KLCE^2 at the median-heuristic bandwidths (:mod:`calaudit.local.klce`);
 * the recalibration score statistics (:mod:`calaudit.local.score_members`): one per
-  covariate (its levels alone) and one for all covariates together. A score statistic
-  is the limit of the KLCE family at a flat prediction kernel and a covariate kernel
-  that separates the levels, normalised by its variance: the member with the power of
-  the chi-square of the group residual sums against a bias by group, which the median
-  heuristic's wide covariate kernel (weight about 0.6 between two categories) dilutes.
+  covariate and one for all covariates together (the power against a bias by group that
+  the median heuristic's wide covariate kernel dilutes).
 
-The members are combined by :func:`calaudit.local.aggregate.combine` with equal weights:
-exact level at every ``n``, power close to the best member's.
+They are combined by :func:`calaudit.local.aggregate.combine` with equal weights.
 """
 
 from __future__ import annotations

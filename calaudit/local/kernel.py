@@ -7,16 +7,9 @@ on the encoded covariates. Their product is one Gaussian on the scaled concatena
 
     ``k * l = exp(-|z_i - z_j|^2)``,   ``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]``,
 
-which :class:`GaussianProductGram` evaluates block by block
-(:func:`calaudit.numerics.kernels.gaussian_fill`: the squared distances with explicit
-differences by ``scipy.spatial.distance.cdist``, no ``|a|^2 + |b|^2 - 2ab`` cancellation,
-then numpy's ``exp``). It equals ``ProductGram((gaussian(gamma_p).on(P),
-gaussian(gamma_x).on(X)))`` to rounding (checked in the tests) at half the memory traffic,
-which matters because the pairwise engine evaluates ``n^2 / 2`` kernel entries per pass.
-A block is filled in row chunks of about :data:`CHUNK_ENTRIES` entries, spread over a
-small thread pool (every entry is computed on its own, so the values do not depend on the
-chunks or the threads): kernel evaluation is the single-threaded part of a pass, the GEMM
-that follows already uses every core.
+which :class:`GaussianProductGram` fills block by block
+(:func:`calaudit.numerics.kernels.gaussian_fill`), in row chunks of about
+:data:`CHUNK_ENTRIES` entries on a small thread pool (each entry computed on its own).
 """
 
 from __future__ import annotations

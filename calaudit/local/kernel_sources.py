@@ -1,23 +1,16 @@
 """The LCB kernel's rows of a dataset whose tasks read their own rows.
 
-The feature path of the LCB (:mod:`calaudit.local.lcb_features`) reads the kernel's
-per-row columns, ``z`` (the continuous scaled columns) and ``cells`` (each row's
-categorical cell), from a row source. For rows held here that is an
-:class:`~calaudit.scale.ArrayRows` placed on the workers; for a binary dataset read by
-its tasks (``data.rows`` with ``reads_own_rows``) it is :class:`LcbKernelRows`, which
-builds both for a range from the range's ``proba`` and covariates, so nothing is placed:
+For a binary dataset read by its tasks (``data.rows`` with ``reads_own_rows``),
+:class:`LcbKernelRows` builds the feature path's columns (:mod:`calaudit.local.lcb_features`)
+for a range from the range's ``proba`` and covariates, the same bits as the placed arrays:
 
-- ``z``: :class:`~calaudit.local.lcb_bandwidth.EstimationRows` of the range (the stage's
-  encoding and bandwidths), its continuous columns: entry by entry the same operations on
-  the same values, so the same bits;
-- ``cells``: :func:`calaudit.local.lcb_cells.cell_index` ranks the distinct combinations
-  of the categorical columns' values lexicographically; with each column's distinct
-  values (``values``) and the combinations present (``present``, sorted mixed-radix codes
-  ``(r_1 V_2 + r_2) V_3 + r_3 ...``, ``r_t`` a value's rank among column ``t``'s ``V_t``)
-  a row's cell is the rank of its code among them: the same integers.
+- ``z``: the continuous columns of :class:`~calaudit.local.lcb_bandwidth.EstimationRows`;
+- ``cells``: as :func:`calaudit.local.lcb_cells.cell_index`, a row's cell is the rank of its
+  mixed-radix code ``(r_1 V_2 + r_2) V_3 + r_3 ...`` (``r_t`` a value's rank among column
+  ``t``'s ``V_t`` distinct ``values``) among the sorted codes ``present``.
 
-The partials read a block of rows at a time, so a source keeps the last task range it
-built (:data:`calaudit.scale.TASK_ROWS` rows, aligned) and slices it.
+A source keeps the last task range it built (:data:`calaudit.scale.TASK_ROWS` rows) and
+slices it.
 """
 
 from __future__ import annotations

@@ -3,17 +3,10 @@
 :class:`LocalTests` sets up what the tests and the LCB share (residuals, encoded
 covariates, median-heuristic bandwidths, the group table's levels, the exact or random
 feature path of :func:`calaudit.inference.method.choose_method`) and runs the tests of
-``config.local.tests``: ``local_consistency`` (the aggregate of recalibration scores and
-KLCE^2, :mod:`calaudit.local.aggregate_test`), ``klce_consistency`` (its kernel member,
-from the same redraws), ``klce_bootstrap`` (Algorithm 1) and ``klce_permutation`` (KiTE
+``config.local.tests``: ``local_consistency`` (:mod:`calaudit.local.aggregate_test`),
+``klce_consistency``, ``klce_bootstrap`` (Algorithm 1) and ``klce_permutation`` (KiTE
 ``ELCE2``), with the KLCE^2 estimate, the Hoeffding region and, for a multi-class model,
 each class one-vs-rest.
-
-Kernel passes of the exact path (each evaluates the n^2 / 2 kernel entries once): the first
-consistency or bootstrap test, whose pass also gives the KLCE^2 estimate (the observed
-residuals as its lead column when the pass runs in double precision; a double-precision
-pass of their own first when single precision is cheaper, or when no such test runs); each
-further test adds one pass (the KiTE test uses its own kernel).
 """
 
 from __future__ import annotations

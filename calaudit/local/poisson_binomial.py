@@ -1,21 +1,14 @@
 """Group calibration test: is the number of events consistent with the predictions?
 
-Null hypothesis (local calibration of the group, conditional on its predictions):
-``y_i ~ Bernoulli(p_i)`` independently, so the event count ``S = sum_i y_i`` follows the
-Poisson-binomial distribution with parameters ``p_1..p_n``. Two-sided p-value by doubling
-the smaller tail: ``min(1, 2 min(P(S <= s), P(S >= s)))``.
+Null: ``y_i ~ Bernoulli(p_i)`` independently, so ``S = sum_i y_i`` is Poisson-binomial.
+Two-sided p-value ``min(1, 2 min(P(S <= s), P(S >= s)))``.
 
 * ``n <= EXACT_MAX_ROWS``: exact, by the recursion ``P_i(k) = P_{i-1}(k) (1 - p_i) +
-  P_{i-1}(k - 1) p_i`` (O(n^2), vectorised over ``k``; checked against
-  ``scipy.stats.poisson_binom`` and against enumeration in the tests);
-* larger groups: the refined normal approximation (RNA, Volkova 1996; Hong 2013) with
-  continuity and skewness correction: ``P(S <= k) ~ G((k + 0.5 - mu) / sigma)``,
-  ``G(x) = Phi(x) + gamma (1 - x^2) phi(x) / 6``, ``mu = sum p``,
-  ``sigma^2 = sum p (1 - p)``, ``gamma = sum p (1 - p)(1 - 2p) / sigma^3``, clipped to
-  [0, 1]. Its error is O(1/n) and below 1e-3 in the checked range (tests).
-
-This is calibration-in-the-large for the group (observed rate vs mean prediction),
-tested exactly given the predictions, as the consistency test does for KLCE.
+  P_{i-1}(k - 1) p_i``;
+* larger groups: the refined normal approximation (RNA, Volkova 1996; Hong 2013):
+  ``P(S <= k) ~ G((k + 0.5 - mu) / sigma)``, ``G(x) = Phi(x) + gamma (1 - x^2) phi(x) / 6``,
+  ``mu = sum p``, ``sigma^2 = sum p (1 - p)``, ``gamma = sum p (1 - p)(1 - 2p) / sigma^3``,
+  clipped to [0, 1].
 """
 
 from __future__ import annotations

@@ -2,29 +2,21 @@
 rows whose exact path the ``method`` rule (:func:`calaudit.inference.method.choose_method`)
 sends to the features.
 
-The KLCE's product kernel is one Gaussian on the scaled rows ``z``
-(:func:`calaudit.local.features.product_features`), so with the weighted feature map
-``phi~`` of :mod:`calaudit.inference.weighted_skce_features` (the quantised map of ``z``,
-times each row's factor on its exponent group's grid, divided back) the weighted
-statistic of :mod:`calaudit.local.weighted_klce` becomes
+With the weighted feature map ``phi~`` of :mod:`calaudit.inference.weighted_skce_features`
+on the scaled rows ``z`` (:func:`calaudit.local.features.product_features`), the statistic
+of :mod:`calaudit.local.weighted_klce` is
 
     ``KLCE^2_w = (|| sum_i R_i (x) phi~_i ||^2 - U) / (A^2 - S2)``
 
-(Vashistha & Farahi, eq. 4, over pairs of distinct weighted units; ``R_i`` the weighted
-residual sum of row ``i``, linear in its redrawn counts). This is the weighted
-``SKCE_uq`` of that module with the kernel ``phi~_i . phi~_j`` in place of the kernel on
-the predictions: for a binary model the vector residual ``e_y - p`` has the two entries
-``+-(y - p_1)``, so ``SKCE_uq = 2 KLCE^2_w`` (multi-class: equal). Its passes are
-therefore :func:`~calaudit.inference.weighted_skce_features.feature_values` on ``z``:
-one exact float32 GEMM of the weighted map per exponent group against the counts, the
-same bytes on every executor.
+(Vashistha & Farahi, eq. 4, over pairs of distinct weighted units): the weighted
+``SKCE_uq`` with the kernel ``phi~_i . phi~_j``; a binary model's vector residual has the
+entries ``+-(y - p_1)``, so ``SKCE_uq = 2 KLCE^2_w`` (multi-class: equal).
 
-``local_consistency`` takes its score members (:mod:`calaudit.local.score_members`,
-information from :func:`calaudit.local.weighted_local.null_variance`) from the **same**
-redraws: :func:`level_sums_partial` draws the counts of every row block again from its
-stream (same rows, same sorted order, same draws) and adds up, per covariate level, the
-weighted residual sums ``R_i = alpha_i (C_i - t_i q_i)`` of the observed column and of
-every redraw (float64 sums in a fixed order of rows and tasks).
+``local_consistency``'s score members (information from
+:func:`calaudit.local.weighted_local.null_variance`) use the same redraws:
+:func:`level_sums_partial` redraws the counts of every row block from its stream and sums,
+per covariate level, ``R_i = alpha_i (C_i - t_i q_i)`` of the observed column and of every
+redraw.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """The group table's per-group moments on weighted rows, as reductions over the rows.
 
-For every group ``g`` (rows ``i in g``; ``w_i`` the row weight, ``d_i (1 or 1 / r_i by the
-label)``, docs/weights.md; ``y`` the outcome, ``p`` the prediction, ``e = y - p``):
+For every group (``w_i`` the row weight, docs/weights.md; ``e = y - p``):
 
-* ``W = sum w``, ``sum w^2``, and per outcome class the sums ``sum w``, ``sum w^2`` (the
-  INCONCLUSIVE rule's sizes: their sum for frequency weights, Kish's size otherwise);
-* ``sum w y`` (the weighted events), ``sum w p``, ``sum w e``: the weighted observed rate,
-  mean prediction and ``bias = sum w e / W``;
-* ``M2 = sum w (e - bias)^2`` (the repeated rows' centred sum of squares for frequency
-  weights) and ``L = sum w^2 (e - bias)^2`` (the linearised variance of the ratio
-  ``bias``, :mod:`calaudit.local.weighted_groups`).
+* ``W = sum w``, ``sum w^2``, and per outcome class ``sum w``, ``sum w^2``;
+* ``sum w y``, ``sum w p``, ``sum w e`` (``bias = sum w e / W``);
+* ``M2 = sum w (e - bias)^2`` and ``L = sum w^2 (e - bias)^2``.
 
-The reduction is :mod:`calaudit.local.group_moments`'s: one ``bincount`` per sum and
-grouping over fixed row ranges, folded in range order through :mod:`calaudit.scale`; the
-first pass gives the means ``m`` of ``p`` and ``e``, the second the sums of deviations
-about them (corrected two-pass algorithm, Chan, Golub & LeVeque 1983, eq. 1.7):
-``sum w x = S + sum w (x - m)``, ``M2 = sum w (e - m)^2 - (sum w (e - m))^2 / W`` and
+Two passes as :mod:`calaudit.local.group_moments` (Chan, Golub & LeVeque 1983, eq. 1.7):
+with the first pass's means ``m``, ``sum w x = S + sum w (x - m)``,
+``M2 = sum w (e - m)^2 - (sum w (e - m))^2 / W`` and
 ``L = sum w^2 (e - m)^2 - 2 c sum w^2 (e - m) + c^2 sum w^2`` with ``c = bias - m``.
 """
 

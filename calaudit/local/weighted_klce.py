@@ -1,11 +1,10 @@
 """KLCE^2 on weighted rows and its consistency test (docs/weights.md; binary models here,
 multi-class in :class:`VectorUnits`).
 
-Row ``i`` holds ``t_i`` units: ``t_i = d_i`` for frequency weights (each unit weighs
-``f_i = 1``), one unit of weight ``f_i = d_i`` for design weights. ``K_i`` of its units are
+Row ``i`` holds ``t_i`` units: ``t_i = d_i`` units of weight ``f_i = 1`` for frequency
+weights, one unit of weight ``f_i = d_i`` for design weights. ``K_i`` of its units are
 positive; a positive unit weighs ``f_i``, a negative ``f_i / r_i`` (``r_i``: the kept rate
-of negatives of label-dependent sampling, 1 without it). With the residual of a unit
-``y - p_i``:
+of negatives of label-dependent sampling, 1 without it). With the residual ``y - p_i``:
 
 * ``R_i = f_i (K_i (1 - p_i) - (t_i - K_i) p_i / r_i)``, the weighted residual sum of row ``i``;
 * ``A = sum_i f_i (K_i + (t_i - K_i) / r_i)`` (total weight),
@@ -13,18 +12,11 @@ of negatives of label-dependent sampling, 1 without it). With the residual of a 
   ``U = sum_i k_ii f_i^2 (K_i (1 - p_i)^2 + (t_i - K_i) p_i^2 / r_i^2)`` (units with themselves);
 * ``KLCE^2_w = (sum_{i != j} k_ij R_i R_j + sum_i k_ii R_i^2 - U) / (A^2 - S2)``,
 
-the weighted U-statistic of Vashistha & Farahi's eq. 4 over pairs of distinct units
-(``k_ij`` the product kernel on predictions and covariates). Unweighted rows give eq. 4;
-frequency weights without sampling give eq. 4 of the data with each row repeated ``d_i``
-times; design weights give ``sum_{i != j} w_i w_j h_ij / (W^2 - sum w^2)``.
+the weighted U-statistic of Vashistha & Farahi's eq. 4 over pairs of distinct units.
 
-Null (the sampled labels' law when the model is locally calibrated on the population):
-``K_i ~ Binomial(t_i, q_i)`` with ``q_i = p_i`` when the weights do not depend on the
-label and ``q_i = p_i / (p_i + r_i (1 - p_i))`` under label-dependent sampling; the
-weights follow the redrawn labels. Each redraw's ``R``, ``A``, ``S2`` and ``U`` are
-recomputed, so the Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)`` is exact. The
-quadratic forms are the pairwise engine's passes
-(:func:`calaudit.local.resampling.batched_forms`).
+Null: ``K_i ~ Binomial(t_i, q_i)`` with ``q_i = p_i``, or ``q_i = p_i / (p_i + r_i (1 - p_i))``
+under label-dependent sampling; each redraw's ``R``, ``A``, ``S2`` and ``U`` are recomputed,
+so the Monte-Carlo p-value ``(1 + #{T* >= T}) / (1 + B)`` is exact.
 """
 
 from __future__ import annotations
