@@ -1,15 +1,11 @@
 """Covariate terms of the recalibration model.
 
-Each covariate is cut into the levels of the group table (:func:`covariate_levels`: the
-categories of a categorical covariate, ``n_bands`` equal-mass quantile bands of a numeric
-one) and enters with treatment coding: one 0/1 column per level except the reference, the
-largest level (the choice changes no fit, test or standardised bias, only coefficients).
-Levels too small to estimate (fewer than ``min_rows`` rows or ``min_events`` events or
-non-events) are left out together with their rows (``rows_used`` says how many rows the
-model saw); such levels are reported without a bias. On weighted rows (docs/weights.md)
-a level's rows and events are its sample size and effective events (frequency weights:
-the sums of the weights, the repeated rows' counts; otherwise Kish's sizes), the
-reference is the level of the largest sample size and rows of weight 0 are left out.
+Each covariate is cut into the levels of the group table (:func:`covariate_levels`) and
+enters with treatment coding, the largest level as reference. Levels with fewer than
+``min_rows`` rows or ``min_events`` events or non-events are left out with their rows
+(``rows_used``) and reported without a bias. On weighted rows (docs/weights.md) a level's
+rows and events are its sample size and effective events, the reference the level of the
+largest sample size, and rows of weight 0 are left out.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Covariates -> the numeric matrix the covariate kernel works on (docs/local-calibration.md).
 
-* numeric covariate: z-score ``(x - mean) / sd`` (population sd, ``ddof = 0``); a constant
-  column (``sd = 0``) becomes zeros, it cannot separate anyone;
-* categorical covariate with categories ``c_1..c_K``: one-hot code scaled by
-  ``1 / sqrt(2)``, so two rows in different categories are at squared Euclidean distance
-  exactly 1 and rows in the same category at distance 0 (for a 0/1 covariate this equals
-  the raw 0/1 coding, which keeps the KiTE mode comparable).
+* numeric covariate: z-score ``(x - mean) / sd`` (``ddof = 0``); a constant column becomes
+  zeros;
+* categorical covariate: one-hot code scaled by ``1 / sqrt(2)``, so rows in different
+  categories are at squared distance exactly 1.
 
 ``standardize=False`` keeps numeric covariates raw (KiTE's ``ELCE2`` convention).
-
-Covariates are duck-typed: anything with ``name``, ``kind`` (``numeric`` or
-``categorical``), ``values`` (floats, or integer codes into ``categories``) and
-``categories`` (``calaudit.data.dataset.Covariate`` fits).
+Covariates need ``name``, ``kind`` (``numeric`` or ``categorical``), ``values`` (floats, or
+integer codes into ``categories``) and ``categories``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Local calibration through random Fourier features (large n).
 
-The KLCE product kernel is one Gaussian ``exp(-|z_i - z_j|^2)`` on the scaled rows
-``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]`` (:mod:`calaudit.local.kernel`), so its features
-are those of the Gaussian with ``gamma = 1``: frequencies ``w ~ N(0, 2 I)``. With them
+The KLCE product kernel is one Gaussian ``exp(-|z_i - z_j|^2)`` on the scaled rows ``z``
+(:mod:`calaudit.local.kernel`), so its features have frequencies ``w ~ N(0, 2 I)``:
 
-* ``KLCE^2_D = (|Phi^T R|^2 - sum_i |r_i|^2) / (n (n - 1))`` (the U-statistic of the
-  feature kernel; its consistency test is :func:`calaudit.inference.feature_tests.
-  feature_consistency_test`);
-* the smoother sums ``K r`` and ``K 1`` of the local calibration bias (eq. 7) become
-  ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)``, O(n D) (:mod:`calaudit.local.lcb_features`).
+* ``KLCE^2_D = (|Phi^T R|^2 - sum_i |r_i|^2) / (n (n - 1))``;
+* the LCB sums ``K r`` and ``K 1`` become ``Phi (Phi^T r)`` and ``Phi (Phi^T 1)``.
 
-The feature kernel approximates ``K`` with a per-pair error of order ``1 / sqrt(D)``; a
-weight sum ``sum_j K_ij`` over many neighbours has a much smaller relative error, but a
-row with almost no neighbours can get a small or negative approximate denominator, so
-the denominator is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weight).
+A row with almost no neighbours can get a small or negative approximate denominator, so it
+is floored at :data:`MIN_WEIGHT` (a tenth of one row's own weight).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Per-group reliability diagrams: the data behind the reports' small multiples.
 
-For each single-covariate group of the group table (the categories of a categorical
-covariate, the quantile bands of a numeric one) that is conclusive, ordered by ``|bias|``
-(largest first) and capped at ``max_panels``: the reliability bins of the group's rows
-(binary: positive-class probability; multi-class: top-label confidence and correctness),
-computed as the global diagram's (:func:`calaudit.metrics.reliability.reliability_bins`,
-Wilson intervals), and, when the audit runs tests, the consistency band of a calibrated
-model for those rows (:func:`calaudit.metrics.consistency.consistency_band`: outcomes
-redrawn from the predictions, ``level`` pointwise quantiles per bin).
-
-Weighted rows (docs/weights.md): the bins of the group's rows weighted as the global
-weighted diagram's (:func:`calaudit.inference.weighted_diagrams.weighted_bins`: ``count``
-the bin's weight, weighted means, Wilson intervals at the bin's effective size, the band
-from the null law of the sampled labels); the groups are those of the weighted table.
+For each conclusive single-covariate group of the group table, ordered by ``|bias|``
+(largest first) and capped at ``max_panels``: the reliability bins of the group's rows as
+the global diagram's (:func:`calaudit.metrics.reliability.reliability_bins`) and, when the
+audit runs tests, the consistency band of a calibrated model for those rows
+(:func:`calaudit.metrics.consistency.consistency_band`). Weighted rows: the bins of
+:func:`calaudit.inference.weighted_diagrams.weighted_bins` and the weighted table's groups.
 """
 
 from __future__ import annotations

@@ -2,17 +2,10 @@
 
 ``KLCE^2 = 1 / (n (n - 1)) * sum_{i != j} k(p_i, p_j) l(x_i, x_j) <r_i, r_j>``
 
-Residuals:
-
-* binary: the scalar ``r_i = y_i - p_i`` with ``p_i`` the positive-class probability and
-  ``k`` on ``p_i`` -- exactly the paper's eq. 4 and KiTE's ``ELCE2``. The two-class vector
-  form ``r_i = e_{y_i} - (1 - p_i, p_i)`` has ``<r_i, r_j> = 2 (y_i - p_i)(y_j - p_j)`` and
-  ``|p - q|_2 = sqrt(2) |p - q|``, so with median-heuristic bandwidths (which scale with
-  the distances) the vector form is exactly **twice** the scalar form reported here;
-* multi-class: the vector ``r_i = e_{y_i} - p_i`` and ``k`` on the probability vector (the
-  matrix-valued kernel ``k * l * I_m`` of Widmann et al. 2019 with a covariate factor).
-
-All sums go through the pairwise engine (:func:`kernel_quadratic_forms`): no n x n matrix.
+* binary: ``r_i = y_i - p_i`` and ``k`` on the positive-class probability (the paper's eq. 4,
+  KiTE's ``ELCE2``); the two-class vector form is exactly **twice** this value;
+* multi-class: ``r_i = e_{y_i} - p_i`` and ``k`` on the probability vector (the kernel
+  ``k * l * I_m`` of Widmann et al. 2019 with a covariate factor).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Local calibration bias (Vashistha & Farahi, Proposition 3.8, eq. 7).
 
-At an observation ``j``: ``LCB_j = sum_i r_i K_ij / sum_i K_ij`` with the KLCE product
-kernel ``K_ij = k(p_i, p_j) l(x_i, x_j)`` -- a Nadaraya-Watson smoother of the residuals
-over predictions and covariates (the sum includes ``i = j``, as eq. 7). Positive: the
-model under-predicts there. Binary residuals are ``y - p``; multi-class uses the
-top-label residual ``1{y = argmax p} - max p`` (the top-label view of the group table).
-Both numerator and denominator come from one engine pass, ``K @ [r, 1]``.
-
-Also the pointwise standard errors of ``LCB_j`` at the plotted rows (:func:`row_products`,
-one rectangular kernel pass that also gives the curves' weights at those rows) and the
-summary of the values. The per-group curves are in :mod:`calaudit.local.lcb_curves`.
+``LCB_j = sum_i r_i K_ij / sum_i K_ij`` with the KLCE product kernel
+``K_ij = k(p_i, p_j) l(x_i, x_j)`` (the sum includes ``i = j``, as eq. 7). Positive: the
+model under-predicts there. Binary residuals are ``y - p``; multi-class uses the top-label
+residual ``1{y = argmax p} - max p``. Also the pointwise standard errors at the plotted rows
+(:func:`row_products`) and the summary of the values.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The LCB estimation kernel split into categorical cells and a continuous part:
 ``K_ij = C[a_i, a_j] exp(-|z_i - z_j|^2)`` (:class:`CellKernel`), for the feature sums of
-:mod:`calaudit.local.lcb_features`.
-
-The categorical columns of the kernel's scaled rows (:func:`categorical_columns`) define
-the cells ``a`` (one per distinct combination of their values, found by an O(n) rank,
-one column at a time: :func:`cell_index`); ``C`` is their Gaussian factor between cells
-(1 within a cell) and ``z`` the other columns. More than :data:`MAX_CELLS` cells: one cell,
-every column continuous.
+:mod:`calaudit.local.lcb_features`. More than :data:`MAX_CELLS` cells: one cell, every
+column continuous.
 """
 
 from __future__ import annotations

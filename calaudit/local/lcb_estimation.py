@@ -1,11 +1,7 @@
 """The local calibration bias (LCB, Vashistha & Farahi eq. 7) as an estimate of the bias
-function: its bandwidths (leave-one-out CV, ``local.lcb.bandwidth_selection``; categorical
-covariates separated or pooled by the recalibration model's AIC), the smoother's kernel
-sums ``(K r, K 1)`` (exact tiled pass, or random features with exact categorical cells
-above the exact size rule), the plotted rows with pointwise intervals, and the per-group
-curves. On weighted rows (:mod:`calaudit.local.weighted_lcb`) the same of the weighted
-law, on the weighted tests' path (exact, or random features with exact categorical
-cells).
+function: its bandwidths, kernel sums ``(K r, K 1)`` (exact, or random features with exact
+categorical cells), the plotted rows with pointwise intervals, and the per-group curves;
+on weighted rows those of :mod:`calaudit.local.weighted_lcb`.
 """
 
 from __future__ import annotations

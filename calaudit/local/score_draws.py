@@ -1,12 +1,8 @@
 """Level sums of the label redraws of a random-feature local test, for the score members.
 
-The random-feature path draws the labels of row block ``b`` from the stream
-``(seed, stream, b)`` (:mod:`calaudit.numerics.block_draws`), so the same redraws can be
-drawn again by a second reduction over the same fixed row blocks. :func:`level_sums_partial`
-does that and adds up, per covariate level, the redrawn label indicators
-``sum_{i in l} 1{y*_i = k}`` (small integers: exact in any order of summation); the
-score members (:mod:`calaudit.local.score_members`) need only these sums minus the fixed
-``sum_{i in l} p_ik``.
+The labels of row block ``b`` come from the stream ``(seed, stream, b)``
+(:mod:`calaudit.numerics.block_draws`), so :func:`level_sums_partial` draws them again and
+adds up, per covariate level, ``sum_{i in l} 1{y*_i = k}`` (exact in any order).
 """
 
 from __future__ import annotations
