@@ -156,12 +156,9 @@ def fit_many(n: int, designs: list[Design], rows: Any, weights: tuple[str, ...] 
     """Several models on the same rows (``designs``: each cells x its columns, or a
     function that builds it) fitted in lockstep: each round, one reduction
     (:func:`glm_partial` with one ``C beta`` row per model still iterating) gives every
-    model the sums its Newton step asks for. Each model's steps are those of a fit alone
-    (the same sums, the same bytes); the number of passes over the rows is the largest
-    model's step count, not the sum. A design given as a function is built when it is
-    used and dropped after, so the models' designs are never all in memory at once (a
-    model of many covariates has as many cells as rows). A model that fails gives its
-    exception in place of the fit. ``weights``: the rows' weight columns
+    model the sums its Newton step asks for (each model's steps are those of a fit alone).
+    A design given as a function is built when it is used and dropped after. A model that
+    fails gives its exception in place of the fit. ``weights``: the rows' weight columns
     (:func:`weight_columns`)."""
     builders = [design if callable(design) else (lambda design=design: design)
                 for design in designs]

@@ -49,10 +49,8 @@ class KernelRows:
     built per range: ``x`` (the scaled rows ``z``: ``p_1 sqrt(gamma_p)`` and the encoded
     covariates times ``sqrt(gamma_x)``, :class:`~calaudit.local.kernel.ScaledRows` of
     :class:`~calaudit.local.encoding.EncodedRows` with the stage's ``encoding``),
-    ``proba`` (``p_1``, (n, 1)) and ``observed`` (``y``, (n, 1) uint8): elementwise, so
-    the bits of the columns :func:`~calaudit.inference.feature_tests.label_inputs`
-    builds from the same rows in memory. It travels inside each task (a few hundred
-    bytes), so nothing is placed from this process."""
+    ``proba`` (``p_1``, (n, 1)) and ``observed`` (``y``, (n, 1) uint8): the bits of the
+    columns :func:`~calaudit.inference.feature_tests.label_inputs` builds in memory."""
 
     source: Any
     columns: tuple[str, ...]

@@ -66,9 +66,8 @@ def hoeffding_region(statistic: float, n: int, alpha: float, bound: float) -> di
     Paper (eq. 5): accept ``KLCE^2 < B / sqrt(n) * sqrt(ln alpha^-2)``, from
     ``P(|KLCE^2_hat - KLCE^2| >= eps) <= 2 exp(-eps^2 n / (2 B^2))`` (Theorem 3.6).
     Hoeffding's (1963) inequality for a U-statistic of order 2 uses ``floor(n / 2)``
-    independent pairs instead of ``n``: ``B sqrt(2 ln(1 / alpha) / floor(n / 2))``, the
-    bound of Widmann et al.'s distribution-free SKCE test. Both are reported; the second
-    is the one that is guaranteed (conservative) and decides ``reject``.
+    independent pairs: ``B sqrt(2 ln(1 / alpha) / floor(n / 2))`` (Widmann et al.'s
+    distribution-free SKCE bound). Both are reported; the second decides ``reject``.
     """
     log_term = math.log(1.0 / alpha)
     paper = bound / math.sqrt(n) * math.sqrt(2.0 * log_term)

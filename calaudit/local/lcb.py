@@ -113,11 +113,8 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     rows: ``se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j`` with the meat weights ``meat``
     (:class:`calaudit.local.weighted_lcb.LcbWeights`) and the weighted ``D_j``; with
     ``centre`` (``LCB_j`` at the rows ``S``) the linearised ratio's
-    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead.
-
-    Each column chunk is a task of the run's reductions (:mod:`calaudit.scale`; BLAS at
-    one thread per task) and the chunks' sums are added in chunk order, so the
-    bytes do not depend on the number of threads.
+    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead. The column chunks' sums are added in
+    chunk order.
     """
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z

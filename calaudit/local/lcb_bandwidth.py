@@ -287,16 +287,12 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                       weights: Any = None) -> BandwidthSelection:
     """LOO-CV in two stages (see the module docstring).
 
-    ``fixed`` maps covariates to a bandwidth decided elsewhere (the stage fixes categorical
-    covariates by the recalibration model's AIC); stage 2 runs only when some categorical
-    covariate is left to the CV.
-
-    Stage 1 on ``max_rows`` seeded rows (or all): the best ``(s_p, s_x)`` with one ``s_x``
-    for every covariate (snapped to each kind's grid) over ``prob_grid x cov_grid``, then
-    ``rounds`` of coordinate descent. Stage 2 on ``refine_factor * max_rows`` seeded rows
-    (or all; skipped when stage 1 already used all rows): the 3 best combinations of
-    stage 1, each also with every categorical covariate switched between pooled and
-    separated, then one round of coordinate descent from the best of these.
+    ``fixed`` maps covariates to a bandwidth decided elsewhere. Stage 1: the best
+    ``(s_p, s_x)`` with one ``s_x`` for every covariate (snapped to each kind's grid) over
+    ``prob_grid x cov_grid``, then ``rounds`` of coordinate descent. Stage 2 (skipped when
+    stage 1 used all rows, or no categorical covariate is left to the CV): the 3 best
+    combinations of stage 1, each also with every categorical covariate switched between
+    pooled and separated, then one round of coordinate descent from the best.
 
     ``weights``: the rows' :class:`calaudit.local.weighted_lcb.LcbWeights` (the weighted
     CV of the module docstring; ``rows_used`` and ``refine_rows`` count units for

@@ -97,11 +97,9 @@ def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.
     single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
     not test statistics; relative error about ``1e-6``). ``kernel`` and ``w`` are row
     sources (:func:`kernel_rows`; column ``w``: an (n, q) array or a row-built
-    :class:`calaudit.local.lcb_curves.CurveColumns`), read a block of rows at a time. The GEMMs
-    run on one BLAS thread (:func:`calaudit.scale.one_blas_thread`), so
-    their bits do not depend on the BLAS thread count of the process or worker that runs
-    the task. ``squared``: the sums of the squared kernel (:func:`placed_kernel`; the
-    same placed kernel serves both)."""
+    :class:`calaudit.local.lcb_curves.CurveColumns`), read a block of rows at a time, the
+    GEMMs on one BLAS thread. ``squared``: the sums of the squared kernel
+    (:func:`placed_kernel`)."""
     with one_blas_thread():
         return {"acc": _cell_sums(start, stop, placed_kernel(kernel, cell_matrix, squared),
                                   features, _SourceColumn(w, "w"), q)}
@@ -191,15 +189,11 @@ def cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.flo
     """``K[targets, :] @ w`` (all rows when ``targets`` is None) with the features on the
     continuous factor and the categorical factor exact; ``w`` (n, q), an array or a
     :class:`calaudit.local.lcb_curves.CurveColumns` (the curves' columns, never materialised).
-    The first pass is a reduction over the fixed row ranges (:func:`cell_partial`); over
-    every row, the second is a per-row map over the same ranges (:func:`rows_partial`);
-    both run through :mod:`calaudit.scale` (this process, threads or Dask workers), their
-    GEMMs on one
-    BLAS thread, so the bytes are the same on every executor. The second pass over
-    ``targets`` (a subset: the plotted rows) runs here. ``squared``: of the squared kernel
-    (:meth:`CellKernel.squared`); ``placed``: the kernel's rows already placed where the
-    reductions run (``scale.resident(kernel_rows(kernel))``) for several products; None:
-    placed for this one. On Dask the kernel's rows and ``w`` are placed as row blocks."""
+    The first pass is a reduction over the fixed row ranges (:func:`cell_partial`); the
+    second a per-row map over them (:func:`rows_partial`), or, over ``targets``, runs here.
+    ``squared``: of the squared kernel (:meth:`CellKernel.squared`); ``placed``: the
+    kernel's rows already placed (``scale.resident(kernel_rows(kernel))``); None: placed
+    for this one."""
     with contextlib.ExitStack() as stack:
         if placed is None:
             placed = stack.enter_context(scale.resident(kernel_rows(kernel)))

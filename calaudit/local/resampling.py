@@ -71,19 +71,13 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     ``(lead_forms, resample_forms)``.
 
     ``refine = (F, tie)`` (unnormalised, like the forms): resampled forms that rounding in
-    ``dtype`` could move across ``F - tie`` (:func:`refine_near`, a per-column bound) are
-    recomputed in double precision from the same columns, so ``T* >= T`` is decided as in
-    float64. When most replicates would be recomputed (large ``n``: the rounding bound
-    grows with ``n``), the whole pass runs in double precision instead (:func:`pass_dtype`;
-    the p-value is the same, only the CPU time differs). ``F = None``: the observed form
-    is that of the observed (lead) column (``k = 1``), not computed yet; it rides along in the
-    double-precision pass when that is chosen (one kernel pass in all), else it gets a
-    double-precision pass of its own before the single-precision one.
+    ``dtype`` could move across ``F - tie`` (:func:`refine_near`) are recomputed in double
+    precision, so ``T* >= T`` is decided as in float64; when most would be, the whole pass
+    runs in double precision (:func:`pass_dtype`). ``F = None``: the observed form is that
+    of the lead column (``k = 1``), computed in the double-precision pass (this one, or a
+    pass of its own before the single-precision one).
 
-    the scale layer runs the row tiles of every pass (:func:`kernel_forms_and_matmul`; the
-    same bytes whatever runs them). ``observe`` receives every batch of sampled columns
-    (float64, in order: the other statistics of the same redraws, e.g. the score members
-    of the local aggregate test).
+    ``observe`` receives every batch of sampled columns (float64, in order).
     """
     n = gram.n
     layout = (n,) if lead is None or lead.ndim == 2 else (n, lead.shape[1])
