@@ -25,10 +25,6 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.scale import ArrayRows, task_ranges
 
-#: The weighted sums of each pass, in the order of their columns.
-FIRST = ("n", "y", "p", "l", "d")
-SECOND = ("p", "l", "d", "dd")
-
 
 @dataclass(frozen=True)
 class GroupMoments:
@@ -56,9 +52,10 @@ def _codes(part: dict[str, NDArray], groupings: Sequence[tuple[str, int]]) -> ND
 def moments_partial(start: int, stop: int, *, rows: Any, groupings: Sequence[tuple[str, int]],
                     lcb: bool, means: NDArray[np.float64] | None = None
                     ) -> dict[str, NDArray]:
-    """Pass 1 (``means`` None): ``sums`` (bins, 5) of ``FIRST``; pass 2: ``sums`` (bins, 4)
-    of ``SECOND`` about ``means`` (bins, 3: ``p``, ``l``, ``d``), for the rows ``[start,
-    stop)`` of ``rows`` (``y``, ``p``, ``l`` with ``lcb``, and the groupings' codes)."""
+    """Pass 1 (``means`` None): ``sums`` (bins, 5) of ``n, y, p, l, d``; pass 2: ``sums``
+    (bins, 4) of ``p, l, d, dd`` about ``means`` (bins, 3: ``p``, ``l``, ``d``), for the
+    rows ``[start, stop)`` of ``rows`` (``y``, ``p``, ``l`` with ``lcb``, the groupings'
+    codes)."""
     names = ["y", "p", *(["l"] if lcb else []), *(column for column, _ in groupings)]
     part = rows.read(start, stop, names)
     code = _codes(part, groupings)

@@ -128,8 +128,7 @@ class CurveDesign:
     def centres(self, values: NDArray[np.float64]
                 ) -> list[NDArray[np.float64]]:
         """:meth:`centre` of every request, as a reduction over the fixed row ranges
-        (:func:`curve_sums`; the same bytes as :meth:`centre` when the rows fit one range,
-        and on every executor)."""
+        (:func:`curve_sums`)."""
         sums = curve_sums(self.requests, self.grids, self.bandwidths, values.size,
                           normalisers=self.normalisers, values=values)
         return [sums[str(k)] for k in range(len(self.requests))]
@@ -162,9 +161,8 @@ class CurveDesign:
 class CurveColumns:
     """``V`` (n, points x requests) of a :class:`CurveDesign` as a read-only array-like:
     ``columns[lo:hi]`` builds those rows (:meth:`CurveDesign.block`), so a pass over row
-    blocks never holds more than a block of them. Identical bytes to the dense columns.
-    On Dask it is placed as row blocks (:meth:`row_block`: the requests' rows and values
-    in the block and its ``D_j``, never a block of ``V``)."""
+    blocks never holds more than a block of them. On Dask it is placed as row blocks
+    (:meth:`row_block`)."""
 
     design: CurveDesign
     weight_sums: NDArray[np.float64]
@@ -231,10 +229,8 @@ def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.floa
 @dataclass(frozen=True)
 class CurveRows:
     """The requests' rows and covariate values (``n``: the rows of the reduction) as one
-    value to place on the executor (a tuple would be scattered item by item). On Dask it
-    is placed as row blocks (``calaudit.scale.shards``): block ``[lo, hi)`` holds each
-    request's rows in it (:meth:`row_block`), a task the blocks of its range
-    (:meth:`joined`)."""
+    value to place on the executor; on Dask as row blocks (:meth:`row_block`,
+    :meth:`joined`)."""
 
     requests: tuple[CurveRequest, ...]
     n: int

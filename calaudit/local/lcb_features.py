@@ -31,8 +31,7 @@ from calaudit.local.lcb_curves import CurveColumns
 from calaudit.numerics.features import FourierFeatures, row_chunks
 from calaudit.scale import TASK_ROWS, ArrayRows, blocks, one_blas_thread, task_ranges
 
-#: Rows per task of :func:`cell_matmul`'s row pass (a constant: the ranges depend on n
-#: only, so the sums are the same bytes on every executor).
+#: Rows per task of :func:`cell_matmul`'s row pass (a constant: the ranges depend on n only).
 PASS_ROWS = TASK_ROWS
 
 
@@ -57,10 +56,8 @@ MAX_SORTED_CELLS = 64
 
 
 def kernel_rows(kernel: CellKernel) -> ArrayRows:
-    """The kernel's per-row columns ``z`` and ``cells`` as one row source: what is placed
-    on the executor (on Dask as row blocks, ``calaudit.scale.shards``; the small
-    ``cell_matrix`` travels with each reduction); the kernel's own source when its tasks
-    read their rows (``kernel.rows``)."""
+    """The kernel's per-row columns ``z`` and ``cells`` as one row source (the kernel's
+    own, ``kernel.rows``, when its tasks read their rows)."""
     if kernel.rows is not None:
         return kernel.rows
     return ArrayRows({"z": kernel.z, "cells": kernel.cells})

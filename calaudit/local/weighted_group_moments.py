@@ -25,10 +25,6 @@ from calaudit import scale
 from calaudit.local.group_moments import _codes
 from calaudit.scale import ArrayRows, task_ranges
 
-#: The weighted sums of each pass, in the order of their columns.
-FIRST = ("rows", "w", "wy", "w2", "w2y", "wp", "we")
-SECOND = ("wp", "we", "wee", "w2e", "w2ee")
-
 
 @dataclass(frozen=True)
 class WeightedMoments:
@@ -58,9 +54,10 @@ class WeightedMoments:
 def weighted_partial(start: int, stop: int, *, rows: Any,
                      groupings: Sequence[tuple[str, int]],
                      means: NDArray[np.float64] | None = None) -> dict[str, NDArray]:
-    """Pass 1 (``means`` None): ``sums`` (bins, 7) of ``FIRST``; pass 2: ``sums`` (bins, 5)
-    of ``SECOND`` about ``means`` (bins, 2: ``p``, ``e``), for the rows ``[start, stop)``
-    of ``rows`` (``y``, ``p``, ``w`` and the groupings' codes)."""
+    """Pass 1 (``means`` None): ``sums`` (bins, 7) of ``rows, w, wy, w2, w2y, wp, we``;
+    pass 2: ``sums`` (bins, 5) of ``wp, we, wee, w2e, w2ee`` about ``means`` (bins, 2:
+    ``p``, ``e``), for the rows ``[start, stop)`` of ``rows`` (``y``, ``p``, ``w``, the
+    groupings' codes)."""
     part = rows.read(start, stop, ["y", "p", "w", *(column for column, _ in groupings)])
     code = _codes(part, groupings)
     bins = sum(size + 1 for _, size in groupings)
