@@ -135,9 +135,8 @@ def _keys(terms: Sequence[Term], sizes: Sequence[int], rows: NDArray[np.intp]
 class Cells:
     """The rows' design in collapsed form: every row's design row is a function of its
     *cell*, the combination of its levels of all ``terms``; ``cell`` (int32 per row) and
-    ``codes`` (cells x terms, the levels of each cell). A model's design is then
-    ``design(...)[cell]`` (cells x columns, with ``[cell]`` never materialised), so the
-    fits need 4 bytes per row instead of 8 per row and column."""
+    ``codes`` (cells x terms, the levels of each cell). A model's design is
+    ``design(...)[cell]`` (cells x columns, ``[cell]`` never materialised)."""
 
     terms: tuple[Term, ...]
     cell: NDArray[np.int32]
@@ -176,11 +175,8 @@ class Cells:
 
 def _ranked_blocks(terms: Sequence[Term], sizes: Sequence[int], rows: NDArray[np.intp],
                    size: float) -> tuple[NDArray[np.int64], NDArray[np.int32]]:
-    """``np.unique(key, return_inverse=True)`` of the keys of ``rows`` (:func:`_keys`,
-    all in ``[0, size)``), :data:`KEY_ROWS` rows at a time: the present keys from block
-    counts (up to :data:`COUNT_KEYS` possible keys: no sort of the rows) or from the
-    blocks' ``np.unique``, then each block's ranks (the rank table / ``searchsorted``):
-    the same integers, int32."""
+    """``np.unique(key, return_inverse=True)`` of the keys of ``rows`` (:func:`_keys`, all in
+    ``[0, size)``), :data:`KEY_ROWS` rows at a time, as int32."""
     ranges = [(a, min(rows.size, a + KEY_ROWS)) for a in range(0, rows.size, KEY_ROWS)]
     cell = np.empty(rows.size, np.int32)
     if size <= COUNT_KEYS:

@@ -216,10 +216,8 @@ def _fitted_everywhere(attribution: Attribution, model: ModelRows,
 def _level_text(covariate: str, level: dict[str, Any],
                 groups: Mapping[str, Mapping[str, Any]]) -> str:
     """``South +0.112 [+0.090, +0.130]``: the group table's bias and interval of
-    ``covariate=level`` (the numbers a reader compares) when they tell what the
-    attribution tells (both intervals exclude 0, or both contain it), else the
-    standardised bias labelled ``adjusted`` (a level without a group row, or whose group
-    interval, simultaneous over many groups, contains 0 where the model's does not)."""
+    ``covariate=level`` when both intervals agree on excluding 0, else the standardised
+    bias labelled ``adjusted``."""
     row = groups.get(f"{covariate}={level['level']}")
     if row is not None and row.get("bias") is not None and row.get("bias_ci") \
             and _clear({"ci": row["bias_ci"]}) == _clear(level):
@@ -327,10 +325,8 @@ def summary_sentence(section: dict[str, Any],
                      local_rejected: bool | None = None) -> str:
     """One sentence naming the explaining covariates, their most biased levels (with the
     group table's numbers, ``groups``) and the covariates that show no bias after
-    adjusting; covariates that carry the same signal and overall shifts are named as
-    such. ``local_rejected=False`` (the local primary test did not reject): the
-    covariates the model points at are a lead, not a finding (the words of every
-    output)."""
+    adjusting. ``local_rejected=False`` (the local primary test did not reject): the
+    covariates the model points at are a lead, not a finding."""
     entries = section.get("covariates", [])
     if not entries:
         return "attribution: no covariates"

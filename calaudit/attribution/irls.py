@@ -83,11 +83,10 @@ def model_rows(y: NDArray[np.float64] | None, offset: NDArray[np.float64],
 def glm_partial(start: int, stop: int, *, rows: Any, cell_eta: NDArray[np.float64],
                 weights: tuple[str, ...] = ()) -> dict[str, NDArray[np.float64]]:
     """Rows ``start:stop`` of the source ``rows`` (columns ``y``, ``offset``, ``cell`` and
-    the ``weights`` columns, ``w`` or ``w, m``), per cell: ``weight`` (sum of
-    ``a q (1 - q)``), ``residual`` (sum of ``a (y - q)``) and with ``m`` ``meat`` (sum of
-    ``m (y - q)^2``); and the ``deviance``. ``cell_eta = C beta`` (cells,); or one row per
-    model (models, cells), several fits' sums from one read of the rows, each computed as
-    for one fit (so the same bytes): then every output has one row per model."""
+    the ``weights`` columns), per cell: ``weight`` (sum of ``a q (1 - q)``), ``residual``
+    (sum of ``a (y - q)``), with ``m`` ``meat`` (sum of ``m (y - q)^2``); and the
+    ``deviance``. ``cell_eta = C beta`` (cells,), or (models, cells): then every output
+    has one row per model."""
     part = rows.read(start, stop, ("y", "offset", "cell", *weights))
     sums = [_glm_sums(part["y"], part["offset"], part["cell"], eta, part.get("w"),
                       part.get("m")) for eta in np.atleast_2d(cell_eta)]

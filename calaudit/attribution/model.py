@@ -96,10 +96,8 @@ class ModelRows:
 
 @contextlib.contextmanager
 def placed(data: ModelRows) -> Iterator[ModelRows]:
-    """``data`` with its rows placed where the run's reductions run, once (``resident``: one
-    copy per Dask
-    worker) for every fit and standardised bias of the block, released when it exits;
-    already placed: as it is."""
+    """``data`` with its rows placed where the run's reductions run, once for every fit and
+    standardised bias of the block, released when it exits; already placed: as it is."""
     if data.source is not None:
         yield data
         return
@@ -116,10 +114,9 @@ def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
 
 
 def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
-    """:func:`fit_glm` of each model (a list of terms), fitted in lockstep on rows placed
-    once (:func:`calaudit.attribution.irls.fit_many`: one pass over the rows per Newton
-    round for all of them); a model that cannot be fitted raises its error (the first in
-    the order given)."""
+    """:func:`fit_glm` of each model (a list of terms), fitted in lockstep
+    (:func:`calaudit.attribution.irls.fit_many`); a model that cannot be fitted raises its
+    error (the first in the order given)."""
     with placed(data) as rows:
         fits = fit_many(data.y.size, [functools.partial(data.cells.design, terms)
                                       for terms in models], rows.source, data.weights)
@@ -183,8 +180,7 @@ def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
                         levels: Sequence[tuple[str, int]], z: float
                         ) -> list[tuple[float, float, float]]:
     """:func:`standardised_bias` of every ``(covariate, level)`` of ``levels``, from one
-    reduction over the rows (one ``C beta`` row per level; each level's sums as alone).
-    Each level's design (cells x columns) is built when used and dropped after."""
+    reduction over the rows (one ``C beta`` row per level)."""
     if not levels:
         return []
     etas = np.stack([data.cells.design(terms, level) @ full.params for level in levels])

@@ -113,16 +113,10 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                        test: str | None, rng: np.random.Generator | None, n_resamples: int,
                        task_rows: int = TASK_ROWS, source: KernelRows | None = None
                        ) -> LocalFeaturePass:
-    """``KLCE^2_D`` and one resampling test.
-
-    The pass is the exact reduction of :func:`calaudit.inference.feature_passes.
-    label_partial` over the fixed row blocks: ``KLCE^2_D`` of the label residuals
-    ``klce_residuals`` (labels of ``proba``), with the ``klce_consistency`` redraws riding
-    along when ``test`` is that test (stream ``klce_consistency``); ``klce_bootstrap`` runs
-    its own pass (:func:`calaudit.inference.feature_tests.feature_bootstrap_test`).
-    ``source``: the same columns read by the tasks (:class:`KernelRows`, binary), in
-    place of the rows held here.
-    """
+    """``KLCE^2_D`` and one resampling test, from one reduction of
+    :func:`calaudit.inference.feature_passes.label_partial`: the ``klce_consistency``
+    redraws ride along when ``test`` is that test; ``klce_bootstrap`` runs its own pass.
+    ``source``: the same columns read by the tasks (:class:`KernelRows`, binary)."""
     n = z.shape[0]
     consistency = test == "klce_consistency" and rng is not None
     seed = stream_seed(rng) if consistency else 0

@@ -86,9 +86,8 @@ def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its name, kind, level per covariate and row indices (int32: 4 bytes a
-    row in every group); ``key``: its grouping (a covariate, or a pair of covariates for
-    the intersections) and its code there (:mod:`calaudit.local.group_moments`)."""
+    """One group: its name, kind, level per covariate and row indices (int32); ``key``: its
+    grouping and its code there (:mod:`calaudit.local.group_moments`)."""
 
     name: str
     kind: str
@@ -128,9 +127,8 @@ def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSp
 
 
 def rows_by_code(codes: NDArray[np.integer]) -> list[tuple[int, NDArray[np.int32]]]:
-    """``(code, rows)`` of every code present, in code order, each ``rows`` ascending
-    (``rows_where(codes == code)``, from one stable sort: O(n log n) for any number of
-    codes instead of one pass over the rows per code)."""
+    """``(code, rows)`` of every code present, in code order, each ``rows`` ascending, from
+    one stable sort."""
     order = np.argsort(codes, kind="stable")
     present, starts = np.unique(codes[order], return_index=True)
     bounds = [*starts.tolist(), codes.size]
@@ -214,9 +212,8 @@ class GroupSettings:
 def group_weights(specs: Sequence[GroupSpec]) -> NDArray[np.float64]:
     """Each group's share of alpha: the single-covariate groups share
     ``1 - INTERSECTION_SHARE`` equally and the intersections ``INTERSECTION_SHARE`` (all of
-    it to one kind when the table has only that kind), so the many intersections do not
-    dilute the groups of one covariate. Adjusted p-values (weighted Holm) and the
-    simultaneous intervals (weighted Bonferroni: group ``g`` at level
+    it to one kind when the table has only that kind). Adjusted p-values (weighted Holm)
+    and simultaneous intervals (weighted Bonferroni: group ``g`` at level
     ``1 - (1 - level) w_g``) spend alpha in the same shares."""
     kinds = [s.kind for s in specs]
     singles, joint = kinds.count("single"), kinds.count("intersection")
@@ -231,9 +228,7 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
               prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
               settings: GroupSettings, level: float) -> dict[str, Any]:
     """The statistics of one group (status still pending unless INCONCLUSIVE), its bias
-    interval at ``level``: its moments from the reduction (:mod:`.group_moments`); its
-    rows read only for the group test and, below ``NORMAL_MIN_ROWS`` rows, the bootstrap
-    interval."""
+    interval at ``level``; its rows read only for the group test and the bootstrap."""
     n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
@@ -270,10 +265,8 @@ def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
                 prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
                 rng: np.random.Generator, settings: GroupSettings
                 ) -> list[dict[str, Any]]:
-    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses; the
-    groups' moments are two reductions over the rows run through :mod:`calaudit.scale`
-    (:mod:`.group_moments`). Intervals and adjusted p-values spend alpha by
-    :func:`group_weights`."""
+    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses. Intervals
+    and adjusted p-values spend alpha by :func:`group_weights`."""
     codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
     moments = group_moments(codes, sizes, outcome, prediction, lcb)
     del codes
@@ -324,11 +317,9 @@ def _bound(value: float) -> str:
 
 
 def most_biased(rows: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    """The groups a reader should see first: at most ``k`` conclusive groups whose bias
-    interval excludes 0, the strongest evidence first (adjusted p-value, then raw p-value,
-    then the larger ``|bias|``), each with its ``rank`` (1 = strongest). A small group
-    whose interval contains 0 is noise at this sample size, however large its bias: it is
-    left to the group table."""
+    """At most ``k`` conclusive groups whose bias interval excludes 0, the strongest evidence
+    first (adjusted p-value, then raw p-value, then the larger ``|bias|``), each with its
+    ``rank`` (1 = strongest)."""
     shown = [r for r in rows if r["status"] != "INCONCLUSIVE" and excludes_zero(r)]
     ranked = sorted(shown, key=lambda r: (_p(r["p_value_adjusted"]), _p(r["p_value"]),
                                           -abs(r["bias"]), r["group"]))

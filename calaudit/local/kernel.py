@@ -97,11 +97,8 @@ class GaussianProductGram:
 class ScaledRows:
     """The scaled rows ``z = [sqrt(gamma_p) p, sqrt(gamma_x) x]`` of :func:`product_gram`
     as an array-like that computes only the rows asked for (``[lo:hi]``, ``[index
-    array]``, ``[rows, columns]``) or everything (``np.asarray``). Each entry is the same
-    elementwise product :func:`product_gram` writes (``p * sqrt(gamma_p)``, ``x *
-    sqrt(gamma_x)``, with ``x`` possibly an :class:`calaudit.local.encoding.EncodedRows`), so
-    any rows are the same bits as those of the stored matrix; nothing of size ``n x
-    columns`` is kept (the row sources of the feature passes read their ranges from it)."""
+    array]``, ``[rows, columns]``) or everything (``np.asarray``), the same bits as the
+    stored matrix."""
 
     ndim = 2
     dtype = np.dtype(np.float64)

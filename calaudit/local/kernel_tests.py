@@ -148,10 +148,8 @@ class LocalTests:
     def run_test(self, test_id: str, statistic: float | None
                  ) -> tuple[TestResult, NullResult]:
         """Run one test against the observed ``statistic`` (double precision; ``None``: the
-        exact consistency or bootstrap test computes it in its own pass, see
-        :func:`~calaudit.local.resampling.batched_forms`). ``local_consistency`` and
-        ``klce_consistency`` share one set of redraws (stream ``klce_consistency``) and
-        one kernel pass."""
+        exact consistency or bootstrap test computes it in its own pass). ``local_consistency``
+        and ``klce_consistency`` share one set of redraws and one kernel pass."""
         lc = self.local
         dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
         precision = {"resample_dtype": lc.resample_dtype}

@@ -57,12 +57,7 @@ def kernel_sums(prob_features: NDArray[np.float64], prob_bandwidth: float,
                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` of the Gaussian product kernel with bandwidth ``s_p`` on the
     prediction and ``column_bandwidths[k]`` on encoded covariate column ``k``; with row
-    weights ``w``, ``(K (w r), K w)``.
-
-    The one place the LCB smoother touches the kernel (an exact tiled engine pass; a
-    random-feature approximation can replace it for very large ``n``). ``K`` includes its
-    diagonal (``K_jj = 1``).
-    """
+    weights ``w``, ``(K (w r), K w)``. ``K`` includes its diagonal (``K_jj = 1``)."""
     gram = estimation_gram(prob_features, prob_bandwidth, cov_features, column_bandwidths)
     _, out = kernel_forms_and_matmul(gram, np.zeros((r.shape[0], 0)),
                                      np.column_stack([r, np.ones_like(r)]) if w is None
@@ -81,11 +76,8 @@ def estimation_gram(prob_features: NDArray[np.float64], prob_bandwidth: float,
 @dataclass(frozen=True)
 class EstimationRows:
     """:func:`estimation_gram`'s scaled rows, never stored whole: ``column(j)`` (all rows)
-    or, for the columns ``which``, ``[rows]`` (a block or index array of rows) times
-    ``factor``. Each entry is computed by the same operations on the same values as the
-    Gram's (``sqrt(0.5 / s_p^2) p``, ``sqrt(0.5) (x / s_k)``, then ``factor *``), so the
-    bits are the same; ``cov_features`` is an array or an
-    :class:`calaudit.local.encoding.EncodedRows`."""
+    or, for the columns ``which``, ``[rows]`` times ``factor``, the same bits as the
+    Gram's; ``cov_features`` is an array or an :class:`calaudit.local.encoding.EncodedRows`."""
 
     prob_features: NDArray[np.float64]
     prob_bandwidth: float

@@ -52,12 +52,10 @@ def distinct_values(column: NDArray[np.float64]) -> NDArray[np.float64]:
 def cell_index(table: NDArray[np.float64] | Callable[[int], NDArray[np.float64]],
                columns: Sequence[int], limit: int = MAX_CELLS
                ) -> tuple[NDArray[np.float64], NDArray[np.intp]] | None:
-    """``np.unique(table[:, columns], axis=0, return_inverse=True)`` (the distinct rows in
-    lexicographic order and each row's index) in O(n) time and one integer per row, or
-    ``None`` when there are more than ``limit`` distinct rows. Columns are added one at a
-    time: a row's index so far and its rank among the column's distinct values give a
-    code below ``cells x values``, whose present values are ranked by a bincount (the
-    lexicographic order of the pairs). ``table`` may be a function giving column ``j``."""
+    """``np.unique(table[:, columns], axis=0, return_inverse=True)`` in O(n) time and one
+    integer per row (columns added one at a time, the pairs' codes ranked by a bincount),
+    or ``None`` above ``limit`` distinct rows. ``table`` may be a function giving column
+    ``j``."""
     column = table if callable(table) else (lambda j: table[:, j])
     cells, reps = None, np.zeros((1, 0))
     for j in columns:

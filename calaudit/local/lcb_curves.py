@@ -99,11 +99,9 @@ GRID_CHUNK = 4
 @dataclass(frozen=True)
 class CurveDesign:
     """The grids, bandwidths and normalisers of a set of curve requests; the weights
-    ``w_j(t)`` and the engine columns ``V_jt = w_j(t) / D_j`` are evaluated on demand, a
-    block of rows (:meth:`block`) or of grid points (:meth:`centre`) at a time, so memory
-    stays O(rows) whatever the number of curves and points. ``columns``: ``V`` as an
-    (n, points x requests) array when built ``dense`` (the exact path's small ``n``), else
-    (n, 0)."""
+    ``w_j(t)`` and the engine columns ``V_jt = w_j(t) / D_j`` are evaluated a block of rows
+    (:meth:`block`) or of grid points (:meth:`centre`) at a time. ``columns``: ``V`` as an
+    (n, points x requests) array when built ``dense``, else (n, 0)."""
 
     requests: tuple[CurveRequest, ...]
     grids: tuple[NDArray[np.float64], ...]
@@ -262,11 +260,9 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
                        normalisers: Sequence[NDArray[np.float64]] | None,
                        values: Any) -> dict[str, NDArray[np.float64]]:
     """:func:`curve_sums` over the requests' rows in ``[start, stop)``: the weights of the
-    range's rows (``(points, rows)``, as :func:`grid_weights`), summed along the rows
-    (numpy's pairwise sum, as the dense reference's normalisers), or divided by the
-    normalisers and multiplied by the rows' values (``values``: a row source, column
-    ``values``) :data:`GRID_CHUNK` grid points at a time (as :meth:`CurveDesign.centre`),
-    on one BLAS thread."""
+    range's rows summed along the rows, or divided by the normalisers and multiplied by
+    the rows' values (a row source, column ``values``) :data:`GRID_CHUNK` grid points at a
+    time, on one BLAS thread."""
     out = {}
     here = None if values is None else values.read(start, stop, ["values"])["values"]
     with one_blas_thread():

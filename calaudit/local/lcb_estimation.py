@@ -51,8 +51,7 @@ CATEGORICAL_RULE = ("a categorical covariate is separated (bandwidth 0.25) when 
 
 def categorical_separation(section: dict[str, Any] | None) -> dict[str, float]:
     """Bandwidths of the categorical covariates decided by the recalibration model's AIC
-    (from the attribution section; empty when attribution is off or could not test
-    them)."""
+    (empty when attribution is off or could not test them)."""
     if not section:
         return {}
     return {e["covariate"]: CAT_GRID[0] if statistic(e) > 2 * e["df"] else CAT_GRID[-1]
@@ -254,10 +253,8 @@ class LcbEstimation:
 
     def local_bias(self, scalar_r: np.ndarray, fixed: dict[str, float] | None = None
                    ) -> tuple[LocalBias, BandwidthSelection, GaussianProductGram | None]:
-        """LCB at every row with the estimation bandwidths (one engine pass). The exact
-        path returns the estimation Gram (for the plotted rows' products); the feature path
-        keeps only its categorical cells and continuous columns (``lcb_kernel``) and
-        returns ``None``, so the (n, columns) Gram is freed."""
+        """LCB at every row with the estimation bandwidths. The exact path returns the estimation
+        Gram; the feature path keeps only ``lcb_kernel`` and returns ``None``."""
         selection = self.lcb_bandwidths(scalar_r, fixed)
         columns = selection.column_bandwidths(self.encoded.blocks, self.data.covariate_names)
         if self.lcb_kernel is not None:

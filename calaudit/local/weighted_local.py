@@ -64,8 +64,7 @@ AGGREGATE_METHOD = (METHOD + "; members: a recalibration score statistic of the 
 def weighted_median(values: NDArray[np.float64], weights: NDArray[np.float64],
                     frequency: bool) -> float:
     """Median of ``values`` counted ``weights`` times: for whole-number weights the
-    ``np.median`` of the repeated values, else the smallest value whose cumulative weight
-    reaches half (:func:`weighted_rank_value`: O(n) selection, no full sort)."""
+    ``np.median`` of the repeated values, else :func:`weighted_rank_value` of half."""
     total = float(np.sum(weights))
     if not frequency:
         return weighted_rank_value(values, weights, total / 2.0, strict=False)
@@ -78,8 +77,7 @@ def weighted_median(values: NDArray[np.float64], weights: NDArray[np.float64],
 def weighted_rank_value(values: NDArray[np.float64], weights: NDArray[np.float64],
                         target: float, strict: bool, sort_below: int = 4096) -> float:
     """The smallest value ``v`` whose weight ``W(<= v)`` exceeds ``target`` (``strict``)
-    or reaches it: quickselect on the median of the values left (each round keeps the
-    side holding ``v``, so O(n) in all), the last ``sort_below`` values sorted."""
+    or reaches it: O(n) quickselect, the last ``sort_below`` values sorted."""
     def reached(weight: float) -> bool:
         return weight > target if strict else weight >= target
 
