@@ -65,9 +65,8 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
                     scores: ScoreMembers, rng: np.random.Generator, n_resamples: int, *,
                     statistic: float | None = None, dtype: type = np.float64
                     ) -> tuple[AggregateResult, NullResult]:
-    """The aggregate test and the KLCE consistency test it contains, from one exact
-    kernel pass (:func:`calaudit.local.resampling.consistency_test`); the score members'
-    level sums are taken from every batch of redrawn residuals as it is drawn."""
+    """The aggregate test and the KLCE consistency test it contains, from one exact kernel
+    pass (:func:`calaudit.local.resampling.consistency_test`)."""
     batches: list[tuple[NDArray[np.float64], NDArray[np.float64] | None]] = []
 
     def observe(columns: NDArray[np.float64]) -> None:

@@ -32,12 +32,8 @@ class CovariateLike(Protocol):
 
 @dataclass(frozen=True)
 class EncodedCovariates:
-    """The encoded matrix and how each covariate was encoded.
-
-    ``features`` has one row per observation and the columns named in ``columns``
-    (``age``, ``race=A``, ``race=B`` ...); ``encoding`` is the JSON description
-    (``local.klce.encoding``).
-    """
+    """The encoded matrix (``features``, columns named in ``columns``: ``age``, ``race=A``
+    ...) and its JSON description ``encoding`` (``local.klce.encoding``)."""
 
     features: NDArray[np.float64]
     columns: tuple[str, ...]
@@ -48,9 +44,7 @@ class EncodedCovariates:
 class EncodedRows:
     """The encoded matrix as an array-like that computes only what is asked for: rows
     (``[lo:hi]``, ``[index array]``), one column (:meth:`column`), or everything
-    (``np.asarray``). Each entry is computed as :func:`encode_covariates` computes it
-    (``(x - mean) / sd`` with the same ``mean`` and ``sd``; one-hot ``1 / sqrt(2)``), so
-    the values are the same bits; nothing of size ``n x columns`` is kept."""
+    (``np.asarray``), the same bits as :func:`encode_covariates`."""
 
     ndim = 2
     dtype = np.dtype(np.float64)

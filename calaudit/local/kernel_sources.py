@@ -92,10 +92,9 @@ class LcbKernelRows:
 
 def dataset_kernel(kernel: CellKernel, rows: EstimationRows, data: Any, encoded: Any,
                    categorical: list[int]) -> CellKernel:
-    """``kernel`` (built by :func:`calaudit.local.lcb_cells.rows_cell_kernel` from
-    ``rows``, the categorical columns ``categorical``) with its rows read by the tasks
-    from ``data.rows`` (:class:`LcbKernelRows`) when the data's rows are read by their
-    tasks (binary), else as it is."""
+    """``kernel`` (:func:`calaudit.local.lcb_cells.rows_cell_kernel` of ``rows``) with its rows
+    read by the tasks (:class:`LcbKernelRows`) when the data's rows are (binary), else as it
+    is."""
     source = getattr(data, "rows", None)
     if not (getattr(source, "reads_own_rows", False) and data.is_binary):
         return kernel

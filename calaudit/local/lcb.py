@@ -39,11 +39,9 @@ def local_calibration_bias(gram: Gram, r: NDArray[np.float64]) -> LocalBias:
 def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
                       klce_residuals: NDArray[np.float64] | None
                       ) -> tuple[LocalBias, float | None]:
-    """LCB and, from the same pass, the KLCE^2 estimate of ``klce_residuals``.
-
-    One engine pass (:func:`kernel_forms_and_matmul`) gives ``K @ [r, 1]`` (eq. 7) and the
-    quadratic form ``sum_{i != j} K_ij <R_i, R_j>`` of the (n,) or (n, m) KLCE residuals.
-    """
+    """LCB and the KLCE^2 estimate of ``klce_residuals`` from one engine pass
+    (:func:`kernel_forms_and_matmul`): ``K @ [r, 1]`` (eq. 7) and the quadratic form
+    ``sum_{i != j} K_ij <R_i, R_j>`` of the (n,) or (n, m) KLCE residuals."""
     n = gram.n
     columns = (np.zeros((n, 0)) if klce_residuals is None
                else as_columns(np.asarray(klce_residuals, dtype=np.float64)))
@@ -110,12 +108,9 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     ``LCB_j`` is linear in the residuals, so (HC0, as the curves)
     ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j``; ``features`` are the Gram's scaled rows ``z``
     (``K_ij = exp(-|z_i - z_j|^2)``). Also ``K[S, :] @ columns`` (curve weights). Weighted
-    rows: ``se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j`` with the meat weights ``meat``
-    (:class:`calaudit.local.weighted_lcb.LcbWeights`) and the weighted ``D_j``; with
-    ``centre`` (``LCB_j`` at the rows ``S``) the linearised ratio's
-    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead. The column chunks' sums are added in
-    chunk order.
-    """
+    rows: ``se_j = sqrt(sum_i K_ij^2 m_i r_i^2) / D_j`` with the meat weights ``meat`` and the
+    weighted ``D_j``; with ``centre`` (``LCB_j`` at the rows ``S``) the linearised ratio's
+    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead."""
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
     r2 = r * r if meat is None else meat * r * r
@@ -133,9 +128,8 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
 
 def _row_products_partial(start: int, stop: int, *, rows: Any, here: NDArray[np.float64]
                           ) -> dict[str, NDArray[np.float64]]:
-    """The columns ``[start, stop)`` of :func:`row_products`: ``K[S, start:stop] @
-    columns[start:stop]`` and ``K[S, start:stop]^2 @ r2[start:stop]`` (``rows``: a row
-    source of ``z``, ``r2`` and ``columns``; on Dask placed as row blocks)."""
+    """The columns ``[start, stop)`` of :func:`row_products` (``rows``: a row source of
+    ``z``, ``r2`` and ``columns``)."""
     read = rows.read(start, stop, ("z", "r2", "columns"))
     columns = read["columns"]
     with one_blas_thread():

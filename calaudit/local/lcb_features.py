@@ -80,8 +80,7 @@ class _SourceColumn:
 def placed_kernel(rows: Any, cell_matrix: NDArray[np.float64], squared: bool = False
                   ) -> CellKernel:
     """The :class:`CellKernel` a partial reads by row ranges from its row source ``rows``
-    (:func:`kernel_rows`): ``squared``, of the squared kernel (``z`` times ``sqrt 2``, as
-    :meth:`CellKernel.squared`: the same products on the same values)."""
+    (:func:`kernel_rows`); ``squared``: of the squared kernel (:meth:`CellKernel.squared`)."""
     factor = np.sqrt(2.0) if squared else None
     return CellKernel(_SourceColumn(rows, "z", factor), _SourceColumn(rows, "cells"),
                       cell_matrix ** 2 if squared else cell_matrix)
@@ -91,12 +90,10 @@ def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.
                  features: FourierFeatures, w: Any, q: int, squared: bool = False
                  ) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
-    single-precision GEMM per row block, accumulated in float64 (the sums are diagnostics,
-    not test statistics; relative error about ``1e-6``). ``kernel`` and ``w`` are row
-    sources (:func:`kernel_rows`; column ``w``: an (n, q) array or a row-built
-    :class:`calaudit.local.lcb_curves.CurveColumns`), read a block of rows at a time, the
-    GEMMs on one BLAS thread. ``squared``: the sums of the squared kernel
-    (:func:`placed_kernel`)."""
+    single-precision GEMM per row block, accumulated in float64 (relative error about
+    ``1e-6``). ``kernel`` and ``w`` are row sources (:func:`kernel_rows`; column ``w``: an
+    (n, q) array or a :class:`calaudit.local.lcb_curves.CurveColumns`). ``squared``: the
+    sums of the squared kernel (:func:`placed_kernel`)."""
     with one_blas_thread():
         return {"acc": _cell_sums(start, stop, placed_kernel(kernel, cell_matrix, squared),
                                   features, _SourceColumn(w, "w"), q)}
@@ -247,8 +244,7 @@ def feature_kernel_sums(kernel: CellKernel, r: NDArray[np.float64], n_features: 
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(K r, K 1)`` as :func:`calaudit.local.lcb_bandwidth.kernel_sums` (with row weights
     ``w``: ``(K (w r), K w)``); the second floored at :data:`calaudit.local.features.
-    MIN_WEIGHT` times the mean row weight (a feature sum can be near zero); the row pass of
-    :func:`cell_matmul` run through :mod:`calaudit.scale`."""
+    MIN_WEIGHT` times the mean row weight."""
     features = _features(kernel, n_features, seed)
     r = np.asarray(r, dtype=np.float64)
     columns = ResidualColumns(r) if w is None else np.column_stack([w * r, w])
@@ -262,11 +258,8 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
                          columns: NDArray[np.float64] | CurveColumns,
                          n_features: int, seed: int, meat: NDArray[np.float64] | None = None,
                          centre: NDArray[np.float64] | None = None) -> RowProducts:
-    """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul`:
-    ``se_j = sqrt(sum_i K_ij^2 r_i^2) / D_j`` (the squared kernel's features; weighted rows:
-    the meat weights ``meat`` and, with ``centre``, the linearised ratio's
-    ``sum_i K_ij^2 m_i (r_i - LCB_j)^2``, as there) and ``K[S, :] @ columns``; the row
-    passes run through :mod:`calaudit.scale`."""
+    """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul` (the squared
+    kernel's features for ``se_j``; ``meat`` and ``centre`` as there)."""
     features = _features(kernel, n_features, seed)
     r2 = (r * r if meat is None else meat * r * r)[:, None]
     if centre is not None:

@@ -135,11 +135,9 @@ def _row_chunks(rows: int, columns: int):
 
 
 def label_sampler(proba: NDArray[np.float64]) -> Sampler:
-    """Columns ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``, ``p_1 = proba``).
-
-    ``proba`` is (n,) positive-class probabilities (binary) or (n, m). Uniforms are drawn
-    row chunk by row chunk in C order, the same stream as one ``rng.random((n, B))``.
-    """
+    """Columns ``e_{y*} - p`` with ``y*_i ~ Cat(p_i)`` (binary: ``y* - p_1``, ``p_1 = proba``),
+    from uniforms drawn in C order row chunk by row chunk (the stream of one
+    ``rng.random((n, B))``)."""
     if proba.ndim == 1:
         def draw_binary(rng: np.random.Generator, out: NDArray[np.float64]) -> None:
             for start, stop in _row_chunks(*out.shape):
@@ -187,9 +185,7 @@ def _observed_and_null(gram: Gram, sampler: Sampler, r: NDArray[np.float64],
                        dtype: type,
                        observe: Callable[[NDArray[np.float64]], None] | None = None
                        ) -> tuple[float, NDArray[np.float64]]:
-    """KLCE^2 (given, or from a double-precision lead column: in the resampling pass when
-    it runs in double precision, else in a pass of its own first) and the null
-    statistics."""
+    """KLCE^2 (given, or from a double-precision lead column) and the null statistics."""
     lead = as_columns(r) if statistic is None else as_columns(r)[..., :0]
     scale = 1.0 / (gram.n * (gram.n - 1))
     observed_form = None if statistic is None else float(statistic) / scale
@@ -216,11 +212,9 @@ def consistency_test(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float
     """``klce_consistency``: KLCE^2 and its null under labels drawn from the predictions.
 
     ``statistic``: the observed KLCE^2 when already computed (in double precision);
-    otherwise from the observed (lead) column (:func:`batched_forms`). ``dtype=np.float32``
-    lets the pass run in single precision where that is cheaper (ties still decided in
-    double precision). the scale layer runs the row tiles of the kernel passes; ``observe``
-    sees every batch of redrawn residual columns (:func:`batched_forms`).
-    """
+    otherwise from the observed (lead) column. ``dtype=np.float32`` lets the pass run in
+    single precision where that is cheaper (ties still decided in double precision);
+    ``observe``: as :func:`batched_forms`."""
     observed, null = _observed_and_null(gram, label_sampler(proba), r, rng, n_resamples,
                                         statistic, dtype, observe)
     return NullResult(observed, null, monte_carlo_pvalue(observed, null,
@@ -231,10 +225,8 @@ def bootstrap_test(gram: Gram, r: NDArray[np.float64], rng: np.random.Generator,
                    n_resamples: int, *, statistic: float | None = None,
                    dtype: type = np.float64) -> NullResult:
     """``klce_bootstrap``: Algorithm 1 (residual bootstrap); arguments as
-    :func:`consistency_test`.
-
-    ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B`` (line 13).
-    """
+    :func:`consistency_test`. ``extra["p_value_paper"]`` is the paper's ``#{T*_b > T} / B``
+    (line 13)."""
     observed, null = _observed_and_null(gram, bootstrap_sampler(r), r, rng, n_resamples,
                                         statistic, dtype)
     paper = float(np.count_nonzero(null > observed) / null.size)

@@ -64,10 +64,9 @@ def pseudo_inverse(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], in
 @dataclass(frozen=True)
 class Member:
     """One score statistic: its name, the level columns it uses, its information's
-    pseudo-inverse (in the coordinates of those columns, per class block for vector
-    residuals), the pseudo-inverse of the intercept's information (``overall``: 1 x 1,
-    or m x m for vector residuals), the columns whose sums add up to the total residual
-    (one covariate's levels) and its degrees of freedom."""
+    pseudo-inverse (per class block for vector residuals), the pseudo-inverse of the
+    intercept's information (``overall``), the columns whose sums add up to the total
+    residual and its degrees of freedom."""
 
     name: str
     columns: NDArray[np.intp]
@@ -80,12 +79,9 @@ class Member:
 
 @dataclass(frozen=True)
 class ScoreMembers:
-    """The parametric members of the local aggregate test (module docstring).
-
-    ``levels`` is ``H`` (n x L); ``classes`` is 1 (binary residual ``y - p_1``) or the
-    number of classes ``m`` (vector residuals, (n, m)); ``top`` the columns of the
-    top-label residual (multi-class: ``argmax p``, for the joint member).
-    """
+    """The parametric members of the local aggregate test (module docstring). ``levels`` is
+    ``H`` (n x L); ``classes`` is 1 (binary residual ``y - p_1``) or the number of classes
+    ``m``; ``top`` the columns of the top-label residual (multi-class, the joint member)."""
 
     levels: sparse.csr_matrix
     members: tuple[Member, ...]

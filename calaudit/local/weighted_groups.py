@@ -209,8 +209,7 @@ def redraws(specs: Sequence[GroupSpec], shares: NDArray[np.float64],
             settings: GroupSettings, n_resamples: int | None) -> list[int | None]:
     """Monte-Carlo redraws of each group's test (None: the approximation). A group of at
     most ``EXACT_MAX_ROWS`` rows gets ``max(n_resamples, ceil(RESOLUTION / (alpha w_g)))``
-    redraws, ``w_g`` its share of alpha, so that its smallest p-value ``2 / (1 + B)``
-    adjusted lies well below alpha, while the rows x redraws of the groups so far, in
+    redraws (``w_g`` its share of alpha) while the rows x redraws of the groups so far, in
     table order, stay within ``MC_BUDGET``; the others get the approximation."""
     out: list[int | None] = []
     spent = 0
