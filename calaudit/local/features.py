@@ -127,8 +127,6 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
         source = ArrayRows(columns)
     else:
         shared = shared_labels(features, 1, seed, "klce_consistency", resamples)
-    # the rows go to the workers once for the stage's passes (this one and the bootstrap;
-    # a source whose tasks read their own rows is not placed)
     with scale.resident(source) as rows:
         total = reduce_rows(label_partial, n, task_rows, rows, shared)
         values = statistics(total, n, 1.0)

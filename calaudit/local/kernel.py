@@ -161,9 +161,6 @@ def product_gram(prob_features: NDArray[np.float64], prob_gamma: float,
     same bits).
     """
     rows = ScaledRows(prob_features, prob_gamma, cov_features, cov_gamma)
-    # ``cov_features`` may be an array-like that builds only the rows asked for, e.g.
-    # :class:`calaudit.local.encoding.EncodedRows`; the stored rows are written a row
-    # block at a time (no (n, columns) temporaries)
     return GaussianProductGram(rows if lazy else rows[:])
 
 

@@ -89,7 +89,6 @@ class LocalTests:
         self.proba.flags.writeable = False
         self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
                               else prediction_features(data.y_proba))
-        # the encoded covariates are computed a block of rows or a column at a time
         self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
         self.levels = [grp.covariate_levels(c, lc.n_bands) for c in data.covariates]
@@ -99,8 +98,6 @@ class LocalTests:
         self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
                                        streams["bandwidth"], lc.median_max_rows,
                                        self.encoded.blocks)
-        # the scaled rows z are built for the rows asked for (the feature passes read a
-        # range at a time); the exact path stores them (its kernel blocks reread them)
         self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
                                  self.encoded.features, self.cov_bw.gamma, lazy=True)
         classes = 1 if data.is_binary else data.n_classes
@@ -279,8 +276,7 @@ class LocalTests:
 
     def tests(self, statistic: float | None) -> tuple[list[TestResult], float]:
         """The requested tests (INCONCLUSIVE when the sample is too small) and the KLCE^2
-        estimate (``statistic``, or when ``None`` the first exact test's, else
-        :func:`klce2`)."""
+        estimate (``statistic``, else the first exact test's, else :func:`klce2`)."""
         if not self.config.run_tests:
             return [], self.observed(statistic)
         reason = self.too_small()
@@ -302,10 +298,9 @@ class LocalTests:
         return klce2(self.gram, self.r) if statistic is None else statistic
 
     def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} -
-        p_c``): the KLCE^2 and, when tests run, the local aggregate test of that view
-        (``p_value``; labels ``1{y* = c}``, ``y* ~ Bern(p_c)``) with its kernel member's
-        own p-value (``klce_p_value``)."""
+        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``):
+        the KLCE^2 and, when tests run, the local aggregate test of that view (``p_value``)
+        with its kernel member's own p-value (``klce_p_value``)."""
         if (self.data.is_binary or not self.local.per_class
                 or self.data.n_classes > MAX_PER_CLASS):
             return []

@@ -41,9 +41,7 @@ PROB_GRID = (0.05, 0.1, 0.2, 0.4, 1.0)
 COV_GRID = (0.15, 0.25, 0.4, 0.6, 1.0, 2.0)
 #: Bandwidths of a categorical covariate (one-hot, categories at distance 1): separate the
 #: categories (another category weighs 3e-4) or pool them (10: weight 0.995). Values in
-#: between blend each category with the others (0.4: weight 0.044 each, which shrinks a
-#: 20 % group's estimate by 15 % towards the rest; 0.6: 0.25 each), a trade that noisy
-#: 0/1 residuals make cross-validation accept too readily; they are not offered.
+#: between, which shrink groups towards the rest, are not offered.
 CAT_GRID = (0.25, 10.0)
 DEFAULT_MAX_ROWS = 2000
 #: Stage 2 of the selection uses this many times more rows.

@@ -75,9 +75,8 @@ def drawn_rows(y_proba: NDArray[np.float64], weights: Any, lowest: int
 def block_counts(y: NDArray, y_proba: NDArray[np.float64], weights: Any, lowest: int,
                  rng: np.random.Generator | None, n_resamples: int
                  ) -> tuple[NDArray[np.intp], NDArray[np.float64], NDArray[np.float64]]:
-    """One block's :func:`drawn_rows`, their weighted residual sums ``R`` (rows, m, 1 + B)
-    (column 0 the observed labels, then the redraws of ``rng``: the same counts as the
-    feature pass) and their factors ``alpha``."""
+    """One block's :func:`drawn_rows`, their weighted residual sums ``R`` (rows, m, 1 + B;
+    column 0 the observed labels, then the redraws of ``rng``) and their factors ``alpha``."""
     rows, alpha, law, t = drawn_rows(y_proba, weights, lowest)
     m = y_proba.shape[1]
     counts = np.empty((rows.size, m, 1 + n_resamples))
@@ -170,8 +169,8 @@ def feature_resampled(features: FourierFeatures, z: NDArray[np.float64], y_true:
                       levels: Sequence[Any], seed: int, n_resamples: int
                       ) -> tuple[float, NDArray, float, AggregateResult]:
     """``KLCE^2_w`` of the observed labels, its null from ``n_resamples`` redraws, its
-    Monte-Carlo p-value (exact sums: no tie tolerance) and the aggregate test of it and
-    the score members (``scores``, on the group table's ``levels``) on the same redraws."""
+    Monte-Carlo p-value and the aggregate test with the score members (``scores``, on the
+    group table's ``levels``) on the same redraws."""
     weights = weights.in_grid_range()
     values = klce_values(features, z, y_true, y_proba, weights, seed, n_resamples)
     observed, null = float(values[0]), values[1:]

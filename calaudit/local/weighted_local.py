@@ -113,9 +113,8 @@ def median_nonzero_squared(x: NDArray[np.float64], weights: NDArray[np.float64],
 def weighted_bandwidth(features: Any, option: float | None, rng: np.random.Generator,
                        max_rows: int, weights: NDArray[np.float64], frequency: bool,
                        blocks: Any = None) -> GaussianBandwidth:
-    """:func:`calaudit.local.bandwidth.choose_bandwidth` on the weighted law: the given
-    bandwidth, else the weighted median heuristic (per covariate block, pooled by the
-    median), on ``max_rows`` rows drawn without replacement when there are more."""
+    """:func:`calaudit.local.bandwidth.choose_bandwidth` on the weighted law (the weighted
+    median heuristic per covariate block, on at most ``max_rows`` rows)."""
     if option is not None:
         return GaussianBandwidth(float(option), "option")
     n = weights.size
