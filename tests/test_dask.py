@@ -23,7 +23,14 @@ from calaudit.exceptions import ClusterError, ConfigError
 from calaudit.scale import DaskExecutor, fold_in_order, open_executor
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
-from tests.conftest import audit_json, binary_frame, dask_partials, eventually, local_cluster
+from tests.conftest import (
+    audit_json,
+    binary_frame,
+    dask_partials,
+    eventually,
+    feature_audit_json,
+    local_cluster,
+)
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -329,14 +336,9 @@ def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
 
 # ------------------------------------------------------------------- the whole audit
 
-def _audit_bytes(executor) -> str:
-    return audit_json(executor, n=800, seed=3, method="features", resamples=49,
-                      local_resamples=49, random_state=5)
-
-
 @pytest.fixture(scope="module")
 def audit_in_process() -> str:
-    return _audit_bytes(None)
+    return feature_audit_json(None)
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
@@ -347,7 +349,7 @@ def test_the_audit_through_dask_gives_the_same_json(workers, request, monkeypatc
     reductions must have gone through Dask."""
     client = request.getfixturevalue(workers)
     calls = dask_partials(monkeypatch)
-    assert _audit_bytes(DaskExecutor(client)) == audit_in_process
+    assert feature_audit_json(DaskExecutor(client)) == audit_in_process
     assert calls, "no reduction of the audit ran on the executor"
     assert "glm_partial" in calls, "the attribution fit did not run on the executor"
     for partial in ("label_partial", "spiegelhalter_partial", "cell_partial", "mean_partial"):

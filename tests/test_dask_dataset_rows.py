@@ -222,6 +222,19 @@ class KillingRows(DatasetRows):
         return super().read(start, stop, names)
 
 
+def _recoveries(monkeypatch) -> list[str]:
+    """The calls of the executor's own recovery of placed data (``shards.recover``,
+    ``Broadcasts.restore``), recorded as they run."""
+    from calaudit.scale import broadcasts, shards
+
+    calls: list[str] = []
+    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
+            calls.append(_n), _o(*a, **k))[1])
+    return calls
+
+
 def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, monkeypatch,
                                                       tmp_path):
     """A worker dies while a task of the SKCE feature pass reads its rows (after the
@@ -233,14 +246,8 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
     import cloudpickle
 
     from calaudit.audit.battery import SkceStage
-    from calaudit.scale import broadcasts, shards
-
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent: list[str] = []
-    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
-        original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
-            resent.append(_n), _o(*a, **k))[1])
+    resent = _recoveries(monkeypatch)
     config = AuditConfig(**CONFIG, n_features=64)  # a short SKCE stage
     stages = (ClinicalStage(), SkceStage())
     single = canonical(run_audit(load(dataset), config, stages=stages))
@@ -269,14 +276,8 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
 
     from calaudit.audit.local_calibration import LocalCalibrationStage
     from calaudit.local import kernel_tests, lcb_features
-    from calaudit.scale import broadcasts, shards
-
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent: list[str] = []
-    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
-        original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
-            resent.append(_n), _o(*a, **k))[1])
+    resent = _recoveries(monkeypatch)
     table = {name: values[:2_000] for name, values in columns(6).items()}
     folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
     options = {"covariates": "age,region,flag"}

@@ -22,7 +22,7 @@ distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 from calaudit.scale import shards  # noqa: E402
-from tests.conftest import eventually, local_cluster  # noqa: E402
+from tests.conftest import eventually, feature_audit_json, local_cluster  # noqa: E402
 from tests.test_dask import same_bytes  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -171,17 +171,10 @@ def sharded_executor(client, block: int, monkeypatch) -> tuple[DaskExecutor, lis
     return executor, placed
 
 
-def _feature_audit(executor) -> str:
-    from tests.conftest import audit_json
-
-    return audit_json(executor, n=800, seed=3, method="features", resamples=49,
-                      local_resamples=49, random_state=5)
-
-
 @pytest.fixture(scope="module")
 def in_process_audit() -> str:
-    """The in-process JSON of :func:`_feature_audit`, for both worker counts."""
-    return _feature_audit(None)
+    """The in-process JSON of the feature audit, for both worker counts."""
+    return feature_audit_json(None)
 
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
@@ -191,7 +184,7 @@ def test_the_audit_on_row_blocks_gives_the_in_process_json(workers, request, mon
     in-memory row source of the audit is placed as 9 blocks, each task's range spans
     them all; the JSON is the in-process bytes."""
     executor, placed = sharded_executor(request.getfixturevalue(workers), 97, monkeypatch)
-    assert _feature_audit(executor) == in_process_audit
+    assert feature_audit_json(executor) == in_process_audit
     assert placed and set(placed) == {9}
 
 
