@@ -74,7 +74,7 @@ def batched_forms(gram: Gram, sampler: Sampler, n_resamples: int, rng: np.random
     ``dtype`` could move across ``F - tie`` (:func:`refine_near`) are recomputed in double
     precision, so ``T* >= T`` is decided as in float64; when most would be, the whole pass
     runs in double precision (:func:`pass_dtype`). ``F = None``: the observed form is that
-    of the lead column (``k = 1``), computed in the double-precision pass (this one, or a
+    of the first column (``k = 1``), computed in the double-precision pass (this one, or a
     pass of its own before the single-precision one).
 
     ``observe`` receives every batch of sampled columns (float64, in order).
