@@ -1,17 +1,6 @@
 """The small shared values of a Dask reduction, sent to every worker and sent again when
-the cluster loses them.
-
-A reduction's ``shared`` values that are neither row blocks (:mod:`.shards`) nor handles
-the caller placed itself (``DaskExecutor.keep``) are scattered to every worker alive at
-that moment (``client.scatter(..., broadcast=True)``). A broadcast is scattered data, which
-Dask cannot recompute, and it is not always held by every worker: a worker restarted by
-its nanny after a loss, or one that registered after the scatter, holds no copy. When the
-last worker holding a value dies, the scheduler forgets it and cancels every task that
-reads it ("lost dependencies"), and resubmitting such a task with the same handle fails
-again. :class:`Broadcasts` keeps the client's copies, so :meth:`Broadcasts.restore` sends
-the lost values again (fresh keys) and the reduction resubmits its tasks with the new
-handles; which values are lost follows the one rule of
-:func:`calaudit.scale.shards.lost_keys`.
+the cluster loses them (a broadcast is scattered data, which Dask cannot recompute, and a
+restarted worker holds no copy): :meth:`Broadcasts.restore`.
 """
 
 from __future__ import annotations

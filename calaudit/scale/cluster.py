@@ -1,22 +1,11 @@
 """The executor chosen by the ``[dask]`` settings, and its clean shutdown.
 
-- nothing set: ``None`` (the audit runs its reductions in this process);
-- ``scheduler`` (``--dask ADDRESS``): a client of that running cluster;
-- ``workers`` (``--workers N``): a ``distributed.LocalCluster`` of N single-threaded
-  worker processes (at most the usable cores: more are capped, with a warning), each with
-  ``memory_limit``, bound to 127.0.0.1, no dashboard, their scratch files in a temporary
-  directory of the run that is removed with the cluster.
-
-Before anything is read or written, every wait is bounded by ``timeout`` seconds and each
-failure is one :class:`ClusterError` line (exit 2): a scheduler that does not answer (even
-one that accepts the connection and stays silent), local workers that do not start, a
-cluster with no worker, and workers that cannot import calaudit or run another version
-than this process. During the audit, a failure of the cluster (a worker lost for good, the
-scheduler gone, a timeout) is one line too (:func:`cluster_errors`).
-
-The client, and the local cluster with its worker processes, are closed when the
-``with`` block exits, whether it ends normally, by an error, by Ctrl-C or by SIGTERM. While
-the block runs, Dask's own log lines are held back (an error must stay one line on stderr).
+Nothing set: ``None`` (this process); ``scheduler``: a client of that running cluster;
+``workers``: a ``distributed.LocalCluster`` of single-threaded worker processes bound to
+127.0.0.1. Every wait is bounded by ``timeout``, and each failure of the cluster, before or
+during the audit, is one :class:`ClusterError` line. The client and the local cluster are
+closed when the ``with`` block exits, however it exits; Dask's own log lines are held back
+while it runs.
 """
 
 from __future__ import annotations

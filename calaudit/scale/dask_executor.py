@@ -1,36 +1,13 @@
 """Row reductions on a Dask cluster, the same bytes as in one process.
 
-A reduction (the contract of ``calaudit.scale``) is a pure function
-``partial(start, stop, **shared) -> dict[str, ndarray]`` evaluated on fixed row ranges
-``(start_k, stop_k)``, k = 0 .. K - 1, and combined by the left fold
-
-    total = p_0;  total = total + p_k  for k = 1, ..., K - 1   (:func:`fold_in_order`)
-
-on the caller. Floating-point addition is not associative, so the order of the fold, not
-who computes the partials, fixes the result: a Dask run folds in range order on the
-client and gives the serial executor's bytes whatever the number of workers.
-
-:class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
-(or of :meth:`keep`) as fixed row blocks, each on one worker, a task getting its range's
-blocks only (:mod:`calaudit.scale.shards`: a lost block is sent again from the client);
-it scatters the rest of ``shared`` (small values, recorded in ``broadcasts``) once to every
-worker (:mod:`calaudit.scale.broadcasts` sends a value again when every worker holding it
-was lost), submits one task per range with ``retries`` (a partial is a pure function of
-``(start, stop, shared)``: re-running it changes nothing), and fetches the partials one at
-a time in range order: the client holds the running total and one partial, and at most a
-window of tasks (a few per worker thread) is in flight ahead of the fold. A per-row map
-(:meth:`DaskExecutor.map_rows`) concatenates the partials in range order instead. Exact
-sums (:meth:`DaskExecutor.map_exact_sum`) are added on the workers, every input a task
-(:mod:`calaudit.scale.dask_sums`). Dask is not imported here: the executor drives the
-``distributed.Client`` it is given.
-
-A **block-pair** pass (:meth:`DaskExecutor.map_pairs`: the exact quadratic statistics of
-``calaudit.numerics.pairwise``) is not a broadcast: each fixed row block's inputs are one
-value placed on one worker (round robin), a task ``(I, J)`` depends on blocks ``I`` and
-``J`` only (Dask copies a block to the worker that runs the task, and drops the copy
-after), and a block is released once its last pair is folded. A block is scattered data,
-which Dask cannot recompute: when its worker dies the client places it again from its own
-copy and resubmits the pairs that need it (:class:`calaudit.scale.pair_blocks.PairBlocks`).
+Floating-point addition is not associative, so the order of the fold, not who computes
+the partials, fixes the result: the partials are fetched one at a time and folded in range
+order on the client (:func:`fold_in_order`), with at most a window of tasks in flight.
+In-memory row sources are placed as row blocks (:mod:`calaudit.scale.shards`), the rest of
+``shared`` is broadcast once (:mod:`calaudit.scale.broadcasts`), exact sums are added on
+the workers (:mod:`calaudit.scale.dask_sums`), and a block-pair pass places each block on
+one worker (:class:`calaudit.scale.pair_blocks.PairBlocks`). Dask is not imported here:
+the executor drives the ``distributed.Client`` it is given.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The blocks of a block-pair pass placed on a Dask cluster (the pairwise engine's exact
-passes, :meth:`calaudit.scale.dask_executor.DaskExecutor.map_pairs`).
-
-Block ``k`` goes to worker ``k mod N`` (one copy, not a broadcast) and is released once
-the last pair that reads it has been folded. Scattered data cannot be recomputed by Dask,
-so the client keeps the blocks and places a block lost with its worker again
-(:meth:`PairBlocks.restore`); which blocks are lost follows the one rule of
-:func:`calaudit.scale.shards.lost_keys`.
-"""
+"""The blocks of a block-pair pass placed on a Dask cluster
+(:meth:`calaudit.scale.dask_executor.DaskExecutor.map_pairs`)."""
 
 from __future__ import annotations
 

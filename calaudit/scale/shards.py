@@ -1,48 +1,16 @@
 """Rows held in memory, placed on a Dask cluster as row blocks: each block on one worker.
 
-A broadcast (``client.scatter(..., broadcast=True)``) gives every worker the whole row
-source, so a worker's memory grows with ``n`` whatever the number of workers. Here an
-in-memory row source (:class:`calaudit.scale.ArrayRows`, including
-row-built columns such as ``calaudit.local.kernel.ScaledRows``) is cut into fixed row
-blocks keyed by global row index,
-
-    block ``k`` = rows ``[k B, min(n, (k + 1) B))``,  ``B`` = :func:`block_rows` (default
-    :data:`BLOCK_ROWS` = ``TASK_ROWS``, the reductions' own ranges),
-
-and block ``k`` is scattered to one worker only (``workers[k mod N]``, the workers in
-address order, so the blocks ``k`` of two placements share a worker), as one future.
-The client keeps a :class:`Shards` handle (the source, the blocks' bounds and futures).
-A task for the range ``[a, b)`` receives only the futures of the blocks covering
-``[a, b)`` (:meth:`Shards.argument`, nested in a list that Dask resolves), and rebuilds
-on the worker a read-only source, :class:`BlockRows`, with the same ``n`` and the same
-``read(start, stop, names)`` contract on global row numbers (a range spanning two blocks
-is the concatenation of their rows). The partials, their ranges and the in-order fold
-are unchanged: only where the rows live changes, so the bytes are the same.
-
-Faults. A block lives on one worker, and scattered data cannot be recomputed by Dask:
-when that worker dies, the scheduler forgets the block and cancels the tasks that need it
-(``FutureCancelledError`` naming lost dependencies). A broadcast value can be lost the
-same way when every worker holding it dies (a restarted worker holds no copy:
-:mod:`calaudit.scale.broadcasts`). :func:`recover` then checks which of the values
-the failed task read are gone (``client.who_has``), scatters them again from the
-client's copy (every lost block of the source and every lost broadcast value at once)
-and the executor resubmits the task, at most :data:`RESCATTER_RETRIES` times per task;
-after that the failure is the executor's one line.
-
-Row-blocked values. A per-row value that is not columns of equal length (the LCB
-curves' requests, :class:`calaudit.local.lcb_curves.CurveRows`; a table with one entry per
-fixed row block, :class:`calaudit.scale.BlockTable`) is placed the same
-way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
-hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
-the value a partial reads for its range (:func:`row_blocked`). A column of an
-:class:`ArrayRows` may also have ``row_block`` (a compact piece read with local row
-numbers, e.g. :class:`calaudit.local.lcb_curves.CurveColumns`, whose rows would be far larger
-built).
-
-Small shared values (frequencies, coefficients, cell matrices, anything else) stay
-broadcast (``DaskExecutor.broadcasts`` lists them), and sources that stay in their files
-(``calaudit.data.row_source.ParquetRows``) are sent as they are: a task reads its own
-rows.
+An in-memory row source (:class:`calaudit.scale.ArrayRows`, row-built columns included)
+is cut into fixed blocks keyed by global row index, block ``k`` = rows ``[k B, min(n,
+(k + 1) B))`` with ``B`` = :func:`block_rows`, and block ``k`` is scattered to
+``workers[k mod N]`` only (workers in address order). A task for ``[a, b)`` receives only
+the blocks covering it and reads them through :class:`BlockRows`, with the same ``n`` and
+``read`` contract on global row numbers; ranges and the in-order fold are unchanged, so
+the bytes are the same. A row-blocked value (``row_block`` / ``joined``,
+:func:`row_blocked`) is placed the same way. Scattered data cannot be recomputed by Dask:
+a block or broadcast value lost with its worker is sent again from the client's copy and
+the task resubmitted (:func:`recover`). Small shared values stay broadcast; sources that
+read their own rows are sent as they are.
 """
 
 from __future__ import annotations

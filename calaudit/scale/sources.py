@@ -1,24 +1,9 @@
 """Row sources: where the partials of a row reduction read their rows.
 
-A reduction (:mod:`calaudit.scale`) evaluates ``partial(start, stop,
-**shared)`` on fixed row ranges. A partial that takes a *row source* in ``shared`` reads
-the columns of its own range through
-
-    source.read(start, stop, names) -> {name: ndarray of stop - start rows}
-
-so the same partial runs on rows held in memory (:class:`ArrayRows`, the trivial source:
-slices of arrays) or on rows that stay in their files until a task reads them
-(:class:`calaudit.data.row_source.ParquetRows`: a list of files and their row counts,
-a few hundred bytes however many rows, so a Dask task loads its range on the worker
-instead of receiving the whole column). A source is picklable and read-only.
-
-:func:`calaudit.scale.resident` places a source on the executor's workers once for a
-block of several reductions (an iterative fit runs one reduction per Newton step): a no-
-op in one process; on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as
-row blocks, each held by one worker (``calaudit.scale.shards``; a task receives its
-range's blocks), as is a row-blocked value (``row_block`` / ``joined``, e.g.
-:class:`BlockTable`, a table with one entry per fixed row block); any other value as one
-broadcast, released when the block exits.
+A partial that takes a row source in ``shared`` reads the columns of its own range through
+``source.read(start, stop, names) -> {name: ndarray of stop - start rows}``, whether the
+rows are held in memory (:class:`ArrayRows`) or stay in their files until a task reads
+them (``calaudit.data.row_source.ParquetRows``). A source is picklable and read-only.
 """
 
 from __future__ import annotations
