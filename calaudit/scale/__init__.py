@@ -90,9 +90,8 @@ def map_exact_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
                   shared: Mapping[str, Any]) -> dict[str, NDArray]:
     """:func:`map_sum` of a partial whose sums are exact (integer counts, values on fixed
     grids that never round, rows in disjoint slots): any order of addition gives the same
-    bytes, so an executor may add them where they are computed (Dask: groups of ranges
-    added on the workers, :mod:`calaudit.scale.dask_sums`; the client fetches one total
-    per group). A partial given here must be exact: the tests compare the bytes."""
+    bytes, so an executor may add them where they are computed (Dask: on the workers)."""
+
     executor = current()
     exact = getattr(executor, "map_exact_sum", None)
     return (exact if exact is not None else executor.map_sum)(partial, ranges, shared)

@@ -12,13 +12,11 @@ from calaudit.scale import shards
 
 
 def scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of ``shared`` not yet on the cluster (handles of ``DaskExecutor.keep``
-    and row blocks stay as they are, and a source whose tasks read their own rows,
-    ``reads_own_rows``, travels inside each task, so Dask can rerun a lost task from its
-    spec alone) sent to every worker, as ``{name: future}``. The
-    values are scattered as a list, so their keys on the cluster are fresh ones: a dict
-    would be stored under its own names, and two reductions sharing a name (``x``) would
-    release each other's."""
+    """The values of ``shared`` not yet on the cluster (handles, row blocks and sources
+    that read their own rows stay as they are) sent to every worker, as ``{name:
+    future}``. Scattered as a list, so their keys are fresh: two reductions sharing a name
+    would otherwise release each other's."""
+
     names = [name for name, value in shared.items()
              if not (is_future(value) or isinstance(value, shards.Shards)
                      or getattr(value, "reads_own_rows", False))]

@@ -25,20 +25,17 @@ from calaudit.exceptions import CalauditError, ClusterError
 from calaudit.scale.dask_executor import DaskExecutor
 from calaudit.scale.threads import usable_cores
 
-#: Run by each local worker process as it starts (a Dask "preload" script): Ctrl-C in a
-#: terminal reaches the whole process group, and the workers leave it to this process,
-#: which then closes the cluster and stops them in order.
+#: Run by each local worker as it starts: Ctrl-C reaches the whole process group, and the
+#: workers leave it to this process, which closes the cluster in order.
+
 IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)"
 #: Loggers (and their children) whose lines would break the one-line error rule: Dask's
 #: and those of the event loop it runs on.
 DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 #: Top-level modules whose exceptions are failures of the cluster, not of calaudit.
 CLUSTER_MODULES = frozenset({"distributed", "dask", "tornado", "msgpack"})
-#: The polling of a local cluster, whose scheduler and nannies run in this process: Dask's
-#: defaults (a 20 ms event-loop tick per server, each nanny's memory check every 100 ms, a
-#: system monitor every 500 ms for dashboards) cost this process about 0.05 CPU-seconds per
-#: second of the run, more than the audit's own work at 10^7 rows; these cost about 0.01.
-#: A nanny still stops its worker within half a second of passing its memory limit.
+#: The polling of a local cluster, whose scheduler and nannies run in this process: about
+#: a fifth of the CPU of Dask's defaults.
 LOCAL_POLLING = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "500ms",

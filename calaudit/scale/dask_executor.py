@@ -87,14 +87,10 @@ class DaskExecutor:
                  pair_group: int = PAIR_GROUP) -> None:
         self.client = client
         self.retries = int(retries)
-        #: Row blocks per side of a block-pair task (:meth:`map_pairs`): the pairwise
-        #: engine places groups of this many blocks and makes each pair of groups one
-        #: task (same pairs, same bits; ``pair_group^2`` times fewer tasks than pairs).
+        #: Row blocks per side of a block-pair task (:meth:`map_pairs`; same bits).
         self.pair_group = int(pair_group)
-        #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
-        #: a broadcast replicates it to every worker, row blocks are held by one worker
-        #: each; blocks sent again after a lost worker count again) and bytes of partials
-        #: fetched, as ``dask.sizeof`` counts them (:meth:`traffic`).
+        #: Bytes placed on the workers (one copy of each value; blocks sent again count
+        #: again) and bytes of partials fetched, as ``dask.sizeof`` counts them.
         self.placed_bytes = 0
         self.fetched_bytes = 0
         #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
@@ -147,11 +143,9 @@ class DaskExecutor:
     def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
                   blocks: Sequence[Any], shared: Mapping[str, Any],
                   combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order
-        (``SerialExecutor.map_pairs``), the pairs computed on the cluster: each block
-        placed once on one worker (its ``detached()`` value when it has one: the block's
-        rows alone), each task given the handles of its two blocks, a few tasks per
-        worker thread ahead of ``combine``."""
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order,
+        the pairs computed on the cluster: each block (its ``detached()`` value when it
+        has one) placed once on one worker, each task given its two blocks only."""
         pairs = [(int(i), int(j)) for i, j in pairs]
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
@@ -170,10 +164,8 @@ class DaskExecutor:
                         placement: PairBlocks, broadcasts: Broadcasts,
                         shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
-        worker thread in flight (each may copy two blocks to its worker); a pair
-        whose block was lost with its worker is resubmitted after the block is placed
-        again, every pair in flight after a lost broadcast value is sent again (up to
-        ``retries`` times per pair)."""
+        worker thread in flight; pairs whose blocks or broadcast values were lost are
+        resubmitted after those are placed again."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
         token, name = uuid.uuid4().hex[:12], name_of(partial)
@@ -253,12 +245,9 @@ class DaskExecutor:
                 placed.release()
 
     def keep(self, value: Any) -> Any:
-        """``value`` placed once on the workers; the handle can be given in ``shared`` to
-        any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
-        ``calaudit.scale.resident`` pairs the two. An in-memory row source
-        or a row-blocked value is placed as row blocks, each on one worker
-        (:mod:`calaudit.scale.shards`); any other value is sent to every worker (a
-        broadcast, recorded in :attr:`broadcasts`)."""
+        """``value`` placed once on the workers, as row blocks (:mod:`.shards`) or else a
+        broadcast; the handle can be given in ``shared`` to any number of reductions until
+        :meth:`release`."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
         self._count_broadcast("keep", "value", value)
@@ -314,11 +303,8 @@ class DaskExecutor:
     def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
                 stop: int, arguments: dict[str, Any], key: str,
                 broadcasts: Broadcasts | None = None) -> Mapping[str, np.ndarray]:
-        """The task's partial; a task that failed because a row block or a broadcast value
-        it reads was lost with its worker is resubmitted after the lost values are placed
-        again (``arguments`` then holds the new handles; at most
-        ``shards.RESCATTER_RETRIES`` times); other failures as
-        :func:`calaudit.scale.dask_waits.cluster_failure`."""
+        """The task's partial; a task whose row blocks or broadcast values were lost is
+        resubmitted after they are placed again (:func:`shards.recover`)."""
         future, used = submitted
         attempt = 0
         while True:
@@ -346,8 +332,8 @@ class DaskExecutor:
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
-        least ``MIN_WINDOW``), which bounds the partials waiting on the workers whatever
-        the number of ranges, even behind a late task (a straggler, a rerun)."""
+        least ``MIN_WINDOW``)."""
+
         threads = sum(self.client.nthreads().values())
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 

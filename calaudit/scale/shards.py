@@ -47,9 +47,8 @@ def shardable(value: Any) -> bool:
 def row_blocked(value: Any) -> bool:
     """A value of ``n`` rows that cuts itself into blocks and joins them again on the
     worker: ``value.row_block(lo, hi)`` (rows ``[lo, hi)`` only, picklable) and
-    ``type(block).joined(n, [[lo, hi, block], ...])`` (a value that the partial uses as it
-    would use ``value``, for global rows within the blocks), e.g.
-    :class:`calaudit.local.lcb_curves.CurveRows`."""
+    ``type(block).joined(n, [[lo, hi, block], ...])`` (used by the partial as it would
+    use ``value``, for global rows within the blocks)."""
     return hasattr(value, "row_block") and hasattr(value, "joined") and hasattr(value, "n")
 
 
@@ -62,10 +61,10 @@ def block_rows(executor: Any) -> int:
 
 
 def _block_of(column: Any, lo: int, hi: int) -> Any:
-    """Rows ``[lo, hi)`` of a column: a view of an array (pickled, it is only these rows'
-    bytes); a row-built column's ``row_block(lo, hi)`` when it has one (a compact
-    array-like of those rows, read with local row numbers, e.g.
-    :class:`calaudit.local.lcb_curves.CurveColumns`), else the rows it builds."""
+    """Rows ``[lo, hi)`` of a column: a view of an array (pickled, only these rows'
+    bytes); a row-built column's ``row_block(lo, hi)`` when it has one (read with local
+    row numbers), else the rows it builds."""
+
     if hasattr(column, "row_block"):
         return column.row_block(lo, hi)
     return np.asarray(column[lo:hi])
@@ -159,8 +158,7 @@ class Shards:
 def lost_keys(client: Any, futures: Iterable[Any]) -> set[str]:
     """Keys among the placed ``futures`` whose data the cluster lost: a cancelled, lost or
     failed future, or one the scheduler knows no worker holding (``who_has``; the
-    client's own future states can lag behind). Used by every placement of blocks (these
-    row blocks and the pairwise engine's)."""
+    client's own future states can lag behind)."""
     futures = list(futures)
     gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
     alive = [f for f in futures if f.key not in gone]
@@ -235,19 +233,14 @@ class LostBlocks(Exception):
 
 def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
             exc: BaseException, broadcasts: Any = None) -> int | None:
-    """After a task failed with ``exc``: if a value it read (``used``: the futures of its
-    blocks and of the reduction's broadcast values, ``broadcasts``, a
-    :class:`calaudit.scale.broadcasts.Broadcasts`) was lost or has since been placed
-    again, every lost block of the sources in ``arguments`` and every lost broadcast value
-    is sent again from the client's copy, and the task can be resubmitted (:func:`task`
-    then gives it the current handles): the bytes of blocks sent again (0 when an earlier
-    task's recovery already sent them). ``None`` when nothing it read was lost (the
-    failure is another one); :class:`LostBlocks` when they were lost ``attempt`` =
-    :data:`RESCATTER_RETRIES` times already, or cannot be placed again.
-
-    The scheduler reports a lost worker's data in stages: a task cancelled for lost
-    dependencies may fail before its values show as lost. Such a task's values are awaited
-    for :data:`LOST_WAIT` seconds, then placed again anyway (bounded by ``attempt``)."""
+    """After a task failed with ``exc``: if a value it read (``used``: its blocks' and
+    broadcast values' futures) was lost, every lost block of the sources in ``arguments``
+    and every lost value of ``broadcasts`` is sent again from the client's copy and the
+    task can be resubmitted; returns the bytes of blocks sent again. ``None`` when nothing
+    it read was lost; :class:`LostBlocks` after :data:`RESCATTER_RETRIES` attempts or when
+    they cannot be placed again. A task cancelled for lost dependencies may fail before its
+    values show as lost: they are awaited for :data:`LOST_WAIT` seconds, then placed again
+    anyway."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
     holder = sharded[0] if sharded else broadcasts
     if holder is None or not used:

@@ -46,12 +46,10 @@ class ArrayRows:
 
 class BlockTable:
     """A table with one entry per fixed block of ``block`` rows (entry ``k`` for rows
-    ``[k block, (k + 1) block)`` of ``n``; e.g. the bootstrap's draws per row block,
-    :func:`calaudit.numerics.block_draws.block_totals`), read as ``table[k]`` with the
-    global entry number and ``shape`` of the whole table. Row-blocked
-    (``calaudit.scale.shards``): on Dask block ``[lo, hi)`` holds only the entries of
-    the rows ``[lo, hi)`` (:meth:`row_block`), a task the entries of its range
-    (:meth:`joined`), so no worker holds the whole table."""
+    ``[k block, (k + 1) block)`` of ``n``), read as ``table[k]`` with the global entry
+    number and ``shape`` of the whole table. Row-blocked: on Dask a task holds only the
+    entries of its range (:meth:`row_block`, :meth:`joined`)."""
+
 
     def __init__(self, values: NDArray, block: int, n: int, first: int = 0,
                  entries: int | None = None) -> None:
