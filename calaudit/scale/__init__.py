@@ -91,7 +91,6 @@ def map_exact_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
     """:func:`map_sum` of a partial whose sums are exact (integer counts, values on fixed
     grids that never round, rows in disjoint slots): any order of addition gives the same
     bytes, so an executor may add them where they are computed (Dask: on the workers)."""
-
     executor = current()
     exact = getattr(executor, "map_exact_sum", None)
     return (exact if exact is not None else executor.map_sum)(partial, ranges, shared)

@@ -36,9 +36,7 @@ Partial = Callable[..., dict[str, NDArray]]
 def task_ranges(n: int, rows: int = TASK_ROWS) -> list[tuple[int, int]]:
     """The fixed ``[start, stop)`` ranges of the reduction tasks over ``n`` rows (``rows``
     per task, the last one shorter). Partials that draw from block streams need ``rows``
-    to be a multiple of :data:`ROW_BLOCK` (:func:`blocks` refuses a range that does not
-    start on a block boundary); tests use smaller tasks to prove that the grouping does
-    not change a result."""
+    to be a multiple of :data:`ROW_BLOCK`."""
     if rows <= 0:
         raise ValueError(f"task rows must be positive; got {rows}")
     return [(start, min(n, start + rows)) for start in range(0, n, rows)]

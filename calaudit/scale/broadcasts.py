@@ -16,7 +16,6 @@ def scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
     that read their own rows stay as they are) sent to every worker, as ``{name:
     future}``. Scattered as a list, so their keys are fresh: two reductions sharing a name
     would otherwise release each other's."""
-
     names = [name for name, value in shared.items()
              if not (is_future(value) or isinstance(value, shards.Shards)
                      or getattr(value, "reads_own_rows", False))]

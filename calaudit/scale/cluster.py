@@ -27,7 +27,6 @@ from calaudit.scale.threads import usable_cores
 
 #: Run by each local worker as it starts: Ctrl-C reaches the whole process group, and the
 #: workers leave it to this process, which closes the cluster in order.
-
 IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)"
 #: Loggers (and their children) whose lines would break the one-line error rule: Dask's
 #: and those of the event loop it runs on.

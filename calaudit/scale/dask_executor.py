@@ -333,7 +333,6 @@ class DaskExecutor:
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
         least ``MIN_WINDOW``)."""
-
         threads = sum(self.client.nthreads().values())
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 

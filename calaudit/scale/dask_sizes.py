@@ -10,7 +10,6 @@ from typing import Any
 def register_sizes() -> None:
     """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns)
     and of a block table."""
-
     try:
         from dask.sizeof import sizeof
     except ImportError:

@@ -16,10 +16,9 @@ LOST_DATA_WAIT = 3.0
 
 
 class PairBlocks:
-    """The blocks of a block-pair pass on the cluster: block ``k`` (its ``detached()``
-    value) scattered to worker ``k mod N`` of the workers in address order, one copy (not
-    a broadcast); released when the last pair using it has been folded. The client keeps
-    the blocks, so a block lost with its worker is placed again (:meth:`restore`)."""
+    """Block ``k`` (its ``detached()`` value) scattered to worker ``k mod N`` of the
+    workers in address order, one copy, released when the last pair using it is folded;
+    a block lost with its worker is placed again from the client's copy (:meth:`restore`)."""
 
     def __init__(self, client: Any, blocks: Sequence[Any], pairs: list[tuple[int, int]],
                  on_place: Callable[[Any], None] = lambda value: None) -> None:

@@ -64,7 +64,6 @@ def _block_of(column: Any, lo: int, hi: int) -> Any:
     """Rows ``[lo, hi)`` of a column: a view of an array (pickled, only these rows'
     bytes); a row-built column's ``row_block(lo, hi)`` when it has one (read with local
     row numbers), else the rows it builds."""
-
     if hasattr(column, "row_block"):
         return column.row_block(lo, hi)
     return np.asarray(column[lo:hi])

@@ -50,7 +50,6 @@ class BlockTable:
     number and ``shape`` of the whole table. Row-blocked: on Dask a task holds only the
     entries of its range (:meth:`row_block`, :meth:`joined`)."""
 
-
     def __init__(self, values: NDArray, block: int, n: int, first: int = 0,
                  entries: int | None = None) -> None:
         self.values, self.block, self.n, self.first = values, int(block), int(n), int(first)

@@ -202,7 +202,6 @@ def one_blas_thread() -> Any:
     """A context in which BLAS runs one thread per call (``threadpoolctl``). Also for a
     task whose GEMM bits must not depend on where it runs: with OpenBLAS the same product
     can differ in the last bit with the BLAS thread count."""
-
     from threadpoolctl import ThreadpoolController
 
     if not _CONTROLLER:
