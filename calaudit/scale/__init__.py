@@ -1,35 +1,13 @@
 """The scale layer: where row reductions run, behind one interface.
 
-A statistic that is a sum over rows is written as a *partial* over fixed row ranges (the
-contract of :mod:`calaudit.scale.blocks`: ranges and random streams keyed by global row
-position, partials added in range order) and run through the functions here, never
-through an executor of its own:
-
-- :func:`map_sum`: ``partial(start, stop, **shared)`` for every range, summed in range
-  order (:func:`map_exact_sum`: sums that are exact, added in any grouping);
-  :func:`map_combine`: the partials handed in range order to a ``combine`` (laws
-  multiplied, sparse tables merged); :func:`map_rows`: per-row results, concatenated in
-  range order;
-  :func:`map_pairs`: the partials of pairs of row blocks, handed in pair order to a
-  ``combine`` (the quadratic statistics' exact passes);
-- :func:`resident`: a row source (:mod:`calaudit.scale.sources`) placed once where the
-  partials run, for a block of several reductions (an iterative fit);
-- :func:`made`: a value that is a function of a few small arguments (a seeded draw of a
-  global table) made where the partials run, never in this process on Dask.
-
-*Which* executor runs them is chosen once, by whoever owns the run (the audit runner, the
-command line, a library caller), with :func:`using`:
-
-- :class:`ThreadExecutor` (:mod:`calaudit.scale.threads`): threads of this process, the
-  default when nothing is chosen;
-- :class:`SerialExecutor`: this process, one range after another;
-- :class:`~calaudit.scale.dask_executor.DaskExecutor`: a Dask cluster (the
-  ``calaudit[dask]`` extra), opened and closed by :func:`open_executor`.
-
-Every executor folds the partials in range order, so a result is the same bytes on every
-one. The choice is a context variable: a reduction started inside another reduction's
-task (a thread of the pool, a Dask worker's task) runs in that task, one range after
-another.
+A statistic that is a sum over rows is written as a *partial* over fixed row ranges
+(:mod:`calaudit.scale.blocks`) and run through :func:`map_sum`, :func:`map_exact_sum`,
+:func:`map_combine`, :func:`map_rows` or :func:`map_pairs`; :func:`resident` and
+:func:`made` place a row source or a made value once where the partials run. The executor
+(:class:`ThreadExecutor`, the default; :class:`SerialExecutor`; :class:`DaskExecutor`) is
+chosen once by the owner of the run with :func:`using`. Every executor folds the partials
+in range order, so a result is the same bytes on every one. A reduction started inside
+another reduction's task runs in that task, one range after another.
 """
 
 from __future__ import annotations
@@ -112,9 +90,7 @@ def map_exact_sum(partial: Partial, ranges: Sequence[tuple[int, int]],
                   shared: Mapping[str, Any]) -> dict[str, NDArray]:
     """:func:`map_sum` of a partial whose sums are exact (integer counts, values on fixed
     grids that never round, rows in disjoint slots): any order of addition gives the same
-    bytes, so an executor may add them where they are computed (Dask: groups of ranges
-    added on the workers, :mod:`calaudit.scale.dask_sums`; the client fetches one total
-    per group). A partial given here must be exact: the tests compare the bytes."""
+    bytes, so an executor may add them where they are computed (Dask: on the workers)."""
     executor = current()
     exact = getattr(executor, "map_exact_sum", None)
     return (exact if exact is not None else executor.map_sum)(partial, ranges, shared)

@@ -1,30 +1,16 @@
 """Fixed row blocks: random streams keyed by global row position, and ordered reductions.
 
-Two rules make a result independent of how the rows are chunked, partitioned or
-distributed:
+Two rules make a result independent of how the rows are chunked or distributed:
 
-* **Draws.** Every per-row random draw (label redraws ``y* ~ Cat(p)``, bootstrap counts or
-  indices, subsamples) of the rows ``[b ROW_BLOCK, (b + 1) ROW_BLOCK)`` comes from
-  :func:`block_rng` ``(seed, name, b)``: a generator keyed by the run's seed, the stream's
-  name and the *global* block index ``b = row // ROW_BLOCK``. It is a counter-based key
-  (``numpy.random.SeedSequence((seed, crc32(name), b))`` seeding a PCG64 generator), so
-  block ``b``'s draws can be made by whoever holds those rows, in any order.
-* **Reductions.** A statistic that is a sum over rows is computed as
-  ``partial(start, stop, **shared) -> dict[str, ndarray]`` over the fixed ranges of
-  :func:`task_ranges` (a function of ``n`` only; every range starts on a block boundary),
-  and the partials are added **in range order** (a left fold) by the caller. The
-  floating-point result is then identical whoever computes the partials: the same function
-  on the same rows, summed in the same order. The executors of :mod:`calaudit.scale`
-  (serial, threads, Dask) all fold in range order. ``partial`` must be a module-level (picklable),
-  thread-safe function and ``shared`` a dict of arrays (and plain values) it reads, never
-  writes.
-* **Row maps.** A per-row result (a kernel sum at every row) is the same kind of partial,
-  returning arrays of ``stop - start`` rows; ``map_rows`` concatenates them in range order
-  (:func:`stack_rows`), on every executor.
-* **Block pairs.** A quadratic statistic (the pairwise engine's exact passes) is a
-  ``partial(i, j, block_i, block_j, **shared)`` over pairs of fixed row blocks, each task
-  given only its two blocks' inputs; ``map_pairs`` hands the partials, in pair order, to
-  the caller's ``combine`` (a Dask executor places each block once, not a broadcast).
+* **Draws.** Every per-row random draw of the rows ``[b ROW_BLOCK, (b + 1) ROW_BLOCK)``
+  comes from :func:`block_rng` ``(seed, name, b)``, keyed by the run's seed, the stream's
+  name and the *global* block index, so whoever holds those rows can make them, in any
+  order.
+* **Reductions.** A sum over rows is ``partial(start, stop, **shared) -> dict[str,
+  ndarray]`` over the fixed ranges of :func:`task_ranges` (a function of ``n`` only), the
+  partials added **in range order** (a left fold, :func:`fold`). ``partial`` must be a
+  module-level (picklable), thread-safe function and ``shared`` a dict of values it reads,
+  never writes. Row maps (:func:`stack_rows`) and block pairs follow the same rule.
 """
 
 from __future__ import annotations
@@ -50,9 +36,7 @@ Partial = Callable[..., dict[str, NDArray]]
 def task_ranges(n: int, rows: int = TASK_ROWS) -> list[tuple[int, int]]:
     """The fixed ``[start, stop)`` ranges of the reduction tasks over ``n`` rows (``rows``
     per task, the last one shorter). Partials that draw from block streams need ``rows``
-    to be a multiple of :data:`ROW_BLOCK` (:func:`blocks` refuses a range that does not
-    start on a block boundary); tests use smaller tasks to prove that the grouping does
-    not change a result."""
+    to be a multiple of :data:`ROW_BLOCK`."""
     if rows <= 0:
         raise ValueError(f"task rows must be positive; got {rows}")
     return [(start, min(n, start + rows)) for start in range(0, n, rows)]

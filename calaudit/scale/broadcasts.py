@@ -1,17 +1,6 @@
 """The small shared values of a Dask reduction, sent to every worker and sent again when
-the cluster loses them.
-
-A reduction's ``shared`` values that are neither row blocks (:mod:`.shards`) nor handles
-the caller placed itself (``DaskExecutor.keep``) are scattered to every worker alive at
-that moment (``client.scatter(..., broadcast=True)``). A broadcast is scattered data, which
-Dask cannot recompute, and it is not always held by every worker: a worker restarted by
-its nanny after a loss, or one that registered after the scatter, holds no copy. When the
-last worker holding a value dies, the scheduler forgets it and cancels every task that
-reads it ("lost dependencies"), and resubmitting such a task with the same handle fails
-again. :class:`Broadcasts` keeps the client's copies, so :meth:`Broadcasts.restore` sends
-the lost values again (fresh keys) and the reduction resubmits its tasks with the new
-handles; which values are lost follows the one rule of
-:func:`calaudit.scale.shards.lost_keys`.
+the cluster loses them (a broadcast is scattered data, which Dask cannot recompute, and a
+restarted worker holds no copy): :meth:`Broadcasts.restore`.
 """
 
 from __future__ import annotations
@@ -23,13 +12,10 @@ from calaudit.scale import shards
 
 
 def scatter(client: Any, shared: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of ``shared`` not yet on the cluster (handles of ``DaskExecutor.keep``
-    and row blocks stay as they are, and a source whose tasks read their own rows,
-    ``reads_own_rows``, travels inside each task, so Dask can rerun a lost task from its
-    spec alone) sent to every worker, as ``{name: future}``. The
-    values are scattered as a list, so their keys on the cluster are fresh ones: a dict
-    would be stored under its own names, and two reductions sharing a name (``x``) would
-    release each other's."""
+    """The values of ``shared`` not yet on the cluster (handles, row blocks and sources
+    that read their own rows stay as they are) sent to every worker, as ``{name:
+    future}``. Scattered as a list, so their keys are fresh: two reductions sharing a name
+    would otherwise release each other's."""
     names = [name for name, value in shared.items()
              if not (is_future(value) or isinstance(value, shards.Shards)
                      or getattr(value, "reads_own_rows", False))]

@@ -1,22 +1,11 @@
 """The executor chosen by the ``[dask]`` settings, and its clean shutdown.
 
-- nothing set: ``None`` (the audit runs its reductions in this process);
-- ``scheduler`` (``--dask ADDRESS``): a client of that running cluster;
-- ``workers`` (``--workers N``): a ``distributed.LocalCluster`` of N single-threaded
-  worker processes (at most the usable cores: more are capped, with a warning), each with
-  ``memory_limit``, bound to 127.0.0.1, no dashboard, their scratch files in a temporary
-  directory of the run that is removed with the cluster.
-
-Before anything is read or written, every wait is bounded by ``timeout`` seconds and each
-failure is one :class:`ClusterError` line (exit 2): a scheduler that does not answer (even
-one that accepts the connection and stays silent), local workers that do not start, a
-cluster with no worker, and workers that cannot import calaudit or run another version
-than this process. During the audit, a failure of the cluster (a worker lost for good, the
-scheduler gone, a timeout) is one line too (:func:`cluster_errors`).
-
-The client, and the local cluster with its worker processes, are closed when the
-``with`` block exits, whether it ends normally, by an error, by Ctrl-C or by SIGTERM. While
-the block runs, Dask's own log lines are held back (an error must stay one line on stderr).
+Nothing set: ``None`` (this process); ``scheduler``: a client of that running cluster;
+``workers``: a ``distributed.LocalCluster`` of single-threaded worker processes bound to
+127.0.0.1. Every wait is bounded by ``timeout``, and each failure of the cluster, before or
+during the audit, is one :class:`ClusterError` line. The client and the local cluster are
+closed when the ``with`` block exits, however it exits; Dask's own log lines are held back
+while it runs.
 """
 
 from __future__ import annotations
@@ -36,20 +25,16 @@ from calaudit.exceptions import CalauditError, ClusterError
 from calaudit.scale.dask_executor import DaskExecutor
 from calaudit.scale.threads import usable_cores
 
-#: Run by each local worker process as it starts (a Dask "preload" script): Ctrl-C in a
-#: terminal reaches the whole process group, and the workers leave it to this process,
-#: which then closes the cluster and stops them in order.
+#: Run by each local worker as it starts: Ctrl-C reaches the whole process group, and the
+#: workers leave it to this process, which closes the cluster in order.
 IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)"
 #: Loggers (and their children) whose lines would break the one-line error rule: Dask's
 #: and those of the event loop it runs on.
 DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 #: Top-level modules whose exceptions are failures of the cluster, not of calaudit.
 CLUSTER_MODULES = frozenset({"distributed", "dask", "tornado", "msgpack"})
-#: The polling of a local cluster, whose scheduler and nannies run in this process: Dask's
-#: defaults (a 20 ms event-loop tick per server, each nanny's memory check every 100 ms, a
-#: system monitor every 500 ms for dashboards) cost this process about 0.05 CPU-seconds per
-#: second of the run, more than the audit's own work at 10^7 rows; these cost about 0.01.
-#: A nanny still stops its worker within half a second of passing its memory limit.
+#: The polling of a local cluster, whose scheduler and nannies run in this process: about
+#: a fifth of the CPU of Dask's defaults.
 LOCAL_POLLING = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "500ms",

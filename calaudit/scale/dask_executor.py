@@ -1,36 +1,13 @@
 """Row reductions on a Dask cluster, the same bytes as in one process.
 
-A reduction (the contract of ``calaudit.scale``) is a pure function
-``partial(start, stop, **shared) -> dict[str, ndarray]`` evaluated on fixed row ranges
-``(start_k, stop_k)``, k = 0 .. K - 1, and combined by the left fold
-
-    total = p_0;  total = total + p_k  for k = 1, ..., K - 1   (:func:`fold_in_order`)
-
-on the caller. Floating-point addition is not associative, so the order of the fold, not
-who computes the partials, fixes the result: a Dask run folds in range order on the
-client and gives the serial executor's bytes whatever the number of workers.
-
-:class:`DaskExecutor` places an in-memory row source or a row-blocked value of ``shared``
-(or of :meth:`keep`) as fixed row blocks, each on one worker, a task getting its range's
-blocks only (:mod:`calaudit.scale.shards`: a lost block is sent again from the client);
-it scatters the rest of ``shared`` (small values, recorded in ``broadcasts``) once to every
-worker (:mod:`calaudit.scale.broadcasts` sends a value again when every worker holding it
-was lost), submits one task per range with ``retries`` (a partial is a pure function of
-``(start, stop, shared)``: re-running it changes nothing), and fetches the partials one at
-a time in range order: the client holds the running total and one partial, and at most a
-window of tasks (a few per worker thread) is in flight ahead of the fold. A per-row map
-(:meth:`DaskExecutor.map_rows`) concatenates the partials in range order instead. Exact
-sums (:meth:`DaskExecutor.map_exact_sum`) are added on the workers, every input a task
-(:mod:`calaudit.scale.dask_sums`). Dask is not imported here: the executor drives the
-``distributed.Client`` it is given.
-
-A **block-pair** pass (:meth:`DaskExecutor.map_pairs`: the exact quadratic statistics of
-``calaudit.numerics.pairwise``) is not a broadcast: each fixed row block's inputs are one
-value placed on one worker (round robin), a task ``(I, J)`` depends on blocks ``I`` and
-``J`` only (Dask copies a block to the worker that runs the task, and drops the copy
-after), and a block is released once its last pair is folded. A block is scattered data,
-which Dask cannot recompute: when its worker dies the client places it again from its own
-copy and resubmits the pairs that need it (:class:`calaudit.scale.pair_blocks.PairBlocks`).
+Floating-point addition is not associative, so the order of the fold, not who computes
+the partials, fixes the result: the partials are fetched one at a time and folded in range
+order on the client (:func:`fold_in_order`), with at most a window of tasks in flight.
+In-memory row sources are placed as row blocks (:mod:`calaudit.scale.shards`), the rest of
+``shared`` is broadcast once (:mod:`calaudit.scale.broadcasts`), exact sums are added on
+the workers (:mod:`calaudit.scale.dask_sums`), and a block-pair pass places each block on
+one worker (:class:`calaudit.scale.pair_blocks.PairBlocks`). Dask is not imported here:
+the executor drives the ``distributed.Client`` it is given.
 """
 
 from __future__ import annotations
@@ -110,14 +87,10 @@ class DaskExecutor:
                  pair_group: int = PAIR_GROUP) -> None:
         self.client = client
         self.retries = int(retries)
-        #: Row blocks per side of a block-pair task (:meth:`map_pairs`): the pairwise
-        #: engine places groups of this many blocks and makes each pair of groups one
-        #: task (same pairs, same bits; ``pair_group^2`` times fewer tasks than pairs).
+        #: Row blocks per side of a block-pair task (:meth:`map_pairs`; same bits).
         self.pair_group = int(pair_group)
-        #: Bytes placed on the workers (``shared`` values and :meth:`keep`, one copy each:
-        #: a broadcast replicates it to every worker, row blocks are held by one worker
-        #: each; blocks sent again after a lost worker count again) and bytes of partials
-        #: fetched, as ``dask.sizeof`` counts them (:meth:`traffic`).
+        #: Bytes placed on the workers (one copy of each value; blocks sent again count
+        #: again) and bytes of partials fetched, as ``dask.sizeof`` counts them.
         self.placed_bytes = 0
         self.fetched_bytes = 0
         #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
@@ -170,11 +143,9 @@ class DaskExecutor:
     def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
                   blocks: Sequence[Any], shared: Mapping[str, Any],
                   combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order
-        (``SerialExecutor.map_pairs``), the pairs computed on the cluster: each block
-        placed once on one worker (its ``detached()`` value when it has one: the block's
-        rows alone), each task given the handles of its two blocks, a few tasks per
-        worker thread ahead of ``combine``."""
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` in pair order,
+        the pairs computed on the cluster: each block (its ``detached()`` value when it
+        has one) placed once on one worker, each task given its two blocks only."""
         pairs = [(int(i), int(j)) for i, j in pairs]
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
@@ -193,10 +164,8 @@ class DaskExecutor:
                         placement: PairBlocks, broadcasts: Broadcasts,
                         shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
-        worker thread in flight (each may copy two blocks to its worker); a pair
-        whose block was lost with its worker is resubmitted after the block is placed
-        again, every pair in flight after a lost broadcast value is sent again (up to
-        ``retries`` times per pair)."""
+        worker thread in flight; pairs whose blocks or broadcast values were lost are
+        resubmitted after those are placed again."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
         token, name = uuid.uuid4().hex[:12], name_of(partial)
@@ -276,12 +245,9 @@ class DaskExecutor:
                 placed.release()
 
     def keep(self, value: Any) -> Any:
-        """``value`` placed once on the workers; the handle can be given in ``shared`` to
-        any number of :meth:`map_sum` calls (it is not sent again) until :meth:`release`.
-        ``calaudit.scale.resident`` pairs the two. An in-memory row source
-        or a row-blocked value is placed as row blocks, each on one worker
-        (:mod:`calaudit.scale.shards`); any other value is sent to every worker (a
-        broadcast, recorded in :attr:`broadcasts`)."""
+        """``value`` placed once on the workers, as row blocks (:mod:`.shards`) or else a
+        broadcast; the handle can be given in ``shared`` to any number of reductions until
+        :meth:`release`."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
         self._count_broadcast("keep", "value", value)
@@ -337,11 +303,8 @@ class DaskExecutor:
     def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
                 stop: int, arguments: dict[str, Any], key: str,
                 broadcasts: Broadcasts | None = None) -> Mapping[str, np.ndarray]:
-        """The task's partial; a task that failed because a row block or a broadcast value
-        it reads was lost with its worker is resubmitted after the lost values are placed
-        again (``arguments`` then holds the new handles; at most
-        ``shards.RESCATTER_RETRIES`` times); other failures as
-        :func:`calaudit.scale.dask_waits.cluster_failure`."""
+        """The task's partial; a task whose row blocks or broadcast values were lost is
+        resubmitted after they are placed again (:func:`shards.recover`)."""
         future, used = submitted
         attempt = 0
         while True:
@@ -369,8 +332,7 @@ class DaskExecutor:
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
-        least ``MIN_WINDOW``), which bounds the partials waiting on the workers whatever
-        the number of ranges, even behind a late task (a straggler, a rerun)."""
+        least ``MIN_WINDOW``)."""
         threads = sum(self.client.nthreads().values())
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 

@@ -9,9 +9,7 @@ from typing import Any
 
 def register_sizes() -> None:
     """Teach ``dask.sizeof`` the size of an in-memory row source (the sum of its columns)
-    and of a block table, for :meth:`calaudit.scale.dask_executor.DaskExecutor.traffic` and for
-    the workers' memory
-    accounting."""
+    and of a block table."""
     try:
         from dask.sizeof import sizeof
     except ImportError:

@@ -1,28 +1,12 @@
 """Fewer, larger Dask tasks for the reductions whose tasks read their own rows.
 
-**Ranges per task.** Each Dask task costs the client a few milliseconds whatever its size
-(submitting it, the scheduler's transitions, which run in the client process on a local
-cluster, fetching its result). When nothing of a reduction is placed as row blocks (its
-row source reads its own rows), :func:`chunked` makes one task of :data:`RANGES_PER_TASK`
-consecutive ranges: it returns their partials as a list, in range order, and the client
-folds them one by one as before, so the bytes do not change.
-
-**Exact sums added on the workers**; the client fetches one total per group of ranges.
-
-A reduction whose partial sums are **exact** (integer counts, values on fixed grids that
-never round, rows of disjoint ranges in their own slots: the random-feature passes of
-:mod:`calaudit.inference.feature_passes`, the gathers and maxima of
-:mod:`calaudit.inference.skce_rows`) has the same total in any order of addition, so the
-in-order fold of ``calaudit.scale`` need not run in the client. :func:`exact_sum` submits
-the ranges in consecutive groups of :data:`GROUP`; one task per group adds its partials
-(last to first: for exact sums the order changes nothing, and a partial whose sums are not
-exact shows in the tests as different bytes) on a worker, and the client folds the group
-totals in group order. The client fetches ``ceil(K / GROUP)`` partials instead of ``K``.
-
-Everything is a task: the shared values travel in one task's spec (the source of a
-dataset is a few hundred bytes, values made by ``calaudit.scale.made`` are handles), so a
-result lost with its worker is recomputed by Dask from lineage; nothing is scattered and
-nothing is sent again from here.
+:func:`chunked` makes one task of :data:`RANGES_PER_TASK` consecutive ranges (each task
+costs the client a few milliseconds whatever its size); the client still folds their
+partials one by one in range order. :func:`exact_sum` adds the partials of a reduction
+whose sums are **exact** (any order of addition gives the same bytes) in groups of
+:data:`GROUP` on the workers, and the client folds the group totals in group order.
+Everything is a task (nothing is scattered), so a result lost with its worker is
+recomputed by Dask from lineage.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Waiting for a Dask task and reading how it failed: a cluster that lost every worker
-is one error instead of a wait for ever; a failure of the cluster (workers that keep
-dying or cannot import calaudit, a lost scheduler) is a :class:`ClusterError` naming the
-task, any other exception (a bug in the partial) stays what it is."""
+"""Waiting for a Dask task and reading how it failed: a failure of the cluster is a
+:class:`ClusterError` naming the task; any other exception stays what it is."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The blocks of a block-pair pass placed on a Dask cluster (the pairwise engine's exact
-passes, :meth:`calaudit.scale.dask_executor.DaskExecutor.map_pairs`).
-
-Block ``k`` goes to worker ``k mod N`` (one copy, not a broadcast) and is released once
-the last pair that reads it has been folded. Scattered data cannot be recomputed by Dask,
-so the client keeps the blocks and places a block lost with its worker again
-(:meth:`PairBlocks.restore`); which blocks are lost follows the one rule of
-:func:`calaudit.scale.shards.lost_keys`.
-"""
+"""The blocks of a block-pair pass placed on a Dask cluster
+(:meth:`calaudit.scale.dask_executor.DaskExecutor.map_pairs`)."""
 
 from __future__ import annotations
 
@@ -23,10 +16,9 @@ LOST_DATA_WAIT = 3.0
 
 
 class PairBlocks:
-    """The blocks of a block-pair pass on the cluster: block ``k`` (its ``detached()``
-    value) scattered to worker ``k mod N`` of the workers in address order, one copy (not
-    a broadcast); released when the last pair using it has been folded. The client keeps
-    the blocks, so a block lost with its worker is placed again (:meth:`restore`)."""
+    """Block ``k`` (its ``detached()`` value) scattered to worker ``k mod N`` of the
+    workers in address order, one copy, released when the last pair using it is folded;
+    a block lost with its worker is placed again from the client's copy (:meth:`restore`)."""
 
     def __init__(self, client: Any, blocks: Sequence[Any], pairs: list[tuple[int, int]],
                  on_place: Callable[[Any], None] = lambda value: None) -> None:

@@ -1,48 +1,16 @@
 """Rows held in memory, placed on a Dask cluster as row blocks: each block on one worker.
 
-A broadcast (``client.scatter(..., broadcast=True)``) gives every worker the whole row
-source, so a worker's memory grows with ``n`` whatever the number of workers. Here an
-in-memory row source (:class:`calaudit.scale.ArrayRows`, including
-row-built columns such as ``calaudit.local.kernel.ScaledRows``) is cut into fixed row
-blocks keyed by global row index,
-
-    block ``k`` = rows ``[k B, min(n, (k + 1) B))``,  ``B`` = :func:`block_rows` (default
-    :data:`BLOCK_ROWS` = ``TASK_ROWS``, the reductions' own ranges),
-
-and block ``k`` is scattered to one worker only (``workers[k mod N]``, the workers in
-address order, so the blocks ``k`` of two placements share a worker), as one future.
-The client keeps a :class:`Shards` handle (the source, the blocks' bounds and futures).
-A task for the range ``[a, b)`` receives only the futures of the blocks covering
-``[a, b)`` (:meth:`Shards.argument`, nested in a list that Dask resolves), and rebuilds
-on the worker a read-only source, :class:`BlockRows`, with the same ``n`` and the same
-``read(start, stop, names)`` contract on global row numbers (a range spanning two blocks
-is the concatenation of their rows). The partials, their ranges and the in-order fold
-are unchanged: only where the rows live changes, so the bytes are the same.
-
-Faults. A block lives on one worker, and scattered data cannot be recomputed by Dask:
-when that worker dies, the scheduler forgets the block and cancels the tasks that need it
-(``FutureCancelledError`` naming lost dependencies). A broadcast value can be lost the
-same way when every worker holding it dies (a restarted worker holds no copy:
-:mod:`calaudit.scale.broadcasts`). :func:`recover` then checks which of the values
-the failed task read are gone (``client.who_has``), scatters them again from the
-client's copy (every lost block of the source and every lost broadcast value at once)
-and the executor resubmits the task, at most :data:`RESCATTER_RETRIES` times per task;
-after that the failure is the executor's one line.
-
-Row-blocked values. A per-row value that is not columns of equal length (the LCB
-curves' requests, :class:`calaudit.local.lcb_curves.CurveRows`; a table with one entry per
-fixed row block, :class:`calaudit.scale.BlockTable`) is placed the same
-way when it cuts itself into blocks: ``value.row_block(lo, hi)`` is what block ``[lo,
-hi)`` holds, and ``type(block).joined(n, [[lo, hi, block], ...])`` rebuilds on the worker
-the value a partial reads for its range (:func:`row_blocked`). A column of an
-:class:`ArrayRows` may also have ``row_block`` (a compact piece read with local row
-numbers, e.g. :class:`calaudit.local.lcb_curves.CurveColumns`, whose rows would be far larger
-built).
-
-Small shared values (frequencies, coefficients, cell matrices, anything else) stay
-broadcast (``DaskExecutor.broadcasts`` lists them), and sources that stay in their files
-(``calaudit.data.row_source.ParquetRows``) are sent as they are: a task reads its own
-rows.
+An in-memory row source (:class:`calaudit.scale.ArrayRows`, row-built columns included)
+is cut into fixed blocks keyed by global row index, block ``k`` = rows ``[k B, min(n,
+(k + 1) B))`` with ``B`` = :func:`block_rows`, and block ``k`` is scattered to
+``workers[k mod N]`` only (workers in address order). A task for ``[a, b)`` receives only
+the blocks covering it and reads them through :class:`BlockRows`, with the same ``n`` and
+``read`` contract on global row numbers; ranges and the in-order fold are unchanged, so
+the bytes are the same. A row-blocked value (``row_block`` / ``joined``,
+:func:`row_blocked`) is placed the same way. Scattered data cannot be recomputed by Dask:
+a block or broadcast value lost with its worker is sent again from the client's copy and
+the task resubmitted (:func:`recover`). Small shared values stay broadcast; sources that
+read their own rows are sent as they are.
 """
 
 from __future__ import annotations
@@ -79,9 +47,8 @@ def shardable(value: Any) -> bool:
 def row_blocked(value: Any) -> bool:
     """A value of ``n`` rows that cuts itself into blocks and joins them again on the
     worker: ``value.row_block(lo, hi)`` (rows ``[lo, hi)`` only, picklable) and
-    ``type(block).joined(n, [[lo, hi, block], ...])`` (a value that the partial uses as it
-    would use ``value``, for global rows within the blocks), e.g.
-    :class:`calaudit.local.lcb_curves.CurveRows`."""
+    ``type(block).joined(n, [[lo, hi, block], ...])`` (used by the partial as it would
+    use ``value``, for global rows within the blocks)."""
     return hasattr(value, "row_block") and hasattr(value, "joined") and hasattr(value, "n")
 
 
@@ -94,10 +61,9 @@ def block_rows(executor: Any) -> int:
 
 
 def _block_of(column: Any, lo: int, hi: int) -> Any:
-    """Rows ``[lo, hi)`` of a column: a view of an array (pickled, it is only these rows'
-    bytes); a row-built column's ``row_block(lo, hi)`` when it has one (a compact
-    array-like of those rows, read with local row numbers, e.g.
-    :class:`calaudit.local.lcb_curves.CurveColumns`), else the rows it builds."""
+    """Rows ``[lo, hi)`` of a column: a view of an array (pickled, only these rows'
+    bytes); a row-built column's ``row_block(lo, hi)`` when it has one (read with local
+    row numbers), else the rows it builds."""
     if hasattr(column, "row_block"):
         return column.row_block(lo, hi)
     return np.asarray(column[lo:hi])
@@ -191,8 +157,7 @@ class Shards:
 def lost_keys(client: Any, futures: Iterable[Any]) -> set[str]:
     """Keys among the placed ``futures`` whose data the cluster lost: a cancelled, lost or
     failed future, or one the scheduler knows no worker holding (``who_has``; the
-    client's own future states can lag behind). Used by every placement of blocks (these
-    row blocks and the pairwise engine's)."""
+    client's own future states can lag behind)."""
     futures = list(futures)
     gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
     alive = [f for f in futures if f.key not in gone]
@@ -267,19 +232,14 @@ class LostBlocks(Exception):
 
 def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
             exc: BaseException, broadcasts: Any = None) -> int | None:
-    """After a task failed with ``exc``: if a value it read (``used``: the futures of its
-    blocks and of the reduction's broadcast values, ``broadcasts``, a
-    :class:`calaudit.scale.broadcasts.Broadcasts`) was lost or has since been placed
-    again, every lost block of the sources in ``arguments`` and every lost broadcast value
-    is sent again from the client's copy, and the task can be resubmitted (:func:`task`
-    then gives it the current handles): the bytes of blocks sent again (0 when an earlier
-    task's recovery already sent them). ``None`` when nothing it read was lost (the
-    failure is another one); :class:`LostBlocks` when they were lost ``attempt`` =
-    :data:`RESCATTER_RETRIES` times already, or cannot be placed again.
-
-    The scheduler reports a lost worker's data in stages: a task cancelled for lost
-    dependencies may fail before its values show as lost. Such a task's values are awaited
-    for :data:`LOST_WAIT` seconds, then placed again anyway (bounded by ``attempt``)."""
+    """After a task failed with ``exc``: if a value it read (``used``: its blocks' and
+    broadcast values' futures) was lost, every lost block of the sources in ``arguments``
+    and every lost value of ``broadcasts`` is sent again from the client's copy and the
+    task can be resubmitted; returns the bytes of blocks sent again. ``None`` when nothing
+    it read was lost; :class:`LostBlocks` after :data:`RESCATTER_RETRIES` attempts or when
+    they cannot be placed again. A task cancelled for lost dependencies may fail before its
+    values show as lost: they are awaited for :data:`LOST_WAIT` seconds, then placed again
+    anyway."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
     holder = sharded[0] if sharded else broadcasts
     if holder is None or not used:

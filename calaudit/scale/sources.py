@@ -1,24 +1,9 @@
 """Row sources: where the partials of a row reduction read their rows.
 
-A reduction (:mod:`calaudit.scale`) evaluates ``partial(start, stop,
-**shared)`` on fixed row ranges. A partial that takes a *row source* in ``shared`` reads
-the columns of its own range through
-
-    source.read(start, stop, names) -> {name: ndarray of stop - start rows}
-
-so the same partial runs on rows held in memory (:class:`ArrayRows`, the trivial source:
-slices of arrays) or on rows that stay in their files until a task reads them
-(:class:`calaudit.data.row_source.ParquetRows`: a list of files and their row counts,
-a few hundred bytes however many rows, so a Dask task loads its range on the worker
-instead of receiving the whole column). A source is picklable and read-only.
-
-:func:`calaudit.scale.resident` places a source on the executor's workers once for a
-block of several reductions (an iterative fit runs one reduction per Newton step): a no-
-op in one process; on Dask (``DaskExecutor.keep``) an :class:`ArrayRows` is placed as
-row blocks, each held by one worker (``calaudit.scale.shards``; a task receives its
-range's blocks), as is a row-blocked value (``row_block`` / ``joined``, e.g.
-:class:`BlockTable`, a table with one entry per fixed row block); any other value as one
-broadcast, released when the block exits.
+A partial that takes a row source in ``shared`` reads the columns of its own range through
+``source.read(start, stop, names) -> {name: ndarray of stop - start rows}``, whether the
+rows are held in memory (:class:`ArrayRows`) or stay in their files until a task reads
+them (``calaudit.data.row_source.ParquetRows``). A source is picklable and read-only.
 """
 
 from __future__ import annotations
@@ -61,12 +46,9 @@ class ArrayRows:
 
 class BlockTable:
     """A table with one entry per fixed block of ``block`` rows (entry ``k`` for rows
-    ``[k block, (k + 1) block)`` of ``n``; e.g. the bootstrap's draws per row block,
-    :func:`calaudit.numerics.block_draws.block_totals`), read as ``table[k]`` with the
-    global entry number and ``shape`` of the whole table. Row-blocked
-    (``calaudit.scale.shards``): on Dask block ``[lo, hi)`` holds only the entries of
-    the rows ``[lo, hi)`` (:meth:`row_block`), a task the entries of its range
-    (:meth:`joined`), so no worker holds the whole table."""
+    ``[k block, (k + 1) block)`` of ``n``), read as ``table[k]`` with the global entry
+    number and ``shape`` of the whole table. Row-blocked: on Dask a task holds only the
+    entries of its range (:meth:`row_block`, :meth:`joined`)."""
 
     def __init__(self, values: NDArray, block: int, n: int, first: int = 0,
                  entries: int | None = None) -> None:

@@ -74,26 +74,11 @@ def usable_cores() -> int:
 class ThreadExecutor:
     """Computes the partials of a reduction on ``threads`` threads of this process and
     folds them **in range order** (:func:`fold`), so the result is the serial executor's
-    bytes whatever the number of threads.
-
-    numpy releases the GIL in its GEMMs, large ufuncs, casts and random fills, so the
-    label draws, feature maps and block products of different row ranges run at the same
-    time. While the tasks run, BLAS is held to one thread each (``threadpoolctl``; the
-    threads, not BLAS, use the cores: a multi-threaded GEMM per task would oversubscribe
-    them, and BLAS threads spin while the draws of their range run on one core). At most
-    ``threads + 1`` tasks are submitted ahead of the fold, so the memory held is about
-    ``threads + 1`` partials and the block temporaries of ``threads`` running tasks.
-    ``threads = 1`` (or a single range) runs the partials in the calling thread with
-    BLAS as configured, exactly like :class:`SerialExecutor`.
-
-    Memory (glibc): the tasks' temporaries are allocated in the worker threads, which
-    glibc would serve from per-thread arenas that keep the freed blocks (hundreds of MB
-    at 10^6 rows, on top of the later per-row arrays). With ``one_arena=True`` (the
-    command line, which owns its process) the threads share the main arena
-    (``mallopt(M_ARENA_MAX, 1)``, set once per process when the first such executor of
-    more than one thread is made); a library caller's process keeps its allocator
-    settings. In both cases the free pages are handed back after each reduction
-    (``malloc_trim(0)``); see :func:`_glibc`.
+    bytes whatever the number of threads. BLAS is held to one thread per task while they
+    run; at most ``threads + 1`` tasks are submitted ahead of the fold. ``threads = 1``
+    (or a single range) runs like :class:`SerialExecutor`. ``one_arena=True`` (the command
+    line, which owns its process) makes the threads share glibc's main arena
+    (:func:`_glibc`); free pages are handed back after each reduction.
     """
 
     name = "threads"
@@ -187,9 +172,8 @@ _ONE_ARENA: list[bool] = []
 
 def _glibc(one_arena: bool = False) -> Any:
     """glibc (``ctypes``), or ``None`` on another C library; with ``one_arena`` also
-    ``mallopt(M_ARENA_MAX, 1)`` (once per process). One arena for every thread: the
-    worker threads' freed temporaries go back to the arena the main thread allocates from
-    (reused by it, and trimmed), instead of staying in arenas of their own."""
+    ``mallopt(M_ARENA_MAX, 1)`` (once per process), so the worker threads' freed
+    temporaries go back to the main arena instead of staying in arenas of their own."""
     if not _LIBC:
         libc = None
         if sys.platform.startswith("linux"):
@@ -208,8 +192,7 @@ def _glibc(one_arena: bool = False) -> Any:
 
 def release_free_memory() -> None:
     """Hand freed heap pages back to the OS (``malloc_trim(0)`` on glibc; nothing
-    elsewhere). Called after a phase that frees many medium-sized blocks (the loader's
-    per-batch chunks), so the RSS that later phases start from is the live data."""
+    elsewhere)."""
     libc = _glibc()
     if libc is not None:
         libc.malloc_trim(0)
@@ -217,9 +200,8 @@ def release_free_memory() -> None:
 
 def one_blas_thread() -> Any:
     """A context in which BLAS runs one thread per call (``threadpoolctl``). Also for a
-    task whose GEMM bits must not depend on where it runs: OpenBLAS splits a GEMM's rows
-    and columns among its threads, and the edge tiles' kernels accumulate in another order,
-    so the same product can differ in the last bit with the BLAS thread count."""
+    task whose GEMM bits must not depend on where it runs: with OpenBLAS the same product
+    can differ in the last bit with the BLAS thread count."""
     from threadpoolctl import ThreadpoolController
 
     if not _CONTROLLER:
