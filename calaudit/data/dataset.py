@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,8 +16,20 @@ from calaudit.data.weights import SampleWeights
 
 
 class LabelledRows:
-    """What a data object derives from its ``classes``, ``n``, ``y_true`` and ``y_proba``
-    (:class:`CalibrationData` and :class:`calaudit.data.planned.RowsData`)."""
+    """What a data object derives from its ``classes``, ``n``, ``y_true``, ``y_proba`` and
+    ``covariates`` (:class:`CalibrationData` and :class:`calaudit.data.planned.RowsData`)."""
+
+    @property
+    def covariate_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.covariates)
+
+    def covariate(self, name: str) -> Any:
+        """The covariate called ``name`` (KeyError naming those there are)."""
+        for cov in self.covariates:
+            if cov.name == name:
+                return cov
+        raise KeyError(f"no covariate {name!r}; covariates: "
+                       + (", ".join(self.covariate_names) or "none"))
 
     @property
     def n_classes(self) -> int:
@@ -82,16 +95,6 @@ class CalibrationData(LabelledRows):
         counts = np.bincount(self.y_true, minlength=self.n_classes)
         return {name: int(c) for name, c in zip(self.classes, counts)}
 
-    def covariate(self, name: str) -> Covariate:
-        for cov in self.covariates:
-            if cov.name == name:
-                return cov
-        raise KeyError(f"no covariate {name!r}; covariates: "
-                       + (", ".join(self.covariate_names) or "none"))
-
-    @property
-    def covariate_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.covariates)
 
     @classmethod
     def from_arrays(cls, y_true, y_proba, *, covariates: object = None,

@@ -102,17 +102,6 @@ class RowsData(LabelledRows):
         return tuple(DatasetCovariate(self, plan) for plan in self.rows.covariates)
 
     @property
-    def covariate_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.rows.covariates)
-
-    def covariate(self, name: str) -> DatasetCovariate:
-        for cov in self.covariates:
-            if cov.name == name:
-                return cov
-        raise KeyError(f"no covariate {name!r}; covariates: "
-                       + (", ".join(self.covariate_names) or "none"))
-
-    @property
     def sample_weight(self) -> None:
         return None
 

@@ -89,6 +89,15 @@ class _Values:
     categories: tuple[str, ...]
 
 
+def covariate_reads(data: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str, tuple], ...]]:
+    """For a data object whose ``rows`` read their own rows: each covariate's column in the
+    source and its ``(name, kind, categories)``, in the data's order (what
+    :func:`encoded_range` takes)."""
+    covariates = tuple(data.covariates)
+    return (tuple(data.rows.covariate_column(c.name) for c in covariates),
+            tuple((c.name, c.kind, c.categories) for c in covariates))
+
+
 def encoded_range(part: dict[str, NDArray], covariates: tuple[tuple[str, str, tuple], ...],
                   columns: tuple[str, ...], encoding: dict[str, Any],
                   blocks: tuple[slice, ...]) -> EncodedRows:

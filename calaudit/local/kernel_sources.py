@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.features import encoded_range
+from calaudit.local.features import covariate_reads, encoded_range
 from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.local.lcb_cells import CellKernel
 from calaudit.scale import TASK_ROWS
@@ -73,9 +73,7 @@ class LcbKernelRows:
     def _cells(self, rows: EstimationRows) -> NDArray[np.int16]:
         if not self.categorical:
             return np.zeros(rows.shape[0], np.int16)
-        code = np.zeros(rows.shape[0], np.int64)
-        for j, values in zip(self.categorical, self.values, strict=True):
-            code = code * values.size + np.searchsorted(values, rows.column(j))
+        code = mixed_radix(rows, self.categorical, self.values)
         return np.searchsorted(self.present, code).astype(np.int16)
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
@@ -103,14 +101,19 @@ def dataset_kernel(kernel: CellKernel, rows: EstimationRows, data: Any, encoded:
     values = tuple(np.unique(rows.column(j)) for j in cat)
     present = np.zeros(kernel.n_cells, np.int64)
     if cat:
-        code = np.zeros(rows.shape[0], np.int64)
-        for j, distinct in zip(cat, values, strict=True):
-            code = code * distinct.size + np.searchsorted(distinct, rows.column(j))
-        present[kernel.cells] = code
-    covariates = tuple(data.covariates)
+        present[kernel.cells] = mixed_radix(rows, cat, values)
     rest = tuple(j for j in range(rows.width) if j not in set(cat))
     return replace(kernel, rows=LcbKernelRows(
-        source, tuple(source.covariate_column(c.name) for c in covariates),
-        tuple((c.name, c.kind, c.categories) for c in covariates), encoded.encoding,
-        encoded.blocks, rows.prob_bandwidth, np.asarray(rows.column_bandwidths),
-        rest, tuple(cat), values, present))
+        source, *covariate_reads(data), encoded.encoding, encoded.blocks,
+        rows.prob_bandwidth, np.asarray(rows.column_bandwidths), rest, tuple(cat), values,
+        present))
+
+
+def mixed_radix(rows: EstimationRows, columns: Any, values: Any) -> NDArray[np.int64]:
+    """Each row's code ``(r_1 V_2 + r_2) V_3 + r_3 ...`` over the ``columns`` (``r_t`` the
+    rank of the row's value among column ``t``'s sorted distinct ``values``, ``V_t`` their
+    count)."""
+    code = np.zeros(rows.shape[0], np.int64)
+    for j, distinct in zip(columns, values, strict=True):
+        code = code * distinct.size + np.searchsorted(distinct, rows.column(j))
+    return code

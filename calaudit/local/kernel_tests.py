@@ -29,7 +29,12 @@ from calaudit.local import aggregate_test as aggregate
 from calaudit.local import groups as grp
 from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.encoding import encode_covariates
-from calaudit.local.features import KernelRows, feature_local_pass, product_features
+from calaudit.local.features import (
+    KernelRows,
+    covariate_reads,
+    feature_local_pass,
+    product_features,
+)
 from calaudit.local.kernel import GaussianProductGram, kite_gram, product_gram
 from calaudit.local.klce import (
     hoeffding_region,
@@ -253,11 +258,8 @@ class LocalTests:
         rows = getattr(self.data, "rows", None)
         if not (getattr(rows, "reads_own_rows", False) and self.data.is_binary):
             return None
-        covariates = tuple(self.data.covariates)
-        return KernelRows(rows, tuple(rows.covariate_column(c.name) for c in covariates),
-                          tuple((c.name, c.kind, c.categories) for c in covariates),
-                          self.encoded.encoding, self.encoded.blocks, self.prob_bw.gamma,
-                          self.cov_bw.gamma)
+        return KernelRows(rows, *covariate_reads(self.data), self.encoded.encoding,
+                          self.encoded.blocks, self.prob_bw.gamma, self.cov_bw.gamma)
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from
