@@ -47,11 +47,14 @@ def _fmt(value: float) -> str:
 
 @dataclass(frozen=True)
 class Levels:
-    """A covariate cut into levels: per-row codes (int32) and the level labels."""
+    """A covariate cut into levels: per-row codes (int32), the level labels and, for a
+    numeric covariate, the bands' sorted unique edges (:func:`band_codes` gives any
+    rows' codes from them; ``None`` for categories, whose codes are the covariate's)."""
 
     name: str
     codes: NDArray[np.int32]
     labels: tuple[str, ...]
+    edges: NDArray[np.float64] | None = None
 
 
 def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.int32],
@@ -59,7 +62,20 @@ def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[n
     """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
     duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
     x = np.asarray(values, dtype=np.float64)
-    return edge_bands(x, np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1))))
+    return edge_bands(x, quantile_edges(x, n_bands))
+
+
+def quantile_edges(x: NDArray[np.float64], n_bands: int) -> NDArray[np.float64]:
+    """The sorted unique edges of :func:`quantile_bands`."""
+    return np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
+
+
+def band_codes(x: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.int32]:
+    """The band of each of ``x`` between sorted unique ``edges`` (:func:`edge_bands`'s
+    codes, without the labels): row by row, so any range of rows gives its own codes."""
+    if edges.size == 1:
+        return np.zeros(x.size, np.int32)
+    return np.searchsorted(edges[1:-1], x, side="left").astype(np.int32)
 
 
 def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
@@ -67,21 +83,20 @@ def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
     """Codes and labels of the bands between sorted unique ``edges`` (as
     :func:`quantile_bands`)."""
     if edges.size == 1:
-        return np.zeros(x.size, np.int32), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    inner = edges[1:-1]
-    codes = np.searchsorted(inner, x, side="left").astype(np.int32)
+        return band_codes(x, edges), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
     labels = tuple(
         ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
         for b in range(edges.size - 1))
-    return codes, labels
+    return band_codes(x, edges), labels
 
 
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     """Categories of a categorical covariate, quantile bands of a numeric one."""
     if cov.kind == "categorical":
         return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
-    codes, labels = quantile_bands(cov.values, n_bands)
-    return Levels(cov.name, codes, labels)
+    edges = quantile_edges(np.asarray(cov.values, dtype=np.float64), n_bands)
+    codes, labels = edge_bands(np.asarray(cov.values, dtype=np.float64), edges)
+    return Levels(cov.name, codes, labels, edges)
 
 
 @dataclass(frozen=True)

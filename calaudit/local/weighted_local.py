@@ -140,7 +140,7 @@ def weighted_levels(cov: Any, n_bands: int, weights: NDArray[np.float64],
     x = np.asarray(cov.values, dtype=np.float64)
     edges = weighted_quantiles(x, weights, np.linspace(0.0, 1.0, n_bands + 1), frequency)
     codes, labels = edge_bands(x, np.unique(edges))
-    return Levels(cov.name, codes, labels)
+    return Levels(cov.name, codes, labels, np.unique(edges))
 
 
 def null_variance(units: WeightedUnits | VectorUnits) -> NDArray[np.float64]:
