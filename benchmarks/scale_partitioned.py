@@ -48,6 +48,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -387,10 +388,13 @@ def report_audit(args: argparse.Namespace, data: Path | str, scratch: Path) -> N
              ("dask", f"--workers {args.workers} --memory-limit {args.memory_limit} "
                       f"--spill {args.spill}",
               ["--workers", str(args.workers), "--memory-limit", args.memory_limit, *spill]))
-    for _, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
+    for mode, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
         load = os.getloadavg()[0]
         r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra,
                                        args.covariates)
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(scratch / f"{len(runs) - 1}.json", Path(args.keep) / f"{mode}.json")
         print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
               f"(every process), load average {load:.1f} at the start")
         if r["error"]:
@@ -492,6 +496,8 @@ def main() -> None:
                         help="--what audit: --covariates of both runs ('' for none: the "
                              "global battery, whose Parquet rows the Dask run's tasks read "
                              "themselves)")
+    parser.add_argument("--keep", help="--what audit: a directory to keep the runs' JSON "
+                                       "in (single.json, dask.json)")
     parser.add_argument("--store", choices=("local", "s3"), default="local",
                         help="--what audit: read the files where they are, or from a local "
                              "S3 server (moto) as s3://bench/data/")
