@@ -230,7 +230,7 @@ def test_weighted_audit_gives_the_same_bytes_on_dask(serial_bytes, one_worker, m
 
 def test_weighted_skce_above_the_exact_median_rows_takes_features_without_bandwidth() -> None:
     from calaudit.audit.sections.global_tests import SkceConfig
-    from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+    from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
     rng = np.random.default_rng(13)
     n = MAX_MEDIAN_ROWS + 10

@@ -53,7 +53,7 @@ from calaudit.inference.weighted_tests import (
     weighted_spiegelhalter,
 )
 from calaudit.metrics.row_summary import row_source
-from calaudit.metrics.weighted_skce import weighted_kernel
+from calaudit.metrics.skce import weighted_kernel
 from calaudit.results import MetricResult, TestResult
 
 
