@@ -50,7 +50,6 @@ from calaudit.inference.weighted_skce_test import (
 from calaudit.inference.weighted_tests import (
     not_weighted,
     weighted_ece_consistency,
-    weighted_spiegelhalter,
 )
 from calaudit.metrics.row_summary import row_source
 from calaudit.metrics.skce import weighted_kernel
@@ -157,7 +156,7 @@ class ClinicalStage:
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
         if weights is not None:
-            tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
+            tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
                      "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
                          .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
