@@ -92,11 +92,14 @@ class Binning:
 
 def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
     """The rows of ``data`` as a row source: its own unless quantile edges or
-    ``in_memory`` (bootstrap intervals) need the arrays."""
+    ``in_memory`` (bootstrap intervals) need the arrays; with row weights the arrays and
+    the column ``w``."""
     rows = getattr(data, "rows", None)
     if rows is not None and strategy == "uniform" and not in_memory:
         return rows
-    return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba})
+    weights = getattr(data, "sample_weight", None)
+    return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba,
+                            **({} if weights is None else {"w": weights})})
 
 
 @contextlib.contextmanager
