@@ -141,15 +141,19 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     ``w`` times (unit weights give the unweighted sums' bits: ``1 x`` is ``x``)."""
     part = rows.read(start, stop, ["y", "proba"] + (["w"] if weighted else []))
     y, proba = np.asarray(part["y"]), np.ascontiguousarray(part["proba"], dtype=np.float64)
-    w = np.asarray(part["w"], dtype=np.float64) if weighted else np.ones(y.size)
+    w = np.asarray(part["w"], dtype=np.float64) if weighted else None
+
+    def times_w(values: Any) -> Any:
+        return values if w is None else w * values
+
     panels = panel_columns(y, proba)
     nb = binning.n_bins
     table = np.zeros((len(panels), 5, nb))
     for k, (s, o) in enumerate(panels):
         index = binning.index(k, s)
-        for column, values in ((COUNT, w), (SCORE, w * s), (EVENT, w * o),
-                               (SQUARES, w * (s * s)), (PRODUCTS, w * (o * s))):
-            table[k, column] = np.bincount(index, values, nb)
+        table[k, COUNT] = np.bincount(index, w, nb)
+        for column, values in ((SCORE, s), (EVENT, o), (SQUARES, s * s), (PRODUCTS, o * s)):
+            table[k, column] = np.bincount(index, times_w(values), nb)
     rows_at = np.arange(y.size)
     residual = np.array(proba)
     residual[rows_at, y] -= 1.0
@@ -166,8 +170,9 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     cells, inverse = grid_cells(proba, grid_bins)
     canonical = np.column_stack(
         [np.bincount(inverse, w, cells.shape[0])]
-        + [np.bincount(inverse, w * proba[:, k], cells.shape[0]) for k in range(proba.shape[1])]
-        + [np.bincount(inverse, w * (y == k), cells.shape[0])
+        + [np.bincount(inverse, times_w(proba[:, k]), cells.shape[0])
+           for k in range(proba.shape[1])]
+        + [np.bincount(inverse, times_w((y == k).astype(np.float64)), cells.shape[0])
            for k in range(proba.shape[1])]).astype(np.float64)
     return {"table": table, "brier": np.array(brier),
             "log_loss": np.array([loss, np.count_nonzero(true < EPS)]),
