@@ -2,7 +2,8 @@
 
 **Spiegelhalter's z** (Spiegelhalter 1986):
 ``z = sum (y_i - p_i)(1 - 2 p_i) / sqrt(sum (1 - 2 p_i)^2 p_i (1 - p_i))``, two-sided
-p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``).
+p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``); on weighted rows the same
+reduction with the weights and the null law of sampled labels (:func:`spiegelhalter`).
 
 **Hosmer-Lemeshow** (Hosmer & Lemeshow 1980), as R ResourceSelection ``hoslem.test``:
 groups between the distinct ``0, 1/g, ..., 1`` quantiles of ``p`` (type 7), right-closed
@@ -30,7 +31,7 @@ from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
-from calaudit.inference.weighted_tests import weighted_hosmer_lemeshow
+from calaudit.inference.weighted_tests import null_columns, weighted_hosmer_lemeshow
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import (
     logistic_recalibration,
@@ -51,14 +52,24 @@ def _reduce(partial: Any, y: NDArray, p: NDArray, w: NDArray | None = None, **sh
         return scale.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
 
 
-def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDArray]:
-    """``[sum (1 - 2p)^2 p (1 - p), sum (y - p)(1 - 2p)]`` over the rows ``[start, stop)``
-    of the row source ``rows`` (columns ``y``, ``p``)."""
-    read = rows.read(start, stop, ["y", "p"])
+def spiegelhalter_partial(start: int, stop: int, *, rows: Any, weighted: bool = False
+                          ) -> dict[str, NDArray]:
+    """``[V, T, sum u q, sum u (1 - q)]`` over the rows ``[start, stop)`` of the row source
+    ``rows``: columns ``y``, ``p`` and, ``weighted``, the null's ``q``, ``d``, ``r``, ``a``
+    and ``u`` (:func:`spiegelhalter`; unweighted ``q = p`` and the rest 1). ``V``'s term
+    ``a c^2 [q (1 - p)^2 + (1 - q) p^2 / r^2]`` (``c = 1 - 2p``) is summed as ``a c^2 p (1 -
+    p) + a c^2 [(q - p) c + (1 - q) p^2 (1 / r^2 - 1)]``: unit weights add exact zeros."""
+    read = rows.read(start, stop, ["y", "p"] + (list("qdrau") if weighted else []))
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    q, d, r, a, u = ([np.asarray(read[k], dtype=np.float64) for k in "qdrau"] if weighted
+                     else (p, 1.0, 1.0, 1.0, 1.0))
     centred = 1.0 - 2.0 * p
-    return {"sums": np.array([np.sum(centred * centred * p * (1.0 - p)),
-                              np.sum((y - p) * centred)])}
+    w = np.where(y > 0, d, d / r)
+    extra = (q - p) * centred + (1.0 - q) * p * p * (1.0 / (r * r) - 1.0)
+    return {"sums": np.array([np.sum(a * centred * centred * p * (1.0 - p)
+                                     + a * centred * centred * extra),
+                              np.sum(w * (y - p) * centred),
+                              np.sum(u * q), np.sum(u * (1.0 - q))])}
 
 
 def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
@@ -105,7 +116,7 @@ def spiegelhalter_of_rows(rows: Any, n: int) -> Spiegelhalter:
 
 
 def _spiegelhalter_of(sums: NDArray) -> Spiegelhalter:
-    variance, score = sums
+    variance, score = sums[:2]
     variance = float(variance)
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
@@ -149,24 +160,40 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     return HosmerLemeshow(statistic, df, p_value, observed, expected)
 
 
-def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
-                  ) -> TestResult:
-    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``."""
-    # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
-    return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
-                                (float(p.sum()), float(np.add.reduce(1 - p))))
+def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                  weights: SampleWeights | None = None) -> TestResult:
+    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``.
+    ``weights`` (docs/weights.md): ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0,
+    variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]``
+    (``q``, ``r``, ``a``: :mod:`calaudit.inference.weighted_tests`), ``z = T / sqrt(V)``."""
+    if weights is None:
+        # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
+        return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
+                                    (float(p.sum()), float(np.add.reduce(1 - p))))
+    d = weights.design
+    columns = {"y": np.asarray(y_true, dtype=np.float64), "p": p,
+               **null_columns(weights, p, True), "u": weights.units(d),
+               "a": d if weights.kind == "frequency" else d * d}
+    with scale.resident(ArrayRows(columns)) as rows:
+        sums = scale.map_sum(spiegelhalter_partial, task_ranges(p.size),
+                             {"rows": rows, "weighted": True})["sums"]
+    return spiegelhalter_result(
+        _spiegelhalter_of(sums), y_true.size, (float(sums[2]), float(sums[3])),
+        "Spiegelhalter z on weighted rows, two-sided normal",
+        {"weights": weights.kind, "label_dependent": weights.label_dependent})
 
 
-def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float]
-                         ) -> TestResult:
+def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float],
+                         method: str = "Spiegelhalter z, two-sided normal",
+                         params: dict[str, Any] | None = None) -> TestResult:
     """:func:`spiegelhalter` from its statistic, ``n`` and ``(sum p, sum 1 - p)``."""
-    method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
+    title = registry.title("spiegelhalter")
     reason = rules.too_few_rows(n) or rules.too_few_expected(*expected)
     if reason is None and not math.isfinite(result.z):
         reason = "zero variance: every prediction is 0, 1/2 or 1"
     return TestResult("spiegelhalter", result.z, result.z,
                       math.nan if reason else result.p_value, method,
-                      params={"variance": result.variance},
+                      params={"variance": result.variance, **(params or {})},
                       status=Status.INCONCLUSIVE if reason else None, message=reason or "",
                       title=title)
 
