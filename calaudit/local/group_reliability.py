@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_diagrams import take, weighted_bins
+from calaudit.local.group_sources import GroupValues, panel_values
 from calaudit.local.groups import GroupSpec
 from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.consistency import consistency_band
@@ -30,30 +31,37 @@ MAX_BINS = 10
 
 
 def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
-                 outcome: NDArray[np.float64], prediction: NDArray[np.float64], *,
+                 outcome: NDArray[np.float64] | None, prediction: NDArray[np.float64] | None,
+                 *,
                  n_bins: int, strategy: str, n_resamples: int | None, level: float,
                  rng: np.random.Generator, max_panels: int = MAX_PANELS,
-                 weights: SampleWeights | None = None) -> list[dict[str, Any]]:
+                 weights: SampleWeights | None = None, values: GroupValues | None = None
+                 ) -> list[dict[str, Any]]:
     """``local.group_reliability``: one panel per selected group (see module docstring);
     ``n_resamples=None`` leaves the bands out (``consistency_band: null``). ``weights``:
-    the rows' weights (outcome 1 is the positive class of label-dependent sampling)."""
+    the rows' weights (outcome 1 is the positive class of label-dependent sampling), with
+    ``outcome`` and ``prediction``; else ``values``: the group table's
+    (:func:`calaudit.local.group_sources.panel_values` gives the groups' rows)."""
     spec_of = {spec.name: spec for spec in specs}
     chosen = sorted((row for row in table if spec_of[row["group"]].kind == "single"
                      and row["status"] != "INCONCLUSIVE"),
                     key=lambda row: (-abs(row["bias"]), row["group"]))[:max_panels]
     bins = min(n_bins, MAX_BINS)
+    gathered = (panel_values(values, [row["group"] for row in chosen]) if weights is None
+                else {})
     panels = []
     for row in chosen:
         spec = spec_of[row["group"]]
-        rows = spec.rows
-        scores = prediction[rows]
         if weights is None:
-            table_bins = reliability_bins(scores, outcome[rows], n_bins=bins,
+            observed, scores = gathered[row["group"]]
+            table_bins = reliability_bins(scores, observed, n_bins=bins,
                                           strategy=strategy).to_dict()
             band = None if not n_resamples else consistency_band(
                 scores, n_bins=bins, strategy=strategy, n_resamples=n_resamples,
                 level=level, rng=rng).to_dict()
         else:
+            rows = spec.rows
+            scores = prediction[rows]
             part = take(weights, rows)
             binned = BinnedOutcomes.build(scores, outcome[rows], n_bins=bins,
                                           strategy=strategy)
