@@ -204,10 +204,11 @@ def gather(rows: Any, keys: Sequence[tuple[int, int]]) -> dict[tuple[int, int],
 
 def needs_rows(moments: GroupMoments, settings: grp.GroupSettings) -> bool:
     """Whether a group's rows are gathered: conclusive (:func:`grp.group_row`'s rule) and
-    fewer than ``NORMAL_MIN_ROWS`` rows."""
+    fewer than ``NORMAL_MIN_ROWS`` rows (the bootstrap) or at most ``EXACT_MAX_ROWS``
+    (the exact test)."""
     n, events = moments.n, int(moments.events)
     return (n >= settings.min_rows and min(events, n - events) >= settings.min_events
-            and n < grp.NORMAL_MIN_ROWS)
+            and (n < grp.NORMAL_MIN_ROWS or n <= grp.EXACT_MAX_ROWS))
 
 
 def table_of_rows(specs: Sequence[grp.GroupSpec], rows: Any,
