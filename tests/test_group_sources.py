@@ -53,13 +53,13 @@ def files(request, tmp_path_factory) -> str:
     return _dataset(tmp_path_factory.mktemp("groups") / "ds", request.param)
 
 
-def _pieces(data, levels, outcome, prediction, lcb) -> str:
+def _pieces(data, levels, outcome, prediction, lcb, strategy: str = "uniform") -> str:
     """The group table, panels and disparity of ``data`` (the stage's calls), as JSON."""
     settings = grp.GroupSettings(ci_resamples=99)
     rng = np.random.default_rng(3).spawn(3)
     specs, table, values = level_table(data, levels, True, outcome, prediction, lcb,
                                        rng[0], settings)
-    panels = group_panels(table, specs, None, None, n_bins=10, strategy="uniform",
+    panels = group_panels(table, specs, None, None, n_bins=10, strategy=strategy,
                           n_resamples=49, level=0.95, rng=rng[1], values=values)
     gaps = disparity(table, specs, [lv.name for lv in levels], None, None, rng[2], 99, 0.95,
                      values=values)
@@ -103,6 +103,9 @@ def test_the_tasks_give_the_in_memory_groups_panels_and_disparity(files, rules, 
         no_codes = [dataclasses.replace(lv, codes=None) for lv in levels]
         assert _pieces(data, no_codes, None, None, lcb) == expected
         assert _pieces(data, no_codes, None, None, ArrayRows({"lcb": lcb})) == expected
+        # quantile bins: a large group's panel gathers its rows
+        assert _pieces(data, no_codes, None, None, lcb, "quantile") == _pieces(
+            loaded, levels, outcome, prediction, lcb, "quantile")
     table = json.loads(expected)["groups"]
     methods = {row["bias_ci_method"] for row in table} - {None}
     assert methods == ({"percentile bootstrap", "normal"} if rules == "small rules"
@@ -156,7 +159,7 @@ def test_large_groups_test_on_their_cumulant_sums():
 
 def test_on_two_workers_the_tasks_give_the_in_memory_pieces(files, two_workers, monkeypatch):
     """On two worker processes: the same bytes, the moments, the small groups' gather and
-    the large panel group's gather reduced by tasks that read their own rows (only the
+    the large panel group's bins and laws reduced by tasks that read their own rows (only the
     LCB values are placed from here)."""
     from calaudit.scale import DaskExecutor
     from tests.conftest import dask_partials
@@ -173,7 +176,7 @@ def test_on_two_workers_the_tasks_give_the_in_memory_pieces(files, two_workers, 
         no_codes = [dataclasses.replace(lv, codes=None) for lv in levels]
         assert _pieces(data, no_codes, None, None, lcb) == expected
     assert calls == ["moments_partial", "moments_partial", "gather_partial",
-                     "gather_partial"]
+                     "panel_partial"]
 
 
 def test_the_local_stage_on_two_workers_is_the_single_process_json(files, two_workers):
@@ -198,3 +201,37 @@ def test_the_local_stage_on_two_workers_is_the_single_process_json(files, two_wo
     assert canonical(result) == single
     assert any(g["bias_ci_method"] == "percentile bootstrap" and g["group"] == "region=west"
                for g in json.loads(single)["groups"])
+
+
+def test_a_large_groups_panel_is_its_rows_diagram():
+    """The panel of a group above the gathering rule (bins and laws reduced over the
+    ranges) against the diagram of the group's own rows (:func:`reliability_bins`,
+    :func:`consistency_band`): the same bins to rounding, bands within a resampling
+    step (the same uniforms, the law multiplied range by range)."""
+    from calaudit.metrics.consistency import consistency_band
+    from calaudit.metrics.reliability import reliability_bins
+
+    rng = np.random.default_rng(9)
+    n = scale.TASK_ROWS + 5_000  # two ranges
+    p = rng.beta(2.0, 3.0, n)
+    y = (rng.random(n) < p * 1.1).astype(np.float64)
+    codes = (rng.random(n) < 0.6).astype(np.int32)
+    levels = [grp.Levels("g", codes, ("a", "b"))]
+    specs, table, values = level_table(None, levels, False, y, p, None,
+                                       np.random.default_rng(0), grp.GroupSettings())
+    panels = group_panels(table, specs, None, None, n_bins=10, strategy="uniform",
+                          n_resamples=400, level=0.95, rng=np.random.default_rng(1),
+                          values=values)
+    assert values.gathered == {} and len(panels) == 2
+    draws = np.random.default_rng(1)  # the panels' draws, in the panels' order
+    for panel in panels:
+        rows = codes == ("ab".index(panel["level"]))
+        bins = reliability_bins(p[rows], y[rows], n_bins=10, strategy="uniform").to_dict()
+        assert bins["count"] == panel["bins"]["count"]
+        for key in ("mean_score", "observed_rate", "rate_low", "rate_high"):
+            np.testing.assert_allclose(panel["bins"][key], bins[key], rtol=1e-12)
+        band = consistency_band(p[rows], n_bins=10, n_resamples=400, rng=draws).to_dict()
+        step = 1.0 / np.array(bins["count"])
+        for side in ("low", "high"):
+            assert np.all(np.abs(np.array(panel["consistency_band"][side]) - band[side])
+                          <= step + 1e-12)

@@ -4,7 +4,10 @@ For each conclusive single-covariate group of the group table, ordered by ``|bia
 (largest first) and capped at ``max_panels``: the reliability bins of the group's rows as
 the global diagram's (:func:`calaudit.metrics.reliability.reliability_bins`) and, when the
 audit runs tests, the consistency band of a calibrated model for those rows
-(:func:`calaudit.metrics.consistency.consistency_band`). Weighted rows: the bins of
+(:func:`calaudit.metrics.consistency.consistency_band`); with equal-width bins, a group of
+``NORMAL_MIN_ROWS``+ rows gets both from one reduction over the rows
+(:mod:`calaudit.local.panel_sums`: per-bin sums and laws of events), the others from the
+group table's gathered rows. Weighted rows: the bins of
 :func:`calaudit.inference.weighted_diagrams.weighted_bins` and the weighted table's groups.
 """
 
@@ -20,9 +23,10 @@ from calaudit.data.weights import SampleWeights
 from calaudit.inference.weighted_diagrams import take, weighted_bins
 from calaudit.local.group_sources import GroupValues, panel_values
 from calaudit.local.groups import GroupSpec
+from calaudit.local.panel_sums import reduced_panels
 from calaudit.metrics.binned import BinnedOutcomes
-from calaudit.metrics.consistency import consistency_band
-from calaudit.metrics.reliability import reliability_bins
+from calaudit.metrics.consistency import band_from_laws, consistency_band
+from calaudit.metrics.reliability import bins_from_sums, reliability_bins
 
 #: Panels shown at most (the most biased groups first).
 MAX_PANELS = 12
@@ -47,12 +51,20 @@ def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
                      and row["status"] != "INCONCLUSIVE"),
                     key=lambda row: (-abs(row["bias"]), row["group"]))[:max_panels]
     bins = min(n_bins, MAX_BINS)
-    gathered = (panel_values(values, [row["group"] for row in chosen]) if weights is None
-                else {})
+    names = [row["group"] for row in chosen]
+    reduced = ({} if weights is not None or strategy != "uniform"
+               else reduced_panels(values, names, bins, bool(n_resamples)))
+    gathered = (panel_values(values, [name for name in names if name not in reduced])
+                if weights is None else {})
     panels = []
     for row in chosen:
         spec = spec_of[row["group"]]
-        if weights is None:
+        if row["group"] in reduced:
+            sums, laws = reduced[row["group"]]
+            table_bins = bins_from_sums(sums, np.linspace(0.0, 1.0, bins + 1)).to_dict()
+            band = None if not n_resamples else band_from_laws(
+                laws, sums.count, n_resamples, level, rng).to_dict()
+        elif weights is None:
             observed, scores = gathered[row["group"]]
             table_bins = reliability_bins(scores, observed, n_bins=bins,
                                           strategy=strategy).to_dict()
