@@ -135,7 +135,6 @@ def _table_bytes(executor) -> bytes:
     import json
 
     from calaudit.local import groups as grp
-
     from calaudit.local.group_sources import group_table
 
     specs, y, p, lcb = group_inputs()
