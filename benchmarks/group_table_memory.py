@@ -9,8 +9,9 @@ Command (saved output: benchmarks/results/group_table_memory_1e6.txt):
 Both runs make the stage's calls (:func:`calaudit.local.group_sources.level_table`,
 :func:`~calaudit.local.group_reliability.group_panels`,
 :func:`~calaudit.attribution.disparity.disparity`) with 4 bands per numeric covariate,
-the intersections, no LCB values, in this process (threads). ``tracemalloc`` peak of the
-three calls (the tasks' per-range temporaries included) and what the result keeps
+the intersections, no LCB values, in this process, one range after another
+(``SerialExecutor``). ``tracemalloc`` peak of the three calls (one task's per-range
+temporaries included: a few MiB, whatever n) and what the result keeps
 (``GroupValues``: the gathered rows); the loaded run's inputs (levels' codes, outcome,
 prediction) are made before the measurement, so its peak is the pieces' own, the same
 code on arrays. The dataset run reads no row into the client (``RowsData._loaded``
@@ -26,6 +27,7 @@ import tracemalloc
 
 import numpy as np
 
+from calaudit import scale
 from calaudit.attribution.disparity import disparity
 from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
@@ -33,6 +35,7 @@ from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
 from calaudit.local.group_sources import level_table
 from calaudit.local.lcb import top_label_residual
+from calaudit.scale import SerialExecutor
 
 
 def pieces(data, levels, outcome, prediction) -> tuple[float, int, int, str]:
@@ -65,18 +68,19 @@ def main(path: str, covariates: str) -> None:
     outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
     print(f"{path}: {n:,} rows, covariates {covariates}, "
           f"{len(levels)} covariates + {len(levels) * (len(levels) - 1) // 2} pairs")
-    sec, peak, kept, memory = pieces(loaded, levels, outcome, prediction)
+    with scale.using(SerialExecutor()):
+        sec, peak, kept, memory = pieces(loaded, levels, outcome, prediction)
     print(f"loaded rows (arrays in the client): {sec:6.1f} s, peak {peak / 2**20:7.1f} MiB "
           f"({peak / n:5.1f} B/row), gathered {kept / 2**20:.2f} MiB")
     no_codes = [dataclasses.replace(lv, codes=None) for lv in levels]
     del loaded, outcome, prediction, levels
-    data = plan(path, covariates=covariates)
-
     def refused(self):
         raise AssertionError("read into the client")
 
-    RowsData._loaded = property(refused)
-    sec, peak, kept, tasks = pieces(data, no_codes, None, None)
+    with scale.using(SerialExecutor()):
+        data = plan(path, covariates=covariates)
+        RowsData._loaded = property(refused)
+        sec, peak, kept, tasks = pieces(data, no_codes, None, None)
     print(f"dataset read by its tasks:          {sec:6.1f} s, peak {peak / 2**20:7.1f} MiB "
           f"({peak / n:5.1f} B/row), gathered {kept / 2**20:.2f} MiB")
     print("same JSON:", tasks == memory)

@@ -208,11 +208,12 @@ def test_a_large_groups_panel_is_its_rows_diagram():
     ranges) against the diagram of the group's own rows (:func:`reliability_bins`,
     :func:`consistency_band`): the same bins to rounding, bands within a resampling
     step (the same uniforms, the law multiplied range by range)."""
+    from calaudit.local import panel_sums
     from calaudit.metrics.consistency import consistency_band
     from calaudit.metrics.reliability import reliability_bins
 
     rng = np.random.default_rng(9)
-    n = scale.TASK_ROWS + 5_000  # two ranges
+    n = panel_sums.PANEL_ROWS + 5_000  # two ranges of the panels' reduction
     p = rng.beta(2.0, 3.0, n)
     y = (rng.random(n) < p * 1.1).astype(np.float64)
     codes = (rng.random(n) < 0.6).astype(np.int32)

@@ -26,6 +26,9 @@ from calaudit.numerics.poisson_binomial import RunningLaw, piece
 
 #: A bin's law: ``(offset, P(S = offset + k))``.
 Law = tuple[int, NDArray[np.float64]]
+#: Rows per task of the panels' reduction: a multiple of ``TASK_ROWS``, so each task's
+#: bins hold enough rows that their exact laws cost little more than the rows' FFTs.
+PANEL_ROWS = 4 * scale.TASK_ROWS
 
 
 def panel_partial(start: int, stop: int, *, rows: Any, groups: tuple[tuple[int, int], ...],
@@ -95,7 +98,7 @@ def reduced_panels(values: Any, names: Sequence[str], n_bins: int, laws: bool
     groups = tuple(values.keys[name] for name in large)
     with scale.resident(values.rows) as rows:
         total, running = scale.map_combine(
-            panel_partial, scale.task_ranges(values.rows.n),
+            panel_partial, scale.task_ranges(values.rows.n, PANEL_ROWS),
             {"rows": rows, "groups": groups, "n_bins": int(n_bins), "laws": bool(laws)},
             _combine)
     out = {}
