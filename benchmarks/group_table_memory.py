@@ -1,7 +1,7 @@
 """Benchmark: what the group table, its panels and the disparity hold in the client, on a
 Parquet dataset read by its tasks against the same rows loaded into memory.
 
-Command (saved output: benchmarks/results/group_table_memory_1e6.txt):
+Command (saved output, with a 200,000-row dataset too: benchmarks/results/group_table_memory_1e6.txt):
 
     python benchmarks/group_table_memory.py /work/valruns/d27/d1e6 age,region \
         > benchmarks/results/group_table_memory_1e6.txt
