@@ -192,7 +192,7 @@ def test_the_local_stage_on_two_workers_is_the_single_process_json(files, two_wo
     options = {"covariates": "age,region"}
     stages = (LocalCalibrationStage(),)
     config = AuditConfig(**CONFIG, n_features=64, local=LocalConfig(
-        n_resamples=19, group_ci_resamples=19, lcb_cv_max_rows=300))
+        n_resamples=19, group_ci_resamples=19, lcb_prob_bandwidth=0.1, lcb_cov_bandwidth=1.0))
     single = canonical(run_audit(load(files, **options), config, stages=stages))
     executor = DaskExecutor(two_workers)
     with scale.using(executor):
