@@ -29,8 +29,8 @@ from numpy.typing import NDArray
 
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.encoding import CovariateLike
-from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
-from calaudit.local.poisson_binomial import group_test
+from calaudit.local.group_moments import GroupMoments
+from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, moment_test
 from calaudit.numerics.distributions import norm_ppf
 
 TEST_NAME = "poisson_binomial"
@@ -101,13 +101,14 @@ def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its name, kind, level per covariate and row indices (int32); ``key``: its
+    """One group: its name, kind, level per covariate and row indices (int32; None for a
+    group known by its ``key`` only, :mod:`calaudit.local.group_sources`); ``key``: its
     grouping and its code there (:mod:`calaudit.local.group_moments`)."""
 
     name: str
     kind: str
     covariates: dict[str, str]
-    rows: NDArray[np.int32]
+    rows: NDArray[np.int32] | None
     key: tuple[int, int] | None = None
 
 
@@ -239,11 +240,15 @@ def group_weights(specs: Sequence[GroupSpec]) -> NDArray[np.float64]:
     return np.array([share[k] / counts[k] for k in kinds])
 
 
-def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float64],
-              prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
-              settings: GroupSettings, level: float) -> dict[str, Any]:
+def group_row(spec: GroupSpec, moments: GroupMoments,
+              values: tuple[NDArray[np.float64], NDArray[np.float64]] | None, has_lcb: bool,
+              rng: np.random.Generator, settings: GroupSettings, level: float
+              ) -> dict[str, Any]:
     """The statistics of one group (status still pending unless INCONCLUSIVE), its bias
-    interval at ``level``; its rows read only for the group test and the bootstrap."""
+    interval at ``level``. ``values``: the group's rows' ``(y, p)`` in row order (the
+    conclusive groups below ``NORMAL_MIN_ROWS`` rows, :mod:`calaudit.local.group_sources`),
+    read for the bootstrap and the exact test; a group test above ``EXACT_MAX_ROWS`` rows
+    takes the refined normal approximation of the moments' cumulant sums."""
     n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
@@ -264,32 +269,27 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
-    p = prediction[spec.rows]
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     if bootstrap:
-        d = outcome[spec.rows] - p
-        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, level))
+        y, p = _rows_of(spec, values)
+        row["bias_ci"] = list(bootstrap_mean_interval(y - p, rng, settings.ci_resamples,
+                                                      level))
     else:
         row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, level))
     row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
-    row["p_value"], row["test_method"] = group_test(events, p)
+    if n <= EXACT_MAX_ROWS:
+        row["p_value"], row["test_method"] = group_test(events, _rows_of(spec, values)[1])
+    else:
+        row["p_value"], row["test_method"] = moment_test(events, *moments.cumulants)
     return row
 
 
-def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
-                prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
-                rng: np.random.Generator, settings: GroupSettings
-                ) -> list[dict[str, Any]]:
-    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses. Intervals
-    and adjusted p-values spend alpha by :func:`group_weights`."""
-    codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
-    moments = group_moments(codes, sizes, outcome, prediction, lcb)
-    del codes
-    weights = group_weights(specs)
-    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,
-                      1.0 - (1.0 - settings.level) * float(w))
-            for s, (j, code), w in zip(specs, keys, weights, strict=True)]
-    return grade_groups(rows, weights, settings)
+def _rows_of(spec: GroupSpec, values: tuple[NDArray, NDArray] | None
+             ) -> tuple[NDArray, NDArray]:
+    """A group's gathered ``(y, p)``."""
+    if values is None:
+        raise ValueError(f"group {spec.name}: its rows were not gathered")
+    return values
 
 
 def grade_groups(rows: list[dict[str, Any]], weights: NDArray[np.float64],
