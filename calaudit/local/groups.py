@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import combinations
 from typing import Any
 
@@ -32,6 +33,7 @@ from calaudit.local.encoding import CovariateLike
 from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
 from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics.distributions import norm_ppf
+from calaudit.numerics.order_statistics import column_quantiles
 
 TEST_NAME = "poisson_binomial"
 
@@ -49,12 +51,23 @@ def _fmt(value: float) -> str:
 class Levels:
     """A covariate cut into levels: per-row codes (int32), the level labels and, for a
     numeric covariate, the bands' sorted unique edges (:func:`band_codes` gives any
-    rows' codes from them; ``None`` for categories, whose codes are the covariate's)."""
+    rows' codes from them; ``None`` for categories, whose codes are the covariate's).
+    Levels built without codes (:func:`data_levels` of rows read by tasks) make them
+    from ``covariate``'s values when first read."""
 
     name: str
-    codes: NDArray[np.int32]
+    given_codes: NDArray[np.int32] | None
     labels: tuple[str, ...]
     edges: NDArray[np.float64] | None = None
+    covariate: Any = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def codes(self) -> NDArray[np.int32]:
+        if self.given_codes is not None:
+            return self.given_codes
+        if self.edges is None:
+            return np.asarray(self.covariate.values, dtype=np.int32)
+        return band_codes(np.asarray(self.covariate.values, dtype=np.float64), self.edges)
 
 
 def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.int32],
@@ -82,12 +95,16 @@ def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
                ) -> tuple[NDArray[np.int32], tuple[str, ...]]:
     """Codes and labels of the bands between sorted unique ``edges`` (as
     :func:`quantile_bands`)."""
+    return band_codes(x, edges), band_labels(edges)
+
+
+def band_labels(edges: NDArray[np.float64]) -> tuple[str, ...]:
+    """The labels of the bands between sorted unique ``edges``: ``[e_0, e_1]``, then
+    ``(e_b, e_{b+1}]``; one edge: ``[e_0, e_0]``."""
     if edges.size == 1:
-        return band_codes(x, edges), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    labels = tuple(
-        ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
-        for b in range(edges.size - 1))
-    return band_codes(x, edges), labels
+        return (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
+    return tuple(("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
+                 for b in range(edges.size - 1))
 
 
 def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
@@ -97,6 +114,28 @@ def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
     edges = quantile_edges(np.asarray(cov.values, dtype=np.float64), n_bands)
     codes, labels = edge_bands(np.asarray(cov.values, dtype=np.float64), edges)
     return Levels(cov.name, codes, labels, edges)
+
+
+def data_levels(data: Any, n_bands: int) -> list[Levels]:
+    """:func:`covariate_levels` of every covariate of ``data``. Rows read by their tasks
+    (``data.rows``, ``reads_own_rows``): the numeric covariates' edges from one set of
+    exact order-statistics reductions over ``x:NAME`` (the bytes of ``np.quantile``), the
+    codes made from the values only when read (:class:`Levels`)."""
+    rows = getattr(data, "rows", None)
+    if not getattr(rows, "reads_own_rows", False):
+        return [covariate_levels(c, n_bands) for c in data.covariates]
+    probabilities = np.linspace(0.0, 1.0, n_bands + 1)
+    numeric = {rows.covariate_column(c.name): probabilities for c in data.covariates
+               if c.kind != "categorical"}
+    found = column_quantiles(rows, numeric) if numeric else {}
+    levels = []
+    for c in data.covariates:
+        if c.kind == "categorical":
+            levels.append(Levels(c.name, None, tuple(c.categories), None, c))
+            continue
+        edges = np.unique(found[rows.covariate_column(c.name)])
+        levels.append(Levels(c.name, None, band_labels(edges), edges, c))
+    return levels
 
 
 @dataclass(frozen=True)
