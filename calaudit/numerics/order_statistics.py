@@ -11,18 +11,20 @@ radix selection over the fixed row ranges of :func:`calaudit.scale.task_ranges`:
   *prefix*; at first none) and its rank among the rows that share them. One reduction
   (:func:`count_partial`, integer counts: :func:`calaudit.scale.map_exact_sum`, the same
   bytes in any order of addition) counts, for every distinct prefix still open (every
-  column's and every rank's at once), the rows with each value of the next
-  :data:`DIGIT_BITS` bits, and those of them whose remaining bits are all 0; the
-  cumulative counts give each rank its next digit. A rank is settled when its digit's
-  rows all have 0s to follow (whole numbers and other short binary fractions: one or two
-  passes) or after ``64 / DIGIT_BITS`` = 4 passes (then the prefix is the key).
+  column's and every rank's at once), the rows with each value of the next bits
+  (:data:`FIRST_BITS` in the first pass, :data:`DIGIT_BITS` in the later ones), and those
+  of them whose remaining bits are all 0; the cumulative counts give each rank its next
+  digit. A rank is settled when its digit's rows all have 0s to follow (whole numbers and
+  other short binary fractions: one or two passes) or after 5 passes (then the prefix is
+  the key).
 * **Gathering pass.** As soon as every open prefix holds at most :data:`GATHER_ROWS`
   rows, one reduction (:func:`gather_partial`, ``map_combine``) brings their keys here,
-  sorted, and each rank reads its own: continuous data ends after 2 counting passes and
-  this one; ties end by counting.
+  sorted, and each rank reads its own: continuous data ends after one or two counting
+  passes and this one; ties end by counting.
 
-A counting pass's partial is ``prefixes x 2 x 2^16`` counts (1 MiB per open prefix); the first pass
-has one prefix per column. :func:`quantiles_of_rows` puts numpy's ``'linear'`` quantile
+A counting pass's partial is ``prefixes x 2 x 2^bits`` counts: 1 MiB for each column in
+the first pass (one prefix per column), 64 KiB per open prefix (at most two per wanted
+quantile) in the later ones. :func:`quantiles_of_rows` puts numpy's ``'linear'`` quantile
 (Hyndman & Fan type 7) on top: the virtual index ``(n - 1) q``, its two neighbouring order
 statistics and numpy's own interpolation (``a + (b - a) t``, or ``b - (b - a)(1 - t)`` when
 ``t >= 0.5``), so the result is ``np.quantile(x, q)``'s bytes (a zero between ``-0.0`` and
@@ -39,12 +41,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from calaudit import scale
 
-#: Bits of a key counted per pass.
-DIGIT_BITS = 16
+#: Bits of a key counted by the first pass, and by each later one (16 + 4 x 12 = 64).
+FIRST_BITS, DIGIT_BITS = 16, 12
 #: Rows of an open prefix whose keys are gathered instead of counted further.
 GATHER_ROWS = 1 << 16
 _SIGN = np.uint64(1 << 63)
-_DIGITS = 1 << DIGIT_BITS
+
+
+def digit_bits(known: int) -> int:
+    """Bits counted by the pass after the top ``known`` bits are known."""
+    return FIRST_BITS if known == 0 else DIGIT_BITS
 
 
 def keys_of(values: ArrayLike) -> NDArray[np.uint64]:
@@ -74,21 +80,23 @@ def _range_keys(rows: Any, start: int, stop: int, columns: Sequence[str]
 
 def count_partial(start: int, stop: int, *, rows: Any, columns: tuple[str, ...],
                   open_prefixes: tuple[tuple[int, int, int], ...]) -> dict[str, NDArray]:
-    """``counts`` (prefixes x 2 x ``2^DIGIT_BITS``, int64): for each open prefix
-    ``(column index, known bits, prefix)``, the rows ``[start, stop)`` of that column
-    whose key starts with it by the value of their next :data:`DIGIT_BITS` bits, then
+    """``counts`` (prefixes x 2 x ``2^digit_bits(known)``, int64; every open prefix of a
+    pass knows as many bits): for each open prefix ``(column index, known bits,
+    prefix)``, the rows ``[start, stop)`` of that column whose key starts with it by the
+    value of their next :func:`digit_bits` bits, then
     those of them whose remaining bits are all 0 (when they are all of them, the digit's
     rows share one key)."""
     keys = _range_keys(rows, start, stop, columns)
-    counts = np.zeros((len(open_prefixes), 2, _DIGITS), np.int64)
+    size = 1 << digit_bits(open_prefixes[0][1])
+    counts = np.zeros((len(open_prefixes), 2, size), np.int64)
     for c, (column, known, prefix) in enumerate(open_prefixes):
         chosen = _matching(keys[column], known, prefix)
-        rest = np.uint64(64 - known - DIGIT_BITS)
-        digits = ((chosen >> rest) & np.uint64(_DIGITS - 1)).astype(np.intp)
-        counts[c, 0] = np.bincount(digits, minlength=_DIGITS)
+        rest = np.uint64(64 - known - digit_bits(known))
+        digits = ((chosen >> rest) & np.uint64(size - 1)).astype(np.intp)
+        counts[c, 0] = np.bincount(digits, minlength=size)
         if rest:
             tail = chosen & ((np.uint64(1) << rest) - np.uint64(1))
-            counts[c, 1] = np.bincount(digits[tail == 0], minlength=_DIGITS)
+            counts[c, 1] = np.bincount(digits[tail == 0], minlength=size)
     return {"counts": counts}
 
 
@@ -143,15 +151,16 @@ def order_statistics(rows: Any, ranks: Mapping[str, ArrayLike],
                 keys[i] = int(held[index[tuple(state[i][:3])]][state[i][3]])
             continue
         counts = scale.map_exact_sum(count_partial, ranges, shared)["counts"]
-        _note(costs, "count", prefixes, 16 * len(prefixes) * _DIGITS)
+        _note(costs, "count", prefixes, counts.size * 8)
         for i in open_ranks:
             column, known, prefix, within, _ = state[i]
             both = counts[index[(column, known, prefix)]].astype(np.int64)
             cumulative = np.cumsum(both[0])
             digit = int(np.searchsorted(cumulative, within, side="right"))
             below = int(cumulative[digit - 1]) if digit else 0
-            known += DIGIT_BITS
-            prefix = (prefix << DIGIT_BITS) | digit
+            bits = digit_bits(known)
+            known += bits
+            prefix = (prefix << bits) | digit
             state[i] = [column, known, prefix, within - below, int(both[0, digit])]
             if known == 64 or both[1, digit] == both[0, digit]:  # one key: 0s to follow
                 keys[i] = prefix << (64 - known)
@@ -225,6 +234,6 @@ def quantiles_of_rows(rows: Any, column: str, q: ArrayLike,
     return column_quantiles(rows, {column: q}, costs)[column]
 
 
-__all__ = ["DIGIT_BITS", "GATHER_ROWS", "column_quantiles", "count_partial",
+__all__ = ["DIGIT_BITS", "FIRST_BITS", "GATHER_ROWS", "column_quantiles", "count_partial", "digit_bits",
            "gather_partial", "interpolate", "keys_of", "order_statistics",
            "quantile_positions", "quantiles_of_rows", "values_of"]
