@@ -234,6 +234,6 @@ def quantiles_of_rows(rows: Any, column: str, q: ArrayLike,
     return column_quantiles(rows, {column: q}, costs)[column]
 
 
-__all__ = ["DIGIT_BITS", "FIRST_BITS", "GATHER_ROWS", "column_quantiles", "count_partial", "digit_bits",
-           "gather_partial", "interpolate", "keys_of", "order_statistics",
+__all__ = ["DIGIT_BITS", "FIRST_BITS", "GATHER_ROWS", "column_quantiles", "count_partial",
+           "digit_bits", "gather_partial", "interpolate", "keys_of", "order_statistics",
            "quantile_positions", "quantiles_of_rows", "values_of"]
