@@ -45,6 +45,7 @@ def test_the_levels_come_from_reductions(dataset, monkeypatch):
     region's categories, without reading the rows into the client; the codes, made from
     the values when read, the in-memory levels'."""
     options = {"covariates": "age,region,grade", "categorical": "grade"}
+    monkeypatch.setattr(order_statistics, "RANGE_ROWS", 30_000)  # ranges across files
     loaded = load(dataset, **options)
     with scale.using(SerialExecutor()):
         planned = plan(dataset, **options)
@@ -68,6 +69,7 @@ def test_bins_and_hosmer_lemeshow_come_from_reductions(dataset, monkeypatch):
     (few rows gathered), the in-memory bytes."""
     loaded = load(dataset)
     monkeypatch.setattr(order_statistics, "GATHER_ROWS", 1_000)
+    monkeypatch.setattr(order_statistics, "RANGE_ROWS", 30_000)
     with scale.using(SerialExecutor()):
         planned = plan(dataset)
         refuse_rows(monkeypatch)
@@ -91,6 +93,7 @@ def test_quantile_bins_and_hosmer_lemeshow_on_two_workers(small, two_workers, mo
     assert '"hosmer_lemeshow"' in single
     executor = DaskExecutor(two_workers)
     monkeypatch.setattr(order_statistics, "GATHER_ROWS", 100)  # counting passes too
+    monkeypatch.setattr(order_statistics, "RANGE_ROWS", 1_500)
     with scale.using(executor):
         data = plan(small)
     refuse_rows(monkeypatch)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from calaudit import scale
+from calaudit.numerics import order_statistics as selection
 from calaudit.numerics.order_statistics import (
     GATHER_ROWS,
     column_quantiles,
@@ -60,7 +61,9 @@ LEVELS = (np.linspace(0.0, 1.0, 11), np.linspace(0.0, 1.0, 5)[1:-1], 0.5, 0.999,
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, scale.TASK_ROWS + 1, 2 * scale.TASK_ROWS + 333])
-def test_quantiles_are_numpys_bytes(n):
+def test_quantiles_are_numpys_bytes(n, monkeypatch):
+    """Ranges of 5,000 rows (the last one short)."""
+    monkeypatch.setattr(selection, "RANGE_ROWS", 5_000)
     rng = np.random.default_rng(n)
     table = columns(rng, n)
     rows = scale.ArrayRows(table)
