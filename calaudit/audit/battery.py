@@ -31,6 +31,7 @@ from calaudit.inference.classical import (
     clinical_metrics,
     clinical_metrics_of_rows,
     hosmer_lemeshow,
+    hosmer_lemeshow_of_rows,
     spiegelhalter,
     spiegelhalter_of_rows,
     spiegelhalter_result,
@@ -151,16 +152,15 @@ class ClinicalStage:
     @staticmethod
     def of_rows(data: Any, config: AuditConfig) -> StageOutput:
         """The stage on a dataset whose tasks read their own rows
-        (:class:`calaudit.data.planned.RowsData`): the same reductions over the source;
-        Hosmer-Lemeshow (its quantile breaks need every row) on the rows in memory."""
+        (:class:`calaudit.data.planned.RowsData`): the same reductions over the source
+        (Hosmer-Lemeshow's breaks too: exact order statistics)."""
         rows, n = data.rows, data.n
         metrics = clinical_metrics_of_rows(rows, n, int(data.counts[1]), data.clipped,
                                            ci_level=config.ci_level)
         tests = {"spiegelhalter": lambda: spiegelhalter_result(
                      spiegelhalter_of_rows(rows, n), n, data.expected),
-                 "hosmer_lemeshow": lambda: hosmer_lemeshow(
-                     data.y_true, data.positive_proba,
-                     config.global_tests.hosmer_lemeshow_groups)}
+                 "hosmer_lemeshow": lambda: hosmer_lemeshow_of_rows(
+                     rows, n, config.global_tests.hosmer_lemeshow_groups)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 

@@ -40,6 +40,7 @@ from calaudit.metrics.clinical import (
 )
 from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.distributions import chi2_sf, norm_sf
+from calaudit.numerics.order_statistics import quantiles_of_rows
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import ArrayRows, task_ranges
 
@@ -147,8 +148,12 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
         kept = counts > 0
         breaks = np.unique(weighted_quantiles(p[kept], counts[kept], probabilities, True))
     size = max(breaks.size - 1, 1)
-    sums = _reduce(hosmer_lemeshow_partial, y, p, counts, inner=breaks[1:-1], size=size,
-                   weighted=counts is not None)
+    return _hosmer_lemeshow_of(_reduce(hosmer_lemeshow_partial, y, p, counts,
+                                       inner=breaks[1:-1], size=size,
+                                       weighted=counts is not None))
+
+
+def _hosmer_lemeshow_of(sums: dict[str, NDArray]) -> HosmerLemeshow:
     events, count, expected_events = sums["events"], sums["count"], sums["expected"]
     keep = count > 0
     observed = np.column_stack([count - events, events])[keep]
@@ -212,17 +217,37 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
                              "Monte-Carlo")
         return weighted_hosmer_lemeshow(y_true, p, weights, groups=groups,
                                         n_resamples=n_resamples, alpha=alpha, rng=rng)
+    counts = None if weights is None else np.asarray(weights.design, dtype=np.float64)
+    return hosmer_lemeshow_result(hosmer_lemeshow_test(y_true, p, groups, counts), groups,
+                                  y_true.size if counts is None else int(counts.sum()),
+                                  counts is not None)
+
+
+def hosmer_lemeshow_of_rows(rows: Any, n: int, groups: int = 10) -> TestResult:
+    """:func:`hosmer_lemeshow` (unweighted) of the ``n`` rows of a row source (``y``,
+    ``p``): the breaks are ``np.quantile(p, ...)``'s bytes from exact order-statistics
+    reductions (:func:`calaudit.numerics.order_statistics.quantiles_of_rows`), the group
+    sums the same reduction over the same ranges."""
+    breaks = np.unique(quantiles_of_rows(rows, "p", np.linspace(0.0, 1.0, groups + 1)))
+    size = max(breaks.size - 1, 1)
+    sums = scale.map_sum(hosmer_lemeshow_partial, task_ranges(n),
+                         {"rows": rows, "inner": breaks[1:-1], "size": size})
+    return hosmer_lemeshow_result(_hosmer_lemeshow_of(sums), groups, n, False)
+
+
+def hosmer_lemeshow_result(result: HosmerLemeshow, groups: int, n: int, frequency: bool
+                           ) -> TestResult:
+    """The test result of :func:`hosmer_lemeshow` (``n`` rows, counted with their
+    ``frequency`` weights) from its statistic."""
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
     title = registry.title("hosmer_lemeshow")
-    counts = None if weights is None else np.asarray(weights.design, dtype=np.float64)
-    result = hosmer_lemeshow_test(y_true, p, groups, counts)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
               "caveat": "depends on the grouping; low power; see documentation"}
-    if counts is not None:
+    if frequency:
         method += ", frequency weights (the repeated rows)"
         params["weights"] = "frequency"
-    reason = rules.too_few_rows(y_true.size if counts is None else int(counts.sum()))
+    reason = rules.too_few_rows(n)
     if reason is None and result.df < 1:
         reason = f"only {expected.shape[0]} distinct groups: df = G - 2 < 1"
     if reason is None and (expected.min() < 1 or np.mean(expected < 5) > 0.2):

@@ -2,8 +2,8 @@
 
 Groups: each category of a categorical covariate; each quantile band of a numeric
 covariate (``n_bands`` equal-mass bands, right-closed, duplicate edges merged, labelled
-``[21, 34]``, ``(34, 48]`` ...); with ``intersections``, every non-empty combination of
-levels of two different covariates (``race=A & age=(34, 48]``).
+``[21, 34]``, ``(34, 48]`` ...: :mod:`.levels`); with ``intersections``, every non-empty
+combination of levels of two different covariates (``race=A & age=(34, 48]``).
 
 Per group (binary: events are positives, the prediction ``p_1``; multi-class: the top-label
 view): ``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)``
@@ -28,75 +28,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.local.encoding import CovariateLike
 from calaudit.local.group_moments import GroupMoments
+from calaudit.local.levels import (  # noqa: F401 - the group table's levels, used from here
+    Levels,
+    band_codes,
+    band_labels,
+    covariate_levels,
+    data_levels,
+    edge_bands,
+    quantile_bands,
+    quantile_edges,
+)
 from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, moment_test
 from calaudit.numerics.distributions import norm_ppf
 
 TEST_NAME = "poisson_binomial"
-
-
-def _fmt(value: float) -> str:
-    """4 significant digits; whole numbers below 10^7 without an exponent (27900, not
-    2.79e+04)."""
-    text = f"{value:.4g}"
-    if "e" in text and abs(value) < 1e7:
-        return f"{round(value):d}"
-    return text
-
-
-@dataclass(frozen=True)
-class Levels:
-    """A covariate cut into levels: per-row codes (int32), the level labels and, for a
-    numeric covariate, the bands' sorted unique edges (:func:`band_codes` gives any
-    rows' codes from them; ``None`` for categories, whose codes are the covariate's)."""
-
-    name: str
-    codes: NDArray[np.int32]
-    labels: tuple[str, ...]
-    edges: NDArray[np.float64] | None = None
-
-
-def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.int32],
-                                                                       tuple[str, ...]]:
-    """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
-    duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
-    x = np.asarray(values, dtype=np.float64)
-    return edge_bands(x, quantile_edges(x, n_bands))
-
-
-def quantile_edges(x: NDArray[np.float64], n_bands: int) -> NDArray[np.float64]:
-    """The sorted unique edges of :func:`quantile_bands`."""
-    return np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
-
-
-def band_codes(x: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.int32]:
-    """The band of each of ``x`` between sorted unique ``edges`` (:func:`edge_bands`'s
-    codes, without the labels): row by row, so any range of rows gives its own codes."""
-    if edges.size == 1:
-        return np.zeros(x.size, np.int32)
-    return np.searchsorted(edges[1:-1], x, side="left").astype(np.int32)
-
-
-def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
-               ) -> tuple[NDArray[np.int32], tuple[str, ...]]:
-    """Codes and labels of the bands between sorted unique ``edges`` (as
-    :func:`quantile_bands`)."""
-    if edges.size == 1:
-        return band_codes(x, edges), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    labels = tuple(
-        ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
-        for b in range(edges.size - 1))
-    return band_codes(x, edges), labels
-
-
-def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
-    """Categories of a categorical covariate, quantile bands of a numeric one."""
-    if cov.kind == "categorical":
-        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
-    edges = quantile_edges(np.asarray(cov.values, dtype=np.float64), n_bands)
-    codes, labels = edge_bands(np.asarray(cov.values, dtype=np.float64), edges)
-    return Levels(cov.name, codes, labels, edges)
 
 
 @dataclass(frozen=True)

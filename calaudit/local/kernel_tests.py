@@ -96,7 +96,7 @@ class LocalTests:
                               else prediction_features(data.y_proba))
         self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
-        self.levels = [grp.covariate_levels(c, lc.n_bands) for c in data.covariates]
+        self.levels = grp.data_levels(data, lc.n_bands)
         self.kernel_runs: dict[str, NullResult] = {}
         self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
                                         streams["bandwidth"], lc.median_max_rows)

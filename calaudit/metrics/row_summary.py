@@ -27,7 +27,15 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.ece import scores_and_outcomes
-from calaudit.numerics.binning import assign_bins, bin_edges, grid_cells, uniform_bin_index
+from calaudit.numerics.binning import (
+    assign_bins,
+    bin_edges,
+    grid_cells,
+    inner_levels,
+    quantile_edges,
+    uniform_bin_index,
+)
+from calaudit.numerics.order_statistics import column_quantiles
 
 #: Equal-width bins of the score histogram on [0, 1] (the diagrams').
 HISTOGRAM_BINS = 50
@@ -63,10 +71,14 @@ class Binning:
 
     @classmethod
     def build(cls, rows: Any, n_bins: int, strategy: str) -> Binning:
-        """The binning of ``strategy``; quantile edges need the rows in memory (an
-        :class:`~calaudit.scale.ArrayRows`)."""
+        """The binning of ``strategy``; quantile edges from the rows in memory (an
+        :class:`~calaudit.scale.ArrayRows`), or of a source whose tasks read their own
+        rows from exact order-statistics reductions (:func:`quantile_bin_edges`)."""
         if strategy == "uniform":
             return cls(int(n_bins))
+        if getattr(rows, "reads_own_rows", False):
+            return cls(int(n_bins), shared_result("edges", rows, (int(n_bins),),
+                                                  lambda: quantile_bin_edges(rows, n_bins)))
         columns = rows.read(0, rows.n, ["y", "proba"])
         return cls(int(n_bins), tuple(bin_edges(scores, n_bins, "quantile")
                                       for scores, _ in panel_columns(columns["y"],
@@ -90,12 +102,45 @@ class Binning:
         return self.panel_edges(panel).size - 1
 
 
+@dataclass(frozen=True)
+class PanelScores:
+    """The panels' scores of the row source ``rows`` (``y``, ``proba``; ``class_names``)
+    as columns ``panel:k`` (:func:`panel_columns`), computed in the task that reads them."""
+
+    rows: Any
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.n)
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        part = self.rows.read(start, stop, ["y", "proba"])
+        panels = panel_columns(np.asarray(part["y"]),
+                               np.ascontiguousarray(part["proba"], dtype=np.float64))
+        return {name: panels[int(name.split(":")[1])][0] for name in names}
+
+
+def quantile_bin_edges(rows: Any, n_bins: int) -> tuple[NDArray[np.float64], ...]:
+    """Every panel's quantile bin edges (``bin_edges(scores, n_bins, "quantile")``'s
+    bytes) of a source whose tasks read their own rows, from one set of exact
+    order-statistics reductions (:func:`calaudit.numerics.order_statistics.
+    column_quantiles`) over :class:`PanelScores` (``rows.scores``: the prediction columns,
+    one for a binary model's positive class or one per class)."""
+    m = max(len(rows.scores), 2)
+    names = [f"panel:{k}" for k in range(1 + (1 if m == 2 else m))]
+    found = column_quantiles(PanelScores(rows), dict.fromkeys(names, inner_levels(n_bins)))
+    return tuple(quantile_edges(found[name]) for name in names)
+
+
 def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
-    """The rows of ``data`` as a row source: its own unless quantile edges or
-    ``in_memory`` (bootstrap intervals) need the arrays; with row weights the arrays and
+    """The rows of ``data`` as a row source: its own unless ``in_memory`` (bootstrap
+    intervals) needs the arrays (``strategy``: the binning, whose quantile edges a
+    source reading its own rows finds by reductions); with row weights the arrays and
     the column ``w``."""
     rows = getattr(data, "rows", None)
-    if rows is not None and strategy == "uniform" and not in_memory:
+    if rows is not None and not in_memory:
         return rows
     weights = getattr(data, "sample_weight", None)
     return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba,
