@@ -6,6 +6,7 @@ on weighted rows those of :mod:`calaudit.local.weighted_lcb`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -35,8 +36,10 @@ from calaudit.local.lcb_curves import (
     curves_from_products,
 )
 from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products, lcb_computation
+from calaudit.local.lcb_rows import KeptBias, ResidualRows, kept_kernel_sums
 from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.numerics.distributions import norm_ppf
+from calaudit.scale import ArrayRows
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -74,9 +77,15 @@ def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
 class LcbEstimation:
     """The LCB of one data set, from the setup its tests used (:class:`LocalTests`:
     data, settings, encoded covariates, streams, exact or feature path; weighted rows: the
-    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``)."""
+    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``).
+    On a dataset whose tasks read their own rows (feature path, unweighted) the LCB of
+    every row stays where the tasks computed it (:mod:`calaudit.local.lcb_rows`): ``rows``
+    is then that row source (column ``lcb``), kept until :meth:`close` (or the ``with``
+    block's end); else the in-memory values (after :meth:`run`)."""
 
     def __init__(self, setup: Any, weights: LcbWeights | None = None) -> None:
+        self.stack = contextlib.ExitStack()
+        self.rows: Any = None
         self.data, self.local, self.config = setup.data, setup.local, setup.config
         self.n, self.streams, self.weights = setup.data.n, setup.streams, weights
         self.encoded = setup.encoded
@@ -88,6 +97,25 @@ class LcbEstimation:
             self.lcb_kernel = True if setup.choice.features else None
             self.lcb_features = setup.choice.n_features or 0
             self.prob_features = np.asarray(setup.proba).reshape(self.n, -1)
+
+    def __enter__(self) -> LcbEstimation:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the kept LCB rows (:attr:`rows`)."""
+        self.rows = None
+        self.stack.close()
+
+    def residual_rows(self, use: str) -> ResidualRows | None:
+        """The residual columns built by the tasks (:class:`ResidualRows`) when the
+        data's rows read their own rows and the rows are unweighted, else None."""
+        source = getattr(self.data, "rows", None)
+        if self.weights is not None or not getattr(source, "reads_own_rows", False):
+            return None
+        return ResidualRows(source, use)
 
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
             separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -106,7 +134,8 @@ class LcbEstimation:
         if self.lcb_kernel is not None:
             at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
                                       CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed)
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      squares=self.residual_rows("squares"))
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64))
@@ -129,6 +158,8 @@ class LcbEstimation:
             "curves": curves,
             "points": self.points(lcb, prediction, at),
         }
+        if self.rows is None:
+            self.rows = ArrayRows({"lcb": lcb})
         return lcb, section
 
     def weighted_section(self, scalar_r: np.ndarray, prediction: np.ndarray,
@@ -266,6 +297,12 @@ class LcbEstimation:
                                               self.data.covariates, self.encoded.blocks)
             self.lcb_kernel = dataset_kernel(rows_cell_kernel(rows, categorical), rows,
                                              self.data, self.encoded, categorical)
+            residuals = self.residual_rows("sums")
+            if residuals is not None:  # the rows' LCB kept where the tasks computed it
+                self.rows = self.stack.enter_context(kept_kernel_sums(
+                    self.lcb_kernel, residuals, self.lcb_features,
+                    self.choice.frequency_seed))
+                return KeptBias(self.rows), selection, None
             weighted, mass = feature_kernel_sums(
                 self.lcb_kernel, scalar_r, self.lcb_features, self.choice.frequency_seed,
                 None if self.weights is None else self.weights.w)
