@@ -15,7 +15,7 @@ import numpy as np
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
-from calaudit.local.kernel_sources import dataset_kernel
+from calaudit.local.kernel_sources import dataset_kernel, planned_kernel, taker
 from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
@@ -277,7 +277,9 @@ class LcbEstimation:
                                       fixed=None if lc.lcb_cov_bandwidth else fixed,
                                       max_rows=lc.lcb_cv_max_rows,
                                       prob_grid=prob_grid, cov_grid=cov_grid,
-                                      weights=self.weights)
+                                      weights=self.weights,
+                                      take=taker(self.data, self.encoded)
+                                      if self.residual_rows("sums") else None)
         if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
             return replace(selection, source="option")
         return selection
@@ -295,14 +297,15 @@ class LcbEstimation:
                                   self.encoded.features, columns)
             categorical = categorical_columns(self.prob_features.shape[1],
                                               self.data.covariates, self.encoded.blocks)
-            self.lcb_kernel = dataset_kernel(rows_cell_kernel(rows, categorical), rows,
-                                             self.data, self.encoded, categorical)
             residuals = self.residual_rows("sums")
-            if residuals is not None:  # the rows' LCB kept where the tasks computed it
+            if residuals is not None:  # every per-row column made and kept by the tasks
+                self.lcb_kernel = planned_kernel(rows, self.data, self.encoded, categorical)
                 self.rows = self.stack.enter_context(kept_kernel_sums(
                     self.lcb_kernel, residuals, self.lcb_features,
                     self.choice.frequency_seed))
                 return KeptBias(self.rows), selection, None
+            self.lcb_kernel = dataset_kernel(rows_cell_kernel(rows, categorical), rows,
+                                             self.data, self.encoded, categorical)
             weighted, mass = feature_kernel_sums(
                 self.lcb_kernel, scalar_r, self.lcb_features, self.choice.frequency_seed,
                 None if self.weights is None else self.weights.w)

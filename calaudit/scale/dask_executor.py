@@ -264,7 +264,7 @@ class DaskExecutor:
         """The per-row results of ``partial`` on every range kept on the workers
         (``calaudit.scale.kept``): a handle read by later reductions as placed row
         blocks, each made by a task (Dask makes a lost one again)."""
-        from calaudit.scale.kept import TaskShards
+        from calaudit.scale.kept_rows import TaskShards
 
         return TaskShards(self.client, partial, ranges, shared)
 
