@@ -121,3 +121,42 @@ def test_the_kept_lcb_is_the_in_memory_one_without_the_rows_in_memory(tmp_path, 
             assert picked["lcb"].tobytes() == reference.values[rows].tobytes()
             assert fetch(estimation.rows, ("weight_sums",), rows)["weight_sums"].tobytes() \
                 == reference.weight_sums[rows].tobytes()
+
+
+def same(a, b) -> bool:
+    """The same values, arrays by their bytes."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        if a.dtype == object:
+            return b.dtype == object and a.tolist() == b.tolist()
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return a == b
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_lcb_section_without_curves_is_made_without_the_rows_in_memory(
+        tmp_path, classes, monkeypatch):
+    """A categorical covariate only (no curves): the whole ``local.lcb`` section (the
+    bandwidths' subsamples, the cells, the sums, the plotted rows and the summary) on a
+    planned dataset whose ``_loaded`` raises is the in-memory one."""
+    folder = write(tmp_path / "ds", classes)
+    loaded = load(folder, covariates="region")
+    outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
+    r = outcome - prediction
+    with scale.using(SerialExecutor()):
+        lcb, section = LcbEstimation(_setup(loaded)).run(r, prediction, {})
+        planned = plan(folder, covariates="region")
+        setup = _setup(planned)
+
+        def refused(self):
+            raise AssertionError("the LCB read the rows into the client")
+
+        monkeypatch.setattr(RowsData, "_loaded", property(refused))
+        with LcbEstimation(setup) as estimation:
+            got, got_section = estimation.run(r, prediction, {})
+            assert estimation.rows.read(0, 5, ("lcb",))["lcb"].tobytes() == lcb[:5].tobytes()
+    assert got.tobytes() == lcb.tobytes()
+    assert section["curves"] == [] and same(got_section, section)

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.features import covariate_reads, encoded_range
-from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit import scale
+from calaudit.local.features import covariate_reads, encoded_range
 from calaudit.local.klce import prediction_features
 from calaudit.local.lcb import top_label_residual
+from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.local.lcb_cells import MAX_CELLS, CellKernel, _cells
 from calaudit.scale import TASK_ROWS, task_ranges
 
@@ -239,3 +239,21 @@ def _taken_partial(start: int, stop: int, *, rows: Any, columns: tuple[str, ...]
     return (prediction_features(part["proba"])[local],
             encoded_range(part, covariates, columns, encoding, blocks)[local],
             (outcome - prediction)[local])
+
+
+def picked_covariates(data: Any, rows: NDArray[np.intp]) -> dict[str, NDArray]:
+    """Each covariate's values (numeric) or codes (categorical) at the sorted ``rows``
+    of a dataset whose tasks read their own rows: one reduction, each task giving its
+    range's rows."""
+    columns, _ = covariate_reads(data)
+    parts = scale.map_combine(_covariates_partial, task_ranges(data.n), {
+        "rows": data.rows, "columns": columns, "at": np.asarray(rows, np.intp)}, list)
+    return {c.name: np.concatenate([part[column] for part in parts])
+            for c, column in zip(data.covariates, columns, strict=True)}
+
+
+def _covariates_partial(start: int, stop: int, *, rows: Any, columns: tuple[str, ...],
+                        at: NDArray[np.intp]) -> dict[str, NDArray]:
+    lo, hi = np.searchsorted(at, [start, stop])
+    part = rows.read(start, stop, list(columns))
+    return {column: part[column][at[lo:hi] - start] for column in columns}

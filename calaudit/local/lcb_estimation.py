@@ -15,8 +15,20 @@ import numpy as np
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
-from calaudit.local.kernel_sources import dataset_kernel, planned_kernel, taker
-from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
+from calaudit.local.kernel_sources import (
+    dataset_kernel,
+    picked_covariates,
+    planned_kernel,
+    taker,
+)
+from calaudit.local.lcb import (
+    QUANTILES,
+    LocalBias,
+    RowProducts,
+    plot_points,
+    row_products,
+    summarize,
+)
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
     COV_GRID,
@@ -37,6 +49,7 @@ from calaudit.local.lcb_curves import (
 )
 from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products, lcb_computation
 from calaudit.local.lcb_rows import KeptBias, ResidualRows, kept_kernel_sums
+from calaudit.local.lcb_summary import kept_summary
 from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.scale import ArrayRows
@@ -140,7 +153,11 @@ class LcbEstimation:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64))
         curves = self.curves(design, bias, at, scalar_r)
-        lcb = bias.values
+        kept = isinstance(bias, KeptBias)
+        summary = kept_summary(bias.rows, self.n, QUANTILES) if kept \
+            else summarize(bias.values)
+        points = self.points(bias, prediction, at)
+        lcb = bias.values  # the current callers' array (fetched here when kept)
         section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
                           "(eq. 7) at every observation, bandwidths chosen for estimation",
@@ -154,9 +171,9 @@ class LcbEstimation:
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
-            "summary": summarize(lcb),
+            "summary": summary,
             "curves": curves,
-            "points": self.points(lcb, prediction, at),
+            "points": points,
         }
         if self.rows is None:
             self.rows = ArrayRows({"lcb": lcb})
@@ -217,7 +234,7 @@ class LcbEstimation:
                                            self.lcb_features),
             "summary": summarize(bias.values, weights),
             "curves": curves,
-            "points": self.points(bias.values, prediction, at),
+            "points": self.points(bias, prediction, at),
         }
         return bias.values, section
 
@@ -244,7 +261,7 @@ class LcbEstimation:
                                                      else weights.w[rows]))
         return requests
 
-    def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts
+    def points(self, bias: Any, prediction: np.ndarray, at: RowProducts
                ) -> dict[str, Any]:
         """The plotted rows with their LCB, pointwise interval and covariates (at most
         ``max_points``: evenly spaced among the rows whose products were computed)."""
@@ -254,12 +271,15 @@ class LcbEstimation:
                                          ).round().astype(np.intp))
         rows, se = at.rows[keep], at.se[keep]
         z = float(norm_ppf(0.5 + self.local.confidence_level / 2.0))
-        lcb = lcb_values[rows]
+        covs = self.data.covariates
+        if isinstance(bias, KeptBias):  # the plotted rows' values fetched from the tasks
+            lcb, values = bias.at(rows)["lcb"], picked_covariates(self.data, rows)
+        else:
+            lcb, values = bias.values[rows], {c.name: np.asarray(c.values)[rows] for c in covs}
         return {
-            "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
-                                 if c.kind == "numeric"},
-            "group": {c.name: c.labels()[rows] for c in self.data.covariates
-                      if c.kind == "categorical"},
+            "covariate_values": {c.name: values[c.name] for c in covs if c.kind == "numeric"},
+            "group": {c.name: np.asarray(c.categories, dtype=object)[values[c.name]]
+                      for c in covs if c.kind == "categorical"},
             "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
             "prediction": prediction[rows], "row": rows, "n_total": self.n}
 

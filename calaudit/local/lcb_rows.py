@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
+from calaudit.local.features import MIN_WEIGHT
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_cells import CellKernel
-from calaudit.local.features import MIN_WEIGHT
 from calaudit.local.lcb_features import _features, kernel_rows, mixed_sums, rows_partial
 from calaudit.numerics.features import FourierFeatures
 from calaudit.scale import TASK_ROWS, task_ranges
