@@ -144,11 +144,11 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     data, config, lc, streams = setup.data, setup.config, setup.local, setup.streams
     attribution = attribute_levels(setup, outcome, prediction)
     section = None if attribution is None else attribution.section
-    lcb, lcb_section = LcbEstimation(setup).run(scalar_r, prediction,
-                                                categorical_separation(section))
-    specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
-                                       prediction, lcb, streams["groups"],
-                                       group_settings(config))
+    with LcbEstimation(setup) as estimation:  # estimation.rows: the LCB as a row source
+        lcb_section = estimation.run(scalar_r, prediction, categorical_separation(section))[1]
+        specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
+                                           prediction, estimation.rows, streams["groups"],
+                                           group_settings(config))
     if attribution is not None:
         mark_explained(table, grp.define_groups(setup.levels, lc.intersections), attribution,
                        outcome, config.alpha)

@@ -259,8 +259,18 @@ class DaskExecutor:
         return self.client.submit(function, *args, pure=False,
                                   key=f"calaudit-made-{name_of(function)}-{uuid.uuid4().hex}")
 
+    def keep_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                  shared: Mapping[str, Any]) -> Any:
+        """The per-row results of ``partial`` on every range kept on the workers
+        (``calaudit.scale.kept``): a handle read by later reductions as placed row
+        blocks, each made by a task (Dask makes a lost one again)."""
+        from calaudit.scale.kept_rows import TaskShards
+
+        return TaskShards(self.client, partial, ranges, shared)
+
     def release(self, handle: Any) -> None:
-        """Drop the workers' copies of a :meth:`keep` handle."""
+        """Drop the workers' copies of a :meth:`keep`, :meth:`make` or :meth:`keep_rows`
+        handle."""
         if isinstance(handle, shards.Shards):
             handle.release()
             return
