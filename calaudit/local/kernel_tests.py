@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,12 @@ from calaudit.local.klce import (
 from calaudit.local.lcb import plot_points
 from calaudit.local.lcb_cells import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
+from calaudit.local.row_columns import (
+    GatheredColumn,
+    GatheredCovariate,
+    covariate_moments,
+    residuals_at,
+)
 from calaudit.local.score_members import ScoreMembers
 from calaudit.results import Status, TestResult
 
@@ -88,13 +95,19 @@ class LocalTests:
         self.data, self.config, self.local = data, config, config.local
         self.streams = streams
         self.n = data.n
-        self.r = residuals(data.y_true, data.y_proba)
-        self.proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
-        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
-        self.proba.flags.writeable = False
-        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
-                              else prediction_features(data.y_proba))
-        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
+        #: the rows are read by tasks (a dataset audited where it is, binary): the setup
+        #: fetches only the rows it needs (:mod:`calaudit.local.row_columns`)
+        self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False)
+                            and data.is_binary)
+        if self.gathers:
+            self.prob_features = GatheredColumn(data.rows, "p", lambda: self.proba, 1)
+            self.encoded = encode_covariates(
+                [GatheredCovariate(data, c) for c in data.covariates], standardize=True,
+                lazy=True, moments=covariate_moments(data))
+        else:
+            self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
+                                  else prediction_features(data.y_proba))
+            self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
         self.levels = grp.data_levels(data, lc.n_bands)
         self.kernel_runs: dict[str, NullResult] = {}
@@ -121,11 +134,26 @@ class LocalTests:
                                              self.choice.frequency_seed)
             self.computation["approximation"] = self.approximation()
 
+    @cached_property
+    def r(self) -> np.ndarray:
+        """The KLCE residuals of every row (:func:`calaudit.local.klce.residuals`)."""
+        return residuals(self.data.y_true, self.data.y_proba)
+
+    @cached_property
+    def proba(self) -> np.ndarray:
+        """What the tests' redraws use: ``p_1`` (binary; read-only, the prediction
+        kernel's column is an (n, 1) view of it) or the (n, m) rows."""
+        data = self.data
+        proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
+        proba.flags.writeable = False
+        return proba
+
     def approximation(self) -> dict[str, Any]:
         """Feature vs exact KLCE^2 on a seeded subsample of :data:`APPROXIMATION_ROWS`."""
         rows = plot_points(self.n, APPROXIMATION_ROWS, self.streams["features"])
         z = self.gram.features[rows]
-        return approximation_error(self.features, z, self.r[rows], GaussianProductGram(z))
+        r = residuals_at(self.data, rows) if self.gathers else self.r[rows]
+        return approximation_error(self.features, z, r, GaussianProductGram(z))
 
     # --- tests -----------------------------------------------------------------------
 
@@ -141,7 +169,8 @@ class LocalTests:
         lc, n = self.local, self.n
         if n < lc.min_group_rows:
             return f"{n} rows < min_group_rows {lc.min_group_rows}"
-        counts = np.bincount(self.data.y_true, minlength=self.data.n_classes)
+        counts = (np.asarray(self.data.counts) if self.gathers else
+                  np.bincount(self.data.y_true, minlength=self.data.n_classes))
         if self.data.is_binary and counts.min() < lc.min_group_events:
             return f"{int(counts.min())} events or non-events < min_group_events " \
                    f"{lc.min_group_events}"
@@ -241,9 +270,12 @@ class LocalTests:
             fused = None
         if fused == "klce_consistency":
             self.feature_seed = aggregate.feature_seed(self.streams[fused])
-        out = feature_local_pass(self.features, self.gram.features, self.r, self.proba, fused,
-                                 self.streams[fused] if fused else None,
-                                 self.local.n_resamples, source=self.kernel_rows())
+        source = self.kernel_rows()
+        held = source is None or fused == "klce_bootstrap"  # else the tasks build them
+        out = feature_local_pass(self.features, self.gram.features,
+                                 self.r if held else None, self.proba if held else None,
+                                 fused, self.streams[fused] if fused else None,
+                                 self.local.n_resamples, source=source)
         if out.test is not None:
             result = NullResult(out.test.statistic, out.test.null_distribution,
                                 out.test.p_value)
