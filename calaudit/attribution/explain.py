@@ -33,6 +33,7 @@ from calaudit.attribution.model import (
     placed,
     standardised_biases,
 )
+from calaudit.attribution.rows import can_reduce, fitted_everywhere, task_model
 from calaudit.attribution.weighted import TEST_ROBUST, ModelWeights, explained_check
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels, format_bias, format_interval, index_dtype
@@ -64,6 +65,8 @@ class Attribution:
     offset: NDArray[np.float64]
     model: ModelRows
     weights: ModelWeights | None = None
+    #: the level rows read by their tasks (:mod:`.rows`; None: ``offset`` held here)
+    source: Any = None
 
     @property
     def explaining(self) -> list[str]:
@@ -71,14 +74,15 @@ class Attribution:
 
 
 def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, float]],
-                outcome: NDArray[np.float64], weights: ModelWeights | None
-                ) -> list[dict[str, Any]]:
-    """Every level of ``term``: its row count (weighted: its sample size) and standardised
-    bias with interval (from ``biases``,
+                outcome: NDArray[np.float64], weights: ModelWeights | None,
+                counts: NDArray[np.int64] | None = None) -> list[dict[str, Any]]:
+    """Every level of ``term``: its row count (``counts`` when known; weighted: its sample
+    size) and standardised bias with interval (from ``biases``,
     :func:`calaudit.attribution.model.standardised_biases` of every used level)."""
     out = []
     for code, label in enumerate(term.labels):
-        n = int(np.count_nonzero(term.codes == code)) if weights is None else weights.size(
+        n = (int(counts[code]) if counts is not None else
+             int(np.count_nonzero(term.codes == code))) if weights is None else weights.size(
             level_size(term.codes == code, outcome, weights.a, weights.frequency)[0])
         if code in term.used:
             bias, low, high = biases[term.name, code]
@@ -89,21 +93,32 @@ def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, fl
     return out
 
 
-def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[np.float64],
-              prediction: NDArray[np.float64], settings: AttributionSettings,
-              view: str = "binary", weights: ModelWeights | None = None) -> Attribution:
+def attribute(levels: Sequence[Levels], kinds: Sequence[str],
+              outcome: NDArray[np.float64] | None, prediction: NDArray[np.float64] | None,
+              settings: AttributionSettings, view: str = "binary",
+              weights: ModelWeights | None = None, source: Any = None) -> Attribution:
     """Fit the recalibration model and test every covariate (see the module docstring);
-    ``weights``: the rows' weights (:mod:`.weighted`)."""
-    offset = logit_offset(prediction)
-    a = None if weights is None else weights.a
-    terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events,
-                              a, weights is None or weights.frequency)
-    model = ModelRows.build(outcome, offset, prediction, terms, rows, a,
-                            None if weights is None else weights.m)
+    ``weights``: the rows' weights (:mod:`.weighted`); ``source``: the level rows read by
+    their tasks (:class:`.rows.LevelRows`, unweighted; ``outcome`` and ``prediction`` are
+    then not read)."""
+    counts: list[Any] = [None] * len(levels)
+    if source is not None and weights is None and can_reduce(levels):
+        found = task_model(source, levels, kinds, settings.min_rows, settings.min_events)
+        terms, model, counts = found.terms, found.model, found.counts
+        offset = rows = None
+    else:
+        source = None
+        offset = logit_offset(prediction)
+        a = None if weights is None else weights.a
+        terms, rows = build_terms(levels, kinds, outcome, settings.min_rows,
+                                  settings.min_events, a, weights is None or weights.frequency)
+        model = ModelRows.build(outcome, offset, prediction, terms, rows, a,
+                                None if weights is None else weights.m)
     robust = weights is not None and not weights.frequency
     section: dict[str, Any] = {
         "role": "diagnostic", "model": MODEL, "view": view,
-        "rows_used": int(rows.size) if weights is None or robust else weights.size(
+        "rows_used": (model.used if rows is None else int(rows.size))
+        if weights is None or robust else weights.size(
             float(a[rows].sum())),
         "test": TEST_ROBUST if robust else
         "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
@@ -126,10 +141,10 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
                                   "levels": [], "message": str(exc)} for t in terms]
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
-        return Attribution(section, tuple(terms), rows, offset, model, weights)
+        return Attribution(section, tuple(terms), rows, offset, model, weights, source)
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
-    for term, p_given, p_alone in zip(terms, given, alone, strict=True):
+    for term, p_given, p_alone, count in zip(terms, given, alone, counts, strict=True):
         testable = bool(term.columns)
         section["covariates"].append({
             "covariate": term.name, "kind": term.kind, "df": len(term.columns),
@@ -142,12 +157,12 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
             "adjustment": settings.adjust,
             "status": ("INCONCLUSIVE" if not testable
                        else "FAIL" if p_given <= settings.alpha else "PASS"),
-            "levels": _level_rows(term, biases, outcome, weights),
+            "levels": _level_rows(term, biases, outcome, weights, count),
             **({} if testable else {"message": "fewer than two levels large enough"})})
     section["explaining"] = [c["covariate"] for c in section["covariates"]
                              if c["status"] == "FAIL"]
     section["summary"] = summary_sentence(section)
-    return Attribution(section, tuple(terms), rows, offset, model, weights)
+    return Attribution(section, tuple(terms), rows, offset, model, weights, source)
 
 
 def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
@@ -209,6 +224,8 @@ def _fitted_everywhere(attribution: Attribution, model: ModelRows,
     ``model``, evaluated on every row)."""
     terms = [t for t in attribution.terms if t.name in names]
     fit = fit_glm(model, terms)
+    if attribution.source is not None:
+        return fitted_everywhere(attribution.source, attribution.terms, terms, fit.params)
     every = Cells.build(terms, np.arange(outcome.size, dtype=index_dtype(outcome.size)))
     return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 

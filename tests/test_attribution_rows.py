@@ -1,0 +1,144 @@
+"""The recalibration model's attribution on a dataset whose tasks read their own rows
+(:mod:`calaudit.attribution.rows`): computed without the rows in this process, it is the
+in-memory attribution (the same JSON section, the same fitted probabilities), binary and
+multi-class, with a level too small to use (rows left out across reduction ranges)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from calaudit import scale
+from calaudit.attribution import explain, rows
+from calaudit.attribution.explain import AttributionSettings, attribute
+from calaudit.attribution.model import placed
+from calaudit.data.load import load
+from calaudit.data.planned import RowsData, plan
+from calaudit.local.groups import covariate_levels
+from calaudit.local.lcb import top_label_residual
+from calaudit.scale import SerialExecutor
+
+#: Three reduction ranges (the last one short).
+N = 2 * scale.TASK_ROWS + 3_001
+
+
+def table(classes: int, n: int = N, seed: int = 3) -> dict[str, np.ndarray]:
+    """Predictions biased by region and age; the level ``west`` has 12 rows (too few:
+    its rows are left out), in the first and the last range."""
+    rng = np.random.default_rng(seed)
+    age = np.round(rng.uniform(18, 90, n), 1)
+    region = np.array(["north", "south", "east"])[rng.integers(0, 3, n)]
+    region[[5, 9, n // 2, *range(n - 9, n)]] = "west"
+    shift = np.where(region == "south", 0.6, 0.0) + (age - 50) / 60
+    if classes == 2:
+        p = 1 / (1 + np.exp(-rng.normal(-0.5, 1.0, n)))
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(np.log(p / (1 - p)) + shift))))
+        return {"label": y.astype(np.int8), "prob": p, "age": age, "region": region}
+    proba = rng.dirichlet([2.0, 3.0, 4.0], n)
+    tilt = proba * np.exp(np.stack([shift, np.zeros(n), -shift], axis=1))
+    tilt /= tilt.sum(axis=1, keepdims=True)
+    y = (rng.uniform(size=n)[:, None] > np.cumsum(tilt, axis=1)).sum(axis=1)
+    return {"label": y, **{f"p_{k}": proba[:, k] for k in range(3)}, "age": age,
+            "region": region}
+
+
+def write(folder, columns, cuts) -> str:
+    folder.mkdir()
+    for k in range(len(cuts) - 1):
+        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in columns.items()}
+        pq.write_table(pa.table(part), folder / f"part-{k}.parquet")
+    return str(folder)
+
+
+def refuse_rows(monkeypatch) -> None:
+    def refused(self):
+        raise AssertionError("the rows were read into this process")
+    monkeypatch.setattr(RowsData, "_loaded", property(refused))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_attribution_read_by_tasks_is_the_in_memory_one(tmp_path, monkeypatch, classes):
+    folder = write(tmp_path / "ds", table(classes), (0, 50_000, 100_001, N))
+    options = {"covariates": "age,region"}
+    loaded = load(folder, **options)
+    levels = [covariate_levels(c, 5) for c in loaded.covariates]
+    kinds = [c.kind for c in loaded.covariates]
+    settings = AttributionSettings(min_rows=30, min_events=5)
+    outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
+    view = "binary" if classes == 2 else "top-label"
+    with scale.using(SerialExecutor()):
+        memory = attribute(levels, kinds, outcome, prediction, settings, view)
+        data = plan(folder, **options)
+        refuse_rows(monkeypatch)
+        source = rows.level_rows(data, levels)
+        tasks = attribute(levels, kinds, None, None, settings, view, source=source)
+        assert tasks.source is source and tasks.offset is None
+        assert json.dumps(tasks.section) == json.dumps(memory.section)
+        assert memory.section["rows_used"] == N - 12
+        names = frozenset(t.name for t in memory.terms)
+        with placed(memory.model) as a, placed(tasks.model) as b:
+            q_memory = explain._fitted_everywhere(memory, a, outcome, names)
+            q_tasks = explain._fitted_everywhere(tasks, b, outcome, names)
+    assert q_tasks.tobytes() == q_memory.tobytes()
+
+
+def test_the_tasks_columns_are_the_in_memory_ones(tmp_path, monkeypatch):
+    """A range's outcome, prediction and level codes, computed in the task."""
+    folder = write(tmp_path / "ds", table(3, 5_000), (0, 2_000, 5_000))
+    loaded = load(folder, covariates="age,region")
+    levels = [covariate_levels(c, 4) for c in loaded.covariates]
+    outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
+    memory = rows.memory_rows(outcome, prediction, levels)
+    with scale.using(SerialExecutor()):
+        data = plan(folder, covariates="age,region")
+    refuse_rows(monkeypatch)
+    source = rows.level_rows(data, levels)
+    names = ["outcome", "prediction", "code:0", "code:1"]
+    for start, stop in ((0, 5_000), (1_990, 2_010)):
+        ours, theirs = source.read(start, stop, names), memory.read(start, stop, names)
+        for name in names:
+            assert ours[name].dtype == theirs[name].dtype
+            assert ours[name].tobytes() == theirs[name].tobytes()
+
+
+def test_the_local_stage_on_two_workers_attributes_from_the_tasks(two_workers, tmp_path,
+                                                                  monkeypatch):
+    """The local stage's JSON on two workers is the single-process run's (the same files
+    loaded), binary and multi-class, the attribution's model read by its tasks."""
+    import cloudpickle
+
+    from calaudit.audit.config import AuditConfig
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+    from calaudit.audit.runner import run_audit
+    from calaudit.audit.sections.local import LocalConfig
+    from calaudit.scale import DaskExecutor
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    built = []
+    monkeypatch.setattr(explain, "task_model", lambda *a, _f=explain.task_model, **k: (
+        built.append(type(a[0]).__name__), _f(*a, **k))[1])
+    config = AuditConfig(n_resamples=19, random_state=5, method="features", n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                           lcb_cv_max_rows=300))
+    stages = (LocalCalibrationStage(),)
+    for classes in (2, 3):
+        folder = write(tmp_path / f"ds{classes}", table(classes, 2_000),
+                       (0, 700, 1_300, 2_000))
+        options = {"covariates": "age,region", "categorical": ()}
+        single = run_audit(load(folder, **options), config, stages=stages).to_dict()
+        executor = DaskExecutor(two_workers)
+        with scale.using(executor):
+            data = plan(folder, **options)
+        result = run_audit(data, config.__class__(**{**config.__dict__,
+                                                     "executor": executor}),
+                           stages=stages).to_dict()
+        for payload in (single, result):
+            for volatile in ("created_at", "runtime_seconds", "environment"):
+                payload.pop(volatile, None)
+        assert json.dumps(result, sort_keys=True) == json.dumps(single, sort_keys=True)
+        assert single["attribution"]["covariates"]
+    assert built == ["LevelRows", "LevelRows"]
