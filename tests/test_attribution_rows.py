@@ -23,8 +23,8 @@ from calaudit.local.groups import covariate_levels
 from calaudit.local.lcb import top_label_residual
 from calaudit.scale import SerialExecutor
 
-#: Three reduction ranges (the last one short).
-N = 2 * scale.TASK_ROWS + 3_001
+#: Two reduction ranges (the last one short).
+N = scale.TASK_ROWS + 3_001
 
 
 def table(classes: int, n: int = N, seed: int = 3) -> dict[str, np.ndarray]:
@@ -63,7 +63,7 @@ def refuse_rows(monkeypatch) -> None:
 
 @pytest.mark.parametrize("classes", [2, 3])
 def test_the_attribution_read_by_tasks_is_the_in_memory_one(tmp_path, monkeypatch, classes):
-    folder = write(tmp_path / "ds", table(classes), (0, 50_000, 100_001, N))
+    folder = write(tmp_path / "ds", table(classes), (0, 30_000, 50_001, N))
     options = {"covariates": "age,region"}
     loaded = load(folder, **options)
     levels = [covariate_levels(c, 5) for c in loaded.covariates]
@@ -106,39 +106,36 @@ def test_the_tasks_columns_are_the_in_memory_ones(tmp_path, monkeypatch):
             assert ours[name].tobytes() == theirs[name].tobytes()
 
 
-def test_the_local_stage_on_two_workers_attributes_from_the_tasks(two_workers, tmp_path,
-                                                                  monkeypatch):
-    """The local stage's JSON on two workers is the single-process run's (the same files
-    loaded), binary and multi-class, the attribution's model read by its tasks."""
+def test_the_attribution_on_two_workers_is_the_in_memory_one(two_workers, tmp_path,
+                                                             monkeypatch):
+    """Binary and multi-class, the attribution read by tasks on two workers: the
+    in-memory section and fitted probabilities (the whole local stage's JSON on two
+    workers: tests/test_dask_dataset_rows.py)."""
     import cloudpickle
 
-    from calaudit.audit.config import AuditConfig
-    from calaudit.audit.local_calibration import LocalCalibrationStage
-    from calaudit.audit.runner import run_audit
-    from calaudit.audit.sections.local import LocalConfig
     from calaudit.scale import DaskExecutor
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    built = []
-    monkeypatch.setattr(explain, "task_model", lambda *a, _f=explain.task_model, **k: (
-        built.append(type(a[0]).__name__), _f(*a, **k))[1])
-    config = AuditConfig(n_resamples=19, random_state=5, method="features", n_features=64,
-                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
-                                           lcb_cv_max_rows=300))
-    stages = (LocalCalibrationStage(),)
+    settings = AttributionSettings(min_rows=30, min_events=5)
     for classes in (2, 3):
-        folder = write(tmp_path / f"ds{classes}", table(classes, 2_000),
-                       (0, 700, 1_300, 2_000))
+        folder = write(tmp_path / f"ds{classes}", table(classes, 3_000),
+                       (0, 700, 1_300, 3_000))
         options = {"covariates": "age,region", "categorical": ()}
-        single = run_audit(load(folder, **options), config, stages=stages).to_dict()
-        executor = DaskExecutor(two_workers)
-        with scale.using(executor):
+        loaded = load(folder, **options)
+        levels = [covariate_levels(c, 5) for c in loaded.covariates]
+        kinds = [c.kind for c in loaded.covariates]
+        outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
+        memory = attribute(levels, kinds, outcome, prediction, settings)
+        names = frozenset(t.name for t in memory.terms)
+        with placed(memory.model) as model:
+            q_memory = explain._fitted_everywhere(memory, model, outcome, names)
+        with scale.using(DaskExecutor(two_workers)):
             data = plan(folder, **options)
-        result = run_audit(data, config.__class__(**{**config.__dict__,
-                                                     "executor": executor}),
-                           stages=stages).to_dict()
-        for payload in (single, result):
-            for volatile in ("created_at", "runtime_seconds", "environment"):
-                payload.pop(volatile, None)
-        assert json.dumps(result, sort_keys=True) == json.dumps(single, sort_keys=True)
-        assert single["attribution"]["covariates"]
-    assert built == ["LevelRows", "LevelRows"]
+            with monkeypatch.context() as patch:
+                refuse_rows(patch)
+                tasks = attribute(levels, kinds, None, None, settings,
+                                  source=rows.level_rows(data, levels))
+                with placed(tasks.model) as model:
+                    q_tasks = explain._fitted_everywhere(tasks, model, outcome, names)
+        assert json.dumps(tasks.section) == json.dumps(memory.section)
+        assert memory.section["rows_used"] == 3_000 - 12
+        assert q_tasks.tobytes() == q_memory.tobytes()
