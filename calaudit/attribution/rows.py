@@ -18,8 +18,7 @@ builds the model's terms and rows from reductions over it:
    :class:`calaudit.attribution.model.ModelRows` holds them in memory, over the same
    ranges of the data's rows.
 
-:func:`fitted_everywhere` gives the fitted probabilities of a sub-model on every row
-(each range's values computed in its task; they come back to the caller).
+The explained-group check reads the same rows (:mod:`.group_check`).
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from calaudit import scale
 from calaudit.attribution.design import Cells, Term
@@ -43,7 +41,8 @@ from calaudit.scale import ArrayRows
 
 @dataclass(frozen=True)
 class LevelRows:
-    """``outcome``, ``prediction`` and ``code:k`` of a range, computed in the task from
+    """``outcome``, ``prediction`` (and its ``offset``, ``logit(clip(p))``) and ``code:k``
+    of a range, computed in the task from
     the source's ``y``, ``proba`` and covariate ``columns`` (module docstring); ``edges``:
     each covariate's band edges (None: categorical)."""
 
@@ -61,6 +60,8 @@ class LevelRows:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])
         outcome, prediction = top_label_residual(part["y"], part["proba"])
         out = {"outcome": outcome, "prediction": prediction}
+        if "offset" in names:
+            out["offset"] = logit_offset(prediction)
         for k, (column, edges) in enumerate(zip(self.columns, self.edges, strict=True)):
             x = part[column]
             out[f"code:{k}"] = (np.asarray(x, dtype=np.int32) if edges is None
@@ -225,36 +226,5 @@ def task_model(rows: Any, levels: Sequence[Any], kinds: Sequence[str], min_rows:
                                       extent=rows.n, used=count), counts)
 
 
-def every_partial(start: int, stop: int, *, rows: Any, columns: tuple[int, ...],
-                  sizes: tuple[int, ...], present: NDArray[np.int64] | None = None,
-                  cell_eta: NDArray[np.float64] | None = None) -> dict[str, NDArray]:
-    """Every row's key of the covariates ``columns`` (``sizes`` levels each): without
-    ``present``, the count of every key; with it, ``q = expit(logit(clip(p)) + eta of
-    the row's cell)``, the cell the key's rank among ``present``."""
-    part = rows.read(start, stop, ["outcome", "prediction", *_codes(max(columns) + 1)])
-    key = _keys({"outcome": part["outcome"],
-                 **{f"code:{j}": part[f"code:{c}"] for j, c in enumerate(columns)}}, sizes)
-    if present is None:
-        return {"cells": np.bincount(key, minlength=int(np.prod(sizes, dtype=np.int64)))}
-    cell = np.searchsorted(present, key).astype(np.int32)
-    return {"q": special.expit(logit_offset(part["prediction"]) + cell_eta[cell])}
-
-
-def fitted_everywhere(rows: Any, all_terms: Sequence[Term], terms: Sequence[Term],
-                      params: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``expit(logit(p) + b0 + terms' x' beta)`` on every row of the level rows ``rows``
-    (:func:`calaudit.attribution.irls.fitted` of :meth:`Cells.build` over every row)."""
-    names = [t.name for t in all_terms]
-    columns = tuple(names.index(t.name) for t in terms)
-    sizes = tuple(len(t.labels) for t in terms)
-    shared = {"rows": rows, "columns": columns, "sizes": sizes}
-    found = scale.map_exact_sum(every_partial, scale.task_ranges(rows.n), shared)
-    present = np.flatnonzero(found["cells"]).astype(np.int64)
-    cells = Cells(tuple(terms), None, _decoded(present, sizes))  # type: ignore[arg-type]
-    eta = cells.design(terms) @ params
-    return scale.map_rows(every_partial, part_ranges(rows.n),
-                          {**shared, "present": present, "cell_eta": eta})["q"]
-
-
-__all__ = ["KeptRows", "LevelRows", "PART_ROWS", "TaskTerms", "can_reduce",
-           "fitted_everywhere", "level_rows", "memory_rows", "task_model"]
+__all__ = ["KeptRows", "LevelRows", "PART_ROWS", "TaskTerms", "can_reduce", "level_rows",
+           "memory_rows", "task_model"]
