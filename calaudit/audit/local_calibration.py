@@ -24,6 +24,7 @@ import numpy as np
 from calaudit import registry
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
+from calaudit.attribution.rows import level_rows
 from calaudit.attribution.weighted import ModelWeights
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
@@ -176,4 +177,4 @@ def attribute_levels(setup: LocalTests | WeightedLocalTests, outcome: np.ndarray
                                    min_events=lc.min_group_events)
     return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
                      prediction, settings, "binary" if setup.data.is_binary else "top-label",
-                     weights)
+                     weights, level_rows(setup.data, setup.levels))
