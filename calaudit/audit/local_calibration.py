@@ -60,7 +60,9 @@ class LocalCalibrationStage:
         if data.weights is not None:
             return weighted_stage(data, config, streams)
         setup = LocalTests(data, config, streams)
-        if data.is_binary:  # r = y - p_1 is the scalar view's residual
+        if setup.gathers:  # a dataset read by tasks: every piece reads its rows there
+            outcome = prediction = scalar_r = None
+        elif data.is_binary:  # r = y - p_1 is the scalar view's residual
             outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
             scalar_r = setup.r
         else:
@@ -151,8 +153,7 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
                                            prediction, estimation.rows, streams["groups"],
                                            group_settings(config))
     if attribution is not None:
-        mark_explained(table, grp.define_groups(setup.levels, lc.intersections), attribution,
-                       outcome, config.alpha)
+        mark_explained(table, specs, attribution, outcome, config.alpha)
     lcb_section["top_groups"] = grp.most_biased(table, lc.top_k)
     panels = group_panels(table, specs, None, None, n_bins=config.binning.n_bins,
                           strategy=config.binning.strategy,

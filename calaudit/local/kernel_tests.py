@@ -23,7 +23,6 @@ from calaudit.inference.feature_tests import (
     approximation_error,
     feature_bootstrap_test,
     feature_consistency_test,
-    feature_statistic,
 )
 from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local import aggregate_test as aggregate
@@ -46,6 +45,7 @@ from calaudit.local.klce import (
 )
 from calaudit.local.lcb import plot_points
 from calaudit.local.lcb_cells import CellKernel
+from calaudit.local.per_class import per_class_views
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.row_columns import (
     GatheredColumn,
@@ -57,8 +57,6 @@ from calaudit.local.score_members import ScoreMembers
 from calaudit.local.score_rows import memory_rows, score_rows
 from calaudit.results import Status, TestResult
 
-#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
-MAX_PER_CLASS = 20
 #: Rows of the subsample on which a features run compares its statistic with the exact one.
 APPROXIMATION_ROWS = 2000
 
@@ -348,48 +346,9 @@ class LocalTests:
         return klce2(self.gram, self.r) if statistic is None else statistic
 
     def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``):
-        the KLCE^2 and, when tests run, the local aggregate test of that view (``p_value``)
-        with its kernel member's own p-value (``klce_p_value``)."""
-        if (self.data.is_binary or not self.local.per_class
-                or self.data.n_classes > MAX_PER_CLASS):
-            return []
-        lc, rng = self.local, self.streams["per_class"]
-        testing = self.config.run_tests and not self.too_small()
-        rows = []
-        for c, name in enumerate(self.data.classes):
-            p_c = self.data.y_proba[:, c].copy()
-            r_c = (self.data.y_true == c).astype(np.float64) - p_c
-            bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
-            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
-                                lazy=self.features is not None)
-            features = None if self.features is None else product_features(
-                gram.features, self.choice.n_features, self.choice.frequency_seed)
-            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-            if not testing:
-                row["statistic"] = (klce2(gram, r_c) if features is None else
-                                    feature_statistic(features, gram.features, r_c))
-                rows.append(row)
-                continue
-            if features is not None:
-                seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
-                res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                               lc.n_resamples, stream=stream)
-                found = aggregate.feature_aggregate(
-                    res.statistic, res.null_distribution, res.p_value,
-                    self.score_rows(c, r_c, p_c), *self.level_sizes(), 1, seed,
-                    lc.n_resamples, stream=stream)
-                method = "local aggregate test, one-vs-rest, random features"
-            else:
-                scores = self.score_members(p_c)
-                found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
-                                                       lc.n_resamples, dtype=np.float64)
-                method = "local aggregate test, one-vs-rest"
-            row.update(statistic=res.statistic, p_value=found.p_value,
-                       klce_p_value=res.p_value, deciding_member=found.deciding,
-                       method=method)
-            rows.append(row)
-        return rows
+        """Multi-class: each class one-vs-rest (:func:`calaudit.local.per_class.
+        per_class_views`)."""
+        return per_class_views(self)
 
     def run(self) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
         """The requested tests, the KLCE^2 estimate and the per-class views; afterwards
