@@ -99,7 +99,7 @@ class LocalTests:
         self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False)
                             and data.is_binary)
         if self.gathers:
-            self.prob_features = GatheredColumn(data.rows, "p", lambda: self.proba, 1)
+            self.prob_features = GatheredColumn.of(data.rows, "p", lambda: self.proba, 1)
             self.encoded = encode_covariates(
                 [GatheredCovariate(data, c) for c in data.covariates], standardize=True,
                 lazy=True, moments=covariate_moments(data))

@@ -25,15 +25,24 @@ from calaudit.local.lcb_summary import pairwise_sums
 
 
 class GatheredColumn:
-    """Column ``name`` of the row source ``rows`` ((n,) or, with ``width``, (n, width))
-    as an array-like: an integer index array gathers those rows by one reduction; any
-    other use reads the column through ``load`` (a callable giving the whole array)."""
+    """A per-row column of the row source ``rows`` ((n,) or, with ``width``, (n, width))
+    as an array-like: an integer index array gathers those rows by one reduction (the
+    source's ``columns``, ``{name: width}``, turned into the column by ``make``, row by
+    row); any other use reads the whole column through ``load`` (a callable)."""
 
     dtype = np.dtype(np.float64)
 
-    def __init__(self, rows: Any, name: str, load: Any, width: int | None = None) -> None:
-        self.rows, self.name, self.load, self.width = rows, name, load, width
+    def __init__(self, rows: Any, columns: dict[str, int], make: Any, load: Any,
+                 width: int | None = None) -> None:
+        self.rows, self.columns, self.make, self.load = rows, columns, make, load
+        self.width = width
         self.shape = (int(rows.n),) if width is None else (int(rows.n), width)
+
+    @classmethod
+    def of(cls, rows: Any, name: str, load: Any, width: int | None = None
+           ) -> GatheredColumn:
+        """Column ``name`` of ``rows`` as it is."""
+        return cls(rows, {name: width or 1}, lambda found: found[name], load, width)
 
     @property
     def ndim(self) -> int:
@@ -50,9 +59,10 @@ class GatheredColumn:
     def at(self, index: NDArray[np.int64]) -> NDArray[np.float64]:
         """The rows ``index`` (any order, repeats allowed), gathered by one reduction."""
         order = np.argsort(index, kind="stable")
-        found = gather(self.rows, index[order], {self.name: self.width or 1})[self.name]
-        out = np.empty_like(found)
-        out[order] = found
+        found = gather(self.rows, index[order], self.columns)
+        made = np.asarray(self.make(found)).reshape(index.size, -1)
+        out = np.empty_like(made)
+        out[order] = made
         return out if self.width else out[:, 0]
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray:
@@ -64,6 +74,24 @@ class GatheredColumn:
         return 0
 
 
+def binary_columns(setup: Any) -> tuple[GatheredColumn, GatheredColumn, GatheredColumn]:
+    """The outcome ``1{y = 1}``, the prediction ``p_1`` and the residual ``y - p_1`` of a
+    binary dataset read by tasks (:class:`calaudit.local.kernel_tests.LocalTests`
+    ``setup``), as gathered columns with the arrays' bits."""
+    rows = setup.data.rows
+
+    def outcome(found: dict[str, NDArray]) -> NDArray[np.float64]:
+        return (found["y"][:, 0] == 1).astype(np.float64)
+
+    def residual(found: dict[str, NDArray]) -> NDArray[np.float64]:
+        return residuals(found["y"][:, 0].astype(np.int64), found["proba"])
+
+    return (GatheredColumn(rows, {"y": 1}, outcome,
+                           lambda: (np.asarray(setup.data.y_true) == 1).astype(np.float64)),
+            GatheredColumn.of(rows, "p", lambda: setup.proba),
+            GatheredColumn(rows, {"y": 1, "proba": 2}, residual, lambda: setup.r))
+
+
 class GatheredCovariate:
     """A covariate of a dataset read by tasks (the duck type
     :mod:`calaudit.local.encoding` reads): ``values`` a :class:`GatheredColumn` of its
@@ -72,8 +100,8 @@ class GatheredCovariate:
     def __init__(self, data: Any, covariate: Any) -> None:
         self.name, self.kind = covariate.name, covariate.kind
         self.categories = covariate.categories
-        self.values = GatheredColumn(data.rows, data.rows.covariate_column(covariate.name),
-                                     lambda: covariate.values)
+        self.values = GatheredColumn.of(data.rows, data.rows.covariate_column(covariate.name),
+                                        lambda: covariate.values)
 
 
 def covariate_moments(data: Any) -> dict[str, tuple[float, float]]:
