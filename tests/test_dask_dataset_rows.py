@@ -401,6 +401,8 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     in-process one, without the executor's own recovery of placed data."""
     import cloudpickle
 
+    from calaudit.local.lcb import QUANTILES, summarize
+    from calaudit.local.lcb_summary import kept_summary
     from calaudit.scale import shards
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     resent = _recoveries(monkeypatch)
@@ -420,10 +422,16 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
         two_workers.wait_for_workers(2, timeout=60)
         total = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
         assert executor.placed_bytes == executor.block_bytes == 0
+        # tasks of two kept blocks each: numpy's summary of the whole column (its
+        # plans and prefixes broadcast, a few kB)
+        summary = kept_summary(kept, rows.n, QUANTILES, column="x2", task_rows=2 * 4096)
+        assert executor.block_bytes == 0 and executor.placed_bytes < 10_000
+    squares = np.sin(np.arange(rows.n) * 0.37) ** 2
+    assert json.dumps(summary) == json.dumps(summarize(squares))
     assert total.tobytes() == single.tobytes()
     assert resent == []
     reads = log.read_text().split()
-    assert reads.count("4096") == 2 and len(reads) >= 4  # block 1 made again by Dask
+    assert reads.count("4096") == 2  # block 1 made again by Dask (with the others lost)
 
 
 def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(

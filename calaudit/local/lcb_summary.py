@@ -24,12 +24,15 @@ from numpy.lib import _function_base_impl as _quantiles
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.scale import task_ranges
+from calaudit.scale import TASK_ROWS, task_ranges
 
 #: Values summed directly by numpy's pairwise summation (``PW_BLOCKSIZE``).
 LEAF = 128
 #: Bits of the key chosen per pass of the selection.
 DIGIT = 8
+#: Rows per task of the summary's reductions: a few of the kept blocks per task (each
+#: task costs the client a few milliseconds whatever its rows).
+SUMMARY_ROWS = 8 * TASK_ROWS
 
 
 def _half(m: int) -> int:
@@ -80,11 +83,12 @@ def sums_partial(start: int, stop: int, *, rows: Any, column: str,
     return {"nodes": nodes, "parts": parts}
 
 
-def pairwise_sums(rows: Any, column: str, n: int, centre: float | None = None
-                  ) -> list[np.float64]:
+def pairwise_sums(rows: Any, column: str, n: int, centre: float | None = None,
+                  task_rows: int = SUMMARY_ROWS) -> list[np.float64]:
     """numpy's sums (module docstring) of the values and their absolute values (or of
-    the squared deviations from ``centre``), from one reduction."""
-    ranges = task_ranges(n)
+    the squared deviations from ``centre``), from one reduction over ranges of
+    ``task_rows``."""
+    ranges = task_ranges(n, task_rows)
     inside, crossing = sum_plan(n, ranges)
     found = scale.map_combine(sums_partial, ranges, {
         "rows": rows, "column": column, "inside": inside, "crossing": crossing,
@@ -131,15 +135,15 @@ def digits_partial(start: int, stop: int, *, rows: Any, column: str,
     return {"counts": counts}
 
 
-def order_statistics(rows: Any, column: str, n: int, ranks: Sequence[int]
-                     ) -> NDArray[np.float64]:
+def order_statistics(rows: Any, column: str, n: int, ranks: Sequence[int],
+                     task_rows: int = SUMMARY_ROWS) -> NDArray[np.float64]:
     """The values of the given 0-based ``ranks`` in sorted order, exactly (radix
     selection, :data:`DIGIT` bits per reduction of integer counts)."""
     ranks = np.asarray(ranks, dtype=np.int64)
     prefixes = np.zeros(ranks.size, np.uint64)
     left = ranks.copy()
     for shift in range(64 - DIGIT, -1, -DIGIT):
-        counts = scale.map_sum(digits_partial, task_ranges(n), {
+        counts = scale.map_sum(digits_partial, task_ranges(n, task_rows), {
             "rows": rows, "column": column, "prefixes": prefixes, "shift": shift})["counts"]
         for t in range(ranks.size):
             below = np.cumsum(counts[t])
@@ -149,13 +153,13 @@ def order_statistics(rows: Any, column: str, n: int, ranks: Sequence[int]
     return np.array([_value(int(key)) for key in prefixes])
 
 
-def kept_summary(rows: Any, n: int, quantiles: Sequence[float], column: str = "lcb"
-                 ) -> dict[str, Any]:
+def kept_summary(rows: Any, n: int, quantiles: Sequence[float], column: str = "lcb",
+                 task_rows: int = SUMMARY_ROWS) -> dict[str, Any]:
     """:func:`calaudit.local.lcb.summarize` of the column ``column`` of ``rows``
     (``n`` values), the same floats, computed where the rows are (module docstring)."""
-    total, absolute = pairwise_sums(rows, column, n)
+    total, absolute = pairwise_sums(rows, column, n, task_rows=task_rows)
     mean = total / n
-    squares = pairwise_sums(rows, column, n, centre=float(mean))[0]
+    squares = pairwise_sums(rows, column, n, centre=float(mean), task_rows=task_rows)[0]
     q = np.asanyarray(quantiles)
     method = _quantiles._QuantileMethods["linear"]
     virtual = np.asanyarray(method["get_virtual_index"](n, q))
@@ -163,7 +167,7 @@ def kept_summary(rows: Any, n: int, quantiles: Sequence[float], column: str = "l
     gamma = _quantiles._get_gamma(virtual, previous, method)
     previous, following = previous % n, following % n  # -1: the last value
     wanted = np.unique(np.concatenate([[0, n - 1], previous, following]))
-    found = dict(zip(wanted.tolist(), order_statistics(rows, column, n, wanted),
+    found = dict(zip(wanted.tolist(), order_statistics(rows, column, n, wanted, task_rows),
                      strict=True))
     values = _quantiles._lerp(np.array([found[k] for k in previous.tolist()]),
                               np.array([found[k] for k in following.tolist()]), gamma)
