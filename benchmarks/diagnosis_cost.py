@@ -41,6 +41,7 @@ from calaudit.audit.local_calibration import STREAMS, attribute_levels  # noqa: 
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local import groups as grp  # noqa: E402
 from calaudit.local.group_reliability import group_panels  # noqa: E402
+from calaudit.local.group_sources import group_table  # noqa: E402
 from calaudit.local.kernel_tests import LocalTests  # noqa: E402
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation  # noqa: E402
 
@@ -82,7 +83,7 @@ def main() -> None:
                                  adjust=lc.group_adjust, alpha=config.alpha,
                                  ci_resamples=lc.group_ci_resamples,
                                  level=lc.confidence_level)
-    table = timed("group table", lambda: grp.group_table(
+    table = timed("group table", lambda: group_table(
         specs, outcome, prediction, lcb, streams["groups"], settings), diag)
     timed("explained_by", lambda: mark_explained(table, specs, attribution, outcome, 0.05),
           diag)

@@ -26,7 +26,7 @@ from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
-
+from calaudit.local.group_sources import group_table
 
 #: Bands of age: 10, more levels than the default 4 (a harder case: 14 model columns, 54 groups).
 BANDS = 10
@@ -71,7 +71,7 @@ def main() -> int:
                                                 settings))
     specs = step("define_groups", lambda: grp.define_groups(levels, True))
     gs = grp.GroupSettings(level=1 - 0.05 / len(specs))
-    table = step("group_table", lambda: grp.group_table(specs, y, p, None,
+    table = step("group_table", lambda: group_table(specs, y, p, None,
                                                          np.random.default_rng(1), gs))
     step("mark_explained", lambda: mark_explained(table, specs, att, y, 0.05))
     step("group_panels", lambda: group_panels(table, specs, y, p, n_bins=15,

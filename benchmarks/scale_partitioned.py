@@ -30,6 +30,11 @@ results are identical apart from the timings (else the first differing paths). T
 ``--verbose`` stage lines show each stage's CPU and client peak, and on Dask the data placed
 on the workers and the partials fetched so far.
 
+``--store s3``: the same files uploaded to a local S3 server (moto, started by the
+benchmark as its own process, so its memory and CPU are not the client's) and audited as
+``s3://bench/data/``; the worker processes reach it through ``AWS_ENDPOINT_URL_S3``, as a
+user's shell would point them at a store.
+
 The machine may be shared: the load average before and after is printed, and CPU seconds
 are the figure that does not depend on other jobs.
 """
@@ -37,11 +42,13 @@ are the figure that does not depend on other jobs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,7 +271,7 @@ def rss_anon(pid: int) -> float:
     return math.nan
 
 
-def run_audit_cli(data: Path, out: Path, extra: list[str], covariates: str = "age,region"
+def run_audit_cli(data: Path | str, out: Path, extra: list[str], covariates: str = "age,region"
                   ) -> dict:
     """``calaudit test`` on ``data`` as a child process: exit code, wall, CPU of the whole
     process tree (``RUSAGE_CHILDREN`` before and after: the client and the workers it
@@ -288,7 +295,8 @@ def run_audit_cli(data: Path, out: Path, extra: list[str], covariates: str = "ag
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     processes = {f"{sampler.roles.get(pid, '?')} {pid}": {
-        "peak_mib": round(peak), "anon_mib": round(sampler.anon.get(pid, math.nan)), "cpu": round(sampler.cpu.get(pid, math.nan), 1)}
+        "peak_mib": round(peak), "anon_mib": round(sampler.anon.get(pid, math.nan)),
+        "cpu": round(sampler.cpu.get(pid, math.nan), 1)}
         for pid, peak in sorted(sampler.peaks.items()) if sampler.roles.get(pid) != "other"}
     return {"code": proc.returncode, "wall": wall,
             "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
@@ -369,7 +377,7 @@ def report_reduction(args: argparse.Namespace, data: Path) -> None:
           f"{results[0]['digest'] == results[1]['digest']} ({results[0]['digest']})")
 
 
-def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
+def report_audit(args: argparse.Namespace, data: Path | str, scratch: Path) -> None:
     chosen = f" --covariates {args.covariates}" if args.covariates else ""
     print(f"\n## calaudit test DATA{chosen} --json (default battery"
           f"{'' if args.covariates else ': the global stages, no covariates'})")
@@ -380,10 +388,13 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
              ("dask", f"--workers {args.workers} --memory-limit {args.memory_limit} "
                       f"--spill {args.spill}",
               ["--workers", str(args.workers), "--memory-limit", args.memory_limit, *spill]))
-    for _, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
+    for mode, name, extra in (m for m in modes if m[0] in args.modes.split(",")):
         load = os.getloadavg()[0]
         r = runs[name] = run_audit_cli(data, scratch / f"{len(runs)}.json", extra,
                                        args.covariates)
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(scratch / f"{len(runs) - 1}.json", Path(args.keep) / f"{mode}.json")
         print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
               f"(every process), load average {load:.1f} at the start")
         if r["error"]:
@@ -407,6 +418,52 @@ def report_audit(args: argparse.Namespace, data: Path, scratch: Path) -> None:
         print(f"\nidentical JSON apart from timings: {not diff}")
         for line in diff[:10]:
             print(f"  {line}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def s3_copy(data: Path):
+    """``data``'s Parquet files on a local S3 server (moto, its own process): yields the
+    dataset's URL, with the environment that points s3fs at the server set in this process
+    (and so in the audits it starts)."""
+    import fsspec
+
+    port = free_port()
+    env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}"}
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fs = fsspec.filesystem("s3", skip_instance_cache=True)
+                fs.mkdir("bench")
+                break
+            except Exception as error:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("the S3 server (python -m moto.server) did not "
+                                     "start") from error
+                time.sleep(0.5)
+        paths = sorted(data.glob("*.parquet"))
+        for path in paths:
+            fs.put_file(str(path), f"bench/data/{path.name}")
+        print(f"store: {len(paths)} files uploaded to s3://bench/data/ (moto on port {port})")
+        yield "s3://bench/data/"
+    finally:
+        server.terminate()
+        server.wait()
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
 
 
 def memory_bytes(text: str) -> float:
@@ -439,6 +496,11 @@ def main() -> None:
                         help="--what audit: --covariates of both runs ('' for none: the "
                              "global battery, whose Parquet rows the Dask run's tasks read "
                              "themselves)")
+    parser.add_argument("--keep", help="--what audit: a directory to keep the runs' JSON "
+                                       "in (single.json, dask.json)")
+    parser.add_argument("--store", choices=("local", "s3"), default="local",
+                        help="--what audit: read the files where they are, or from a local "
+                             "S3 server (moto) as s3://bench/data/")
     parser.add_argument("--tasks", type=int, default=2000,
                         help="--what overhead: number of empty tasks")
     parser.add_argument("--run", choices=("serial", "dask"), help=argparse.SUPPRESS)
@@ -460,7 +522,9 @@ def main() -> None:
         if args.what in ("reduction", "both"):
             report_reduction(args, data)
         if args.what in ("audit", "both"):
-            report_audit(args, data, scratch)
+            with contextlib.ExitStack() as stack:
+                where = data if args.store == "local" else stack.enter_context(s3_copy(data))
+                report_audit(args, where, scratch)
     print(f"\nload average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} cores)")
 

@@ -228,7 +228,8 @@ def test_audit_result_json_carries_the_new_sections():
 
 def test_disparity_normal_interval_without_resampling():
     from calaudit.attribution.disparity import disparity
-    from calaudit.local.groups import GroupSettings, define_groups, group_table
+    from calaudit.local.group_sources import group_table
+    from calaudit.local.groups import GroupSettings, define_groups
 
     rng = np.random.default_rng(0)
     n = 900
@@ -319,6 +320,7 @@ def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):
     error."""
     from calaudit.attribution.disparity import disparity
     from calaudit.local import groups as grp
+    from calaudit.local.group_sources import group_table
 
     rng = np.random.default_rng(0)
     n = 3 * grp.NORMAL_MIN_ROWS
@@ -326,7 +328,7 @@ def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):
     p = rng.uniform(0.2, 0.8, n)
     y = (rng.random(n) < p + np.array([0.02, 0.0, -0.01])[codes]).astype(float)
     specs = grp.define_groups([grp.Levels("g", codes, ("a", "b", "c"))], False)
-    table = grp.group_table(specs, y, p, None, rng, grp.GroupSettings(resample=False))
+    table = group_table(specs, y, p, None, rng, grp.GroupSettings(resample=False))
     (new,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)
     monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
     (old,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)

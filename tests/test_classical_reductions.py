@@ -109,3 +109,39 @@ def test_the_partials_do_not_use_threaded_blas():
                 hosmer_lemeshow_partial(0, p.size, **shared))
     for a, b in zip(one, many):
         assert all(a[k].tobytes() == b[k].tobytes() for k in a)
+
+
+def slow_weighted_spiegelhalter(y, p, d, r, frequency):
+    """Row by row: ``T = sum w (y - p)(1 - 2p)``, ``V = sum a (1 - 2p)^2 [q (1 - p)^2 +
+    (1 - q) p^2 / r^2]`` with ``q = p / (p + r (1 - p))``."""
+    score = variance = 0.0
+    for yi, pi, di, ri in zip(y, p, d, r):
+        qi = pi / (pi + ri * (1.0 - pi))
+        wi = di if yi else di / ri
+        ai = di if frequency else di * di
+        score += wi * (yi - pi) * (1.0 - 2.0 * pi)
+        variance += ai * (1.0 - 2.0 * pi) ** 2 * (qi * (1.0 - pi) ** 2
+                                                 + (1.0 - qi) * pi * pi / (ri * ri))
+    return score / math.sqrt(variance), variance
+
+
+def test_weighted_spiegelhalter_is_the_unweighted_reduction_with_weights():
+    from calaudit.data.weights import SampleWeights
+    from calaudit.inference.classical import spiegelhalter
+
+    y, p = data(3_000, 12)
+    rng = np.random.default_rng(12)
+    d, r = rng.uniform(0.5, 3.0, p.size), rng.uniform(0.2, 1.0, p.size)
+    for kind in ("design", "frequency"):
+        result = spiegelhalter(y, p, SampleWeights(d, kind, negative_rate=r))
+        z, variance = slow_weighted_spiegelhalter(y, p, d, r, kind == "frequency")
+        assert result.statistic == pytest.approx(z, rel=1e-12)
+        assert result.params["variance"] == pytest.approx(variance, rel=1e-12)
+    counts = rng.integers(1, 4, p.size)
+    weighted = spiegelhalter(y, p, SampleWeights(counts.astype(float), "frequency"))
+    expanded = spiegelhalter(np.repeat(y, counts), np.repeat(p, counts))
+    assert weighted.statistic == pytest.approx(expanded.statistic, rel=1e-12)
+    assert weighted.p_value == pytest.approx(expanded.p_value, rel=1e-12)
+    unit = spiegelhalter(y, p, SampleWeights(np.ones(p.size), "design"))
+    assert (unit.statistic, unit.p_value) == (spiegelhalter(y, p).statistic,
+                                              spiegelhalter(y, p).p_value)

@@ -135,10 +135,11 @@ def _table_bytes(executor) -> bytes:
     import json
 
     from calaudit.local import groups as grp
+    from calaudit.local.group_sources import group_table
 
     specs, y, p, lcb = group_inputs()
     with scale.using(executor):
-        table = grp.group_table(specs, y, p, lcb, np.random.default_rng(2),
+        table = group_table(specs, y, p, lcb, np.random.default_rng(2),
                                 grp.GroupSettings(ci_resamples=200))
     return json.dumps(table, sort_keys=True).encode()
 

@@ -300,7 +300,15 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
         kernel_tests.feature_local_pass), **k: (sources.append(k["source"]), _f(*a, **k))[1])
     monkeypatch.setattr(lcb_features, "kernel_rows", lambda kernel, _f=(
         lcb_features.kernel_rows): (sources.append(_f(kernel)), sources[-1])[1])
+    from calaudit.attribution import explain
+    from calaudit.local import aggregate_test
+    mine = []  # the attribution's and the aggregate test's score members' rows
+    monkeypatch.setattr(explain, "task_model", lambda rows, *a, _f=explain.task_model: (
+        mine.append(type(rows).__name__), _f(rows, *a))[1])
+    monkeypatch.setattr(aggregate_test, "score_pass", lambda rows, *a, _f=(
+        aggregate_test.score_pass): (mine.append(type(rows).__name__), _f(rows, *a))[1])
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert mine == ["ScoreRows", "LevelRows"]
     assert int(flag.read_text().split()[1]) in before
     assert canonical(result) == single
     assert resent == []

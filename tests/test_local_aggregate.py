@@ -17,6 +17,7 @@ from calaudit.local.features import product_features
 from calaudit.local.kernel import product_gram
 from calaudit.local.resampling import consistency_test, label_sampler
 from calaudit.local.score_members import ScoreMembers
+from calaudit.local.score_rows import memory_rows
 
 
 def _design(codes, sizes):
@@ -178,9 +179,9 @@ def test_feature_path_redraws_the_labels_of_the_feature_test(monkeypatch):
     seed = feature_seed(test_rng)
     res = feature_consistency_test(features, z, y - p, p, test_rng, 20,
                                    stream="klce_consistency")
-    scores = ScoreMembers.build(["a"], codes, [3], p)
-    found = feature_aggregate(res.statistic, res.null_distribution, res.p_value, y - p, p,
-                              scores, *level_codes(codes, [3]), seed, 20)
+    found = feature_aggregate(res.statistic, res.null_distribution, res.p_value,
+                              memory_rows(y - p, p, level_codes(codes, [3])[0]), ["a"], [3],
+                              1, seed, 20)
     assert len(drawn["test"]) == len(drawn["replay"]) == 3
     for a, b in zip(drawn["test"], drawn["replay"]):
         assert np.array_equal(a, b)

@@ -10,6 +10,7 @@ from scipy import stats
 from calaudit.data.dataset import Covariate
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local import groups as grp
+from calaudit.local.group_sources import group_table
 from calaudit.local.poisson_binomial import _rna_cdf, group_test, poisson_binomial_pmf, tails
 from tests.reference_local import poisson_binomial_enumeration
 
@@ -80,7 +81,7 @@ def test_group_rows_statistics_status_and_adjustment():
     specs = grp.define_groups([grp.covariate_levels(race, 4), grp.covariate_levels(tiny, 4)],
                               intersections=False)
     settings = grp.GroupSettings(min_rows=30, min_events=5, ci_resamples=300)
-    rows = grp.group_table(specs, y, p, lcb, np.random.default_rng(1), settings)
+    rows = group_table(specs, y, p, lcb, np.random.default_rng(1), settings)
     by = {r["group"]: r for r in rows}
     a = by["race=A"]
     members = race.values == 0
@@ -142,7 +143,7 @@ def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
     bootstrap it replaces (the old path, forced by raising the rule) to Monte Carlo error."""
     specs, y, p = _two_groups(4 * grp.NORMAL_MIN_ROWS)
     settings = grp.GroupSettings(ci_resamples=2000)
-    new = grp.group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    new = group_table(specs, y, p, None, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in new] == ["normal", "normal"]
     for row, spec in zip(new, specs):
         # the moments are reductions (group_moments): numpy's pairwise mean and std to
@@ -150,7 +151,7 @@ def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
         assert row["bias_ci"] == pytest.approx(list(grp.normal_mean_interval(
             y[spec.rows] - p[spec.rows], row["bias_ci_level"])), rel=1e-12)
     monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
-    old = grp.group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    old = group_table(specs, y, p, None, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in old] == ["percentile bootstrap"] * 2
     for a, b in zip(new, old):
         half = (a["bias_ci"][1] - a["bias_ci"][0]) / 2
@@ -158,7 +159,7 @@ def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
         assert {k: v for k, v in a.items() if k not in ("bias_ci", "bias_ci_method")} == \
             {k: v for k, v in b.items() if k not in ("bias_ci", "bias_ci_method")}
     small, ys, ps = _two_groups(2000)
-    rows = grp.group_table(small, ys, ps, None, np.random.default_rng(1), settings)
+    rows = group_table(small, ys, ps, None, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in rows] == ["percentile bootstrap"] * 2
 
 

@@ -87,3 +87,36 @@ def test_the_laws_of_events_are_those_of_every_member():
     events = draw_events(laws[0], u)
     assert events.shape == (15, 400) and np.all(events[[c for c in range(15)
                                                          if laws[0][c] is None]] == 0)
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_the_weighted_summary_is_the_row_by_row_weighted_sums(m):
+    """A weight column ``w``: per bin and panel the sums of ``w``, ``w s``, ``w o``, ``w
+    s^2``, ``w o s`` and the Brier / log-loss sums of a loop over rows (1e-12); unit
+    weights give the unweighted table's bytes."""
+    rng = np.random.default_rng(m)
+    n = 400
+    proba = rng.dirichlet(np.ones(m), n)
+    y = rng.integers(0, m, n)
+    w = rng.uniform(0.0, 3.0, n)
+    binning = Binning.build(scale.ArrayRows({"y": y, "proba": proba}), 10, "uniform")
+    summary = binned_summary(scale.ArrayRows({"y": y, "proba": proba, "w": w}), binning)
+    assert summary.n == pytest.approx(w.sum(), rel=1e-12)
+    table = np.zeros_like(summary.table)
+    brier = loss = 0.0
+    for i in range(n):
+        panels = [(proba[i, 1], float(y[i] == 1)) if m == 2 else
+                  (proba[i].max(), float(np.argmax(proba[i]) == y[i]))]
+        panels += [(proba[i, k], float(y[i] == k)) for k in range(1 if m == 2 else m)]
+        for panel, (s, o) in enumerate(panels):
+            b = min(int(np.ceil(s * 10)) - 1, 9) if s > 0 else 0
+            table[panel, :, b] += w[i] * np.array([1.0, s, o, s * s, o * s])
+        brier += w[i] * sum((proba[i, k] - (y[i] == k)) ** 2 for k in range(m))
+        loss -= w[i] * np.log(max(proba[i, y[i]], np.finfo(float).eps))
+    np.testing.assert_allclose(summary.table, table, rtol=1e-12, atol=1e-12)
+    assert summary.brier == pytest.approx(brier / w.sum(), rel=1e-12)
+    assert summary.log_loss == pytest.approx(loss / w.sum(), rel=1e-12)
+    unit = binned_summary(scale.ArrayRows({"y": y, "proba": proba, "w": np.ones(n)}), binning)
+    plain = binned_summary(scale.ArrayRows({"y": y, "proba": proba}), binning)
+    assert unit.table.tobytes() == plain.table.tobytes()
+    assert unit.brier == pytest.approx(plain.brier, rel=1e-12)

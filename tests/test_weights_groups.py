@@ -64,7 +64,7 @@ def test_frequency_weights_equal_row_duplication_for_every_group_field() -> None
 
 
 def test_frequency_weights_equal_duplication_above_the_exact_and_bootstrap_sizes() -> None:
-    from calaudit.local.groups import group_table
+    from calaudit.local.group_sources import group_table
 
     rng = np.random.default_rng(5)
     n = 900

@@ -192,7 +192,7 @@ def test_the_feature_statistic_approaches_the_exact_weighted_one() -> None:
 
 def test_a_weighted_audit_above_the_exact_rows_runs_the_feature_path() -> None:
     from calaudit.audit.sections.global_tests import SkceConfig
-    from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+    from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
     rng = np.random.default_rng(13)
     n = MAX_MEDIAN_ROWS + 10

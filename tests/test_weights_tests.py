@@ -12,7 +12,8 @@ import pytest
 import calaudit
 from calaudit import CalibrationData, scale
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.weighted_tests import weighted_ece_consistency, weighted_spiegelhalter
+from calaudit.inference.classical import spiegelhalter
+from calaudit.inference.weighted_tests import weighted_ece_consistency
 from calaudit.scale import DaskExecutor, SerialExecutor, ThreadExecutor
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import binary_frame, dask_partials, write_frame
@@ -37,7 +38,7 @@ def rejections(make, n_sets: int, alpha: float, seed: int) -> dict[str, float]:
         y, p, weights = make(rng)
         probs = np.column_stack([1 - p, p])
         ece = weighted_ece_consistency(y, probs, weights, n_resamples=99, rng=rng)
-        z = weighted_spiegelhalter(y, p, weights)
+        z = spiegelhalter(y, p, weights)
         counts["ece_consistency"] += ece.p_value <= alpha
         counts["spiegelhalter"] += z.p_value <= alpha
     return {key: value / n_sets for key, value in counts.items()}
@@ -223,14 +224,14 @@ def test_weighted_audit_gives_the_same_bytes_on_dask(serial_bytes, one_worker, m
                                                      ) -> None:
     calls = dask_partials(monkeypatch)
     assert weighted_audit_bytes(DaskExecutor(one_worker)) == serial_bytes
-    for partial in ("ece_null_partial", "spiegelhalter_weighted_partial", "newton_partial",
+    for partial in ("ece_null_partial", "spiegelhalter_partial", "newton_partial",
                     "spread_arrays_partial", "feature_partial"):
         assert partial in calls, f"{partial} did not run on the executor"
 
 
 def test_weighted_skce_above_the_exact_median_rows_takes_features_without_bandwidth() -> None:
     from calaudit.audit.sections.global_tests import SkceConfig
-    from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+    from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
     rng = np.random.default_rng(13)
     n = MAX_MEDIAN_ROWS + 10

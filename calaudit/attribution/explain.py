@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.attribution.design import Cells, Term, build_terms, level_size
+from calaudit.attribution.group_check import group_checks
 from calaudit.attribution.irls import fitted
 from calaudit.attribution.model import (
     ModelRows,
@@ -33,11 +33,12 @@ from calaudit.attribution.model import (
     placed,
     standardised_biases,
 )
+from calaudit.attribution.rows import can_reduce, task_model
 from calaudit.attribution.weighted import TEST_ROBUST, ModelWeights, explained_check
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local.groups import GroupSpec, Levels, format_bias, format_interval, index_dtype
-from calaudit.local.poisson_binomial import group_test
 from calaudit.numerics.distributions import norm_ppf
+from calaudit.scale import ArrayRows
 
 #: What a failed GLM fit raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
@@ -64,6 +65,8 @@ class Attribution:
     offset: NDArray[np.float64]
     model: ModelRows
     weights: ModelWeights | None = None
+    #: the level rows read by their tasks (:mod:`.rows`; None: ``offset`` held here)
+    source: Any = None
 
     @property
     def explaining(self) -> list[str]:
@@ -71,14 +74,15 @@ class Attribution:
 
 
 def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, float]],
-                outcome: NDArray[np.float64], weights: ModelWeights | None
-                ) -> list[dict[str, Any]]:
-    """Every level of ``term``: its row count (weighted: its sample size) and standardised
-    bias with interval (from ``biases``,
+                outcome: NDArray[np.float64], weights: ModelWeights | None,
+                counts: NDArray[np.int64] | None = None) -> list[dict[str, Any]]:
+    """Every level of ``term``: its row count (``counts`` when known; weighted: its sample
+    size) and standardised bias with interval (from ``biases``,
     :func:`calaudit.attribution.model.standardised_biases` of every used level)."""
     out = []
     for code, label in enumerate(term.labels):
-        n = int(np.count_nonzero(term.codes == code)) if weights is None else weights.size(
+        n = (int(counts[code]) if counts is not None else
+             int(np.count_nonzero(term.codes == code))) if weights is None else weights.size(
             level_size(term.codes == code, outcome, weights.a, weights.frequency)[0])
         if code in term.used:
             bias, low, high = biases[term.name, code]
@@ -89,21 +93,32 @@ def _level_rows(term: Term, biases: dict[tuple[str, int], tuple[float, float, fl
     return out
 
 
-def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[np.float64],
-              prediction: NDArray[np.float64], settings: AttributionSettings,
-              view: str = "binary", weights: ModelWeights | None = None) -> Attribution:
+def attribute(levels: Sequence[Levels], kinds: Sequence[str],
+              outcome: NDArray[np.float64] | None, prediction: NDArray[np.float64] | None,
+              settings: AttributionSettings, view: str = "binary",
+              weights: ModelWeights | None = None, source: Any = None) -> Attribution:
     """Fit the recalibration model and test every covariate (see the module docstring);
-    ``weights``: the rows' weights (:mod:`.weighted`)."""
-    offset = logit_offset(prediction)
-    a = None if weights is None else weights.a
-    terms, rows = build_terms(levels, kinds, outcome, settings.min_rows, settings.min_events,
-                              a, weights is None or weights.frequency)
-    model = ModelRows.build(outcome, offset, prediction, terms, rows, a,
-                            None if weights is None else weights.m)
+    ``weights``: the rows' weights (:mod:`.weighted`); ``source``: the level rows read by
+    their tasks (:class:`.rows.LevelRows`, unweighted; ``outcome`` and ``prediction`` are
+    then not read)."""
+    counts: list[Any] = [None] * len(levels)
+    if source is not None and weights is None and can_reduce(levels):
+        found = task_model(source, levels, kinds, settings.min_rows, settings.min_events)
+        terms, model, counts = found.terms, found.model, found.counts
+        offset = rows = None
+    else:
+        source = None
+        offset = logit_offset(prediction)
+        a = None if weights is None else weights.a
+        terms, rows = build_terms(levels, kinds, outcome, settings.min_rows,
+                                  settings.min_events, a, weights is None or weights.frequency)
+        model = ModelRows.build(outcome, offset, prediction, terms, rows, a,
+                                None if weights is None else weights.m)
     robust = weights is not None and not weights.frequency
     section: dict[str, Any] = {
         "role": "diagnostic", "model": MODEL, "view": view,
-        "rows_used": int(rows.size) if weights is None or robust else weights.size(
+        "rows_used": (model.used if rows is None else int(rows.size))
+        if weights is None or robust else weights.size(
             float(a[rows].sum())),
         "test": TEST_ROBUST if robust else
         "likelihood ratio (chi^2), given the other covariates; Holm across covariates",
@@ -126,10 +141,10 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
                                   "levels": [], "message": str(exc)} for t in terms]
         section["explaining"] = []
         section["summary"] = summary_sentence(section)
-        return Attribution(section, tuple(terms), rows, offset, model, weights)
+        return Attribution(section, tuple(terms), rows, offset, model, weights, source)
     given = adjust_pvalues([pvalues[t.name][0] for t in terms], settings.adjust)
     alone = adjust_pvalues([pvalues[t.name][1] for t in terms], settings.adjust)
-    for term, p_given, p_alone in zip(terms, given, alone, strict=True):
+    for term, p_given, p_alone, count in zip(terms, given, alone, counts, strict=True):
         testable = bool(term.columns)
         section["covariates"].append({
             "covariate": term.name, "kind": term.kind, "df": len(term.columns),
@@ -142,37 +157,62 @@ def attribute(levels: Sequence[Levels], kinds: Sequence[str], outcome: NDArray[n
             "adjustment": settings.adjust,
             "status": ("INCONCLUSIVE" if not testable
                        else "FAIL" if p_given <= settings.alpha else "PASS"),
-            "levels": _level_rows(term, biases, outcome, weights),
+            "levels": _level_rows(term, biases, outcome, weights, count),
             **({} if testable else {"message": "fewer than two levels large enough"})})
     section["explaining"] = [c["covariate"] for c in section["covariates"]
                              if c["status"] == "FAIL"]
     section["summary"] = summary_sentence(section)
-    return Attribution(section, tuple(terms), rows, offset, model, weights)
+    return Attribution(section, tuple(terms), rows, offset, model, weights, source)
 
 
 def mark_explained(table: list[dict[str, Any]], specs: Sequence[GroupSpec],
-                   attribution: Attribution, outcome: NDArray[np.float64],
+                   attribution: Attribution, outcome: NDArray[np.float64] | None,
                    alpha: float) -> None:
     """Set ``explained_by`` (and the bias left after adjusting) on every failing group;
-    other groups get ``explained_by = None``."""
+    other groups get ``explained_by = None``. Unweighted rows: the checks of each adjusted
+    model reduced over the attribution's level rows (:mod:`.group_check`; ``outcome`` is
+    then not read)."""
     explaining = set(attribution.explaining)
-    cache: dict[frozenset, NDArray[np.float64] | None] = {}
     spec_of = {spec.name: spec for spec in specs}
-    with contextlib.ExitStack() as stack:  # the model's rows placed once, when first fitted
-        model = None
-        for row in table:
-            spec = spec_of[row["group"]]
-            if row["status"] == "FAIL" and explaining - set(spec.covariates) and model is None:
-                model = stack.enter_context(placed(attribution.model))
-            _explain_row(row, spec, attribution, model, outcome, alpha, explaining, cache)
+    wanted: dict[frozenset, list[GroupSpec]] = {}
+    for row in table:
+        spec = spec_of[row["group"]]
+        if row["status"] == "FAIL" and explaining - set(spec.covariates):
+            wanted.setdefault(frozenset(explaining - set(spec.covariates)), []).append(spec)
+    checks: dict[frozenset, dict[str, tuple[float, float]] | None] = {}
+    if wanted:
+        with placed(attribution.model) as model:  # the model's rows placed once
+            for adjust, group_specs in wanted.items():
+                checks[adjust] = _checks(attribution, model, outcome, adjust, group_specs)
+    for row in table:
+        _explain_row(row, spec_of[row["group"]], attribution, alpha, explaining, checks)
+
+
+def _checks(attribution: Attribution, model: ModelRows, outcome: NDArray[np.float64] | None,
+            adjust: frozenset, specs: Sequence[GroupSpec]
+            ) -> dict[str, tuple[float, float]] | None:
+    """``{group: (bias after adjusting, p-value)}`` of ``specs`` against the model adjusted
+    for ``adjust`` (None: it cannot be fitted)."""
+    terms = [t for t in attribution.terms if t.name in adjust]
+    try:
+        fit = fit_glm(model, terms)
+    except FIT_ERRORS:
+        return None
+    if attribution.weights is None:
+        rows = attribution.source if attribution.source is not None else ArrayRows(
+            {"outcome": outcome, "offset": attribution.offset,
+             **{f"code:{k}": t.codes for k, t in enumerate(attribution.terms)}})
+        return group_checks(rows, attribution.terms, terms, fit.params, specs)
+    every = Cells.build(terms, np.arange(outcome.size, dtype=index_dtype(outcome.size)))
+    q = fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
+    return {spec.name: explained_check(attribution.weights, outcome, q, spec.rows)
+            for spec in specs}
 
 
 def _explain_row(row: dict[str, Any], spec: GroupSpec, attribution: Attribution,
-                 model: ModelRows | None, outcome: NDArray[np.float64], alpha: float,
-                 explaining: set[str], cache: dict[frozenset, NDArray[np.float64] | None]
-                 ) -> None:
-    """:func:`mark_explained` of one group's row (``model``: the attribution's rows,
-    placed)."""
+                 alpha: float, explaining: set[str],
+                 checks: dict[frozenset, dict[str, tuple[float, float]] | None]) -> None:
+    """:func:`mark_explained` of one group's row (``checks``: each adjusted model's)."""
     row["explained_by"] = None
     if row["status"] != "FAIL":
         return
@@ -180,37 +220,16 @@ def _explain_row(row: dict[str, Any], spec: GroupSpec, attribution: Attribution,
     row["explained_by"] = []
     if not adjust:
         return
-    if adjust not in cache:
-        try:
-            cache[adjust] = _fitted_everywhere(attribution, model, outcome, adjust)
-        except FIT_ERRORS:
-            cache[adjust] = None
-    if cache[adjust] is None:
+    if checks[adjust] is None:
         row["adjusted_for"] = sorted(adjust)
         row["message"] = (row.get("message") or "") + "adjusted model could not be fitted"
         return
-    if attribution.weights is None:
-        q = cache[adjust][spec.rows]
-        p_after, _ = group_test(int(outcome[spec.rows].sum()), q)
-        bias_after = float((outcome[spec.rows] - q).mean())
-    else:
-        bias_after, p_after = explained_check(attribution.weights, outcome, cache[adjust],
-                                              spec.rows)
+    bias_after, p_after = checks[adjust][spec.name]
     row["adjusted_for"] = sorted(adjust)
     row["bias_after_adjustment"] = bias_after
     row["p_value_after_adjustment"] = p_after
     if p_after > alpha:
         row["explained_by"] = [t.name for t in attribution.terms if t.name in adjust]
-
-
-def _fitted_everywhere(attribution: Attribution, model: ModelRows,
-                       outcome: NDArray[np.float64], names: frozenset) -> NDArray[np.float64]:
-    """Fitted probabilities of ``logit(p) + b0 + terms(names)`` (fit on the model's rows
-    ``model``, evaluated on every row)."""
-    terms = [t for t in attribution.terms if t.name in names]
-    fit = fit_glm(model, terms)
-    every = Cells.build(terms, np.arange(outcome.size, dtype=index_dtype(outcome.size)))
-    return fitted(attribution.offset, every.cell, every.design(terms) @ fit.params)
 
 
 def _level_text(covariate: str, level: dict[str, Any],

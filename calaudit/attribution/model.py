@@ -34,12 +34,13 @@ from scipy import special
 from calaudit import scale
 from calaudit.attribution.design import Cells, Term
 from calaudit.attribution.irls import (
+    PART_ROWS,
     Fit,
-    fit_logistic,
     fit_many,
     mean_partial,
     model_rows,
     ordered_sum,
+    part_ranges,
     weight_columns,
 )
 from calaudit.numerics.distributions import chi2_sf
@@ -71,6 +72,13 @@ class ModelRows:
     #: unweighted, model-based covariance)
     w: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
     m: NDArray[np.float64] | None = field(default=None, compare=False, repr=False)
+    #: the data's rows, over whose fixed ranges (:func:`~calaudit.attribution.irls.
+    #: part_ranges`) the reductions run (-1: ``y.size``, every row used); ``used``: the
+    #: rows used when ``y`` is not held (read by the tasks, :mod:`.rows`)
+    extent: int = field(default=-1, compare=False, repr=False)
+    used: int = field(default=-1, compare=False, repr=False)
+    #: the used rows before each range's start (and in all), when not every row is used
+    bounds: NDArray[np.int64] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, y: NDArray[np.float64], offset: NDArray[np.float64],
@@ -79,15 +87,24 @@ class ModelRows:
               m: NDArray[np.float64] | None = None) -> ModelRows:
         every = rows.size == y.size  # rows are sorted: then rows = 0..n-1, no copies
         pick = (lambda v: v) if every else (lambda v: None if v is None else v[rows])
-        mean = (float("nan") if not rows.size else float(pick(prediction).mean())
+        bounds = None if every else np.searchsorted(
+            rows, [*(start for start, _ in part_ranges(y.size)), y.size]).astype(np.int64)
+        mean = (float("nan") if not rows.size else _ranged_mean(pick(prediction), bounds)
                 if w is None else float(np.dot(pick(w), pick(prediction)) / pick(w).sum()))
         return cls(pick(y), pick(offset), Cells.build(terms, rows), mean, w=pick(w),
-                   m=pick(m))
+                   m=pick(m), extent=y.size, bounds=bounds)
+
+    @property
+    def n_rows(self) -> int:
+        """The rows the reductions' ranges run over."""
+        return self.y.size if self.extent < 0 else self.extent
 
     @property
     def total(self) -> float:
         """The rows' number, or the sum of their weights."""
-        return float(self.y.size) if self.w is None else float(self.w.sum())
+        if self.w is not None:
+            return float(self.w.sum())
+        return float(self.y.size if self.y is not None else self.used)
 
     @property
     def weights(self) -> tuple[str, ...]:
@@ -101,16 +118,48 @@ def placed(data: ModelRows) -> Iterator[ModelRows]:
     if data.source is not None:
         yield data
         return
-    with scale.resident(model_rows(data.y, data.offset, data.cells.cell, w=data.w,
-                                   m=data.m)) as rows:
-        yield replace(data, source=rows)
+    rows = model_rows(data.y, data.offset, data.cells.cell, w=data.w, m=data.m)
+    with scale.resident(rows if data.bounds is None else
+                        UsedRows(rows, data.bounds, data.n_rows)) as placed_rows:
+        yield replace(data, source=placed_rows)
+
+
+def _ranged_mean(values: NDArray[np.float64], bounds: NDArray[np.int64] | None) -> float:
+    """The mean of the used rows' ``values``, summed range by range of the data's rows
+    (``bounds``; None: every row used) and added in range order (as a reduction)."""
+    if bounds is None:
+        return float(values.mean()) if values.size <= PART_ROWS else float(
+            scale.fold({"s": np.array([np.sum(values[a:b])])}
+                       for a, b in part_ranges(values.size))["s"][0] / values.size)
+    sums = scale.fold({"s": np.array([np.sum(values[a:b])])}
+                      for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+    return float(sums["s"][0] / values.size)
+
+
+class UsedRows:
+    """The used rows (:func:`~calaudit.attribution.irls.model_rows`) read by ranges of
+    the data's rows: range ``[start, stop)`` gives the used rows among them (``bounds``:
+    the used rows before each range's start, and in all)."""
+
+    def __init__(self, rows: Any, bounds: NDArray[np.int64], n: int) -> None:
+        self.rows, self.bounds, self.n = rows, bounds, int(n)
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        last = len(self.bounds) - 1
+        lo = self.bounds[start // PART_ROWS]
+        hi = self.bounds[last if stop % PART_ROWS else min(stop // PART_ROWS, last)]
+        return self.rows.read(int(lo), int(hi), names)
 
 
 def fit_glm(data: ModelRows, terms: Sequence[Term]) -> Fit:
     """Binomial GLM of ``data.y`` with logit link, ``data.offset`` and the columns of
-    ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_logistic`."""
-    return fit_logistic(data.y, data.offset, data.cells.cell, data.cells.design(terms),
-                        data.source, data.w, data.m)
+    ``terms`` (and the intercept), fitted by :func:`calaudit.attribution.irls.fit_many`."""
+    with placed(data) as rows:
+        result = fit_many(rows.n_rows, [data.cells.design(terms)], rows.source,
+                          data.weights)
+    if isinstance(result[0], Exception):
+        raise result[0]
+    return result[0]
 
 
 def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
@@ -118,7 +167,7 @@ def fit_glms(data: ModelRows, models: Sequence[Sequence[Term]]) -> list[Fit]:
     (:func:`calaudit.attribution.irls.fit_many`); a model that cannot be fitted raises its
     error (the first in the order given)."""
     with placed(data) as rows:
-        fits = fit_many(data.y.size, [functools.partial(data.cells.design, terms)
+        fits = fit_many(data.n_rows, [functools.partial(data.cells.design, terms)
                                       for terms in models], rows.source, data.weights)
     for fit in fits:
         if isinstance(fit, Exception):
@@ -186,7 +235,7 @@ def standardised_biases(full: Fit, terms: Sequence[Term], data: ModelRows,
     etas = np.stack([data.cells.design(terms, level) @ full.params for level in levels])
     shared = {"weights": data.weights} if data.weights else {}
     with placed(data) as rows:
-        sums = ordered_sum(mean_partial, data.y.size, {"rows": rows.source, "cell_eta": etas,
+        sums = ordered_sum(mean_partial, data.n_rows, {"rows": rows.source, "cell_eta": etas,
                                                        **shared})
     out, total = [], data.total
     for k, level in enumerate(levels):

@@ -23,17 +23,15 @@ from calaudit.audit.weighting import (
 )
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
-    calibration_errors,
     calibration_errors_of_rows,
-    ece_variants,
     ece_variants_of_rows,
-    smooth_ece_metric,
     smooth_ece_metric_of_rows,
 )
 from calaudit.inference.classical import (
     clinical_metrics,
     clinical_metrics_of_rows,
     hosmer_lemeshow,
+    hosmer_lemeshow_of_rows,
     spiegelhalter,
     spiegelhalter_of_rows,
     spiegelhalter_result,
@@ -50,10 +48,9 @@ from calaudit.inference.weighted_skce_test import (
 from calaudit.inference.weighted_tests import (
     not_weighted,
     weighted_ece_consistency,
-    weighted_spiegelhalter,
 )
 from calaudit.metrics.row_summary import row_source
-from calaudit.metrics.weighted_skce import weighted_kernel
+from calaudit.metrics.skce import weighted_kernel
 from calaudit.results import MetricResult, TestResult
 
 
@@ -72,15 +69,12 @@ class CalibrationErrorStage:
             rng: np.random.Generator) -> StageOutput:
         options = dict(n_bins=config.binning.n_bins, strategy=config.binning.strategy,
                        ci_level=ci_level(config), n_resamples=config.n_resamples, rng=rng)
-        if data.sample_weight is not None:
-            return StageOutput(metrics=calibration_errors(
-                data.y_true, data.y_proba, **options, sample_weight=data.sample_weight))
         return StageOutput(metrics=calibration_errors_of_rows(_rows(data, config), **options))
 
 
 def _rows(data: CalibrationData, config: AuditConfig) -> Any:
-    """The row source of unweighted ``data`` (:func:`calaudit.metrics.row_summary.
-    row_source`: a dataset's tasks read their own rows)."""
+    """The row source of ``data`` (:func:`calaudit.metrics.row_summary.row_source`: a
+    dataset's tasks read their own rows; weighted rows carry the column ``w``)."""
     return row_source(data, config.binning.strategy, ci_level(config) is not None)
 
 
@@ -97,20 +91,14 @@ class EceFamilyStage:
                        classes=data.classes, ci_level=ci_level(config),
                        n_resamples=config.n_resamples, rng=ci_rng)
         tested = enabled_tests(config, ("ece_consistency",))
-        tests = ()
-        if data.weights is not None:
-            metrics = ece_variants(data.y_true, data.y_proba, **options,
-                                   sample_weight=data.sample_weight,
-                                   debiased=debiased_defined(data))
-            if tested:
-                tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights,
-                                                  **bins, n_resamples=config.n_resamples,
-                                                  alpha=config.alpha, rng=test_rng),)
-        else:
-            rows = _rows(data, config)
-            metrics = ece_variants_of_rows(rows, **options, debiased=debiased_defined(data))
-            if tested:
-                tests = (ece_consistency_of_rows(
+        metrics, tests = ece_variants_of_rows(_rows(data, config), **options,
+                                       debiased=debiased_defined(data)), ()
+        if tested and data.weights is not None:
+            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights, **bins,
+                                              n_resamples=config.n_resamples,
+                                              alpha=config.alpha, rng=test_rng),)
+        elif tested:
+            tests = (ece_consistency_of_rows(
                     row_source(data, config.binning.strategy), **bins,
                     n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
         if enabled_tests(config, ("kuiper",)):
@@ -127,13 +115,10 @@ class SmoothEceStage:
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
         options = dict(ci_level=ci_level(config), n_resamples=config.n_resamples, rng=rng)
-        if data.sample_weight is not None:
-            metric, diagram = smooth_ece_metric(data.y_true, data.y_proba, **options,
-                                                sample_weight=data.sample_weight)
-        else:
-            metric, diagram = smooth_ece_metric_of_rows(_rows(data, config),
-                                                        len(data.classes), **options)
-        return StageOutput(metrics=(metric,), diagrams={} if diagram is None
+        metric, diagram = smooth_ece_metric_of_rows(_rows(data, config), len(data.classes),
+                                                    **options)
+        # weighted rows: the diagrams stage draws the weighted curve
+        return StageOutput(metrics=(metric,), diagrams={} if data.sample_weight is not None
                            else {"smooth_reliability": diagram})
 
 
@@ -157,7 +142,7 @@ class ClinicalStage:
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
                      y, p, config.global_tests.hosmer_lemeshow_groups)}
         if weights is not None:
-            tests = {"spiegelhalter": lambda: weighted_spiegelhalter(y, p, weights),
+            tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
                      "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
                          .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
@@ -167,16 +152,15 @@ class ClinicalStage:
     @staticmethod
     def of_rows(data: Any, config: AuditConfig) -> StageOutput:
         """The stage on a dataset whose tasks read their own rows
-        (:class:`calaudit.data.planned.RowsData`): the same reductions over the source;
-        Hosmer-Lemeshow (its quantile breaks need every row) on the rows in memory."""
+        (:class:`calaudit.data.planned.RowsData`): the same reductions over the source
+        (Hosmer-Lemeshow's breaks too: exact order statistics)."""
         rows, n = data.rows, data.n
         metrics = clinical_metrics_of_rows(rows, n, int(data.counts[1]), data.clipped,
                                            ci_level=config.ci_level)
         tests = {"spiegelhalter": lambda: spiegelhalter_result(
                      spiegelhalter_of_rows(rows, n), n, data.expected),
-                 "hosmer_lemeshow": lambda: hosmer_lemeshow(
-                     data.y_true, data.positive_proba,
-                     config.global_tests.hosmer_lemeshow_groups)}
+                 "hosmer_lemeshow": lambda: hosmer_lemeshow_of_rows(
+                     rows, n, config.global_tests.hosmer_lemeshow_groups)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 

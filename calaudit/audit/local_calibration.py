@@ -24,6 +24,7 @@ import numpy as np
 from calaudit import registry
 from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
+from calaudit.attribution.rows import level_rows
 from calaudit.attribution.weighted import ModelWeights
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.stages import StageOutput
@@ -31,6 +32,7 @@ from calaudit.audit.weighting import effective_events, sample_size
 from calaudit.data.dataset import CalibrationData
 from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
+from calaudit.local.group_sources import level_table
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
@@ -146,19 +148,20 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     with LcbEstimation(setup) as estimation:  # estimation.rows: the LCB as a row source
         lcb, lcb_section = estimation.run(scalar_r, prediction,
                                           categorical_separation(section))
-    specs = grp.define_groups(setup.levels, lc.intersections)
-    settings = group_settings(config)
-    table = grp.group_table(specs, outcome, prediction, lcb, streams["groups"], settings)
+    specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
+                                       prediction, lcb, streams["groups"],
+                                       group_settings(config))
     if attribution is not None:
-        mark_explained(table, specs, attribution, outcome, config.alpha)
+        mark_explained(table, grp.define_groups(setup.levels, lc.intersections), attribution,
+                       outcome, config.alpha)
     lcb_section["top_groups"] = grp.most_biased(table, lc.top_k)
-    panels = group_panels(table, specs, outcome, prediction, n_bins=config.binning.n_bins,
+    panels = group_panels(table, specs, None, None, n_bins=config.binning.n_bins,
                           strategy=config.binning.strategy,
                           n_resamples=config.n_resamples if config.run_tests else None,
-                          level=0.95, rng=streams["group_reliability"])
-    gaps = disparity(table, specs, data.covariate_names, outcome, prediction,
+                          level=0.95, rng=streams["group_reliability"], values=values)
+    gaps = disparity(table, specs, data.covariate_names, None, None,
                      streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
-                     resample=config.run_tests)
+                     resample=config.run_tests, values=values)
     return {"local": {"klce": klce, "lcb": lcb_section, "group_reliability": panels},
             "groups": tuple(table), "attribution": section or {}, "disparity": tuple(gaps)}
 
@@ -175,4 +178,4 @@ def attribute_levels(setup: LocalTests | WeightedLocalTests, outcome: np.ndarray
                                    min_events=lc.min_group_events)
     return attribute(setup.levels, [c.kind for c in setup.data.covariates], outcome,
                      prediction, settings, "binary" if setup.data.is_binary else "top-label",
-                     weights)
+                     weights, level_rows(setup.data, setup.levels))

@@ -15,7 +15,7 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
 from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
-from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS
+from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
 #: :mod:`calaudit.inference.weighted_skce_test`).

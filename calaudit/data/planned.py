@@ -12,11 +12,13 @@ source and the summaries, not the rows.
 A stage written for the source reads it through ``data.rows`` (its partials read their own
 ranges): the default global battery does. Covariates of the same files are planned too
 (their kinds from the footers; their levels, missing and infinite values from the first
-reduction: :mod:`calaudit.data.dataset_covariates`). A stage that needs every row in
-memory (the local calibration stage; bootstrap intervals, quantile bins, Hosmer-Lemeshow's
-groups, Kuiper's ordered residuals) reads ``y_true`` / ``y_proba`` / a covariate's
-``values``: then ``y``, ``proba`` and every covariate are read once, range by range
-through the executor, into this process (``--verbose`` says so).
+reduction: :mod:`calaudit.data.dataset_covariates`; the numeric covariates' bands, the
+quantile bins and Hosmer-Lemeshow's groups from exact order-statistics reductions,
+:mod:`calaudit.numerics.order_statistics`). A stage that needs every row in memory (the
+rest of the local calibration stage; bootstrap intervals, Kuiper's ordered residuals)
+reads ``y_true`` / ``y_proba`` / a covariate's ``values``: then ``y``, ``proba`` and every
+covariate are read once, range by range through the executor, into this process
+(``--verbose`` says so).
 
 Only the default reading of a dataset (covariates allowed) takes this path
 (:func:`why_not`); any other input or option is loaded as before.
@@ -110,7 +112,7 @@ class RowsData(LabelledRows):
         names = ("y", "proba", *(PREFIX + name for name in self.covariate_names))
         progress.note(f"{self.rows.source}: a stage not computed from the tasks' own rows "
                       "(the local calibration stage on covariates; bootstrap intervals, "
-                      "quantile bins, Hosmer-Lemeshow, Kuiper) needs the rows in memory: "
+                      "Kuiper) needs the rows in memory: "
                       f"reading {self.n:,} rows ({', '.join(names)}; "
                       f"{self.n * (8 + 8 * len(self.classes) + 8 * len(names[2:])):,} "
                       "bytes) into this process, range by range through the executor")

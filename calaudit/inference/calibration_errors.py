@@ -29,38 +29,27 @@ from calaudit.metrics.ece_variants import (
     classwise_outcomes,
 )
 from calaudit.metrics.inputs import residuals_of
-from calaudit.metrics.log_loss import EPS, clipped_rows, log_loss
-from calaudit.metrics.row_summary import Binning, binned_summary, class_panels
+from calaudit.metrics.log_loss import EPS, log_loss
+from calaudit.metrics.row_summary import Binning, binned_summary, class_panels, weighted_source
 from calaudit.metrics.smooth_ece import Smoother, reliability_of, smooth_ece_replicates
 from calaudit.numerics.binning import Strategy
 from calaudit.results import MetricResult
 from calaudit.scale import ArrayRows
 
 
-def weighted(statistics: Statistics, sample_weight: NDArray[np.float64] | None) -> Statistics:
-    """``W -> statistics(W * w)`` for row weights ``w`` (unchanged without them)."""
-    if sample_weight is None:
-        return statistics
-    return lambda weights: statistics(weights * sample_weight[:, None])
-
-
-def estimates(statistics: Statistics, sample_weight: NDArray[np.float64] | None
-              ) -> dict[str, Any]:
-    """The estimates: ``statistics(None)`` unweighted, else of the one weight column."""
-    if sample_weight is None:
-        return dict(statistics(None))
-    return {key: _one(value) for key, value in statistics(sample_weight[:, None]).items()}
-
-
 def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,
                     ci_level: float | None, n_resamples: int, rng: np.random.Generator | None,
                     sample_weight: NDArray[np.float64] | None = None
                     ) -> tuple[MetricResult, ...]:
-    """The metrics with (``ci_level``) the percentile intervals of ``statistics``."""
+    """The metrics with (``ci_level``) the percentile intervals of ``statistics`` (of
+    ``counts * w`` with row weights ``sample_weight``)."""
     if ci_level is None:
         return tuple(metrics)
-    statistics = weighted(statistics, sample_weight)
-    cis = intervals(bootstrap_replicates(statistics, n, rng, n_resamples), ci_level)
+
+    def of_counts(counts: NDArray[np.float64]) -> Any:
+        return statistics(counts if sample_weight is None else counts * sample_weight[:, None])
+
+    cis = intervals(bootstrap_replicates(of_counts, n, rng, n_resamples), ci_level)
     return tuple(MetricResult(m.id, m.value, {**m.params, **ci_params(ci_level, n_resamples)},
                               ci=cis.get(m.id), title=m.title) for m in metrics)
 
@@ -77,45 +66,41 @@ def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], 
     (Brier 1950). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
     ``rng``. ``sample_weight``: ``n_b`` is a bin's weight and the Brier scores are weighted
     means."""
-    if sample_weight is None:
-        return calibration_errors_of_rows(
-            ArrayRows({"y": y_true, "proba": y_proba}), n_bins=n_bins, strategy=strategy,
-            ci_level=ci_level, n_resamples=n_resamples, rng=rng)
-    notion = default_notion(y_proba.shape[1])
-    binary = y_proba.shape[1] == 2
-    w = sample_weight
-    brier = float((residuals_of(y_true, y_proba) ** 2).sum(axis=1) @ w / w.sum())
-    brier_binary = (float((y_proba[:, 1] - (y_true == 1)) ** 2 @ w / w.sum())
-                    if binary else None)
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
-    metrics = _error_metrics(binned.sums(w[:, None]), notion, n_bins, strategy, brier,
-                             brier_binary)
-    return _with_intervals(metrics, _error_statistics(y_true, y_proba, binned), y_true.size,
-                           ci_level, n_resamples, rng, w)
+    return calibration_errors_of_rows(_source(y_true, y_proba, sample_weight), n_bins=n_bins,
+                                      strategy=strategy, ci_level=ci_level,
+                                      n_resamples=n_resamples, rng=rng)
+
+
+def _source(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+            sample_weight: NDArray[np.float64] | None) -> ArrayRows:
+    """The rows in memory as a row source (column ``w``: the row weights)."""
+    columns = {"y": y_true, "proba": y_proba}
+    return ArrayRows(columns if sample_weight is None else {**columns, "w": sample_weight})
 
 
 def calibration_errors_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
                                ci_level: float | None = None, n_resamples: int = 1000,
                                rng: np.random.Generator | None = None
                                ) -> tuple[MetricResult, ...]:
-    """:func:`calibration_errors` of a row source (``y``, ``proba``); the intervals
-    resample the rows in memory (an :class:`ArrayRows`)."""
+    """:func:`calibration_errors` of a row source (``y``, ``proba``, optionally ``w``);
+    the intervals resample the rows in memory (an :class:`ArrayRows`)."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     notion = default_notion(summary.m)
     metrics = _error_metrics(summary.sums(0), notion, n_bins, strategy, summary.brier,
                              summary.brier_binary if summary.m == 2 else None)
     if ci_level is None:
         return metrics
-    y_true, y_proba = _arrays(rows)
+    y_true, y_proba, w = _arrays(rows)
     binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
     return _with_intervals(metrics, _error_statistics(y_true, y_proba, binned), y_true.size,
-                           ci_level, n_resamples, rng)
+                           ci_level, n_resamples, rng, w)
 
 
-def _arrays(rows: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """The rows of an in-memory source (the bootstrap resamples every row)."""
-    columns = rows.read(0, rows.n, ["y", "proba"])
-    return columns["y"], columns["proba"]
+def _arrays(rows: Any) -> tuple[NDArray[np.int64], NDArray[np.float64], Any]:
+    """The rows of an in-memory source and their weights (None: unweighted); the
+    bootstrap resamples every row."""
+    columns = rows.read(0, rows.n, ["y", "proba"] + (["w"] if weighted_source(rows) else []))
+    return columns["y"], columns["proba"], columns.get("w")
 
 
 def _error_metrics(sums: Any, notion: str, n_bins: int, strategy: str, brier: float,
@@ -174,26 +159,9 @@ def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
     weights)."""
     options = {"n_bins": n_bins, "strategy": strategy,
                "canonical_distance": canonical_distance, "classes": classes}
-    if sample_weight is None:
-        return ece_variants_of_rows(ArrayRows({"y": y_true, "proba": y_proba}), **options,
-                                    ci_level=ci_level, n_resamples=n_resamples, rng=rng,
-                                    debiased=debiased)
-    m = y_proba.shape[1]
-    w = sample_weight
-    column = w[:, None]
-    statistics, scalar, per_class, canonical, decomposed = _variant_statistics(
-        y_true, y_proba, n_bins, strategy, canonical_distance)
-    parts = sum_decompositions([decompose_binned(b, column) for b in decomposed])
-    params = _variant_params(
-        m, n_bins, strategy, canonical_distance, classes,
-        [_one(ece_from_sums(b.sums(column))) for b in per_class], parts,
-        canonical.cells.n_cells, _one(debiased_squared_from_sums(scalar.sums(column))),
-        clipped_rows(y_true, y_proba))
-    metrics = [MetricResult(key, float(value), params[key],
-                            title=registry.title(key, default_notion(m)))
-               for key, value in estimates(statistics, w).items()
-               if debiased or key != "ece_debiased"]
-    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
+    return ece_variants_of_rows(_source(y_true, y_proba, sample_weight), **options,
+                                ci_level=ci_level, n_resamples=n_resamples, rng=rng,
+                                debiased=debiased)
 
 
 def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
@@ -201,8 +169,8 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
                          ci_level: float | None = None, n_resamples: int = 1000,
                          rng: np.random.Generator | None = None,
                          debiased: bool = True) -> tuple[MetricResult, ...]:
-    """:func:`ece_variants` of a row source (``y``, ``proba``); the intervals resample
-    the rows in memory."""
+    """:func:`ece_variants` of a row source (``y``, ``proba``, optionally ``w``); the
+    intervals resample the rows in memory."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     m = summary.m
     scalar = summary.sums(0)
@@ -226,14 +194,14 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
                for key, value in values.items() if debiased or key != "ece_debiased"]
     if ci_level is None:
         return tuple(metrics)
-    y_true, y_proba = _arrays(rows)
-    statistics = _variant_statistics(y_true, y_proba, n_bins, strategy, canonical_distance)[0]
-    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng)
+    y_true, y_proba, w = _arrays(rows)
+    statistics = _variant_statistics(y_true, y_proba, n_bins, strategy, canonical_distance)
+    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
 
 
 def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
-                        strategy: Strategy, canonical_distance: str) -> tuple[Any, ...]:
-    """The statistics of row-weight matrices of :func:`ece_variants`, its binned views."""
+                        strategy: Strategy, canonical_distance: str) -> Statistics:
+    """The statistics of row-weight matrices of :func:`ece_variants` (the bootstrap's)."""
     m = y_proba.shape[1]
     binning = {"n_bins": n_bins, "strategy": strategy}
     scalar = notion_outcomes(y_true, y_proba, **binning)
@@ -257,7 +225,7 @@ def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
             "log_loss": log_loss(y_true, y_proba, weights=weights),
         }
 
-    return statistics, scalar, per_class, canonical, decomposed
+    return statistics
 
 
 def _variant_params(m: int, n_bins: int, strategy: str, canonical_distance: str,
@@ -294,39 +262,29 @@ def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *
     fixed-point bandwidth in the params) and the smoothed reliability diagram at that
     bandwidth (``mu(t)`` and the score density; ``None`` with ``sample_weight``, which
     weights every sum over rows)."""
-    notion = default_notion(y_proba.shape[1])
-    scores, outcomes = scores_and_outcomes(y_true, y_proba, notion)
-    if sample_weight is not None:
-        sigma, value = Smoother(scores, outcomes, sample_weight[:, None]).at_fixed_points()
-        metric = MetricResult("smece", float(value[0]), {
-            "notion": notion, "sigma": float(sigma[0]), "kernel": "reflected Gaussian",
-            "bandwidth": "weighted fixed point sigma = smECE_sigma"},
-            title=registry.title("smece", notion))
-        (metric,) = _with_intervals(
-            [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes,
-                                                                      weights)},
-            y_true.size, ci_level, n_resamples, rng, sample_weight)
-        return metric, None
-    return smooth_ece_metric_of_rows(ArrayRows({"y": y_true, "proba": y_proba}),
-                                     y_proba.shape[1], ci_level=ci_level,
-                                     n_resamples=n_resamples, rng=rng)
+    metric, diagram = smooth_ece_metric_of_rows(
+        _source(y_true, y_proba, sample_weight), y_proba.shape[1], ci_level=ci_level,
+        n_resamples=n_resamples, rng=rng)
+    return metric, None if sample_weight is not None else diagram
 
 
 def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | None = None,
                               n_resamples: int = 1000, rng: np.random.Generator | None = None
                               ) -> tuple[MetricResult, dict[str, Any]]:
-    """:func:`smooth_ece_metric` (unweighted) of a row source (``y``, ``proba`` of
-    ``n_classes`` columns); the interval resamples the rows in memory."""
+    """:func:`smooth_ece_metric` of a row source (``y``, ``proba`` of ``n_classes``
+    columns, optionally the weights ``w``); the interval resamples the rows in memory."""
     curve = reliability_of(Smoother.of_rows(rows))
     notion = default_notion(n_classes)
     metric = MetricResult("smece", curve.smece, {
         "notion": notion, "sigma": curve.sigma, "kernel": "reflected Gaussian",
-        "bandwidth": "fixed point sigma = smECE_sigma (Blasiok & Nakkiran 2023)"},
+        "bandwidth": "weighted fixed point sigma = smECE_sigma" if weighted_source(rows)
+        else "fixed point sigma = smECE_sigma (Blasiok & Nakkiran 2023)"},
         title=registry.title("smece", notion))
     if ci_level is not None:
-        scores, outcomes = scores_and_outcomes(*_arrays(rows), notion)
+        y_true, y_proba, w = _arrays(rows)
+        scores, outcomes = scores_and_outcomes(y_true, y_proba, notion)
         (metric,) = _with_intervals(
             [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes,
                                                                       weights)},
-            rows.n, ci_level, n_resamples, rng)
+            rows.n, ci_level, n_resamples, rng, w)
     return metric, {"notion": notion, **curve.to_dict()}

@@ -2,7 +2,8 @@
 
 **Spiegelhalter's z** (Spiegelhalter 1986):
 ``z = sum (y_i - p_i)(1 - 2 p_i) / sqrt(sum (1 - 2 p_i)^2 p_i (1 - p_i))``, two-sided
-p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``).
+p-value ``2 Phi(-|z|)`` (rms ``val.prob`` ``S:z``/``S:p``); on weighted rows the same
+reduction with the weights and the null law of sampled labels (:func:`spiegelhalter`).
 
 **Hosmer-Lemeshow** (Hosmer & Lemeshow 1980), as R ResourceSelection ``hoslem.test``:
 groups between the distinct ``0, 1/g, ..., 1`` quantiles of ``p`` (type 7), right-closed
@@ -30,7 +31,7 @@ from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
-from calaudit.inference.weighted_tests import weighted_hosmer_lemeshow
+from calaudit.inference.weighted_tests import null_columns, weighted_hosmer_lemeshow
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import (
     logistic_recalibration,
@@ -39,6 +40,7 @@ from calaudit.metrics.clinical import (
 )
 from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.distributions import chi2_sf, norm_sf
+from calaudit.numerics.order_statistics import quantiles_of_rows
 from calaudit.results import MetricResult, Status, TestResult
 from calaudit.scale import ArrayRows, task_ranges
 
@@ -51,14 +53,24 @@ def _reduce(partial: Any, y: NDArray, p: NDArray, w: NDArray | None = None, **sh
         return scale.map_sum(partial, task_ranges(p.size), {**shared, "rows": rows})
 
 
-def spiegelhalter_partial(start: int, stop: int, *, rows: Any) -> dict[str, NDArray]:
-    """``[sum (1 - 2p)^2 p (1 - p), sum (y - p)(1 - 2p)]`` over the rows ``[start, stop)``
-    of the row source ``rows`` (columns ``y``, ``p``)."""
-    read = rows.read(start, stop, ["y", "p"])
+def spiegelhalter_partial(start: int, stop: int, *, rows: Any, weighted: bool = False
+                          ) -> dict[str, NDArray]:
+    """``[V, T, sum u q, sum u (1 - q)]`` over the rows ``[start, stop)`` of the row source
+    ``rows``: columns ``y``, ``p`` and, ``weighted``, the null's ``q``, ``d``, ``r``, ``a``
+    and ``u`` (:func:`spiegelhalter`; unweighted ``q = p`` and the rest 1). ``V``'s term
+    ``a c^2 [q (1 - p)^2 + (1 - q) p^2 / r^2]`` (``c = 1 - 2p``) is summed as ``a c^2 p (1 -
+    p) + a c^2 [(q - p) c + (1 - q) p^2 (1 / r^2 - 1)]``: unit weights add exact zeros."""
+    read = rows.read(start, stop, ["y", "p"] + (list("qdrau") if weighted else []))
     y, p = np.asarray(read["y"], dtype=np.float64), read["p"]
+    q, d, r, a, u = ([np.asarray(read[k], dtype=np.float64) for k in "qdrau"] if weighted
+                     else (p, 1.0, 1.0, 1.0, 1.0))
     centred = 1.0 - 2.0 * p
-    return {"sums": np.array([np.sum(centred * centred * p * (1.0 - p)),
-                              np.sum((y - p) * centred)])}
+    w = np.where(y > 0, d, d / r)
+    extra = (q - p) * centred + (1.0 - q) * p * p * (1.0 / (r * r) - 1.0)
+    return {"sums": np.array([np.sum(a * centred * centred * p * (1.0 - p)
+                                     + a * centred * centred * extra),
+                              np.sum(w * (y - p) * centred),
+                              np.sum(u * q), np.sum(u * (1.0 - q))])}
 
 
 def hosmer_lemeshow_partial(start: int, stop: int, *, rows: Any, inner: NDArray[np.float64],
@@ -105,7 +117,7 @@ def spiegelhalter_of_rows(rows: Any, n: int) -> Spiegelhalter:
 
 
 def _spiegelhalter_of(sums: NDArray) -> Spiegelhalter:
-    variance, score = sums
+    variance, score = sums[:2]
     variance = float(variance)
     if variance <= 0.0:
         return Spiegelhalter(math.nan, math.nan, variance)
@@ -136,8 +148,12 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
         kept = counts > 0
         breaks = np.unique(weighted_quantiles(p[kept], counts[kept], probabilities, True))
     size = max(breaks.size - 1, 1)
-    sums = _reduce(hosmer_lemeshow_partial, y, p, counts, inner=breaks[1:-1], size=size,
-                   weighted=counts is not None)
+    return _hosmer_lemeshow_of(_reduce(hosmer_lemeshow_partial, y, p, counts,
+                                       inner=breaks[1:-1], size=size,
+                                       weighted=counts is not None))
+
+
+def _hosmer_lemeshow_of(sums: dict[str, NDArray]) -> HosmerLemeshow:
     events, count, expected_events = sums["events"], sums["count"], sums["expected"]
     keep = count > 0
     observed = np.column_stack([count - events, events])[keep]
@@ -149,24 +165,40 @@ def hosmer_lemeshow_test(y_true: NDArray[np.int64], p: NDArray[np.float64],
     return HosmerLemeshow(statistic, df, p_value, observed, expected)
 
 
-def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64]
-                  ) -> TestResult:
-    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``."""
-    # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
-    return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
-                                (float(p.sum()), float(np.add.reduce(1 - p))))
+def spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
+                  weights: SampleWeights | None = None) -> TestResult:
+    """Spiegelhalter's z test, INCONCLUSIVE under the rules of ``applicability``.
+    ``weights`` (docs/weights.md): ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0,
+    variance ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]``
+    (``q``, ``r``, ``a``: :mod:`calaudit.inference.weighted_tests`), ``z = T / sqrt(V)``."""
+    if weights is None:
+        # (1 - p).sum() without the n-row difference: numpy's own pairwise additions
+        return spiegelhalter_result(spiegelhalter_test(y_true, p), y_true.size,
+                                    (float(p.sum()), float(np.add.reduce(1 - p))))
+    d = weights.design
+    columns = {"y": np.asarray(y_true, dtype=np.float64), "p": p,
+               **null_columns(weights, p, True), "u": weights.units(d),
+               "a": d if weights.kind == "frequency" else d * d}
+    with scale.resident(ArrayRows(columns)) as rows:
+        sums = scale.map_sum(spiegelhalter_partial, task_ranges(p.size),
+                             {"rows": rows, "weighted": True})["sums"]
+    return spiegelhalter_result(
+        _spiegelhalter_of(sums), y_true.size, (float(sums[2]), float(sums[3])),
+        "Spiegelhalter z on weighted rows, two-sided normal",
+        {"weights": weights.kind, "label_dependent": weights.label_dependent})
 
 
-def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float]
-                         ) -> TestResult:
+def spiegelhalter_result(result: Spiegelhalter, n: int, expected: tuple[float, float],
+                         method: str = "Spiegelhalter z, two-sided normal",
+                         params: dict[str, Any] | None = None) -> TestResult:
     """:func:`spiegelhalter` from its statistic, ``n`` and ``(sum p, sum 1 - p)``."""
-    method, title = "Spiegelhalter z, two-sided normal", registry.title("spiegelhalter")
+    title = registry.title("spiegelhalter")
     reason = rules.too_few_rows(n) or rules.too_few_expected(*expected)
     if reason is None and not math.isfinite(result.z):
         reason = "zero variance: every prediction is 0, 1/2 or 1"
     return TestResult("spiegelhalter", result.z, result.z,
                       math.nan if reason else result.p_value, method,
-                      params={"variance": result.variance},
+                      params={"variance": result.variance, **(params or {})},
                       status=Status.INCONCLUSIVE if reason else None, message=reason or "",
                       title=title)
 
@@ -185,17 +217,37 @@ def hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
                              "Monte-Carlo")
         return weighted_hosmer_lemeshow(y_true, p, weights, groups=groups,
                                         n_resamples=n_resamples, alpha=alpha, rng=rng)
+    counts = None if weights is None else np.asarray(weights.design, dtype=np.float64)
+    return hosmer_lemeshow_result(hosmer_lemeshow_test(y_true, p, groups, counts), groups,
+                                  y_true.size if counts is None else int(counts.sum()),
+                                  counts is not None)
+
+
+def hosmer_lemeshow_of_rows(rows: Any, n: int, groups: int = 10) -> TestResult:
+    """:func:`hosmer_lemeshow` (unweighted) of the ``n`` rows of a row source (``y``,
+    ``p``): the breaks are ``np.quantile(p, ...)``'s bytes from exact order-statistics
+    reductions (:func:`calaudit.numerics.order_statistics.quantiles_of_rows`), the group
+    sums the same reduction over the same ranges."""
+    breaks = np.unique(quantiles_of_rows(rows, "p", np.linspace(0.0, 1.0, groups + 1)))
+    size = max(breaks.size - 1, 1)
+    sums = scale.map_sum(hosmer_lemeshow_partial, task_ranges(n),
+                         {"rows": rows, "inner": breaks[1:-1], "size": size})
+    return hosmer_lemeshow_result(_hosmer_lemeshow_of(sums), groups, n, False)
+
+
+def hosmer_lemeshow_result(result: HosmerLemeshow, groups: int, n: int, frequency: bool
+                           ) -> TestResult:
+    """The test result of :func:`hosmer_lemeshow` (``n`` rows, counted with their
+    ``frequency`` weights) from its statistic."""
     method = f"Hosmer-Lemeshow chi-square, {groups} quantile groups, df = G - 2"
     title = registry.title("hosmer_lemeshow")
-    counts = None if weights is None else np.asarray(weights.design, dtype=np.float64)
-    result = hosmer_lemeshow_test(y_true, p, groups, counts)
     expected = result.expected
     params = {"groups_requested": groups, "groups": int(expected.shape[0]), "df": result.df,
               "caveat": "depends on the grouping; low power; see documentation"}
-    if counts is not None:
+    if frequency:
         method += ", frequency weights (the repeated rows)"
         params["weights"] = "frequency"
-    reason = rules.too_few_rows(y_true.size if counts is None else int(counts.sum()))
+    reason = rules.too_few_rows(n)
     if reason is None and result.df < 1:
         reason = f"only {expected.shape[0]} distinct groups: df = G - 2 < 1"
     if reason is None and (expected.min() < 1 or np.mean(expected < 5) > 0.2):

@@ -1,5 +1,5 @@
 """The SKCE of weighted rows through random Fourier features (docs/weights.md), above
-``skce.max_quadratic_n`` rows or :data:`~calaudit.metrics.weighted_skce.MAX_MEDIAN_ROWS`
+``skce.max_quadratic_n`` rows or :data:`~calaudit.metrics.skce.MAX_MEDIAN_ROWS`
 rows without a bandwidth (else :mod:`calaudit.inference.weighted_skce_test`).
 
 With the weighted map ``phi~_i`` (the quantised ``phi`` of :class:`calaudit.numerics.
@@ -38,8 +38,7 @@ from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import SkceFeatures
 from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
 from calaudit.inference.weighted_tests import take
-from calaudit.metrics.skce import KERNEL_DISTANCES, KernelChoice
-from calaudit.metrics.weighted_skce import MAX_MEDIAN_ROWS, weighted_kernel
+from calaudit.metrics.skce import KERNEL_DISTANCES, MAX_MEDIAN_ROWS, KernelChoice, weighted_kernel
 from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
 from calaudit.numerics.features import (
     EXACT_WEIGHT,

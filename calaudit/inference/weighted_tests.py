@@ -10,9 +10,10 @@ for a negative).
   repeated rows); design weights one draw per row. Label-independent weights: the
   Poisson-binomial event counts per bin (or (bin, weight value) cell, at most
   :data:`MAX_LEVELS` values) are drawn directly; otherwise every row is redrawn.
-* ``spiegelhalter``: ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0, variance
-  ``V = sum_i a_i (1 - 2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with ``a = d``
-  for frequency weights and ``a = d^2`` otherwise; ``z = T / sqrt(V)``, two-sided.
+* ``spiegelhalter`` (:func:`calaudit.inference.classical.spiegelhalter` with weights):
+  ``T = sum_i w_i (y_i - p_i)(1 - 2 p_i)``, null mean 0, variance ``V = sum_i a_i (1 -
+  2 p_i)^2 [q_i (1 - p_i)^2 + (1 - q_i) p_i^2 / r_i^2]`` with ``a = d`` for frequency
+  weights and ``a = d^2`` otherwise; ``z = T / sqrt(V)``, two-sided.
 * ``hosmer_lemeshow`` (not for frequency weights alone, :mod:`calaudit.inference.classical`):
   ``X = sum_g (O_g - E_g)^2 / V_g`` against redraws (:func:`weighted_hosmer_lemeshow`).
 """
@@ -34,7 +35,6 @@ from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
 from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.numerics.binning import Strategy, weighted_quantiles
 from calaudit.numerics.block_draws import binary_labels_into, label_thresholds
-from calaudit.numerics.distributions import norm_sf
 from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
 from calaudit.numerics.tabulate import Cells, distinct
@@ -253,46 +253,6 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                                minlength=cells.n_cells)[:, None])
     count = (f * (size / r + drawn * (1.0 - 1.0 / r))).sum(axis=1)
     return seen, BinSums(count, np.full(count.shape, np.nan), (f * drawn).sum(axis=1))
-
-
-def spiegelhalter_weighted_partial(start: int, stop: int, *, rows: Any
-                                   ) -> dict[str, NDArray]:
-    """``[V, T, expected events, expected non-events]`` of rows ``[start, stop)`` (``u``
-    the rows' weights in sample-size units)."""
-    read = rows.read(start, stop, ["y", "p", "q", "d", "r", "a", "u"])
-    y, p, q, d, r, a, u = (np.asarray(read[k], dtype=np.float64)
-                           for k in ("y", "p", "q", "d", "r", "a", "u"))
-    centred = 1.0 - 2.0 * p
-    w = np.where(y > 0, d, d / r)
-    second = q * (1.0 - p) ** 2 + (1.0 - q) * p * p / (r * r)
-    return {"sums": np.array([np.sum(a * centred * centred * second),
-                              np.sum(w * (y - p) * centred),
-                              np.sum(u * q), np.sum(u * (1.0 - q))])}
-
-
-def weighted_spiegelhalter(y_true: NDArray[np.int64], p: NDArray[np.float64],
-                           weights: SampleWeights) -> TestResult:
-    """Spiegelhalter's z on weighted rows (module docstring)."""
-    y = np.asarray(y_true, dtype=np.float64)
-    null = null_columns(weights, p, True)
-    d = weights.design
-    units = weights.units(d)
-    a = d if weights.kind == "frequency" else d * d
-    with scale.resident(ArrayRows({"y": y, "p": p, **null, "a": a, "u": units})) as rows:
-        variance, score, events, non_events = scale.map_sum(
-            spiegelhalter_weighted_partial, task_ranges(p.size), {"rows": rows})["sums"]
-    reason = rules.too_few_rows(y.size) or rules.too_few_expected(float(events),
-                                                                  float(non_events))
-    if reason is None and not variance > 0:
-        reason = "zero variance: every prediction is 0, 1/2 or 1"
-    z = float(score / math.sqrt(variance)) if variance > 0 else math.nan
-    return TestResult("spiegelhalter", z, z,
-                      math.nan if reason else float(2.0 * norm_sf(abs(z))),
-                      "Spiegelhalter z on weighted rows, two-sided normal",
-                      params={"variance": float(variance), "weights": weights.kind,
-                              "label_dependent": weights.label_dependent},
-                      status=Status.INCONCLUSIVE if reason else None, message=reason or "",
-                      title=registry.title("spiegelhalter"))
 
 
 def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],

@@ -15,34 +15,29 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from calaudit import scale
 from calaudit.local.aggregate import AggregateResult, MemberValues, combine
 from calaudit.local.resampling import NullResult, consistency_test
-from calaudit.local.score_draws import redraw_level_sums
+from calaudit.local.score_draws import redrawn_sums
 from calaudit.local.score_members import ScoreMembers
+from calaudit.local.score_rows import level_codes, score_pass
 from calaudit.numerics.kernels import Gram
 from calaudit.numerics.pairwise import as_columns
 from calaudit.scale import stream_seed
+
+__all__ = ["KERNEL_MEMBER", "METHOD", "exact_aggregate", "feature_aggregate", "feature_seed",
+           "level_codes", "member_values"]
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
 METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
           "fixed; members: a recalibration score statistic per covariate and for all "
           "covariates together, and KLCE^2; statistic A = max_j log(w_j / q_j) with q_j "
           "a member's tail probability; p = (1 + #{A* >= A}) / (1 + B)")
-
-
-def level_codes(codes: Sequence[NDArray[np.integer]], sizes: Sequence[int]
-                ) -> tuple[NDArray[np.int32], int]:
-    """Per-row level columns of ``H`` ((n, d), covariate ``c``'s codes shifted by the
-    levels of the covariates before it) and the number of level columns."""
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    out = np.empty((len(codes[0]), len(codes)), dtype=np.int32)
-    for k, column in enumerate(codes):
-        out[:, k] = np.asarray(column, dtype=np.int64) + offsets[k]
-    return out, int(offsets[-1])
 
 
 def member_values(scores: ScoreMembers, sums: NDArray[np.float64],
@@ -83,29 +78,28 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
 
 
 def feature_aggregate(kernel_statistic: float, kernel_null: NDArray[np.float64],
-                      kernel_p: float, r: NDArray[np.float64], proba: NDArray[np.float64],
-                      scores: ScoreMembers, codes: NDArray[np.int32], n_levels: int,
-                      seed: int, n_resamples: int,
+                      kernel_p: float, rows: Any, names: Sequence[str], sizes: Sequence[int],
+                      labels: int, seed: int, n_resamples: int,
                       stream: str = "klce_consistency") -> AggregateResult:
     """The aggregate test on the random-feature path: the KLCE member from the feature
     test (its redraws from the block streams ``(seed, stream, block)``), the score
-    members from the same redraws drawn again (:func:`redraw_level_sums`)."""
-    p = np.asarray(proba, dtype=np.float64)
-    total = redraw_level_sums(p, codes, n_levels, seed, stream, n_resamples,
-                              top=scores.top)
-    expected = np.asarray(scores.levels.T @ p.reshape(p.shape[0], -1))  # (L, classes)
-    redrawn = total["sums"] - expected[:, :, None]
-    redrawn = redrawn[:, 0, :] if p.ndim == 1 else redrawn
+    members of covariates ``names`` (``sizes`` levels each) and their sums from one
+    reduction of the row source ``rows`` (:mod:`calaudit.local.score_rows`: in memory or
+    read by its tasks; ``labels``: 1 for a binary view, else the classes), their
+    redraws drawn again (:func:`redrawn_sums`)."""
+    with scale.resident(rows) as placed:
+        found = score_pass(placed, names, sizes, labels)
+        total = redrawn_sums(placed, labels, sum(sizes), seed, stream, n_resamples,
+                             found.joint_top)
+    redrawn = total["sums"] - found.expected[:, :, None]
+    redrawn = redrawn[:, 0, :] if labels == 1 else redrawn
+    sums = np.concatenate([found.observed, redrawn], axis=-1)
     top = None
-    if scores.top is not None:
-        confidence = p[np.arange(p.shape[0]), scores.top]
-        top_redrawn = total["top"] - np.asarray(scores.levels.T @ confidence)[:, None]
-    sums0, top0 = _observed_sums(scores, r)
-    sums = np.concatenate([sums0, redrawn], axis=-1)
-    if top0 is not None:
-        top = np.concatenate([top0, top_redrawn], axis=-1)
+    if found.joint_top:
+        top_redrawn = total["top"] - found.top_expected[:, None]
+        top = np.concatenate([found.top_observed, top_redrawn], axis=-1)
     values = np.concatenate([[kernel_statistic], kernel_null])
-    return combine(member_values(scores, sums, top, values, kernel_p))
+    return combine(member_values(found.members, sums, top, values, kernel_p))
 
 
 def feature_seed(rng: np.random.Generator) -> int:

@@ -5,8 +5,9 @@ For every group ``g`` (``d = y - p``, ``l`` the LCB value): ``n_g``, ``sum y``, 
 sums are ``bincount`` s of the code, in two passes over the ranges of ``task_ranges(n)``
 (:mod:`calaudit.scale`):
 
-1. ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d``: the first means
-   ``m1 = S / n``;
+1. ``bincount`` of the codes with weights ``1``, ``y``, ``p``, ``l``, ``d`` (the first means
+   ``m1 = S / n``) and ``p (1 - p)``, ``p (1 - p)(1 - 2 p)`` (the cumulants of the group
+   test's refined normal approximation, :func:`calaudit.local.poisson_binomial.rna_cdf`);
 2. ``bincount`` of the deviations ``x - m1[code]`` (``x`` = ``p``, ``l``, ``d``) and of
    ``(d - m1_d[code])^2``; the sums become ``S + sum (x - m1)`` and
    ``M2 = sum (d - m1)^2 - (sum (d - m1))^2 / n`` (the corrected two-pass algorithm,
@@ -15,7 +16,8 @@ sums are ``bincount`` s of the code, in two passes over the ranges of ``task_ran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,8 @@ class GroupMoments:
     mean_lcb: float
     bias: float
     sd: float  # sd(d), n - 1 in the denominator; NaN for one row
+    #: ``sum p``, ``sum p (1 - p)``, ``sum p (1 - p)(1 - 2 p)`` (pass 1, range by range).
+    cumulants: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def _codes(part: dict[str, NDArray], groupings: Sequence[tuple[str, int]]) -> NDArray:
@@ -50,23 +54,25 @@ def _codes(part: dict[str, NDArray], groupings: Sequence[tuple[str, int]]) -> ND
 
 
 def moments_partial(start: int, stop: int, *, rows: Any, groupings: Sequence[tuple[str, int]],
-                    lcb: bool, means: NDArray[np.float64] | None = None
+                    lcb: Any = None, means: NDArray[np.float64] | None = None
                     ) -> dict[str, NDArray]:
-    """Pass 1 (``means`` None): ``sums`` (bins, 5) of ``n, y, p, l, d``; pass 2: ``sums``
-    (bins, 4) of ``p, l, d, dd`` about ``means`` (bins, 3: ``p``, ``l``, ``d``), for the
-    rows ``[start, stop)`` of ``rows`` (``y``, ``p``, ``l`` with ``lcb``, the groupings'
-    codes)."""
-    names = ["y", "p", *(["l"] if lcb else []), *(column for column, _ in groupings)]
-    part = rows.read(start, stop, names)
+    """Pass 1 (``means`` None): ``sums`` (bins, 7) of ``n, y, p, l, d, p(1-p),
+    p(1-p)(1-2p)``; pass 2: ``sums`` (bins, 4) of ``p, l, d, dd`` about ``means`` (bins, 3:
+    ``p``, ``l``, ``d``), for the rows ``[start, stop)`` of ``rows`` (``y``, ``p``, the
+    groupings' codes) and of ``lcb`` (a source of the LCB values, column ``lcb``; None:
+    none)."""
+    part = rows.read(start, stop, ["y", "p", *(column for column, _ in groupings)])
     code = _codes(part, groupings)
     bins = sum(size + 1 for _, size in groupings)
     k = len(groupings)
     y = np.tile(np.asarray(part["y"], dtype=np.float64), k)
     p = np.tile(np.asarray(part["p"], dtype=np.float64), k)
-    ell = np.tile(np.asarray(part["l"], dtype=np.float64), k) if lcb else np.zeros_like(p)
+    ell = (np.tile(np.asarray(lcb.read(start, stop, ("lcb",))["lcb"], dtype=np.float64), k)
+           if lcb is not None else np.zeros_like(p))
     d = y - p
     if means is None:
-        weights = (None, y, p, ell, d)
+        spread = p * (1.0 - p)
+        weights = (None, y, p, ell, d, spread, spread * (1.0 - 2.0 * p))
     else:
         dev = d - means[code, 2]
         weights = (p - means[code, 0], ell - means[code, 1], dev, dev * dev)
@@ -80,20 +86,39 @@ def group_moments(codes: Sequence[NDArray], sizes: Sequence[int], outcome: NDArr
     """The moments of every group of every grouping (``codes[j]``: the per-row code of
     grouping ``j``, in ``[0, sizes[j]]``, ``sizes[j]`` for rows in none of its groups),
     ``[j][code]``; two reductions run through :mod:`calaudit.scale` (module docstring)."""
-    columns = {"y": outcome, "p": prediction, **({} if lcb is None else {"l": lcb})}
+    columns = {"y": outcome, "p": prediction}
     columns.update({f"g{j}": values for j, values in enumerate(codes)})
     groupings = [(f"g{j}", int(size)) for j, size in enumerate(sizes)]
-    shared = {"groupings": groupings, "lcb": lcb is not None}
-    n = int(np.shape(prediction)[0])
-    with scale.resident(ArrayRows(columns)) as rows:
-        first = scale.map_sum(moments_partial, task_ranges(n), {**shared, "rows": rows})
+    return source_moments(ArrayRows(columns), groupings,
+                          None if lcb is None else ArrayRows({"lcb": lcb}))
+
+
+def source_moments(source: Any, groupings: Sequence[tuple[str, int]], lcb: Any = None
+                   ) -> list[list[GroupMoments]]:
+    """:func:`group_moments` of a row source (``y``, ``p`` and each grouping's column of
+    codes in ``[0, size]``), the LCB values read from ``lcb`` (column ``lcb``; None: no
+    LCB): a source whose tasks read their own rows stays where it is, one held here is
+    placed once."""
+    n = int(source.n)
+    with scale.resident(source) as rows, _placed(lcb) as ell:
+        shared = {"groupings": list(groupings), "lcb": ell, "rows": rows}
+        first = scale.map_sum(moments_partial, task_ranges(n), shared)
         count = first["sums"][:, 0]
         with np.errstate(invalid="ignore", divide="ignore"):
             means = first["sums"][:, 2:5] / count[:, None]
         means = np.where(count[:, None] > 0, means, 0.0)
-        second = scale.map_sum(moments_partial, task_ranges(n),
-                                  {**shared, "rows": rows, "means": means})
+        second = scale.map_sum(moments_partial, task_ranges(n), {**shared, "means": means})
     return _split(first["sums"], second["sums"], groupings, lcb is not None)
+
+
+@contextmanager
+def _placed(lcb: Any) -> Iterator[Any]:
+    """The LCB source as the tasks receive it (None stays None)."""
+    if lcb is None:
+        yield None
+        return
+    with scale.resident(lcb) as rows:
+        yield rows
 
 
 def _split(first: NDArray, second: NDArray, groupings: Sequence[tuple[str, int]],
@@ -119,7 +144,8 @@ def _moments(first: NDArray, second: NDArray, lcb: bool) -> GroupMoments:
         n=n, events=float(first[1]), observed_rate=float(first[1] / n),
         expected_events=float(p_sum), mean_prediction=float(p_sum / n),
         mean_lcb=float(l_sum / n) if lcb else float("nan"), bias=float(d_sum / n),
-        sd=float(np.sqrt(m2 / (n - 1))) if n > 1 else float("nan"))
+        sd=float(np.sqrt(m2 / (n - 1))) if n > 1 else float("nan"),
+        cumulants=(float(first[2]), float(first[5]), float(first[6])))
 
 
 def spec_codes(specs: Sequence[Any], n: int) -> tuple[list[NDArray], list[int],

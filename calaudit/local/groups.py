@@ -2,8 +2,8 @@
 
 Groups: each category of a categorical covariate; each quantile band of a numeric
 covariate (``n_bands`` equal-mass bands, right-closed, duplicate edges merged, labelled
-``[21, 34]``, ``(34, 48]`` ...); with ``intersections``, every non-empty combination of
-levels of two different covariates (``race=A & age=(34, 48]``).
+``[21, 34]``, ``(34, 48]`` ...: :mod:`.levels`); with ``intersections``, every non-empty
+combination of levels of two different covariates (``race=A & age=(34, 48]``).
 
 Per group (binary: events are positives, the prediction ``p_1``; multi-class: the top-label
 view): ``n``, ``events``, ``mean_prediction``, ``observed_rate``, ``bias = mean(y - p)``
@@ -28,86 +28,33 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.inference.multitest import adjust_pvalues
-from calaudit.local.encoding import CovariateLike
-from calaudit.local.group_moments import GroupMoments, group_moments, spec_codes
-from calaudit.local.poisson_binomial import group_test
+from calaudit.local.group_moments import GroupMoments
+from calaudit.local.levels import (  # noqa: F401 - the group table's levels, used from here
+    Levels,
+    band_codes,
+    band_labels,
+    covariate_levels,
+    data_levels,
+    edge_bands,
+    quantile_bands,
+    quantile_edges,
+)
+from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, moment_test
 from calaudit.numerics.distributions import norm_ppf
 
 TEST_NAME = "poisson_binomial"
 
 
-def _fmt(value: float) -> str:
-    """4 significant digits; whole numbers below 10^7 without an exponent (27900, not
-    2.79e+04)."""
-    text = f"{value:.4g}"
-    if "e" in text and abs(value) < 1e7:
-        return f"{round(value):d}"
-    return text
-
-
-@dataclass(frozen=True)
-class Levels:
-    """A covariate cut into levels: per-row codes (int32), the level labels and, for a
-    numeric covariate, the bands' sorted unique edges (:func:`band_codes` gives any
-    rows' codes from them; ``None`` for categories, whose codes are the covariate's)."""
-
-    name: str
-    codes: NDArray[np.int32]
-    labels: tuple[str, ...]
-    edges: NDArray[np.float64] | None = None
-
-
-def quantile_bands(values: NDArray[np.float64], n_bands: int) -> tuple[NDArray[np.int32],
-                                                                       tuple[str, ...]]:
-    """Equal-mass bands: edges at the ``k / n_bands`` quantiles (linear interpolation),
-    duplicates merged; band ``b`` is ``(e_b, e_{b+1}]``, the first ``[e_0, e_1]``."""
-    x = np.asarray(values, dtype=np.float64)
-    return edge_bands(x, quantile_edges(x, n_bands))
-
-
-def quantile_edges(x: NDArray[np.float64], n_bands: int) -> NDArray[np.float64]:
-    """The sorted unique edges of :func:`quantile_bands`."""
-    return np.unique(np.quantile(x, np.linspace(0.0, 1.0, n_bands + 1)))
-
-
-def band_codes(x: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np.int32]:
-    """The band of each of ``x`` between sorted unique ``edges`` (:func:`edge_bands`'s
-    codes, without the labels): row by row, so any range of rows gives its own codes."""
-    if edges.size == 1:
-        return np.zeros(x.size, np.int32)
-    return np.searchsorted(edges[1:-1], x, side="left").astype(np.int32)
-
-
-def edge_bands(x: NDArray[np.float64], edges: NDArray[np.float64]
-               ) -> tuple[NDArray[np.int32], tuple[str, ...]]:
-    """Codes and labels of the bands between sorted unique ``edges`` (as
-    :func:`quantile_bands`)."""
-    if edges.size == 1:
-        return band_codes(x, edges), (f"[{_fmt(edges[0])}, {_fmt(edges[0])}]",)
-    labels = tuple(
-        ("[" if b == 0 else "(") + f"{_fmt(edges[b])}, {_fmt(edges[b + 1])}]"
-        for b in range(edges.size - 1))
-    return band_codes(x, edges), labels
-
-
-def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
-    """Categories of a categorical covariate, quantile bands of a numeric one."""
-    if cov.kind == "categorical":
-        return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
-    edges = quantile_edges(np.asarray(cov.values, dtype=np.float64), n_bands)
-    codes, labels = edge_bands(np.asarray(cov.values, dtype=np.float64), edges)
-    return Levels(cov.name, codes, labels, edges)
-
-
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its name, kind, level per covariate and row indices (int32); ``key``: its
+    """One group: its name, kind, level per covariate and row indices (int32; None for a
+    group known by its ``key`` only, :mod:`calaudit.local.group_sources`); ``key``: its
     grouping and its code there (:mod:`calaudit.local.group_moments`)."""
 
     name: str
     kind: str
     covariates: dict[str, str]
-    rows: NDArray[np.int32]
+    rows: NDArray[np.int32] | None
     key: tuple[int, int] | None = None
 
 
@@ -239,11 +186,15 @@ def group_weights(specs: Sequence[GroupSpec]) -> NDArray[np.float64]:
     return np.array([share[k] / counts[k] for k in kinds])
 
 
-def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float64],
-              prediction: NDArray[np.float64], has_lcb: bool, rng: np.random.Generator,
-              settings: GroupSettings, level: float) -> dict[str, Any]:
+def group_row(spec: GroupSpec, moments: GroupMoments,
+              values: tuple[NDArray[np.float64], NDArray[np.float64]] | None, has_lcb: bool,
+              rng: np.random.Generator, settings: GroupSettings, level: float
+              ) -> dict[str, Any]:
     """The statistics of one group (status still pending unless INCONCLUSIVE), its bias
-    interval at ``level``; its rows read only for the group test and the bootstrap."""
+    interval at ``level``. ``values``: the group's rows' ``(y, p)`` in row order (the
+    conclusive groups below ``NORMAL_MIN_ROWS`` rows, :mod:`calaudit.local.group_sources`),
+    read for the bootstrap and the exact test; a group test above ``EXACT_MAX_ROWS`` rows
+    takes the refined normal approximation of the moments' cumulant sums."""
     n, events = moments.n, int(moments.events)
     row: dict[str, Any] = {
         "group": spec.name, "kind": spec.kind, "covariates": dict(spec.covariates),
@@ -264,32 +215,27 @@ def group_row(spec: GroupSpec, moments: GroupMoments, outcome: NDArray[np.float6
         row["status"] = "INCONCLUSIVE"
         row["message"] = "too small to decide: " + "; ".join(problems)
         return row
-    p = prediction[spec.rows]
     bootstrap = settings.resample and n < NORMAL_MIN_ROWS
     if bootstrap:
-        d = outcome[spec.rows] - p
-        row["bias_ci"] = list(bootstrap_mean_interval(d, rng, settings.ci_resamples, level))
+        y, p = _rows_of(spec, values)
+        row["bias_ci"] = list(bootstrap_mean_interval(y - p, rng, settings.ci_resamples,
+                                                      level))
     else:
         row["bias_ci"] = list(normal_interval(moments.bias, moments.sd, n, level))
     row["bias_ci_method"] = "percentile bootstrap" if bootstrap else "normal"
-    row["p_value"], row["test_method"] = group_test(events, p)
+    if n <= EXACT_MAX_ROWS:
+        row["p_value"], row["test_method"] = group_test(events, _rows_of(spec, values)[1])
+    else:
+        row["p_value"], row["test_method"] = moment_test(events, *moments.cumulants)
     return row
 
 
-def group_table(specs: Sequence[GroupSpec], outcome: NDArray[np.float64],
-                prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
-                rng: np.random.Generator, settings: GroupSettings
-                ) -> list[dict[str, Any]]:
-    """Rows of ``groups``: statistics, adjusted p-values across groups, statuses. Intervals
-    and adjusted p-values spend alpha by :func:`group_weights`."""
-    codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
-    moments = group_moments(codes, sizes, outcome, prediction, lcb)
-    del codes
-    weights = group_weights(specs)
-    rows = [group_row(s, moments[j][code], outcome, prediction, lcb is not None, rng, settings,
-                      1.0 - (1.0 - settings.level) * float(w))
-            for s, (j, code), w in zip(specs, keys, weights, strict=True)]
-    return grade_groups(rows, weights, settings)
+def _rows_of(spec: GroupSpec, values: tuple[NDArray, NDArray] | None
+             ) -> tuple[NDArray, NDArray]:
+    """A group's gathered ``(y, p)``."""
+    if values is None:
+        raise ValueError(f"group {spec.name}: its rows were not gathered")
+    return values
 
 
 def grade_groups(rows: list[dict[str, Any]], weights: NDArray[np.float64],

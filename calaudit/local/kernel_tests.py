@@ -47,6 +47,7 @@ from calaudit.local.lcb import plot_points
 from calaudit.local.lcb_cells import CellKernel
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
 from calaudit.local.score_members import ScoreMembers
+from calaudit.local.score_rows import memory_rows, score_rows
 from calaudit.results import Status, TestResult
 
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
@@ -96,7 +97,7 @@ class LocalTests:
                               else prediction_features(data.y_proba))
         self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
-        self.levels = [grp.covariate_levels(c, lc.n_bands) for c in data.covariates]
+        self.levels = grp.data_levels(data, lc.n_bands)
         self.kernel_runs: dict[str, NullResult] = {}
         self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
                                         streams["bandwidth"], lc.median_max_rows)
@@ -221,14 +222,29 @@ class LocalTests:
         if found is not None:
             return found
         kernel = self.kernel_runs["klce_consistency"]
-        codes, n_levels = aggregate.level_codes([lv.codes for lv in self.levels],
-                                                [len(lv.labels) for lv in self.levels])
-        proba = self.proba if self.data.is_binary else np.asarray(self.data.y_proba)
         self.aggregate = aggregate.feature_aggregate(
-            kernel.statistic, kernel.null_distribution, kernel.p_value, self.r, proba,
-            self.score_members(),
-            codes, n_levels, self.feature_seed, self.local.n_resamples)
+            kernel.statistic, kernel.null_distribution, kernel.p_value, self.score_rows(),
+            *self.level_sizes(), 1 if self.data.is_binary else self.data.n_classes,
+            self.feature_seed, self.local.n_resamples)
         return self.aggregate
+
+    def level_sizes(self) -> tuple[list[str], list[int]]:
+        """The group table's covariates and their numbers of levels."""
+        return [lv.name for lv in self.levels], [len(lv.labels) for lv in self.levels]
+
+    def score_rows(self, view: int | None = None, r: np.ndarray | None = None,
+                   p: np.ndarray | None = None) -> Any:
+        """The score members' rows (:mod:`calaudit.local.score_rows`) of the test's view
+        (``view``: a class one-vs-rest, its ``r`` and ``p``): read by the tasks when the
+        data's rows are, else in memory."""
+        rows = score_rows(self.data, self.levels, view)
+        if rows is not None:
+            return rows
+        if view is None:
+            r = self.r
+            p = self.proba if self.data.is_binary else np.asarray(self.data.y_proba)
+        return memory_rows(r, p, aggregate.level_codes([lv.codes for lv in self.levels],
+                                                       self.level_sizes()[1])[0])
 
     def feature_pass(self) -> float:
         """KLCE^2 and the first consistency/bootstrap test from one pass of
@@ -308,8 +324,6 @@ class LocalTests:
             return []
         lc, rng = self.local, self.streams["per_class"]
         testing = self.config.run_tests and not self.too_small()
-        codes = aggregate.level_codes([lv.codes for lv in self.levels],
-                                      [len(lv.labels) for lv in self.levels])
         rows = []
         for c, name in enumerate(self.data.classes):
             p_c = self.data.y_proba[:, c].copy()
@@ -325,16 +339,17 @@ class LocalTests:
                                     feature_statistic(features, gram.features, r_c))
                 rows.append(row)
                 continue
-            scores = self.score_members(p_c)
             if features is not None:
                 seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
                 res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
                                                lc.n_resamples, stream=stream)
                 found = aggregate.feature_aggregate(
-                    res.statistic, res.null_distribution, res.p_value, r_c, p_c, scores,
-                    *codes, seed, lc.n_resamples, stream=stream)
+                    res.statistic, res.null_distribution, res.p_value,
+                    self.score_rows(c, r_c, p_c), *self.level_sizes(), 1, seed,
+                    lc.n_resamples, stream=stream)
                 method = "local aggregate test, one-vs-rest, random features"
             else:
+                scores = self.score_members(p_c)
                 found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
                                                        lc.n_resamples, dtype=np.float64)
                 method = "local aggregate test, one-vs-rest"

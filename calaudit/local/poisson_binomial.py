@@ -88,3 +88,13 @@ def group_test(events: int, p: NDArray[np.float64], counts: NDArray | None = Non
     times, :func:`tails`) and the method name."""
     lower, upper, method = tails(events, p, counts)
     return float(min(1.0, 2.0 * min(lower, upper))), method
+
+
+def moment_test(events: int, mean: float, variance: float, third: float
+                ) -> tuple[float, str]:
+    """:func:`group_test` of a group known by its cumulant sums ``sum p``,
+    ``sum p (1 - p)`` and ``sum p (1 - p)(1 - 2 p)`` (more than ``EXACT_MAX_ROWS`` rows):
+    the refined normal approximation."""
+    lower = rna_cdf(events, mean, variance, third)
+    upper = 1.0 - rna_cdf(events - 1, mean, variance, third)
+    return float(min(1.0, 2.0 * min(lower, upper))), "refined normal approximation"

@@ -70,14 +70,22 @@ def redraw_level_sums(proba: NDArray[np.float64], codes: NDArray[np.integer],
     binary
     ``p_1`` or (n, m)); the redraws are those of the feature test with the same ``seed``
     and ``stream``."""
-    from calaudit.inference.feature_tests import reduce_rows
-
     p = np.asarray(proba, dtype=np.float64)
-    labels = 1 if p.ndim == 1 else p.shape[1]
     columns = {"proba": p.reshape(p.shape[0], -1), "codes": np.asarray(codes)}
     if top is not None:
         columns["top"] = np.asarray(top)
-    shared = {"seed": int(seed), "stream": stream, "n_resamples": int(n_resamples),
-              "labels": labels, "n_levels": int(n_levels), "top": top is not None}
     with scale.resident(ArrayRows(columns)) as rows:
-        return reduce_rows(level_sums_partial, p.shape[0], task_rows, rows, shared)
+        return redrawn_sums(rows, 1 if p.ndim == 1 else p.shape[1], n_levels, seed, stream,
+                            n_resamples, top is not None, task_rows)
+
+
+def redrawn_sums(rows: Any, labels: int, n_levels: int, seed: int, stream: str,
+                 n_resamples: int, top: bool, task_rows: int = TASK_ROWS
+                 ) -> dict[str, NDArray]:
+    """:func:`level_sums_partial` over every row of the source ``rows`` (columns
+    ``proba``, ``codes`` and, with ``top``, ``top``; placed or reading its own rows)."""
+    from calaudit.inference.feature_tests import reduce_rows
+
+    shared = {"seed": int(seed), "stream": stream, "n_resamples": int(n_resamples),
+              "labels": labels, "n_levels": int(n_levels), "top": top}
+    return reduce_rows(level_sums_partial, rows.n, task_rows, rows, shared)

@@ -83,7 +83,7 @@ class ScoreMembers:
     ``H`` (n x L); ``classes`` is 1 (binary residual ``y - p_1``) or the number of classes
     ``m``; ``top`` the columns of the top-label residual (multi-class, the joint member)."""
 
-    levels: sparse.csr_matrix
+    levels: sparse.csr_matrix | None
     members: tuple[Member, ...]
     top: NDArray[np.intp] | None
 
@@ -121,7 +121,7 @@ class ScoreMembers:
             return cls(h, tuple(members), None)
         m = proba.shape[1]
         scale = np.ones(proba.shape[0]) if variance is None else variance
-        total = np.diag((scale[:, None] * proba).sum(axis=0)) - _outer_sums(
+        total = np.diag((scale[:, None] * proba).sum(axis=0)) - outer_sums(
             sparse.csr_matrix(scale[:, None]), proba, m)[0]
         overall, total_rank = pseudo_inverse(total)
         scaled = h if variance is None else sparse.csr_matrix(sparse.diags(scale) @ h)
@@ -137,6 +137,36 @@ class ScoreMembers:
             members.append(_joint_member(info, _scalar_inverse(float(weight.sum())), first,
                                          "top-label"))
         return cls(h, tuple(members), top)
+
+    @classmethod
+    def from_sums(cls, names: Sequence[str], sizes: Sequence[int], sums: dict[str, Any],
+                  labels: int) -> ScoreMembers:
+        """The members of :meth:`build` (unweighted rows) from the rows' sums
+        (:func:`calaudit.local.score_rows.score_partial`, added over the rows; ``labels``:
+        1 for a binary view, else the classes), without ``H`` (``levels`` and ``top``
+        are None: the level sums of residuals come from the rows' reductions)."""
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        first = np.arange(offsets[0], offsets[1]) if len(names) else np.arange(0)
+        members: list[Member] = []
+        if labels == 1:
+            info = sums["info"]
+            overall = _scalar_inverse(float(sums["overall"][0]))
+            for k, name in enumerate(names):
+                cols = np.arange(offsets[k], offsets[k + 1])
+                members.append(_diagonal_member(name, cols, np.diag(info)[cols], overall))
+            if len(names) > 1:
+                members.append(_joint_member(info, overall, first, "binary"))
+            return cls(None, tuple(members), None)
+        overall, total_rank = pseudo_inverse(np.diag(sums["psum"]) - sums["outer_total"])
+        for k, name in enumerate(names):
+            cols = np.arange(offsets[k], offsets[k + 1])
+            members.append(_vector_member_of(name, cols, sums["diag"][cols],
+                                             sums["outer"][cols], overall, total_rank))
+        if len(names) > 1:
+            members.append(_joint_member(
+                sums["top_info"], _scalar_inverse(float(sums["top_weight"][0])), first,
+                "top-label"))
+        return cls(None, tuple(members), None)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -200,7 +230,7 @@ def _joint_member(information: NDArray[np.float64], overall: NDArray[np.float64]
                   max(rank - 1, 0), view, overall, first)
 
 
-def _outer_sums(h: sparse.csr_matrix, proba: NDArray[np.float64], m: int
+def outer_sums(h: sparse.csr_matrix, proba: NDArray[np.float64], m: int
                 ) -> NDArray[np.float64]:
     """``sum_{i in l} p_i p_i^T`` per column ``l`` of ``h``, a row chunk at a time."""
     outer = np.zeros((h.shape[1], m * m))
@@ -216,8 +246,15 @@ def _vector_member(name: str, columns: NDArray[np.intp], h: sparse.csr_matrix,
                    proba: NDArray[np.float64], m: int, overall: NDArray[np.float64],
                    overall_rank: int) -> Member:
     """One covariate, multi-class: per level ``C_l = sum_i diag(p_i) - p_i p_i^T``."""
-    diag = np.asarray(h.T @ proba)  # (levels, m): sum_i p_ik
-    outer = _outer_sums(h, proba, m)
+    return _vector_member_of(name, columns, np.asarray(h.T @ proba), outer_sums(h, proba, m),
+                             overall, overall_rank)
+
+
+def _vector_member_of(name: str, columns: NDArray[np.intp], diag: NDArray[np.float64],
+                      outer: NDArray[np.float64], overall: NDArray[np.float64],
+                      overall_rank: int) -> Member:
+    """:func:`_vector_member` from its levels' sums ``diag`` (levels, m: ``sum_i p_ik``)
+    and ``outer`` (levels, m, m: ``sum_i p_i p_i^T``)."""
     inverses = np.empty_like(outer)
     df = 0
     for level in range(outer.shape[0]):

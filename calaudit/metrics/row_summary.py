@@ -7,8 +7,10 @@ order by :func:`binned_summary`) gives the sums of every binned statistic.
 views (``p_k`` against ``1{y = k}``; two classes: class 0 only). Per panel and bin
 (:class:`Binning`): count, ``sum s``, ``sum o``, ``sum s^2``, ``sum o s``; besides, the
 sums of the Brier scores and the log loss (and its clipped rows), a 50-bin score histogram
-and the canonical grid cells (a sparse table). These range-by-range sums differ from
-whole-array sums in the last bits.
+and the canonical grid cells (a sparse table). A source with a column ``w`` (row weights,
+docs/weights.md) gives the weighted sums: every row counted ``w_i`` times (the histogram
+still counts rows). These range-by-range sums differ from whole-array sums in the last
+bits (about 1e-15 relative).
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.ece import scores_and_outcomes
-from calaudit.numerics.binning import assign_bins, bin_edges, grid_cells, uniform_bin_index
+from calaudit.numerics.binning import (
+    assign_bins,
+    bin_edges,
+    grid_cells,
+    inner_levels,
+    quantile_edges,
+    uniform_bin_index,
+)
+from calaudit.numerics.order_statistics import column_quantiles
 
 #: Equal-width bins of the score histogram on [0, 1] (the diagrams').
 HISTOGRAM_BINS = 50
@@ -61,10 +71,14 @@ class Binning:
 
     @classmethod
     def build(cls, rows: Any, n_bins: int, strategy: str) -> Binning:
-        """The binning of ``strategy``; quantile edges need the rows in memory (an
-        :class:`~calaudit.scale.ArrayRows`)."""
+        """The binning of ``strategy``; quantile edges from the rows in memory (an
+        :class:`~calaudit.scale.ArrayRows`), or of a source whose tasks read their own
+        rows from exact order-statistics reductions (:func:`quantile_bin_edges`)."""
         if strategy == "uniform":
             return cls(int(n_bins))
+        if getattr(rows, "reads_own_rows", False):
+            return cls(int(n_bins), shared_result("edges", rows, (int(n_bins),),
+                                                  lambda: quantile_bin_edges(rows, n_bins)))
         columns = rows.read(0, rows.n, ["y", "proba"])
         return cls(int(n_bins), tuple(bin_edges(scores, n_bins, "quantile")
                                       for scores, _ in panel_columns(columns["y"],
@@ -88,13 +102,49 @@ class Binning:
         return self.panel_edges(panel).size - 1
 
 
+@dataclass(frozen=True)
+class PanelScores:
+    """The panels' scores of the row source ``rows`` (``y``, ``proba``; ``class_names``)
+    as columns ``panel:k`` (:func:`panel_columns`), computed in the task that reads them."""
+
+    rows: Any
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.n)
+
+    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
+        part = self.rows.read(start, stop, ["y", "proba"])
+        panels = panel_columns(np.asarray(part["y"]),
+                               np.ascontiguousarray(part["proba"], dtype=np.float64))
+        return {name: panels[int(name.split(":")[1])][0] for name in names}
+
+
+def quantile_bin_edges(rows: Any, n_bins: int) -> tuple[NDArray[np.float64], ...]:
+    """Every panel's quantile bin edges (``bin_edges(scores, n_bins, "quantile")``'s
+    bytes) of a source whose tasks read their own rows, from one set of exact
+    order-statistics reductions (:func:`calaudit.numerics.order_statistics.
+    column_quantiles`) over :class:`PanelScores` (``rows.scores``: the prediction columns,
+    one for a binary model's positive class or one per class)."""
+    m = max(len(rows.scores), 2)
+    names = [f"panel:{k}" for k in range(1 + (1 if m == 2 else m))]
+    found = column_quantiles(PanelScores(rows), dict.fromkeys(names, inner_levels(n_bins)))
+    return tuple(quantile_edges(found[name]) for name in names)
+
+
 def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
-    """The rows of ``data`` as a row source: its own unless quantile edges or
-    ``in_memory`` (bootstrap intervals) need the arrays."""
+    """The rows of ``data`` as a row source: its own unless ``in_memory`` (bootstrap
+    intervals) needs the arrays (``strategy``: the binning, whose quantile edges a
+    source reading its own rows finds by reductions); with row weights the arrays and
+    the column ``w``."""
     rows = getattr(data, "rows", None)
-    if rows is not None and strategy == "uniform" and not in_memory:
+    if rows is not None and not in_memory:
         return rows
-    return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba})
+    weights = getattr(data, "sample_weight", None)
+    return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba,
+                            **({} if weights is None else {"w": weights})})
 
 
 @contextlib.contextmanager
@@ -123,42 +173,54 @@ def shared_result(kind: str, rows: Any, key: tuple, compute: Any) -> Any:
     return _SHARED[full]
 
 
+def weighted_source(rows: Any) -> bool:
+    """Whether a row source carries row weights (an in-memory column ``w``)."""
+    return isinstance(rows, scale.ArrayRows) and "w" in rows.columns
+
+
 def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
-                    grid_bins: int) -> dict[str, NDArray]:
+                    grid_bins: int, weighted: bool = False) -> dict[str, NDArray]:
     """The sums of the rows ``[start, stop)``: ``table`` (panels, 5, n_bins), ``brier``,
     ``log_loss`` (and rows clipped), ``histogram`` and the sparse canonical ``cells`` /
-    ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``)."""
-    part = rows.read(start, stop, ["y", "proba"])
+    ``canonical`` (count, ``sum p_k``, ``sum 1{y = k}``); ``weighted``: each row counted
+    ``w`` times (unit weights give the unweighted sums' bits: ``1 x`` is ``x``)."""
+    part = rows.read(start, stop, ["y", "proba"] + (["w"] if weighted else []))
     y, proba = np.asarray(part["y"]), np.ascontiguousarray(part["proba"], dtype=np.float64)
+    w = np.asarray(part["w"], dtype=np.float64) if weighted else None
+
+    def times_w(values: Any) -> Any:
+        return values if w is None else w * values
+
     panels = panel_columns(y, proba)
     nb = binning.n_bins
     table = np.zeros((len(panels), 5, nb))
     for k, (s, o) in enumerate(panels):
         index = binning.index(k, s)
-        table[k, COUNT] = np.bincount(index, minlength=nb)
-        table[k, SCORE] = np.bincount(index, s, nb)
-        table[k, EVENT] = np.bincount(index, o, nb)
-        table[k, SQUARES] = np.bincount(index, s * s, nb)
-        table[k, PRODUCTS] = np.bincount(index, o * s, nb)
+        table[k, COUNT] = np.bincount(index, w, nb)
+        for column, values in ((SCORE, s), (EVENT, o), (SQUARES, s * s), (PRODUCTS, o * s)):
+            table[k, column] = np.bincount(index, times_w(values), nb)
     rows_at = np.arange(y.size)
     residual = np.array(proba)
     residual[rows_at, y] -= 1.0
-    brier = [np.einsum("ij,ij->", residual, residual), 0.0]
-    if proba.shape[1] == 2:
-        diff = proba[:, 1] - (y == 1)
-        brier[1] = np.dot(diff, diff)
+    diff = proba[:, 1] - (y == 1) if proba.shape[1] == 2 else np.zeros(y.size)
     true = proba[rows_at, y]
     losses = -np.log(np.clip(true, EPS, 1.0))
+    if weighted:
+        brier = [(residual * residual).sum(axis=1) @ w, (diff * diff) @ w]
+        loss = losses @ w
+    else:
+        brier, loss = [np.einsum("ij,ij->", residual, residual), np.dot(diff, diff)], losses.sum()
     histogram = np.bincount(uniform_bin_index(panels[0][0], HISTOGRAM_BINS),
                             minlength=HISTOGRAM_BINS)
     cells, inverse = grid_cells(proba, grid_bins)
     canonical = np.column_stack(
-        [np.bincount(inverse, minlength=cells.shape[0])]
-        + [np.bincount(inverse, proba[:, k], cells.shape[0]) for k in range(proba.shape[1])]
-        + [np.bincount(inverse, (y == k).astype(np.float64), cells.shape[0])
+        [np.bincount(inverse, w, cells.shape[0])]
+        + [np.bincount(inverse, times_w(proba[:, k]), cells.shape[0])
+           for k in range(proba.shape[1])]
+        + [np.bincount(inverse, times_w((y == k).astype(np.float64)), cells.shape[0])
            for k in range(proba.shape[1])]).astype(np.float64)
     return {"table": table, "brier": np.array(brier),
-            "log_loss": np.array([losses.sum(), np.count_nonzero(true < EPS)]),
+            "log_loss": np.array([loss, np.count_nonzero(true < EPS)]),
             "histogram": histogram, "cells": cells, "canonical": canonical}
 
 
@@ -195,9 +257,10 @@ def _combine(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
 
 @dataclass(frozen=True)
 class BinnedSummary:
-    """The summed partials of :func:`summary_partial` and the statistics' inputs."""
+    """The summed partials of :func:`summary_partial` and the statistics' inputs (``n``
+    the rows' total weight: their number when unweighted)."""
 
-    n: int
+    n: float
     m: int
     binning: Binning
     table: NDArray[np.float64]
@@ -251,10 +314,12 @@ def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
     def compute() -> dict[str, NDArray]:
         with where_rows_are(rows):
             return scale.map_combine(summary_partial, scale.task_ranges(rows.n), {
-                "rows": rows, "binning": binning, "grid_bins": grid_bins}, _combine)
+                "rows": rows, "binning": binning, "grid_bins": grid_bins,
+                "weighted": weighted_source(rows)}, _combine)
 
     total = shared_result("summary", rows, (binning.n_bins, binning.edges is None,
                                             grid_bins), compute)
     m = (total["canonical"].shape[1] - 1) // 2
-    return BinnedSummary(int(rows.n), m, binning, total["table"], total["brier"],
+    n = float(total["table"][0, COUNT].sum()) if weighted_source(rows) else int(rows.n)
+    return BinnedSummary(n, m, binning, total["table"], total["brier"],
                          total["log_loss"], total["histogram"], total["canonical"])

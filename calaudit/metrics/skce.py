@@ -16,7 +16,10 @@ Binary data are two-class probability vectors (``TV([p, 1-p], [q, 1-q]) = |p - q
 Kernels ``kappa = exp(-gamma d)``, bounded by 1 (so ``|h_ij| <= 2``): ``exponential`` (``d``
 = total variation, the default), ``gaussian`` (squared Euclidean), ``laplacian`` (L1).
 The bandwidth ``1 / gamma`` defaults to the median of ``d(p_i, p_j)`` over the full n x n
-matrix, diagonal included (CalibrationPaper ``median_TV_kernel``).
+matrix, diagonal included (CalibrationPaper ``median_TV_kernel``); on weighted rows
+(docs/weights.md; the estimates: :mod:`calaudit.inference.weighted_skce_test`) the median
+over ordered pairs counted ``w_i w_j`` times (for frequency weights the repeated rows'
+median), exact up to :data:`MAX_MEDIAN_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.metrics.inputs import accepts_1d, residuals_of
-from calaudit.numerics.bandwidth import median_distance
+from calaudit.numerics.bandwidth import (
+    median_distance,
+    weighted_median_distance,
+    weighted_nonzero_median,
+)
 from calaudit.numerics.grams import ResidualGram, cached, within_block_kernels
-from calaudit.numerics.kernels import StationaryKernel, pairwise_distance
+from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pairwise import kernel_matmul
 
 #: Kernel names and the distance each one exponentiates.
@@ -37,6 +44,8 @@ KERNEL_DISTANCES = {"exponential": "tv", "gaussian": "sqeuclidean", "laplacian":
 
 #: Rows drawn for the median heuristic when n exceeds the exact limit.
 MEDIAN_SUBSAMPLE = 5_000
+#: Most rows for the exact weighted median of the pairwise distances (n^2 sorted values).
+MAX_MEDIAN_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -88,19 +97,30 @@ def choose_kernel(y_proba: NDArray[np.float64], name: str = "exponential",
 
 
 def _nonzero_median(name: str, rows: NDArray[np.float64], distance: str) -> KernelChoice:
-    """Fallback when at least half of the distances are 0 (many tied predictions)."""
-    distinct = np.unique(rows, axis=0)
+    """Fallback when at least half of the distances are 0 (many tied predictions): the
+    median of the positive distances, each distinct row counted as often as it occurs."""
+    distinct, counts = np.unique(rows, axis=0, return_counts=True)
     if distinct.shape[0] < 2:
         return KernelChoice(name, 1.0, "degenerate")
-    d = pairwise_distance(distance, distinct, distinct)
-    _, counts = np.unique(rows, axis=0, return_counts=True)
-    weights = np.outer(counts, counts)
-    positive = d > 0
-    order = np.argsort(d[positive])
-    values, w = d[positive][order], weights[positive][order]
-    cumulative = np.cumsum(w)
-    return KernelChoice(name, float(values[np.searchsorted(cumulative, cumulative[-1] / 2)]),
-                        "median_nonzero")
+    return KernelChoice(name, weighted_nonzero_median(distinct, counts.astype(np.float64),
+                                                      distance), "median_nonzero")
+
+
+def weighted_kernel(y_proba: NDArray[np.float64], weights: NDArray[np.float64], name: str,
+                    bandwidth: float | None, frequency: bool) -> KernelChoice | None:
+    """The kernel with the given bandwidth or the weighted median heuristic (None when
+    the median cannot be computed exactly: more than :data:`MAX_MEDIAN_ROWS` rows)."""
+    if bandwidth is not None:
+        return KernelChoice(name, float(bandwidth), "option")
+    if y_proba.shape[0] > MAX_MEDIAN_ROWS:
+        return None
+    distance = KERNEL_DISTANCES[name]
+    median = weighted_median_distance(y_proba, weights, distance, frequency)
+    if median > 0:
+        return KernelChoice(name, median, "weighted_median")
+    nonzero = weighted_nonzero_median(y_proba, weights, distance)
+    return KernelChoice(name, nonzero if nonzero else 1.0,
+                        "weighted_median_nonzero" if nonzero else "degenerate")
 
 
 class SkceEstimators:

@@ -29,7 +29,7 @@ from scipy import fft, sparse
 from calaudit import scale
 from calaudit.metrics.ece import Notion, default_notion, scores_and_outcomes
 from calaudit.metrics.inputs import accepts_1d
-from calaudit.metrics.row_summary import panel_columns, where_rows_are
+from calaudit.metrics.row_summary import panel_columns, weighted_source, where_rows_are
 from calaudit.scale import ArrayRows, task_ranges
 
 #: Bandwidths below this are accepted by the fixed-point search without evaluation.
@@ -146,12 +146,14 @@ def spread_block(scores: NDArray[np.float64], outcomes: NDArray[np.float64],
 def spread_partial(start: int, stop: int, *, rows: Any, sizes: tuple[int, ...]
                    ) -> dict[str, NDArray]:
     """:func:`spread_block` onto each grid of ``sizes`` of the notion's scores and outcomes
-    of the rows ``[start, stop)`` of a row source."""
-    part = rows.read(start, stop, ["y", "proba"])
+    of the rows ``[start, stop)`` of a row source (weighted by its column ``w``, if any)."""
+    weighted = weighted_source(rows)
+    part = rows.read(start, stop, ["y", "proba"] + (["w"] if weighted else []))
     scores, outcomes = panel_columns(np.asarray(part["y"]),
                                      np.ascontiguousarray(part["proba"], dtype=np.float64))[0]
     scores = np.asarray(scores, np.float64)
-    return {str(size): spread_block(scores, outcomes, None, size) for size in sizes}
+    w = np.asarray(part["w"], dtype=np.float64)[:, None] if weighted else None
+    return {str(size): spread_block(scores, outcomes, w, size) for size in sizes}
 
 
 def search_sizes() -> frozenset[int]:
@@ -178,7 +180,8 @@ class Smoother:
 
     @classmethod
     def of_rows(cls, rows: Any) -> Smoother:
-        """The unweighted smoother of a row source (one reduction per grid)."""
+        """The smoother of a row source (one reduction per grid; weighted by the
+        source's column ``w``, if any)."""
         return cls(None, None, rows=rows)
 
     @property

@@ -6,6 +6,11 @@ Small matrices go to ``numpy.median``; larger ones: the wanted ranks are bracket
 quantiles of a sample of pairs, one tiled pass counts the distances below the bracket and
 collects those inside, and the order statistics are selected exactly (a missed bracket is
 widened and the pass repeated).
+
+Weighted rows (docs/weights.md, :func:`weighted_median_distance`): the median over ordered
+pairs, diagonal included, pair ``(i, j)`` counted ``w_i w_j`` times (frequency weights:
+the repeated rows' median), exact by sorting the ``n^2`` values. When half the pairs are
+ties (:func:`weighted_nonzero_median`): the weighted median of the positive distances.
 """
 
 from __future__ import annotations
@@ -132,3 +137,36 @@ def _pick(n: int, ranks: tuple[int, ...], low: float, high: float, below: int,
             return None
         picked.append(bracket[position])
     return float(np.mean(picked)) if len(picked) > 1 else float(picked[0])
+
+
+def weighted_median_distance(rows: NDArray[np.float64], weights: NDArray[np.float64],
+                             distance: str, frequency: bool) -> float:
+    """Median of ``d(x_i, x_j)`` over ordered pairs weighted ``w_i w_j``: frequency weights
+    the repeated multiset's (ranks ``W^2 / 2 - 1`` and ``W^2 / 2`` averaged, the middle one
+    when ``W^2`` is odd), otherwise the smallest value with half the weight."""
+    d = pairwise_distance(distance, rows, rows).ravel()
+    pair = np.outer(weights, weights).ravel()
+    order = np.argsort(d, kind="stable")
+    values, cumulative = d[order], np.cumsum(pair[order])
+    total = cumulative[-1]
+    if not frequency:
+        return float(values[np.searchsorted(cumulative, total / 2.0)])
+    total = int(round(total))
+    ranks = (total // 2,) if total % 2 else (total // 2 - 1, total // 2)
+    return float(np.mean([values[np.searchsorted(cumulative, rank, side="right")]
+                          for rank in ranks]))
+
+
+def weighted_nonzero_median(rows: NDArray[np.float64], weights: NDArray[np.float64],
+                            distance: str) -> float | None:
+    """The smallest positive distance whose cumulative pair weight ``w_i w_j`` (in order
+    of distance) reaches half that of all positive distances; None without one. Distinct
+    rows with their counts as weights: the unweighted fallback's median."""
+    d = pairwise_distance(distance, rows, rows).ravel()
+    pair = np.outer(weights, weights).ravel()
+    positive = (d > 0) & (pair > 0)
+    if not positive.any():
+        return None
+    order = np.argsort(d[positive], kind="stable")
+    values, cumulative = d[positive][order], np.cumsum(pair[positive][order])
+    return float(values[np.searchsorted(cumulative, cumulative[-1] / 2)])
