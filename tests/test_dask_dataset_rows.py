@@ -373,3 +373,135 @@ def test_the_cli_checks_the_rows_on_the_workers(small, monkeypatch, tmp_path):
                       "--quiet", "--json", "r.json", cwd=tmp_path)
     assert outcome.code == 0, outcome.stderr
     assert calls[0] == "check_partial" and "summary_partial" in calls
+
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeRows:
+    """Rows a task makes itself (``x = sin(0.37 i)``); each read of rows ``start`` adds a
+    line to the file ``log``."""
+
+    n: int
+    log: str = ""
+    reads_own_rows = True
+
+    def read(self, start, stop, names):
+        if self.log:
+            with open(self.log, "a") as out:
+                out.write(f"{start}\n")
+        return {"x": np.sin(np.arange(start, stop) * 0.37)}
+
+
+def _kept_square(start, stop, *, rows):
+    x = rows.read(start, stop, ["x"])["x"]
+    return {"x2": x * x}
+
+
+def _kept_total(start, stop, *, kept):
+    return {"total": np.array([kept.read(start, stop, ["x2"])["x2"].sum()])}
+
+
+def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkeypatch,
+                                                            tmp_path):
+    """Per-range results kept on the workers (``scale.kept``): a later reduction reads
+    them where they are (nothing fetched or placed from this process); after the worker
+    holding one is killed, Dask makes it again from its task and the sum is the
+    in-process one, without the executor's own recovery of placed data."""
+    import cloudpickle
+
+    from calaudit.local.lcb import QUANTILES, summarize
+    from calaudit.local.lcb_summary import kept_summary
+    from calaudit.scale import shards
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    resent = _recoveries(monkeypatch)
+    log = tmp_path / "reads"
+    rows = MadeRows(3 * 4096 + 11, str(log))
+    ranges = scale.task_ranges(rows.n, 4096)
+    with scale.using(SerialExecutor()), scale.kept(_kept_square, ranges,
+                                                   {"rows": rows}) as kept:
+        single = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
+    log.unlink()
+    executor = DaskExecutor(two_workers)
+    with scale.using(executor), scale.kept(_kept_square, ranges, {"rows": rows}) as kept:
+        assert isinstance(kept, shards.Shards) and kept.nbytes == 0
+        two_workers.gather(kept.futures)  # made, and fetched by the test only
+        holder = next(iter(two_workers.who_has([kept.futures[1]])[kept.futures[1].key]))
+        two_workers.restart_workers([holder])  # the worker process and its data gone
+        two_workers.wait_for_workers(2, timeout=60)
+        total = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
+        assert executor.placed_bytes == executor.block_bytes == 0
+        # tasks of two kept blocks each: numpy's summary of the whole column (its
+        # plans and prefixes broadcast, a few kB)
+        summary = kept_summary(kept, rows.n, QUANTILES, column="x2", task_rows=2 * 4096)
+        assert executor.block_bytes == 0 and executor.placed_bytes < 10_000
+    squares = np.sin(np.arange(rows.n) * 0.37) ** 2
+    assert json.dumps(summary) == json.dumps(summarize(squares))
+    assert total.tobytes() == single.tobytes()
+    assert resent == []
+    reads = log.read_text().split()
+    assert reads.count("4096") == 2  # block 1 made again by Dask (with the others lost)
+
+
+def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(
+        two_workers, tmp_path, monkeypatch):
+    """Three classes, a numeric and a categorical covariate: the local stage on two
+    workers (the LCB's residual columns, cells and values made by the tasks, the values
+    kept there) gives the JSON of the same rows loaded into one process."""
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+    from tests.conftest import dask_partials
+
+    rng = np.random.default_rng(9)
+    n = 2_000
+    proba = rng.dirichlet([2.0, 3.0, 4.0], n)
+    table = {"label": np.array([rng.choice(3, p=row) for row in proba]),
+             **{f"p_{k}": proba[:, k] for k in range(3)},
+             "age": np.round(rng.uniform(18, 90, n), 1),
+             "region": np.array(["north", "south", "east"])[rng.integers(0, 3, n)]}
+    folder = str(write(tmp_path / "multi", table, (0, 700, 1_300, n)))
+    options = {"covariates": "age,region"}
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                           lcb_cv_max_rows=300))
+    single = canonical(run_audit(load(folder, **options), config, stages=stages))
+    calls = dask_partials(monkeypatch)
+    executor = DaskExecutor(two_workers)
+    with scale.using(executor):
+        data = plan(folder, **options)
+    result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert canonical(result) == single
+    assert {"cells_partial", "_taken_partial", "cell_partial"} <= set(calls)
+
+
+def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,
+                                                                   monkeypatch, tmp_path):
+    """A worker dies while a task reads its range's ``y`` and ``proba`` for the LCB's
+    second pass (``r^2``), after every row's LCB was kept on the workers: Dask reruns
+    what was lost from the tasks' specs (the kept values from theirs), the JSON is the
+    single-process run's and the executor's own recovery of placed data never runs."""
+    import cloudpickle
+
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    resent = _recoveries(monkeypatch)
+    table = {name: values[:2_000] for name, values in columns(7).items()}
+    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
+    options = {"covariates": "age,region"}
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                           lcb_cv_max_rows=300))
+    single = canonical(run_audit(load(folder, **options), config, stages=stages))
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(two_workers)
+    before = set(two_workers.run(os.getpid).values())
+    with scale.using(executor):
+        data = plan(folder, **options)
+    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
+    data = dataclasses.replace(data, rows=KillingRows(
+        **fields, flag=str(flag), victim=0, nth=2, names=("y", "proba")))
+    result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert int(flag.read_text().split()[1]) in before
+    assert canonical(result) == single
+    assert resent == []
+    two_workers.wait_for_workers(2, timeout=60)

@@ -145,8 +145,9 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     data, config, lc, streams = setup.data, setup.config, setup.local, setup.streams
     attribution = attribute_levels(setup, outcome, prediction)
     section = None if attribution is None else attribution.section
-    lcb, lcb_section = LcbEstimation(setup).run(scalar_r, prediction,
-                                                categorical_separation(section))
+    with LcbEstimation(setup) as estimation:  # estimation.rows: the LCB as a row source
+        lcb, lcb_section = estimation.run(scalar_r, prediction,
+                                          categorical_separation(section))
     specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
                                        prediction, lcb, streams["groups"],
                                        group_settings(config))

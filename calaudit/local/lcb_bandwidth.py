@@ -274,7 +274,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
                       prob_grid: tuple[float, ...] = PROB_GRID,
                       cov_grid: tuple[float, ...] = COV_GRID,
                       rounds: int = 2, refine_factor: int = REFINE_FACTOR,
-                      weights: Any = None) -> BandwidthSelection:
+                      weights: Any = None, take: Any = None) -> BandwidthSelection:
     """LOO-CV in two stages (see the module docstring).
 
     ``fixed`` maps covariates to a bandwidth decided elsewhere. Stage 1: the best
@@ -286,7 +286,8 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
 
     ``weights``: the rows' :class:`calaudit.local.weighted_lcb.LcbWeights` (the weighted
     CV of the module docstring; ``rows_used`` and ``refine_rows`` count units for
-    frequency weights).
+    frequency weights). ``take(rows)``: the three arrays' ``rows`` (sorted) when they
+    are not held here (a dataset read by its tasks).
     """
     n, k = r.shape[0], len(names)
     kinds = list(kinds or ["numeric"] * k)
@@ -302,9 +303,12 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
     def count(rows: NDArray[np.intp]) -> int:
         return int(rows.size) if weights is None else weights.count(rows)
 
+    def picked(rows: NDArray[np.intp]) -> tuple[Any, ...]:
+        return (prob_features[rows], cov_features[rows], r[rows]) if take is None \
+            else take(rows)
+
     rows = _rows(n, max_rows, rng)
-    search = _Search(prob_features[rows], cov_features[rows], r[rows], blocks, names,
-                     weights=part(rows))
+    search = _Search(*picked(rows), blocks, names, weights=part(rows))
     best = None
     for sp in prob_grid:
         for value in cov_grid:
@@ -321,8 +325,7 @@ def select_bandwidths(prob_features: NDArray[np.float64], cov_features: NDArray[
             [(sp, sx) for _, sp, sx in top]
             + ([t for c in top for t in _toggles(c, kinds)] if len(cov_grid) > 1 else [])))
         rows2 = _rows(n, refine_factor * max_rows, rng)
-        refine = _Search(prob_features[rows2], cov_features[rows2], r[rows2], blocks, names,
-                         stage=2, weights=part(rows2))
+        refine = _Search(*picked(rows2), blocks, names, stage=2, weights=part(rows2))
         best = None
         for sp, sx in candidates:
             cand = (refine.score(sp, sx), sp, sx)

@@ -126,8 +126,9 @@ class CurveDesign:
     def centres(self, values: NDArray[np.float64]
                 ) -> list[NDArray[np.float64]]:
         """:meth:`centre` of every request, as a reduction over the fixed row ranges
-        (:func:`curve_sums`)."""
-        sums = curve_sums(self.requests, self.grids, self.bandwidths, values.size,
+        (:func:`curve_sums`); ``values``: an array, or a row source of column ``lcb``."""
+        n = values.size if isinstance(values, np.ndarray) else values.n
+        sums = curve_sums(self.requests, self.grids, self.bandwidths, n,
                           normalisers=self.normalisers, values=values)
         return [sums[str(k)] for k in range(len(self.requests))]
 
@@ -218,7 +219,8 @@ def curve_sums(requests: Sequence[CurveRequest], grids: Sequence[NDArray[np.floa
     run through :mod:`calaudit.scale`, the requests placed once."""
     shared = {"grids": tuple(grids), "bandwidths": tuple(bandwidths),
               "normalisers": None if normalisers is None else tuple(normalisers),
-              "values": None if values is None else ArrayRows({"values": values})}
+              "values": ArrayRows({"lcb": values}) if isinstance(values, np.ndarray)
+              else values}
     with scale.resident(CurveRows(tuple(requests), int(n))) as placed:
         return scale.map_sum(
             curve_sums_partial, task_ranges(n, CURVE_ROWS), {**shared, "requests": placed})
@@ -261,10 +263,10 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
                        values: Any) -> dict[str, NDArray[np.float64]]:
     """:func:`curve_sums` over the requests' rows in ``[start, stop)``: the weights of the
     range's rows summed along the rows, or divided by the normalisers and multiplied by
-    the rows' values (a row source, column ``values``) :data:`GRID_CHUNK` grid points at a
+    the rows' values (a row source, column ``lcb``) :data:`GRID_CHUNK` grid points at a
     time, on one BLAS thread."""
     out = {}
-    here = None if values is None else values.read(start, stop, ["values"])["values"]
+    here = None if values is None else values.read(start, stop, ["lcb"])["lcb"]
     with one_blas_thread():
         for k, (req, grid, h) in enumerate(zip(requests.requests, grids, bandwidths,
                                                  strict=True)):
@@ -280,26 +282,27 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
     return out
 
 
-def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
+def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64] | int,
                  points: int, dense: bool = True, dtype: type = np.float64,
                  grid_of: Any = None) -> CurveDesign:
     """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
     w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
     (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
     :class:`CurveColumns` or use the per-request weights). ``grid_of(request, points)``:
-    the grid and bandwidth of a request (default :func:`curve_grid` of its values)."""
+    the grid and bandwidth of a request (default :func:`curve_grid` of its values).
+    Without ``dense``, ``weight_sums`` may be the number of rows only."""
+    n = weight_sums if isinstance(weight_sums, int) else weight_sums.size
     grids, bandwidths = [], []
     for req in requests:
         grid, h = curve_grid(req.x, points) if grid_of is None else grid_of(req, points)
         grids.append(grid)
         bandwidths.append(h)
-    sums = curve_sums(requests, grids, bandwidths, weight_sums.size) \
-        if requests else {}
+    sums = curve_sums(requests, grids, bandwidths, n) if requests else {}
     norms = [np.maximum(sums[str(k)], np.finfo(float).tiny) for k in range(len(requests))]
     design = CurveDesign(tuple(requests), tuple(grids), tuple(bandwidths), tuple(norms),
-                         np.zeros((weight_sums.size, 0), dtype=dtype))
+                         np.zeros((n, 0), dtype=dtype))
     if dense and requests:
-        design = replace(design, columns=design.block(0, weight_sums.size, weight_sums, dtype))
+        design = replace(design, columns=design.block(0, n, weight_sums, dtype))
     return design
 
 
@@ -324,7 +327,9 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
     z = float(norm_ppf(0.5 + level / 2.0))
     curves: dict[tuple[str, str | None], dict] = {}
     start = 0
-    centres = design.centres(bias.values) if design.requests else []
+    kept = getattr(bias, "rows", None)  # the values where they were computed
+    centres = design.centres(bias.values if kept is None else kept) \
+        if design.requests else []
     for k, (req, grid, h) in enumerate(zip(design.requests, design.grids,
                                            design.bandwidths, strict=True)):
         centre = centres[k]

@@ -6,6 +6,7 @@ on weighted rows those of :mod:`calaudit.local.weighted_lcb`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -14,8 +15,21 @@ import numpy as np
 from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
-from calaudit.local.kernel_sources import dataset_kernel
-from calaudit.local.lcb import LocalBias, RowProducts, plot_points, row_products, summarize
+from calaudit.local.kernel_sources import (
+    Picked,
+    dataset_kernel,
+    picked_covariates,
+    planned_kernel,
+    taker,
+)
+from calaudit.local.lcb import (
+    QUANTILES,
+    LocalBias,
+    RowProducts,
+    plot_points,
+    row_products,
+    summarize,
+)
 from calaudit.local.lcb_bandwidth import (
     CAT_GRID,
     COV_GRID,
@@ -35,8 +49,11 @@ from calaudit.local.lcb_curves import (
     curves_from_products,
 )
 from calaudit.local.lcb_features import feature_kernel_sums, feature_row_products, lcb_computation
+from calaudit.local.lcb_rows import KeptBias, ResidualRows, kept_kernel_sums
+from calaudit.local.lcb_summary import kept_summary
 from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.numerics.distributions import norm_ppf
+from calaudit.scale import ArrayRows
 
 #: Categorical covariates with more categories are not used to split LCB curves.
 MAX_CURVE_GROUPS = 8
@@ -74,9 +91,15 @@ def ratio(weighted: np.ndarray, mass: np.ndarray) -> np.ndarray:
 class LcbEstimation:
     """The LCB of one data set, from the setup its tests used (:class:`LocalTests`:
     data, settings, encoded covariates, streams, exact or feature path; weighted rows: the
-    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``)."""
+    :class:`calaudit.local.weighted_local.WeightedLocalTests` and the rows' ``weights``).
+    On a dataset whose tasks read their own rows (feature path, unweighted) the LCB of
+    every row stays where the tasks computed it (:mod:`calaudit.local.lcb_rows`): ``rows``
+    is then that row source (column ``lcb``), kept until :meth:`close` (or the ``with``
+    block's end); else the in-memory values (after :meth:`run`)."""
 
     def __init__(self, setup: Any, weights: LcbWeights | None = None) -> None:
+        self.stack = contextlib.ExitStack()
+        self.rows: Any = None
         self.data, self.local, self.config = setup.data, setup.local, setup.config
         self.n, self.streams, self.weights = setup.data.n, setup.streams, weights
         self.encoded = setup.encoded
@@ -89,6 +112,25 @@ class LcbEstimation:
             self.lcb_features = setup.choice.n_features or 0
             self.prob_features = np.asarray(setup.proba).reshape(self.n, -1)
 
+    def __enter__(self) -> LcbEstimation:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the kept LCB rows (:attr:`rows`)."""
+        self.rows = None
+        self.stack.close()
+
+    def residual_rows(self, use: str) -> ResidualRows | None:
+        """The residual columns built by the tasks (:class:`ResidualRows`) when the
+        data's rows read their own rows and the rows are unweighted, else None."""
+        source = getattr(self.data, "rows", None)
+        if self.weights is not None or not getattr(source, "reads_own_rows", False):
+            return None
+        return ResidualRows(source, use)
+
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
             separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
         """The LCB at every row and ``local.lcb`` without its top groups: bandwidths,
@@ -99,19 +141,30 @@ class LcbEstimation:
             return self.weighted_section(scalar_r, prediction, bias, selection, lcb_gram,
                                          separation)
         # V is never stored: built a row block at a time (CurveColumns)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=False)
+        design = curve_design(self.curve_requests(), self.n if isinstance(bias, KeptBias)
+                              else bias.weight_sums, lc.curve_points, dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
-            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
-                                      CurveColumns(design, bias.weight_sums, np.float32),
-                                      self.lcb_features, self.choice.frequency_seed)
+            if isinstance(bias, KeptBias) and not design.requests:  # D_j of a few rows
+                sums: Any = Picked(bias.rows, "weight_sums", (self.n,))
+                columns = np.empty((self.n, 0), np.float32)
+            else:
+                sums, columns = bias.weight_sums, None
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, sums,
+                                      CurveColumns(design, sums, np.float32)
+                                      if columns is None else columns,
+                                      self.lcb_features, self.choice.frequency_seed,
+                                      squares=self.residual_rows("squares"))
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64))
         curves = self.curves(design, bias, at, scalar_r)
-        lcb = bias.values
+        kept = isinstance(bias, KeptBias)
+        summary = kept_summary(bias.rows, self.n, QUANTILES) if kept \
+            else summarize(bias.values)
+        points = self.points(bias, prediction, at)
+        lcb = bias.values  # the current callers' array (fetched here when kept)
         section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
                           "(eq. 7) at every observation, bandwidths chosen for estimation",
@@ -125,10 +178,12 @@ class LcbEstimation:
                 "rule": CATEGORICAL_RULE, "separated": separation}},
             "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
             "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
-            "summary": summarize(lcb),
+            "summary": summary,
             "curves": curves,
-            "points": self.points(lcb, prediction, at),
+            "points": points,
         }
+        if self.rows is None:
+            self.rows = ArrayRows({"lcb": lcb})
         return lcb, section
 
     def weighted_section(self, scalar_r: np.ndarray, prediction: np.ndarray,
@@ -186,7 +241,7 @@ class LcbEstimation:
                                            self.lcb_features),
             "summary": summarize(bias.values, weights),
             "curves": curves,
-            "points": self.points(bias.values, prediction, at),
+            "points": self.points(bias, prediction, at),
         }
         return bias.values, section
 
@@ -213,7 +268,7 @@ class LcbEstimation:
                                                      else weights.w[rows]))
         return requests
 
-    def points(self, lcb_values: np.ndarray, prediction: np.ndarray, at: RowProducts
+    def points(self, bias: Any, prediction: np.ndarray, at: RowProducts
                ) -> dict[str, Any]:
         """The plotted rows with their LCB, pointwise interval and covariates (at most
         ``max_points``: evenly spaced among the rows whose products were computed)."""
@@ -223,12 +278,15 @@ class LcbEstimation:
                                          ).round().astype(np.intp))
         rows, se = at.rows[keep], at.se[keep]
         z = float(norm_ppf(0.5 + self.local.confidence_level / 2.0))
-        lcb = lcb_values[rows]
+        covs = self.data.covariates
+        if isinstance(bias, KeptBias):  # the plotted rows' values fetched from the tasks
+            lcb, values = bias.at(rows)["lcb"], picked_covariates(self.data, rows)
+        else:
+            lcb, values = bias.values[rows], {c.name: np.asarray(c.values)[rows] for c in covs}
         return {
-            "covariate_values": {c.name: np.asarray(c.values)[rows] for c in self.data.covariates
-                                 if c.kind == "numeric"},
-            "group": {c.name: c.labels()[rows] for c in self.data.covariates
-                      if c.kind == "categorical"},
+            "covariate_values": {c.name: values[c.name] for c in covs if c.kind == "numeric"},
+            "group": {c.name: np.asarray(c.categories, dtype=object)[values[c.name]]
+                      for c in covs if c.kind == "categorical"},
             "lcb": lcb, "lcb_se": se, "lcb_low": lcb - z * se, "lcb_high": lcb + z * se,
             "prediction": prediction[rows], "row": rows, "n_total": self.n}
 
@@ -246,7 +304,9 @@ class LcbEstimation:
                                       fixed=None if lc.lcb_cov_bandwidth else fixed,
                                       max_rows=lc.lcb_cv_max_rows,
                                       prob_grid=prob_grid, cov_grid=cov_grid,
-                                      weights=self.weights)
+                                      weights=self.weights,
+                                      take=taker(self.data, self.encoded)
+                                      if self.residual_rows("sums") else None)
         if lc.lcb_prob_bandwidth and lc.lcb_cov_bandwidth:
             return replace(selection, source="option")
         return selection
@@ -264,6 +324,13 @@ class LcbEstimation:
                                   self.encoded.features, columns)
             categorical = categorical_columns(self.prob_features.shape[1],
                                               self.data.covariates, self.encoded.blocks)
+            residuals = self.residual_rows("sums")
+            if residuals is not None:  # every per-row column made and kept by the tasks
+                self.lcb_kernel = planned_kernel(rows, self.data, self.encoded, categorical)
+                self.rows = self.stack.enter_context(kept_kernel_sums(
+                    self.lcb_kernel, residuals, self.lcb_features,
+                    self.choice.frequency_seed))
+                return KeptBias(self.rows), selection, None
             self.lcb_kernel = dataset_kernel(rows_cell_kernel(rows, categorical), rows,
                                              self.data, self.encoded, categorical)
             weighted, mass = feature_kernel_sums(

@@ -200,20 +200,12 @@ def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.fl
     """:func:`cell_matmul` with the (unsquared) kernel's rows placed (``placed``)."""
     shared = {"kernel": placed, "cell_matrix": kernel.cell_matrix, "features": features,
               "squared": squared}
+    mix = mixed_sums(kernel, features, w, placed, squared)
     kernel = kernel.squared() if squared else kernel
-    n, q = w.shape
-    n_cells, d = kernel.n_cells, features.n_features
-    if not isinstance(w, (CurveColumns, ResidualColumns)):
-        # float32 columns stay float32: the block products below are single precision
-        w = np.asarray(w) if np.asarray(w).dtype == np.float32 else np.asarray(w, np.float64)
-    ranges = task_ranges(n, PASS_ROWS)
-    acc = scale.map_sum(
-        cell_partial, ranges, {**shared, "w": ArrayRows({"w": w}), "q": q})["acc"]
-    mixed = np.einsum("ab,dbq->adq", kernel.cell_matrix, acc.reshape(d, n_cells, q))
-    mix = Mixed(mixed.astype(np.float32), np.ascontiguousarray(
-        mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
+    q = w.shape[1]
     if targets is None:
-        return scale.map_rows(rows_partial, ranges, {**shared, "mix": mix})["out"]
+        return scale.map_rows(rows_partial, task_ranges(w.shape[0], PASS_ROWS),
+                              {**shared, "mix": mix})["out"]
     rows = np.asarray(targets, dtype=np.intp)
     out = np.empty((rows.size, q))
     with one_blas_thread():
@@ -221,6 +213,31 @@ def _cell_matmul(kernel: CellKernel, features: FourierFeatures, w: NDArray[np.fl
             idx = rows[start:stop]
             out[start:stop] = output_rows(features, kernel.z[idx], kernel.cells[idx], mix)
     return out
+
+
+def mixed_sums(kernel: CellKernel, features: FourierFeatures, w: Any, placed: Any,
+               squared: bool = False) -> Mixed:
+    """The first pass of :func:`cell_matmul`: ``M[a] = sum_b C[a, b] sum_{i in b} phi_i
+    w_i`` of every cell (``kernel``: the unsquared kernel, its rows ``placed``; ``w``:
+    (n, q) columns, an array-like, or a row source whose tasks build column ``w``
+    (``reads_own_rows``, with ``shape``))."""
+    n, q = w.shape
+    if getattr(w, "reads_own_rows", False):
+        source = w
+    else:
+        if not isinstance(w, (CurveColumns, ResidualColumns)):
+            # float32 columns stay float32: the block products are single precision
+            w = (np.asarray(w) if np.asarray(w).dtype == np.float32
+                 else np.asarray(w, np.float64))
+        source = ArrayRows({"w": w})
+    shared = {"kernel": placed, "cell_matrix": kernel.cell_matrix, "features": features,
+              "squared": squared, "w": source, "q": q}
+    cell_matrix = kernel.cell_matrix ** 2 if squared else kernel.cell_matrix
+    n_cells, d = cell_matrix.shape[0], features.n_features
+    acc = scale.map_sum(cell_partial, task_ranges(n, PASS_ROWS), shared)["acc"]
+    mixed = np.einsum("ab,dbq->adq", cell_matrix, acc.reshape(d, n_cells, q))
+    return Mixed(mixed.astype(np.float32), np.ascontiguousarray(
+        mixed.transpose(1, 0, 2).reshape(d, n_cells * q), dtype=np.float32))
 
 
 @dataclass(frozen=True)
@@ -257,11 +274,14 @@ def feature_row_products(kernel: CellKernel, rows: NDArray[np.intp], r: NDArray[
                          weight_sums: NDArray[np.float64],
                          columns: NDArray[np.float64] | CurveColumns,
                          n_features: int, seed: int, meat: NDArray[np.float64] | None = None,
-                         centre: NDArray[np.float64] | None = None) -> RowProducts:
+                         centre: NDArray[np.float64] | None = None,
+                         squares: Any = None) -> RowProducts:
     """:func:`calaudit.local.lcb.row_products` through :func:`cell_matmul` (the squared
-    kernel's features for ``se_j``; ``meat`` and ``centre`` as there)."""
+    kernel's features for ``se_j``; ``meat`` and ``centre`` as there). ``squares``: the
+    column ``r^2`` as a row source whose tasks build it (unweighted rows; ``r`` unused)."""
     features = _features(kernel, n_features, seed)
-    r2 = (r * r if meat is None else meat * r * r)[:, None]
+    r2 = squares if squares is not None else (r * r if meat is None
+                                              else meat * r * r)[:, None]
     if centre is not None:
         r2 = np.column_stack([r2[:, 0], meat * r, meat])
     with scale.resident(kernel_rows(kernel)) as placed:  # one copy for both products

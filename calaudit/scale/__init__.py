@@ -3,7 +3,8 @@
 A statistic that is a sum over rows is written as a *partial* over fixed row ranges
 (:mod:`calaudit.scale.blocks`) and run through :func:`map_sum`, :func:`map_exact_sum`,
 :func:`map_combine`, :func:`map_rows` or :func:`map_pairs`; :func:`resident` and
-:func:`made` place a row source or a made value once where the partials run. The executor
+:func:`made` place a row source or a made value once where the partials run, and
+:func:`kept` keeps a per-row map's results there as a row source. The executor
 (:class:`ThreadExecutor`, the default; :class:`SerialExecutor`; :class:`DaskExecutor`) is
 chosen once by the owner of the run with :func:`using`. Every executor folds the partials
 in range order, so a result is the same bytes on every one. A reduction started inside
@@ -45,7 +46,7 @@ from calaudit.scale.threads import (
 __all__ = [
     "ArrayRows", "BlockTable", "DaskExecutor", "Partial", "ROW_BLOCK", "SerialExecutor",
     "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of", "current",
-    "fold", "fold_in_order", "in_task", "made", "map_combine", "map_exact_sum",
+    "fold", "fold_in_order", "in_task", "kept", "made", "map_combine", "map_exact_sum",
     "map_pairs", "map_rows", "map_sum", "n_blocks", "one_blas_thread", "open_executor",
     "release_free_memory", "resident", "stack_rows", "stream_key", "stream_seed",
     "task_ranges", "usable_cores", "using",
@@ -151,6 +152,28 @@ def made(function: Callable[..., Any], *args: Any) -> Iterator[Any]:
         yield function(*args)
         return
     handle = make(function, args)
+    try:
+        yield handle
+    finally:
+        executor.release(handle)
+
+
+@contextlib.contextmanager
+def kept(partial: Partial, ranges: Sequence[tuple[int, int]],
+         shared: Mapping[str, Any]) -> Iterator[Any]:
+    """``partial(start, stop, **shared)`` of every range (arrays of ``stop - start`` rows,
+    as :func:`map_rows`), kept where they were computed, as a row source a later
+    reduction receives in ``shared`` (``read(start, stop, names)`` within its range):
+    in this process the rows of :func:`map_rows` (an :class:`ArrayRows`, the same bytes);
+    on an executor with ``keep_rows`` (Dask) a handle to the tasks' results on the
+    workers (never fetched here; Dask makes a lost one again from its task), dropped when
+    the block exits. ``ranges``: :func:`task_ranges` of the rows."""
+    executor = current()
+    keep_rows = getattr(executor, "keep_rows", None)
+    if keep_rows is None:
+        yield ArrayRows(executor.map_rows(partial, ranges, shared))
+        return
+    handle = keep_rows(partial, ranges, shared)
     try:
         yield handle
     finally:

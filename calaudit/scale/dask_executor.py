@@ -125,7 +125,10 @@ class DaskExecutor:
     def map_exact_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                       shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """:meth:`map_sum` of a partial whose sums are exact, groups of ranges added on
-        the workers (:func:`calaudit.scale.dask_sums.exact_sum`)."""
+        the workers (:func:`calaudit.scale.dask_sums.exact_sum`); one that reads kept or
+        placed row blocks (:class:`calaudit.scale.shards.Shards`): :meth:`map_sum`."""
+        if any(isinstance(value, shards.Shards) for value in shared.values()):
+            return self.map_sum(partial, ranges, shared)
         return exact_sum(self, partial, ranges, shared)
 
     def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
@@ -259,8 +262,18 @@ class DaskExecutor:
         return self.client.submit(function, *args, pure=False,
                                   key=f"calaudit-made-{name_of(function)}-{uuid.uuid4().hex}")
 
+    def keep_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
+                  shared: Mapping[str, Any]) -> Any:
+        """The per-row results of ``partial`` on every range kept on the workers
+        (``calaudit.scale.kept``): a handle read by later reductions as placed row
+        blocks, each made by a task (Dask makes a lost one again)."""
+        from calaudit.scale.kept_rows import TaskShards
+
+        return TaskShards(self.client, partial, ranges, shared)
+
     def release(self, handle: Any) -> None:
-        """Drop the workers' copies of a :meth:`keep` handle."""
+        """Drop the workers' copies of a :meth:`keep`, :meth:`make` or :meth:`keep_rows`
+        handle."""
         if isinstance(handle, shards.Shards):
             handle.release()
             return
