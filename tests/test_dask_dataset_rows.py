@@ -409,6 +409,8 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     in-process one, without the executor's own recovery of placed data."""
     import cloudpickle
 
+    from calaudit.local.lcb import QUANTILES, summarize
+    from calaudit.local.lcb_summary import kept_summary
     from calaudit.scale import shards
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     resent = _recoveries(monkeypatch)
@@ -428,10 +430,16 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
         two_workers.wait_for_workers(2, timeout=60)
         total = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
         assert executor.placed_bytes == executor.block_bytes == 0
+        # tasks of two kept blocks each: numpy's summary of the whole column (its
+        # plans and prefixes broadcast, a few kB)
+        summary = kept_summary(kept, rows.n, QUANTILES, column="x2", task_rows=2 * 4096)
+        assert executor.block_bytes == 0 and executor.placed_bytes < 10_000
+    squares = np.sin(np.arange(rows.n) * 0.37) ** 2
+    assert json.dumps(summary) == json.dumps(summarize(squares))
     assert total.tobytes() == single.tobytes()
     assert resent == []
     reads = log.read_text().split()
-    assert reads.count("4096") == 2 and len(reads) >= 4  # block 1 made again by Dask
+    assert reads.count("4096") == 2  # block 1 made again by Dask (with the others lost)
 
 
 def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(
@@ -463,3 +471,37 @@ def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_js
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert canonical(result) == single
     assert {"cells_partial", "_taken_partial", "cell_partial"} <= set(calls)
+
+
+def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,
+                                                                   monkeypatch, tmp_path):
+    """A worker dies while a task reads its range's ``y`` and ``proba`` for the LCB's
+    second pass (``r^2``), after every row's LCB was kept on the workers: Dask reruns
+    what was lost from the tasks' specs (the kept values from theirs), the JSON is the
+    single-process run's and the executor's own recovery of placed data never runs."""
+    import cloudpickle
+
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    resent = _recoveries(monkeypatch)
+    table = {name: values[:2_000] for name, values in columns(7).items()}
+    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
+    options = {"covariates": "age,region"}
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                           lcb_cv_max_rows=300))
+    single = canonical(run_audit(load(folder, **options), config, stages=stages))
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(two_workers)
+    before = set(two_workers.run(os.getpid).values())
+    with scale.using(executor):
+        data = plan(folder, **options)
+    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
+    data = dataclasses.replace(data, rows=KillingRows(
+        **fields, flag=str(flag), victim=0, nth=2, names=("y", "proba")))
+    result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
+    assert int(flag.read_text().split()[1]) in before
+    assert canonical(result) == single
+    assert resent == []
+    two_workers.wait_for_workers(2, timeout=60)

@@ -15,6 +15,7 @@ from calaudit.audit.local_calibration import STREAMS
 from calaudit.audit.sections.local import LocalConfig
 from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
+from calaudit.local import lcb_rows
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation
@@ -155,8 +156,12 @@ def test_the_lcb_section_without_curves_is_made_without_the_rows_in_memory(
             raise AssertionError("the LCB read the rows into the client")
 
         monkeypatch.setattr(RowsData, "_loaded", property(refused))
+        whole = []  # the columns fetched for every row
+        monkeypatch.setattr(lcb_rows, "fetch", lambda rows, names, at=None, _f=fetch: (
+            whole.extend(names if at is None else ()), _f(rows, names, at))[1])
         with LcbEstimation(setup) as estimation:
             got, got_section = estimation.run(r, prediction, {})
+            assert whole == ["lcb"]  # for the group table's current caller only
             assert estimation.rows.read(0, 5, ("lcb",))["lcb"].tobytes() == lcb[:5].tobytes()
     assert got.tobytes() == lcb.tobytes()
     assert section["curves"] == [] and same(got_section, section)

@@ -282,26 +282,27 @@ def curve_sums_partial(start: int, stop: int, *, requests: CurveRows,
     return out
 
 
-def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64],
+def curve_design(requests: list[CurveRequest], weight_sums: NDArray[np.float64] | int,
                  points: int, dense: bool = True, dtype: type = np.float64,
                  grid_of: Any = None) -> CurveDesign:
     """Grids, bandwidths and normalisers of every request; with ``dense`` also ``V_jt =
     w_j(t) / D_j`` (zero off-group) as an (n, points x requests) array of ``dtype``
     (``dense=False`` leaves ``columns`` empty, (n, 0): callers read ``V`` through
     :class:`CurveColumns` or use the per-request weights). ``grid_of(request, points)``:
-    the grid and bandwidth of a request (default :func:`curve_grid` of its values)."""
+    the grid and bandwidth of a request (default :func:`curve_grid` of its values).
+    Without ``dense``, ``weight_sums`` may be the number of rows only."""
+    n = weight_sums if isinstance(weight_sums, int) else weight_sums.size
     grids, bandwidths = [], []
     for req in requests:
         grid, h = curve_grid(req.x, points) if grid_of is None else grid_of(req, points)
         grids.append(grid)
         bandwidths.append(h)
-    sums = curve_sums(requests, grids, bandwidths, weight_sums.size) \
-        if requests else {}
+    sums = curve_sums(requests, grids, bandwidths, n) if requests else {}
     norms = [np.maximum(sums[str(k)], np.finfo(float).tiny) for k in range(len(requests))]
     design = CurveDesign(tuple(requests), tuple(grids), tuple(bandwidths), tuple(norms),
-                         np.zeros((weight_sums.size, 0), dtype=dtype))
+                         np.zeros((n, 0), dtype=dtype))
     if dense and requests:
-        design = replace(design, columns=design.block(0, weight_sums.size, weight_sums, dtype))
+        design = replace(design, columns=design.block(0, n, weight_sums, dtype))
     return design
 
 

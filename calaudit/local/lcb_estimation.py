@@ -16,6 +16,7 @@ from calaudit.local.bandwidth import GaussianBandwidth
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.kernel_sources import (
+    Picked,
     dataset_kernel,
     picked_covariates,
     planned_kernel,
@@ -140,13 +141,19 @@ class LcbEstimation:
             return self.weighted_section(scalar_r, prediction, bias, selection, lcb_gram,
                                          separation)
         # V is never stored: built a row block at a time (CurveColumns)
-        design = curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
-                              dense=False)
+        design = curve_design(self.curve_requests(), self.n if isinstance(bias, KeptBias)
+                              else bias.weight_sums, lc.curve_points, dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
-            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, bias.weight_sums,
-                                      CurveColumns(design, bias.weight_sums, np.float32),
+            if isinstance(bias, KeptBias) and not design.requests:  # D_j of a few rows
+                sums: Any = Picked(bias.rows, "weight_sums", (self.n,))
+                columns = np.empty((self.n, 0), np.float32)
+            else:
+                sums, columns = bias.weight_sums, None
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, sums,
+                                      CurveColumns(design, sums, np.float32)
+                                      if columns is None else columns,
                                       self.lcb_features, self.choice.frequency_seed,
                                       squares=self.residual_rows("squares"))
         else:

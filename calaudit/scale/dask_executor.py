@@ -125,7 +125,10 @@ class DaskExecutor:
     def map_exact_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                       shared: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """:meth:`map_sum` of a partial whose sums are exact, groups of ranges added on
-        the workers (:func:`calaudit.scale.dask_sums.exact_sum`)."""
+        the workers (:func:`calaudit.scale.dask_sums.exact_sum`); one that reads kept or
+        placed row blocks (:class:`calaudit.scale.shards.Shards`): :meth:`map_sum`."""
+        if any(isinstance(value, shards.Shards) for value in shared.values()):
+            return self.map_sum(partial, ranges, shared)
         return exact_sum(self, partial, ranges, shared)
 
     def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
