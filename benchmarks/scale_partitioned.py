@@ -303,7 +303,8 @@ def run_audit_cli(data: Path | str, out: Path, extra: list[str], covariates: str
             "processes": processes,
             "stages": [line for line in err.splitlines()
                        if "stage " in line or "rows read by the tasks" in line
-                       or "read into this process" in line or "needs the rows" in line],
+                       or "read into this process" in line or "needs the rows" in line
+                       or "needs the column" in line],
             "error": err.strip().splitlines()[-1] if proc.returncode > 1 else ""}
 
 

@@ -36,6 +36,7 @@ from calaudit.local.group_sources import level_table
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
+from calaudit.local.row_columns import binary_columns
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
 from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.local.weighted_local import WeightedLocalTests
@@ -60,7 +61,9 @@ class LocalCalibrationStage:
         if data.weights is not None:
             return weighted_stage(data, config, streams)
         setup = LocalTests(data, config, streams)
-        if data.is_binary:  # r = y - p_1 is the scalar view's residual
+        if setup.gathers:  # a dataset read by tasks: the pieces read their rows there
+            outcome, prediction, scalar_r = binary_columns(setup)
+        elif data.is_binary:  # r = y - p_1 is the scalar view's residual
             outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
             scalar_r = setup.r
         else:
@@ -146,14 +149,12 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
     attribution = attribute_levels(setup, outcome, prediction)
     section = None if attribution is None else attribution.section
     with LcbEstimation(setup) as estimation:  # estimation.rows: the LCB as a row source
-        lcb, lcb_section = estimation.run(scalar_r, prediction,
-                                          categorical_separation(section))
-    specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
-                                       prediction, lcb, streams["groups"],
-                                       group_settings(config))
+        lcb_section = estimation.run(scalar_r, prediction, categorical_separation(section))[1]
+        specs, table, values = level_table(data, setup.levels, lc.intersections, outcome,
+                                           prediction, estimation.rows, streams["groups"],
+                                           group_settings(config))
     if attribution is not None:
-        mark_explained(table, grp.define_groups(setup.levels, lc.intersections), attribution,
-                       outcome, config.alpha)
+        mark_explained(table, specs, attribution, outcome, config.alpha)
     lcb_section["top_groups"] = grp.most_biased(table, lc.top_k)
     panels = group_panels(table, specs, None, None, n_bins=config.binning.n_bins,
                           strategy=config.binning.strategy,

@@ -108,17 +108,10 @@ class RowsData(LabelledRows):
         return None
 
     @cached_property
-    def _loaded(self) -> dict[str, NDArray]:
-        names = ("y", "proba", *(PREFIX + name for name in self.covariate_names))
-        progress.note(f"{self.rows.source}: a stage not computed from the tasks' own rows "
-                      "(the local calibration stage on covariates; bootstrap intervals, "
-                      "Kuiper) needs the rows in memory: "
-                      f"reading {self.n:,} rows ({', '.join(names)}; "
-                      f"{self.n * (8 + 8 * len(self.classes) + 8 * len(names[2:])):,} "
-                      "bytes) into this process, range by range through the executor")
-        loaded = scale.map_rows(read_partial, scale.task_ranges(self.n),
-                                {"columns": Columns(self.rows, names)})
-        return {name: read_only(values) for name, values in loaded.items()}
+    def _loaded(self) -> LoadedColumns:
+        """The columns a stage not computed from the tasks' own rows asks for, each read
+        into this process when first asked for (:class:`LoadedColumns`)."""
+        return LoadedColumns(self)
 
     @property
     def y_true(self) -> NDArray[np.int64]:
@@ -127,6 +120,28 @@ class RowsData(LabelledRows):
     @property
     def y_proba(self) -> NDArray[np.float64]:
         return self._loaded["proba"]
+
+
+class LoadedColumns:
+    """Columns of a :class:`RowsData` read into this process, range by range through the
+    executor, each when first asked for (``y``, ``proba``, ``x:NAME``), with a note of
+    what is read and why."""
+
+    def __init__(self, data: RowsData) -> None:
+        self.data, self.columns = data, {}
+
+    def __getitem__(self, name: str) -> NDArray:
+        if name not in self.columns:
+            data = self.data
+            width = len(data.classes) if name == "proba" else 1
+            progress.note(f"{data.rows.source}: a stage not computed from the tasks' own "
+                          f"rows needs the column {name} in memory: reading {data.n:,} "
+                          f"rows ({8 * width * data.n:,} bytes) into this process, range "
+                          "by range through the executor")
+            values = scale.map_rows(read_partial, scale.task_ranges(data.n),
+                                    {"columns": Columns(data.rows, (name,))})[name]
+            self.columns[name] = read_only(values)
+        return self.columns[name]
 
 
 class DatasetCovariate:

@@ -52,8 +52,7 @@ class EncodedRows:
     def __init__(self, covariates: Sequence[CovariateLike], encoding: dict[str, Any],
                  blocks: Sequence[slice]) -> None:
         self.covariates, self.encoding, self.blocks = tuple(covariates), encoding, tuple(blocks)
-        n = int(np.asarray(self.covariates[0].values).shape[0])
-        self.shape = (n, self.blocks[-1].stop)
+        self.shape = (len(self.covariates[0].values), self.blocks[-1].stop)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -62,12 +61,12 @@ class EncodedRows:
               cov: CovariateLike, block: slice) -> None:
         info = self.encoding[cov.name]
         if cov.kind == "categorical":
-            codes = np.asarray(cov.values)[index]
+            codes = np.asarray(cov.values[index])
             out[:, block] = 0.0
             out[np.arange(codes.shape[0]), block.start + np.asarray(codes, dtype=np.intp)] = \
                 ONE_HOT_SCALE
         else:
-            x = np.asarray(np.asarray(cov.values)[index], dtype=np.float64)
+            x = np.asarray(cov.values[index], dtype=np.float64)
             out[:, block.start] = _numeric_values(x, info)
 
     def __getitem__(self, index: Any) -> NDArray[np.float64]:
@@ -98,7 +97,7 @@ class EncodedRows:
 
     def __sizeof__(self) -> int:
         """Bytes of the covariate values it reads (``sys.getsizeof``, ``dask.sizeof``)."""
-        return int(sum(np.asarray(c.values).nbytes for c in self.covariates))
+        return int(sum(getattr(c.values, "nbytes", 0) for c in self.covariates))
 
 
 def _numeric_values(x: NDArray[np.float64], info: dict[str, Any]) -> NDArray[np.float64]:
@@ -141,11 +140,14 @@ def weighted_moments(x: NDArray[np.float64], weights: NDArray[np.float64] | None
 
 def encode_covariates(covariates: Sequence[CovariateLike], *,
                       standardize: bool = True, lazy: bool = False,
-                      weights: NDArray[np.float64] | None = None) -> EncodedCovariates:
+                      weights: NDArray[np.float64] | None = None,
+                      moments: dict[str, tuple[float, float]] | None = None
+                      ) -> EncodedCovariates:
     """Encode every covariate and concatenate the columns in the given order (``lazy``:
     ``features`` is an :class:`EncodedRows`, which computes rows or columns on demand;
     ``weights``: numeric covariates standardised by their weighted mean and sd, lazy
-    path only)."""
+    path only; ``moments``: each numeric covariate's mean and sd when already known,
+    lazy path only)."""
     if weights is not None and not lazy:
         raise ValueError("weighted encoding is computed on the lazy path")
     if lazy and covariates:
@@ -157,9 +159,9 @@ def encode_covariates(covariates: Sequence[CovariateLike], *,
                 names.extend(f"{cov.name}={c}" for c in cov.categories)
                 width = len(cov.categories)
             else:
-                x = np.asarray(cov.values, dtype=np.float64)
-                encoding[cov.name] = _numeric_info(*weighted_moments(x, weights),
-                                                   standardize)
+                known = (moments or {}).get(cov.name)
+                encoding[cov.name] = _numeric_info(*(known or weighted_moments(
+                    np.asarray(cov.values, dtype=np.float64), weights)), standardize)
                 names.append(cov.name)
                 width = 1
             slices.append(slice(start, start + width))

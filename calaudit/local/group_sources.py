@@ -232,7 +232,7 @@ def table_of_rows(specs: Sequence[grp.GroupSpec], rows: Any,
 def lcb_source(lcb: Any) -> Any:
     """The LCB values as a row source with column ``lcb``: a source as it is, an array in
     :class:`~calaudit.scale.ArrayRows` (None: no LCB)."""
-    if lcb is None or hasattr(lcb, "read"):
+    if lcb is None or hasattr(lcb, "read") or getattr(lcb, "reads_own_rows", False):
         return lcb
     return ArrayRows({"lcb": np.asarray(lcb, dtype=np.float64)})
 

@@ -105,7 +105,8 @@ class ScaledRows:
 
     def __init__(self, prob_features: NDArray[np.float64], prob_gamma: float,
                  cov_features, cov_gamma: float) -> None:
-        self.p = _matrix(prob_features)
+        # a column that fetches the rows asked for (row_columns.GatheredColumn, (n, 1))
+        self.p = prob_features if hasattr(prob_features, "at") else _matrix(prob_features)
         self.x = cov_features if hasattr(cov_features, "shape") or cov_features is None \
             else np.asarray(cov_features, dtype=np.float64)
         self.prob_scale, self.cov_scale = math.sqrt(prob_gamma), math.sqrt(cov_gamma)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,6 @@ from calaudit.inference.feature_tests import (
     approximation_error,
     feature_bootstrap_test,
     feature_consistency_test,
-    feature_statistic,
 )
 from calaudit.inference.method import LOCAL_STAGE_SECONDS, choose_method
 from calaudit.local import aggregate_test as aggregate
@@ -45,13 +45,18 @@ from calaudit.local.klce import (
 )
 from calaudit.local.lcb import plot_points
 from calaudit.local.lcb_cells import CellKernel
+from calaudit.local.per_class import per_class_views
 from calaudit.local.resampling import NullResult, bootstrap_test, consistency_test, permutation_test
+from calaudit.local.row_columns import (
+    GatheredColumn,
+    GatheredCovariate,
+    covariate_moments,
+    residuals_at,
+)
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.score_rows import memory_rows, score_rows
 from calaudit.results import Status, TestResult
 
-#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
-MAX_PER_CLASS = 20
 #: Rows of the subsample on which a features run compares its statistic with the exact one.
 APPROXIMATION_ROWS = 2000
 
@@ -89,13 +94,19 @@ class LocalTests:
         self.data, self.config, self.local = data, config, config.local
         self.streams = streams
         self.n = data.n
-        self.r = residuals(data.y_true, data.y_proba)
-        self.proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
-        # binary: p_1 once (the kernel's prediction column is a read-only (n, 1) view)
-        self.proba.flags.writeable = False
-        self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
-                              else prediction_features(data.y_proba))
-        self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
+        #: the rows are read by tasks (a dataset audited where it is, binary): the setup
+        #: fetches only the rows it needs (:mod:`calaudit.local.row_columns`)
+        self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False)
+                            and data.is_binary)
+        if self.gathers:
+            self.prob_features = GatheredColumn.of(data.rows, "p", lambda: self.proba, 1)
+            self.encoded = encode_covariates(
+                [GatheredCovariate(data, c) for c in data.covariates], standardize=True,
+                lazy=True, moments=covariate_moments(data))
+        else:
+            self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
+                                  else prediction_features(data.y_proba))
+            self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
         lc = self.local
         self.levels = grp.data_levels(data, lc.n_bands)
         self.kernel_runs: dict[str, NullResult] = {}
@@ -122,11 +133,26 @@ class LocalTests:
                                              self.choice.frequency_seed)
             self.computation["approximation"] = self.approximation()
 
+    @cached_property
+    def r(self) -> np.ndarray:
+        """The KLCE residuals of every row (:func:`calaudit.local.klce.residuals`)."""
+        return residuals(self.data.y_true, self.data.y_proba)
+
+    @cached_property
+    def proba(self) -> np.ndarray:
+        """What the tests' redraws use: ``p_1`` (binary; read-only, the prediction
+        kernel's column is an (n, 1) view of it) or the (n, m) rows."""
+        data = self.data
+        proba = np.array(data.y_proba[:, 1] if data.is_binary else data.y_proba)
+        proba.flags.writeable = False
+        return proba
+
     def approximation(self) -> dict[str, Any]:
         """Feature vs exact KLCE^2 on a seeded subsample of :data:`APPROXIMATION_ROWS`."""
         rows = plot_points(self.n, APPROXIMATION_ROWS, self.streams["features"])
         z = self.gram.features[rows]
-        return approximation_error(self.features, z, self.r[rows], GaussianProductGram(z))
+        r = residuals_at(self.data, rows) if self.gathers else self.r[rows]
+        return approximation_error(self.features, z, r, GaussianProductGram(z))
 
     # --- tests -----------------------------------------------------------------------
 
@@ -142,7 +168,8 @@ class LocalTests:
         lc, n = self.local, self.n
         if n < lc.min_group_rows:
             return f"{n} rows < min_group_rows {lc.min_group_rows}"
-        counts = np.bincount(self.data.y_true, minlength=self.data.n_classes)
+        counts = (np.asarray(self.data.counts) if self.gathers else
+                  np.bincount(self.data.y_true, minlength=self.data.n_classes))
         if self.data.is_binary and counts.min() < lc.min_group_events:
             return f"{int(counts.min())} events or non-events < min_group_events " \
                    f"{lc.min_group_events}"
@@ -257,9 +284,12 @@ class LocalTests:
             fused = None
         if fused == "klce_consistency":
             self.feature_seed = aggregate.feature_seed(self.streams[fused])
-        out = feature_local_pass(self.features, self.gram.features, self.r, self.proba, fused,
-                                 self.streams[fused] if fused else None,
-                                 self.local.n_resamples, source=self.kernel_rows())
+        source = self.kernel_rows()
+        held = source is None or fused == "klce_bootstrap"  # else the tasks build them
+        out = feature_local_pass(self.features, self.gram.features,
+                                 self.r if held else None, self.proba if held else None,
+                                 fused, self.streams[fused] if fused else None,
+                                 self.local.n_resamples, source=source)
         if out.test is not None:
             result = NullResult(out.test.statistic, out.test.null_distribution,
                                 out.test.p_value)
@@ -316,48 +346,9 @@ class LocalTests:
         return klce2(self.gram, self.r) if statistic is None else statistic
 
     def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``):
-        the KLCE^2 and, when tests run, the local aggregate test of that view (``p_value``)
-        with its kernel member's own p-value (``klce_p_value``)."""
-        if (self.data.is_binary or not self.local.per_class
-                or self.data.n_classes > MAX_PER_CLASS):
-            return []
-        lc, rng = self.local, self.streams["per_class"]
-        testing = self.config.run_tests and not self.too_small()
-        rows = []
-        for c, name in enumerate(self.data.classes):
-            p_c = self.data.y_proba[:, c].copy()
-            r_c = (self.data.y_true == c).astype(np.float64) - p_c
-            bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
-            gram = product_gram(p_c, bw.gamma, self.encoded.features, self.cov_bw.gamma,
-                                lazy=self.features is not None)
-            features = None if self.features is None else product_features(
-                gram.features, self.choice.n_features, self.choice.frequency_seed)
-            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-            if not testing:
-                row["statistic"] = (klce2(gram, r_c) if features is None else
-                                    feature_statistic(features, gram.features, r_c))
-                rows.append(row)
-                continue
-            if features is not None:
-                seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
-                res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                               lc.n_resamples, stream=stream)
-                found = aggregate.feature_aggregate(
-                    res.statistic, res.null_distribution, res.p_value,
-                    self.score_rows(c, r_c, p_c), *self.level_sizes(), 1, seed,
-                    lc.n_resamples, stream=stream)
-                method = "local aggregate test, one-vs-rest, random features"
-            else:
-                scores = self.score_members(p_c)
-                found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
-                                                       lc.n_resamples, dtype=np.float64)
-                method = "local aggregate test, one-vs-rest"
-            row.update(statistic=res.statistic, p_value=found.p_value,
-                       klce_p_value=res.p_value, deciding_member=found.deciding,
-                       method=method)
-            rows.append(row)
-        return rows
+        """Multi-class: each class one-vs-rest (:func:`calaudit.local.per_class.
+        per_class_views`)."""
+        return per_class_views(self)
 
     def run(self) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
         """The requested tests, the KLCE^2 estimate and the per-class views; afterwards

@@ -33,8 +33,9 @@ from calaudit.local.encoding import encode_covariates
 from calaudit.local.features import product_features
 from calaudit.local.groups import Levels, covariate_levels, edge_bands
 from calaudit.local.kernel import GaussianProductGram, product_gram
-from calaudit.local.kernel_tests import APPROXIMATION_ROWS, MAX_PER_CLASS, inconclusive
+from calaudit.local.kernel_tests import APPROXIMATION_ROWS, inconclusive
 from calaudit.local.lcb import plot_points
+from calaudit.local.per_class import MAX_PER_CLASS
 from calaudit.local.resampling import batched_forms
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.weighted_features import feature_resampled, klce_values, row_weights

@@ -1,0 +1,65 @@
+"""The one-vs-rest views of a multi-class model's local tests (Vashistha & Farahi,
+*I-trustworthy models*): each class's KLCE^2 on the kernel of ``p_c`` and the covariates,
+and its local aggregate test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from calaudit.inference.feature_tests import feature_consistency_test, feature_statistic
+from calaudit.local import aggregate_test as aggregate
+from calaudit.local.bandwidth import choose_bandwidth
+from calaudit.local.features import product_features
+from calaudit.local.kernel import product_gram
+from calaudit.local.klce import klce2
+
+#: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
+MAX_PER_CLASS = 20
+
+
+def per_class_views(setup: Any) -> list[dict[str, Any]]:
+    """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``)
+    on the setup of :class:`calaudit.local.kernel_tests.LocalTests`: the KLCE^2 and, when
+    tests run, the local aggregate test of that view (``p_value``) with its kernel
+    member's own p-value (``klce_p_value``)."""
+    if (setup.data.is_binary or not setup.local.per_class
+            or setup.data.n_classes > MAX_PER_CLASS):
+        return []
+    lc, rng = setup.local, setup.streams["per_class"]
+    testing = setup.config.run_tests and not setup.too_small()
+    rows = []
+    for c, name in enumerate(setup.data.classes):
+        p_c = setup.data.y_proba[:, c].copy()
+        r_c = (setup.data.y_true == c).astype(np.float64) - p_c
+        bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
+        gram = product_gram(p_c, bw.gamma, setup.encoded.features, setup.cov_bw.gamma,
+                            lazy=setup.features is not None)
+        features = None if setup.features is None else product_features(
+            gram.features, setup.choice.n_features, setup.choice.frequency_seed)
+        row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
+        if not testing:
+            row["statistic"] = (klce2(gram, r_c) if features is None else
+                                feature_statistic(features, gram.features, r_c))
+            rows.append(row)
+            continue
+        if features is not None:
+            seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
+            res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                           lc.n_resamples, stream=stream)
+            found = aggregate.feature_aggregate(
+                res.statistic, res.null_distribution, res.p_value,
+                setup.score_rows(c, r_c, p_c), *setup.level_sizes(), 1, seed,
+                lc.n_resamples, stream=stream)
+            method = "local aggregate test, one-vs-rest, random features"
+        else:
+            scores = setup.score_members(p_c)
+            found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
+                                                   lc.n_resamples, dtype=np.float64)
+            method = "local aggregate test, one-vs-rest"
+        row.update(statistic=res.statistic, p_value=found.p_value,
+                   klce_p_value=res.p_value, deciding_member=found.deciding,
+                   method=method)
+        rows.append(row)
+    return rows
