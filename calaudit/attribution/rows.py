@@ -36,11 +36,11 @@ from calaudit.attribution.irls import PART_ROWS, part_ranges
 from calaudit.attribution.model import ModelRows, logit_offset
 from calaudit.local.groups import band_codes
 from calaudit.local.lcb import top_label_residual
-from calaudit.scale import ArrayRows
+from calaudit.scale import ArrayRows, DerivedRows
 
 
 @dataclass(frozen=True)
-class LevelRows:
+class LevelRows(DerivedRows):
     """``outcome``, ``prediction`` (and its ``offset``, ``logit(clip(p))``) and ``code:k``
     of a range, computed in the task from
     the source's ``y``, ``proba`` and covariate ``columns`` (module docstring); ``edges``:
@@ -49,12 +49,6 @@ class LevelRows:
     source: Any
     columns: tuple[str, ...]
     edges: tuple[NDArray[np.float64] | None, ...]
-
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])

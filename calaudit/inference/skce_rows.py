@@ -35,24 +35,18 @@ from calaudit.inference.skce_tests import LinearTerms, combine_terms, range_term
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
 from calaudit.numerics.block_draws import block_totals
 from calaudit.numerics.features import FourierFeatures, grid_exponent
-from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, stream_seed, task_ranges
+from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, DerivedRows, stream_seed, task_ranges
 
 SCALE = math.sqrt(2.0)
 
 
 @dataclass(frozen=True)
-class LabelRows:
+class LabelRows(DerivedRows):
     """The feature pass's columns of a binary source (``y``, ``proba``), built per range:
     ``x`` and ``proba`` (``p_1``), ``observed`` (``y``, uint8), ``residuals``
     (``sqrt(2) (y - p_1)``), each (n, 1)."""
 
     source: Any
-
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", "residuals"])

@@ -30,7 +30,7 @@ from calaudit.local.encoding import EncodedRows
 from calaudit.local.kernel import ScaledRows
 from calaudit.numerics.features import FourierFeatures
 from calaudit.numerics.resampling import monte_carlo_pvalue
-from calaudit.scale import TASK_ROWS, ArrayRows, stream_seed
+from calaudit.scale import TASK_ROWS, ArrayRows, DerivedRows, stream_seed
 
 #: Smallest approximate kernel weight sum for which the LCB is reported.
 MIN_WEIGHT = 0.1
@@ -43,7 +43,7 @@ def product_features(z: NDArray[np.float64], n_features: int, seed: int) -> Four
 
 
 @dataclass(frozen=True)
-class KernelRows:
+class KernelRows(DerivedRows):
     """The KLCE feature pass's columns of a binary source whose tasks read their own rows
     (``y``, ``proba`` and the covariates' ``columns``: a dataset audited where it is),
     built per range: ``x`` (the scaled rows ``z``: ``p_1 sqrt(gamma_p)`` and the encoded
@@ -60,12 +60,6 @@ class KernelRows:
     blocks: tuple[slice, ...]
     prob_gamma: float
     cov_gamma: float
-
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])

@@ -27,11 +27,11 @@ from calaudit.local.klce import prediction_features
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_bandwidth import EstimationRows
 from calaudit.local.lcb_cells import MAX_CELLS, CellKernel, _cells
-from calaudit.scale import TASK_ROWS, task_ranges
+from calaudit.scale import TASK_ROWS, DerivedRows, task_ranges
 
 
 @dataclass(frozen=True, eq=False)
-class LcbKernelRows:
+class LcbKernelRows(DerivedRows):
     """``z`` and ``cells`` of the LCB's :class:`CellKernel` built per range (module
     docstring). ``covariates``: each one's ``(name, kind, categories)`` and ``columns``
     its column in ``source``; ``rest`` and ``categorical``: the scaled rows' continuous
@@ -49,12 +49,6 @@ class LcbKernelRows:
     values: tuple[NDArray[np.float64], ...]
     present: NDArray[np.int64]
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     def estimation_rows(self, start: int, stop: int) -> EstimationRows:
         part = self.source.read(start, stop, ["proba", *self.columns])

@@ -31,14 +31,14 @@ from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_cells import CellKernel
 from calaudit.local.lcb_features import _features, kernel_rows, mixed_sums, rows_partial
 from calaudit.numerics.features import FourierFeatures
-from calaudit.scale import TASK_ROWS, task_ranges
+from calaudit.scale import TASK_ROWS, DerivedRows, task_ranges
 
 #: The columns :class:`ResidualRows` gives as ``w``: ``[r, 1]`` or ``r^2``.
 WIDTHS = {"sums": 2, "squares": 1}
 
 
 @dataclass(frozen=True, eq=False)
-class ResidualRows:
+class ResidualRows(DerivedRows):
     """Column ``w`` of a range (module docstring): ``[r, 1]`` (``use="sums"``) or
     ``r^2`` (``use="squares"``), built from ``source``'s ``y`` and ``proba`` once per
     task range (:data:`calaudit.scale.TASK_ROWS` rows) and sliced."""
@@ -47,11 +47,6 @@ class ResidualRows:
     use: str = "sums"
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -34,7 +34,7 @@ from calaudit import scale
 from calaudit.local.groups import band_codes
 from calaudit.local.klce import residuals
 from calaudit.local.score_members import ScoreMembers, outer_sums
-from calaudit.scale import ArrayRows
+from calaudit.scale import ArrayRows, DerivedRows
 
 
 def offsets_of(sizes: Sequence[int]) -> NDArray[np.int64]:
@@ -65,7 +65,7 @@ def memory_rows(r: NDArray[np.float64], proba: NDArray[np.float64],
 
 
 @dataclass(frozen=True)
-class ScoreRows:
+class ScoreRows(DerivedRows):
     """The columns of the module docstring computed in each task from a dataset's rows
     (``source``: ``y``, ``proba`` and the covariates' ``columns``); ``view``: ``None``
     (binary ``p_1`` or the multi-class rows) or a class (one-vs-rest)."""
@@ -75,12 +75,6 @@ class ScoreRows:
     edges: tuple[NDArray[np.float64] | None, ...]
     sizes: tuple[int, ...]
     view: int | None = None
-
-    reads_own_rows = True
-
-    @property
-    def n(self) -> int:
-        return self.source.n
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])

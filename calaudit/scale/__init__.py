@@ -34,7 +34,7 @@ from calaudit.scale.blocks import (
 )
 from calaudit.scale.context import CHOSEN, IN_TASK, in_task
 from calaudit.scale.dask_executor import DaskExecutor, fold_in_order
-from calaudit.scale.sources import ArrayRows, BlockTable, column_of
+from calaudit.scale.sources import ArrayRows, BlockTable, DerivedRows, column_of
 from calaudit.scale.threads import (
     SerialExecutor,
     ThreadExecutor,
@@ -44,8 +44,9 @@ from calaudit.scale.threads import (
 )
 
 __all__ = [
-    "ArrayRows", "BlockTable", "DaskExecutor", "Partial", "ROW_BLOCK", "SerialExecutor",
-    "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of", "current",
+    "ArrayRows", "BlockTable", "DaskExecutor", "DerivedRows", "Partial", "ROW_BLOCK",
+    "SerialExecutor", "TASK_ROWS", "ThreadExecutor", "block_rng", "blocks", "column_of",
+    "current",
     "fold", "fold_in_order", "in_task", "kept", "made", "map_combine", "map_exact_sum",
     "map_pairs", "map_rows", "map_sum", "n_blocks", "one_blas_thread", "open_executor",
     "release_free_memory", "resident", "stack_rows", "stream_key", "stream_seed",

@@ -26,6 +26,18 @@ def column_of(values: Any) -> Any:
     return values
 
 
+class DerivedRows:
+    """Base of a row source whose columns each task computes from the rows of its
+    ``source`` (a source that reads its own rows, e.g. a dataset's files): it travels
+    inside each task, so nothing is placed and Dask reruns a lost task from its spec."""
+
+    reads_own_rows = True
+
+    @property
+    def n(self) -> int:
+        return int(self.source.n)
+
+
 class ArrayRows:
     """In-memory columns of equal length: ``read`` returns slices (views, no copies; a
     row-built column (:func:`column_of`) builds the rows of the range)."""
