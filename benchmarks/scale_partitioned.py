@@ -411,6 +411,14 @@ def report_audit(args: argparse.Namespace, data: Path | str, scratch: Path) -> N
               f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")
         for line in r["stages"]:
             print(f"  {line}")
+    if args.reference:
+        for k, name in enumerate(runs):
+            diff = differences(stable_json(Path(args.reference)),
+                               stable_json(scratch / f"{k}.json"))
+            print(f"\n{name}: JSON identical to {Path(args.reference).name} apart from "
+                  f"timings: {not diff}")
+            for line in diff[:10]:
+                print(f"  {line}")
     if len(runs) < 2:
         return
     alone, dask = runs.values()
@@ -499,6 +507,8 @@ def main() -> None:
                              "themselves)")
     parser.add_argument("--keep", help="--what audit: a directory to keep the runs' JSON "
                                        "in (single.json, dask.json)")
+    parser.add_argument("--reference", help="--what audit: a saved JSON of the same data "
+                                            "(e.g. a --keep single.json) to compare with")
     parser.add_argument("--store", choices=("local", "s3"), default="local",
                         help="--what audit: read the files where they are, or from a local "
                              "S3 server (moto) as s3://bench/data/")
