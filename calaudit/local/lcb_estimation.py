@@ -133,9 +133,12 @@ class LcbEstimation:
         return ResidualRows(source, use)
 
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
-            separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
+            separation: dict[str, float]) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The LCB at every row and ``local.lcb`` without its top groups: bandwidths,
-        curves by group with their bands, the plotted rows with pointwise intervals."""
+        curves by group with their bands, the plotted rows with pointwise intervals. On
+        a dataset whose tasks read their own rows the LCB is not fetched (``None``; it
+        stays in :attr:`rows`) and the curves' requests, grids and columns come from
+        reductions over those rows (:mod:`calaudit.local.curve_rows`)."""
         lc = self.local
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
         if self.weights is not None:
