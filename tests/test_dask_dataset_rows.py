@@ -470,7 +470,9 @@ def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_js
         data = plan(folder, **options)
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert canonical(result) == single
-    assert {"cells_partial", "_taken_partial", "cell_partial"} <= set(calls)
+    # the curves' counts, sums, normalisers and centres: reductions over the tasks' rows
+    assert {"cells_partial", "_taken_partial", "cell_partial", "_counts_partial",
+            "_sums_partial", "_range_partial"} <= set(calls)
 
 
 def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,

@@ -19,6 +19,7 @@ from calaudit.audit.config import AuditConfig, LocalConfig
 from calaudit.audit.local_calibration import STREAMS, LocalCalibrationStage
 from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
+from calaudit.local import lcb_rows
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.row_columns import GatheredColumn, binary_columns, covariate_moments
 from calaudit.scale import SerialExecutor, ThreadExecutor
@@ -101,3 +102,44 @@ def test_setup_and_tests_equal_the_loaded_rows(files, refused, executor):
                            "local": out.local}, sort_keys=True, default=str)
     assert as_json(got) == as_json(want)
     assert got.local["klce"]["computation"]["approximation"]
+
+
+@pytest.mark.parametrize("executor", [SerialExecutor, lambda: ThreadExecutor(2)],
+                         ids=["serial", "threads"])
+def test_diagnostics_equal_the_loaded_rows(files, refused, executor, monkeypatch):
+    """The whole local stage with its diagnostics (the LCB's per-group curves among
+    them: requests, grids, bandwidths, normalisers, columns and centres by reductions):
+    the bytes of the loaded rows, without the client reading them nor fetching a kept
+    LCB column of every row."""
+    whole = []
+    monkeypatch.setattr(lcb_rows, "fetch", lambda rows, names, at=None, _f=lcb_rows.fetch: (
+        whole.extend(names if at is None else ()), _f(rows, names, at))[1])
+    config = AuditConfig(**{**CONFIG, "local": dataclasses.replace(CONFIG["local"],
+                                                                   diagnostics=True)})
+    with scale.using(executor()):
+        got = LocalCalibrationStage().run(plan(files, covariates="age,region"), config,
+                                          np.random.default_rng(1))
+    with scale.using(SerialExecutor()):
+        want = LocalCalibrationStage().run(load(files, covariates="age,region"), config,
+                                           np.random.default_rng(1))
+    assert whole == []
+    assert _as_json(got) == _as_json(want)
+    curves = got.local["lcb"]["curves"]
+    assert [g["group"] for c in curves for g in c["groups"]] == ["east", "north", "south"]
+
+
+def _as_json(out) -> str:
+    return json.dumps({"metrics": [dataclasses.asdict(m) for m in out.metrics],
+                       "tests": [dataclasses.asdict(t) for t in out.tests],
+                       "local": out.local, "groups": out.groups,
+                       "disparity": out.disparity, "attribution": out.attribution},
+                      sort_keys=True, default=_exact)
+
+
+def _exact(value):
+    """Arrays and numpy numbers as their exact floats (``repr`` of each Python value)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
+    return repr(value)

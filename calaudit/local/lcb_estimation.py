@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from calaudit.local.bandwidth import GaussianBandwidth
+from calaudit.local.curve_rows import DatasetCurveColumns, dataset_curve_design
 from calaudit.local.groups import index_dtype, rows_where
 from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.kernel_sources import (
@@ -132,39 +133,44 @@ class LcbEstimation:
         return ResidualRows(source, use)
 
     def run(self, scalar_r: np.ndarray, prediction: np.ndarray,
-            separation: dict[str, float]) -> tuple[np.ndarray, dict[str, Any]]:
+            separation: dict[str, float]) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The LCB at every row and ``local.lcb`` without its top groups: bandwidths,
-        curves by group with their bands, the plotted rows with pointwise intervals."""
+        curves by group with their bands, the plotted rows with pointwise intervals. On
+        a dataset whose tasks read their own rows the LCB is not fetched (``None``; it
+        stays in :attr:`rows`) and the curves' requests, grids and columns come from
+        reductions over those rows (:mod:`calaudit.local.curve_rows`)."""
         lc = self.local
         bias, selection, lcb_gram = self.local_bias(scalar_r, separation)
         if self.weights is not None:
             return self.weighted_section(scalar_r, prediction, bias, selection, lcb_gram,
                                          separation)
-        # V is never stored: built a row block at a time (CurveColumns)
-        design = curve_design(self.curve_requests(), self.n if isinstance(bias, KeptBias)
-                              else bias.weight_sums, lc.curve_points, dense=False)
+        kept = isinstance(bias, KeptBias)
+        # V is never stored: built a row block at a time (CurveColumns), on a dataset by
+        # the tasks from the range's rows (DatasetCurveColumns)
+        design: Any = dataset_curve_design(
+            self.data, self.groupings(), self.minimum_rows(), lc.curve_points) if kept \
+            else curve_design(self.curve_requests(), bias.weight_sums, lc.curve_points,
+                              dense=False)
         plotted = plot_points(self.n, max(lc.max_points, min(self.n, MIN_SE_ROWS)),
                               self.streams["points"])
         if self.lcb_kernel is not None:
-            if isinstance(bias, KeptBias) and not design.requests:  # D_j of a few rows
+            if kept:  # D_j of a few rows; V built by the tasks
                 sums: Any = Picked(bias.rows, "weight_sums", (self.n,))
-                columns = np.empty((self.n, 0), np.float32)
+                columns: Any = DatasetCurveColumns(design, bias.rows)
             else:
-                sums, columns = bias.weight_sums, None
-            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, sums,
-                                      CurveColumns(design, sums, np.float32)
-                                      if columns is None else columns,
+                sums = bias.weight_sums
+                columns = CurveColumns(design, sums, np.float32)
+            at = feature_row_products(self.lcb_kernel, plotted, scalar_r, sums, columns,
                                       self.lcb_features, self.choice.frequency_seed,
                                       squares=self.residual_rows("squares"))
         else:
             at = row_products(lcb_gram.features, plotted, scalar_r, bias.weight_sums,
                               CurveColumns(design, bias.weight_sums, np.float64))
         curves = self.curves(design, bias, at, scalar_r)
-        kept = isinstance(bias, KeptBias)
         summary = kept_summary(bias.rows, self.n, QUANTILES) if kept \
             else summarize(bias.values)
         points = self.points(bias, prediction, at)
-        lcb = bias.values  # the current callers' array (fetched here when kept)
+        lcb = None if kept else bias.values  # kept: the callers read :attr:`rows`
         section = {
             "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
                           "(eq. 7) at every observation, bandwidths chosen for estimation",
@@ -245,11 +251,18 @@ class LcbEstimation:
         }
         return bias.values, section
 
+    def groupings(self) -> list[Any]:
+        """The categorical covariates that split the curves."""
+        return [c for c in self.data.covariates
+                if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
+
+    def minimum_rows(self) -> int:
+        """The fewest rows (or units of weight) of a curve's group."""
+        return max(self.local.min_group_rows, 5)
+
     def curve_requests(self) -> list[CurveRequest]:
         covs = self.data.covariates
-        groupings = [c for c in covs
-                     if c.kind == "categorical" and len(c.categories) <= MAX_CURVE_GROUPS]
-        minimum = max(self.local.min_group_rows, 5)
+        groupings, minimum = self.groupings(), self.minimum_rows()
         weights = self.weights
         size = len if weights is None else weights.size
         requests = []
@@ -352,4 +365,6 @@ class LcbEstimation:
             return []
         return curves_from_products(design, at.curve_weights, bias, scalar_r[at.rows],
                                     self.local.confidence_level,
-                                    scale=self.n / max(at.rows.size, 1))
+                                    scale=self.n / max(at.rows.size, 1),
+                                    size_of=lambda request: getattr(
+                                        request, "n", None) or int(request.rows.size))

@@ -87,13 +87,17 @@ def placed_kernel(rows: Any, cell_matrix: NDArray[np.float64], squared: bool = F
 
 
 def cell_partial(start: int, stop: int, *, kernel: Any, cell_matrix: NDArray[np.float64],
-                 features: FourierFeatures, w: Any, q: int, squared: bool = False
-                 ) -> dict[str, NDArray[np.float64]]:
+                 features: FourierFeatures, w: Any, q: int, squared: bool = False,
+                 w_kept: Any = None) -> dict[str, NDArray[np.float64]]:
     """``sum_{i in [start, stop)} phi_i (w_i placed in cell a_i's slot)`` (D, L q): one
     single-precision GEMM per row block, accumulated in float64 (relative error about
     ``1e-6``). ``kernel`` and ``w`` are row sources (:func:`kernel_rows`; column ``w``: an
     (n, q) array or a :class:`calaudit.local.lcb_curves.CurveColumns`). ``squared``: the
-    sums of the squared kernel (:func:`placed_kernel`)."""
+    sums of the squared kernel (:func:`placed_kernel`). ``w_kept``: the kept rows a
+    column source built by the tasks reads (its ``reads_kept``), as this task received
+    them."""
+    if w_kept is not None:
+        w = w.reading(w_kept)
     with one_blas_thread():
         return {"acc": _cell_sums(start, stop, placed_kernel(kernel, cell_matrix, squared),
                                   features, _SourceColumn(w, "w"), q)}
@@ -231,7 +235,8 @@ def mixed_sums(kernel: CellKernel, features: FourierFeatures, w: Any, placed: An
                  else np.asarray(w, np.float64))
         source = ArrayRows({"w": w})
     shared = {"kernel": placed, "cell_matrix": kernel.cell_matrix, "features": features,
-              "squared": squared, "w": source, "q": q}
+              "squared": squared, "w": source, "q": q,
+              "w_kept": getattr(source, "reads_kept", None)}
     cell_matrix = kernel.cell_matrix ** 2 if squared else kernel.cell_matrix
     n_cells, d = cell_matrix.shape[0], features.n_features
     acc = scale.map_sum(cell_partial, task_ranges(n, PASS_ROWS), shared)["acc"]

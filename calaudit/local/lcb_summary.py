@@ -94,6 +94,12 @@ def pairwise_sums(rows: Any, column: str, n: int, centre: float | None = None,
     found = scale.map_combine(sums_partial, ranges, {
         "rows": rows, "column": column, "inside": inside, "crossing": crossing,
         "centre": centre}, list)
+    return tree_sums(found, n, 1 if centre is not None else 2)
+
+
+def tree_sums(found: Sequence[dict[str, Any]], n: int, width: int) -> list[np.float64]:
+    """The ``width`` sums of ``n`` values from :func:`sums_partial`'s results (in range
+    order): the nodes above the ranges added as numpy's tree adds them."""
     nodes: dict[tuple[int, int], list[np.float64]] = {}
     parts: dict[tuple[int, int], list[NDArray[np.float64]]] = {}
     for part in found:  # in range order
@@ -108,7 +114,7 @@ def pairwise_sums(rows: Any, column: str, n: int, centre: float | None = None,
             return np.add.reduce(np.concatenate([p[j] for p in parts[(first, size)]]))
         half = _half(size)
         return total(first, half, j) + total(first + half, size - half, j)
-    return [total(0, n, j) for j in range(1 if centre is not None else 2)]
+    return [total(0, n, j) for j in range(width)]
 
 
 def kept_summary(rows: Any, n: int, quantiles: Sequence[float], column: str = "lcb",
