@@ -23,7 +23,7 @@ larger group is the one gather of its own rows (:func:`panel_values`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -35,6 +35,7 @@ from calaudit.local import groups as grp
 from calaudit.local.group_moments import GroupMoments, source_moments, spec_codes
 from calaudit.local.lcb import top_label_residual
 from calaudit.scale import ArrayRows, task_ranges
+from calaudit.scale.shards import BlockRows
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +60,24 @@ class GroupRows:
     @property
     def reads_own_rows(self) -> bool:
         return bool(getattr(self.source, "reads_own_rows", False))
+
+    def row_block(self, lo: int, hi: int) -> GroupRows:
+        """Rows ``[lo, hi)`` of an in-memory source (on Dask its rows are placed as row
+        blocks, one worker each, not broadcast: :mod:`calaudit.scale.shards`)."""
+        return replace(self, source=ArrayRows({name: values[lo:hi] for name, values
+                                               in self.source.columns.items()}))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of an in-memory source's columns (a placed block's size)."""
+        return int(sum(values.nbytes for values in self.source.columns.values()))
+
+    @staticmethod
+    def joined(n: int, blocks: Sequence[Sequence[Any]]) -> GroupRows:
+        """The rows of consecutive blocks ``[[lo, hi, GroupRows], ...]`` read by global
+        row number."""
+        return replace(blocks[0][2], source=BlockRows(n, [[lo, hi, block.source]
+                                                          for lo, hi, block in blocks]))
 
     def groupings(self) -> list[tuple[str, int]]:
         """``(column, number of codes)`` of every grouping: the covariates, then the

@@ -40,8 +40,10 @@ LOST_WAIT = 3.0
 
 def shardable(value: Any) -> bool:
     """An in-memory row source, or a row-blocked value (:func:`row_blocked`), of at least
-    one row: placed as blocks, not broadcast."""
-    return (isinstance(value, ArrayRows) or row_blocked(value)) and value.n > 0
+    one row: placed as blocks, not broadcast (a source whose tasks read their own rows
+    travels inside each task instead)."""
+    return ((isinstance(value, ArrayRows) or row_blocked(value)) and value.n > 0
+            and not getattr(value, "reads_own_rows", False))
 
 
 def row_blocked(value: Any) -> bool:
