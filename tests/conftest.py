@@ -148,6 +148,19 @@ def write_frame(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def write_parts(folder: Path, columns: dict[str, np.ndarray], cuts: tuple[int, ...]) -> str:
+    """``columns`` as Parquet files ``part-k`` of rows ``cuts[k]:cuts[k + 1]`` in the new
+    directory ``folder`` (a dataset of several files)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    for k in range(len(cuts) - 1):
+        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in columns.items()}
+        pq.write_table(pa.table(part), folder / f"part-{k}.parquet")
+    return str(folder)
+
+
 def _plain_array(column: pd.Series) -> np.ndarray:
     """Numeric columns as they are; text as fixed-width unicode (never object arrays)."""
     if pd.api.types.is_numeric_dtype(column):

@@ -9,8 +9,6 @@ import json
 import sys
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from calaudit import scale
@@ -21,6 +19,7 @@ from calaudit.data.planned import RowsData, plan
 from calaudit.local.groups import covariate_levels, define_groups
 from calaudit.local.lcb import top_label_residual
 from calaudit.scale import SerialExecutor
+from tests.conftest import write_parts as write
 
 #: Two reduction ranges (the last one short).
 N = scale.TASK_ROWS + 3_001
@@ -44,14 +43,6 @@ def table(classes: int, n: int = N, seed: int = 3) -> dict[str, np.ndarray]:
     y = (rng.uniform(size=n)[:, None] > np.cumsum(tilt, axis=1)).sum(axis=1)
     return {"label": y, **{f"p_{k}": proba[:, k] for k in range(3)}, "age": age,
             "region": region}
-
-
-def write(folder, columns, cuts) -> str:
-    folder.mkdir()
-    for k in range(len(cuts) - 1):
-        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in columns.items()}
-        pq.write_table(pa.table(part), folder / f"part-{k}.parquet")
-    return str(folder)
 
 
 def refuse_rows(monkeypatch) -> None:

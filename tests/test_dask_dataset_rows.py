@@ -266,6 +266,33 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
     two_workers.wait_for_workers(2, timeout=60)
 
 
+def _killing_run(client, tmp_path, monkeypatch, seed: int, covariates: str, nth: int,
+                 names: tuple[str, ...]):
+    """The local stage's single-process JSON of 2,000 rows (three files) and the planned
+    data whose ``nth`` read of ``names`` kills the worker doing it: ``(recoveries seen,
+    stages, config, single JSON, kill flag, executor, worker pids, data)``."""
+    from calaudit.audit.local_calibration import LocalCalibrationStage
+
+    resent = _recoveries(monkeypatch)
+    table = {name: values[:2_000] for name, values in columns(seed).items()}
+    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
+    options = {"covariates": covariates}
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
+                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
+                                           lcb_cv_max_rows=300))
+    single = canonical(run_audit(load(folder, **options), config, stages=stages))
+    flag = tmp_path / "killed"
+    executor = DaskExecutor(client)
+    before = set(client.run(os.getpid).values())
+    with scale.using(executor):
+        data = plan(folder, **options)
+    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
+    data = dataclasses.replace(data, rows=KillingRows(
+        **fields, flag=str(flag), victim=0, nth=nth, names=names))
+    return resent, stages, config, single, flag, executor, before, data
+
+
 def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypatch,
                                                           tmp_path):
     """The local calibration stage on a dataset read by tasks: a worker dies while a task
@@ -274,27 +301,11 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     executor's own recovery of placed data never runs."""
     import cloudpickle
 
-    from calaudit.audit.local_calibration import LocalCalibrationStage
     from calaudit.local import kernel_tests, lcb_features
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent = _recoveries(monkeypatch)
-    table = {name: values[:2_000] for name, values in columns(6).items()}
-    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
-    options = {"covariates": "age,region,flag"}
-    stages = (LocalCalibrationStage(),)
-    config = AuditConfig(**CONFIG, n_features=64,
-                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
-                                                     lcb_cv_max_rows=300))
-    single = canonical(run_audit(load(folder, **options), config, stages=stages))
-    flag = tmp_path / "killed"
-    executor = DaskExecutor(two_workers)
-    before = set(two_workers.run(os.getpid).values())
-    with scale.using(executor):
-        data = plan(folder, **options)
-    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
-    data = dataclasses.replace(data, rows=KillingRows(
-        **fields, flag=str(flag), victim=0, nth=1,
-        names=("y", "proba", "x:age", "x:region", "x:flag")))
+    resent, stages, config, single, flag, executor, before, data = _killing_run(
+        two_workers, tmp_path, monkeypatch, 6, "age,region,flag", 1,
+        ("y", "proba", "x:age", "x:region", "x:flag"))
     sources = []
     monkeypatch.setattr(kernel_tests, "feature_local_pass", lambda *a, _f=(
         kernel_tests.feature_local_pass), **k: (sources.append(k["source"]), _f(*a, **k))[1])
@@ -483,25 +494,9 @@ def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,
     single-process run's and the executor's own recovery of placed data never runs."""
     import cloudpickle
 
-    from calaudit.audit.local_calibration import LocalCalibrationStage
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent = _recoveries(monkeypatch)
-    table = {name: values[:2_000] for name, values in columns(7).items()}
-    folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
-    options = {"covariates": "age,region"}
-    stages = (LocalCalibrationStage(),)
-    config = AuditConfig(**CONFIG, n_features=64,
-                         local=LocalConfig(n_resamples=19, group_ci_resamples=19,
-                                           lcb_cv_max_rows=300))
-    single = canonical(run_audit(load(folder, **options), config, stages=stages))
-    flag = tmp_path / "killed"
-    executor = DaskExecutor(two_workers)
-    before = set(two_workers.run(os.getpid).values())
-    with scale.using(executor):
-        data = plan(folder, **options)
-    fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
-    data = dataclasses.replace(data, rows=KillingRows(
-        **fields, flag=str(flag), victim=0, nth=2, names=("y", "proba")))
+    resent, stages, config, single, flag, executor, before, data = _killing_run(
+        two_workers, tmp_path, monkeypatch, 7, "age,region", 2, ("y", "proba"))
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert int(flag.read_text().split()[1]) in before
     assert canonical(result) == single

@@ -10,8 +10,6 @@ import json
 import sys
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from calaudit import scale
@@ -24,6 +22,7 @@ from calaudit.local.score_members import ScoreMembers
 from calaudit.local.score_rows import level_codes, memory_rows, score_pass, score_rows
 from calaudit.numerics.pairwise import as_columns
 from calaudit.scale import SerialExecutor
+from tests.conftest import write_parts as write
 
 
 def table(classes: int, n: int, seed: int = 2) -> dict[str, np.ndarray]:
@@ -35,14 +34,6 @@ def table(classes: int, n: int, seed: int = 2) -> dict[str, np.ndarray]:
     if classes == 2:
         return {**out, "prob": proba[:, 1]}
     return {**out, **{f"p_{k}": proba[:, k] for k in range(classes)}}
-
-
-def write(folder, columns, cuts) -> str:
-    folder.mkdir()
-    for k in range(len(cuts) - 1):
-        part = {name: values[cuts[k]:cuts[k + 1]] for name, values in columns.items()}
-        pq.write_table(pa.table(part), folder / f"part-{k}.parquet")
-    return str(folder)
 
 
 def in_memory(folder: str, view: int | None = None):
