@@ -36,6 +36,7 @@ from calaudit.attribution.irls import PART_ROWS, part_ranges
 from calaudit.attribution.model import ModelRows, logit_offset
 from calaudit.local.groups import band_codes
 from calaudit.local.lcb import top_label_residual
+from calaudit.local.levels import level_reads
 from calaudit.scale import ArrayRows, DerivedRows
 
 
@@ -69,10 +70,7 @@ def level_rows(data: Any, levels: Sequence[Any]) -> LevelRows | None:
     source = getattr(data, "rows", None)
     if not getattr(source, "reads_own_rows", False):
         return None
-    covariates = tuple(data.covariates)
-    return LevelRows(source, tuple(source.covariate_column(c.name) for c in covariates),
-                     tuple(None if c.kind == "categorical" else lv.edges
-                           for c, lv in zip(covariates, levels, strict=True)))
+    return LevelRows(source, *level_reads(data, levels))
 
 
 def memory_rows(outcome: NDArray[np.float64], prediction: NDArray[np.float64],

@@ -9,6 +9,7 @@ by their tasks the edges come from exact order-statistics reductions
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,3 +129,14 @@ def data_levels(data: Any, n_bands: int) -> list[Levels]:
         edges = np.unique(found[rows.covariate_column(c.name)])
         levels.append(Levels(c.name, None, band_labels(edges), edges, c))
     return levels
+
+
+def level_reads(data: Any, levels: Sequence[Levels]
+                ) -> tuple[tuple[str, ...], tuple[NDArray[np.float64] | None, ...]]:
+    """For a data object whose rows are read by their tasks: each covariate's column in
+    its source and the band edges its level codes come from (None: the column holds the
+    category codes), in the data's order."""
+    covariates = tuple(data.covariates)
+    return (tuple(data.rows.covariate_column(c.name) for c in covariates),
+            tuple(None if c.kind == "categorical" else lv.edges
+                  for c, lv in zip(covariates, levels, strict=True)))

@@ -33,6 +33,7 @@ from scipy import sparse
 from calaudit import scale
 from calaudit.local.groups import band_codes
 from calaudit.local.klce import residuals
+from calaudit.local.levels import level_reads
 from calaudit.local.score_members import ScoreMembers, outer_sums
 from calaudit.scale import ArrayRows, DerivedRows
 
@@ -103,10 +104,7 @@ def score_rows(data: Any, levels: Sequence[Any], view: int | None = None) -> Sco
     source = getattr(data, "rows", None)
     if not getattr(source, "reads_own_rows", False):
         return None
-    covariates = tuple(data.covariates)
-    return ScoreRows(source, tuple(source.covariate_column(c.name) for c in covariates),
-                     tuple(None if c.kind == "categorical" else lv.edges
-                           for c, lv in zip(covariates, levels, strict=True)),
+    return ScoreRows(source, *level_reads(data, levels),
                      tuple(len(lv.labels) for lv in levels), view)
 
 
