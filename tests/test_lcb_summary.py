@@ -10,7 +10,8 @@ import pytest
 
 from calaudit import scale
 from calaudit.local.lcb import QUANTILES, summarize
-from calaudit.local.lcb_summary import kept_summary, pairwise_sums, sum_plan
+from calaudit.local.lcb_summary import kept_summary
+from calaudit.numerics.pairwise_sums import pairwise_sums, sum_plan
 from calaudit.scale import ArrayRows, SerialExecutor
 
 

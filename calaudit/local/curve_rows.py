@@ -10,7 +10,7 @@ reductions, the bits of the in-memory curves of the same rows.
   maximum of the group's ``x`` from exact order statistics
   (:func:`calaudit.numerics.order_statistics.order_statistics` over a source giving each
   range's group values), numpy's ``std(ddof=1)`` from its pairwise sums over the group's
-  subsequence (:func:`calaudit.local.lcb_summary.sum_plan` cut at the ranges' offsets).
+  subsequence (:func:`calaudit.numerics.pairwise_sums.sum_plan` cut at the ranges' offsets).
 - **Normalisers and centres**: :func:`calaudit.local.lcb_curves.curve_sums_partial` on
   each range's requests (built in the task), added in range order.
 - **Columns** ``V_jt = w_j(t) / D_j`` (:class:`DatasetCurveColumns`): built in the tasks
@@ -34,8 +34,8 @@ from calaudit.local.lcb_curves import (
     CurveRows,
     curve_sums_partial,
 )
-from calaudit.local.lcb_summary import SUMMARY_ROWS, sum_plan, sums_partial, tree_sums
 from calaudit.numerics.order_statistics import interpolate, order_statistics, quantile_positions
+from calaudit.numerics.pairwise_sums import SUMMARY_ROWS, sum_plan, sums_partial, tree_sums
 from calaudit.scale import TASK_ROWS, task_ranges
 
 #: The percentiles of :func:`calaudit.local.lcb_curves.curve_grid` (grid ends, quartiles).

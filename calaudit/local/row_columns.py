@@ -9,7 +9,7 @@ reduction (:func:`calaudit.inference.skce_rows.gather`: each task returns its ro
 those asked for, in their places; the values, not a computation on them) and reads the
 whole column into this process only for anything else (``np.asarray``), through the
 data's own lazy load. :func:`covariate_moments` gives ``x.mean()`` and ``x.std()`` of each
-numeric covariate with numpy's bits (:func:`calaudit.local.lcb_summary.pairwise_sums`).
+numeric covariate with numpy's bits (:func:`calaudit.numerics.pairwise_sums.pairwise_sums`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from calaudit.inference.skce_rows import gather
 from calaudit.local.klce import residuals
-from calaudit.local.lcb_summary import pairwise_sums
+from calaudit.numerics.pairwise_sums import pairwise_sums
 
 
 class GatheredColumn:
