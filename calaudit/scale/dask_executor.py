@@ -235,7 +235,7 @@ class DaskExecutor:
                                     self._broadcast_counter(partial))
             arguments = {**shared, **sharded, **broadcasts.futures}
             blocked = any(isinstance(v, shards.Shards) for v in arguments.values())
-            spans = None if blocked else chunked(partial, ranges)  # no row blocks read
+            spans = None if blocked else chunked(partial, ranges, self.window())
             partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
                         else flattened(self._in_order(*spans, arguments, broadcasts)))
             try:

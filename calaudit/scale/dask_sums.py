@@ -1,12 +1,14 @@
 """Fewer, larger Dask tasks for the reductions whose tasks read their own rows.
 
-:func:`chunked` makes one task of :data:`RANGES_PER_TASK` consecutive ranges (each task
-costs the client a few milliseconds whatever its size); the client still folds their
-partials one by one in range order. :func:`exact_sum` adds the partials of a reduction
-whose sums are **exact** (any order of addition gives the same bytes) in groups of
-:data:`GROUP` on the workers, and the client folds the group totals in group order.
-Everything is a task (nothing is scattered), so a result lost with its worker is
-recomputed by Dask from lineage.
+Each task costs the client some milliseconds (the scheduler runs there on a local
+cluster) whatever its size, so a pass makes about a window of tasks whatever the rows:
+:func:`span_ranges` of consecutive ranges per task, at least a few and at most enough
+for a window (:func:`per_task`). :func:`chunked` returns a span's partials as a list,
+which the client folds one by one in range order; :func:`exact_sum` adds a span's
+partials in the task for a reduction whose sums are **exact** (any order of addition
+gives the same bytes), and the client folds the spans' totals in span order. Everything
+is a task (nothing is scattered), so a result lost with its worker is recomputed by Dask
+from lineage.
 """
 
 from __future__ import annotations
@@ -24,10 +26,24 @@ from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import size_of
 from calaudit.scale.dask_waits import await_result, cluster_failure
 
-#: Consecutive ranges whose partials one task adds on a worker.
+#: Consecutive ranges one task adds (exact sums), at least.
 GROUP = 8
-#: Consecutive ranges computed by one task of a reduction that reads its own rows.
+#: Consecutive ranges one task computes when it returns their partials, at least and at
+#: most (bounds the partials a task holds until the client fetches them).
 RANGES_PER_TASK = 4
+MAX_RANGES_PER_TASK = 16
+
+
+def per_task(n_ranges: int, window: int, least: int, most: int | None = None) -> int:
+    """Ranges per task: enough that ``n_ranges`` make about ``window`` tasks, at least
+    ``least`` and at most ``most``."""
+    wanted = max(int(least), -(-int(n_ranges) // max(1, int(window))))
+    return wanted if most is None else min(wanted, int(most))
+
+
+def span_ranges(ranges: Sequence[tuple[int, int]], per: int) -> list[list[tuple[int, int]]]:
+    """``ranges`` cut into consecutive runs of ``per`` (the last one shorter)."""
+    return [list(ranges[i:i + per]) for i in range(0, len(ranges), per)]
 
 
 class Chunked:
@@ -42,19 +58,19 @@ class Chunked:
                 for lo in range(start, stop, self.step)]
 
 
-def chunked(partial: Callable[..., Any], ranges: list[tuple[int, int]]
+def chunked(partial: Callable[..., Any], ranges: list[tuple[int, int]], window: int
             ) -> tuple[Chunked, list[tuple[int, int]]] | None:
     """``(Chunked(partial, step), spans)`` of consecutive ranges of ``step`` rows each
-    (the last one at most that), :data:`RANGES_PER_TASK` of them per span; ``None`` for
-    a single range or other ranges."""
+    (the last one at most that), :func:`per_task` of them per span for about ``window``
+    tasks; ``None`` for a single range or other ranges."""
     first, step = ranges[0][0], ranges[0][1] - ranges[0][0]
     regular = step > 0 and all(a == first + k * step and 0 < b - a <= step
                                for k, (a, b) in enumerate(ranges)) and all(
         b - a == step for a, b in ranges[:-1])
     if len(ranges) < 2 or not regular:
         return None
-    spans = [(ranges[i][0], ranges[min(i + RANGES_PER_TASK, len(ranges)) - 1][1])
-             for i in range(0, len(ranges), RANGES_PER_TASK)]
+    per = per_task(len(ranges), window, RANGES_PER_TASK, MAX_RANGES_PER_TASK)
+    spans = [(run[0][0], run[-1][1]) for run in span_ranges(ranges, per)]
     return Chunked(partial, step), spans
 
 
@@ -73,15 +89,13 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _call(partial: Callable[..., Mapping[str, np.ndarray]], start: int, stop: int,
-          values: Mapping[str, Any], handles: Mapping[str, Any]) -> Mapping[str, np.ndarray]:
-    """One range's partial (Dask replaces the futures by their values)."""
-    return in_task(partial, start, stop, **values, **handles)
-
-
-def _added(*parts: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A group's partials added on a worker, last to first (exact sums: any order)."""
-    return fold(reversed(parts))
+def _added(partial: Callable[..., Mapping[str, np.ndarray]], ranges: list[tuple[int, int]],
+           values: Mapping[str, Any], handles: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """One task: the partials of ``ranges`` added on the worker, last to first (exact
+    sums: any order), one partial held at a time (Dask replaces the futures by their
+    values)."""
+    return fold(in_task(partial, start, stop, **values, **handles)
+                for start, stop in reversed(ranges))
 
 
 def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
@@ -100,19 +114,13 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
     for key, value in plain.items():  # a source reading its own rows is not counted
         if not getattr(value, "reads_own_rows", False):  # (as in ``broadcasts.scatter``)
             executor._count_broadcast(name, key, value)
-    groups = [ranges[i:i + GROUP] for i in range(0, len(ranges), GROUP)]
-    in_flight = max(2, executor.window() // GROUP)
+    in_flight = executor.window()
+    groups = span_ranges(ranges, per_task(len(ranges), in_flight, GROUP))
 
     def submit(index: int) -> Any:
-        parts = [client.submit(_call, partial, start, stop, values, handles,
-                               retries=executor.retries, pure=False,
-                               key=f"calaudit-{name}-{token}-{index}-{start}")
-                 for start, stop in groups[index]]
-        total = client.submit(_added, *parts, retries=executor.retries, pure=False,
-                              key=f"calaudit-{name}-{token}-{index}-sum")
-        for part in parts:  # the group's task holds them until it has added them
-            part.release()
-        return total
+        return client.submit(_added, partial, groups[index], values, handles,
+                             retries=executor.retries, pure=False,
+                             key=f"calaudit-{name}-{token}-{index}")
 
     def totals() -> Iterator[dict[str, np.ndarray]]:
         pending: deque[Any] = deque()
