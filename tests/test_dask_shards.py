@@ -276,5 +276,6 @@ def test_a_task_that_keeps_killing_its_worker_is_one_cluster_error():
             executor.map_sum(always_killing_partial, ranges,
                              {**WEIGHTS, "rows": rows, "victim": ranges[0][0]})
         message = str(error.value)
-        assert "always_killing_partial task on rows 0-4,096" in message
+        # the first task's span: four ranges of 4,096 rows (dask_sums.RANGES_PER_TASK)
+        assert "always_killing_partial task on rows 0-16,384" in message
         assert "lost" in message

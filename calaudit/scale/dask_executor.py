@@ -234,8 +234,7 @@ class DaskExecutor:
             broadcasts = Broadcasts(self.client, {**shared, **sharded},
                                     self._broadcast_counter(partial))
             arguments = {**shared, **sharded, **broadcasts.futures}
-            blocked = any(isinstance(v, shards.Shards) for v in arguments.values())
-            spans = None if blocked else chunked(partial, ranges, self.window())
+            spans = chunked(partial, ranges, self.window())  # a span's task gets its blocks
             partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
                         else flattened(self._in_order(*spans, arguments, broadcasts)))
             try:
