@@ -32,12 +32,10 @@ from calaudit.local.group_moments import GroupMoments
 from calaudit.local.levels import (  # noqa: F401 - the group table's levels, used from here
     Levels,
     band_codes,
-    band_labels,
     covariate_levels,
     data_levels,
     edge_bands,
     quantile_bands,
-    quantile_edges,
 )
 from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, moment_test
 from calaudit.numerics.distributions import norm_ppf
@@ -137,12 +135,6 @@ def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
-
-
-def normal_mean_interval(d: NDArray[np.float64], level: float) -> tuple[float, float]:
-    """``mean(d) -/+ z sd(d) / sqrt(n)`` (used when resampling is switched off)."""
-    sd = float(d.std(ddof=1)) if d.size > 1 else np.nan
-    return normal_interval(float(d.mean()), sd, d.size, level)
 
 
 def normal_interval(mean: float, sd: float, n: int, level: float) -> tuple[float, float]:
