@@ -34,6 +34,7 @@ from calaudit import scale
 from calaudit.local import groups as grp
 from calaudit.local.group_moments import GroupMoments, source_moments
 from calaudit.local.lcb import top_label_residual
+from calaudit.local.levels import level_reads
 from calaudit.scale import ArrayRows, task_ranges
 from calaudit.scale.shards import BlockRows
 
@@ -125,8 +126,7 @@ def level_rows(data: Any, levels: Sequence[grp.Levels], intersections: bool,
     sizes = tuple(len(lv.labels) for lv in levels)
     source = getattr(data, "rows", None)
     if getattr(source, "reads_own_rows", False):
-        return GroupRows(source, True, tuple(source.covariate_column(lv.name) for lv in levels),
-                         tuple(lv.edges for lv in levels), sizes, pairs)
+        return GroupRows(source, True, *level_reads(data, levels), sizes, pairs)
     columns = {"y": outcome, "p": prediction, **({} if weight is None else {"w": weight}),
                **{f"c{j}": lv.codes for j, lv in enumerate(levels)}}
     return GroupRows(ArrayRows(columns), False, tuple(f"c{j}" for j in range(len(levels))),
