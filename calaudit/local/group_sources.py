@@ -133,28 +133,6 @@ def level_rows(data: Any, levels: Sequence[grp.Levels], intersections: bool,
                      (None,) * len(levels), sizes, pairs)
 
 
-def level_specs(levels: Sequence[grp.Levels], rows: GroupRows,
-                moments: list[list[GroupMoments]]) -> list[grp.GroupSpec]:
-    """The groups of :func:`calaudit.local.groups.define_groups` (same names, order and
-    keys) from the groups' row counts, without their rows."""
-    specs = []
-    for j, lv in enumerate(levels):
-        for code, m in enumerate(moments[j]):
-            if m.n:
-                label = lv.labels[code]
-                specs.append(grp.GroupSpec(f"{lv.name}={label}", "single", {lv.name: label},
-                                           None, (j, code)))
-    for index, (a, b) in enumerate(rows.pairs, start=len(levels)):
-        la, lb = levels[a], levels[b]
-        for key, m in enumerate(moments[index]):
-            if m.n:
-                ca, cb = divmod(key, len(lb.labels))
-                x, y = la.labels[ca], lb.labels[cb]
-                specs.append(grp.GroupSpec(f"{la.name}={x} & {lb.name}={y}", "intersection",
-                                           {la.name: x, lb.name: y}, None, (index, key)))
-    return specs
-
-
 @dataclass(frozen=True)
 class GroupValues:
     """What the group table learnt of each group (by name): its moments and, for a
@@ -259,7 +237,7 @@ def level_table(data: Any, levels: Sequence[grp.Levels], intersections: bool,
     rows), rows and :class:`GroupValues`; ``lcb``: the LCB values (array or source)."""
     rows = level_rows(data, levels, intersections, outcome, prediction)
     moments = source_moments(rows, rows.groupings(), lcb_source(lcb))
-    specs = level_specs(levels, rows, moments)
+    specs = grp.define_groups(levels, intersections, [[m.n for m in g] for g in moments])
     table, values = table_of_rows(specs, rows, moments, lcb is not None, rng, settings)
     return specs, table, values
 

@@ -66,23 +66,32 @@ def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
     return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
-def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
+def define_groups(levels: Sequence[Levels], intersections: bool,
+                  counts: Sequence[Sequence[int]] | None = None) -> list[GroupSpec]:
     """Single-covariate groups, then (optionally) pairwise intersections; empty ones are
-    skipped."""
-    specs: list[GroupSpec] = []
-    for index, lv in enumerate(levels):
-        for code, rows in rows_by_code(lv.codes):
-            label = lv.labels[code]
-            specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows,
-                                   (index, code)))
+    skipped. Each group's ``key``: its grouping (the covariates, then the pairs) and its
+    code there (a pair's ``a |B| + b``). ``counts``: the rows of every grouping's codes
+    (the group table's moments): the groups without their rows (``rows`` None), the
+    levels' codes never read."""
+    groupings: list[tuple[Levels, ...]] = [(lv,) for lv in levels]
     if intersections:
-        for index, (a, b) in enumerate(combinations(levels, 2), start=len(levels)):
-            joint = a.codes.astype(np.int64) * len(b.labels) + b.codes
-            for key, rows in rows_by_code(joint):
-                ca, cb = divmod(key, len(b.labels))
-                la, lb = a.labels[ca], b.labels[cb]
-                specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
-                                       {a.name: la, b.name: lb}, rows, (index, key)))
+        groupings += list(combinations(levels, 2))
+    specs: list[GroupSpec] = []
+    for index, members in enumerate(groupings):
+        if counts is not None:
+            found: list[tuple[int, Any]] = [(int(code), None)
+                                            for code in np.flatnonzero(counts[index])]
+        elif len(members) == 1:
+            found = rows_by_code(members[0].codes)
+        else:
+            a, b = members
+            found = rows_by_code(a.codes.astype(np.int64) * len(b.labels) + b.codes)
+        for code, rows in found:
+            cells = divmod(code, len(members[1].labels)) if len(members) == 2 else (code,)
+            covariates = {lv.name: lv.labels[c] for lv, c in zip(members, cells, strict=True)}
+            specs.append(GroupSpec(" & ".join(f"{k}={v}" for k, v in covariates.items()),
+                                   "single" if len(members) == 1 else "intersection",
+                                   covariates, rows, (index, code)))
     return specs
 
 
