@@ -41,7 +41,7 @@ from calaudit.audit.local_calibration import STREAMS, attribute_levels  # noqa: 
 from calaudit.data.dataset import CalibrationData  # noqa: E402
 from calaudit.local import groups as grp  # noqa: E402
 from calaudit.local.group_reliability import group_panels  # noqa: E402
-from calaudit.local.group_sources import group_table  # noqa: E402
+from calaudit.local.group_sources import level_table  # noqa: E402
 from calaudit.local.kernel_tests import LocalTests  # noqa: E402
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation  # noqa: E402
 
@@ -78,21 +78,21 @@ def main() -> None:
                         lambda: attribute_levels(setup, outcome, prediction), diag)
     lcb, _ = timed("LCB (bandwidths, kernel sums, curves)", lambda: LcbEstimation(setup).run(
         r, prediction, categorical_separation(attribution.section)), diag)
-    specs = grp.define_groups(setup.levels, lc.intersections)
     settings = grp.GroupSettings(min_rows=lc.min_group_rows, min_events=lc.min_group_events,
                                  adjust=lc.group_adjust, alpha=config.alpha,
                                  ci_resamples=lc.group_ci_resamples,
                                  level=lc.confidence_level)
-    table = timed("group table", lambda: group_table(
-        specs, outcome, prediction, lcb, streams["groups"], settings), diag)
+    specs, table, values = timed("group table", lambda: level_table(
+        None, setup.levels, lc.intersections, outcome, prediction, lcb, streams["groups"],
+        settings), diag)
     timed("explained_by", lambda: mark_explained(table, specs, attribution, outcome, 0.05),
           diag)
     timed("group reliability panels", lambda: group_panels(
-        table, specs, outcome, prediction, n_bins=15, strategy="uniform", n_resamples=1000,
-        level=0.95, rng=streams["group_reliability"]), diag)
+        table, specs, None, None, n_bins=15, strategy="uniform", n_resamples=1000,
+        level=0.95, rng=streams["group_reliability"], values=values), diag)
     timed("disparity bootstrap", lambda: disparity(table, specs, data.covariate_names,
-                                                   outcome, prediction, streams["disparity"],
-                                                   1000, 0.95), diag)
+                                                   values, streams["disparity"], 1000, 0.95),
+          diag)
     total_test, total_diag = sum(test.values()), sum(diag.values())
     print(f"local test total      {total_test:8.1f} s")
     print(f"diagnostics total     {total_diag:8.1f} s")

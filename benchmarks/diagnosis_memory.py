@@ -26,7 +26,7 @@ from calaudit.attribution.disparity import disparity
 from calaudit.attribution.explain import AttributionSettings, attribute, mark_explained
 from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
-from calaudit.local.group_sources import group_table
+from calaudit.local.group_sources import level_table
 
 #: Bands of age: 10, more levels than the default 4 (a harder case: 14 model columns, 54 groups).
 BANDS = 10
@@ -69,15 +69,14 @@ def main() -> int:
     settings = AttributionSettings()
     att = step("attribution", lambda: attribute(levels, ["numeric", "categorical"], y, p,
                                                 settings))
-    specs = step("define_groups", lambda: grp.define_groups(levels, True))
-    gs = grp.GroupSettings(level=1 - 0.05 / len(specs))
-    table = step("group_table", lambda: group_table(specs, y, p, None,
-                                                         np.random.default_rng(1), gs))
+    gs = grp.GroupSettings(level=1 - 0.05 / len(grp.define_groups(levels, True)))
+    specs, table, values = step("group_table", lambda: level_table(
+        None, levels, True, y, p, None, np.random.default_rng(1), gs))
     step("mark_explained", lambda: mark_explained(table, specs, att, y, 0.05))
-    step("group_panels", lambda: group_panels(table, specs, y, p, n_bins=15,
+    step("group_panels", lambda: group_panels(table, specs, None, None, n_bins=15,
                                               strategy="uniform", n_resamples=1000, level=0.95,
-                                              rng=np.random.default_rng(2)))
-    step("disparity", lambda: disparity(table, specs, ["age", "region"], y, p,
+                                              rng=np.random.default_rng(2), values=values))
+    step("disparity", lambda: disparity(table, specs, ["age", "region"], values,
                                         np.random.default_rng(3), 1000, 0.95))
     print("  attribution:", att.section["summary"])
     for row in grp.most_biased(table, 3):

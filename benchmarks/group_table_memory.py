@@ -50,8 +50,7 @@ def pieces(data, levels, outcome, prediction) -> tuple[float, int, int, str]:
                                        rng[0], grp.GroupSettings())
     panels = group_panels(table, specs, None, None, n_bins=15, strategy="uniform",
                           n_resamples=1000, level=0.95, rng=rng[1], values=values)
-    gaps = disparity(table, specs, [lv.name for lv in levels], None, None, rng[2], 1000,
-                     0.95, values=values)
+    gaps = disparity(table, specs, [lv.name for lv in levels], values, rng[2], 1000, 0.95)
     seconds = time.perf_counter() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()

@@ -228,8 +228,8 @@ def test_audit_result_json_carries_the_new_sections():
 
 def test_disparity_normal_interval_without_resampling():
     from calaudit.attribution.disparity import disparity
-    from calaudit.local.group_sources import group_table
-    from calaudit.local.groups import GroupSettings, define_groups
+    from calaudit.local.group_sources import level_table
+    from calaudit.local.groups import GroupSettings
 
     rng = np.random.default_rng(0)
     n = 900
@@ -238,11 +238,11 @@ def test_disparity_normal_interval_without_resampling():
     y = (rng.random(n) < p + np.array([0.1, 0.0, -0.1])[codes]).astype(float)
     cov = type("C", (), {"name": "g", "kind": "categorical", "values": codes,
                          "categories": ("a", "b", "c")})()
-    specs = define_groups([covariate_levels(cov, 4)], False)
-    table = group_table(specs, y, p, None, rng, GroupSettings(resample=False))
-    (entry,) = disparity(table, specs, ["g"], y, p, rng, 100, 0.95, resample=False)
+    specs, table, values = level_table(None, [covariate_levels(cov, 4)], False, y, p, None,
+                                       rng, GroupSettings(resample=False))
+    (entry,) = disparity(table, specs, ["g"], values, rng, 100, 0.95, resample=False)
     d = y - p
-    top, bottom = specs[0].rows, specs[2].rows
+    top, bottom = np.flatnonzero(codes == 0), np.flatnonzero(codes == 2)
     se = np.sqrt(d[top].var(ddof=1) / top.size + d[bottom].var(ddof=1) / bottom.size)
     diff = d[top].mean() - d[bottom].mean()
     assert entry["difference"] == pytest.approx(diff)
@@ -320,18 +320,25 @@ def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):
     error."""
     from calaudit.attribution.disparity import disparity
     from calaudit.local import groups as grp
-    from calaudit.local.group_sources import group_table
+    from calaudit.local.group_sources import level_table
 
     rng = np.random.default_rng(0)
     n = 3 * grp.NORMAL_MIN_ROWS
     codes = np.repeat([0, 1, 2], grp.NORMAL_MIN_ROWS)
     p = rng.uniform(0.2, 0.8, n)
     y = (rng.random(n) < p + np.array([0.02, 0.0, -0.01])[codes]).astype(float)
-    specs = grp.define_groups([grp.Levels("g", codes, ("a", "b", "c"))], False)
-    table = group_table(specs, y, p, None, rng, grp.GroupSettings(resample=False))
-    (new,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)
-    monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
-    (old,) = disparity(table, specs, ["g"], y, p, np.random.default_rng(1), 2000, 0.95)
+    levels = [grp.Levels("g", codes, ("a", "b", "c"))]
+
+    def table(seed):
+        return level_table(None, levels, False, y, p, None, np.random.default_rng(seed),
+                           grp.GroupSettings(resample=False))
+
+    specs, rows, values = table(0)
+    (new,) = disparity(rows, specs, ["g"], values, np.random.default_rng(1), 2000, 0.95)
+    monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)  # every level's rows gathered
+    specs, rows, values = table(0)
+    assert set(values.gathered) == {"g=a", "g=b", "g=c"}
+    (old,) = disparity(rows, specs, ["g"], values, np.random.default_rng(1), 2000, 0.95)
     width = old["ci"][1] - old["ci"][0]
     assert new["ci"] == pytest.approx(old["ci"], abs=0.08 * width)
     assert new["difference"] == old["difference"]

@@ -128,19 +128,19 @@ def group_inputs(n: int = N, seed: int = 5):
     lcb = 1e3 + rng.normal(0.0, 0.1, n)  # a large mean: the two-pass sums matter
     levels = [grp.Levels("race", race.astype(np.int32), ("A", "B", "C")),
               grp.Levels("age", *grp.quantile_bands(age, 4))]
-    return grp.define_groups(levels, True), y, p, lcb
+    return levels, y, p, lcb
 
 
 def _table_bytes(executor) -> bytes:
     import json
 
     from calaudit.local import groups as grp
-    from calaudit.local.group_sources import group_table
+    from calaudit.local.group_sources import level_table
 
-    specs, y, p, lcb = group_inputs()
+    levels, y, p, lcb = group_inputs()
     with scale.using(executor):
-        table = group_table(specs, y, p, lcb, np.random.default_rng(2),
-                                grp.GroupSettings(ci_resamples=200))
+        table = level_table(None, levels, True, y, p, lcb, np.random.default_rng(2),
+                            grp.GroupSettings(ci_resamples=200))[1]
     return json.dumps(table, sort_keys=True).encode()
 
 
@@ -154,14 +154,18 @@ def test_group_moments_are_the_exact_moments():
     ``statistics.stdev`` (exact fractions): the slow obvious reference."""
     import statistics
 
-    from calaudit.local.group_moments import group_moments, spec_codes
+    from calaudit.local.group_moments import source_moments
+    from calaudit.local.group_sources import level_rows
+    from calaudit.local.groups import define_groups
+    from calaudit.scale import ArrayRows
 
-    specs, y, p, lcb = group_inputs()
-    codes, sizes, keys = spec_codes(specs, y.size)
-    moments = group_moments(codes, sizes, y, p, lcb)
+    levels, y, p, lcb = group_inputs()
+    source = level_rows(None, levels, True, y, p)
+    moments = source_moments(source, source.groupings(), ArrayRows({"lcb": lcb}))
+    specs = define_groups(levels, True)
     assert len(specs) == 3 + 4 + 12
-    for spec, (j, code) in zip(specs, keys, strict=True):
-        got, rows = moments[j][code], spec.rows
+    for spec in specs:
+        got, rows = moments[spec.key[0]][spec.key[1]], spec.rows
         n = rows.size
         assert (got.n, got.events) == (n, math.fsum(y[rows]))
         assert got.observed_rate == math.fsum(y[rows]) / n
@@ -173,18 +177,16 @@ def test_group_moments_are_the_exact_moments():
         assert got.sd == pytest.approx(statistics.stdev(d.tolist()), rel=1e-13)
 
 
-def test_group_moments_of_specs_without_keys_and_empty_groups():
-    """Specs made by hand (no key) are groupings of their own (rows outside them in the
-    spare bin); a code with no rows has NaN means."""
-    from calaudit.local.group_moments import group_moments, spec_codes
-    from calaudit.local.groups import GroupSpec
+def test_group_moments_of_rows_in_no_group_and_empty_groups():
+    """Rows in none of a grouping's groups (code ``size``) are in its spare bin; a code
+    with no rows has NaN means."""
+    from calaudit.local.group_moments import source_moments
+    from calaudit.scale import ArrayRows
 
     y, p = np.array([1.0, 0.0, 1.0, 1.0]), np.array([0.5, 0.25, 0.75, 0.5])
-    specs = [GroupSpec("a", "single", {}, np.array([0, 2], dtype=np.int32)),
-             GroupSpec("b", "single", {}, np.array([1, 2, 3], dtype=np.int32), (0, 2))]
-    codes, sizes, keys = spec_codes(specs, 4)
-    assert sizes == [1, 3] and keys == [(0, 0), (1, 2)]
-    moments = group_moments(codes, sizes, y, p, None)
+    source = ArrayRows({"y": y, "p": p, "a": np.array([0, 1, 0, 1], np.int32),
+                        "b": np.array([3, 2, 2, 2], np.int32)})
+    moments = source_moments(source, [("a", 1), ("b", 3)])
     a, b = moments[0][0], moments[1][2]
     assert (a.n, a.events, a.bias, a.sd) == (2, 2.0, 0.375, math.sqrt(0.03125))
     assert (b.n, b.events, b.mean_prediction) == (3, 2.0, 0.5) and math.isnan(b.mean_lcb)

@@ -20,7 +20,7 @@ from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
 from calaudit.local import groups as grp
 from calaudit.local.group_reliability import group_panels
-from calaudit.local.group_sources import GroupValues, group_table, level_table
+from calaudit.local.group_sources import level_table
 from calaudit.local.lcb import top_label_residual
 from calaudit.scale import ArrayRows, SerialExecutor, ThreadExecutor
 
@@ -61,8 +61,7 @@ def _pieces(data, levels, outcome, prediction, lcb, strategy: str = "uniform") -
                                        rng[0], settings)
     panels = group_panels(table, specs, None, None, n_bins=10, strategy=strategy,
                           n_resamples=49, level=0.95, rng=rng[1], values=values)
-    gaps = disparity(table, specs, [lv.name for lv in levels], None, None, rng[2], 99, 0.95,
-                     values=values)
+    gaps = disparity(table, specs, [lv.name for lv in levels], values, rng[2], 99, 0.95)
     return json.dumps({"groups": table, "panels": panels, "disparity": gaps},
                       sort_keys=True, default=float)
 
@@ -115,26 +114,33 @@ def test_the_tasks_give_the_in_memory_groups_panels_and_disparity(files, rules, 
 
 
 def test_the_group_table_of_levels_is_the_table_of_the_groups_rows(files, rules):
-    """The groups made from the levels' counts (no rows) are ``define_groups``' groups,
-    and their table is the table of the groups given with their rows."""
+    """The groups made from the levels' counts (no rows) are ``define_groups``' groups;
+    each row's moments are its rows' own (the groups' rows of the arrays), and the
+    disparity of the gathered rows below the rule is the stratified bootstrap of every
+    level's rows."""
     loaded, levels, outcome, prediction, lcb = _in_memory(files)
     settings = grp.GroupSettings(ci_resamples=99)
-    specs, table, _ = level_table(loaded, levels, True, outcome, prediction, lcb,
-                                  np.random.default_rng(1), settings)
+    specs, table, values = level_table(loaded, levels, True, outcome, prediction, lcb,
+                                       np.random.default_rng(1), settings)
     given = grp.define_groups(levels, True)
     assert [(s.name, s.key) for s in specs] == [(s.name, s.key) for s in given]
     assert all(s.rows is None for s in specs)
-    assert table == group_table(given, outcome, prediction, lcb, np.random.default_rng(1),
-                                settings)
-    # the disparity of the arrays (every level's rows) is the same draws below the rule
-    values = GroupValues.of_arrays(given, outcome, prediction)
-    if rules == "default":
-        assert disparity(table, given, ["age", "region"], outcome, prediction,
-                         np.random.default_rng(2), 99, 0.95) == disparity(
-            table, specs, ["age", "region"], None, None, np.random.default_rng(2), 99, 0.95,
-            values=level_table(loaded, levels, True, outcome, prediction, lcb,
-                               np.random.default_rng(1), settings)[2])
-    assert set(values.gathered) == {s.name for s in given if s.kind == "single"}
+    for row, spec in zip(table, given, strict=True):
+        y, p = outcome[spec.rows], prediction[spec.rows]
+        assert (row["n"], row["events"]) == (y.size, int(y.sum()))
+        assert row["bias"] == pytest.approx(float(np.mean(y - p)), rel=1e-12, abs=1e-15)
+        assert row["mean_lcb"] == pytest.approx(float(lcb[spec.rows].mean()), rel=1e-12)
+    if rules == "default":  # every conclusive level gathered: the rows' own bootstrap
+        rng = np.random.default_rng(2)
+        gap = disparity(table, specs, ["region"], values, rng, 99, 0.95)[0]
+        rng = np.random.default_rng(2)
+        members = [s for s in given if s.kind == "single" and "region" in s.covariates
+                   and next(r for r in table if r["group"] == s.name)["status"]
+                   != "INCONCLUSIVE"]
+        spread = np.ptp(np.stack([grp.bootstrap_means(outcome[s.rows] - prediction[s.rows],
+                                                      rng, 99) for s in members]), axis=0)
+        tail = (1.0 - 0.95) / 2.0
+        assert gap["ci"] == list(np.quantile(spread, [tail, 1.0 - tail]))
 
 
 def test_large_groups_test_on_their_cumulant_sums():
@@ -146,9 +152,10 @@ def test_large_groups_test_on_their_cumulant_sums():
     n = 2 * grp.EXACT_MAX_ROWS
     p = rng.uniform(0.05, 0.6, 2 * n)
     y = (rng.random(2 * n) < p).astype(np.float64)
-    specs = grp.define_groups([grp.Levels("g", np.repeat([0, 1], n).astype(np.int32),
-                                          ("a", "b"))], False)
-    table = group_table(specs, y, p, None, np.random.default_rng(0), grp.GroupSettings())
+    levels = [grp.Levels("g", np.repeat([0, 1], n).astype(np.int32), ("a", "b"))]
+    specs = grp.define_groups(levels, False)
+    table = level_table(None, levels, False, y, p, None, np.random.default_rng(0),
+                        grp.GroupSettings())[1]
     for row, spec in zip(table, specs, strict=True):
         value, method = group_test(int(y[spec.rows].sum()), p[spec.rows])
         assert row["test_method"] == method == "refined normal approximation"

@@ -10,7 +10,7 @@ from scipy import stats
 from calaudit.data.dataset import Covariate
 from calaudit.inference.multitest import adjust_pvalues
 from calaudit.local import groups as grp
-from calaudit.local.group_sources import group_table
+from calaudit.local.group_sources import level_table
 from calaudit.local.poisson_binomial import _rna_cdf, group_test, poisson_binomial_pmf, tails
 from tests.reference_local import poisson_binomial_enumeration
 
@@ -78,10 +78,9 @@ def test_group_rows_statistics_status_and_adjustment():
     y[:3] = 1.0
     tiny = Covariate("tiny", "categorical", (np.arange(n) < 10).astype(int), ("no", "yes"))
     lcb = rng.normal(size=n)
-    specs = grp.define_groups([grp.covariate_levels(race, 4), grp.covariate_levels(tiny, 4)],
-                              intersections=False)
+    levels = [grp.covariate_levels(race, 4), grp.covariate_levels(tiny, 4)]
     settings = grp.GroupSettings(min_rows=30, min_events=5, ci_resamples=300)
-    rows = group_table(specs, y, p, lcb, np.random.default_rng(1), settings)
+    rows = level_table(None, levels, False, y, p, lcb, np.random.default_rng(1), settings)[1]
     by = {r["group"]: r for r in rows}
     a = by["race=A"]
     members = race.values == 0
@@ -124,8 +123,14 @@ def test_bootstrap_interval_is_seeded_and_covers_the_mean():
     d = np.random.default_rng(3).normal(0.1, 1.0, size=400)
     a = grp.bootstrap_mean_interval(d, np.random.default_rng(5), 500, 0.95)
     assert a == grp.bootstrap_mean_interval(d, np.random.default_rng(5), 500, 0.95)
-    low, high = grp.normal_mean_interval(d, 0.95)
+    low, high = normal_mean_interval(d, 0.95)
     assert a[0] == pytest.approx(low, abs=0.03) and a[1] == pytest.approx(high, abs=0.03)
+
+
+def normal_mean_interval(d, level):
+    """``mean(d) -/+ z sd(d) / sqrt(n)`` of the rows themselves (numpy's mean and sd)."""
+    half = stats.norm.ppf(0.5 + level / 2.0) * d.std(ddof=1) / np.sqrt(d.size)
+    return d.mean() - half, d.mean() + half
 
 
 def _two_groups(n, seed=0):
@@ -133,25 +138,30 @@ def _two_groups(n, seed=0):
     codes = (np.arange(n) >= n // 4).astype(np.intp)
     p = rng.uniform(0.1, 0.6, n)
     y = (rng.random(n) < p + 0.03 * (codes == 0)).astype(float)
-    levels = [grp.Levels("g", codes, ("a", "b"))]
-    return grp.define_groups(levels, False), y, p
+    return [grp.Levels("g", codes, ("a", "b"))], y, p
+
+
+def group_table(levels, y, p, rng, settings):
+    """The table of one covariate's groups (no LCB, no intersections)."""
+    return level_table(None, levels, False, y, p, None, rng, settings)[1]
 
 
 def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
     """Groups of NORMAL_MIN_ROWS+ rows get the normal interval (bias_ci_method), smaller
     ones the percentile bootstrap; above the rule the normal interval agrees with the
     bootstrap it replaces (the old path, forced by raising the rule) to Monte Carlo error."""
-    specs, y, p = _two_groups(4 * grp.NORMAL_MIN_ROWS)
+    levels, y, p = _two_groups(4 * grp.NORMAL_MIN_ROWS)
+    specs = grp.define_groups(levels, False)
     settings = grp.GroupSettings(ci_resamples=2000)
-    new = group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    new = group_table(levels, y, p, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in new] == ["normal", "normal"]
     for row, spec in zip(new, specs):
         # the moments are reductions (group_moments): numpy's pairwise mean and std to
         # their last digits
-        assert row["bias_ci"] == pytest.approx(list(grp.normal_mean_interval(
+        assert row["bias_ci"] == pytest.approx(list(normal_mean_interval(
             y[spec.rows] - p[spec.rows], row["bias_ci_level"])), rel=1e-12)
     monkeypatch.setattr(grp, "NORMAL_MIN_ROWS", 10**9)
-    old = group_table(specs, y, p, None, np.random.default_rng(1), settings)
+    old = group_table(levels, y, p, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in old] == ["percentile bootstrap"] * 2
     for a, b in zip(new, old):
         half = (a["bias_ci"][1] - a["bias_ci"][0]) / 2
@@ -159,7 +169,7 @@ def test_group_interval_switches_to_normal_at_the_size_rule(monkeypatch):
         assert {k: v for k, v in a.items() if k not in ("bias_ci", "bias_ci_method")} == \
             {k: v for k, v in b.items() if k not in ("bias_ci", "bias_ci_method")}
     small, ys, ps = _two_groups(2000)
-    rows = group_table(small, ys, ps, None, np.random.default_rng(1), settings)
+    rows = group_table(small, ys, ps, np.random.default_rng(1), settings)
     assert [r["bias_ci_method"] for r in rows] == ["percentile bootstrap"] * 2
 
 

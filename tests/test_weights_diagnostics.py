@@ -345,8 +345,11 @@ def test_multiclass_frequency_weighted_diagnostics_equal_the_repeated_rows() -> 
 
 def test_weighted_disparity_without_resampling_matches_a_loop() -> None:
     from calaudit.attribution.disparity import disparity
+    from calaudit.local.group_moments import source_moments
+    from calaudit.local.group_sources import GroupValues
     from calaudit.local.groups import GroupSpec
     from calaudit.local.weighted_groups import WeightedRows
+    from calaudit.scale import ArrayRows
 
     rng = np.random.default_rng(4)
     n = 300
@@ -355,13 +358,18 @@ def test_weighted_disparity_without_resampling_matches_a_loop() -> None:
     d = rng.uniform(0.3, 3.0, n)
     rows = WeightedRows.of(SampleWeights(d, "design"), y, p)
     specs, table = [], []
+    codes = (np.arange(n) >= 100).astype(np.int32)
+    source = ArrayRows({"y": y, "p": p, "w": rows.w, "g": codes})
+    moments = source_moments(source, [("g", 2)], weighted=True)[0]
     for code, part in enumerate((np.arange(0, 100), np.arange(100, 300))):
         e, w = y[part] - p[part], d[part]
         bias = np.dot(w, e) / w.sum()
         specs.append(GroupSpec(f"g={code}", "single", {"g": str(code)},
                                part.astype(np.int32), key=(0, code)))
         table.append({"group": f"g={code}", "status": "PASS", "bias": bias})
-    gap, = disparity(table, specs, ["g"], y, p, np.random.default_rng(0), 99, 0.95,
+    values = GroupValues({s.name: moments[code] for code, s in enumerate(specs)}, {}, {},
+                         None)
+    gap, = disparity(table, specs, ["g"], values, np.random.default_rng(0), 99, 0.95,
                      resample=False, weighted=rows)
 
     def se(part):  # the larger of the linearised and the effective-size standard errors

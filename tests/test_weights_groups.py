@@ -64,7 +64,7 @@ def test_frequency_weights_equal_row_duplication_for_every_group_field() -> None
 
 
 def test_frequency_weights_equal_duplication_above_the_exact_and_bootstrap_sizes() -> None:
-    from calaudit.local.group_sources import group_table
+    from calaudit.local.group_sources import level_table
 
     rng = np.random.default_rng(5)
     n = 900
@@ -73,13 +73,12 @@ def test_frequency_weights_equal_duplication_above_the_exact_and_bootstrap_sizes
     codes = rng.integers(0, 2, n).astype(np.int32)
     w = rng.integers(5, 30, n)  # groups of ~7,500 units: RNA test, bootstrap interval
     settings = GroupSettings(min_rows=30, ci_resamples=200)
-    specs = define_groups([Levels("g", codes, ("a", "b"))], False)
     rows = WeightedRows.of(SampleWeights(w.astype(float)), y, p)
-    mine = weighted_group_table(specs, rows, True, np.random.default_rng(1), settings, 99)
+    mine = weighted_group_table([Levels("g", codes, ("a", "b"))], False, rows, True,
+                                np.random.default_rng(1), settings, 99)[1]
     repeat = np.repeat(np.arange(n), w)
-    dup_specs = define_groups([Levels("g", codes[repeat], ("a", "b"))], False)
-    theirs = group_table(dup_specs, y[repeat], p[repeat], None, np.random.default_rng(1),
-                         settings)
+    theirs = level_table(None, [Levels("g", codes[repeat], ("a", "b"))], False, y[repeat],
+                         p[repeat], None, np.random.default_rng(1), settings)[1]
     for a, b in zip(mine, theirs, strict=True):
         assert a["test_method"] == "refined normal approximation"
         for key in FIELDS:
@@ -118,9 +117,10 @@ def test_weighted_bias_and_interval_match_a_direct_loop(rate) -> None:
     d[:5] = 0.0
     rates = None if rate is None else rng.uniform(rate, 1.0, n)
     weights = SampleWeights(d, "design", rates)
-    specs = define_groups([Levels("g", codes, ("a", "b", "c"))], False)
-    table = weighted_group_table(specs, WeightedRows.of(weights, y, p), False,
-                                 np.random.default_rng(0), GroupSettings(min_rows=5), 99)
+    specs, table, _ = weighted_group_table([Levels("g", codes, ("a", "b", "c"))], False,
+                                           WeightedRows.of(weights, y, p), False,
+                                           np.random.default_rng(0), GroupSettings(min_rows=5),
+                                           99)
     w = weights.of_labels(y)
     for spec, row in zip(specs, table, strict=True):
         rows = spec.rows
@@ -154,11 +154,12 @@ def rejection_rate(case: str, n_sets: int, seed: int) -> tuple[float, float]:
             keep = (y == 1) | (rng.random(n) < 0.3)
             y, p, codes = y[keep], p[keep], codes[keep]
             weights = SampleWeights(np.ones(y.size), "frequency", np.full(y.size, 0.3))
-        specs = define_groups([Levels("g", codes, ("a", "b", "c"))], False)
+        levels = [Levels("g", codes, ("a", "b", "c"))]
         rows = WeightedRows.of(weights, y, p)
         for k, draws in enumerate((199, None)):
-            table = weighted_group_table(specs, rows, weights.kind == "frequency", rng,
-                                         settings, draws)
+            specs, table, _ = weighted_group_table(levels, False, rows,
+                                                   weights.kind == "frequency", rng, settings,
+                                                   draws)
             rejected[k] += sum(r["p_value"] <= 0.05 for r in table if r["p_value"] is not None)
         total += len(specs)
     return rejected[0] / total, rejected[1] / total
@@ -180,9 +181,9 @@ def test_the_weighted_group_test_finds_a_biased_group_under_negative_sampling() 
     y = (rng.random(n) < np.clip(p + 0.15 * (codes == 0), 0, 1)).astype(np.int64)
     keep = (y == 1) | (rng.random(n) < 0.3)
     weights = SampleWeights(np.ones(keep.sum()), "frequency", np.full(keep.sum(), 0.3))
-    specs = define_groups([Levels("g", codes[keep], ("a", "b"))], False)
-    table = weighted_group_table(specs, WeightedRows.of(weights, y[keep], p[keep]), True,
-                                 rng, GroupSettings(), 199)
+    table = weighted_group_table([Levels("g", codes[keep], ("a", "b"))], False,
+                                 WeightedRows.of(weights, y[keep], p[keep]), True, rng,
+                                 GroupSettings(), 199)[1]
     assert table[0]["status"] == "FAIL" and table[0]["bias_ci"][0] > 0
     assert table[1]["bias_ci"][0] < 0 < table[1]["bias_ci"][1]  # calibrated in population
     assert table[0]["test_method"] == "Monte Carlo (labels redrawn)"
@@ -276,23 +277,23 @@ def test_multiclass_frequency_weights_equal_row_duplication_in_the_top_label_tab
 def weighted_inputs():
     from tests.test_client_reductions import group_inputs
 
-    specs, y, p, _ = group_inputs()
+    levels, y, p, _ = group_inputs()
     rng = np.random.default_rng(9)
     weights = SampleWeights(rng.exponential(1.0, y.size), "design",
                             rng.uniform(0.2, 1.0, y.size))
-    return specs, WeightedRows.of(weights, y, p)
+    return levels, WeightedRows.of(weights, y, p)
 
 
 def test_weighted_group_moments_are_the_exact_sums() -> None:
     """Each group's weighted sums against ``math.fsum`` of its rows."""
-    from calaudit.local.group_moments import spec_codes
-    from calaudit.local.weighted_group_moments import weighted_group_moments
+    from calaudit.local.group_moments import source_moments
+    from calaudit.local.group_sources import level_rows
 
-    specs, rows = weighted_inputs()
-    codes, sizes, keys = spec_codes(specs, rows.p.size)
-    moments = weighted_group_moments(codes, sizes, rows.y, rows.p, rows.w)
-    for spec, (j, code) in zip(specs, keys, strict=True):
-        got, index = moments[j][code], spec.rows
+    levels, rows = weighted_inputs()
+    source = level_rows(None, levels, True, rows.y, rows.p, rows.w)
+    moments = source_moments(source, source.groupings(), weighted=True)
+    for spec in define_groups(levels, True):
+        got, index = moments[spec.key[0]][spec.key[1]], spec.rows
         w, y, e = rows.w[index], rows.y[index], rows.y[index] - rows.p[index]
         total = math.fsum(w)
         bias = math.fsum(w * e) / total
@@ -312,11 +313,11 @@ def test_the_weighted_group_table_gives_the_same_bytes_on_any_threads(threads) -
     from calaudit import scale
     from calaudit.scale import SerialExecutor, ThreadExecutor
 
-    specs, rows = weighted_inputs()
+    levels, rows = weighted_inputs()
     out = []
     for executor in (SerialExecutor(), ThreadExecutor(threads)):
         with scale.using(executor):
-            table = weighted_group_table(specs, rows, False, np.random.default_rng(2),
-                                         GroupSettings(), 99)
+            table = weighted_group_table(levels, True, rows, False, np.random.default_rng(2),
+                                         GroupSettings(), 99)[1]
         out.append(json.dumps(table, sort_keys=True).encode())
     assert out[0] == out[1]

@@ -22,7 +22,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from calaudit.local.groups import NORMAL_MIN_ROWS, normal_mean_interval, resampled_means
+from calaudit.local.groups import NORMAL_MIN_ROWS, normal_interval, resampled_means
 
 LEVELS = (0.95, 0.999)
 B = 1000
@@ -48,7 +48,7 @@ def run(n: int, mean: float, reps: int, bootstrap: bool, seed: int) -> None:
         d = group(n, mean, rng)
         means = resampled_means(d, rng, B) if bootstrap else None
         for lv in LEVELS:
-            low, high = normal_mean_interval(d, lv)
+            low, high = normal_interval(float(d.mean()), float(d.std(ddof=1)), d.size, lv)
             hits["normal", lv] += low <= 0 <= high
             if bootstrap:  # the percentile interval of bootstrap_mean_interval
                 tail = (1.0 - lv) / 2.0

@@ -26,7 +26,7 @@ import numpy as np
 from _common import clopper_pearson
 
 from calaudit.data.weights import SampleWeights
-from calaudit.local.groups import GroupSettings, Levels, define_groups
+from calaudit.local.groups import GroupSettings, Levels
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
 
 SETS = 2000
@@ -59,11 +59,12 @@ def run(case: str, n: int, rng: np.random.Generator) -> str:
     covered = rejected_mc = rejected_normal = done = 0
     for _ in range(SETS):
         y, p, weights = draw(case, n, rng)
-        specs = define_groups([Levels("g", np.zeros(y.size, np.int32), ("all",))], False)
+        levels = [Levels("g", np.zeros(y.size, np.int32), ("all",))]
         rows = WeightedRows.of(weights, y, p)
         frequency = weights.kind == "frequency"
-        mc = weighted_group_table(specs, rows, frequency, rng, SETTINGS, 199)[0]
-        normal = weighted_group_table(specs, rows, frequency, rng, SETTINGS, None)[0]
+        mc = weighted_group_table(levels, False, rows, frequency, rng, SETTINGS, 199)[1][0]
+        normal = weighted_group_table(levels, False, rows, frequency, rng, SETTINGS,
+                                      None)[1][0]
         if mc["bias_ci"] is None:
             continue
         done += 1

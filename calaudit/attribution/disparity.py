@@ -22,10 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.group_moments import spec_codes
+from calaudit.local.group_moments import WeightedMoments
 from calaudit.local.group_sources import GroupValues
 from calaudit.local.groups import NORMAL_MIN_ROWS, GroupSpec, bootstrap_means
-from calaudit.local.weighted_group_moments import weighted_group_moments
 from calaudit.local.weighted_groups import WeightedRows, ratio_se
 from calaudit.numerics.distributions import norm_ppf
 
@@ -36,21 +35,14 @@ WEIGHTED = ("level means drawn from N(bias, se^2), se the weighted ratio's stand
 
 
 def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
-              covariates: Sequence[str], outcome: NDArray[np.float64] | None,
-              prediction: NDArray[np.float64] | None, rng: np.random.Generator,
+              covariates: Sequence[str], values: GroupValues, rng: np.random.Generator,
               n_resamples: int, level: float, resample: bool = True,
-              weighted: WeightedRows | None = None, values: GroupValues | None = None
-              ) -> list[dict[str, Any]]:
+              weighted: WeightedRows | None = None) -> list[dict[str, Any]]:
     """One entry per covariate with at least two conclusive levels (see module docstring);
-    ``weighted``: the weighted group table's rows (with ``outcome`` and ``prediction``);
-    else ``values``: the group table's moments and gathered rows
-    (:class:`calaudit.local.group_sources.GroupValues`), by default every level's rows of
-    ``outcome`` and ``prediction``."""
-    d = None if weighted is None else outcome - prediction
-    if weighted is None and values is None:
-        values = GroupValues.of_arrays(specs, outcome, prediction)
+    ``values``: the group table's moments and gathered rows
+    (:class:`calaudit.local.group_sources.GroupValues`); ``weighted``: the weighted group
+    table's rows (``values`` its weighted moments)."""
     spec_of = {spec.name: spec for spec in specs}
-    spreads = None if weighted is None else level_spreads(specs, weighted)
     out = []
     for name in covariates:
         members = [(row, spec_of[row["group"]]) for row in table
@@ -63,16 +55,16 @@ def disparity(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
         top, bottom = members[int(biases.argmax())], members[int(biases.argmin())]
         if resample:
             draws = np.stack([level_means(values, spec, rng, n_resamples)
-                              if spreads is None else
-                              weighted_means(d, spec, weighted, spreads, rng, n_resamples)
+                              if weighted is None else
+                              weighted_means(values, spec, weighted, rng, n_resamples)
                               for _, spec in members])
             spread = draws.max(axis=0) - draws.min(axis=0)
             tail = (1.0 - level) / 2.0
             low, high = np.quantile(spread, [tail, 1.0 - tail])
         else:
             z = float(norm_ppf(0.5 + level / 2.0))
-            se = np.sqrt(sum(level_variance(values, spec)
-                             if spreads is None else spreads[spec.name][1] ** 2
+            se = np.sqrt(sum(level_variance(values, spec) if weighted is None else
+                             weighted_se(values.moments[spec.name], weighted.repeated) ** 2
                              for _, spec in (top, bottom)))
             low, high = biases.max() - biases.min() - z * se, biases.max() - biases.min() + z * se
         top, bottom = top[0], bottom[0]
@@ -108,28 +100,20 @@ def level_variance(values: GroupValues, spec: GroupSpec) -> float:
     return m.sd ** 2 / m.n
 
 
-def level_spreads(specs: Sequence[GroupSpec], rows: WeightedRows
-                  ) -> dict[str, tuple[float, float, float]]:
-    """``(bias, se, weight)`` of every single-covariate group on weighted rows: ``se`` the
-    repeated rows' ``sd / sqrt(W)`` for frequency weights, else :func:`ratio_se`."""
-    singles = [spec for spec in specs if spec.kind == "single"]
-    codes, sizes, keys = spec_codes(singles, rows.p.size)
-    moments = weighted_group_moments(codes, sizes, rows.y, rows.p, rows.w)
-    out = {}
-    for spec, (j, code) in zip(singles, keys, strict=True):
-        m = moments[j][code]
-        se = (float(np.sqrt(m.m2 / (m.weight - 1.0) / m.weight)) if m.weight > 1 else np.inf
-              ) if rows.repeated else ratio_se(m)
-        out[spec.name] = (m.bias, se, m.weight)
-    return out
+def weighted_se(m: WeightedMoments, repeated: bool) -> float:
+    """A weighted level's standard error: the repeated rows' ``sd / sqrt(W)`` for
+    frequency weights, else :func:`calaudit.local.weighted_groups.ratio_se`."""
+    if not repeated:
+        return ratio_se(m)
+    return float(np.sqrt(m.m2 / (m.weight - 1.0) / m.weight)) if m.weight > 1 else np.inf
 
 
-def weighted_means(d: NDArray[np.float64], spec: GroupSpec, rows: WeightedRows,
-                   spreads: dict[str, tuple[float, float, float]], rng: np.random.Generator,
-                   n_resamples: int) -> NDArray[np.float64]:
+def weighted_means(values: GroupValues, spec: GroupSpec, rows: WeightedRows,
+                   rng: np.random.Generator, n_resamples: int) -> NDArray[np.float64]:
     """Resampled weighted means of a level (module docstring)."""
-    bias, se, weight = spreads[spec.name]
-    if rows.repeated and weight < NORMAL_MIN_ROWS:
-        return bootstrap_means(np.repeat(d[spec.rows], rows.w[spec.rows].astype(np.int64)),
-                               rng, n_resamples)
-    return rng.normal(bias, se, n_resamples)
+    m = values.moments[spec.name]
+    if rows.repeated and m.weight < NORMAL_MIN_ROWS:
+        index = spec.rows
+        return bootstrap_means(np.repeat(rows.y[index] - rows.p[index],
+                                         rows.w[index].astype(np.int64)), rng, n_resamples)
+    return rng.normal(m.bias, weighted_se(m, rows.repeated), n_resamples)

@@ -101,11 +101,10 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
     else:
         outcome, prediction = top_label_residual(data.y_true, data.y_proba)
     settings = group_settings(config)
-    specs = grp.define_groups(setup.levels, lc.intersections)
     rows = WeightedRows.of(data.weights, outcome, prediction)
-    table = weighted_group_table(specs, rows, data.weights.kind == "frequency",
-                                 streams["groups"], settings,
-                                 lc.n_resamples if config.run_tests else None)
+    specs, table, values = weighted_group_table(
+        setup.levels, lc.intersections, rows, data.weights.kind == "frequency",
+        streams["groups"], settings, lc.n_resamples if config.run_tests else None)
     attribution = attribute_levels(setup, outcome, prediction,
                                    ModelWeights.of(data.weights, outcome))
     section = None if attribution is None else attribution.section
@@ -123,9 +122,9 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
         strategy=config.binning.strategy,
         n_resamples=config.n_resamples if config.run_tests else None, level=0.95,
         rng=streams["group_reliability"], weights=data.weights)
-    gaps = disparity(table, specs, data.covariate_names, outcome, prediction,
-                     streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
-                     resample=config.run_tests, weighted=rows)
+    gaps = disparity(table, specs, data.covariate_names, values, streams["disparity"],
+                     lc.group_ci_resamples, lc.confidence_level, resample=config.run_tests,
+                     weighted=rows)
     return StageOutput(metrics=(metric,), tests=tuple(tests), local=local,
                        groups=tuple(table), disparity=tuple(gaps),
                        attribution=section or {})
@@ -160,9 +159,8 @@ def diagnostics(setup: LocalTests, scalar_r: np.ndarray, outcome: np.ndarray,
                           strategy=config.binning.strategy,
                           n_resamples=config.n_resamples if config.run_tests else None,
                           level=0.95, rng=streams["group_reliability"], values=values)
-    gaps = disparity(table, specs, data.covariate_names, None, None,
-                     streams["disparity"], lc.group_ci_resamples, lc.confidence_level,
-                     resample=config.run_tests, values=values)
+    gaps = disparity(table, specs, data.covariate_names, values, streams["disparity"],
+                     lc.group_ci_resamples, lc.confidence_level, resample=config.run_tests)
     return {"local": {"klce": klce, "lcb": lcb_section, "group_reliability": panels},
             "groups": tuple(table), "attribution": section or {}, "disparity": tuple(gaps)}
 

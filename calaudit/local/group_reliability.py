@@ -44,17 +44,15 @@ def group_panels(table: Sequence[dict[str, Any]], specs: Sequence[GroupSpec],
     """``local.group_reliability``: one panel per selected group (see module docstring);
     ``n_resamples=None`` leaves the bands out (``consistency_band: null``). ``weights``:
     the rows' weights (outcome 1 is the positive class of label-dependent sampling), with
-    ``outcome`` and ``prediction``; else ``values``: the group table's
-    (:func:`calaudit.local.group_sources.panel_values` gives the groups' rows), by default
-    the groups' rows of ``outcome`` and ``prediction``."""
+    ``outcome`` and ``prediction`` and the groups given with their rows; else ``values``:
+    the group table's (:func:`calaudit.local.group_sources.panel_values` gives the groups'
+    rows)."""
     spec_of = {spec.name: spec for spec in specs}
     chosen = sorted((row for row in table if spec_of[row["group"]].kind == "single"
                      and row["status"] != "INCONCLUSIVE"),
                     key=lambda row: (-abs(row["bias"]), row["group"]))[:max_panels]
     bins = min(n_bins, MAX_BINS)
     names = [row["group"] for row in chosen]
-    if weights is None and values is None:
-        values = GroupValues.of_arrays(specs, outcome, prediction)
     reduced = ({} if weights is not None or strategy != "uniform"
                else reduced_panels(values, names, bins, bool(n_resamples)))
     gathered = (panel_values(values, [name for name in names if name not in reduced])

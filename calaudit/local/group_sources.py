@@ -32,8 +32,9 @@ from numpy.typing import NDArray
 
 from calaudit import scale
 from calaudit.local import groups as grp
-from calaudit.local.group_moments import GroupMoments, source_moments, spec_codes
+from calaudit.local.group_moments import GroupMoments, source_moments
 from calaudit.local.lcb import top_label_residual
+from calaudit.local.levels import level_reads
 from calaudit.scale import ArrayRows, task_ranges
 from calaudit.scale.shards import BlockRows
 
@@ -44,7 +45,8 @@ class GroupRows:
     gives ``y`` (class codes) and ``proba`` (else the outcome ``y`` and prediction ``p``
     already); ``columns``: each covariate's column of values or codes; ``edges``: a
     numeric covariate's band edges (None: the column holds the codes); ``sizes``: levels
-    per covariate; ``pairs``: the intersections' covariates."""
+    per covariate; ``pairs``: the intersections' covariates. Any other column (the row
+    weight ``w`` of the weighted table) is read as ``source`` gives it."""
 
     source: Any
     raw: bool
@@ -92,8 +94,9 @@ class GroupRows:
             c for j in needed if j >= len(self.sizes) for c in self.pairs[j - len(self.sizes)]})
         wanted = [self.columns[j] for j in singles]
         scores = (["y", "proba"] if self.raw else ["y", "p"]) if {"y", "p"} & set(names) else []
-        part = self.source.read(start, stop, list(dict.fromkeys([*scores, *wanted])))
-        out: dict[str, NDArray] = {}
+        kept = [name for name in names if name not in ("y", "p") and name[0] != "g"]
+        part = self.source.read(start, stop, list(dict.fromkeys([*scores, *wanted, *kept])))
+        out: dict[str, NDArray] = {name: part[name] for name in kept}
         if scores:
             out["y"], out["p"] = (top_label_residual(part["y"], part["proba"]) if self.raw
                                   else (part["y"], part["p"]))
@@ -113,43 +116,21 @@ class GroupRows:
 
 
 def level_rows(data: Any, levels: Sequence[grp.Levels], intersections: bool,
-               outcome: NDArray | None = None, prediction: NDArray | None = None
-               ) -> GroupRows:
+               outcome: NDArray | None = None, prediction: NDArray | None = None,
+               weight: NDArray | None = None) -> GroupRows:
     """The group table's rows of ``data`` on ``levels``: read by the tasks from the
     dataset's rows when ``data.rows`` reads its own rows, else the ``outcome``,
-    ``prediction`` and the levels' codes held here."""
+    ``prediction`` (with ``weight``: the rows' weights, column ``w``) and the levels'
+    codes held here."""
     pairs = tuple(combinations(range(len(levels)), 2)) if intersections else ()
     sizes = tuple(len(lv.labels) for lv in levels)
     source = getattr(data, "rows", None)
     if getattr(source, "reads_own_rows", False):
-        return GroupRows(source, True, tuple(source.covariate_column(lv.name) for lv in levels),
-                         tuple(lv.edges for lv in levels), sizes, pairs)
-    columns = {"y": outcome, "p": prediction,
+        return GroupRows(source, True, *level_reads(data, levels), sizes, pairs)
+    columns = {"y": outcome, "p": prediction, **({} if weight is None else {"w": weight}),
                **{f"c{j}": lv.codes for j, lv in enumerate(levels)}}
     return GroupRows(ArrayRows(columns), False, tuple(f"c{j}" for j in range(len(levels))),
                      (None,) * len(levels), sizes, pairs)
-
-
-def level_specs(levels: Sequence[grp.Levels], rows: GroupRows,
-                moments: list[list[GroupMoments]]) -> list[grp.GroupSpec]:
-    """The groups of :func:`calaudit.local.groups.define_groups` (same names, order and
-    keys) from the groups' row counts, without their rows."""
-    specs = []
-    for j, lv in enumerate(levels):
-        for code, m in enumerate(moments[j]):
-            if m.n:
-                label = lv.labels[code]
-                specs.append(grp.GroupSpec(f"{lv.name}={label}", "single", {lv.name: label},
-                                           None, (j, code)))
-    for index, (a, b) in enumerate(rows.pairs, start=len(levels)):
-        la, lb = levels[a], levels[b]
-        for key, m in enumerate(moments[index]):
-            if m.n:
-                ca, cb = divmod(key, len(lb.labels))
-                x, y = la.labels[ca], lb.labels[cb]
-                specs.append(grp.GroupSpec(f"{la.name}={x} & {lb.name}={y}", "intersection",
-                                           {la.name: x, lb.name: y}, None, (index, key)))
-    return specs
 
 
 @dataclass(frozen=True)
@@ -165,14 +146,6 @@ class GroupValues:
 
     def values(self, name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
         return self.gathered.get(name)
-
-    @classmethod
-    def of_arrays(cls, specs: Sequence[grp.GroupSpec], outcome: NDArray,
-                  prediction: NDArray) -> GroupValues:
-        """Every single-covariate group's rows of ``outcome`` and ``prediction`` (groups
-        given with their rows)."""
-        return cls({}, {s.name: (outcome[s.rows], prediction[s.rows]) for s in specs
-                        if s.kind == "single"}, {}, None)
 
 
 def gather_partial(start: int, stop: int, *, rows: Any,
@@ -264,26 +237,9 @@ def level_table(data: Any, levels: Sequence[grp.Levels], intersections: bool,
     rows), rows and :class:`GroupValues`; ``lcb``: the LCB values (array or source)."""
     rows = level_rows(data, levels, intersections, outcome, prediction)
     moments = source_moments(rows, rows.groupings(), lcb_source(lcb))
-    specs = level_specs(levels, rows, moments)
+    specs = grp.define_groups(levels, intersections, [[m.n for m in g] for g in moments])
     table, values = table_of_rows(specs, rows, moments, lcb is not None, rng, settings)
     return specs, table, values
-
-
-def group_table(specs: Sequence[grp.GroupSpec], outcome: NDArray[np.float64],
-                prediction: NDArray[np.float64], lcb: NDArray[np.float64] | None,
-                rng: np.random.Generator, settings: grp.GroupSettings
-                ) -> list[dict[str, Any]]:
-    """Rows of ``groups`` of groups given with their rows (each spec's ``key`` its grouping
-    and code, or a grouping of its own): :func:`table_of_rows` on the arrays."""
-    codes, sizes, keys = spec_codes(specs, int(np.shape(prediction)[0]))
-    columns = {"y": outcome, "p": prediction, **{f"c{j}": c for j, c in enumerate(codes)}}
-    # code ``size``: rows in none of a grouping's groups (a bin of their own)
-    rows = GroupRows(ArrayRows(columns), False, tuple(f"c{j}" for j in range(len(codes))),
-                     (None,) * len(codes), tuple(sizes))
-    moments = source_moments(rows, rows.groupings(), lcb_source(lcb))
-    keyed = [s if s.key == key else grp.GroupSpec(s.name, s.kind, s.covariates, s.rows, key)
-             for s, key in zip(specs, keys, strict=True)]
-    return table_of_rows(keyed, rows, moments, lcb is not None, rng, settings)[0]
 
 
 def panel_values(values: GroupValues, names: Sequence[str]

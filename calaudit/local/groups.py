@@ -32,12 +32,10 @@ from calaudit.local.group_moments import GroupMoments
 from calaudit.local.levels import (  # noqa: F401 - the group table's levels, used from here
     Levels,
     band_codes,
-    band_labels,
     covariate_levels,
     data_levels,
     edge_bands,
     quantile_bands,
-    quantile_edges,
 )
 from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, moment_test
 from calaudit.numerics.distributions import norm_ppf
@@ -68,23 +66,32 @@ def rows_where(mask: NDArray[np.bool_]) -> NDArray[np.int32]:
     return np.flatnonzero(mask).astype(index_dtype(mask.size), copy=False)
 
 
-def define_groups(levels: Sequence[Levels], intersections: bool) -> list[GroupSpec]:
+def define_groups(levels: Sequence[Levels], intersections: bool,
+                  counts: Sequence[Sequence[int]] | None = None) -> list[GroupSpec]:
     """Single-covariate groups, then (optionally) pairwise intersections; empty ones are
-    skipped."""
-    specs: list[GroupSpec] = []
-    for index, lv in enumerate(levels):
-        for code, rows in rows_by_code(lv.codes):
-            label = lv.labels[code]
-            specs.append(GroupSpec(f"{lv.name}={label}", "single", {lv.name: label}, rows,
-                                   (index, code)))
+    skipped. Each group's ``key``: its grouping (the covariates, then the pairs) and its
+    code there (a pair's ``a |B| + b``). ``counts``: the rows of every grouping's codes
+    (the group table's moments): the groups without their rows (``rows`` None), the
+    levels' codes never read."""
+    groupings: list[tuple[Levels, ...]] = [(lv,) for lv in levels]
     if intersections:
-        for index, (a, b) in enumerate(combinations(levels, 2), start=len(levels)):
-            joint = a.codes.astype(np.int64) * len(b.labels) + b.codes
-            for key, rows in rows_by_code(joint):
-                ca, cb = divmod(key, len(b.labels))
-                la, lb = a.labels[ca], b.labels[cb]
-                specs.append(GroupSpec(f"{a.name}={la} & {b.name}={lb}", "intersection",
-                                       {a.name: la, b.name: lb}, rows, (index, key)))
+        groupings += list(combinations(levels, 2))
+    specs: list[GroupSpec] = []
+    for index, members in enumerate(groupings):
+        if counts is not None:
+            found: list[tuple[int, Any]] = [(int(code), None)
+                                            for code in np.flatnonzero(counts[index])]
+        elif len(members) == 1:
+            found = rows_by_code(members[0].codes)
+        else:
+            a, b = members
+            found = rows_by_code(a.codes.astype(np.int64) * len(b.labels) + b.codes)
+        for code, rows in found:
+            cells = divmod(code, len(members[1].labels)) if len(members) == 2 else (code,)
+            covariates = {lv.name: lv.labels[c] for lv, c in zip(members, cells, strict=True)}
+            specs.append(GroupSpec(" & ".join(f"{k}={v}" for k, v in covariates.items()),
+                                   "single" if len(members) == 1 else "intersection",
+                                   covariates, rows, (index, code)))
     return specs
 
 
@@ -137,12 +144,6 @@ def bootstrap_mean_interval(d: NDArray[np.float64], rng: np.random.Generator,
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
-
-
-def normal_mean_interval(d: NDArray[np.float64], level: float) -> tuple[float, float]:
-    """``mean(d) -/+ z sd(d) / sqrt(n)`` (used when resampling is switched off)."""
-    sd = float(d.std(ddof=1)) if d.size > 1 else np.nan
-    return normal_interval(float(d.mean()), sd, d.size, level)
 
 
 def normal_interval(mean: float, sd: float, n: int, level: float) -> tuple[float, float]:

@@ -3,7 +3,8 @@
 The groups are :func:`calaudit.local.groups.define_groups` of the weighted levels; a group
 whose rows all weigh 0 is left out. Row ``i`` weighs ``w_i = d_i`` times ``1 / r_i`` when
 its label is a negative under label-dependent sampling; ``e = y - p``. Per group, with
-``W = sum w`` (moments: :mod:`.weighted_group_moments`):
+``W = sum w`` (moments: :mod:`.group_moments`, the unweighted table's reduction with a
+weight column):
 
 * ``weight = W``, ``effective_size = W^2 / sum w^2`` (Kish), ``n`` = ``W`` for frequency
   weights, the effective size otherwise; ``events = sum w y``, ``expected_events = sum w p``,
@@ -40,19 +41,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit.local.group_moments import spec_codes
+from calaudit.local.group_moments import WeightedMoments, source_moments
+from calaudit.local.group_sources import GroupValues, level_rows
 from calaudit.local.groups import (
     NORMAL_MIN_ROWS,
     TEST_NAME,
     GroupSettings,
     GroupSpec,
+    Levels,
     bootstrap_mean_interval,
+    define_groups,
     grade_groups,
     group_weights,
     normal_interval,
 )
 from calaudit.local.poisson_binomial import EXACT_MAX_ROWS, group_test, rna_cdf
-from calaudit.local.weighted_group_moments import WeightedMoments, weighted_group_moments
 from calaudit.numerics.distributions import t_ppf
 from calaudit.numerics.resampling import monte_carlo_pvalue
 
@@ -225,21 +228,27 @@ def redraws(specs: Sequence[GroupSpec], shares: NDArray[np.float64],
     return out
 
 
-def weighted_group_table(specs: Sequence[GroupSpec], rows: WeightedRows, frequency: bool,
-                         rng: np.random.Generator, settings: GroupSettings,
-                         n_resamples: int | None) -> list[dict[str, Any]]:
-    """Rows of ``groups`` on weighted rows: statistics, adjusted p-values across groups
-    (:func:`calaudit.local.groups.group_weights`), statuses; groups of weight 0 left out.
+def weighted_group_table(levels: Sequence[Levels], intersections: bool, rows: WeightedRows,
+                         frequency: bool, rng: np.random.Generator, settings: GroupSettings,
+                         n_resamples: int | None
+                         ) -> tuple[list[GroupSpec], list[dict[str, Any]], GroupValues]:
+    """The groups of ``levels`` (:func:`calaudit.local.groups.define_groups`, with their
+    rows), the rows of ``groups`` on weighted rows (statistics, adjusted p-values across
+    groups, :func:`calaudit.local.groups.group_weights`, statuses; groups of weight 0 left
+    out) and the groups' :class:`~calaudit.local.group_moments.WeightedMoments`
+    (:class:`~calaudit.local.group_sources.GroupValues`, no gathered rows).
     ``n_resamples``: the least redraws of the Monte-Carlo group test (None: its
     approximation; :func:`redraws`)."""
-    codes, group_sizes, keys = spec_codes(specs, rows.p.size)
-    moments = weighted_group_moments(codes, group_sizes, rows.y, rows.p, rows.w)
-    del codes
-    kept = [(s, moments[j][code]) for s, (j, code) in zip(specs, keys, strict=True)
-            if moments[j][code].weight > 0]
+    specs = define_groups(levels, intersections)
+    source = level_rows(None, levels, intersections, rows.y, rows.p, rows.w)
+    moments = source_moments(source, source.groupings(), weighted=True)
+    kept = [(s, moments[s.key[0]][s.key[1]]) for s in specs
+            if moments[s.key[0]][s.key[1]].weight > 0]
     weights = group_weights([s for s, _ in kept])
     draws = redraws([s for s, _ in kept], weights, settings, n_resamples)
     table = [weighted_group_row(s, m, rows, frequency, rng, settings,
                                 1.0 - (1.0 - settings.level) * float(w), b)
              for (s, m), w, b in zip(kept, weights, draws, strict=True)]
-    return grade_groups(table, weights, settings)
+    values = GroupValues({s.name: m for s, m in kept}, {}, {s.name: s.key for s, _ in kept},
+                         None)
+    return specs, grade_groups(table, weights, settings), values
