@@ -426,7 +426,7 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     resent = _recoveries(monkeypatch)
     log = tmp_path / "reads"
-    rows = MadeRows(3 * 4096 + 11, str(log))
+    rows = MadeRows(9 * 4096 + 11, str(log))  # ten ranges: kept blocks of 4, 4 and 2
     ranges = scale.task_ranges(rows.n, 4096)
     with scale.using(SerialExecutor()), scale.kept(_kept_square, ranges,
                                                    {"rows": rows}) as kept:
@@ -435,6 +435,7 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     executor = DaskExecutor(two_workers)
     with scale.using(executor), scale.kept(_kept_square, ranges, {"rows": rows}) as kept:
         assert isinstance(kept, shards.Shards) and kept.nbytes == 0
+        assert [hi - lo for lo, hi in kept.bounds] == [4 * 4096, 4 * 4096, 4096 + 11]
         two_workers.gather(kept.futures)  # made, and fetched by the test only
         holder = next(iter(two_workers.who_has([kept.futures[1]])[kept.futures[1].key]))
         two_workers.restart_workers([holder])  # the worker process and its data gone
@@ -450,7 +451,8 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     assert total.tobytes() == single.tobytes()
     assert resent == []
     reads = log.read_text().split()
-    assert reads.count("4096") == 2  # block 1 made again by Dask (with the others lost)
+    # block 1 (ranges 4 to 7) made again by Dask, range by range (with the others lost)
+    assert all(reads.count(str(k * 4096)) == 2 for k in range(4, 8))
 
 
 def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(

@@ -25,7 +25,15 @@ from calaudit.scale.blocks import _rows_of, fold, stack_rows
 from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import register_sizes, size_of
-from calaudit.scale.dask_sums import chunked, exact_sum, flattened, name_of
+from calaudit.scale.dask_sums import (
+    MAX_RANGES_PER_TASK,
+    RANGES_PER_TASK,
+    chunked,
+    exact_sum,
+    flattened,
+    name_of,
+    per_task,
+)
 from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
 from calaudit.scale.pair_blocks import PairBlocks
 
@@ -268,7 +276,8 @@ class DaskExecutor:
         blocks, each made by a task (Dask makes a lost one again)."""
         from calaudit.scale.kept_rows import TaskShards
 
-        return TaskShards(self.client, partial, ranges, shared)
+        per = per_task(len(ranges), self.window(), RANGES_PER_TASK, MAX_RANGES_PER_TASK)
+        return TaskShards(self.client, partial, ranges, shared, per)
 
     def release(self, handle: Any) -> None:
         """Drop the workers' copies of a :meth:`keep`, :meth:`make` or :meth:`keep_rows`
