@@ -1,8 +1,10 @@
-"""A multi-class model's local stage on a Parquet dataset whose tasks read their own rows:
+"""A multi-class model's local stage on a Parquet dataset (text labels) whose tasks read
+their own rows:
 the KLCE feature pass (``e_y - p`` of the (n, m) rows), each class's one-vs-rest view
 (:class:`calaudit.local.features.KernelRows` of the class, its score rows) and the
 top-label view of the diagnostics are built in the tasks, with the bytes of the same files
-loaded into memory, and the client never reads the rows (``RowsData._loaded`` refused)."""
+loaded into memory, and the client never reads the rows (``RowsData._loaded`` refused).
+The same stage on two workers: ``tests/test_dask_dataset_rows.py``."""
 
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ from calaudit.audit.config import AuditConfig, LocalConfig
 from calaudit.audit.local_calibration import STREAMS, LocalCalibrationStage
 from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
+from calaudit.exceptions import InputError
 from calaudit.inference.feature_tests import label_inputs
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.row_columns import class_column, scalar_columns
-from calaudit.scale import DaskExecutor, SerialExecutor, ThreadExecutor
+from calaudit.scale import SerialExecutor, ThreadExecutor
 from tests.test_local_setup_rows import _as_json
 
 N = 3_000
@@ -33,20 +36,43 @@ CONFIG = {"n_resamples": 19, "random_state": 5, "method": "features", "n_feature
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> str:
-    """Three classes (codes 0, 1, 2) in three files of unequal sizes."""
+    """Three classes named by text labels in three files of unequal sizes."""
+    return _write(tmp_path_factory.mktemp("multiclass") / "ds")
+
+
+def _write(folder, broken: dict[int, str | None] | None = None) -> str:
     rng = np.random.default_rng(8)
     logits = rng.normal(size=(N, 3))
     p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    label = (rng.uniform(size=N)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
-    table = {"label": np.minimum(label, 2).astype(np.int16), "p_0": p[:, 0], "p_1": p[:, 1],
-             "p_2": p[:, 2], "age": np.round(rng.normal(45.0, 12.0, N), 1),
+    codes = np.minimum((rng.uniform(size=N)[:, None] > np.cumsum(p, axis=1)).sum(axis=1), 2)
+    label = np.array(["ant", "bee", "cat"], dtype=object)[codes]
+    for row, value in (broken or {}).items():
+        label[row] = value
+    table = {"label": label, "p_ant": p[:, 0], "p_bee": p[:, 1], "p_cat": p[:, 2],
+             "age": np.round(rng.normal(45.0, 12.0, N), 1),
              "region": np.array(["north", "south", "east"])[rng.integers(0, 3, N)]}
-    folder = tmp_path_factory.mktemp("multiclass") / "ds"
     folder.mkdir()
     for k, (lo, hi) in enumerate(((0, 700), (700, 2_100), (2_100, N))):
-        pq.write_table(pa.table({name: v[lo:hi] for name, v in table.items()}),
+        pq.write_table(pa.table({name: pa.array(list(v[lo:hi]), pa.string())
+                                 if name == "label" else v[lo:hi]
+                                 for name, v in table.items()}),
                        folder / f"part-{k}.parquet")
     return str(folder)
+
+
+@pytest.mark.parametrize("broken", [{2_500: "dog", 2_900: "eel"}, {1_000: None}],
+                         ids=["unknown", "missing"])
+def test_text_labels_are_checked_as_the_loader_does(tmp_path, broken):
+    """A multi-class model's text labels are read by the tasks (each range's labels name
+    their classes row by row); a label naming no class, or missing, gives the loader's
+    error."""
+    folder = _write(tmp_path / "ds", broken)
+    with pytest.raises(InputError) as loaded:
+        load(folder)
+    with scale.using(ThreadExecutor(2)), pytest.raises(InputError) as planned:
+        plan(folder)
+    assert str(planned.value) == str(loaded.value)
+    assert ("global row 2501" if 2_500 in broken else "global row 1001") in str(planned.value)
 
 
 @pytest.fixture
@@ -109,22 +135,7 @@ def test_the_local_stage_equals_the_loaded_rows(files, refused, executor):
                                            np.random.default_rng(1))
     assert _as_json(got) == _as_json(want)
     klce = got.local["klce"]
-    assert [row["class"] for row in klce["per_class"]] == ["0", "1", "2"]
+    assert [row["class"] for row in klce["per_class"]] == ["ant", "bee", "cat"]
     assert all(row["p_value"] is not None for row in klce["per_class"])
     assert klce["computation"]["method"] == "features" and got.groups
 
-
-def test_the_local_stage_on_two_workers(files, refused, two_workers):
-    """The same stage (tests and per-class views) with the tasks on two worker processes:
-    the single-process bytes."""
-    config = AuditConfig(**{**CONFIG, "local": dataclasses.replace(
-        CONFIG["local"], diagnostics=False)})
-    with scale.using(SerialExecutor()):
-        want = LocalCalibrationStage().run(load(files, covariates=COVARIATES), config,
-                                           np.random.default_rng(1))
-    executor = DaskExecutor(two_workers)
-    with scale.using(executor):
-        got = LocalCalibrationStage().run(plan(files, covariates=COVARIATES), config,
-                                          np.random.default_rng(1))
-    assert _as_json(got) == _as_json(want)
-    assert executor.block_bytes == 0  # nothing placed from this process

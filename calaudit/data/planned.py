@@ -107,6 +107,12 @@ class RowsData(LabelledRows):
     def sample_weight(self) -> None:
         return None
 
+    def top_label_hits(self) -> int:
+        """The rows whose label is their most probable class (``argmax p == y``),
+        counted by the tasks that read them."""
+        return int(scale.map_sum(hits_partial, scale.task_ranges(self.n), {
+            "columns": Columns(self.rows, ("y", "proba"))})["hits"][0])
+
     @cached_property
     def _loaded(self) -> LoadedColumns:
         """The columns a stage not computed from the tasks' own rows asks for, each read
@@ -120,6 +126,13 @@ class RowsData(LabelledRows):
     @property
     def y_proba(self) -> NDArray[np.float64]:
         return self._loaded["proba"]
+
+
+def hits_partial(start: int, stop: int, *, columns: Columns) -> dict[str, NDArray]:
+    """The rows ``[start, stop)`` whose label is their most probable class."""
+    part = columns.rows.read(start, stop, columns.names)
+    return {"hits": np.array([np.count_nonzero(np.argmax(part["proba"], axis=1)
+                                               == part["y"])], np.int64)}
 
 
 class LoadedColumns:
@@ -254,7 +267,10 @@ def _plans(dataset: Any, label: str, scores: tuple[str, ...], covariates: tuple[
     plans: list[Any] = []
     for index, name in enumerate([label, *scores]):
         sink = sinks[name]
-        if sink.kind not in ("numeric", "bool") or (index and sink.kind != "numeric"):
+        # text labels name a multi-class model's classes row by row (a binary model's
+        # text labels need every row to find the positive class)
+        kinds = ("numeric", "bool", "text") if len(scores) > 1 else ("numeric", "bool")
+        if sink.kind not in kinds or (index and sink.kind != "numeric"):
             raise NotPlanned(f"column {name} holds {sink.kind or 'no'} values")
         plans.append(ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)))
     for name in covariates:
