@@ -139,3 +139,29 @@ def test_the_local_stage_equals_the_loaded_rows(files, refused, executor):
     assert all(row["p_value"] is not None for row in klce["per_class"])
     assert klce["computation"]["method"] == "features" and got.groups
 
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_exact_path_on_a_dataset_read_by_tasks(tmp_path, files, classes):
+    """The exact path (its kernels are matrices of the rows, held here) on a dataset read
+    by tasks, with its diagnostics: the loaded rows' bytes, binary and multi-class."""
+    folder = files
+    if classes == 2:
+        rng = np.random.default_rng(4)
+        p = rng.beta(2.0, 5.0, 1_200)
+        folder = str(tmp_path / "binary")
+        (tmp_path / "binary").mkdir()
+        for k, (lo, hi) in enumerate(((0, 500), (500, 1_200))):
+            pq.write_table(pa.table({
+                "label": (rng.uniform(size=hi - lo) < p[lo:hi]).astype(np.int8),
+                "prob": p[lo:hi], "age": np.round(rng.normal(45.0, 12.0, hi - lo), 1),
+                "region": np.array(["north", "south"])[rng.integers(0, 2, hi - lo)]}),
+                tmp_path / "binary" / f"part-{k}.parquet")
+    config = AuditConfig(**{**CONFIG, "method": "exact"})
+    with scale.using(SerialExecutor()):
+        got = LocalCalibrationStage().run(plan(folder, covariates=COVARIATES), config,
+                                          np.random.default_rng(1))
+        want = LocalCalibrationStage().run(load(folder, covariates=COVARIATES), config,
+                                           np.random.default_rng(1))
+    assert got.local["klce"]["computation"]["method"] == "exact"
+    assert _as_json(got) == _as_json(want)

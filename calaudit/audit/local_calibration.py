@@ -61,7 +61,9 @@ class LocalCalibrationStage:
         if data.weights is not None:
             return weighted_stage(data, config, streams)
         setup = LocalTests(data, config, streams)
-        if setup.gathers:  # a dataset read by tasks: the pieces read their rows there
+        if setup.gathers and setup.features is not None:
+            # a dataset read by tasks, random features: the pieces read their rows there
+            # (the exact path holds the rows: its kernels are matrices of them)
             outcome, prediction, scalar_r = scalar_columns(setup)
         elif data.is_binary:  # r = y - p_1 is the scalar view's residual
             outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
