@@ -458,9 +458,11 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
 def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(
         two_workers, tmp_path, monkeypatch):
     """Three classes, a numeric and a categorical covariate: the local stage on two
-    workers (the LCB's residual columns, cells and values made by the tasks, the values
-    kept there) gives the JSON of the same rows loaded into one process."""
+    workers (the tests' feature passes of the model and of each class one-vs-rest, the
+    LCB's residual columns, cells and values made by the tasks, the values kept there)
+    gives the JSON of the same rows loaded into one process, which never reads them."""
     from calaudit.audit.local_calibration import LocalCalibrationStage
+    from calaudit.data.planned import RowsData
     from tests.conftest import dask_partials
 
     rng = np.random.default_rng(9)
@@ -475,17 +477,22 @@ def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_js
     stages = (LocalCalibrationStage(),)
     config = AuditConfig(**CONFIG, n_features=64,
                          local=LocalConfig(n_resamples=19, group_ci_resamples=19,
-                                           lcb_cv_max_rows=300))
+                                           lcb_cv_max_rows=300, median_max_rows=700))
     single = canonical(run_audit(load(folder, **options), config, stages=stages))
     calls = dask_partials(monkeypatch)
     executor = DaskExecutor(two_workers)
     with scale.using(executor):
         data = plan(folder, **options)
+
+    def refused(self):
+        raise AssertionError("the local stage read the rows into the client")
+
+    monkeypatch.setattr(RowsData, "_loaded", property(refused))
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert canonical(result) == single
     # the curves' counts, sums, normalisers and centres: reductions over the tasks' rows
     assert {"cells_partial", "_taken_partial", "cell_partial", "_counts_partial",
-            "_sums_partial", "_range_partial"} <= set(calls)
+            "_sums_partial", "_range_partial", "label_partial", "score_partial"} <= set(calls)
 
 
 def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,

@@ -21,7 +21,7 @@ from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
 from calaudit.local import lcb_rows
 from calaudit.local.kernel_tests import LocalTests
-from calaudit.local.row_columns import GatheredColumn, binary_columns, covariate_moments
+from calaudit.local.row_columns import GatheredColumn, scalar_columns, covariate_moments
 from calaudit.scale import SerialExecutor, ThreadExecutor
 
 N = 5_000
@@ -70,7 +70,7 @@ def test_moments_are_numpys_bits(files, refused):
 def test_gathered_columns_are_the_arrays_rows(files, refused):
     loaded = load(files, covariates="age,region")
     setup = _setup(plan(files, covariates="age,region"))
-    outcome, prediction, residual = binary_columns(setup)
+    outcome, prediction, residual = scalar_columns(setup)
     rows = np.array([4_999, 0, 1_299, 1_300, 7, 7, 3_900])
     y, p = np.asarray(loaded.y_true), np.asarray(loaded.y_proba)[:, 1]
     assert outcome[rows].tobytes() == (y[rows] == 1).astype(np.float64).tobytes()

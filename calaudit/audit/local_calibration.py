@@ -36,7 +36,7 @@ from calaudit.local.group_sources import level_table
 from calaudit.local.kernel_tests import LocalTests
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.lcb_estimation import LcbEstimation, categorical_separation
-from calaudit.local.row_columns import binary_columns
+from calaudit.local.row_columns import scalar_columns
 from calaudit.local.weighted_groups import WeightedRows, weighted_group_table
 from calaudit.local.weighted_lcb import LcbWeights
 from calaudit.local.weighted_local import WeightedLocalTests
@@ -61,8 +61,10 @@ class LocalCalibrationStage:
         if data.weights is not None:
             return weighted_stage(data, config, streams)
         setup = LocalTests(data, config, streams)
-        if setup.gathers:  # a dataset read by tasks: the pieces read their rows there
-            outcome, prediction, scalar_r = binary_columns(setup)
+        if setup.gathers and setup.features is not None:
+            # a dataset read by tasks, random features: the pieces read their rows there
+            # (the exact path holds the rows: its kernels are matrices of them)
+            outcome, prediction, scalar_r = scalar_columns(setup)
         elif data.is_binary:  # r = y - p_1 is the scalar view's residual
             outcome, prediction = indicator(np.asarray(data.y_true), 1), setup.proba
             scalar_r = setup.r

@@ -124,7 +124,8 @@ def count_events(data: CalibrationData) -> float:
         return effective_events(data)
     if data.is_binary:
         return int(min(data.class_counts().values()))
-    hits = int(np.count_nonzero(np.argmax(data.y_proba, axis=1) == data.y_true))
+    hits = (data.top_label_hits() if hasattr(data, "top_label_hits")  # counted by tasks
+            else int(np.count_nonzero(np.argmax(data.y_proba, axis=1) == data.y_true)))
     return min(hits, data.n - hits)
 
 

@@ -15,10 +15,11 @@ ranges): the default global battery does. Covariates of the same files are plann
 reduction: :mod:`calaudit.data.dataset_covariates`; the numeric covariates' bands, the
 quantile bins and Hosmer-Lemeshow's groups from exact order-statistics reductions,
 :mod:`calaudit.numerics.order_statistics`). A stage that needs every row in memory (the
-rest of the local calibration stage; bootstrap intervals, Kuiper's ordered residuals)
-reads ``y_true`` / ``y_proba`` / a covariate's ``values``: then ``y``, ``proba`` and every
-covariate are read once, range by range through the executor, into this process
-(``--verbose`` says so).
+local stage's exact path, a multi-class model's SKCE stage; bootstrap intervals, Kuiper's
+ordered residuals) reads ``y_true`` / ``y_proba`` / a covariate's ``values``: then each
+column it asks for is read once, range by range through the executor, into this process
+(``--verbose`` says so). A multi-class model's labels may be text (each range's labels
+name their classes row by row); a binary model's text labels are loaded.
 
 Only the default reading of a dataset (covariates allowed) takes this path
 (:func:`why_not`); any other input or option is loaded as before.
@@ -107,6 +108,12 @@ class RowsData(LabelledRows):
     def sample_weight(self) -> None:
         return None
 
+    def top_label_hits(self) -> int:
+        """The rows whose label is their most probable class (``argmax p == y``),
+        counted by the tasks that read them."""
+        return int(scale.map_sum(hits_partial, scale.task_ranges(self.n), {
+            "columns": Columns(self.rows, ("y", "proba"))})["hits"][0])
+
     @cached_property
     def _loaded(self) -> LoadedColumns:
         """The columns a stage not computed from the tasks' own rows asks for, each read
@@ -120,6 +127,13 @@ class RowsData(LabelledRows):
     @property
     def y_proba(self) -> NDArray[np.float64]:
         return self._loaded["proba"]
+
+
+def hits_partial(start: int, stop: int, *, columns: Columns) -> dict[str, NDArray]:
+    """The rows ``[start, stop)`` whose label is their most probable class."""
+    part = columns.rows.read(start, stop, columns.names)
+    return {"hits": np.array([np.count_nonzero(np.argmax(part["proba"], axis=1)
+                                               == part["y"])], np.int64)}
 
 
 class LoadedColumns:
@@ -254,7 +268,10 @@ def _plans(dataset: Any, label: str, scores: tuple[str, ...], covariates: tuple[
     plans: list[Any] = []
     for index, name in enumerate([label, *scores]):
         sink = sinks[name]
-        if sink.kind not in ("numeric", "bool") or (index and sink.kind != "numeric"):
+        # text labels name a multi-class model's classes row by row (a binary model's
+        # text labels need every row to find the positive class)
+        kinds = ("numeric", "bool", "text") if len(scores) > 1 else ("numeric", "bool")
+        if sink.kind not in kinds or (index and sink.kind != "numeric"):
             raise NotPlanned(f"column {name} holds {sink.kind or 'no'} values")
         plans.append(ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)))
     for name in covariates:

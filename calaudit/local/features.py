@@ -44,13 +44,17 @@ def product_features(z: NDArray[np.float64], n_features: int, seed: int) -> Four
 
 @dataclass(frozen=True)
 class KernelRows(DerivedRows):
-    """The KLCE feature pass's columns of a binary source whose tasks read their own rows
+    """The KLCE feature pass's columns of a source whose tasks read their own rows
     (``y``, ``proba`` and the covariates' ``columns``: a dataset audited where it is),
-    built per range: ``x`` (the scaled rows ``z``: ``p_1 sqrt(gamma_p)`` and the encoded
-    covariates times ``sqrt(gamma_x)``, :class:`~calaudit.local.kernel.ScaledRows` of
+    built per range for one view of the model: ``x`` (the scaled rows ``z``: the view's
+    probabilities times ``sqrt(prob_gamma)`` and the encoded covariates times
+    ``sqrt(cov_gamma)``, :class:`~calaudit.local.kernel.ScaledRows` of
     :class:`~calaudit.local.encoding.EncodedRows` with the stage's ``encoding``),
-    ``proba`` (``p_1``, (n, 1)) and ``observed`` (``y``, (n, 1) uint8): the bits of the
-    columns :func:`~calaudit.inference.feature_tests.label_inputs` builds in memory."""
+    ``proba`` and ``observed`` (uint8 label indicators): the bits of the columns
+    :func:`~calaudit.inference.feature_tests.label_inputs` builds in memory. ``view``
+    ``None``: binary ``p_1`` and ``y == 1`` ((n, 1)), or a multi-class model's (n, m) rows
+    and one-hot labels; a class ``c``: its one-vs-rest ``p_c`` and ``y == c`` ((n, 1));
+    ``classes``: the model's number of classes."""
 
     source: Any
     columns: tuple[str, ...]
@@ -60,16 +64,29 @@ class KernelRows(DerivedRows):
     blocks: tuple[slice, ...]
     prob_gamma: float
     cov_gamma: float
+    view: int | None = None
+    classes: int = 2
+
+    @property
+    def labels(self) -> int:
+        """Label indicator matrices per draw of :func:`label_partial` (1: one column)."""
+        return self.classes if self.view is None and self.classes > 2 else 1
 
     def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
         part = self.source.read(start, stop, ["y", "proba", *self.columns])
-        p = part["proba"][:, 1].copy()
-        z = ScaledRows(p.reshape(-1, 1), self.prob_gamma,
+        y, proba = part["y"], part["proba"]
+        if self.labels > 1:
+            p = proba
+            observed = (y[:, None] == np.arange(p.shape[1])).astype(np.uint8)
+        else:
+            c = 1 if self.view is None else self.view
+            p = proba[:, c].copy().reshape(-1, 1)
+            observed = (y == c).astype(np.uint8)[:, None]
+        z = ScaledRows(p, self.prob_gamma,
                        encoded_range(part, self.covariates, self.columns, self.encoding,
                                      self.blocks), self.cov_gamma)
-        columns = {"x": z[:], "proba": p[:, None],
-                   "observed": (part["y"] == 1).astype(np.uint8)[:, None]}
-        return {name: columns[name] for name in names}
+        columns = {"x": lambda: z[:], "proba": lambda: p, "observed": lambda: observed}
+        return {name: columns[name]() for name in names}
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
     """``KLCE^2_D`` and one resampling test, from one reduction of
     :func:`calaudit.inference.feature_passes.label_partial`: the ``klce_consistency``
     redraws ride along when ``test`` is that test; ``klce_bootstrap`` runs its own pass.
-    ``source``: the same columns read by the tasks (:class:`KernelRows`, binary)."""
+    ``source``: the same columns read by the tasks (:class:`KernelRows`)."""
     n = z.shape[0]
     consistency = test == "klce_consistency" and rng is not None
     seed = stream_seed(rng) if consistency else 0
@@ -129,7 +146,7 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                                        "klce_consistency", resamples)
         source = ArrayRows(columns)
     else:
-        shared = shared_labels(features, 1, seed, "klce_consistency", resamples)
+        shared = shared_labels(features, source.labels, seed, "klce_consistency", resamples)
     with scale.resident(source) as rows:
         total = reduce_rows(label_partial, n, task_rows, rows, shared)
         values = statistics(total, n, 1.0)
@@ -144,3 +161,15 @@ def feature_local_pass(features: FourierFeatures, z: NDArray[np.float64],
                                             stream="klce_bootstrap",
                                             task_rows=task_rows, rows=rows)
     return LocalFeaturePass(statistic, result)
+
+
+def rows_consistency_test(features: FourierFeatures, source: KernelRows,
+                          rng: np.random.Generator, n_resamples: int, stream: str,
+                          task_rows: int = TASK_ROWS) -> FeatureTestResult:
+    """:func:`~calaudit.inference.feature_tests.feature_consistency_test` of the view of
+    ``source`` (its rows read by the tasks): the same reduction of
+    :func:`~calaudit.inference.feature_passes.label_partial` with the same seed drawn
+    from ``rng``, on the columns each task builds."""
+    shared = shared_labels(features, source.labels, stream_seed(rng), stream, n_resamples)
+    total = reduce_rows(label_partial, source.n, task_rows, source, shared)
+    return FeatureTestResult.of(statistics(total, source.n, 1.0), features.n_features)

@@ -94,12 +94,14 @@ class LocalTests:
         self.data, self.config, self.local = data, config, config.local
         self.streams = streams
         self.n = data.n
-        #: the rows are read by tasks (a dataset audited where it is, binary): the setup
-        #: fetches only the rows it needs (:mod:`calaudit.local.row_columns`)
-        self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False)
-                            and data.is_binary)
+        #: the rows are read by tasks (a dataset audited where it is): the setup fetches
+        #: only the rows it needs (:mod:`calaudit.local.row_columns`)
+        self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False))
         if self.gathers:
-            self.prob_features = GatheredColumn.of(data.rows, "p", lambda: self.proba, 1)
+            self.prob_features = (
+                GatheredColumn.of(data.rows, "p", lambda: self.proba, 1) if data.is_binary
+                else GatheredColumn.of(data.rows, "proba", lambda: self.proba,
+                                       data.n_classes))
             self.encoded = encode_covariates(
                 [GatheredCovariate(data, c) for c in data.covariates], standardize=True,
                 lazy=True, moments=covariate_moments(data))
@@ -298,14 +300,17 @@ class LocalTests:
                 self.kernel_runs[fused] = result
         return out.statistic
 
-    def kernel_rows(self) -> KernelRows | None:
-        """The feature pass's rows read by its tasks (:class:`KernelRows`) when the data's
-        rows are (``data.rows`` reads its own rows, binary), else None (rows held here)."""
-        rows = getattr(self.data, "rows", None)
-        if not (getattr(rows, "reads_own_rows", False) and self.data.is_binary):
+    def kernel_rows(self, view: int | None = None, prob_gamma: float | None = None
+                    ) -> KernelRows | None:
+        """The feature pass's rows read by its tasks (:class:`KernelRows` of ``view``,
+        its prediction kernel's ``prob_gamma``, default the test's) when the data's rows
+        are (``data.rows`` reads its own rows), else None (rows held here)."""
+        if not self.gathers:
             return None
-        return KernelRows(rows, *covariate_reads(self.data), self.encoded.encoding,
-                          self.encoded.blocks, self.prob_bw.gamma, self.cov_bw.gamma)
+        return KernelRows(self.data.rows, *covariate_reads(self.data), self.encoded.encoding,
+                          self.encoded.blocks,
+                          self.prob_bw.gamma if prob_gamma is None else prob_gamma,
+                          self.cov_bw.gamma, view, self.data.n_classes)
 
     def feature_test(self, test_id: str, rng: np.random.Generator) -> NullResult:
         """``klce_consistency`` / ``klce_bootstrap`` on the feature kernel's KLCE^2 (from

@@ -11,9 +11,10 @@ import numpy as np
 from calaudit.inference.feature_tests import feature_consistency_test, feature_statistic
 from calaudit.local import aggregate_test as aggregate
 from calaudit.local.bandwidth import choose_bandwidth
-from calaudit.local.features import product_features
+from calaudit.local.features import product_features, rows_consistency_test
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import klce2
+from calaudit.local.row_columns import class_column
 
 #: The one-vs-rest view (one kernel pass per class) is skipped above this many classes.
 MAX_PER_CLASS = 20
@@ -23,16 +24,25 @@ def per_class_views(setup: Any) -> list[dict[str, Any]]:
     """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``)
     on the setup of :class:`calaudit.local.kernel_tests.LocalTests`: the KLCE^2 and, when
     tests run, the local aggregate test of that view (``p_value``) with its kernel
-    member's own p-value (``klce_p_value``)."""
+    member's own p-value (``klce_p_value``). On a dataset whose tasks read their own rows
+    (the random-feature path, tests run) each view's columns are built in the tasks
+    (:class:`calaudit.local.features.KernelRows`, ``ScoreRows`` of the class) and its
+    bandwidth's subsample is gathered: no row is held here."""
     if (setup.data.is_binary or not setup.local.per_class
             or setup.data.n_classes > MAX_PER_CLASS):
         return []
     lc, rng = setup.local, setup.streams["per_class"]
     testing = setup.config.run_tests and not setup.too_small()
+    # the feature path's tests on a dataset read by tasks: every per-row column is built
+    # in the tasks (KernelRows, ScoreRows of the class); otherwise the rows are held here
+    tasks = setup.gathers and testing and setup.features is not None
     rows = []
     for c, name in enumerate(setup.data.classes):
-        p_c = setup.data.y_proba[:, c].copy()
-        r_c = (setup.data.y_true == c).astype(np.float64) - p_c
+        if tasks:
+            p_c, r_c = class_column(setup.data, c), None
+        else:
+            p_c = setup.data.y_proba[:, c].copy()
+            r_c = (setup.data.y_true == c).astype(np.float64) - p_c
         bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
         gram = product_gram(p_c, bw.gamma, setup.encoded.features, setup.cov_bw.gamma,
                             lazy=setup.features is not None)
@@ -46,8 +56,10 @@ def per_class_views(setup: Any) -> list[dict[str, Any]]:
             continue
         if features is not None:
             seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
-            res = feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                           lc.n_resamples, stream=stream)
+            res = (rows_consistency_test(features, setup.kernel_rows(c, bw.gamma), rng,
+                                         lc.n_resamples, stream) if tasks else
+                   feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                            lc.n_resamples, stream=stream))
             found = aggregate.feature_aggregate(
                 res.statistic, res.null_distribution, res.p_value,
                 setup.score_rows(c, r_c, p_c), *setup.level_sizes(), 1, seed,

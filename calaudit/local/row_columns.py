@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from calaudit.inference.skce_rows import gather
 from calaudit.local.klce import residuals
+from calaudit.local.lcb import top_label_residual
 from calaudit.numerics.pairwise_sums import pairwise_sums
 
 
@@ -74,11 +75,29 @@ class GatheredColumn:
         return 0
 
 
-def binary_columns(setup: Any) -> tuple[GatheredColumn, GatheredColumn, GatheredColumn]:
-    """The outcome ``1{y = 1}``, the prediction ``p_1`` and the residual ``y - p_1`` of a
-    binary dataset read by tasks (:class:`calaudit.local.kernel_tests.LocalTests`
-    ``setup``), as gathered columns with the arrays' bits."""
-    rows = setup.data.rows
+def scalar_columns(setup: Any) -> tuple[GatheredColumn, GatheredColumn, GatheredColumn]:
+    """The scalar view's outcome, prediction and residual of a dataset read by tasks
+    (:class:`calaudit.local.kernel_tests.LocalTests` ``setup``), as gathered columns with
+    the arrays' bits: binary ``1{y = 1}``, ``p_1`` and ``y - p_1``; multi-class top-label
+    ``1{y = argmax p}``, ``max p`` and their difference
+    (:func:`calaudit.local.lcb.top_label_residual`)."""
+    data = setup.data
+    rows, width = data.rows, len(data.classes)
+    if not data.is_binary:
+        def top(found: dict[str, NDArray]) -> tuple[NDArray, NDArray]:
+            return top_label_residual(found["y"][:, 0], found["proba"])
+
+        def loaded() -> tuple[NDArray, NDArray]:
+            return top_label_residual(data.y_true, data.y_proba)
+
+        def difference(pair: tuple[NDArray, NDArray]) -> NDArray[np.float64]:
+            return pair[0] - pair[1]
+
+        read = {"y": 1, "proba": width}
+        return (GatheredColumn(rows, read, lambda f: top(f)[0], lambda: loaded()[0]),
+                GatheredColumn(rows, read, lambda f: top(f)[1], lambda: loaded()[1]),
+                GatheredColumn(rows, read, lambda f: difference(top(f)),
+                               lambda: difference(loaded())))
 
     def outcome(found: dict[str, NDArray]) -> NDArray[np.float64]:
         return (found["y"][:, 0] == 1).astype(np.float64)
@@ -87,9 +106,17 @@ def binary_columns(setup: Any) -> tuple[GatheredColumn, GatheredColumn, Gathered
         return residuals(found["y"][:, 0].astype(np.int64), found["proba"])
 
     return (GatheredColumn(rows, {"y": 1}, outcome,
-                           lambda: (np.asarray(setup.data.y_true) == 1).astype(np.float64)),
+                           lambda: (np.asarray(data.y_true) == 1).astype(np.float64)),
             GatheredColumn.of(rows, "p", lambda: setup.proba),
             GatheredColumn(rows, {"y": 1, "proba": 2}, residual, lambda: setup.r))
+
+
+def class_column(data: Any, c: int) -> GatheredColumn:
+    """The probability of class ``c`` of a dataset read by tasks as an (n, 1) gathered
+    column (a one-vs-rest view's prediction, the bits of ``y_proba[:, c]``)."""
+    return GatheredColumn(data.rows, {"proba": len(data.classes)},
+                          lambda found: found["proba"][:, c:c + 1],
+                          lambda: np.asarray(data.y_proba)[:, c].copy(), 1)
 
 
 class GatheredCovariate:
