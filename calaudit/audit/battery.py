@@ -187,8 +187,8 @@ class SkceStage:
                        ci_level=ci_level(config),
                        computation=Computation(config.method, config.n_features,
                                                config.exact_budget_seconds), rng=rng)
-        if getattr(data, "rows", None) is not None and data.is_binary:
-            battery = skce_battery_of_rows(data.rows, **options)
+        if getattr(data, "rows", None) is not None:
+            battery = skce_battery_of_rows(data.rows, classes=len(data.classes), **options)
         else:
             battery = skce_battery(data.y_proba, data.residuals, **options)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)

@@ -146,16 +146,16 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
     return skce_battery_of_inputs(ArrayInputs(y_proba, residuals), **options)
 
 
-def skce_battery_of_rows(source: Any, *, max_quadratic_n: int = 20_000,
+def skce_battery_of_rows(source: Any, *, classes: int = 2, max_quadratic_n: int = 20_000,
                          **options: Any) -> SkceBattery:
-    """:func:`skce_battery_of_inputs` of a binary row source (``proba``, ``residuals``,
-    ``y``): up to ``max_quadratic_n`` rows gathered into :class:`ArrayInputs`, above
-    :class:`~calaudit.inference.skce_rows.RowInputs`."""
+    """:func:`skce_battery_of_inputs` of a row source of ``classes`` classes (``proba``,
+    ``residuals``, ``y``): up to ``max_quadratic_n`` rows gathered into
+    :class:`ArrayInputs`, above :class:`~calaudit.inference.skce_rows.RowInputs`."""
     if source.n <= max_quadratic_n:
-        got = gather(source, np.arange(source.n), {"proba": 2, "residuals": 2})
+        got = gather(source, np.arange(source.n), {"proba": classes, "residuals": classes})
         inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
     else:
-        inputs = RowInputs(source)
+        inputs = RowInputs(source, classes)
     return skce_battery_of_inputs(inputs, max_quadratic_n=max_quadratic_n, **options)
 
 

@@ -1,8 +1,10 @@
-"""The SKCE battery's inputs from a binary row source whose tasks read their own rows
-(columns ``y``, ``proba``, ``residuals``): :class:`RowInputs`, used by
+"""The SKCE battery's inputs from a row source whose tasks read their own rows (columns
+``y``, ``proba``, ``residuals``): :class:`RowInputs`, used by
 :func:`calaudit.inference.skce_battery.skce_battery_of_rows` above ``max_quadratic_n``
-rows. The feature pass reads :class:`LabelRows` (``x = p_1``, ``p_1``, the observed labels,
-``sqrt(2) (y - p_1)``, built per range); the subsamples are gathered by one reduction each
+rows. The feature pass of two classes reads :class:`LabelRows` (``x = p_1``, ``p_1``, the
+observed labels, ``sqrt(2) (y - p_1)``, built per range), of more classes
+:class:`~calaudit.inference.skce_class_rows.ClassRows` (``x = p``, ``p``, ``e_y``,
+``e_y - p``); the subsamples are gathered by one reduction each
 (:func:`gather`); the linear estimators' terms are summarised by the tasks that read their
 rows (:func:`terms_partial`); the bootstrap's per-block draw totals are drawn by one task
 where the partials run (:func:`calaudit.scale.made`).
@@ -31,6 +33,7 @@ from calaudit.inference.feature_tests import (
     approximation_error,
     finish_pass,
 )
+from calaudit.inference.skce_class_rows import ClassRows
 from calaudit.inference.skce_tests import LinearTerms, combine_terms, range_terms
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
 from calaudit.numerics.block_draws import block_totals
@@ -130,10 +133,15 @@ def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
 
 @dataclass(frozen=True)
 class RowFeatures:
-    """:class:`calaudit.inference.feature_tests.SkceFeatures` of a binary row source."""
+    """:class:`calaudit.inference.feature_tests.SkceFeatures` of a row source: ``rows``
+    the feature pass's columns, ``scale`` the residuals' factor (``sqrt(2)`` for two
+    classes' scalar residual, else 1), ``labels`` the label matrices per draw (1 for two
+    classes, else ``m``)."""
 
     features: FourierFeatures
-    rows: LabelRows
+    rows: LabelRows | ClassRows
+    scale: float = SCALE
+    labels: int = 1
 
     def one_pass(self, consistency_rng: np.random.Generator | None,
                  boot_rng: np.random.Generator | None, n_resamples: int) -> FeaturePass:
@@ -141,14 +149,14 @@ class RowFeatures:
         n, features = self.rows.n, self.features
         b_cons = n_resamples if consistency_rng is not None else 0
         seed = stream_seed(consistency_rng) if consistency_rng is not None else 0
-        shared = shared_labels(features, 1, seed, "skce_consistency", b_cons)
+        shared = shared_labels(features, self.labels, seed, "skce_consistency", b_cons)
         with contextlib.ExitStack() as stack:
             if boot_rng is not None and n_resamples:
                 shared.update(self.bootstrap_shared(stream_seed(boot_rng), n_resamples,
                                                     stack))
             total = scale.map_exact_sum(label_partial, task_ranges(n),
                                         {**shared, "rows": self.rows})
-        return finish_pass(features, total, n, SCALE, b_cons)
+        return finish_pass(features, total, n, self.scale, b_cons)
 
     def bootstrap_shared(self, seed: int, n_boot: int, stack: contextlib.ExitStack
                          ) -> dict[str, Any]:
@@ -170,39 +178,47 @@ class RowFeatures:
         n = self.rows.n
         pick = (np.arange(n) if n <= APPROXIMATION_ROWS
                 else np.sort(rng.choice(n, APPROXIMATION_ROWS, replace=False)))
-        got = gather(self.rows, pick, {"x": 1, "residuals": 1})
-        proba = gather(self.rows.source, pick, {"proba": 2})["proba"]
-        return approximation_error(self.features, got["x"], got["residuals"][:, 0],
-                                   kernel.on(proba))
+        width = self.features.frequencies.shape[0]
+        got = gather(self.rows, pick, {"x": width, "residuals": self.labels})
+        proba = (got["x"] if self.labels > 1
+                 else gather(self.rows.source, pick, {"proba": 2})["proba"])
+        residuals = got["residuals"][:, 0] if self.labels == 1 else got["residuals"]
+        return approximation_error(self.features, got["x"], residuals, kernel.on(proba))
 
 
 @dataclass(frozen=True)
 class RowInputs:
-    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a binary row source above
-    ``max_quadratic_n`` rows, made in the tasks that read the rows."""
+    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a row source of ``m``
+    classes above ``max_quadratic_n`` rows, made in the tasks that read the rows."""
 
     source: Any
+    m: int = 2
 
     @property
     def n(self) -> int:
         return self.source.n
 
-    m = 2
-
     def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
                       rng: np.random.Generator) -> Any:
         """``choose_kernel``'s choice, the median heuristic on its subsample gathered."""
         if bandwidth is not None:
-            return choose_kernel(np.zeros((1, 2)), kernel, bandwidth)
+            return choose_kernel(np.zeros((1, self.m)), kernel, bandwidth)
         size = min(MEDIAN_SUBSAMPLE, max_quadratic_n)
         pick = np.sort(rng.choice(self.n, size, replace=False))
-        choice = choose_kernel(gather(self.source, pick, {"proba": 2})["proba"], kernel,
+        choice = choose_kernel(gather(self.source, pick, {"proba": self.m})["proba"], kernel,
                                None, exact_max_n=size)
         return replace(choice, source="median_subsample") \
             if choice.source == "median" else choice
 
     def features(self, choice: Any, method: Any) -> RowFeatures:
-        distance, factor = SkceFeatures.BINARY[KERNEL_DISTANCES[choice.name]]
+        """The features of :meth:`SkceFeatures.build` (two classes: the kernel on ``p_1``,
+        :data:`SkceFeatures.BINARY`; more: on ``p``) over the source's columns."""
+        distance = KERNEL_DISTANCES[choice.name]
+        if self.m > 2:
+            return RowFeatures(FourierFeatures.draw(
+                distance, choice.gamma, self.m, method.n_features, method.frequency_seed),
+                ClassRows(self.source), 1.0, self.m)
+        distance, factor = SkceFeatures.BINARY[distance]
         return RowFeatures(FourierFeatures.draw(
             distance, factor * choice.gamma, 1, method.n_features, method.frequency_seed),
             LabelRows(self.source))
