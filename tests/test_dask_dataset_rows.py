@@ -277,8 +277,9 @@ def _killing_run(client, tmp_path, monkeypatch, seed: int, covariates: str, nth:
     table = {name: values[:2_000] for name, values in columns(seed).items()}
     folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
     options = {"covariates": covariates}
-    stages = (LocalCalibrationStage(),)
-    config = AuditConfig(**CONFIG, n_features=64,
+    stages = (SkceStage(), LocalCalibrationStage())
+    config = AuditConfig(**{**CONFIG, "skce": SkceConfig(max_quadratic_n=1_000)},
+                         n_features=64,
                          local=LocalConfig(n_resamples=19, group_ci_resamples=19,
                                            lcb_cv_max_rows=300))
     single = canonical(run_audit(load(folder, **options), config, stages=stages))
@@ -352,8 +353,7 @@ def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
 
 def test_a_multiclass_dataset_gives_the_loaders_audit(tmp_path):
     """Three probability columns and integer labels: the same rows, and the same JSON
-    (the SKCE stage, binary on a source, reads the rows through the source's per-row
-    map)."""
+    (the SKCE stage's feature pass of the three columns made by the tasks)."""
     rng = np.random.default_rng(8)
     n = 3_000
     proba = rng.dirichlet([2.0, 3.0, 4.0], n)
@@ -457,10 +457,13 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
 
 def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_json(
         two_workers, tmp_path, monkeypatch):
-    """Three classes, a numeric and a categorical covariate: the local stage on two
-    workers (the tests' feature passes of the model and of each class one-vs-rest, the
-    LCB's residual columns, cells and values made by the tasks, the values kept there)
-    gives the JSON of the same rows loaded into one process, which never reads them."""
+    """Three classes, a numeric and a categorical covariate: the SKCE and local stages on
+    two workers (the SKCE feature pass of ``p`` and the one-hot labels, its subsamples
+    and block terms; the tests' feature passes of the model and of each class
+    one-vs-rest, the LCB's residual columns, cells and values made by the tasks, the
+    values kept there) give the JSON of the same rows loaded into one process, which
+    never reads them."""
+    from calaudit.audit.battery import SkceStage
     from calaudit.audit.local_calibration import LocalCalibrationStage
     from calaudit.data.planned import RowsData
     from tests.conftest import dask_partials
@@ -474,8 +477,9 @@ def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_js
              "region": np.array(["north", "south", "east"])[rng.integers(0, 3, n)]}
     folder = str(write(tmp_path / "multi", table, (0, 700, 1_300, n)))
     options = {"covariates": "age,region"}
-    stages = (LocalCalibrationStage(),)
-    config = AuditConfig(**CONFIG, n_features=64,
+    stages = (SkceStage(), LocalCalibrationStage())
+    config = AuditConfig(**{**CONFIG, "skce": SkceConfig(max_quadratic_n=1_000)},
+                         n_features=64,
                          local=LocalConfig(n_resamples=19, group_ci_resamples=19,
                                            lcb_cv_max_rows=300, median_max_rows=700))
     single = canonical(run_audit(load(folder, **options), config, stages=stages))
@@ -485,14 +489,15 @@ def test_the_lcb_of_a_multiclass_dataset_on_two_workers_is_the_single_process_js
         data = plan(folder, **options)
 
     def refused(self):
-        raise AssertionError("the local stage read the rows into the client")
+        raise AssertionError("a stage read the rows into the client")
 
     monkeypatch.setattr(RowsData, "_loaded", property(refused))
     result = run_audit(data, dataclasses.replace(config, executor=executor), stages=stages)
     assert canonical(result) == single
     # the curves' counts, sums, normalisers and centres: reductions over the tasks' rows
     assert {"cells_partial", "_taken_partial", "cell_partial", "_counts_partial",
-            "_sums_partial", "_range_partial", "label_partial", "score_partial"} <= set(calls)
+            "_sums_partial", "_range_partial", "label_partial", "score_partial",
+            "pick_partial", "max_partial", "terms_partial"} <= set(calls)
 
 
 def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,
