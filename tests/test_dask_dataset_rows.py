@@ -277,9 +277,8 @@ def _killing_run(client, tmp_path, monkeypatch, seed: int, covariates: str, nth:
     table = {name: values[:2_000] for name, values in columns(seed).items()}
     folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
     options = {"covariates": covariates}
-    stages = (SkceStage(), LocalCalibrationStage())
-    config = AuditConfig(**{**CONFIG, "skce": SkceConfig(max_quadratic_n=1_000)},
-                         n_features=64,
+    stages = (LocalCalibrationStage(),)
+    config = AuditConfig(**CONFIG, n_features=64,
                          local=LocalConfig(n_resamples=19, group_ci_resamples=19,
                                            lcb_cv_max_rows=300))
     single = canonical(run_audit(load(folder, **options), config, stages=stages))
