@@ -85,7 +85,9 @@ class DatasetRows:
     positive class's probability, binary), ``logit`` (``logit(clip(p))``) and
     ``residuals`` (``e_y - p``); see the module docstring."""
 
-    files: ParquetRows
+    #: The files: :class:`ParquetRows`, or CSV / TSV files
+    #: (:class:`~calaudit.data.csv_rows.CsvRows`, which build the Series themselves).
+    files: Any
     label: ColumnPlan
     scores: tuple[ColumnPlan, ...]
     class_names: tuple[str, ...]
@@ -116,6 +118,8 @@ class DatasetRows:
                ) -> dict[str, pd.Series]:
         """The columns ``plans`` of rows ``[start, stop)`` as the loader's Series."""
         plans = list(plans)
+        if not isinstance(self.files, ParquetRows):  # CSV / TSV files: their own parser
+            return self.files.series(start, stop, plans)
         pieces: dict[str, list[Any]] = {plan.name: [] for plan in plans}
         for table in self.files.tables(start, stop, list(pieces)):
             for name in pieces:
@@ -175,7 +179,7 @@ class DatasetRows:
         return {name: out[name] for name in names}
 
     def __repr__(self) -> str:
-        return f"DatasetRows({self.source}, {len(self.files.files)} files, n={self.n})"
+        return f"DatasetRows({self.source}, {self.files!r})"
 
 
 def logit_column(p: NDArray[np.float64]) -> NDArray[np.float64]:
