@@ -1,10 +1,10 @@
-"""A Parquet dataset's rows as the loader's validated columns, read by the task that
-reduces them.
+"""A dataset's rows as the loader's validated columns, read by the task that reduces them.
 
 :class:`DatasetRows` is a row source (``read(start, stop, names)``, :mod:`calaudit.scale`)
 over the files of a dataset (:class:`~calaudit.data.row_source.ParquetRows`: paths and
-footer row counts) plus what the loader does to the raw columns: the label's and the
-prediction columns' conversion (the same :class:`~calaudit.data.column_sink.ColumnSink`
+footer row counts; or CSV / TSV files, :class:`~calaudit.data.csv_rows.CsvRows`) plus
+what the loader does to the raw columns: the label's and the prediction columns'
+conversion (the same :class:`~calaudit.data.column_sink.ColumnSink`
 per range, with the dtypes the client fixed from every file's footer), the probabilities
 (:func:`calaudit.data.build.to_probabilities`) and the class codes
 (:func:`calaudit.data.build.label_codes`). Every step works row by row, so a range's

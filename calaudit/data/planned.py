@@ -1,7 +1,9 @@
-"""A Parquet dataset audited where its rows are: the client plans and adds up.
+"""A dataset audited where its rows are: the client plans and adds up.
 
-:func:`plan` opens a dataset from its footers only (files, row counts, column types: the
-loader's own checks, :class:`~calaudit.data.partitioned.Dataset`), builds the small row
+:func:`plan` opens a Parquet dataset from its footers only (files, row counts, column
+types: the loader's own checks, :class:`~calaudit.data.partitioned.Dataset`); a local CSV /
+TSV dataset, which has no footers, is counted and checked by one task per file
+(:mod:`calaudit.data.csv_plan`). It builds the small row
 source :class:`~calaudit.data.dataset_rows.DatasetRows` and runs the first reduction
 (:func:`~calaudit.data.dataset_rows.check_partial`) through :mod:`calaudit.scale`: the
 loader's row rules on every range, where the executor runs it (on Dask: each task reads
@@ -172,8 +174,8 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
          require_two_classes: bool = True, **ignored: Any) -> RowsData:
     """The :class:`RowsData` of the dataset ``path`` (:func:`why_not` is None): Parquet
     footers read here (CSV / TSV files counted and checked by one task per file,
-    :mod:`calaudit.data.csv_plan`), the rows checked (and the covariates' levels found) range by range
-    through the executor in force, with the loader's checks and errors."""
+    :mod:`calaudit.data.csv_plan`), the rows checked (and the covariates' levels found)
+    range by range through the executor in force, with the loader's checks and errors."""
     from calaudit.data.build import check_enough
     from calaudit.data.columns import detect_label, require_column, resolve_scores
     from calaudit.data.csv_plan import csv_plans
