@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from calaudit import scale
 from calaudit.audit.config import AuditConfig
@@ -21,6 +23,8 @@ from calaudit.data.planned import NotPlanned, plan, why_not
 from calaudit.exceptions import InputError
 from calaudit.scale import DaskExecutor, SerialExecutor
 from tests.test_dask_dataset_rows import CONFIG, canonical
+from tests.test_fuzz import FUZZ
+from tests.test_fuzz_datasets import csv_datasets
 
 N = 6_000
 CUTS = (0, 1_000, 3_500, N)
@@ -193,3 +197,43 @@ def test_a_bad_value_in_the_second_file_is_the_loaders_error_and_exit_2(two_work
                       "--quiet", "--json", "r.json", cwd=tmp_path)
     line = assert_one_line_error(outcome, "part-1.csv", "data row 42")
     assert str(loaded.value) in line and "Traceback" not in outcome.stderr
+
+
+def _outcome(read):
+    """``read()``'s data, or its error's line (None: left to the loader)."""
+    from calaudit.exceptions import CalauditError
+
+    try:
+        return read()
+    except NotPlanned:
+        return None
+    except CalauditError as exc:
+        return str(exc)
+
+
+@FUZZ
+@given(csv_datasets(), st.sampled_from([{}, {"covariates": "age,race"},
+                                        {"covariates": "age", "categorical": "age"}]))
+def test_fuzzed_csv_datasets_are_planned_as_the_loader_reads_them(files, options):
+    """Hostile CSV parts (the dataset fuzz suite's): the planned path gives the loader's
+    error line, or its rows and covariates, or leaves the dataset to it."""
+    from tests.test_fuzz import workdir
+
+    with workdir() as folder:
+        root = Path(folder) / "data"
+        for name, data in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+        spec = str(root)
+        loaded = _outcome(lambda: load(spec, **options))
+        if why_not(spec, options) is not None:
+            return
+        ours = _outcome(lambda: planned(spec, **options))
+        if ours is None or isinstance(loaded, str) or isinstance(ours, str):
+            assert ours is None or ours == loaded
+            return
+        assert ours.provenance == loaded.provenance
+        assert ours.y_proba.tobytes() == loaded.y_proba.tobytes()
+        for mine, theirs in zip(ours.covariates, loaded.covariates, strict=True):
+            assert mine.categories == theirs.categories
+            assert mine.values.tobytes() == theirs.values.tobytes()
