@@ -237,3 +237,46 @@ def test_fuzzed_csv_datasets_are_planned_as_the_loader_reads_them(files, options
         for mine, theirs in zip(ours.covariates, loaded.covariates, strict=True):
             assert mine.categories == theirs.categories
             assert mine.values.tobytes() == theirs.values.tobytes()
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    (b"a,b\n" + b"1,2\n" * 5_000, (4, 4 + 4 * 4_096)),   # every 4,096th row's offset
+    (b"a,b\r\n" + b"1,2\r\n" * 5_000, (5, 5 + 5 * 4_096)),  # CRLF line ends
+    (b"a,b\n" + b"1,2\n" * 4_999 + b"1,2", (4, 4 + 4 * 4_096)),  # no last line feed
+    (b"a,b\n" + b"1,2\n" * 2_500 + b"\n" + b"1,2\n" * 2_500, ()),  # a blank line
+    (b"a,b\n" + b"1,2\n" * 2_500 + b' \t\n' + b"1,2\n" * 2_500, ()),  # spaces only
+    (b"a,b\n" + b'1,"x\ny"\n' + b"1,2\n" * 5_000, ()),  # a line break in a quoted field
+    (b"a,b\n" + b"1,2\r" * 5_000, ()),                  # carriage returns alone
+])
+def test_rows_are_entered_by_offset_only_when_each_line_is_one_row(tmp_path, text, found):
+    from calaudit.data.csv_offsets import row_starts
+    from calaudit.data.readers import read_columns
+
+    path = tmp_path / "f.csv"
+    path.write_bytes(text)
+    rows = len(pd.read_csv(path))
+    assert row_starts(path, rows) == found
+    assert read_columns(path) == ["a", "b"]
+
+
+def test_a_task_enters_a_long_file_at_the_offset_before_its_range(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    n = 10_000
+    table = pd.DataFrame({"label": rng.integers(0, 2, n), "prob": rng.uniform(size=n),
+                          "region": rng.choice(["a", "b, c", 'd "e"'], n)})
+    folder = tmp_path / "long"
+    folder.mkdir()
+    table.iloc[:3].to_csv(folder / "a.csv", index=False)
+    table.iloc[3:].to_csv(folder / "b.csv", index=False)
+    loaded, ours = load(str(folder), covariates="region"), planned(str(folder),
+                                                                    covariates="region")
+    assert [len(s) for s in ours.rows.files.starts] == [1, 3]
+    opened = []
+    real = csv_rows._read_csv
+    monkeypatch.setattr(csv_rows, "_read_csv",
+                        lambda *a, **k: opened.append(k.get("header", "file")) or real(*a, **k))
+    rows = ours.rows.read(9_000, 9_500, ["proba", "x:region"])
+    assert opened == [None, None]  # its lines from row 8,192 on (covariates, then scores)
+    assert rows["proba"].tobytes() == loaded.y_proba[9_000:9_500].tobytes()
+    assert rows["x:region"].tolist() == \
+        loaded.covariate("region").values[9_000:9_500].tolist()

@@ -55,7 +55,7 @@ def csv_plans(dataset: Any, label: str, scores: tuple[str, ...],
         plans.append(CovariatePlan(ColumnPlan(name, kind, tuple(dtypes[name])),
                                    kind != "numeric" or name in categorical))
     dataset.rows = [found["rows"] for found in scanned]
-    return CsvRows(files, dataset.rows, [found["columns"] for found in scanned]), plans
+    return CsvRows(files, scanned), plans
 
 
 def _joined(parts: Iterator[list[dict[str, Any]]]) -> list[dict[str, Any]]:

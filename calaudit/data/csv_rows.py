@@ -17,11 +17,13 @@ csv_stream.reconcile`). Here the same happens in two reductions on the workers:
   :func:`~calaudit.data.csv_stream.encoded` into a :class:`~calaudit.data.column_sink.
   ColumnSink` of the dataset's kind and dtype.
 
-A text file cannot be entered at a row without parsing the rows before it. Each process
-keeps a few open parsers (:data:`KEEP`), each where its last read stopped, so a process
-reading consecutive ranges of a file parses it once; a read before a parser's position
-starts the file again. Gzip-compressed files are read the same way (decompressed from
-their start when a parser is opened).
+A file is entered at a row from the byte offsets the first reduction found
+(:func:`~calaudit.data.csv_offsets.row_starts`: every 4,096th row, when each line is one
+row), parsing fewer than 4,096 rows before the range; a file without them (a quoted field
+holding a line break, a blank line) and a gzip-compressed file (a stream cannot be entered
+in its middle) are parsed from their start. Each process keeps a few open parsers
+(:data:`KEEP`), each where its last read stopped, so a process reading consecutive ranges
+of such a file parses it once; a read before a parser's position opens it again.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
+from calaudit.data.csv_offsets import STRIDE, row_starts
 from calaudit.data.csv_stream import (
     BATCH_ROWS,
     _read_csv,
@@ -96,8 +99,9 @@ def scan_partial(start: int, stop: int, *, files: CsvFiles) -> list[dict[str, An
 
 def scan(files: CsvFiles, k: int) -> dict[str, Any]:
     """File ``k`` checked and read as the loader does, keeping per column only what its
-    chunks were: ``{"rows", "columns": {name: FileColumn}}``, ``{"rows", "whole": name}``
-    (a column only a whole-file read settles) or ``{"error": fields}`` (its first
+    chunks were: ``{"rows", "columns": {name: FileColumn}, "header", "starts"}`` (its
+    column names; :func:`~calaudit.data.csv_offsets.row_starts`), ``{"rows", "whole":
+    name}`` (a column only a whole-file read settles) or ``{"error": fields}`` (its first
     :class:`InputError`, naming the file as the user does)."""
     path, name = Path(files.paths[k]), files.names[k]
     names = list(files.columns)
@@ -124,7 +128,8 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
         if column is None:
             return {"rows": rows, "whole": c}
         out[c] = column
-    return {"rows": rows, "columns": out}
+    return {"rows": rows, "columns": out, "header": tuple(available),
+            "starts": row_starts(path, rows)}
 
 
 def _seen(state: tuple[set[str], bool, int], values: pd.Series) -> tuple[set[str], bool, int]:
@@ -170,15 +175,18 @@ def error_of(fields: tuple[Any, ...]) -> InputError:
 
 
 class CsvRows:
-    """Global rows ``[start, stop)`` of the CSV / TSV files of :class:`CsvFiles`:
-    ``rows[k]`` is file ``k``'s row count and ``columns[k]`` its columns
-    (:class:`FileColumn`), both from :func:`scan_partial`."""
+    """Global rows ``[start, stop)`` of the CSV / TSV files of :class:`CsvFiles`, from
+    :func:`scan` of each file: its row count, columns (:class:`FileColumn`), header and
+    row offsets."""
 
     reads_own_rows = True
 
-    def __init__(self, files: CsvFiles, rows: Iterable[int],
-                 columns: Iterable[dict[str, FileColumn]]) -> None:
-        self.files, self.columns = files, tuple(columns)
+    def __init__(self, files: CsvFiles, scanned: Iterable[dict[str, Any]]) -> None:
+        scanned = list(scanned)
+        rows = (found["rows"] for found in scanned)
+        self.files, self.columns = files, tuple(found["columns"] for found in scanned)
+        self.headers = tuple(found["header"] for found in scanned)
+        self.starts = tuple(found["starts"] for found in scanned)
         self.offsets = np.concatenate([[0], np.cumsum(np.fromiter(rows, np.int64))])
         self.n = int(self.offsets[-1])
 
@@ -218,14 +226,16 @@ class CsvRows:
         dtypes = {name: PARSE[c.parse] for name, c in parsed.items() if PARSE[c.parse]}
         key = (str(path), tuple(parsed), tuple(sorted(map(str, dtypes.items()))))
         with read_errors(path, self.files.fmt):
-            reader, at = _PARSERS.take(key, lo)
-            if reader is None:
-                reader, at = _read_csv(path, self.files.fmt, list(parsed), dtype=dtypes,
-                                       chunksize=BATCH_ROWS), 0
+            parser, at = _PARSERS.take(key, lo)
+            mark = lo // STRIDE * STRIDE if self.starts[k] else 0
+            if parser is None or at < mark:  # none kept, or an offset nearer the range
+                if parser is not None:
+                    parser.close()
+                parser, at = self._open(k, mark, list(parsed), dtypes), mark
             while at < lo:
-                at += len(reader.get_chunk(min(BATCH_ROWS, lo - at)))
-            frame = reader.get_chunk(hi - lo)
-        _PARSERS.keep(key, reader, hi)
+                at += len(parser.reader.get_chunk(min(BATCH_ROWS, lo - at)))
+            frame = parser.reader.get_chunk(hi - lo)
+        _PARSERS.keep(key, parser, hi)
         if len(frame) != hi - lo:
             raise InputError(f"holds fewer rows than when the dataset was opened "
                              f"({lo + len(frame)} read, {hi} expected)",
@@ -233,8 +243,37 @@ class CsvRows:
                              rule="unreadable_file", hint="the file changed during the audit")
         return frame
 
+    def _open(self, k: int, row: int, names: list[str], dtypes: dict[str, Any]) -> _Parser:
+        """A parser of file ``k``'s columns ``names`` at its row ``row`` (0, or one with a
+        recorded offset: the lines from there parsed with the file's header as names)."""
+        path, fmt = Path(self.files.paths[k]), self.files.fmt
+        if row == 0:
+            return _Parser(_read_csv(path, fmt, names, dtype=dtypes, chunksize=BATCH_ROWS))
+        handle = open(path, "rb")  # noqa: SIM115 - closed with the parser
+        try:
+            handle.seek(self.starts[k][row // STRIDE])
+            return _Parser(_read_csv(handle, fmt, names, dtype=dtypes, header=None,
+                                     names=list(self.headers[k]), chunksize=BATCH_ROWS),
+                           handle)
+        except BaseException:
+            handle.close()
+            raise
+
     def __repr__(self) -> str:
         return f"CsvRows({len(self.columns)} files, n={self.n})"
+
+
+@dataclass
+class _Parser:
+    """A ``read_csv`` reader and the file it reads (None: opened by path)."""
+
+    reader: Any
+    handle: Any = None
+
+    def close(self) -> None:
+        self.reader.close()
+        if self.handle is not None:
+            self.handle.close()
 
 
 class _Parsers:
@@ -244,19 +283,19 @@ class _Parsers:
     def __init__(self) -> None:
         self.lock, self.open = threading.Lock(), OrderedDict()
 
-    def take(self, key: Any, row: int) -> tuple[Any, int]:
-        """The reader of ``key`` at or before ``row`` and its position (None: none)."""
+    def take(self, key: Any, row: int) -> tuple[_Parser | None, int]:
+        """The parser of ``key`` at or before ``row`` and its position (None: none)."""
         with self.lock:
-            reader, at = self.open.pop(key, (None, 0))
-        if reader is not None and at > row:
-            reader.close()
+            parser, at = self.open.pop(key, (None, 0))
+        if parser is not None and at > row:
+            parser.close()
             return None, 0
-        return reader, at
+        return parser, at
 
-    def keep(self, key: Any, reader: Any, at: int) -> None:
+    def keep(self, key: Any, parser: _Parser, at: int) -> None:
         with self.lock:
             old = self.open.pop(key, None)
-            self.open[key] = (reader, at)
+            self.open[key] = (parser, at)
             dropped = [self.open.popitem(last=False)[1] for _ in
                        range(max(len(self.open) - KEEP, 0))]
         for stale, _ in ([old] if old is not None else []) + dropped:
