@@ -31,6 +31,13 @@ def row_starts(path: Path, rows: int) -> tuple[int, ...]:
     when each line after the header is one row (module docstring), else ``()``."""
     if rows <= 0 or path.name.lower().endswith(".gz"):
         return ()
+    try:
+        return _starts(path, rows)
+    except OSError:  # the parser reports a file it cannot read
+        return ()
+
+
+def _starts(path: Path, rows: int) -> tuple[int, ...]:
     starts: list[int] = []
     feeds, base, carry = 0, 0, b""
     with open(path, "rb") as handle:
