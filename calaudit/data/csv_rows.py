@@ -49,11 +49,12 @@ from calaudit.data.csv_stream import (
     encoded,
     reconcile,
 )
-from calaudit.data.locations import Location
+from calaudit.data.locations import DataFile, Location
+from calaudit.data.partitioned import _require as require
 from calaudit.data.readers import read_columns, read_errors
 from calaudit.data.spill import ColumnStore
 from calaudit.data.text_files import check_field_counts, delimiter
-from calaudit.exceptions import InputError, clip
+from calaudit.exceptions import InputError
 
 #: Open parsers kept per process (each holds one chunk of rows at most).
 KEEP = 4
@@ -107,12 +108,8 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
     names = list(files.columns)
     try:
         available = read_columns(path)
-        missing = next((c for c in names if c not in available), None)
-        if missing is not None:
-            raise InputError(f"column not found (the dataset's first file "
-                             f"{clip(files.names[0], 200)} has it)", source=name, column=missing,
-                             rule="missing_column",
-                             hint="every file of a dataset needs the same columns")
+        require(names, available, DataFile(name, name, 0),
+                DataFile(files.names[0], files.names[0], 0))
         seen = {c: (set(), False, 0) for c in names}
         rows = 0
         for chunk in chunks(path, files.fmt, names):
