@@ -106,7 +106,7 @@ def test_only_the_default_reading_of_a_parquet_dataset_is_planned(dataset, tmp_p
     assert "drop_invalid" in why_not(dataset, {"drop_invalid": True})
     single = tmp_path / "one.parquet"
     pq.write_table(pa.table({"label": [0, 1], "prob": [0.2, 0.7]}), single)
-    assert why_not(str(single), {}) == "not a Parquet dataset"
+    assert why_not(str(single), {}) == "not a dataset"
 
 
 @pytest.mark.parametrize(("column", "row", "value"), [
