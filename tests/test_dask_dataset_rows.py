@@ -224,11 +224,11 @@ class KillingRows(DatasetRows):
 
 def _recoveries(monkeypatch) -> list[str]:
     """The calls of the executor's own recovery of placed data (``shards.recover``,
-    ``Broadcasts.restore``), recorded as they run."""
-    from calaudit.scale import broadcasts, shards
+    ``PairBlocks.restore``), recorded as they run."""
+    from calaudit.scale import pair_blocks, shards
 
     calls: list[str] = []
-    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
+    for module, name in ((shards, "recover"), (pair_blocks.PairBlocks, "restore")):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
             calls.append(_n), _o(*a, **k))[1])
