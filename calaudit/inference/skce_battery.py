@@ -26,7 +26,8 @@ from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
 from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
 from calaudit.inference.method import Computation, choose_method
-from calaudit.inference.skce_rows import RowInputs, gather
+from calaudit.inference.skce_pair_rows import PairInputs
+from calaudit.inference.skce_rows import RowInputs
 from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
@@ -80,7 +81,7 @@ class _Estimates:
     """What the metrics and tests share: the resampling tests' ``terms`` (``None``: no
     quadratic estimator), the ``reported`` terms and params, the bootstrap ``forms``."""
 
-    inputs: ArrayInputs | RowInputs
+    inputs: ArrayInputs | RowInputs | PairInputs
     kernel: StationaryKernel
     params: dict
     pairs: LinearTerms
@@ -139,6 +140,16 @@ class ArrayInputs:
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
                               max(1, TASK_ROWS // blocksize), keep)
 
+    def quadratic(self, kernel: StationaryKernel, n_resamples: int | None,
+                  rng: np.random.Generator | None
+                  ) -> tuple[QuadraticTerms, CountForms | None]:
+        """One engine pass over ``H``: the quadratic terms and (``n_resamples``) the
+        bootstrap's count forms (the first batch shares the terms' pass)."""
+        gram = residual_gram(kernel, self.y_proba, self.residuals)
+        if n_resamples is None:
+            return quadratic_terms(gram), None
+        return _bootstrap(gram, n_resamples, rng)
+
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
                  **options: Any) -> SkceBattery:
@@ -149,17 +160,15 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
 def skce_battery_of_rows(source: Any, *, max_quadratic_n: int = 20_000,
                          **options: Any) -> SkceBattery:
     """:func:`skce_battery_of_inputs` of a binary row source (``proba``, ``residuals``,
-    ``y``): up to ``max_quadratic_n`` rows gathered into :class:`ArrayInputs`, above
+    ``y``): up to ``max_quadratic_n`` rows :class:`~calaudit.inference.skce_pair_rows.
+    PairInputs` (the exact path's pair tasks read their rows), above
     :class:`~calaudit.inference.skce_rows.RowInputs`."""
-    if source.n <= max_quadratic_n:
-        got = gather(source, np.arange(source.n), {"proba": 2, "residuals": 2})
-        inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
-    else:
-        inputs = RowInputs(source)
+    inputs = PairInputs(source) if source.n <= max_quadratic_n else RowInputs(source)
     return skce_battery_of_inputs(inputs, max_quadratic_n=max_quadratic_n, **options)
 
 
-def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
+def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs | PairInputs, *,
+                           kernel: str = "exponential",
                            bandwidth: float | None = None, blocksize: int = 10,
                            max_quadratic_n: int = 20_000, tests: tuple[str, ...] = SKCE_TESTS,
                            n_resamples: int = 1000, alpha: float = 0.05,
@@ -201,16 +210,14 @@ def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "ex
         estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
                             feature_pass=feature_pass, reported=(feature_pass.terms, params))
     elif 2 <= n <= max_quadratic_n:
-        gram = residual_gram(choice.kernel, inputs.y_proba, inputs.residuals)
-        terms, forms = (_bootstrap(gram, n_resamples, boot_rng) if bootstrap
-                        else (quadratic_terms(gram), None))
+        terms, forms = inputs.quadratic(choice.kernel, n_resamples if bootstrap else None,
+                                        boot_rng)
         estimates = replace(estimates, terms=terms, forms=forms, reported=(terms, params))
     if features is not None and n <= max_quadratic_n:
         # the reported estimates (and the bounds on them) exact, comparable with
         # CalibrationErrors.jl; only the resampling tests use the feature statistic (each
         # test's own ``statistic``): one tiled engine pass, O(n^2 m), no n x n matrix
-        exact = quadratic_terms(residual_gram(choice.kernel, inputs.y_proba,
-                                              inputs.residuals))
+        exact = inputs.quadratic(choice.kernel, None, None)[0]
         estimates = replace(estimates, reported=(exact, {**params, "computation": {
             "method": "exact", "requested": computation.method,
             "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
