@@ -19,11 +19,11 @@ import pytest
 from calaudit import scale
 from calaudit.data.dataset_rows import DatasetRows
 from calaudit.data.planned import RowsData, plan
+from calaudit.inference import consistency, skce_pair_rows
 from calaudit.inference import skce_battery as battery_module
-from calaudit.inference import skce_pair_rows
-from calaudit.inference.skce_battery import skce_battery, skce_battery_of_rows
-from calaudit.inference.skce_pair_rows import ResidualBlocks, batch_counts
 from calaudit.inference.method import Computation
+from calaudit.inference.skce_battery import ArrayInputs, skce_battery, skce_battery_of_rows
+from calaudit.inference.skce_pair_rows import PairInputs, ResidualBlocks, batch_counts
 from calaudit.metrics.skce import residual_gram
 from calaudit.numerics import pairwise
 from calaudit.numerics.grams import ResidualGram
@@ -139,12 +139,35 @@ def test_the_exact_battery_of_a_dataset_is_the_in_memory_bytes(tmp_path, monkeyp
     small = lambda total, rows: batch_sizes(total, rows, 30_000)  # noqa: E731
     monkeypatch.setattr(battery_module, "batch_sizes", small)
     monkeypatch.setattr(skce_pair_rows, "batch_sizes", small)
+    monkeypatch.setattr(consistency, "BATCH_ENTRIES", 50_000)  # batches of redraws too
     expected = _json(skce_battery(arrays["proba"], arrays["residuals"], ci_level=0.9,
                                   rng=np.random.default_rng(4), **OPTIONS))
     data = plan(path)
     _refuse_rows(monkeypatch)
     assert _json(skce_battery_of_rows(data.rows, ci_level=0.9, rng=np.random.default_rng(4),
                                       **OPTIONS)) == expected
+
+
+def test_replicates_near_the_observed_statistic_are_refined_as_in_memory(tmp_path,
+                                                                         monkeypatch):
+    """The consistency test's float32 passes (chosen whatever the cost model says) with
+    the replicates that lie within their rounding band of the observed statistic
+    recomputed in float64 by pair tasks: the in-memory test's bytes."""
+    path, arrays = _dataset(tmp_path, 3_000, (0, 1_000, 2_200, 3_000))
+    monkeypatch.setattr(consistency, "pass_dtype", lambda gram, dtype, *rest: dtype)
+    inputs = ArrayInputs(arrays["proba"], arrays["residuals"])
+    first = inputs.consistency(KERNEL, 0.0, np.random.default_rng(5), 60)
+    observed = float(first.null_distribution[7])  # replicate 7 is then near
+    refined: list[int] = []
+    near = skce_pair_rows.near_columns
+    monkeypatch.setattr(skce_pair_rows, "near_columns", lambda *a: (
+        refined.extend(near(*a).tolist()), near(*a))[1])
+    expected = inputs.consistency(KERNEL, observed, np.random.default_rng(5), 60)
+    got = PairInputs(plan(path).rows).consistency(KERNEL, observed,
+                                                  np.random.default_rng(5), 60)
+    assert 7 in refined
+    assert got.null_distribution.tobytes() == expected.null_distribution.tobytes()
+    assert got.p_value == expected.p_value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +204,8 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(pairwise, "FUSED_TILE_ROWS", 512)
     path, arrays = _dataset(tmp_path, 3_000, (0, 1_000, 2_200, 3_000))
-    options = {**OPTIONS, "tests": ("skce_uq_bound", "skce_uq_asymptotic")}
+    options = {**OPTIONS,
+               "tests": ("skce_uq_bound", "skce_uq_asymptotic", "skce_consistency")}
     expected = _json(skce_battery(arrays["proba"], arrays["residuals"],
                                   rng=np.random.default_rng(4), **options))
     executor = DaskExecutor(two_workers)

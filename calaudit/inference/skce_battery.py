@@ -140,6 +140,12 @@ class ArrayInputs:
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
                               max(1, TASK_ROWS // blocksize), keep)
 
+    def consistency(self, kernel: StationaryKernel, observed: float,
+                    rng: np.random.Generator, n_resamples: int) -> Any:
+        """The consistency test of ``SKCE_uq`` (``observed``)."""
+        return skce_consistency_test(cached(kernel.on(self.y_proba)), self.y_proba, observed,
+                                     rng, n_resamples)
+
     def quadratic(self, kernel: StationaryKernel, n_resamples: int | None,
                   rng: np.random.Generator | None
                   ) -> tuple[QuadraticTerms, CountForms | None]:
@@ -354,9 +360,8 @@ def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generat
     if estimates.feature_pass is not None:
         result = estimates.feature_pass.consistency
     else:
-        y_proba = estimates.inputs.y_proba
-        result = skce_consistency_test(cached(estimates.kernel.on(y_proba)), y_proba,
-                                       terms.unbiased, rng, n_resamples)
+        result = estimates.inputs.consistency(estimates.kernel, terms.unbiased, rng,
+                                              n_resamples)
     return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
                       METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
                       null_distribution=result.null_distribution, title=registry.title(test_id))

@@ -18,27 +18,35 @@ rows are, with the in-memory bits:
   (``C^T diag H``, ``C^T H 1``, ...) by one task holding ``C``;
 * ``diag H`` by the tasks that read each range.
 
+* the consistency test (labels redrawn from ``p``): each batch of redrawn residuals made by
+  one task (:func:`redraw_batch`, from a copy of the stream), the passes over ``K`` by pair
+  tasks reading ``p``, the precision of the passes and the columns' masses by one task
+  each, the near replicates recomputed in float64 by pair tasks too.
+
 What the client holds: ``H 1`` and ``diag H`` (8 bytes a row each, folded in pair order as
-in memory) and the forms (B floats a batch). The consistency test's label redraws still
-take ``p`` in the client (:attr:`PairInputs.y_proba`, gathered by one reduction, 16 bytes a
-row).
+in memory) and the forms (B floats a batch).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.inference.skce_rows import RowInputs, gather
+from calaudit.inference.consistency import (
+    CONSISTENCY_GEMM_DTYPE,
+    ResamplingTest,
+    SkceRedraws,
+    redraw_columns,
+)
+from calaudit.inference.skce_rows import RowInputs
 from calaudit.inference.skce_tests import BOOTSTRAP_GEMM_DTYPE, CountForms
 from calaudit.metrics.skce import QuadraticTerms, choose_kernel
-from calaudit.numerics.grams import ResidualGram
+from calaudit.numerics.grams import ResidualGram, cached
 from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pair_rows import (
     block_columns,
@@ -46,7 +54,12 @@ from calaudit.numerics.pair_rows import (
     forms_and_matmul_of_rows,
     matmul_of_rows,
 )
-from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
+from calaudit.numerics.resampling import (
+    batch_sizes,
+    bootstrap_counts,
+    column_mass,
+    near_columns,
+)
 from calaudit.scale import task_ranges
 
 
@@ -107,6 +120,46 @@ def median_partial(start: int, stop: int, *, rows: Any, kernel: str, exact_max_n
     return {"choice": choose_kernel(proba, kernel, None, exact_max_n=exact_max_n)}
 
 
+@dataclass(frozen=True)
+class KernelBlocks:
+    """The consistency test's recipe: the rows' Gram ``K`` of ``kernel`` on ``proba``,
+    ``Z`` the rows of the redrawn residuals ``z`` (its columns ``pick``)."""
+
+    kernel: StationaryKernel
+    names = ("proba",)
+    cached = True  # as the in-memory test's cached(kernel.on(p))
+
+    def block(self, read: dict[str, NDArray], start: int, stop: int, z: NDArray,
+              pick: NDArray | None = None) -> tuple[Any, NDArray, None]:
+        rows = z[start:stop]
+        return (self.kernel.on(read["proba"]),
+                rows if pick is None else np.take(rows, pick, axis=-1), None)
+
+
+def redraw_batch(rows: Any, rng: np.random.Generator, sizes: tuple[int, ...], batch: int
+                 ) -> NDArray[np.float64]:
+    """The redrawn residuals of batch ``batch`` (:func:`redraw_columns` of a copy of
+    ``rng``, the batches before it drawn and dropped) from every row's ``p``: the in-memory
+    draws' bits."""
+    proba, draw = rows.read(0, rows.n, ["proba"])["proba"], copy.deepcopy(rng)
+    for size in sizes[:batch]:
+        redraw_columns(proba, draw, size)
+    return redraw_columns(proba, draw, sizes[batch])
+
+
+def precision_partial(start: int, stop: int, *, rows: Any, kernel: StationaryKernel,
+                      plan: SkceRedraws, dtype: str) -> dict[str, Any]:
+    """:meth:`SkceRedraws.precision` of the in-memory Gram (one task reads every row)."""
+    proba = rows.read(start, stop, ["proba"])["proba"]
+    chosen = plan.precision(cached(kernel.on(proba)), np.dtype(dtype).type, proba)
+    return {"dtype": np.dtype(chosen).name}
+
+
+def mass_partial(start: int, stop: int, *, z: NDArray[np.float64]) -> dict[str, NDArray]:
+    """:func:`column_mass` of a batch of redraws (the task holding them)."""
+    return {"mass": column_mass(z)}
+
+
 def _only(parts: Any) -> Any:
     return next(iter(parts))
 
@@ -124,10 +177,32 @@ class PairInputs(RowInputs):
             "rows": self.source, "kernel": kernel, "exact_max_n": max_quadratic_n},
             _only)["choice"]
 
-    @cached_property
-    def y_proba(self) -> NDArray[np.float64]:
-        """``p`` (n, 2) in this process (the consistency test's redraws), one reduction."""
-        return gather(self.source, np.arange(self.n), {"proba": 2})["proba"]
+    def consistency(self, kernel: StationaryKernel, observed: float,
+                    rng: np.random.Generator, n_resamples: int) -> ResamplingTest:
+        """:func:`~calaudit.inference.consistency.skce_consistency_test` with the redraws
+        made by a task where the partials run and the pair tasks reading their rows."""
+        n, recipe = self.n, KernelBlocks(kernel)
+        plan = SkceRedraws(n, 2, observed, n_resamples)
+        dtype = np.dtype(scale.map_combine(precision_partial, [(0, n)], {
+            "rows": self.source, "kernel": kernel, "plan": plan,
+            "dtype": np.dtype(CONSISTENCY_GEMM_DTYPE).name}, _only)["dtype"]).type
+        sizes, done = tuple(plan.sizes()), []
+
+        def batch(q: int) -> NDArray[np.float64]:
+            with scale.made(redraw_batch, self.source, rng, sizes, len(done)) as z:
+                done.append(q)
+                forms, _ = forms_and_matmul_of_rows(self.source, recipe, inputs={"z": z},
+                                                    dtype=dtype)
+                if dtype != np.float64:
+                    mass = scale.map_combine(mass_partial, [(0, n)], {"z": z}, _only)["mass"]
+                    near = near_columns(forms, mass, observed / plan.scale,
+                                        plan.factor(dtype), plan.tie / plan.scale)
+                    if near.size:
+                        forms[near] = forms_and_matmul_of_rows(
+                            self.source, recipe, inputs={"z": z, "pick": near})[0]
+            return forms * plan.scale
+
+        return plan.run(batch)
 
     def diagonal(self, kernel: StationaryKernel) -> NDArray[np.float64]:
         ranges = [(0, self.n)] if dense(ResidualBlocks(kernel), self.n) \
@@ -166,4 +241,5 @@ class PairInputs(RowInputs):
                                              "ties")), n=n)
 
 
-__all__ = ["PairInputs", "ResidualBlocks", "batch_counts", "count_partial"]
+__all__ = ["KernelBlocks", "PairInputs", "ResidualBlocks", "batch_counts", "count_partial",
+           "redraw_batch"]

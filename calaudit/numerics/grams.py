@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram, StationaryKernel
 from calaudit.numerics.pair_tasks import cuttable, gram_rows, joined
-from calaudit.scale import one_blas_thread
 from calaudit.numerics.pairwise import BLOCK_ENTRIES
+from calaudit.scale import one_blas_thread
 
 
 @dataclass(frozen=True)

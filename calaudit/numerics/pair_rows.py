@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from calaudit import scale
 from calaudit.numerics import pairwise
+from calaudit.numerics.grams import cached
 from calaudit.numerics.pair_tasks import (
     RowBlock,
     block_pairs,
@@ -37,7 +38,6 @@ from calaudit.numerics.pair_tasks import (
     pair_partial,
     tiles,
 )
-from calaudit.numerics.grams import cached
 
 
 def block_columns(rows: Any, recipe: Any, start: int, stop: int, dtype: type,
@@ -181,5 +181,5 @@ def matmul_of_rows(rows: Any, recipe: Any, *, inputs: dict[str, Any] | None = No
                              {"rows": rows, "recipe": recipe, "n": n, **(inputs or {})}, combine)
 
 
-__all__ = ["block_columns", "dense", "forms_and_matmul_of_rows", "matmul_of_rows", "rows_pair_partial",
-           "tile_partial"]
+__all__ = ["block_columns", "dense", "forms_and_matmul_of_rows", "matmul_of_rows",
+           "rows_pair_partial", "tile_partial"]
