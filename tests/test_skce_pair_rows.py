@@ -31,7 +31,7 @@ from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pair_rows import forms_and_matmul_of_rows, matmul_of_rows
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
 from calaudit.scale import ArrayRows, DaskExecutor, SerialExecutor, ThreadExecutor
-from tests.conftest import write_parts
+from tests.conftest import dask_partials, write_parts
 
 KERNEL = StationaryKernel(4.0, "tv")
 
@@ -218,10 +218,12 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
         original = getattr(owner, name)
         monkeypatch.setattr(owner, name, lambda *a, _o=original, _n=name, **k: (
             resent.append(_n), _o(*a, **k))[1])
+    calls = dask_partials(monkeypatch)
     with scale.using(executor):
         assert _json(skce_battery_of_rows(data.rows, rng=np.random.default_rng(4),
                                           **options)) == expected
-    assert executor.block_bytes == 0
+    assert executor.block_bytes == 0 and executor.placed_bytes < 100_000
+    assert "rows_pair_partial" in calls and "pair_partial" not in calls
     flag = tmp_path / "killed"
     before = set(two_workers.run(os.getpid).values())
     fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
