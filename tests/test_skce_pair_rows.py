@@ -240,8 +240,8 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
     from calaudit.scale import broadcasts, pair_blocks, shards
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(pairwise, "FUSED_TILE_ROWS", 512)
-    path, arrays = _dataset(tmp_path, 3_000, (0, 1_000, 2_200, 3_000))
-    options = {**OPTIONS,
+    path, arrays = _dataset(tmp_path, 2_100, (0, 700, 1_500, 2_100))
+    options = {**OPTIONS, "n_resamples": 19,
                "tests": ("skce_uq_bound", "skce_uq_asymptotic", "skce_consistency")}
     expected = _json(skce_battery(arrays["proba"], arrays["residuals"],
                                   rng=np.random.default_rng(4), **options))
