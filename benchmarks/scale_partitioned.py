@@ -1,6 +1,7 @@
-"""Benchmark: a 10^7-row partitioned dataset (20 Parquet files, a numeric and a categorical
-covariate), in one process and on ``--workers 2`` (2 GB per worker): wall time, CPU and
-peak memory per process, and whether the results are identical.
+"""Benchmark: a 10^7-row partitioned dataset (20 Parquet files, or CSV files with
+``--format csv``; a numeric and a categorical covariate), in one process and on
+``--workers 2`` (2 GB per worker): wall time, CPU and peak memory per process, and whether
+the results are identical.
 
     python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what reduction
     python benchmarks/scale_partitioned.py --rows 1e7 --files 20 --what audit
@@ -330,21 +331,26 @@ def stable_json(path: Path) -> dict:
 # ------------------------------------------------------------------------------ main
 
 def ensure_data(args: argparse.Namespace, scratch: Path) -> Path:
-    if args.data and any(Path(args.data).glob("*.parquet")):
-        import pyarrow.parquet as pq
-
-        paths = sorted(Path(args.data).glob("*.parquet"))
-        rows = sum(pq.ParquetFile(path).metadata.num_rows for path in paths)
+    if args.data and any(Path(args.data).glob(f"*.{args.format}")):
+        paths = sorted(Path(args.data).glob(f"*.{args.format}"))
         size = sum(path.stat().st_size for path in paths) / 2**20
-        print(f"data: {len(paths)} files, {rows:,} rows, {size:.0f} MiB, already written")
+        if args.format == "parquet":
+            import pyarrow.parquet as pq
+
+            rows = f"{sum(pq.ParquetFile(path).metadata.num_rows for path in paths):,}"
+        else:
+            rows = "(not counted)"
+        print(f"data: {len(paths)} {args.format} files, {rows} rows, {size:.0f} MiB, "
+              "already written")
         return Path(args.data)
     from make_partitioned import write_dataset  # benchmarks/make_partitioned.py
 
     target = Path(args.data) if args.data else scratch / "data"
     started = time.perf_counter()
-    paths = write_dataset(target, int(args.rows), args.files)
+    paths = write_dataset(target, int(args.rows), args.files, args.format)
     size = sum(p.stat().st_size for p in paths) / 2**20
-    print(f"data: {len(paths)} files, {int(args.rows):,} rows, {size:.0f} MiB, written in "
+    print(f"data: {len(paths)} {args.format} files, {int(args.rows):,} rows, {size:.0f} MiB, "
+          f"written in "
           f"{time.perf_counter() - started:.0f} s")
     return target
 
@@ -441,8 +447,8 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def s3_copy(data: Path):
-    """``data``'s Parquet files on a local S3 server (moto, its own process): yields the
+def s3_copy(data: Path, fmt: str = "parquet"):
+    """``data``'s files (format ``fmt``) on a local S3 server (moto, its own process): yields the
     dataset's URL, with the environment that points s3fs at the server set in this process
     (and so in the audits it starts)."""
     import fsspec
@@ -466,7 +472,7 @@ def s3_copy(data: Path):
                     raise SystemExit("the S3 server (python -m moto.server) did not "
                                      "start") from error
                 time.sleep(0.5)
-        paths = sorted(data.glob("*.parquet"))
+        paths = sorted(data.glob(f"*.{fmt}"))
         for path in paths:
             fs.put_file(str(path), f"bench/data/{path.name}")
         print(f"store: {len(paths)} files uploaded to s3://bench/data/ (moto on port {port})")
@@ -492,7 +498,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=float, default=1e7)
     parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--data", help="a directory of part-*.parquet files (written if empty)")
+    parser.add_argument("--data", help="a directory of part-*.parquet (or .csv) files "
+                                       "(written if empty)")
+    parser.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                        help="the files' format (csv: --what audit only; the Dask run's "
+                             "tasks parse their own rows, calaudit.data.csv_rows)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="2GB")
     parser.add_argument("--features", type=int, default=256)
@@ -529,6 +539,8 @@ def main() -> None:
               f"wall {result['wall_ms_per_task']:.2f} ms/task, client + scheduler CPU "
               f"{result['client_cpu_ms_per_task']:.2f} ms/task")
         return
+    if args.format == "csv" and args.what != "audit":
+        parser.error("--format csv measures the audit only (--what audit)")
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="calaudit-scale-") as folder:
         scratch = Path(folder)
@@ -537,7 +549,8 @@ def main() -> None:
             report_reduction(args, data)
         if args.what in ("audit", "both"):
             with contextlib.ExitStack() as stack:
-                where = data if args.store == "local" else stack.enter_context(s3_copy(data))
+                where = data if args.store == "local" else stack.enter_context(
+                    s3_copy(data, args.format))
                 report_audit(args, where, scratch)
     print(f"\nload average {load:.1f} before, {os.getloadavg()[0]:.1f} after "
           f"({os.cpu_count()} cores)")

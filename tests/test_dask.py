@@ -171,12 +171,22 @@ def test_a_bug_in_a_partial_is_raised_as_it_is(one_worker):
         DaskExecutor(one_worker, retries=0).map_sum(broken, [(0, 10)], {})
 
 
+def _resolved(value):
+    if isinstance(value, FakeFuture):
+        return value.result()
+    if isinstance(value, dict):
+        return {k: _resolved(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_resolved(v) for v in value)
+    return value
+
+
 class FakeFuture:
     def __init__(self, client, fn, args):
         self.client, self.fn, self.args, self.released = client, fn, args, False
 
-    def result(self):
-        return self.fn(*self.args)
+    def result(self):  # the futures among the arguments replaced by their values, as Dask does
+        return self.fn(*[_resolved(arg) for arg in self.args])
 
     def exception(self, timeout=None):  # the task has ended: the executor then fetches it
         return None
@@ -216,9 +226,10 @@ def test_tasks_in_flight_are_bounded_by_the_window(threads, serial):
     client = FakeClient(threads)
     executor = DaskExecutor(client)
     assert executor.window() == max(8, 4 * threads)
-    ranges = task_ranges(N_ROWS, TASK // 8)  # 4 ranges per task: 21 tasks
+    ranges = task_ranges(N_ROWS, TASK // 64)  # 588 ranges, 16 per task: 37 tasks
     result = executor.map_sum(toy_partial, ranges, SHARED)
-    assert client.most == executor.window() < len(ranges) // 4
+    # the window's tasks and the task making the shared values
+    assert client.most == executor.window() + 1 < len(ranges) // 16
     assert not client.live
     assert result["count"] == N_ROWS
 
@@ -260,12 +271,11 @@ def lone_worker_process():
         yield client
 
 
-def test_broadcast_values_lost_with_their_only_worker_are_sent_again(lone_worker_process,
-                                                                     serial, tmp_path):
-    """The one worker dies (SIGKILL) mid-reduction and takes the only copies of the
-    broadcast values along: the client sends them again to the restarted worker, the
-    tasks are resubmitted with the new handles, and the fold is the serial bytes (before,
-    the resubmitted tasks failed again on the lost values until a ``ClusterError``)."""
+def test_shared_values_lost_with_their_only_worker_are_made_again_by_dask(
+        lone_worker_process, serial, tmp_path):
+    """The one worker dies (SIGKILL) mid-reduction and takes the only copy of the shared
+    values along: Dask makes them again from their task on the restarted worker, and the
+    fold is the serial bytes; the client sends nothing again."""
     client = lone_worker_process
     ranges = task_ranges(N_ROWS, TASK)
     flag = tmp_path / "killed"
@@ -276,19 +286,19 @@ def test_broadcast_values_lost_with_their_only_worker_are_sent_again(lone_worker
     assert int(flag.read_text()) in before
     assert same_bytes(result, serial)
     sent = [key for name, key, _ in executor.broadcasts if name == "killing_partial"]
-    assert sorted(sent) == sorted([*SHARED, "flag", "victim"] * 2)  # all of them, again
+    assert sorted(sent) == sorted([*SHARED, "flag", "victim"])  # once each
 
 
-def test_a_pair_pass_survives_losing_the_only_copy_of_its_broadcast_values(
+def test_a_pair_pass_survives_losing_the_only_copy_of_its_shared_values(
         lone_worker_process, tmp_path):
     """The same for a block-pair pass: the one worker dies with its blocks and the only
-    copies of the pass's broadcast values; both are placed again and the forms and
-    products are the serial bytes."""
+    copy of the pass's shared values; the blocks are placed again, the values made again
+    by Dask, and the forms and products are the serial bytes."""
     flag = tmp_path / "killed"
     executor = DaskExecutor(lone_worker_process)
     blocks, same_as_serial = _killed_pair_pass(executor, 131, flag, victim=(1, 3))
     assert flag.exists()
-    assert len(executor.broadcasts) > 5  # the five values, then the lost ones again
+    assert len(executor.broadcasts) == 5  # the five values, sent once
     assert same_as_serial
 
 
@@ -506,25 +516,30 @@ def test_without_dask_everything_works_as_before(tmp_path):
 # ------------------------------------------- feature passes: rows placed once per stage
 
 def record_placements(monkeypatch) -> tuple[list[int], list[int]]:
-    """The pickled sizes of what ``DaskExecutor.keep`` places and of what each reduction
-    scatters besides (lists that fill as the reductions run)."""
-    from calaudit.scale import broadcasts
+    """The pickled sizes of what ``DaskExecutor.keep`` places and of the values each
+    reduction shares with every worker besides (lists that fill as the reductions run;
+    sources that read their own rows are not counted: they travel in the tasks)."""
+    from calaudit.scale import dask_executor, dask_sums
 
     kept: list[int] = []
     scattered: list[int] = []
-    original_keep, original_scatter = DaskExecutor.keep, broadcasts.scatter
+    original_keep, original_shared = DaskExecutor.keep, dask_sums.shared_task
 
     def keep(self, value):
         kept.append(len(cloudpickle.dumps(value)))
         return original_keep(self, value)
 
-    def scatter(client, shared):
-        handles = original_scatter(client, shared)
-        scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in handles))
-        return handles
+    def shared_task(executor, name, token, shared):
+        arguments, values = original_shared(executor, name, token, shared)
+        plain = [k for k in shared if k not in arguments
+                 and not getattr(shared[k], "reads_own_rows", False)]
+        if plain:
+            scattered.append(sum(len(cloudpickle.dumps(shared[k])) for k in plain))
+        return arguments, values
 
     monkeypatch.setattr(DaskExecutor, "keep", keep)
-    monkeypatch.setattr(broadcasts, "scatter", scatter)
+    monkeypatch.setattr(dask_executor, "shared_task", shared_task)
+    monkeypatch.setattr(dask_sums, "shared_task", shared_task)
     return kept, scattered
 
 
@@ -883,19 +898,20 @@ def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, gr
     assert len({kwargs["workers"][0] for _, kwargs, _ in blocks}) == 2  # spread
     tasks = [args for args in client.submitted if args[0].__name__ == "_call_pair"]
     assert len(tasks) == len(ranges) * (len(ranges) + 1) // 2
-    for _, _, i, j, left, right, shared in tasks:
+    for _, _, i, j, left, right, _ in tasks:
         assert (handles[left.key], handles[right.key]) == (i, j)
-        assert all(np.ndim(value) == 0 for value in shared.values())
+    # the pass's shared values: scalars, made once by one task for all pair tasks
+    made = [args[1] for args in client.submitted if args[0].__name__ == "_identity"]
+    assert len(made) == 1 and all(np.ndim(value) == 0 for value in made[0].values())
     # on the scheduler a task depends on the futures among its arguments: its two blocks
-    # and the pass's broadcast scalars (placed once for all tasks), no other rows
+    # and the shared values' task, no other rows
     futures = type(left)
     for args, options in zip(client.submitted, client.options):
         if args[0].__name__ == "_call_pair":
             found = [v for v in (*args, *args[-1].values(), *options.values())
                      if isinstance(v, futures)]
             assert [f.key for f in found if f.type is RowBlock] == [args[4].key, args[5].key]
-            assert all(issubclass(f.type, (bool, int, float, str, np.generic))
-                       for f in found if f.type is not RowBlock)
+            assert [f.type for f in found if f.type is not RowBlock] == [dict]
 
 
 def killing_pair(i: int, j: int, left, right, *, flag: str, victim: tuple, **shared):

@@ -106,7 +106,7 @@ def test_only_the_default_reading_of_a_parquet_dataset_is_planned(dataset, tmp_p
     assert "drop_invalid" in why_not(dataset, {"drop_invalid": True})
     single = tmp_path / "one.parquet"
     pq.write_table(pa.table({"label": [0, 1], "prob": [0.2, 0.7]}), single)
-    assert why_not(str(single), {}) == "not a Parquet dataset"
+    assert why_not(str(single), {}) == "not a dataset"
 
 
 @pytest.mark.parametrize(("column", "row", "value"), [
@@ -224,11 +224,11 @@ class KillingRows(DatasetRows):
 
 def _recoveries(monkeypatch) -> list[str]:
     """The calls of the executor's own recovery of placed data (``shards.recover``,
-    ``Broadcasts.restore``), recorded as they run."""
-    from calaudit.scale import broadcasts, shards
+    ``PairBlocks.restore``), recorded as they run."""
+    from calaudit.scale import pair_blocks, shards
 
     calls: list[str] = []
-    for module, name in ((shards, "recover"), (broadcasts.Broadcasts, "restore")):
+    for module, name in ((shards, "recover"), (pair_blocks.PairBlocks, "restore")):
         original = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
             calls.append(_n), _o(*a, **k))[1])

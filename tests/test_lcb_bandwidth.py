@@ -216,3 +216,22 @@ def test_cell_matmul_float32_columns_give_the_same_bytes():
     assert np.array_equal(narrow.columns, wide.columns.astype(np.float32))
     assert np.array_equal(cell_matmul(kernel, feats, narrow.columns),
                           cell_matmul(kernel, feats, wide.columns))
+
+
+class _ArrayLike:
+    """A column that is not an ndarray (a dataset's gathered column): read by np.asarray."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __array__(self, dtype=None, copy=None):
+        return self.values
+
+
+def test_pointwise_se_takes_a_residual_column_that_is_not_an_array():
+    p, x, r = _case(n=30, seed=5)
+    gram = estimation_gram(p, 0.3, x, np.array([0.5, 0.4]))
+    rows, v, sums = np.array([0, 7, 29]), np.ones((30, 1)), np.full(30, 2.0)
+    plain = row_products(gram.features, rows, r, sums, v, chunk=8)
+    wrapped = row_products(gram.features, rows, _ArrayLike(r), sums, v, chunk=8)
+    assert plain.se.tobytes() == wrapped.se.tobytes()

@@ -152,7 +152,7 @@ class CsvColumn:
             self._truncate(state.start)
             return
         self._use_storage(kind, state.start)
-        self._put(self._encode(values, kind))
+        self._put(encoded(self.sink, values, kind))
 
     def _use_storage(self, kind: str, start: int) -> None:
         """Storage for ``kind``, replacing one of another kind (whose rows are all
@@ -164,18 +164,6 @@ class CsvColumn:
         self.grown, self.storage, self.segments = GrowingColumn(self.store, STORAGE[kind]), kind, []
         self.missing_rows = 0
         self._write_missing(start)
-
-    def _encode(self, values: pd.Series, kind: str) -> np.ndarray:
-        """A chunk encoded as a whole file's column is (:func:`_pandas_kind`)."""
-        if kind == "numeric":
-            if values.dtype.kind in "iu":
-                return values.to_numpy()
-            return values.to_numpy(dtype=np.float64, na_value=np.nan)
-        null = values.isna().to_numpy()
-        if kind == "bool":
-            return np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
-        codes, uniques = pd.factorize(values.astype(object).where(~null, None))
-        return self.sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null)
 
     def _put(self, values: np.ndarray) -> None:
         self.grown.append(values)
@@ -238,7 +226,7 @@ class CsvColumn:
                 self._write_missing(len(values))
             else:
                 self._use_storage(self.sink.kind, state.start)
-                self._put(self._encode(values, self.sink.kind))
+                self._put(encoded(self.sink, values, self.sink.kind))
 
     # -- the end of the dataset ---------------------------------------------------------
     def finish(self) -> None:
@@ -264,6 +252,20 @@ class CsvColumn:
                 begin = end
             out = out.view(final)
         self.sink.out = out
+
+
+def encoded(sink: ColumnSink, values: pd.Series, kind: str) -> np.ndarray:
+    """A chunk of a file's column in the storage of ``kind`` (:data:`STORAGE`): numbers as
+    parsed (int64 or float64), booleans as int8 (-1 missing), text as ``sink``'s codes."""
+    if kind == "numeric":
+        if values.dtype.kind in "iu":
+            return values.to_numpy()
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    null = values.isna().to_numpy()
+    if kind == "bool":
+        return np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
+    codes, uniques = pd.factorize(values.astype(object).where(~null, None))
+    return sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null)
 
 
 def _pandas_kind(values: pd.Series) -> str | None:

@@ -1,10 +1,10 @@
-"""A Parquet dataset's rows as the loader's validated columns, read by the task that
-reduces them.
+"""A dataset's rows as the loader's validated columns, read by the task that reduces them.
 
 :class:`DatasetRows` is a row source (``read(start, stop, names)``, :mod:`calaudit.scale`)
 over the files of a dataset (:class:`~calaudit.data.row_source.ParquetRows`: paths and
-footer row counts) plus what the loader does to the raw columns: the label's and the
-prediction columns' conversion (the same :class:`~calaudit.data.column_sink.ColumnSink`
+footer row counts; or CSV / TSV files, :class:`~calaudit.data.csv_rows.CsvRows`) plus
+what the loader does to the raw columns: the label's and the prediction columns'
+conversion (the same :class:`~calaudit.data.column_sink.ColumnSink`
 per range, with the dtypes the client fixed from every file's footer), the probabilities
 (:func:`calaudit.data.build.to_probabilities`) and the class codes
 (:func:`calaudit.data.build.label_codes`). Every step works row by row, so a range's
@@ -85,7 +85,9 @@ class DatasetRows:
     positive class's probability, binary), ``logit`` (``logit(clip(p))``) and
     ``residuals`` (``e_y - p``); see the module docstring."""
 
-    files: ParquetRows
+    #: The files: :class:`ParquetRows`, or CSV / TSV files
+    #: (:class:`~calaudit.data.csv_rows.CsvRows`, which build the Series themselves).
+    files: Any
     label: ColumnPlan
     scores: tuple[ColumnPlan, ...]
     class_names: tuple[str, ...]
@@ -116,6 +118,8 @@ class DatasetRows:
                ) -> dict[str, pd.Series]:
         """The columns ``plans`` of rows ``[start, stop)`` as the loader's Series."""
         plans = list(plans)
+        if not isinstance(self.files, ParquetRows):  # CSV / TSV files: their own parser
+            return self.files.series(start, stop, plans)
         pieces: dict[str, list[Any]] = {plan.name: [] for plan in plans}
         for table in self.files.tables(start, stop, list(pieces)):
             for name in pieces:
@@ -175,7 +179,7 @@ class DatasetRows:
         return {name: out[name] for name in names}
 
     def __repr__(self) -> str:
-        return f"DatasetRows({self.source}, {len(self.files.files)} files, n={self.n})"
+        return f"DatasetRows({self.source}, {self.files!r})"
 
 
 def logit_column(p: NDArray[np.float64]) -> NDArray[np.float64]:

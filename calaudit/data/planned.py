@@ -1,7 +1,9 @@
-"""A Parquet dataset audited where its rows are: the client plans and adds up.
+"""A dataset audited where its rows are: the client plans and adds up.
 
-:func:`plan` opens a dataset from its footers only (files, row counts, column types: the
-loader's own checks, :class:`~calaudit.data.partitioned.Dataset`), builds the small row
+:func:`plan` opens a Parquet dataset from its footers only (files, row counts, column
+types: the loader's own checks, :class:`~calaudit.data.partitioned.Dataset`); a local CSV /
+TSV dataset, which has no footers, is counted and checked by one task per file
+(:mod:`calaudit.data.csv_plan`). It builds the small row
 source :class:`~calaudit.data.dataset_rows.DatasetRows` and runs the first reduction
 (:func:`~calaudit.data.dataset_rows.check_partial`) through :mod:`calaudit.scale`: the
 loader's row rules on every range, where the executor runs it (on Dask: each task reads
@@ -59,8 +61,8 @@ DEFAULTS = {"labels": None, "covariates_file": None, "positive_label": None,
 
 def why_not(path: str, options: dict[str, Any]) -> str | None:
     """Why ``path`` with the ``load`` ``options`` is not read by tasks (None: it is): it
-    must be a Parquet dataset (a directory, glob or URL) read with the default options
-    (covariates of the same files allowed), without weights."""
+    must be a dataset (a directory, glob or URL; CSV / TSV files local) read with the
+    default options (covariates of the same files allowed), without weights."""
     from calaudit.data.locations import locate
 
     changed = sorted(k for k, v in DEFAULTS.items() if options.get(k, v) not in (v, None, ()))
@@ -70,8 +72,10 @@ def why_not(path: str, options: dict[str, Any]) -> str | None:
         location = locate(path)
     except Exception:  # noqa: BLE001 - the loader reports it
         return "not a dataset"
-    if not location.is_dataset or location.format != "parquet":
-        return "not a Parquet dataset"
+    if not location.is_dataset:
+        return "not a dataset"
+    if location.format != "parquet" and location.filesystem is not None:
+        return "a text dataset on a remote filesystem (the loader copies each file first)"
     return None
 
 
@@ -182,11 +186,13 @@ class DatasetCovariate:
 def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = None,
          logit_cols: str | None = None, covariates: Any = (), categorical: Any = (),
          require_two_classes: bool = True, **ignored: Any) -> RowsData:
-    """The :class:`RowsData` of the Parquet dataset ``path`` (:func:`why_not` is None):
-    footers read here, the rows checked (and the covariates' levels found) range by range
-    through the executor in force, with the loader's checks and errors."""
+    """The :class:`RowsData` of the dataset ``path`` (:func:`why_not` is None): Parquet
+    footers read here (CSV / TSV files counted and checked by one task per file,
+    :mod:`calaudit.data.csv_plan`), the rows checked (and the covariates' levels found)
+    range by range through the executor in force, with the loader's checks and errors."""
     from calaudit.data.build import check_enough
     from calaudit.data.columns import detect_label, require_column, resolve_scores
+    from calaudit.data.csv_plan import csv_plans
     from calaudit.data.load import ColumnOptions, _check_roles, _names
     from calaudit.data.locations import locate
     from calaudit.data.partitioned import Dataset
@@ -208,10 +214,18 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     scores = resolve_scores(prob_cols, logit_cols, available, path,
                             exclude={label, *covariates})
     _check_roles(scores.columns, label, ColumnOptions(covariates=covariates))
-    plans = _plans(dataset, label, scores.columns, covariates, categorical)
-    files = ParquetRows.of(dataset.location)
-    dataset.rows = [int(files.offsets[k + 1] - files.offsets[k])
-                    for k in range(len(files.files))]
+    if any(name in dataset.partitions for name in (label, *scores.columns, *covariates)):
+        raise NotPlanned("a partition key is a label, prediction or covariate column")
+    if dataset.location.format == "parquet":
+        plans = _plans(dataset, label, scores.columns, covariates, categorical)
+        files = ParquetRows.of(dataset.location)
+        dataset.rows = [int(files.offsets[k + 1] - files.offsets[k])
+                        for k in range(len(files.files))]
+    else:
+        planned = csv_plans(dataset, label, scores.columns, covariates, categorical)
+        if isinstance(planned, str):
+            raise NotPlanned(planned)
+        files, plans = planned
     source = DatasetRows(files, plans[0], tuple(plans[1:len(scores.columns) + 1]),
                          scores.class_names, scores.kind, path,
                          tuple(plans[len(scores.columns) + 1:]))
@@ -259,8 +273,6 @@ def _plans(dataset: Any, label: str, scores: tuple[str, ...], covariates: tuple[
     from calaudit.data.column_sink import ColumnSink
 
     names = list(dict.fromkeys([*scores, label, *covariates]))
-    if any(name in dataset.partitions for name in names):
-        raise NotPlanned("a partition key is a label, prediction or covariate column")
     sinks = {name: ColumnSink(name) for name in names}
     for file in dataset.location.files:
         fragment = dataset._check_parquet(file, names, sinks)

@@ -79,40 +79,87 @@ def _run(observed: float, batch_null: Callable[[int], NDArray[np.float64]], n_ro
 
 def skce_consistency_test(kernel_gram: Gram, y_proba: NDArray[np.float64], observed: float,
                           rng: np.random.Generator, n_resamples: int,
-                          max_entries: int = BATCH_ENTRIES,
+                          max_entries: int | None = None,
                           dtype: type = CONSISTENCY_GEMM_DTYPE) -> ResamplingTest:
     """Consistency test of ``SKCE_uq`` (``observed``) with kernel matrix ``kernel_gram``.
     The products ``K Z`` run in ``dtype``; replicates within its rounding bound of
     ``observed`` are recomputed in float64 (:func:`refine_near`) and those within twice the
     float64 bound below count as ties, so the p-value does not depend on ``dtype``."""
     n, m = y_proba.shape
-    scale = 1.0 / (n * (n - 1))
-    tie = 2.0 * form_error_bound(n, np.float64)
-    rows = n * (1 if m == 2 else m)
-
-    def columns(draw: np.random.Generator, q: int) -> NDArray[np.float64]:
-        labels = categorical_draws(draw, y_proba, q)
-        if m == 2:
-            # <e_y - p, e_y' - p'> = 2 (y - p_1)(y' - p'_1) for two-class vectors
-            return np.sqrt(2.0) * (labels - y_proba[:, 1, None])
-        return one_hot_residuals(labels, y_proba)
-
-    factor = form_error_factor(n, dtype)
-    width = min(n_resamples, max(1, max_entries // rows))
-    dtype = pass_dtype(kernel_gram, dtype, width,
-                       lambda q: columns(np.random.default_rng(PILOT_SEED), q),
-                       observed / scale, factor, tie / scale)
+    plan = SkceRedraws(n, m, observed, n_resamples, max_entries)
+    dtype = plan.precision(kernel_gram, dtype, y_proba)
 
     def batch(q: int) -> NDArray[np.float64]:
-        z = columns(rng, q)
+        z = redraw_columns(y_proba, rng, q)
         forms, _ = kernel_forms_and_matmul(kernel_gram, z, dtype=dtype)
         if dtype != np.float64:
-            refine_near(forms, z, observed / scale, factor, tie / scale,
+            refine_near(forms, z, observed / plan.scale, plan.factor(dtype),
+                        plan.tie / plan.scale,
                         lambda near: kernel_forms_and_matmul(kernel_gram, near)[0])
-        return forms * scale
+        return forms * plan.scale
 
-    return _run(observed, batch, rows, n_resamples, max_entries, atol=tie,
-                name="label redraws (SKCE)")
+    return plan.run(batch)
+
+
+def redraw_columns(y_proba: NDArray[np.float64], draw: np.random.Generator, q: int
+                   ) -> NDArray[np.float64]:
+    """``q`` columns of residuals of labels redrawn from ``y_proba`` (n, m) with ``draw``:
+    ``sqrt(2) (y* - p_1)`` for two classes (``<e_y - p, e_y' - p'> = 2 (y - p_1)(y' -
+    p'_1)``), else the one-hot residuals (n, m, q)."""
+    labels = categorical_draws(draw, y_proba, q)
+    if y_proba.shape[1] == 2:
+        return np.sqrt(2.0) * (labels - y_proba[:, 1, None])
+    return one_hot_residuals(labels, y_proba)
+
+
+@dataclass(frozen=True)
+class SkceRedraws:
+    """The SKCE consistency test's constants at ``n`` rows of ``m`` classes: the scale
+    ``1 / (n (n - 1))``, the tie band, the batches (:meth:`run`) and the precision of the
+    passes (:meth:`precision`)."""
+
+    n: int
+    m: int
+    observed: float
+    n_resamples: int
+    max_entries: int | None = None  # None: BATCH_ENTRIES
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / (self.n * (self.n - 1))
+
+    @property
+    def tie(self) -> float:
+        return 2.0 * form_error_bound(self.n, np.float64)
+
+    @property
+    def rows(self) -> int:
+        return self.n * (1 if self.m == 2 else self.m)
+
+    def factor(self, dtype: type) -> float:
+        return form_error_factor(self.n, dtype)
+
+    def precision(self, kernel_gram: Gram, dtype: type, y_proba: NDArray[np.float64]) -> type:
+        """:func:`pass_dtype` of the passes (a pilot of redraws from its own seed)."""
+        width = min(self.n_resamples, max(1, self.entries // self.rows))
+
+        def pilot(q: int) -> NDArray[np.float64]:
+            return redraw_columns(y_proba, np.random.default_rng(PILOT_SEED), q)
+
+        return pass_dtype(kernel_gram, dtype, width, pilot, self.observed / self.scale,
+                          self.factor(dtype), self.tie / self.scale)
+
+    @property
+    def entries(self) -> int:
+        """Entries of one batch of redraws."""
+        return self.max_entries or BATCH_ENTRIES
+
+    def sizes(self) -> list[int]:
+        return list(batch_sizes(self.n_resamples, self.rows, self.entries))
+
+    def run(self, batch: Callable[[int], NDArray[np.float64]]) -> ResamplingTest:
+        return _run(self.observed, batch, self.rows, self.n_resamples, self.entries,
+                    atol=self.tie, name="label redraws (SKCE)")
 
 
 def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,

@@ -23,18 +23,16 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
-from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
 from calaudit.inference.method import Computation, choose_method
-from calaudit.inference.skce_rows import RowInputs, gather
+from calaudit.inference.skce_pair_rows import PairInputs
+from calaudit.inference.skce_rows import RowInputs
 from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
     LinearTerms,
-    bootstrap_pass,
     bound_pvalue_biased,
     bound_pvalue_unbiased,
-    count_forms,
     linear_asymptotic_test,
     quadratic_statistic,
     smallest_bound_pvalue,
@@ -44,14 +42,11 @@ from calaudit.metrics.skce import (
     SkceEstimators,
     block_terms,
     choose_kernel,
-    quadratic_terms,
-    residual_gram,
 )
-from calaudit.numerics.grams import cached
 from calaudit.numerics.kernels import StationaryKernel
-from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
+from calaudit.numerics.resampling import bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
-from calaudit.scale import TASK_ROWS
+from calaudit.scale import TASK_ROWS, ArrayRows
 
 #: The tests, in report order.
 SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
@@ -80,7 +75,7 @@ class _Estimates:
     """What the metrics and tests share: the resampling tests' ``terms`` (``None``: no
     quadratic estimator), the ``reported`` terms and params, the bootstrap ``forms``."""
 
-    inputs: ArrayInputs | RowInputs
+    inputs: ArrayInputs | RowInputs | PairInputs
     kernel: StationaryKernel
     params: dict
     pairs: LinearTerms
@@ -139,6 +134,24 @@ class ArrayInputs:
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
                               max(1, TASK_ROWS // blocksize), keep)
 
+    @property
+    def pairs(self) -> PairInputs:
+        """The exact path's pieces: the same pair tasks as a dataset's, over these arrays
+        (:class:`~calaudit.inference.skce_pair_rows.PairInputs`, the same bytes)."""
+        return PairInputs(ArrayRows({"proba": self.y_proba, "residuals": self.residuals}),
+                          self.m)
+
+    def consistency(self, kernel: StationaryKernel, observed: float,
+                    rng: np.random.Generator, n_resamples: int) -> Any:
+        """The consistency test of ``SKCE_uq`` (``observed``)."""
+        return self.pairs.consistency(kernel, observed, rng, n_resamples)
+
+    def quadratic(self, kernel: StationaryKernel, n_resamples: int | None,
+                  rng: np.random.Generator | None
+                  ) -> tuple[QuadraticTerms, CountForms | None]:
+        """The quadratic terms and (``n_resamples``) the bootstrap's count forms."""
+        return self.pairs.quadratic(kernel, n_resamples, rng)
+
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
                  **options: Any) -> SkceBattery:
@@ -149,17 +162,16 @@ def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
 def skce_battery_of_rows(source: Any, *, classes: int = 2, max_quadratic_n: int = 20_000,
                          **options: Any) -> SkceBattery:
     """:func:`skce_battery_of_inputs` of a row source of ``classes`` classes (``proba``,
-    ``residuals``, ``y``): up to ``max_quadratic_n`` rows gathered into
-    :class:`ArrayInputs`, above :class:`~calaudit.inference.skce_rows.RowInputs`."""
-    if source.n <= max_quadratic_n:
-        got = gather(source, np.arange(source.n), {"proba": classes, "residuals": classes})
-        inputs: ArrayInputs | RowInputs = ArrayInputs(got["proba"], got["residuals"])
-    else:
-        inputs = RowInputs(source, classes)
+    ``residuals``, ``y``): up to ``max_quadratic_n`` rows :class:`~calaudit.inference.
+    skce_pair_rows.PairInputs` (the exact path's pair tasks read their rows), above
+    :class:`~calaudit.inference.skce_rows.RowInputs`."""
+    inputs = (PairInputs(source, classes) if source.n <= max_quadratic_n
+              else RowInputs(source, classes))
     return skce_battery_of_inputs(inputs, max_quadratic_n=max_quadratic_n, **options)
 
 
-def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "exponential",
+def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs | PairInputs, *,
+                           kernel: str = "exponential",
                            bandwidth: float | None = None, blocksize: int = 10,
                            max_quadratic_n: int = 20_000, tests: tuple[str, ...] = SKCE_TESTS,
                            n_resamples: int = 1000, alpha: float = 0.05,
@@ -201,34 +213,20 @@ def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs, *, kernel: str = "ex
         estimates = replace(estimates, terms=feature_pass.terms, forms=feature_pass.forms,
                             feature_pass=feature_pass, reported=(feature_pass.terms, params))
     elif 2 <= n <= max_quadratic_n:
-        gram = residual_gram(choice.kernel, inputs.y_proba, inputs.residuals)
-        terms, forms = (_bootstrap(gram, n_resamples, boot_rng) if bootstrap
-                        else (quadratic_terms(gram), None))
+        terms, forms = inputs.quadratic(choice.kernel, n_resamples if bootstrap else None,
+                                        boot_rng)
         estimates = replace(estimates, terms=terms, forms=forms, reported=(terms, params))
     if features is not None and n <= max_quadratic_n:
         # the reported estimates (and the bounds on them) exact, comparable with
         # CalibrationErrors.jl; only the resampling tests use the feature statistic (each
         # test's own ``statistic``): one tiled engine pass, O(n^2 m), no n x n matrix
-        exact = quadratic_terms(residual_gram(choice.kernel, inputs.y_proba,
-                                              inputs.residuals))
+        exact = inputs.quadratic(choice.kernel, None, None)[0]
         estimates = replace(estimates, reported=(exact, {**params, "computation": {
             "method": "exact", "requested": computation.method,
             "reason": "estimates are computed exactly up to skce.max_quadratic_n; the "
                       "resampling tests ran on random features (see their params)"}}))
     return SkceBattery(_metrics(estimates, ci_level, n_resamples, linear_rng),
                        _tests(estimates, tests, n_resamples, alpha, consistency_rng))
-
-
-def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
-               ) -> tuple[QuadraticTerms, CountForms]:
-    """Estimates and bootstrap count forms (the first batch shares the estimate's pass)."""
-    sizes = list(batch_sizes(n_resamples, gram.n))
-    terms, first = bootstrap_pass(gram, bootstrap_counts(rng, gram.n, sizes[0]))
-    parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, gram.n, q))
-                       for q in sizes[1:]]
-    return terms, CountForms(*(np.concatenate([getattr(p, f) for p in parts])
-                               for f in ("quadratic", "diagonal", "linear", "squared",
-                                         "ties")), n=gram.n)
 
 
 def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
@@ -347,9 +345,8 @@ def _consistency(estimates: _Estimates, n_resamples: int, rng: np.random.Generat
     if estimates.feature_pass is not None:
         result = estimates.feature_pass.consistency
     else:
-        y_proba = estimates.inputs.y_proba
-        result = skce_consistency_test(cached(estimates.kernel.on(y_proba)), y_proba,
-                                       terms.unbiased, rng, n_resamples)
+        result = estimates.inputs.consistency(estimates.kernel, terms.unbiased, rng,
+                                              n_resamples)
     return TestResult(test_id, result.statistic, terms.unbiased, result.p_value,
                       METHODS[test_id], n_resamples=n_resamples, params=dict(estimates.params),
                       null_distribution=result.null_distribution, title=registry.title(test_id))

@@ -188,15 +188,19 @@ class RowFeatures:
 
 @dataclass(frozen=True)
 class RowInputs:
-    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a row source of ``m``
+    """:class:`calaudit.inference.skce_battery.ArrayInputs` of a row source of ``classes``
     classes above ``max_quadratic_n`` rows, made in the tasks that read the rows."""
 
     source: Any
-    m: int = 2
+    classes: int = 2
 
     @property
     def n(self) -> int:
         return self.source.n
+
+    @property
+    def m(self) -> int:
+        return self.classes
 
     def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
                       rng: np.random.Generator) -> Any:

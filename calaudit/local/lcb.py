@@ -113,6 +113,7 @@ def row_products(features: NDArray[np.float64], rows: NDArray[np.intp],
     ``sum_i K_ij^2 m_i (r_i - LCB_j)^2`` instead."""
     z = np.asarray(features, dtype=np.float64)
     z = z[:, None] if z.ndim == 1 else z
+    r = np.asarray(r, dtype=np.float64)  # a gathered column: read here (the exact path)
     r2 = r * r if meat is None else meat * r * r
     if centre is not None:  # sum K^2 m (r - c)^2 = sum K^2 m r^2 - 2 c sum K^2 m r + c^2 ...
         r2 = np.column_stack([r2, meat * r, meat])

@@ -12,7 +12,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.numerics.kernels import Gram, StationaryKernel
+from calaudit.numerics.pair_tasks import cuttable, gram_rows, joined
 from calaudit.numerics.pairwise import BLOCK_ENTRIES
+from calaudit.scale import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,21 @@ class ResidualGram:
         r = self.residuals
         return self.kernel.diagonal() * np.einsum("ij,ij->i", r, r)
 
+    @property
+    def cuttable(self) -> bool:
+        """Whether its kernel can be cut to rows (:func:`calaudit.numerics.pair_tasks.
+        gram_rows`): then a block of a pair pass carries its own rows only."""
+        return cuttable(self.kernel)
+
+    def rows_of(self, rows: slice) -> ResidualGram:
+        """The Gram of the rows ``rows`` alone (same entries)."""
+        return ResidualGram(gram_rows(self.kernel, rows), self.residuals[rows])
+
+    def joined_with(self, other: ResidualGram) -> ResidualGram:
+        """One Gram on these rows then ``other``'s."""
+        return ResidualGram(joined(self.kernel, other.kernel),
+                            np.concatenate([self.residuals, other.residuals]))
+
 
 @dataclass(frozen=True)
 class DenseGram:
@@ -54,11 +71,13 @@ class DenseGram:
 
 
 def cached(gram: Gram, max_entries: int = BLOCK_ENTRIES) -> Gram:
-    """``gram`` itself, or a :class:`DenseGram` of it when ``n^2 <= max_entries``."""
+    """``gram`` itself, or a :class:`DenseGram` of it when ``n^2 <= max_entries`` (BLAS on
+    one thread: its entries' bits do not depend on the threads, as a pair pass's blocks)."""
     n = gram.n
     if n * n > max_entries:
         return gram
-    return DenseGram(gram.block(slice(0, n), slice(0, n)))
+    with one_blas_thread():
+        return DenseGram(gram.block(slice(0, n), slice(0, n)))
 
 
 def within_block_kernels(kernel: StationaryKernel, features: NDArray[np.float64], blocksize: int,

@@ -77,7 +77,9 @@ class RowBlock:
 def gram_rows(gram: Any, rows: slice) -> Any:
     """The Gram of the rows ``rows`` alone (same kernel and entries; a Gram with
     ``features`` or a :class:`~calaudit.numerics.kernels.ProductGram` of those, else
-    ``TypeError``)."""
+    ``TypeError``; a Gram of other Grams cuts itself: ``rows_of``)."""
+    if hasattr(gram, "rows_of"):
+        return gram.rows_of(rows)
     if isinstance(gram, ProductGram):
         return ProductGram(tuple(gram_rows(factor, rows) for factor in gram.factors))
     if dataclasses.is_dataclass(gram) and hasattr(gram, "features"):
@@ -85,26 +87,30 @@ def gram_rows(gram: Any, rows: slice) -> Any:
     raise TypeError(f"cannot take the rows of a {type(gram).__name__}")
 
 
-def _cuttable(gram: Any) -> bool:
+def cuttable(gram: Any) -> bool:
     """Whether :func:`gram_rows` can cut ``gram`` (else blocks carry it whole)."""
+    if hasattr(gram, "rows_of"):
+        return bool(gram.cuttable)
     if isinstance(gram, ProductGram):
-        return all(_cuttable(factor) for factor in gram.factors)
+        return all(cuttable(factor) for factor in gram.factors)
     return dataclasses.is_dataclass(gram) and hasattr(gram, "features")
 
 
-def _joined(a: Any, b: Any) -> Any:
+def joined(a: Any, b: Any) -> Any:
     """One Gram on the rows of ``a`` then those of ``b`` (two :func:`gram_rows`)."""
+    if hasattr(a, "rows_of"):
+        return a.joined_with(b)
     if isinstance(a, ProductGram):
-        return ProductGram(tuple(_joined(x, y) for x, y in zip(a.factors, b.factors)))
+        return ProductGram(tuple(joined(x, y) for x, y in zip(a.factors, b.factors)))
     return dataclasses.replace(a, features=np.concatenate([a.features, b.features]))
 
 
 def _pair_frame(left: RowBlock, right: RowBlock) -> tuple[Any, int]:
     """A Gram holding both blocks' rows and the shift of ``right``'s rows in it: the shared
     Gram in process (or one that cannot be cut), else the two blocks' features joined."""
-    if left.gram is right.gram or not _cuttable(left.gram):
+    if left.gram is right.gram or not cuttable(left.gram):
         return left.gram, 0
-    return _joined(left.gram, right.gram), int(left.gram.n)
+    return joined(left.gram, right.gram), int(left.gram.n)
 
 
 def _kernel_rows(gram: Any, shift: int, left: RowBlock, right: RowBlock,

@@ -44,17 +44,20 @@ def tile_rows_for(n: int, block_entries: int = BLOCK_ENTRIES) -> int:
 def kernel_matmul(gram: Gram, z: NDArray[np.float64], *, tile_rows: int | None = None
                  ) -> NDArray[np.float64]:
     """``K @ Z`` for ``Z`` (n,) or (n, q): each tile's upper block ``K[a, a_start:]`` used
-    for ``out[a]`` and, by symmetry, ``out[a_end:]``."""
+    for ``out[a]`` and, by symmetry, ``out[a_end:]`` (BLAS on one thread: the bits do not
+    depend on the threads, as a task's over rows it reads,
+    :func:`calaudit.numerics.pair_rows.matmul_of_rows`)."""
     n = gram.n
     matrix = np.asarray(z, dtype=np.float64)
     flat = matrix.reshape(n, -1)
     out = np.zeros_like(flat)
     step = tile_rows or tile_rows_for(n)
-    for start, stop in tiles(n, step):
-        block = gram.block(slice(start, stop), slice(start, n))
-        out[start:stop] += block @ flat[start:]
-        if stop < n:
-            out[stop:] += block[:, stop - start :].T @ flat[start:stop]
+    with scale.one_blas_thread():
+        for start, stop in tiles(n, step):
+            block = gram.block(slice(start, stop), slice(start, n))
+            out[start:stop] += block @ flat[start:]
+            if stop < n:
+                out[stop:] += block[:, stop - start :].T @ flat[start:stop]
     return out.reshape(matrix.shape)
 
 

@@ -112,10 +112,16 @@ def refine_near(values: NDArray[np.float64], z: NDArray, observed: float, factor
     """Recompute in place, with ``exact`` (float64), the unnormalised forms ``values`` whose
     comparison with ``observed`` rounding could flip: ``|F* - F| <= 2 (factor mass^2 +
     tie)`` with the columns' :func:`column_mass`."""
-    band = 2.0 * (factor * column_mass(z) ** 2 + tie)
-    near = np.flatnonzero(np.abs(values - observed) <= band)
+    near = near_columns(values, column_mass(z), observed, factor, tie)
     if near.size:
         values[near] = exact(np.take(z, near, axis=-1))
+
+
+def near_columns(values: NDArray[np.float64], mass: NDArray[np.float64], observed: float,
+                 factor: float, tie: float) -> NDArray[np.intp]:
+    """The columns :func:`refine_near` recomputes, from their :func:`column_mass`."""
+    band = 2.0 * (factor * mass ** 2 + tie)
+    return np.flatnonzero(np.abs(values - observed) <= band)
 
 
 #: ns per kernel entry of a pass of the pairwise engine: evaluating it (double or single

@@ -4,9 +4,10 @@ Floating-point addition is not associative, so the order of the fold, not who co
 the partials, fixes the result: the partials are fetched one at a time and folded in range
 order on the client (:func:`fold_in_order`), with at most a window of tasks in flight.
 In-memory row sources are placed as row blocks (:mod:`calaudit.scale.shards`), the rest of
-``shared`` is broadcast once (:mod:`calaudit.scale.broadcasts`), exact sums are added on
-the workers (:mod:`calaudit.scale.dask_sums`), and a block-pair pass places each block on
-one worker (:class:`calaudit.scale.pair_blocks.PairBlocks`). Dask is not imported here:
+``shared`` is made by one task the pass's tasks read (:func:`dask_sums.shared_task`: Dask
+makes it again if it is lost), exact sums are added on the workers
+(:mod:`calaudit.scale.dask_sums`), and a block-pair pass places each block on one worker
+(:class:`calaudit.scale.pair_blocks.PairBlocks`). Dask is not imported here:
 the executor drives the ``distributed.Client`` it is given.
 """
 
@@ -22,17 +23,20 @@ import numpy as np
 
 from calaudit.scale import shards
 from calaudit.scale.blocks import _rows_of, fold, stack_rows
-from calaudit.scale.broadcasts import Broadcasts, is_future
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import register_sizes, size_of
 from calaudit.scale.dask_sums import (
     MAX_RANGES_PER_TASK,
     RANGES_PER_TASK,
+    _identity,
     chunked,
     exact_sum,
     flattened,
+    is_future,
     name_of,
     per_task,
+    shared_task,
+    with_values,
 )
 from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
 from calaudit.scale.pair_blocks import PairBlocks
@@ -61,25 +65,15 @@ fold_in_order = fold
 def _call(partial: Partial, start: int, stop: int, shared: Mapping[str, Any]
           ) -> Mapping[str, np.ndarray]:
     """One task: the partial on rows ``[start, stop)`` with the worker's copy of
-    ``shared`` (Dask replaces the scattered handles by their values)."""
-    return in_task(partial, start, stop, **shared)
+    ``shared`` (Dask replaces the handles by their values)."""
+    return in_task(partial, start, stop, **with_values(shared))
 
 
 def _call_pair(partial: Callable[..., Any], i: int, j: int, left: Any, right: Any,
                shared: Mapping[str, Any]) -> Any:
     """One task of a block-pair pass: ``partial`` on blocks ``i`` and ``j`` (Dask replaces
     the blocks' handles by the values, copied to this worker if placed elsewhere)."""
-    return in_task(partial, i, j, left, right, **shared)
-
-
-def _restore(broadcasts: Broadcasts, shared: dict[str, Any]) -> list[str]:
-    """Send the broadcast values the cluster lost again (into ``shared``); their names."""
-    try:
-        names = broadcasts.restore()
-    except Exception:  # noqa: BLE001 - the caller reports the task's failure
-        return []
-    shared.update({name: broadcasts.futures[name] for name in names})
-    return names
+    return in_task(partial, i, j, left, right, **with_values(shared))
 
 
 class DaskExecutor:
@@ -160,38 +154,35 @@ class DaskExecutor:
         pairs = [(int(i), int(j)) for i, j in pairs]
         if not pairs:  # no rows: nothing to place
             return combine(iter(()))
-        broadcasts = Broadcasts(self.client, shared, self._broadcast_counter(partial))
+        arguments, values = shared_task(self, name_of(partial), uuid.uuid4().hex[:12], shared)
         placement = PairBlocks(self.client, blocks, pairs, self._count_placed)
-        parts = self._pairs_in_order(partial, pairs, placement, broadcasts,
-                                     {**shared, **broadcasts.futures})
+        parts = self._pairs_in_order(partial, pairs, placement, arguments)
         try:
             return combine(parts)
         finally:
             parts.close()
             placement.release_all()
-            broadcasts.release()
+            shards.forget(self.client, [values] if values is not None else [])
 
     def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
-                        placement: PairBlocks, broadcasts: Broadcasts,
-                        shared: dict[str, Any]) -> Iterator[Any]:
+                        placement: PairBlocks, shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
-        worker thread in flight; pairs whose blocks or broadcast values were lost are
-        resubmitted after those are placed again."""
+        worker thread in flight; pairs whose blocks were lost are resubmitted after those
+        are placed again (the shared values are a task: Dask makes them again)."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
         token, name = uuid.uuid4().hex[:12], name_of(partial)
         pending: deque[list[Any]] = deque()  # [index, future, generations]
 
-        def generations() -> tuple[int, int]:
-            return placement.generation, broadcasts.generation
+        def generations() -> int:
+            return placement.generation
 
         def submit(index: int) -> list[Any]:
             i, j = pairs[index]
             future = self.client.submit(
                 _call_pair, partial, i, j, placement.handle(i), placement.handle(j),
                 shared, retries=self.retries, pure=False,
-                key=f"calaudit-{name}-{token}-{index}-{placement.generation}-"
-                    f"{broadcasts.generation}")
+                key=f"calaudit-{name}-{token}-{index}-{placement.generation}")
             return [index, future, generations()]
 
         submitted = 0
@@ -209,18 +200,16 @@ class DaskExecutor:
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
                         cancelled = was_cancelled(exc)
-                        resent = _restore(broadcasts, shared)
-                        lost = placement.restore(wait=cancelled and not resent)
-                        if cancelled and not resent:  # "lost dependencies": place anew
+                        lost = placement.restore(wait=cancelled)
+                        if cancelled:  # "lost dependencies": place anew
                             lost |= placement.restore(force={i, j} - lost)
-                        if not (lost or resent or entry[2] != generations()) or \
-                                attempt == rounds:
+                        if not (lost or entry[2] != generations()) or attempt == rounds:
                             failure = cluster_failure(exc, name, i, j, pair=True)
                             if failure is exc:
                                 raise
                             raise failure from exc
                         for waiting in [entry, *pending]:
-                            if waiting is entry or resent or set(pairs[waiting[0]]) & lost:
+                            if waiting is entry or set(pairs[waiting[0]]) & lost:
                                 shards.forget(self.client, [waiting[1]])
                                 waiting[:] = submit(waiting[0])
                 entry[1].release()
@@ -239,29 +228,30 @@ class DaskExecutor:
             raise ValueError("a reduction needs at least one row range")
         sharded = self._place_rows(shared)
         try:
-            broadcasts = Broadcasts(self.client, {**shared, **sharded},
-                                    self._broadcast_counter(partial))
-            arguments = {**shared, **sharded, **broadcasts.futures}
+            arguments, values = shared_task(self, name_of(partial), uuid.uuid4().hex[:12],
+                                            {**shared, **sharded})
             spans = chunked(partial, ranges, self.window())  # a span's task gets its blocks
-            partials = (self._in_order(partial, ranges, arguments, broadcasts) if spans is None
-                        else flattened(self._in_order(*spans, arguments, broadcasts)))
+            partials = (self._in_order(partial, ranges, arguments) if spans is None
+                        else flattened(self._in_order(*spans, arguments)))
             try:
                 return combine(partials)
             finally:
                 partials.close()  # cancels the tasks in flight if the fold stopped early
-                broadcasts.release()
+                shards.forget(self.client, [values] if values is not None else [])
         finally:
             for placed in sharded.values():
                 placed.release()
 
     def keep(self, value: Any) -> Any:
-        """``value`` placed once on the workers, as row blocks (:mod:`.shards`) or else a
-        broadcast; the handle can be given in ``shared`` to any number of reductions until
+        """``value`` placed once on the workers, as row blocks (:mod:`.shards`) or else
+        made by a task (Dask copies it where it is read and makes it again if it is
+        lost); the handle can be given in ``shared`` to any number of reductions until
         :meth:`release`."""
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
         self._count_broadcast("keep", "value", value)
-        return self.client.scatter(value, broadcast=True, hash=False)
+        return self.client.submit(_identity, value, pure=False,
+                                  key=f"calaudit-keep-{uuid.uuid4().hex}")
 
     def make(self, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         """``function(*args)`` made by a task on a worker (``calaudit.scale.made``; Dask
@@ -294,9 +284,6 @@ class DaskExecutor:
         self._count_blocks(sum(p.nbytes for p in placed.values()))
         return placed
 
-    def _broadcast_counter(self, partial: Partial) -> Callable[[str, Any], None]:
-        return lambda key, value: self._count_broadcast(name_of(partial), key, value)
-
     def _count_broadcast(self, name: str, key: str, value: Any) -> None:
         """Count ``value`` (``shared[key]`` of ``name``) sent to every worker."""
         size = size_of(value)
@@ -315,7 +302,7 @@ class DaskExecutor:
                 key: str) -> tuple[Any, list[Any]]:
         """The task of rows ``[start, stop)`` and the placed values it reads (its range's
         blocks of the sharded row sources, :func:`shards.task`, and the futures among
-        ``arguments``: the broadcast values and :meth:`keep` handles)."""
+        ``arguments``: the shared values' task and :meth:`keep` handles)."""
         function, args, used = shards.task(_call, partial, start, stop, arguments)
         future = self.client.submit(function, *args, retries=self.retries, pure=False,
                                     key=key)
@@ -323,9 +310,9 @@ class DaskExecutor:
 
     def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
                 stop: int, arguments: dict[str, Any], key: str,
-                broadcasts: Broadcasts | None = None) -> Mapping[str, np.ndarray]:
-        """The task's partial; a task whose row blocks or broadcast values were lost is
-        resubmitted after they are placed again (:func:`shards.recover`)."""
+                ) -> Mapping[str, np.ndarray]:
+        """The task's partial; a task whose row blocks were lost is resubmitted after they
+        are placed again (:func:`shards.recover`)."""
         future, used = submitted
         attempt = 0
         while True:
@@ -335,9 +322,7 @@ class DaskExecutor:
                 return part
             except Exception as exc:  # noqa: BLE001 - cluster failures become one line
                 try:
-                    resent = shards.recover(arguments, used, attempt, exc, broadcasts)
-                    if broadcasts is not None:
-                        arguments.update(broadcasts.futures)
+                    resent = shards.recover(arguments, used, attempt, exc)
                 except shards.LostBlocks as lost:
                     resent, failure = None, cluster_failure(lost, name_of(partial), start, stop)
                 else:
@@ -358,7 +343,7 @@ class DaskExecutor:
         return max(MIN_WINDOW, WINDOW_PER_THREAD * threads)
 
     def _in_order(self, partial: Partial, ranges: list[tuple[int, int]],
-                  handles: dict[str, Any], broadcasts: Broadcasts | None = None
+                  handles: dict[str, Any]
                   ) -> Iterator[Mapping[str, np.ndarray]]:
         """The partials in range order, at most :meth:`window` tasks in flight, each
         released on the cluster once fetched."""
@@ -374,7 +359,7 @@ class DaskExecutor:
                     submitted += 1
                 done = submitted - len(pending)
                 part = self._result(pending.popleft(), partial, start, stop, handles,
-                                    f"calaudit-{name}-{token}-{done}", broadcasts)
+                                    f"calaudit-{name}-{token}-{done}")
                 self.fetched_bytes += size_of(part)
                 yield part
         finally:

@@ -85,17 +85,53 @@ def flattened(lists: Iterator[list[Any]]) -> Iterator[Any]:
             close()
 
 
+#: The key under which a task's arguments carry its shared values' task (:func:`shared_task`).
+VALUES = "calaudit-shared-values"
+
+
 def _identity(value: Any) -> Any:
     return value
 
 
+def shared_task(executor: Any, name: str, token: str, shared: Mapping[str, Any]
+                ) -> tuple[dict[str, Any], Any]:
+    """``(arguments, values)``: the plain values of ``shared`` (neither handles nor row
+    blocks) made by one task ``values`` on a worker, which every task of the pass reads
+    (Dask copies it to each worker once, and makes it again from its spec if it is lost
+    with its worker: no value is scattered, none re-sent by calaudit), and ``arguments``:
+    the rest of ``shared`` with ``values`` under :data:`VALUES` (``None`` if nothing
+    plain)."""
+    from calaudit.scale.shards import Shards
+
+    plain = {k: v for k, v in shared.items()
+             if not (is_future(v) or isinstance(v, Shards))}
+    rest = {k: v for k, v in shared.items() if k not in plain}
+    if not plain:
+        return rest, None
+    for key, value in plain.items():  # a source reading its own rows is not counted
+        if not getattr(value, "reads_own_rows", False):
+            executor._count_broadcast(name, key, value)
+    values = executor.client.submit(_identity, plain, pure=False,
+                                    key=f"calaudit-{name}-{token}-shared")
+    return {**rest, VALUES: values}, values
+
+
+def with_values(shared: Mapping[str, Any]) -> dict[str, Any]:
+    """A task's keyword arguments: ``shared`` with the values of its :data:`VALUES` entry
+    (Dask has replaced the handle by the value) spread in."""
+    values = shared.get(VALUES)
+    if values is None:
+        return dict(shared)
+    return {**{k: v for k, v in shared.items() if k != VALUES}, **values}
+
+
 def _added(partial: Callable[..., Mapping[str, np.ndarray]], ranges: list[tuple[int, int]],
-           values: Mapping[str, Any], handles: Mapping[str, Any]) -> dict[str, np.ndarray]:
+           arguments: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """One task: the partials of ``ranges`` added on the worker, last to first (exact
     sums: any order), one partial held at a time (Dask replaces the futures by their
     values)."""
-    return fold(in_task(partial, start, stop, **values, **handles)
-                for start, stop in reversed(ranges))
+    shared = with_values(arguments)
+    return fold(in_task(partial, start, stop, **shared) for start, stop in reversed(ranges))
 
 
 def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
@@ -108,17 +144,12 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
     if not ranges:
         raise ValueError("a reduction needs at least one row range")
     client, name, token = executor.client, name_of(partial), uuid.uuid4().hex[:12]
-    handles = {k: v for k, v in shared.items() if _is_future(v)}
-    plain = {k: v for k, v in shared.items() if k not in handles}
-    values = client.submit(_identity, plain, pure=False, key=f"calaudit-{name}-{token}-shared")
-    for key, value in plain.items():  # a source reading its own rows is not counted
-        if not getattr(value, "reads_own_rows", False):  # (as in ``broadcasts.scatter``)
-            executor._count_broadcast(name, key, value)
+    arguments, values = shared_task(executor, name, token, shared)
     in_flight = executor.window()
     groups = span_ranges(ranges, per_task(len(ranges), in_flight, GROUP))
 
     def submit(index: int) -> Any:
-        return client.submit(_added, partial, groups[index], values, handles,
+        return client.submit(_added, partial, groups[index], arguments,
                              retries=executor.retries, pure=False,
                              key=f"calaudit-{name}-{token}-{index}")
 
@@ -143,7 +174,7 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
                 yield part
         finally:
             with contextlib.suppress(Exception):  # cleanup after the real outcome
-                client.cancel([*pending, values])
+                client.cancel([*pending, *([values] if values is not None else [])])
 
     parts = totals()
     try:
@@ -152,7 +183,9 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
         parts.close()
 
 
-def _is_future(value: Any) -> bool:
+def is_future(value: Any) -> bool:
+    """A ``distributed.Future`` (a handle of ``DaskExecutor.keep`` or ``make``): passed to
+    the tasks as it is, and not released after the reduction."""
     return type(value).__name__ == "Future" and hasattr(value, "key") and hasattr(
         value, "release")
 

@@ -8,9 +8,9 @@ the blocks covering it and reads them through :class:`BlockRows`, with the same 
 ``read`` contract on global row numbers; ranges and the in-order fold are unchanged, so
 the bytes are the same. A row-blocked value (``row_block`` / ``joined``,
 :func:`row_blocked`) is placed the same way. Scattered data cannot be recomputed by Dask:
-a block or broadcast value lost with its worker is sent again from the client's copy and
-the task resubmitted (:func:`recover`). Small shared values stay broadcast; sources that
-read their own rows are sent as they are.
+a block lost with its worker is sent again from the client's copy and the task
+resubmitted (:func:`recover`). Small shared values are made by a task (Dask makes them
+again), and sources that read their own rows travel inside the tasks.
 """
 
 from __future__ import annotations
@@ -233,17 +233,17 @@ class LostBlocks(Exception):
 
 
 def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
-            exc: BaseException, broadcasts: Any = None) -> int | None:
-    """After a task failed with ``exc``: if a value it read (``used``: its blocks' and
-    broadcast values' futures) was lost, every lost block of the sources in ``arguments``
-    and every lost value of ``broadcasts`` is sent again from the client's copy and the
-    task can be resubmitted; returns the bytes of blocks sent again. ``None`` when nothing
+            exc: BaseException) -> int | None:
+    """After a task failed with ``exc``: if a block it read (``used``: its blocks' and
+    handles' futures) was lost, every lost block of the sources in ``arguments`` is sent
+    again from the client's copy and the task can be resubmitted; returns the bytes of
+    blocks sent again. ``None`` when nothing
     it read was lost; :class:`LostBlocks` after :data:`RESCATTER_RETRIES` attempts or when
     they cannot be placed again. A task cancelled for lost dependencies may fail before its
     values show as lost: they are awaited for :data:`LOST_WAIT` seconds, then placed again
     anyway."""
     sharded = [value for value in arguments.values() if isinstance(value, Shards)]
-    holder = sharded[0] if sharded else broadcasts
+    holder = sharded[0] if sharded else None
     if holder is None or not used:
         return None
     lost = lost_keys(holder.client, used)
@@ -258,8 +258,6 @@ def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
         raise LostBlocks(f"{attempt + 1} times")
     before = sum(shards.nbytes for shards in sharded)
     try:
-        if broadcasts is not None:
-            broadcasts.restore(also=[] if lost else used)
         for shards in sharded:
             shards.replace_lost(also=[] if lost else used)
     except Exception as error:  # noqa: BLE001 - any failure to place is the cluster's

@@ -1,0 +1,302 @@
+"""Rows of a CSV / TSV dataset read by global row range, by the task that reduces them.
+
+The loader (:mod:`calaudit.data.csv_stream`) parses each file with ``pandas.read_csv``
+(its options: :func:`~calaudit.data.csv_stream.chunks`) a chunk at a time and settles
+each column's dtype per file as a whole-file read would (:func:`~calaudit.data.
+csv_stream.reconcile`). Here the same happens in two reductions on the workers:
+
+- :func:`scan_partial`, one task per file: the loader's checks of one file (its
+  columns, the parser's errors, ragged rows, in the loader's order) and, per column, what
+  the loader makes of it: its kind and the dtype a whole-file read gives
+  (:class:`FileColumn`). Errors travel back as values, so the client raises the first
+  file's, as the loader would; a column only a whole-file read can settle (integers
+  beyond int64, booleans with missing values) leaves the dataset to the loader.
+- :class:`CsvRows` reads rows ``[start, stop)``: each file's rows parsed by the same
+  ``read_csv`` call with each column's dtype fixed to the file's (so a range gives the
+  bits of the whole-file parse), encoded by the loader's
+  :func:`~calaudit.data.csv_stream.encoded` into a :class:`~calaudit.data.column_sink.
+  ColumnSink` of the dataset's kind and dtype.
+
+A file is entered at a row from the byte offsets the first reduction found
+(:func:`~calaudit.data.csv_offsets.row_starts`: every 4,096th row, when each line is one
+row), parsing fewer than 4,096 rows before the range; a file without them (a quoted field
+holding a line break, a blank line) and a gzip-compressed file (a stream cannot be entered
+in its middle) are parsed from their start. Each process keeps a few open parsers
+(:data:`KEEP`), each where its last read stopped, so a process reading consecutive ranges
+of such a file parses it once; a read before a parser's position opens it again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
+from calaudit.data.csv_offsets import STRIDE, row_starts
+from calaudit.data.csv_stream import (
+    BATCH_ROWS,
+    _read_csv,
+    chunk_class,
+    chunks,
+    encoded,
+    reconcile,
+)
+from calaudit.data.locations import DataFile, Location
+from calaudit.data.partitioned import _require as require
+from calaudit.data.readers import read_columns, read_errors
+from calaudit.data.spill import ColumnStore
+from calaudit.data.text_files import check_field_counts, delimiter
+from calaudit.exceptions import InputError
+
+#: Open parsers kept per process (each holds one chunk of rows at most).
+KEEP = 4
+#: The numpy dtype each file's column is parsed with (``bool``: as inferred).
+PARSE = {"int64": np.int64, "float64": np.float64, "str": str, "bool": None}
+
+
+@dataclass(frozen=True)
+class FileColumn:
+    """One column of one file as the loader reads it: ``kind`` (``numeric``, ``bool``,
+    ``text``; None: every cell missing), the dtype name its errors quote and the dtype
+    its rows are parsed with (``int64``, ``float64``, ``bool``, ``str``)."""
+
+    kind: str | None
+    type_name: str
+    parse: str
+
+
+@dataclass(frozen=True)
+class CsvFiles:
+    """The files of a CSV / TSV dataset before their rows are counted: absolute paths,
+    the names the user knows them by, the format and the columns read (in the loader's
+    order)."""
+
+    paths: tuple[str, ...]
+    names: tuple[str, ...]
+    fmt: str
+    columns: tuple[str, ...]
+
+    reads_own_rows = True
+
+    @classmethod
+    def of(cls, location: Location, columns: Iterable[str]) -> CsvFiles:
+        files = location.files
+        return cls(tuple(os.path.abspath(f.path) for f in files),
+                   tuple(f.name for f in files), location.format, tuple(columns))
+
+
+def scan_partial(start: int, stop: int, *, files: CsvFiles) -> list[dict[str, Any]]:
+    """:func:`scan` of files ``start`` to ``stop - 1``."""
+    return [scan(files, k) for k in range(start, stop)]
+
+
+def scan(files: CsvFiles, k: int) -> dict[str, Any]:
+    """File ``k`` checked and read as the loader does, keeping per column only what its
+    chunks were: ``{"rows", "columns": {name: FileColumn}, "header", "starts"}`` (its
+    column names; :func:`~calaudit.data.csv_offsets.row_starts`), ``{"rows", "whole":
+    name}`` (a column only a whole-file read settles) or ``{"error": fields}`` (its first
+    :class:`InputError`, naming the file as the user does)."""
+    path, name = Path(files.paths[k]), files.names[k]
+    names = list(files.columns)
+    try:
+        available = read_columns(path)
+        require(names, available, DataFile(name, name, 0),
+                DataFile(files.names[0], files.names[0], 0))
+        seen = {c: (set(), False, 0) for c in names}
+        rows = 0
+        for chunk in chunks(path, files.fmt, names):
+            rows += len(chunk)
+            for c in names:
+                seen[c] = _seen(seen[c], chunk[c])
+        check_field_counts(path, delimiter(files.fmt), len(available))
+    except InputError as exc:
+        return {"error": _fields(exc, str(path), str(Path(name)))}
+    out: dict[str, FileColumn] = {}
+    for c in names:
+        column = _settled(*seen[c])
+        if column is None:
+            return {"rows": rows, "whole": c}
+        out[c] = column
+    return {"rows": rows, "columns": out, "header": tuple(available),
+            "starts": row_starts(path, rows)}
+
+
+def _seen(state: tuple[set[str], bool, int], values: pd.Series) -> tuple[set[str], bool, int]:
+    """What a chunk adds to a column's classes, missing cells and largest integer (the
+    bookkeeping of :meth:`~calaudit.data.csv_stream.CsvColumn.add`)."""
+    classes, missing, largest = state
+    if not len(values):
+        return state
+    klass, big = chunk_class(values)
+    if klass == "na":
+        return classes, True, largest
+    return classes | {klass}, missing or bool(values.hasnans), max(largest, big)
+
+
+def _settled(classes: set[str], missing: bool, largest: int) -> FileColumn | None:
+    """The file's column as :meth:`~calaudit.data.csv_stream.CsvColumn.end` settles it
+    (None: by reading the whole column, which this path does not do)."""
+    type_name, again = reconcile(classes, missing, largest)
+    if not classes:
+        return FileColumn(None, type_name, "float64")
+    if again == "whole":
+        return None
+    if again == "str" or type_name == "str":
+        return FileColumn("text", type_name, "str")
+    if again == "float" or type_name == "float64":
+        return FileColumn("numeric", type_name, "float64")
+    return FileColumn({"int64": "numeric", "bool": "bool"}[type_name], type_name, type_name)
+
+
+def _fields(exc: InputError, shown: str, name: str) -> tuple[Any, ...]:
+    """An error's fields (an :class:`InputError` does not pickle), the file's absolute
+    path replaced by its name."""
+    source = name if exc.source == shown else exc.source
+    return exc.message.replace(shown, name), source, exc.column, exc.rule, exc.hint
+
+
+def error_of(fields: tuple[Any, ...]) -> InputError:
+    """The :class:`InputError` of :func:`_fields`."""
+    message, source, column, rule, hint = fields
+    exc = InputError("x", rule=rule, hint=hint)
+    exc.message, exc.args, exc.source, exc.column = message, (message,), source, column
+    return exc
+
+
+class CsvRows:
+    """Global rows ``[start, stop)`` of the CSV / TSV files of :class:`CsvFiles`, from
+    :func:`scan` of each file: its row count, columns (:class:`FileColumn`), header and
+    row offsets."""
+
+    reads_own_rows = True
+
+    def __init__(self, files: CsvFiles, scanned: Iterable[dict[str, Any]]) -> None:
+        scanned = list(scanned)
+        rows = (found["rows"] for found in scanned)
+        self.files, self.columns = files, tuple(found["columns"] for found in scanned)
+        self.headers = tuple(found["header"] for found in scanned)
+        self.starts = tuple(found["starts"] for found in scanned)
+        self.offsets = np.concatenate([[0], np.cumsum(np.fromiter(rows, np.int64))])
+        self.n = int(self.offsets[-1])
+
+    def pieces(self, start: int, stop: int) -> Iterator[tuple[int, int, int]]:
+        """``(file, first row, end row)`` of each file rows ``[start, stop)`` span."""
+        if not 0 <= start <= stop <= self.n:
+            raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
+        for k in range(len(self.columns)):
+            low, high = int(self.offsets[k]), int(self.offsets[k + 1])
+            if low < stop and high > start:
+                yield k, max(start, low) - low, min(stop, high) - low
+
+    def series(self, start: int, stop: int, plans: Iterable[Any]) -> dict[str, pd.Series]:
+        """The columns ``plans`` (:class:`~calaudit.data.dataset_rows.ColumnPlan`: kind and
+        dtypes of the dataset's column) of rows ``[start, stop)`` as the loader's Series."""
+        plans = list(plans)
+        sinks = {p.name: ColumnSink(p.name, p.kind, dtypes=[np.dtype(d) for d in p.dtypes])
+                 for p in plans}
+        for sink in sinks.values():
+            sink.allocate(stop - start, ColumnStore())
+        for k, lo, hi in self.pieces(start, stop):
+            parsed = {name: self.columns[k][name] for name in sinks
+                      if self.columns[k][name].kind is not None}
+            frame = self._rows(k, lo, hi, parsed)
+            for name, sink in sinks.items():
+                if name in parsed:
+                    sink.put(encoded(sink, frame[name], sink.kind))
+                else:  # a file without values in this column
+                    sink.put(np.full(hi - lo, MISSING[sink.kind], STORAGE[sink.kind]))
+        return {name: sink.series() for name, sink in sinks.items()}
+
+    def _rows(self, k: int, lo: int, hi: int, parsed: dict[str, FileColumn]) -> pd.DataFrame:
+        """Rows ``[lo, hi)`` of file ``k``, the columns ``parsed`` with their dtypes."""
+        if not parsed or hi == lo:
+            return pd.DataFrame(index=range(hi - lo))
+        path = Path(self.files.paths[k])
+        dtypes = {name: PARSE[c.parse] for name, c in parsed.items() if PARSE[c.parse]}
+        key = (str(path), tuple(parsed), tuple(sorted(map(str, dtypes.items()))))
+        with read_errors(path, self.files.fmt):
+            parser, at = _PARSERS.take(key, lo)
+            mark = lo // STRIDE * STRIDE if self.starts[k] else 0
+            if parser is None or at < mark:  # none kept, or an offset nearer the range
+                if parser is not None:
+                    parser.close()
+                parser, at = self._open(k, mark, list(parsed), dtypes), mark
+            while at < lo:
+                at += len(parser.reader.get_chunk(min(BATCH_ROWS, lo - at)))
+            frame = parser.reader.get_chunk(hi - lo)
+        _PARSERS.keep(key, parser, hi)
+        if len(frame) != hi - lo:
+            raise InputError(f"holds fewer rows than when the dataset was opened "
+                             f"({lo + len(frame)} read, {hi} expected)",
+                             source=self.files.names[k],
+                             rule="unreadable_file", hint="the file changed during the audit")
+        return frame
+
+    def _open(self, k: int, row: int, names: list[str], dtypes: dict[str, Any]) -> _Parser:
+        """A parser of file ``k``'s columns ``names`` at its row ``row`` (0, or one with a
+        recorded offset: the lines from there parsed with the file's header as names)."""
+        path, fmt = Path(self.files.paths[k]), self.files.fmt
+        if row == 0:
+            return _Parser(_read_csv(path, fmt, names, dtype=dtypes, chunksize=BATCH_ROWS))
+        handle = open(path, "rb")  # noqa: SIM115 - closed with the parser
+        try:
+            handle.seek(self.starts[k][row // STRIDE])
+            return _Parser(_read_csv(handle, fmt, names, dtype=dtypes, header=None,
+                                     names=list(self.headers[k]), chunksize=BATCH_ROWS),
+                           handle)
+        except BaseException:
+            handle.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"CsvRows({len(self.columns)} files, n={self.n})"
+
+
+@dataclass
+class _Parser:
+    """A ``read_csv`` reader and the file it reads (None: opened by path)."""
+
+    reader: Any
+    handle: Any = None
+
+    def close(self) -> None:
+        self.reader.close()
+        if self.handle is not None:
+            self.handle.close()
+
+
+class _Parsers:
+    """Open ``read_csv`` readers of this process, each at the row its last read stopped
+    (the last :data:`KEEP` used); a task takes one out while it reads."""
+
+    def __init__(self) -> None:
+        self.lock, self.open = threading.Lock(), OrderedDict()
+
+    def take(self, key: Any, row: int) -> tuple[_Parser | None, int]:
+        """The parser of ``key`` at or before ``row`` and its position (None: none)."""
+        with self.lock:
+            parser, at = self.open.pop(key, (None, 0))
+        if parser is not None and at > row:
+            parser.close()
+            return None, 0
+        return parser, at
+
+    def keep(self, key: Any, parser: _Parser, at: int) -> None:
+        with self.lock:
+            old = self.open.pop(key, None)
+            self.open[key] = (parser, at)
+            dropped = [self.open.popitem(last=False)[1] for _ in
+                       range(max(len(self.open) - KEEP, 0))]
+        for stale, _ in ([old] if old is not None else []) + dropped:
+            stale.close()
+
+
+_PARSERS = _Parsers()
