@@ -7,7 +7,8 @@ import pytest
 
 from calaudit.local import lcb, lcb_curves
 from calaudit.local.kernel import product_gram
-from tests.reference_local import lcb_loops, product_kernel_matrix
+from calaudit.numerics.pairwise import kernel_matmul
+from tests.reference_local import curve_weights, lcb_loops, product_kernel_matrix
 
 
 def case(n=50, seed=0):
@@ -21,7 +22,7 @@ def case(n=50, seed=0):
 def test_lcb_matches_equation_7_by_loops():
     x, p, y = case()
     gram = product_gram(p, 20.0, x, 0.5)
-    bias = lcb.local_calibration_bias(gram, y - p)
+    bias = lcb.lcb_and_statistic(gram, y - p, None)[0]
     assert np.allclose(bias.values, lcb_loops(p, y - p, x, 20.0, 0.5), rtol=1e-12)
     kernel = product_kernel_matrix(p, x, 20.0, 0.5)
     assert np.allclose(bias.weight_sums, kernel.sum(axis=0), rtol=1e-12)
@@ -29,7 +30,7 @@ def test_lcb_matches_equation_7_by_loops():
 
 def test_constant_residual_gives_constant_lcb():
     x, p, _ = case()
-    bias = lcb.local_calibration_bias(product_gram(p, 20.0, x, 0.5), np.full(50, 0.125))
+    bias = lcb.lcb_and_statistic(product_gram(p, 20.0, x, 0.5), np.full(50, 0.125), None)[0]
     assert np.allclose(bias.values, 0.125, rtol=1e-13)
 
 
@@ -46,13 +47,15 @@ def test_curve_is_the_smoothed_lcb_and_its_band_the_linear_standard_error():
     x, p, y = case(60, 3)
     r = y - p
     gram = product_gram(p, 20.0, x, 0.5)
-    bias = lcb.local_calibration_bias(gram, r)
+    bias = lcb.lcb_and_statistic(gram, r, None)[0]
     rows = np.flatnonzero(x[:, 1] > -0.5)
     cov = x[rows, 0]
     req = lcb_curves.CurveRequest("x0", "g", "high", rows, cov)
-    (curve,) = lcb_curves.lcb_curves(gram, bias, r, [req], points=7, level=0.9)
+    design = lcb_curves.curve_design([req], bias.weight_sums, 7)
+    (curve,) = lcb_curves.curves_from_products(design, kernel_matmul(gram, design.columns),
+                                               bias, r, 0.9)
     (group,) = curve["groups"]
-    grid, w, h = lcb_curves.grid_weights(cov, 7)
+    grid, w, h = curve_weights(cov, 7)
     assert np.allclose(group["x"], grid) and group["bandwidth"] == h
     assert np.allclose(group["lcb"], w @ bias.values[rows], rtol=1e-12)
     # explicit linear weights a_i(t) = sum_{j in g} w_j(t) K_ij / D_j
@@ -94,7 +97,7 @@ def test_one_pass_gives_lcb_and_the_klce_statistic():
     gram = product_gram(p, 20.0, x, 0.5)
     bias, statistic = lcb.lcb_and_statistic(gram, y - p, y - p)
     assert statistic == pytest.approx(klce2(gram, y - p), rel=1e-12)
-    assert np.allclose(bias.values, lcb.local_calibration_bias(gram, y - p).values)
+    assert np.allclose(bias.values, lcb.lcb_and_statistic(gram, y - p, None)[0].values)
     rng = np.random.default_rng(1)
     proba = rng.dirichlet(np.ones(3), size=45)
     labels = rng.integers(0, 3, 45)

@@ -31,11 +31,6 @@ class LocalBias:
     weight_sums: NDArray[np.float64]
 
 
-def local_calibration_bias(gram: Gram, r: NDArray[np.float64]) -> LocalBias:
-    """eq. 7 at every observation, from ``K @ [r, 1]`` (no n x n matrix)."""
-    return lcb_and_statistic(gram, r, None)[0]
-
-
 def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
                       klce_residuals: NDArray[np.float64] | None
                       ) -> tuple[LocalBias, float | None]:
