@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from calaudit.attribution.design import build_terms, design_matrix
+from calaudit.attribution.design import build_terms
 from calaudit.attribution.explain import AttributionSettings, attribute, summary_sentence
 from calaudit.attribution.model import (
     ModelRows,
@@ -22,6 +22,7 @@ from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import covariate_levels
+from tests.reference import design_matrix
 from validation.diagnosis_cases import one_region
 
 
