@@ -80,3 +80,18 @@ def holm_loops(p_values):
         running = max(running, min(1.0, (k - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def design_matrix(terms, rows, override=None):
+    """The recalibration GLM's design ``[1, 1{code of term t = level c} ...]`` for ``rows``,
+    one dense column per used non-reference level of each term, by loops;
+    ``override=(name, level)`` sets one covariate to a level on every row."""
+    x = np.ones((len(rows), 1 + sum(len(t.columns) for t in terms)))
+    for i, row in enumerate(rows):
+        j = 1
+        for t in terms:
+            code = override[1] if override and override[0] == t.name else t.codes[row]
+            for c in t.columns:
+                x[i, j] = float(code == c)
+                j += 1
+    return x

@@ -114,3 +114,15 @@ def hoeffding_thresholds(n, alpha, bound):
     paper = bound / math.sqrt(n) * math.sqrt(math.log(alpha ** -2))
     pairs = bound * math.sqrt(2 * math.log(1 / alpha) / (n // 2))
     return paper, pairs
+
+
+def curve_weights(x, points):
+    """The curve's grid and bandwidth (``calaudit.local.lcb_curves.curve_grid``) and the
+    row-normalised Gaussian weights ``w_j(t) = exp(-((t - x_j) / h)^2 / 2) / sum_j (...)``
+    as one dense (points, len(x)) array."""
+    from calaudit.local.lcb_curves import curve_grid
+
+    grid, h = curve_grid(x, points)
+    w = np.exp(-0.5 * ((grid[:, None] - x[None, :]) / h) ** 2)
+    w /= np.maximum(w.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+    return grid, w, h

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from calaudit.attribution.design import build_terms, design_matrix
+from calaudit.attribution.design import build_terms
 from calaudit.attribution.explain import AttributionSettings, attribute, summary_sentence
 from calaudit.attribution.model import (
     ModelRows,
@@ -22,6 +22,7 @@ from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.runner import run_audit
 from calaudit.data.dataset import CalibrationData
 from calaudit.local.groups import covariate_levels
+from tests.reference import design_matrix
 from validation.diagnosis_cases import one_region
 
 
@@ -306,12 +307,12 @@ def test_cells_reproduce_the_dense_design_and_sums():
 
 def test_separated_fit_raises_a_fit_error():
     from calaudit.attribution.explain import FIT_ERRORS
-    from calaudit.attribution.irls import fit_logistic
+    from calaudit.attribution.irls import fit_many, model_rows
 
     cell = np.repeat([0, 1], 50).astype(np.int32)
-    with pytest.raises(FIT_ERRORS):
-        fit_logistic((cell == 1).astype(float), np.zeros(100), cell,
-                     np.array([[1.0, 0.0], [1.0, 1.0]]))
+    rows = model_rows((cell == 1).astype(float), np.zeros(100), cell)
+    (result,) = fit_many(100, [np.array([[1.0, 0.0], [1.0, 1.0]])], rows)
+    assert isinstance(result, FIT_ERRORS)
 
 
 def test_disparity_above_the_normal_rule_matches_the_row_bootstrap(monkeypatch):

@@ -18,7 +18,7 @@ from calaudit.data.load import load
 from calaudit.data.planned import RowsData, plan
 from calaudit.local.groups import covariate_levels, define_groups
 from calaudit.local.lcb import top_label_residual
-from calaudit.scale import SerialExecutor
+from calaudit.scale import ArrayRows, SerialExecutor
 from tests.conftest import write_parts as write
 
 #: Two reduction ranges (the last one short).
@@ -91,7 +91,8 @@ def test_the_tasks_columns_are_the_in_memory_ones(tmp_path, monkeypatch):
     loaded = load(folder, covariates="age,region")
     levels = [covariate_levels(c, 4) for c in loaded.covariates]
     outcome, prediction = top_label_residual(loaded.y_true, loaded.y_proba)
-    memory = rows.memory_rows(outcome, prediction, levels)
+    memory = ArrayRows({"outcome": outcome, "prediction": prediction,
+                        **{f"code:{k}": lv.codes for k, lv in enumerate(levels)}})
     with scale.using(SerialExecutor()):
         data = plan(folder, covariates="age,region")
     refuse_rows(monkeypatch)

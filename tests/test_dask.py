@@ -320,7 +320,12 @@ def parquet_rows(tmp_path_factory):
 
 @pytest.mark.parametrize("workers", ["one_worker", "two_workers"])
 def test_the_attribution_fit_on_dask_gives_the_serial_bytes(workers, request):
-    from calaudit.attribution.irls import fit_logistic
+    from calaudit.attribution.irls import fit_many, model_rows
+
+    def fit_logistic(y, offset, cell, design):
+        with scale.resident(model_rows(y, offset, cell)) as rows:
+            (fit,) = fit_many(y.size, [design], rows)
+        return fit
 
     client = request.getfixturevalue(workers)
     rng = np.random.default_rng(9)

@@ -38,7 +38,7 @@ from calaudit.numerics.features import (
     exact_products,
     to_grid,
 )
-from calaudit.numerics.kernels import exponential_tv, gaussian, laplacian
+from calaudit.numerics.kernels import StationaryKernel
 from calaudit.scale import (
     ROW_BLOCK,
     SerialExecutor,
@@ -74,14 +74,11 @@ def u_statistic_loops(kernel, r):
     return total / (n * (n - 1))
 
 
-KERNELS = [("sqeuclidean", gaussian), ("l1", laplacian), ("tv", exponential_tv)]
-
-
-@pytest.mark.parametrize("distance,exact", KERNELS)
-def test_feature_kernel_converges_to_the_exact_kernel(distance, exact):
+@pytest.mark.parametrize("distance", ["sqeuclidean", "l1", "tv"])
+def test_feature_kernel_converges_to_the_exact_kernel(distance):
     rng = np.random.default_rng(1)
     x = rng.dirichlet(np.ones(3), 25)
-    target = exact(1.3).evaluate(x, x)
+    target = StationaryKernel(1.3, distance).evaluate(x, x)
     errors = []
     for d in (64, 1024, 16384):
         features = FourierFeatures.draw(distance, 1.3, 3, d, 7, dtype=np.float64)

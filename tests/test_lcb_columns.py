@@ -8,16 +8,17 @@ from calaudit.local import lcb_curves
 from calaudit.local.lcb_cells import cell_kernel
 from calaudit.local.lcb_features import DENSE_OUTPUT, _features, cell_matmul
 from calaudit.scale import ROW_BLOCK
+from tests.reference_local import curve_weights
 
 
 def _dense_columns(requests, weight_sums, points, dtype):
     """The pre-streaming construction: every request's (points, rows) weights, divided by
     ``D_j``, placed in an (n, points x requests) array."""
-    width = sum(lcb_curves.grid_weights(req.x, points)[0].size for req in requests)
+    width = sum(curve_weights(req.x, points)[0].size for req in requests)
     columns = np.zeros((weight_sums.size, width), dtype=dtype)
     start = 0
     for req in requests:
-        grid, w, _ = lcb_curves.grid_weights(req.x, points)
+        grid, w, _ = curve_weights(req.x, points)
         columns[req.rows, start:start + grid.size] = (w / weight_sums[req.rows][None, :]).T
         start += grid.size
     return columns
@@ -45,7 +46,7 @@ def test_design_weights_and_centres_are_the_dense_ones():
         design = lcb_curves.curve_design(requests, rng.uniform(0.5, 2, n), points, dense=False)
         assert design.columns.shape == (n, 0)
         for k, req in enumerate(requests):
-            grid, w, h = lcb_curves.grid_weights(req.x, points)
+            grid, w, h = curve_weights(req.x, points)
             assert np.array_equal(design.grids[k], grid) and design.bandwidths[k] == h
             assert np.array_equal(design.weights(k), w)
             assert np.array_equal(design.weights(k, 5, 300, 2, 6), w[2:6, 5:300])

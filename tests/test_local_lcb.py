@@ -7,7 +7,10 @@ import pytest
 
 from calaudit.local import lcb, lcb_curves
 from calaudit.local.kernel import product_gram
-from tests.reference_local import lcb_loops, product_kernel_matrix
+from calaudit.local.lcb_bandwidth import estimation_gram, kernel_sums
+from calaudit.local.lcb_estimation import ratio
+from calaudit.numerics.pairwise import kernel_matmul
+from tests.reference_local import curve_weights, lcb_loops, product_kernel_matrix
 
 
 def case(n=50, seed=0):
@@ -18,10 +21,20 @@ def case(n=50, seed=0):
     return x, p, y
 
 
+#: The estimation kernel's bandwidths of ``exp(-20 |p - p'|^2 - 0.5 |x - x'|^2)``.
+S_P, S_X = np.sqrt(0.5 / 20.0), np.ones(2)
+
+
+def local_bias(p, x, r):
+    """The stage's exact LCB (``(K r, K 1)`` and their ratio, eq. 7) with :data:`S_P` and
+    :data:`S_X`."""
+    weighted, mass = kernel_sums(p, S_P, x, S_X, r)
+    return lcb.LocalBias(ratio(weighted, mass), mass)
+
+
 def test_lcb_matches_equation_7_by_loops():
     x, p, y = case()
-    gram = product_gram(p, 20.0, x, 0.5)
-    bias = lcb.local_calibration_bias(gram, y - p)
+    bias = local_bias(p, x, y - p)
     assert np.allclose(bias.values, lcb_loops(p, y - p, x, 20.0, 0.5), rtol=1e-12)
     kernel = product_kernel_matrix(p, x, 20.0, 0.5)
     assert np.allclose(bias.weight_sums, kernel.sum(axis=0), rtol=1e-12)
@@ -29,7 +42,7 @@ def test_lcb_matches_equation_7_by_loops():
 
 def test_constant_residual_gives_constant_lcb():
     x, p, _ = case()
-    bias = lcb.local_calibration_bias(product_gram(p, 20.0, x, 0.5), np.full(50, 0.125))
+    bias = local_bias(p, x, np.full(50, 0.125))
     assert np.allclose(bias.values, 0.125, rtol=1e-13)
 
 
@@ -45,14 +58,16 @@ def test_top_label_view():
 def test_curve_is_the_smoothed_lcb_and_its_band_the_linear_standard_error():
     x, p, y = case(60, 3)
     r = y - p
-    gram = product_gram(p, 20.0, x, 0.5)
-    bias = lcb.local_calibration_bias(gram, r)
+    gram = estimation_gram(p, S_P, x, S_X)
+    bias = local_bias(p, x, r)
     rows = np.flatnonzero(x[:, 1] > -0.5)
     cov = x[rows, 0]
     req = lcb_curves.CurveRequest("x0", "g", "high", rows, cov)
-    (curve,) = lcb_curves.lcb_curves(gram, bias, r, [req], points=7, level=0.9)
+    design = lcb_curves.curve_design([req], bias.weight_sums, 7)
+    (curve,) = lcb_curves.curves_from_products(design, kernel_matmul(gram, design.columns),
+                                               bias, r, 0.9)
     (group,) = curve["groups"]
-    grid, w, h = lcb_curves.grid_weights(cov, 7)
+    grid, w, h = curve_weights(cov, 7)
     assert np.allclose(group["x"], grid) and group["bandwidth"] == h
     assert np.allclose(group["lcb"], w @ bias.values[rows], rtol=1e-12)
     # explicit linear weights a_i(t) = sum_{j in g} w_j(t) K_ij / D_j
@@ -85,24 +100,6 @@ def test_summary():
     assert s["mean"] == pytest.approx(0.05) and s["mean_abs"] == pytest.approx(0.15)
     assert s["min"] == -0.2 and s["max"] == 0.3 and set(s["quantiles"]) == {
         "0.05", "0.25", "0.5", "0.75", "0.95"}
-
-
-def test_one_pass_gives_lcb_and_the_klce_statistic():
-    from calaudit.local.klce import klce2
-
-    x, p, y = case(45, 7)
-    gram = product_gram(p, 20.0, x, 0.5)
-    bias, statistic = lcb.lcb_and_statistic(gram, y - p, y - p)
-    assert statistic == pytest.approx(klce2(gram, y - p), rel=1e-12)
-    assert np.allclose(bias.values, lcb.local_calibration_bias(gram, y - p).values)
-    rng = np.random.default_rng(1)
-    proba = rng.dirichlet(np.ones(3), size=45)
-    labels = rng.integers(0, 3, 45)
-    r = -proba.copy()
-    r[np.arange(45), labels] += 1
-    gram3 = product_gram(proba, 3.0, x, 0.5)
-    _, stat3 = lcb.lcb_and_statistic(gram3, r[:, 0], r)
-    assert stat3 == pytest.approx(klce2(gram3, r), rel=1e-12)
 
 
 def test_fused_engine_pass_equals_separate_forms_and_products():

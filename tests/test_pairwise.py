@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from calaudit.numerics.kernels import ProductGram, exponential_tv, gaussian, laplacian
+from calaudit.numerics.kernels import ProductGram, StationaryKernel, gaussian
 from calaudit.numerics.pairwise import kernel_matmul, kernel_quadratic_forms, tile_rows_for
 from tests import reference
 
@@ -18,7 +18,7 @@ def setting():
     n = 37
     probs = rng.dirichlet(np.ones(3), n)
     covs = rng.normal(size=(n, 2))
-    gram = ProductGram((exponential_tv(1.7).on(probs), gaussian(0.4).on(covs)))
+    gram = ProductGram((StationaryKernel(1.7, "tv").on(probs), gaussian(0.4).on(covs)))
     dense = reference.kernel_matrix_loops(
         lambda a, b: math.exp(-1.7 * reference.tv(a[:3], b[:3]))
         * math.exp(-0.4 * sum((u - v) ** 2 for u, v in zip(a[3:], b[3:]))),
@@ -68,9 +68,9 @@ def test_vector_and_matrix_shapes(setting):
 
 def test_kernel_conventions():
     a, b = np.array([[0.2, 0.8]]), np.array([[0.5, 0.5]])
-    assert exponential_tv(2.0).evaluate(a, b)[0, 0] == pytest.approx(math.exp(-2 * 0.3))
+    assert StationaryKernel(2.0, "tv").evaluate(a, b)[0, 0] == pytest.approx(math.exp(-2 * 0.3))
     assert gaussian(2.0).evaluate(a, b)[0, 0] == pytest.approx(math.exp(-2 * 0.18))
-    assert laplacian(2.0).evaluate(a, b)[0, 0] == pytest.approx(math.exp(-2 * 0.6))
+    assert StationaryKernel(2.0, "l1").evaluate(a, b)[0, 0] == pytest.approx(math.exp(-2 * 0.6))
 
 
 def test_tile_rows_bounds_memory():

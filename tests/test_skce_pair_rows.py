@@ -23,7 +23,7 @@ from calaudit.inference import consistency, skce_pair_rows
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import ArrayInputs, skce_battery, skce_battery_of_rows
 from calaudit.inference.skce_pair_rows import PairInputs, ResidualBlocks, batch_counts
-from calaudit.inference.skce_tests import bootstrap_pass, count_forms
+from calaudit.inference.skce_tests import count_forms
 from calaudit.metrics.skce import residual_gram
 from calaudit.numerics import pairwise
 from calaudit.numerics.grams import ResidualGram, cached
@@ -32,6 +32,7 @@ from calaudit.numerics.pair_rows import forms_and_matmul_of_rows, matmul_of_rows
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
 from calaudit.scale import ArrayRows, DaskExecutor, SerialExecutor, ThreadExecutor
 from tests.conftest import dask_partials, write_parts
+from tests.reference_global import bootstrap_pass
 
 KERNEL = StationaryKernel(4.0, "tv")
 

@@ -15,6 +15,7 @@ from calaudit.data.weights import SampleWeights
 from calaudit.local.group_reliability import group_panels
 from calaudit.local.groups import GroupSpec
 from calaudit.numerics.intervals import wilson_interval
+from tests.reference import design_matrix
 
 
 def biased_frame(n: int, seed: int):
@@ -163,7 +164,6 @@ def _sm_fit(y, offset, x, **weights):
 
 @pytest.mark.parametrize("kind", ["frequency", "design"])
 def test_the_weighted_fit_matches_statsmodels(kind) -> None:
-    from calaudit.attribution.design import design_matrix
     from calaudit.attribution.model import ModelRows, fit_glm, logit_offset
     from calaudit.attribution.weighted import ModelWeights
 

@@ -99,17 +99,6 @@ def design_rows(codes: NDArray[np.intp], terms: Sequence[Term]) -> NDArray[np.fl
     return x
 
 
-def design_matrix(terms: Sequence[Term], rows: NDArray[np.intp],
-                  override: tuple[str, int] | None = None) -> NDArray[np.float64]:
-    """``[1, terms...]`` for ``rows`` as one dense matrix (small data and tests; the fits
-    use :class:`Cells`); ``override=(name, level)`` sets one covariate to a level on
-    every row (standardisation)."""
-    codes = np.stack([np.full(rows.size, override[1]) if override and override[0] == t.name
-                      else t.codes[rows] for t in terms], axis=1) if terms else \
-        np.empty((rows.size, 0), dtype=np.intp)
-    return design_rows(codes, terms)
-
-
 #: Up to this many possible keys, cells are ranked by a count of every key (O(n), no sort).
 COUNT_KEYS = 1 << 22
 #: Cells are keyed by one int64 (mixed radix of the level codes) while the product of the

@@ -120,24 +120,6 @@ def _stacked(sums: list[dict[str, NDArray]], many: bool) -> dict[str, NDArray]:
     return {name: np.stack([s[name].reshape(-1) for s in sums]) for name in sums[0]}
 
 
-def fit_logistic(y: NDArray[np.float64], offset: NDArray[np.float64],
-                 cell: NDArray[np.int32], design: NDArray[np.float64], rows: Any = None,
-                 w: NDArray[np.float64] | None = None, m: NDArray[np.float64] | None = None
-                 ) -> Fit:
-    """The GLM of the module docstring: outcomes ``y``, offsets, the rows' cells and the
-    cells' design ``C``; the per-cell sums reduced through :mod:`calaudit.scale`. ``rows``:
-    the rows as the reductions receive them (already placed, :func:`model_rows`); None:
-    placed for this fit. ``w``, ``m``: prior and meat weights (module docstring)."""
-    weights = weight_columns(w, m)
-    result = fit_many(y.size, [design], rows, weights) if rows is not None else None
-    if result is None:
-        with scale.resident(model_rows(y, offset, cell, w=w, m=m)) as placed:
-            result = fit_many(y.size, [design], placed, weights)
-    if isinstance(result[0], Exception):
-        raise result[0]
-    return result[0]
-
-
 #: What a fit that fails raises (no convergence, a singular information matrix).
 FIT_ERRORS = (ValueError, FloatingPointError, np.linalg.LinAlgError)
 

@@ -37,7 +37,7 @@ from calaudit.attribution.model import ModelRows, logit_offset
 from calaudit.local.groups import band_codes
 from calaudit.local.lcb import top_label_residual
 from calaudit.local.levels import level_reads
-from calaudit.scale import ArrayRows, DerivedRows
+from calaudit.scale import DerivedRows
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,6 @@ def level_rows(data: Any, levels: Sequence[Any]) -> LevelRows | None:
     if not getattr(source, "reads_own_rows", False):
         return None
     return LevelRows(source, *level_reads(data, levels))
-
-
-def memory_rows(outcome: NDArray[np.float64], prediction: NDArray[np.float64],
-                levels: Sequence[Any]) -> ArrayRows:
-    """The columns of :class:`LevelRows` of rows held in memory."""
-    return ArrayRows({"outcome": outcome, "prediction": prediction,
-                      **{f"code:{k}": lv.codes for k, lv in enumerate(levels)}})
 
 
 def _codes(k: int) -> list[str]:
@@ -219,4 +212,4 @@ def task_model(rows: Any, levels: Sequence[Any], kinds: Sequence[str], min_rows:
 
 
 __all__ = ["KeptRows", "LevelRows", "PART_ROWS", "TaskTerms", "can_reduce", "level_rows",
-           "memory_rows", "task_model"]
+           "task_model"]

@@ -34,7 +34,6 @@ from calaudit.metrics.row_summary import Binning, binned_summary, class_panels, 
 from calaudit.metrics.smooth_ece import Smoother, reliability_of, smooth_ece_replicates
 from calaudit.numerics.binning import Strategy
 from calaudit.results import MetricResult
-from calaudit.scale import ArrayRows
 
 
 def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,
@@ -54,36 +53,16 @@ def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: 
                               ci=cis.get(m.id), title=m.title) for m in metrics)
 
 
-def calibration_errors(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                       n_bins: int = 15, strategy: Strategy = "uniform",
-                       ci_level: float | None = None, n_resamples: int = 1000,
-                       rng: np.random.Generator | None = None,
-                       sample_weight: NDArray[np.float64] | None = None
-                       ) -> tuple[MetricResult, ...]:
-    """``ECE = sum_b (n_b / n) |acc_b - conf_b|``, ``MCE = max_b |acc_b - conf_b|`` over the
-    non-empty bins (Naeini et al. 2015; Guo et al. 2017, sec. 2), ``brier = (1/n) sum_i
-    |p_i - e_{y_i}|^2`` and, for two classes, ``brier_binary = (1/n) sum_i (p_i - y_i)^2``
-    (Brier 1950). ``ci_level``: intervals from ``n_resamples`` resamples drawn with
-    ``rng``. ``sample_weight``: ``n_b`` is a bin's weight and the Brier scores are weighted
-    means."""
-    return calibration_errors_of_rows(_source(y_true, y_proba, sample_weight), n_bins=n_bins,
-                                      strategy=strategy, ci_level=ci_level,
-                                      n_resamples=n_resamples, rng=rng)
-
-
-def _source(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-            sample_weight: NDArray[np.float64] | None) -> ArrayRows:
-    """The rows in memory as a row source (column ``w``: the row weights)."""
-    columns = {"y": y_true, "proba": y_proba}
-    return ArrayRows(columns if sample_weight is None else {**columns, "w": sample_weight})
-
-
 def calibration_errors_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
                                ci_level: float | None = None, n_resamples: int = 1000,
                                rng: np.random.Generator | None = None
                                ) -> tuple[MetricResult, ...]:
-    """:func:`calibration_errors` of a row source (``y``, ``proba``, optionally ``w``);
-    the intervals resample the rows in memory (an :class:`ArrayRows`)."""
+    """``ECE = sum_b (n_b / n) |acc_b - conf_b|``, ``MCE = max_b |acc_b - conf_b|`` over the
+    non-empty bins (Naeini et al. 2015; Guo et al. 2017, sec. 2), ``brier = (1/n) sum_i
+    |p_i - e_{y_i}|^2`` and, for two classes, ``brier_binary = (1/n) sum_i (p_i - y_i)^2``
+    (Brier 1950), of a row source (``y``, ``proba``, optionally the row weights ``w``:
+    ``n_b`` is a bin's weight and the Brier scores are weighted means). ``ci_level``:
+    intervals from ``n_resamples`` resamples drawn with ``rng``, of the rows in memory."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     notion = default_notion(summary.m)
     metrics = _error_metrics(summary.sums(0), notion, n_bins, strategy, summary.brier,
@@ -125,7 +104,7 @@ def _error_metrics(sums: Any, notion: str, n_bins: int, strategy: str, brier: fl
 
 def _error_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
                       binned: Any) -> Statistics:
-    """The bootstrap replicates' statistics of :func:`calibration_errors`."""
+    """The bootstrap replicates' statistics of :func:`calibration_errors_of_rows`."""
     squared = (residuals_of(y_true, y_proba) ** 2).sum(axis=1)
     positive = (y_proba[:, 1] - (y_true == 1)) ** 2 if y_proba.shape[1] == 2 else None
 
@@ -146,31 +125,16 @@ def _one(value: Any) -> float:
     return float(np.asarray(value).reshape(-1)[0])
 
 
-def ece_variants(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                 n_bins: int = 15, strategy: Strategy = "uniform",
-                 canonical_distance: str = "tv", classes: Sequence[str] | None = None,
-                 ci_level: float | None = None, n_resamples: int = 1000,
-                 rng: np.random.Generator | None = None,
-                 sample_weight: NDArray[np.float64] | None = None,
-                 debiased: bool = True) -> tuple[MetricResult, ...]:
-    """The ECE variants, the Brier decomposition and the log loss; ``classes`` names the
-    classes in ``params.per_class`` of ``ece_classwise`` (default ``"0" .. "m-1"``).
-    ``debiased=False`` leaves ``ece_debiased`` out (its bias term needs frequency
-    weights)."""
-    options = {"n_bins": n_bins, "strategy": strategy,
-               "canonical_distance": canonical_distance, "classes": classes}
-    return ece_variants_of_rows(_source(y_true, y_proba, sample_weight), **options,
-                                ci_level=ci_level, n_resamples=n_resamples, rng=rng,
-                                debiased=debiased)
-
-
 def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
                          canonical_distance: str = "tv", classes: Sequence[str] | None = None,
                          ci_level: float | None = None, n_resamples: int = 1000,
                          rng: np.random.Generator | None = None,
                          debiased: bool = True) -> tuple[MetricResult, ...]:
-    """:func:`ece_variants` of a row source (``y``, ``proba``, optionally ``w``); the
-    intervals resample the rows in memory."""
+    """The ECE variants, the Brier decomposition and the log loss of a row source (``y``,
+    ``proba``, optionally the row weights ``w``); ``classes`` names the classes in
+    ``params.per_class`` of ``ece_classwise`` (default ``"0" .. "m-1"``).
+    ``debiased=False`` leaves ``ece_debiased`` out (its bias term needs frequency
+    weights). The intervals resample the rows in memory."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     m = summary.m
     scalar = summary.sums(0)
@@ -201,7 +165,7 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
 
 def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
                         strategy: Strategy, canonical_distance: str) -> Statistics:
-    """The statistics of row-weight matrices of :func:`ece_variants` (the bootstrap's)."""
+    """The statistics of row-weight matrices of :func:`ece_variants_of_rows` (the bootstrap's)."""
     m = y_proba.shape[1]
     binning = {"n_bins": n_bins, "strategy": strategy}
     scalar = notion_outcomes(y_true, y_proba, **binning)
@@ -232,7 +196,7 @@ def _variant_params(m: int, n_bins: int, strategy: str, canonical_distance: str,
                     classes: Sequence[str] | None, per_class_ece: list[float], parts: Any,
                     cells_used: int, debiased_squared: float, clipped: int
                     ) -> dict[str, dict[str, Any]]:
-    """The ``params`` of each metric of :func:`ece_variants`."""
+    """The ``params`` of each metric of :func:`ece_variants_of_rows`."""
     notion = default_notion(m)
     bins = {"n_bins": n_bins, "binning": strategy}
     decomposition = {**bins, "decomposes": "brier_binary" if m == 2 else "brier",
@@ -253,26 +217,14 @@ def _variant_params(m: int, n_bins: int, strategy: str, canonical_distance: str,
     }
 
 
-def smooth_ece_metric(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                      ci_level: float | None = None, n_resamples: int = 1000,
-                      rng: np.random.Generator | None = None,
-                      sample_weight: NDArray[np.float64] | None = None
-                      ) -> tuple[MetricResult, dict[str, Any] | None]:
-    """The metric ``smece`` (binary notion for two classes, top-label otherwise; the
-    fixed-point bandwidth in the params) and the smoothed reliability diagram at that
-    bandwidth (``mu(t)`` and the score density; ``None`` with ``sample_weight``, which
-    weights every sum over rows)."""
-    metric, diagram = smooth_ece_metric_of_rows(
-        _source(y_true, y_proba, sample_weight), y_proba.shape[1], ci_level=ci_level,
-        n_resamples=n_resamples, rng=rng)
-    return metric, None if sample_weight is not None else diagram
-
-
 def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | None = None,
                               n_resamples: int = 1000, rng: np.random.Generator | None = None
                               ) -> tuple[MetricResult, dict[str, Any]]:
-    """:func:`smooth_ece_metric` of a row source (``y``, ``proba`` of ``n_classes``
-    columns, optionally the weights ``w``); the interval resamples the rows in memory."""
+    """The metric ``smece`` (binary notion for two classes, top-label otherwise; the
+    fixed-point bandwidth in the params) and the smoothed reliability diagram at that
+    bandwidth (``mu(t)`` and the score density) of a row source (``y``, ``proba`` of
+    ``n_classes`` columns, optionally the weights ``w``, which weight every sum over rows);
+    the interval resamples the rows in memory."""
     curve = reliability_of(Smoother.of_rows(rows))
     notion = default_notion(n_classes)
     metric = MetricResult("smece", curve.smece, {

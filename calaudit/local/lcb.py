@@ -16,8 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import scale
-from calaudit.numerics.kernels import Gram, gaussian_block
-from calaudit.numerics.pairwise import as_columns, kernel_forms_and_matmul
+from calaudit.numerics.kernels import gaussian_block
 from calaudit.scale import ArrayRows, one_blas_thread, task_ranges
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -29,27 +28,6 @@ class LocalBias:
 
     values: NDArray[np.float64]
     weight_sums: NDArray[np.float64]
-
-
-def local_calibration_bias(gram: Gram, r: NDArray[np.float64]) -> LocalBias:
-    """eq. 7 at every observation, from ``K @ [r, 1]`` (no n x n matrix)."""
-    return lcb_and_statistic(gram, r, None)[0]
-
-
-def lcb_and_statistic(gram: Gram, r: NDArray[np.float64],
-                      klce_residuals: NDArray[np.float64] | None
-                      ) -> tuple[LocalBias, float | None]:
-    """LCB and the KLCE^2 estimate of ``klce_residuals`` from one engine pass
-    (:func:`kernel_forms_and_matmul`): ``K @ [r, 1]`` (eq. 7) and the quadratic form
-    ``sum_{i != j} K_ij <R_i, R_j>`` of the (n,) or (n, m) KLCE residuals."""
-    n = gram.n
-    columns = (np.zeros((n, 0)) if klce_residuals is None
-               else as_columns(np.asarray(klce_residuals, dtype=np.float64)))
-    forms, out = kernel_forms_and_matmul(gram, columns, np.column_stack([r, np.ones_like(r)]))
-    bias = LocalBias(out[:, 0] / out[:, 1], out[:, 1])
-    if klce_residuals is None:
-        return bias, None
-    return bias, float(forms[0]) / (n * (n - 1))
 
 
 def top_label_residual(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]

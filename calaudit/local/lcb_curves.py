@@ -25,8 +25,6 @@ from numpy.typing import NDArray
 from calaudit import scale
 from calaudit.local.lcb import LocalBias
 from calaudit.numerics.distributions import norm_ppf
-from calaudit.numerics.kernels import Gram
-from calaudit.numerics.pairwise import kernel_matmul
 from calaudit.scale import TASK_ROWS, ArrayRows, one_blas_thread, task_ranges
 
 
@@ -78,17 +76,6 @@ def raw_weights(grid: NDArray[np.float64], x: NDArray[np.float64], h: float
     return np.exp(-0.5 * ((grid[:, None] - x[None, :]) / h) ** 2)
 
 
-def grid_weights(x: NDArray[np.float64], points: int) -> tuple[NDArray[np.float64],
-                                                                NDArray[np.float64], float]:
-    """Grid (``points`` values from the 2nd to the 98th percentile) and row-normalised
-    Gaussian weights ``w_j(t)`` (shape (points, len(x))): the dense reference of
-    :class:`CurveDesign`, which never holds these (points x rows) arrays."""
-    grid, h = curve_grid(x, points)
-    w = raw_weights(grid, x, h)
-    w /= np.maximum(w.sum(axis=1, keepdims=True), np.finfo(float).tiny)
-    return grid, w, h
-
-
 #: Grid points per chunk when a curve's weights are evaluated over all its rows (centres,
 #: normalisers): (GRID_CHUNK, rows) floats at a time. A multiple of 4, so the chunked
 #: matrix-vector products are the whole one's (OpenBLAS's dgemv_t works in groups of 4
@@ -117,7 +104,8 @@ class CurveDesign:
     def weights(self, k: int, lo: int = 0, hi: int | None = None, t0: int = 0,
                 t1: int | None = None) -> NDArray[np.float64]:
         """``w_j(t)`` of request ``k`` at its rows ``req.rows[lo:hi]`` and grid points
-        ``[t0, t1)``: the same bits as the slice of :func:`grid_weights`."""
+        ``[t0, t1)``: ``exp(-((t - x_j) / h)^2 / 2)`` divided by its sum over the request's
+        rows (the same bits as the slice of the whole (points, rows) array)."""
         req, grid = self.requests[k], self.grids[k]
         w = req.gaussian(grid[t0:t1], self.bandwidths[k], lo, hi)
         w /= self.normalisers[k][t0:t1, None]
@@ -343,13 +331,3 @@ def curves_from_products(design: CurveDesign, products: NDArray[np.float64] | No
             "x": grid, "lcb": centre, "se": se,
             "low": centre - z * se, "high": centre + z * se})
     return list(curves.values())
-
-
-def lcb_curves(gram: Gram, bias: LocalBias, r: NDArray[np.float64],
-               requests: list[CurveRequest], points: int, level: float) -> list[dict]:
-    """Smoothed per-group LCB curves with pointwise bands, with their own engine pass
-    (the stage instead fuses ``K @ V`` into a test's pass)."""
-    if not requests:
-        return []
-    design = curve_design(requests, bias.weight_sums, points)
-    return curves_from_products(design, kernel_matmul(gram, design.columns), bias, r, level)

@@ -21,11 +21,10 @@ from numpy.typing import NDArray
 
 from calaudit import scale
 from calaudit.metrics.binned import BinSums
+from calaudit.metrics.row_laws import Law, add_pieces, law_arrays, multiply_pieces
 from calaudit.numerics.binning import uniform_bin_index
-from calaudit.numerics.poisson_binomial import RunningLaw, piece
+from calaudit.numerics.poisson_binomial import RunningLaw
 
-#: A bin's law: ``(offset, P(S = offset + k))``.
-Law = tuple[int, NDArray[np.float64]]
 #: Rows per task of the panels' reduction: a multiple of ``TASK_ROWS``, so each task's
 #: bins hold enough rows that their exact laws cost little more than the rows' FFTs.
 PANEL_ROWS = 4 * scale.TASK_ROWS
@@ -39,27 +38,17 @@ def panel_partial(start: int, stop: int, *, rows: Any, groups: tuple[tuple[int, 
     names = sorted({f"g{j}" for j, _ in groups})
     part = rows.read(start, stop, ["y", "p", *names])
     y, p = np.asarray(part["y"], np.float64), np.asarray(part["p"], np.float64)
-    shape = (len(groups), n_bins)
     sums = np.zeros((len(groups), 3, n_bins))
-    out = {name: np.zeros(shape) for name in ("offset", "mean", "variance", "rows", "size")}
-    pieces = []
+    out = law_arrays((len(groups), n_bins))
+    pieces: list[NDArray[np.float64]] = []
     for g, (j, code) in enumerate(groups):
         mask = part[f"g{j}"] == code
         scores, observed = p[mask], y[mask]
         index = uniform_bin_index(scores, n_bins)
         for k, weights in enumerate((None, scores, observed)):
             sums[g, k] = np.bincount(index, weights=weights, minlength=n_bins)
-        if not laws:
-            continue
-        order = np.argsort(index, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=n_bins))])
-        ordered = scores[order]
-        for cell in np.flatnonzero(np.diff(bounds)):
-            offset, law, mean, variance, size = piece(ordered[bounds[cell]:bounds[cell + 1]])
-            for name, value in (("offset", offset), ("mean", mean), ("variance", variance),
-                                ("rows", size), ("size", law.size)):
-                out[name][g, cell] = value
-            pieces.append(law)
+        if laws:
+            add_pieces(out, g, scores, index, pieces)
     out["law"] = np.concatenate(pieces) if pieces else np.zeros(0)
     out["sums"] = sums
     return out
@@ -67,24 +56,18 @@ def panel_partial(start: int, stop: int, *, rows: Any, groups: tuple[tuple[int, 
 
 def _combine(parts: Iterator[dict[str, NDArray]]
              ) -> tuple[NDArray | None, list[list[RunningLaw | None]]]:
-    """The sums added and every bin's running law multiplied, in range order."""
-    total, running = None, None
-    for part in parts:
-        total = part["sums"].copy() if total is None else total + part["sums"]
-        sizes = part["size"].astype(np.int64)
-        if running is None:
-            running = [[None] * sizes.shape[1] for _ in range(sizes.shape[0])]
-        at = 0
-        for g, cell in zip(*np.nonzero(sizes)):
-            law = part["law"][at:at + sizes[g, cell]]
-            at += sizes[g, cell]
-            if running[g][cell] is None:
-                running[g][cell] = RunningLaw()
-            running[g][cell].times(int(part["offset"][g, cell]), law,
-                                   float(part["mean"][g, cell]),
-                                   float(part["variance"][g, cell]),
-                                   int(part["rows"][g, cell]))
-    return total, running or []
+    """The sums added and every bin's running law multiplied
+    (:func:`~calaudit.metrics.row_laws.multiply_pieces`), in range order."""
+    total = None
+
+    def summed() -> Iterator[dict[str, NDArray]]:
+        nonlocal total
+        for part in parts:
+            total = part["sums"].copy() if total is None else total + part["sums"]
+            yield part
+
+    running = multiply_pieces(summed())
+    return total, running
 
 
 def reduced_panels(values: Any, names: Sequence[str], n_bins: int, laws: bool

@@ -13,9 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
-from calaudit import scale
 from calaudit.numerics.block_draws import binary_labels_into, label_indicators, label_thresholds
-from calaudit.scale import TASK_ROWS, ArrayRows, block_rng, blocks
+from calaudit.scale import TASK_ROWS, block_rng, blocks
 
 
 def _one_hot(codes: NDArray[np.integer], n_levels: int) -> sparse.csr_matrix:
@@ -60,23 +59,6 @@ def level_sums_partial(start: int, stop: int, *, rows: Any, seed: int, stream: s
                     picked = _one_hot(codes[lo:hi][chosen], n_levels).T.tocsr()
                     out["top"] += picked @ indicator[chosen]
     return out
-
-
-def redraw_level_sums(proba: NDArray[np.float64], codes: NDArray[np.integer],
-                      n_levels: int, seed: int, stream: str, n_resamples: int,
-                      top: NDArray[np.intp] | None = None, task_rows: int = TASK_ROWS
-                      ) -> dict[str, NDArray]:
-    """:func:`level_sums_partial` over every row, through :mod:`calaudit.scale` (``proba`` (n,)
-    binary
-    ``p_1`` or (n, m)); the redraws are those of the feature test with the same ``seed``
-    and ``stream``."""
-    p = np.asarray(proba, dtype=np.float64)
-    columns = {"proba": p.reshape(p.shape[0], -1), "codes": np.asarray(codes)}
-    if top is not None:
-        columns["top"] = np.asarray(top)
-    with scale.resident(ArrayRows(columns)) as rows:
-        return redrawn_sums(rows, 1 if p.ndim == 1 else p.shape[1], n_levels, seed, stream,
-                            n_resamples, top is not None, task_rows)
 
 
 def redrawn_sums(rows: Any, labels: int, n_levels: int, seed: int, stream: str,

@@ -35,26 +35,38 @@ def laws_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     part = rows.read(start, stop, ["y", "proba"])
     columns = panel_columns(np.asarray(part["y"]),
                             np.ascontiguousarray(part["proba"], dtype=np.float64))
-    shape = (len(panels), binning.n_bins)
-    out = {name: np.zeros(shape) for name in ("offset", "mean", "variance", "rows", "size")}
-    laws = []
+    out = law_arrays((len(panels), binning.n_bins))
+    laws: list[NDArray[np.float64]] = []
     for j, panel in enumerate(panels):
         scores = columns[panel][0]
-        index = binning.index(panel, scores)
-        order = np.argsort(index, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=shape[1]))])
-        ordered = scores[order]
-        for cell in np.flatnonzero(np.diff(bounds)):
-            offset, law, mean, variance, size = piece(ordered[bounds[cell]:bounds[cell + 1]])
-            for name, value in (("offset", offset), ("mean", mean), ("variance", variance),
-                                ("rows", size), ("size", law.size)):
-                out[name][j, cell] = value
-            laws.append(law)
+        add_pieces(out, j, scores, binning.index(panel, scores), laws)
     out["law"] = np.concatenate(laws) if laws else np.zeros(0)
     return out
 
 
-def _multiply(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | None]]:
+def law_arrays(shape: tuple[int, int]) -> dict[str, NDArray]:
+    """Zeroed per-cell fields of the law pieces (``offset``, ``mean``, ``variance``,
+    ``rows``, ``size``), of shape (panels, bins)."""
+    return {name: np.zeros(shape) for name in ("offset", "mean", "variance", "rows", "size")}
+
+
+def add_pieces(out: dict[str, NDArray], j: int, scores: NDArray[np.float64],
+               index: NDArray[np.intp], laws: list[NDArray[np.float64]]) -> None:
+    """Row ``j`` of :func:`law_arrays` ``out`` from the rows' ``scores`` in bins ``index``:
+    each non-empty bin's piece (bin order) written to its cell and appended to ``laws``."""
+    order = np.argsort(index, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(index,
+                                                        minlength=out["size"].shape[1]))])
+    ordered = scores[order]
+    for cell in np.flatnonzero(np.diff(bounds)):
+        offset, law, mean, variance, size = piece(ordered[bounds[cell]:bounds[cell + 1]])
+        for name, value in (("offset", offset), ("mean", mean), ("variance", variance),
+                            ("rows", size), ("size", law.size)):
+            out[name][j, cell] = value
+        laws.append(law)
+
+
+def multiply_pieces(parts: Iterator[dict[str, NDArray]]) -> list[list[RunningLaw | None]]:
     """Every cell's running law, the pieces multiplied in range order."""
     running: list[list[RunningLaw | None]] | None = None
     for part in parts:
@@ -79,7 +91,7 @@ def cell_laws(rows: Any, binning: Binning, panels: Sequence[int]) -> list[list[L
     def compute() -> list[list[Law | None]]:
         with where_rows_are(rows):
             running = scale.map_combine(laws_partial, scale.task_ranges(rows.n), {
-                "rows": rows, "binning": binning, "panels": tuple(panels)}, _multiply)
+                "rows": rows, "binning": binning, "panels": tuple(panels)}, multiply_pieces)
         return [[None if law is None else law.result() for law in cells]
                 for cells in running]
 

@@ -84,19 +84,9 @@ class StationaryKernel:
         return BoundKernel(self, _as_matrix(features))
 
 
-def exponential_tv(gamma: float) -> StationaryKernel:
-    """``exp(-gamma * TV(p, q))``: the default prediction kernel of Widmann et al. (2019)."""
-    return StationaryKernel(gamma, "tv")
-
-
 def gaussian(gamma: float) -> StationaryKernel:
     """``exp(-gamma * ||a - b||^2)`` (scikit-learn ``rbf_kernel``, KiTE)."""
     return StationaryKernel(gamma, "sqeuclidean")
-
-
-def laplacian(gamma: float) -> StationaryKernel:
-    """``exp(-gamma * ||a - b||_1)`` (scikit-learn ``laplacian_kernel``)."""
-    return StationaryKernel(gamma, "l1")
 
 
 @dataclass(frozen=True)
