@@ -222,3 +222,14 @@ def eventually(condition, seconds: float = 20.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+@pytest.fixture
+def refused(monkeypatch):
+    """Reading a planned dataset's rows into this process (``RowsData._loaded``) fails
+    the test: what runs must read its rows in its tasks."""
+    from calaudit.data.planned import RowsData
+
+    def refuse(self):
+        raise AssertionError("the rows were read into the client")
+    monkeypatch.setattr(RowsData, "_loaded", property(refuse))

@@ -19,7 +19,7 @@ from calaudit import scale
 from calaudit.audit.config import AuditConfig, LocalConfig
 from calaudit.audit.local_calibration import STREAMS, LocalCalibrationStage
 from calaudit.data.load import load
-from calaudit.data.planned import RowsData, plan
+from calaudit.data.planned import plan
 from calaudit.exceptions import InputError
 from calaudit.inference.feature_tests import label_inputs
 from calaudit.local.kernel_tests import LocalTests
@@ -73,13 +73,6 @@ def test_text_labels_are_checked_as_the_loader_does(tmp_path, broken):
         plan(folder)
     assert str(planned.value) == str(loaded.value)
     assert ("global row 2501" if 2_500 in broken else "global row 1001") in str(planned.value)
-
-
-@pytest.fixture
-def refused(monkeypatch):
-    def refuse(self):
-        raise AssertionError("the rows were read into the client")
-    monkeypatch.setattr(RowsData, "_loaded", property(refuse))
 
 
 def _setup(data) -> LocalTests:

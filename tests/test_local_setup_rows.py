@@ -18,10 +18,10 @@ from calaudit import scale
 from calaudit.audit.config import AuditConfig, LocalConfig
 from calaudit.audit.local_calibration import STREAMS, LocalCalibrationStage
 from calaudit.data.load import load
-from calaudit.data.planned import RowsData, plan
+from calaudit.data.planned import plan
 from calaudit.local import lcb_rows
 from calaudit.local.kernel_tests import LocalTests
-from calaudit.local.row_columns import GatheredColumn, scalar_columns, covariate_moments
+from calaudit.local.row_columns import GatheredColumn, covariate_moments, scalar_columns
 from calaudit.scale import SerialExecutor, ThreadExecutor
 
 N = 5_000
@@ -44,13 +44,6 @@ def files(tmp_path_factory) -> str:
         pq.write_table(pa.table({name: v[lo:hi] for name, v in table.items()}),
                        folder / f"part-{k}.parquet")
     return str(folder)
-
-
-@pytest.fixture
-def refused(monkeypatch):
-    def refuse(self):
-        raise AssertionError("the rows were read into the client")
-    monkeypatch.setattr(RowsData, "_loaded", property(refuse))
 
 
 def _setup(data) -> LocalTests:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -208,28 +207,6 @@ def test_replicates_near_the_observed_statistic_are_refined_as_in_memory(tmp_pat
     assert got.p_value == expected.p_value
 
 
-@dataclasses.dataclass(frozen=True)
-class KillingRows(DatasetRows):
-    """:class:`DatasetRows` whose worker reading block ``victim``'s SKCE columns for the
-    ``nth`` time kills itself (``flag`` counts, then holds the pid)."""
-
-    flag: str = ""
-    victim: int = -1
-    nth: int = 1
-
-    def read(self, start, stop, names):
-        if start == self.victim and tuple(names) == ResidualBlocks.names:
-            path = Path(self.flag)
-            text = path.read_text() if path.exists() else "0"
-            seen = self.nth if text.startswith("pid") else int(text)
-            if seen < self.nth:
-                path.write_text(str(seen + 1))
-            if seen + 1 == self.nth:
-                path.write_text(f"pid {os.getpid()}")
-                os.kill(os.getpid(), signal.SIGKILL)
-        return super().read(start, stop, names)
-
-
 def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_workers,
                                                                monkeypatch):
     """On two workers, the rows refused to the client: the in-memory bytes, nothing
@@ -264,7 +241,10 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
     flag = tmp_path / "killed"
     before = set(two_workers.run(os.getpid).values())
     fields = {f.name: getattr(data.rows, f.name) for f in dataclasses.fields(DatasetRows)}
-    killing = KillingRows(**fields, flag=str(flag), victim=1_024, nth=3)
+    from tests.test_dask_dataset_rows import KillingRows
+    cloudpickle.register_pickle_by_value(sys.modules[KillingRows.__module__])
+    killing = KillingRows(**fields, flag=str(flag), victim=1_024, nth=3,
+                          names=ResidualBlocks.names)  # a pair task reading its block
     with scale.using(executor):
         assert _json(skce_battery_of_rows(killing, rng=np.random.default_rng(4),
                                           **options)) == expected
