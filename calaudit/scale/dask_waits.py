@@ -10,7 +10,7 @@ from calaudit.exceptions import ClusterError
 from calaudit.scale import shards
 
 #: Seconds between two looks at the cluster while a task's result is awaited.
-POLL_SECONDS = 1.0
+POLL_SECONDS = 5.0
 
 def await_result(client: Any, future: Any) -> Any:
     """``future.result()``, but a cluster that has had no worker at all for
