@@ -25,7 +25,7 @@ STAGE = re.compile(r"stage (\w+): ([\d.]+) s \(cpu ([\d.]+) s, peak RSS so far (
                    r"(?:; placed ([\d.]+) MiB on the workers, fetched ([\d.]+) MiB)?")
 PROCESS = re.compile(r"^\s+(client|worker) (\d+): peak RSS ([\d,]+) MiB"
                      r"(?: \(anonymous ([\d,na]+) MiB\))?, CPU ([\d.na]+) s")
-ROWS = re.compile(r"data: \d+ files, ([\d,]+) rows")
+ROWS = re.compile(r"data: \d+ (?:\w+ )?files, ([\d,]+) rows")
 MODE = re.compile(r"^(single process[^:]*|--workers \d+.*?): exit (\d+), wall ([\d.]+) s, "
                   r"CPU ([\d.]+) s")
 
