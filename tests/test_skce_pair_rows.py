@@ -19,19 +19,18 @@ from calaudit import scale
 from calaudit.data.dataset_rows import DatasetRows
 from calaudit.data.planned import RowsData, plan
 from calaudit.inference import consistency, skce_pair_rows
+from calaudit.inference import skce_battery as battery_module
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import ArrayInputs, skce_battery, skce_battery_of_rows
 from calaudit.inference.skce_pair_rows import PairInputs, ResidualBlocks, batch_counts
-from calaudit.inference.skce_tests import count_forms
 from calaudit.metrics.skce import residual_gram
 from calaudit.numerics import pairwise
-from calaudit.numerics.grams import ResidualGram, cached
+from calaudit.numerics.grams import ResidualGram
 from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pair_rows import forms_and_matmul_of_rows, matmul_of_rows
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
 from calaudit.scale import ArrayRows, DaskExecutor, SerialExecutor, ThreadExecutor
 from tests.conftest import dask_partials, write_parts
-from tests.reference_global import bootstrap_pass
 
 KERNEL = StationaryKernel(4.0, "tv")
 
@@ -105,44 +104,6 @@ def test_a_batch_of_counts_is_the_sequential_draw():
     assert fresh.random() == np.random.default_rng(8).random()  # its stream not touched
 
 
-@pytest.mark.parametrize("n, classes", [(1_500, 2), (2_300, 2), (900, 3)])
-def test_the_exact_pieces_are_the_engine_over_the_whole_gram(n, classes, monkeypatch):
-    """The in-memory battery's exact pieces (the same pair tasks over its arrays) against
-    the engine over one Gram of every row: the bootstrap's terms and count forms
-    (several batches) and the consistency test (several batches of redraws)."""
-    rng = np.random.default_rng(n)
-    proba = rng.dirichlet(np.ones(classes), n)
-    labels = np.array([rng.choice(classes, p=row) for row in proba])
-    residuals = np.eye(classes)[labels] - proba
-    monkeypatch.setattr(skce_pair_rows, "batch_sizes",
-                        lambda total, rows: batch_sizes(total, rows, 20_000))
-    monkeypatch.setattr(consistency, "BATCH_ENTRIES", 60_000)
-    gram = residual_gram(KERNEL, proba, residuals)
-    draw = np.random.default_rng(9)
-    parts = []
-    terms = None
-    for size in batch_sizes(30, n, 20_000):
-        counts = bootstrap_counts(draw, n, size)
-        if terms is None:
-            terms, first = bootstrap_pass(gram, counts)
-            parts.append(first)
-        else:
-            parts.append(count_forms(gram, terms, counts))
-    inputs = ArrayInputs(proba, residuals)
-    got_terms, got_forms = inputs.quadratic(KERNEL, 30, np.random.default_rng(9))
-    assert len(parts) >= 2
-    assert got_terms.row_sums.tobytes() == terms.row_sums.tobytes()
-    assert got_terms.diagonal.tobytes() == terms.diagonal.tobytes()
-    for field in ("quadratic", "diagonal", "linear", "squared", "ties"):
-        assert getattr(got_forms, field).tobytes() == np.concatenate(
-            [getattr(part, field) for part in parts]).tobytes()
-    expected = consistency.skce_consistency_test(cached(KERNEL.on(proba)), proba,
-                                                 terms.unbiased, np.random.default_rng(2), 40)
-    got = inputs.consistency(KERNEL, terms.unbiased, np.random.default_rng(2), 40)
-    assert got.null_distribution.tobytes() == expected.null_distribution.tobytes()
-    assert got.p_value == expected.p_value
-
-
 def _dataset(tmp_path: Path, n: int, cuts: tuple[int, ...]) -> tuple[str, dict]:
     rng = np.random.default_rng(6)
     p = np.round(rng.beta(2.0, 3.0, n), 6)
@@ -174,8 +135,9 @@ def test_the_exact_battery_of_a_dataset_is_the_in_memory_bytes(tmp_path, monkeyp
     """Every SKCE test and interval (several bootstrap batches), the kernel's median from
     the full matrix; the in-memory battery's bytes without the rows in the client."""
     path, arrays = _dataset(tmp_path, n, cuts)
-    monkeypatch.setattr(skce_pair_rows, "batch_sizes",
-                        lambda total, rows: batch_sizes(total, rows, 30_000))
+    small = lambda total, rows: batch_sizes(total, rows, 30_000)  # noqa: E731
+    monkeypatch.setattr(battery_module, "batch_sizes", small)
+    monkeypatch.setattr(skce_pair_rows, "batch_sizes", small)
     monkeypatch.setattr(consistency, "BATCH_ENTRIES", 50_000)  # batches of redraws too
     expected = _json(skce_battery(arrays["proba"], arrays["residuals"], ci_level=0.9,
                                   rng=np.random.default_rng(4), **OPTIONS))

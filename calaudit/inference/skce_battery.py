@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.inference import applicability as rules
 from calaudit.inference.bootstrap_ci import ci_params, percentile_interval
+from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
 from calaudit.inference.method import Computation, choose_method
 from calaudit.inference.skce_pair_rows import PairInputs
@@ -31,8 +32,10 @@ from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
     LinearTerms,
+    bootstrap_pass,
     bound_pvalue_biased,
     bound_pvalue_unbiased,
+    count_forms,
     linear_asymptotic_test,
     quadratic_statistic,
     smallest_bound_pvalue,
@@ -42,11 +45,14 @@ from calaudit.metrics.skce import (
     SkceEstimators,
     block_terms,
     choose_kernel,
+    quadratic_terms,
+    residual_gram,
 )
+from calaudit.numerics.grams import cached
 from calaudit.numerics.kernels import StationaryKernel
-from calaudit.numerics.resampling import bootstrap_counts, monte_carlo_pvalue
+from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
-from calaudit.scale import TASK_ROWS, ArrayRows
+from calaudit.scale import TASK_ROWS
 
 #: The tests, in report order.
 SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
@@ -134,23 +140,21 @@ class ArrayInputs:
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
                               max(1, TASK_ROWS // blocksize), keep)
 
-    @property
-    def pairs(self) -> PairInputs:
-        """The exact path's pieces: the same pair tasks as a dataset's, over these arrays
-        (:class:`~calaudit.inference.skce_pair_rows.PairInputs`, the same bytes)."""
-        return PairInputs(ArrayRows({"proba": self.y_proba, "residuals": self.residuals}),
-                          self.m)
-
     def consistency(self, kernel: StationaryKernel, observed: float,
                     rng: np.random.Generator, n_resamples: int) -> Any:
         """The consistency test of ``SKCE_uq`` (``observed``)."""
-        return self.pairs.consistency(kernel, observed, rng, n_resamples)
+        return skce_consistency_test(cached(kernel.on(self.y_proba)), self.y_proba, observed,
+                                     rng, n_resamples)
 
     def quadratic(self, kernel: StationaryKernel, n_resamples: int | None,
                   rng: np.random.Generator | None
                   ) -> tuple[QuadraticTerms, CountForms | None]:
-        """The quadratic terms and (``n_resamples``) the bootstrap's count forms."""
-        return self.pairs.quadratic(kernel, n_resamples, rng)
+        """One engine pass over ``H``: the quadratic terms and (``n_resamples``) the
+        bootstrap's count forms (the first batch shares the terms' pass)."""
+        gram = residual_gram(kernel, self.y_proba, self.residuals)
+        if n_resamples is None:
+            return quadratic_terms(gram), None
+        return _bootstrap(gram, n_resamples, rng)
 
 
 def skce_battery(y_proba: NDArray[np.float64], residuals: NDArray[np.float64],
@@ -227,6 +231,18 @@ def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs | PairInputs, *,
                       "resampling tests ran on random features (see their params)"}}))
     return SkceBattery(_metrics(estimates, ci_level, n_resamples, linear_rng),
                        _tests(estimates, tests, n_resamples, alpha, consistency_rng))
+
+
+def _bootstrap(gram, n_resamples: int, rng: np.random.Generator
+               ) -> tuple[QuadraticTerms, CountForms]:
+    """Estimates and bootstrap count forms (the first batch shares the estimate's pass)."""
+    sizes = list(batch_sizes(n_resamples, gram.n))
+    terms, first = bootstrap_pass(gram, bootstrap_counts(rng, gram.n, sizes[0]))
+    parts = [first] + [count_forms(gram, terms, bootstrap_counts(rng, gram.n, q))
+                       for q in sizes[1:]]
+    return terms, CountForms(*(np.concatenate([getattr(p, f) for p in parts])
+                               for f in ("quadratic", "diagonal", "linear", "squared",
+                                         "ties")), n=gram.n)
 
 
 def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,

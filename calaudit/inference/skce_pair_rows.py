@@ -166,15 +166,8 @@ def _only(parts: Any) -> Any:
 
 @dataclass(frozen=True)
 class PairInputs(RowInputs):
-    """:class:`RowInputs` of a source (``proba``, ``residuals`` of ``classes`` classes) of
-    at most ``skce.max_quadratic_n`` rows, with the exact path's pieces computed by the
-    tasks that read the rows (module docstring)."""
-
-    classes: int = 2
-
-    @property
-    def m(self) -> int:  # type: ignore[override]
-        return self.classes
+    """:class:`RowInputs` of a binary source of at most ``skce.max_quadratic_n`` rows, with
+    the exact path's pieces computed by the tasks that read the rows (module docstring)."""
 
     def kernel_choice(self, kernel: str, bandwidth: float | None, max_quadratic_n: int,
                       rng: np.random.Generator) -> Any:
@@ -189,8 +182,7 @@ class PairInputs(RowInputs):
         """:func:`~calaudit.inference.consistency.skce_consistency_test` with the redraws
         made by a task where the partials run and the pair tasks reading their rows."""
         n, recipe = self.n, KernelBlocks(kernel)
-        plan = SkceRedraws(n, self.m, observed, n_resamples)
-        m = 1 if self.m == 2 else self.m  # the classes of the redraws' columns
+        plan = SkceRedraws(n, 2, observed, n_resamples)
         dtype = np.dtype(scale.map_combine(precision_partial, [(0, n)], {
             "rows": self.source, "kernel": kernel, "plan": plan,
             "dtype": np.dtype(CONSISTENCY_GEMM_DTYPE).name}, _only)["dtype"]).type
@@ -200,15 +192,14 @@ class PairInputs(RowInputs):
             with scale.made(redraw_batch, self.source, rng, sizes, len(done)) as z:
                 done.append(q)
                 forms, _ = forms_and_matmul_of_rows(self.source, recipe, inputs={"z": z},
-                                                    classes=m, dtype=dtype)
+                                                    dtype=dtype)
                 if dtype != np.float64:
                     mass = scale.map_combine(mass_partial, [(0, n)], {"z": z}, _only)["mass"]
                     near = near_columns(forms, mass, observed / plan.scale,
                                         plan.factor(dtype), plan.tie / plan.scale)
                     if near.size:
                         forms[near] = forms_and_matmul_of_rows(
-                            self.source, recipe, inputs={"z": z, "pick": near},
-                            classes=m)[0]
+                            self.source, recipe, inputs={"z": z, "pick": near})[0]
             return forms * plan.scale
 
         return plan.run(batch)
