@@ -167,19 +167,3 @@ def hosmer_lemeshow_loops(y, p, g):
         o0, e0 = len(members) - o1, len(members) - e1
         chisq += (o1 - e1) ** 2 / e1 + (o0 - e0) ** 2 / e0
     return chisq, len(groups) - 2
-
-
-def bootstrap_pass(gram, counts):
-    """The bootstrap's quadratic terms (``H 1``, ``diag H``) and the count forms of one
-    batch ``counts`` from the engine over one Gram of every row (the count forms' products
-    in float32, ``H 1`` in float64): what the pair tasks must reproduce."""
-    from calaudit.inference.skce_tests import BOOTSTRAP_GEMM_DTYPE, count_forms
-    from calaudit.metrics.skce import QuadraticTerms
-    from calaudit.numerics.pairwise import kernel_forms_and_matmul
-
-    quadratic, row_sums = kernel_forms_and_matmul(gram, counts, np.ones((gram.n, 1)),
-                                                  exclude_diagonal=False,
-                                                  dtype=BOOTSTRAP_GEMM_DTYPE,
-                                                  matmul_dtype=np.float64)
-    terms = QuadraticTerms(row_sums[:, 0], gram.diagonal())
-    return terms, count_forms(gram, terms, counts, quadratic)

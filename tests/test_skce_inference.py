@@ -115,7 +115,7 @@ def test_arcones_gine_replicates_match_resampled_indices(monkeypatch):
 
 
 def test_fused_float32_bootstrap_pass_matches_float64():
-    from tests.reference_global import bootstrap_pass
+    from calaudit.inference.skce_tests import bootstrap_pass
 
     rng = np.random.default_rng(3)
     probs = rng.dirichlet(np.full(4, 0.5), size=300)

@@ -193,3 +193,16 @@ def count_forms(gram: Gram, terms: QuadraticTerms, counts: NDArray[np.float64],
     squared = counts * counts
     return CountForms(quadratic, counts.T @ terms.diagonal, counts.T @ terms.row_sums,
                       squared.T @ terms.diagonal, squared.sum(axis=0), terms.n)
+
+
+def bootstrap_pass(gram: Gram, counts: NDArray[np.float64]
+                   ) -> tuple[QuadraticTerms, CountForms]:
+    """The quadratic terms (``H 1``, ``diag H``) and a first batch's count forms in one
+    engine pass."""
+    quadratic, row_sums = kernel_forms_and_matmul(gram, counts, np.ones((gram.n, 1)),
+                                                  exclude_diagonal=False,
+                                                  dtype=BOOTSTRAP_GEMM_DTYPE,
+                                                  matmul_dtype=np.float64)
+    terms = QuadraticTerms(row_sums[:, 0], gram.diagonal())
+    return terms, count_forms(gram, terms, counts, quadratic)
+
