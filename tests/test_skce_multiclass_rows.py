@@ -19,7 +19,7 @@ from calaudit.data.planned import plan
 from calaudit.inference.feature_tests import label_inputs
 from calaudit.inference.skce_class_rows import ClassRows
 from calaudit.scale import SerialExecutor
-from tests.test_local_multiclass_rows import files, refused  # noqa: F401 (fixtures)
+from tests.test_local_multiclass_rows import files  # noqa: F401 (a fixture)
 from tests.test_local_setup_rows import _as_json
 
 CONFIG = {"n_resamples": 19, "random_state": 5, "n_features": 64}

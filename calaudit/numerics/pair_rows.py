@@ -3,7 +3,8 @@
 built in the pair's task from a row source, so nothing per row is placed from the caller.
 
 A pass is described by a row source (``n``, ``read(start, stop, names)``: a dataset whose
-tasks read their rows, or :class:`calaudit.scale.ArrayRows` of arrays in memory) and a
+tasks read their rows; not arrays placed as row blocks, since a pair's task reads two
+blocks that no single row range covers) and a
 small *recipe* (a frozen object with ``names``, the columns it reads, and ``block(read,
 start, stop, **inputs)`` giving the Gram of those rows (one that :func:`~calaudit.numerics.
 pair_tasks.gram_rows` can join), their rows of ``Z`` (b, q) and of ``W`` (b, r)). Each pair
