@@ -28,10 +28,10 @@ from calaudit.scale.dask_sizes import register_sizes, size_of
 from calaudit.scale.dask_sums import (
     MAX_RANGES_PER_TASK,
     RANGES_PER_TASK,
-    _identity,
     chunked,
     exact_sum,
     flattened,
+    identity,
     is_future,
     name_of,
     per_task,
@@ -250,7 +250,7 @@ class DaskExecutor:
         if shards.shardable(value):
             return self._place_rows({"rows": value})["rows"]
         self._count_broadcast("keep", "value", value)
-        return self.client.submit(_identity, value, pure=False,
+        return self.client.submit(identity, value, pure=False,
                                   key=f"calaudit-keep-{uuid.uuid4().hex}")
 
     def make(self, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:

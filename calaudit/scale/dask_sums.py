@@ -89,7 +89,8 @@ def flattened(lists: Iterator[list[Any]]) -> Iterator[Any]:
 VALUES = "calaudit-shared-values"
 
 
-def _identity(value: Any) -> Any:
+def identity(value: Any) -> Any:
+    """``value`` itself: a task that makes a value the tasks of a pass read."""
     return value
 
 
@@ -111,7 +112,7 @@ def shared_task(executor: Any, name: str, token: str, shared: Mapping[str, Any]
     for key, value in plain.items():  # a source reading its own rows is not counted
         if not getattr(value, "reads_own_rows", False):
             executor._count_broadcast(name, key, value)
-    values = executor.client.submit(_identity, plain, pure=False,
+    values = executor.client.submit(identity, plain, pure=False,
                                     key=f"calaudit-{name}-{token}-shared")
     return {**rest, VALUES: values}, values
 

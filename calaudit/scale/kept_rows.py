@@ -18,12 +18,8 @@ from typing import Any
 from calaudit.scale import shards
 from calaudit.scale.blocks import stack_rows
 from calaudit.scale.context import in_task
+from calaudit.scale.dask_sums import identity
 from calaudit.scale.sources import ArrayRows
-
-
-def _values(shared: Mapping[str, Any]) -> dict[str, Any]:
-    """The shared values, as a task makes them for the tasks that read them."""
-    return dict(shared)
 
 
 def _block(partial: Any, ranges: list[tuple[int, int]], shared: Mapping[str, Any],
@@ -61,7 +57,7 @@ class TaskShards(shards.Shards):
                         if isinstance(value, shards.Shards)}
         plain = {name: value for name, value in shared.items() if name not in self.sharded}
         self.token = uuid.uuid4().hex[:12]
-        self.shared = client.submit(_values, plain, pure=False,
+        self.shared = client.submit(identity, plain, pure=False,
                                     key=f"calaudit-kept-shared-{self.token}")
         self.futures: list[Any] = [None] * len(self.bounds)
         self.nbytes = 0
