@@ -906,7 +906,7 @@ def test_no_task_of_the_exact_pass_receives_more_than_two_blocks(two_workers, gr
     for _, _, i, j, left, right, _ in tasks:
         assert (handles[left.key], handles[right.key]) == (i, j)
     # the pass's shared values: scalars, made once by one task for all pair tasks
-    made = [args[1] for args in client.submitted if args[0].__name__ == "_identity"]
+    made = [args[1] for args in client.submitted if args[0].__name__ == "identity"]
     assert len(made) == 1 and all(np.ndim(value) == 0 for value in made[0].values())
     # on the scheduler a task depends on the futures among its arguments: its two blocks
     # and the shared values' task, no other rows
