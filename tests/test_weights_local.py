@@ -15,9 +15,10 @@ from calaudit.audit.config import LocalConfig
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.data.weights import SampleWeights
 from calaudit.exceptions import ConfigError
+from calaudit.local.bandwidth import weighted_median
 from calaudit.local.kernel import GaussianProductGram
+from calaudit.local.levels import covariate_levels
 from calaudit.local.weighted_klce import WeightedUnits, weighted_klce2
-from calaudit.local.weighted_local import weighted_levels, weighted_median
 
 
 def loop_klce(p, x, y, t, f, r, gamma_p: float, gamma_x: float) -> float:
@@ -74,7 +75,7 @@ def test_weighted_median_and_bands_of_whole_weights_are_those_of_the_repeated_ro
     assert weighted_median(values, counts.astype(float), True) == np.median(repeated)
     cov = type("Cov", (), {"name": "v", "kind": "numeric", "values": values,
                            "categories": ()})()
-    levels = weighted_levels(cov, 4, counts.astype(float), True)
+    levels = covariate_levels(cov, 4, counts.astype(float), True)
     from calaudit.local.groups import quantile_bands
     codes, labels = quantile_bands(repeated, 4)
     assert levels.labels == labels

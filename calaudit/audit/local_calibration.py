@@ -91,10 +91,10 @@ def weighted_stage(data: CalibrationData, config: AuditConfig,
     its curves) and the disparity."""
     setup = WeightedLocalTests(data, config, streams, sample_size=sample_size(data),
                                events=effective_events(data))
-    tests, statistic = setup.run()
+    tests, statistic, per_class = setup.run()
     metric = MetricResult("klce2", statistic, setup.kernel_params(),
                           title=registry.title("klce2"))
-    local = {"klce": setup.klce_section(statistic, tests)}
+    local = {"klce": setup.klce_section(statistic, tests, per_class)}
     if not config.local.diagnostics:
         return StageOutput(metrics=(metric,), tests=tuple(tests), local=local)
     lc = config.local

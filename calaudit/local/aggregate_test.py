@@ -14,7 +14,7 @@ They are combined by :func:`calaudit.local.aggregate.combine` with equal weights
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from calaudit.numerics.pairwise import as_columns
 from calaudit.scale import stream_seed
 
 __all__ = ["KERNEL_MEMBER", "METHOD", "exact_aggregate", "feature_aggregate", "feature_seed",
-           "level_codes", "member_values"]
+           "level_codes", "member_values", "score_aggregate"]
 
 KERNEL_MEMBER = "KLCE^2, median-heuristic bandwidths"
 METHOD = ("labels redrawn from the predictions, y*_i ~ Cat(p_i), predictions and covariates "
@@ -62,14 +62,23 @@ def exact_aggregate(gram: Gram, r: NDArray[np.float64], proba: NDArray[np.float6
                     ) -> tuple[AggregateResult, NullResult]:
     """The aggregate test and the KLCE consistency test it contains, from one exact kernel
     pass (:func:`calaudit.local.resampling.consistency_test`)."""
+    return score_aggregate(scores, r, lambda observe: consistency_test(
+        gram, r, proba, rng, n_resamples, statistic=statistic, dtype=dtype, observe=observe))
+
+
+def score_aggregate(scores: ScoreMembers, r: NDArray[np.float64],
+                    kernel_test: Callable[[Callable], NullResult]
+                    ) -> tuple[AggregateResult, NullResult]:
+    """The aggregate test of the kernel member ``kernel_test(observe)`` (a test that passes
+    every batch of its redrawn residual columns to ``observe``) and the score members of
+    the observed residuals ``r`` ((n,) or (n, m)) and of the same redraws."""
     batches: list[tuple[NDArray[np.float64], NDArray[np.float64] | None]] = []
 
     def observe(columns: NDArray[np.float64]) -> None:
         batches.append((scores.level_sums(columns),
                         scores.top_sums(columns) if columns.ndim == 3 else None))
 
-    kernel = consistency_test(gram, r, proba, rng, n_resamples, statistic=statistic,
-                              dtype=dtype, observe=observe)
+    kernel = kernel_test(observe)
     sums0, top0 = _observed_sums(scores, r)
     sums = np.concatenate([sums0] + [b[0] for b in batches], axis=-1)
     top = None if top0 is None else np.concatenate([top0] + [b[1] for b in batches], axis=-1)

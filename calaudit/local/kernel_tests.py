@@ -84,7 +84,12 @@ def inconclusive(ids: Sequence[str], statistic: float, methods: Mapping[str, str
 class LocalTests:
     """The local stage's kernels and tests on one data set: the setup shared by the tests
     and the LCB (residuals, encoded covariates, bandwidths, the group table's levels, the
-    exact or feature path), then the tests run on it (:meth:`run`)."""
+    exact or feature path; on weighted rows of the weighted law,
+    :class:`calaudit.local.weighted_local.WeightedLocalTests`), then the tests run on it
+    (:meth:`run`)."""
+
+    #: the tests' method texts
+    methods = METHODS
 
     def __init__(self, data: Any, config: Any, streams: dict[str, np.random.Generator]
                  ) -> None:
@@ -94,9 +99,15 @@ class LocalTests:
         self.data, self.config, self.local = data, config, config.local
         self.streams = streams
         self.n = data.n
+        weights = data.weights
+        #: weighted rows (docs/weights.md): the design weights and whether they are whole
+        #: numbers, the kernels' and levels' laws
+        self.design = None if weights is None else np.asarray(weights.design, np.float64)
+        self.frequency = weights is not None and weights.kind == "frequency"
         #: the rows are read by tasks (a dataset audited where it is): the setup fetches
         #: only the rows it needs (:mod:`calaudit.local.row_columns`)
-        self.gathers = bool(getattr(getattr(data, "rows", None), "reads_own_rows", False))
+        self.gathers = weights is None and bool(
+            getattr(getattr(data, "rows", None), "reads_own_rows", False))
         if self.gathers:
             self.prob_features = (
                 GatheredColumn.of(data.rows, "p", lambda: self.proba, 1) if data.is_binary
@@ -108,22 +119,22 @@ class LocalTests:
         else:
             self.prob_features = (self.proba.reshape(-1, 1) if data.is_binary
                                   else prediction_features(data.y_proba))
-            self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True)
+            self.encoded = encode_covariates(data.covariates, standardize=True, lazy=True,
+                                             weights=self.design)
         lc = self.local
-        self.levels = grp.data_levels(data, lc.n_bands)
+        self.levels = grp.data_levels(data, lc.n_bands, self.design, self.frequency)
         self.kernel_runs: dict[str, NullResult] = {}
-        self.prob_bw = choose_bandwidth(self.prob_features, lc.prob_bandwidth,
-                                        streams["bandwidth"], lc.median_max_rows)
-        self.cov_bw = choose_bandwidth(self.encoded.features, lc.cov_bandwidth,
-                                       streams["bandwidth"], lc.median_max_rows,
-                                       self.encoded.blocks)
+        self.prob_bw = self.bandwidth(self.prob_features, lc.prob_bandwidth,
+                                      streams["bandwidth"])
+        self.cov_bw = self.bandwidth(self.encoded.features, lc.cov_bandwidth,
+                                     streams["bandwidth"], self.encoded.blocks)
         self.gram = product_gram(self.prob_features, self.prob_bw.gamma,
                                  self.encoded.features, self.cov_bw.gamma, lazy=True)
         classes = 1 if data.is_binary else data.n_classes
         self.choice = choose_method(config, self.n, classes * lc.n_resamples,
                                     streams["features"], fixed=LOCAL_STAGE_SECONDS,
                                     dims=self.gram.features.shape[1])
-        if not self.choice.features:
+        if not self.choice.features or weights is not None:
             self.gram = GaussianProductGram(np.asarray(self.gram.features))
         self.features = None
         self.fused_results: dict[str, NullResult] = {}
@@ -134,6 +145,12 @@ class LocalTests:
             self.features = product_features(self.gram.features, self.choice.n_features,
                                              self.choice.frequency_seed)
             self.computation["approximation"] = self.approximation()
+
+    def bandwidth(self, features: Any, option: float | None, rng: np.random.Generator,
+                  blocks: Any = None) -> Any:
+        """:func:`calaudit.local.bandwidth.choose_bandwidth` on the rows' law."""
+        return choose_bandwidth(features, option, rng, self.local.median_max_rows, blocks,
+                                self.design, self.frequency)
 
     @cached_property
     def r(self) -> np.ndarray:
@@ -184,11 +201,11 @@ class LocalTests:
         and ``klce_consistency`` share one set of redraws and one kernel pass."""
         lc = self.local
         dtype = np.float32 if lc.resample_dtype == "float32" else np.float64
-        precision = {"resample_dtype": lc.resample_dtype}
+        precision = ({} if self.features is not None or self.design is not None
+                     else {"resample_dtype": lc.resample_dtype})  # weighted: float64 only
         if test_id in ("local_consistency", "klce_consistency"):
             res = self.kernel_consistency(statistic, dtype)
-            params = {**self.kernel_params(),
-                      **({} if self.features is not None else precision)}
+            params = {**self.kernel_params(), **precision}
             if test_id == "local_consistency":
                 found = self.aggregate_result()
                 params["members"] = list(found.members)
@@ -196,7 +213,7 @@ class LocalTests:
                 params["klce2"] = res.statistic
                 return TestResult(
                     id=test_id, statistic=found.statistic, estimate=res.statistic,
-                    p_value=found.p_value, method=METHODS[test_id],
+                    p_value=found.p_value, method=self.methods[test_id],
                     n_resamples=lc.n_resamples, params=params,
                     null_distribution=found.null_distribution, title=registry.title(test_id),
                     family="local"), res
@@ -214,7 +231,7 @@ class LocalTests:
             params.update(res.extra)
         return TestResult(
             id=test_id, statistic=res.statistic, estimate=res.statistic, p_value=res.p_value,
-            method=METHODS[test_id], n_resamples=lc.n_resamples, params=params,
+            method=self.methods[test_id], n_resamples=lc.n_resamples, params=params,
             null_distribution=res.null_distribution, title=registry.title(test_id),
             family="local"), res
 
@@ -335,8 +352,8 @@ class LocalTests:
         reason = self.too_small()
         if reason:
             statistic = self.observed(statistic)
-            return inconclusive(self.local.tests, statistic, METHODS, self.kernel_params(),
-                                self.config.alpha, reason), statistic
+            return inconclusive(self.local.tests, statistic, self.methods,
+                                self.kernel_params(), self.config.alpha, reason), statistic
         out = []
         for test_id in self.local.tests:
             result, res = self.run_test(test_id, statistic if test_id != "klce_permutation"
@@ -358,8 +375,8 @@ class LocalTests:
     def run(self) -> tuple[list[TestResult], float, list[dict[str, Any]]]:
         """The requested tests, the KLCE^2 estimate and the per-class views; afterwards
         the test kernel's rows are freed."""
-        statistic = None  # exact path: from the first test's pass (:meth:`tests`)
-        if self.features is not None:  # statistic (and fused test) from the feature pass
+        statistic = None  # exact or weighted: from the first test's pass (:meth:`tests`)
+        if self.features is not None and self.design is None:  # from the feature pass
             statistic = self.feature_pass()
         tests, statistic = self.tests(statistic)
         per_class = self.per_class()
@@ -369,13 +386,15 @@ class LocalTests:
     def klce_section(self, statistic: float, tests: list[TestResult],
                      per_class: list[dict[str, Any]]) -> dict[str, Any]:
         """``local.klce``: the kernels, the statistic, the tests run and the Hoeffding
-        region (and the per-class views of a multi-class model)."""
+        region (its bound is for unweighted rows) and the per-class views of a multi-class
+        model."""
         section = {
             **self.kernel_params(), "encoding": self.encoded.encoding,
             "encoded_columns": list(self.encoded.columns), "statistic": statistic,
-            "tests": [t.id for t in tests],
-            "hoeffding": hoeffding_region(statistic, self.n, self.config.alpha,
-                                          residual_bound(self.data.n_classes))}
+            "tests": [t.id for t in tests]}
+        if self.design is None:
+            section["hoeffding"] = hoeffding_region(statistic, self.n, self.config.alpha,
+                                                    residual_bound(self.data.n_classes))
         if per_class:
             section["per_class"] = per_class
         return section

@@ -104,14 +104,8 @@ class LcbEstimation:
         self.data, self.local, self.config = setup.data, setup.local, setup.config
         self.n, self.streams, self.weights = setup.data.n, setup.streams, weights
         self.encoded = setup.encoded
-        if weights is None:
-            self.choice, self.prob_features = setup.choice, setup.prob_features
-            self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
-        else:  # the weighted tests' path (:class:`WeightedLocalTests`)
-            self.choice = setup.choice
-            self.lcb_kernel = True if setup.choice.features else None
-            self.lcb_features = setup.choice.n_features or 0
-            self.prob_features = np.asarray(setup.proba).reshape(self.n, -1)
+        self.choice, self.prob_features = setup.choice, setup.prob_features
+        self.lcb_kernel, self.lcb_features = setup.lcb_kernel, setup.lcb_features
 
     def __enter__(self) -> LcbEstimation:
         return self

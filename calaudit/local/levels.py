@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.local.encoding import CovariateLike
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.order_statistics import column_quantiles
 
 
@@ -101,22 +102,30 @@ def band_labels(edges: NDArray[np.float64]) -> tuple[str, ...]:
                  for b in range(edges.size - 1))
 
 
-def covariate_levels(cov: CovariateLike, n_bands: int) -> Levels:
-    """Categories of a categorical covariate, quantile bands of a numeric one."""
+def covariate_levels(cov: CovariateLike, n_bands: int,
+                     weights: NDArray[np.float64] | None = None, frequency: bool = False
+                     ) -> Levels:
+    """Categories of a categorical covariate, quantile bands of a numeric one; with the
+    rows' ``weights``, bands between the weighted quantiles
+    (:func:`calaudit.numerics.binning.weighted_quantiles`; whole numbers: ``frequency``)."""
     if cov.kind == "categorical":
         return Levels(cov.name, np.asarray(cov.values, dtype=np.int32), tuple(cov.categories))
-    edges = quantile_edges(np.asarray(cov.values, dtype=np.float64), n_bands)
-    codes, labels = edge_bands(np.asarray(cov.values, dtype=np.float64), edges)
+    x = np.asarray(cov.values, dtype=np.float64)
+    edges = quantile_edges(x, n_bands) if weights is None else np.unique(weighted_quantiles(
+        x, weights, np.linspace(0.0, 1.0, n_bands + 1), frequency))
+    codes, labels = edge_bands(x, edges)
     return Levels(cov.name, codes, labels, edges)
 
 
-def data_levels(data: Any, n_bands: int) -> list[Levels]:
-    """:func:`covariate_levels` of every covariate of ``data``; of rows read by their tasks
-    (``data.rows``), the numeric ones' edges from exact order-statistics reductions (the
-    bytes of ``np.quantile``), the codes made only when read (:class:`Levels`)."""
+def data_levels(data: Any, n_bands: int, weights: NDArray[np.float64] | None = None,
+                frequency: bool = False) -> list[Levels]:
+    """:func:`covariate_levels` of every covariate of ``data`` (of the law of the rows'
+    ``weights``, held here); of rows read by their tasks (``data.rows``), the numeric ones'
+    edges from exact order-statistics reductions (the bytes of ``np.quantile``), the codes
+    made only when read (:class:`Levels`)."""
     rows = getattr(data, "rows", None)
-    if not getattr(rows, "reads_own_rows", False):
-        return [covariate_levels(c, n_bands) for c in data.covariates]
+    if weights is not None or not getattr(rows, "reads_own_rows", False):
+        return [covariate_levels(c, n_bands, weights, frequency) for c in data.covariates]
     probabilities = np.linspace(0.0, 1.0, n_bands + 1)
     numeric = {rows.covariate_column(c.name): probabilities for c in data.covariates
                if c.kind != "categorical"}

@@ -41,6 +41,7 @@ from calaudit.inference.weighted_skce_features import (
 )
 from calaudit.local.aggregate import AggregateResult, combine
 from calaudit.local.aggregate_test import level_codes, member_values
+from calaudit.local.resampling import NullResult
 from calaudit.local.score_members import ScoreMembers
 from calaudit.numerics.features import FourierFeatures, exact_parts, exact_products
 from calaudit.numerics.resampling import monte_carlo_pvalue
@@ -167,10 +168,10 @@ def level_sums(y_true: NDArray, y_proba: NDArray[np.float64], weights: Any,
 def feature_resampled(features: FourierFeatures, z: NDArray[np.float64], y_true: NDArray,
                       y_proba: NDArray[np.float64], weights: Any, scores: ScoreMembers,
                       levels: Sequence[Any], seed: int, n_resamples: int
-                      ) -> tuple[float, NDArray, float, AggregateResult]:
-    """``KLCE^2_w`` of the observed labels, its null from ``n_resamples`` redraws, its
-    Monte-Carlo p-value and the aggregate test with the score members (``scores``, on the
-    group table's ``levels``) on the same redraws."""
+                      ) -> tuple[AggregateResult, NullResult]:
+    """The aggregate test of ``KLCE^2_w`` of the observed labels (its null from
+    ``n_resamples`` redraws, its Monte-Carlo p-value) and of the score members
+    (``scores``, on the group table's ``levels``) on the same redraws."""
     weights = weights.in_grid_range()
     values = klce_values(features, z, y_true, y_proba, weights, seed, n_resamples)
     observed, null = float(values[0]), values[1:]
@@ -180,4 +181,4 @@ def feature_resampled(features: FourierFeatures, z: NDArray[np.float64], y_true:
     found = level_sums(y_true, y_proba, weights, codes, n_levels, seed, n_resamples,
                        scores.top)
     members = member_values(scores, found["sums"], found.get("top"), values, p_value)
-    return observed, null, p_value, combine(members)
+    return combine(members), NullResult(observed, null, p_value)
