@@ -10,7 +10,6 @@ import numpy as np
 
 from calaudit.inference.feature_tests import feature_consistency_test, feature_statistic
 from calaudit.local import aggregate_test as aggregate
-from calaudit.local.bandwidth import choose_bandwidth
 from calaudit.local.features import product_features, rows_consistency_test
 from calaudit.local.kernel import product_gram
 from calaudit.local.klce import klce2
@@ -20,14 +19,16 @@ from calaudit.local.row_columns import class_column
 MAX_PER_CLASS = 20
 
 
-def per_class_views(setup: Any) -> list[dict[str, Any]]:
+def per_class_views(setup: Any, view: Any = None) -> list[dict[str, Any]]:
     """Multi-class: each class one-vs-rest (kernel on ``p_c``, residual ``1{y = c} - p_c``)
     on the setup of :class:`calaudit.local.kernel_tests.LocalTests`: the KLCE^2 and, when
     tests run, the local aggregate test of that view (``p_value``) with its kernel
-    member's own p-value (``klce_p_value``). On a dataset whose tasks read their own rows
-    (the random-feature path, tests run) each view's columns are built in the tasks
-    (:class:`calaudit.local.features.KernelRows`, ``ScoreRows`` of the class) and its
-    bandwidth's subsample is gathered: no row is held here."""
+    member's own p-value (``klce_p_value``), by ``view`` (default :func:`class_view`;
+    weighted rows: :meth:`calaudit.local.weighted_local.WeightedLocalTests.class_view`).
+    On a dataset whose tasks read their own rows (the random-feature path, tests run) each
+    view's columns are built in the tasks (:class:`calaudit.local.features.KernelRows`,
+    ``ScoreRows`` of the class) and its bandwidth's subsample is gathered: no row is held
+    here."""
     if (setup.data.is_binary or not setup.local.per_class
             or setup.data.n_classes > MAX_PER_CLASS):
         return []
@@ -43,35 +44,41 @@ def per_class_views(setup: Any) -> list[dict[str, Any]]:
         else:
             p_c = setup.data.y_proba[:, c].copy()
             r_c = (setup.data.y_true == c).astype(np.float64) - p_c
-        bw = choose_bandwidth(p_c, lc.prob_bandwidth, rng, lc.median_max_rows)
+        bw = setup.bandwidth(p_c, lc.prob_bandwidth, rng)
         gram = product_gram(p_c, bw.gamma, setup.encoded.features, setup.cov_bw.gamma,
-                            lazy=setup.features is not None)
+                            lazy=setup.features is not None and setup.design is None)
         features = None if setup.features is None else product_features(
             gram.features, setup.choice.n_features, setup.choice.frequency_seed)
         row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-        if not testing:
-            row["statistic"] = (klce2(gram, r_c) if features is None else
-                                feature_statistic(features, gram.features, r_c))
-            rows.append(row)
-            continue
-        if features is not None:
-            seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
-            res = (rows_consistency_test(features, setup.kernel_rows(c, bw.gamma), rng,
-                                         lc.n_resamples, stream) if tasks else
-                   feature_consistency_test(features, gram.features, r_c, p_c, rng,
-                                            lc.n_resamples, stream=stream))
-            found = aggregate.feature_aggregate(
-                res.statistic, res.null_distribution, res.p_value,
-                setup.score_rows(c, r_c, p_c), *setup.level_sizes(), 1, seed,
-                lc.n_resamples, stream=stream)
-            method = "local aggregate test, one-vs-rest, random features"
-        else:
-            scores = setup.score_members(p_c)
-            found, res = aggregate.exact_aggregate(gram, r_c, p_c, scores, rng,
-                                                   lc.n_resamples, dtype=np.float64)
-            method = "local aggregate test, one-vs-rest"
-        row.update(statistic=res.statistic, p_value=found.p_value,
-                   klce_p_value=res.p_value, deciding_member=found.deciding,
-                   method=method)
+        row.update((view or class_view)(setup, c, p_c, r_c, bw.gamma, gram, features, rng,
+                                        testing))
         rows.append(row)
     return rows
+
+
+def class_view(setup: Any, c: int, p_c: Any, r_c: Any, gamma: float, gram: Any,
+               features: Any, rng: np.random.Generator, testing: bool) -> dict[str, Any]:
+    """Class ``c``'s KLCE^2 on its ``gram`` (``features``: the feature path) and, when
+    ``testing``, its local aggregate test (``r_c`` None: the columns built by the tasks,
+    the prediction kernel's ``gamma``)."""
+    lc = setup.local
+    if not testing:
+        return {"statistic": klce2(gram, r_c) if features is None else
+                feature_statistic(features, gram.features, r_c)}
+    if features is not None:
+        seed, stream = aggregate.feature_seed(rng), f"per_class:{c}"
+        res = (rows_consistency_test(features, setup.kernel_rows(c, gamma), rng,
+                                     lc.n_resamples, stream) if r_c is None else
+               feature_consistency_test(features, gram.features, r_c, p_c, rng,
+                                        lc.n_resamples, stream=stream))
+        found = aggregate.feature_aggregate(
+            res.statistic, res.null_distribution, res.p_value,
+            setup.score_rows(c, r_c, p_c), *setup.level_sizes(), 1, seed,
+            lc.n_resamples, stream=stream)
+        method = "local aggregate test, one-vs-rest, random features"
+    else:
+        found, res = aggregate.exact_aggregate(gram, r_c, p_c, setup.score_members(p_c), rng,
+                                               lc.n_resamples, dtype=np.float64)
+        method = "local aggregate test, one-vs-rest"
+    return {"statistic": res.statistic, "p_value": found.p_value,
+            "klce_p_value": res.p_value, "deciding_member": found.deciding, "method": method}

@@ -26,11 +26,10 @@ from numpy.typing import NDArray
 
 from calaudit.local import aggregate_test as aggregate
 from calaudit.local.aggregate import AggregateResult
-from calaudit.local.features import product_features
-from calaudit.local.kernel import GaussianProductGram, product_gram
+from calaudit.local.kernel import GaussianProductGram
 from calaudit.local.kernel_tests import APPROXIMATION_ROWS, LocalTests
 from calaudit.local.lcb import plot_points
-from calaudit.local.per_class import MAX_PER_CLASS
+from calaudit.local.per_class import per_class_views
 from calaudit.local.resampling import NullResult, batched_forms
 from calaudit.local.score_members import ScoreMembers
 from calaudit.local.weighted_features import feature_resampled, klce_values, row_weights
@@ -172,45 +171,30 @@ class WeightedLocalTests(LocalTests):
                           self.local.n_resamples))
         return self.kernel_runs["klce_consistency"]
 
-    def class_features(self, gram: GaussianProductGram) -> Any:
-        """The feature map of a one-vs-rest view's product kernel."""
-        return product_features(gram.features, self.choice.n_features,
-                                self.choice.frequency_seed)
-
     def per_class(self) -> list[dict[str, Any]]:
-        """Multi-class: each class one-vs-rest (units labelled ``1{y = c}``, kernel on
-        ``p_c``): ``KLCE^2_w`` and, when tests run, the weighted local aggregate test of
-        that view (``p_value``) with its kernel member's p-value (``klce_p_value``)."""
-        lc = self.local
-        if self.data.is_binary or not lc.per_class or self.data.n_classes > MAX_PER_CLASS:
-            return []
-        weights, rng = self.data.weights, self.streams["per_class"]
-        testing = self.config.run_tests and not self.too_small()
-        rows = []
-        for c, name in enumerate(self.data.classes):
-            p_c = np.array(self.data.y_proba[:, c])
-            y_c = (self.data.y_true == c).astype(np.int64)
-            units = WeightedUnits.of(weights, p_c)
-            bw = self.bandwidth(p_c, lc.prob_bandwidth, rng)
-            lazy = product_gram(p_c.reshape(-1, 1), bw.gamma, self.encoded.features,
-                                self.cov_bw.gamma, lazy=True)
-            gram = GaussianProductGram(np.asarray(lazy.features))
-            row = {"class": name, "prob_kernel": bw.to_dict(), "p_value": None}
-            if not testing:
-                row["statistic"] = weighted_klce2(gram, y_c, units) if self.features is None \
-                    else float(klce_values(self.class_features(gram), gram.features, y_c,
-                                           np.column_stack([1.0 - p_c, p_c]), weights)[0])
-                rows.append(row)
-                continue
-            scores = ScoreMembers.of_levels(self.levels, p_c, null_variance(units))
-            found, res = resampled(gram, units, y_c, scores, rng, lc.n_resamples) \
-                if self.features is None else feature_resampled(
-                    self.class_features(gram), gram.features, y_c,
-                    np.column_stack([1.0 - p_c, p_c]), weights, scores, self.levels,
-                    stream_seed(rng), lc.n_resamples)
-            row.update(statistic=res.statistic, p_value=found.p_value,
-                       klce_p_value=res.p_value,
-                       deciding_member=found.deciding,
-                       method="weighted local aggregate test, one-vs-rest")
-            rows.append(row)
-        return rows
+        """Multi-class: the one-vs-rest views (:func:`calaudit.local.per_class.
+        per_class_views`) of the weighted rows (:func:`class_view`)."""
+        return per_class_views(self, class_view)
+
+
+def class_view(setup: WeightedLocalTests, c: int, p_c: NDArray[np.float64], r_c: Any,
+               gamma: float, gram: GaussianProductGram, features: Any,
+               rng: np.random.Generator, testing: bool) -> dict[str, Any]:
+    """Class ``c`` one-vs-rest on weighted rows (units labelled ``1{y = c}``, kernel
+    ``gram`` on ``p_c``, ``features`` on the feature path): ``KLCE^2_w`` and, when
+    ``testing``, the weighted local aggregate test of that view (``p_value``) with its
+    kernel member's p-value (``klce_p_value``)."""
+    weights, lc = setup.data.weights, setup.local
+    y_c = (setup.data.y_true == c).astype(np.int64)
+    units, proba = WeightedUnits.of(weights, p_c), np.column_stack([1.0 - p_c, p_c])
+    if not testing:
+        return {"statistic": weighted_klce2(gram, y_c, units) if features is None else
+                float(klce_values(features, gram.features, y_c, proba, weights)[0])}
+    scores = ScoreMembers.of_levels(setup.levels, p_c, null_variance(units))
+    found, res = (resampled(gram, units, y_c, scores, rng, lc.n_resamples)
+                  if features is None else
+                  feature_resampled(features, gram.features, y_c, proba, weights, scores,
+                                    setup.levels, stream_seed(rng), lc.n_resamples))
+    return {"statistic": res.statistic, "p_value": found.p_value,
+            "klce_p_value": res.p_value, "deciding_member": found.deciding,
+            "method": "weighted local aggregate test, one-vs-rest"}
