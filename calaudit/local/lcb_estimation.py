@@ -165,23 +165,7 @@ class LcbEstimation:
             else summarize(bias.values)
         points = self.points(bias, prediction, at)
         lcb = None if kept else bias.values  # kept: the callers read :attr:`rows`
-        section = {
-            "definition": "sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) "
-                          "(eq. 7) at every observation, bandwidths chosen for estimation",
-            "view": "binary" if self.data.is_binary else "top-label",
-            "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
-                                             ).to_dict(),
-            "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
-                           "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
-                           "source": selection.source},
-            "bandwidth_selection": {**selection.to_dict(), "categorical": {
-                "rule": CATEGORICAL_RULE, "separated": separation}},
-            "interval": "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij",
-            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
-            "summary": summary,
-            "curves": curves,
-            "points": points,
-        }
+        section = self.section(selection, separation, summary, curves, points)
         if self.rows is None:
             self.rows = ArrayRows({"lcb": lcb})
         return lcb, section
@@ -213,37 +197,51 @@ class LcbEstimation:
             design, at.curve_weights, bias, scalar_r[at.rows], lc.confidence_level,
             scale=positive.size / max(at.rows.size, 1), meat=weights.m[at.rows],
             size_of=lambda request: weights.size(request.rows))
-        method = selection.to_dict()
-        method["criterion"] = ("sum_j w_j (r_j - m_{-j})^2 / sum_j w_j, m_{-j} = (sum_i "
-                               "K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j), u_j the "
-                               "weight of one unit of row j")
-        section = {
-            "definition": "sum_i w_i r_i k(p_i, p) l(x_i, x) / sum_i w_i k(p_i, p) l(x_i, x) "
+        return bias.values, self.section(selection, separation,
+                                         summarize(bias.values, weights), curves,
+                                         self.points(bias, prediction, at))
+
+    def section(self, selection: BandwidthSelection, separation: dict[str, float],
+                summary: dict[str, Any], curves: list[dict[str, Any]],
+                points: dict[str, Any]) -> dict[str, Any]:
+        """``local.lcb`` without its top groups (weighted rows: the weighted LCB, its
+        bandwidths' criterion and its interval)."""
+        weights, method, rule = self.weights, selection.to_dict(), CATEGORICAL_RULE
+        definition = ("sum_i r_i k(p_i, p) l(x_i, x) / sum_i k(p_i, p) l(x_i, x) (eq. 7) at "
+                      "every observation, bandwidths chosen for estimation")
+        interval = "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 r_i^2) / sum_i K_ij"
+        extra: dict[str, Any] = {}
+        if weights is not None:
+            definition = ("sum_i w_i r_i k(p_i, p) l(x_i, x) / sum_i w_i k(p_i, p) l(x_i, x) "
                           "(eq. 7 of the weighted law) at every observation, bandwidths "
-                          "chosen for estimation",
-            "view": "binary" if self.data.is_binary else "top-label",
-            "weights": {"kind": self.data.weights.kind,
-                        "label_dependent": self.data.weights.label_dependent},
+                          "chosen for estimation")
+            interval = ("pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 w_i r_i^2) / sum_i K_ij w_i "
+                        "(the repeated rows')" if weights.frequency else
+                        "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / "
+                        "sum_i K_ij w_i, m_i = w_i^2 / (units of row i) (linearised ratio)")
+            method["criterion"] = ("sum_j w_j (r_j - m_{-j})^2 / sum_j w_j, m_{-j} = (sum_i "
+                                   "K_ij w_i r_i - u_j r_j) / (sum_i K_ij w_i - u_j), u_j the "
+                                   "weight of one unit of row j")
+            rule = rule.replace("(LR statistic", "(LR statistic, Wald statistic for design "
+                                "weights,")
+            extra = {"weights": {"kind": self.data.weights.kind,
+                                 "label_dependent": self.data.weights.label_dependent}}
+        return {
+            "definition": definition,
+            "view": "binary" if self.data.is_binary else "top-label", **extra,
             "prob_kernel": GaussianBandwidth(selection.prob_bandwidth, selection.source
                                              ).to_dict(),
             "cov_kernel": {"type": "gaussian", "bandwidths": dict(selection.cov_bandwidths),
                            "formula": "exp(-sum_c |x_c - x'_c|^2 / (2 bandwidth_c^2))",
                            "source": selection.source},
             "bandwidth_selection": {**method, "categorical": {
-                "rule": CATEGORICAL_RULE.replace("(LR statistic", "(LR statistic, Wald "
-                                                 "statistic for design weights,"),
-                "separated": separation}},
-            "interval": ("pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 w_i r_i^2) / sum_i K_ij w_i "
-                         "(the repeated rows')" if weights.frequency else
-                         "pointwise: LCB_j -/+ z sqrt(sum_i K_ij^2 m_i (r_i - LCB_j)^2) / "
-                         "sum_i K_ij w_i, m_i = w_i^2 / (units of row i) (linearised ratio)"),
-            "computation": lcb_computation(self.choice, self.lcb_kernel,
-                                           self.lcb_features),
-            "summary": summarize(bias.values, weights),
+                "rule": rule, "separated": separation}},
+            "interval": interval,
+            "computation": lcb_computation(self.choice, self.lcb_kernel, self.lcb_features),
+            "summary": summary,
             "curves": curves,
-            "points": self.points(bias, prediction, at),
+            "points": points,
         }
-        return bias.values, section
 
     def groupings(self) -> list[Any]:
         """The categorical covariates that split the curves."""
