@@ -248,13 +248,20 @@ def test_weighted_skce_above_the_exact_median_rows_takes_features_without_bandwi
         assert "skce_b, skce_uq" not in notes
 
 
+def exact_skce_consistency(y, probs, weights, **options):
+    """The weighted ``skce_consistency`` on the exact kernel of bandwidth 0.3."""
+    from calaudit.inference.weighted_skce_features import weighted_skce
+
+    _, (result,) = weighted_skce(y, probs, weights, weights.of_labels(y),
+                                 kernel="exponential", bandwidth=0.3, max_quadratic_n=20_000,
+                                 n_features=None, tests=("skce_consistency",), **options)
+    assert result.params["bandwidth"] == 0.3 and "computation" not in result.params
+    return result
+
+
 @pytest.mark.parametrize("case", ["design", "frequency", "negative_rate"])
 def test_weighted_skce_consistency_keeps_the_level(case) -> None:
-    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
-    from calaudit.metrics.skce import KernelChoice
-
     rng = np.random.default_rng(17)
-    kernel = KernelChoice("exponential", 0.3, "option").kernel
     rejected, n_sets = 0, 120
     for _ in range(n_sets):
         if case == "negative_rate":
@@ -273,8 +280,8 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
             y = (rng.random(150) < p).astype(np.int64)
             weights = SampleWeights(rng.exponential(1.0, 150), "design")
         probs = np.column_stack([1 - p, p])
-        result = weighted_skce_consistency(kernel.on(probs), y, probs, weights,
-                                           n_resamples=49, alpha=0.1, rng=rng, params={})
+        result = exact_skce_consistency(y, probs, weights, n_resamples=49, alpha=0.1,
+                                        rng=rng)
         rejected += result.p_value <= 0.1
     assert rejected / n_sets <= bound(0.1, n_sets), rejected
 
@@ -282,11 +289,8 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
 def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -> None:
     """One unit of weight leaves SKCE_uq undefined: the test cannot decide (it used to
     report the smallest Monte-Carlo p-value for an undefined statistic)."""
-    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
-    from calaudit.metrics.skce import KernelChoice
     from calaudit.numerics.resampling import monte_carlo_pvalue
 
-    kernel = KernelChoice("exponential", 0.3, "option").kernel
     rng = np.random.default_rng(1)
     n = 200
     p = rng.uniform(0.1, 0.9, n)
@@ -295,9 +299,9 @@ def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -
     design[5] = 1.0
     for kind in ("frequency", "design"):
         probs = np.column_stack([1 - p, p])
-        result = weighted_skce_consistency(
-            kernel.on(probs), y, probs, SampleWeights(design, kind), n_resamples=99,
-            alpha=0.05, rng=np.random.default_rng(2), params={})
+        result = exact_skce_consistency(y, probs, SampleWeights(design, kind),
+                                        n_resamples=99, alpha=0.05,
+                                        rng=np.random.default_rng(2))
         assert result.status is calaudit.Status.INCONCLUSIVE
         assert "units of positive weight" in result.message
     assert np.isnan(monte_carlo_pvalue(float("nan"), np.zeros(10)))

@@ -15,17 +15,10 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
 from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
-from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
 #: :mod:`calaudit.inference.weighted_skce_test`).
 WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
-#: Why the other kernel tests are not weighted.
-KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
-                 "tests the weighted skce_uq")
-#: Why the weighted SKCE took the random-feature path.
-FEATURE_REASON = ("weighted rows above skce.max_quadratic_n, or above the exact weighted "
-                  "median's rows without --bandwidth: random features")
 
 
 def is_weighted(data: CalibrationData) -> bool:
@@ -64,14 +57,6 @@ def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
         raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
                           hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
                           + " on weighted rows, or " + hint)
-
-
-def skce_weighted(data: CalibrationData, skce: Any) -> bool:
-    """Whether ``skce_b`` and ``skce_uq`` run on these weighted rows: at most
-    ``skce.max_quadratic_n`` rows, and at most ``MAX_MEDIAN_ROWS`` without
-    ``--bandwidth`` (the exact weighted median)."""
-    return data.n <= skce.max_quadratic_n and (skce.bandwidth is not None
-                                               or data.n <= MAX_MEDIAN_ROWS)
 
 
 def debiased_defined(data: CalibrationData) -> bool:
