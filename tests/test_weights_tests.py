@@ -13,7 +13,7 @@ import calaudit
 from calaudit import CalibrationData, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.classical import spiegelhalter
-from calaudit.inference.weighted_tests import weighted_ece_consistency
+from calaudit.inference.consistency import ece_consistency
 from calaudit.scale import DaskExecutor, SerialExecutor, ThreadExecutor
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import binary_frame, dask_partials, write_frame
@@ -37,7 +37,7 @@ def rejections(make, n_sets: int, alpha: float, seed: int) -> dict[str, float]:
     for _ in range(n_sets):
         y, p, weights = make(rng)
         probs = np.column_stack([1 - p, p])
-        ece = weighted_ece_consistency(y, probs, weights, n_resamples=99, rng=rng)
+        ece = ece_consistency(y, probs, weights=weights, n_resamples=99, rng=rng)
         z = spiegelhalter(y, p, weights)
         counts["ece_consistency"] += ece.p_value <= alpha
         counts["spiegelhalter"] += z.p_value <= alpha
@@ -84,12 +84,12 @@ def test_cell_count_draws_and_row_draws_share_the_statistic_and_the_null(monkeyp
     y = (rng.random(2000) < p).astype(np.int64)
     weights = SampleWeights(rng.integers(0, 4, 2000).astype(float), kind)
     probs = np.column_stack([1 - p, p])
-    cells = weighted_ece_consistency(y, probs, weights, n_resamples=400,
-                                     rng=np.random.default_rng(1))
+    cells = ece_consistency(y, probs, weights=weights, n_resamples=400,
+                            rng=np.random.default_rng(1))
     monkeypatch.setattr(weighted_tests, limit, 0)
     monkeypatch.setattr(weighted_tests, "MAX_LEVELS", 0)
-    rows = weighted_ece_consistency(y, probs, weights, n_resamples=400,
-                                    rng=np.random.default_rng(1))
+    rows = ece_consistency(y, probs, weights=weights, n_resamples=400,
+                           rng=np.random.default_rng(1))
     assert cells.statistic == pytest.approx(rows.statistic, rel=1e-12)
     a, b = cells.null_distribution, rows.null_distribution
     assert abs(a.mean() - b.mean()) < 4 * np.hypot(a.std(), b.std()) / np.sqrt(400)
@@ -358,6 +358,6 @@ def test_frequency_weights_of_billions_of_units_are_redrawn_row_by_row() -> None
     y = (rng.random(300) < p).astype(np.int64)
     weights = SampleWeights(np.full(300, 1e7), "frequency")
     assert weights.design.sum() > weighted_tests.MAX_UNITS
-    result = weighted_ece_consistency(y, np.column_stack([1 - p, p]), weights,
-                                      n_resamples=99, rng=np.random.default_rng(5))
+    result = ece_consistency(y, np.column_stack([1 - p, p]), weights=weights,
+                             n_resamples=99, rng=np.random.default_rng(5))
     assert np.isfinite(result.p_value) and result.null_distribution.size == 99

@@ -34,7 +34,6 @@ from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery, skce_battery_of_rows
 from calaudit.inference.weighted_skce_features import weighted_skce
-from calaudit.inference.weighted_tests import weighted_ece_consistency
 from calaudit.metrics.row_summary import row_source
 
 
@@ -77,14 +76,10 @@ class EceFamilyStage:
         tested = enabled_tests(config, ("ece_consistency",))
         metrics, tests = ece_variants_of_rows(_rows(data, config), **options,
                                        debiased=debiased_defined(data)), ()
-        if tested and data.weights is not None:
-            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights, **bins,
-                                              n_resamples=config.n_resamples,
-                                              alpha=config.alpha, rng=test_rng),)
-        elif tested:
+        if tested:
             tests = (ece_consistency_of_rows(
-                    row_source(data, config.binning.strategy), **bins,
-                    n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
+                row_source(data, config.binning.strategy), weights=data.weights, **bins,
+                n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
         if enabled_tests(config, ("kuiper",)):
             tests += (kuiper_test(data.y_true, data.y_proba, n_resamples=config.n_resamples,
                                   rng=kuiper_rng),)
@@ -122,13 +117,10 @@ class ClinicalStage:
             y, p, ci_level=config.ci_level, rng=rng,
             ci_resamples=config.n_resamples if ci_level(config) is not None else None,
             sample_weight=data.sample_weight, information_scale=information_scale(data))
-        tests = {"spiegelhalter": lambda: spiegelhalter(y, p),
+        tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
-                     y, p, config.global_tests.hosmer_lemeshow_groups)}
-        if weights is not None:
-            tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
-                     "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
-                         .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
+                     y, p, config.global_tests.hosmer_lemeshow_groups, weights,
+                     config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
@@ -21,13 +22,9 @@ from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
 WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
 
 
-def is_weighted(data: CalibrationData) -> bool:
-    return data.weights is not None
-
-
 def refuse(data: CalibrationData, config: AuditConfig) -> None:
     """Stop a weighted audit that asks for a check with no weighted version."""
-    if not is_weighted(data):
+    if data.weights is None:
         return
     hint = "drop the weights (--weight-col, --negative-rate, --sampling-rate-col) to run it"
     if data.covariates:
@@ -78,18 +75,18 @@ def left_out(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]
 def sample_size(data: CalibrationData) -> float:
     """The sample size of asymptotic rules: ``sum w`` for frequency weights, Kish's
     effective size otherwise (``n`` unweighted)."""
-    w = data.sample_weight
-    if w is None:
-        return float(data.n)
+    return float(data.n) if data.weights is None else size_of(data, data.sample_weight)
+
+
+def size_of(data: CalibrationData, w: NDArray[np.float64]) -> float:
+    """The sample size of rows of weights ``w``: ``sum w`` (frequency), else Kish's."""
     return float(w.sum()) if data.weights.kind == "frequency" else kish(w)
 
 
 def information_scale(data: CalibrationData) -> float:
     """The factor that puts the weights on the scale of :func:`sample_size`."""
     w = data.sample_weight
-    if w is None or data.weights.kind == "frequency":
-        return 1.0
-    return kish(w) / float(w.sum())
+    return 1.0 if w is None else size_of(data, w) / float(w.sum())
 
 
 def effective_events(data: CalibrationData) -> float:
@@ -102,14 +99,12 @@ def effective_events(data: CalibrationData) -> float:
     else:
         hit = np.argmax(data.y_proba, axis=1) == data.y_true
         groups = [hit, ~hit]
-    sizes = [float(w[g].sum()) if data.weights.kind == "frequency" else kish(w[g])
-             for g in groups]
-    return min(sizes)
+    return min(size_of(data, w[g]) for g in groups)
 
 
 def describe(data: CalibrationData, config: AuditConfig) -> dict[str, Any] | None:
     """The ``data.weights`` section (None when unweighted)."""
-    if not is_weighted(data):
+    if data.weights is None:
         return None
     section = summary(data.weights, data.sample_weight, sample_size(data))
     section["effective_events"] = effective_events(data)

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.consistency import monte_carlo_result
+from calaudit.inference.applicability import monte_carlo_result
 from calaudit.inference.feature_passes import PARTS
 from calaudit.inference.feature_tests import feature_map
 from calaudit.inference.weighted_skce_test import (

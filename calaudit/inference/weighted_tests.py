@@ -5,7 +5,9 @@ negatives were kept at rate ``r_i``; each test redraws labels from ``q`` and rec
 weighted statistic, the weights following the redrawn label (``d_i``, times ``1 / r_i``
 for a negative).
 
-* ``ece_consistency``: the weighted binned ECE against redraws, Monte-Carlo p-value
+* ``ece_consistency`` (:func:`calaudit.inference.consistency.ece_consistency_of_rows`
+  with weights, its sums from :func:`null_sums`): the weighted binned ECE against
+  redraws, Monte-Carlo p-value
   ``(1 + #{T* >= T}) / (1 + B)``. Frequency weights redraw every unit (the null of the
   repeated rows); design weights one draw per row. Label-independent weights: the
   Poisson-binomial event counts per bin (or (bin, weight value) cell, at most
@@ -30,10 +32,8 @@ from numpy.typing import NDArray
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
-from calaudit.inference.consistency import monte_carlo_result
-from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
-from calaudit.metrics.ece import default_notion, notion_outcomes
-from calaudit.numerics.binning import Strategy, weighted_quantiles
+from calaudit.metrics.binned import BinnedOutcomes, BinSums
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.block_draws import binary_labels_into, label_thresholds
 from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
@@ -157,29 +157,6 @@ def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: in
     return observed, replicates
 
 
-def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-                             weights: SampleWeights, *, n_bins: int = 15,
-                             strategy: Strategy = "uniform", n_resamples: int = 1000,
-                             alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
-    """``ece_consistency`` on weighted rows (module docstring)."""
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    notion = default_notion(y_proba.shape[1])
-    method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
-              "sample" + (" for every unit of a frequency weight"
-                          if weights.kind == "frequency" else "")
-              + ", statistics weighted")
-    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
-              "weights": weights.kind, "label_dependent": weights.label_dependent}
-    title = registry.title("ece_consistency", notion)
-    reason = (rules.too_few_rows(binned.scores.size)
-              or rules.resampling_cannot_reject(n_resamples, alpha))
-    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            0 if reason else n_resamples, rng)
-    return monte_carlo_result("ece_consistency", float(ece_from_sums(seen)[0]),
-                              None if reason else ece_from_sums(drawn), reason, method,
-                              params, title)
-
-
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
                rng: np.random.Generator) -> tuple[BinSums, BinSums] | None:
     """Per-bin sums of the observed outcomes and of redraws from Poisson-binomial cell
@@ -298,7 +275,7 @@ def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
     method = ("Hosmer-Lemeshow on weighted rows: weighted groups, Monte-Carlo p-value from "
               "labels redrawn from their law in the sample")
     title = registry.title("hosmer_lemeshow")
-    return monte_carlo_result("hosmer_lemeshow", observed,
+    return rules.monte_carlo_result("hosmer_lemeshow", observed,
                               None if reason else statistic(drawn), reason, method, params,
                               title)
 
