@@ -77,11 +77,11 @@ FEATURE_REASON = ("weighted rows above skce.max_quadratic_n, or above the exact 
                   "median's rows without --bandwidth: random features")
 
 
-def feature_kernel(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
-                   name: str, bandwidth: float | None, frequency: bool,
-                   rng: np.random.Generator) -> KernelChoice:
-    """The kernel: the bandwidth given or the weighted median heuristic (on a subsample
-    drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
+def kernel_choice(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
+                  name: str, bandwidth: float | None, frequency: bool,
+                  rng: np.random.Generator | None) -> KernelChoice:
+    """The kernel of both paths: the bandwidth given or the weighted median heuristic (on a
+    subsample drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
     n = y_proba.shape[0]
     if bandwidth is not None or n <= MAX_MEDIAN_ROWS:
         return weighted_kernel(y_proba, sample_weight, name, bandwidth, frequency)
@@ -313,8 +313,8 @@ def feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
     """``(params, SKCE_b, SKCE_uq)`` of weighted rows on the feature path: column 0 of
     the observed rows, then ``n_resamples`` redraws."""
     median_rng, feature_rng, draw_rng = rng.spawn(3)
-    choice = feature_kernel(y_proba, sample_weight, kernel, bandwidth,
-                            weights.kind == "frequency", median_rng)
+    choice = kernel_choice(y_proba, sample_weight, kernel, bandwidth,
+                           weights.kind == "frequency", median_rng)
     columns = (1 if y_proba.shape[1] == 2 else y_proba.shape[1]) * max(n_resamples, 1)
     d = int(n_features) if n_features else default_n_features(y_true.size, columns)
     d += d % 2
@@ -341,8 +341,8 @@ def weighted_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
     consistency = "skce_consistency" in tests
     if y_true.size <= max_quadratic_n and (bandwidth is not None
                                           or y_true.size <= MAX_MEDIAN_ROWS):
-        choice = weighted_kernel(y_proba, sample_weight, kernel, bandwidth,
-                                 weights.kind == "frequency")
+        choice = kernel_choice(y_proba, sample_weight, kernel, bandwidth,
+                               weights.kind == "frequency", None)
         params, gram = {**choice.to_params(), "weights": weights.kind}, choice.kernel.on(y_proba)
         biased, unbiased = (np.array([value]) for value in
                             weighted_skce_values(gram, y_true, y_proba, weights))
