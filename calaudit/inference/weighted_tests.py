@@ -169,27 +169,26 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
         levels = np.ones(1)
         refined, scores = ((cells.index, binned.scores) if few else
                            (np.repeat(cells.index, repeat), np.repeat(binned.scores, repeat)))
-        seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
     else:
         levels = distinct(design)
         if levels.size > MAX_LEVELS:
             return None
         refined = cells.index * levels.size + np.searchsorted(levels, design)
         scores = binned.scores
-        seen = np.bincount(refined, binned.outcomes, minlength=cells.n_cells * levels.size)
-    count = np.bincount(cells.index, design, minlength=cells.n_cells)[:, None]
-    score = np.bincount(cells.index, design * binned.scores, minlength=cells.n_cells)[:, None]
 
     def events(counts: NDArray) -> NDArray[np.float64]:
         per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
         return np.einsum("cld,l->cd", per_level, levels)
 
+    seen = observed_sums(binned, weights, False)
+    if weights.kind != "frequency":  # the event weights per weight value, as the redraws'
+        seen = dataclasses.replace(seen, event=events(np.bincount(
+            refined, binned.outcomes, minlength=cells.n_cells * levels.size)[:, None]))
     drawn = (unit_cell_counts(scores, design, refined, cells.n_cells, n_resamples, rng)
              if weights.kind == "frequency" and few else
              cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng))
-    return (BinSums(count, score, events(seen[:, None])),
-            BinSums(np.repeat(count, n_resamples, axis=1),
-                    np.repeat(score, n_resamples, axis=1), events(drawn)))
+    return seen, BinSums(np.repeat(seen.count, n_resamples, axis=1),
+                         np.repeat(seen.score, n_resamples, axis=1), events(drawn))
 
 
 def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
