@@ -23,12 +23,14 @@ WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosme
 
 
 def refuse(data: CalibrationData, config: AuditConfig) -> None:
-    """Stop a weighted audit that asks for a check with no weighted version."""
+    """Stop a weighted audit that asks for a check with no weighted version (a local test
+    other than :data:`WEIGHTED_LOCAL_TESTS`, which run on the exact kernel or on random
+    features by the ``method`` rule)."""
     if data.weights is None:
         return
     hint = "drop the weights (--weight-col, --negative-rate, --sampling-rate-col) to run it"
-    if data.covariates:
-        refuse_local(data, config, hint)
+    if data.covariates and config.run_tests:
+        only(config.local.tests, WEIGHTED_LOCAL_TESTS, "local test(s)", hint)
     if config.monitoring.enabled:
         raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
                           "available on weighted rows: its e-process bets on unweighted rows",
@@ -38,22 +40,16 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
                           "would ignore the weights", hint="use --binning uniform")
     asked = tuple(config.global_tests.tests)
     if config.run_tests and asked != DEFAULT_GLOBAL_TESTS:
-        unweighted = [t for t in asked if t not in WEIGHTED_TESTS]
-        if unweighted:
-            raise ConfigError(f"test(s) {', '.join(unweighted)} have no weighted version",
-                              hint="run only " + ", ".join(WEIGHTED_TESTS)
-                              + " on weighted rows, or " + hint)
+        only(asked, WEIGHTED_TESTS, "test(s)", hint)
 
 
-def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
-    """Stop a weighted audit with covariates that names a local test other than
-    :data:`WEIGHTED_LOCAL_TESTS` (those run on the exact kernel or on random features, by
-    the ``method`` rule)."""
-    unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
-    if config.run_tests and unweighted:
-        raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
-                          hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
-                          + " on weighted rows, or " + hint)
+def only(asked: Any, weighted: tuple[str, ...], what: str, hint: str) -> None:
+    """Stop when a test ``asked`` for is not one of the ``weighted`` ones."""
+    unweighted = [t for t in asked if t not in weighted]
+    if unweighted:
+        raise ConfigError(f"{what} {', '.join(unweighted)} have no weighted version",
+                          hint="run only " + ", ".join(weighted) + " on weighted rows, or "
+                          + hint)
 
 
 def debiased_defined(data: CalibrationData) -> bool:

@@ -104,20 +104,16 @@ def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
     return float(biased[0]), float(unbiased[0])
 
 
-def too_few_units(units: float) -> str | None:
-    """Whether the units (frequency) or rows of positive weight are too few for a test."""
-    if units < rules.MIN_ROWS:
-        return (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
-                "needed for any global test")
-    return None
-
-
 def consistency_reason(n: int, weights: SampleWeights, observed: float, n_resamples: int,
                        alpha: float) -> str | None:
-    """Why the weighted consistency test is INCONCLUSIVE (None: it runs)."""
+    """Why the weighted consistency test is INCONCLUSIVE (None: it runs): besides the
+    rules of every test, too few units (frequency) or rows of positive weight, or an
+    undefined ``SKCE_uq``."""
     units = (float(weights.design.sum()) if weights.kind == "frequency"
              else int(np.count_nonzero(weights.design)))
-    return (rules.too_few_rows(n) or too_few_units(units)
+    return (rules.too_few_rows(n)
+            or (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
+                "needed for any global test" if units < rules.MIN_ROWS else None)
             or (None if math.isfinite(observed) else
                 "the weighted SKCE_uq is undefined on these weights")
             or rules.resampling_cannot_reject(n_resamples, alpha))
