@@ -13,7 +13,7 @@ import pytest
 import calaudit
 from calaudit import CalibrationData
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.weighted_diagrams import weighted_per_class
+from calaudit.inference.weighted_diagrams import weighted_reliability
 from calaudit.metrics.consistency import consistency_band
 from calaudit.metrics.reliability import reliability_bins
 from calaudit.numerics.intervals import wilson_interval
@@ -28,6 +28,13 @@ def three_classes(n: int, seed: int):
     return y, proba, rng
 
 
+def weighted_per_class(y, proba, weights, **options):
+    """The one-vs-rest panels of :func:`weighted_reliability` (the top-label panel's band
+    drawn first)."""
+    return weighted_reliability(y, proba, weights, weights.design,
+                                **options)["reliability_per_class"]
+
+
 def test_frequency_weighted_panels_equal_the_repeated_rows_panels() -> None:
     y, proba, rng = three_classes(300, 1)
     w = rng.integers(0, 4, y.size)
@@ -36,6 +43,8 @@ def test_frequency_weighted_panels_equal_the_repeated_rows_panels() -> None:
                               n_bins=10, band_resamples=200, rng=np.random.default_rng(7),
                               classes=["a", "b", "c"])
     rng = np.random.default_rng(7)  # the repeated rows' panels, bands in class order
+    consistency_band(proba[repeat].max(axis=1), n_bins=10, strategy="uniform",
+                     n_resamples=200, level=0.95, rng=rng)  # the top-label panel's first
     theirs = []
     for k, name in enumerate("abc"):
         scores = np.ascontiguousarray(proba[repeat, k])

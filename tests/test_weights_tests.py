@@ -13,7 +13,7 @@ import calaudit
 from calaudit import CalibrationData, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.classical import spiegelhalter
-from calaudit.inference.weighted_tests import weighted_ece_consistency
+from calaudit.inference.consistency import ece_consistency
 from calaudit.scale import DaskExecutor, SerialExecutor, ThreadExecutor
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import binary_frame, dask_partials, write_frame
@@ -37,7 +37,7 @@ def rejections(make, n_sets: int, alpha: float, seed: int) -> dict[str, float]:
     for _ in range(n_sets):
         y, p, weights = make(rng)
         probs = np.column_stack([1 - p, p])
-        ece = weighted_ece_consistency(y, probs, weights, n_resamples=99, rng=rng)
+        ece = ece_consistency(y, probs, weights=weights, n_resamples=99, rng=rng)
         z = spiegelhalter(y, p, weights)
         counts["ece_consistency"] += ece.p_value <= alpha
         counts["spiegelhalter"] += z.p_value <= alpha
@@ -84,12 +84,12 @@ def test_cell_count_draws_and_row_draws_share_the_statistic_and_the_null(monkeyp
     y = (rng.random(2000) < p).astype(np.int64)
     weights = SampleWeights(rng.integers(0, 4, 2000).astype(float), kind)
     probs = np.column_stack([1 - p, p])
-    cells = weighted_ece_consistency(y, probs, weights, n_resamples=400,
-                                     rng=np.random.default_rng(1))
+    cells = ece_consistency(y, probs, weights=weights, n_resamples=400,
+                            rng=np.random.default_rng(1))
     monkeypatch.setattr(weighted_tests, limit, 0)
     monkeypatch.setattr(weighted_tests, "MAX_LEVELS", 0)
-    rows = weighted_ece_consistency(y, probs, weights, n_resamples=400,
-                                    rng=np.random.default_rng(1))
+    rows = ece_consistency(y, probs, weights=weights, n_resamples=400,
+                           rng=np.random.default_rng(1))
     assert cells.statistic == pytest.approx(rows.statistic, rel=1e-12)
     a, b = cells.null_distribution, rows.null_distribution
     assert abs(a.mean() - b.mean()) < 4 * np.hypot(a.std(), b.std()) / np.sqrt(400)
@@ -248,13 +248,20 @@ def test_weighted_skce_above_the_exact_median_rows_takes_features_without_bandwi
         assert "skce_b, skce_uq" not in notes
 
 
+def exact_skce_consistency(y, probs, weights, **options):
+    """The weighted ``skce_consistency`` on the exact kernel of bandwidth 0.3."""
+    from calaudit.inference.weighted_skce_features import weighted_skce
+
+    _, (result,) = weighted_skce(y, probs, weights, weights.of_labels(y),
+                                 kernel="exponential", bandwidth=0.3, max_quadratic_n=20_000,
+                                 n_features=None, tests=("skce_consistency",), **options)
+    assert result.params["bandwidth"] == 0.3 and "computation" not in result.params
+    return result
+
+
 @pytest.mark.parametrize("case", ["design", "frequency", "negative_rate"])
 def test_weighted_skce_consistency_keeps_the_level(case) -> None:
-    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
-    from calaudit.metrics.skce import KernelChoice
-
     rng = np.random.default_rng(17)
-    kernel = KernelChoice("exponential", 0.3, "option").kernel
     rejected, n_sets = 0, 120
     for _ in range(n_sets):
         if case == "negative_rate":
@@ -273,8 +280,8 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
             y = (rng.random(150) < p).astype(np.int64)
             weights = SampleWeights(rng.exponential(1.0, 150), "design")
         probs = np.column_stack([1 - p, p])
-        result = weighted_skce_consistency(kernel.on(probs), y, probs, weights,
-                                           n_resamples=49, alpha=0.1, rng=rng, params={})
+        result = exact_skce_consistency(y, probs, weights, n_resamples=49, alpha=0.1,
+                                        rng=rng)
         rejected += result.p_value <= 0.1
     assert rejected / n_sets <= bound(0.1, n_sets), rejected
 
@@ -282,11 +289,8 @@ def test_weighted_skce_consistency_keeps_the_level(case) -> None:
 def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -> None:
     """One unit of weight leaves SKCE_uq undefined: the test cannot decide (it used to
     report the smallest Monte-Carlo p-value for an undefined statistic)."""
-    from calaudit.inference.weighted_skce_test import weighted_skce_consistency
-    from calaudit.metrics.skce import KernelChoice
     from calaudit.numerics.resampling import monte_carlo_pvalue
 
-    kernel = KernelChoice("exponential", 0.3, "option").kernel
     rng = np.random.default_rng(1)
     n = 200
     p = rng.uniform(0.1, 0.9, n)
@@ -295,9 +299,9 @@ def test_weighted_skce_test_on_fewer_units_than_a_test_needs_is_inconclusive() -
     design[5] = 1.0
     for kind in ("frequency", "design"):
         probs = np.column_stack([1 - p, p])
-        result = weighted_skce_consistency(
-            kernel.on(probs), y, probs, SampleWeights(design, kind), n_resamples=99,
-            alpha=0.05, rng=np.random.default_rng(2), params={})
+        result = exact_skce_consistency(y, probs, SampleWeights(design, kind),
+                                        n_resamples=99, alpha=0.05,
+                                        rng=np.random.default_rng(2))
         assert result.status is calaudit.Status.INCONCLUSIVE
         assert "units of positive weight" in result.message
     assert np.isnan(monte_carlo_pvalue(float("nan"), np.zeros(10)))
@@ -354,6 +358,6 @@ def test_frequency_weights_of_billions_of_units_are_redrawn_row_by_row() -> None
     y = (rng.random(300) < p).astype(np.int64)
     weights = SampleWeights(np.full(300, 1e7), "frequency")
     assert weights.design.sum() > weighted_tests.MAX_UNITS
-    result = weighted_ece_consistency(y, np.column_stack([1 - p, p]), weights,
-                                      n_resamples=99, rng=np.random.default_rng(5))
+    result = ece_consistency(y, np.column_stack([1 - p, p]), weights=weights,
+                             n_resamples=99, rng=np.random.default_rng(5))
     assert np.isfinite(result.p_value) and result.null_distribution.size == 99

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import calaudit  # noqa: E402
 from calaudit import CalibrationData  # noqa: E402
 from calaudit.data.weights import SampleWeights  # noqa: E402
-from calaudit.inference.weighted_tests import weighted_ece_consistency  # noqa: E402
+from calaudit.inference.consistency import ece_consistency  # noqa: E402
 
 RATE = 0.1
 ALPHA = 0.05
@@ -107,8 +107,8 @@ def ece_rejections(reps: int, power_reps: int, seed: int) -> list[str]:
         for _ in range(n_sets):
             y, p = sample(rng, miscalibrated)
             weights = SampleWeights(np.ones(y.size), negative_rate=np.full(y.size, RATE))
-            test = weighted_ece_consistency(y, np.column_stack([1 - p, p]), weights,
-                                            n_resamples=RESAMPLES, alpha=ALPHA, rng=rng)
+            test = ece_consistency(y, np.column_stack([1 - p, p]), weights=weights,
+                                   n_resamples=RESAMPLES, alpha=ALPHA, rng=rng)
             counts[label] += test.p_value <= ALPHA
     return [f"population {POPULATION} rows, negatives kept at r = {RATE}; the weighted "
             f"ece_consistency test alone (15 uniform bins, {RESAMPLES} label redraws), "

@@ -29,7 +29,7 @@ from _common import clopper_pearson, negatives_kept
 from calaudit.data.weights import SampleWeights
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import skce_battery
-from calaudit.inference.weighted_skce_features import weighted_feature_skce
+from calaudit.inference.weighted_skce_features import weighted_skce
 
 SETS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 ROWS = 4500
@@ -60,10 +60,10 @@ def main() -> None:
         for _ in range(SETS):
             y, p, weights = draw(case, rng)
             probs = np.column_stack([1 - p, p])
-            _, result = weighted_feature_skce(
+            _, (result,) = weighted_skce(
                 y, probs, weights, weights.of_labels(y), kernel="exponential",
-                bandwidth=None, n_features=None, consistency=True, n_resamples=RESAMPLES,
-                alpha=ALPHA, reason="validation", rng=rng)
+                bandwidth=None, max_quadratic_n=0, n_features=None,
+                tests=("skce_consistency",), n_resamples=RESAMPLES, alpha=ALPHA, rng=rng)
             inconclusive += not np.isfinite(result.p_value)
             rejected += bool(result.p_value <= ALPHA)
             if number == 0:

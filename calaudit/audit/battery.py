@@ -9,18 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from calaudit import registry
 from calaudit.audit.config import AuditConfig, SquaredConfig
 from calaudit.audit.diagrams import DiagramsStage
 from calaudit.audit.local_calibration import LocalCalibrationStage
 from calaudit.audit.stages import Stage, StageOutput, ci_level, enabled_tests
-from calaudit.audit.weighting import (
-    FEATURE_REASON,
-    KERNEL_REASON,
-    debiased_defined,
-    information_scale,
-    skce_weighted,
-)
+from calaudit.audit.weighting import debiased_defined, information_scale
 from calaudit.data.dataset import CalibrationData
 from calaudit.inference.calibration_errors import (
     calibration_errors_of_rows,
@@ -40,18 +33,8 @@ from calaudit.inference.consistency import ece_consistency_of_rows
 from calaudit.inference.kuiper import kuiper_test
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery, skce_battery_of_rows
-from calaudit.inference.weighted_skce_features import weighted_feature_skce
-from calaudit.inference.weighted_skce_test import (
-    weighted_skce_consistency,
-    weighted_skce_values,
-)
-from calaudit.inference.weighted_tests import (
-    not_weighted,
-    weighted_ece_consistency,
-)
+from calaudit.inference.weighted_skce_features import weighted_skce
 from calaudit.metrics.row_summary import row_source
-from calaudit.metrics.skce import weighted_kernel
-from calaudit.results import MetricResult, TestResult
 
 
 def stages() -> tuple[Stage, ...]:
@@ -93,14 +76,10 @@ class EceFamilyStage:
         tested = enabled_tests(config, ("ece_consistency",))
         metrics, tests = ece_variants_of_rows(_rows(data, config), **options,
                                        debiased=debiased_defined(data)), ()
-        if tested and data.weights is not None:
-            tests = (weighted_ece_consistency(data.y_true, data.y_proba, data.weights, **bins,
-                                              n_resamples=config.n_resamples,
-                                              alpha=config.alpha, rng=test_rng),)
-        elif tested:
+        if tested:
             tests = (ece_consistency_of_rows(
-                    row_source(data, config.binning.strategy), **bins,
-                    n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
+                row_source(data, config.binning.strategy), weights=data.weights, **bins,
+                n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
         if enabled_tests(config, ("kuiper",)):
             tests += (kuiper_test(data.y_true, data.y_proba, n_resamples=config.n_resamples,
                                   rng=kuiper_rng),)
@@ -138,13 +117,10 @@ class ClinicalStage:
             y, p, ci_level=config.ci_level, rng=rng,
             ci_resamples=config.n_resamples if ci_level(config) is not None else None,
             sample_weight=data.sample_weight, information_scale=information_scale(data))
-        tests = {"spiegelhalter": lambda: spiegelhalter(y, p),
+        tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow(
-                     y, p, config.global_tests.hosmer_lemeshow_groups)}
-        if weights is not None:
-            tests = {"spiegelhalter": lambda: spiegelhalter(y, p, weights),
-                     "hosmer_lemeshow": lambda: hosmer_lemeshow(y, p, config.global_tests
-                         .hosmer_lemeshow_groups, weights, config.n_resamples, rng, config.alpha)}
+                     y, p, config.global_tests.hosmer_lemeshow_groups, weights,
+                     config.n_resamples, rng, config.alpha)}
         return StageOutput(metrics=metrics, tests=tuple(
             tests[t]() for t in enabled_tests(config, tuple(tests))))
 
@@ -173,13 +149,14 @@ class SkceStage:
     def run(self, data: CalibrationData, config: AuditConfig,
             rng: np.random.Generator) -> StageOutput:
         skce = config.skce
-        if data.weights is not None and not skce_weighted(data, skce):
-            return weighted_feature_stage(data, config, rng)
         if data.weights is not None:
-            choice, metrics = weighted_skce_metrics(data, skce)
-            return StageOutput(metrics=metrics, tests=tuple(
-                weighted_skce_test(data, config, choice, test_id, rng)
-                for test_id in enabled_tests(config, SKCE_TESTS)))
+            metrics, tests = weighted_skce(
+                data.y_true, data.y_proba, data.weights, data.sample_weight,
+                kernel=skce.kernel, bandwidth=skce.bandwidth,
+                max_quadratic_n=skce.max_quadratic_n, n_features=config.n_features,
+                tests=enabled_tests(config, SKCE_TESTS), n_resamples=config.n_resamples,
+                alpha=config.alpha, rng=rng)
+            return StageOutput(metrics=metrics, tests=tests)
         options = dict(kernel=skce.kernel, bandwidth=skce.bandwidth,
                        blocksize=skce.blocksize, max_quadratic_n=skce.max_quadratic_n,
                        tests=enabled_tests(config, SKCE_TESTS),
@@ -192,50 +169,6 @@ class SkceStage:
         else:
             battery = skce_battery(data.y_proba, data.residuals, **options)
         return StageOutput(metrics=battery.metrics, tests=battery.tests)
-
-
-def weighted_skce_metrics(data: CalibrationData, skce) -> tuple[Any, tuple[MetricResult, ...]]:
-    """The kernel and ``skce_b``, ``skce_uq`` of weighted rows
-    (:mod:`calaudit.inference.weighted_skce_test`); none when
-    :func:`calaudit.audit.weighting.skce_weighted` says they cannot run."""
-    if not skce_weighted(data, skce):
-        return None, ()
-    choice = weighted_kernel(data.y_proba, data.sample_weight, skce.kernel, skce.bandwidth,
-                             data.weights.kind == "frequency")
-    values = weighted_skce_values(choice.kernel.on(data.y_proba), data.y_true, data.y_proba,
-                                  data.weights)
-    params = {**choice.to_params(), "weights": data.weights.kind}
-    return choice, tuple(MetricResult(key, value, params, title=registry.title(key))
-                         for key, value in zip(("skce_b", "skce_uq"), values, strict=True))
-
-
-def weighted_feature_stage(data: CalibrationData, config: AuditConfig,
-                           rng: np.random.Generator) -> StageOutput:
-    """The weighted SKCE on random features (:mod:`calaudit.inference.
-    weighted_skce_features`), where the exact weighted path does not run."""
-    skce, enabled = config.skce, enabled_tests(config, SKCE_TESTS)
-    metrics, test = weighted_feature_skce(
-        data.y_true, data.y_proba, data.weights, data.sample_weight, kernel=skce.kernel,
-        bandwidth=skce.bandwidth, n_features=config.n_features,
-        consistency="skce_consistency" in enabled, n_resamples=config.n_resamples,
-        alpha=config.alpha, reason=FEATURE_REASON, rng=rng)
-    notion = "binary" if data.is_binary else "top-label"
-    return StageOutput(metrics=metrics, tests=tuple(
-        test if test_id == "skce_consistency" else not_weighted(test_id, KERNEL_REASON, notion)
-        for test_id in enabled))
-
-
-def weighted_skce_test(data: CalibrationData, config: AuditConfig, choice: Any,
-                       test_id: str, rng: np.random.Generator) -> TestResult:
-    """``skce_consistency`` on weighted rows when the weighted SKCE runs; every other SKCE
-    test (and this one without the estimates) SKIPPED with the reason."""
-    if test_id != "skce_consistency" or choice is None:
-        notion = "binary" if data.is_binary else "top-label"
-        return not_weighted(test_id, KERNEL_REASON, notion)
-    return weighted_skce_consistency(
-        choice.kernel.on(data.y_proba), data.y_true, data.y_proba, data.weights,
-        n_resamples=config.n_resamples, alpha=config.alpha, rng=rng,
-        params={**choice.to_params(), "weights": data.weights.kind})
 
 
 def squared_settings(config: SquaredConfig):

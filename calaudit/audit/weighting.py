@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.sections.global_tests import DEFAULT_GLOBAL_TESTS
@@ -15,30 +16,21 @@ from calaudit.data.dataset import CalibrationData
 from calaudit.data.weights import kish, summary
 from calaudit.exceptions import ConfigError
 from calaudit.local.weighted_local import WEIGHTED_LOCAL_TESTS
-from calaudit.metrics.skce import MAX_MEDIAN_ROWS
 
 #: Global tests with a weighted version (:mod:`calaudit.inference.weighted_tests`,
 #: :mod:`calaudit.inference.weighted_skce_test`).
 WEIGHTED_TESTS = ("ece_consistency", "spiegelhalter", "skce_consistency", "hosmer_lemeshow")
-#: Why the other kernel tests are not weighted.
-KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
-                 "tests the weighted skce_uq")
-#: Why the weighted SKCE took the random-feature path.
-FEATURE_REASON = ("weighted rows above skce.max_quadratic_n, or above the exact weighted "
-                  "median's rows without --bandwidth: random features")
-
-
-def is_weighted(data: CalibrationData) -> bool:
-    return data.weights is not None
 
 
 def refuse(data: CalibrationData, config: AuditConfig) -> None:
-    """Stop a weighted audit that asks for a check with no weighted version."""
-    if not is_weighted(data):
+    """Stop a weighted audit that asks for a check with no weighted version (a local test
+    other than :data:`WEIGHTED_LOCAL_TESTS`, which run on the exact kernel or on random
+    features by the ``method`` rule)."""
+    if data.weights is None:
         return
     hint = "drop the weights (--weight-col, --negative-rate, --sampling-rate-col) to run it"
-    if data.covariates:
-        refuse_local(data, config, hint)
+    if data.covariates and config.run_tests:
+        only(config.local.tests, WEIGHTED_LOCAL_TESTS, "local test(s)", hint)
     if config.monitoring.enabled:
         raise ConfigError("calibration over time (--time-col, --window, --batch-col) is not "
                           "available on weighted rows: its e-process bets on unweighted rows",
@@ -48,30 +40,16 @@ def refuse(data: CalibrationData, config: AuditConfig) -> None:
                           "would ignore the weights", hint="use --binning uniform")
     asked = tuple(config.global_tests.tests)
     if config.run_tests and asked != DEFAULT_GLOBAL_TESTS:
-        unweighted = [t for t in asked if t not in WEIGHTED_TESTS]
-        if unweighted:
-            raise ConfigError(f"test(s) {', '.join(unweighted)} have no weighted version",
-                              hint="run only " + ", ".join(WEIGHTED_TESTS)
-                              + " on weighted rows, or " + hint)
+        only(asked, WEIGHTED_TESTS, "test(s)", hint)
 
 
-def refuse_local(data: CalibrationData, config: AuditConfig, hint: str) -> None:
-    """Stop a weighted audit with covariates that names a local test other than
-    :data:`WEIGHTED_LOCAL_TESTS` (those run on the exact kernel or on random features, by
-    the ``method`` rule)."""
-    unweighted = [t for t in config.local.tests if t not in WEIGHTED_LOCAL_TESTS]
-    if config.run_tests and unweighted:
-        raise ConfigError(f"local test(s) {', '.join(unweighted)} have no weighted version",
-                          hint="run only " + ", ".join(WEIGHTED_LOCAL_TESTS)
-                          + " on weighted rows, or " + hint)
-
-
-def skce_weighted(data: CalibrationData, skce: Any) -> bool:
-    """Whether ``skce_b`` and ``skce_uq`` run on these weighted rows: at most
-    ``skce.max_quadratic_n`` rows, and at most ``MAX_MEDIAN_ROWS`` without
-    ``--bandwidth`` (the exact weighted median)."""
-    return data.n <= skce.max_quadratic_n and (skce.bandwidth is not None
-                                               or data.n <= MAX_MEDIAN_ROWS)
+def only(asked: Any, weighted: tuple[str, ...], what: str, hint: str) -> None:
+    """Stop when a test ``asked`` for is not one of the ``weighted`` ones."""
+    unweighted = [t for t in asked if t not in weighted]
+    if unweighted:
+        raise ConfigError(f"{what} {', '.join(unweighted)} have no weighted version",
+                          hint="run only " + ", ".join(weighted) + " on weighted rows, or "
+                          + hint)
 
 
 def debiased_defined(data: CalibrationData) -> bool:
@@ -93,18 +71,18 @@ def left_out(data: CalibrationData, config: AuditConfig) -> list[dict[str, str]]
 def sample_size(data: CalibrationData) -> float:
     """The sample size of asymptotic rules: ``sum w`` for frequency weights, Kish's
     effective size otherwise (``n`` unweighted)."""
-    w = data.sample_weight
-    if w is None:
-        return float(data.n)
+    return float(data.n) if data.weights is None else size_of(data, data.sample_weight)
+
+
+def size_of(data: CalibrationData, w: NDArray[np.float64]) -> float:
+    """The sample size of rows of weights ``w``: ``sum w`` (frequency), else Kish's."""
     return float(w.sum()) if data.weights.kind == "frequency" else kish(w)
 
 
 def information_scale(data: CalibrationData) -> float:
     """The factor that puts the weights on the scale of :func:`sample_size`."""
     w = data.sample_weight
-    if w is None or data.weights.kind == "frequency":
-        return 1.0
-    return kish(w) / float(w.sum())
+    return 1.0 if w is None else size_of(data, w) / float(w.sum())
 
 
 def effective_events(data: CalibrationData) -> float:
@@ -117,14 +95,12 @@ def effective_events(data: CalibrationData) -> float:
     else:
         hit = np.argmax(data.y_proba, axis=1) == data.y_true
         groups = [hit, ~hit]
-    sizes = [float(w[g].sum()) if data.weights.kind == "frequency" else kish(w[g])
-             for g in groups]
-    return min(sizes)
+    return min(size_of(data, w[g]) for g in groups)
 
 
 def describe(data: CalibrationData, config: AuditConfig) -> dict[str, Any] | None:
     """The ``data.weights`` section (None when unweighted)."""
-    if not is_weighted(data):
+    if data.weights is None:
         return None
     section = summary(data.weights, data.sample_weight, sample_size(data))
     section["effective_events"] = effective_events(data)

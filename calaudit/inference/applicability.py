@@ -10,6 +10,13 @@ Spiegelhalter with fewer than ``MIN_EXPECTED`` expected events or non-events.
 
 from __future__ import annotations
 
+import math
+
+from numpy.typing import NDArray
+
+from calaudit.numerics.resampling import monte_carlo_pvalue
+from calaudit.results import Status, TestResult
+
 MIN_ROWS = 10
 MIN_PAIRS = 50
 MIN_ROWS_ASYMPTOTIC = 50
@@ -55,3 +62,16 @@ def too_few_expected(events: float, non_events: float) -> str | None:
         return (f"expected events {events:.3g} / non-events {non_events:.3g}: fewer than "
                 f"{MIN_EXPECTED:g}, the normal approximation is unreliable")
     return None
+
+
+def monte_carlo_result(test_id: str, observed: float, replicates: NDArray | None,
+                       reason: str | None, method: str, params: dict, title: str
+                       ) -> TestResult:
+    """The result of a Monte-Carlo test: INCONCLUSIVE with ``reason`` (no replicates),
+    else the p-value of ``observed`` among its ``replicates`` under the null."""
+    if reason:
+        return TestResult(test_id, math.nan, observed, math.nan, method, params=params,
+                          status=Status.INCONCLUSIVE, message=reason, title=title)
+    return TestResult(test_id, observed, observed, monte_carlo_pvalue(observed, replicates),
+                      method, n_resamples=len(replicates), params=params,
+                      null_distribution=replicates, title=title)

@@ -16,7 +16,6 @@ resamples the predictions; calaudit does not).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import progress, registry
+from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
+from calaudit.inference.weighted_tests import null_sums
 from calaudit.metrics.binned import BinSums, ece_from_sums
-from calaudit.metrics.ece import default_notion
+from calaudit.metrics.ece import default_notion, notion_outcomes
 from calaudit.metrics.ece_variants import CanonicalBins
 from calaudit.metrics.row_laws import cell_laws, draw_events
 from calaudit.metrics.row_summary import Binning, binned_summary
@@ -46,7 +47,7 @@ from calaudit.numerics.resampling import (
     pass_dtype,
     refine_near,
 )
-from calaudit.results import Status, TestResult
+from calaudit.results import TestResult
 from calaudit.scale import ArrayRows
 
 #: Precision of the products ``K Z`` of the SKCE consistency test (as the bootstrap's, see
@@ -163,52 +164,67 @@ class SkceRedraws:
 
 
 def ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], *,
-                    n_bins: int = 15, strategy: Strategy = "uniform",
-                    n_resamples: int = 1000, alpha: float = 0.05,
-                    rng: np.random.Generator) -> TestResult:
+                    weights: SampleWeights | None = None, n_bins: int = 15,
+                    strategy: Strategy = "uniform", n_resamples: int = 1000,
+                    alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
     """Consistency resampling test of the binned ECE (binary notion for two classes,
-    top-label otherwise): outcomes redrawn as Bernoulli(score), bins fixed."""
+    top-label otherwise): outcomes redrawn as Bernoulli(score), bins fixed; ``weights``:
+    :func:`ece_consistency_of_rows`."""
     return ece_consistency_of_rows(ArrayRows({"y": y_true, "proba": y_proba}),
-                                   n_bins=n_bins, strategy=strategy,
+                                   weights=weights, n_bins=n_bins, strategy=strategy,
                                    n_resamples=n_resamples, alpha=alpha, rng=rng)
 
 
-def ece_consistency_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "uniform",
+def ece_consistency_of_rows(rows: Any, *, weights: SampleWeights | None = None,
+                            n_bins: int = 15, strategy: Strategy = "uniform",
                             n_resamples: int = 1000, alpha: float = 0.05,
                             rng: np.random.Generator) -> TestResult:
-    """:func:`ece_consistency` of a row source (``y``, ``proba``): per-bin sums and laws of
-    events from two reductions, then ``rng.random((bins, B))`` in bin order."""
+    """:func:`ece_consistency` of a row source (``y``, ``proba``). Unweighted: per-bin sums
+    and laws of events from two reductions, then ``rng.random((bins, B))`` in bin order.
+    ``weights`` (rows in memory; docs/weights.md): the weighted ECE against labels redrawn
+    from their law in the sample, the weights following the redrawn label
+    (:func:`calaudit.inference.weighted_tests.null_sums`)."""
+    reason = (rules.too_few_rows(rows.n)
+              or rules.resampling_cannot_reject(n_resamples, alpha))
+    resamples = 0 if reason else n_resamples
+    if weights is None:
+        m, observed, null = _redrawn_ece(rows, n_bins, strategy, resamples, rng)
+        method, extra = "consistency resampling: outcomes redrawn from the predictions", {}
+    else:
+        columns = rows.read(0, rows.n, ["y", "proba"])
+        m = columns["proba"].shape[1]
+        binned = notion_outcomes(columns["y"], columns["proba"], n_bins=n_bins,
+                                 strategy=strategy)
+        seen, drawn = null_sums(binned, weights, m == 2, resamples, rng)
+        observed = float(ece_from_sums(seen)[0])
+        null = None if drawn is None else ece_from_sums(drawn)
+        method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
+                  "sample" + (" for every unit of a frequency weight"
+                              if weights.kind == "frequency" else "")
+                  + ", statistics weighted")
+        extra = {"weights": weights.kind, "label_dependent": weights.label_dependent}
+    notion = default_notion(m)
+    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
+              **extra}
+    return rules.monte_carlo_result("ece_consistency", observed, null, reason, method, params,
+                                    registry.title("ece_consistency", notion))
+
+
+def _redrawn_ece(rows: Any, n_bins: int, strategy: Strategy, n_resamples: int,
+                 rng: np.random.Generator) -> tuple[int, float, NDArray | None]:
+    """The classes, the unweighted ECE of ``rows`` and of ``n_resamples`` redraws (None
+    for 0): per-bin sums and laws of events from two reductions."""
     binning = Binning.build(rows, n_bins, strategy)
     summary = binned_summary(rows, binning)
     sums = summary.sums(0)
-    notion = default_notion(summary.m)
-    method = "consistency resampling: outcomes redrawn from the predictions"
-    title = registry.title("ece_consistency", notion)
-    observed = float(ece_from_sums(sums))
-    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1"}
-    reason = (rules.too_few_rows(rows.n)
-              or rules.resampling_cannot_reject(n_resamples, alpha))
     null = None
-    if not reason:
+    if n_resamples:
         cells = binning.cells(0)
         laws = cell_laws(rows, binning, (0,))[0][:cells]
         events = draw_events(laws, rng.random((cells, n_resamples)))
         null = ece_from_sums(BinSums(sums.count[:, None], sums.score[:, None],
                                      events.astype(np.float64)))
-    return monte_carlo_result("ece_consistency", observed, null, reason, method, params, title)
-
-
-def monte_carlo_result(test_id: str, observed: float, replicates: NDArray | None,
-                       reason: str | None, method: str, params: dict, title: str
-                       ) -> TestResult:
-    """The result of a Monte-Carlo test: INCONCLUSIVE with ``reason`` (no replicates),
-    else the p-value of ``observed`` among its ``replicates`` under the null."""
-    if reason:
-        return TestResult(test_id, math.nan, observed, math.nan, method, params=params,
-                          status=Status.INCONCLUSIVE, message=reason, title=title)
-    return TestResult(test_id, observed, observed, monte_carlo_pvalue(observed, replicates),
-                      method, n_resamples=len(replicates), params=params,
-                      null_distribution=replicates, title=title)
+    return summary.m, float(ece_from_sums(sums)), null
 
 
 def canonical_ece_consistency_test(bins: CanonicalBins, observed: float,

@@ -276,6 +276,18 @@ def finish_pass(features: FourierFeatures, total: dict[str, NDArray], n: int,
     return FeaturePass(terms, forms, consistency, boot_terms)
 
 
+def feature_map(choice: KernelChoice, y_proba: NDArray[np.float64], n_features: int,
+                seed: int) -> tuple[FourierFeatures, NDArray[np.float64]]:
+    """The random Fourier map of the prediction kernel ``choice`` (``n_features``
+    frequencies drawn from ``seed``) and its inputs: ``y_proba``, or ``p_1`` alone for two
+    classes (:data:`SkceFeatures.BINARY`)."""
+    distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, y_proba
+    if y_proba.shape[1] == 2:
+        (distance, factor), x = SkceFeatures.BINARY[distance], y_proba[:, 1:2]
+    return FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1], n_features,
+                                seed), np.ascontiguousarray(x, dtype=np.float64)
+
+
 #: Rows of the subsample on which a features run compares its SKCE_uq with the exact one.
 APPROXIMATION_ROWS = 2000
 
@@ -302,13 +314,9 @@ class SkceFeatures:
     def build(cls, choice: KernelChoice, computation: MethodChoice,
               y_proba: NDArray[np.float64], residuals: NDArray[np.float64]) -> SkceFeatures:
         full = np.asarray(y_proba, dtype=np.float64)
-        binary = full.shape[1] == 2
-        distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, full
-        if binary:
-            (distance, factor), x = cls.BINARY[distance], full[:, 1:2].copy()
-        features = FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1],
-                                        computation.n_features, computation.frequency_seed)
-        if binary:
+        features, x = feature_map(choice, full, computation.n_features,
+                                  computation.frequency_seed)
+        if full.shape[1] == 2:
             scale = math.sqrt(2.0)
             return cls(features, x, full, scale * residuals[:, 1], full[:, 1].copy(), scale)
         return cls(features, x, full, residuals, full, 1.0)

@@ -21,7 +21,8 @@ from calaudit.inference.weighted_tests import null_sums, take
 from calaudit.metrics.binned import BinnedOutcomes
 from calaudit.metrics.consistency import band_of_rates
 from calaudit.metrics.diagrams import BAND_LEVEL, HISTOGRAM_BINS, score_histogram
-from calaudit.metrics.ece import default_notion, notion_outcomes
+from calaudit.metrics.ece import default_notion
+from calaudit.metrics.row_summary import panel_columns
 from calaudit.metrics.smooth_ece import smooth_reliability
 from calaudit.numerics.binning import Strategy, bin_index
 from calaudit.numerics.intervals import wilson_interval
@@ -34,19 +35,28 @@ def weighted_reliability(y_true: NDArray[np.int64], y_proba: NDArray[np.float64]
                          band_resamples: int | None = None,
                          rng: np.random.Generator | None = None,
                          classes: Sequence[str] | None = None) -> dict[str, Any]:
-    """``{"reliability": panel, "smooth_reliability": curve}`` (binary or top-label) and,
-    for more than two classes, ``reliability_per_class`` (:func:`weighted_per_class`)."""
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    bins, band = weighted_bins(binned, weights, row_weights, y_proba.shape[1] == 2,
-                               band_resamples, rng)
+    """``{"reliability": panel, "smooth_reliability": curve}`` (binary or top-label, the
+    rows' weights ``row_weights``) and, for more than two classes,
+    ``reliability_per_class``: per class ``c`` (in order, named by ``classes``, default
+    ``"0" .. "m-1"``) the :func:`weighted_bins` of ``p_c`` and ``1{y = c}`` with the design
+    weights. The bands (``band_resamples`` redraws) are drawn with ``rng`` in that order."""
+    m = y_proba.shape[1]
+    panels = []
+    for j, (scores, outcomes) in enumerate(panel_columns(y_true, y_proba)[:1 if m == 2 else None]):
+        binned = BinnedOutcomes.build(np.ascontiguousarray(scores) if j else scores, outcomes,
+                                      n_bins=n_bins, strategy=strategy)
+        panels.append((binned, *weighted_bins(binned, weights, weights.design if j else row_weights,
+                                              m == 2, band_resamples, rng)))
+    binned, bins, band = panels[0]
     histogram = score_histogram(binned.scores)  # the weight of each histogram bin
     where, _ = bin_index(binned.scores, HISTOGRAM_BINS, "uniform")
     histogram["counts"] = np.bincount(where, row_weights, minlength=HISTOGRAM_BINS).tolist()
-    notion = default_notion(y_proba.shape[1])
+    notion = default_notion(m)
     curve = smooth_reliability(binned.scores, binned.outcomes, row_weights)
-    per_class = ({} if y_proba.shape[1] == 2 else {"reliability_per_class": weighted_per_class(
-        y_true, y_proba, weights, n_bins=n_bins, strategy=strategy,
-        band_resamples=band_resamples, rng=rng, classes=classes)})
+    names = classes or [str(k) for k in range(m)]
+    per_class = ({} if m == 2 else {"reliability_per_class": [
+        {"class": name, "bins": bins, "consistency_band": band}
+        for name, (_, bins, band) in zip(names, panels[1:], strict=True)]})
     return {**per_class, "reliability": {
         "notion": notion, "n_bins": n_bins, "binning": strategy,
         "weights": weights.kind, "bins": bins, "consistency_band": band,
@@ -87,24 +97,3 @@ def weighted_bins(binned: BinnedOutcomes, weights: SampleWeights,
             "mean_score": (seen.score[:, 0] / count).tolist(),
             "observed_rate": rate.tolist(), "rate_low": np.asarray(low).tolist(),
             "rate_high": np.asarray(high).tolist(), "effective_size": size.tolist()}, band
-
-
-def weighted_per_class(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-                       weights: SampleWeights, *, n_bins: int = 15,
-                       strategy: Strategy = "uniform", band_resamples: int | None = None,
-                       rng: np.random.Generator | None = None,
-                       classes: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The one-vs-rest panels of a multi-class model on weighted rows (module docstring):
-    per class ``c`` (in order, named by ``classes``, default ``"0" .. "m-1"``) the
-    :func:`weighted_bins` of the scores ``p_c`` and outcomes ``1{y = c}`` with the rows'
-    weights, and its band from ``band_resamples`` redraws drawn with ``rng``."""
-    row_weights = np.asarray(weights.design, dtype=np.float64)
-    panels = []
-    for k, name in enumerate(classes or [str(k) for k in range(y_proba.shape[1])]):
-        binned = BinnedOutcomes.build(np.ascontiguousarray(y_proba[:, k]),
-                                      (y_true == k).astype(np.float64), n_bins=n_bins,
-                                      strategy=strategy)
-        bins, band = weighted_bins(binned, weights, row_weights, False, band_resamples, rng)
-        panels.append({"class": name, "bins": bins, "consistency_band": band})
-    return panels
-

@@ -33,12 +33,18 @@ from numpy.typing import NDArray
 
 from calaudit import registry
 from calaudit.data.weights import SampleWeights
-from calaudit.inference.consistency import monte_carlo_result
+from calaudit.inference.applicability import monte_carlo_result
 from calaudit.inference.feature_passes import PARTS
-from calaudit.inference.feature_tests import SkceFeatures
-from calaudit.inference.weighted_skce_test import consistency_reason, null_law, unit_weights
-from calaudit.inference.weighted_tests import take
-from calaudit.metrics.skce import KERNEL_DISTANCES, MAX_MEDIAN_ROWS, KernelChoice, weighted_kernel
+from calaudit.inference.feature_tests import feature_map
+from calaudit.inference.weighted_skce_test import (
+    consistency_reason,
+    exact_null,
+    null_law,
+    unit_weights,
+    weighted_skce_values,
+)
+from calaudit.inference.weighted_tests import not_weighted, take
+from calaudit.metrics.skce import MAX_MEDIAN_ROWS, KernelChoice, weighted_kernel
 from calaudit.numerics.block_draws import binomial_counts_into, categorical_counts
 from calaudit.numerics.features import (
     EXACT_WEIGHT,
@@ -61,13 +67,21 @@ SPAN = 30
 STREAM = "weighted_skce_consistency"
 METHOD = ("consistency resampling, weighted, random features: unit labels redrawn from "
           "their law in the sample, weighted SKCE_uq of the feature kernel")
+EXACT_METHOD = ("consistency resampling, weighted: unit labels redrawn from their law in the "
+                "sample, weighted SKCE_uq")
+#: Why the other kernel tests are not weighted.
+KERNEL_REASON = ("no weighted version of this SKCE test: on weighted rows skce_consistency "
+                 "tests the weighted skce_uq")
+#: Why the weighted SKCE took the random-feature path.
+FEATURE_REASON = ("weighted rows above skce.max_quadratic_n, or above the exact weighted "
+                  "median's rows without --bandwidth: random features")
 
 
-def feature_kernel(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
-                   name: str, bandwidth: float | None, frequency: bool,
-                   rng: np.random.Generator) -> KernelChoice:
-    """The kernel: the bandwidth given or the weighted median heuristic (on a subsample
-    drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
+def kernel_choice(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float64],
+                  name: str, bandwidth: float | None, frequency: bool,
+                  rng: np.random.Generator | None) -> KernelChoice:
+    """The kernel of both paths: the bandwidth given or the weighted median heuristic (on a
+    subsample drawn with ``rng`` above ``MAX_MEDIAN_ROWS`` rows)."""
     n = y_proba.shape[0]
     if bandwidth is not None or n <= MAX_MEDIAN_ROWS:
         return weighted_kernel(y_proba, sample_weight, name, bandwidth, frequency)
@@ -75,16 +89,6 @@ def feature_kernel(y_proba: NDArray[np.float64], sample_weight: NDArray[np.float
     choice = weighted_kernel(y_proba[pick], sample_weight[pick], name, None, frequency)
     source = choice.source + ("_subsample" if choice.source.startswith("weighted") else "")
     return KernelChoice(name, choice.bandwidth, source)
-
-
-def feature_map(choice: KernelChoice, y_proba: NDArray[np.float64], n_features: int,
-                seed: int) -> tuple[FourierFeatures, NDArray[np.float64]]:
-    """The unweighted feature path's map (:meth:`SkceFeatures.build`) and its inputs."""
-    distance, factor, x = KERNEL_DISTANCES[choice.name], 1.0, y_proba
-    if y_proba.shape[1] == 2:
-        (distance, factor), x = SkceFeatures.BINARY[distance], y_proba[:, 1:2]
-    return FourierFeatures.draw(distance, factor * choice.gamma, x.shape[1], n_features,
-                                int(seed)), np.ascontiguousarray(x, dtype=np.float64)
 
 
 def row_terms(y_proba: NDArray[np.float64], weights: SampleWeights
@@ -302,34 +306,68 @@ def feature_values(features: FourierFeatures, x: NDArray[np.float64],
     return statistics(total, exponents, bases, features.grid)
 
 
-def weighted_feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-                          weights: SampleWeights, sample_weight: NDArray[np.float64], *,
-                          kernel: str, bandwidth: float | None, n_features: int | None,
-                          consistency: bool, n_resamples: int, alpha: float,
-                          reason: str, rng: np.random.Generator
-                          ) -> tuple[tuple[MetricResult, ...], TestResult | None]:
-    """``skce_b``, ``skce_uq`` and (``consistency``) ``skce_consistency`` of weighted rows
-    on the feature path; ``reason`` says why it was taken."""
+def feature_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                 weights: SampleWeights, sample_weight: NDArray[np.float64], *, kernel: str,
+                 bandwidth: float | None, n_features: int | None, n_resamples: int,
+                 rng: np.random.Generator) -> tuple[dict, NDArray, NDArray]:
+    """``(params, SKCE_b, SKCE_uq)`` of weighted rows on the feature path: column 0 of
+    the observed rows, then ``n_resamples`` redraws."""
     median_rng, feature_rng, draw_rng = rng.spawn(3)
-    choice = feature_kernel(y_proba, sample_weight, kernel, bandwidth,
-                            weights.kind == "frequency", median_rng)
-    resamples = n_resamples if consistency else 0
-    columns = (1 if y_proba.shape[1] == 2 else y_proba.shape[1]) * max(resamples, 1)
+    choice = kernel_choice(y_proba, sample_weight, kernel, bandwidth,
+                           weights.kind == "frequency", median_rng)
+    columns = (1 if y_proba.shape[1] == 2 else y_proba.shape[1]) * max(n_resamples, 1)
     d = int(n_features) if n_features else default_n_features(y_true.size, columns)
     d += d % 2
     frequency_seed, seed = int(feature_rng.integers(0, 2**62)), int(draw_rng.integers(0, 2**62))
     features, x = feature_map(choice, y_proba, d, frequency_seed)
-    biased, unbiased = feature_values(features, x, y_true, y_proba, weights, seed, resamples)
-    params = {**choice.to_params(), "weights": weights.kind, "computation": {
-        "method": "features", "reason": reason, "n_features": d,
+    biased, unbiased = feature_values(features, x, y_true, y_proba, weights, seed, n_resamples)
+    return {**choice.to_params(), "weights": weights.kind, "computation": {
+        "method": "features", "reason": FEATURE_REASON, "n_features": d,
         "frequency_seed": frequency_seed, "n_features_rule": "given" if n_features
-        else "default"}}
+        else "default"}}, biased, unbiased
+
+
+def weighted_skce(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
+                  weights: SampleWeights, sample_weight: NDArray[np.float64], *, kernel: str,
+                  bandwidth: float | None, max_quadratic_n: int, n_features: int | None,
+                  tests: tuple[str, ...], n_resamples: int, alpha: float,
+                  rng: np.random.Generator
+                  ) -> tuple[tuple[MetricResult, ...], tuple[TestResult, ...]]:
+    """``skce_b``, ``skce_uq`` and the ``tests`` of weighted rows: on the exact kernel up
+    to ``max_quadratic_n`` rows (and ``MAX_MEDIAN_ROWS`` without ``bandwidth``;
+    :mod:`calaudit.inference.weighted_skce_test`, redraws drawn with ``rng``), else on
+    random features (``rng`` spawned); ``skce_consistency`` tests the weighted ``SKCE_uq``,
+    every other test is SKIPPED (:data:`KERNEL_REASON`)."""
+    consistency = "skce_consistency" in tests
+    if y_true.size <= max_quadratic_n and (bandwidth is not None
+                                          or y_true.size <= MAX_MEDIAN_ROWS):
+        choice = kernel_choice(y_proba, sample_weight, kernel, bandwidth,
+                               weights.kind == "frequency", None)
+        params, gram = {**choice.to_params(), "weights": weights.kind}, choice.kernel.on(y_proba)
+        biased, unbiased = (np.array([value]) for value in
+                            weighted_skce_values(gram, y_true, y_proba, weights))
+        method = EXACT_METHOD
+
+        def null() -> NDArray[np.float64]:
+            return exact_null(gram, y_proba, weights, n_resamples, rng)
+    else:
+        params, biased, unbiased = feature_skce(
+            y_true, y_proba, weights, sample_weight, kernel=kernel, bandwidth=bandwidth,
+            n_features=n_features, n_resamples=n_resamples if consistency else 0, rng=rng)
+        method = METHOD
+
+        def null() -> NDArray[np.float64]:
+            return unbiased[1:]
     metrics = tuple(MetricResult(key, float(value[0]), dict(params), title=registry.title(key))
                     for key, value in (("skce_b", biased), ("skce_uq", unbiased)))
-    if not consistency:
-        return metrics, None
-    observed = float(unbiased[0])
-    why = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    return metrics, monte_carlo_result("skce_consistency", observed,
-                                       None if why else unbiased[1:], why, METHOD, params,
-                                       registry.title("skce_consistency"))
+    notion = "binary" if y_proba.shape[1] == 2 else "top-label"
+    out = []
+    for test_id in tests:
+        if test_id != "skce_consistency":
+            out.append(not_weighted(test_id, KERNEL_REASON, notion))
+            continue
+        observed = float(unbiased[0])
+        why = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
+        out.append(monte_carlo_result("skce_consistency", observed, None if why else null(),
+                                      why, method, params, registry.title("skce_consistency")))
+    return metrics, tuple(out)

@@ -7,8 +7,9 @@ Row ``i`` holds ``d_i`` units (frequency weights, ``f_i = 1``) or one (design we
 p_i)``, ``A = sum_i f_i sum_k C_ik a_ik`` and ``S2 = sum_i f_i^2 sum_k C_ik a_ik^2``:
 ``SKCE_b = sum_{i,j} kappa_ij <R_i, R_j> / A^2`` and ``SKCE_uq = (sum_{i,j} kappa_ij <R_i,
 R_j> - sum_units weight^2 ||e_y - p||^2) / (A^2 - S2)``, the U-statistic over pairs of
-distinct units. The consistency test redraws the counts from the null law; Monte-Carlo
-p-value ``(1 + #{T* >= T}) / (1 + B)``.
+distinct units. The consistency test redraws the counts from the null law
+(:func:`exact_null`; the test: :func:`calaudit.inference.weighted_skce_features.
+weighted_skce`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,10 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from calaudit import registry
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
-from calaudit.inference.consistency import monte_carlo_result
 from calaudit.numerics.pairwise import kernel_quadratic_forms
 from calaudit.numerics.resampling import categorical_draws
-from calaudit.results import TestResult
 
 #: Redraws per engine pass.
 BATCH = 100
@@ -106,43 +104,28 @@ def weighted_skce_values(kernel_gram, y_true: NDArray[np.int64],
     return float(biased[0]), float(unbiased[0])
 
 
-def too_few_units(units: float) -> str | None:
-    """Whether the units (frequency) or rows of positive weight are too few for a test."""
-    if units < rules.MIN_ROWS:
-        return (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
-                "needed for any global test")
-    return None
-
-
 def consistency_reason(n: int, weights: SampleWeights, observed: float, n_resamples: int,
                        alpha: float) -> str | None:
-    """Why the weighted consistency test is INCONCLUSIVE (None: it runs)."""
+    """Why the weighted consistency test is INCONCLUSIVE (None: it runs): besides the
+    rules of every test, too few units (frequency) or rows of positive weight, or an
+    undefined ``SKCE_uq``."""
     units = (float(weights.design.sum()) if weights.kind == "frequency"
              else int(np.count_nonzero(weights.design)))
-    return (rules.too_few_rows(n) or too_few_units(units)
+    return (rules.too_few_rows(n)
+            or (f"only {units:g} units of positive weight; at least {rules.MIN_ROWS} are "
+                "needed for any global test" if units < rules.MIN_ROWS else None)
             or (None if math.isfinite(observed) else
                 "the weighted SKCE_uq is undefined on these weights")
             or rules.resampling_cannot_reject(n_resamples, alpha))
 
 
-def weighted_skce_consistency(kernel_gram, y_true: NDArray[np.int64],
-                              y_proba: NDArray[np.float64], weights: SampleWeights, *,
-                              n_resamples: int, alpha: float, rng: np.random.Generator,
-                              params: dict) -> TestResult:
-    """``skce_consistency`` on weighted rows (module docstring)."""
-    m = y_proba.shape[1]
-    factor, per_class = unit_weights(weights, m)
-    observed = float(statistics(kernel_gram, y_proba, observed_counts(y_true, weights, m),
-                                factor, per_class)[1][0])
-    method = ("consistency resampling, weighted: unit labels redrawn from their law in the "
-              "sample, weighted SKCE_uq")
-    reason = consistency_reason(y_true.size, weights, observed, n_resamples, alpha)
-    null = None
-    if not reason:
-        law = null_law(weights, y_proba)
-        null = np.concatenate([
-            statistics(kernel_gram, y_proba, redrawn_counts(
-                rng, law, weights, min(BATCH, n_resamples - start)), factor, per_class)[1]
-            for start in range(0, n_resamples, BATCH)])
-    return monte_carlo_result("skce_consistency", observed, null, reason, method, params,
-                              registry.title("skce_consistency"))
+def exact_null(kernel_gram, y_proba: NDArray[np.float64], weights: SampleWeights,
+               n_resamples: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """``SKCE_uq`` of ``n_resamples`` redraws of the unit counts from the null law,
+    :data:`BATCH` per engine pass."""
+    factor, per_class = unit_weights(weights, y_proba.shape[1])
+    law = null_law(weights, y_proba)
+    return np.concatenate([
+        statistics(kernel_gram, y_proba, redrawn_counts(
+            rng, law, weights, min(BATCH, n_resamples - start)), factor, per_class)[1]
+        for start in range(0, n_resamples, BATCH)])

@@ -5,7 +5,9 @@ negatives were kept at rate ``r_i``; each test redraws labels from ``q`` and rec
 weighted statistic, the weights following the redrawn label (``d_i``, times ``1 / r_i``
 for a negative).
 
-* ``ece_consistency``: the weighted binned ECE against redraws, Monte-Carlo p-value
+* ``ece_consistency`` (:func:`calaudit.inference.consistency.ece_consistency_of_rows`
+  with weights, its sums from :func:`null_sums`): the weighted binned ECE against
+  redraws, Monte-Carlo p-value
   ``(1 + #{T* >= T}) / (1 + B)``. Frequency weights redraw every unit (the null of the
   repeated rows); design weights one draw per row. Label-independent weights: the
   Poisson-binomial event counts per bin (or (bin, weight value) cell, at most
@@ -30,10 +32,8 @@ from numpy.typing import NDArray
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
-from calaudit.inference.consistency import monte_carlo_result
-from calaudit.metrics.binned import BinnedOutcomes, BinSums, ece_from_sums
-from calaudit.metrics.ece import default_notion, notion_outcomes
-from calaudit.numerics.binning import Strategy, weighted_quantiles
+from calaudit.metrics.binned import BinnedOutcomes, BinSums
+from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.block_draws import binary_labels_into, label_thresholds
 from calaudit.numerics.features import exact_parts, exact_products
 from calaudit.numerics.poisson_binomial import cell_counts, unit_cell_counts
@@ -67,34 +67,28 @@ def null_columns(weights: SampleWeights, scores: NDArray[np.float64], binary: bo
 
 
 def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: int,
-                     n_resamples: int, observed: bool, units: bool,
-                     bounds: tuple[float, float, float]) -> dict[str, NDArray]:
-    """Per-cell weighted sums of rows ``[start, stop)``: of the observed outcomes
-    (``observed``), else of ``n_resamples`` redraws from ``q`` (block streams).
+                     n_resamples: int, units: bool, bounds: tuple[float, float, float]
+                     ) -> dict[str, NDArray]:
+    """Per-cell weighted sums of ``n_resamples`` redraws from ``q`` of the rows ``[start,
+    stop)`` (block streams).
 
     ``units`` (frequency weights): row ``i`` holds ``t_i = d_i`` units, redrawn events
     ``K ~ Binomial(t_i, q_i)`` weighing 1 and negatives ``1 / r_i``; otherwise one unit of
     weight ``f_i = d_i`` (times ``1 / r_i`` when negative), ``K = 1{u < T}``. A cell's
     weight is ``sum f t / r + sum K f (1 - 1/r)``, its score sum the same with ``s``
-    inside, its event weight ``sum K f``. For the redraws each block's rows are taken in
-    cell order and a cell's ``K`` terms are one exact float32 product of the coefficients'
-    grid parts (``bounds`` their largest sizes) with its (rows, B) draws."""
-    read = rows.read(start, stop, ["index", "score", "outcome", "q", "d", "r"])
-    width = 1 if observed else n_resamples
-    total = np.zeros((3 * n_cells, width))
+    inside, its event weight ``sum K f``. Each block's rows are taken in cell order and a
+    cell's ``K`` terms are one exact float32 product of the coefficients' grid parts
+    (``bounds`` their largest sizes) with its (rows, B) draws."""
+    read = rows.read(start, stop, ["index", "score", "q", "d", "r"])
+    total = np.zeros((3 * n_cells, n_resamples))
     fixed = np.zeros((3 * n_cells, 1))
-    labels = np.empty((min(ROW_BLOCK, stop - start), width), dtype=np.float32)
+    labels = np.empty((min(ROW_BLOCK, stop - start), n_resamples), dtype=np.float32)
     for block, lo, hi in blocks(start, stop):
-        order = (slice(lo - start, hi - start) if observed else
-                 np.argsort(read["index"][lo - start:hi - start], kind="stable") + lo - start)
+        order = np.argsort(read["index"][lo - start:hi - start], kind="stable") + lo - start
         index, s, d, r, q = (read[k][order] for k in ("index", "score", "d", "r", "q"))
         trials, factor = (d, np.ones(hi - lo)) if units else (np.ones(hi - lo), d)
         slope = factor * (1.0 - 1.0 / r)
-        if observed:  # float64 sums in row order
-            events = trials * read["outcome"][order]
-            total[:, 0] += np.concatenate([np.bincount(index, c * events, minlength=n_cells)
-                                           for c in (slope, slope * s, factor)])
-        elif units and (trials != 1).any():
+        if units and (trials != 1).any():
             draw = scale.block_rng(seed, STREAM, block)
             events = draw.binomial(trials.astype(np.int64)[:, None], q[:, None],
                                    size=(hi - lo, n_resamples)).astype(np.float64)
@@ -102,14 +96,13 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
             events = labels[:hi - lo]
             binary_labels_into(scale.block_rng(seed, STREAM, block), label_thresholds(q),
                                events)
-        if not observed:
-            parts = np.vstack([exact_parts(c, bound, PARTS) for c, bound in
-                               zip((slope, slope * s, factor), bounds)]).T
-            cuts = np.searchsorted(index, np.arange(n_cells + 1))
-            for cell in np.flatnonzero(np.diff(cuts)):
-                a, b = cuts[cell], cuts[cell + 1]
-                sums = exact_products(parts[a:b], events[a:b], float(trials[a:b].sum()))
-                total[cell::n_cells] += sums.reshape(3, PARTS, width).sum(axis=1)
+        parts = np.vstack([exact_parts(c, bound, PARTS) for c, bound in
+                           zip((slope, slope * s, factor), bounds)]).T
+        cuts = np.searchsorted(index, np.arange(n_cells + 1))
+        for cell in np.flatnonzero(np.diff(cuts)):
+            a, b = cuts[cell], cuts[cell + 1]
+            sums = exact_products(parts[a:b], events[a:b], float(trials[a:b].sum()))
+            total[cell::n_cells] += sums.reshape(3, PARTS, n_resamples).sum(axis=1)
         base = factor * trials / r
         fixed[:n_cells, 0] += np.bincount(index, base, minlength=n_cells)
         fixed[n_cells:2 * n_cells, 0] += np.bincount(index, base * s, minlength=n_cells)
@@ -118,9 +111,13 @@ def ece_null_partial(start: int, stop: int, *, rows: Any, seed: int, n_cells: in
             "event": total[2 * n_cells:]}
 
 
-def _sums(rows: Any, n: int, **shared: Any) -> BinSums:
-    sums = scale.map_sum(ece_null_partial, task_ranges(n), {"rows": rows, **shared})
-    return BinSums(sums["count"], sums["score"], sums["event"])
+def observed_sums(binned: Any, weights: SampleWeights, binary: bool) -> BinSums:
+    """Per-bin weight, weighted score and event weight of the observed outcomes ((bins,
+    1)): row ``i`` weighs ``d_i``, times ``1 / r_i`` when negative (``binary``)."""
+    rated = weights if binary else dataclasses.replace(weights, negative_rate=None)
+    w, index, n = rated.of_labels(binned.outcomes > 0), binned.cells.index, binned.cells.n_cells
+    return BinSums(*(np.bincount(index, v, minlength=n)[:, None] for v in (
+        w, w * binned.scores, np.where(binned.outcomes > 0, w, 0.0))))
 
 
 def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: int,
@@ -129,7 +126,7 @@ def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: in
     """Per-bin weighted sums of the observed outcomes ((bins, 1)) and of ``n_resamples``
     redraws ((bins, B); None for 0): Poisson-binomial cell counts where they apply
     (:func:`cell_draws`; :func:`label_cell_draws` when the score sums are not needed,
-    ``scores=False``), else every row redrawn."""
+    ``scores=False``), else every row redrawn (:func:`ece_null_partial`)."""
     if not n_resamples:
         drawn = None
     elif weights.label_dependent:
@@ -139,45 +136,22 @@ def null_sums(binned: Any, weights: SampleWeights, binary: bool, n_resamples: in
         drawn = cell_draws(binned, weights, n_resamples, rng)
     if drawn is not None:
         return drawn
+    if not n_resamples:
+        return observed_sums(binned, weights, binary), None
     source = ArrayRows({"index": binned.cells.index, "score": binned.scores,
-                        "outcome": binned.outcomes,
                         **null_columns(weights, binned.scores, binary)})
     n = binned.scores.size
     with scale.resident(source) as rows:
         units = weights.kind == "frequency"
         factor = np.ones(n) if units else source.columns["d"]
         slope = np.abs(factor * (1.0 - 1.0 / source.columns["r"]))
-        shared = {"seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
-                  "units": units, "bounds": tuple(max(float(np.max(v, initial=0.0)), 2.0**-900)
-                                                 for v in (slope, slope * binned.scores,
-                                                           factor))}
-        observed = _sums(rows, n, n_resamples=1, observed=True, **shared)
-        replicates = (_sums(rows, n, n_resamples=n_resamples, observed=False, **shared)
-                      if n_resamples else None)
-    return observed, replicates
-
-
-def weighted_ece_consistency(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-                             weights: SampleWeights, *, n_bins: int = 15,
-                             strategy: Strategy = "uniform", n_resamples: int = 1000,
-                             alpha: float = 0.05, rng: np.random.Generator) -> TestResult:
-    """``ece_consistency`` on weighted rows (module docstring)."""
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy)
-    notion = default_notion(y_proba.shape[1])
-    method = ("consistency resampling, weighted: outcomes redrawn from their law in the "
-              "sample" + (" for every unit of a frequency weight"
-                          if weights.kind == "frequency" else "")
-              + ", statistics weighted")
-    params = {"n_bins": n_bins, "binning": strategy, "notion": notion, "distance": "L1",
-              "weights": weights.kind, "label_dependent": weights.label_dependent}
-    title = registry.title("ece_consistency", notion)
-    reason = (rules.too_few_rows(binned.scores.size)
-              or rules.resampling_cannot_reject(n_resamples, alpha))
-    seen, drawn = null_sums(binned, weights, y_proba.shape[1] == 2,
-                            0 if reason else n_resamples, rng)
-    return monte_carlo_result("ece_consistency", float(ece_from_sums(seen)[0]),
-                              None if reason else ece_from_sums(drawn), reason, method,
-                              params, title)
+        sums = scale.map_sum(ece_null_partial, task_ranges(n), {
+            "rows": rows, "seed": scale.stream_seed(rng), "n_cells": binned.cells.n_cells,
+            "n_resamples": n_resamples, "units": units,
+            "bounds": tuple(max(float(np.max(v, initial=0.0)), 2.0**-900)
+                            for v in (slope, slope * binned.scores, factor))})
+    return (observed_sums(binned, weights, binary),
+            BinSums(sums["count"], sums["score"], sums["event"]))
 
 
 def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
@@ -195,27 +169,26 @@ def cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
         levels = np.ones(1)
         refined, scores = ((cells.index, binned.scores) if few else
                            (np.repeat(cells.index, repeat), np.repeat(binned.scores, repeat)))
-        seen = np.bincount(cells.index, design * binned.outcomes, minlength=cells.n_cells)
     else:
         levels = distinct(design)
         if levels.size > MAX_LEVELS:
             return None
         refined = cells.index * levels.size + np.searchsorted(levels, design)
         scores = binned.scores
-        seen = np.bincount(refined, binned.outcomes, minlength=cells.n_cells * levels.size)
-    count = np.bincount(cells.index, design, minlength=cells.n_cells)[:, None]
-    score = np.bincount(cells.index, design * binned.scores, minlength=cells.n_cells)[:, None]
 
     def events(counts: NDArray) -> NDArray[np.float64]:
         per_level = np.asarray(counts, dtype=np.float64).reshape(cells.n_cells, levels.size, -1)
         return np.einsum("cld,l->cd", per_level, levels)
 
+    seen = observed_sums(binned, weights, False)
+    if weights.kind != "frequency":  # the event weights per weight value, as the redraws'
+        seen = dataclasses.replace(seen, event=events(np.bincount(
+            refined, binned.outcomes, minlength=cells.n_cells * levels.size)[:, None]))
     drawn = (unit_cell_counts(scores, design, refined, cells.n_cells, n_resamples, rng)
              if weights.kind == "frequency" and few else
              cell_counts(scores, refined, cells.n_cells * levels.size, n_resamples, rng))
-    return (BinSums(count, score, events(seen[:, None])),
-            BinSums(np.repeat(count, n_resamples, axis=1),
-                    np.repeat(score, n_resamples, axis=1), events(drawn)))
+    return seen, BinSums(np.repeat(seen.count, n_resamples, axis=1),
+                         np.repeat(seen.score, n_resamples, axis=1), events(drawn))
 
 
 def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
@@ -243,16 +216,10 @@ def label_cell_draws(binned: Any, weights: SampleWeights, n_resamples: int,
     f, r = pairs[:, 0][None, :, None], pairs[:, 1][None, :, None]
     drawn = (unit_cell_counts(q, units, refined, n_fine, n_resamples, rng)
              if (units != 1).any() else cell_counts(q, refined, n_fine, n_resamples, rng))
-    drawn = drawn.astype(np.float64)
-    drawn = drawn.reshape(cells.n_cells, pairs.shape[0], n_resamples)
-    row_weights = weights.of_labels(binned.outcomes > 0)
-    seen = BinSums(np.bincount(cells.index, row_weights, minlength=cells.n_cells)[:, None],
-                   np.bincount(cells.index, row_weights * binned.scores,
-                               minlength=cells.n_cells)[:, None],
-                   np.bincount(cells.index, np.where(binned.outcomes > 0, row_weights, 0.0),
-                               minlength=cells.n_cells)[:, None])
+    drawn = drawn.astype(np.float64).reshape(cells.n_cells, pairs.shape[0], n_resamples)
     count = (f * (size / r + drawn * (1.0 - 1.0 / r))).sum(axis=1)
-    return seen, BinSums(count, np.full(count.shape, np.nan), (f * drawn).sum(axis=1))
+    return observed_sums(binned, weights, True), BinSums(count, np.full(count.shape, np.nan),
+                                                         (f * drawn).sum(axis=1))
 
 
 def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
@@ -298,7 +265,7 @@ def weighted_hosmer_lemeshow(y_true: NDArray[np.int64], p: NDArray[np.float64],
     method = ("Hosmer-Lemeshow on weighted rows: weighted groups, Monte-Carlo p-value from "
               "labels redrawn from their law in the sample")
     title = registry.title("hosmer_lemeshow")
-    return monte_carlo_result("hosmer_lemeshow", observed,
+    return rules.monte_carlo_result("hosmer_lemeshow", observed,
                               None if reason else statistic(drawn), reason, method, params,
                               title)
 
