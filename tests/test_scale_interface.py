@@ -68,7 +68,7 @@ def test_the_choice_does_not_leak_into_other_threads():
         thread = threading.Thread(target=lambda: seen.append(scale.current()))
         thread.start()
         thread.join()
-    assert isinstance(seen[0], ThreadExecutor)
+    assert type(seen[0]) is ThreadExecutor
 
 
 class _Placing(SerialExecutor):

@@ -1,5 +1,5 @@
-"""Executors in this process: :class:`SerialExecutor` (one range after another) and
-:class:`ThreadExecutor` (a pool of threads, folded in range order), with the BLAS and
+"""Executors in this process: :class:`ThreadExecutor` (a pool of threads, folded in range
+order) and :class:`SerialExecutor` (one thread: one range after another), with the BLAS and
 allocator settings their tasks need."""
 
 from __future__ import annotations
@@ -17,39 +17,6 @@ from numpy.typing import NDArray
 
 from calaudit.scale.blocks import Partial, _rows_of, fold, stack_rows
 from calaudit.scale.context import in_task
-
-
-class SerialExecutor:
-    """Runs the partials of a reduction in this process, one range after another."""
-
-    name = "serial"
-
-    def map_sum(self, partial: Partial, ranges: Sequence[tuple[int, int]],
-                shared: Mapping[str, Any]) -> dict[str, NDArray]:
-        """``partial(start, stop, **shared)`` for every range, summed in range order."""
-        return fold(in_task(partial, start, stop, **shared) for start, stop in ranges)
-
-    def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
-                    shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """``combine`` of the partials, handed over in range order."""
-        return combine(in_task(partial, start, stop, **shared) for start, stop in ranges)
-
-    def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
-                 shared: Mapping[str, Any]) -> dict[str, NDArray]:
-        """``partial(start, stop, **shared)`` for every range, each giving arrays of
-        ``stop - start`` rows: their rows in range order (:func:`stack_rows`)."""
-        ranges = list(ranges)
-        return stack_rows((in_task(partial, start, stop, **shared)
-                           for start, stop in ranges),
-                          _rows_of(ranges))
-
-    def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
-                  blocks: Sequence[Any], shared: Mapping[str, Any],
-                  combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` for every
-        pair, in the given order (a task sees two blocks' inputs only)."""
-        return combine(in_task(partial, i, j, blocks[i], blocks[j], **shared)
-                       for i, j in pairs)
 
 
 class _OnPair:
@@ -73,11 +40,11 @@ def usable_cores() -> int:
 
 class ThreadExecutor:
     """Computes the partials of a reduction on ``threads`` threads of this process and
-    folds them **in range order** (:func:`fold`), so the result is the serial executor's
-    bytes whatever the number of threads. BLAS is held to one thread per task while they
-    run; at most ``threads + 1`` tasks are submitted ahead of the fold. ``threads = 1``
-    (or a single range) runs like :class:`SerialExecutor`. ``one_arena=True`` (the command
-    line, which owns its process) makes the threads share glibc's main arena
+    folds them **in range order** (:func:`fold`), so the result is the same bytes whatever
+    the number of threads. BLAS is held to one thread per task while they run; at most
+    ``threads + 1`` tasks are submitted ahead of the fold. ``threads = 1`` (or a single
+    range) runs the partials one range after another in this thread. ``one_arena=True``
+    (the command line, which owns its process) makes the threads share glibc's main arena
     (:func:`_glibc`); free pages are handed back after each reduction.
     """
 
@@ -104,12 +71,13 @@ class ThreadExecutor:
 
     def map_combine(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                     shared: Mapping[str, Any], combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """:meth:`SerialExecutor.map_combine` with the partials computed on the threads."""
+        """``combine`` of the partials, handed over in range order."""
         return self._combine(combine, partial, ranges, shared)
 
     def map_rows(self, partial: Partial, ranges: Sequence[tuple[int, int]],
                  shared: Mapping[str, Any]) -> dict[str, NDArray]:
-        """:meth:`SerialExecutor.map_rows` with the partials computed on the threads."""
+        """``partial(start, stop, **shared)`` for every range, each giving arrays of
+        ``stop - start`` rows: their rows in range order (:func:`stack_rows`)."""
         ranges = list(ranges)
         return self._combine(functools.partial(stack_rows, rows=_rows_of(ranges)), partial,
                              ranges, shared)
@@ -117,8 +85,9 @@ class ThreadExecutor:
     def map_pairs(self, partial: Callable[..., Any], pairs: Sequence[tuple[int, int]],
                   blocks: Sequence[Any], shared: Mapping[str, Any],
                   combine: Callable[[Iterator[Any]], Any]) -> Any:
-        """:meth:`SerialExecutor.map_pairs` with the pairs computed on the threads (at
-        most ``threads + 1`` ahead of ``combine``)."""
+        """``combine`` of ``partial(i, j, blocks[i], blocks[j], **shared)`` for every
+        pair, in the given order (a task sees two blocks' inputs only; at most ``threads +
+        1`` ahead of ``combine``)."""
         return self._combine(combine, _OnPair(partial, blocks), pairs, shared)
 
     def _combine(self, combine: Callable[[Iterator[dict[str, NDArray]]], Any],
@@ -141,6 +110,20 @@ class ThreadExecutor:
         finally:
             if libc is not None:
                 libc.malloc_trim(0)
+
+
+class SerialExecutor(ThreadExecutor):
+    """Runs the partials of a reduction in this process, one range after another (a
+    :class:`ThreadExecutor` of one thread)."""
+
+    name = "serial"
+    threads = 1
+
+    def __init__(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "SerialExecutor()"
 
 
 def _in_order(pool: ThreadPoolExecutor, partial: Partial, ranges: list[tuple[int, int]],
