@@ -3,6 +3,8 @@ stderr, exit code 2); any other exception is a bug (exit code 3)."""
 
 from __future__ import annotations
 
+import copy
+
 
 class CalauditError(Exception):
     """Base class of every error a user can cause."""
@@ -18,6 +20,17 @@ class CalauditError(Exception):
         if self.hint:
             text += f" (hint: {self.hint})"
         return text
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its fields (an error found by a task travels to the client)."""
+        return _restored, (type(self), self.args, dict(self.__dict__))
+
+
+def _restored(cls: type, args: tuple, fields: dict) -> CalauditError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(fields)
+    return error
 
 
 class InputError(CalauditError, ValueError):
@@ -43,6 +56,15 @@ class InputError(CalauditError, ValueError):
         self.source = source
         self.column = column
         self.rule = rule
+
+    def renamed(self, old: str, new: str) -> InputError:
+        """This error naming the file ``new`` where it names ``old`` (a temporary copy's
+        or an absolute path, replaced by the name the user gave)."""
+        out = copy.copy(self)
+        out.message = self.message.replace(old, new)
+        out.args = (out.message,)
+        out.source = new if self.source == old else self.source
+        return out
 
 
 def clip(text: str, limit: int = 80) -> str:

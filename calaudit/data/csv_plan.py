@@ -12,7 +12,7 @@ from typing import Any
 
 from calaudit import scale
 from calaudit.data.column_sink import ColumnSink
-from calaudit.data.csv_rows import CsvFiles, CsvRows, error_of, scan_partial
+from calaudit.data.csv_rows import CsvFiles, CsvRows, scan_partial
 from calaudit.data.dataset_covariates import CovariatePlan
 from calaudit.data.dataset_rows import ColumnPlan
 
@@ -34,7 +34,7 @@ def csv_plans(dataset: Any, label: str, scores: tuple[str, ...],
     dtypes: dict[str, list[str]] = {name: [] for name in names}
     for k, found in enumerate(scanned):
         if "error" in found:
-            raise error_of(found["error"])
+            raise found["error"]
         if "whole" in found:
             return f"column {found['whole']} of {files.names[k]} needs a whole-file read"
         for name in names:

@@ -41,14 +41,7 @@ import pandas as pd
 
 from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
 from calaudit.data.csv_offsets import STRIDE, row_starts
-from calaudit.data.csv_stream import (
-    BATCH_ROWS,
-    _read_csv,
-    chunk_class,
-    chunks,
-    encoded,
-    reconcile,
-)
+from calaudit.data.csv_stream import BATCH_ROWS, FileChunks, _read_csv, chunks, encoded, file_kind
 from calaudit.data.locations import DataFile, Location
 from calaudit.data.partitioned import _require as require
 from calaudit.data.readers import read_columns, read_errors
@@ -102,26 +95,26 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
     """File ``k`` checked and read as the loader does, keeping per column only what its
     chunks were: ``{"rows", "columns": {name: FileColumn}, "header", "starts"}`` (its
     column names; :func:`~calaudit.data.csv_offsets.row_starts`), ``{"rows", "whole":
-    name}`` (a column only a whole-file read settles) or ``{"error": fields}`` (its first
-    :class:`InputError`, naming the file as the user does)."""
+    name}`` (a column only a whole-file read settles) or ``{"error": InputError}`` (its
+    first, naming the file as the user does)."""
     path, name = Path(files.paths[k]), files.names[k]
     names = list(files.columns)
     try:
         available = read_columns(path)
         require(names, available, DataFile(name, name, 0),
                 DataFile(files.names[0], files.names[0], 0))
-        seen = {c: (set(), False, 0) for c in names}
+        seen = {c: FileChunks() for c in names}
         rows = 0
         for chunk in chunks(path, files.fmt, names):
             rows += len(chunk)
             for c in names:
-                seen[c] = _seen(seen[c], chunk[c])
+                seen[c].note(chunk[c])
         check_field_counts(path, delimiter(files.fmt), len(available))
     except InputError as exc:
-        return {"error": _fields(exc, str(path), str(Path(name)))}
+        return {"error": exc.renamed(str(path), str(Path(name)))}
     out: dict[str, FileColumn] = {}
     for c in names:
-        column = _settled(*seen[c])
+        column = _settled(seen[c])
         if column is None:
             return {"rows": rows, "whole": c}
         out[c] = column
@@ -129,46 +122,17 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
             "starts": row_starts(path, rows)}
 
 
-def _seen(state: tuple[set[str], bool, int], values: pd.Series) -> tuple[set[str], bool, int]:
-    """What a chunk adds to a column's classes, missing cells and largest integer (the
-    bookkeeping of :meth:`~calaudit.data.csv_stream.CsvColumn.add`)."""
-    classes, missing, largest = state
-    if not len(values):
-        return state
-    klass, big = chunk_class(values)
-    if klass == "na":
-        return classes, True, largest
-    return classes | {klass}, missing or bool(values.hasnans), max(largest, big)
-
-
-def _settled(classes: set[str], missing: bool, largest: int) -> FileColumn | None:
+def _settled(chunks: FileChunks) -> FileColumn | None:
     """The file's column as :meth:`~calaudit.data.csv_stream.CsvColumn.end` settles it
     (None: by reading the whole column, which this path does not do)."""
-    type_name, again = reconcile(classes, missing, largest)
-    if not classes:
+    type_name, again = chunks.reconciled()
+    if not chunks.classes:
         return FileColumn(None, type_name, "float64")
     if again == "whole":
         return None
-    if again == "str" or type_name == "str":
-        return FileColumn("text", type_name, "str")
-    if again == "float" or type_name == "float64":
-        return FileColumn("numeric", type_name, "float64")
-    return FileColumn({"int64": "numeric", "bool": "bool"}[type_name], type_name, type_name)
-
-
-def _fields(exc: InputError, shown: str, name: str) -> tuple[Any, ...]:
-    """An error's fields (an :class:`InputError` does not pickle), the file's absolute
-    path replaced by its name."""
-    source = name if exc.source == shown else exc.source
-    return exc.message.replace(shown, name), source, exc.column, exc.rule, exc.hint
-
-
-def error_of(fields: tuple[Any, ...]) -> InputError:
-    """The :class:`InputError` of :func:`_fields`."""
-    message, source, column, rule, hint = fields
-    exc = InputError("x", rule=rule, hint=hint)
-    exc.message, exc.args, exc.source, exc.column = message, (message,), source, column
-    return exc
+    kind = file_kind(type_name, again)
+    return FileColumn(kind, type_name, {"text": "str", "bool": "bool"}.get(
+        kind, type_name if again is None else "float64"))
 
 
 class CsvRows:

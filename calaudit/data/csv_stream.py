@@ -88,16 +88,42 @@ def reconcile(classes: set[str], missing: bool, largest: int) -> tuple[str, str 
     return "", "whole"
 
 
+def file_kind(type_name: str, again: str | None) -> str:
+    """The kind of a file's column with values whose whole-file dtype is ``type_name``,
+    read as written (``again`` None) or again as ``str`` or ``float`` (:func:`reconcile`)."""
+    if again is not None:
+        return "text" if again == "str" else "numeric"
+    return {"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(type_name, "text")
+
+
 @dataclass
-class FileColumn:
+class FileChunks:
     """What one file's column's chunks were, and where its rows start."""
 
-    name: str
-    start: int  # rows of the column before this file
+    name: str = ""
+    start: int = 0  # rows of the column before this file
     classes: set[str] = field(default_factory=set)
     missing: bool = False
     largest: int = 0
     deferred: bool = False  # stopped writing: the file's column is read again at its end
+
+    def note(self, values: pd.Series) -> str | None:
+        """Record a chunk's class (:func:`chunk_class`), missing cells and largest
+        integer; its class (None: no rows)."""
+        if not len(values):
+            return None
+        klass, largest = chunk_class(values)
+        if klass == "na":
+            self.missing = True
+            return klass
+        self.classes.add(klass)
+        self.largest = max(self.largest, largest)
+        self.missing = self.missing or bool(values.hasnans)
+        return klass
+
+    def reconciled(self) -> tuple[str, str | None]:
+        """:func:`reconcile` of the chunks."""
+        return reconcile(self.classes, self.missing, self.largest)
 
 
 _CHUNK_KINDS = {"int": "numeric", "uint": "numeric", "float": "numeric", "bool": "bool",
@@ -124,24 +150,16 @@ class CsvColumn:
     def rows(self) -> int:
         return self.grown.rows if self.grown is not None else self.missing_rows
 
-    def begin(self) -> FileColumn:
-        return FileColumn(self.sink.name, self.rows)
+    def begin(self) -> FileChunks:
+        return FileChunks(self.sink.name, self.rows)
 
     # -- writing ------------------------------------------------------------------------
-    def add(self, state: FileColumn, values: pd.Series) -> None:
+    def add(self, state: FileChunks, values: pd.Series) -> None:
         """One chunk of the file's column."""
-        if not len(values):
-            return
-        klass, largest = chunk_class(values)
-        if klass == "na":
-            state.missing = True
-            if not state.deferred:
-                self._write_missing(len(values))
-            return
-        state.classes.add(klass)
-        state.largest = max(state.largest, largest)
-        state.missing = state.missing or bool(values.hasnans)
-        if state.deferred:
+        klass = state.note(values)
+        if klass == "na" and not state.deferred:
+            self._write_missing(len(values))
+        if klass in (None, "na") or state.deferred:
             return
         kind = _CHUNK_KINDS.get(klass)
         # another kind than the storage's, after another file's values or within this file
@@ -197,17 +215,15 @@ class CsvColumn:
         self.segments = [(end, d) for end, d in kept if end > 0]
 
     # -- the end of a file --------------------------------------------------------------
-    def end(self, state: FileColumn, source: str, path: Path, fmt: str) -> None:
+    def end(self, state: FileChunks, source: str, path: Path, fmt: str) -> None:
         """Check the file's column against the other files' and complete its rows: as
         written, or read again (:func:`reconcile`)."""
-        dtype_name, again = reconcile(state.classes, state.missing, state.largest)
+        dtype_name, again = state.reconciled()
         if state.deferred and again is None:
             again = {"str": "str", "float64": "float"}.get(dtype_name, "whole")
         parts: Iterator[pd.Series] = iter(())
-        if again is None:  # as written
-            kind = ({"bool": "bool", "int64": "numeric", "float64": "numeric"}.get(
-                dtype_name, "text") if state.classes else None)
-        else:
+        kind = file_kind(dtype_name, again) if state.classes and again != "whole" else None
+        if again is not None:
             self._truncate(state.start)
         if again == "whole":
             with read_errors(path, fmt):
@@ -215,7 +231,6 @@ class CsvColumn:
             parts = iter([values])
             dtype_name, kind = str(values.dtype), _pandas_kind(values)
         elif again is not None:
-            kind = "text" if again == "str" else "numeric"
             parts = (c[state.name] for c in chunks(
                 path, fmt, [state.name], {state.name: str if again == "str" else np.float64}))
         if kind is None and self.sink.kind in (None, "numeric"):

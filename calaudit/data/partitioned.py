@@ -39,7 +39,7 @@ from calaudit.data.locations import DataFile, Location, fingerprint
 from calaudit.data.readers import SourceFile, read_columns, refuse_nested
 from calaudit.data.remote import remote_errors
 from calaudit.data.spill import ColumnStore
-from calaudit.data.text_files import check_header
+from calaudit.data.text_files import check_header, unreadable
 from calaudit.exceptions import InputError, clip
 from calaudit.scale import release_free_memory
 
@@ -261,11 +261,7 @@ class Dataset:
         except InputError:
             raise
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot read this parquet file ({clip(detail, 200)})",
-                             source=file.name, rule="unreadable_file",
-                             hint="the file may be truncated or not in the format its suffix "
-                                  "says") from None
+            raise unreadable(file.name, "parquet", exc, 200) from None
 
     # -- CSV / TSV ----------------------------------------------------------------------
     def _read_text(self, file: DataFile, stored: list[str], grown: dict[str, CsvColumn]
@@ -291,7 +287,7 @@ class Dataset:
             try:
                 return action(local)
             except InputError as exc:
-                raise _renamed(exc, str(local), file.name) from None
+                raise exc.renamed(str(local), file.name) from None
 
     # -- partitions ---------------------------------------------------------------------
     def _partition_kind(self, key: str) -> str:
@@ -388,12 +384,3 @@ def _arrow_kind(arrow_type, source: str, column: str) -> str | None:
                      source=source, column=column, rule="unsupported_type",
                      hint="convert it to numbers or strings first")
 
-
-def _renamed(exc: InputError, temporary: str, name: str) -> InputError:
-    """``exc`` with the temporary copy's path replaced by the file's own name."""
-    copy = InputError("x", rule=exc.rule, hint=exc.hint)
-    copy.message = exc.message.replace(temporary, name)
-    copy.args = (copy.message,)
-    copy.source = name if exc.source == temporary else exc.source
-    copy.column = exc.column
-    return copy

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit.data.locations import DataFile, Location
-from calaudit.exceptions import InputError, clip
+from calaudit.data.text_files import unreadable
 
 
 class ParquetRows:
@@ -107,11 +107,7 @@ class ParquetRows:
         try:
             return step()
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot read this parquet file ({clip(detail, 200)})",
-                             source=self.names[k], rule="unreadable_file",
-                             hint="the file may be truncated or not in the format its "
-                                  "suffix says") from None
+            raise unreadable(self.names[k], "parquet", exc, 200) from None
 
     def _slice(self, k: int, lo: int, hi: int, names: list[str]):
         """Rows ``[lo, hi)`` of file ``k``: its overlapping row groups, then a slice."""

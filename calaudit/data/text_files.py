@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calaudit.exceptions import InputError
+from calaudit.exceptions import InputError, clip
 from calaudit.files import FileProblem, check_regular
 
 #: Bytes read at a time by the field-count check.
@@ -32,9 +32,12 @@ def check_readable(path: Path) -> None:
         raise InputError(exc.message, source=str(path), rule=exc.rule, hint=exc.hint) from None
 
 
-def unreadable(path: Path, fmt: str, exc: BaseException) -> InputError:
-    """The one error of a file its parser could not read (``exc``, its first line)."""
+def unreadable(path: Path | str, fmt: str, exc: BaseException,
+               limit: int | None = None) -> InputError:
+    """The one error of a file its parser could not read (``exc``, its first line, clipped
+    to ``limit`` characters when given)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    detail = detail if limit is None else clip(detail, limit)
     return InputError(f"cannot read this {fmt} file ({detail})", source=str(path),
                       rule="unreadable_file", hint=UNREADABLE_HINT)
 
