@@ -144,6 +144,20 @@ def score_problems(raw: RawInputs, probs: np.ndarray, options: LoadOptions,
     return found
 
 
+def label_problems(raw: RawInputs, missing: np.ndarray, codes: np.ndarray,
+                   classes: tuple[str, ...], joined: tuple[str, np.ndarray] | None = None,
+                   store: ColumnStore | None = None) -> tuple[Any, Any]:
+    """Rules on the labels: missing, and not one of the classes (each a
+    :class:`~calaudit.data.rows.RowProblem` or None)."""
+    unknown = rules.row_mask(len(codes), lambda a, b: (codes[a:b] == UNKNOWN)
+                             & ~missing[a:b], store)
+    return (rules.problem("missing_label", raw.label_source, raw.label_column, missing,
+                          "label is missing", "fill or drop these rows", joined),
+            rules.problem("unknown_label", raw.label_source, raw.label_column, unknown,
+                          f"label is not one of the classes ({', '.join(classes[:10])})",
+                          "check --prob-cols order and names, or --positive-label", joined))
+
+
 def label_codes(raw: RawInputs, missing: np.ndarray, options: LoadOptions,
                 store: ColumnStore | None = None) -> tuple[tuple[str, ...], np.ndarray]:
     """Class names and the class index of every row (``UNKNOWN`` where unmatched): numeric
@@ -237,7 +251,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
     if not store.decided:
         store.decide(n * KEPT_BYTES_PER_ROW * (2 + raw.scores.shape[1] + len(raw.covariates)))
     if n < 2:
-        check_enough(n, np.zeros(0, dtype=np.int64), ("",), raw, options)
+        check_enough(n, np.zeros(0, dtype=np.int64), ("",), raw.score_source,
+                     (raw.label_source, raw.label_column), options.require_two_classes)
     probs, renormalized = to_probabilities(raw, options, store)
     missing = rules.row_mask(n, lambda a, b: raw.labels.iloc[a:b].isna().to_numpy(), store)
     classes, codes = label_codes(raw, missing, options, store)
@@ -248,15 +263,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
         found.append(rules.problem("unmatched_id", raw.score_source, raw.id_column,
                                    raw.unmatched, f"id has no match in {', '.join(others)}",
                                    "check that the files hold the same ids"))
-    found.append(rules.problem("missing_label", raw.label_source, raw.label_column, missing,
-                               "label is missing", "fill or drop these rows", joined))
-    found += score_problems(raw, probs, options, store)
-    found.append(rules.problem("unknown_label", raw.label_source, raw.label_column,
-                               rules.row_mask(n, lambda a, b: (codes[a:b] == UNKNOWN)
-                                              & ~missing[a:b], store),
-                               f"label is not one of the classes ({', '.join(classes[:10])})",
-                               "check --prob-cols order and names, or --positive-label",
-                               joined))
+    missing_label, unknown_label = label_problems(raw, missing, codes, classes, joined, store)
+    found += [missing_label, *score_problems(raw, probs, options, store), unknown_label]
     found += covariate_problems(raw, joined, store)
     design, rates, weight_found = read_columns(raw, options.negative_rate, n,
                                                options.weight_kind)
@@ -275,7 +283,8 @@ def build(raw: RawInputs, options: LoadOptions, store: ColumnStore | None = None
     if not isinstance(keep, slice):
         probs, codes = take(store, probs, keep), take(store, codes, keep)
         design, rates = (None if a is None else a[keep] for a in (design, rates))
-    check_enough(used, codes, classes, raw, options)
+    check_enough(used, codes, classes, raw.score_source, (raw.label_source, raw.label_column),
+                 options.require_two_classes)
     covariates = tuple(
         encode_covariate(name, values if isinstance(keep, slice) else values.iloc[keep],
                          is_categorical(values, name, options), store)
@@ -312,18 +321,19 @@ def _first_error(prob: rules.RowProblem, raw: RawInputs) -> InputError:
     return prob.error(values, raw.layouts)
 
 
-def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], raw: RawInputs,
-                 options: LoadOptions) -> None:
-    """At least two rows, and two classes present when a test needs them."""
+def check_enough(n_used: int, codes: np.ndarray, classes: tuple[str, ...], source: str,
+                 label: tuple[str, str | None], require_two_classes: bool) -> None:
+    """At least two rows, and two classes present when a test needs them (``label``: the
+    labels' source and column)."""
     if n_used < 2:
         raise InputError(f"{n_used} usable row(s); at least 2 are needed",
-                         source=raw.score_source, rule="too_few_rows",
+                         source=source, rule="too_few_rows",
                          hint="check the file, or the rows --drop-invalid removed")
     present = present_classes(codes)
-    if options.require_two_classes and present.size < 2:
+    if require_two_classes and present.size < 2:
         raise InputError(f"only class '{classes[int(present[0])]}' occurs in the labels; "
-                         "calibration tests need two", source=raw.label_source,
-                         column=raw.label_column, rule="single_class",
+                         "calibration tests need two", source=label[0],
+                         column=label[1], rule="single_class",
                          hint="audit a sample that contains both outcomes")
 
 

@@ -57,8 +57,11 @@ def _find_named(available: list[str], names: tuple[str, ...]) -> list[str]:
     return [lowered[n] for n in names if n in lowered]
 
 
-def detect_label(available: list[str], source: str) -> str:
-    """The one column whose name is a usual label name (``label``, ``y``, ``target``...)."""
+def detect_label(available: list[str], source: str, given: str | None = None) -> str:
+    """``given`` (``--label-col``) if the file has it, else the one column whose name is a
+    usual label name (``label``, ``y``, ``target``...)."""
+    if given:
+        return require_column(given, available, source, "--label-col")
     found = _find_named(available, LABEL_NAMES)
     if len(found) == 1:
         return found[0]

@@ -57,13 +57,20 @@ def encode_covariate(name: str, values: pd.Series, categorical: bool,
     return Covariate(name, "categorical", codes.reshape(-1), tuple(str(v) for v in levels))
 
 
-def check_count(names: Sequence[str], source: str | None = None) -> None:
-    """At most ``MAX_COVARIATES`` covariates (checked before any file is read)."""
+def check_count(names: Sequence[str], source: str | None = None,
+                categorical: Sequence[str] = ()) -> None:
+    """At most ``MAX_COVARIATES`` covariates, each of ``categorical`` among them (checked
+    before any file is read)."""
     if len(names) > limits.MAX_COVARIATES:
         raise InputError(f"{len(names):,} covariates given; an audit takes at most "
                          f"{limits.MAX_COVARIATES}", source=source, rule="too_many_covariates",
                          hint="audit the covariates that matter, or several audits of a few "
                               "each; see 'Ranges and limits' in docs/configuration.md")
+    for name in categorical:
+        if name not in names:
+            raise InputError(f"--categorical names '{name}', which is not a covariate",
+                             column=name, rule="conflicting_options",
+                             hint="list it in --covariates too")
 
 
 def check_shape(covariates: Sequence[Covariate], sources: Sequence[str]) -> None:

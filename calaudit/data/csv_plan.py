@@ -13,8 +13,7 @@ from typing import Any
 from calaudit import scale
 from calaudit.data.column_sink import ColumnSink
 from calaudit.data.csv_rows import CsvFiles, CsvRows, scan_partial
-from calaudit.data.dataset_covariates import CovariatePlan
-from calaudit.data.dataset_rows import ColumnPlan
+from calaudit.data.dataset_rows import column_plans
 
 
 def csv_plans(dataset: Any, label: str, scores: tuple[str, ...],
@@ -42,18 +41,10 @@ def csv_plans(dataset: Any, label: str, scores: tuple[str, ...],
             sinks[name].expect(column.kind, column.type_name, files.names[k])
             if column.kind in ("numeric", None):
                 dtypes[name].append(column.parse)
-    plans: list[Any] = []
-    for index, name in enumerate([label, *scores]):
-        kind = sinks[name].kind
-        if kind not in ("numeric", "bool") or (index and kind != "numeric"):
-            return f"column {name} holds {kind or 'no'} values"
-        plans.append(ColumnPlan(name, kind, tuple(dtypes[name])))
-    for name in covariates:
-        kind = sinks[name].kind
-        if kind is None:
-            return f"column {name} holds no values"
-        plans.append(CovariatePlan(ColumnPlan(name, kind, tuple(dtypes[name])),
-                                   kind != "numeric" or name in categorical))
+    plans = column_plans({name: (sinks[name].kind, dtypes[name]) for name in names},
+                         label, scores, covariates, categorical, False)
+    if isinstance(plans, str):
+        return plans
     dataset.rows = [found["rows"] for found in scanned]
     return CsvRows(files, scanned), plans
 

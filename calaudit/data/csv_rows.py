@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from calaudit.data.csv_stream import BATCH_ROWS, FileChunks, _read_csv, chunks, 
 from calaudit.data.locations import DataFile, Location
 from calaudit.data.partitioned import _require as require
 from calaudit.data.readers import read_columns, read_errors
-from calaudit.data.spill import ColumnStore
+from calaudit.data.row_source import FileRows
 from calaudit.data.text_files import check_field_counts, delimiter
 from calaudit.exceptions import InputError
 
@@ -135,49 +135,28 @@ def _settled(chunks: FileChunks) -> FileColumn | None:
         kind, type_name if again is None else "float64"))
 
 
-class CsvRows:
+class CsvRows(FileRows):
     """Global rows ``[start, stop)`` of the CSV / TSV files of :class:`CsvFiles`, from
     :func:`scan` of each file: its row count, columns (:class:`FileColumn`), header and
     row offsets."""
 
-    reads_own_rows = True
-
     def __init__(self, files: CsvFiles, scanned: Iterable[dict[str, Any]]) -> None:
         scanned = list(scanned)
-        rows = (found["rows"] for found in scanned)
+        super().__init__(found["rows"] for found in scanned)
         self.files, self.columns = files, tuple(found["columns"] for found in scanned)
         self.headers = tuple(found["header"] for found in scanned)
         self.starts = tuple(found["starts"] for found in scanned)
-        self.offsets = np.concatenate([[0], np.cumsum(np.fromiter(rows, np.int64))])
-        self.n = int(self.offsets[-1])
 
-    def pieces(self, start: int, stop: int) -> Iterator[tuple[int, int, int]]:
-        """``(file, first row, end row)`` of each file rows ``[start, stop)`` span."""
-        if not 0 <= start <= stop <= self.n:
-            raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
-        for k in range(len(self.columns)):
-            low, high = int(self.offsets[k]), int(self.offsets[k + 1])
-            if low < stop and high > start:
-                yield k, max(start, low) - low, min(stop, high) - low
-
-    def series(self, start: int, stop: int, plans: Iterable[Any]) -> dict[str, pd.Series]:
-        """The columns ``plans`` (:class:`~calaudit.data.dataset_rows.ColumnPlan`: kind and
-        dtypes of the dataset's column) of rows ``[start, stop)`` as the loader's Series."""
-        plans = list(plans)
-        sinks = {p.name: ColumnSink(p.name, p.kind, dtypes=[np.dtype(d) for d in p.dtypes])
-                 for p in plans}
-        for sink in sinks.values():
-            sink.allocate(stop - start, ColumnStore())
-        for k, lo, hi in self.pieces(start, stop):
-            parsed = {name: self.columns[k][name] for name in sinks
-                      if self.columns[k][name].kind is not None}
-            frame = self._rows(k, lo, hi, parsed)
-            for name, sink in sinks.items():
-                if name in parsed:
-                    sink.put(encoded(sink, frame[name], sink.kind))
-                else:  # a file without values in this column
-                    sink.put(np.full(hi - lo, MISSING[sink.kind], STORAGE[sink.kind]))
-        return {name: sink.series() for name, sink in sinks.items()}
+    def _put(self, k: int, lo: int, hi: int, sinks: dict[str, ColumnSink]) -> None:
+        """Rows ``[lo, hi)`` of file ``k`` into the columns' ``sinks``."""
+        parsed = {name: self.columns[k][name] for name in sinks
+                  if self.columns[k][name].kind is not None}
+        frame = self._rows(k, lo, hi, parsed)
+        for name, sink in sinks.items():
+            if name in parsed:
+                sink.put(encoded(sink, frame[name], sink.kind))
+            else:  # a file without values in this column
+                sink.put(np.full(hi - lo, MISSING[sink.kind], STORAGE[sink.kind]))
 
     def _rows(self, k: int, lo: int, hi: int, parsed: dict[str, FileColumn]) -> pd.DataFrame:
         """Rows ``[lo, hi)`` of file ``k``, the columns ``parsed`` with their dtypes."""
@@ -220,8 +199,6 @@ class CsvRows:
             handle.close()
             raise
 
-    def __repr__(self) -> str:
-        return f"CsvRows({len(self.columns)} files, n={self.n})"
 
 
 @dataclass

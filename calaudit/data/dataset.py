@@ -53,9 +53,14 @@ class LabelledRows:
 
     def residual_rows(self, start: int, stop: int) -> NDArray[np.float64]:
         """Rows ``start:stop`` of :attr:`residuals` (the same operations, so the same bits)."""
-        out = -np.array(self.y_proba[start:stop])
-        out[np.arange(out.shape[0]), self.y_true[start:stop]] += 1.0
-        return out
+        return residuals_of(self.y_true[start:stop], self.y_proba[start:stop])
+
+
+def residuals_of(codes: NDArray[np.int64], proba: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``e_y - p`` of rows with class codes ``codes`` and probabilities ``proba``."""
+    out = -np.array(proba)
+    out[np.arange(out.shape[0]), codes] += 1.0
+    return out
 
 
 @dataclass(frozen=True)

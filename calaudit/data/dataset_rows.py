@@ -34,9 +34,11 @@ from calaudit.data.build import (
     RawInputs,
     covariate_problems,
     label_codes,
+    label_problems,
     score_problems,
 )
-from calaudit.data.column_sink import ColumnSink, append_arrow
+from calaudit.data.column_sink import ColumnSink
+from calaudit.data.dataset import residuals_of
 from calaudit.data.dataset_covariates import (
     COVARIATE_RULES,
     PREFIX,
@@ -44,8 +46,6 @@ from calaudit.data.dataset_covariates import (
     range_levels,
     union,
 )
-from calaudit.data.labels import UNKNOWN
-from calaudit.data.row_source import ParquetRows
 from calaudit.data.spill import ColumnStore
 from calaudit.scale import fold
 
@@ -68,15 +68,34 @@ class ColumnPlan:
     kind: str
     dtypes: tuple[Any, ...] = ()
 
-    def series(self, pieces: list[Any]) -> pd.Series:
-        """The column of Arrow ``pieces`` as the loader's Series."""
-        import pyarrow as pa
-
+    def sink(self, rows: int) -> ColumnSink:
+        """The column's sink for ``rows`` rows, filled file by file (``FileRows.series``)."""
         sink = ColumnSink(self.name, self.kind, dtypes=[np.dtype(d) for d in self.dtypes])
-        sink.allocate(sum(len(piece) for piece in pieces), ColumnStore())
-        for piece in pieces:
-            append_arrow(sink, piece, pa)
-        return sink.series()
+        sink.allocate(rows, ColumnStore())
+        return sink
+
+
+def column_plans(columns: dict[str, tuple[str | None, Any]], label: str,
+                 scores: tuple[str, ...], covariates: tuple[str, ...],
+                 categorical: tuple[str, ...], text_labels: bool) -> list[Any] | str:
+    """The label's and the scores' :class:`ColumnPlan`, then each covariate's
+    :class:`CovariatePlan`, from each column's kind and per-file dtypes (``columns``);
+    the reason instead when the loader reads a column otherwise (a prediction, or unless
+    ``text_labels`` a label, that is not numbers or booleans; a column without values)."""
+    plans: list[Any] = []
+    for index, name in enumerate([label, *scores]):
+        kind, dtypes = columns[name]
+        kinds = ("numeric", "bool", "text") if text_labels else ("numeric", "bool")
+        if kind not in kinds or (index and kind != "numeric"):
+            return f"column {name} holds {kind or 'no'} values"
+        plans.append(ColumnPlan(name, kind, tuple(str(d) for d in dtypes)))
+    for name in covariates:
+        kind, dtypes = columns[name]
+        if kind is None:
+            return f"column {name} holds no values"
+        plans.append(CovariatePlan(ColumnPlan(name, kind, tuple(str(d) for d in dtypes)),
+                                   kind != "numeric" or name in categorical))
+    return plans
 
 
 @dataclass(frozen=True)
@@ -85,8 +104,8 @@ class DatasetRows:
     positive class's probability, binary), ``logit`` (``logit(clip(p))``) and
     ``residuals`` (``e_y - p``); see the module docstring."""
 
-    #: The files: :class:`ParquetRows`, or CSV / TSV files
-    #: (:class:`~calaudit.data.csv_rows.CsvRows`, which build the Series themselves).
+    #: The files (:class:`~calaudit.data.row_source.FileRows`: :class:`ParquetRows`, or
+    #: CSV / TSV files' :class:`~calaudit.data.csv_rows.CsvRows`).
     files: Any
     label: ColumnPlan
     scores: tuple[ColumnPlan, ...]
@@ -117,14 +136,7 @@ class DatasetRows:
     def series(self, start: int, stop: int, plans: Iterable[ColumnPlan]
                ) -> dict[str, pd.Series]:
         """The columns ``plans`` of rows ``[start, stop)`` as the loader's Series."""
-        plans = list(plans)
-        if not isinstance(self.files, ParquetRows):  # CSV / TSV files: their own parser
-            return self.files.series(start, stop, plans)
-        pieces: dict[str, list[Any]] = {plan.name: [] for plan in plans}
-        for table in self.files.tables(start, stop, list(pieces)):
-            for name in pieces:
-                pieces[name].append(table.column(name))
-        return {plan.name: plan.series(pieces[plan.name]) for plan in plans}
+        return self.files.series(start, stop, plans)
 
     def raw(self, start: int, stop: int, covariates: bool = True) -> RawInputs:
         """Rows ``[start, stop)`` as the loader's raw inputs (labels, prediction matrix
@@ -171,9 +183,7 @@ class DatasetRows:
             elif name == "logit":
                 out[name] = logit_column(proba[:, 1])
             elif name == "residuals":
-                residuals = -np.array(proba)
-                residuals[np.arange(residuals.shape[0]), codes] += 1.0
-                out[name] = residuals
+                out[name] = residuals_of(codes, proba)
             else:
                 raise KeyError(f"no column {name!r} in the dataset's rows")
         return {name: out[name] for name in names}
@@ -210,25 +220,16 @@ def problems(rows: DatasetRows, start: int, stop: int
              ) -> tuple[dict[str, Any], RawInputs, NDArray, NDArray]:
     """The loader's row problems of rows ``[start, stop)`` by rule (rows numbered from
     ``start``), the raw rows, their class codes and probabilities."""
-    from calaudit.data import rows as rules
-
     raw = rows.raw(start, stop)
     codes, proba, missing, classes = coded(raw)
-    found = {"missing_label": rules.problem(
-        "missing_label", raw.label_source, raw.label_column, missing, "label is missing",
-        "fill or drop these rows")}
-    for problem in score_problems(raw, proba, OPTIONS):
-        if problem is not None:
-            found[problem.rule] = problem
-    found["unknown_label"] = rules.problem(
-        "unknown_label", raw.label_source, raw.label_column,
-        (codes == UNKNOWN) & ~missing,
-        f"label is not one of the classes ({', '.join(classes[:10])})",
-        "check --prob-cols order and names, or --positive-label")
+    missing_label, unknown_label = label_problems(raw, missing, codes, classes)
+    found = {problem.rule: problem for problem in (
+        missing_label, *score_problems(raw, proba, OPTIONS), unknown_label)
+        if problem is not None}
     for problem in covariate_problems(raw):
         if problem is not None:
             found[f"{problem.rule}:{problem.column}"] = problem
-    return {rule: p for rule, p in found.items() if p is not None}, raw, codes, proba
+    return found, raw, codes, proba
 
 
 def first_value(problem: Any, raw: RawInputs, local: int) -> tuple[Any] | None:

@@ -18,7 +18,7 @@ from calaudit.data.locations import DataFile, Location, locate
 from calaudit.data.npz import NpzArchive
 from calaudit.data.partitioned import Dataset, RowLayout
 from calaudit.data.readers import SourceFile, check_readable, file_format, read_columns, sha256_of
-from calaudit.data.rows import KIND_WORDS, located, shown_value
+from calaudit.data.rows import KIND_WORDS, numbers
 from calaudit.data.spill import ColumnStore
 from calaudit.exceptions import InputError
 from calaudit.scale import release_free_memory
@@ -68,12 +68,7 @@ def load(path: str | os.PathLike[str], *, label_col: str | None = None,
                             tuple(_names(covariates)), weight_col, sampling_rate_col)
     options = LoadOptions(tuple(_names(categorical)), positive_label, renormalize,
                           drop_invalid, require_two_classes, weight_kind, negative_rate)
-    check_count(columns.covariates, os.fspath(path))
-    for name in options.categorical:
-        if name not in columns.covariates:
-            raise InputError(f"--categorical names '{name}', which is not a covariate",
-                             column=name, rule="conflicting_options",
-                             hint="list it in --covariates too")
+    check_count(columns.covariates, os.fspath(path), options.categorical)
     store = ColumnStore(spill, spill_dir)
     data = CalibrationData(*build(gather(os.fspath(path), columns, store), options, store))
     release_free_memory()  # the readers' freed chunks and masks leave the RSS
@@ -150,9 +145,7 @@ def gather(main_path: str, opts: ColumnOptions, store: ColumnStore | None = None
                                                                   store)
     cov_part = main if opts.covariates_file is None else _Part.open(
         "covariates", opts.covariates_file, store)
-    label_col = (require_column(opts.label_col, label_part.available, label_part.name,
-                                "--label-col")
-                 if opts.label_col else detect_label(label_part.available, label_part.name))
+    label_col = detect_label(label_part.available, label_part.name, opts.label_col)
     for name in opts.covariates:
         require_column(name, cov_part.available, cov_part.name, "--covariates")
     weighting = [c for c in (opts.weight_col, opts.sampling_rate_col) if c]
@@ -221,22 +214,12 @@ def _numeric(values: pd.Series, column: str, path: str,
     if isinstance(values.dtype, pd.CategoricalDtype):  # text read from a dataset
         values = values.astype(object)
     kind = getattr(values.dtype, "kind", "O")
-    if kind not in KIND_WORDS:
-        converted = pd.to_numeric(values, errors="coerce")
-        bad = converted.isna() & values.notna()
-        if bad.any():
-            first = int(np.flatnonzero(bad.to_numpy())[0])
-            source, position = located(path, first, layout)
-            raise InputError(f"value {shown_value(values.iloc[first])} at {position} is not a "
-                             "number", source=source, column=column,
-                             rule="non_numeric_probability",
-                             hint="prediction columns must hold numbers")
-        kind = getattr(converted.dtype, "kind", "O")
     if kind in KIND_WORDS:
         raise InputError(f"holds {KIND_WORDS[kind]}, not probabilities", source=str(path),
                          column=column, rule="non_numeric_probability",
                          hint="prediction columns must hold real numbers")
-    return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+    return numbers(values, path, column, "non_numeric_probability",
+                   "prediction columns must hold numbers", layout)
 
 
 def _read_and_align(parts: list[_Part], id_col: str | None, store: ColumnStore

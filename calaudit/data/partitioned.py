@@ -82,7 +82,7 @@ class Dataset:
         """The first file's columns, then the partition keys."""
         if self._columns is None:
             first = self.location.files[0]
-            names = (self._parquet_schema(first).names if self.location.format == "parquet"
+            names = (self._parquet_schema(first)[1].names if self.location.format == "parquet"
                      else self._with_local_copy(first, read_columns))
             clash = next((key for key in self.partitions if key in names), None)
             if clash is not None:
@@ -167,17 +167,16 @@ class Dataset:
         return ds.ParquetFileFormat().make_fragment(path, filesystem=arrow_fs)
 
     def _parquet_schema(self, file: DataFile):
+        """The file's fragment and its schema, whose column names are checked."""
         fragment = self._guard(file, lambda: self._fragment(file))
         schema = self._guard(file, lambda: fragment.physical_schema)
         check_header(list(schema.names), Path(file.name), "parquet")
-        return schema
+        return fragment, schema
 
     def _check_parquet(self, file: DataFile, stored: list[str], sinks: dict[str, ColumnSink]):
         """Footer only, before any rows are read: the file opens, holds every requested
         column, and each column's kind matches the other files'."""
-        fragment = self._guard(file, lambda: self._fragment(file))
-        schema = self._guard(file, lambda: fragment.physical_schema)
-        check_header(list(schema.names), Path(file.name), "parquet")
+        fragment, schema = self._parquet_schema(file)
         _require(stored, list(schema.names), file, self.location.files[0])
         refuse_nested(schema, stored, file.name)
         for name in stored:

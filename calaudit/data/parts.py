@@ -22,8 +22,20 @@ def read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+class CovariateRows:
+    """What a covariate derives from its ``name``, ``kind``, ``values`` and
+    ``categories`` (:class:`Covariate`, and a dataset's covariate read by tasks)."""
+
+    def labels(self) -> NDArray[np.object_]:
+        """Category name of each row (categorical covariates only)."""
+        return np.asarray(self.categories, dtype=object)[self.values]
+
+    def take(self, rows: NDArray[np.intp]) -> Covariate:
+        return Covariate(self.name, self.kind, self.values[rows], self.categories)
+
+
 @dataclass(frozen=True)
-class Covariate:
+class Covariate(CovariateRows):
     """One covariate column: ``numeric`` float64 ``values``, or ``categorical`` int64 codes
     into ``categories`` (sorted; integer-coded categories sort numerically)."""
 
@@ -34,13 +46,6 @@ class Covariate:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "values", read_only(self.values))
-
-    def labels(self) -> NDArray[np.object_]:
-        """Category name of each row (categorical covariates only)."""
-        return np.asarray(self.categories, dtype=object)[self.values]
-
-    def take(self, rows: NDArray[np.intp]) -> Covariate:
-        return Covariate(self.name, self.kind, self.values[rows], self.categories)
 
 
 @dataclass(frozen=True)

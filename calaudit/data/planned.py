@@ -41,16 +41,16 @@ from calaudit.data.covariates import check_count, check_shape
 from calaudit.data.dataset import LabelledRows
 from calaudit.data.dataset_covariates import PREFIX, CovariatePlan
 from calaudit.data.dataset_rows import (
-    ColumnPlan,
     Columns,
     DatasetRows,
     check_partial,
+    column_plans,
     combine_checks,
     first_value,
     problems,
     read_partial,
 )
-from calaudit.data.parts import Covariate, Provenance, read_only
+from calaudit.data.parts import CovariateRows, Provenance, read_only
 from calaudit.exceptions import InputError
 
 #: The ``load`` arguments this path reproduces, with their defaults.
@@ -162,7 +162,7 @@ class LoadedColumns:
         return self.columns[name]
 
 
-class DatasetCovariate:
+class DatasetCovariate(CovariateRows):
     """A covariate of :class:`RowsData` (the duck type of
     :class:`~calaudit.data.parts.Covariate`): ``values`` (float64, or int64 codes into
     ``categories``) read into this process when first asked for."""
@@ -174,13 +174,6 @@ class DatasetCovariate:
     @property
     def values(self) -> NDArray:
         return self.data._loaded[PREFIX + self.name]
-
-    def labels(self) -> NDArray[np.object_]:
-        """Category name of each row (categorical covariates only)."""
-        return np.asarray(self.categories, dtype=object)[self.values]
-
-    def take(self, rows: NDArray[np.intp]) -> Covariate:
-        return Covariate(self.name, self.kind, self.values[rows], self.categories)
 
 
 def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = None,
@@ -199,16 +192,10 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     from calaudit.data.row_source import ParquetRows
 
     covariates, categorical = tuple(_names(covariates)), tuple(_names(categorical))
-    check_count(covariates, path)
-    for name in categorical:
-        if name not in covariates:
-            raise InputError(f"--categorical names '{name}', which is not a covariate",
-                             column=name, rule="conflicting_options",
-                             hint="list it in --covariates too")
+    check_count(covariates, path, categorical)
     dataset = Dataset(locate(path))
     available = dataset.columns()
-    label = (require_column(label_col, available, path, "--label-col") if label_col
-             else detect_label(available, path))
+    label = detect_label(available, path, label_col)
     for name in covariates:
         require_column(name, available, path, "--covariates")
     scores = resolve_scores(prob_cols, logit_cols, available, path,
@@ -219,8 +206,7 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     if dataset.location.format == "parquet":
         plans = _plans(dataset, label, scores.columns, covariates, categorical)
         files = ParquetRows.of(dataset.location)
-        dataset.rows = [int(files.offsets[k + 1] - files.offsets[k])
-                        for k in range(len(files.files))]
+        dataset.rows = files.rows
     else:
         planned = csv_plans(dataset, label, scores.columns, covariates, categorical)
         if isinstance(planned, str):
@@ -242,8 +228,7 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
               else np.zeros(len(classes), np.int64))
     counts = np.asarray(counts).astype(np.int64)
     codes = np.repeat(np.arange(len(classes)), np.minimum(counts, 1))
-    raw = _Named(path, label)
-    check_enough(n, codes, classes, raw, _Require(require_two_classes))
+    check_enough(n, codes, classes, path, (path, label), require_two_classes)
     if source.covariates:
         source = replace(source, covariates=tuple(
             cov.settled(found, int(fractional)) for cov, found, fractional in zip(
@@ -277,42 +262,17 @@ def _plans(dataset: Any, label: str, scores: tuple[str, ...], covariates: tuple[
     for file in dataset.location.files:
         fragment = dataset._check_parquet(file, names, sinks)
         dataset._declared_rows(file, fragment, names, sinks)
-    plans: list[Any] = []
-    for index, name in enumerate([label, *scores]):
-        sink = sinks[name]
-        # text labels name a multi-class model's classes row by row (a binary model's
-        # text labels need every row to find the positive class)
-        kinds = ("numeric", "bool", "text") if len(scores) > 1 else ("numeric", "bool")
-        if sink.kind not in kinds or (index and sink.kind != "numeric"):
-            raise NotPlanned(f"column {name} holds {sink.kind or 'no'} values")
-        plans.append(ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)))
-    for name in covariates:
-        sink = sinks[name]
-        if sink.kind is None:
-            raise NotPlanned(f"column {name} holds no values")
-        plans.append(CovariatePlan(
-            ColumnPlan(name, sink.kind, tuple(str(d) for d in sink.dtypes)),
-            sink.kind != "numeric" or name in categorical))
+    # text labels name a multi-class model's classes row by row (a binary model's text
+    # labels need every row to find the positive class)
+    plans = column_plans({name: (sink.kind, sink.dtypes) for name, sink in sinks.items()},
+                         label, scores, covariates, categorical, len(scores) > 1)
+    if isinstance(plans, str):
+        raise NotPlanned(plans)
     return plans
 
 
 class NotPlanned(Exception):
     """The dataset is read by the loader instead (the reason)."""
-
-
-@dataclass(frozen=True)
-class _Named:
-    score_source: str
-    label_column: str
-
-    @property
-    def label_source(self) -> str:
-        return self.score_source
-
-
-@dataclass(frozen=True)
-class _Require:
-    require_two_classes: bool
 
 
 def _raise_first(summary: dict[str, NDArray], source: DatasetRows,

@@ -22,30 +22,73 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
+from calaudit.data.column_sink import append_arrow
 from calaudit.data.locations import DataFile, Location
 from calaudit.data.text_files import unreadable
 
 
-class ParquetRows:
-    """Global rows ``[start, stop)`` of a list of Parquet files (see the module
-    docstring). ``rows[k]`` is file ``k``'s row count (its footer's)."""
+class FileRows:
+    """Global rows of files in order (``offsets[k]``: file ``k``'s first global row, ``n``
+    the total), each task reading its own range: the base of :class:`ParquetRows` and of
+    CSV / TSV files' rows (:class:`~calaudit.data.csv_rows.CsvRows`), which put a file's
+    rows into columns (:meth:`_put`)."""
 
     #: Read by the task that reduces its range (not placed on the workers: a few hundred
     #: bytes that travel inside each task, so Dask can rerun a lost task from its spec).
     reads_own_rows = True
 
+    def __init__(self, rows: Iterable[int]) -> None:
+        self.offsets = np.concatenate([[0], np.cumsum(np.fromiter(rows, np.int64))])
+        self.n = int(self.offsets[-1])
+
+    @property
+    def rows(self) -> list[int]:
+        """Each file's row count."""
+        return np.diff(self.offsets).tolist()
+
+    def pieces(self, start: int, stop: int) -> Iterator[tuple[int, int, int]]:
+        """``(file, first row, end row)`` of each file rows ``[start, stop)`` span."""
+        if not 0 <= start <= stop <= self.n:
+            raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
+        first = int(np.searchsorted(self.offsets, start, side="right")) - 1
+        for k in range(max(first, 0), len(self.offsets) - 1):
+            low, high = int(self.offsets[k]), int(self.offsets[k + 1])
+            if low >= stop:
+                break
+            if high > start:
+                yield k, max(start, low) - low, min(stop, high) - low
+
+    def series(self, start: int, stop: int, plans: Iterable[Any]) -> dict[str, pd.Series]:
+        """The columns ``plans`` (:class:`~calaudit.data.dataset_rows.ColumnPlan`: kind and
+        dtypes of the dataset's column) of rows ``[start, stop)`` as the loader's Series."""
+        sinks = {plan.name: plan.sink(stop - start) for plan in plans}
+        for k, lo, hi in self.pieces(start, stop):
+            self._put(k, lo, hi, sinks)
+        return {name: sink.series() for name, sink in sinks.items()}
+
+    def _put(self, k: int, lo: int, hi: int, sinks: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.offsets) - 1} files, n={self.n})"
+
+
+class ParquetRows(FileRows):
+    """Global rows ``[start, stop)`` of a list of Parquet files (see the module
+    docstring). ``rows[k]`` is file ``k``'s row count (its footer's)."""
+
     def __init__(self, files: Sequence[str], rows: Sequence[int], filesystem: Any = None,
                  names: Sequence[str] | None = None):
         if len(files) != len(rows):
             raise ValueError("one row count per file")
+        super().__init__(rows)
         self.files = tuple(str(f) for f in files)
         #: The files as errors name them (the dataset's display names).
         self.names = self.files if names is None else tuple(str(n) for n in names)
-        self.offsets = np.concatenate([[0], np.cumsum(np.asarray(rows, dtype=np.int64))])
         self.filesystem = filesystem
-        self.n = int(self.offsets[-1])
 
     @classmethod
     def of(cls, location: Location) -> ParquetRows:
@@ -77,27 +120,23 @@ class ParquetRows:
         that hold them."""
         names = list(names)
         pieces: dict[str, list[NDArray]] = {name: [] for name in names}
-        for table in self.tables(start, stop, names):
+        for k, lo, hi in self.pieces(start, stop):
+            table = self._table(k, lo, hi, names)
             for name in names:
                 pieces[name].append(_numeric(table.column(name)))
         return {name: (np.concatenate(parts) if parts else np.empty(0))
                 for name, parts in pieces.items()}
 
-    def tables(self, start: int, stop: int, names: Sequence[str]) -> Iterator[Any]:
-        """Rows ``[start, stop)`` as Arrow tables of the columns ``names``, one per file
-        they span, in row order."""
-        if not 0 <= start <= stop <= self.n:
-            raise ValueError(f"rows {start}-{stop} are not within 0-{self.n}")
-        first = int(np.searchsorted(self.offsets, start, side="right")) - 1
-        for k in range(max(first, 0), len(self.files)):
-            low, high = int(self.offsets[k]), int(self.offsets[k + 1])
-            if low >= stop:
-                break
-            if high <= start:
-                continue
-            lo, hi = max(start, low) - low, min(stop, high) - low
-            yield self._guarded(k, lambda k=k, lo=lo, hi=hi: self._slice(k, lo, hi,
-                                                                          list(names)))
+    def _put(self, k: int, lo: int, hi: int, sinks: dict[str, Any]) -> None:
+        import pyarrow as pa
+
+        table = self._table(k, lo, hi, list(sinks))
+        for name, sink in sinks.items():
+            append_arrow(sink, table.column(name), pa)
+
+    def _table(self, k: int, lo: int, hi: int, names: list[str]) -> Any:
+        """Rows ``[lo, hi)`` of file ``k`` as an Arrow table of the columns ``names``."""
+        return self._guarded(k, lambda: self._slice(k, lo, hi, names))
 
     def _guarded(self, k: int, step: Any) -> Any:
         """``step()`` reading file ``k``; a file that cannot be read as Parquet (a data page
@@ -122,9 +161,6 @@ class ParquetRows:
             row += count
         table = handle.read_row_groups(groups, columns=names)
         return table.slice(lo - (first_row or 0), hi - lo)
-
-    def __repr__(self) -> str:
-        return f"ParquetRows({len(self.files)} files, n={self.n})"
 
 
 def _numeric(column) -> NDArray:

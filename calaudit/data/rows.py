@@ -97,6 +97,24 @@ def located(source: str, row: int, layout: Any = None) -> tuple[str, str]:
     return name, f"data row {local + 1} (global row {row + 1})"
 
 
+def numbers(values: Any, source: str, column: str, rule: str, hint: str,
+            layout: Any = None) -> np.ndarray:
+    """A column (a pandas Series) as float64, missing values NaN; the first value that is
+    not a number (or a column of complex numbers, at its first row) refused, its row
+    located in its file for a dataset (``layout``: its RowLayout)."""
+    import pandas as pd
+
+    converted = pd.to_numeric(values, errors="coerce")
+    bad = converted.isna() & values.notna()
+    if bad.any() or getattr(converted.dtype, "kind", "O") == "c":
+        first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+        where, position = ((source, position_of(source, first)) if layout is None
+                           else located(source, first, layout))
+        raise InputError(f"value {shown_value(values.iloc[first])} at {position} is not a "
+                         "number", source=where, column=column, rule=rule, hint=hint)
+    return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def shown_value(value: object, limit: int = 60) -> str:
     """``repr`` of a cell for an error message, shortened to ``limit`` characters."""
     return clip(repr(value.item() if hasattr(value, "item") else value), limit)

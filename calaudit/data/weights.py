@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from calaudit.data import rows as rules
@@ -26,6 +25,8 @@ KINDS = ("frequency", "design")
 WEIGHT_RANGE = 1e100
 #: Frequency weights count units exactly in float64 up to 2^53 units in all.
 MAX_UNITS = 2.0 ** 53
+#: The hint of a weight or rate that is not a number.
+NOT_NUMBERS = "weights and rates must be numbers"
 
 
 @dataclass(frozen=True)
@@ -131,18 +132,6 @@ def summary(weights: SampleWeights, values: NDArray[np.float64],
     return out
 
 
-def numeric_column(values: pd.Series, source: str, column: str, rule: str) -> np.ndarray:
-    """A weight or rate column as float64; a value that is not a number is refused."""
-    converted = pd.to_numeric(values, errors="coerce")
-    bad = converted.isna() & values.notna()
-    if bad.any() or getattr(converted.dtype, "kind", "O") == "c":
-        first = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
-        raise InputError(f"value {rules.shown_value(values.iloc[first])} at "
-                         f"{rules.position_of(source, first)} is not a number", source=source,
-                         column=column, rule=rule, hint="weights and rates must be numbers")
-    return converted.to_numpy(dtype=np.float64, na_value=np.nan)
-
-
 def weight_problems(values: np.ndarray, source: str, column: str,
                     kind: str = "frequency") -> list:
     """Row rules of a weight column: finite, >= 0, whole for frequency weights."""
@@ -199,16 +188,16 @@ def read_columns(raw: Any, negative_rate: float | None, n: int, kind: str = "fre
     design = rates = None
     found: list = []
     if raw.weights is not None:
-        design = numeric_column(raw.weights, raw.score_source, raw.weight_column,
-                                "non_numeric_weight")
+        design = rules.numbers(raw.weights, raw.score_source, raw.weight_column,
+                               "non_numeric_weight", NOT_NUMBERS)
         found += weight_problems(design, raw.score_source, raw.weight_column, kind)
     if raw.rates is not None:
         if negative_rate is not None:
             raise InputError("--negative-rate and --sampling-rate-col both give the kept "
                              "rate of negatives", rule="conflicting_options",
                              hint="give one of them")
-        rates = numeric_column(raw.rates, raw.score_source, raw.rate_column,
-                               "non_numeric_sampling_rate")
+        rates = rules.numbers(raw.rates, raw.score_source, raw.rate_column,
+                              "non_numeric_sampling_rate", NOT_NUMBERS)
         found.append(rules.problem("sampling_rate_range", raw.score_source, raw.rate_column,
                                    ~(np.isfinite(rates) & (rates > 0) & (rates <= 1)),
                                    "sampling rate is not in (0, 1]",

@@ -133,11 +133,8 @@ def resident(source: Any) -> Iterator[Any]:
     if keep is None or getattr(source, "reads_own_rows", False):  # tasks read their rows
         yield source
         return
-    handle = keep(source)
-    try:
+    with _released(executor, keep(source)) as handle:
         yield handle
-    finally:
-        executor.release(handle)
 
 
 @contextlib.contextmanager
@@ -152,11 +149,8 @@ def made(function: Callable[..., Any], *args: Any) -> Iterator[Any]:
     if make is None:
         yield function(*args)
         return
-    handle = make(function, args)
-    try:
+    with _released(executor, make(function, args)) as handle:
         yield handle
-    finally:
-        executor.release(handle)
 
 
 @contextlib.contextmanager
@@ -174,7 +168,13 @@ def kept(partial: Partial, ranges: Sequence[tuple[int, int]],
     if keep_rows is None:
         yield ArrayRows(executor.map_rows(partial, ranges, shared))
         return
-    handle = keep_rows(partial, ranges, shared)
+    with _released(executor, keep_rows(partial, ranges, shared)) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _released(executor: Any, handle: Any) -> Iterator[Any]:
+    """``handle``, released from ``executor`` when the block exits."""
     try:
         yield handle
     finally:
