@@ -349,10 +349,8 @@ def present_classes(codes: np.ndarray) -> np.ndarray:
 
 def take(store: ColumnStore, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``values[rows]`` written a block of rows at a time into a ``store`` column."""
-    out = store.empty((rows.size,) + values.shape[1:], values.dtype)
-    for start in range(0, rows.size, spill.BLOCK):
-        out[start:start + spill.BLOCK] = values[rows[start:start + spill.BLOCK]]
-    return out
+    return spill.in_blocks(store, (rows.size, *values.shape[1:]), values.dtype,
+                           lambda a, b: values[rows[a:b]])
 
 
 def build_from_arrays(y_true, y_proba, covariates: dict, classes: tuple[str, ...] | None,

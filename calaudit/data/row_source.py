@@ -33,8 +33,8 @@ from calaudit.data.text_files import unreadable
 class FileRows:
     """Global rows of files in order (``offsets[k]``: file ``k``'s first global row, ``n``
     the total), each task reading its own range: the base of :class:`ParquetRows` and of
-    CSV / TSV files' rows (:class:`~calaudit.data.csv_rows.CsvRows`), which put a file's
-    rows into columns (:meth:`_put`)."""
+    CSV / TSV files' rows (:class:`~calaudit.data.csv_rows.CsvRows`), which put rows
+    ``[lo, hi)`` of file ``k`` into the columns' sinks (``_put(k, lo, hi, sinks)``)."""
 
     #: Read by the task that reduces its range (not placed on the workers: a few hundred
     #: bytes that travel inside each task, so Dask can rerun a lost task from its spec).
@@ -68,9 +68,6 @@ class FileRows:
         for k, lo, hi in self.pieces(start, stop):
             self._put(k, lo, hi, sinks)
         return {name: sink.series() for name, sink in sinks.items()}
-
-    def _put(self, k: int, lo: int, hi: int, sinks: dict[str, Any]) -> None:
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.offsets) - 1} files, n={self.n})"

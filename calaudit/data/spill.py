@@ -147,12 +147,12 @@ def _remove_all(paths: list[str]) -> None:
             os.unlink(paths.pop())
 
 
-def in_blocks(store: ColumnStore, n: int, dtype, fill) -> np.ndarray:
-    """A store column of ``n`` rows filled :data:`BLOCK` rows at a time by
+def in_blocks(store: ColumnStore, shape: int | tuple[int, ...], dtype, fill) -> np.ndarray:
+    """A store column of ``shape`` (n rows) filled :data:`BLOCK` rows at a time by
     ``fill(start, stop) -> values`` (so no n-row temporary is built)."""
-    out = store.empty(n, dtype)
-    for start in range(0, n, BLOCK):
-        stop = min(start + BLOCK, n)
+    out = store.empty(shape, dtype)
+    for start in range(0, out.shape[0], BLOCK):
+        stop = min(start + BLOCK, out.shape[0])
         out[start:stop] = fill(start, stop)
     return out
 

@@ -38,7 +38,7 @@ from calaudit.scale.dask_sums import (
     shared_task,
     with_values,
 )
-from calaudit.scale.dask_waits import await_result, cluster_failure, was_cancelled
+from calaudit.scale.dask_waits import await_result, cluster_failure
 from calaudit.scale.pair_blocks import PairBlocks
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
@@ -199,7 +199,7 @@ class DaskExecutor:
                         part = await_result(self.client, entry[1])
                         break
                     except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
-                        cancelled = was_cancelled(exc)
+                        cancelled = shards.was_cancelled(exc)
                         lost = placement.restore(wait=cancelled)
                         if cancelled:  # "lost dependencies": place anew
                             lost |= placement.restore(force={i, j} - lost)

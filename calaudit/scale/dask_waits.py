@@ -39,11 +39,6 @@ def finished(future: Any) -> bool:
     return True
 
 
-def was_cancelled(exc: Exception) -> bool:
-    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
-    return "Cancelled" in type(exc).__name__
-
-
 def cluster_failure(exc: Exception, name: str, start: int, stop: int,
                      pair: bool = False) -> Exception:
     """A :class:`ClusterError` for failures of the cluster (workers that keep dying,
@@ -52,14 +47,12 @@ def cluster_failure(exc: Exception, name: str, start: int, stop: int,
     kind = type(exc).__name__
     where = (f"the {name} task on row blocks {start:,} and {stop:,}" if pair
              else f"the {name} task on rows {start:,}-{stop:,}")
-    if isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc):
-        return ClusterError(f"{where} lost the data it reads with their worker(s) "
-                            f"({kind}: {exc})", hint="the workers may run out of memory: "
+    lost = isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc)
+    if lost or kind == "KilledWorker":
+        what = (f"lost the data it reads with their worker(s) ({kind}: {exc})" if lost
+                else f"was lost with its worker too many times ({exc})")
+        return ClusterError(f"{where} {what}", hint="the workers may run out of memory: "
                             "raise dask.memory_limit or give them more memory")
-    if kind == "KilledWorker":
-        return ClusterError(f"{where} was lost with its worker too many times ({exc})",
-                            hint="the workers may run out of memory: raise "
-                                 "dask.memory_limit or give them more memory")
     if isinstance(exc, ImportError):
         return ClusterError(f"{where} failed: a worker cannot import calaudit ({exc})",
                             hint="install the same calaudit version on every worker")

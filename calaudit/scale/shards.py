@@ -227,6 +227,11 @@ def task(call: Callable[..., Any], partial: Any, start: int, stop: int,
     return call_with_blocks, (call, partial, start, stop, rest, blocks), used
 
 
+def was_cancelled(exc: BaseException) -> bool:
+    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
+    return "Cancelled" in type(exc).__name__
+
+
 class LostBlocks(Exception):
     """A task's row blocks were lost with their workers and cannot be placed again (too
     many times, or no worker to place them on)."""
@@ -247,7 +252,7 @@ def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
     if holder is None or not used:
         return None
     lost = lost_keys(holder.client, used)
-    cancelled = "Cancelled" in type(exc).__name__
+    cancelled = was_cancelled(exc)
     deadline = time.monotonic() + LOST_WAIT
     while cancelled and not lost and time.monotonic() < deadline:
         time.sleep(0.1)
