@@ -36,9 +36,18 @@ IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
 #: and those of the event loop it runs on.
 DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 #: Top-level modules whose exceptions are failures of the cluster, not of calaudit.
-#: Run first by a local cluster's scheduler and nannies: the process ends when its parent
-#: (calaudit's process) has ended, even if that one was killed and could not close them.
-ENDS_WITH_PARENT = """import os, threading, time
+#: Run first by a local cluster's scheduler and nannies (and so inherited by the workers):
+#: the process leaves calaudit's process group (Ctrl-C in a terminal reaches that group;
+#: calaudit's process then closes the cluster in order, and no nanny restarts a worker being
+#: closed), writes nothing to the terminal (calaudit reports a failure of the cluster in one
+#: line), and ends when its parent (calaudit's process) has ended, even one killed before it
+#: could close the cluster.
+CLUSTER_PROCESS_START = """import os, threading, time
+try:
+    os.setsid()
+except OSError:
+    pass
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
 parent = os.getppid()
 def _watch():
     while os.getppid() == parent:
@@ -258,23 +267,30 @@ def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
                    label: str) -> Any:
     """``workers`` single-threaded worker processes with ``memory_limit`` each, their
     scratch files in ``folder``; the scheduler and the nannies in processes of their own
-    (``distributed``'s ``SubprocessCluster``), which ignore Ctrl-C (this process closes
-    them, in order) and end with this process however it ends. They start with this
-    process's Dask config. Interrupted or failed while it starts, the part that started is
-    closed (no process outlives the run)."""
-    from distributed.deploy.subprocess import SubprocessCluster
+    (``distributed``'s subprocess deployment), out of this process's group (Ctrl-C in a
+    terminal reaches this process, which closes them in order), silent, ending with this
+    process however it ends (:data:`CLUSTER_PROCESS_START`). They start with this process's
+    Dask config; Ctrl-C while they start is ignored. Interrupted or failed while it starts,
+    the part that started is closed (no process outlives the run)."""
+    from distributed.deploy.subprocess import SubprocessScheduler, SubprocessWorker
 
+    start = [CLUSTER_PROCESS_START]
+    scheduler = {"cls": SubprocessScheduler, "options": {
+        "timeout": settings.timeout, "scheduler_kwargs": {
+            "host": "127.0.0.1", "port": 0, "scheduler_file": f"{folder}/scheduler.json",
+            # no dashboard; the scheduler's HTTP endpoint (health) on a free port
+            "dashboard": False, "dashboard_address": "127.0.0.1:0", "preload": start}}}
+    worker = {"cls": SubprocessWorker, "options": {
+        "worker_class": "distributed.Nanny", "worker_kwargs": {
+            "host": "127.0.0.1", "nthreads": 1, "memory_limit": settings.memory_limit,
+            "local_directory": folder, "silence_logs": logging.CRITICAL,
+            "death_timeout": settings.timeout, "preload_nanny": start,
+            "preload": [IGNORE_INTERRUPTS]}}}
     try:
         with _children_setup():
-            return SubprocessCluster(
-                n_workers=workers, threads_per_worker=1, host="127.0.0.1",
-                dashboard_address=None, silence_logs=logging.CRITICAL,
-                scheduler_kwargs={"scheduler_file": f"{folder}/scheduler.json",
-                                  "preload": [ENDS_WITH_PARENT]},
-                worker_kwargs={"memory_limit": settings.memory_limit,
-                               "local_directory": folder, "preload": [IGNORE_INTERRUPTS],
-                               "preload_nanny": [ENDS_WITH_PARENT],
-                               "death_timeout": settings.timeout})
+            return distributed.SpecCluster(
+                workers=dict.fromkeys(range(workers), worker), scheduler=scheduler,
+                worker=worker, name="calaudit", silence_logs=logging.CRITICAL)
     except BaseException as exc:  # noqa: BLE001 - the machine's limits, Ctrl-C, SIGTERM
         _close_started(distributed)
         if not isinstance(exc, Exception):
