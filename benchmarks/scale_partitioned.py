@@ -249,13 +249,25 @@ class TreeSampler(threading.Thread):
                     self.cpu[proc.pid] = times.user + times.system
                     if proc.pid not in self.roles:
                         cmd = " ".join(proc.cmdline())
-                        self.roles[proc.pid] = ("client" if proc.pid == self.root.pid else
-                                                "worker" if "spawn_main" in cmd else "other")
+                        self.roles[proc.pid] = role(proc.pid == self.root.pid, cmd)
                 except psutil.Error:
                     continue
                 self.peaks[proc.pid] = max(self.peaks.get(proc.pid, 0.0), rss)
                 self.anon[proc.pid] = max(self.anon.get(proc.pid, 0.0), rss_anon(proc.pid))
             time.sleep(0.25)
+
+
+def role(root: bool, cmd: str) -> str:
+    """A process of the run by its command line: the client (calaudit), a worker, a local
+    cluster's scheduler or nanny (processes of their own), or another one."""
+    if root:
+        return "client"
+    if "spawn_main" in cmd:
+        return "worker"
+    for name in ("Scheduler", "Nanny"):
+        if f"distributed.{name}" in cmd:
+            return name.lower()
+    return "other"
 
 
 def rss_anon(pid: int) -> float:
@@ -302,6 +314,7 @@ def run_audit_cli(data: Path | str, out: Path, extra: list[str], covariates: str
     return {"code": proc.returncode, "wall": wall,
             "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
             "processes": processes,
+            "sampled_cpu": sum(figures["cpu"] for figures in processes.values()),
             "stages": [line for line in err.splitlines()
                        if "stage " in line or "rows read by the tasks" in line
                        or "read into this process" in line or "needs the rows" in line
@@ -403,7 +416,8 @@ def report_audit(args: argparse.Namespace, data: Path | str, scratch: Path) -> N
             Path(args.keep).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(scratch / f"{len(runs) - 1}.json", Path(args.keep) / f"{mode}.json")
         print(f"\n{name}: exit {r['code']}, wall {r['wall']:.1f} s, CPU {r['cpu']:.1f} s "
-              f"(every process), load average {load:.1f} at the start")
+              f"(every process reaped), {r['sampled_cpu']:.1f} s (every process sampled), "
+              f"load average {load:.1f} at the start")
         if r["error"]:
             print(f"  {r['error']}")
         for proc, figures in r["processes"].items():
@@ -412,6 +426,11 @@ def report_audit(args: argparse.Namespace, data: Path | str, scratch: Path) -> N
         client = next((f for p, f in r["processes"].items() if p.startswith("client")), None)
         if client is not None:
             print(f"  client CPU per row: {1e6 * client['cpu'] / args.rows:.2f} us/row")
+        served = sum(f["cpu"] for p, f in r["processes"].items()
+                     if p.startswith(("scheduler", "nanny")))
+        if served:
+            print(f"  scheduler and nannies (processes of their own) CPU per row: "
+                  f"{1e6 * served / args.rows:.2f} us/row")
         largest = max((f["peak_mib"] for f in r["processes"].values()), default=math.nan)
         print(f"  largest process peak {largest:,} MiB: "
               f"{'within' if largest <= limit else 'ABOVE'} {args.memory_limit}")

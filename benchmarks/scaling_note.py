@@ -23,11 +23,11 @@ from pathlib import Path
 
 STAGE = re.compile(r"stage (\w+): ([\d.]+) s \(cpu ([\d.]+) s, peak RSS so far (\d+) MiB"
                    r"(?:; placed ([\d.]+) MiB on the workers, fetched ([\d.]+) MiB)?")
-PROCESS = re.compile(r"^\s+(client|worker) (\d+): peak RSS ([\d,]+) MiB"
+PROCESS = re.compile(r"^\s+(client|worker|scheduler|nanny) (\d+): peak RSS ([\d,]+) MiB"
                      r"(?: \(anonymous ([\d,na]+) MiB\))?, CPU ([\d.na]+) s")
 ROWS = re.compile(r"data: \d+ (?:\w+ )?files, ([\d,]+) rows")
 MODE = re.compile(r"^(single process[^:]*|--workers \d+.*?): exit (\d+), wall ([\d.]+) s, "
-                  r"CPU ([\d.]+) s")
+                  r"CPU ([\d.]+) s(?: \(every process reaped\), ([\d.]+) s)?")
 
 
 def parse(path: Path) -> dict:
@@ -39,7 +39,10 @@ def parse(path: Path) -> dict:
             out["rows"] = int(m.group(1).replace(",", ""))
         elif m := MODE.match(line):
             mode = "single" if m.group(1).startswith("single process") else "dask"
-            out["modes"][mode] = {"cpu": float(m.group(4)), "wall": float(m.group(3)),
+            # every process sampled where recorded: the reaped CPU misses the processes
+            # of a local cluster that its own close kills
+            cpu = m.group(5) or m.group(4)
+            out["modes"][mode] = {"cpu": float(cpu), "wall": float(m.group(3)),
                                   "stages": {}, "processes": []}
         elif mode and (m := PROCESS.match(line)):
             anon = m.group(4).replace(",", "") if m.group(4) else ""
@@ -58,8 +61,9 @@ def parse(path: Path) -> dict:
 def per_stage(run: dict) -> list[tuple[str, float, float, float, float, float]]:
     """``(stage, CPU us/row in one process, client CPU us/row on Dask, the rest (on the
     workers) us/row, placed B/row, fetched B/row)``. The client's share is its own CPU in
-    the ``--workers`` run (which includes the in-process scheduler); the workers' share is
-    the one-process CPU minus it."""
+    the ``--workers`` run; the workers' share is
+    the one-process CPU minus it (a local cluster's scheduler and nannies run in processes of
+    their own: their CPU is reported apart)."""
     n, rows = run["rows"], []
     single = run["modes"].get("single", {}).get("stages", {})
     dask = run["modes"].get("dask", {}).get("stages", {})
@@ -126,18 +130,27 @@ def main() -> None:
     print(f"\nWhole run (loading, stages, output; every process): "
           f"{whole.get('single', math.nan):.2f} CPU-us/row in one process, "
           f"{whole.get('dask', math.nan):.2f} with `--workers` (client and workers together, "
-          f"including the workers' start).\n")
+          f"including the workers' start).")
+    served = [p for p in run["modes"].get("dask", {}).get("processes", [])
+              if p[0] in ("scheduler", "nanny")]
+    if served:
+        cpu = sum(float(p[2]) for p in served)
+        print(f"Of these, the local cluster's scheduler and nannies (processes of their own, "
+              f"beside the client): {1e6 * cpu / run['rows']:.2f} CPU-us/row ({cpu:.1f} s over "
+              f"a {run['modes']['dask']['wall']:.0f} s run).")
+    print()
     print("### Peak RSS per process (MiB)\n")
     print("Peak RSS, and in brackets peak anonymous memory (RssAnon: what `--spill` bounds; "
           "spilled columns are file-backed pages) where the file records it.\n")
-    print("| rows | mode | client | workers |")
-    print("|---|---|---|---|")
+    print("| rows | mode | client | workers | scheduler, nannies |")
+    print("|---|---|---|---|---|")
     for r in runs:
         for mode, figures in r["modes"].items():
             client = [_peak(p) for p in figures["processes"] if p[0] == "client"]
             workers = [_peak(p) for p in figures["processes"] if p[0] == "worker"]
+            served = [_peak(p) for p in figures["processes"] if p[0] in ("scheduler", "nanny")]
             print(f"| {r['rows']:,} | {mode} | {', '.join(client)} | "
-                  f"{', '.join(workers) or '-'} |")
+                  f"{', '.join(workers) or '-'} | {', '.join(served) or '-'} |")
     if len(runs) >= 2:
         a, b = runs[0], runs[-1]
         print("\nBytes per row (difference of the two sizes):")

@@ -174,11 +174,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-@pytest.mark.parametrize("signum, code, word", [(signal.SIGTERM, 143, "terminated"),
-                                                (signal.SIGINT, 130, "interrupted")])
-def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum, code, word):
-    pytest.importorskip("distributed")
+def _start_local_cluster_run(tmp_path: Path) -> tuple[subprocess.Popen, Path, set[int]]:
+    """``calaudit test --workers 1`` on a long audit, in a session of its own (as in a
+    terminal), once its local cluster runs the audit: the run, its TMPDIR, the processes
+    seen under it."""
     binary_frame(3000).to_csv(tmp_path / "d.csv", index=False)
     temp = Path(tempfile.mkdtemp(prefix="signal-", dir=tmp_path))
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
@@ -188,17 +187,34 @@ def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum,
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, preexec_fn=_sigint_as_in_a_terminal)
     seen: set[int] = set()
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and run.poll() is None:
-            seen |= _descendants(run.pid)
-            if any(p.name.startswith("calaudit-dask-") for p in temp.iterdir()) and \
-                    len(seen) >= 2:
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # the audit is under way on the worker
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and run.poll() is None:
         seen |= _descendants(run.pid)
-        run.send_signal(signum)
+        # the scheduler, a nanny and its worker
+        if any(p.name.startswith("calaudit-dask-") for p in temp.iterdir()) and \
+                len(seen) >= 3:
+            break
+        time.sleep(0.1)
+    time.sleep(1.0)  # the audit is under way on the worker
+    return run, temp, seen | _descendants(run.pid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum, code, word, group", [
+    (signal.SIGTERM, 143, "terminated", False), (signal.SIGINT, 130, "interrupted", False),
+    (signal.SIGINT, 130, "interrupted", True)])
+def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum, code, word,
+                                                               group):
+    """Sent to calaudit's process, or (Ctrl-C in a terminal) to its whole process group,
+    the local cluster's scheduler, nannies and workers included: one line, no process
+    and no file left."""
+    pytest.importorskip("distributed")
+    run, temp, seen = _start_local_cluster_run(tmp_path)
+    try:
+        if group:
+            os.killpg(run.pid, signum)
+        else:
+            run.send_signal(signum)
         _, stderr = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
@@ -208,10 +224,28 @@ def test_a_signal_mid_run_ends_the_workers_and_leaves_no_files(tmp_path, signum,
     assert run.returncode == code, stderr
     assert stderr.strip().splitlines() == [f"calaudit: error: {word}" +
                                            (" (SIGTERM)" if signum == signal.SIGTERM else "")]
-    assert seen, "the local cluster never started"
+    assert len(seen) >= 3, "the local cluster never started"
     assert not [pid for pid in seen if _alive(pid)]
     assert list(temp.iterdir()) == []
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_run_leaves_no_cluster_process(tmp_path):
+    """calaudit's process killed (SIGKILL: it cannot close anything): the local cluster's
+    scheduler, nannies and workers end by themselves within seconds."""
+    pytest.importorskip("distributed")
+    run, _, seen = _start_local_cluster_run(tmp_path)
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and [pid for pid in seen if _alive(pid)]:
+        time.sleep(0.2)
+    left = [pid for pid in seen if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert len(seen) >= 3, "the local cluster never started"
+    assert left == []
 
 
 def test_a_client_that_cannot_connect_says_which_cluster():

@@ -1,11 +1,12 @@
 """The executor chosen by the ``[dask]`` settings, and its clean shutdown.
 
 Nothing set: ``None`` (this process); ``scheduler``: a client of that running cluster;
-``workers``: a ``distributed.LocalCluster`` of single-threaded worker processes bound to
-127.0.0.1. Every wait is bounded by ``timeout``, and each failure of the cluster, before or
-during the audit, is one :class:`ClusterError` line. The client and the local cluster are
-closed when the ``with`` block exits, however it exits; Dask's own log lines are held back
-while it runs.
+``workers``: a local cluster bound to 127.0.0.1 whose scheduler and single-threaded
+workers (each with its nanny) run in processes of their own, so that this process only plans
+and adds up, as it does with a remote cluster. Every wait is bounded by ``timeout``, and
+each failure of the cluster, before or during the audit, is one :class:`ClusterError` line.
+The client and the local cluster are closed when the ``with`` block exits, however it exits;
+Dask's own log lines are held back while it runs.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,9 +36,30 @@ IGNORE_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
 #: and those of the event loop it runs on.
 DASK_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 #: Top-level modules whose exceptions are failures of the cluster, not of calaudit.
+#: Run first by a local cluster's scheduler and nannies (and so inherited by the workers):
+#: the process leaves calaudit's process group (Ctrl-C in a terminal reaches that group;
+#: calaudit's process then closes the cluster in order, and no nanny restarts a worker being
+#: closed), writes nothing to the terminal (calaudit reports a failure of the cluster in one
+#: line), and ends when its parent (calaudit's process) has ended, even one killed before it
+#: could close the cluster.
+CLUSTER_PROCESS_START = """import os, threading, time
+try:
+    os.setsid()
+except OSError:
+    pass
+os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+parent = os.getppid()
+def _watch():
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+threading.Thread(target=_watch, name="ends-with-parent", daemon=True).start()
+"""
+#: The environment variable through which Dask's processes inherit their parent's config.
+INHERIT_CONFIG = "DASK_INTERNAL_INHERIT_CONFIG"
 CLUSTER_MODULES = frozenset({"distributed", "dask", "tornado", "msgpack"})
-#: The polling of a local cluster, whose scheduler and nannies run in this process: about
-#: a fifth of the CPU of Dask's defaults.
+#: The polling of a local cluster's scheduler, nannies and workers: about a fifth of the CPU
+#: of Dask's defaults.
 LOCAL_POLLING = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "500ms",
@@ -241,16 +266,31 @@ def _collect_quietly() -> None:
 def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
                    label: str) -> Any:
     """``workers`` single-threaded worker processes with ``memory_limit`` each, their
-    scratch files in ``folder``. Interrupted or failed while it starts, the part that
-    started is closed (no worker process outlives the run)."""
-    try:
-        return distributed.LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True,
-            memory_limit=settings.memory_limit, host="127.0.0.1", local_directory=folder,
+    scratch files in ``folder``; the scheduler and the nannies in processes of their own
+    (``distributed``'s subprocess deployment), out of this process's group (Ctrl-C in a
+    terminal reaches this process, which closes them in order), silent, ending with this
+    process however it ends (:data:`CLUSTER_PROCESS_START`). They start with this process's
+    Dask config; Ctrl-C while they start is ignored. Interrupted or failed while it starts,
+    the part that started is closed (no process outlives the run)."""
+    from distributed.deploy.subprocess import SubprocessScheduler, SubprocessWorker
+
+    start = [CLUSTER_PROCESS_START]
+    scheduler = {"cls": SubprocessScheduler, "options": {
+        "timeout": settings.timeout, "scheduler_kwargs": {
+            "host": "127.0.0.1", "port": 0, "scheduler_file": f"{folder}/scheduler.json",
             # no dashboard; the scheduler's HTTP endpoint (health) on a free port
-            dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            preload=[IGNORE_INTERRUPTS], silence_logs=logging.CRITICAL,
-            timeout=f"{settings.timeout}s")
+            "dashboard": False, "dashboard_address": "127.0.0.1:0", "preload": start}}}
+    worker = {"cls": SubprocessWorker, "options": {
+        "worker_class": "distributed.Nanny", "worker_kwargs": {
+            "host": "127.0.0.1", "nthreads": 1, "memory_limit": settings.memory_limit,
+            "local_directory": folder, "silence_logs": logging.CRITICAL,
+            "death_timeout": settings.timeout, "preload_nanny": start,
+            "preload": [IGNORE_INTERRUPTS]}}}
+    try:
+        with _children_setup():
+            return distributed.SpecCluster(
+                workers=dict.fromkeys(range(workers), worker), scheduler=scheduler,
+                worker=worker, name="calaudit", silence_logs=logging.CRITICAL)
     except BaseException as exc:  # noqa: BLE001 - the machine's limits, Ctrl-C, SIGTERM
         _close_started(distributed)
         if not isinstance(exc, Exception):
@@ -260,6 +300,30 @@ def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
     raise ClusterError(f"{label}: cannot start a local Dask cluster ({reason})",
                        hint="fewer --workers, a smaller dask.memory_limit, or a longer "
                             "dask.timeout")
+
+
+@contextlib.contextmanager
+def _children_setup() -> Iterator[None]:
+    """While the block starts the cluster's processes: they inherit this process's Dask
+    config (with Dask's log lines held back, and none on a pipe nobody reads) and
+    Ctrl-C ignored (an ignored signal stays ignored across ``exec``; Ctrl-C reaches the
+    whole process group, and this process closes the cluster)."""
+    import dask
+
+    config = {**dask.config.config, "logging": dict.fromkeys(DASK_LOGGERS, "critical")}
+    saved = os.environ.get(INHERIT_CONFIG)
+    os.environ[INHERIT_CONFIG] = dask.config.serialize(config)
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, handler)
+        if saved is None:
+            os.environ.pop(INHERIT_CONFIG, None)
+        else:
+            os.environ[INHERIT_CONFIG] = saved
 
 
 def _close_started(distributed: Any) -> None:
