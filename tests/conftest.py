@@ -3,6 +3,7 @@ local Dask clusters of the executor tests."""
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Iterator
@@ -206,11 +207,25 @@ def one_worker() -> Iterator[Any]:
         yield client
 
 
-@pytest.fixture(scope="module")
-def two_workers() -> Iterator[Any]:
-    """Two worker processes, shared by a test module."""
+@pytest.fixture(scope="session")
+def _two_worker_processes() -> Iterator[Any]:
+    """The cluster behind :func:`two_workers`, started once per test process (its
+    workers' start and first imports take seconds)."""
     with local_cluster(2) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def two_workers(_two_worker_processes) -> Iterator[Any]:
+    """Two worker processes, shared by a test module; as a fresh cluster, both are
+    running and hold no data when the module starts (what earlier modules left is
+    released, or the workers are restarted)."""
+    client = _two_worker_processes
+    gc.collect()  # futures held in reference cycles of earlier modules
+    if not eventually(lambda: not client.who_has(), 10.0):
+        client.restart()
+    client.wait_for_workers(2, timeout=60)
+    yield client
 
 
 def eventually(condition, seconds: float = 20.0) -> bool:
