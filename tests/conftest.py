@@ -7,7 +7,7 @@ import gc
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     ``two_workers``) first, then the others by their number of tests (each order otherwise
     kept), so that the long files start early instead of ending the run on one worker while
     the others wait. A serial run keeps the file order."""
+    _TWO_WORKERS.modules = {item.path for item in items
+                            if "two_workers" in getattr(item, "fixturenames", ())}
     if not hasattr(config, "workerinput"):
         return
     clusters = {"one_worker", "two_workers"}
@@ -207,20 +209,49 @@ def one_worker() -> Iterator[Any]:
         yield client
 
 
-@pytest.fixture(scope="session")
-def _two_worker_processes() -> Iterator[Any]:
-    """The cluster behind :func:`two_workers`, started once per test process (its
-    workers' start and first imports take seconds)."""
-    with local_cluster(2) as client:
-        yield client
+class _SharedCluster:
+    """The two-process cluster of :func:`two_workers`, started by the first module that
+    needs it and kept for the next ones (its workers' start and first imports take
+    seconds); closed before a test of a module that does not need it (the modules using
+    a cluster run first, see :func:`pytest_collection_modifyitems`): idle, each of its
+    processes still takes a few per cent of a core."""
+
+    def __init__(self) -> None:
+        self.modules: set[Path] = set()  # the test files using ``two_workers``
+        self.client: Any = None
+        self._stack: ExitStack | None = None
+
+    def open(self) -> Any:
+        if self.client is None:
+            self._stack = ExitStack()
+            self.client = self._stack.enter_context(local_cluster(2))
+        return self.client
+
+    def close(self) -> None:
+        stack, self._stack, self.client = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_TWO_WORKERS = _SharedCluster()
+
+
+def pytest_runtest_setup(item) -> None:
+    if item.path not in _TWO_WORKERS.modules:
+        _TWO_WORKERS.close()
+
+
+def pytest_sessionfinish(session) -> None:
+    _TWO_WORKERS.close()
 
 
 @pytest.fixture(scope="module")
-def two_workers(_two_worker_processes) -> Iterator[Any]:
+def two_workers(request) -> Iterator[Any]:
     """Two worker processes, shared by a test module; as a fresh cluster, both are
     running and hold no data when the module starts (what earlier modules left is
     released, or the workers are restarted)."""
-    client = _two_worker_processes
+    _TWO_WORKERS.modules.add(request.path)  # also when asked for by name only
+    client = _TWO_WORKERS.open()
     gc.collect()  # futures held in reference cycles of earlier modules
     if not eventually(lambda: not client.who_has(), 10.0):
         client.restart()
