@@ -33,23 +33,32 @@ def pytest_xdist_auto_num_workers(config) -> int | None:
         return os.cpu_count() or 1
 
 
+def _uses(item, fixture: str) -> bool:
+    """``item`` asks for ``fixture``: as an argument or by name, as a parameter's value
+    (``request.getfixturevalue(workers)``)."""
+    callspec = getattr(item, "callspec", None)
+    return (fixture in getattr(item, "fixturenames", ())
+            or (callspec is not None and fixture in callspec.params.values()))
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """In a parallel run (pytest-xdist's workers, ``--dist loadfile``, see pyproject.toml):
-    the files holding a test marked ``slow`` or using a Dask cluster (``one_worker``,
-    ``two_workers``) first, then the others by their number of tests (each order otherwise
-    kept), so that the long files start early instead of ending the run on one worker while
-    the others wait. A serial run keeps the file order."""
-    _TWO_WORKERS.modules = {item.path for item in items
-                            if "two_workers" in getattr(item, "fixturenames", ())}
+    the files using the two-process cluster (``two_workers``) first, so that each worker
+    keeps one cluster for them (:class:`_SharedCluster`), then the other files holding a
+    test marked ``slow`` or using the in-process cluster (``one_worker``), then the others
+    by their number of tests (each order otherwise kept), so that the long files start
+    early instead of ending the run on one worker while the others wait. A serial run
+    keeps the file order."""
+    _TWO_WORKERS.modules = {item.path for item in items if _uses(item, "two_workers")}
     if not hasattr(config, "workerinput"):
         return
-    clusters = {"one_worker", "two_workers"}
     slow = {item.path for item in items if item.get_closest_marker("slow")
-            or clusters & set(getattr(item, "fixturenames", ()))}
+            or _uses(item, "one_worker")}
     counts: dict[Path, int] = {}
     for item in items:
         counts[item.path] = counts.get(item.path, 0) + 1
-    items.sort(key=lambda item: (item.path not in slow, -counts[item.path]))
+    items.sort(key=lambda item: (item.path not in _TWO_WORKERS.modules,
+                                 item.path not in slow, -counts[item.path]))
 
 
 def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
