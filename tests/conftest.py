@@ -3,10 +3,11 @@ local Dask clusters of the executor tests."""
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,21 +33,32 @@ def pytest_xdist_auto_num_workers(config) -> int | None:
         return os.cpu_count() or 1
 
 
+def _uses(item, fixture: str) -> bool:
+    """``item`` asks for ``fixture``: as an argument or by name, as a parameter's value
+    (``request.getfixturevalue(workers)``)."""
+    callspec = getattr(item, "callspec", None)
+    return (fixture in getattr(item, "fixturenames", ())
+            or (callspec is not None and fixture in callspec.params.values()))
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """In a parallel run (pytest-xdist's workers, ``--dist loadfile``, see pyproject.toml):
-    the files holding a test marked ``slow`` or using a Dask cluster (``one_worker``,
-    ``two_workers``) first, then the others by their number of tests (each order otherwise
-    kept), so that the long files start early instead of ending the run on one worker while
-    the others wait. A serial run keeps the file order."""
+    the files using the two-process cluster (``two_workers``) first, so that each worker
+    keeps one cluster for them (:class:`_SharedCluster`), then the other files holding a
+    test marked ``slow`` or using the in-process cluster (``one_worker``), then the others
+    by their number of tests (each order otherwise kept), so that the long files start
+    early instead of ending the run on one worker while the others wait. A serial run
+    keeps the file order."""
+    _TWO_WORKERS.modules = {item.path for item in items if _uses(item, "two_workers")}
     if not hasattr(config, "workerinput"):
         return
-    clusters = {"one_worker", "two_workers"}
     slow = {item.path for item in items if item.get_closest_marker("slow")
-            or clusters & set(getattr(item, "fixturenames", ()))}
+            or _uses(item, "one_worker")}
     counts: dict[Path, int] = {}
     for item in items:
         counts[item.path] = counts.get(item.path, 0) + 1
-    items.sort(key=lambda item: (item.path not in slow, -counts[item.path]))
+    items.sort(key=lambda item: (item.path not in _TWO_WORKERS.modules,
+                                 item.path not in slow, -counts[item.path]))
 
 
 def binary_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
@@ -206,11 +218,54 @@ def one_worker() -> Iterator[Any]:
         yield client
 
 
+class _SharedCluster:
+    """The two-process cluster of :func:`two_workers`, started by the first module that
+    needs it and kept for the next ones (its workers' start and first imports take
+    seconds); closed before a test of a module that does not need it (the modules using
+    a cluster run first, see :func:`pytest_collection_modifyitems`): idle, each of its
+    processes still takes a few per cent of a core."""
+
+    def __init__(self) -> None:
+        self.modules: set[Path] = set()  # the test files using ``two_workers``
+        self.client: Any = None
+        self._stack: ExitStack | None = None
+
+    def open(self) -> Any:
+        if self.client is None:
+            self._stack = ExitStack()
+            self.client = self._stack.enter_context(local_cluster(2))
+        return self.client
+
+    def close(self) -> None:
+        stack, self._stack, self.client = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_TWO_WORKERS = _SharedCluster()
+
+
+def pytest_runtest_setup(item) -> None:
+    if item.path not in _TWO_WORKERS.modules:
+        _TWO_WORKERS.close()
+
+
+def pytest_sessionfinish(session) -> None:
+    _TWO_WORKERS.close()
+
+
 @pytest.fixture(scope="module")
-def two_workers() -> Iterator[Any]:
-    """Two worker processes, shared by a test module."""
-    with local_cluster(2) as client:
-        yield client
+def two_workers(request) -> Iterator[Any]:
+    """Two worker processes, shared by a test module; as a fresh cluster, both are
+    running and hold no data when the module starts (what earlier modules left is
+    released, or the workers are restarted)."""
+    _TWO_WORKERS.modules.add(request.path)  # also when asked for by name only
+    client = _TWO_WORKERS.open()
+    gc.collect()  # futures held in reference cycles of earlier modules
+    if not eventually(lambda: not client.who_has(), 10.0):
+        client.restart()
+    client.wait_for_workers(2, timeout=60)
+    yield client
 
 
 def eventually(condition, seconds: float = 20.0) -> bool:

@@ -263,12 +263,19 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged(
     assert killed not in set(two_workers.run(os.getpid).values())
 
 
-@pytest.fixture()
-def lone_worker_process():
-    """A cluster of one worker process: it holds the only copy of every broadcast value,
-    and the worker its nanny starts after a kill holds none."""
+@pytest.fixture(scope="module")
+def _lone_worker_cluster():
     with local_cluster(1) as client:
         yield client
+
+
+@pytest.fixture()
+def lone_worker_process(_lone_worker_cluster):
+    """A cluster of one worker process: it holds the only copy of every broadcast value,
+    and the worker its nanny starts after a kill holds none (running when a test starts;
+    the tests sharing it kill it)."""
+    _lone_worker_cluster.wait_for_workers(1, timeout=60)
+    return _lone_worker_cluster
 
 
 def test_shared_values_lost_with_their_only_worker_are_made_again_by_dask(

@@ -2,7 +2,8 @@
 
 Builds the wheel from this checkout, installs it into a fresh virtual environment (whose
 dependencies come from the current environment through a ``.pth`` file, so no network is
-needed), and runs the installed ``calaudit`` from an unrelated directory.
+needed; it has no pip of its own, this one installs into it: ``pip --python``), and runs
+the installed ``calaudit`` from an unrelated directory.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ def installed(tmp_path_factory):
          "-w", base / "dist", ROOT])
     wheel = next((base / "dist").glob("calaudit-*.whl"))
     venv = base / "venv"
-    run([sys.executable, "-m", "venv", venv])
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
     python = venv / "bin" / "python"
     site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
     deps = sysconfig.get_paths()["purelib"]
     Path(site.stdout.strip(), "_calaudit_test_deps.pth").write_text(deps + "\n")
-    run([python, "-m", "pip", "install", "--no-deps", "--no-index", wheel])
+    run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps",
+         "--no-index", wheel])
     return wheel, venv, base
 
 

@@ -156,7 +156,9 @@ def served(command: list[str], port: int):
 
 @contextlib.contextmanager
 def azure_server(command: str):
-    """Azurite's blob service; ``AZURE_STORAGE_CONNECTION_STRING`` points adlfs at it."""
+    """Azurite's blob service; ``AZURE_STORAGE_CONNECTION_STRING`` points adlfs at it.
+    ``--disableTelemetry``: otherwise Azurite sends usage data, and after a SIGTERM it does
+    not end within the 10 s :func:`served` waits (it was killed after them)."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="azurite-")
     env = {"AZURE_STORAGE_CONNECTION_STRING": (
@@ -165,7 +167,7 @@ def azure_server(command: str):
     try:
         with _store("abfs", env, [command, "--blobHost", "127.0.0.1", "--blobPort", str(port),
                                   "--location", workdir, "--silent", "--skipApiVersionCheck",
-                                  "--loose"], port) as store:
+                                  "--loose", "--disableTelemetry"], port) as store:
             yield store
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -2,7 +2,8 @@
 from a checkout of the repository, or from a wheel built from it. The install commands
 are taken from the README and run against this checkout (linked as ``calaudit-src``),
 into a fresh virtual environment without network access (dependencies come from the
-current environment through a ``.pth`` file)."""
+current environment through a ``.pth`` file; the environment has no pip of its own, this
+one installs into it: ``pip --python``)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def run(cmd, cwd: Path) -> subprocess.CompletedProcess:
 def test_ci_install_commands_work(tmp_path, kind):
     (tmp_path / "calaudit-src").symlink_to(ROOT, target_is_directory=True)
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path)
     python = str(venv / "bin" / "python")
     site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                tmp_path).stdout.strip()
@@ -61,7 +62,8 @@ def test_ci_install_commands_work(tmp_path, kind):
         words = shlex.split(command)
         words = [str(p) for w in words for p in (sorted(tmp_path.glob(w)) if "*" in w
                                                   else [w])]
-        run([python, "-m", *words, *OFFLINE], tmp_path)
+        assert words[0] == "pip", command
+        run([sys.executable, "-m", "pip", "--python", python, *words[1:], *OFFLINE], tmp_path)
     where = run([python, "-c", "import calaudit; print(calaudit.__file__)"], tmp_path)
     assert where.stdout.startswith(str(venv)), where.stdout
     version = run([str(venv / "bin" / "calaudit"), "--version"], tmp_path)
