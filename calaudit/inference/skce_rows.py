@@ -36,9 +36,9 @@ from calaudit.inference.feature_tests import (
 from calaudit.inference.skce_class_rows import ClassRows
 from calaudit.inference.skce_tests import LinearTerms, combine_terms, range_terms
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
-from calaudit.numerics.block_draws import block_totals
+from calaudit.numerics.block_draws import totals_table
 from calaudit.numerics.features import FourierFeatures, grid_exponent
-from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, DerivedRows, stream_seed, task_ranges
+from calaudit.scale import TASK_ROWS, DerivedRows, stream_seed, task_ranges
 
 SCALE = math.sqrt(2.0)
 
@@ -124,11 +124,6 @@ def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
         return LinearTerms.of(scale.map_rows(terms_partial, ranges, shared)["terms"],
                               per_range, keep)
     return scale.map_combine(terms_partial, ranges, shared, combine_terms)
-
-
-def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
-    """The bootstrap's per-block draw totals of ``n`` rows as a table of row blocks."""
-    return BlockTable(block_totals(seed, name, n, n_boot), ROW_BLOCK, n)
 
 
 @dataclass(frozen=True)
