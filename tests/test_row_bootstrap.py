@@ -192,3 +192,23 @@ def test_a_multiclass_dataset_with_intervals_is_the_loaded_json(tmp_path, refuse
     single = canonical(run_audit(load(path), config, stages=stages))
     with scale.using(SerialExecutor()):
         assert canonical(run_audit(plan(path), config, stages=stages)) == single
+
+
+@pytest.mark.parametrize("blocksize", [2, 7])
+def test_linear_skce_replicates_are_the_count_weighted_term_means(blocksize):
+    """``skce_ul`` / ``skce_block`` replicates: the terms' mean under the counts of the
+    ``T`` terms (one multinomial of ``T`` per resample)."""
+    from calaudit.inference.skce_rows import linear_replicates
+    from calaudit.metrics.skce import block_terms, choose_kernel
+
+    y, proba, _ = rows_of(3, seed=5, n=30_001)
+    residuals = np.eye(3)[y] - proba
+    kernel = choose_kernel(proba, "laplacian", 0.5).kernel
+    draws = Draws(7, "skce_ul_bootstrap", 25)
+    with scale.using(SerialExecutor()):
+        ours = linear_replicates(ArrayRows({"proba": proba, "residuals": residuals}),
+                                 kernel, blocksize, draws)
+    terms = block_terms(kernel, proba, residuals, blocksize)
+    counts = count_matrix(draws, terms.size)
+    assert np.all(counts.sum(axis=0) == terms.size)
+    np.testing.assert_allclose(ours, terms @ counts / terms.size, rtol=1e-10)
