@@ -23,10 +23,22 @@ from calaudit.audit.runner import run_audit
 from calaudit.data.load import load
 from calaudit.data.planned import plan
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
-from calaudit.metrics.brier_decomposition import decompose_binned, sum_decompositions
-from calaudit.metrics.clinical import recalibration_of_counts, recalibration_replicates
+from calaudit.metrics.brier_decomposition import (
+    decompose_binned,
+    decomposition_from_sums,
+    sum_decompositions,
+)
+from calaudit.metrics.clinical import (
+    logit_of,
+    recalibration_of_counts,
+    recalibration_replicates,
+)
 from calaudit.metrics.ece import notion_outcomes, scores_and_outcomes
-from calaudit.metrics.ece_variants import CanonicalBins, classwise_outcomes
+from calaudit.metrics.ece_variants import (
+    CanonicalBins,
+    canonical_from_sums,
+    classwise_outcomes,
+)
 from calaudit.metrics.log_loss import log_loss
 from calaudit.metrics.row_bootstrap import Draws, replicate_sums
 from calaudit.metrics.row_summary import Binning, class_panels
@@ -90,10 +102,8 @@ def test_replicates_are_the_count_weighted_statistics(m, weighted, strategy):
         "reliability": parts.reliability, "resolution": parts.resolution,
         "brier": (((proba - np.eye(m)[y]) ** 2).sum(axis=1) @ weights) / weights.sum(axis=0)}
     ours = boot.sums(0)
-    from calaudit.metrics.brier_decomposition import decomposition_from_sums
     mine = sum_decompositions([decomposition_from_sums(*boot.moments(k), floats=False)
                                for k in ((0,) if m == 2 else class_panels(m))])
-    from calaudit.metrics.ece_variants import canonical_from_sums
     found = {
         "ece": ece_from_sums(ours), "mce": mce_from_sums(ours),
         "ece_l2": ece_from_sums(ours, "l2"), "debiased": debiased_squared_from_sums(ours),
@@ -124,7 +134,6 @@ def test_clinical_replicates_are_the_count_weighted_fits():
     p = proba[:, 1]
     draws = Draws(4, "clinical_bootstrap", 16)
     counts = count_matrix(draws, N)
-    from calaudit.metrics.clinical import logit_of
     rows = {"y": y, "logit": logit_of(p)[0]}
     for weights, extra in ((counts, {}), (counts * w[:, None], {"w": w})):
         with scale.using(SerialExecutor()):
@@ -212,3 +221,16 @@ def test_linear_skce_replicates_are_the_count_weighted_term_means(blocksize):
     counts = count_matrix(draws, terms.size)
     assert np.all(counts.sum(axis=0) == terms.size)
     np.testing.assert_allclose(ours, terms @ counts / terms.size, rtol=1e-10)
+
+
+def test_a_csv_dataset_with_intervals_is_the_loaded_json(tmp_path, refused):
+    """A CSV dataset read by its tasks (each parses its own files' rows): the ``--ci``
+    JSON of the loaded rows, no row read into the client's columns."""
+    from tests.test_csv_dataset_rows import frame
+    from tests.test_csv_dataset_rows import write as write_csv
+
+    path = write_csv(tmp_path / "csv", frame(3), gzip_last=True)
+    config = _config()
+    single = canonical(run_audit(load(path), config, stages=STAGES))
+    with scale.using(SerialExecutor()):
+        assert canonical(run_audit(plan(path), config, stages=STAGES)) == single
