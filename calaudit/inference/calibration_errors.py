@@ -17,14 +17,9 @@ from numpy.typing import NDArray
 from calaudit import registry
 from calaudit.inference.bootstrap_ci import ci_params, intervals
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
-from calaudit.metrics.brier_decomposition import (
-    decomposition_from_sums,
-    sum_decompositions,
-)
+from calaudit.metrics.brier_decomposition import decomposition_from_sums, sum_decompositions
 from calaudit.metrics.ece import default_notion
-from calaudit.metrics.ece_variants import (
-    canonical_from_sums,
-)
+from calaudit.metrics.ece_variants import canonical_from_sums
 from calaudit.metrics.log_loss import EPS
 from calaudit.metrics.row_bootstrap import Draws, ReplicateSums, replicate_sums
 from calaudit.metrics.row_summary import Binning, binned_summary, class_panels, weighted_source
