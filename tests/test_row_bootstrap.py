@@ -20,6 +20,7 @@ from calaudit.audit.battery import (
 )
 from calaudit.audit.config import AuditConfig
 from calaudit.audit.runner import run_audit
+from calaudit.data.dataset_rows import DatasetRows
 from calaudit.data.load import load
 from calaudit.data.planned import plan
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
@@ -167,8 +168,8 @@ def test_a_dataset_with_intervals_on_two_workers_is_the_loaded_json(folder, two_
                                                                     refused, monkeypatch):
     """``--ci`` on a dataset: on two workers and in one process, the JSON (statuses,
     p-values, estimates and intervals) is bit for bit the one of the same rows loaded; the
-    client reads no rows (``refused``) and places nothing; the counts are drawn by the
-    reductions' tasks."""
+    client reads no rows (``refused``, and the source's ``read`` fails in this process)
+    and places nothing; the counts are drawn by the reductions' tasks."""
     from tests.conftest import dask_partials
 
     config = _config()
@@ -180,6 +181,11 @@ def test_a_dataset_with_intervals_on_two_workers_is_the_loaded_json(folder, two_
     executor = DaskExecutor(two_workers)
     with scale.using(executor):
         data = plan(folder)
+
+    def read_here(self, start, stop, names):
+        raise AssertionError(f"rows {start}-{stop} read in the client")
+
+    monkeypatch.setattr(DatasetRows, "read", read_here)  # the workers' copies read
     result = run_audit(data, _config(executor=executor), stages=STAGES)
     assert canonical(result) == single
     assert all(m.ci is not None for m in result.metrics), [m.id for m in result.metrics
