@@ -58,7 +58,7 @@ class CalibrationErrorStage:
 def _rows(data: CalibrationData, config: AuditConfig) -> Any:
     """The row source of ``data`` (:func:`calaudit.metrics.row_summary.row_source`: a
     dataset's tasks read their own rows; weighted rows carry the column ``w``)."""
-    return row_source(data, config.binning.strategy, ci_level(config) is not None)
+    return row_source(data, config.binning.strategy)
 
 
 class EceFamilyStage:
@@ -110,8 +110,8 @@ class ClinicalStage:
             rng: np.random.Generator) -> StageOutput:
         if not data.is_binary:
             return StageOutput()
-        if getattr(data, "rows", None) is not None and ci_level(config) is None:
-            return self.of_rows(data, config)
+        if getattr(data, "rows", None) is not None:
+            return self.of_rows(data, config, rng)
         y, p, weights = data.y_true, data.positive_proba, data.weights
         metrics = clinical_metrics(
             y, p, ci_level=config.ci_level, rng=rng,
@@ -126,13 +126,15 @@ class ClinicalStage:
 
 
     @staticmethod
-    def of_rows(data: Any, config: AuditConfig) -> StageOutput:
+    def of_rows(data: Any, config: AuditConfig, rng: np.random.Generator) -> StageOutput:
         """The stage on a dataset whose tasks read their own rows
         (:class:`calaudit.data.planned.RowsData`): the same reductions over the source
-        (Hosmer-Lemeshow's breaks too: exact order statistics)."""
+        (Hosmer-Lemeshow's breaks too: exact order statistics; the bootstrap's counts
+        drawn by the tasks)."""
         rows, n = data.rows, data.n
-        metrics = clinical_metrics_of_rows(rows, n, int(data.counts[1]), data.clipped,
-                                           ci_level=config.ci_level)
+        metrics = clinical_metrics_of_rows(
+            rows, n, int(data.counts[1]), data.clipped, ci_level=config.ci_level, rng=rng,
+            ci_resamples=config.n_resamples if ci_level(config) is not None else None)
         tests = {"spiegelhalter": lambda: spiegelhalter_result(
                      spiegelhalter_of_rows(rows, n), n, data.expected),
                  "hosmer_lemeshow": lambda: hosmer_lemeshow_of_rows(

@@ -17,11 +17,11 @@ ranges): the default global battery does. Covariates of the same files are plann
 reduction: :mod:`calaudit.data.dataset_covariates`; the numeric covariates' bands, the
 quantile bins and Hosmer-Lemeshow's groups from exact order-statistics reductions,
 :mod:`calaudit.numerics.order_statistics`). A stage that needs every row in memory (the
-local stage's exact path; bootstrap intervals, Kuiper's
-ordered residuals) reads ``y_true`` / ``y_proba`` / a covariate's ``values``: then each
-column it asks for is read once, range by range through the executor, into this process
-(``--verbose`` says so). A multi-class model's labels may be text (each range's labels
-name their classes row by row); a binary model's text labels are loaded.
+local stage's exact path; Kuiper's ordered residuals) reads ``y_true`` / ``y_proba`` / a
+covariate's ``values``: then each column it asks for is read once, range by range through
+the executor, into this process (``--verbose`` says so). A multi-class model's labels
+may be text (each range's labels name their classes row by row); a binary model's text
+labels are loaded.
 
 Only the default reading of a dataset (covariates allowed) takes this path
 (:func:`why_not`); any other input or option is loaded as before.

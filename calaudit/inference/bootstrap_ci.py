@@ -1,30 +1,15 @@
-"""Percentile bootstrap intervals (Efron & Tibshirani 1993, ch. 13), vectorised: a
-statistic of resample ``b`` is the statistic of the data weighted by the counts ``C[:,
-b]``, so statistics take an (n, q) weight matrix. Binned statistics keep the full data's
-bins.
+"""Percentile bootstrap intervals (Efron & Tibshirani 1993, ch. 13) of bootstrap
+replicates: a statistic of resample ``b`` is the statistic of the data weighted by the
+counts ``C[:, b]`` (the replicates' reductions: :mod:`calaudit.metrics.row_bootstrap`).
+Binned statistics keep the full data's bins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import NDArray
-
-from calaudit.numerics.resampling import BATCH_ENTRIES, batch_sizes, bootstrap_counts
-
-Statistics = Callable[[NDArray[np.float64]], Mapping[str, NDArray[np.float64]]]
-
-
-def bootstrap_replicates(statistics: Statistics, n: int, rng: np.random.Generator,
-                         n_resamples: int, max_entries: int = BATCH_ENTRIES
-                         ) -> dict[str, NDArray[np.float64]]:
-    """Replicates of every statistic of ``statistics(weights)`` on the same resamples."""
-    collected: dict[str, list[NDArray[np.float64]]] = {}
-    for q in batch_sizes(n_resamples, n, max_entries):
-        for key, values in statistics(bootstrap_counts(rng, n, q)).items():
-            collected.setdefault(key, []).append(np.asarray(values, dtype=np.float64))
-    return {key: np.concatenate(parts) for key, parts in collected.items()}
 
 
 def percentile_interval(replicates: NDArray[np.float64], level: float = 0.95

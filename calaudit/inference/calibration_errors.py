@@ -1,9 +1,10 @@
-"""Calibration-error metrics of one data set (the estimators of :mod:`calaudit.metrics`),
+"""Calibration-error metrics of a row source (the estimators of :mod:`calaudit.metrics`),
 with percentile bootstrap intervals on request (bins fixed at the full-data bins).
 
-Every statistic here takes a matrix of row weights: the weighted estimate
-(``sample_weight``, docs/weights.md) is that of the one column ``w``, its bootstrap
-replicates those of ``counts * w``."""
+Row weights (``sample_weight``, docs/weights.md: the source's column ``w``) weight every
+sum; a bootstrap replicate counts row ``i`` ``C[i, b] w_i`` times. The replicates are the
+estimates' formulas on each resample's sums (:mod:`calaudit.metrics.row_bootstrap`), one
+reduction over the rows whichever executor reads them."""
 
 from __future__ import annotations
 
@@ -14,41 +15,29 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import registry
-from calaudit.inference.bootstrap_ci import Statistics, bootstrap_replicates, ci_params, intervals
+from calaudit.inference.bootstrap_ci import ci_params, intervals
 from calaudit.metrics.binned import debiased_squared_from_sums, ece_from_sums, mce_from_sums
-from calaudit.metrics.brier_decomposition import (
-    decompose_binned,
-    decomposition_from_sums,
-    sum_decompositions,
-)
-from calaudit.metrics.ece import default_notion, notion_outcomes, scores_and_outcomes
-from calaudit.metrics.ece_variants import (
-    CanonicalBins,
-    canonical_from_sums,
-    classwise_from_outcomes,
-    classwise_outcomes,
-)
-from calaudit.metrics.inputs import residuals_of
-from calaudit.metrics.log_loss import EPS, log_loss
+from calaudit.metrics.brier_decomposition import decomposition_from_sums, sum_decompositions
+from calaudit.metrics.ece import default_notion
+from calaudit.metrics.ece_variants import canonical_from_sums
+from calaudit.metrics.log_loss import EPS
+from calaudit.metrics.row_bootstrap import Draws, ReplicateSums, replicate_sums
 from calaudit.metrics.row_summary import Binning, binned_summary, class_panels, weighted_source
-from calaudit.metrics.smooth_ece import Smoother, reliability_of, smooth_ece_replicates
+from calaudit.metrics.smooth_bootstrap import smooth_ece_of_counts
+from calaudit.metrics.smooth_ece import Smoother, reliability_of
 from calaudit.numerics.binning import Strategy
 from calaudit.results import MetricResult
+from calaudit.scale import stream_seed
+
+#: The block streams' name of the binned statistics' bootstrap counts.
+STREAM = "binned_bootstrap"
 
 
-def _with_intervals(metrics: Sequence[MetricResult], statistics: Statistics, n: int,
-                    ci_level: float | None, n_resamples: int, rng: np.random.Generator | None,
-                    sample_weight: NDArray[np.float64] | None = None
-                    ) -> tuple[MetricResult, ...]:
-    """The metrics with (``ci_level``) the percentile intervals of ``statistics`` (of
-    ``counts * w`` with row weights ``sample_weight``)."""
-    if ci_level is None:
-        return tuple(metrics)
-
-    def of_counts(counts: NDArray[np.float64]) -> Any:
-        return statistics(counts if sample_weight is None else counts * sample_weight[:, None])
-
-    cis = intervals(bootstrap_replicates(of_counts, n, rng, n_resamples), ci_level)
+def _add_intervals(metrics: Sequence[MetricResult],
+                   replicates: dict[str, NDArray[np.float64]], ci_level: float,
+                   n_resamples: int) -> tuple[MetricResult, ...]:
+    """The metrics with the percentile intervals of their replicates."""
+    cis = intervals(replicates, ci_level)
     return tuple(MetricResult(m.id, m.value, {**m.params, **ci_params(ci_level, n_resamples)},
                               ci=cis.get(m.id), title=m.title) for m in metrics)
 
@@ -62,24 +51,16 @@ def calibration_errors_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strateg
     |p_i - e_{y_i}|^2`` and, for two classes, ``brier_binary = (1/n) sum_i (p_i - y_i)^2``
     (Brier 1950), of a row source (``y``, ``proba``, optionally the row weights ``w``:
     ``n_b`` is a bin's weight and the Brier scores are weighted means). ``ci_level``:
-    intervals from ``n_resamples`` resamples drawn with ``rng``, of the rows in memory."""
+    percentile intervals of ``n_resamples`` resamples (block streams seeded from ``rng``,
+    :mod:`calaudit.metrics.row_bootstrap`: the tasks that read the rows draw the counts)."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     notion = default_notion(summary.m)
     metrics = _error_metrics(summary.sums(0), notion, n_bins, strategy, summary.brier,
                              summary.brier_binary if summary.m == 2 else None)
     if ci_level is None:
         return metrics
-    y_true, y_proba, w = _arrays(rows)
-    binned = notion_outcomes(y_true, y_proba, n_bins=n_bins, strategy=strategy, notion=notion)
-    return _with_intervals(metrics, _error_statistics(y_true, y_proba, binned), y_true.size,
-                           ci_level, n_resamples, rng, w)
-
-
-def _arrays(rows: Any) -> tuple[NDArray[np.int64], NDArray[np.float64], Any]:
-    """The rows of an in-memory source and their weights (None: unweighted); the
-    bootstrap resamples every row."""
-    columns = rows.read(0, rows.n, ["y", "proba"] + (["w"] if weighted_source(rows) else []))
-    return columns["y"], columns["proba"], columns.get("w")
+    boot = replicate_sums(rows, summary.binning, Draws(stream_seed(rng), STREAM, n_resamples))
+    return _add_intervals(metrics, _error_replicates(boot), ci_level, n_resamples)
 
 
 def _error_metrics(sums: Any, notion: str, n_bins: int, strategy: str, brier: float,
@@ -102,22 +83,14 @@ def _error_metrics(sums: Any, notion: str, n_bins: int, strategy: str, brier: fl
     return tuple(metrics)
 
 
-def _error_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64],
-                      binned: Any) -> Statistics:
-    """The bootstrap replicates' statistics of :func:`calibration_errors_of_rows`."""
-    squared = (residuals_of(y_true, y_proba) ** 2).sum(axis=1)
-    positive = (y_proba[:, 1] - (y_true == 1)) ** 2 if y_proba.shape[1] == 2 else None
-
-    def statistics(weights: NDArray[np.float64]) -> dict[str, Any]:
-        sums = binned.sums(weights)
-        total = weights.sum(axis=0)
-        out = {"ece": ece_from_sums(sums), "mce": mce_from_sums(sums),
-               "brier": squared @ weights / total}
-        if positive is not None:
-            out["brier_binary"] = positive @ weights / total
-        return out
-
-    return statistics
+def _error_replicates(boot: ReplicateSums) -> dict[str, NDArray[np.float64]]:
+    """The replicates of :func:`calibration_errors_of_rows`'s metrics."""
+    sums, total = boot.sums(0), boot.total
+    out = {"ece": ece_from_sums(sums), "mce": mce_from_sums(sums),
+           "brier": boot.brier_sums[0] / total}
+    if boot.m == 2:
+        out["brier_binary"] = boot.brier_sums[1] / total
+    return out
 
 
 def _one(value: Any) -> float:
@@ -134,7 +107,8 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
     ``proba``, optionally the row weights ``w``); ``classes`` names the classes in
     ``params.per_class`` of ``ece_classwise`` (default ``"0" .. "m-1"``).
     ``debiased=False`` leaves ``ece_debiased`` out (its bias term needs frequency
-    weights). The intervals resample the rows in memory."""
+    weights). The intervals: percentile intervals of replicates made from the resamples'
+    sums, as in :func:`calibration_errors_of_rows`."""
     summary = binned_summary(rows, Binning.build(rows, n_bins, strategy))
     m = summary.m
     scalar = summary.sums(0)
@@ -158,38 +132,27 @@ def ece_variants_of_rows(rows: Any, *, n_bins: int = 15, strategy: Strategy = "u
                for key, value in values.items() if debiased or key != "ece_debiased"]
     if ci_level is None:
         return tuple(metrics)
-    y_true, y_proba, w = _arrays(rows)
-    statistics = _variant_statistics(y_true, y_proba, n_bins, strategy, canonical_distance)
-    return _with_intervals(metrics, statistics, y_true.size, ci_level, n_resamples, rng, w)
+    boot = replicate_sums(rows, summary.binning, Draws(stream_seed(rng), STREAM, n_resamples))
+    return _add_intervals(metrics, _variant_replicates(boot, canonical_distance), ci_level,
+                          n_resamples)
 
 
-def _variant_statistics(y_true: NDArray[np.int64], y_proba: NDArray[np.float64], n_bins: int,
-                        strategy: Strategy, canonical_distance: str) -> Statistics:
-    """The statistics of row-weight matrices of :func:`ece_variants_of_rows` (the bootstrap's)."""
-    m = y_proba.shape[1]
-    binning = {"n_bins": n_bins, "strategy": strategy}
-    scalar = notion_outcomes(y_true, y_proba, **binning)
-    # two classes: class 1 one-vs-rest is the binary notion's bins and outcomes (shared)
-    per_class = ((*classwise_outcomes(y_true, y_proba[:, :1], **binning), scalar) if m == 2
-                 else classwise_outcomes(y_true, y_proba, **binning))
-    canonical = CanonicalBins.build(y_true, y_proba, n_bins)
-    decomposed = per_class[1:] if m == 2 else per_class
-
-    def statistics(weights: NDArray[np.float64] | None) -> dict[str, Any]:
-        sums = scalar.sums(weights)
-        parts = sum_decompositions([decompose_binned(b, weights) for b in decomposed])
-        return {
-            "ece_l2": ece_from_sums(sums, "l2"),
-            "ece_classwise": classwise_from_outcomes(per_class, "l1", weights),
-            "ece_canonical": canonical.ece(canonical_distance, weights),
-            "ece_debiased": np.sqrt(np.maximum(debiased_squared_from_sums(sums), 0.0)),
-            "brier_reliability": parts.reliability,
-            "brier_resolution": parts.resolution,
-            "brier_uncertainty": parts.uncertainty,
-            "log_loss": log_loss(y_true, y_proba, weights=weights),
-        }
-
-    return statistics
+def _variant_replicates(boot: ReplicateSums, canonical_distance: str
+                        ) -> dict[str, NDArray[np.float64]]:
+    """The replicates of :func:`ece_variants_of_rows`'s metrics (the estimates' formulas
+    on each resample's sums)."""
+    m = boot.m
+    scalar = boot.sums(0)
+    parts = sum_decompositions([decomposition_from_sums(*boot.moments(k), floats=False)
+                                for k in ((0,) if m == 2 else class_panels(m))])
+    return {
+        "ece_l2": ece_from_sums(scalar, "l2"),
+        "ece_classwise": np.stack([ece_from_sums(boot.sums(k))
+                                   for k in class_panels(m)]).mean(axis=0),
+        "ece_canonical": canonical_from_sums(*boot.canonical_sums(), canonical_distance),
+        "ece_debiased": np.sqrt(np.maximum(debiased_squared_from_sums(scalar), 0.0)),
+        "brier_reliability": parts.reliability, "brier_resolution": parts.resolution,
+        "brier_uncertainty": parts.uncertainty, "log_loss": boot.log_loss_sums / boot.total}
 
 
 def _variant_params(m: int, n_bins: int, strategy: str, canonical_distance: str,
@@ -224,7 +187,8 @@ def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | No
     fixed-point bandwidth in the params) and the smoothed reliability diagram at that
     bandwidth (``mu(t)`` and the score density) of a row source (``y``, ``proba`` of
     ``n_classes`` columns, optionally the weights ``w``, which weight every sum over rows);
-    the interval resamples the rows in memory."""
+    the interval's resamples drawn as in :func:`calibration_errors_of_rows`, their smECE
+    by :mod:`calaudit.metrics.smooth_bootstrap`."""
     curve = reliability_of(Smoother.of_rows(rows))
     notion = default_notion(n_classes)
     metric = MetricResult("smece", curve.smece, {
@@ -233,10 +197,7 @@ def smooth_ece_metric_of_rows(rows: Any, n_classes: int, *, ci_level: float | No
         else "fixed point sigma = smECE_sigma (Blasiok & Nakkiran 2023)"},
         title=registry.title("smece", notion))
     if ci_level is not None:
-        y_true, y_proba, w = _arrays(rows)
-        scores, outcomes = scores_and_outcomes(y_true, y_proba, notion)
-        (metric,) = _with_intervals(
-            [metric], lambda weights: {"smece": smooth_ece_replicates(scores, outcomes,
-                                                                      weights)},
-            rows.n, ci_level, n_resamples, rng, w)
+        draws = Draws(stream_seed(rng), STREAM, n_resamples)
+        (metric,) = _add_intervals([metric], {"smece": smooth_ece_of_counts(rows, draws)},
+                                   ci_level, n_resamples)
     return metric, {"notion": notion, **curve.to_dict()}

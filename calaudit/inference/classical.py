@@ -30,19 +30,21 @@ from numpy.typing import NDArray
 from calaudit import registry, scale
 from calaudit.data.weights import SampleWeights
 from calaudit.inference import applicability as rules
-from calaudit.inference.bootstrap_ci import bootstrap_replicates, intervals
+from calaudit.inference.bootstrap_ci import intervals
 from calaudit.inference.weighted_tests import null_columns, weighted_hosmer_lemeshow
 from calaudit.metrics.clinical import CLIP as LOGIT_CLIP
 from calaudit.metrics.clinical import (
     logistic_recalibration,
+    logit_of,
+    recalibration_of_counts,
     recalibration_of_rows,
-    recalibration_replicates,
 )
+from calaudit.metrics.row_bootstrap import Draws
 from calaudit.numerics.binning import weighted_quantiles
 from calaudit.numerics.distributions import chi2_sf, norm_sf
 from calaudit.numerics.order_statistics import quantiles_of_rows
 from calaudit.results import MetricResult, Status, TestResult
-from calaudit.scale import ArrayRows, task_ranges
+from calaudit.scale import ArrayRows, stream_seed, task_ranges
 
 
 def _reduce(partial: Any, y: NDArray, p: NDArray, w: NDArray | None = None, **shared: Any
@@ -277,23 +279,36 @@ def clinical_metrics(y_true: NDArray[np.int64], p: NDArray[np.float64], *,
         return _needs_both_classes()
     fit = logistic_recalibration(y_true, p, sample_weight, information_scale)
     boot: dict = {}
-    w = np.ones(y_true.size) if sample_weight is None else sample_weight
     if ci_resamples is not None:
-        boot = intervals(bootstrap_replicates(
-            lambda weights: dict(zip(("citl", "slope"), recalibration_replicates(
-                y_true.astype(np.float64), p,
-                weights if sample_weight is None else weights * w[:, None]), strict=True)),
-            y_true.size, rng, ci_resamples, max_entries=4_000_000), ci_level)
+        columns = {"y": y_true, "logit": logit_of(np.asarray(p, dtype=np.float64))[0]}
+        if sample_weight is not None:
+            columns["w"] = np.asarray(sample_weight, dtype=np.float64)
+        boot = _bootstrap(ArrayRows(columns), y_true.size, ci_level, ci_resamples, rng,
+                          sample_weight is not None)
     return recalibration_metrics(fit, ci_level, boot, ci_resamples)
 
 
+def _bootstrap(rows: Any, n: int, ci_level: float, n_resamples: int,
+               rng: np.random.Generator, weighted: bool = False) -> dict:
+    """The percentile intervals of CITL and slope from ``n_resamples`` resamples of the
+    rows (``y``, ``logit``, ``weighted``: ``w``), counts from the block streams
+    ``(stream_seed(rng), "clinical_bootstrap", block)``."""
+    draws = Draws(stream_seed(rng), "clinical_bootstrap", n_resamples)
+    citl, slope = recalibration_of_counts(rows, n, draws, weighted)
+    return intervals({"citl": citl, "slope": slope}, ci_level)
+
+
 def clinical_metrics_of_rows(rows: Any, n: int, events: int, clipped: int, *,
-                             ci_level: float = 0.95) -> tuple[MetricResult, ...]:
-    """:func:`clinical_metrics` (Wald intervals, unweighted) of the ``n`` rows of a row
-    source (``y``, ``logit(clip(p))``; ``events`` positive, ``clipped`` clipped)."""
+                             ci_level: float = 0.95, ci_resamples: int | None = None,
+                             rng: np.random.Generator | None = None
+                             ) -> tuple[MetricResult, ...]:
+    """:func:`clinical_metrics` (unweighted) of the ``n`` rows of a row source (``y``,
+    ``logit(clip(p))``; ``events`` positive, ``clipped`` clipped)."""
     if not 0 < events < n:
         return _needs_both_classes()
-    return recalibration_metrics(recalibration_of_rows(rows, n, clipped), ci_level, {}, None)
+    boot = {} if ci_resamples is None else _bootstrap(rows, n, ci_level, ci_resamples, rng)
+    return recalibration_metrics(recalibration_of_rows(rows, n, clipped), ci_level, boot,
+                                 ci_resamples)
 
 
 CLINICAL_IDS = ("calibration_in_the_large", "calibration_slope")

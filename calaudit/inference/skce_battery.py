@@ -27,7 +27,7 @@ from calaudit.inference.consistency import skce_consistency_test
 from calaudit.inference.feature_tests import FeaturePass, SkceFeatures
 from calaudit.inference.method import Computation, choose_method
 from calaudit.inference.skce_pair_rows import PairInputs
-from calaudit.inference.skce_rows import RowInputs
+from calaudit.inference.skce_rows import RowInputs, linear_replicates
 from calaudit.inference.skce_tests import (
     UNIFORM_BOUND,
     CountForms,
@@ -40,6 +40,7 @@ from calaudit.inference.skce_tests import (
     quadratic_statistic,
     smallest_bound_pvalue,
 )
+from calaudit.metrics.row_bootstrap import Draws
 from calaudit.metrics.skce import (
     QuadraticTerms,
     SkceEstimators,
@@ -52,7 +53,7 @@ from calaudit.numerics.grams import cached
 from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts, monte_carlo_pvalue
 from calaudit.results import MetricResult, Status, TestResult
-from calaudit.scale import TASK_ROWS
+from calaudit.scale import TASK_ROWS, ArrayRows, stream_seed
 
 #: The tests, in report order.
 SKCE_TESTS = ("skce_b_bound", "skce_uq_bound", "skce_ul_bound", "skce_ul_asymptotic",
@@ -135,10 +136,16 @@ class ArrayInputs:
     def features(self, choice: Any, method: Any) -> SkceFeatures:
         return SkceFeatures.build(choice, method, self.y_proba, self.residuals)
 
-    def terms(self, kernel: StationaryKernel, blocksize: int, keep: bool) -> LinearTerms:
-        """The block estimator's terms, summarised per task range (``keep``: kept)."""
+    def terms(self, kernel: StationaryKernel, blocksize: int) -> LinearTerms:
+        """The block estimator's terms, summarised per task range."""
         return LinearTerms.of(block_terms(kernel, self.y_proba, self.residuals, blocksize),
-                              max(1, TASK_ROWS // blocksize), keep)
+                              max(1, TASK_ROWS // blocksize))
+
+    def replicates(self, kernel: StationaryKernel, blocksize: int, draws: Draws
+                   ) -> NDArray[np.float64]:
+        """The linear estimator's bootstrap replicates (:func:`linear_replicates`)."""
+        rows = ArrayRows({"proba": self.y_proba, "residuals": self.residuals})
+        return linear_replicates(rows, kernel, blocksize, draws)
 
     def consistency(self, kernel: StationaryKernel, observed: float,
                     rng: np.random.Generator, n_resamples: int) -> Any:
@@ -204,10 +211,8 @@ def skce_battery_of_inputs(inputs: ArrayInputs | RowInputs | PairInputs, *,
             approximation=features.approximation(choice.kernel, feature_rng))
     elif n >= 2:
         params["computation"] = method.to_params()
-    keep = ci_level is not None  # the intervals resample the terms
-    estimates = _Estimates(inputs, choice.kernel, params,
-                           inputs.terms(choice.kernel, 2, keep),
-                           inputs.terms(choice.kernel, blocksize, keep), blocksize, limit,
+    estimates = _Estimates(inputs, choice.kernel, params, inputs.terms(choice.kernel, 2),
+                           inputs.terms(choice.kernel, blocksize), blocksize, limit,
                            reported=(None, params))
     bootstrap = ci_level is not None or "skce_uq_asymptotic" in tests
     if features is not None:
@@ -255,14 +260,16 @@ def _metrics(estimates: _Estimates, ci_level: float | None, n_resamples: int,
     rows = [("skce_b", estimates.value("b"), forms.biased if forms else None, params),
             ("skce_uq", estimates.value("uq"), forms.unbiased_untied if forms else None,
              dict(params))]
-    for metric_id, terms, extra in (
-            ("skce_ul", estimates.pairs, {"pairs": estimates.pairs.count}),
+    seed = stream_seed(rng) if ci_level is not None else 0
+    for metric_id, terms, extra, size in (
+            ("skce_ul", estimates.pairs, {"pairs": estimates.pairs.count}, 2),
             ("skce_block", estimates.blocks, {"blocksize": estimates.blocksize,
-                                              "blocks": estimates.blocks.count})):
+                                              "blocks": estimates.blocks.count},
+             estimates.blocksize)):
         replicates = None
         if ci_level is not None and terms.count >= 2:
-            values = terms.values
-            replicates = values @ bootstrap_counts(rng, values.size, n_resamples) / values.size
+            replicates = estimates.inputs.replicates(
+                estimates.kernel, size, Draws(seed, f"{metric_id}_bootstrap", n_resamples))
         rows.append((metric_id, terms.mean, replicates, {**estimates.linear_params, **extra}))
     out = []
     for metric_id, value, replicates, metric_params in rows:

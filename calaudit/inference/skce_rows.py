@@ -35,10 +35,12 @@ from calaudit.inference.feature_tests import (
 )
 from calaudit.inference.skce_class_rows import ClassRows
 from calaudit.inference.skce_tests import LinearTerms, combine_terms, range_terms
+from calaudit.metrics.row_bootstrap import Draws
+from calaudit.metrics.row_summary import where_rows_are
 from calaudit.metrics.skce import KERNEL_DISTANCES, MEDIAN_SUBSAMPLE, block_terms, choose_kernel
-from calaudit.numerics.block_draws import block_totals
+from calaudit.numerics.block_draws import totals_table
 from calaudit.numerics.features import FourierFeatures, grid_exponent
-from calaudit.scale import ROW_BLOCK, TASK_ROWS, BlockTable, DerivedRows, stream_seed, task_ranges
+from calaudit.scale import ROW_BLOCK, TASK_ROWS, DerivedRows, blocks, stream_seed, task_ranges
 
 SCALE = math.sqrt(2.0)
 
@@ -102,33 +104,53 @@ def _largest(rows: Any, **shared: float) -> float:
                                             {"rows": rows, "tasks": len(ranges), **shared})["max"]))
 
 
-def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int,
-                  keep: bool = False) -> dict[str, NDArray]:
-    """``block_terms`` of the blocks ``[start, stop)`` of ``blocksize`` rows: the terms
-    (``keep``) or their summary (:func:`calaudit.inference.skce_tests.range_terms`)."""
+def terms_partial(start: int, stop: int, *, rows: Any, kernel: Any, blocksize: int
+                  ) -> dict[str, NDArray]:
+    """The summary (:func:`calaudit.inference.skce_tests.range_terms`) of ``block_terms``
+    of the blocks ``[start, stop)`` of ``blocksize`` rows."""
     part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
-    terms = block_terms(kernel, part["proba"], part["residuals"], blocksize)
-    return {"terms": terms} if keep else range_terms(terms)
+    return range_terms(block_terms(kernel, part["proba"], part["residuals"], blocksize))
 
 
-def terms_of_rows(rows: Any, kernel: Any, blocksize: int, keep: bool = False
-                  ) -> LinearTerms:
+def terms_of_rows(rows: Any, kernel: Any, blocksize: int) -> LinearTerms:
     """The :class:`~calaudit.inference.skce_tests.LinearTerms` of ``block_terms`` of every
-    complete block of the source (``keep``: with the terms, for bootstrap intervals)."""
+    complete block of the source."""
     count, per_range = rows.n // blocksize, max(1, TASK_ROWS // blocksize)
     if count == 0:
-        return LinearTerms.of(np.empty(0), per_range, keep)
-    ranges = task_ranges(count, per_range)
-    shared = {"rows": rows, "kernel": kernel, "blocksize": blocksize, "keep": keep}
-    if keep:
-        return LinearTerms.of(scale.map_rows(terms_partial, ranges, shared)["terms"],
-                              per_range, keep)
-    return scale.map_combine(terms_partial, ranges, shared, combine_terms)
+        return LinearTerms.of(np.empty(0), per_range)
+    shared = {"rows": rows, "kernel": kernel, "blocksize": blocksize}
+    return scale.map_combine(terms_partial, task_ranges(count, per_range), shared,
+                             combine_terms)
 
 
-def totals_table(seed: int, name: str, n: int, n_boot: int) -> BlockTable:
-    """The bootstrap's per-block draw totals of ``n`` rows as a table of row blocks."""
-    return BlockTable(block_totals(seed, name, n, n_boot), ROW_BLOCK, n)
+def replicate_terms_partial(start: int, stop: int, *, rows: Any, kernel: Any,
+                            blocksize: int, draws: Draws, totals: Any) -> dict[str, NDArray]:
+    """``sum_t C[t, b] h_t`` over the terms ``h_t`` (``block_terms``) of the blocks
+    ``[start, stop)`` of ``blocksize`` rows, ``C`` the bootstrap counts of the terms
+    (``draws``: term ``t`` in the counts' row block ``t // ROW_BLOCK``)."""
+    part = rows.read(start * blocksize, stop * blocksize, ["proba", "residuals"])
+    terms = block_terms(kernel, part["proba"], part["residuals"], blocksize)
+    out = np.zeros(draws.n_resamples)
+    for block, lo, hi in blocks(start, stop):
+        counts = draws.counts(totals, block, hi - lo)
+        out += np.add.reduce(terms[lo - start:hi - start, None] * counts, axis=0)
+    return {"sums": out}
+
+
+def linear_replicates(rows: Any, kernel: Any, blocksize: int, draws: Draws
+                      ) -> NDArray[np.float64]:
+    """Bootstrap replicates of a linear estimator (the mean of the ``T`` complete blocks'
+    terms, Efron & Tibshirani 1993, ch. 6): the terms resampled, ``sum_t C[t, b] h_t /
+    T`` with block-factorised multinomial counts of the terms drawn by the tasks that
+    compute them (each task: whole row blocks of terms, about ``TASK_ROWS`` rows)."""
+    count = rows.n // blocksize
+    per_range = max(ROW_BLOCK, TASK_ROWS // blocksize // ROW_BLOCK * ROW_BLOCK)
+    with where_rows_are(rows), scale.made(totals_table, draws.seed, draws.stream, count,
+                                          draws.n_resamples) as totals:
+        sums = scale.map_sum(replicate_terms_partial, task_ranges(count, per_range), {
+            "rows": rows, "kernel": kernel, "blocksize": blocksize, "draws": draws,
+            "totals": totals})["sums"]
+    return sums / count
 
 
 @dataclass(frozen=True)
@@ -227,5 +249,9 @@ class RowInputs:
             distance, factor * choice.gamma, 1, method.n_features, method.frequency_seed),
             LabelRows(self.source))
 
-    def terms(self, kernel: Any, blocksize: int, keep: bool) -> LinearTerms:
-        return terms_of_rows(self.source, kernel, blocksize, keep)
+    def terms(self, kernel: Any, blocksize: int) -> LinearTerms:
+        return terms_of_rows(self.source, kernel, blocksize)
+
+    def replicates(self, kernel: Any, blocksize: int, draws: Draws) -> NDArray[np.float64]:
+        """:func:`linear_replicates` of the source."""
+        return linear_replicates(self.source, kernel, blocksize, draws)

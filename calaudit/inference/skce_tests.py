@@ -78,19 +78,17 @@ class LinearTerms:
     terms, :func:`calaudit.scale.task_ranges`) from its terms, the ranges combined in
     range order (Chan, Golub & LeVeque 1979: ``delta = mean_b - mean_a``, ``m2 = m2_a +
     m2_b + delta^2 k_a k_b / k``), so a row source's tasks send three numbers, not their
-    terms. ``values``: the terms themselves when kept (bootstrap intervals)."""
+    terms."""
 
     count: int
     mean: float
     m2: float
-    values: NDArray[np.float64] | None = None
 
     @classmethod
-    def of(cls, terms: NDArray[np.float64], per_range: int, keep: bool = False
-           ) -> LinearTerms:
+    def of(cls, terms: NDArray[np.float64], per_range: int) -> LinearTerms:
         """The summary of ``terms`` (all of them in memory)."""
         parts = (range_terms(terms[a:b]) for a, b in task_ranges(terms.size, per_range))
-        return combine_terms(parts, terms if keep else None)
+        return combine_terms(parts)
 
 
 def range_terms(terms: NDArray[np.float64]) -> dict[str, NDArray]:
@@ -100,7 +98,7 @@ def range_terms(terms: NDArray[np.float64]) -> dict[str, NDArray]:
     return {"summary": np.array([k, mean, float(np.sum((terms - mean) ** 2))])}
 
 
-def combine_terms(parts: Any, values: NDArray[np.float64] | None = None) -> LinearTerms:
+def combine_terms(parts: Any) -> LinearTerms:
     """The :class:`LinearTerms` of the ranges' summaries, combined in range order."""
     count, mean, m2 = 0, 0.0, 0.0
     for part in parts:
@@ -115,7 +113,7 @@ def combine_terms(parts: Any, values: NDArray[np.float64] | None = None) -> Line
         mean += delta * k / total
         m2 += float(part_m2) + delta * delta * count * k / total
         count = total
-    return LinearTerms(count, mean if count else math.nan, m2, values)
+    return LinearTerms(count, mean if count else math.nan, m2)
 
 
 def linear_asymptotic_test(terms: LinearTerms) -> LinearTest:

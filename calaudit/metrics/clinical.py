@@ -18,7 +18,7 @@ before the logit; a fit that does not converge gives NaN.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,8 @@ from numpy.typing import NDArray
 from scipy import special
 
 from calaudit import scale
+from calaudit.metrics.row_bootstrap import Draws
+from calaudit.numerics.block_draws import totals_table
 from calaudit.numerics.distributions import norm_ppf
 from calaudit.scale import ArrayRows, task_ranges
 
@@ -59,10 +61,11 @@ def fit_logistic(design: NDArray[np.float64], offset: NDArray[np.float64],
 
 
 def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]],
-                    q: int) -> list[LogisticFit]:
+                    q: int, totals: Any = None) -> list[LogisticFit]:
     """Several fits (``(k, view)``: ``k`` design columns, from the placed rows or made by
     a :class:`RecalibrationRows` ``view``) in lockstep, one reduction per round for every
-    unfinished model's next trial (each as if fitted alone)."""
+    unfinished model's next trial (each as if fitted alone); ``totals``: the bootstrap
+    totals table of views weighted by bootstrap counts (:class:`CountedRecalibration`)."""
     fits = [_Newton(k, q) for k, _ in models]
     while True:
         active = [j for j, fit in enumerate(fits) if not fit.done]
@@ -70,7 +73,7 @@ def fit_placed_many(rows: Any, n: int, models: Sequence[tuple[int, Any]],
             return [fit.result() for fit in fits]
         sums = scale.map_sum(newton_partial, task_ranges(n), {
             "rows": rows, "betas": tuple(fits[j].trial for j in active),
-            "views": tuple(models[j][1] for j in active)})
+            "views": tuple(models[j][1] for j in active), "totals": totals})
         for slot, j in enumerate(active):
             fits[j].update({key: sums[f"{key}{slot}"] for key in ("loglik", "grad", "info")})
 
@@ -128,27 +131,42 @@ class _Newton:
 
 
 def newton_partial(start: int, stop: int, *, rows: Any, betas: Sequence[NDArray[np.float64]],
-                   views: Sequence[Any]) -> dict[str, NDArray[np.float64]]:
+                   views: Sequence[Any], totals: Any = None) -> dict[str, NDArray[np.float64]]:
     """Rows ``[start, stop)`` for every model ``j`` (columns ``design``, ``offset``, ``y``,
-    ``weights`` of the source or of ``views[j]``) at ``betas[j]`` (k, q): ``loglik{j}``
-    (q,), score ``grad{j}`` (k, q), information ``info{j}`` (q, k, k). ``np.sum`` of
-    elementwise products, not BLAS, whose last bits depend on its thread count."""
+    ``weights`` of the source or of ``views[j]``; a view weighted by bootstrap counts
+    gives them a row block at a time, added in block order) at ``betas[j]`` (k, q):
+    ``loglik{j}`` (q,), score ``grad{j}`` (k, q), information ``info{j}`` (q, k, k).
+    ``np.sum`` of elementwise products, not BLAS, whose last bits depend on its thread
+    count."""
     out = {}
     names = ("design", "offset", "y", "weights")
     for j, (beta, view) in enumerate(zip(betas, views, strict=True)):
-        part = view.read(rows, start, stop) if view is not None else \
-            rows.read(start, stop, names)
-        design, y, weights = part["design"], part["y"], part["weights"]
-        eta = part["offset"][:, None] + design[:, 0, None] * beta[0]
-        for a in range(1, design.shape[1]):
-            eta += design[:, a, None] * beta[a]
-        pi = special.expit(eta)
-        residual = weights * (y[:, None] - pi)
-        out[f"loglik{j}"] = _loglik(eta, y, weights)
-        out[f"grad{j}"] = np.stack([np.sum(design[:, a, None] * residual, axis=0)
-                                    for a in range(design.shape[1])])
-        out[f"info{j}"] = _information(weights * pi * (1.0 - pi), design)
+        if isinstance(view, CountedRecalibration):
+            parts = view.blocks(rows, start, stop, totals)
+        else:
+            parts = iter([view.read(rows, start, stop) if view is not None else
+                          rows.read(start, stop, names)])
+        sums = _newton_sums(next(parts), beta)
+        for part in parts:
+            sums = {key: value + more for (key, value), more in zip(
+                sums.items(), _newton_sums(part, beta).values(), strict=True)}
+        out.update({f"{key}{j}": value for key, value in sums.items()})
     return out
+
+
+def _newton_sums(part: dict[str, NDArray], beta: NDArray[np.float64]
+                 ) -> dict[str, NDArray[np.float64]]:
+    """:func:`newton_partial`'s sums of one part's rows."""
+    design, y, weights = part["design"], part["y"], part["weights"]
+    eta = part["offset"][:, None] + design[:, 0, None] * beta[0]
+    for a in range(1, design.shape[1]):
+        eta += design[:, a, None] * beta[a]
+    pi = special.expit(eta)
+    residual = weights * (y[:, None] - pi)
+    return {"loglik": _loglik(eta, y, weights),
+            "grad": np.stack([np.sum(design[:, a, None] * residual, axis=0)
+                              for a in range(design.shape[1])]),
+            "info": _information(weights * pi * (1.0 - pi), design)}
 
 
 def _information(v: NDArray[np.float64], design: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -222,6 +240,42 @@ class RecalibrationRows:
             columns.update(design=np.column_stack([ones[:, 0], logit]),
                            offset=np.zeros(stop - start))
         return columns
+
+
+@dataclass(frozen=True)
+class CountedRecalibration:
+    """:class:`RecalibrationRows` of the bootstrap resamples of ``draws``: the weights
+    (rows, B) are each row block's counts (times the source's row weights ``w`` when
+    ``weighted``), made by the task that reads the block (:meth:`blocks`)."""
+
+    model: str
+    draws: Draws
+    weighted: bool = False
+
+    def blocks(self, rows: Any, start: int, stop: int, totals: Any
+               ) -> Iterator[dict[str, NDArray]]:
+        """The columns of each row block of ``[start, stop)``, in block order."""
+        whole = RecalibrationRows(self.model).read(rows, start, stop)
+        w = rows.read(start, stop, ["w"])["w"] if self.weighted else None
+        for block, lo, hi in scale.blocks(start, stop):
+            at = slice(lo - start, hi - start)
+            counts = self.draws.counts(totals, block, hi - lo)
+            if w is not None:
+                counts *= np.asarray(w[at], dtype=np.float64)[:, None]
+            yield {**{key: value[at] for key, value in whole.items()}, "weights": counts}
+
+
+def recalibration_of_counts(rows: Any, n: int, draws: Draws, weighted: bool = False
+                            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """CITL and slope of every bootstrap resample of ``draws`` of a row source (``y``,
+    ``logit``; ``weighted``: ``w``, the resample counts times ``w``): the replicates."""
+    q = draws.n_resamples
+    with scale.resident(rows) as placed, scale.made(totals_table, draws.seed, draws.stream,
+                                                    n, q) as totals:
+        large, slope = fit_placed_many(placed, n, [
+            (1, CountedRecalibration("citl", draws, weighted)),
+            (2, CountedRecalibration("slope", draws, weighted))], q, totals)
+    return large.coef[0], slope.coef[1]
 
 
 def _both_fits(source: Any, n: int, q: int, weighted: bool

@@ -134,13 +134,13 @@ def quantile_bin_edges(rows: Any, n_bins: int) -> tuple[NDArray[np.float64], ...
     return tuple(quantile_edges(found[name]) for name in names)
 
 
-def row_source(data: Any, strategy: str = "uniform", in_memory: bool = False) -> Any:
-    """The rows of ``data`` as a row source: its own unless ``in_memory`` (bootstrap
-    intervals) needs the arrays (``strategy``: the binning, whose quantile edges a
-    source reading its own rows finds by reductions); with row weights the arrays and
-    the column ``w``."""
+def row_source(data: Any, strategy: str = "uniform") -> Any:
+    """The rows of ``data`` as a row source: its own (a dataset whose tasks read their own
+    rows), else its arrays (``strategy``: the binning, whose quantile edges a source
+    reading its own rows finds by reductions); with row weights the arrays and the column
+    ``w``."""
     rows = getattr(data, "rows", None)
-    if rows is not None and not in_memory:
+    if rows is not None:
         return rows
     weights = getattr(data, "sample_weight", None)
     return scale.ArrayRows({"y": data.y_true, "proba": data.y_proba,
@@ -242,14 +242,16 @@ class _Cells:
         merged, inverse = np.unique(np.concatenate([self.cells, cells]), axis=0,
                                     return_inverse=True)
         inverse = inverse.reshape(-1)
-        total = np.zeros((merged.shape[0], sums.shape[1]))
+        total = np.zeros((merged.shape[0], *sums.shape[1:]))
         total[inverse[:self.cells.shape[0]]] = self.sums
         total[inverse[self.cells.shape[0]:]] += sums
         self.cells, self.sums = merged, total
         return part
 
 
-def _combine(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
+def merge_cells(parts: Iterator[dict[str, NDArray]]) -> dict[str, NDArray]:
+    """The fold of partials with sparse ``cells`` / ``canonical`` sums (cells first), the
+    cells merged (:class:`_Cells`)."""
     cells = _Cells()
     total = scale.fold(cells.take(part) for part in parts)
     return {**total, "canonical": cells.sums}
@@ -315,7 +317,7 @@ def binned_summary(rows: Any, binning: Binning, grid_bins: int | None = None
         with where_rows_are(rows):
             return scale.map_combine(summary_partial, scale.task_ranges(rows.n), {
                 "rows": rows, "binning": binning, "grid_bins": grid_bins,
-                "weighted": weighted_source(rows)}, _combine)
+                "weighted": weighted_source(rows)}, merge_cells)
 
     total = shared_result("summary", rows, (binning.n_bins, binning.edges is None,
                                             grid_bins), compute)

@@ -205,13 +205,21 @@ class Smoother:
             self._grids[size] = spread_rows(self.scores, self.outcomes, self.weights, size).T
         return self._grids[size]
 
+    def chosen_grid(self, size: int, chosen: NDArray[np.intp]) -> NDArray[np.float64]:
+        """(2k, size): the weighted residuals and weights of the ``k`` chosen columns."""
+        grid = self.grid_values(size)
+        return np.vstack([grid[chosen], grid[self.q + chosen]])
+
+    def prepare(self, sigmas: NDArray[np.float64], columns: NDArray[np.intp]) -> None:
+        """Called before the columns ``columns`` are evaluated at the bandwidths
+        ``sigmas`` (one each): a subclass computing grids per column makes them here."""
+
     def curves(self, sigma: float, columns: NDArray[np.intp] | None = None
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Points ``t``, smoothed residual ``R(t)`` and density ``D(t)`` ((k, T) for the
         ``k`` chosen weight columns; kernel units, ``D`` floored by ``DENSITY_FLOOR``)."""
         chosen = np.arange(self.q) if columns is None else np.asarray(columns)
-        grid = self.grid_values(grid_size(sigma))
-        smooth = reflected_smooth(np.vstack([grid[chosen], grid[self.q + chosen]]), sigma)
+        smooth = reflected_smooth(self.chosen_grid(grid_size(sigma), chosen), sigma)
         t = eval_points(sigma)
         read = read_out(smooth, t)
         return t, read[:chosen.size], read[chosen.size:] + DENSITY_FLOOR
@@ -230,6 +238,7 @@ class Smoother:
         def wide_enough(sigmas: NDArray[np.float64], columns: NDArray[np.intp]
                         ) -> NDArray[np.bool_]:
             out = sigmas < MIN_SIGMA
+            self.prepare(sigmas[~out], columns[~out])
             for sigma in np.unique(sigmas[~out]):
                 same = np.flatnonzero(sigmas == sigma)
                 out[same] = sigma < self.values(float(sigma), columns[same])
@@ -249,6 +258,7 @@ class Smoother:
         """The bandwidths ``sigma*`` and the smooth ECE at them, per weight column."""
         sigmas = self.fixed_points()
         out = np.empty(self.q)
+        self.prepare(sigmas, np.arange(self.q))
         for sigma in np.unique(sigmas):
             same = np.flatnonzero(sigmas == sigma)
             out[same] = self.values(float(sigma), same)

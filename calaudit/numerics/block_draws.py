@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import bdtrc  # P(X > k) of Binomial(t, q)
 
-from calaudit.scale import ROW_BLOCK, block_rng, n_blocks
+from calaudit.scale import ROW_BLOCK, BlockTable, block_rng, n_blocks
 
 #: Largest 32-bit threshold (thresholds saturate here; see the module docstring).
 _TOP = 2**32 - 1
@@ -88,6 +88,11 @@ def block_totals(seed: int, name: str, n: int, n_resamples: int) -> NDArray[np.i
     sizes[-1] = n - ROW_BLOCK * (k - 1)
     rng = block_rng(seed, name + ":totals", 0)
     return rng.multinomial(n, sizes / n, size=n_resamples).T.astype(np.int64)
+
+
+def totals_table(seed: int, name: str, n: int, n_resamples: int) -> BlockTable:
+    """:func:`block_totals` as a table of row blocks (entry ``k``: block ``k``'s totals)."""
+    return BlockTable(block_totals(seed, name, n, n_resamples), ROW_BLOCK, n)
 
 
 def block_counts(rng: np.random.Generator, rows: int, totals: NDArray[np.int64]
