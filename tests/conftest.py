@@ -38,7 +38,8 @@ def _uses(item, fixture: str) -> bool:
     (``request.getfixturevalue(workers)``)."""
     callspec = getattr(item, "callspec", None)
     return (fixture in getattr(item, "fixturenames", ())
-            or (callspec is not None and fixture in callspec.params.values()))
+            or (callspec is not None and any(isinstance(value, str) and value == fixture
+                                             for value in callspec.params.values())))
 
 
 def pytest_collection_modifyitems(config, items) -> None:
