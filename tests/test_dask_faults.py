@@ -259,3 +259,21 @@ def test_a_client_that_cannot_connect_says_which_cluster():
     with pytest.raises(ClusterError, match="cannot reach the scheduler") as caught:
         cluster_module._connect(NoClient, "tcp://10.0.0.5:8786", 0.001, "--dask x")
     assert "dask.timeout" in caught.value.one_line()
+
+
+@pytest.mark.parametrize("apart", [True, False])
+def test_the_local_cluster_runs_its_scheduler_beside_this_process(monkeypatch, apart):
+    """``--workers``: the scheduler and the nannies are processes of their own (the client
+    only plans and adds up); on Windows, which has no subprocess deployment, they run in
+    this process. Either way the workers run the tasks and the cluster closes with the
+    block."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(cluster_module, "SUBPROCESS_DEPLOYMENT", apart)
+    with cluster_module.open_executor(DaskConfig(workers=1, timeout=30)) as executor:
+        client = executor.client
+        assert client.submit(os.getpid).result() != os.getpid()
+        scheduler_pid = client.run_on_scheduler(os.getpid)
+        cluster = client.cluster
+        assert (scheduler_pid != os.getpid()) == apart
+        assert isinstance(cluster, distributed.LocalCluster) != apart
+    assert cluster.status.name == "closed"

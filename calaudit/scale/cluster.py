@@ -55,6 +55,9 @@ def _watch():
     os._exit(0)
 threading.Thread(target=_watch, name="ends-with-parent", daemon=True).start()
 """
+#: Whether a local cluster's scheduler and nannies can run as processes of their own
+#: (``distributed``'s subprocess deployment has no Windows support).
+SUBPROCESS_DEPLOYMENT = sys.platform != "win32"
 #: The environment variable through which Dask's processes inherit their parent's config.
 INHERIT_CONFIG = "DASK_INTERNAL_INHERIT_CONFIG"
 CLUSTER_MODULES = frozenset({"distributed", "dask", "tornado", "msgpack"})
@@ -271,7 +274,8 @@ def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
     terminal reaches this process, which closes them in order), silent, ending with this
     process however it ends (:data:`CLUSTER_PROCESS_START`). They start with this process's
     Dask config; Ctrl-C while they start is ignored. Interrupted or failed while it starts,
-    the part that started is closed (no process outlives the run)."""
+    the part that started is closed (no process outlives the run). On Windows, which has
+    no subprocess deployment, the scheduler and the nannies run in this process."""
     from distributed.deploy.subprocess import SubprocessScheduler, SubprocessWorker
 
     start = [CLUSTER_PROCESS_START]
@@ -287,6 +291,14 @@ def _local_cluster(distributed: Any, settings: Any, workers: int, folder: str,
             "death_timeout": settings.timeout, "preload_nanny": start,
             "preload": [IGNORE_INTERRUPTS]}}}
     try:
+        if not SUBPROCESS_DEPLOYMENT:  # the scheduler and the nannies in this process
+            return distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True,
+                memory_limit=settings.memory_limit, host="127.0.0.1",
+                local_directory=folder, dashboard_address=None,
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                preload=[IGNORE_INTERRUPTS], silence_logs=logging.CRITICAL,
+                timeout=f"{settings.timeout}s")
         with _children_setup():
             return distributed.SpecCluster(
                 workers=dict.fromkeys(range(workers), worker), scheduler=scheduler,
