@@ -31,10 +31,10 @@ from calaudit import scale
 from calaudit.metrics.binned import BinSums
 from calaudit.metrics.row_summary import (
     COUNT,
-    EPS,
     Binning,
     merge_cells,
     panel_columns,
+    row_terms,
     shared_result,
     weighted_source,
     where_rows_are,
@@ -93,12 +93,8 @@ def replicate_partial(start: int, stop: int, *, rows: Any, binning: Binning,
     w = np.asarray(part["w"], dtype=np.float64) if weighted else None
     m, nb, q = proba.shape[1], binning.n_bins, draws.n_resamples
     panels = panel_columns(y, proba)
-    rows_at = np.arange(y.size)
-    residual = np.array(proba)
-    residual[rows_at, y] -= 1.0
-    diff = proba[:, 1] - (y == 1) if m == 2 else np.zeros(y.size)
+    residual, diff, losses = row_terms(y, proba)
     squares = ((residual * residual).sum(axis=1), diff * diff)
-    losses = -np.log(np.clip(proba[rows_at, y], EPS, 1.0))
     cells, inverse = grid_cells(proba, grid_bins)
     inverse = np.asarray(inverse).reshape(-1)
     cell_values = [np.ones(y.size), *proba.T, *((y == k).astype(np.float64) for k in range(m))]

@@ -178,6 +178,17 @@ def weighted_source(rows: Any) -> bool:
     return isinstance(rows, scale.ArrayRows) and "w" in rows.columns
 
 
+def row_terms(y: NDArray[np.intp], proba: NDArray[np.float64]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Each row's terms of the Brier scores and the log loss: the residuals ``p - e_y``
+    (n, m), ``p_1 - 1{y = 1}`` (zeros unless binary) and ``-log(clip(p_y))``."""
+    rows_at = np.arange(y.size)
+    residual = np.array(proba)
+    residual[rows_at, y] -= 1.0
+    diff = proba[:, 1] - (y == 1) if proba.shape[1] == 2 else np.zeros(y.size)
+    return residual, diff, -np.log(np.clip(proba[rows_at, y], EPS, 1.0))
+
+
 def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
                     grid_bins: int, weighted: bool = False) -> dict[str, NDArray]:
     """The sums of the rows ``[start, stop)``: ``table`` (panels, 5, n_bins), ``brier``,
@@ -199,12 +210,7 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
         table[k, COUNT] = np.bincount(index, w, nb)
         for column, values in ((SCORE, s), (EVENT, o), (SQUARES, s * s), (PRODUCTS, o * s)):
             table[k, column] = np.bincount(index, times_w(values), nb)
-    rows_at = np.arange(y.size)
-    residual = np.array(proba)
-    residual[rows_at, y] -= 1.0
-    diff = proba[:, 1] - (y == 1) if proba.shape[1] == 2 else np.zeros(y.size)
-    true = proba[rows_at, y]
-    losses = -np.log(np.clip(true, EPS, 1.0))
+    residual, diff, losses = row_terms(y, proba)
     if weighted:
         brier = [(residual * residual).sum(axis=1) @ w, (diff * diff) @ w]
         loss = losses @ w
@@ -220,7 +226,8 @@ def summary_partial(start: int, stop: int, *, rows: Any, binning: Binning,
         + [np.bincount(inverse, times_w((y == k).astype(np.float64)), cells.shape[0])
            for k in range(proba.shape[1])]).astype(np.float64)
     return {"table": table, "brier": np.array(brier),
-            "log_loss": np.array([loss, np.count_nonzero(true < EPS)]),
+            "log_loss": np.array([loss, np.count_nonzero(
+                proba[np.arange(y.size), y] < EPS)]),
             "histogram": histogram, "cells": cells, "canonical": canonical}
 
 
