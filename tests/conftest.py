@@ -259,13 +259,17 @@ def pytest_sessionfinish(session) -> None:
 def two_workers(request) -> Iterator[Any]:
     """Two worker processes, shared by a test module; as a fresh cluster, both are
     running and hold no data when the module starts (what earlier modules left is
-    released, or the workers are restarted)."""
+    released, or the workers are restarted; a new cluster if they do not come back)."""
     _TWO_WORKERS.modules.add(request.path)  # also when asked for by name only
     client = _TWO_WORKERS.open()
     gc.collect()  # futures held in reference cycles of earlier modules
-    if not eventually(lambda: not client.who_has(), 10.0):
-        client.restart()
-    client.wait_for_workers(2, timeout=60)
+    try:
+        if not eventually(lambda: not client.who_has(), 10.0):
+            client.restart()
+        client.wait_for_workers(2, timeout=60)
+    except Exception:  # noqa: BLE001 - a worker an earlier module killed did not return
+        _TWO_WORKERS.close()
+        client = _TWO_WORKERS.open()
     yield client
 
 

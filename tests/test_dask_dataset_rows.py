@@ -32,6 +32,7 @@ from calaudit.data.planned import plan, why_not
 from calaudit.exceptions import InputError
 from calaudit.metrics.clinical import logit_of
 from calaudit.scale import DaskExecutor, SerialExecutor
+from tests.conftest import eventually
 
 #: Three reduction ranges (the last one short), in three files of unequal size.
 N = 2 * scale.TASK_ROWS + 5_001
@@ -411,6 +412,10 @@ def _kept_total(start, stop, *, kept):
     return {"total": np.array([kept.read(start, stop, ["x2"])["x2"].sum()])}
 
 
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkeypatch,
                                                             tmp_path):
     """Per-range results kept on the workers (``scale.kept``): a later reduction reads
@@ -437,7 +442,9 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
         assert [hi - lo for lo, hi in kept.bounds] == [4 * 4096, 4 * 4096, 4096 + 11]
         two_workers.gather(kept.futures)  # made, and fetched by the test only
         holder = next(iter(two_workers.who_has([kept.futures[1]])[kept.futures[1].key]))
-        two_workers.restart_workers([holder])  # the worker process and its data gone
+        # the worker process and its data gone (killed: its nanny starts another)
+        two_workers.run(_die, workers=[holder], on_error="ignore")
+        assert eventually(lambda: holder not in two_workers.nthreads(), 60.0)
         two_workers.wait_for_workers(2, timeout=60)
         total = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
         assert executor.placed_bytes == executor.block_bytes == 0
