@@ -256,21 +256,41 @@ def pytest_sessionfinish(session) -> None:
 
 
 @pytest.fixture(scope="module")
-def two_workers(request) -> Iterator[Any]:
-    """Two worker processes, shared by a test module; as a fresh cluster, both are
-    running and hold no data when the module starts (what earlier modules left is
-    released, or the workers are restarted; a new cluster if they do not come back)."""
+def _two_workers_module(request) -> None:
+    """The shared cluster holds no data when a module starts (what earlier modules left
+    is released, or the workers are restarted)."""
     _TWO_WORKERS.modules.add(request.path)  # also when asked for by name only
     client = _TWO_WORKERS.open()
     gc.collect()  # futures held in reference cycles of earlier modules
     try:
         if not eventually(lambda: not client.who_has(), 10.0):
             client.restart()
+    except Exception:  # noqa: BLE001 - a cluster that cannot restart: a new one
+        _TWO_WORKERS.close()
+
+
+@pytest.fixture()
+def two_workers(_two_workers_module) -> Any:
+    """Two worker processes of the shared cluster, both running when the test starts:
+    a worker an earlier test killed has come back, or the cluster is started anew."""
+    client = _TWO_WORKERS.open()
+    try:
         client.wait_for_workers(2, timeout=60)
-    except Exception:  # noqa: BLE001 - a worker an earlier module killed did not return
+    except Exception:  # noqa: BLE001 - the nanny did not bring the killed worker back
         _TWO_WORKERS.close()
         client = _TWO_WORKERS.open()
-    yield client
+    return client
+
+
+def scattered(monkeypatch) -> list[int]:
+    """The calls of ``distributed.Client.scatter`` (data without lineage, which Dask could
+    not make again), recorded as they run: calaudit places everything as tasks."""
+    distributed = pytest.importorskip("distributed")
+    calls: list[int] = []
+    original = distributed.Client.scatter
+    monkeypatch.setattr(distributed.Client, "scatter", lambda self, *a, **k: (
+        calls.append(1), original(self, *a, **k))[1])
+    return calls
 
 
 def eventually(condition, seconds: float = 20.0) -> bool:

@@ -32,7 +32,7 @@ from calaudit.data.planned import plan, why_not
 from calaudit.exceptions import InputError
 from calaudit.metrics.clinical import logit_of
 from calaudit.scale import DaskExecutor, SerialExecutor
-from tests.conftest import eventually
+from tests.conftest import eventually, scattered
 
 #: Three reduction ranges (the last one short), in three files of unequal size.
 N = 2 * scale.TASK_ROWS + 5_001
@@ -223,19 +223,6 @@ class KillingRows(DatasetRows):
         return super().read(start, stop, names)
 
 
-def _recoveries(monkeypatch) -> list[str]:
-    """The calls of the executor's own recovery of placed data (``shards.recover``,
-    ``PairBlocks.restore``), recorded as they run."""
-    from calaudit.scale import pair_blocks, shards
-
-    calls: list[str] = []
-    for module, name in ((shards, "recover"), (pair_blocks.PairBlocks, "restore")):
-        original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, _o=original, _n=name, **k: (
-            calls.append(_n), _o(*a, **k))[1])
-    return calls
-
-
 def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, monkeypatch,
                                                       tmp_path):
     """A worker dies while a task of the SKCE feature pass reads its rows (after the
@@ -248,7 +235,7 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
 
     from calaudit.audit.battery import SkceStage
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent = _recoveries(monkeypatch)
+    resent = scattered(monkeypatch)
     config = AuditConfig(**CONFIG, n_features=64)  # a short SKCE stage
     stages = (ClinicalStage(), SkceStage())
     single = canonical(run_audit(load(dataset), config, stages=stages))
@@ -264,17 +251,16 @@ def test_a_worker_killed_mid_run_is_recomputed_by_dask(dataset, two_workers, mon
     assert int(flag.read_text().split()[1]) in before  # a task did kill one of the workers
     assert canonical(result) == single
     assert resent == [] and executor.block_bytes == 0
-    two_workers.wait_for_workers(2, timeout=60)
 
 
 def _killing_run(client, tmp_path, monkeypatch, seed: int, covariates: str, nth: int,
                  names: tuple[str, ...]):
     """The local stage's single-process JSON of 2,000 rows (three files) and the planned
-    data whose ``nth`` read of ``names`` kills the worker doing it: ``(recoveries seen,
+    data whose ``nth`` read of ``names`` kills the worker doing it: ``(scatter calls,
     stages, config, single JSON, kill flag, executor, worker pids, data)``."""
     from calaudit.audit.local_calibration import LocalCalibrationStage
 
-    resent = _recoveries(monkeypatch)
+    resent = scattered(monkeypatch)
     table = {name: values[:2_000] for name, values in columns(seed).items()}
     folder = str(write(tmp_path / "ds", table, (0, 700, 1_300, 2_000)))
     options = {"covariates": covariates}
@@ -299,7 +285,7 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     """The local calibration stage on a dataset read by tasks: a worker dies while a task
     reads its range's rows and covariates for the stage; Dask reruns the task from its
     spec, the JSON is the single-process run's (the same files loaded), and the
-    executor's own recovery of placed data never runs."""
+    client scatters nothing."""
     import cloudpickle
 
     from calaudit.local import kernel_tests, lcb_features
@@ -327,7 +313,6 @@ def test_covariates_on_two_workers_survive_a_killed_worker(two_workers, monkeypa
     # the KLCE feature pass's rows (scaled rows, labels) and the LCB kernel's (scaled
     # rows, cells) were read by their tasks
     assert {type(source).__name__ for source in sources} == {"KernelRows", "LcbKernelRows"}
-    two_workers.wait_for_workers(2, timeout=60)
 
 
 def test_a_dataset_behind_a_url_is_planned_from_its_footers(dataset):
@@ -428,7 +413,7 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
     from calaudit.local.lcb_summary import kept_summary
     from calaudit.scale import shards
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    resent = _recoveries(monkeypatch)
+    resent = scattered(monkeypatch)
     log = tmp_path / "reads"
     rows = MadeRows(9 * 4096 + 11, str(log))  # ten ranges: kept blocks of 4, 4 and 2
     ranges = scale.task_ranges(rows.n, 4096)
@@ -445,7 +430,6 @@ def test_kept_rows_lost_with_a_worker_are_made_again_by_dask(two_workers, monkey
         # the worker process and its data gone (killed: its nanny starts another)
         two_workers.run(_die, workers=[holder], on_error="ignore")
         assert eventually(lambda: holder not in two_workers.nthreads(), 60.0)
-        two_workers.wait_for_workers(2, timeout=60)
         total = scale.map_sum(_kept_total, ranges, {"kept": kept})["total"]
         assert executor.placed_bytes == executor.block_bytes == 0
         # tasks of two kept blocks each: numpy's summary of the whole column (its
@@ -521,4 +505,3 @@ def test_a_worker_killed_after_the_lcb_was_kept_gives_the_same_json(two_workers,
     assert int(flag.read_text().split()[1]) in before
     assert canonical(result) == single
     assert resent == []
-    two_workers.wait_for_workers(2, timeout=60)

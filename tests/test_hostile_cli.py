@@ -73,7 +73,7 @@ def test_every_shape_limit_and_wait_is_documented_with_its_value():
     """docs/configuration.md names each bound of limits.py with its value; the README's
     input and Dask sections and docs/inputs.md list the URL protocols and the waits."""
     from calaudit.data.remote import PROTOCOLS
-    from calaudit.scale.shards import WAIT_SECONDS
+    from calaudit.scale.dask_waits import WAIT_SECONDS
     from calaudit.settings.sections import DaskConfig
 
     config = (ROOT / "docs" / "configuration.md").read_text()

@@ -30,7 +30,7 @@ from calaudit.numerics.kernels import StationaryKernel
 from calaudit.numerics.pair_rows import forms_and_matmul_of_rows, matmul_of_rows
 from calaudit.numerics.resampling import batch_sizes, bootstrap_counts
 from calaudit.scale import ArrayRows, DaskExecutor, SerialExecutor, ThreadExecutor
-from tests.conftest import dask_partials, write_parts
+from tests.conftest import dask_partials, scattered, write_parts
 
 KERNEL = StationaryKernel(4.0, "tv")
 
@@ -173,11 +173,10 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
                                                                monkeypatch):
     """On two workers, the rows refused to the client: the in-memory bytes, nothing
     placed from the client; then a worker killed while a pair task reads its block:
-    Dask runs the lost tasks again from their specs (the executor's own recovery of
-    placed data never runs), the same bytes."""
+    Dask runs the lost tasks again from their specs (nothing is scattered,
+    nothing sent again), the same bytes."""
     import cloudpickle
 
-    from calaudit.scale import pair_blocks, shards
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     monkeypatch.setattr(pairwise, "FUSED_TILE_ROWS", 512)
     path, arrays = _dataset(tmp_path, 2_100, (0, 700, 1_500, 2_100))
@@ -189,11 +188,7 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
     with scale.using(executor):
         data = plan(path)
     _refuse_rows(monkeypatch)
-    resent: list[str] = []
-    for owner, name in ((shards, "recover"), (pair_blocks.PairBlocks, "restore")):
-        original = getattr(owner, name)
-        monkeypatch.setattr(owner, name, lambda *a, _o=original, _n=name, **k: (
-            resent.append(_n), _o(*a, **k))[1])
+    resent = scattered(monkeypatch)
     calls = dask_partials(monkeypatch)
     with scale.using(executor):
         assert _json(skce_battery_of_rows(data.rows, rng=np.random.default_rng(4),
@@ -212,4 +207,3 @@ def test_the_exact_battery_on_two_workers_reads_its_rows_there(tmp_path, two_wor
                                           **options)) == expected
     assert int(flag.read_text().split()[1]) in before  # a task did kill one of the workers
     assert resent == [] and executor.block_bytes == 0
-    two_workers.wait_for_workers(2, timeout=60)

@@ -31,8 +31,6 @@ from calaudit.scale.dask_sums import (
     chunked,
     exact_sum,
     flattened,
-    identity,
-    is_future,
     name_of,
     per_task,
     shared_task,
@@ -40,6 +38,7 @@ from calaudit.scale.dask_sums import (
 )
 from calaudit.scale.dask_waits import await_result, cluster_failure
 from calaudit.scale.pair_blocks import PairBlocks
+from calaudit.scale.shards import identity
 
 Partial = Callable[..., Mapping[str, np.ndarray]]
 
@@ -54,8 +53,6 @@ MIN_WINDOW = 8
 PAIR_GROUP = 2
 #: Block-pair tasks in flight per worker thread: each may copy two blocks to its worker.
 PAIR_WINDOW_PER_THREAD = 2
-#: Rounds a block-pair task is resubmitted after its blocks were lost (at least).
-LOST_BLOCK_ROUNDS = 10
 
 
 #: The in-order fold of the partials: the serial executor's rule (the same bytes).
@@ -91,8 +88,8 @@ class DaskExecutor:
         self.retries = int(retries)
         #: Row blocks per side of a block-pair task (:meth:`map_pairs`; same bits).
         self.pair_group = int(pair_group)
-        #: Bytes placed on the workers (one copy of each value; blocks sent again count
-        #: again) and bytes of partials fetched, as ``dask.sizeof`` counts them.
+        #: Bytes placed on the workers (one copy of each value) and bytes of partials
+        #: fetched, as ``dask.sizeof`` counts them.
         self.placed_bytes = 0
         self.fetched_bytes = 0
         #: Of :attr:`placed_bytes`, the bytes placed as row blocks (:mod:`.shards`).
@@ -167,57 +164,29 @@ class DaskExecutor:
     def _pairs_in_order(self, partial: Callable[..., Any], pairs: list[tuple[int, int]],
                         placement: PairBlocks, shared: dict[str, Any]) -> Iterator[Any]:
         """The pairs' partials in pair order, at most ``PAIR_WINDOW_PER_THREAD`` per
-        worker thread in flight; pairs whose blocks were lost are resubmitted after those
-        are placed again (the shared values are a task: Dask makes them again)."""
+        worker thread in flight (blocks and shared values are tasks: Dask makes a lost
+        one again)."""
         threads = sum(self.client.nthreads().values())
         window = max(2, PAIR_WINDOW_PER_THREAD * threads)
         token, name = uuid.uuid4().hex[:12], name_of(partial)
-        pending: deque[list[Any]] = deque()  # [index, future, generations]
-
-        def generations() -> int:
-            return placement.generation
-
-        def submit(index: int) -> list[Any]:
-            i, j = pairs[index]
-            future = self.client.submit(
-                _call_pair, partial, i, j, placement.handle(i), placement.handle(j),
-                shared, retries=self.retries, pure=False,
-                key=f"calaudit-{name}-{token}-{index}-{placement.generation}")
-            return [index, future, generations()]
-
+        pending: deque[Any] = deque()
         submitted = 0
-
         try:
             for i, j in pairs:
                 while submitted < len(pairs) and len(pending) < window:
-                    pending.append(submit(submitted))
+                    a, b = pairs[submitted]
+                    pending.append(self.client.submit(
+                        _call_pair, partial, a, b, placement.handle(a), placement.handle(b),
+                        shared, retries=self.retries, pure=False,
+                        key=f"calaudit-{name}-{token}-{submitted}"))
                     submitted += 1
-                entry = pending.popleft()
-                rounds = max(self.retries, LOST_BLOCK_ROUNDS)
-                for attempt in range(rounds + 1):
-                    try:
-                        part = await_result(self.client, entry[1])
-                        break
-                    except Exception as exc:  # noqa: BLE001 - lost blocks, then one line
-                        cancelled = shards.was_cancelled(exc)
-                        lost = placement.restore(wait=cancelled)
-                        if cancelled:  # "lost dependencies": place anew
-                            lost |= placement.restore(force={i, j} - lost)
-                        if not (lost or entry[2] != generations()) or attempt == rounds:
-                            failure = cluster_failure(exc, name, i, j, pair=True)
-                            if failure is exc:
-                                raise
-                            raise failure from exc
-                        for waiting in [entry, *pending]:
-                            if waiting is entry or set(pairs[waiting[0]]) & lost:
-                                shards.forget(self.client, [waiting[1]])
-                                waiting[:] = submit(waiting[0])
-                entry[1].release()
+                future = pending.popleft()
+                part = self._awaited(future, name, i, j, pair=True)
                 self.fetched_bytes += size_of(part)
                 placement.done(i, j)
                 yield part
         finally:
-            shards.forget(self.client, [entry[1] for entry in pending])
+            shards.forget(self.client, list(pending))
 
     def _combine(self, combine: Callable[[Iterator[Mapping[str, np.ndarray]]],
                                          dict[str, np.ndarray]],
@@ -299,42 +268,25 @@ class DaskExecutor:
         self.block_bytes += nbytes
 
     def _submit(self, partial: Partial, start: int, stop: int, arguments: dict[str, Any],
-                key: str) -> tuple[Any, list[Any]]:
-        """The task of rows ``[start, stop)`` and the placed values it reads (its range's
-        blocks of the sharded row sources, :func:`shards.task`, and the futures among
-        ``arguments``: the shared values' task and :meth:`keep` handles)."""
-        function, args, used = shards.task(_call, partial, start, stop, arguments)
-        future = self.client.submit(function, *args, retries=self.retries, pure=False,
-                                    key=key)
-        return future, used + [value for value in arguments.values() if is_future(value)]
+                key: str) -> Any:
+        """The task of rows ``[start, stop)`` (its range's blocks of the sharded row
+        sources, :func:`shards.task`)."""
+        function, args = shards.task(_call, partial, start, stop, arguments)
+        return self.client.submit(function, *args, retries=self.retries, pure=False, key=key)
 
-    def _result(self, submitted: tuple[Any, list[Any]], partial: Partial, start: int,
-                stop: int, arguments: dict[str, Any], key: str,
-                ) -> Mapping[str, np.ndarray]:
-        """The task's partial; a task whose row blocks were lost is resubmitted after they
-        are placed again (:func:`shards.recover`)."""
-        future, used = submitted
-        attempt = 0
-        while True:
-            try:
-                part = await_result(self.client, future)
-                future.release()
-                return part
-            except Exception as exc:  # noqa: BLE001 - cluster failures become one line
-                try:
-                    resent = shards.recover(arguments, used, attempt, exc)
-                except shards.LostBlocks as lost:
-                    resent, failure = None, cluster_failure(lost, name_of(partial), start, stop)
-                else:
-                    failure = cluster_failure(exc, name_of(partial), start, stop)
-                if resent is None:
-                    if failure is exc:
-                        raise
-                    raise failure from exc
-                self._count_blocks(resent)
-                attempt += 1
-                future, used = self._submit(partial, start, stop, arguments,
-                                            f"{key}-again{attempt}")
+    def _awaited(self, future: Any, name: str, start: int, stop: int, pair: bool = False
+                 ) -> Any:
+        """The task's result, released on the cluster; a failure of the cluster is one
+        :class:`~calaudit.exceptions.ClusterError` (:func:`cluster_failure`)."""
+        try:
+            part = await_result(self.client, future)
+        except Exception as exc:  # noqa: BLE001 - cluster failures become one line
+            failure = cluster_failure(exc, name, start, stop, pair=pair)
+            if failure is exc:
+                raise
+            raise failure from exc
+        future.release()
+        return part
 
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
@@ -357,12 +309,10 @@ class DaskExecutor:
                     pending.append(self._submit(partial, low, high, handles,
                                                 f"calaudit-{name}-{token}-{submitted}"))
                     submitted += 1
-                done = submitted - len(pending)
-                part = self._result(pending.popleft(), partial, start, stop, handles,
-                                    f"calaudit-{name}-{token}-{done}")
+                part = self._awaited(pending.popleft(), name, start, stop)
                 self.fetched_bytes += size_of(part)
                 yield part
         finally:
-            shards.forget(self.client, [future for future, _ in pending])
+            shards.forget(self.client, list(pending))
 
 

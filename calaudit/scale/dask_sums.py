@@ -25,6 +25,7 @@ from calaudit.scale.blocks import fold
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import size_of
 from calaudit.scale.dask_waits import await_result, cluster_failure
+from calaudit.scale.shards import Shards, identity
 
 #: Consecutive ranges one task adds (exact sums), at least.
 GROUP = 8
@@ -89,11 +90,6 @@ def flattened(lists: Iterator[list[Any]]) -> Iterator[Any]:
 VALUES = "calaudit-shared-values"
 
 
-def identity(value: Any) -> Any:
-    """``value`` itself: a task that makes a value the tasks of a pass read."""
-    return value
-
-
 def shared_task(executor: Any, name: str, token: str, shared: Mapping[str, Any]
                 ) -> tuple[dict[str, Any], Any]:
     """``(arguments, values)``: the plain values of ``shared`` (neither handles nor row
@@ -102,8 +98,6 @@ def shared_task(executor: Any, name: str, token: str, shared: Mapping[str, Any]
     with its worker: no value is scattered, none re-sent by calaudit), and ``arguments``:
     the rest of ``shared`` with ``values`` under :data:`VALUES` (``None`` if nothing
     plain)."""
-    from calaudit.scale.shards import Shards
-
     plain = {k: v for k, v in shared.items()
              if not (is_future(v) or isinstance(v, Shards))}
     rest = {k: v for k, v in shared.items() if k not in plain}

@@ -7,14 +7,16 @@ import time
 from typing import Any
 
 from calaudit.exceptions import ClusterError
-from calaudit.scale import shards
 
 #: Seconds between two looks at the cluster while a task's result is awaited.
 POLL_SECONDS = 5.0
+#: Seconds a task waits for a worker when every worker was lost at once.
+WAIT_SECONDS = 60
+
 
 def await_result(client: Any, future: Any) -> Any:
     """``future.result()``, but a cluster that has had no worker at all for
-    ``shards.WAIT_SECONDS`` (every worker lost for good: tasks would wait forever) is one
+    ``WAIT_SECONDS`` (every worker lost for good: tasks would wait forever) is one
     :class:`ClusterError`."""
     alone_since: float | None = None
     while not finished(future):
@@ -22,9 +24,9 @@ def await_result(client: Any, future: Any) -> Any:
             alone_since = None
         elif alone_since is None:
             alone_since = time.monotonic()
-        elif time.monotonic() - alone_since > shards.WAIT_SECONDS:
+        elif time.monotonic() - alone_since > WAIT_SECONDS:
             raise ClusterError(f"the Dask cluster has had no worker for "
-                               f"{shards.WAIT_SECONDS} s: every worker was lost",
+                               f"{WAIT_SECONDS} s: every worker was lost",
                                hint="check that the workers keep running and fit in their "
                                     "memory (dask.memory_limit)")
     return future.result()
@@ -47,7 +49,7 @@ def cluster_failure(exc: Exception, name: str, start: int, stop: int,
     kind = type(exc).__name__
     where = (f"the {name} task on row blocks {start:,} and {stop:,}" if pair
              else f"the {name} task on rows {start:,}-{stop:,}")
-    lost = isinstance(exc, shards.LostBlocks) or "lost dependencies" in str(exc)
+    lost = "lost dependencies" in str(exc)
     if lost or kind == "KilledWorker":
         what = (f"lost the data it reads with their worker(s) ({kind}: {exc})" if lost
                 else f"was lost with its worker too many times ({exc})")

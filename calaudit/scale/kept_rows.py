@@ -18,7 +18,7 @@ from typing import Any
 from calaudit.scale import shards
 from calaudit.scale.blocks import stack_rows
 from calaudit.scale.context import in_task
-from calaudit.scale.dask_sums import identity
+from calaudit.scale.shards import identity
 from calaudit.scale.sources import ArrayRows
 
 
@@ -36,8 +36,7 @@ class TaskShards(shards.Shards):
     """Client-side handle of the per-range results of ``partial`` kept on the workers:
     block ``k`` is the future of the task that made rows ``bounds[k]`` (``per``
     consecutive ranges of :func:`calaudit.scale.task_ranges`, the last block shorter).
-    Given in ``shared`` to a reduction it is read as placed row blocks; :meth:`place`
-    makes blocks again by new tasks."""
+    Given in ``shared`` to a reduction it is read as placed row blocks."""
 
     reads_own_rows = True  # made by tasks: passed to reductions as it is, never scattered
 
@@ -61,7 +60,6 @@ class TaskShards(shards.Shards):
                                     key=f"calaudit-kept-shared-{self.token}")
         self.futures: list[Any] = [None] * len(self.bounds)
         self.nbytes = 0
-        self.generation = 0
         self.place(range(len(self.bounds)))
 
     def __repr__(self) -> str:
@@ -70,13 +68,12 @@ class TaskShards(shards.Shards):
 
     def place(self, indices: Iterable[int]) -> None:
         """Submit the tasks making blocks ``indices``."""
-        self.generation += 1
         for k in indices:
             lo, hi = self.bounds[k]
             blocks = {name: value.argument(lo, hi) for name, value in self.sharded.items()}
             self.futures[k] = self.client.submit(
                 _block, self.partial, self.ranges[k], self.shared, blocks, pure=False,
-                key=f"calaudit-kept-{self.token}-{k}-{self.generation}")
+                key=f"calaudit-kept-{self.token}-{k}")
 
     def release(self) -> None:
         """Drop the kept blocks and the shared values from the cluster."""

@@ -2,20 +2,22 @@
 
 An in-memory row source (:class:`calaudit.scale.ArrayRows`, row-built columns included)
 is cut into fixed blocks keyed by global row index, block ``k`` = rows ``[k B, min(n,
-(k + 1) B))`` with ``B`` = :func:`block_rows`, and block ``k`` is scattered to
-``workers[k mod N]`` only (workers in address order). A task for ``[a, b)`` receives only
-the blocks covering it and reads them through :class:`BlockRows`, with the same ``n`` and
-``read`` contract on global row numbers; ranges and the in-order fold are unchanged, so
-the bytes are the same. A row-blocked value (``row_block`` / ``joined``,
-:func:`row_blocked`) is placed the same way. Scattered data cannot be recomputed by Dask:
-a block lost with its worker is sent again from the client's copy and the task
-resubmitted (:func:`recover`). Small shared values are made by a task (Dask makes them
-again), and sources that read their own rows travel inside the tasks.
+(k + 1) B))`` with ``B`` = :func:`block_rows`, and block ``k`` is made by a task that
+holds its rows, on the worker Dask chooses (one copy). A task for ``[a,
+b)`` receives only the blocks covering it and reads them through :class:`BlockRows`,
+with the same ``n`` and ``read`` contract on global row numbers; ranges and the in-order
+fold are unchanged, so the bytes are the same. A row-blocked value (``row_block`` /
+``joined``, :func:`row_blocked`) is placed the same way. Every block is a task, never
+scattered data: the scheduler keeps its rows in the task, so Dask makes a block lost with
+its worker again on another worker, and the tasks reading it wait for it (the cost: the
+scheduler's process holds a copy of the placed rows). Small shared values are made by a
+task too, and sources that read their own rows travel inside the tasks.
 """
 
 from __future__ import annotations
 
-import time
+import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -27,15 +29,6 @@ from calaudit.scale.sources import ArrayRows
 
 #: Rows per placed block (the reductions' task ranges, so a task reads one block).
 BLOCK_ROWS = TASK_ROWS
-#: Times a task is resubmitted after a block it needs was lost with its worker.
-RESCATTER_RETRIES = 3
-#: Bytes of blocks built and scattered per ``client.scatter`` call (bounds the client's
-#: transient copies of row-built columns).
-SCATTER_BYTES = 64 * 2**20
-#: Seconds to wait for a worker when every worker was lost at once.
-WAIT_SECONDS = 60
-#: Seconds a task cancelled for lost dependencies waits for its blocks to show as lost.
-LOST_WAIT = 3.0
 
 
 def shardable(value: Any) -> bool:
@@ -75,7 +68,7 @@ class Shards:
     """Client-side handle of a source placed as row blocks (see the module docstring).
 
     ``futures[k]`` holds block ``k`` = rows ``bounds[k]``; ``nbytes`` counts the bytes
-    scattered so far (one copy of every block, plus blocks sent again after a loss)."""
+    placed (one copy of every block)."""
 
     def __init__(self, client: Any, source: ArrayRows, rows: int) -> None:
         self.client, self.source, self.n = client, source, int(source.n)
@@ -98,30 +91,12 @@ class Shards:
                           for name, column in self.source.columns.items()})
 
     def place(self, indices: Iterable[int]) -> None:
-        """Scatter blocks ``indices``, block ``k`` to ``workers[k mod N]`` (the workers
-        alive now), a batch of about :data:`SCATTER_BYTES` at a time."""
-        workers = sorted(self.client.nthreads())  # asked now (scheduler_info is cached)
-        if not workers:  # every worker lost at once: wait for a restarted one
-            self.client.wait_for_workers(1, timeout=WAIT_SECONDS)
-            workers = sorted(self.client.nthreads())
-        batch: dict[str, list[tuple[int, ArrayRows]]] = {}
-        size = 0
+        """Submit the tasks holding blocks ``indices`` (:func:`held`)."""
+        token = uuid.uuid4().hex[:12]
         for k in indices:
             block = self.block(k)
-            batch.setdefault(workers[k % len(workers)], []).append((k, block))
-            size += _nbytes(block)
-            if size >= SCATTER_BYTES:
-                self._scatter(batch)
-                batch, size = {}, 0
-        self._scatter(batch)
-
-    def _scatter(self, batch: Mapping[str, list[tuple[int, ArrayRows]]]) -> None:
-        for worker, blocks in batch.items():
-            futures = self.client.scatter([block for _, block in blocks], workers=[worker],
-                                          hash=False)
-            for (k, block), future in zip(blocks, futures):
-                self.futures[k] = future
-                self.nbytes += _nbytes(block)
+            self.futures[k] = held(self.client, block, f"calaudit-block-{token}-{k}")
+            self.nbytes += _nbytes(block)
 
     def covering(self, start: int, stop: int) -> range:
         """Indices of the blocks holding rows ``[start, stop)`` (one block for an empty
@@ -135,36 +110,24 @@ class Shards:
         return {"n": self.n, "blocks": [[*self.bounds[k], self.futures[k]]
                                         for k in self.covering(start, stop)]}
 
-    def lost(self, futures: Iterable[Any]) -> set[str]:
-        """Keys among ``futures`` that no worker holds any more (:func:`lost_keys`)."""
-        return lost_keys(self.client, futures)
-
-    def replace_lost(self, also: Iterable[Any] = ()) -> int:
-        """Scatter again, from the client's copy, every block no worker holds, and the
-        blocks of the futures ``also`` if they are still current; the number of blocks
-        sent."""
-        gone = self.lost(self.futures) | {f.key for f in also}
-        indices = [k for k, f in enumerate(self.futures) if f.key in gone]
-        if indices:
-            stale = [self.futures[k] for k in indices]
-            self.place(indices)
-            forget(self.client, stale)
-        return len(indices)
-
     def release(self) -> None:
         """Drop every block from the cluster."""
         forget(self.client, [f for f in self.futures if f is not None])
 
 
-def lost_keys(client: Any, futures: Iterable[Any]) -> set[str]:
-    """Keys among the placed ``futures`` whose data the cluster lost: a cancelled, lost or
-    failed future, or one the scheduler knows no worker holding (``who_has``; the
-    client's own future states can lag behind)."""
-    futures = list(futures)
-    gone = {f.key for f in futures if f.status in ("cancelled", "lost", "error")}
-    alive = [f for f in futures if f.key not in gone]
-    holders = client.who_has(alive) if alive else {}
-    return gone | {f.key for f in alive if not holders.get(f.key)}
+def identity(value: Any) -> Any:
+    """``value`` itself: a task that makes a value the tasks of a pass read."""
+    return value
+
+
+def held(client: Any, value: Any, key: str) -> Any:
+    """A task holding ``value`` (in the graph, so Dask can make it again); Dask's warning
+    about a large graph is expected here. No worker is named: Dask spreads the blocks by
+    the workers' queued work, and a task restricted to a worker, even loosely, waits
+    forever when every worker is lost at once (it is not sent to the restarted ones)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph")
+        return client.submit(identity, value, key=key, pure=False)
 
 
 class BlockRows:
@@ -214,61 +177,16 @@ def joined(n: int, blocks: list[list[Any]]) -> Any:
 
 
 def task(call: Callable[..., Any], partial: Any, start: int, stop: int,
-         arguments: Mapping[str, Any]) -> tuple[Callable[..., Any], tuple, list[Any]]:
-    """``(function, args, block futures used)`` of the task for rows ``[start, stop)``:
-    ``call(partial, start, stop, arguments)`` as it is when nothing is sharded, else
+         arguments: Mapping[str, Any]) -> tuple[Callable[..., Any], tuple]:
+    """``(function, args)`` of the task for rows ``[start, stop)``: ``call(partial,
+    start, stop, arguments)`` as it is when nothing is sharded, else
     :func:`call_with_blocks` with each :class:`Shards` replaced by its range's blocks."""
     sharded = {name: value for name, value in arguments.items() if isinstance(value, Shards)}
     if not sharded:
-        return call, (partial, start, stop, arguments), []
+        return call, (partial, start, stop, arguments)
     rest = {name: value for name, value in arguments.items() if name not in sharded}
     blocks = {name: value.argument(start, stop) for name, value in sharded.items()}
-    used = [item[2] for spec in blocks.values() for item in spec["blocks"]]
-    return call_with_blocks, (call, partial, start, stop, rest, blocks), used
-
-
-def was_cancelled(exc: BaseException) -> bool:
-    """Dask cancelled the task (e.g. a block it needed was lost with its worker)."""
-    return "Cancelled" in type(exc).__name__
-
-
-class LostBlocks(Exception):
-    """A task's row blocks were lost with their workers and cannot be placed again (too
-    many times, or no worker to place them on)."""
-
-
-def recover(arguments: Mapping[str, Any], used: list[Any], attempt: int,
-            exc: BaseException) -> int | None:
-    """After a task failed with ``exc``: if a block it read (``used``: its blocks' and
-    handles' futures) was lost, every lost block of the sources in ``arguments`` is sent
-    again from the client's copy and the task can be resubmitted; returns the bytes of
-    blocks sent again. ``None`` when nothing
-    it read was lost; :class:`LostBlocks` after :data:`RESCATTER_RETRIES` attempts or when
-    they cannot be placed again. A task cancelled for lost dependencies may fail before its
-    values show as lost: they are awaited for :data:`LOST_WAIT` seconds, then placed again
-    anyway."""
-    sharded = [value for value in arguments.values() if isinstance(value, Shards)]
-    holder = sharded[0] if sharded else None
-    if holder is None or not used:
-        return None
-    lost = lost_keys(holder.client, used)
-    cancelled = was_cancelled(exc)
-    deadline = time.monotonic() + LOST_WAIT
-    while cancelled and not lost and time.monotonic() < deadline:
-        time.sleep(0.1)
-        lost = lost_keys(holder.client, used)
-    if not lost and not cancelled:
-        return None
-    if attempt >= RESCATTER_RETRIES:
-        raise LostBlocks(f"{attempt + 1} times")
-    before = sum(shards.nbytes for shards in sharded)
-    try:
-        for shards in sharded:
-            shards.replace_lost(also=[] if lost else used)
-    except Exception as error:  # noqa: BLE001 - any failure to place is the cluster's
-        raise LostBlocks(f"placing them again failed: {type(error).__name__}: {error}"
-                         ) from error
-    return sum(shards.nbytes for shards in sharded) - before
+    return call_with_blocks, (call, partial, start, stop, rest, blocks)
 
 
 def place(client: Any, shared: Mapping[str, Any], rows: int) -> dict[str, Shards]:
