@@ -125,6 +125,28 @@ def test_audit_of_a_stored_dataset_equals_the_local_audit(store, tmp_path):
     assert remote == _audit(str(store.local / "preds"), tmp_path / "local.json")
 
 
+def test_a_stored_csv_glob_is_read_by_the_tasks_as_the_local_glob(store, tmp_path):
+    """On two workers, the CSV parts on the store take the path whose tasks read their own
+    rows (each worker copies the stored files it reads), with the local glob's JSON."""
+    outcome = run_cli("test", store.url("csv/part-*.csv"), "--covariates", "age,race",
+                      "--json", tmp_path / "remote.json", "--n-resamples", "50",
+                      "--local-resamples", "50", "--verbose", "--workers", "2")
+    assert outcome.code in (0, 1), outcome.stderr
+    assert "rows read by the tasks that reduce them" in outcome.stderr
+    local = run_cli("test", str(store.local / "csv" / "part-*.csv"), "--covariates",
+                    "age,race", "--json", tmp_path / "local.json", "--n-resamples", "50",
+                    "--local-resamples", "50")
+    assert local.code == outcome.code
+
+    def payload(path):
+        out = json.loads(path.read_text())
+        for volatile in ("created_at", "runtime_seconds", "inputs", "config_sources"):
+            out.pop(volatile)
+        return out
+
+    assert payload(tmp_path / "remote.json") == payload(tmp_path / "local.json")
+
+
 def test_bad_row_in_a_stored_object_is_one_line(store):
     line = assert_one_line_error(run_cli("metrics", store.url("bad/part-*.csv")),
                                  store.url("bad/part-2.csv"), "data row 8")

@@ -17,6 +17,10 @@ csv_stream.reconcile`). Here the same happens in two reductions on the workers:
   :func:`~calaudit.data.csv_stream.encoded` into a :class:`~calaudit.data.column_sink.
   ColumnSink` of the dataset's kind and dtype.
 
+A file on object storage is copied once to a folder of the process that reads it
+(:func:`local_copy`: on a Dask worker, in the cluster's temporary directory), never to the
+client: the task that scans it or reads its rows reads the copy.
+
 A file is entered at a row from the byte offsets the first reduction found
 (:func:`~calaudit.data.csv_offsets.row_starts`: every 4,096th row, when each line is one
 row), parsing fewer than 4,096 rows before the range; a file without them (a quoted field
@@ -28,10 +32,14 @@ of such a file parses it once; a read before a parser's position opens it again.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,7 @@ from calaudit.data.csv_stream import BATCH_ROWS, FileChunks, _read_csv, chunks, 
 from calaudit.data.locations import DataFile, Location
 from calaudit.data.partitioned import _require as require
 from calaudit.data.readers import read_columns, read_errors
+from calaudit.data.remote import remote_errors
 from calaudit.data.row_source import FileRows
 from calaudit.data.text_files import check_field_counts, delimiter
 from calaudit.exceptions import InputError
@@ -68,22 +77,77 @@ class FileColumn:
 
 @dataclass(frozen=True)
 class CsvFiles:
-    """The files of a CSV / TSV dataset before their rows are counted: absolute paths,
-    the names the user knows them by, the format and the columns read (in the loader's
-    order)."""
+    """The files of a CSV / TSV dataset before their rows are counted: absolute paths
+    (on ``filesystem``, an fsspec filesystem, for a dataset on object storage), the names
+    the user knows them by, the format and the columns read (in the loader's order)."""
 
     paths: tuple[str, ...]
     names: tuple[str, ...]
     fmt: str
     columns: tuple[str, ...]
+    filesystem: Any = None
 
     reads_own_rows = True
 
     @classmethod
     def of(cls, location: Location, columns: Iterable[str]) -> CsvFiles:
-        files = location.files
-        return cls(tuple(os.path.abspath(f.path) for f in files),
-                   tuple(f.name for f in files), location.format, tuple(columns))
+        files, remote = location.files, location.filesystem
+        return cls(tuple(f.path if remote else os.path.abspath(f.path) for f in files),
+                   tuple(f.name for f in files), location.format, tuple(columns), remote)
+
+    def local(self, k: int) -> Path:
+        """File ``k`` on this machine: its path, or the process's copy of a stored file."""
+        if self.filesystem is None:
+            return Path(self.paths[k])
+        return local_copy(self.filesystem, self.paths[k], self.names[k])
+
+    def shown(self, k: int) -> str:
+        """File ``k`` as errors name it (the user's name: a URL is not a path)."""
+        return self.names[k] if self.filesystem is not None else str(Path(self.names[k]))
+
+
+class _Copies:
+    """This process's copies of stored files (:func:`local_copy`), in one folder removed
+    when the process ends."""
+
+    def __init__(self) -> None:
+        self.lock, self.files, self.folder = threading.Lock(), {}, None
+
+    def get(self, filesystem: Any, path: str, name: str) -> Path:
+        key = (type(filesystem).__name__, getattr(filesystem, "storage_options", None)
+               and str(sorted(filesystem.storage_options.items())), path)
+        with self.lock:
+            if key not in self.files:
+                if self.folder is None:
+                    self.folder = tempfile.mkdtemp(prefix="calaudit-copies-",
+                                                   dir=_temporary_directory())
+                    atexit.register(shutil.rmtree, self.folder, True)
+                suffix = "".join(Path(path).suffixes[-2:])
+                local = Path(self.folder) / f"part-{len(self.files)}{suffix}"
+                with remote_errors(name), filesystem.open(path, "rb") as src, \
+                        open(local, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                self.files[key] = local
+            return self.files[key]
+
+
+_COPIES = _Copies()
+
+
+def local_copy(filesystem: Any, path: str, name: str) -> Path:
+    """The copy, in this process's folder, of the stored file ``path`` (``name``: its
+    URL in errors), made by the first task of the process that needs it."""
+    return _COPIES.get(filesystem, path, name)
+
+
+def _temporary_directory() -> str | None:
+    """Dask's ``temporary-directory`` when set (a calaudit cluster's folder, removed with
+    the cluster), else the system's."""
+    try:
+        import dask
+    except ImportError:
+        return None
+    return dask.config.get("temporary-directory", None)
 
 
 def scan_partial(start: int, stop: int, *, files: CsvFiles) -> list[dict[str, Any]]:
@@ -97,9 +161,10 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
     column names; :func:`~calaudit.data.csv_offsets.row_starts`), ``{"rows", "whole":
     name}`` (a column only a whole-file read settles) or ``{"error": InputError}`` (its
     first, naming the file as the user does)."""
-    path, name = Path(files.paths[k]), files.names[k]
-    names = list(files.columns)
+    names, name = list(files.columns), files.names[k]
+    path = Path(files.paths[k])
     try:
+        path = files.local(k)
         available = read_columns(path)
         require(names, available, DataFile(name, name, 0),
                 DataFile(files.names[0], files.names[0], 0))
@@ -111,7 +176,7 @@ def scan(files: CsvFiles, k: int) -> dict[str, Any]:
                 seen[c].note(chunk[c])
         check_field_counts(path, delimiter(files.fmt), len(available))
     except InputError as exc:
-        return {"error": exc.renamed(str(path), str(Path(name)))}
+        return {"error": exc.renamed(str(path), files.shown(k))}
     out: dict[str, FileColumn] = {}
     for c in names:
         column = _settled(seen[c])
@@ -162,10 +227,10 @@ class CsvRows(FileRows):
         """Rows ``[lo, hi)`` of file ``k``, the columns ``parsed`` with their dtypes."""
         if not parsed or hi == lo:
             return pd.DataFrame(index=range(hi - lo))
-        path = Path(self.files.paths[k])
+        path = self.files.local(k)
         dtypes = {name: PARSE[c.parse] for name, c in parsed.items() if PARSE[c.parse]}
         key = (str(path), tuple(parsed), tuple(sorted(map(str, dtypes.items()))))
-        with read_errors(path, self.files.fmt):
+        with _named(self.files, k, path), read_errors(path, self.files.fmt):
             parser, at = _PARSERS.take(key, lo)
             mark = lo // STRIDE * STRIDE if self.starts[k] else 0
             if parser is None or at < mark:  # none kept, or an offset nearer the range
@@ -186,7 +251,7 @@ class CsvRows(FileRows):
     def _open(self, k: int, row: int, names: list[str], dtypes: dict[str, Any]) -> _Parser:
         """A parser of file ``k``'s columns ``names`` at its row ``row`` (0, or one with a
         recorded offset: the lines from there parsed with the file's header as names)."""
-        path, fmt = Path(self.files.paths[k]), self.files.fmt
+        path, fmt = self.files.local(k), self.files.fmt
         if row == 0:
             return _Parser(_read_csv(path, fmt, names, dtype=dtypes, chunksize=BATCH_ROWS))
         handle = open(path, "rb")  # noqa: SIM115 - closed with the parser
@@ -199,6 +264,17 @@ class CsvRows(FileRows):
             handle.close()
             raise
 
+
+
+@contextmanager
+def _named(files: CsvFiles, k: int, path: Path) -> Iterator[None]:
+    """Errors of a stored file's copy name the file by its URL."""
+    try:
+        yield
+    except InputError as exc:
+        if files.filesystem is None:
+            raise
+        raise exc.renamed(str(path), files.shown(k)) from None
 
 
 @dataclass

@@ -61,7 +61,7 @@ DEFAULTS = {"labels": None, "covariates_file": None, "positive_label": None,
 
 def why_not(path: str, options: dict[str, Any]) -> str | None:
     """Why ``path`` with the ``load`` ``options`` is not read by tasks (None: it is): it
-    must be a dataset (a directory, glob or URL; CSV / TSV files local) read with the
+    must be a dataset (a directory, glob or URL) read with the
     default options (covariates of the same files allowed), without weights."""
     from calaudit.data.locations import locate
 
@@ -74,8 +74,6 @@ def why_not(path: str, options: dict[str, Any]) -> str | None:
         return "not a dataset"
     if not location.is_dataset:
         return "not a dataset"
-    if location.format != "parquet" and location.filesystem is not None:
-        return "a text dataset on a remote filesystem (the loader copies each file first)"
     return None
 
 
