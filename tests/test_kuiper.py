@@ -68,3 +68,58 @@ def test_rejects_an_overconfident_model_and_not_a_calibrated_one():
     good = kuiper_test(*binary((rng.random(p.size) < p).astype(int), p),
                        n_resamples=199, rng=np.random.default_rng(8))
     assert bad.p_value == pytest.approx(1 / 200) and good.p_value > 0.05
+
+
+def test_buckets_of_the_sorted_scores_give_the_loop_with_ties_across_them(monkeypatch):
+    """Buckets of 64 rows (ties in the scores straddle their bounds, some buckets are
+    empty): the walk over the buckets is the loop's range, and the null has its shape."""
+    from calaudit.inference import kuiper
+
+    monkeypatch.setattr(kuiper, "BUCKET_ROWS", 64)
+    rng = np.random.default_rng(11)
+    p = np.round(rng.uniform(0.05, 0.95, 500), 1)  # nine values: most buckets tie
+    y = (rng.random(p.size) < np.clip(p + 0.1, 0, 1)).astype(int)
+    result = kuiper_test(*binary(y, p), n_resamples=59, rng=np.random.default_rng(2))
+    assert result.params["buckets"] == 8
+    assert result.estimate == pytest.approx(kuiper_loop(y, p), rel=1e-12)
+    assert result.null_distribution.shape == (59,) and np.all(result.null_distribution > 0)
+
+
+def test_the_bits_do_not_depend_on_the_executor():
+    from calaudit import scale
+
+    rng = np.random.default_rng(12)
+    p = rng.uniform(0.05, 0.95, 3000)
+    y = (rng.random(p.size) < p).astype(int)
+    runs = []
+    for executor in (scale.SerialExecutor(), scale.ThreadExecutor(2)):
+        with scale.using(executor):
+            result = kuiper_test(*binary(y, p), n_resamples=39, rng=np.random.default_rng(3))
+        runs.append((result.estimate, result.p_value, result.null_distribution.tobytes()))
+    assert runs[0] == runs[1]
+
+
+def test_a_dataset_on_two_workers_gives_the_loaded_bits_without_its_rows_in_the_client(
+        tmp_path, monkeypatch, two_workers, refused):
+    """Three Parquet files, buckets of 1,000 rows: the tasks read, sort and redraw the
+    rows on the workers; estimate, p-value and null are the loaded rows' bytes."""
+    from calaudit import scale
+    from calaudit.data.planned import plan
+    from calaudit.inference import kuiper
+    from calaudit.inference.kuiper import kuiper_test_of_rows
+    from tests.conftest import write_parts
+
+    monkeypatch.setattr(kuiper, "BUCKET_ROWS", 1_000)
+    rng = np.random.default_rng(13)
+    p = np.round(rng.beta(2.0, 3.0, 4_500), 3)
+    label = (rng.random(p.size) < p).astype(np.int8)
+    path = write_parts(tmp_path / "ds", {"label": label, "prob": p}, (0, 1_000, 2_600, 4_500))
+    loaded = kuiper_test(*binary(label, p), n_resamples=49, rng=np.random.default_rng(4))
+    with scale.using(scale.DaskExecutor(two_workers)):
+        data = plan(path)
+        result = kuiper_test_of_rows(data.rows, 2, n_resamples=49,
+                                     rng=np.random.default_rng(4))
+    assert result.params["buckets"] == 5
+    assert (result.estimate, result.statistic, result.p_value) == (
+        loaded.estimate, loaded.statistic, loaded.p_value)
+    assert result.null_distribution.tobytes() == loaded.null_distribution.tobytes()

@@ -30,7 +30,7 @@ from calaudit.inference.classical import (
     spiegelhalter_result,
 )
 from calaudit.inference.consistency import ece_consistency_of_rows
-from calaudit.inference.kuiper import kuiper_test
+from calaudit.inference.kuiper import kuiper_test_of_rows
 from calaudit.inference.method import Computation
 from calaudit.inference.skce_battery import SKCE_TESTS, skce_battery, skce_battery_of_rows
 from calaudit.inference.weighted_skce_features import weighted_skce
@@ -81,8 +81,8 @@ class EceFamilyStage:
                 row_source(data, config.binning.strategy), weights=data.weights, **bins,
                 n_resamples=config.n_resamples, alpha=config.alpha, rng=test_rng),)
         if enabled_tests(config, ("kuiper",)):
-            tests += (kuiper_test(data.y_true, data.y_proba, n_resamples=config.n_resamples,
-                                  rng=kuiper_rng),)
+            tests += (kuiper_test_of_rows(row_source(data), len(data.classes),
+                                          n_resamples=config.n_resamples, rng=kuiper_rng),)
         return StageOutput(metrics=metrics, tests=tests)
 
 
