@@ -6,6 +6,7 @@ workers is the loader's JSON with no row read into the client."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -215,28 +216,44 @@ def _outcome(read):
 @given(csv_datasets(), st.sampled_from([{}, {"covariates": "age,race"},
                                         {"covariates": "age", "categorical": "age"}]))
 def test_fuzzed_csv_datasets_are_planned_as_the_loader_reads_them(files, options):
-    """Hostile CSV parts (the dataset fuzz suite's): the planned path gives the loader's
-    error line, or its rows and covariates, or leaves the dataset to it."""
+    """Hostile CSV parts (the dataset fuzz suite's), as local files and as stored objects
+    (``memory://``: each task copies the object it reads): the planned path gives the
+    loader's error line, or its rows and covariates, or leaves the dataset to it."""
+    import fsspec
+
     from tests.test_fuzz import workdir
 
+    store = fsspec.filesystem("memory")
+    prefix = f"/planned-fuzz-{next(_STORED)}"
     with workdir() as folder:
         root = Path(folder) / "data"
         for name, data in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_bytes(data)
-        spec = str(root)
-        loaded = _outcome(lambda: load(spec, **options))
-        if why_not(spec, options) is not None:
-            return
-        ours = _outcome(lambda: planned(spec, **options))
-        if ours is None or isinstance(loaded, str) or isinstance(ours, str):
-            assert ours is None or ours == loaded
-            return
-        assert ours.provenance == loaded.provenance
-        assert ours.y_proba.tobytes() == loaded.y_proba.tobytes()
-        for mine, theirs in zip(ours.covariates, loaded.covariates, strict=True):
-            assert mine.categories == theirs.categories
-            assert mine.values.tobytes() == theirs.values.tobytes()
+            store.pipe(f"{prefix}/{name}", data)
+        try:
+            for spec in (str(root), f"memory://{prefix.lstrip('/')}"):
+                _same_as_the_loader(spec, options)
+        finally:
+            store.rm(prefix, recursive=True)
+
+
+_STORED = itertools.count()
+
+
+def _same_as_the_loader(spec: str, options: dict) -> None:
+    loaded = _outcome(lambda: load(spec, **options))
+    if why_not(spec, options) is not None:
+        return
+    ours = _outcome(lambda: planned(spec, **options))
+    if ours is None or isinstance(loaded, str) or isinstance(ours, str):
+        assert ours is None or ours == loaded
+        return
+    assert ours.provenance == loaded.provenance
+    assert ours.y_proba.tobytes() == loaded.y_proba.tobytes()
+    for mine, theirs in zip(ours.covariates, loaded.covariates, strict=True):
+        assert mine.categories == theirs.categories
+        assert mine.values.tobytes() == theirs.values.tobytes()
 
 
 @pytest.mark.parametrize(("text", "found"), [
@@ -280,3 +297,29 @@ def test_a_task_enters_a_long_file_at_the_offset_before_its_range(tmp_path, monk
     assert rows["proba"].tobytes() == loaded.y_proba[9_000:9_500].tobytes()
     assert rows["x:region"].tolist() == \
         loaded.covariate("region").values[9_000:9_500].tolist()
+
+
+def test_stored_files_are_copied_afresh_for_each_opening_and_few_are_kept(monkeypatch):
+    """A dataset on a store (``memory://``): the process keeps one copy at a time and
+    still reads every file's rows; after an object is replaced, opening the dataset again
+    reads the new bytes, not an older run's copy."""
+    import fsspec
+
+    monkeypatch.setattr(csv_rows, "COPIES_KEPT", 1)
+    store, prefix = fsspec.filesystem("memory"), "/copies-afresh"
+    frame = pd.DataFrame({"label": [0, 1, 1, 0, 1, 0] * 50,
+                          "prob": np.linspace(0.1, 0.9, 300).round(3)})
+    for k in range(3):
+        store.pipe(f"{prefix}/part-{k}.csv", frame[k * 100:(k + 1) * 100].to_csv(
+            index=False).encode())
+    url = f"memory://{prefix.lstrip('/')}"
+    try:
+        first = planned(url)
+        assert first.y_proba.tobytes() == load(url).y_proba.tobytes()
+        frame.loc[100:199, "prob"] = 0.5
+        store.pipe(f"{prefix}/part-1.csv", frame[100:200].to_csv(index=False).encode())
+        again = planned(url)
+        assert again.y_proba.tobytes() == load(url).y_proba.tobytes()
+        assert again.y_proba.tobytes() != first.y_proba.tobytes()
+    finally:
+        store.rm(prefix, recursive=True)

@@ -18,8 +18,9 @@ csv_stream.reconcile`). Here the same happens in two reductions on the workers:
   ColumnSink` of the dataset's kind and dtype.
 
 A file on object storage is copied once to a folder of the process that reads it
-(:func:`local_copy`: on a Dask worker, in the cluster's temporary directory), never to the
-client: the task that scans it or reads its rows reads the copy.
+(:meth:`CsvFiles.local`: on a Dask worker, in the cluster's temporary directory; the last
+:data:`COPIES_KEPT` per process), never to the client: the task that scans it or reads its
+rows reads the copy.
 
 A file is entered at a row from the byte offsets the first reduction found
 (:func:`~calaudit.data.csv_offsets.row_starts`: every 4,096th row, when each line is one
@@ -33,10 +34,12 @@ of such a file parses it once; a read before a parser's position opens it again.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import shutil
 import tempfile
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -86,6 +89,7 @@ class CsvFiles:
     fmt: str
     columns: tuple[str, ...]
     filesystem: Any = None
+    token: str = ""
 
     reads_own_rows = True
 
@@ -93,13 +97,15 @@ class CsvFiles:
     def of(cls, location: Location, columns: Iterable[str]) -> CsvFiles:
         files, remote = location.files, location.filesystem
         return cls(tuple(f.path if remote else os.path.abspath(f.path) for f in files),
-                   tuple(f.name for f in files), location.format, tuple(columns), remote)
+                   tuple(f.name for f in files), location.format, tuple(columns), remote,
+                   uuid.uuid4().hex if remote else "")
 
     def local(self, k: int) -> Path:
-        """File ``k`` on this machine: its path, or the process's copy of a stored file."""
+        """File ``k`` on this machine: its path, or the process's copy of a stored file
+        (made for this opening of the dataset: a later run copies it afresh)."""
         if self.filesystem is None:
             return Path(self.paths[k])
-        return local_copy(self.filesystem, self.paths[k], self.names[k])
+        return _COPIES.get(self.filesystem, self.paths[k], self.names[k], self.token)
 
     def shown(self, k: int) -> str:
         """File ``k`` as errors name it (the user's name: a URL is not a path)."""
@@ -107,37 +113,42 @@ class CsvFiles:
 
 
 class _Copies:
-    """This process's copies of stored files (:func:`local_copy`), in one folder removed
-    when the process ends."""
+    """This process's copies of stored files, made by the first task that reads one, the
+    last :data:`COPIES_KEPT` kept (an older one is deleted: a parser still reading it
+    keeps its open handle), in one folder removed when the process ends."""
 
     def __init__(self) -> None:
-        self.lock, self.files, self.folder = threading.Lock(), {}, None
+        self.lock, self.files, self.folder = threading.Lock(), OrderedDict(), None
+        self.made = itertools.count()
 
-    def get(self, filesystem: Any, path: str, name: str) -> Path:
-        key = (type(filesystem).__name__, getattr(filesystem, "storage_options", None)
-               and str(sorted(filesystem.storage_options.items())), path)
+    def get(self, filesystem: Any, path: str, name: str, token: str) -> Path:
+        key = (token, path)
         with self.lock:
-            if key not in self.files:
-                if self.folder is None:
-                    self.folder = tempfile.mkdtemp(prefix="calaudit-copies-",
-                                                   dir=_temporary_directory())
-                    atexit.register(shutil.rmtree, self.folder, True)
-                suffix = "".join(Path(path).suffixes[-2:])
-                local = Path(self.folder) / f"part-{len(self.files)}{suffix}"
+            if key in self.files:
+                self.files.move_to_end(key)
+                return self.files[key]
+            if self.folder is None:
+                self.folder = tempfile.mkdtemp(prefix="calaudit-copies-",
+                                               dir=_temporary_directory())
+                atexit.register(shutil.rmtree, self.folder, True)
+            suffix = "".join(Path(path).suffixes[-2:])
+            local = Path(self.folder) / f"part-{next(self.made)}{suffix}"
+            try:
                 with remote_errors(name), filesystem.open(path, "rb") as src, \
                         open(local, "wb") as dst:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                self.files[key] = local
-            return self.files[key]
+            except BaseException:
+                local.unlink(missing_ok=True)
+                raise
+            self.files[key] = local
+            while len(self.files) > COPIES_KEPT:
+                self.files.popitem(last=False)[1].unlink(missing_ok=True)
+            return local
 
 
+#: Copies of stored files kept per process (each a whole file on the worker's disk).
+COPIES_KEPT = 8
 _COPIES = _Copies()
-
-
-def local_copy(filesystem: Any, path: str, name: str) -> Path:
-    """The copy, in this process's folder, of the stored file ``path`` (``name``: its
-    URL in errors), made by the first task of the process that needs it."""
-    return _COPIES.get(filesystem, path, name)
 
 
 def _temporary_directory() -> str | None:
