@@ -125,14 +125,23 @@ def test_audit_of_a_stored_dataset_equals_the_local_audit(store, tmp_path):
     assert remote == _audit(str(store.local / "preds"), tmp_path / "local.json")
 
 
-def test_a_stored_csv_glob_is_read_by_the_tasks_as_the_local_glob(store, tmp_path):
+def test_a_stored_csv_glob_is_read_by_the_tasks_as_the_local_glob(store, tmp_path,
+                                                                 monkeypatch):
     """On two workers, the CSV parts on the store take the path whose tasks read their own
-    rows (each worker copies the stored files it reads), with the local glob's JSON."""
+    rows (each worker copies the stored files it reads; the client copies none, not even
+    the first file for its header), with the local glob's JSON."""
+    from calaudit.data.partitioned import Dataset
+
+    def no_copy(self, file, action):
+        raise AssertionError(f"the client copied {file.name}")
+
+    monkeypatch.setattr(Dataset, "_with_local_copy", no_copy)
     outcome = run_cli("test", store.url("csv/part-*.csv"), "--covariates", "age,race",
                       "--json", tmp_path / "remote.json", "--n-resamples", "50",
                       "--local-resamples", "50", "--verbose", "--workers", "2")
     assert outcome.code in (0, 1), outcome.stderr
     assert "rows read by the tasks that reduce them" in outcome.stderr
+    monkeypatch.undo()
     local = run_cli("test", str(store.local / "csv" / "part-*.csv"), "--covariates",
                     "age,race", "--json", tmp_path / "local.json", "--n-resamples", "50",
                     "--local-resamples", "50")

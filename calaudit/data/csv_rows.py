@@ -161,6 +161,26 @@ def _temporary_directory() -> str | None:
     return dask.config.get("temporary-directory", None)
 
 
+def header_partial(start: int, stop: int, *, files: CsvFiles) -> list[list[str]]:
+    """The column names of files ``start`` to ``stop - 1`` (read where the task runs: a
+    stored file is copied there, not to the client)."""
+    out = []
+    for k in range(start, stop):
+        path = files.local(k)
+        with _named(files, k, path):
+            out.append(read_columns(path))
+    return out
+
+
+def first_header(location: Location) -> list[str]:
+    """The first file's column names, read by a task (:func:`header_partial`)."""
+    from calaudit import scale
+
+    files = CsvFiles.of(location, ())
+    return scale.map_combine(header_partial, [(0, 1)], {"files": files},
+                             lambda parts: next(iter(parts))[0])
+
+
 def scan_partial(start: int, stop: int, *, files: CsvFiles) -> list[dict[str, Any]]:
     """:func:`scan` of files ``start`` to ``stop - 1``."""
     return [scan(files, k) for k in range(start, stop)]

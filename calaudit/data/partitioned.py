@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,11 +79,13 @@ class Dataset:
         self._columns: list[str] | None = None
 
     # -- the reader interface of calaudit.data.load ------------------------------------
-    def columns(self) -> list[str]:
-        """The first file's columns, then the partition keys."""
+    def columns(self, header: Callable[[], list[str]] | None = None) -> list[str]:
+        """The first file's columns (of a CSV / TSV file: ``header()`` when given), then
+        the partition keys."""
         if self._columns is None:
             first = self.location.files[0]
             names = (self._parquet_schema(first)[1].names if self.location.format == "parquet"
+                     else header() if header is not None
                      else self._with_local_copy(first, read_columns))
             clash = next((key for key in self.partitions if key in names), None)
             if clash is not None:

@@ -184,6 +184,7 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     from calaudit.data.build import check_enough
     from calaudit.data.columns import detect_label, require_column, resolve_scores
     from calaudit.data.csv_plan import csv_plans
+    from calaudit.data.csv_rows import first_header
     from calaudit.data.load import ColumnOptions, _check_roles, _names
     from calaudit.data.locations import locate
     from calaudit.data.partitioned import Dataset
@@ -192,7 +193,9 @@ def plan(path: str, *, label_col: str | None = None, prob_cols: str | None = Non
     covariates, categorical = tuple(_names(covariates)), tuple(_names(categorical))
     check_count(covariates, path, categorical)
     dataset = Dataset(locate(path))
-    available = dataset.columns()
+    stored_text = dataset.location.format != "parquet" and dataset.location.filesystem
+    available = dataset.columns(  # a stored CSV's header read by a task, not here
+        (lambda: first_header(dataset.location)) if stored_text else None)
     label = detect_label(available, path, label_col)
     for name in covariates:
         require_column(name, available, path, "--covariates")
