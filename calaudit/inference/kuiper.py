@@ -122,6 +122,8 @@ def kuiper_test_of_rows(source: Any, n_classes: int, *, n_resamples: int = 1000,
     notion = default_notion(n_classes)
     rows = ScoreRows(source, notion)
     n, seed = int(source.n), stream_seed(rng)
+    if n == 0:
+        raise ValueError("Kuiper's test needs at least one row")
     with where_rows_are(source):
         bounds = bucket_bounds(rows, n)
         buckets = scale.map_combine(
