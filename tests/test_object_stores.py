@@ -157,9 +157,13 @@ def test_a_stored_csv_glob_is_read_by_the_tasks_as_the_local_glob(store, tmp_pat
 
 
 def test_bad_row_in_a_stored_object_is_one_line(store):
+    """Loaded here, or read by the tasks of two workers (each copying the objects it
+    reads): the same line, naming the object by its URL."""
     line = assert_one_line_error(run_cli("metrics", store.url("bad/part-*.csv")),
                                  store.url("bad/part-2.csv"), "data row 8")
     assert "global row 228" in line
+    by_tasks = run_cli("test", store.url("bad/part-*.csv"), "--workers", "2")
+    assert assert_one_line_error(by_tasks, store.url("bad/part-2.csv"), "data row 8") == line
 
 
 def test_missing_bucket_or_prefix_is_one_line(store):

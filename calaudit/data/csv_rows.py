@@ -121,21 +121,27 @@ class _Copies:
         self.lock, self.files, self.folder = threading.Lock(), OrderedDict(), None
         self.made = itertools.count()
 
+    def _folder(self) -> str:
+        """This process's folder in the current temporary directory (a new one when the
+        cluster whose directory held the last one is gone)."""
+        if self.folder is None or not os.path.isdir(self.folder):
+            self.files.clear()
+            self.folder = tempfile.mkdtemp(prefix="calaudit-copies-",
+                                           dir=_temporary_directory())
+            atexit.register(shutil.rmtree, self.folder, True)
+        return self.folder
+
     def get(self, filesystem: Any, path: str, name: str, token: str) -> Path:
         key = (token, path)
         with self.lock:
-            if key in self.files:
+            if key in self.files and self.files[key].exists():
                 self.files.move_to_end(key)
                 return self.files[key]
-            if self.folder is None:
-                self.folder = tempfile.mkdtemp(prefix="calaudit-copies-",
-                                               dir=_temporary_directory())
-                atexit.register(shutil.rmtree, self.folder, True)
             suffix = "".join(Path(path).suffixes[-2:])
-            local = Path(self.folder) / f"part-{next(self.made)}{suffix}"
+            local = Path(self._folder()) / f"part-{next(self.made)}{suffix}"
             try:
-                with remote_errors(name), filesystem.open(path, "rb") as src, \
-                        open(local, "wb") as dst:
+                with open(local, "wb") as dst, remote_errors(name), \
+                        filesystem.open(path, "rb") as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
             except BaseException:
                 local.unlink(missing_ok=True)
@@ -152,13 +158,14 @@ _COPIES = _Copies()
 
 
 def _temporary_directory() -> str | None:
-    """Dask's ``temporary-directory`` when set (a calaudit cluster's folder, removed with
-    the cluster), else the system's."""
+    """Dask's ``temporary-directory`` when set and present (a calaudit cluster's folder,
+    removed with the cluster), else the system's."""
     try:
         import dask
     except ImportError:
         return None
-    return dask.config.get("temporary-directory", None)
+    folder = dask.config.get("temporary-directory", None)
+    return folder if folder and os.path.isdir(folder) else None
 
 
 def header_partial(start: int, stop: int, *, files: CsvFiles) -> list[list[str]]:

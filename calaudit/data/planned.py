@@ -279,17 +279,25 @@ class NotPlanned(Exception):
 def _raise_first(summary: dict[str, NDArray], source: DatasetRows,
                  ranges: list[tuple[int, int]], layouts: dict[str, Any]) -> None:
     """The loader's error for the first rule (in the loader's order) any row breaks: the
-    count over every range, the first row's range read again here (one range) for the
-    problem's column and value."""
+    count over every range, the first row's range read again by a task (one range) for
+    the problem's column and value."""
     for j, rule in enumerate(source.rules):
         if not summary["count"][j]:
             continue
         first = int(np.flatnonzero(np.asarray(summary["first"])[:, j])[0])
-        start, stop = ranges[first]
-        problem = problems(source, start, stop)[0][rule]
-        local = int(np.flatnonzero(problem.rows)[0])
-        raise problem.error_at(start + local, int(summary["count"][j]),
-                               first_value(problem, source.raw(start, stop), local), layouts)
+        raise scale.map_combine(error_partial, [ranges[first]], {
+            "rows": source, "rule": rule, "count": int(summary["count"][j]),
+            "layouts": layouts}, lambda parts: next(iter(parts)))
+
+
+def error_partial(start: int, stop: int, *, rows: DatasetRows, rule: str, count: int,
+                  layouts: dict[str, Any]) -> InputError:
+    """The loader's error for ``rule`` at its first row in ``[start, stop)`` (``count``
+    rows break it in all), as a value."""
+    problem = problems(rows, start, stop)[0][rule]
+    local = int(np.flatnonzero(problem.rows)[0])
+    return problem.error_at(start + local, count,
+                            first_value(problem, rows.raw(start, stop), local), layouts)
 
 
 __all__ = ["InputError", "NotPlanned", "RowsData", "plan", "why_not"]
