@@ -123,3 +123,31 @@ def test_a_dataset_on_two_workers_gives_the_loaded_bits_without_its_rows_in_the_
     assert (result.estimate, result.statistic, result.p_value) == (
         loaded.estimate, loaded.statistic, loaded.p_value)
     assert result.null_distribution.tobytes() == loaded.null_distribution.tobytes()
+
+
+def test_a_multiclass_dataset_read_by_its_tasks_gives_the_loaded_bits(tmp_path, monkeypatch,
+                                                                      refused):
+    """Four classes with text labels in three Parquet files, buckets of 100 rows: the
+    top-label view read range by range is the loaded rows' bytes."""
+    from calaudit import scale
+    from calaudit.data.load import load
+    from calaudit.data.planned import plan
+    from calaudit.inference import kuiper
+    from calaudit.inference.kuiper import kuiper_test_of_rows
+    from tests.conftest import multiclass_frame, write_frame
+
+    monkeypatch.setattr(kuiper, "BUCKET_ROWS", 100)
+    frame = multiclass_frame(450, 4, seed=5)
+    (tmp_path / "ds").mkdir()
+    for k, (a, b) in enumerate([(0, 100), (100, 320), (320, 450)]):
+        write_frame(frame.iloc[a:b], tmp_path / "ds" / f"part-{k}.parquet")
+    loaded = load(str(tmp_path / "ds"))
+    expected = kuiper_test(loaded.y_true, loaded.y_proba, n_resamples=29,
+                           rng=np.random.default_rng(6))
+    with scale.using(scale.SerialExecutor()):
+        data = plan(str(tmp_path / "ds"))
+        result = kuiper_test_of_rows(data.rows, 4, n_resamples=29,
+                                     rng=np.random.default_rng(6))
+    assert result.params["notion"] == "top-label" and result.params["buckets"] == 5
+    assert (result.estimate, result.p_value) == (expected.estimate, expected.p_value)
+    assert result.null_distribution.tobytes() == expected.null_distribution.tobytes()
