@@ -323,3 +323,26 @@ def test_stored_files_are_copied_afresh_for_each_opening_and_few_are_kept(monkey
         assert again.y_proba.tobytes() != first.y_proba.tobytes()
     finally:
         store.rm(prefix, recursive=True)
+
+
+def test_a_stored_object_replaced_after_the_dataset_was_opened_is_one_error():
+    """The listing gave each object's size: a worker's copy of another size is the one
+    error line of a file that changed during the audit, naming the URL."""
+    import fsspec
+
+    store, prefix = fsspec.filesystem("memory"), "/replaced-mid-run"
+    frame = pd.DataFrame({"label": [0, 1] * 60, "prob": np.linspace(0.1, 0.9, 120)})
+    for k in range(2):
+        store.pipe(f"{prefix}/part-{k}.csv", frame[k * 60:(k + 1) * 60].to_csv(
+            index=False).encode())
+    url = f"memory://{prefix.lstrip('/')}"
+    try:
+        with scale.using(SerialExecutor()):
+            data = plan(url)
+            store.pipe(f"{prefix}/part-1.csv", frame[60:90].to_csv(index=False).encode())
+            csv_rows._COPIES.files.clear()  # a process that has not copied it yet
+            with pytest.raises(InputError, match="when the dataset was opened") as error:
+                data.y_proba  # noqa: B018 - reads every range
+        assert f"{url}/part-1.csv" in str(error.value)
+    finally:
+        store.rm(prefix, recursive=True)

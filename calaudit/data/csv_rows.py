@@ -90,6 +90,7 @@ class CsvFiles:
     columns: tuple[str, ...]
     filesystem: Any = None
     token: str = ""
+    sizes: tuple[int, ...] = ()
 
     reads_own_rows = True
 
@@ -98,14 +99,16 @@ class CsvFiles:
         files, remote = location.files, location.filesystem
         return cls(tuple(f.path if remote else os.path.abspath(f.path) for f in files),
                    tuple(f.name for f in files), location.format, tuple(columns), remote,
-                   uuid.uuid4().hex if remote else "")
+                   uuid.uuid4().hex if remote else "", tuple(f.size for f in files))
 
     def local(self, k: int) -> Path:
         """File ``k`` on this machine: its path, or the process's copy of a stored file
-        (made for this opening of the dataset: a later run copies it afresh)."""
+        (made for this opening of the dataset: a later run copies it afresh; a copy of
+        another size than the listing gave is an error, the object changed)."""
         if self.filesystem is None:
             return Path(self.paths[k])
-        return _COPIES.get(self.filesystem, self.paths[k], self.names[k], self.token)
+        return _COPIES.get(self.filesystem, self.paths[k], self.names[k], self.token,
+                           self.sizes[k] if self.sizes else None)
 
     def shown(self, k: int) -> str:
         """File ``k`` as errors name it (the user's name: a URL is not a path)."""
@@ -131,7 +134,8 @@ class _Copies:
             atexit.register(shutil.rmtree, self.folder, True)
         return self.folder
 
-    def get(self, filesystem: Any, path: str, name: str, token: str) -> Path:
+    def get(self, filesystem: Any, path: str, name: str, token: str,
+            size: int | None = None) -> Path:
         key = (token, path)
         with self.lock:
             if key in self.files and self.files[key].exists():
@@ -143,6 +147,12 @@ class _Copies:
                 with open(local, "wb") as dst, remote_errors(name), \
                         filesystem.open(path, "rb") as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
+                copied = local.stat().st_size
+                if size and copied != size:
+                    raise InputError(f"holds {copied:,} bytes, not the {size:,} it held when "
+                                     "the dataset was opened", source=name,
+                                     rule="unreadable_file",
+                                     hint="the object changed during the audit")
             except BaseException:
                 local.unlink(missing_ok=True)
                 raise
