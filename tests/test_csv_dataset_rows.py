@@ -346,3 +346,16 @@ def test_a_stored_object_replaced_after_the_dataset_was_opened_is_one_error():
         assert f"{url}/part-1.csv" in str(error.value)
     finally:
         store.rm(prefix, recursive=True)
+
+
+def test_a_stored_object_with_another_etag_than_the_listing_is_one_error():
+    """Same size, new contents: the store's ETag differs from the listing's."""
+
+    class Store:
+        def info(self, path):
+            return {"name": path, "size": 10, "ETag": '"new"'}
+
+    with pytest.raises(InputError, match='has the ETag "new", not "old"') as error:
+        csv_rows._unchanged(Store(), "b/p.csv", "s3://b/p.csv", 10, 10, '"old"')
+    assert error.value.source == "s3://b/p.csv"
+    csv_rows._unchanged(Store(), "b/p.csv", "s3://b/p.csv", 10, 10, '"new"')  # unchanged

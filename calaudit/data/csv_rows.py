@@ -53,7 +53,7 @@ import pandas as pd
 from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
 from calaudit.data.csv_offsets import STRIDE, row_starts
 from calaudit.data.csv_stream import BATCH_ROWS, FileChunks, _read_csv, chunks, encoded, file_kind
-from calaudit.data.locations import DataFile, Location
+from calaudit.data.locations import ETAG_KEYS, DataFile, Location
 from calaudit.data.partitioned import _require as require
 from calaudit.data.readers import read_columns, read_errors
 from calaudit.data.remote import remote_errors
@@ -91,6 +91,7 @@ class CsvFiles:
     filesystem: Any = None
     token: str = ""
     sizes: tuple[int, ...] = ()
+    etags: tuple[str | None, ...] = ()
 
     reads_own_rows = True
 
@@ -99,16 +100,18 @@ class CsvFiles:
         files, remote = location.files, location.filesystem
         return cls(tuple(f.path if remote else os.path.abspath(f.path) for f in files),
                    tuple(f.name for f in files), location.format, tuple(columns), remote,
-                   uuid.uuid4().hex if remote else "", tuple(f.size for f in files))
+                   uuid.uuid4().hex if remote else "", tuple(f.size for f in files),
+                   tuple(f.etag for f in files))
 
     def local(self, k: int) -> Path:
         """File ``k`` on this machine: its path, or the process's copy of a stored file
         (made for this opening of the dataset: a later run copies it afresh; a copy of
-        another size than the listing gave is an error, the object changed)."""
+        another size or ETag than the listing gave is an error, the object changed)."""
         if self.filesystem is None:
             return Path(self.paths[k])
         return _COPIES.get(self.filesystem, self.paths[k], self.names[k], self.token,
-                           self.sizes[k] if self.sizes else None)
+                           self.sizes[k] if self.sizes else None,
+                           self.etags[k] if self.etags else None)
 
     def shown(self, k: int) -> str:
         """File ``k`` as errors name it (the user's name: a URL is not a path)."""
@@ -135,7 +138,7 @@ class _Copies:
         return self.folder
 
     def get(self, filesystem: Any, path: str, name: str, token: str,
-            size: int | None = None) -> Path:
+            size: int | None = None, etag: str | None = None) -> Path:
         key = (token, path)
         with self.lock:
             if key in self.files and self.files[key].exists():
@@ -147,12 +150,7 @@ class _Copies:
                 with open(local, "wb") as dst, remote_errors(name), \
                         filesystem.open(path, "rb") as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
-                copied = local.stat().st_size
-                if size and copied != size:
-                    raise InputError(f"holds {copied:,} bytes, not the {size:,} it held when "
-                                     "the dataset was opened", source=name,
-                                     rule="unreadable_file",
-                                     hint="the object changed during the audit")
+                _unchanged(filesystem, path, name, local.stat().st_size, size, etag)
             except BaseException:
                 local.unlink(missing_ok=True)
                 raise
@@ -160,6 +158,23 @@ class _Copies:
             while len(self.files) > COPIES_KEPT:
                 self.files.popitem(last=False)[1].unlink(missing_ok=True)
             return local
+
+
+def _unchanged(filesystem: Any, path: str, name: str, copied: int, size: int | None,
+               etag: str | None) -> None:
+    """Refuse a copy of ``copied`` bytes when the listing gave another ``size``, or when
+    the object's ETag now differs from the listing's ``etag``: it changed since the
+    dataset was opened."""
+    found = None
+    if etag:
+        with remote_errors(name):
+            info = filesystem.info(path)
+        found = next((str(info[k]) for k in ETAG_KEYS if info.get(k)), None)
+    if (size and copied != size) or (found is not None and found != etag):
+        what = (f"holds {copied:,} bytes, not the {size:,}" if size and copied != size
+                else f"has the ETag {found}, not {etag}")
+        raise InputError(f"{what} it had when the dataset was opened", source=name,
+                         rule="unreadable_file", hint="the object changed during the audit")
 
 
 #: Copies of stored files kept per process (each a whole file on the worker's disk).
