@@ -51,7 +51,8 @@ def _former_append(sink: ColumnSink, values: pd.Series, source: str) -> None:
                  else values.to_numpy(dtype=np.float64, na_value=np.nan))
     elif sink.kind == "bool":
         null = values.isna().to_numpy()
-        sink.put(np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8))
+        filled = values.to_numpy(dtype=object, na_value=False).astype(bool)
+        sink.put(np.where(null, -1, filled).astype(np.int8))
     else:
         null = values.isna().to_numpy()
         codes, uniques = pd.factorize(values.astype(object).where(~null, None))

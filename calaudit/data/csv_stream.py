@@ -278,7 +278,8 @@ def encoded(sink: ColumnSink, values: pd.Series, kind: str) -> np.ndarray:
         return values.to_numpy(dtype=np.float64, na_value=np.nan)
     null = values.isna().to_numpy()
     if kind == "bool":
-        return np.where(null, -1, values.fillna(False).astype(bool)).astype(np.int8)
+        filled = values.to_numpy(dtype=object, na_value=False).astype(bool)
+        return np.where(null, -1, filled).astype(np.int8)
     codes, uniques = pd.factorize(values.astype(object).where(~null, None))
     return sink.codes([str(u) for u in uniques], np.maximum(codes, 0), null)
 
