@@ -29,7 +29,7 @@ import pytest
 from calaudit._version import __version__
 from calaudit.exceptions import ClusterError, ConfigError
 from calaudit.scale import cluster as cluster_module
-from calaudit.scale import dask_executor, dask_waits
+from calaudit.scale import dask_waits
 from calaudit.settings.sections import DaskConfig
 from tests.cli_inprocess import assert_one_line_error, run_cli
 from tests.conftest import ROOT, binary_frame
@@ -129,7 +129,7 @@ def test_a_task_on_a_cluster_that_lost_every_worker_ends_the_run(monkeypatch):
     monkeypatch.setattr(dask_waits, "WAIT_SECONDS", 0.2)
     started = time.monotonic()
     with pytest.raises(ClusterError, match="no worker for 0.2 s"):
-        dask_executor.await_result(NoWorkers(), Pending())
+        dask_waits.await_result(NoWorkers(), Pending())
     assert time.monotonic() - started < 5
 
 

@@ -36,7 +36,7 @@ from calaudit.scale.dask_sums import (
     shared_task,
     with_values,
 )
-from calaudit.scale.dask_waits import await_result, cluster_failure
+from calaudit.scale.dask_waits import awaited
 from calaudit.scale.pair_blocks import PairBlocks
 from calaudit.scale.shards import identity
 
@@ -181,7 +181,7 @@ class DaskExecutor:
                         key=f"calaudit-{name}-{token}-{submitted}"))
                     submitted += 1
                 future = pending.popleft()
-                part = self._awaited(future, name, i, j, pair=True)
+                part = awaited(self.client, future, name, i, j, pair=True)
                 self.fetched_bytes += size_of(part)
                 placement.done(i, j)
                 yield part
@@ -274,20 +274,6 @@ class DaskExecutor:
         function, args = shards.task(_call, partial, start, stop, arguments)
         return self.client.submit(function, *args, retries=self.retries, pure=False, key=key)
 
-    def _awaited(self, future: Any, name: str, start: int, stop: int, pair: bool = False
-                 ) -> Any:
-        """The task's result, released on the cluster; a failure of the cluster is one
-        :class:`~calaudit.exceptions.ClusterError` (:func:`cluster_failure`)."""
-        try:
-            part = await_result(self.client, future)
-        except Exception as exc:  # noqa: BLE001 - cluster failures become one line
-            failure = cluster_failure(exc, name, start, stop, pair=pair)
-            if failure is exc:
-                raise
-            raise failure from exc
-        future.release()
-        return part
-
     def window(self) -> int:
         """Tasks submitted ahead of the fold: ``WINDOW_PER_THREAD`` per worker thread (at
         least ``MIN_WINDOW``)."""
@@ -309,7 +295,7 @@ class DaskExecutor:
                     pending.append(self._submit(partial, low, high, handles,
                                                 f"calaudit-{name}-{token}-{submitted}"))
                     submitted += 1
-                part = self._awaited(pending.popleft(), name, start, stop)
+                part = awaited(self.client, pending.popleft(), name, start, stop)
                 self.fetched_bytes += size_of(part)
                 yield part
         finally:

@@ -24,7 +24,7 @@ import numpy as np
 from calaudit.scale.blocks import fold
 from calaudit.scale.context import in_task
 from calaudit.scale.dask_sizes import size_of
-from calaudit.scale.dask_waits import await_result, cluster_failure
+from calaudit.scale.dask_waits import awaited
 from calaudit.scale.shards import Shards, identity
 
 #: Consecutive ranges one task adds (exact sums), at least.
@@ -156,15 +156,7 @@ def exact_sum(executor: Any, partial: Callable[..., Mapping[str, np.ndarray]],
                 while submitted < len(groups) and len(pending) < in_flight:
                     pending.append(submit(submitted))
                     submitted += 1
-                future = pending.popleft()
-                try:
-                    part = await_result(client, future)
-                except Exception as exc:  # noqa: BLE001 - cluster failures: one line
-                    failure = cluster_failure(exc, name, group[0][0], group[-1][1])
-                    if failure is exc:
-                        raise
-                    raise failure from exc
-                future.release()
+                part = awaited(client, pending.popleft(), name, group[0][0], group[-1][1])
                 executor.fetched_bytes += size_of(part)
                 yield part
         finally:

@@ -32,6 +32,22 @@ def await_result(client: Any, future: Any) -> Any:
     return future.result()
 
 
+def awaited(client: Any, future: Any, name: str, start: int, stop: int,
+            pair: bool = False) -> Any:
+    """The task's result (:func:`await_result`), released on the cluster; a failure of the
+    cluster is one :class:`ClusterError` naming the task (:func:`cluster_failure`), any
+    other exception is raised as it is."""
+    try:
+        part = await_result(client, future)
+    except Exception as exc:  # noqa: BLE001 - cluster failures become one line
+        failure = cluster_failure(exc, name, start, stop, pair=pair)
+        if failure is exc:
+            raise
+        raise failure from exc
+    future.release()
+    return part
+
+
 def finished(future: Any) -> bool:
     """Whether the task ended within ``POLL_SECONDS`` (its result is not fetched)."""
     try:
