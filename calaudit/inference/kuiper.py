@@ -29,42 +29,29 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calaudit import registry, scale
-from calaudit.metrics.ece import default_notion, scores_and_outcomes
-from calaudit.metrics.row_summary import where_rows_are
+from calaudit.metrics.ece import default_notion
+from calaudit.metrics.row_summary import PanelScores, where_rows_are
 from calaudit.numerics.order_statistics import order_statistics
 from calaudit.numerics.resampling import monte_carlo_pvalue
 from calaudit.results import TestResult
 from calaudit.scale.blocks import block_rng, stream_seed
-from calaudit.scale.sources import DerivedRows
 
 #: Entries of one batch of redrawn outcome columns (rows of a bucket x columns).
 BATCH_ENTRIES = 4_000_000
 #: Rows of a bucket of the sorted scores, about (one task sorts and redraws a bucket).
 BUCKET_ROWS = 1 << 18
+#: The columns of :class:`PanelScores` the test reads: the notion's score and outcome.
+SCORE, OUTCOME = "panel:0", "outcome:0"
 METHOD = ("consistency resampling: outcomes redrawn from the scores, "
           "p = (1 + #{K* >= K}) / (1 + B)")
 
 
-class ScoreRows(DerivedRows):
-    """The score ``s`` and 0/1 outcome ``o`` of each row of ``source`` (``y``, ``proba``)
-    under ``notion``, computed by the task that reads the rows."""
-
-    def __init__(self, source: Any, notion: str) -> None:
-        self.source, self.notion = source, notion
-
-    def read(self, start: int, stop: int, names: Any) -> dict[str, NDArray]:
-        part = self.source.read(start, stop, ["y", "proba"])
-        s, o = scores_and_outcomes(part["y"], part["proba"], self.notion)
-        out = {"s": np.ascontiguousarray(s, dtype=np.float64), "o": o}
-        return {name: out[name] for name in names}
-
-
-def bucket_bounds(rows: ScoreRows, n: int) -> NDArray[np.float64]:
+def bucket_bounds(rows: PanelScores, n: int) -> NDArray[np.float64]:
     """``[-inf, v_1, ..., v_{B-1}, inf]``: the scores of ranks ``b n // B`` (``B =
     ceil(n / BUCKET_ROWS)`` buckets)."""
     buckets = max(1, -(-n // BUCKET_ROWS))
     ranks = np.arange(1, buckets, dtype=np.int64) * n // buckets
-    inner = order_statistics(rows, {"s": ranks})["s"] if ranks.size else np.empty(0)
+    inner = order_statistics(rows, {SCORE: ranks})[SCORE] if ranks.size else np.empty(0)
     return np.concatenate([[-np.inf], inner, [np.inf]])
 
 
@@ -78,7 +65,7 @@ def running_range(residuals: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.stack([running[-1], running.max(axis=0), running.min(axis=0)])
 
 
-def bucket_partial(start: int, stop: int, *, rows: ScoreRows, bounds: NDArray[np.float64],
+def bucket_partial(start: int, stop: int, *, rows: PanelScores, bounds: NDArray[np.float64],
                    seed: int, n_resamples: int) -> dict[str, NDArray]:
     """Bucket ``start`` (``stop = start + 1``): its rows in score order, the running
     ranges of the observed residuals and of ``n_resamples`` redrawn columns, and the sum
@@ -86,9 +73,9 @@ def bucket_partial(start: int, stop: int, *, rows: ScoreRows, bounds: NDArray[np
     low, high = bounds[start], bounds[start + 1]
     kept = []
     for a, b in scale.task_ranges(rows.n):
-        part = rows.read(a, b, ["s", "o"])
-        inside = (part["s"] >= low) & (part["s"] < high)
-        kept.append((part["s"][inside], part["o"][inside]))
+        part = rows.read(a, b, [SCORE, OUTCOME])
+        inside = (part[SCORE] >= low) & (part[SCORE] < high)
+        kept.append((part[SCORE][inside], part[OUTCOME][inside]))
     s = np.concatenate([k[0] for k in kept])
     o = np.concatenate([k[1] for k in kept])
     order = np.argsort(s, kind="stable")
@@ -120,7 +107,7 @@ def kuiper_test_of_rows(source: Any, n_classes: int, *, n_resamples: int = 1000,
     """Kuiper's test of "the model is calibrated" (module docstring) on a row source of
     ``y`` and ``proba`` (a dataset's files: read by the tasks)."""
     notion = default_notion(n_classes)
-    rows = ScoreRows(source, notion)
+    rows = PanelScores(source)  # panel 0: the notion's scores and outcomes
     n, seed = int(source.n), stream_seed(rng)
     if n == 0:
         raise ValueError("Kuiper's test needs at least one row")

@@ -104,8 +104,9 @@ class Binning:
 
 @dataclass(frozen=True)
 class PanelScores:
-    """The panels' scores of the row source ``rows`` (``y``, ``proba``; ``class_names``)
-    as columns ``panel:k`` (:func:`panel_columns`), computed in the task that reads them."""
+    """The panels' scores and outcomes of the row source ``rows`` (``y``, ``proba``;
+    ``class_names``) as columns ``panel:k`` and ``outcome:k`` (:func:`panel_columns`),
+    computed in the task that reads them."""
 
     rows: Any
 
@@ -119,7 +120,8 @@ class PanelScores:
         part = self.rows.read(start, stop, ["y", "proba"])
         panels = panel_columns(np.asarray(part["y"]),
                                np.ascontiguousarray(part["proba"], dtype=np.float64))
-        return {name: panels[int(name.split(":")[1])][0] for name in names}
+        return {name: panels[int(name.split(":")[1])][name.startswith("outcome:")]
+                for name in names}
 
 
 def quantile_bin_edges(rows: Any, n_bins: int) -> tuple[NDArray[np.float64], ...]:
