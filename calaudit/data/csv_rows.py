@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calaudit import scale
 from calaudit.data.column_sink import MISSING, STORAGE, ColumnSink
 from calaudit.data.csv_offsets import STRIDE, row_starts
 from calaudit.data.csv_stream import BATCH_ROWS, FileChunks, _read_csv, chunks, encoded, file_kind
@@ -206,8 +207,6 @@ def header_partial(start: int, stop: int, *, files: CsvFiles) -> list[list[str]]
 
 def first_header(location: Location) -> list[str]:
     """The first file's column names, read by a task (:func:`header_partial`)."""
-    from calaudit import scale
-
     files = CsvFiles.of(location, ())
     return scale.map_combine(header_partial, [(0, 1)], {"files": files},
                              lambda parts: next(iter(parts))[0])
